@@ -1,0 +1,60 @@
+//! Finding and reading the selected config file: `--config PATH` when
+//! given (it replaces the default, nothing is merged), else
+//! `~/.rho/config.toml`, which may be absent.
+
+use std::path::PathBuf;
+
+use rho_proto_core::config::{self, Config};
+
+/// The config of this run and where it came from.
+pub(crate) struct LoadedConfig {
+    /// The file read, when there was one.
+    pub(crate) path: Option<PathBuf>,
+    /// The parsed configuration.
+    pub(crate) config: Config,
+}
+
+impl LoadedConfig {
+    /// The config's origin, for messages.
+    pub(crate) fn describe(&self) -> String {
+        match &self.path {
+            Some(path) => path.display().to_string(),
+            None => "the default config (~/.rho/config.toml, absent)".into(),
+        }
+    }
+}
+
+/// Reads the selected config. An explicit path must exist; the default
+/// path may be missing, which configures no server.
+pub(crate) fn load(explicit: Option<PathBuf>) -> Result<LoadedConfig, String> {
+    let (path, required) = match explicit {
+        Some(path) => (Some(path), true),
+        None => (default_path(), false),
+    };
+    let Some(path) = path else {
+        return Ok(LoadedConfig {
+            path: None,
+            config: Config::default(),
+        });
+    };
+    let text = match std::fs::read_to_string(&path) {
+        Ok(text) => text,
+        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(LoadedConfig {
+                path: None,
+                config: Config::default(),
+            });
+        }
+        Err(e) => return Err(format!("cannot read config {}: {e}", path.display())),
+    };
+    let config = config::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+    Ok(LoadedConfig {
+        path: Some(path),
+        config,
+    })
+}
+
+fn default_path() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    Some(PathBuf::from(home).join(".rho").join("config.toml"))
+}

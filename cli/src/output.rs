@@ -1,0 +1,365 @@
+//! What `rho mcp` prints: a readable table for people and a stable JSON
+//! document for tools. Neither ever holds a secret value: environment
+//! variables and headers appear by name only.
+//!
+//! # JSON schema (`"schema": 1`)
+//!
+//! `list --json` prints `{"schema": 1, "config": PATH|null, "servers": [SERVER...]}`;
+//! `show --json` prints one SERVER with `"schema": 1` added. A SERVER is:
+//!
+//! | key | when | value |
+//! |---|---|---|
+//! | `id` | always | the server identity |
+//! | `status` | always | `not_started`, `disabled`, `invalid`, `ready` or `failed` |
+//! | `error` | invalid, failed | the reason, for a person |
+//! | `transport` | valid entries | `stdio` or `streamable_http` |
+//! | `enabled` | valid entries | bool |
+//! | `command`, `args`, `cwd` | stdio | as configured |
+//! | `url` | streamable_http | as configured |
+//! | `env_names`, `header_names` | always on valid entries | names only, never values |
+//! | `tool_filter` | valid entries | `{"allow": [..]?, "deny": [..]?}` |
+//! | `startup_timeout_secs`, `tool_timeout_secs` | valid entries | numbers |
+//! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
+//! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake |
+//! | `tools` | ready | exported tools: `name` (exported), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
+//! | `filtered_tools` | ready | server tool names kept out by allow/deny |
+
+use std::fmt::Write as _;
+
+use rho_io_blocking::{Runtime, ServerView};
+use rho_proto_core::config::Transport;
+use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::status::ServerStatus;
+use serde_json::{Map, Value, json};
+
+use crate::config_file::LoadedConfig;
+
+/// The JSON schema version printed with every document.
+const SCHEMA: u64 = 1;
+
+/// Prints a JSON document on stdout.
+pub(crate) fn print_json(value: &Value) {
+    match serde_json::to_string_pretty(value) {
+        Ok(text) => println!("{text}"),
+        Err(e) => eprintln!("rho: could not print JSON: {e}"),
+    }
+}
+
+/// The `list --json` document.
+pub(crate) fn list_json(loaded: &LoadedConfig, servers: &[ServerView], runtime: &Runtime) -> Value {
+    json!({
+        "schema": SCHEMA,
+        "config": loaded.path.as_ref().map(|p| p.display().to_string()),
+        "servers": servers.iter().map(|s| server_json(s, runtime, false)).collect::<Vec<_>>(),
+    })
+}
+
+/// One server's JSON object; `detailed` adds tool descriptions and schemas.
+pub(crate) fn server_json(server: &ServerView, runtime: &Runtime, detailed: bool) -> Value {
+    let mut obj = Map::new();
+    if detailed {
+        obj.insert("schema".into(), json!(SCHEMA));
+    }
+    obj.insert("id".into(), json!(server.id));
+    obj.insert("status".into(), json!(server.status.label()));
+    if let Some(config) = &server.config {
+        obj.insert("transport".into(), json!(config.transport.kind()));
+        obj.insert("enabled".into(), json!(config.enabled));
+        match &config.transport {
+            Transport::Stdio(stdio) => {
+                obj.insert("command".into(), json!(stdio.command));
+                obj.insert("args".into(), json!(stdio.args));
+                obj.insert("cwd".into(), json!(stdio.cwd));
+            }
+            Transport::StreamableHttp(http) => {
+                obj.insert("url".into(), json!(http.url.as_str()));
+            }
+        }
+        obj.insert("env_names".into(), json!(config.env_names()));
+        obj.insert("header_names".into(), json!(config.header_names()));
+        obj.insert("tool_filter".into(), json!(config.tools));
+        obj.insert(
+            "startup_timeout_secs".into(),
+            json!(config.startup_timeout.as_secs_f64()),
+        );
+        obj.insert(
+            "tool_timeout_secs".into(),
+            json!(config.tool_timeout.as_secs_f64()),
+        );
+        obj.insert("log_level".into(), json!(config.log_level));
+        obj.insert("sampling".into(), json!(config.sampling));
+    }
+    match &server.status {
+        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
+            obj.insert("error".into(), json!(error));
+        }
+        ServerStatus::Ready(report) => {
+            obj.insert("protocol_version".into(), json!(report.protocol_version));
+            obj.insert("server_info".into(), json!(report.server_info));
+            obj.insert("elapsed_ms".into(), json!(report.elapsed_ms));
+            obj.insert("pid".into(), json!(report.pid));
+            obj.insert("instructions".into(), json!(report.instructions));
+            let tools: Vec<Value> = runtime
+                .tools()
+                .server_tools(&server.id)
+                .map(|t| {
+                    let mut tool = json!({
+                        "name": t.name,
+                        "tool": t.tool,
+                        "title": t.title,
+                        "hints": t.hints,
+                    });
+                    if detailed {
+                        tool["description"] = json!(t.description);
+                        tool["input_schema"] = t.input_schema.clone();
+                        if let Some(schema) = &t.output_schema {
+                            tool["output_schema"] = schema.clone();
+                        }
+                    }
+                    tool
+                })
+                .collect();
+            obj.insert("tools".into(), Value::Array(tools));
+            obj.insert("filtered_tools".into(), json!(report.filtered_tools));
+        }
+        ServerStatus::NotStarted | ServerStatus::Disabled => {}
+    }
+    Value::Object(obj)
+}
+
+/// The `list` table.
+pub(crate) fn list_text(
+    loaded: &LoadedConfig,
+    servers: &[ServerView],
+    runtime: &Runtime,
+) -> String {
+    let mut out = String::new();
+    if servers.is_empty() {
+        let _ = writeln!(out, "No MCP servers configured in {}.", loaded.describe());
+        return out;
+    }
+    let rows: Vec<[String; 4]> = servers
+        .iter()
+        .map(|s| {
+            [
+                s.id.clone(),
+                s.config
+                    .as_ref()
+                    .map_or("-".into(), |c| c.transport.kind().to_owned()),
+                s.status.label().replace('_', " "),
+                summary(s, runtime),
+            ]
+        })
+        .collect();
+    let header = ["SERVER", "TRANSPORT", "STATUS", "DETAIL"];
+    let widths: Vec<usize> = (0..3)
+        .map(|i| {
+            rows.iter()
+                .map(|r| r[i].chars().count())
+                .chain([header[i].len()])
+                .max()
+                .unwrap_or(0)
+        })
+        .collect();
+    let line = |out: &mut String, cells: [&str; 4]| {
+        let mut detail_lines = cells[3].lines();
+        let first = detail_lines.next().unwrap_or("");
+        let text = format!(
+            "{:w0$}  {:w1$}  {:w2$}  {first}",
+            cells[0],
+            cells[1],
+            cells[2],
+            w0 = widths[0],
+            w1 = widths[1],
+            w2 = widths[2]
+        );
+        let _ = writeln!(out, "{}", text.trim_end());
+        let indent = widths[0] + widths[1] + widths[2] + 6;
+        for more in detail_lines {
+            let _ = writeln!(out, "{:indent$}{more}", "");
+        }
+    };
+    line(&mut out, header);
+    for row in &rows {
+        line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
+    }
+    let tools: Vec<&str> = runtime
+        .tools()
+        .tools()
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    if !tools.is_empty() {
+        let _ = writeln!(out, "\nTools ({}):", tools.len());
+        for name in tools {
+            let _ = writeln!(out, "  {name}");
+        }
+    }
+    out
+}
+
+/// The one-line (or, for failures with stderr, multi-line) detail column.
+fn summary(server: &ServerView, runtime: &Runtime) -> String {
+    match &server.status {
+        ServerStatus::Ready(report) => {
+            let count = runtime.tools().server_tools(&server.id).count();
+            let mut text = format!(
+                "{count} tool{} · {} {} · protocol {} · {} ms",
+                if count == 1 { "" } else { "s" },
+                report.server_info.name,
+                report.server_info.version,
+                report.protocol_version,
+                report.elapsed_ms
+            );
+            if !report.filtered_tools.is_empty() {
+                let _ = write!(text, " · {} filtered out", report.filtered_tools.len());
+            }
+            text
+        }
+        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => error.clone(),
+        ServerStatus::Disabled => "enabled = false".into(),
+        ServerStatus::NotStarted => match &server.config {
+            Some(config) => match &config.transport {
+                Transport::Stdio(stdio) => {
+                    let mut cmd = stdio.command.clone();
+                    for arg in &stdio.args {
+                        cmd.push(' ');
+                        cmd.push_str(arg);
+                    }
+                    cmd
+                }
+                Transport::StreamableHttp(http) => http.url.to_string(),
+            },
+            None => String::new(),
+        },
+    }
+}
+
+/// The `show` text.
+pub(crate) fn show_text(server: &ServerView, runtime: &Runtime) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "{}", server.id);
+    let _ = writeln!(
+        out,
+        "  status:     {}",
+        server.status.label().replace('_', " ")
+    );
+    if let Some(config) = &server.config {
+        let _ = writeln!(out, "  transport:  {}", config.transport.kind());
+        match &config.transport {
+            Transport::Stdio(stdio) => {
+                let _ = writeln!(out, "  command:    {}", stdio.command);
+                if !stdio.args.is_empty() {
+                    let _ = writeln!(out, "  args:       {}", stdio.args.join(" "));
+                }
+                if let Some(cwd) = &stdio.cwd {
+                    let _ = writeln!(out, "  cwd:        {cwd}");
+                }
+            }
+            Transport::StreamableHttp(http) => {
+                let _ = writeln!(out, "  url:        {}", http.url);
+            }
+        }
+        let env = config.env_names();
+        if !env.is_empty() {
+            let _ = writeln!(out, "  env:        {} (values hidden)", env.join(", "));
+        }
+        let headers = config.header_names();
+        if !headers.is_empty() {
+            let _ = writeln!(out, "  headers:    {} (values hidden)", headers.join(", "));
+        }
+        if let Some(allow) = &config.tools.allow {
+            let _ = writeln!(out, "  allow:      {}", allow.join(", "));
+        }
+        if !config.tools.deny.is_empty() {
+            let _ = writeln!(out, "  deny:       {}", config.tools.deny.join(", "));
+        }
+        let _ = writeln!(
+            out,
+            "  budgets:    startup {} s, tool call {} s",
+            config.startup_timeout.as_secs_f64(),
+            config.tool_timeout.as_secs_f64()
+        );
+    }
+    match &server.status {
+        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
+            let _ = writeln!(out, "  error:      {}", indent_rest(error, 14));
+        }
+        ServerStatus::Ready(report) => {
+            let _ = writeln!(
+                out,
+                "  server:     {} {} (protocol {}, ready in {} ms)",
+                report.server_info.name,
+                report.server_info.version,
+                report.protocol_version,
+                report.elapsed_ms
+            );
+            if let Some(instructions) = &report.instructions {
+                let _ = writeln!(out, "  instructions: {}", indent_rest(instructions, 16));
+            }
+            let tools: Vec<_> = runtime.tools().server_tools(&server.id).collect();
+            let _ = writeln!(out, "  tools ({}):", tools.len());
+            for tool in tools {
+                let title = tool
+                    .title
+                    .as_deref()
+                    .map(|t| format!(" — {t}"))
+                    .unwrap_or_default();
+                let _ = writeln!(out, "    {}{title}", tool.name);
+            }
+            if !report.filtered_tools.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  filtered out by allow/deny: {}",
+                    report.filtered_tools.join(", ")
+                );
+            }
+        }
+        ServerStatus::NotStarted => {
+            let _ = writeln!(out, "  (pass --connect to start it and list its tools)");
+        }
+        ServerStatus::Disabled => {}
+    }
+    out
+}
+
+fn indent_rest(text: &str, by: usize) -> String {
+    text.lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == 0 {
+                l.to_owned()
+            } else {
+                format!("{:by$}{l}", "")
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// What `rho mcp call` prints: the text blocks; else the structured
+/// content; else a short descriptor per block.
+pub(crate) fn result_text(result: &CallToolResult) -> String {
+    let text = result.text();
+    if !text.is_empty() {
+        return text;
+    }
+    if let Some(structured) = &result.structured_content {
+        return serde_json::to_string_pretty(structured).unwrap_or_default();
+    }
+    result
+        .content
+        .iter()
+        .map(|block| {
+            let kind = block
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("unknown");
+            match block.get("mimeType").and_then(Value::as_str) {
+                Some(mime) => format!("[{kind} {mime}]"),
+                None => format!("[{kind}]"),
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

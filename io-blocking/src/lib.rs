@@ -1,0 +1,27 @@
+//! rho's MCP client on plain threads.
+//!
+//! This crate drives the sans-IO core in `rho-proto-core` with blocking IO:
+//! each server gets a driver thread that owns its session, and a stdio
+//! server's child process gets three pump threads (stdout, stdin, stderr).
+//! The host sees a [`Runtime`]: start every enabled server concurrently,
+//! read per-server status and the exported tools, call tools, shut down.
+//!
+//! ```no_run
+//! use rho_io_blocking::{Runtime, RuntimeOptions};
+//! let config = rho_proto_core::config::parse(
+//!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
+//!     "rho.toml",
+//! ).expect("valid config");
+//! let runtime = Runtime::start(&config, RuntimeOptions::from_process_env());
+//! let result = runtime
+//!     .call_tool("mcp__everything__echo", serde_json::json!({"message": "hi"}))
+//!     .expect("call succeeds");
+//! println!("{}", result.text());
+//! runtime.shutdown();
+//! ```
+
+mod driver;
+mod runtime;
+mod stdio;
+
+pub use runtime::{Runtime, RuntimeOptions, ServerView, ToolCallError};

@@ -1,0 +1,344 @@
+//! A stdio server's child process on plain threads: spawn it without a
+//! shell in its own process group, pump its stdout into the driver, write
+//! its stdin from a queue, drain its stderr into tracing and a bounded tail,
+//! and shut it down without leaving anything behind.
+//!
+//! Threads per child: one reader (stdout), one writer (stdin, so a server
+//! that stops reading can never block the driver), one stderr drain.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::{self, JoinHandle};
+use std::time::{Duration, Instant};
+
+use rho_proto_core::config::StdioConfig;
+use rho_proto_core::env::{Platform, child_environment};
+use rho_proto_core::process::{ProgramCandidates, not_found_message, program_candidates};
+use rho_proto_core::stderr::StderrTail;
+
+/// What the child's pipes tell the driver.
+#[derive(Debug)]
+pub(crate) enum PipeEvent {
+    /// Bytes from stdout.
+    Stdout(Vec<u8>),
+    /// stdout reached end of file (or failed to read).
+    StdoutClosed,
+    /// Writing stdin failed: the child stopped reading.
+    WriteFailed(String),
+}
+
+/// A running stdio server.
+pub(crate) struct StdioChild {
+    server: String,
+    child: Child,
+    stdin: Option<SyncSender<Vec<u8>>>,
+    stderr_tail: Arc<Mutex<StderrTail>>,
+    threads: Vec<JoinHandle<()>>,
+    exit: Option<ExitStatus>,
+}
+
+/// How many queued writes may wait for the child before the driver blocks.
+/// The core only queues what the host asked for, so this is generous.
+const WRITE_QUEUE: usize = 1024;
+
+/// How long shutdown waits for the pipe threads after the group is killed.
+const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
+
+impl StdioChild {
+    /// Spawns `config` for server `server`, with pipe events sent to
+    /// `events` wrapped by `wrap`.
+    pub(crate) fn spawn<E: Send + 'static>(
+        server: &str,
+        config: &StdioConfig,
+        ambient: &[(String, String)],
+        events: Sender<E>,
+        wrap: fn(PipeEvent) -> E,
+    ) -> Result<Self, String> {
+        let env = child_environment(ambient, config, Platform::current())
+            .map_err(|e| format!("server `{server}`: {e}"))?;
+        let lookup = |name: &str| {
+            env.iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        let cwd = config.cwd.as_deref().map(Path::new);
+        let candidates = program_candidates(
+            &config.command,
+            lookup("PATH"),
+            lookup("PATHEXT"),
+            cwd,
+            Platform::current(),
+        );
+        let program = find_executable(&candidates)
+            .ok_or_else(|| not_found_message(server, &config.command, &candidates))?;
+        if let Some(dir) = cwd {
+            if !dir.is_dir() {
+                return Err(format!(
+                    "server `{server}`: cwd `{}` is not a directory",
+                    dir.display()
+                ));
+            }
+        }
+
+        let mut command = Command::new(&program);
+        command
+            .args(&config.args)
+            .env_clear()
+            .envs(env.iter().map(|(k, v)| (k, v)))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if let Some(dir) = cwd {
+            command.current_dir(dir);
+        }
+        #[cfg(unix)]
+        {
+            // Its own process group, so `npx` and its grandchildren end with it.
+            use std::os::unix::process::CommandExt;
+            command.process_group(0);
+        }
+        let mut child = command.spawn().map_err(|e| {
+            format!(
+                "server `{server}`: could not start `{}`: {e}",
+                program.display()
+            )
+        })?;
+        let (Some(stdout), Some(stdin), Some(stderr)) =
+            (child.stdout.take(), child.stdin.take(), child.stderr.take())
+        else {
+            kill_group(&mut child);
+            let _ = child.wait();
+            return Err(format!("server `{server}`: its pipes could not be opened"));
+        };
+
+        let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+        let (write_tx, write_rx) = mpsc::sync_channel(WRITE_QUEUE);
+        let threads = vec![
+            spawn_named(format!("rho-mcp-{server}-out"), {
+                let events = events.clone();
+                move || read_stdout(stdout, events, wrap)
+            })?,
+            spawn_named(format!("rho-mcp-{server}-in"), move || {
+                write_stdin(stdin, write_rx, events, wrap)
+            })?,
+            spawn_named(format!("rho-mcp-{server}-err"), {
+                let tail = Arc::clone(&stderr_tail);
+                let server = server.to_owned();
+                move || drain_stderr(&server, stderr, &tail)
+            })?,
+        ];
+        Ok(Self {
+            server: server.to_owned(),
+            child,
+            stdin: Some(write_tx),
+            stderr_tail,
+            threads,
+            exit: None,
+        })
+    }
+
+    /// The child's process id (also its process group id).
+    pub(crate) fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    /// Queues bytes for the child's stdin. Never blocks on the child.
+    pub(crate) fn write(&self, bytes: Vec<u8>) {
+        if let Some(stdin) = &self.stdin {
+            // A full queue or a gone writer both mean the child stopped
+            // reading; the writer thread reports that as WriteFailed.
+            let _ = stdin.try_send(bytes);
+        }
+    }
+
+    /// Waits up to `within` for the child to exit by itself. When it did,
+    /// sweeps its process group, reaps it, and describes its exit status.
+    pub(crate) fn exit_detail(&mut self, within: Duration) -> Option<String> {
+        if self.exit.is_none() && self.wait_exit(within) {
+            self.reap();
+        }
+        self.exit.map(describe_exit)
+    }
+
+    /// Polls until the child has exited (without reaping it, so its pid and
+    /// process group id cannot be reused while rho still signals them).
+    fn wait_exit(&mut self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            if self.has_exited() {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            thread::sleep(Duration::from_millis(5));
+        }
+    }
+
+    #[cfg(unix)]
+    fn has_exited(&mut self) -> bool {
+        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+        matches!(
+            waitid(WaitId::Pid(Pid::from_child(&self.child)), options),
+            Ok(Some(_))
+        )
+    }
+
+    #[cfg(not(unix))]
+    fn has_exited(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(Some(_)))
+    }
+
+    /// Kills whatever is left of the process group, then reaps the child.
+    fn reap(&mut self) {
+        if self.exit.is_some() {
+            return;
+        }
+        kill_group(&mut self.child);
+        self.exit = self.child.wait().ok();
+    }
+
+    /// Shuts the child down: close its stdin, give it `grace` to exit, then
+    /// kill its whole process group (even after a clean exit: grandchildren
+    /// may linger), and always reap it. Returns the last lines of its
+    /// stderr, for a failure reason.
+    pub(crate) fn shutdown(mut self, grace: Duration) -> Option<String> {
+        self.stdin = None;
+        if self.exit.is_none() && !self.wait_exit(grace) {
+            tracing::debug!(server = %self.server, "did not exit after stdin closed; killing");
+        }
+        self.reap();
+        // The pipes close once the group is gone. A process that escaped the
+        // group (a daemon that called setsid) could hold them open forever, so
+        // the pump threads get a bounded wait and are otherwise left behind.
+        let until = Instant::now() + PUMP_EXIT_WAIT;
+        while self.threads.iter().any(|t| !t.is_finished()) && Instant::now() < until {
+            thread::sleep(Duration::from_millis(2));
+        }
+        for handle in self.threads.drain(..) {
+            if handle.is_finished() {
+                let _ = handle.join();
+            } else {
+                tracing::warn!(server = %self.server, "a pipe stayed open after the process group was killed");
+            }
+        }
+        match self.stderr_tail.lock() {
+            Ok(tail) => tail.render(),
+            Err(poisoned) => poisoned.into_inner().render(),
+        }
+    }
+}
+
+fn find_executable(candidates: &ProgramCandidates) -> Option<PathBuf> {
+    match candidates {
+        ProgramCandidates::Path(p) => is_executable(p).then(|| p.clone()),
+        ProgramCandidates::Search(list) => list.iter().find(|p| is_executable(p)).cloned(),
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}
+
+fn spawn_named(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
+    thread::Builder::new()
+        .name(name)
+        .spawn(f)
+        .map_err(|e| format!("could not start a thread: {e}"))
+}
+
+fn read_stdout<E>(mut stdout: impl Read, events: Sender<E>, wrap: fn(PipeEvent) -> E) {
+    let mut buf = vec![0u8; 64 * 1024];
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                if events
+                    .send(wrap(PipeEvent::Stdout(buf[..n].to_vec())))
+                    .is_err()
+                {
+                    return;
+                }
+            }
+        }
+    }
+    let _ = events.send(wrap(PipeEvent::StdoutClosed));
+}
+
+fn write_stdin<E>(
+    mut stdin: ChildStdin,
+    queue: Receiver<Vec<u8>>,
+    events: Sender<E>,
+    wrap: fn(PipeEvent) -> E,
+) {
+    // Ends when the queue's sender is dropped, which closes the child's stdin.
+    for bytes in queue {
+        if let Err(e) = stdin.write_all(&bytes).and_then(|()| stdin.flush()) {
+            let _ = events.send(wrap(PipeEvent::WriteFailed(e.to_string())));
+            return;
+        }
+    }
+}
+
+fn drain_stderr(server: &str, mut stderr: impl Read, tail: &Mutex<StderrTail>) {
+    let mut buf = vec![0u8; 8 * 1024];
+    loop {
+        match stderr.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) => {
+                let lines = match tail.lock() {
+                    Ok(mut t) => t.push(&buf[..n]),
+                    Err(poisoned) => poisoned.into_inner().push(&buf[..n]),
+                };
+                for line in lines {
+                    tracing::debug!(target: "rho::mcp::stderr", server, "{line}");
+                }
+            }
+        }
+    }
+}
+
+fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
+}
+
+#[cfg(unix)]
+fn kill_group(child: &mut Child) {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    let pid = Pid::from_child(child);
+    // ESRCH (nothing left in the group) is the common, fine case.
+    let _ = kill_process_group(pid, Signal::KILL);
+}
+
+#[cfg(not(unix))]
+fn kill_group(child: &mut Child) {
+    let _ = child.kill();
+}

@@ -1,0 +1,469 @@
+//! JSON-RPC 2.0 messages: ids, requests, notifications, responses and
+//! error objects, parsed from bytes with errors that say what was wrong.
+//!
+//! Client and server request ids are different types on purpose. The
+//! client numbers its own requests ([`ClientRequestId`]); a server numbers
+//! its requests independently, often from 0 too, and may use strings
+//! ([`ServerRequestId`]). Keeping them apart means a reply can never be
+//! matched against the wrong table.
+
+use std::fmt;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+/// A request id as it appears on the wire: a number or a string.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[serde(untagged)]
+pub enum RequestId {
+    /// A numeric id.
+    Number(i64),
+    /// A string id.
+    String(String),
+}
+
+impl fmt::Display for RequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RequestId::Number(n) => write!(f, "{n}"),
+            RequestId::String(s) => write!(f, "{s:?}"),
+        }
+    }
+}
+
+/// The id of a request this client sent. Always a non-negative number on
+/// the wire.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ClientRequestId(pub u64);
+
+impl ClientRequestId {
+    /// Reads a wire id back into a client id; `None` for any id this client
+    /// could not have sent (strings, negative numbers).
+    pub fn from_wire(id: &RequestId) -> Option<Self> {
+        match id {
+            RequestId::Number(n) => u64::try_from(*n).ok().map(Self),
+            RequestId::String(_) => None,
+        }
+    }
+}
+
+impl fmt::Display for ClientRequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.0)
+    }
+}
+
+/// The id of a request a server sent to this client, kept exactly as sent
+/// so the response echoes it.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ServerRequestId(pub RequestId);
+
+impl fmt::Display for ServerRequestId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        self.0.fmt(f)
+    }
+}
+
+/// A JSON-RPC error object.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ErrorObject {
+    /// The error code.
+    pub code: i64,
+    /// A short description.
+    pub message: String,
+    /// Extra information, when the sender gave any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub data: Option<Value>,
+}
+
+impl fmt::Display for ErrorObject {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} (code {})", self.message, self.code)
+    }
+}
+
+/// Standard JSON-RPC error codes.
+pub mod code {
+    /// Invalid JSON was received.
+    pub const PARSE_ERROR: i64 = -32700;
+    /// The JSON sent is not a valid request object.
+    pub const INVALID_REQUEST: i64 = -32600;
+    /// The method does not exist or is not available.
+    pub const METHOD_NOT_FOUND: i64 = -32601;
+    /// Invalid method parameters.
+    pub const INVALID_PARAMS: i64 = -32602;
+    /// Internal error.
+    pub const INTERNAL_ERROR: i64 = -32603;
+}
+
+/// One JSON-RPC message.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Message {
+    /// A request, which expects a response.
+    Request {
+        /// The sender's id for it.
+        id: RequestId,
+        /// The method name.
+        method: String,
+        /// The parameters, when present.
+        params: Option<Value>,
+    },
+    /// A notification, which gets no response.
+    Notification {
+        /// The method name.
+        method: String,
+        /// The parameters, when present.
+        params: Option<Value>,
+    },
+    /// A successful response.
+    Response {
+        /// The id of the request answered.
+        id: RequestId,
+        /// The result.
+        result: Value,
+    },
+    /// An error response. The id is absent when the peer could not read the
+    /// request's id.
+    Error {
+        /// The id of the request answered, when known.
+        id: Option<RequestId>,
+        /// What went wrong.
+        error: ErrorObject,
+    },
+}
+
+/// What one frame of input held: a single message or a batch (JSON-RPC
+/// batches were allowed by 2025-03-26 and removed in 2025-06-18; a client
+/// still reads them, since answering with a parse error helps nobody).
+#[derive(Clone, Debug, PartialEq)]
+pub enum Incoming {
+    /// One message.
+    Single(Message),
+    /// A batch: each element parsed on its own.
+    Batch(Vec<Result<Message, ParseError>>),
+}
+
+/// Why a frame is not a JSON-RPC message.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ParseError {
+    /// Not JSON at all.
+    #[error("not JSON: {0}")]
+    NotJson(String),
+    /// JSON, but not a JSON-RPC 2.0 message.
+    #[error("not a JSON-RPC 2.0 message: {0}")]
+    Invalid(String),
+}
+
+impl Incoming {
+    /// Parses one frame (a stdio line or an SSE `data` field).
+    pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        match value {
+            Value::Array(items) if items.is_empty() => {
+                Err(ParseError::Invalid("empty batch".into()))
+            }
+            Value::Array(items) => Ok(Incoming::Batch(
+                items.into_iter().map(Message::from_value).collect(),
+            )),
+            other => Message::from_value(other).map(Incoming::Single),
+        }
+    }
+}
+
+impl Message {
+    /// Classifies a parsed JSON value as a JSON-RPC message.
+    pub fn from_value(value: Value) -> Result<Self, ParseError> {
+        let Value::Object(mut obj) = value else {
+            return Err(ParseError::Invalid("not an object".into()));
+        };
+        match obj.get("jsonrpc") {
+            Some(Value::String(v)) if v == "2.0" => {}
+            Some(_) => return Err(ParseError::Invalid("`jsonrpc` is not \"2.0\"".into())),
+            None => return Err(ParseError::Invalid("no `jsonrpc` member".into())),
+        }
+        let id = match obj.remove("id") {
+            None => None,
+            Some(id) => Some(parse_id(id)?),
+        };
+        if let Some(method) = obj.remove("method") {
+            let Value::String(method) = method else {
+                return Err(ParseError::Invalid("`method` is not a string".into()));
+            };
+            let params = match obj.remove("params") {
+                None => None,
+                Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
+                Some(Value::Null) => None,
+                Some(_) => {
+                    return Err(ParseError::Invalid(format!(
+                        "`params` of `{method}` is neither an object nor an array"
+                    )));
+                }
+            };
+            return Ok(match id {
+                Some(Some(id)) => Message::Request { id, method, params },
+                Some(None) => {
+                    return Err(ParseError::Invalid(format!(
+                        "request `{method}` has a null id"
+                    )));
+                }
+                None => Message::Notification { method, params },
+            });
+        }
+        match (obj.remove("result"), obj.remove("error")) {
+            (Some(_), Some(_)) => Err(ParseError::Invalid(
+                "response has both `result` and `error`".into(),
+            )),
+            (Some(result), None) => match id {
+                Some(Some(id)) => Ok(Message::Response { id, result }),
+                _ => Err(ParseError::Invalid("response without an id".into())),
+            },
+            (None, Some(error)) => Ok(Message::Error {
+                id: id.flatten(),
+                error: parse_error_object(error)?,
+            }),
+            (None, None) => Err(ParseError::Invalid(
+                "neither a request, a notification nor a response".into(),
+            )),
+        }
+    }
+}
+
+/// `Some(id)` for a usable id, `None` for an explicit `null`.
+fn parse_id(id: Value) -> Result<Option<RequestId>, ParseError> {
+    match id {
+        Value::Null => Ok(None),
+        Value::String(s) => Ok(Some(RequestId::String(s))),
+        Value::Number(n) => match n.as_i64() {
+            Some(n) => Ok(Some(RequestId::Number(n))),
+            None => Err(ParseError::Invalid(format!(
+                "id {n} is not an integer JSON-RPC can carry"
+            ))),
+        },
+        _ => Err(ParseError::Invalid(
+            "id is neither a number nor a string".into(),
+        )),
+    }
+}
+
+fn parse_error_object(error: Value) -> Result<ErrorObject, ParseError> {
+    let Value::Object(mut obj) = error else {
+        return Err(ParseError::Invalid("`error` is not an object".into()));
+    };
+    let code = obj
+        .get("code")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ParseError::Invalid("`error.code` is not an integer".into()))?;
+    let message = match obj.remove("message") {
+        Some(Value::String(m)) => m,
+        _ => {
+            return Err(ParseError::Invalid(
+                "`error.message` is not a string".into(),
+            ));
+        }
+    };
+    Ok(ErrorObject {
+        code,
+        message,
+        data: obj.remove("data"),
+    })
+}
+
+/// Serializes an outgoing request.
+pub fn request_bytes(id: ClientRequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: u64,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        id: id.0,
+        method,
+        params,
+    })
+}
+
+/// Serializes an outgoing notification.
+pub fn notification_bytes(method: &str, params: Option<&Value>) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        method: &'a str,
+        #[serde(skip_serializing_if = "Option::is_none")]
+        params: Option<&'a Value>,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        method,
+        params,
+    })
+}
+
+/// Serializes a successful response to a server's request.
+pub fn response_bytes(id: &ServerRequestId, result: &Value) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        result: &'a Value,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        id: &id.0,
+        result,
+    })
+}
+
+/// Serializes an error response to a server's request.
+pub fn error_bytes(id: &ServerRequestId, error: &ErrorObject) -> Vec<u8> {
+    #[derive(Serialize)]
+    struct Out<'a> {
+        jsonrpc: &'static str,
+        id: &'a RequestId,
+        error: &'a ErrorObject,
+    }
+    to_vec(&Out {
+        jsonrpc: "2.0",
+        id: &id.0,
+        error,
+    })
+}
+
+fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
+    // Serializing these shapes cannot fail: every map key is a string and
+    // `Value` holds no non-finite floats.
+    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
+}
+
+/// An empty params object, for requests that take none.
+pub fn empty_object() -> Value {
+    Value::Object(Map::new())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn single(bytes: &[u8]) -> Message {
+        match Incoming::parse(bytes).expect("parses") {
+            Incoming::Single(m) => m,
+            other => panic!("expected one message, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn classifies_every_message_kind() {
+        assert_eq!(
+            single(br#"{"jsonrpc":"2.0","id":0,"method":"ping"}"#),
+            Message::Request {
+                id: RequestId::Number(0),
+                method: "ping".into(),
+                params: None
+            }
+        );
+        assert_eq!(
+            single(br#"{"jsonrpc":"2.0","method":"notifications/x","params":{"a":1}}"#),
+            Message::Notification {
+                method: "notifications/x".into(),
+                params: Some(json!({"a": 1}))
+            }
+        );
+        assert_eq!(
+            single(br#"{"jsonrpc":"2.0","id":"s-1","result":{}}"#),
+            Message::Response {
+                id: RequestId::String("s-1".into()),
+                result: json!({})
+            }
+        );
+        assert_eq!(
+            single(br#"{"jsonrpc":"2.0","id":null,"error":{"code":-32700,"message":"bad"}}"#),
+            Message::Error {
+                id: None,
+                error: ErrorObject {
+                    code: -32700,
+                    message: "bad".into(),
+                    data: None
+                }
+            }
+        );
+    }
+
+    #[test]
+    fn rejects_what_is_not_json_rpc_with_a_reason() {
+        let cases: [(&[u8], &str); 7] = [
+            (b"hello", "not JSON"),
+            (br#"{"id":1,"result":{}}"#, "jsonrpc"),
+            (br#"{"jsonrpc":"1.0","id":1,"result":{}}"#, "jsonrpc"),
+            (br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#, "integer"),
+            (br#"{"jsonrpc":"2.0","result":{}}"#, "without an id"),
+            (
+                br#"{"jsonrpc":"2.0","id":1,"result":{},"error":{}}"#,
+                "both",
+            ),
+            (br#"{"jsonrpc":"2.0","method":"x","params":3}"#, "params"),
+        ];
+        for (input, needle) in cases {
+            let err = Incoming::parse(input).expect_err("must fail");
+            assert!(
+                err.to_string().contains(needle),
+                "{:?}: {err}",
+                String::from_utf8_lossy(input)
+            );
+        }
+    }
+
+    #[test]
+    fn batches_parse_element_by_element() {
+        let Incoming::Batch(items) =
+            Incoming::parse(br#"[{"jsonrpc":"2.0","method":"a"}, 3]"#).expect("batch")
+        else {
+            panic!("not a batch");
+        };
+        assert!(items[0].is_ok());
+        assert!(items[1].is_err());
+    }
+
+    #[test]
+    fn client_ids_only_come_back_from_non_negative_numbers() {
+        assert_eq!(
+            ClientRequestId::from_wire(&RequestId::Number(7)),
+            Some(ClientRequestId(7))
+        );
+        assert_eq!(ClientRequestId::from_wire(&RequestId::Number(-1)), None);
+        assert_eq!(
+            ClientRequestId::from_wire(&RequestId::String("7".into())),
+            None
+        );
+    }
+
+    #[test]
+    fn serialized_messages_round_trip() {
+        let params = json!({"name": "echo", "arguments": {"x": 1.0000000000000002}});
+        let bytes = request_bytes(ClientRequestId(3), "tools/call", Some(&params));
+        assert_eq!(
+            single(&bytes),
+            Message::Request {
+                id: RequestId::Number(3),
+                method: "tools/call".into(),
+                params: Some(params)
+            }
+        );
+        let id = ServerRequestId(RequestId::String("abc".into()));
+        let bytes = error_bytes(
+            &id,
+            &ErrorObject {
+                code: code::METHOD_NOT_FOUND,
+                message: "nope".into(),
+                data: None,
+            },
+        );
+        assert!(
+            matches!(single(&bytes), Message::Error { id: Some(RequestId::String(s)), .. } if s == "abc")
+        );
+    }
+}

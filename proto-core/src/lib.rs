@@ -1,0 +1,51 @@
+//! The sans-IO protocol core of rho's MCP client.
+//!
+//! Everything that decides what to say to an MCP server, and what a server's
+//! words mean, lives here; nothing here touches a socket, a process, a clock,
+//! the environment or a random generator. Time comes in as `now: Instant`,
+//! bytes come in through `handle_*` methods, and everything the core wants
+//! done comes out through `poll_*` methods. Executors (`rho-io-blocking`, and
+//! later `rho-io-smol`) own the IO and drive the core.
+//!
+//! # The drain rule
+//!
+//! After every input (`handle_*`) or command (`call_tool`, `close`, ...),
+//! the driver drains every output until it returns `None`:
+//! [`session::Session::poll_transmit`] (bytes to write),
+//! [`session::Session::poll_event`] (what the host must know), and then reads
+//! [`session::Session::poll_timeout`] (when to call `handle_timeout` next).
+//!
+//! ```
+//! use std::time::{Duration, Instant};
+//! use rho_proto_core::session::{Session, SessionOptions, Event};
+//!
+//! let start = Instant::now();
+//! let mut session = Session::new(SessionOptions::stdio("demo"), start);
+//! // The handshake starts at once: the first transmit is `initialize`.
+//! let first = session.poll_transmit().expect("initialize");
+//! assert!(std::str::from_utf8(&first).unwrap().contains("\"initialize\""));
+//! // Nobody answers: at the deadline the session fails its startup.
+//! let deadline = session.poll_timeout().expect("startup budget");
+//! session.handle_timeout(deadline);
+//! let mut closed = false;
+//! while let Some(event) = session.poll_event() {
+//!     if let Event::Closed(reason) = event {
+//!         closed = true;
+//!         assert!(reason.to_string().contains("timed out"));
+//!     }
+//! }
+//! assert!(closed);
+//! # let _ = Duration::ZERO;
+//! ```
+
+pub mod config;
+pub mod env;
+pub mod framing;
+pub mod jsonrpc;
+pub mod naming;
+pub mod process;
+pub mod protocol;
+pub mod registry;
+pub mod session;
+pub mod status;
+pub mod stderr;

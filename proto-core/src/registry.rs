@@ -1,0 +1,391 @@
+//! The registry of MCP tools rho exports to the model.
+//!
+//! After discovery, each server's `tools/list` result passes through its
+//! configured [`ToolFilter`] and lands here under its exported name (see
+//! [`crate::naming`]), with the description the model will read. This is
+//! the pure part of the runtime's tool table: which tools exist, what they
+//! are called, and which server answers each one. Calling them is the
+//! session's job.
+
+use serde::Serialize;
+
+use crate::config::ToolFilter;
+use crate::naming::exported_name;
+use crate::protocol::Tool;
+
+/// The behaviour hints shown on a tool's card. Only values the server set
+/// explicitly appear; `None` means the server said nothing.
+///
+/// Hints are claims from a server rho does not control: they are displayed
+/// to the model and the user and never relax a permission or skip an
+/// approval.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct ToolHints {
+    /// `readOnlyHint`: the tool claims not to modify its environment.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub read_only: Option<bool>,
+    /// `destructiveHint`: the tool may delete or overwrite.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub destructive: Option<bool>,
+    /// `openWorldHint`: the tool reaches systems beyond the server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub open_world: Option<bool>,
+}
+
+/// One MCP tool as the model sees it.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ExportedTool {
+    /// The exported name, `mcp__<server>__<tool>`.
+    pub name: String,
+    /// The identity of the server that answers calls.
+    pub server: String,
+    /// The server's own name for the tool, as `tools/call` takes it.
+    pub tool: String,
+    /// The tool's human-readable title, when the server gave one.
+    pub title: Option<String>,
+    /// The description the model reads; see [`exported_description`].
+    pub description: String,
+    /// JSON Schema of the arguments.
+    pub input_schema: serde_json::Value,
+    /// JSON Schema every result's `structuredContent` must satisfy.
+    pub output_schema: Option<serde_json::Value>,
+    /// Hints for the tool card.
+    pub hints: ToolHints,
+}
+
+/// Every exported MCP tool, ordered by exported name so that the tool list
+/// sent to the model is the same from run to run.
+#[derive(Clone, Debug, Default)]
+pub struct ToolRegistry {
+    /// Sorted by `name`; names are unique.
+    tools: Vec<ExportedTool>,
+}
+
+impl ToolRegistry {
+    /// An empty registry.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Registers the tools `server` listed, keeping those `filter` permits
+    /// (`deny` wins over `allow`). Registering a server again replaces its
+    /// earlier tools. A tool name the server listed twice keeps its first
+    /// definition and is logged.
+    ///
+    /// Returns the server's names of the tools the filter left out, in the
+    /// order listed, so the caller can report them.
+    pub fn add_server(&mut self, server: &str, filter: &ToolFilter, tools: &[Tool]) -> Vec<String> {
+        self.tools.retain(|t| t.server != server);
+        let mut seen = std::collections::BTreeSet::new();
+        let mut filtered_out = Vec::new();
+        for tool in tools {
+            if !seen.insert(tool.name.as_str()) {
+                tracing::warn!(
+                    server,
+                    tool = %tool.name,
+                    "MCP server listed the same tool twice; keeping the first definition"
+                );
+                continue;
+            }
+            if !filter.permits(&tool.name) {
+                filtered_out.push(tool.name.clone());
+                continue;
+            }
+            self.tools.push(ExportedTool {
+                name: exported_name(server, &tool.name),
+                server: server.to_owned(),
+                tool: tool.name.clone(),
+                title: title(tool).map(str::to_owned),
+                description: exported_description(server, tool),
+                input_schema: tool.input_schema.clone(),
+                output_schema: tool.output_schema.clone(),
+                hints: ToolHints {
+                    read_only: tool.annotations.read_only,
+                    destructive: tool.annotations.destructive,
+                    open_world: tool.annotations.open_world,
+                },
+            });
+        }
+        self.tools.sort_by(|a, b| a.name.cmp(&b.name));
+        filtered_out
+    }
+
+    /// Every exported tool, ordered by exported name.
+    pub fn tools(&self) -> &[ExportedTool] {
+        &self.tools
+    }
+
+    /// The tool exported as `exported`, if any.
+    pub fn get(&self, exported: &str) -> Option<&ExportedTool> {
+        self.tools
+            .binary_search_by(|t| t.name.as_str().cmp(exported))
+            .ok()
+            .map(|i| &self.tools[i])
+    }
+
+    /// The tools of one server, ordered by exported name.
+    pub fn server_tools<'a>(&'a self, server: &'a str) -> impl Iterator<Item = &'a ExportedTool> {
+        self.tools.iter().filter(move |t| t.server == server)
+    }
+
+    /// How many tools are exported.
+    pub fn len(&self) -> usize {
+        self.tools.len()
+    }
+
+    /// Whether no tool is exported.
+    pub fn is_empty(&self) -> bool {
+        self.tools.is_empty()
+    }
+}
+
+/// The tool's title (or its annotations' title), unless blank.
+fn title(tool: &Tool) -> Option<&str> {
+    tool.title
+        .as_deref()
+        .or(tool.annotations.title.as_deref())
+        .map(str::trim)
+        .filter(|t| !t.is_empty())
+}
+
+/// The description the model reads for `tool` of `server`:
+///
+/// ```text
+/// <title>: <description>
+///
+/// Provided by MCP server `<server>`.
+/// Server hint: ...
+/// ```
+///
+/// The first line is `<title>: <description>` when both exist, else
+/// whichever exists, else `(no description)`; blank values count as absent.
+/// One `Server hint:` line follows for each of `readOnlyHint`,
+/// `destructiveHint` and `openWorldHint` the server set explicitly, in that
+/// order. The server identity is there so the model and a person reading a
+/// transcript can tell which server a tool belongs to. Hints are claims
+/// from a server rho does not control and never relax a permission.
+pub fn exported_description(server: &str, tool: &Tool) -> String {
+    let description = tool
+        .description
+        .as_deref()
+        .map(str::trim)
+        .filter(|d| !d.is_empty());
+    let mut out = match (title(tool), description) {
+        (Some(title), Some(description)) => format!("{title}: {description}"),
+        (Some(title), None) => title.to_owned(),
+        (None, Some(description)) => description.to_owned(),
+        (None, None) => "(no description)".to_owned(),
+    };
+    out.push_str("\n\nProvided by MCP server `");
+    out.push_str(server);
+    out.push_str("`.");
+    let hints = &tool.annotations;
+    let lines = [
+        hints.read_only.map(|v| {
+            if v {
+                "read-only (does not modify its environment)."
+            } else {
+                "may modify its environment."
+            }
+        }),
+        hints.destructive.map(|v| {
+            if v {
+                "destructive (may delete or overwrite)."
+            } else {
+                "non-destructive (additive changes only)."
+            }
+        }),
+        hints.open_world.map(|v| {
+            if v {
+                "open world (reaches external systems)."
+            } else {
+                "closed world."
+            }
+        }),
+    ];
+    for line in lines.into_iter().flatten() {
+        out.push_str("\nServer hint: ");
+        out.push_str(line);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::ToolAnnotations;
+    use serde_json::json;
+
+    fn tool(name: &str) -> Tool {
+        Tool {
+            name: name.to_owned(),
+            title: None,
+            description: Some(format!("Does {name}.")),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: ToolAnnotations::default(),
+        }
+    }
+
+    fn names(registry: &ToolRegistry) -> Vec<&str> {
+        registry.tools().iter().map(|t| t.name.as_str()).collect()
+    }
+
+    #[test]
+    fn tools_are_exported_under_encoded_names_in_name_order() {
+        let mut r = ToolRegistry::new();
+        let filtered = r.add_server(
+            "everything",
+            &ToolFilter::default(),
+            &[tool("echo"), tool("add"), tool("get-env")],
+        );
+        assert!(filtered.is_empty());
+        r.add_server("alpha", &ToolFilter::default(), &[tool("zz")]);
+        assert_eq!(
+            names(&r),
+            [
+                "mcp__alpha__zz",
+                "mcp__everything___rho_6765742d656e76",
+                "mcp__everything__add",
+                "mcp__everything__echo",
+            ]
+        );
+        let echo = r.get("mcp__everything__echo").expect("registered");
+        assert_eq!(
+            (echo.server.as_str(), echo.tool.as_str()),
+            ("everything", "echo")
+        );
+        assert_eq!(r.get("mcp__everything__nope"), None);
+        assert_eq!(r.len(), 4);
+        assert!(!r.is_empty());
+        assert_eq!(r.server_tools("alpha").count(), 1);
+        assert_eq!(r.server_tools("everything").count(), 3);
+    }
+
+    #[test]
+    fn allow_list_keeps_only_named_tools() {
+        let mut r = ToolRegistry::new();
+        let filter = ToolFilter {
+            allow: Some(vec!["echo".to_owned()]),
+            deny: vec![],
+        };
+        let filtered = r.add_server("s", &filter, &[tool("echo"), tool("add"), tool("rm")]);
+        assert_eq!(filtered, ["add", "rm"]);
+        assert_eq!(names(&r), ["mcp__s__echo"]);
+    }
+
+    #[test]
+    fn deny_wins_over_allow() {
+        let mut r = ToolRegistry::new();
+        let filter = ToolFilter {
+            allow: Some(vec!["echo".to_owned(), "rm".to_owned()]),
+            deny: vec!["rm".to_owned()],
+        };
+        let filtered = r.add_server("s", &filter, &[tool("echo"), tool("rm")]);
+        assert_eq!(filtered, ["rm"]);
+        assert_eq!(names(&r), ["mcp__s__echo"]);
+    }
+
+    #[test]
+    fn duplicate_tool_keeps_first_definition() {
+        let mut r = ToolRegistry::new();
+        let mut second = tool("echo");
+        second.description = Some("Second.".to_owned());
+        let filtered = r.add_server("s", &ToolFilter::default(), &[tool("echo"), second]);
+        assert!(filtered.is_empty());
+        assert_eq!(r.len(), 1);
+        let echo = r.get("mcp__s__echo").expect("registered");
+        assert!(echo.description.starts_with("Does echo."));
+    }
+
+    #[test]
+    fn registering_a_server_again_replaces_its_tools() {
+        let mut r = ToolRegistry::new();
+        r.add_server("s", &ToolFilter::default(), &[tool("a"), tool("b")]);
+        r.add_server("t", &ToolFilter::default(), &[tool("a")]);
+        r.add_server("s", &ToolFilter::default(), &[tool("c")]);
+        assert_eq!(names(&r), ["mcp__s__c", "mcp__t__a"]);
+    }
+
+    #[test]
+    fn exported_tool_carries_schema_title_and_explicit_hints() {
+        let mut t = tool("rm");
+        t.title = Some("Remove".to_owned());
+        t.output_schema = Some(json!({"type": "object"}));
+        t.annotations.destructive = Some(true);
+        t.annotations.idempotent = Some(true);
+        let mut r = ToolRegistry::new();
+        r.add_server("fs", &ToolFilter::default(), &[t]);
+        let rm = r.get("mcp__fs__rm").expect("registered");
+        assert_eq!(rm.title.as_deref(), Some("Remove"));
+        assert_eq!(rm.output_schema, Some(json!({"type": "object"})));
+        assert_eq!(
+            rm.hints,
+            ToolHints {
+                read_only: None,
+                destructive: Some(true),
+                open_world: None,
+            }
+        );
+    }
+
+    #[test]
+    fn description_with_title_and_all_hints() {
+        let mut t = tool("rm");
+        t.title = Some("Remove file".to_owned());
+        t.description = Some("Deletes a file.".to_owned());
+        t.annotations = ToolAnnotations {
+            read_only: Some(false),
+            destructive: Some(true),
+            idempotent: Some(true),
+            open_world: Some(false),
+            title: None,
+        };
+        assert_eq!(
+            exported_description("fs", &t),
+            "Remove file: Deletes a file.\n\
+             \n\
+             Provided by MCP server `fs`.\n\
+             Server hint: may modify its environment.\n\
+             Server hint: destructive (may delete or overwrite).\n\
+             Server hint: closed world."
+        );
+    }
+
+    #[test]
+    fn description_hint_lines_for_the_other_values() {
+        let mut t = tool("ls");
+        t.annotations = ToolAnnotations {
+            read_only: Some(true),
+            destructive: Some(false),
+            open_world: Some(true),
+            ..ToolAnnotations::default()
+        };
+        assert_eq!(
+            exported_description("fs", &t),
+            "Does ls.\n\
+             \n\
+             Provided by MCP server `fs`.\n\
+             Server hint: read-only (does not modify its environment).\n\
+             Server hint: non-destructive (additive changes only).\n\
+             Server hint: open world (reaches external systems)."
+        );
+    }
+
+    #[test]
+    fn description_falls_back_to_title_then_placeholder() {
+        let mut t = tool("x");
+        t.description = None;
+        t.annotations.title = Some("Annotated".to_owned());
+        assert_eq!(
+            exported_description("s", &t),
+            "Annotated\n\nProvided by MCP server `s`."
+        );
+        t.annotations.title = None;
+        t.description = Some("  ".to_owned());
+        assert_eq!(
+            exported_description("s", &t),
+            "(no description)\n\nProvided by MCP server `s`."
+        );
+    }
+}

@@ -1,0 +1,962 @@
+//! One server's lifecycle as a sans-IO state machine: the handshake,
+//! discovery, requests with deadlines, and the server's own requests.
+//!
+//! A [`Session`] never does IO. The executor feeds it what the transport
+//! delivered ([`Session::handle_stdio_bytes`], [`Session::handle_message_bytes`],
+//! [`Session::handle_transport_closed`]) and the passage of time
+//! ([`Session::handle_timeout`]); the host issues commands
+//! ([`Session::call_tool`], [`Session::close`]); and after every one of those
+//! the executor drains [`Session::poll_transmit`], [`Session::poll_event`] and
+//! reads [`Session::poll_timeout`].
+//!
+//! # Lifecycle
+//!
+//! ```text
+//!  new ──initialize──▶ Initializing ──result──▶ Discovering ──last tools/list page──▶ Ready
+//!   │                       │                        │                                 │
+//!   └── startup budget, transport closed, handshake or discovery error ──▶ Closed ◀── close()
+//! ```
+//!
+//! The startup budget starts when the session is created, so it covers
+//! whatever connecting the executor does after creating it, the handshake
+//! and discovery. [`Event::Closed`] is always the last event.
+//!
+//! # Implementation note
+//!
+//! Deadlines live in one ordered set keyed by `(deadline, request id)`, so
+//! the next wakeup is its first element and expiring requests is a walk
+//! from the front: no clock reads, no hash-order iteration.
+
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::config::{LogLevel, ServerConfig};
+use crate::framing::{FrameError, LineDecoder};
+use crate::jsonrpc::{
+    self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, RequestId, ServerRequestId,
+};
+use crate::protocol::{
+    CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
+    SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
+};
+
+/// How many `tools/list` pages a server may return before rho decides it is
+/// looping rather than paginating.
+pub const MAX_TOOL_PAGES: usize = 1000;
+
+/// How many peer errors the session remembers for a failure reason.
+const REMEMBERED_PEER_ERRORS: usize = 3;
+
+/// The name and version rho reports in `initialize`.
+pub fn client_info() -> Implementation {
+    Implementation {
+        name: "rho".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        title: None,
+    }
+}
+
+/// How bytes are framed on the transport under this session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Framing {
+    /// Newline-delimited JSON (stdio): transmits end with `\n`, and input
+    /// arrives as arbitrary byte chunks through
+    /// [`Session::handle_stdio_bytes`].
+    Lines,
+    /// One message per transmit, no delimiter (HTTP bodies, SSE `data`).
+    Messages,
+}
+
+/// Everything a session needs to know up front.
+#[derive(Clone, Debug)]
+pub struct SessionOptions {
+    /// The server's identity, used in every message the session writes.
+    pub server: String,
+    /// What rho calls itself in `initialize`.
+    pub client_info: Implementation,
+    /// The client capabilities to declare. Only capabilities rho answers.
+    pub capabilities: Value,
+    /// The protocol version to offer first.
+    pub protocol_version: String,
+    /// `logging/setLevel` to send after the handshake, when the server
+    /// declares logging.
+    pub log_level: Option<LogLevel>,
+    /// Budget for handshake and discovery.
+    pub startup_timeout: Duration,
+    /// Budget for each tool call.
+    pub tool_timeout: Duration,
+    /// Budget for the session's own small requests after startup
+    /// (`logging/setLevel`).
+    pub request_timeout: Duration,
+    /// How the transport frames messages.
+    pub framing: Framing,
+    /// The longest line accepted on a line-framed transport.
+    pub max_line: usize,
+}
+
+impl SessionOptions {
+    /// Defaults for a stdio server called `server`: two-minute budgets and
+    /// no log level.
+    pub fn stdio(server: impl Into<String>) -> Self {
+        Self {
+            server: server.into(),
+            client_info: client_info(),
+            capabilities: json!({}),
+            protocol_version: LATEST_PROTOCOL_VERSION.into(),
+            log_level: None,
+            startup_timeout: Duration::from_secs(120),
+            tool_timeout: Duration::from_secs(120),
+            request_timeout: Duration::from_secs(30),
+            framing: Framing::Lines,
+            max_line: crate::framing::DEFAULT_MAX_LINE,
+        }
+    }
+
+    /// Options for a configured server.
+    pub fn from_config(config: &ServerConfig, framing: Framing) -> Self {
+        Self {
+            log_level: config.log_level,
+            startup_timeout: config.startup_timeout,
+            tool_timeout: config.tool_timeout,
+            framing,
+            ..Self::stdio(config.id.as_str())
+        }
+    }
+}
+
+/// Identifies one tool call on one session. Small and `Copy`, per the
+/// core's command contract.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct CallId(pub u64);
+
+/// Where a session is in its lifecycle.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SessionState {
+    /// Handshake or discovery in progress.
+    Starting,
+    /// Tools discovered; calls accepted.
+    Ready,
+    /// Finished; see the [`Event::Closed`] reason.
+    Closed,
+}
+
+/// What the server said about itself once the handshake and discovery
+/// finished.
+#[derive(Clone, Debug, PartialEq)]
+pub struct ServerReady {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The server's name and version.
+    pub server_info: Implementation,
+    /// Capabilities the server declared.
+    pub capabilities: crate::protocol::ServerCapabilities,
+    /// Instructions for the model, when the server sent them.
+    pub instructions: Option<String>,
+    /// Every tool the server listed (before any allow/deny filter).
+    pub tools: Vec<Tool>,
+}
+
+/// Something the host must know.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// Handshake and discovery finished.
+    Ready(Box<ServerReady>),
+    /// A tool call ended, one way or another. Every accepted call ends with
+    /// exactly one of these.
+    CallCompleted {
+        /// Which call.
+        call: CallId,
+        /// The server's result (which may itself report `isError`), or why
+        /// there is none.
+        result: Result<CallToolResult, CallError>,
+    },
+    /// The server broke the protocol in a way the session survived.
+    PeerMisbehaved(PeerError),
+    /// The session is over. Always the last event.
+    Closed(CloseReason),
+}
+
+/// Why a tool call produced no result.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CallError {
+    /// The server answered with a JSON-RPC error.
+    #[error("server `{server}` answered the call with an error: {error}")]
+    Rpc {
+        /// The server identity.
+        server: String,
+        /// The error object.
+        error: ErrorObject,
+    },
+    /// No answer within the call budget; the server was told to cancel.
+    #[error("server `{server}` did not answer within {} s; the call was cancelled", budget.as_secs_f64())]
+    Timeout {
+        /// The server identity.
+        server: String,
+        /// The budget that ran out.
+        budget: Duration,
+    },
+    /// The answer was not a `tools/call` result.
+    #[error("server `{server}` sent a malformed result: {error}")]
+    Malformed {
+        /// The server identity.
+        server: String,
+        /// What was wrong.
+        error: ShapeError,
+    },
+    /// The session ended before the answer came.
+    #[error("server `{server}` session ended before the call finished: {reason}")]
+    SessionClosed {
+        /// The server identity.
+        server: String,
+        /// Why the session ended.
+        reason: String,
+    },
+}
+
+/// A protocol violation the session survived.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum PeerError {
+    /// A frame that is not a JSON-RPC message (kept short).
+    #[error("server `{server}` wrote something that is not JSON-RPC ({error}): {excerpt}")]
+    Unparseable {
+        /// The server identity.
+        server: String,
+        /// The parse error.
+        error: ParseError,
+        /// The start of the offending frame.
+        excerpt: String,
+    },
+    /// The transport framing failed (a line too long, not UTF-8).
+    #[error("server `{server}`: {error}")]
+    Framing {
+        /// The server identity.
+        server: String,
+        /// The framing error.
+        error: FrameError,
+    },
+    /// A response to a request that is not pending.
+    #[error("server `{server}` answered request id {id}, which is not pending; ignored")]
+    UnknownResponse {
+        /// The server identity.
+        server: String,
+        /// The id it answered.
+        id: String,
+    },
+    /// A tool in `tools/list` that could not be read; the others are kept.
+    #[error("server `{server}` listed a malformed tool, skipped: {error}")]
+    MalformedTool {
+        /// The server identity.
+        server: String,
+        /// What was wrong.
+        error: ShapeError,
+    },
+    /// An error response the session could not attribute, or to a request
+    /// whose failure is not fatal (`logging/setLevel`).
+    #[error("server `{server}` answered {what} with an error: {error}")]
+    ErrorResponse {
+        /// The server identity.
+        server: String,
+        /// Which request, in words.
+        what: String,
+        /// The error object.
+        error: ErrorObject,
+    },
+}
+
+/// Why a session ended.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+pub enum CloseReason {
+    /// The host closed it.
+    #[error("closed by rho")]
+    Requested,
+    /// Handshake and discovery did not finish within the startup budget.
+    #[error("startup timed out after {} s while {waiting_for}{}", budget.as_secs_f64(), peer_note(.peer_errors))]
+    StartupTimeout {
+        /// The budget.
+        budget: Duration,
+        /// What the session was waiting for.
+        waiting_for: &'static str,
+        /// The first protocol violations seen, if any.
+        peer_errors: Vec<String>,
+    },
+    /// The server's `initialize` answer was unusable.
+    #[error("handshake failed: {0}")]
+    Handshake(String),
+    /// `tools/list` failed.
+    #[error("tool discovery failed: {0}")]
+    Discovery(String),
+    /// The transport ended (the process exited, the stream closed).
+    #[error("{}{}{}", if *during_startup { "server exited during startup" } else { "server exited" }, detail.as_deref().map(|d| format!(" ({d})")).unwrap_or_default(), peer_note(.peer_errors))]
+    TransportClosed {
+        /// Whether the handshake and discovery had not finished.
+        during_startup: bool,
+        /// What the executor knows (exit status).
+        detail: Option<String>,
+        /// The first protocol violations seen, if any.
+        peer_errors: Vec<String>,
+    },
+    /// The transport failed (could not write, could not connect).
+    #[error("transport failed: {0}")]
+    TransportFailed(String),
+}
+
+impl CloseReason {
+    /// Whether the session ended before it ever became ready.
+    pub fn is_startup_failure(&self) -> bool {
+        match self {
+            CloseReason::Requested => false,
+            CloseReason::StartupTimeout { .. }
+            | CloseReason::Handshake(_)
+            | CloseReason::Discovery(_) => true,
+            CloseReason::TransportClosed { during_startup, .. } => *during_startup,
+            CloseReason::TransportFailed(_) => true,
+        }
+    }
+}
+
+fn peer_note(errors: &[String]) -> String {
+    match errors.first() {
+        None => String::new(),
+        Some(first) => format!("; before that, {first}"),
+    }
+}
+
+/// A command that the caller should not have issued in this state.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ApiMisuse {
+    /// Calls need a ready session.
+    #[error("server `{0}` is not ready yet")]
+    NotReady(String),
+    /// The session is over.
+    #[error("server `{0}` session is closed")]
+    Closed(String),
+    /// `tools/call` arguments must be a JSON object.
+    #[error("tool arguments must be a JSON object")]
+    ArgumentsNotObject,
+}
+
+/// What a pending request is for.
+#[derive(Clone, Debug)]
+enum Purpose {
+    Initialize,
+    SetLevel,
+    ListTools,
+    CallTool(CallId),
+}
+
+#[derive(Clone, Debug)]
+struct Pending {
+    purpose: Purpose,
+    deadline: Instant,
+    /// The budget that `deadline` came from, for messages.
+    budget: Duration,
+}
+
+#[derive(Debug)]
+enum Phase {
+    Initializing,
+    Discovering {
+        init: Box<InitializeResult>,
+        tools: Vec<Tool>,
+        pages: usize,
+        seen_cursors: BTreeSet<String>,
+    },
+    Ready,
+    Closed,
+}
+
+/// One MCP server session. See the module docs for the contract.
+#[derive(Debug)]
+pub struct Session {
+    options: SessionOptions,
+    phase: Phase,
+    next_id: u64,
+    pending: BTreeMap<u64, Pending>,
+    deadlines: BTreeSet<(Instant, u64)>,
+    /// Handshake and discovery must finish by this instant; it stops
+    /// mattering once the session is ready or closed.
+    startup_deadline: Instant,
+    transmits: VecDeque<Vec<u8>>,
+    events: VecDeque<Event>,
+    decoder: LineDecoder,
+    ready: Option<ServerReady>,
+    peer_errors: Vec<String>,
+}
+
+impl Session {
+    /// Creates a session and queues `initialize` at once. The startup
+    /// budget starts at `now`.
+    pub fn new(options: SessionOptions, now: Instant) -> Self {
+        let startup_deadline = now + options.startup_timeout;
+        let mut session = Self {
+            decoder: LineDecoder::new(options.max_line),
+            options,
+            phase: Phase::Initializing,
+            next_id: 0,
+            pending: BTreeMap::new(),
+            deadlines: BTreeSet::new(),
+            startup_deadline,
+            transmits: VecDeque::new(),
+            events: VecDeque::new(),
+            ready: None,
+            peer_errors: Vec::new(),
+        };
+        let params = json!({
+            "protocolVersion": session.options.protocol_version,
+            "capabilities": session.options.capabilities,
+            "clientInfo": session.options.client_info,
+        });
+        session.send_request(
+            Purpose::Initialize,
+            "initialize",
+            Some(&params),
+            startup_deadline,
+            session.options.startup_timeout,
+        );
+        session
+    }
+
+    // ----- getters -----
+
+    /// The server identity this session belongs to.
+    pub fn server(&self) -> &str {
+        &self.options.server
+    }
+
+    /// Where the session is in its lifecycle.
+    pub fn state(&self) -> SessionState {
+        match self.phase {
+            Phase::Initializing | Phase::Discovering { .. } => SessionState::Starting,
+            Phase::Ready => SessionState::Ready,
+            Phase::Closed => SessionState::Closed,
+        }
+    }
+
+    /// What the server said at startup, once ready.
+    pub fn server_ready(&self) -> Option<&ServerReady> {
+        self.ready.as_ref()
+    }
+
+    /// How many tool calls are awaiting an answer.
+    pub fn calls_in_flight(&self) -> usize {
+        self.pending
+            .values()
+            .filter(|p| matches!(p.purpose, Purpose::CallTool(_)))
+            .count()
+    }
+
+    // ----- inputs -----
+
+    /// Feeds bytes read from a line-framed transport (a child's stdout), in
+    /// chunks of any size.
+    pub fn handle_stdio_bytes(&mut self, now: Instant, bytes: &[u8]) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        self.decoder.push(bytes);
+        while let Some(line) = self.decoder.next_line() {
+            match line {
+                Ok(line) => self.handle_message_bytes(now, &line),
+                Err(error) => self.peer_error(PeerError::Framing {
+                    server: self.options.server.clone(),
+                    error,
+                }),
+            }
+            if matches!(self.phase, Phase::Closed) {
+                return;
+            }
+        }
+    }
+
+    /// Feeds one complete message frame (a stdio line, an HTTP body, an SSE
+    /// `data` field). A frame that is not JSON-RPC is reported and skipped.
+    pub fn handle_message_bytes(&mut self, now: Instant, frame: &[u8]) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        match Incoming::parse(frame) {
+            Ok(Incoming::Single(message)) => self.handle_message(now, message),
+            Ok(Incoming::Batch(items)) => {
+                for item in items {
+                    match item {
+                        Ok(message) => self.handle_message(now, message),
+                        Err(error) => self.unparseable(error, frame),
+                    }
+                }
+            }
+            Err(error) => self.unparseable(error, frame),
+        }
+    }
+
+    /// Feeds one parsed message.
+    pub fn handle_message(&mut self, now: Instant, message: Message) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        match message {
+            Message::Response { id, result } => self.handle_reply(now, id, Ok(result)),
+            Message::Error {
+                id: Some(id),
+                error,
+            } => self.handle_reply(now, id, Err(error)),
+            Message::Error { id: None, error } => self.peer_error(PeerError::ErrorResponse {
+                server: self.options.server.clone(),
+                what: "a message it could not read".into(),
+                error,
+            }),
+            Message::Request { id, method, params } => {
+                self.handle_server_request(ServerRequestId(id), &method, params)
+            }
+            Message::Notification { method, params } => {
+                self.handle_notification(&method, params.as_ref())
+            }
+        }
+    }
+
+    /// Advances time: fails whatever is past its deadline. Call it when
+    /// [`Session::poll_timeout`] has passed (calling it early is harmless).
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        if self.state() == SessionState::Starting && self.startup_deadline <= now {
+            let waiting_for = match self.phase {
+                Phase::Initializing => "waiting for the initialize response",
+                _ => "listing tools",
+            };
+            self.finish(CloseReason::StartupTimeout {
+                budget: self.options.startup_timeout,
+                waiting_for,
+                peer_errors: self.peer_errors.clone(),
+            });
+            return;
+        }
+        while let Some(&(deadline, id)) = self.deadlines.first() {
+            if deadline > now {
+                break;
+            }
+            self.deadlines.pop_first();
+            let Some(pending) = self.pending.remove(&id) else {
+                continue;
+            };
+            let server = self.options.server.clone();
+            match pending.purpose {
+                Purpose::CallTool(call) => {
+                    // The spec asks the sender to cancel a request it gave up on.
+                    let params = json!({"requestId": id, "reason": "timed out"});
+                    self.send_notification("notifications/cancelled", Some(&params));
+                    self.events.push_back(Event::CallCompleted {
+                        call,
+                        result: Err(CallError::Timeout {
+                            server,
+                            budget: pending.budget,
+                        }),
+                    });
+                }
+                Purpose::SetLevel => {
+                    tracing::warn!(server = %server, "logging/setLevel got no answer in time");
+                }
+                // Startup requests share the startup deadline, handled above.
+                Purpose::Initialize | Purpose::ListTools => {}
+            }
+        }
+    }
+
+    /// The transport ended: the process exited or the stream closed.
+    /// `detail` is what the executor knows (an exit status).
+    pub fn handle_transport_closed(&mut self, now: Instant, detail: Option<String>) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        // A final line without a newline still counts.
+        if let Some(line) = self.decoder.finish() {
+            match line {
+                Ok(line) => self.handle_message_bytes(now, &line),
+                Err(error) => self.peer_error(PeerError::Framing {
+                    server: self.options.server.clone(),
+                    error,
+                }),
+            }
+            if matches!(self.phase, Phase::Closed) {
+                return;
+            }
+        }
+        let during_startup = !matches!(self.phase, Phase::Ready);
+        self.finish(CloseReason::TransportClosed {
+            during_startup,
+            detail,
+            peer_errors: self.peer_errors.clone(),
+        });
+    }
+
+    /// The transport failed in a way the executor detected (spawn failed,
+    /// a write failed).
+    pub fn handle_transport_failed(&mut self, _now: Instant, reason: String) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        self.finish(CloseReason::TransportFailed(reason));
+    }
+
+    // ----- commands -----
+
+    /// Calls a tool by the server's own name. The answer arrives as
+    /// [`Event::CallCompleted`] with the returned id.
+    pub fn call_tool(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: Value,
+    ) -> Result<CallId, ApiMisuse> {
+        match self.phase {
+            Phase::Ready => {}
+            Phase::Closed => return Err(ApiMisuse::Closed(self.options.server.clone())),
+            _ => return Err(ApiMisuse::NotReady(self.options.server.clone())),
+        }
+        let arguments = match arguments {
+            Value::Null => Value::Object(Default::default()),
+            args @ Value::Object(_) => args,
+            _ => return Err(ApiMisuse::ArgumentsNotObject),
+        };
+        let call = CallId(self.next_id);
+        let params = json!({"name": name, "arguments": arguments});
+        let budget = self.options.tool_timeout;
+        self.send_request(
+            Purpose::CallTool(call),
+            "tools/call",
+            Some(&params),
+            now + budget,
+            budget,
+        );
+        Ok(call)
+    }
+
+    /// Ends the session: every call still in flight completes with
+    /// [`CallError::SessionClosed`], then [`Event::Closed`]. The executor
+    /// then closes the transport.
+    pub fn close(&mut self, _now: Instant) {
+        if !matches!(self.phase, Phase::Closed) {
+            self.finish(CloseReason::Requested);
+        }
+    }
+
+    // ----- outputs -----
+
+    /// The next bytes to write to the transport, framed for it.
+    #[must_use]
+    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+        self.transmits.pop_front()
+    }
+
+    /// The next thing the host must know.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`Session::handle_timeout`] must next be called, if ever.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if matches!(self.phase, Phase::Closed) {
+            return None;
+        }
+        let request = self.deadlines.first().map(|&(d, _)| d);
+        let startup = (self.state() == SessionState::Starting).then_some(self.startup_deadline);
+        match (startup, request) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
+        }
+    }
+
+    // ----- internals -----
+
+    fn send_request(
+        &mut self,
+        purpose: Purpose,
+        method: &str,
+        params: Option<&Value>,
+        deadline: Instant,
+        budget: Duration,
+    ) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let bytes = jsonrpc::request_bytes(ClientRequestId(id), method, params);
+        self.push_transmit(bytes);
+        self.pending.insert(
+            id,
+            Pending {
+                purpose,
+                deadline,
+                budget,
+            },
+        );
+        self.deadlines.insert((deadline, id));
+        id
+    }
+
+    fn send_notification(&mut self, method: &str, params: Option<&Value>) {
+        let bytes = jsonrpc::notification_bytes(method, params);
+        self.push_transmit(bytes);
+    }
+
+    fn push_transmit(&mut self, mut bytes: Vec<u8>) {
+        if self.options.framing == Framing::Lines {
+            bytes.push(b'\n');
+        }
+        self.transmits.push_back(bytes);
+    }
+
+    fn handle_reply(&mut self, now: Instant, id: RequestId, reply: Result<Value, ErrorObject>) {
+        let pending = ClientRequestId::from_wire(&id)
+            .and_then(|ClientRequestId(n)| self.pending.remove(&n).map(|p| (n, p)));
+        let Some((n, pending)) = pending else {
+            self.peer_error(PeerError::UnknownResponse {
+                server: self.options.server.clone(),
+                id: id.to_string(),
+            });
+            return;
+        };
+        self.deadlines.remove(&(pending.deadline, n));
+        match pending.purpose {
+            Purpose::Initialize => self.on_initialize(now, reply),
+            Purpose::ListTools => self.on_tools_page(now, reply),
+            Purpose::SetLevel => {
+                if let Err(error) = reply {
+                    self.peer_error(PeerError::ErrorResponse {
+                        server: self.options.server.clone(),
+                        what: "logging/setLevel".into(),
+                        error,
+                    });
+                }
+            }
+            Purpose::CallTool(call) => {
+                let server = self.options.server.clone();
+                let result = match reply {
+                    Ok(value) => CallToolResult::from_value(value)
+                        .map_err(|error| CallError::Malformed { server, error }),
+                    Err(error) => Err(CallError::Rpc { server, error }),
+                };
+                self.events.push_back(Event::CallCompleted { call, result });
+            }
+        }
+    }
+
+    fn on_initialize(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        let result = match reply {
+            Ok(value) => value,
+            Err(error) => {
+                return self.finish(CloseReason::Handshake(format!(
+                    "the server answered initialize with an error: {error}"
+                )));
+            }
+        };
+        let init = match InitializeResult::from_value(&result) {
+            Ok(init) => init,
+            Err(e) => return self.finish(CloseReason::Handshake(e.0)),
+        };
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
+            return self.finish(CloseReason::Handshake(format!(
+                "the server speaks protocol version `{}`, which rho does not support (rho speaks {})",
+                init.protocol_version,
+                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            )));
+        }
+        self.send_notification("notifications/initialized", None);
+        if let (Some(level), true) = (self.options.log_level, init.capabilities.logging) {
+            let params = json!({"level": level.as_str()});
+            let budget = self.options.request_timeout;
+            self.send_request(
+                Purpose::SetLevel,
+                "logging/setLevel",
+                Some(&params),
+                now + budget,
+                budget,
+            );
+        }
+        let wants_tools = init.capabilities.tools;
+        self.phase = Phase::Discovering {
+            init: Box::new(init),
+            tools: Vec::new(),
+            pages: 0,
+            seen_cursors: BTreeSet::new(),
+        };
+        if wants_tools {
+            self.request_tools_page(None);
+        } else {
+            self.become_ready();
+        }
+    }
+
+    fn request_tools_page(&mut self, cursor: Option<String>) {
+        let params = cursor.map(|c| json!({ "cursor": c }));
+        self.send_request(
+            Purpose::ListTools,
+            "tools/list",
+            params.as_ref(),
+            self.startup_deadline,
+            self.options.startup_timeout,
+        );
+    }
+
+    fn on_tools_page(&mut self, _now: Instant, reply: Result<Value, ErrorObject>) {
+        let value = match reply {
+            Ok(value) => value,
+            Err(error) => {
+                return self.finish(CloseReason::Discovery(format!(
+                    "the server answered tools/list with an error: {error}"
+                )));
+            }
+        };
+        let page = match ToolsPage::from_value(&value) {
+            Ok(page) => page,
+            Err(e) => return self.finish(CloseReason::Discovery(e.0)),
+        };
+        let server = self.options.server.clone();
+        for error in page.rejected {
+            self.peer_error(PeerError::MalformedTool {
+                server: server.clone(),
+                error,
+            });
+        }
+        let Phase::Discovering {
+            tools,
+            pages,
+            seen_cursors,
+            ..
+        } = &mut self.phase
+        else {
+            return;
+        };
+        tools.extend(page.tools);
+        *pages += 1;
+        match page.next_cursor {
+            Some(cursor) if *pages >= MAX_TOOL_PAGES || !seen_cursors.insert(cursor.clone()) => {
+                let pages = *pages;
+                self.finish(CloseReason::Discovery(format!(
+                    "tools/list kept paginating (page {pages} repeated a cursor or passed {MAX_TOOL_PAGES} pages)"
+                )));
+            }
+            Some(cursor) => self.request_tools_page(Some(cursor)),
+            None => self.become_ready(),
+        }
+    }
+
+    fn become_ready(&mut self) {
+        let Phase::Discovering { init, tools, .. } =
+            std::mem::replace(&mut self.phase, Phase::Ready)
+        else {
+            return;
+        };
+        let init = *init;
+        let ready = ServerReady {
+            protocol_version: init.protocol_version,
+            server_info: init.server_info,
+            capabilities: init.capabilities,
+            instructions: init.instructions,
+            tools,
+        };
+        self.ready = Some(ready.clone());
+        self.events.push_back(Event::Ready(Box::new(ready)));
+    }
+
+    fn handle_server_request(&mut self, id: ServerRequestId, method: &str, _params: Option<Value>) {
+        let bytes = match method {
+            "ping" => jsonrpc::response_bytes(&id, &jsonrpc::empty_object()),
+            _ => {
+                tracing::debug!(server = %self.options.server, method, "unsupported server request");
+                jsonrpc::error_bytes(
+                    &id,
+                    &ErrorObject {
+                        code: jsonrpc::code::METHOD_NOT_FOUND,
+                        message: format!("rho does not support `{method}`"),
+                        data: None,
+                    },
+                )
+            }
+        };
+        self.push_transmit(bytes);
+    }
+
+    fn handle_notification(&mut self, method: &str, params: Option<&Value>) {
+        match method {
+            "notifications/message" => self.server_log(params),
+            _ => {
+                tracing::trace!(server = %self.options.server, method, "notification ignored");
+            }
+        }
+    }
+
+    /// Routes a server's `notifications/message` into tracing under the
+    /// `rho::mcp::server` target. Severities above error map onto error.
+    fn server_log(&self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let level = params
+            .get("level")
+            .and_then(Value::as_str)
+            .unwrap_or("info");
+        let logger = params.get("logger").and_then(Value::as_str).unwrap_or("");
+        let data = match params.get("data") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let server = self.options.server.as_str();
+        match level {
+            "debug" => tracing::debug!(target: "rho::mcp::server", server, logger, "{data}"),
+            "info" | "notice" => {
+                tracing::info!(target: "rho::mcp::server", server, logger, "{data}")
+            }
+            "warning" => tracing::warn!(target: "rho::mcp::server", server, logger, "{data}"),
+            _ => tracing::error!(target: "rho::mcp::server", server, logger, "{data}"),
+        }
+    }
+
+    fn unparseable(&mut self, error: ParseError, frame: &[u8]) {
+        let text = String::from_utf8_lossy(frame);
+        let mut excerpt: String = text.chars().take(120).collect();
+        if text.chars().nth(120).is_some() {
+            excerpt.push('…');
+        }
+        self.peer_error(PeerError::Unparseable {
+            server: self.options.server.clone(),
+            error,
+            excerpt: format!("{excerpt:?}"),
+        });
+    }
+
+    fn peer_error(&mut self, error: PeerError) {
+        tracing::warn!("{error}");
+        if self.peer_errors.len() < REMEMBERED_PEER_ERRORS {
+            self.peer_errors.push(error.to_string());
+        }
+        self.events.push_back(Event::PeerMisbehaved(error));
+    }
+
+    fn finish(&mut self, reason: CloseReason) {
+        let server = self.options.server.clone();
+        let pending = std::mem::take(&mut self.pending);
+        self.deadlines.clear();
+        for (_, p) in pending {
+            if let Purpose::CallTool(call) = p.purpose {
+                self.events.push_back(Event::CallCompleted {
+                    call,
+                    result: Err(CallError::SessionClosed {
+                        server: server.clone(),
+                        reason: reason.to_string(),
+                    }),
+                });
+            }
+        }
+        self.phase = Phase::Closed;
+        self.events.push_back(Event::Closed(reason));
+    }
+}
+
+impl fmt::Display for CallId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "call {}", self.0)
+    }
+}

@@ -1,0 +1,72 @@
+//! What the host reports about each configured server: the one status model
+//! both executors fill in and every inventory (`rho mcp list`, `show`,
+//! `/mcp`) prints. It holds names and facts only, never a secret value.
+
+use serde::Serialize;
+
+use crate::protocol::Implementation;
+
+/// Where one configured server stands.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ServerStatus {
+    /// Configured and enabled, but this run did not connect (no
+    /// `--connect`).
+    NotStarted,
+    /// `enabled = false`.
+    Disabled,
+    /// The entry is malformed; it never starts.
+    Invalid {
+        /// The configuration error, with file:line:column.
+        error: String,
+    },
+    /// Connected: handshake and discovery done.
+    Ready(ReadyReport),
+    /// Could not start, or ended.
+    Failed {
+        /// Why, in words a person can act on.
+        error: String,
+    },
+}
+
+impl ServerStatus {
+    /// Whether this status counts as a failure for the exit code.
+    pub fn is_failure(&self) -> bool {
+        matches!(
+            self,
+            ServerStatus::Invalid { .. } | ServerStatus::Failed { .. }
+        )
+    }
+
+    /// The status's one-word name, as in the JSON `status` field.
+    pub fn label(&self) -> &'static str {
+        match self {
+            ServerStatus::NotStarted => "not_started",
+            ServerStatus::Disabled => "disabled",
+            ServerStatus::Invalid { .. } => "invalid",
+            ServerStatus::Ready(_) => "ready",
+            ServerStatus::Failed { .. } => "failed",
+        }
+    }
+}
+
+/// A ready server's facts.
+#[derive(Clone, Debug, PartialEq, Serialize)]
+pub struct ReadyReport {
+    /// The negotiated protocol version.
+    pub protocol_version: String,
+    /// The server's name and version, as it reported them.
+    pub server_info: Implementation,
+    /// The server's instructions for the model, when it sent any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub instructions: Option<String>,
+    /// Milliseconds from start to ready (connect, handshake, discovery).
+    pub elapsed_ms: u64,
+    /// The process id of a stdio server.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// Tools the server listed that allow/deny kept out, by the server's
+    /// own names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub filtered_tools: Vec<String>,
+}

@@ -1,0 +1,510 @@
+//! The session core driven by a scripted server and a fake clock: every
+//! behaviour here is deterministic, with no process, socket or sleep.
+
+// The fake clock needs one real `Instant` as its origin; after that, time
+// only moves when a test says so.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::jsonrpc::{Incoming, Message, RequestId};
+use rho_proto_core::session::{
+    CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
+};
+use serde_json::{Value, json};
+
+/// A session with a fake clock and helpers to read what it sent.
+struct Harness {
+    now: Instant,
+    session: Session,
+    sent: Vec<Message>,
+    events: Vec<Event>,
+}
+
+impl Harness {
+    fn new(options: SessionOptions) -> Self {
+        let now = Instant::now();
+        let session = Session::new(options, now);
+        let mut h = Self {
+            now,
+            session,
+            sent: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h
+    }
+
+    fn options() -> SessionOptions {
+        let mut o = SessionOptions::stdio("demo");
+        o.startup_timeout = Duration::from_secs(10);
+        o.tool_timeout = Duration::from_secs(5);
+        o
+    }
+
+    fn drain(&mut self) {
+        while let Some(bytes) = self.session.poll_transmit() {
+            assert_eq!(bytes.last(), Some(&b'\n'), "stdio transmits end a line");
+            match Incoming::parse(&bytes).expect("we send valid JSON-RPC") {
+                Incoming::Single(m) => self.sent.push(m),
+                Incoming::Batch(_) => panic!("we never send batches"),
+            }
+        }
+        while let Some(e) = self.session.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    /// Delivers one server line.
+    fn server_says(&mut self, line: Value) {
+        let mut bytes = serde_json::to_vec(&line).expect("json");
+        bytes.push(b'\n');
+        self.session.handle_stdio_bytes(self.now, &bytes);
+        self.drain();
+    }
+
+    /// Jumps the fake clock to the next deadline and fires it.
+    fn step(&mut self) -> Duration {
+        let deadline = self.session.poll_timeout().expect("a deadline is pending");
+        let waited = deadline.saturating_duration_since(self.now);
+        self.now = deadline.max(self.now);
+        self.session.handle_timeout(self.now);
+        self.drain();
+        waited
+    }
+
+    /// The id and method of the last request the client sent.
+    fn last_request(&self) -> (RequestId, String, Option<Value>) {
+        self.sent
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Request { id, method, params } => {
+                    Some((id.clone(), method.clone(), params.clone()))
+                }
+                _ => None,
+            })
+            .expect("a request was sent")
+    }
+
+    fn methods(&self) -> Vec<String> {
+        self.sent
+            .iter()
+            .map(|m| match m {
+                Message::Request { method, .. } | Message::Notification { method, .. } => {
+                    method.clone()
+                }
+                Message::Response { .. } => "<response>".into(),
+                Message::Error { .. } => "<error>".into(),
+            })
+            .collect()
+    }
+
+    fn answer_last(&mut self, result: Value) {
+        let (id, _, _) = self.last_request();
+        self.server_says(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn closed_reason(&self) -> Option<&CloseReason> {
+        match self.events.last() {
+            Some(Event::Closed(reason)) => Some(reason),
+            _ => None,
+        }
+    }
+
+    fn handshake(&mut self, version: &str, capabilities: Value) {
+        self.answer_last(json!({
+            "protocolVersion": version,
+            "capabilities": capabilities,
+            "serverInfo": {"name": "scripted", "version": "1.0"},
+            "instructions": "use wisely"
+        }));
+    }
+
+    fn ready_with_tools(&mut self, tools: Value) {
+        self.handshake("2025-11-25", json!({"tools": {}}));
+        self.answer_last(json!({ "tools": tools }));
+        assert_eq!(self.session.state(), SessionState::Ready);
+    }
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+#[test]
+fn initialize_declares_rho_and_latest_version_and_no_capabilities() {
+    let h = Harness::new(Harness::options());
+    let (id, method, params) = h.last_request();
+    assert_eq!(method, "initialize");
+    assert_eq!(id, RequestId::Number(0));
+    let params = params.expect("params");
+    assert_eq!(params["protocolVersion"], "2025-11-25");
+    assert_eq!(params["clientInfo"]["name"], "rho");
+    assert_eq!(params["clientInfo"]["version"], env!("CARGO_PKG_VERSION"));
+    assert_eq!(params["capabilities"], json!({}));
+}
+
+#[test]
+fn handshake_then_paginated_discovery_reaches_ready() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
+    assert_eq!(
+        h.methods(),
+        ["initialize", "notifications/initialized", "tools/list"]
+    );
+    h.answer_last(json!({"tools": [tool("a"), tool("b")], "nextCursor": "page2"}));
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "tools/list");
+    assert_eq!(params, Some(json!({"cursor": "page2"})));
+    h.answer_last(json!({"tools": [tool("c")]}));
+    let Some(Event::Ready(ready)) = h.events.last() else {
+        panic!("expected Ready, got {:?}", h.events);
+    };
+    let names: Vec<_> = ready.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(ready.instructions.as_deref(), Some("use wisely"));
+    assert_eq!(ready.server_info.name, "scripted");
+    assert!(ready.capabilities.tools_list_changed);
+    // Once ready, no startup deadline remains.
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+#[test]
+fn older_protocol_versions_are_accepted() {
+    for version in ["2025-06-18", "2025-03-26", "2024-11-05"] {
+        let mut h = Harness::new(Harness::options());
+        h.handshake(version, json!({}));
+        assert_eq!(h.session.state(), SessionState::Ready, "{version}");
+        assert_eq!(
+            h.session
+                .server_ready()
+                .map(|r| r.protocol_version.as_str()),
+            Some(version)
+        );
+    }
+}
+
+#[test]
+fn unknown_protocol_version_fails_the_handshake_clearly() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2023-01-01", json!({"tools": {}}));
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(reason.contains("`2023-01-01`"), "{reason}");
+    assert!(reason.contains("2025-11-25, 2025-06-18"), "{reason}");
+    assert!(
+        !h.methods()
+            .contains(&"notifications/initialized".to_string())
+    );
+}
+
+#[test]
+fn server_without_tools_capability_is_not_asked_for_tools() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"prompts": {}}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    assert!(!h.methods().contains(&"tools/list".to_string()));
+}
+
+#[test]
+fn handshake_times_out_at_the_startup_budget() {
+    let mut h = Harness::new(Harness::options());
+    let waited = h.step();
+    assert_eq!(waited, Duration::from_secs(10));
+    let reason = h.closed_reason().expect("closed");
+    assert!(reason.is_startup_failure());
+    let text = reason.to_string();
+    assert!(text.contains("startup timed out after 10 s"), "{text}");
+    assert!(text.contains("initialize response"), "{text}");
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+#[test]
+fn discovery_counts_against_the_same_startup_budget() {
+    let mut h = Harness::new(Harness::options());
+    h.now += Duration::from_secs(6);
+    h.handshake("2025-11-25", json!({"tools": {}}));
+    let waited = h.step();
+    assert_eq!(waited, Duration::from_secs(4), "the budget is shared");
+    assert!(
+        h.closed_reason()
+            .expect("closed")
+            .to_string()
+            .contains("listing tools")
+    );
+}
+
+#[test]
+fn tool_call_times_out_sends_cancelled_and_drops_the_late_reply() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("slow")]));
+    let call = h
+        .session
+        .call_tool(h.now, "slow", json!({"x": 1}))
+        .expect("ready");
+    h.drain();
+    let (request_id, method, params) = h.last_request();
+    assert_eq!(method, "tools/call");
+    assert_eq!(params, Some(json!({"name": "slow", "arguments": {"x": 1}})));
+    assert_eq!(h.step(), Duration::from_secs(5));
+    match h.events.last() {
+        Some(Event::CallCompleted {
+            call: c,
+            result: Err(CallError::Timeout { .. }),
+        }) => assert_eq!(*c, call),
+        other => panic!("expected timeout, got {other:?}"),
+    }
+    match h.sent.last() {
+        Some(Message::Notification { method, params }) => {
+            assert_eq!(method, "notifications/cancelled");
+            assert_eq!(
+                params.as_ref().map(|p| &p["requestId"]),
+                Some(&json!(request_id))
+            );
+        }
+        other => panic!("expected cancelled, got {other:?}"),
+    }
+    let completions = h.events.len();
+    h.server_says(json!({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}));
+    assert!(matches!(
+        h.events.last(),
+        Some(Event::PeerMisbehaved(PeerError::UnknownResponse { .. }))
+    ));
+    assert_eq!(h.events.len(), completions + 1, "no second completion");
+    assert_eq!(h.session.state(), SessionState::Ready);
+}
+
+#[test]
+fn call_results_and_errors_reach_the_right_call() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("a")]));
+    let first = h.session.call_tool(h.now, "a", Value::Null).expect("ready");
+    let second = h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.drain();
+    // Answer out of order: the error for the second, then the first.
+    h.server_says(
+        json!({"jsonrpc": "2.0", "id": second.0, "error": {"code": -32602, "message": "bad args"}}),
+    );
+    h.server_says(json!({"jsonrpc": "2.0", "id": first.0, "result": {"content": [{"type": "text", "text": "hi"}]}}));
+    let completions: Vec<_> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CallCompleted { call, result } => Some((*call, result.clone())),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(completions.len(), 2);
+    assert_eq!(completions[0].0, second);
+    assert!(matches!(&completions[0].1, Err(CallError::Rpc { error, .. }) if error.code == -32602));
+    assert_eq!(completions[1].0, first);
+    assert_eq!(
+        completions[1].1.as_ref().map(|r| r.text()).ok(),
+        Some("hi".into())
+    );
+}
+
+#[test]
+fn calls_are_refused_before_ready_and_after_close() {
+    let mut h = Harness::new(Harness::options());
+    assert!(h.session.call_tool(h.now, "a", json!({})).is_err());
+    h.ready_with_tools(json!([tool("a")]));
+    assert!(h.session.call_tool(h.now, "a", json!([1])).is_err());
+    h.session.close(h.now);
+    assert!(h.session.call_tool(h.now, "a", json!({})).is_err());
+}
+
+#[test]
+fn close_completes_in_flight_calls_then_closed_is_last() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("a")]));
+    let call = h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.session.close(h.now);
+    h.drain();
+    let n = h.events.len();
+    assert!(matches!(
+        &h.events[n - 2],
+        Event::CallCompleted { call: c, result: Err(CallError::SessionClosed { .. }) } if *c == call
+    ));
+    assert!(matches!(
+        h.events[n - 1],
+        Event::Closed(CloseReason::Requested)
+    ));
+    // Input after close is ignored and produces nothing.
+    h.server_says(json!({"jsonrpc": "2.0", "method": "ping", "id": 1}));
+    assert_eq!(h.events.len(), n);
+}
+
+#[test]
+fn ping_is_answered_with_the_servers_own_id() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([]));
+    for id in [json!(0), json!("srv-7")] {
+        h.server_says(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        match h.sent.last() {
+            Some(Message::Response { id: got, result }) => {
+                assert_eq!(json!(got), id);
+                assert_eq!(result, &json!({}));
+            }
+            other => panic!("expected a ping response, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn ping_is_answered_during_the_handshake_too() {
+    let mut h = Harness::new(Harness::options());
+    h.server_says(json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}));
+    assert!(matches!(h.sent.last(), Some(Message::Response { .. })));
+    assert_eq!(h.session.state(), SessionState::Starting);
+}
+
+#[test]
+fn unknown_server_request_gets_method_not_found() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([]));
+    h.server_says(
+        json!({"jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage", "params": {}}),
+    );
+    match h.sent.last() {
+        Some(Message::Error { id, error }) => {
+            assert_eq!(id, &Some(RequestId::Number(3)));
+            assert_eq!(error.code, -32601);
+        }
+        other => panic!("expected an error response, got {other:?}"),
+    }
+}
+
+#[test]
+fn server_request_ids_never_match_client_requests() {
+    // A server request with the same number as our pending initialize is a
+    // request, not an answer: the handshake keeps waiting.
+    let mut h = Harness::new(Harness::options());
+    h.server_says(json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"}));
+    assert_eq!(h.session.state(), SessionState::Starting);
+    assert!(h.session.poll_timeout().is_some());
+}
+
+#[test]
+fn set_level_only_when_configured_and_declared() {
+    use rho_proto_core::config::LogLevel;
+    let mut options = Harness::options();
+    options.log_level = Some(LogLevel::Warning);
+    let mut h = Harness::new(options.clone());
+    h.handshake("2025-11-25", json!({"logging": {}}));
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "logging/setLevel");
+    assert_eq!(params, Some(json!({"level": "warning"})));
+    let mut h = Harness::new(options);
+    h.handshake("2025-11-25", json!({}));
+    assert!(!h.methods().contains(&"logging/setLevel".to_string()));
+}
+
+#[test]
+fn garbage_output_is_skipped_and_named_in_the_failure() {
+    let mut h = Harness::new(Harness::options());
+    h.session.handle_stdio_bytes(h.now, b"Starting server...\n");
+    h.drain();
+    assert!(matches!(
+        h.events.last(),
+        Some(Event::PeerMisbehaved(PeerError::Unparseable { .. }))
+    ));
+    assert_eq!(h.session.state(), SessionState::Starting);
+    h.session
+        .handle_transport_closed(h.now, Some("exit status 1".into()));
+    h.drain();
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(
+        reason.contains("exited during startup (exit status 1)"),
+        "{reason}"
+    );
+    assert!(reason.contains("Starting server..."), "{reason}");
+}
+
+#[test]
+fn repeated_cursor_is_refused_instead_of_looping() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {}}));
+    h.answer_last(json!({"tools": [], "nextCursor": "same"}));
+    h.answer_last(json!({"tools": [], "nextCursor": "same"}));
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(reason.contains("kept paginating"), "{reason}");
+}
+
+#[test]
+fn malformed_tool_is_skipped_and_the_rest_load() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("good"), {"name": "bad"}]));
+    let ready = h.session.server_ready().expect("ready");
+    assert_eq!(ready.tools.len(), 1);
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(PeerError::MalformedTool { .. })))
+    );
+}
+
+/// The full server side of a session, as one byte string.
+fn scripted_transcript() -> Vec<u8> {
+    let lines = [
+        json!({"jsonrpc": "2.0", "id": 0, "result": {"protocolVersion": "2025-06-18", "capabilities": {"tools": {}}, "serverInfo": {"name": "s", "version": "1"}}}),
+        json!({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info", "data": "hi ☃"}}),
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [{"name": "t", "inputSchema": {"type": "object"}}]}}),
+    ];
+    let mut out = Vec::new();
+    for line in lines {
+        out.extend(serde_json::to_vec(&line).expect("json"));
+        out.extend(b"\r\n");
+    }
+    out
+}
+
+#[test]
+fn framing_split_at_every_byte_boundary_gives_the_same_session() {
+    let bytes = scripted_transcript();
+    let reference = {
+        let mut h = Harness::new(Harness::options());
+        h.session.handle_stdio_bytes(h.now, &bytes);
+        h.drain();
+        (h.methods(), format!("{:?}", h.events))
+    };
+    assert!(reference.1.contains("Ready"));
+    for split in 0..=bytes.len() {
+        let mut h = Harness::new(Harness::options());
+        h.session.handle_stdio_bytes(h.now, &bytes[..split]);
+        h.drain();
+        h.session.handle_stdio_bytes(h.now, &bytes[split..]);
+        h.drain();
+        assert_eq!(
+            (h.methods(), format!("{:?}", h.events)),
+            reference,
+            "split at {split}"
+        );
+    }
+    // One byte at a time, too.
+    let mut h = Harness::new(Harness::options());
+    for b in &bytes {
+        h.session.handle_stdio_bytes(h.now, std::slice::from_ref(b));
+        h.drain();
+    }
+    assert_eq!((h.methods(), format!("{:?}", h.events)), reference);
+}
+
+#[test]
+fn final_line_without_newline_is_read_at_eof() {
+    let mut h = Harness::new(Harness::options());
+    let line = serde_json::to_vec(
+        &json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -1, "message": "no"}}),
+    )
+    .expect("json");
+    h.session.handle_stdio_bytes(h.now, &line);
+    h.drain();
+    assert_eq!(h.session.state(), SessionState::Starting);
+    h.session.handle_transport_closed(h.now, None);
+    h.drain();
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(
+        reason.contains("answered initialize with an error: no"),
+        "{reason}"
+    );
+}

@@ -1,0 +1,318 @@
+//! rho on blocking threads against the real pinned MCP servers over stdio:
+//! handshake, exported names, calls, allow/deny, the environment policy,
+//! pagination, and failure isolation with nothing left running.
+
+use rho_io_blocking::{Runtime, ToolCallError};
+use rho_proto_core::status::ServerStatus;
+use rho_tests::*;
+use serde_json::{Value, json};
+
+fn ready(runtime: &Runtime, id: &str) -> rho_proto_core::status::ReadyReport {
+    match runtime.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report,
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
+fn failure(runtime: &Runtime, id: &str) -> String {
+    match runtime.server(id).map(|s| s.status) {
+        Some(ServerStatus::Failed { error }) => error,
+        other => panic!("server `{id}` should have failed: {other:?}"),
+    }
+}
+
+#[test]
+fn everything_handshake_exports_exact_tool_names() {
+    let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
+    let runtime = Runtime::start(&config, options_with(&[]));
+    let report = ready(&runtime, "everything");
+    assert_eq!(report.protocol_version, "2025-11-25");
+    assert_eq!(report.server_info.name, "mcp-servers/everything");
+    let names: Vec<&str> = runtime
+        .tools()
+        .tools()
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert!(names.contains(&"mcp__everything__echo"), "{names:?}");
+    // `get-env` has a hyphen, so it is hex-encoded behind `_rho_`.
+    assert!(
+        names.contains(&"mcp__everything___rho_6765742d656e76"),
+        "{names:?}"
+    );
+    // No sampling/elicitation/roots declared, so their trigger tools are absent.
+    assert!(
+        !runtime
+            .tools()
+            .tools()
+            .iter()
+            .any(|t| t.tool == "trigger-sampling-request")
+    );
+    let echo = runtime
+        .tools()
+        .get("mcp__everything__echo")
+        .expect("echo exported");
+    assert!(
+        echo.description.contains("MCP server `everything`"),
+        "{}",
+        echo.description
+    );
+    runtime.shutdown();
+}
+
+#[test]
+fn echo_call_returns_the_echoed_text() {
+    let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
+    let runtime = Runtime::start(&config, options_with(&[]));
+    let result = runtime
+        .call_tool("mcp__everything__echo", json!({"message": "hi"}))
+        .expect("echo succeeds");
+    assert!(!result.is_error);
+    assert_eq!(result.text(), "Echo: hi");
+    // Bad arguments come back as a tool error result, not a transport failure.
+    let result = runtime
+        .call_server_tool("everything", "echo", json!({}))
+        .expect("the call itself succeeds");
+    assert!(result.is_error, "{result:?}");
+    // The session is still usable afterwards.
+    let result = runtime
+        .call_server_tool("everything", "echo", json!({"message": "again"}))
+        .expect("echo succeeds");
+    assert_eq!(result.text(), "Echo: again");
+    runtime.shutdown();
+}
+
+#[test]
+fn allow_and_deny_filter_exports_and_deny_wins() {
+    let mut text = node_server("everything", &everything_js(), &["stdio"]);
+    text.push_str(
+        "[mcp.servers.everything.tools]\nallow = [\"echo\", \"get-env\"]\ndeny = [\"get-env\"]\n",
+    );
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let report = ready(&runtime, "everything");
+    let names: Vec<&str> = runtime
+        .tools()
+        .tools()
+        .iter()
+        .map(|t| t.tool.as_str())
+        .collect();
+    assert_eq!(names, ["echo"]);
+    assert!(report.filtered_tools.contains(&"get-env".to_string()));
+    assert!(report.filtered_tools.contains(&"get-sum".to_string()));
+    match runtime.call_server_tool("everything", "get-env", json!({})) {
+        Err(ToolCallError::Filtered { tool, .. }) => assert_eq!(tool, "get-env"),
+        other => panic!("denied tool was callable: {other:?}"),
+    }
+    match runtime.call_tool("mcp__everything___rho_6765742d656e76", json!({})) {
+        Err(ToolCallError::UnknownTool(_)) => {}
+        other => panic!("denied tool was exported: {other:?}"),
+    }
+    runtime.shutdown();
+}
+
+#[test]
+fn child_environment_is_sanitized_then_overlaid() {
+    let mut text = node_server("everything", &everything_js(), &["stdio"]);
+    text.push_str(
+        "env = { RHO_LITERAL = \"literal-value\" }\nenv_from_env = { RHO_FROM_AMBIENT = \"RHO_TEST_AMBIENT_SOURCE\" }\n",
+    );
+    let options = options_with(&[
+        ("RHO_TEST_AMBIENT_SOURCE", "from-ambient"),
+        ("RHO_TEST_NOT_CONFIGURED", "must-not-leak"),
+        ("GITHUB_TOKEN", "ghp_must_not_leak"),
+    ]);
+    let runtime = Runtime::start(&parse_config(&text), options);
+    let result = runtime
+        .call_server_tool("everything", "get-env", json!({}))
+        .expect("get-env succeeds");
+    let env: Value = serde_json::from_str(&result.text()).expect("get-env prints JSON");
+    assert_eq!(env["RHO_LITERAL"], "literal-value");
+    assert_eq!(env["RHO_FROM_AMBIENT"], "from-ambient");
+    assert!(env.get("RHO_TEST_NOT_CONFIGURED").is_none(), "{env}");
+    assert!(env.get("RHO_TEST_AMBIENT_SOURCE").is_none(), "{env}");
+    assert!(env.get("GITHUB_TOKEN").is_none(), "{env}");
+    assert!(env.get("PATH").is_some(), "the base keeps PATH: {env}");
+    runtime.shutdown();
+}
+
+#[test]
+fn missing_ambient_variable_fails_only_that_server() {
+    let mut text = node_server("needs_token", &everything_js(), &["stdio"]);
+    text.push_str("env_from_env = { TOKEN = \"RHO_TEST_DEFINITELY_UNSET\" }\n");
+    text.push_str(&node_server("everything", &everything_js(), &["stdio"]));
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let error = failure(&runtime, "needs_token");
+    assert!(error.contains("`RHO_TEST_DEFINITELY_UNSET`"), "{error}");
+    assert!(error.contains("needs_token"), "{error}");
+    ready(&runtime, "everything");
+    runtime.shutdown();
+}
+
+#[test]
+fn filesystem_server_exports_annotated_tools() {
+    let dir = scratch_dir("fs");
+    std::fs::write(dir.join("note.txt"), "hello from a file").expect("write");
+    let text = node_server(
+        "filesystem",
+        &filesystem_js(),
+        &[&dir.display().to_string()],
+    );
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    ready(&runtime, "filesystem");
+    let read = runtime
+        .tools()
+        .get("mcp__filesystem__read_text_file")
+        .expect("read_text_file exported");
+    assert_eq!(read.hints.read_only, Some(true));
+    assert!(
+        read.description.contains("Server hint: read-only"),
+        "{}",
+        read.description
+    );
+    assert!(read.output_schema.is_some());
+    let path = dir.join("note.txt").display().to_string();
+    let result = runtime
+        .call_tool("mcp__filesystem__read_text_file", json!({"path": path}))
+        .expect("read succeeds");
+    assert!(result.text().contains("hello from a file"), "{result:?}");
+    runtime.shutdown();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn paginated_tools_list_is_followed_to_the_end() {
+    let text = node_server("paged", &misbehaving_js(), &["paginate"]);
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    ready(&runtime, "paged");
+    let names: Vec<&str> = runtime
+        .tools()
+        .tools()
+        .iter()
+        .map(|t| t.tool.as_str())
+        .collect();
+    assert_eq!(names, ["alpha", "beta", "delta", "gamma"]);
+    let result = runtime
+        .call_tool("mcp__paged__delta", json!({}))
+        .expect("call succeeds");
+    assert_eq!(result.text(), "called delta");
+    runtime.shutdown();
+}
+
+#[test]
+fn failures_are_isolated_and_nothing_is_left_running() {
+    let dir = scratch_dir("isolation");
+    let pid = |name: &str| dir.join(format!("{name}.pid")).display().to_string();
+    let mut text = String::new();
+    text.push_str(
+        "[mcp.servers.missing]\ntransport = \"stdio\"\ncommand = \"rho-test-no-such-executable\"\n",
+    );
+    text.push_str(&node_server(
+        "exits",
+        &misbehaving_js(),
+        &["exit", "--pidfile", &pid("exits")],
+    ));
+    text.push_str(&node_server(
+        "garbage",
+        &misbehaving_js(),
+        &["garbage", "--pidfile", &pid("garbage")],
+    ));
+    text.push_str(&node_server(
+        "silent",
+        &misbehaving_js(),
+        &["silent", "--pidfile", &pid("silent")],
+    ));
+    text.push_str("startup_timeout_secs = 2\n");
+    text.push_str(&node_server("everything", &everything_js(), &["stdio"]));
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+
+    let everything = ready(&runtime, "everything");
+    let missing = failure(&runtime, "missing");
+    assert!(
+        missing.contains("executable `rho-test-no-such-executable` not found on PATH"),
+        "{missing}"
+    );
+    let exits = failure(&runtime, "exits");
+    assert!(
+        exits.contains("exited during startup (exit status 3)"),
+        "{exits}"
+    );
+    assert!(
+        exits.contains("fatal: missing API key"),
+        "stderr tail: {exits}"
+    );
+    let garbage = failure(&runtime, "garbage");
+    assert!(garbage.contains("not JSON-RPC"), "{garbage}");
+    assert!(garbage.contains("Welcome to the server!"), "{garbage}");
+    let silent = failure(&runtime, "silent");
+    assert!(silent.contains("startup timed out after 2 s"), "{silent}");
+    assert!(silent.contains("initialize response"), "{silent}");
+
+    // The healthy server still works beside them.
+    let result = runtime
+        .call_tool("mcp__everything__echo", json!({"message": "still here"}))
+        .expect("echo succeeds");
+    assert_eq!(result.text(), "Echo: still here");
+
+    let pids: Vec<u32> = ["exits", "garbage", "silent"]
+        .iter()
+        .map(|n| read_pidfile(&dir.join(format!("{n}.pid"))))
+        .chain(everything.pid)
+        .collect();
+    runtime.shutdown();
+    for pid in pids {
+        assert!(wait_gone(pid), "process {pid} outlived the runtime");
+        assert!(
+            group_members(pid).is_empty(),
+            "group {pid} still has members"
+        );
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn grandchildren_end_with_their_server() {
+    let dir = scratch_dir("grandchild");
+    let pidfile = dir.join("server.pid");
+    let text = node_server(
+        "parent",
+        &misbehaving_js(),
+        &["grandchild", "--pidfile", &pidfile.display().to_string()],
+    );
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let report = ready(&runtime, "parent");
+    let server = read_pidfile(&pidfile);
+    assert_eq!(report.pid, Some(server));
+    let grandchild = read_pidfile(&dir.join("server.pid.grandchild"));
+    assert!(process_alive(grandchild));
+    assert_eq!(
+        group_members(server).len(),
+        2,
+        "server and grandchild share a group"
+    );
+    runtime.shutdown();
+    assert!(wait_gone(server), "server outlived the runtime");
+    assert!(wait_gone(grandchild), "grandchild outlived its server");
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn invalid_and_disabled_entries_do_not_start() {
+    let mut text = node_server("everything", &everything_js(), &["stdio"]);
+    text.push_str(&node_server("off", &everything_js(), &["stdio"]));
+    text.push_str("enabled = false\n");
+    text.push_str("[mcp.servers.typo]\ntransport = \"stdio\"\ncomand = \"node\"\n");
+    let config = rho_proto_core::config::parse(&text, "test.toml").expect("file parses");
+    let runtime = Runtime::start(&config, options_with(&[]));
+    ready(&runtime, "everything");
+    assert_eq!(
+        runtime.server("off").map(|s| s.status),
+        Some(ServerStatus::Disabled)
+    );
+    match runtime.server("typo").map(|s| s.status) {
+        Some(ServerStatus::Invalid { error }) => {
+            assert!(error.contains("mcp.servers.typo.comand"), "{error}")
+        }
+        other => panic!("typo should be invalid: {other:?}"),
+    }
+    runtime.shutdown();
+}
