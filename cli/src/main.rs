@@ -119,6 +119,7 @@ fn init_tracing(verbose: bool) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
         .with_target(verbose)
         .init();
 }
@@ -135,13 +136,14 @@ fn run_mcp(config: Option<PathBuf>, command: McpCommand) -> Result<ExitCode, Fai
 fn list(loaded: &LoadedConfig, args: &ListArgs) -> Result<ExitCode, Failure> {
     let runtime = start(loaded, args.connect, |_| true);
     let servers = runtime.servers();
-    if args.json {
-        output::print_json(&output::list_json(loaded, &servers, &runtime));
+    let text = if args.json {
+        output::json_text(&output::list_json(loaded, &servers, &runtime))
     } else {
-        print!("{}", output::list_text(loaded, &servers, &runtime));
-    }
+        output::list_text(loaded, &servers, &runtime)
+    };
     let failed = servers.iter().any(|s| s.status.is_failure());
     runtime.shutdown();
+    write_stdout(&text)?;
     Ok(exit_code(failed))
 }
 
@@ -153,13 +155,14 @@ fn show(loaded: &LoadedConfig, args: &ShowArgs) -> Result<ExitCode, Failure> {
     let Some(server) = runtime.server(&args.id) else {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     };
-    if args.json {
-        output::print_json(&output::server_json(&server, &runtime, true));
+    let text = if args.json {
+        output::json_text(&output::server_json(&server, &runtime, true))
     } else {
-        print!("{}", output::show_text(&server, &runtime));
-    }
+        output::show_text(&server, &runtime)
+    };
     let failed = server.status.is_failure();
     runtime.shutdown();
+    write_stdout(&text)?;
     Ok(exit_code(failed))
 }
 
@@ -189,22 +192,37 @@ fn call(loaded: &LoadedConfig, args: &CallArgs) -> Result<ExitCode, Failure> {
     let outcome = runtime.call_server_tool(&args.id, &args.tool, arguments);
     runtime.shutdown();
     match outcome {
-        Ok(result) => {
+        Ok(result) if result.is_error => {
+            // The tool ran and failed: its text is the error, not a result.
             let text = output::result_text(&result);
+            Err(Failure::Runtime(format!(
+                "tool `{}` of server `{}` reported an error{}{text}",
+                args.tool,
+                args.id,
+                if text.is_empty() { "" } else { ":\n" }
+            )))
+        }
+        Ok(result) => {
+            let mut text = output::result_text(&result);
             if !text.is_empty() {
-                println!("{text}");
+                text.push('\n');
             }
-            if result.is_error {
-                Err(Failure::Runtime(format!(
-                    "tool `{}` of server `{}` reported an error",
-                    args.tool, args.id
-                )))
-            } else {
-                Ok(ExitCode::SUCCESS)
-            }
+            write_stdout(&text)?;
+            Ok(ExitCode::SUCCESS)
         }
         Err(error) => Err(Failure::Runtime(error.to_string())),
     }
+}
+
+/// Writes the command's output; a closed or full stdout is a failure with
+/// a message, not a panic.
+fn write_stdout(text: &str) -> Result<(), Failure> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    stdout
+        .write_all(text.as_bytes())
+        .and_then(|()| stdout.flush())
+        .map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))
 }
 
 fn start(loaded: &LoadedConfig, connect: bool, select: impl Fn(&str) -> bool) -> Runtime {

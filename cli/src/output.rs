@@ -37,12 +37,12 @@ use crate::config_file::LoadedConfig;
 /// The JSON schema version printed with every document.
 const SCHEMA: u64 = 1;
 
-/// Prints a JSON document on stdout.
-pub(crate) fn print_json(value: &Value) {
-    match serde_json::to_string_pretty(value) {
-        Ok(text) => println!("{text}"),
-        Err(e) => eprintln!("rho: could not print JSON: {e}"),
-    }
+/// A JSON document as pretty text with a final newline.
+pub(crate) fn json_text(value: &Value) -> String {
+    // A `Value` always serializes: its keys are strings.
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text
 }
 
 /// The `list --json` document.
@@ -183,16 +183,21 @@ pub(crate) fn list_text(
     for row in &rows {
         line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
     }
-    let tools: Vec<&str> = runtime
-        .tools()
-        .tools()
-        .iter()
-        .map(|t| t.name.as_str())
-        .collect();
+    let tools = runtime.tools().tools();
     if !tools.is_empty() {
         let _ = writeln!(out, "\nTools ({}):", tools.len());
-        for name in tools {
-            let _ = writeln!(out, "  {name}");
+        let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
+        for tool in tools {
+            // Encoded names are unreadable; show the server's own name beside them.
+            if tool.name == format!("mcp__{}__{}", tool.server, tool.tool) {
+                let _ = writeln!(out, "  {}", tool.name);
+            } else {
+                let _ = writeln!(
+                    out,
+                    "  {:width$}  ({} · {})",
+                    tool.name, tool.server, tool.tool
+                );
+            }
         }
     }
     out

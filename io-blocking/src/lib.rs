@@ -21,6 +21,7 @@
 //! ```
 
 mod driver;
+mod http_client;
 mod runtime;
 mod stdio;
 

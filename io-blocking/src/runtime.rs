@@ -20,7 +20,7 @@ use rho_proto_core::session::CallError;
 use rho_proto_core::status::{ReadyReport, ServerStatus};
 use serde_json::Value;
 
-use crate::driver::{self, Command, Health, Input, StartupOutcome};
+use crate::driver::{self, Command, Health, HealthState, Input, StartupOutcome};
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]
@@ -179,6 +179,7 @@ impl Runtime {
                         elapsed_ms: u64::try_from(started.elapsed.as_millis()).unwrap_or(u64::MAX),
                         pid: started.pid,
                         filtered_tools: Vec::new(),
+                        last_ping_error: None,
                     });
                 }
                 Ok(Err(error)) => slot.status = ServerStatus::Failed { error },
@@ -226,6 +227,9 @@ impl Runtime {
         let mut status = slot.status.clone();
         if let Some(error) = slot.driver.as_ref().and_then(DriverHandle::failure) {
             status = ServerStatus::Failed { error };
+        }
+        if let ServerStatus::Ready(report) = &mut status {
+            report.last_ping_error = slot.driver.as_ref().and_then(DriverHandle::ping_failure);
         }
         ServerView {
             id: slot.id.clone(),
@@ -356,7 +360,11 @@ impl Drop for Runtime {
 
 impl DriverHandle {
     fn failure(&self) -> Option<String> {
-        self.health.lock().ok().and_then(|h| h.clone())
+        self.health.lock().ok().and_then(|h| h.failure.clone())
+    }
+
+    fn ping_failure(&self) -> Option<String> {
+        self.health.lock().ok().and_then(|h| h.ping_failure.clone())
     }
 
     /// Asks the driver to close and waits for it: the driver's own shutdown
@@ -376,7 +384,7 @@ fn spawn_driver(
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
     let (commands, inputs) = mpsc::channel();
     let (startup_tx, startup_rx) = mpsc::channel();
-    let health: Health = Arc::new(Mutex::new(None));
+    let health: Health = Arc::new(Mutex::new(HealthState::default()));
     let thread = std::thread::Builder::new()
         .name(format!("rho-mcp-{}", server.id))
         .spawn({

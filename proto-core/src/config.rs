@@ -1243,6 +1243,13 @@ fn endpoint(raw: &str) -> Result<Url, String> {
     }
 }
 
+/// The URL policy every URL the HTTP transport touches must meet: https,
+/// or http on a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and
+/// no credentials in the URL. The error says what to change.
+pub fn check_url_policy(url: &Url) -> Result<(), String> {
+    endpoint(url.as_str()).map(|_| ())
+}
+
 fn is_loopback(url: &Url) -> bool {
     match url.host() {
         Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),

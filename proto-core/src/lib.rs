@@ -23,7 +23,7 @@
 //! let mut session = Session::new(SessionOptions::stdio("demo"), start);
 //! // The handshake starts at once: the first transmit is `initialize`.
 //! let first = session.poll_transmit().expect("initialize");
-//! assert!(std::str::from_utf8(&first).unwrap().contains("\"initialize\""));
+//! assert!(String::from_utf8_lossy(&first.bytes).contains("\"initialize\""));
 //! // Nobody answers: at the deadline the session fails its startup.
 //! let deadline = session.poll_timeout().expect("startup budget");
 //! session.handle_timeout(deadline);
@@ -41,6 +41,7 @@
 pub mod config;
 pub mod env;
 pub mod framing;
+pub mod http;
 pub mod jsonrpc;
 pub mod naming;
 pub mod process;

@@ -89,12 +89,16 @@ pub struct SessionOptions {
     /// Budget for each tool call.
     pub tool_timeout: Duration,
     /// Budget for the session's own small requests after startup
-    /// (`logging/setLevel`).
+    /// (`logging/setLevel`, `ping`).
     pub request_timeout: Duration,
     /// How the transport frames messages.
     pub framing: Framing,
     /// The longest line accepted on a line-framed transport.
     pub max_line: usize,
+    /// Send `ping` this often while ready. Remote sessions need it: an idle
+    /// proxy can drop a connection with no local signal. Stdio servers do
+    /// not: a dead child is observable directly.
+    pub ping_interval: Option<Duration>,
 }
 
 impl SessionOptions {
@@ -112,6 +116,7 @@ impl SessionOptions {
             request_timeout: Duration::from_secs(30),
             framing: Framing::Lines,
             max_line: crate::framing::DEFAULT_MAX_LINE,
+            ping_interval: None,
         }
     }
 
@@ -125,6 +130,32 @@ impl SessionOptions {
             ..Self::stdio(config.id.as_str())
         }
     }
+}
+
+/// What a transmit is, for transports that treat messages differently
+/// (Streamable HTTP sends each as its own POST and expects an answer only
+/// for requests).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum TransmitKind {
+    /// A request; its answer arrives through the transport later.
+    Request(ClientRequestId),
+    /// `initialize`, which must travel alone and without a session id.
+    Initialize(ClientRequestId),
+    /// `notifications/initialized`: the handshake is complete.
+    Initialized,
+    /// Any other notification.
+    Notification,
+    /// A response to a server's request.
+    Response,
+}
+
+/// One message for the transport.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Transmit {
+    /// The bytes to write, framed per [`Framing`].
+    pub bytes: Vec<u8>,
+    /// What the message is.
+    pub kind: TransmitKind,
 }
 
 /// Identifies one tool call on one session. Small and `Copy`, per the
@@ -175,6 +206,11 @@ pub enum Event {
     },
     /// The server broke the protocol in a way the session survived.
     PeerMisbehaved(PeerError),
+    /// A keep-alive `ping` was answered.
+    PingAnswered,
+    /// A keep-alive `ping` failed; the session carries on, and the host
+    /// shows the reason in its status.
+    PingFailed(String),
     /// The session is over. Always the last event.
     Closed(CloseReason),
 }
@@ -205,6 +241,14 @@ pub enum CallError {
         server: String,
         /// What was wrong.
         error: ShapeError,
+    },
+    /// The transport could not deliver the request or its answer.
+    #[error("server `{server}`: {reason}")]
+    Transport {
+        /// The server identity.
+        server: String,
+        /// What the transport reported.
+        reason: String,
     },
     /// The session ended before the answer came.
     #[error("server `{server}` session ended before the call finished: {reason}")]
@@ -342,7 +386,10 @@ pub enum ApiMisuse {
 #[derive(Clone, Debug)]
 enum Purpose {
     Initialize,
+    /// A fresh `initialize` after the transport said the session expired.
+    Reinitialize,
     SetLevel,
+    Ping,
     ListTools,
     CallTool(CallId),
 }
@@ -379,11 +426,15 @@ pub struct Session {
     /// Handshake and discovery must finish by this instant; it stops
     /// mattering once the session is ready or closed.
     startup_deadline: Instant,
-    transmits: VecDeque<Vec<u8>>,
+    transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     decoder: LineDecoder,
     ready: Option<ServerReady>,
     peer_errors: Vec<String>,
+    /// The version the server chose in `initialize`, once answered.
+    negotiated_version: Option<String>,
+    /// When the next keep-alive ping is due, while ready.
+    next_ping: Option<Instant>,
 }
 
 impl Session {
@@ -403,12 +454,10 @@ impl Session {
             events: VecDeque::new(),
             ready: None,
             peer_errors: Vec::new(),
+            negotiated_version: None,
+            next_ping: None,
         };
-        let params = json!({
-            "protocolVersion": session.options.protocol_version,
-            "capabilities": session.options.capabilities,
-            "clientInfo": session.options.client_info,
-        });
+        let params = session.initialize_params();
         session.send_request(
             Purpose::Initialize,
             "initialize",
@@ -438,6 +487,17 @@ impl Session {
     /// What the server said at startup, once ready.
     pub fn server_ready(&self) -> Option<&ServerReady> {
         self.ready.as_ref()
+    }
+
+    /// The protocol version the server chose, once `initialize` was
+    /// answered (transports echo it on every later request).
+    pub fn negotiated_version(&self) -> Option<&str> {
+        self.negotiated_version.as_deref()
+    }
+
+    /// Whether a request this session sent still awaits its answer.
+    pub fn is_pending(&self, request: ClientRequestId) -> bool {
+        self.pending.contains_key(&request.0)
     }
 
     /// How many tool calls are awaiting an answer.
@@ -534,6 +594,11 @@ impl Session {
             });
             return;
         }
+        if self.next_ping.is_some_and(|at| at <= now) {
+            let budget = self.options.request_timeout;
+            self.send_request(Purpose::Ping, "ping", None, now + budget, budget);
+            self.next_ping = self.options.ping_interval.map(|every| now + every);
+        }
         while let Some(&(deadline, id)) = self.deadlines.first() {
             if deadline > now {
                 break;
@@ -558,6 +623,15 @@ impl Session {
                 }
                 Purpose::SetLevel => {
                     tracing::warn!(server = %server, "logging/setLevel got no answer in time");
+                }
+                Purpose::Ping => self.events.push_back(Event::PingFailed(format!(
+                    "no answer to ping within {} s",
+                    pending.budget.as_secs_f64()
+                ))),
+                Purpose::Reinitialize => {
+                    return self.finish(CloseReason::Handshake(
+                        "the server did not answer initialize after its session expired".into(),
+                    ));
                 }
                 // Startup requests share the startup deadline, handled above.
                 Purpose::Initialize | Purpose::ListTools => {}
@@ -599,6 +673,65 @@ impl Session {
             return;
         }
         self.finish(CloseReason::TransportFailed(reason));
+    }
+
+    /// The transport could not deliver `request` or its answer (an HTTP
+    /// exchange failed, a stream broke beyond resumption). Only that
+    /// request fails, unless the session cannot exist without it.
+    pub fn handle_request_failed(
+        &mut self,
+        _now: Instant,
+        request: ClientRequestId,
+        reason: String,
+    ) {
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        let Some(pending) = self.pending.remove(&request.0) else {
+            return;
+        };
+        self.deadlines.remove(&(pending.deadline, request.0));
+        let server = self.options.server.clone();
+        match pending.purpose {
+            Purpose::Initialize | Purpose::ListTools | Purpose::Reinitialize => {
+                self.finish(CloseReason::TransportFailed(reason))
+            }
+            Purpose::CallTool(call) => self.events.push_back(Event::CallCompleted {
+                call,
+                result: Err(CallError::Transport { server, reason }),
+            }),
+            Purpose::Ping => self.events.push_back(Event::PingFailed(reason)),
+            Purpose::SetLevel => {
+                tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
+            }
+        }
+    }
+
+    /// The transport says the server forgot this session (Streamable HTTP:
+    /// 404, or 400 naming the session). The session runs a fresh
+    /// `initialize`; requests in flight stay pending, and the transport
+    /// re-sends what it holds once [`TransmitKind::Initialized`] goes out.
+    /// Returns `false` when a re-initialization is already under way or the
+    /// session is not ready, so the caller does not loop.
+    pub fn handle_session_expired(&mut self, now: Instant) -> bool {
+        if !matches!(self.phase, Phase::Ready)
+            || self
+                .pending
+                .values()
+                .any(|p| matches!(p.purpose, Purpose::Reinitialize))
+        {
+            return false;
+        }
+        let params = self.initialize_params();
+        let budget = self.options.startup_timeout;
+        self.send_request(
+            Purpose::Reinitialize,
+            "initialize",
+            Some(&params),
+            now + budget,
+            budget,
+        );
+        true
     }
 
     // ----- commands -----
@@ -645,9 +778,9 @@ impl Session {
 
     // ----- outputs -----
 
-    /// The next bytes to write to the transport, framed for it.
+    /// The next message to write to the transport, framed for it.
     #[must_use]
-    pub fn poll_transmit(&mut self) -> Option<Vec<u8>> {
+    pub fn poll_transmit(&mut self) -> Option<Transmit> {
         self.transmits.pop_front()
     }
 
@@ -665,13 +798,21 @@ impl Session {
         }
         let request = self.deadlines.first().map(|&(d, _)| d);
         let startup = (self.state() == SessionState::Starting).then_some(self.startup_deadline);
-        match (startup, request) {
-            (Some(a), Some(b)) => Some(a.min(b)),
-            (a, b) => a.or(b),
-        }
+        [request, startup, self.next_ping]
+            .into_iter()
+            .flatten()
+            .min()
     }
 
     // ----- internals -----
+
+    fn initialize_params(&self) -> Value {
+        json!({
+            "protocolVersion": self.options.protocol_version,
+            "capabilities": self.options.capabilities,
+            "clientInfo": self.options.client_info,
+        })
+    }
 
     fn send_request(
         &mut self,
@@ -684,7 +825,13 @@ impl Session {
         let id = self.next_id;
         self.next_id += 1;
         let bytes = jsonrpc::request_bytes(ClientRequestId(id), method, params);
-        self.push_transmit(bytes);
+        let kind = match purpose {
+            Purpose::Initialize | Purpose::Reinitialize => {
+                TransmitKind::Initialize(ClientRequestId(id))
+            }
+            _ => TransmitKind::Request(ClientRequestId(id)),
+        };
+        self.push_transmit(bytes, kind);
         self.pending.insert(
             id,
             Pending {
@@ -699,14 +846,19 @@ impl Session {
 
     fn send_notification(&mut self, method: &str, params: Option<&Value>) {
         let bytes = jsonrpc::notification_bytes(method, params);
-        self.push_transmit(bytes);
+        let kind = if method == "notifications/initialized" {
+            TransmitKind::Initialized
+        } else {
+            TransmitKind::Notification
+        };
+        self.push_transmit(bytes, kind);
     }
 
-    fn push_transmit(&mut self, mut bytes: Vec<u8>) {
+    fn push_transmit(&mut self, mut bytes: Vec<u8>, kind: TransmitKind) {
         if self.options.framing == Framing::Lines {
             bytes.push(b'\n');
         }
-        self.transmits.push_back(bytes);
+        self.transmits.push_back(Transmit { bytes, kind });
     }
 
     fn handle_reply(&mut self, now: Instant, id: RequestId, reply: Result<Value, ErrorObject>) {
@@ -722,6 +874,11 @@ impl Session {
         self.deadlines.remove(&(pending.deadline, n));
         match pending.purpose {
             Purpose::Initialize => self.on_initialize(now, reply),
+            Purpose::Reinitialize => self.on_reinitialize(reply),
+            Purpose::Ping => self.events.push_back(match reply {
+                Ok(_) => Event::PingAnswered,
+                Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
+            }),
             Purpose::ListTools => self.on_tools_page(now, reply),
             Purpose::SetLevel => {
                 if let Err(error) = reply {
@@ -764,6 +921,7 @@ impl Session {
                 SUPPORTED_PROTOCOL_VERSIONS.join(", ")
             )));
         }
+        self.negotiated_version = Some(init.protocol_version.clone());
         self.send_notification("notifications/initialized", None);
         if let (Some(level), true) = (self.options.log_level, init.capabilities.logging) {
             let params = json!({"level": level.as_str()});
@@ -786,8 +944,29 @@ impl Session {
         if wants_tools {
             self.request_tools_page(None);
         } else {
-            self.become_ready();
+            self.become_ready(now);
         }
+    }
+
+    fn on_reinitialize(&mut self, reply: Result<Value, ErrorObject>) {
+        let init = match reply.map(|v| InitializeResult::from_value(&v)) {
+            Ok(Ok(init)) => init,
+            Ok(Err(e)) => return self.finish(CloseReason::Handshake(e.0)),
+            Err(error) => {
+                return self.finish(CloseReason::Handshake(format!(
+                    "after its session expired, the server answered initialize with an error: {error}"
+                )));
+            }
+        };
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
+            return self.finish(CloseReason::Handshake(format!(
+                "after its session expired, the server speaks protocol version `{}`, which rho does not support",
+                init.protocol_version
+            )));
+        }
+        tracing::info!(server = %self.options.server, "session re-established after expiry");
+        self.negotiated_version = Some(init.protocol_version);
+        self.send_notification("notifications/initialized", None);
     }
 
     fn request_tools_page(&mut self, cursor: Option<String>) {
@@ -801,7 +980,7 @@ impl Session {
         );
     }
 
-    fn on_tools_page(&mut self, _now: Instant, reply: Result<Value, ErrorObject>) {
+    fn on_tools_page(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
         let value = match reply {
             Ok(value) => value,
             Err(error) => {
@@ -840,11 +1019,11 @@ impl Session {
                 )));
             }
             Some(cursor) => self.request_tools_page(Some(cursor)),
-            None => self.become_ready(),
+            None => self.become_ready(now),
         }
     }
 
-    fn become_ready(&mut self) {
+    fn become_ready(&mut self, now: Instant) {
         let Phase::Discovering { init, tools, .. } =
             std::mem::replace(&mut self.phase, Phase::Ready)
         else {
@@ -859,6 +1038,7 @@ impl Session {
             tools,
         };
         self.ready = Some(ready.clone());
+        self.next_ping = self.options.ping_interval.map(|every| now + every);
         self.events.push_back(Event::Ready(Box::new(ready)));
     }
 
@@ -877,7 +1057,7 @@ impl Session {
                 )
             }
         };
-        self.push_transmit(bytes);
+        self.push_transmit(bytes, TransmitKind::Response);
     }
 
     fn handle_notification(&mut self, method: &str, params: Option<&Value>) {

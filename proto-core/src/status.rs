@@ -69,4 +69,8 @@ pub struct ReadyReport {
     /// own names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub filtered_tools: Vec<String>,
+    /// Why the latest keep-alive ping failed, if it did (remote servers are
+    /// pinged each minute; the next answered ping clears this).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub last_ping_error: Option<String>,
 }

@@ -43,7 +43,8 @@ impl Harness {
     }
 
     fn drain(&mut self) {
-        while let Some(bytes) = self.session.poll_transmit() {
+        while let Some(transmit) = self.session.poll_transmit() {
+            let bytes = transmit.bytes;
             assert_eq!(bytes.last(), Some(&b'\n'), "stdio transmits end a line");
             match Incoming::parse(&bytes).expect("we send valid JSON-RPC") {
                 Incoming::Single(m) => self.sent.push(m),

@@ -1,0 +1,749 @@
+//! The `rho` binary end to end: which config file it reads, what `rho mcp
+//! list`, `show` and `call` print, their exit codes (0 fine, 1 a server,
+//! entry or tool failed, 2 usage or config-file errors), that secrets never
+//! reach the output, and that nothing is left running once it exits.
+//!
+//! Every run gets its own scratch `HOME`, so the user's real `~/.rho` is
+//! never read, a null stdin and no `RUST_LOG`. Servers are the pinned real
+//! ones in `tests/servers` and the `misbehaving.js` fixture.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rho_tests::{
+    everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile, scratch_dir, toml_str,
+    wait_gone,
+};
+use serde_json::Value;
+
+/// A scratch directory with an empty `home/` to use as `HOME`.
+struct Scratch {
+    dir: PathBuf,
+    home: PathBuf,
+}
+
+impl Scratch {
+    fn new(name: &str) -> Self {
+        let dir = scratch_dir(&format!("cli-{name}"));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("create scratch home");
+        Self { dir, home }
+    }
+
+    /// Writes `text` to `name` in the scratch dir and returns its path.
+    fn write(&self, name: &str, text: &str) -> PathBuf {
+        let path = self.dir.join(name);
+        std::fs::write(&path, text).expect("write scratch file");
+        path
+    }
+
+    /// Runs `rho args...` with this scratch `HOME`.
+    fn rho(&self, args: &[&str]) -> Run {
+        self.rho_env(args, &[])
+    }
+
+    /// Runs `rho args...` with this scratch `HOME` and extra variables.
+    fn rho_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rho"));
+        command
+            .args(args)
+            .env("HOME", &self.home)
+            .env_remove("USERPROFILE")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let output = command.output().expect("run rho");
+        Run {
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            code: output.status.code(),
+            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+        }
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// One finished `rho` run.
+struct Run {
+    args: Vec<String>,
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Run {
+    /// Asserts the exit code, showing the whole run when it differs.
+    fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
+        self
+    }
+
+    /// stdout followed by stderr.
+    fn all(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// stdout parsed as JSON.
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{self}"))
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "$ rho {}\nexit: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+            self.args.join(" "),
+            self.code,
+            self.stdout,
+            self.stderr
+        )
+    }
+}
+
+/// Shorthand for a path argument.
+fn arg(path: &Path) -> &str {
+    path.to_str().expect("scratch paths are UTF-8")
+}
+
+/// The `servers` entry with this `id` in a `list --json` document.
+fn server<'a>(doc: &'a Value, id: &str) -> &'a Value {
+    doc["servers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no servers array: {doc}"))
+        .iter()
+        .find(|s| s["id"] == id)
+        .unwrap_or_else(|| panic!("no server `{id}` in {doc}"))
+}
+
+/// The `id`s of a `list --json` document, in order.
+fn server_ids(doc: &Value) -> Vec<&str> {
+    doc["servers"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no servers array: {doc}"))
+        .iter()
+        .map(|s| s["id"].as_str().expect("id is a string"))
+        .collect()
+}
+
+/// The exported tool names of one server object.
+fn tool_names(server: &Value) -> Vec<&str> {
+    server["tools"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no tools array: {server}"))
+        .iter()
+        .map(|t| t["name"].as_str().expect("tool name is a string"))
+        .collect()
+}
+
+/// The table row (line) of the text `list` that starts with `id`.
+fn row<'a>(run: &'a Run, id: &str) -> &'a str {
+    run.stdout
+        .lines()
+        .find(|l| l.split_whitespace().next() == Some(id))
+        .unwrap_or_else(|| panic!("no row for `{id}`\n{run}"))
+}
+
+/// A stdio server that writes `marker` if it is ever started.
+fn marker_server(id: &str, marker: &Path) -> String {
+    let script = format!(
+        "require('fs').writeFileSync({}, 'x')",
+        serde_json::to_string(arg(marker)).expect("JSON string")
+    );
+    format!(
+        "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [\"-e\", {}]\n",
+        toml_str(&script)
+    )
+}
+
+fn everything(id: &str) -> String {
+    node_server(id, &everything_js(), &["stdio"])
+}
+
+/// Waits up to five seconds for a file to appear.
+fn wait_for_file(path: &Path) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if path.exists() {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    path.exists()
+}
+
+// ---------------------------------------------------------------------------
+// list
+
+#[test]
+fn list_without_connect_starts_nothing_and_reports_not_started() {
+    let s = Scratch::new("list-no-connect");
+    let marker = s.dir.join("marker");
+    let config = s.write("config.toml", &marker_server("tripwire", &marker));
+
+    let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
+    run.expect_code(0);
+    let line = row(&run, "tripwire");
+    assert!(line.contains("not started"), "{run}");
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
+    run.expect_code(0);
+    assert_eq!(server(&run.json(), "tripwire")["status"], "not_started");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "list without --connect ran the server");
+
+    // Control: the tripwire does fire when the server is started.
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--connect"]);
+    assert!(
+        wait_for_file(&marker),
+        "--connect did not run the server\n{run}"
+    );
+}
+
+#[test]
+fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts() {
+    let s = Scratch::new("list-connect-json");
+    let root = s.dir.join("root");
+    std::fs::create_dir_all(&root).expect("create root");
+    let mut text = everything("everything");
+    text.push_str(&node_server("filesystem", &filesystem_js(), &[arg(&root)]));
+    let config = s.write("config.toml", &text);
+
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["schema"], 1, "{doc}");
+    assert_eq!(doc["config"], arg(&config), "{doc}");
+    assert_eq!(server_ids(&doc), ["everything", "filesystem"]);
+    for id in ["everything", "filesystem"] {
+        let entry = server(&doc, id);
+        assert_eq!(entry["status"], "ready", "{entry}");
+        assert!(entry["server_info"]["name"].is_string(), "{entry}");
+        assert!(entry["protocol_version"].is_string(), "{entry}");
+        assert!(entry["elapsed_ms"].is_u64(), "{entry}");
+        assert!(!tool_names(entry).is_empty(), "{entry}");
+    }
+    let everything = server(&doc, "everything");
+    assert_eq!(everything["server_info"]["name"], "mcp-servers/everything");
+    assert!(
+        tool_names(everything).contains(&"mcp__everything__echo"),
+        "{everything}"
+    );
+    assert!(
+        tool_names(server(&doc, "filesystem")).contains(&"mcp__filesystem__read_text_file"),
+        "{doc}"
+    );
+}
+
+// ---------------------------------------------------------------------------
+// Which config file
+
+#[test]
+fn default_config_is_home_rho_config_toml() {
+    let s = Scratch::new("default-config");
+    std::fs::create_dir_all(s.home.join(".rho")).expect("create ~/.rho");
+    let default = s.home.join(".rho/config.toml");
+    std::fs::write(&default, everything("from_home")).expect("write default");
+
+    let run = s.rho(&["mcp", "list"]);
+    run.expect_code(0);
+    assert!(row(&run, "from_home").contains("not started"), "{run}");
+    let run = s.rho(&["mcp", "list", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["config"], arg(&default), "{doc}");
+    assert_eq!(server_ids(&doc), ["from_home"]);
+}
+
+#[test]
+fn explicit_config_replaces_default_without_merging() {
+    let s = Scratch::new("explicit-config");
+    std::fs::create_dir_all(s.home.join(".rho")).expect("create ~/.rho");
+    std::fs::write(s.home.join(".rho/config.toml"), everything("from_home"))
+        .expect("write default");
+    let project = s.write("project.toml", &everything("from_project"));
+
+    let run = s.rho(&["--config", arg(&project), "mcp", "list", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["config"], arg(&project), "{doc}");
+    assert_eq!(server_ids(&doc), ["from_project"]);
+    let run = s.rho(&["--config", arg(&project), "mcp", "list"]);
+    run.expect_code(0);
+    row(&run, "from_project");
+    assert!(!run.all().contains("from_home"), "{run}");
+}
+
+#[test]
+fn missing_default_config_configures_no_server_and_exits_0() {
+    let s = Scratch::new("missing-default");
+    let run = s.rho(&["mcp", "list"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("No MCP servers configured"), "{run}");
+    let run = s.rho(&["mcp", "list", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["schema"], 1, "{doc}");
+    assert_eq!(doc["config"], Value::Null, "{doc}");
+    assert_eq!(doc["servers"], serde_json::json!([]), "{doc}");
+}
+
+#[test]
+fn missing_explicit_config_exits_2_naming_the_path() {
+    let s = Scratch::new("missing-explicit");
+    let missing = s.dir.join("no-such-config.toml");
+    let run = s.rho(&["--config", arg(&missing), "mcp", "list"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains(arg(&missing)), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// Config errors and exit codes
+
+#[test]
+fn toml_syntax_error_exits_2_with_file_line_and_column() {
+    let s = Scratch::new("syntax-error");
+    let config = s.write(
+        "config.toml",
+        "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \n",
+    );
+    let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
+    run.expect_code(2);
+    let location = format!("{}:3:11:", arg(&config));
+    assert!(run.stderr.contains(&location), "want {location}\n{run}");
+    assert_eq!(run.stdout, "", "{run}");
+}
+
+#[test]
+fn unknown_key_under_mcp_exits_2_naming_the_key() {
+    let s = Scratch::new("unknown-mcp-key");
+    let mut text = everything("everything");
+    text.push_str("[mcp.servrs.other]\ncommand = \"node\"\n");
+    let config = s.write("config.toml", &text);
+    let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("mcp.servrs"), "{run}");
+    assert!(run.stderr.contains(arg(&config)), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+}
+
+#[test]
+fn invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load() {
+    let s = Scratch::new("invalid-entry");
+    let mut text = everything("everything");
+    text.push_str("[mcp.servers.typo]\ntransport = \"stdio\"\ncomand = \"node\"\n");
+    let config = s.write("config.toml", &text);
+
+    let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
+    run.expect_code(1);
+    let typo = row(&run, "typo");
+    assert!(typo.contains("invalid"), "{run}");
+    assert!(typo.contains("mcp.servers.typo.comand"), "{run}");
+    assert!(row(&run, "everything").contains("not started"), "{run}");
+
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(1);
+    let doc = run.json();
+    let typo = server(&doc, "typo");
+    assert_eq!(typo["status"], "invalid", "{typo}");
+    let error = typo["error"]
+        .as_str()
+        .expect("invalid entries carry an error");
+    assert!(error.contains("mcp.servers.typo.comand"), "{error}");
+    assert_eq!(server(&doc, "everything")["status"], "ready", "{doc}");
+}
+
+#[test]
+fn failed_server_with_connect_exits_1_and_names_the_executable() {
+    let s = Scratch::new("failed-server");
+    let mut text = String::from(
+        "[mcp.servers.missing]\ntransport = \"stdio\"\ncommand = \"rho-test-no-such-executable\"\n",
+    );
+    text.push_str(&everything("everything"));
+    let config = s.write("config.toml", &text);
+
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(1);
+    let doc = run.json();
+    let missing = server(&doc, "missing");
+    assert_eq!(missing["status"], "failed", "{missing}");
+    let error = missing["error"]
+        .as_str()
+        .expect("failed entries carry an error");
+    assert!(error.contains("rho-test-no-such-executable"), "{error}");
+    assert_eq!(server(&doc, "everything")["status"], "ready", "{doc}");
+
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--connect"]);
+    run.expect_code(1);
+    let line = row(&run, "missing");
+    assert!(line.contains("failed"), "{run}");
+    assert!(line.contains("rho-test-no-such-executable"), "{run}");
+}
+
+#[test]
+fn disabled_server_is_reported_disabled_never_started_and_exits_0() {
+    let s = Scratch::new("disabled");
+    let marker = s.dir.join("marker");
+    let mut text = marker_server("off", &marker);
+    text.push_str("enabled = false\n");
+    let config = s.write("config.toml", &text);
+
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let off = server(&run.json(), "off").clone();
+    assert_eq!(off["status"], "disabled", "{off}");
+    assert_eq!(off["enabled"], false, "{off}");
+    let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
+    run.expect_code(0);
+    assert!(row(&run, "off").contains("disabled"), "{run}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "a disabled server was started");
+}
+
+// ---------------------------------------------------------------------------
+// Secrets
+
+#[test]
+fn secret_values_never_appear_in_list_or_show_output() {
+    const SECRETS: [&str; 3] = ["sk-secret-literal", "hdr-secret-literal", "env-secret"];
+    let s = Scratch::new("secrets");
+    let mut text = everything("local");
+    text.push_str("env = { API_TOKEN = \"sk-secret-literal\" }\n");
+    text.push_str(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n\
+         headers = { X-Api-Key = \"hdr-secret-literal\" }\n\
+         headers_from_env = { Authorization = \"MCP_AUTH\" }\n",
+    );
+    let config = s.write("config.toml", &text);
+    let env = [("MCP_AUTH", "Bearer env-secret")];
+    let rho = |args: &[&str]| {
+        let mut all = vec!["--config", arg(&config), "mcp"];
+        all.extend_from_slice(args);
+        let run = s.rho_env(&all, &env);
+        for secret in SECRETS {
+            assert!(!run.all().contains(secret), "`{secret}` was printed\n{run}");
+        }
+        run
+    };
+
+    let table = rho(&["list"]);
+    table.expect_code(0);
+    row(&table, "local");
+    row(&table, "remote");
+    let run = rho(&["list", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(
+        server(&doc, "local")["env_names"],
+        serde_json::json!(["API_TOKEN"])
+    );
+    assert_eq!(
+        server(&doc, "remote")["header_names"],
+        serde_json::json!(["Authorization", "X-Api-Key"])
+    );
+
+    for args in [&["show", "local", "--json"][..], &["show", "local"]] {
+        let run = rho(args);
+        run.expect_code(0);
+        assert!(run.stdout.contains("API_TOKEN"), "{run}");
+    }
+    for args in [&["show", "remote", "--json"][..], &["show", "remote"]] {
+        let run = rho(args);
+        run.expect_code(0);
+        assert!(run.stdout.contains("X-Api-Key"), "{run}");
+        assert!(run.stdout.contains("Authorization"), "{run}");
+    }
+
+    // A live stdio server with debug logging on still prints no value.
+    let run = rho(&["--verbose", "show", "local", "--connect", "--json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["status"], "ready", "{run}");
+    assert!(run.stdout.contains("API_TOKEN"), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// show
+
+#[test]
+fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas() {
+    let s = Scratch::new("show-connect");
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "show",
+        "everything",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["schema"], 1, "{doc}");
+    assert_eq!(doc["id"], "everything", "{doc}");
+    assert_eq!(doc["status"], "ready", "{doc}");
+    let tools = doc["tools"].as_array().expect("tools array");
+    assert!(!tools.is_empty(), "{doc}");
+    for tool in tools {
+        assert!(tool["description"].is_string(), "{tool}");
+        assert!(tool["input_schema"].is_object(), "{tool}");
+    }
+    let echo = tools
+        .iter()
+        .find(|t| t["name"] == "mcp__everything__echo")
+        .unwrap_or_else(|| panic!("no echo tool: {doc}"));
+    assert_eq!(echo["tool"], "echo");
+    assert!(
+        echo["input_schema"]["properties"]["message"].is_object(),
+        "{echo}"
+    );
+}
+
+#[test]
+fn show_unknown_server_exits_2_naming_the_configured_servers() {
+    let s = Scratch::new("show-unknown");
+    let mut text = everything("everything");
+    text.push_str(&everything("second"));
+    let config = s.write("config.toml", &text);
+    let run = s.rho(&["--config", arg(&config), "mcp", "show", "nosuch"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("nosuch"), "{run}");
+    assert!(run.stderr.contains("everything"), "{run}");
+    assert!(run.stderr.contains("second"), "{run}");
+}
+
+#[test]
+fn show_without_connect_says_the_server_is_not_started() {
+    let s = Scratch::new("show-no-connect");
+    let marker = s.dir.join("marker");
+    let config = s.write("config.toml", &marker_server("tripwire", &marker));
+    let run = s.rho(&["--config", arg(&config), "mcp", "show", "tripwire"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("not started"), "{run}");
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "show",
+        "tripwire",
+        "--json",
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.json()["status"], "not_started", "{run}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "show without --connect ran the server");
+}
+
+// ---------------------------------------------------------------------------
+// call
+
+#[test]
+fn call_prints_exactly_the_result_text_and_exits_0() {
+    let s = Scratch::new("call-echo");
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        r#"{"message":"hi"}"#,
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, "Echo: hi\n", "{run}");
+}
+
+#[test]
+fn call_whose_result_is_an_error_exits_1() {
+    let s = Scratch::new("call-is-error");
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "{}",
+    ]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("echo"), "{run}");
+}
+
+#[test]
+fn call_with_arguments_that_are_not_json_exits_2() {
+    let s = Scratch::new("call-bad-json");
+    let marker = s.dir.join("marker");
+    let config = s.write("config.toml", &marker_server("tripwire", &marker));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "tripwire",
+        "echo",
+        "{message:",
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("JSON"), "{run}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "bad arguments still started the server");
+}
+
+#[test]
+fn call_with_arguments_that_are_a_json_array_exits_2() {
+    let s = Scratch::new("call-array");
+    let marker = s.dir.join("marker");
+    let config = s.write("config.toml", &marker_server("tripwire", &marker));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "tripwire",
+        "echo",
+        r#"["hi"]"#,
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("object"), "{run}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "bad arguments still started the server");
+}
+
+#[test]
+fn call_of_an_unknown_tool_exits_1_naming_the_tool() {
+    let s = Scratch::new("call-unknown-tool");
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "no-such-tool",
+        "{}",
+    ]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("no-such-tool"), "{run}");
+    assert_eq!(run.stdout, "", "{run}");
+}
+
+#[test]
+fn call_on_a_disabled_server_exits_1_without_starting_it() {
+    let s = Scratch::new("call-disabled");
+    let marker = s.dir.join("marker");
+    let mut text = marker_server("off", &marker);
+    text.push_str("enabled = false\n");
+    let config = s.write("config.toml", &text);
+    let run = s.rho(&["--config", arg(&config), "mcp", "call", "off", "echo", "{}"]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("disabled"), "{run}");
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(!marker.exists(), "a disabled server was started");
+}
+
+// ---------------------------------------------------------------------------
+// --verbose
+
+#[test]
+fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged() {
+    let s = Scratch::new("verbose");
+    let config = s.write("config.toml", &everything("everything"));
+    let call = [
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        r#"{"message":"hi"}"#,
+    ];
+    let quiet = s.rho(&call);
+    quiet.expect_code(0);
+    let mut verbose_args = vec!["--verbose"];
+    verbose_args.extend_from_slice(&call);
+    let verbose = s.rho(&verbose_args);
+    verbose.expect_code(0);
+    assert_eq!(verbose.stdout, quiet.stdout, "{verbose}");
+    assert_eq!(verbose.stdout, "Echo: hi\n", "{verbose}");
+    assert!(verbose.stderr.contains("DEBUG"), "{verbose}");
+    assert!(!quiet.stderr.contains("DEBUG"), "{quiet}");
+}
+
+// ---------------------------------------------------------------------------
+// Nothing left behind
+
+#[test]
+fn list_connect_leaves_no_server_or_grandchild_running() {
+    let s = Scratch::new("grandchild");
+    let pidfile = s.dir.join("server.pid");
+    let text = node_server(
+        "parent",
+        &misbehaving_js(),
+        &["grandchild", "--pidfile", arg(&pidfile)],
+    );
+    let config = s.write("config.toml", &text);
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let doc = run.json();
+    let parent = server(&doc, "parent");
+    assert_eq!(parent["status"], "ready", "{parent}");
+    assert_eq!(tool_names(parent), ["mcp__parent__work"]);
+
+    let server_pid = read_pidfile(&pidfile);
+    assert_eq!(parent["pid"], server_pid, "{parent}");
+    let grandchild = read_pidfile(&s.dir.join("server.pid.grandchild"));
+    assert!(wait_gone(server_pid), "server {server_pid} outlived rho");
+    assert!(
+        wait_gone(grandchild),
+        "grandchild {grandchild} outlived rho"
+    );
+}

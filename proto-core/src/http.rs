@@ -1,0 +1,1053 @@
+//! Streamable HTTP (MCP 2025-11-25 `basic/transports`) as data.
+//!
+//! [`HttpTransport`] wraps a [`Session`] and turns its messages into HTTP
+//! exchanges: it says which request to make ([`HttpOutput::Send`]) and
+//! interprets each response as it arrives (head, body chunks, end, or
+//! failure). The executor only moves bytes; every decision — which headers,
+//! JSON body or SSE stream, when to resume a broken stream, what a 404
+//! means — is made here.
+//!
+//! Behaviour, in the order a session meets it:
+//! - Every client message is its own POST with
+//!   `Accept: application/json, text/event-stream`. A request's answer is one
+//!   JSON body or an SSE stream; notifications and responses get 202.
+//! - The `Mcp-Session-Id` from the `initialize` response is echoed on every
+//!   later request, and `MCP-Protocol-Version` once it is negotiated.
+//! - After `notifications/initialized` is accepted, a GET opens the server's
+//!   own stream (405: the server offers none; 409: one is already open).
+//!   Messages from any stream reach the same session logic as stdio.
+//! - A stream that breaks before its answer arrived is resumed with GET and
+//!   `Last-Event-ID`, after the server's `retry` delay when it sent one.
+//!   Attempts are bounded; a broken stream is never a cancellation.
+//! - 404, or 400 naming the session, on a request that carried a session id
+//!   means the server forgot the session: one fresh `initialize` without the
+//!   id, then the failed message is sent again, once.
+//! - Redirects are never followed: a 3xx fails with the status and the
+//!   target's origin, and nothing is sent there.
+//! - At close, DELETE with the session id, bounded in time (405 is fine).
+//!
+//! Header values (configured credentials, the session id) never appear in
+//! `Debug` output or logs.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::fmt;
+use std::time::{Duration, Instant};
+
+use url::Url;
+
+use crate::config::HttpConfig;
+use crate::framing::{DEFAULT_MAX_LINE, SseDecoder};
+use crate::jsonrpc::{ClientRequestId, Incoming, Message};
+use crate::session::{
+    ApiMisuse, CallId, CloseReason, Event, Framing, Session, SessionOptions, TransmitKind,
+};
+
+/// Limits and timings of one HTTP session.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The MCP endpoint.
+    pub url: Url,
+    /// Configured headers with their resolved values (see
+    /// [`resolve_headers`]). Secret: never logged.
+    pub headers: Vec<(String, String)>,
+    /// The largest JSON body accepted.
+    pub max_body: usize,
+    /// How many times in a row a stream may be resumed without delivering
+    /// an event before rho gives up on it.
+    pub max_stream_resumes: u32,
+    /// The resume delay when the server sent no SSE `retry`.
+    pub default_retry: Duration,
+    /// How long the DELETE at close may take.
+    pub delete_timeout: Duration,
+    /// How often to ping a ready session.
+    pub ping_interval: Duration,
+}
+
+impl HttpOptions {
+    /// Defaults for `url`: 16 MiB bodies, 5 resumes, 1 s default retry,
+    /// 2 s DELETE, a ping each minute.
+    pub fn new(url: Url, headers: Vec<(String, String)>) -> Self {
+        Self {
+            url,
+            headers,
+            max_body: DEFAULT_MAX_LINE,
+            max_stream_resumes: 5,
+            default_retry: Duration::from_secs(1),
+            delete_timeout: Duration::from_secs(2),
+            ping_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("url", &self.url.as_str())
+            .field("headers", &header_names(&self.headers))
+            .field("max_body", &self.max_body)
+            .finish_non_exhaustive()
+    }
+}
+
+/// The headers a server's requests carry: `headers` literally, then
+/// `headers_from_env` from the ambient variables, which win on a name
+/// collision (names compare case-insensitively). A variable named in
+/// `headers_from_env` that is not set fails that server.
+pub fn resolve_headers(
+    server: &str,
+    ambient: &[(String, String)],
+    config: &HttpConfig,
+) -> Result<Vec<(String, String)>, String> {
+    let mut out: Vec<(String, String)> = config
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (header, variable) in &config.headers_from_env {
+        let value = ambient
+            .iter()
+            .rev()
+            .find(|(k, _)| k == variable)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| {
+                format!(
+                    "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
+                )
+            })?;
+        out.retain(|(k, _)| !k.eq_ignore_ascii_case(header));
+        out.push((header.clone(), value));
+    }
+    Ok(out)
+}
+
+/// Identifies one HTTP exchange (a request and its response).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExchangeId(pub u64);
+
+/// An HTTP method the transport uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Opens or resumes a server stream.
+    Get,
+    /// Carries one client message.
+    Post,
+    /// Ends the session.
+    Delete,
+}
+
+impl Method {
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// An HTTP request for the executor to make. Its body, if any, is sent as
+/// is; its response is fed back with the same [`ExchangeId`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// Which exchange this is.
+    pub exchange: ExchangeId,
+    /// The method.
+    pub method: Method,
+    /// The URL (always the configured endpoint, which passed the policy).
+    pub url: Url,
+    /// Headers, in order. Values may be secret.
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for GET and DELETE).
+    pub body: Vec<u8>,
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("exchange", &self.exchange)
+            .field("method", &self.method)
+            .field("url", &self.url.as_str())
+            .field("headers", &header_names(&self.headers))
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+fn header_names(headers: &[(String, String)]) -> Vec<&str> {
+    headers.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+/// What the transport wants the executor to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HttpOutput {
+    /// Make this request.
+    Send(HttpRequest),
+    /// Stop reading this exchange's response and drop it; further input
+    /// for it is ignored anyway.
+    Abort(ExchangeId),
+}
+
+/// What an exchange is for.
+#[derive(Debug)]
+enum Role {
+    /// One client message.
+    Post {
+        kind: TransmitKind,
+        body: Vec<u8>,
+        /// Already re-sent once after a session expiry.
+        retried: bool,
+        /// Sent with an `Mcp-Session-Id`.
+        with_session: bool,
+    },
+    /// A GET stream: the server's own (`for_request: None`) or the
+    /// resumption of a POST's broken stream.
+    Stream {
+        for_request: Option<ClientRequestId>,
+        attempt: u32,
+    },
+    /// The DELETE at close.
+    Delete,
+}
+
+#[derive(Debug)]
+enum Body {
+    /// Head not seen yet, or nothing to read.
+    Ignore,
+    Json(Vec<u8>),
+    Sse(Box<SseDecoder>),
+    /// An error response's body, kept short, read at the end.
+    Error(Vec<u8>),
+}
+
+#[derive(Debug)]
+struct Exchange {
+    role: Role,
+    status: u16,
+    body: Body,
+    /// Whether the stream delivered any event (resets resume attempts).
+    delivered: bool,
+}
+
+/// A stream resumption waiting for its delay.
+#[derive(Debug)]
+struct Resume {
+    at: Instant,
+    for_request: Option<ClientRequestId>,
+    last_event_id: Option<String>,
+    attempt: u32,
+}
+
+#[derive(Debug, PartialEq, Eq)]
+enum ServerStream {
+    NotOpened,
+    Open,
+    /// 405: the server offers no stream of its own.
+    Unsupported,
+}
+
+#[derive(Debug)]
+struct Closing {
+    reason: CloseReason,
+    deadline: Instant,
+}
+
+/// The longest error body kept for a message.
+const ERROR_BODY_KEEP: usize = 4096;
+
+/// One MCP session over Streamable HTTP. The contract is the session's:
+/// after every `handle_*` or command, drain [`HttpTransport::poll_output`]
+/// and [`HttpTransport::poll_event`], then read
+/// [`HttpTransport::poll_timeout`].
+#[derive(Debug)]
+pub struct HttpTransport {
+    session: Session,
+    options: HttpOptions,
+    next_exchange: u64,
+    exchanges: BTreeMap<ExchangeId, Exchange>,
+    outputs: VecDeque<HttpOutput>,
+    events: VecDeque<Event>,
+    session_id: Option<String>,
+    /// A fresh `initialize` after expiry is under way: messages wait here.
+    reinitializing: bool,
+    parked: Vec<(Vec<u8>, TransmitKind, bool)>,
+    resumes: Vec<Resume>,
+    server_stream: ServerStream,
+    closing: Option<Closing>,
+    closed: bool,
+}
+
+impl HttpTransport {
+    /// Starts a session over HTTP: the `initialize` POST is the first
+    /// output.
+    pub fn new(mut session_options: SessionOptions, options: HttpOptions, now: Instant) -> Self {
+        session_options.framing = Framing::Messages;
+        session_options.ping_interval = Some(options.ping_interval);
+        let mut transport = Self {
+            session: Session::new(session_options, now),
+            options,
+            next_exchange: 0,
+            exchanges: BTreeMap::new(),
+            outputs: VecDeque::new(),
+            events: VecDeque::new(),
+            session_id: None,
+            reinitializing: false,
+            parked: Vec::new(),
+            resumes: Vec::new(),
+            server_stream: ServerStream::NotOpened,
+            closing: None,
+            closed: false,
+        };
+        transport.pump(now);
+        transport
+    }
+
+    // ----- getters -----
+
+    /// The session inside.
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// Whether the server gave this session an id.
+    pub fn has_session_id(&self) -> bool {
+        self.session_id.is_some()
+    }
+
+    // ----- inputs -----
+
+    /// The response's status line and headers arrived.
+    pub fn handle_response_head(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        status: u16,
+        headers: &[(String, String)],
+    ) {
+        let header = |name: &str| {
+            headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case(name))
+                .map(|(_, v)| v.as_str())
+        };
+        let Some(x) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        x.status = status;
+        let content_type = header("content-type").unwrap_or("").to_ascii_lowercase();
+        let is_sse = content_type.starts_with("text/event-stream");
+        if (300..400).contains(&status) {
+            let target = header("location")
+                .and_then(|l| self.options.url.join(l).ok())
+                .map(|u| u.origin().ascii_serialization());
+            let reason = match target {
+                Some(origin) => format!(
+                    "the server answered HTTP {status}, redirecting to {origin}; rho never follows redirects, so configure the final URL"
+                ),
+                None => format!(
+                    "the server answered HTTP {status} (a redirect); rho never follows redirects"
+                ),
+            };
+            self.fail_exchange(now, exchange, reason);
+            return;
+        }
+        match &x.role {
+            Role::Delete => x.body = Body::Ignore,
+            Role::Post { kind, .. } => {
+                if matches!(kind, TransmitKind::Initialize(_)) && (200..300).contains(&status) {
+                    if let Some(id) = header("mcp-session-id") {
+                        self.session_id = Some(id.to_owned());
+                    }
+                }
+                x.body = if !(200..300).contains(&status) {
+                    Body::Error(Vec::new())
+                } else if status == 202 {
+                    Body::Ignore
+                } else if is_sse {
+                    Body::Sse(Box::new(SseDecoder::new(self.options.max_body)))
+                } else if content_type.starts_with("application/json") {
+                    Body::Json(Vec::new())
+                } else if matches!(kind, TransmitKind::Request(_) | TransmitKind::Initialize(_)) {
+                    Body::Error(Vec::new())
+                } else {
+                    Body::Ignore
+                };
+            }
+            Role::Stream { .. } => {
+                x.body = if (200..300).contains(&status) && is_sse {
+                    Body::Sse(Box::new(SseDecoder::new(self.options.max_body)))
+                } else {
+                    Body::Error(Vec::new())
+                };
+            }
+        }
+        self.pump(now);
+    }
+
+    /// A chunk of the response body arrived.
+    pub fn handle_response_body(&mut self, now: Instant, exchange: ExchangeId, chunk: &[u8]) {
+        let Some(x) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
+        let mut frames = Vec::new();
+        match &mut x.body {
+            Body::Ignore => {}
+            Body::Json(buf) => {
+                if buf.len() + chunk.len() > self.options.max_body {
+                    let limit = self.options.max_body;
+                    self.fail_exchange(
+                        now,
+                        exchange,
+                        format!("the response body is larger than the {limit}-byte limit"),
+                    );
+                    return;
+                }
+                buf.extend_from_slice(chunk);
+            }
+            Body::Error(buf) => {
+                let room = ERROR_BODY_KEEP.saturating_sub(buf.len());
+                buf.extend_from_slice(&chunk[..chunk.len().min(room)]);
+            }
+            Body::Sse(decoder) => {
+                decoder.push(chunk);
+                while let Some(event) = decoder.next_event() {
+                    match event {
+                        Ok(event) => {
+                            x.delivered = true;
+                            if !event.data.is_empty() {
+                                frames.push(event.data);
+                            }
+                        }
+                        Err(error) => tracing::warn!(
+                            server = %self.session.server(),
+                            "server-sent event dropped: {error}"
+                        ),
+                    }
+                }
+                // A priming event (id, no data) also counts as progress.
+                if decoder.last_event_id().is_some() {
+                    x.delivered = true;
+                }
+            }
+        }
+        for frame in frames {
+            self.session.handle_message_bytes(now, frame.as_bytes());
+        }
+        self.pump(now);
+    }
+
+    /// The response body ended normally.
+    pub fn handle_response_end(&mut self, now: Instant, exchange: ExchangeId) {
+        let Some(x) = self.exchanges.remove(&exchange) else {
+            return;
+        };
+        match (x.role, x.body) {
+            (Role::Delete, _) => self.finish_close(),
+            (Role::Post { kind, .. }, Body::Json(buf)) => {
+                if buf.is_empty() {
+                    self.fail_transmit(now, kind, "the server sent an empty response".into());
+                } else {
+                    self.session.handle_message_bytes(now, &buf);
+                }
+            }
+            (Role::Post { kind, .. }, Body::Sse(decoder)) => {
+                self.stream_ended(now, request_of(kind), &decoder, 0, x.delivered);
+            }
+            (role @ Role::Post { .. }, Body::Error(buf)) => {
+                self.http_error(now, role, x.status, &buf);
+            }
+            (Role::Post { kind, .. }, Body::Ignore) => {
+                if kind == TransmitKind::Initialized
+                    && self.server_stream == ServerStream::NotOpened
+                {
+                    self.open_server_stream(None, None, 0);
+                }
+                // A 202 to a request means the answer comes on another
+                // stream; the request stays pending under its deadline.
+            }
+            (
+                Role::Stream {
+                    for_request,
+                    attempt,
+                },
+                Body::Sse(decoder),
+            ) => {
+                self.stream_ended(now, for_request, &decoder, attempt, x.delivered);
+            }
+            (
+                Role::Stream {
+                    for_request,
+                    attempt,
+                },
+                body,
+            ) => {
+                let text = match &body {
+                    Body::Error(buf) => excerpt(buf),
+                    _ => String::new(),
+                };
+                self.stream_refused(now, for_request, attempt, x.status, text);
+            }
+        }
+        self.pump(now);
+    }
+
+    /// The exchange failed: no connection, or the body broke off.
+    pub fn handle_exchange_failed(&mut self, now: Instant, exchange: ExchangeId, reason: String) {
+        let Some(x) = self.exchanges.remove(&exchange) else {
+            return;
+        };
+        match (x.role, x.body) {
+            (Role::Delete, _) => self.finish_close(),
+            (Role::Post { kind, .. }, Body::Sse(decoder)) => {
+                self.stream_ended(now, request_of(kind), &decoder, 0, x.delivered);
+            }
+            (Role::Post { kind, .. }, _) => {
+                self.fail_transmit(now, kind, format!("could not reach the server: {reason}"));
+            }
+            (
+                Role::Stream {
+                    for_request,
+                    attempt,
+                },
+                Body::Sse(decoder),
+            ) => {
+                self.stream_ended(now, for_request, &decoder, attempt, x.delivered);
+            }
+            (
+                Role::Stream {
+                    for_request,
+                    attempt,
+                },
+                _,
+            ) => {
+                self.stream_refused(now, for_request, attempt, 0, reason);
+            }
+        }
+        self.pump(now);
+    }
+
+    /// Advances time.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        if let Some(closing) = &self.closing {
+            if closing.deadline <= now {
+                tracing::debug!(server = %self.session.server(), "DELETE did not finish in time");
+                self.finish_close();
+            }
+            return;
+        }
+        self.session.handle_timeout(now);
+        let due: Vec<Resume> = {
+            let (due, later) = std::mem::take(&mut self.resumes)
+                .into_iter()
+                .partition(|r| r.at <= now);
+            self.resumes = later;
+            due
+        };
+        for resume in due {
+            if resume
+                .for_request
+                .is_some_and(|r| !self.session.is_pending(r))
+            {
+                continue;
+            }
+            self.open_server_stream(resume.for_request, resume.last_event_id, resume.attempt);
+        }
+        self.pump(now);
+    }
+
+    // ----- commands -----
+
+    /// Calls a tool; see [`Session::call_tool`].
+    pub fn call_tool(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: serde_json::Value,
+    ) -> Result<CallId, ApiMisuse> {
+        let call = self.session.call_tool(now, name, arguments)?;
+        self.pump(now);
+        Ok(call)
+    }
+
+    /// Ends the session: pending calls complete, then DELETE, then
+    /// [`Event::Closed`].
+    pub fn close(&mut self, now: Instant) {
+        self.session.close(now);
+        self.pump(now);
+    }
+
+    // ----- outputs -----
+
+    /// The next HTTP action.
+    #[must_use]
+    pub fn poll_output(&mut self) -> Option<HttpOutput> {
+        self.outputs.pop_front()
+    }
+
+    /// The next thing the host must know. [`Event::Closed`] is last, after
+    /// the DELETE finished or timed out.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<Event> {
+        self.events.pop_front()
+    }
+
+    /// When [`HttpTransport::handle_timeout`] must next be called.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        if self.closed {
+            return None;
+        }
+        if let Some(closing) = &self.closing {
+            return Some(closing.deadline);
+        }
+        let resume = self.resumes.iter().map(|r| r.at).min();
+        [self.session.poll_timeout(), resume]
+            .into_iter()
+            .flatten()
+            .min()
+    }
+
+    // ----- internals -----
+
+    /// Moves the session's transmits into HTTP requests and its events out.
+    fn pump(&mut self, now: Instant) {
+        if self.closed {
+            return;
+        }
+        while let Some(transmit) = self.session.poll_transmit() {
+            match transmit.kind {
+                TransmitKind::Initialize(_) => self.post(transmit.bytes, transmit.kind, false),
+                TransmitKind::Initialized => {
+                    self.post(transmit.bytes, transmit.kind, false);
+                    if self.reinitializing {
+                        self.reinitializing = false;
+                        for (body, kind, retried) in std::mem::take(&mut self.parked) {
+                            self.post(body, kind, retried);
+                        }
+                    }
+                }
+                kind if self.reinitializing => self.parked.push((transmit.bytes, kind, false)),
+                kind => self.post(transmit.bytes, kind, false),
+            }
+        }
+        while let Some(event) = self.session.poll_event() {
+            match event {
+                Event::Closed(reason) => self.begin_close(now, reason),
+                Event::CallCompleted { call, result } => {
+                    // A finished call needs no stream any more.
+                    self.abort_request_streams(ClientRequestId(call.0));
+                    self.events.push_back(Event::CallCompleted { call, result });
+                }
+                other => self.events.push_back(other),
+            }
+        }
+    }
+
+    fn new_exchange(&mut self, role: Role) -> ExchangeId {
+        let id = ExchangeId(self.next_exchange);
+        self.next_exchange += 1;
+        self.exchanges.insert(
+            id,
+            Exchange {
+                role,
+                status: 0,
+                body: Body::Ignore,
+                delivered: false,
+            },
+        );
+        id
+    }
+
+    fn headers(
+        &self,
+        method: Method,
+        last_event_id: Option<&str>,
+        fresh: bool,
+    ) -> Vec<(String, String)> {
+        const OWN: [&str; 5] = [
+            "accept",
+            "content-type",
+            "mcp-session-id",
+            "mcp-protocol-version",
+            "last-event-id",
+        ];
+        let mut headers: Vec<(String, String)> = self
+            .options
+            .headers
+            .iter()
+            .filter(|(k, _)| !OWN.contains(&k.to_ascii_lowercase().as_str()))
+            .cloned()
+            .collect();
+        match method {
+            Method::Post => {
+                headers.push((
+                    "Accept".into(),
+                    "application/json, text/event-stream".into(),
+                ));
+                headers.push(("Content-Type".into(), "application/json".into()));
+            }
+            Method::Get => headers.push(("Accept".into(), "text/event-stream".into())),
+            Method::Delete => {}
+        }
+        if !fresh {
+            if let Some(id) = &self.session_id {
+                headers.push(("Mcp-Session-Id".into(), id.clone()));
+            }
+            if let Some(version) = self.session.negotiated_version() {
+                headers.push(("MCP-Protocol-Version".into(), version.to_owned()));
+            }
+        }
+        if let Some(id) = last_event_id {
+            headers.push(("Last-Event-ID".into(), id.to_owned()));
+        }
+        headers
+    }
+
+    fn post(&mut self, body: Vec<u8>, kind: TransmitKind, retried: bool) {
+        let fresh = matches!(kind, TransmitKind::Initialize(_));
+        let headers = self.headers(Method::Post, None, fresh);
+        let with_session = !fresh && self.session_id.is_some();
+        let exchange = self.new_exchange(Role::Post {
+            kind,
+            body: body.clone(),
+            retried,
+            with_session,
+        });
+        self.outputs.push_back(HttpOutput::Send(HttpRequest {
+            exchange,
+            method: Method::Post,
+            url: self.options.url.clone(),
+            headers,
+            body,
+        }));
+    }
+
+    fn open_server_stream(
+        &mut self,
+        for_request: Option<ClientRequestId>,
+        last_event_id: Option<String>,
+        attempt: u32,
+    ) {
+        if for_request.is_none() {
+            self.server_stream = ServerStream::Open;
+        }
+        let headers = self.headers(Method::Get, last_event_id.as_deref(), false);
+        let exchange = self.new_exchange(Role::Stream {
+            for_request,
+            attempt,
+        });
+        self.outputs.push_back(HttpOutput::Send(HttpRequest {
+            exchange,
+            method: Method::Get,
+            url: self.options.url.clone(),
+            headers,
+            body: Vec::new(),
+        }));
+    }
+
+    /// A stream ended or broke. Resume it if its answer is still owed (or
+    /// it is the server's own stream), after the server's retry delay.
+    fn stream_ended(
+        &mut self,
+        now: Instant,
+        for_request: Option<ClientRequestId>,
+        decoder: &SseDecoder,
+        attempt: u32,
+        delivered: bool,
+    ) {
+        if self.closing.is_some() {
+            return;
+        }
+        if let Some(request) = for_request {
+            if !self.session.is_pending(request) {
+                return;
+            }
+        } else if self.server_stream != ServerStream::Open {
+            return;
+        }
+        let attempt = if delivered { 1 } else { attempt + 1 };
+        let last_event_id = decoder.last_event_id().map(str::to_owned);
+        if let (Some(request), None) = (for_request, &last_event_id) {
+            self.session.handle_request_failed(
+                now,
+                request,
+                "the server closed the response stream before answering, with no event id to resume from".into(),
+            );
+            return;
+        }
+        if attempt > self.options.max_stream_resumes {
+            self.give_up_stream(
+                now,
+                for_request,
+                "it kept closing without delivering an event",
+            );
+            return;
+        }
+        let delay = decoder
+            .retry()
+            .map(Duration::from_millis)
+            .unwrap_or(self.options.default_retry);
+        self.resumes.push(Resume {
+            at: now + delay,
+            for_request,
+            last_event_id,
+            attempt,
+        });
+    }
+
+    /// A GET was answered with something other than a stream.
+    fn stream_refused(
+        &mut self,
+        now: Instant,
+        for_request: Option<ClientRequestId>,
+        attempt: u32,
+        status: u16,
+        detail: String,
+    ) {
+        match (for_request, status) {
+            (None, 405) => {
+                self.server_stream = ServerStream::Unsupported;
+                return;
+            }
+            // Another stream is already open for this session.
+            (None, 409) => return,
+            _ => {}
+        }
+        if self.closing.is_some() {
+            return;
+        }
+        let attempt = attempt + 1;
+        let why = if status == 0 {
+            detail
+        } else {
+            format!("HTTP {status} {}", excerpt_line(&detail))
+        };
+        if attempt > self.options.max_stream_resumes {
+            self.give_up_stream(now, for_request, &why);
+            return;
+        }
+        self.resumes.push(Resume {
+            at: now + self.options.default_retry,
+            for_request,
+            last_event_id: None,
+            attempt,
+        });
+    }
+
+    fn give_up_stream(&mut self, now: Instant, for_request: Option<ClientRequestId>, why: &str) {
+        let attempts = self.options.max_stream_resumes;
+        match for_request {
+            Some(request) => self.session.handle_request_failed(
+                now,
+                request,
+                format!("the response stream broke and could not be resumed after {attempts} attempts: {why}"),
+            ),
+            None => self.session.handle_transport_failed(
+                now,
+                format!("the server stream broke and could not be resumed after {attempts} attempts: {why}"),
+            ),
+        }
+    }
+
+    /// An error status on a POST.
+    fn http_error(&mut self, now: Instant, role: Role, status: u16, body: &[u8]) {
+        let Role::Post {
+            kind,
+            body: message,
+            retried,
+            with_session,
+        } = role
+        else {
+            return;
+        };
+        let text = String::from_utf8_lossy(body);
+        let expired = with_session
+            && (status == 404 || (status == 400 && text.to_ascii_lowercase().contains("session")));
+        if expired {
+            if retried {
+                self.fail_transmit(
+                    now,
+                    kind,
+                    "the server expired the session again right after a fresh initialize".into(),
+                );
+                return;
+            }
+            if !self.reinitializing {
+                if !self.session.handle_session_expired(now) {
+                    self.fail_transmit(
+                        now,
+                        kind,
+                        format!("the server no longer knows this session (HTTP {status})"),
+                    );
+                    return;
+                }
+                tracing::info!(server = %self.session.server(), status, "session expired; initializing again");
+                self.reinitializing = true;
+                self.session_id = None;
+                self.server_stream = ServerStream::NotOpened;
+                self.abort_server_streams();
+            }
+            self.parked.push((message, kind, true));
+            return;
+        }
+        // A JSON-RPC error body answers the request itself.
+        if let Ok(Incoming::Single(Message::Error { id: Some(_), .. })) = Incoming::parse(body) {
+            self.session.handle_message_bytes(now, body);
+            return;
+        }
+        let hint = match status {
+            401 | 403 => {
+                "; the server requires authorization: set an Authorization header with headers_from_env (OAuth is not supported yet)"
+            }
+            406 => "; the server refused the Accept header",
+            _ => "",
+        };
+        let detail = excerpt_line(&excerpt(body));
+        let reason = if detail.is_empty() {
+            format!("the server answered HTTP {status}{hint}")
+        } else {
+            format!("the server answered HTTP {status}: {detail}{hint}")
+        };
+        self.fail_transmit(now, kind, reason);
+    }
+
+    fn fail_exchange(&mut self, now: Instant, exchange: ExchangeId, reason: String) {
+        self.outputs.push_back(HttpOutput::Abort(exchange));
+        let Some(x) = self.exchanges.remove(&exchange) else {
+            return;
+        };
+        match x.role {
+            Role::Post { kind, .. } => self.fail_transmit(now, kind, reason),
+            Role::Stream {
+                for_request: Some(request),
+                ..
+            } => self.session.handle_request_failed(now, request, reason),
+            Role::Stream {
+                for_request: None, ..
+            } => self.session.handle_transport_failed(now, reason),
+            Role::Delete => self.finish_close(),
+        }
+        self.pump(now);
+    }
+
+    fn fail_transmit(&mut self, now: Instant, kind: TransmitKind, reason: String) {
+        match kind {
+            TransmitKind::Request(id) | TransmitKind::Initialize(id) => {
+                self.session.handle_request_failed(now, id, reason)
+            }
+            TransmitKind::Initialized => self.session.handle_transport_failed(
+                now,
+                format!("the server refused notifications/initialized: {reason}"),
+            ),
+            TransmitKind::Notification | TransmitKind::Response => {
+                tracing::warn!(server = %self.session.server(), "a message was not delivered: {reason}")
+            }
+        }
+    }
+
+    fn abort_request_streams(&mut self, request: ClientRequestId) {
+        let ids: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| match &x.role {
+                Role::Post { kind, .. } => request_of(*kind) == Some(request),
+                Role::Stream { for_request, .. } => *for_request == Some(request),
+                Role::Delete => false,
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.exchanges.remove(&id);
+            self.outputs.push_back(HttpOutput::Abort(id));
+        }
+        self.resumes.retain(|r| r.for_request != Some(request));
+    }
+
+    fn abort_server_streams(&mut self) {
+        let ids: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| {
+                matches!(
+                    x.role,
+                    Role::Stream {
+                        for_request: None,
+                        ..
+                    }
+                )
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.exchanges.remove(&id);
+            self.outputs.push_back(HttpOutput::Abort(id));
+        }
+        self.resumes.retain(|r| r.for_request.is_some());
+    }
+
+    fn begin_close(&mut self, now: Instant, reason: CloseReason) {
+        for id in self.exchanges.keys().copied().collect::<Vec<_>>() {
+            self.outputs.push_back(HttpOutput::Abort(id));
+        }
+        self.exchanges.clear();
+        self.resumes.clear();
+        self.parked.clear();
+        if self.session_id.is_none() {
+            self.events.push_back(Event::Closed(reason));
+            self.closed = true;
+            return;
+        }
+        let headers = self.headers(Method::Delete, None, false);
+        let exchange = self.new_exchange(Role::Delete);
+        self.outputs.push_back(HttpOutput::Send(HttpRequest {
+            exchange,
+            method: Method::Delete,
+            url: self.options.url.clone(),
+            headers,
+            body: Vec::new(),
+        }));
+        self.closing = Some(Closing {
+            reason,
+            deadline: now + self.options.delete_timeout,
+        });
+    }
+
+    fn finish_close(&mut self) {
+        if let Some(closing) = self.closing.take() {
+            for id in self.exchanges.keys().copied().collect::<Vec<_>>() {
+                self.outputs.push_back(HttpOutput::Abort(id));
+            }
+            self.exchanges.clear();
+            self.events.push_back(Event::Closed(closing.reason));
+            self.closed = true;
+        }
+    }
+}
+
+fn request_of(kind: TransmitKind) -> Option<ClientRequestId> {
+    match kind {
+        TransmitKind::Request(id) | TransmitKind::Initialize(id) => Some(id),
+        _ => None,
+    }
+}
+
+fn excerpt(body: &[u8]) -> String {
+    String::from_utf8_lossy(body).into_owned()
+}
+
+/// The first line of a body, trimmed and short enough for a status line.
+fn excerpt_line(text: &str) -> String {
+    let line = text
+        .lines()
+        .find(|l| !l.trim().is_empty())
+        .unwrap_or("")
+        .trim();
+    let mut out: String = line.chars().take(200).collect();
+    if line.chars().nth(200).is_some() {
+        out.push('…');
+    }
+    out
+}
