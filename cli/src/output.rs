@@ -21,6 +21,7 @@
 //! | `startup_timeout_secs`, `tool_timeout_secs` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake |
+//! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
 //! | `tools` | ready | exported tools: `name` (exported), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
 //! | `filtered_tools` | ready | server tool names kept out by allow/deny |
 
@@ -99,6 +100,7 @@ pub(crate) fn server_json(server: &ServerView, runtime: &Runtime, detailed: bool
             obj.insert("elapsed_ms".into(), json!(report.elapsed_ms));
             obj.insert("pid".into(), json!(report.pid));
             obj.insert("instructions".into(), json!(report.instructions));
+            obj.insert("last_ping_error".into(), json!(report.last_ping_error));
             let tools: Vec<Value> = runtime
                 .tools()
                 .server_tools(&server.id)
@@ -299,6 +301,9 @@ pub(crate) fn show_text(server: &ServerView, runtime: &Runtime) -> String {
                 report.protocol_version,
                 report.elapsed_ms
             );
+            if let Some(error) = &report.last_ping_error {
+                let _ = writeln!(out, "  ping:       failed: {error}");
+            }
             if let Some(instructions) = &report.instructions {
                 let _ = writeln!(out, "  instructions: {}", indent_rest(instructions, 16));
             }

@@ -12,8 +12,8 @@ use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rho_tests::{
-    everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile, scratch_dir, toml_str,
-    wait_gone,
+    EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile,
+    scratch_dir, toml_str, wait_gone,
 };
 use serde_json::Value;
 
@@ -746,4 +746,62 @@ fn list_connect_leaves_no_server_or_grandchild_running() {
         wait_gone(grandchild),
         "grandchild {grandchild} outlived rho"
     );
+}
+
+#[test]
+fn non_loopback_http_url_fails_with_the_https_rule_while_others_load() {
+    let s = Scratch::new("http-rule");
+    let mut text = String::from(
+        "[mcp.servers.plain]\ntransport = \"streamable_http\"\nurl = \"http://mcp.example.com/mcp\"\n",
+    );
+    text.push_str(&everything("everything"));
+    let config = s.write("config.toml", &text);
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(1);
+    let doc = run.json();
+    let plain = server(&doc, "plain");
+    assert_ne!(plain["status"], "ready", "{plain}");
+    let error = plain["error"].as_str().expect("an error");
+    assert!(error.contains("must use https"), "{error}");
+    assert!(error.contains("127.0.0.0/8"), "{error}");
+    assert_eq!(server(&doc, "everything")["status"], "ready", "{doc}");
+}
+
+#[test]
+fn http_server_connects_and_calls_over_loopback() {
+    let s = Scratch::new("http-call");
+    let remote = EverythingHttp::start();
+    let config = s.write("config.toml", &remote.config("remote"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let doc = run.json();
+    let entry = server(&doc, "remote");
+    assert_eq!(entry["status"], "ready", "{entry}");
+    assert_eq!(entry["url"], remote.url());
+    assert!(tool_names(entry).contains(&"mcp__remote__echo"), "{entry}");
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "remote",
+        "echo",
+        r#"{"message":"via http"}"#,
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, "Echo: via http\n");
 }

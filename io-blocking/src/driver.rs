@@ -12,7 +12,8 @@ use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::session::{
-    ApiMisuse, CallError, CallId, CloseReason, Event, Framing, ServerReady, Session, SessionOptions,
+    ApiMisuse, CallError, CallId, CloseReason, Event, Framing, Progress, ServerReady, Session,
+    SessionOptions,
 };
 use serde_json::Value;
 
@@ -38,10 +39,19 @@ pub(crate) enum Command {
     CallTool {
         tool: String,
         arguments: Value,
-        reply: Sender<Result<CallToolResult, ToolCallError>>,
+        reply: Sender<CallUpdate>,
     },
     /// End the session and the transport.
     Close,
+}
+
+/// What the host hears about one call: any progress, then its end.
+#[derive(Debug)]
+pub(crate) enum CallUpdate {
+    /// A progress notification.
+    Progress(Progress),
+    /// The call ended; nothing follows.
+    Done(Result<CallToolResult, ToolCallError>),
 }
 
 /// How startup ended.
@@ -249,8 +259,7 @@ pub(crate) fn run(
     };
     let pid = link.pid();
     let mut startup = Some(startup);
-    let mut calls: BTreeMap<CallId, Sender<Result<CallToolResult, ToolCallError>>> =
-        BTreeMap::new();
+    let mut calls: BTreeMap<CallId, Sender<CallUpdate>> = BTreeMap::new();
     let reason = loop {
         link.flush();
         let mut closed = None;
@@ -267,7 +276,12 @@ pub(crate) fn run(
                 }
                 Event::CallCompleted { call, result } => {
                     if let Some(reply) = calls.remove(&call) {
-                        let _ = reply.send(result.map_err(ToolCallError::Call));
+                        let _ = reply.send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
+                    }
+                }
+                Event::Progress { call, progress } => {
+                    if let Some(reply) = calls.get(&call) {
+                        let _ = reply.send(CallUpdate::Progress(progress));
                     }
                 }
                 Event::PingAnswered => update(&health, |h| h.ping_failure = None),
@@ -298,7 +312,9 @@ pub(crate) fn run(
                     calls.insert(call, reply);
                 }
                 Err(misuse) => {
-                    let _ = reply.send(Err(ToolCallError::NotCallable(misuse.to_string())));
+                    let _ = reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
+                        misuse.to_string(),
+                    ))));
                 }
             },
             Ok(Input::Command(Command::Close)) => link.close(now),
@@ -319,10 +335,12 @@ pub(crate) fn run(
         }
     }
     for (_, reply) in calls {
-        let _ = reply.send(Err(ToolCallError::Call(CallError::SessionClosed {
-            server: server.clone(),
-            reason: text.clone(),
-        })));
+        let _ = reply.send(CallUpdate::Done(Err(ToolCallError::Call(
+            CallError::SessionClosed {
+                server: server.clone(),
+                reason: text.clone(),
+            },
+        ))));
     }
     match startup.take() {
         Some(tx) => {

@@ -16,11 +16,11 @@ use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::process::SHUTDOWN_GRACE;
 use rho_proto_core::protocol::{CallToolResult, Tool};
 use rho_proto_core::registry::ToolRegistry;
-use rho_proto_core::session::CallError;
+use rho_proto_core::session::{CallError, Progress};
 use rho_proto_core::status::{ReadyReport, ServerStatus};
 use serde_json::Value;
 
-use crate::driver::{self, Command, Health, HealthState, Input, StartupOutcome};
+use crate::driver::{self, CallUpdate, Command, Health, HealthState, Input, StartupOutcome};
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]
@@ -252,11 +252,22 @@ impl Runtime {
         exported: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
+        self.call_tool_with_progress(exported, arguments, |_| {})
+    }
+
+    /// Like [`Runtime::call_tool`], handing each progress notification the
+    /// server sends for this call to `on_progress` as it arrives.
+    pub fn call_tool_with_progress(
+        &self,
+        exported: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
         let tool = self
             .registry
             .get(exported)
             .ok_or_else(|| ToolCallError::UnknownTool(exported.to_owned()))?;
-        self.call(&tool.server, &tool.tool, arguments)
+        self.call(&tool.server, &tool.tool, arguments, on_progress)
     }
 
     /// Calls a tool by server identity and the server's own tool name,
@@ -282,7 +293,7 @@ impl Runtime {
                 });
             }
         }
-        self.call(server, tool, arguments)
+        self.call(server, tool, arguments, |_| {})
     }
 
     fn slot(&self, server: &str) -> Result<&Slot, ToolCallError> {
@@ -310,6 +321,7 @@ impl Runtime {
         server: &str,
         tool: &str,
         arguments: Value,
+        mut on_progress: impl FnMut(Progress),
     ) -> Result<CallToolResult, ToolCallError> {
         let slot = self.slot(server)?;
         let not_running = || ToolCallError::ServerNotReady {
@@ -329,7 +341,12 @@ impl Runtime {
         // The core completes every accepted call exactly once (result,
         // error, timeout or session end), so this wait is bounded by the
         // call budget; a dropped sender means the driver is gone.
-        answer.recv().map_err(|_| not_running())?
+        loop {
+            match answer.recv().map_err(|_| not_running())? {
+                CallUpdate::Progress(progress) => on_progress(progress),
+                CallUpdate::Done(result) => return result,
+            }
+        }
     }
 
     /// Closes every session and waits for each server to exit (each within

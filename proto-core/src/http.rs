@@ -252,6 +252,9 @@ struct Closing {
     deadline: Instant,
 }
 
+/// The longest wait between stream resumption attempts.
+const MAX_BACKOFF: Duration = Duration::from_secs(30);
+
 /// The longest error body kept for a message.
 const ERROR_BODY_KEEP: usize = 4096;
 
@@ -786,10 +789,7 @@ impl HttpTransport {
             );
             return;
         }
-        let delay = decoder
-            .retry()
-            .map(Duration::from_millis)
-            .unwrap_or(self.options.default_retry);
+        let delay = self.resume_delay(decoder.retry(), attempt);
         self.resumes.push(Resume {
             at: now + delay,
             for_request,
@@ -819,6 +819,22 @@ impl HttpTransport {
         if self.closing.is_some() {
             return;
         }
+        let expired = self.session_id.is_some()
+            && (status == 404
+                || (status == 400 && detail.to_ascii_lowercase().contains("session")));
+        if expired {
+            // The server forgot the session: start a fresh one now rather
+            // than wait for the next message to find out.
+            self.start_reinitialize(now);
+            if let Some(request) = for_request {
+                self.session.handle_request_failed(
+                    now,
+                    request,
+                    "the server forgot the session while its answer was streaming".into(),
+                );
+            }
+            return;
+        }
         let attempt = attempt + 1;
         let why = if status == 0 {
             detail
@@ -830,7 +846,7 @@ impl HttpTransport {
             return;
         }
         self.resumes.push(Resume {
-            at: now + self.options.default_retry,
+            at: now + self.resume_delay(None, attempt),
             for_request,
             last_event_id: None,
             attempt,
@@ -875,20 +891,13 @@ impl HttpTransport {
                 );
                 return;
             }
-            if !self.reinitializing {
-                if !self.session.handle_session_expired(now) {
-                    self.fail_transmit(
-                        now,
-                        kind,
-                        format!("the server no longer knows this session (HTTP {status})"),
-                    );
-                    return;
-                }
-                tracing::info!(server = %self.session.server(), status, "session expired; initializing again");
-                self.reinitializing = true;
-                self.session_id = None;
-                self.server_stream = ServerStream::NotOpened;
-                self.abort_server_streams();
+            if !self.reinitializing && !self.start_reinitialize(now) {
+                self.fail_transmit(
+                    now,
+                    kind,
+                    format!("the server no longer knows this session (HTTP {status})"),
+                );
+                return;
             }
             self.parked.push((message, kind, true));
             return;
@@ -912,6 +921,36 @@ impl HttpTransport {
             format!("the server answered HTTP {status}: {detail}{hint}")
         };
         self.fail_transmit(now, kind, reason);
+    }
+
+    /// Starts a fresh `initialize` after the server forgot the session.
+    /// Returns `false` when the session cannot (it is not ready).
+    fn start_reinitialize(&mut self, now: Instant) -> bool {
+        if self.reinitializing {
+            return true;
+        }
+        if !self.session.handle_session_expired(now) {
+            return false;
+        }
+        tracing::info!(server = %self.session.server(), "session expired; initializing again");
+        self.reinitializing = true;
+        self.session_id = None;
+        self.server_stream = ServerStream::NotOpened;
+        self.abort_server_streams();
+        true
+    }
+
+    /// The delay before resume `attempt` (1-based): the server's `retry`
+    /// when it sent one, else a doubling backoff from `default_retry`,
+    /// capped at 30 s.
+    fn resume_delay(&self, retry: Option<u64>, attempt: u32) -> Duration {
+        match retry {
+            Some(ms) => Duration::from_millis(ms),
+            None => {
+                let factor = 1u32 << attempt.saturating_sub(1).min(5);
+                (self.options.default_retry * factor).min(MAX_BACKOFF)
+            }
+        }
     }
 
     fn fail_exchange(&mut self, now: Instant, exchange: ExchangeId, reason: String) {

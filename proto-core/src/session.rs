@@ -174,6 +174,17 @@ pub enum SessionState {
     Closed,
 }
 
+/// One `notifications/progress` for a call.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Progress {
+    /// Progress so far; increases with each notification.
+    pub progress: f64,
+    /// The total, when the server knows it. Counts are shown only with it.
+    pub total: Option<f64>,
+    /// A human-readable note, when sent.
+    pub message: Option<String>,
+}
+
 /// What the server said about itself once the handshake and discovery
 /// finished.
 #[derive(Clone, Debug, PartialEq)]
@@ -206,6 +217,13 @@ pub enum Event {
     },
     /// The server broke the protocol in a way the session survived.
     PeerMisbehaved(PeerError),
+    /// A server reported progress on a call in flight.
+    Progress {
+        /// Which call.
+        call: CallId,
+        /// What it reported.
+        progress: Progress,
+    },
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host
@@ -755,7 +773,13 @@ impl Session {
             _ => return Err(ApiMisuse::ArgumentsNotObject),
         };
         let call = CallId(self.next_id);
-        let params = json!({"name": name, "arguments": arguments});
+        // Every call carries a progress token (the call's own id), so a
+        // server may report progress against it.
+        let params = json!({
+            "name": name,
+            "arguments": arguments,
+            "_meta": {"progressToken": call.0},
+        });
         let budget = self.options.tool_timeout;
         self.send_request(
             Purpose::CallTool(call),
@@ -1063,10 +1087,39 @@ impl Session {
     fn handle_notification(&mut self, method: &str, params: Option<&Value>) {
         match method {
             "notifications/message" => self.server_log(params),
+            "notifications/progress" => self.progress(params),
             _ => {
                 tracing::trace!(server = %self.options.server, method, "notification ignored");
             }
         }
+    }
+
+    /// Attaches a `notifications/progress` to the call whose token it
+    /// names; progress for anything else is dropped and logged.
+    fn progress(&mut self, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let token = params.get("progressToken");
+        let call = token.and_then(Value::as_u64).map(CallId).filter(|call| {
+            self.pending
+                .get(&call.0)
+                .is_some_and(|p| matches!(p.purpose, Purpose::CallTool(c) if c == *call))
+        });
+        let (Some(call), Some(progress)) = (call, params.get("progress").and_then(Value::as_f64))
+        else {
+            tracing::debug!(server = %self.options.server, ?token, "progress for no call in flight; dropped");
+            return;
+        };
+        self.events.push_back(Event::Progress {
+            call,
+            progress: Progress {
+                progress,
+                total: params.get("total").and_then(Value::as_f64),
+                message: params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+        });
     }
 
     /// Routes a server's `notifications/message` into tracing under the

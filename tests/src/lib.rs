@@ -159,3 +159,129 @@ fn stat_field(stat: &str, n: usize) -> Option<u32> {
     let after = &stat[stat.rfind(')')? + 1..];
     after.split_whitespace().nth(n - 3)?.parse().ok()
 }
+
+/// A real server-everything in `streamableHttp` mode on a loopback port,
+/// with its output captured. Killed on drop.
+pub struct EverythingHttp {
+    port: u16,
+    child: Option<std::process::Child>,
+    output: std::sync::Arc<std::sync::Mutex<String>>,
+}
+
+impl EverythingHttp {
+    /// Starts it on an ephemeral port and waits until it listens.
+    pub fn start() -> Self {
+        let port = free_port();
+        let mut server = Self {
+            port,
+            child: None,
+            output: Default::default(),
+        };
+        server.spawn();
+        server
+    }
+
+    /// The MCP endpoint on loopback.
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// A `[mcp.servers.<id>]` table for it.
+    pub fn config(&self, id: &str) -> String {
+        format!(
+            "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = {}\n",
+            toml_str(&self.url())
+        )
+    }
+
+    /// Everything it printed so far.
+    pub fn output(&self) -> String {
+        self.output.lock().map(|o| o.clone()).unwrap_or_default()
+    }
+
+    /// Waits up to `secs` for its output to contain `needle`.
+    pub fn wait_for_output(&self, needle: &str, secs: u64) -> bool {
+        let until = Instant::now() + Duration::from_secs(secs);
+        while Instant::now() < until {
+            if self.output().contains(needle) {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
+    }
+
+    /// Kills it and starts a fresh process on the same port: every session
+    /// it knew is gone.
+    pub fn restart(&mut self) {
+        self.kill();
+        self.spawn();
+    }
+
+    fn spawn(&mut self) {
+        use std::io::BufRead;
+        let mut child = std::process::Command::new("node")
+            .arg(everything_js())
+            .arg("streamableHttp")
+            .env("PORT", self.port.to_string())
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("start server-everything");
+        for pipe in [
+            child
+                .stdout
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+            child
+                .stderr
+                .take()
+                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+        ]
+        .into_iter()
+        .flatten()
+        {
+            let output = std::sync::Arc::clone(&self.output);
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                    if let Ok(mut o) = output.lock() {
+                        o.push_str(&line);
+                        o.push('\n');
+                    }
+                }
+            });
+        }
+        self.child = Some(child);
+        let until = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
+            assert!(
+                Instant::now() < until,
+                "server-everything did not listen on {}",
+                self.port
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    fn kill(&mut self) {
+        if let Some(mut child) = self.child.take() {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
+impl Drop for EverythingHttp {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// A loopback port nobody listens on right now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("bind an ephemeral loopback port")
+}

@@ -1,0 +1,235 @@
+//! rho on blocking threads against real server-everything over Streamable
+//! HTTP on a loopback port: handshake, tools, calls, progress over SSE,
+//! logs on the server's own stream, recovery from a restarted server,
+//! DELETE at shutdown, and redirect refusal.
+
+use std::io::{Read, Write};
+use std::net::TcpListener;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use rho_io_blocking::Runtime;
+use rho_proto_core::status::ServerStatus;
+use rho_tests::*;
+use serde_json::json;
+
+fn ready(runtime: &Runtime, id: &str) -> rho_proto_core::status::ReadyReport {
+    match runtime.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report,
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
+#[test]
+fn handshake_tools_and_echo_over_http() {
+    let server = EverythingHttp::start();
+    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    let report = ready(&runtime, "remote");
+    assert_eq!(report.protocol_version, "2025-11-25");
+    assert_eq!(report.pid, None, "no process for a remote server");
+    assert!(runtime.tools().get("mcp__remote__echo").is_some());
+    let result = runtime
+        .call_tool("mcp__remote__echo", json!({"message": "over http"}))
+        .expect("echo succeeds");
+    assert_eq!(result.text(), "Echo: over http");
+    // Several calls in flight at once, each on its own POST.
+    std::thread::scope(|scope| {
+        let calls: Vec<_> = (0..8)
+            .map(|i| {
+                let runtime = &runtime;
+                scope.spawn(move || {
+                    runtime
+                        .call_tool("mcp__remote__echo", json!({"message": format!("m{i}")}))
+                        .map(|r| r.text())
+                })
+            })
+            .collect();
+        for (i, call) in calls.into_iter().enumerate() {
+            let text = call.join().expect("thread").expect("echo succeeds");
+            assert_eq!(text, format!("Echo: m{i}"));
+        }
+    });
+    runtime.shutdown();
+}
+
+#[test]
+fn progress_notifications_arrive_over_sse() {
+    let server = EverythingHttp::start();
+    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    ready(&runtime, "remote");
+    let exported = runtime
+        .tools()
+        .tools()
+        .iter()
+        .find(|t| t.tool == "trigger-long-running-operation")
+        .map(|t| t.name.clone())
+        .expect("long-running tool exported");
+    let mut seen = Vec::new();
+    let result = runtime
+        .call_tool_with_progress(&exported, json!({"duration": 1, "steps": 3}), |p| {
+            seen.push(p)
+        })
+        .expect("call succeeds");
+    assert!(!result.is_error, "{result:?}");
+    assert!(seen.len() >= 3, "progress seen: {seen:?}");
+    assert!(seen.iter().all(|p| p.total == Some(3.0)), "{seen:?}");
+    assert!(
+        seen.windows(2).all(|w| w[0].progress < w[1].progress),
+        "{seen:?}"
+    );
+    runtime.shutdown();
+}
+
+/// Captures every tracing event of this test binary as text.
+fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if let Ok(mut l) = self.0.lock() {
+                    l.extend_from_slice(buf);
+                }
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Arc::clone(&logs);
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
+            .with_ansi(false)
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .finish();
+        let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);
+        logs
+    })
+    .clone()
+}
+
+#[test]
+fn server_logs_arrive_on_the_server_stream() {
+    let logs = captured_logs();
+    let server = EverythingHttp::start();
+    let runtime = Runtime::start(&parse_config(&server.config("logsrv")), options_with(&[]));
+    ready(&runtime, "logsrv");
+    let toggle = runtime
+        .tools()
+        .tools()
+        .iter()
+        .find(|t| t.tool == "toggle-simulated-logging")
+        .map(|t| t.name.clone())
+        .expect("toggle exported");
+    runtime
+        .call_tool(&toggle, json!({}))
+        .expect("toggle succeeds");
+    let until = Instant::now() + Duration::from_secs(20);
+    let mut found = false;
+    while Instant::now() < until && !found {
+        std::thread::sleep(Duration::from_millis(100));
+        let text = String::from_utf8_lossy(&logs.lock().expect("logs")).into_owned();
+        found = text
+            .lines()
+            .any(|l| l.contains("rho::mcp::server") && l.contains("logsrv"));
+    }
+    assert!(found, "no server log arrived");
+    runtime.shutdown();
+}
+
+#[test]
+fn a_restarted_server_gets_a_new_session_and_the_next_call_succeeds() {
+    let mut server = EverythingHttp::start();
+    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    ready(&runtime, "remote");
+    runtime
+        .call_tool("mcp__remote__echo", json!({"message": "before"}))
+        .expect("echo before restart");
+    server.restart();
+    let result = runtime
+        .call_tool("mcp__remote__echo", json!({"message": "after"}))
+        .expect("echo after restart");
+    assert_eq!(result.text(), "Echo: after");
+    // One session on the first process, a fresh one on the second.
+    assert_eq!(
+        server.output().matches("Session initialized").count(),
+        2,
+        "{}",
+        server.output()
+    );
+    assert!(matches!(
+        runtime.server("remote").map(|s| s.status),
+        Some(ServerStatus::Ready(_))
+    ));
+    runtime.shutdown();
+}
+
+#[test]
+fn delete_ends_the_session_at_shutdown() {
+    let server = EverythingHttp::start();
+    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    ready(&runtime, "remote");
+    assert!(!server.output().contains("termination request"));
+    runtime.shutdown();
+    assert!(
+        server.wait_for_output("Received session termination request", 5),
+        "{}",
+        server.output()
+    );
+}
+
+/// A loopback HTTP server that answers every request with `status` and
+/// `Location: location`, counting the connections it accepted.
+fn redirecting_server(status: u16, location: String) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let hits = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&hits);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let mut buf = [0u8; 8192];
+            let _ = stream.set_read_timeout(Some(Duration::from_secs(2)));
+            let _ = stream.read(&mut buf);
+            let response = format!(
+                "HTTP/1.1 {status} Redirect\r\nLocation: {location}\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+            );
+            let _ = stream.write_all(response.as_bytes());
+        }
+    });
+    (port, hits)
+}
+
+#[test]
+fn a_redirect_fails_the_server_and_nothing_reaches_the_target() {
+    let (target_port, target_hits) = redirecting_server(500, "unused".into());
+    let target = format!("http://127.0.0.1:{target_port}/mcp");
+    let (port, hits) = redirecting_server(302, target);
+    let mut text = format!(
+        "[mcp.servers.moved]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    );
+    let everything = EverythingHttp::start();
+    text.push_str(&everything.config("fine"));
+    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    ready(&runtime, "fine");
+    let error = match runtime.server("moved").map(|s| s.status) {
+        Some(ServerStatus::Failed { error }) => error,
+        other => panic!("redirecting server should fail: {other:?}"),
+    };
+    assert!(error.contains("302"), "{error}");
+    assert!(
+        error.contains(&format!("http://127.0.0.1:{target_port}")),
+        "{error}"
+    );
+    assert!(error.contains("never follows redirects"), "{error}");
+    assert!(hits.load(Ordering::SeqCst) >= 1);
+    assert_eq!(
+        target_hits.load(Ordering::SeqCst),
+        0,
+        "the redirect was followed"
+    );
+    runtime.shutdown();
+}
