@@ -10,6 +10,7 @@
 //! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments) |
 
 mod config_file;
+mod conformance;
 mod output;
 
 use std::path::PathBuf;
@@ -51,6 +52,15 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// The client driven by the official MCP conformance suite.
+    #[command(hide = true)]
+    ConformanceClient(ConformanceArgs),
+}
+
+#[derive(Args, Debug)]
+struct ConformanceArgs {
+    /// The server URL (the suite appends it).
+    url: String,
 }
 
 #[derive(Args, Debug)]
@@ -125,11 +135,15 @@ fn init_tracing(verbose: bool) {
 }
 
 fn run_mcp(config: Option<PathBuf>, command: McpCommand) -> Result<ExitCode, Failure> {
+    if let McpCommand::ConformanceClient(args) = &command {
+        return conformance::run(&args.url);
+    }
     let loaded = config_file::load(config).map_err(Failure::Usage)?;
     match command {
         McpCommand::List(args) => list(&loaded, &args),
         McpCommand::Show(args) => show(&loaded, &args),
         McpCommand::Call(args) => call(&loaded, &args),
+        McpCommand::ConformanceClient(args) => conformance::run(&args.url),
     }
 }
 

@@ -199,12 +199,16 @@ enum Role {
         retried: bool,
         /// Sent with an `Mcp-Session-Id`.
         with_session: bool,
+        /// The [`HttpTransport::session_epoch`] it was sent under.
+        epoch: u64,
     },
     /// A GET stream: the server's own (`for_request: None`) or the
     /// resumption of a POST's broken stream.
     Stream {
         for_request: Option<ClientRequestId>,
         attempt: u32,
+        /// Where the earlier connections of this stream left off.
+        from: ResumePoint,
     },
     /// The DELETE at close.
     Delete,
@@ -229,12 +233,21 @@ struct Exchange {
     delivered: bool,
 }
 
+/// Where a broken stream resumes from. SSE keeps the last event id and
+/// the `retry` delay across reconnections, not per connection, so a
+/// connection that sends neither still resumes from the earlier ones.
+#[derive(Clone, Debug, Default)]
+struct ResumePoint {
+    last_event_id: Option<String>,
+    retry: Option<u64>,
+}
+
 /// A stream resumption waiting for its delay.
 #[derive(Debug)]
 struct Resume {
     at: Instant,
     for_request: Option<ClientRequestId>,
-    last_event_id: Option<String>,
+    from: ResumePoint,
     attempt: u32,
 }
 
@@ -262,7 +275,8 @@ const ERROR_BODY_KEEP: usize = 4096;
 /// after every `handle_*` or command, drain [`HttpTransport::poll_output`]
 /// and [`HttpTransport::poll_event`], then read
 /// [`HttpTransport::poll_timeout`].
-#[derive(Debug)]
+///
+/// `Debug` says whether there is a session id, never what it is.
 pub struct HttpTransport {
     session: Session,
     options: HttpOptions,
@@ -271,6 +285,10 @@ pub struct HttpTransport {
     outputs: VecDeque<HttpOutput>,
     events: VecDeque<Event>,
     session_id: Option<String>,
+    /// Counts fresh sessions after expiry, so that a 404 for a message sent
+    /// under an already replaced session re-sends it instead of starting
+    /// yet another session.
+    session_epoch: u64,
     /// A fresh `initialize` after expiry is under way: messages wait here.
     reinitializing: bool,
     parked: Vec<(Vec<u8>, TransmitKind, bool)>,
@@ -278,6 +296,22 @@ pub struct HttpTransport {
     server_stream: ServerStream,
     closing: Option<Closing>,
     closed: bool,
+}
+
+impl fmt::Debug for HttpTransport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpTransport")
+            .field("session", &self.session)
+            .field("options", &self.options)
+            .field("exchanges", &self.exchanges)
+            .field("has_session_id", &self.session_id.is_some())
+            .field("reinitializing", &self.reinitializing)
+            .field("resumes", &self.resumes)
+            .field("server_stream", &self.server_stream)
+            .field("closing", &self.closing)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
 }
 
 impl HttpTransport {
@@ -294,6 +328,7 @@ impl HttpTransport {
             outputs: VecDeque::new(),
             events: VecDeque::new(),
             session_id: None,
+            session_epoch: 0,
             reinitializing: false,
             parked: Vec::new(),
             resumes: Vec::new(),
@@ -364,7 +399,11 @@ impl HttpTransport {
                 }
                 x.body = if !(200..300).contains(&status) {
                     Body::Error(Vec::new())
-                } else if status == 202 {
+                } else if status == 202
+                    || !matches!(kind, TransmitKind::Request(_) | TransmitKind::Initialize(_))
+                {
+                    // Only requests have answers; a body on a notification
+                    // or response (some servers send `{}` with 200) is noise.
                     Body::Ignore
                 } else if is_sse {
                     Body::Sse(Box::new(SseDecoder::new(self.options.max_body)))
@@ -454,7 +493,14 @@ impl HttpTransport {
                 }
             }
             (Role::Post { kind, .. }, Body::Sse(decoder)) => {
-                self.stream_ended(now, request_of(kind), &decoder, 0, x.delivered);
+                self.stream_ended(
+                    now,
+                    request_of(kind),
+                    &decoder,
+                    ResumePoint::default(),
+                    0,
+                    x.delivered,
+                );
             }
             (role @ Role::Post { .. }, Body::Error(buf)) => {
                 self.http_error(now, role, x.status, &buf);
@@ -463,7 +509,7 @@ impl HttpTransport {
                 if kind == TransmitKind::Initialized
                     && self.server_stream == ServerStream::NotOpened
                 {
-                    self.open_server_stream(None, None, 0);
+                    self.open_server_stream(None, ResumePoint::default(), 0);
                 }
                 // A 202 to a request means the answer comes on another
                 // stream; the request stays pending under its deadline.
@@ -472,15 +518,17 @@ impl HttpTransport {
                 Role::Stream {
                     for_request,
                     attempt,
+                    from,
                 },
                 Body::Sse(decoder),
             ) => {
-                self.stream_ended(now, for_request, &decoder, attempt, x.delivered);
+                self.stream_ended(now, for_request, &decoder, from, attempt, x.delivered);
             }
             (
                 Role::Stream {
                     for_request,
                     attempt,
+                    from,
                 },
                 body,
             ) => {
@@ -488,7 +536,7 @@ impl HttpTransport {
                     Body::Error(buf) => excerpt(buf),
                     _ => String::new(),
                 };
-                self.stream_refused(now, for_request, attempt, x.status, text);
+                self.stream_refused(now, for_request, from, attempt, x.status, text);
             }
         }
         self.pump(now);
@@ -502,7 +550,14 @@ impl HttpTransport {
         match (x.role, x.body) {
             (Role::Delete, _) => self.finish_close(),
             (Role::Post { kind, .. }, Body::Sse(decoder)) => {
-                self.stream_ended(now, request_of(kind), &decoder, 0, x.delivered);
+                self.stream_ended(
+                    now,
+                    request_of(kind),
+                    &decoder,
+                    ResumePoint::default(),
+                    0,
+                    x.delivered,
+                );
             }
             (Role::Post { kind, .. }, _) => {
                 self.fail_transmit(now, kind, format!("could not reach the server: {reason}"));
@@ -511,19 +566,21 @@ impl HttpTransport {
                 Role::Stream {
                     for_request,
                     attempt,
+                    from,
                 },
                 Body::Sse(decoder),
             ) => {
-                self.stream_ended(now, for_request, &decoder, attempt, x.delivered);
+                self.stream_ended(now, for_request, &decoder, from, attempt, x.delivered);
             }
             (
                 Role::Stream {
                     for_request,
                     attempt,
+                    from,
                 },
                 _,
             ) => {
-                self.stream_refused(now, for_request, attempt, 0, reason);
+                self.stream_refused(now, for_request, from, attempt, 0, reason);
             }
         }
         self.pump(now);
@@ -542,6 +599,7 @@ impl HttpTransport {
             return;
         }
         self.session.handle_timeout(now);
+        self.abort_abandoned();
         let due: Vec<Resume> = {
             let (due, later) = std::mem::take(&mut self.resumes)
                 .into_iter()
@@ -556,7 +614,7 @@ impl HttpTransport {
             {
                 continue;
             }
-            self.open_server_stream(resume.for_request, resume.last_event_id, resume.attempt);
+            self.open_server_stream(resume.for_request, resume.from, resume.attempt);
         }
         self.pump(now);
     }
@@ -718,6 +776,7 @@ impl HttpTransport {
             body: body.clone(),
             retried,
             with_session,
+            epoch: self.session_epoch,
         });
         self.outputs.push_back(HttpOutput::Send(HttpRequest {
             exchange,
@@ -731,16 +790,17 @@ impl HttpTransport {
     fn open_server_stream(
         &mut self,
         for_request: Option<ClientRequestId>,
-        last_event_id: Option<String>,
+        from: ResumePoint,
         attempt: u32,
     ) {
         if for_request.is_none() {
             self.server_stream = ServerStream::Open;
         }
-        let headers = self.headers(Method::Get, last_event_id.as_deref(), false);
+        let headers = self.headers(Method::Get, from.last_event_id.as_deref(), false);
         let exchange = self.new_exchange(Role::Stream {
             for_request,
             attempt,
+            from,
         });
         self.outputs.push_back(HttpOutput::Send(HttpRequest {
             exchange,
@@ -753,11 +813,13 @@ impl HttpTransport {
 
     /// A stream ended or broke. Resume it if its answer is still owed (or
     /// it is the server's own stream), after the server's retry delay.
+    /// `earlier` is where the stream's previous connections left off.
     fn stream_ended(
         &mut self,
         now: Instant,
         for_request: Option<ClientRequestId>,
         decoder: &SseDecoder,
+        earlier: ResumePoint,
         attempt: u32,
         delivered: bool,
     ) {
@@ -772,8 +834,14 @@ impl HttpTransport {
             return;
         }
         let attempt = if delivered { 1 } else { attempt + 1 };
-        let last_event_id = decoder.last_event_id().map(str::to_owned);
-        if let (Some(request), None) = (for_request, &last_event_id) {
+        let from = ResumePoint {
+            last_event_id: decoder
+                .last_event_id()
+                .map(str::to_owned)
+                .or(earlier.last_event_id),
+            retry: decoder.retry().or(earlier.retry),
+        };
+        if let (Some(request), None) = (for_request, &from.last_event_id) {
             self.session.handle_request_failed(
                 now,
                 request,
@@ -789,20 +857,22 @@ impl HttpTransport {
             );
             return;
         }
-        let delay = self.resume_delay(decoder.retry(), attempt);
+        let delay = self.resume_delay(from.retry, attempt);
         self.resumes.push(Resume {
             at: now + delay,
             for_request,
-            last_event_id,
+            from,
             attempt,
         });
     }
 
-    /// A GET was answered with something other than a stream.
+    /// A GET was answered with something other than a stream. A retry
+    /// resumes from where the stream was (`from`).
     fn stream_refused(
         &mut self,
         now: Instant,
         for_request: Option<ClientRequestId>,
+        from: ResumePoint,
         attempt: u32,
         status: u16,
         detail: String,
@@ -835,6 +905,13 @@ impl HttpTransport {
             }
             return;
         }
+        if for_request.is_none() && (400..500).contains(&status) {
+            // The server does not offer its own stream here (some answer
+            // 400 or 404 rather than 405). Requests still get their answers.
+            tracing::debug!(server = %self.session.server(), status, "no server stream offered");
+            self.server_stream = ServerStream::Unsupported;
+            return;
+        }
         let attempt = attempt + 1;
         let why = if status == 0 {
             detail
@@ -848,7 +925,7 @@ impl HttpTransport {
         self.resumes.push(Resume {
             at: now + self.resume_delay(None, attempt),
             for_request,
-            last_event_id: None,
+            from,
             attempt,
         });
     }
@@ -875,6 +952,7 @@ impl HttpTransport {
             body: message,
             retried,
             with_session,
+            epoch,
         } = role
         else {
             return;
@@ -891,7 +969,10 @@ impl HttpTransport {
                 );
                 return;
             }
-            if !self.reinitializing && !self.start_reinitialize(now) {
+            // Only the current session's expiry starts a fresh one; a
+            // message sent under an earlier session just goes again.
+            if epoch == self.session_epoch && !self.reinitializing && !self.start_reinitialize(now)
+            {
                 self.fail_transmit(
                     now,
                     kind,
@@ -899,7 +980,11 @@ impl HttpTransport {
                 );
                 return;
             }
-            self.parked.push((message, kind, true));
+            if self.reinitializing {
+                self.parked.push((message, kind, true));
+            } else {
+                self.post(message, kind, true);
+            }
             return;
         }
         // A JSON-RPC error body answers the request itself.
@@ -933,6 +1018,7 @@ impl HttpTransport {
             return false;
         }
         tracing::info!(server = %self.session.server(), "session expired; initializing again");
+        self.session_epoch += 1;
         self.reinitializing = true;
         self.session_id = None;
         self.server_stream = ServerStream::NotOpened;
@@ -1003,6 +1089,29 @@ impl HttpTransport {
             self.outputs.push_back(HttpOutput::Abort(id));
         }
         self.resumes.retain(|r| r.for_request != Some(request));
+    }
+
+    /// Drops the exchanges of requests the session stopped waiting for (a
+    /// `ping` or `logging/setLevel` past its deadline): the executor reads
+    /// bodies without a timeout, so no exchange may outlive its request.
+    fn abort_abandoned(&mut self) {
+        let ids: Vec<ExchangeId> = self
+            .exchanges
+            .iter()
+            .filter(|(_, x)| {
+                let request = match &x.role {
+                    Role::Post { kind, .. } => request_of(*kind),
+                    Role::Stream { for_request, .. } => *for_request,
+                    Role::Delete => None,
+                };
+                request.is_some_and(|r| !self.session.is_pending(r))
+            })
+            .map(|(id, _)| *id)
+            .collect();
+        for id in ids {
+            self.exchanges.remove(&id);
+            self.outputs.push_back(HttpOutput::Abort(id));
+        }
     }
 
     fn abort_server_streams(&mut self) {

@@ -246,7 +246,10 @@ fn tool_call_times_out_sends_cancelled_and_drops_the_late_reply() {
     h.drain();
     let (request_id, method, params) = h.last_request();
     assert_eq!(method, "tools/call");
-    assert_eq!(params, Some(json!({"name": "slow", "arguments": {"x": 1}})));
+    assert_eq!(
+        params,
+        Some(json!({"name": "slow", "arguments": {"x": 1}, "_meta": {"progressToken": call.0}}))
+    );
     assert_eq!(h.step(), Duration::from_secs(5));
     match h.events.last() {
         Some(Event::CallCompleted {
