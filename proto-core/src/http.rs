@@ -889,7 +889,13 @@ impl HttpTransport {
         if self.closing.is_some() {
             return;
         }
-        let expired = self.session_id.is_some()
+        // The first GET of the server's own stream follows the handshake at
+        // once, so a 404 there means no stream at this URL (a server that
+        // routes only POST), not a forgotten session: a fresh session would
+        // meet the same answer, forever.
+        let first_open = for_request.is_none() && attempt == 0;
+        let expired = !first_open
+            && self.session_id.is_some()
             && (status == 404
                 || (status == 400 && detail.to_ascii_lowercase().contains("session")));
         if expired {

@@ -1,0 +1,1434 @@
+//! The Streamable HTTP transport driven by a scripted HTTP server and a fake
+//! clock: every request the transport makes is collected, and each test
+//! answers them with heads, bodies and ends as a server would. No socket,
+//! no sleep; time moves only when a test says so.
+
+// The fake clock needs one real `Instant` as its origin; after that, time
+// only moves when a test says so.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::config::{self, Transport};
+use rho_proto_core::http::{
+    ExchangeId, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method, resolve_headers,
+};
+use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions};
+use serde_json::{Value, json};
+use url::Url;
+
+const URL: &str = "https://mcp.example.com/mcp";
+/// Configured header values: secrets that must never show in `Debug`.
+const TOKEN: &str = "Bearer tok-7f3a9c-secret";
+const TENANT: &str = "tenant-b41c-secret";
+/// Session ids the scripted server hands out.
+const SID: &str = "sid-0c9e11-first";
+const SID2: &str = "sid-5d2a77-second";
+const VERSION: &str = "2025-11-25";
+const SSE: (&str, &str) = ("content-type", "text/event-stream");
+const JSON: (&str, &str) = ("content-type", "application/json");
+
+fn options() -> HttpOptions {
+    let mut o = HttpOptions::new(
+        Url::parse(URL).expect("url"),
+        vec![
+            ("Authorization".into(), TOKEN.into()),
+            ("X-Tenant".into(), TENANT.into()),
+        ],
+    );
+    // Far enough away that only the ping tests meet it.
+    o.ping_interval = Duration::from_secs(3600);
+    o
+}
+
+fn session_options() -> SessionOptions {
+    let mut o = SessionOptions::stdio("remote");
+    o.startup_timeout = Duration::from_secs(10);
+    o.tool_timeout = Duration::from_secs(5);
+    o.request_timeout = Duration::from_secs(3);
+    o
+}
+
+fn tool(name: &str) -> Value {
+    json!({"name": name, "inputSchema": {"type": "object"}})
+}
+
+fn init_result() -> Value {
+    json!({
+        "protocolVersion": VERSION,
+        "capabilities": {"tools": {}},
+        "serverInfo": {"name": "scripted", "version": "1.0"}
+    })
+}
+
+fn text_result(text: &str) -> Value {
+    json!({"content": [{"type": "text", "text": text}]})
+}
+
+/// The JSON-RPC message a request carries.
+fn rpc(req: &HttpRequest) -> Value {
+    serde_json::from_slice(&req.body).expect("POST bodies are JSON")
+}
+
+/// The JSON-RPC method a POST carries; `<response>` for an answer.
+fn rpc_method(req: &HttpRequest) -> String {
+    let message = rpc(req);
+    match message.get("method").and_then(Value::as_str) {
+        Some(method) => method.to_owned(),
+        None => "<response>".into(),
+    }
+}
+
+/// A header's value, by case-insensitive name.
+fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+/// How many times a header is present, by case-insensitive name.
+fn header_count(req: &HttpRequest, name: &str) -> usize {
+    req.headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case(name))
+        .count()
+}
+
+/// One SSE event carrying a JSON-RPC message.
+fn sse_event(id: Option<&str>, message: &Value) -> String {
+    let id = id.map(|id| format!("id: {id}\n")).unwrap_or_default();
+    format!("{id}data: {message}\n\n")
+}
+
+fn response(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// A transport with a fake clock and a record of everything it output.
+/// Draining checks two invariants on the way: every request goes to the
+/// configured endpoint, and nothing is reported after [`Event::Closed`].
+struct Harness {
+    now: Instant,
+    endpoint: Url,
+    transport: HttpTransport,
+    outputs: Vec<HttpOutput>,
+    events: Vec<Event>,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self::with(options())
+    }
+
+    fn with(options: HttpOptions) -> Self {
+        let now = Instant::now();
+        let endpoint = options.url.clone();
+        let transport = HttpTransport::new(session_options(), options, now);
+        let mut h = Self {
+            now,
+            endpoint,
+            transport,
+            outputs: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.transport.poll_output() {
+            if let HttpOutput::Send(req) = &output {
+                assert_eq!(req.url, self.endpoint, "only the endpoint: {req:?}");
+            }
+            self.outputs.push(output);
+        }
+        while let Some(event) = self.transport.poll_event() {
+            assert!(
+                !matches!(self.events.last(), Some(Event::Closed(_))),
+                "{event:?} after Closed"
+            );
+            self.events.push(event);
+        }
+    }
+
+    // ----- what the transport asked for -----
+
+    fn sends(&self) -> Vec<&HttpRequest> {
+        self.outputs
+            .iter()
+            .filter_map(|o| match o {
+                HttpOutput::Send(req) => Some(req),
+                HttpOutput::Abort(_) => None,
+            })
+            .collect()
+    }
+
+    fn aborted(&self) -> Vec<ExchangeId> {
+        self.outputs
+            .iter()
+            .filter_map(|o| match o {
+                HttpOutput::Abort(id) => Some(*id),
+                HttpOutput::Send(_) => None,
+            })
+            .collect()
+    }
+
+    /// Every POST carrying `method` (`<response>` for answers), in order.
+    fn posts(&self, method: &str) -> Vec<HttpRequest> {
+        self.sends()
+            .into_iter()
+            .filter(|r| r.method == Method::Post && rpc_method(r) == method)
+            .cloned()
+            .collect()
+    }
+
+    fn last_post(&self, method: &str) -> HttpRequest {
+        self.posts(method)
+            .pop()
+            .unwrap_or_else(|| panic!("no POST {method} in {:?}", self.sends()))
+    }
+
+    fn with_method(&self, method: Method) -> Vec<HttpRequest> {
+        self.sends()
+            .into_iter()
+            .filter(|r| r.method == method)
+            .cloned()
+            .collect()
+    }
+
+    fn last_send(&self) -> HttpRequest {
+        (*self.sends().last().expect("something was sent")).clone()
+    }
+
+    // ----- the scripted server -----
+
+    fn head(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)]) {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.transport
+            .handle_response_head(self.now, req.exchange, status, &headers);
+        self.drain();
+    }
+
+    fn body(&mut self, req: &HttpRequest, chunk: &[u8]) {
+        self.transport
+            .handle_response_body(self.now, req.exchange, chunk);
+        self.drain();
+    }
+
+    fn end(&mut self, req: &HttpRequest) {
+        self.transport.handle_response_end(self.now, req.exchange);
+        self.drain();
+    }
+
+    /// A whole response: head, the body if any, end.
+    fn respond(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)], body: &[u8]) {
+        self.head(req, status, headers);
+        if !body.is_empty() {
+            self.body(req, body);
+        }
+        self.end(req);
+    }
+
+    /// 202 Accepted, no body: how a server takes a notification or response.
+    fn accept(&mut self, req: &HttpRequest) {
+        self.respond(req, 202, &[], b"");
+    }
+
+    /// Answers a request POST with a JSON body.
+    fn answer_json(&mut self, req: &HttpRequest, result: Value) {
+        let body = response(&rpc(req)["id"], result).to_string();
+        self.respond(req, 200, &[JSON], body.as_bytes());
+    }
+
+    /// Answers a request POST with an SSE stream holding just the response.
+    fn answer_sse(&mut self, req: &HttpRequest, result: Value) {
+        let body = sse_event(Some("a1"), &response(&rpc(req)["id"], result));
+        self.respond(req, 200, &[SSE], body.as_bytes());
+    }
+
+    /// Handshake and discovery with session id [`SID`], one tool `echo`.
+    /// The server's GET stream is left open and silent; it is returned.
+    fn ready(&mut self) -> HttpRequest {
+        let init = self.last_post("initialize");
+        let body = response(&rpc(&init)["id"], init_result()).to_string();
+        self.respond(
+            &init,
+            200,
+            &[JSON, ("Mcp-Session-Id", SID)],
+            body.as_bytes(),
+        );
+        let initialized = self.last_post("notifications/initialized");
+        self.accept(&initialized);
+        let list = self.last_post("tools/list");
+        self.answer_json(&list, json!({"tools": [tool("echo")]}));
+        assert!(
+            matches!(self.events.last(), Some(Event::Ready(_))),
+            "{:?}",
+            self.events
+        );
+        let stream = self.last_send();
+        assert_eq!(stream.method, Method::Get, "the server stream opened");
+        self.head(&stream, 200, &[SSE]);
+        stream
+    }
+
+    fn call(&mut self, name: &str, arguments: Value) -> (CallId, HttpRequest) {
+        let call = self
+            .transport
+            .call_tool(self.now, name, arguments)
+            .expect("ready");
+        self.drain();
+        (call, self.last_post("tools/call"))
+    }
+
+    // ----- what the host learned -----
+
+    fn completion(&self, call: CallId) -> Option<&Result<CallToolResult, CallError>> {
+        let mut found = self.events.iter().filter_map(|e| match e {
+            Event::CallCompleted { call: c, result } if *c == call => Some(result),
+            _ => None,
+        });
+        let first = found.next();
+        assert!(found.next().is_none(), "a call completes exactly once");
+        first
+    }
+
+    fn completed_text(&self, call: CallId) -> String {
+        match self.completion(call) {
+            Some(Ok(result)) => result.text(),
+            other => panic!("expected a result for {call}, got {other:?}"),
+        }
+    }
+
+    fn transport_error(&self, call: CallId) -> String {
+        match self.completion(call) {
+            Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
+            other => panic!("expected a transport failure for {call}, got {other:?}"),
+        }
+    }
+
+    fn closed_reason(&self) -> Option<&CloseReason> {
+        self.events.iter().find_map(|e| match e {
+            Event::Closed(reason) => Some(reason),
+            _ => None,
+        })
+    }
+
+    // ----- the clock -----
+
+    /// Jumps the fake clock to the next deadline and fires it; returns how
+    /// long that was.
+    fn step(&mut self) -> Duration {
+        let deadline = self
+            .transport
+            .poll_timeout()
+            .expect("a deadline is pending");
+        let waited = deadline.saturating_duration_since(self.now);
+        self.now = deadline.max(self.now);
+        self.transport.handle_timeout(self.now);
+        self.drain();
+        waited
+    }
+
+    /// How far away the next deadline is.
+    fn next_deadline_in(&self) -> Option<Duration> {
+        self.transport
+            .poll_timeout()
+            .map(|d| d.saturating_duration_since(self.now))
+    }
+
+    /// Moves the clock by `by` and fires whatever is due.
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+        self.transport.handle_timeout(self.now);
+        self.drain();
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 1. The first request
+// ---------------------------------------------------------------------------
+
+#[test]
+fn first_request_is_initialize_with_both_accepts_configured_headers_and_no_session_headers() {
+    let h = Harness::new();
+    assert_eq!(h.outputs.len(), 1, "{:?}", h.outputs);
+    let req = h.last_send();
+    assert_eq!(req.method, Method::Post);
+    assert_eq!(req.url.as_str(), URL);
+    assert_eq!(rpc_method(&req), "initialize");
+    assert_eq!(rpc(&req)["params"]["protocolVersion"], VERSION);
+    assert_eq!(
+        header(&req, "accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert_eq!(header(&req, "content-type"), Some("application/json"));
+    assert_eq!(header(&req, "mcp-session-id"), None);
+    assert_eq!(header(&req, "mcp-protocol-version"), None);
+    assert_eq!(header(&req, "authorization"), Some(TOKEN));
+    assert_eq!(header(&req, "x-tenant"), Some(TENANT));
+}
+
+// ---------------------------------------------------------------------------
+// 2. Session id and protocol version
+// ---------------------------------------------------------------------------
+
+#[test]
+fn session_id_and_negotiated_version_ride_on_every_request_after_initialize() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({"x": 1}));
+    h.answer_json(&req, text_result("hi"));
+    assert_eq!(h.completed_text(call), "hi");
+    h.transport.close(h.now);
+    h.drain();
+    let sends: Vec<HttpRequest> = h.sends().into_iter().cloned().collect();
+    let methods: Vec<Method> = sends.iter().map(|r| r.method).collect();
+    assert!(methods.contains(&Method::Get), "{methods:?}");
+    assert!(methods.contains(&Method::Delete), "{methods:?}");
+    for req in &sends[1..] {
+        assert_eq!(header(req, "mcp-session-id"), Some(SID), "{req:?}");
+        assert_eq!(
+            header(req, "mcp-protocol-version"),
+            Some(VERSION),
+            "{req:?}"
+        );
+        assert_eq!(header_count(req, "mcp-session-id"), 1, "{req:?}");
+        assert_eq!(header(req, "authorization"), Some(TOKEN), "{req:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 3. JSON bodies, SSE streams, 202s
+// ---------------------------------------------------------------------------
+
+#[test]
+fn handshake_and_call_answered_as_sse_streams_complete() {
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    let body = sse_event(Some("1"), &response(&json!(0), init_result()));
+    h.respond(
+        &init,
+        200,
+        &[
+            ("Content-Type", "text/event-stream; charset=utf-8"),
+            ("mcp-session-id", SID),
+        ],
+        body.as_bytes(),
+    );
+    let initialized = h.last_post("notifications/initialized");
+    h.accept(&initialized);
+    let list = h.last_post("tools/list");
+    h.answer_sse(&list, json!({"tools": [tool("echo")]}));
+    assert!(
+        matches!(h.events.last(), Some(Event::Ready(_))),
+        "{:?}",
+        h.events
+    );
+    let (call, req) = h.call("echo", json!({}));
+    assert_eq!(header(&req, "mcp-session-id"), Some(SID));
+    h.answer_sse(&req, text_result("streamed"));
+    assert_eq!(h.completed_text(call), "streamed");
+}
+
+#[test]
+fn handshake_and_call_answered_as_json_bodies_complete() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    let body = response(&rpc(&req)["id"], text_result("plain")).to_string();
+    h.respond(
+        &req,
+        200,
+        &[("Content-Type", "application/json; charset=utf-8")],
+        body.as_bytes(),
+    );
+    assert_eq!(h.completed_text(call), "plain");
+}
+
+#[test]
+fn notifications_are_done_at_202_without_a_body() {
+    let mut h = Harness::new();
+    h.ready();
+    // `ready` answered `notifications/initialized` with a bare 202: nothing
+    // failed, nothing is retried.
+    assert_eq!(h.posts("notifications/initialized").len(), 1);
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(_) | Event::Closed(_))),
+        "{:?}",
+        h.events
+    );
+}
+
+// ---------------------------------------------------------------------------
+// 4. The server's own GET stream
+// ---------------------------------------------------------------------------
+
+#[test]
+fn server_stream_get_opens_only_after_initialized_got_its_202() {
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    let body = response(&json!(0), init_result()).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    assert!(
+        h.with_method(Method::Get).is_empty(),
+        "no GET before the 202"
+    );
+    let initialized = h.last_post("notifications/initialized");
+    h.accept(&initialized);
+    let gets = h.with_method(Method::Get);
+    assert_eq!(gets.len(), 1);
+    let get = &gets[0];
+    assert_eq!(get.url.as_str(), URL);
+    assert_eq!(header(get, "accept"), Some("text/event-stream"));
+    assert_eq!(header(get, "content-type"), None);
+    assert_eq!(header(get, "mcp-session-id"), Some(SID));
+    assert_eq!(header(get, "mcp-protocol-version"), Some(VERSION));
+    assert_eq!(header(get, "last-event-id"), None);
+    assert!(get.body.is_empty());
+}
+
+#[test]
+fn server_stream_405_means_no_get_is_ever_sent_again() {
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    let body = response(&json!(0), init_result()).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    let initialized = h.last_post("notifications/initialized");
+    h.accept(&initialized);
+    let get = h.last_send();
+    h.respond(&get, 405, &[("Allow", "POST, DELETE")], b"");
+    let list = h.last_post("tools/list");
+    h.answer_json(&list, json!({"tools": []}));
+    for _ in 0..20 {
+        h.advance(Duration::from_secs(600));
+    }
+    assert_eq!(h.with_method(Method::Get).len(), 1);
+    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+}
+
+#[test]
+fn server_stream_404_on_first_open_means_none_offered_not_an_expired_session() {
+    // A server that routes only POST to its endpoint answers GET with 404.
+    // Re-initializing for that would loop: the fresh session's GET gets the
+    // same answer.
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    let body = response(&json!(0), init_result()).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    h.accept(&h.last_post("notifications/initialized"));
+    let get = h.last_send();
+    assert_eq!(get.method, Method::Get);
+    // Whichever comes first, discovery's answer or the GET's 404.
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
+    h.respond(&get, 404, &[], b"Cannot GET /mcp");
+    for _ in 0..20 {
+        h.advance(Duration::from_secs(600));
+    }
+    assert_eq!(h.posts("initialize").len(), 1, "no fresh session");
+    assert_eq!(h.with_method(Method::Get).len(), 1, "no retry");
+    let (call, req) = h.call("echo", json!({}));
+    assert_eq!(header(&req, "mcp-session-id"), Some(SID));
+    h.answer_json(&req, text_result("fine"));
+    assert_eq!(h.completed_text(call), "fine");
+}
+
+#[test]
+fn server_stream_404_after_it_was_open_reinitializes_the_session() {
+    let mut h = Harness::new();
+    let get = h.ready();
+    h.body(&get, b"id: g1\ndata: \n\n");
+    h.end(&get);
+    h.step();
+    let again = h.last_send();
+    assert_eq!(header(&again, "last-event-id"), Some("g1"));
+    h.respond(&again, 404, &[], b"Session not found");
+    assert_eq!(h.posts("initialize").len(), 2, "one fresh session");
+    reinitialize(&mut h);
+    let get = h.last_send();
+    assert_eq!(get.method, Method::Get);
+    assert_eq!(header(&get, "mcp-session-id"), Some(SID2));
+}
+
+#[test]
+fn server_stream_409_is_not_retried() {
+    let mut h = Harness::new();
+    let get = h.ready();
+    h.respond(&get, 409, &[], b"Conflict: stream already open");
+    for _ in 0..20 {
+        h.advance(Duration::from_secs(600));
+    }
+    assert_eq!(h.with_method(Method::Get).len(), 1);
+    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+}
+
+#[test]
+fn server_requests_and_notifications_on_the_get_stream_are_handled() {
+    let mut h = Harness::new();
+    let get = h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.accept(&req); // the answer will come on the server's stream
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": call.0, "progress": 1, "total": 2}});
+    let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
+    let stream = format!(
+        "{}{}",
+        sse_event(Some("s1"), &progress),
+        sse_event(Some("s2"), &ping)
+    );
+    h.body(&get, stream.as_bytes());
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::Progress { call: c, .. } if *c == call)),
+        "{:?}",
+        h.events
+    );
+    let answer = h.last_post("<response>");
+    assert_eq!(
+        rpc(&answer),
+        json!({"jsonrpc": "2.0", "id": "srv-1", "result": {}})
+    );
+    assert_eq!(header(&answer, "mcp-session-id"), Some(SID));
+    assert_eq!(
+        header(&answer, "accept"),
+        Some("application/json, text/event-stream")
+    );
+    h.accept(&answer);
+    // The call's own answer on the same stream completes it.
+    let done = sse_event(Some("s3"), &response(&rpc(&req)["id"], text_result("late")));
+    h.body(&get, done.as_bytes());
+    assert_eq!(h.completed_text(call), "late");
+}
+
+// ---------------------------------------------------------------------------
+// 5. SSE split anywhere
+// ---------------------------------------------------------------------------
+
+/// A tool call's SSE answer with a BOM, a comment, CRLF and LF lines, a
+/// priming event, progress, a log message and a two-line `data` response.
+fn scripted_sse_answer(request_id: u64) -> Vec<u8> {
+    let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+        "params": {"progressToken": request_id, "progress": 0.5, "message": "half ☃"}});
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "hi ☃"}});
+    let mut out = Vec::new();
+    out.extend("\u{feff}: keep-alive\r\n".as_bytes());
+    out.extend(b"id: e1\r\nretry: 250\r\ndata: \r\n\r\n");
+    out.extend(format!("event: message\r\nid: e2\r\ndata: {progress}\r\n\r\n").as_bytes());
+    out.extend(format!("data: {log}\n\n").as_bytes());
+    out.extend(
+        format!(
+            "id: e3\ndata: {{\"jsonrpc\": \"2.0\", \"id\": {request_id},\ndata: \"result\": {}}}\n\n",
+            text_result("split ☃")
+        )
+        .as_bytes(),
+    );
+    out
+}
+
+/// Everything the transport output and reported after the call was made.
+fn split_outcome(chunks: &[&[u8]]) -> (Vec<HttpOutput>, String) {
+    let mut h = Harness::new();
+    h.ready();
+    let (_, req) = h.call("echo", json!({}));
+    let outputs_before = h.outputs.len();
+    let events_before = h.events.len();
+    h.head(&req, 200, &[SSE]);
+    for chunk in chunks {
+        h.body(&req, chunk);
+    }
+    h.end(&req);
+    let outputs = h.outputs.split_off(outputs_before);
+    (outputs, format!("{:?}", &h.events[events_before..]))
+}
+
+#[test]
+fn sse_answer_split_at_every_byte_boundary_gives_the_same_outcome() {
+    // The first call after `ready` is request id 2.
+    let bytes = scripted_sse_answer(2);
+    let reference = split_outcome(&[&bytes]);
+    assert!(reference.1.contains("Progress"), "{}", reference.1);
+    assert!(reference.1.contains("split ☃"), "{}", reference.1);
+    assert!(
+        reference.1.find("Progress") < reference.1.find("CallCompleted"),
+        "{}",
+        reference.1
+    );
+    for split in 0..=bytes.len() {
+        let got = split_outcome(&[&bytes[..split], &bytes[split..]]);
+        assert_eq!(got, reference, "split at {split}");
+    }
+    let singles: Vec<&[u8]> = bytes.chunks(1).collect();
+    assert_eq!(split_outcome(&singles), reference, "one byte at a time");
+}
+
+// ---------------------------------------------------------------------------
+// 6. Resuming broken streams
+// ---------------------------------------------------------------------------
+
+#[test]
+fn broken_stream_resumes_after_the_servers_retry_with_last_event_id_and_is_not_cancelled() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    let sends_before = h.sends().len();
+    h.respond(&req, 200, &[SSE], b"id: e1\nretry: 250\ndata: \n\n");
+    assert_eq!(h.sends().len(), sends_before, "no immediate request");
+    assert!(h.completion(call).is_none());
+    assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(250)));
+    h.advance(Duration::from_millis(249));
+    assert_eq!(h.sends().len(), sends_before, "not before 250 ms");
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.sends().len(), sends_before + 1);
+    let resume = h.last_send();
+    assert_eq!(resume.method, Method::Get);
+    assert_eq!(resume.url.as_str(), URL);
+    assert_eq!(header(&resume, "last-event-id"), Some("e1"));
+    assert_eq!(header(&resume, "accept"), Some("text/event-stream"));
+    assert_eq!(header(&resume, "mcp-session-id"), Some(SID));
+    let answer = sse_event(
+        Some("e2"),
+        &response(&rpc(&req)["id"], text_result("resumed")),
+    );
+    h.respond(&resume, 200, &[SSE], answer.as_bytes());
+    assert_eq!(h.completed_text(call), "resumed");
+    assert!(
+        h.posts("notifications/cancelled").is_empty(),
+        "a broken stream is not a cancellation"
+    );
+}
+
+#[test]
+fn broken_stream_without_retry_waits_default_retry_doubling_then_gives_up_after_max_resumes() {
+    let mut o = options();
+    o.default_retry = Duration::from_millis(100);
+    o.max_stream_resumes = 5;
+    let mut h = Harness::with(o);
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(&req, 200, &[SSE], b"id: e1\ndata: \n\n");
+    let mut waits = Vec::new();
+    for attempt in 1..=5 {
+        let gets_before = h.with_method(Method::Get).len();
+        waits.push(h.step());
+        let gets = h.with_method(Method::Get);
+        assert_eq!(gets.len(), gets_before + 1, "attempt {attempt}");
+        let resume = gets.last().expect("a GET").clone();
+        assert_eq!(
+            header(&resume, "last-event-id"),
+            Some("e1"),
+            "attempt {attempt}"
+        );
+        assert!(h.completion(call).is_none(), "attempt {attempt}");
+        // The server takes the GET but closes at once, delivering nothing.
+        h.respond(&resume, 200, &[SSE], b"");
+    }
+    let ms: Vec<u128> = waits.iter().map(Duration::as_millis).collect();
+    assert_eq!(ms, [100, 200, 400, 800, 1600]);
+    let reason = h.transport_error(call);
+    assert!(reason.contains("after 5 attempts"), "{reason}");
+    assert!(reason.contains("without delivering an event"), "{reason}");
+    assert!(h.posts("notifications/cancelled").is_empty());
+    // Nothing more is tried for it.
+    let sends = h.sends().len();
+    h.advance(Duration::from_secs(60));
+    assert_eq!(h.sends().len(), sends);
+}
+
+#[test]
+fn stream_that_breaks_off_mid_body_resumes_like_one_that_ended() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(&req, 200, &[SSE]);
+    h.body(
+        &req,
+        b"id: e1\nretry: 250\ndata: \n\nid: e2\ndata: {\"jsonrpc\"",
+    );
+    h.transport
+        .handle_exchange_failed(h.now, req.exchange, "connection reset".into());
+    h.drain();
+    assert!(h.completion(call).is_none());
+    assert_eq!(h.step(), Duration::from_millis(250));
+    let resume = h.last_send();
+    assert_eq!(resume.method, Method::Get);
+    assert_eq!(
+        header(&resume, "last-event-id"),
+        Some("e1"),
+        "the cut-off event never counted"
+    );
+    let answer = sse_event(Some("e2"), &response(&rpc(&req)["id"], text_result("ok")));
+    h.respond(&resume, 200, &[SSE], answer.as_bytes());
+    assert_eq!(h.completed_text(call), "ok");
+    assert!(h.posts("notifications/cancelled").is_empty());
+}
+
+#[test]
+fn servers_retry_applies_to_every_resume_until_the_bound() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(&req, 200, &[SSE], b"id: e1\nretry: 250\ndata: \n\n");
+    for attempt in 1..=5 {
+        assert_eq!(h.step(), Duration::from_millis(250), "attempt {attempt}");
+        let resume = h.last_send();
+        assert_eq!(resume.method, Method::Get, "attempt {attempt}");
+        assert_eq!(header(&resume, "last-event-id"), Some("e1"));
+        h.respond(&resume, 200, &[SSE], b"");
+    }
+    let reason = h.transport_error(call);
+    assert!(reason.contains("could not be resumed"), "{reason}");
+}
+
+#[test]
+fn refused_resume_keeps_the_last_event_id_for_the_next_attempt() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(&req, 200, &[SSE], b"id: e1\nretry: 250\ndata: \n\n");
+    h.step();
+    let first = h.last_send();
+    h.respond(&first, 503, &[], b"Service Unavailable");
+    h.step();
+    let second = h.last_send();
+    assert_eq!(second.method, Method::Get);
+    assert_ne!(second.exchange, first.exchange);
+    assert_eq!(header(&second, "last-event-id"), Some("e1"));
+    let answer = sse_event(Some("e2"), &response(&rpc(&req)["id"], text_result("ok")));
+    h.respond(&second, 200, &[SSE], answer.as_bytes());
+    assert_eq!(h.completed_text(call), "ok");
+}
+
+#[test]
+fn stream_ending_without_any_event_id_fails_the_call_at_once() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    let sends = h.sends().len();
+    let log = json!({"jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": "working"}});
+    h.respond(&req, 200, &[SSE], sse_event(None, &log).as_bytes());
+    let reason = h.transport_error(call);
+    assert!(reason.contains("no event id"), "{reason}");
+    h.advance(Duration::from_secs(60));
+    assert_eq!(h.sends().len(), sends, "no resume without an id");
+    assert!(h.posts("notifications/cancelled").is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// 7. Session expiry
+// ---------------------------------------------------------------------------
+
+/// Answers the fresh `initialize` with [`SID2`] and its `initialized` 202.
+fn reinitialize(h: &mut Harness) {
+    let inits = h.posts("initialize");
+    assert_eq!(inits.len(), 2, "one fresh initialize");
+    let init = inits[1].clone();
+    assert_eq!(header(&init, "mcp-session-id"), None);
+    assert_eq!(header(&init, "mcp-protocol-version"), None);
+    assert_eq!(header(&init, "authorization"), Some(TOKEN));
+    let body = response(&rpc(&init)["id"], init_result()).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID2)],
+        body.as_bytes(),
+    );
+    let initialized = h.last_post("notifications/initialized");
+    assert_eq!(header(&initialized, "mcp-session-id"), Some(SID2));
+    h.accept(&initialized);
+}
+
+#[test]
+fn call_answered_404_reinitializes_and_resends_the_call_once_with_the_new_session_id() {
+    let mut h = Harness::new();
+    let server_stream = h.ready();
+    let (call, req) = h.call("echo", json!({"n": 1}));
+    h.respond(&req, 404, &[], b"Not Found");
+    assert!(h.completion(call).is_none(), "the call is still in flight");
+    assert_eq!(
+        h.posts("tools/call").len(),
+        1,
+        "it waits for the fresh session"
+    );
+    assert!(
+        h.aborted().contains(&server_stream.exchange),
+        "the old session's stream is dropped"
+    );
+    reinitialize(&mut h);
+    let calls = h.posts("tools/call");
+    assert_eq!(calls.len(), 2, "re-sent exactly once");
+    let resent = &calls[1];
+    assert_eq!(resent.body, req.body, "the same message");
+    assert_eq!(header(resent, "mcp-session-id"), Some(SID2));
+    assert_eq!(header(resent, "mcp-protocol-version"), Some(VERSION));
+    // The new session gets its own server stream.
+    let get = h.with_method(Method::Get).pop().expect("a GET");
+    assert_eq!(header(&get, "mcp-session-id"), Some(SID2));
+    h.answer_json(resent, text_result("again"));
+    assert_eq!(h.completed_text(call), "again");
+    assert_eq!(h.posts("initialize").len(), 2);
+    assert!(h.closed_reason().is_none());
+}
+
+#[test]
+fn resent_call_answered_404_again_fails_without_looping() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(&req, 404, &[], b"");
+    reinitialize(&mut h);
+    let resent = h.last_post("tools/call");
+    h.respond(&resent, 404, &[], b"");
+    let reason = h.transport_error(call);
+    assert!(reason.contains("expired the session again"), "{reason}");
+    h.advance(Duration::from_secs(60));
+    assert_eq!(
+        h.posts("initialize").len(),
+        2,
+        "exactly two initialize POSTs"
+    );
+    assert_eq!(h.posts("tools/call").len(), 2);
+}
+
+#[test]
+fn bad_request_naming_a_missing_session_recovers_like_404() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(
+        &req,
+        400,
+        &[JSON],
+        br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+    );
+    assert!(h.completion(call).is_none());
+    reinitialize(&mut h);
+    let resent = h.last_post("tools/call");
+    assert_eq!(header(&resent, "mcp-session-id"), Some(SID2));
+    h.answer_json(&resent, text_result("recovered"));
+    assert_eq!(h.completed_text(call), "recovered");
+}
+
+#[test]
+fn bad_request_with_an_unrelated_body_fails_only_that_call_with_the_status() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(
+        &req,
+        400,
+        &[("content-type", "text/plain")],
+        b"Bad Request: malformed arguments",
+    );
+    let reason = h.transport_error(call);
+    assert!(reason.contains("400"), "{reason}");
+    assert!(reason.contains("malformed arguments"), "{reason}");
+    assert_eq!(h.posts("initialize").len(), 1, "no recovery");
+    // The session is fine: the next call goes through on the same session.
+    let (next, req) = h.call("echo", json!({}));
+    assert_eq!(header(&req, "mcp-session-id"), Some(SID));
+    h.answer_json(&req, text_result("fine"));
+    assert_eq!(h.completed_text(next), "fine");
+}
+
+// ---------------------------------------------------------------------------
+// 8. Header precedence
+// ---------------------------------------------------------------------------
+
+fn http_config(entry: &str) -> config::HttpConfig {
+    let text = format!(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"{URL}\"\n{entry}\n"
+    );
+    let parsed = config::parse(&text, "config.toml").expect("the file parses");
+    let server = parsed.get("remote").expect("the entry exists");
+    match &server.config {
+        Ok(server) => match &server.transport {
+            Transport::StreamableHttp(http) => http.clone(),
+            other => panic!("expected streamable_http, got {other:?}"),
+        },
+        Err(error) => panic!("entry error: {error}"),
+    }
+}
+
+fn ambient(pairs: &[(&str, &str)]) -> Vec<(String, String)> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+        .collect()
+}
+
+#[test]
+fn env_headers_come_after_literal_ones_and_win_a_case_insensitive_collision() {
+    let config = http_config(
+        "headers = { authorization = \"Bearer literal\", X-Tenant = \"t1\" }\n\
+         headers_from_env = { Authorization = \"MCP_TOKEN\", X-Trace = \"TRACE\" }",
+    );
+    let resolved = resolve_headers(
+        "remote",
+        &ambient(&[("MCP_TOKEN", TOKEN), ("TRACE", "abc"), ("OTHER", "x")]),
+        &config,
+    )
+    .expect("resolves");
+    assert_eq!(
+        resolved,
+        ambient(&[
+            ("X-Tenant", "t1"),
+            ("Authorization", TOKEN),
+            ("X-Trace", "abc")
+        ])
+    );
+    // What the transport sends follows.
+    let h = Harness::with(HttpOptions::new(config.url.clone(), resolved));
+    let init = h.last_send();
+    assert_eq!(header_count(&init, "authorization"), 1);
+    assert_eq!(header(&init, "authorization"), Some(TOKEN));
+    assert_eq!(header(&init, "x-trace"), Some("abc"));
+}
+
+#[test]
+fn missing_ambient_variable_is_an_error_naming_the_header_and_the_variable() {
+    let config = http_config("headers_from_env = { Authorization = \"MCP_TOKEN\" }");
+    let error = resolve_headers("remote", &ambient(&[("OTHER", "x")]), &config)
+        .expect_err("unset variable");
+    assert!(error.contains("`remote`"), "{error}");
+    assert!(error.contains("`Authorization`"), "{error}");
+    assert!(error.contains("`MCP_TOKEN`"), "{error}");
+}
+
+#[test]
+fn configured_accept_or_session_headers_never_override_the_transports_own() {
+    let config = http_config(
+        "headers = { Accept = \"text/html\", Mcp-Session-Id = \"forged\" }\n\
+         headers_from_env = { MCP-PROTOCOL-VERSION = \"VERSION\", content-type = \"CT\" }",
+    );
+    let resolved = resolve_headers(
+        "remote",
+        &ambient(&[("VERSION", "1999-01-01"), ("CT", "text/plain")]),
+        &config,
+    )
+    .expect("resolves");
+    let mut h = Harness::with(HttpOptions::new(config.url.clone(), resolved));
+    let init = h.last_send();
+    assert_eq!(header_count(&init, "accept"), 1);
+    assert_eq!(
+        header(&init, "accept"),
+        Some("application/json, text/event-stream")
+    );
+    assert_eq!(header_count(&init, "content-type"), 1);
+    assert_eq!(header(&init, "content-type"), Some("application/json"));
+    assert_eq!(header(&init, "mcp-session-id"), None);
+    assert_eq!(header(&init, "mcp-protocol-version"), None);
+    h.ready();
+    for req in h.sends().into_iter().skip(1) {
+        assert_eq!(header_count(req, "mcp-session-id"), 1, "{req:?}");
+        assert_eq!(header(req, "mcp-session-id"), Some(SID), "{req:?}");
+        assert_eq!(header_count(req, "mcp-protocol-version"), 1, "{req:?}");
+        assert_eq!(
+            header(req, "mcp-protocol-version"),
+            Some(VERSION),
+            "{req:?}"
+        );
+        assert_eq!(header_count(req, "accept"), 1, "{req:?}");
+        assert_ne!(header(req, "accept"), Some("text/html"), "{req:?}");
+    }
+}
+
+// ---------------------------------------------------------------------------
+// 9. Redirects
+// ---------------------------------------------------------------------------
+
+#[test]
+fn redirect_on_a_call_fails_it_with_status_and_origin_aborts_and_is_never_followed() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(
+        &req,
+        302,
+        &[("Location", "https://elsewhere.example:8443/x")],
+    );
+    let reason = h.transport_error(call);
+    assert!(reason.contains("302"), "{reason}");
+    assert!(
+        reason.contains("https://elsewhere.example:8443"),
+        "{reason}"
+    );
+    assert!(h.aborted().contains(&req.exchange));
+    // Whatever else arrives for it is ignored.
+    h.body(&req, b"<html>moved</html>");
+    h.end(&req);
+    h.advance(Duration::from_secs(60));
+    for sent in h.sends() {
+        assert_eq!(sent.url.as_str(), URL, "{sent:?}");
+    }
+    assert!(h.closed_reason().is_none(), "only the call fails");
+}
+
+#[test]
+fn redirect_during_initialize_closes_the_session_with_the_redirect_reason() {
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    h.head(
+        &init,
+        307,
+        &[("location", "https://elsewhere.example:8443/mcp")],
+    );
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(reason.contains("307"), "{reason}");
+    assert!(
+        reason.contains("https://elsewhere.example:8443"),
+        "{reason}"
+    );
+    assert!(h.aborted().contains(&init.exchange));
+    assert_eq!(h.sends().len(), 1, "nothing else was sent");
+    assert!(h.sends().iter().all(|r| r.url.as_str() == URL));
+    assert_eq!(h.transport.poll_timeout(), None);
+}
+
+// ---------------------------------------------------------------------------
+// 10. Close
+// ---------------------------------------------------------------------------
+
+#[test]
+fn close_sends_delete_with_the_session_id_and_reports_closed_after_its_end() {
+    let mut h = Harness::new();
+    let stream = h.ready();
+    h.transport.close(h.now);
+    h.drain();
+    assert!(
+        h.aborted().contains(&stream.exchange),
+        "streams are dropped"
+    );
+    let delete = h.last_send();
+    assert_eq!(delete.method, Method::Delete);
+    assert_eq!(delete.url.as_str(), URL);
+    assert_eq!(header(&delete, "mcp-session-id"), Some(SID));
+    assert_eq!(header(&delete, "authorization"), Some(TOKEN));
+    assert!(delete.body.is_empty());
+    assert!(
+        h.closed_reason().is_none(),
+        "not before the DELETE finished"
+    );
+    h.head(&delete, 200, &[]);
+    assert!(
+        h.closed_reason().is_none(),
+        "not before the DELETE finished"
+    );
+    h.end(&delete);
+    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert!(matches!(h.events.last(), Some(Event::Closed(_))));
+    assert_eq!(h.transport.poll_timeout(), None);
+}
+
+#[test]
+fn close_accepts_405_to_delete() {
+    let mut h = Harness::new();
+    h.ready();
+    h.transport.close(h.now);
+    h.drain();
+    let delete = h.last_send();
+    assert_eq!(delete.method, Method::Delete);
+    h.respond(
+        &delete,
+        405,
+        &[("Allow", "GET, POST")],
+        b"Method Not Allowed",
+    );
+    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+}
+
+#[test]
+fn close_gives_up_on_a_silent_delete_after_delete_timeout() {
+    let mut o = options();
+    o.delete_timeout = Duration::from_millis(1500);
+    let mut h = Harness::with(o);
+    h.ready();
+    h.transport.close(h.now);
+    h.drain();
+    assert_eq!(h.last_send().method, Method::Delete);
+    assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(1500)));
+    h.advance(Duration::from_millis(1499));
+    assert!(h.closed_reason().is_none());
+    h.advance(Duration::from_millis(1));
+    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert_eq!(h.transport.poll_timeout(), None);
+}
+
+#[test]
+fn close_without_a_session_id_is_immediate_and_sends_no_delete() {
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    let body = response(&json!(0), init_result()).to_string();
+    h.respond(&init, 200, &[JSON], body.as_bytes());
+    h.accept(&h.last_post("notifications/initialized"));
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": []}));
+    assert!(!h.transport.has_session_id());
+    for req in h.sends().into_iter().skip(1) {
+        assert_eq!(header(req, "mcp-session-id"), None, "{req:?}");
+    }
+    h.transport.close(h.now);
+    h.drain();
+    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert!(h.with_method(Method::Delete).is_empty());
+}
+
+// ---------------------------------------------------------------------------
+// 11. Secrets
+// ---------------------------------------------------------------------------
+
+#[test]
+fn debug_output_never_shows_header_values_or_the_session_id() {
+    let secrets = [TOKEN, TENANT, SID];
+    let mut h = Harness::new();
+    h.ready();
+    let (_, req) = h.call("echo", json!({}));
+    h.respond(&req, 200, &[SSE], b"id: e1\nretry: 250\ndata: \n\n");
+    h.step(); // the resume GET
+    h.transport.close(h.now);
+    h.drain();
+    let methods: Vec<Method> = h.sends().iter().map(|r| r.method).collect();
+    for method in [Method::Post, Method::Get, Method::Delete] {
+        assert!(methods.contains(&method), "{methods:?}");
+    }
+    let mut printed: Vec<String> = h.outputs.iter().map(|o| format!("{o:?}")).collect();
+    printed.extend(h.sends().iter().map(|r| format!("{r:?}")));
+    printed.extend(h.sends().iter().map(|r| format!("{r:#?}")));
+    printed.push(format!("{:?}", options()));
+    printed.push(format!("{:#?}", options()));
+    printed.push(format!("{:?}", h.transport));
+    for text in &printed {
+        for secret in secrets {
+            assert!(!text.contains(secret), "{secret} leaked in {text}");
+        }
+    }
+    // The names still show, so a person can see what was sent.
+    let request = format!("{:?}", h.sends()[0]);
+    assert!(request.contains("Authorization"), "{request}");
+}
+
+// ---------------------------------------------------------------------------
+// 12. Keep-alive ping
+// ---------------------------------------------------------------------------
+
+fn ping_harness() -> Harness {
+    let mut o = options();
+    o.ping_interval = Duration::from_secs(20);
+    let mut h = Harness::with(o);
+    h.ready();
+    h
+}
+
+#[test]
+fn ping_goes_out_at_the_interval_and_its_answer_is_reported() {
+    let mut h = ping_harness();
+    assert_eq!(h.next_deadline_in(), Some(Duration::from_secs(20)));
+    assert_eq!(h.step(), Duration::from_secs(20));
+    let ping = h.last_send();
+    assert_eq!(ping.method, Method::Post);
+    assert_eq!(rpc_method(&ping), "ping");
+    assert_eq!(header(&ping, "mcp-session-id"), Some(SID));
+    h.answer_json(&ping, json!({}));
+    assert_eq!(h.events.last(), Some(&Event::PingAnswered));
+    assert_eq!(h.next_deadline_in(), Some(Duration::from_secs(20)));
+}
+
+#[test]
+fn unanswered_ping_fails_after_request_timeout_and_the_session_stays_usable() {
+    let mut h = ping_harness();
+    h.step();
+    let ping = h.last_post("ping");
+    assert_eq!(h.next_deadline_in(), Some(Duration::from_secs(3)));
+    h.step();
+    assert!(
+        matches!(h.events.last(), Some(Event::PingFailed(why)) if why.contains("3 s")),
+        "{:?}",
+        h.events
+    );
+    // A late answer changes nothing; calls still work.
+    h.answer_json(&ping, json!({}));
+    assert!(!h.events.contains(&Event::PingAnswered));
+    let (call, req) = h.call("echo", json!({}));
+    h.answer_json(&req, text_result("alive"));
+    assert_eq!(h.completed_text(call), "alive");
+    assert!(h.closed_reason().is_none());
+}
+
+#[test]
+fn exchange_of_a_ping_that_failed_on_its_deadline_is_aborted() {
+    // The executor reads bodies without a timeout and relies on the core
+    // to abort exchanges it gave up on.
+    let mut h = ping_harness();
+    h.step();
+    let ping = h.last_post("ping");
+    h.head(&ping, 200, &[SSE]);
+    h.step();
+    assert!(matches!(h.events.last(), Some(Event::PingFailed(_))));
+    assert!(h.aborted().contains(&ping.exchange), "{:?}", h.outputs);
+}
+
+// ---------------------------------------------------------------------------
+// 13. Error statuses
+// ---------------------------------------------------------------------------
+
+#[test]
+fn unauthorized_initialize_closes_the_session_naming_authorization() {
+    let mut h = Harness::new();
+    let init = h.last_post("initialize");
+    h.respond(
+        &init,
+        401,
+        &[("WWW-Authenticate", "Bearer realm=\"mcp\"")],
+        b"",
+    );
+    let reason = h.closed_reason().expect("closed");
+    assert!(reason.is_startup_failure());
+    let text = reason.to_string();
+    assert!(text.contains("401"), "{text}");
+    assert!(text.contains("authorization"), "{text}");
+    assert!(h.with_method(Method::Delete).is_empty());
+}
+
+#[test]
+fn error_status_with_a_jsonrpc_error_for_the_request_is_that_calls_rpc_error() {
+    let mut h = Harness::new();
+    h.ready();
+    for status in [422, 500] {
+        let (call, req) = h.call("echo", json!({}));
+        let body = json!({"jsonrpc": "2.0", "id": rpc(&req)["id"],
+            "error": {"code": -32602, "message": "bad arguments"}})
+        .to_string();
+        h.respond(&req, status, &[JSON], body.as_bytes());
+        match h.completion(call) {
+            Some(Err(CallError::Rpc { error, .. })) => {
+                assert_eq!(error.code, -32602, "{status}");
+                assert_eq!(error.message, "bad arguments", "{status}");
+            }
+            other => panic!("HTTP {status}: expected an RPC error, got {other:?}"),
+        }
+    }
+    assert!(h.closed_reason().is_none());
+}
+
+// ---------------------------------------------------------------------------
+// 14. Progress
+// ---------------------------------------------------------------------------
+
+#[test]
+fn progress_on_the_calls_stream_arrives_before_its_completion() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({"steps": 2}));
+    let token = rpc(&req)["params"]["_meta"]["progressToken"].clone();
+    assert_eq!(token, json!(call.0));
+    h.head(&req, 200, &[SSE]);
+    let notify = |progress: f64| {
+        json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": progress, "total": 2, "message": "step"}})
+    };
+    h.body(&req, sse_event(Some("p1"), &notify(1.0)).as_bytes());
+    h.body(&req, sse_event(Some("p2"), &notify(2.0)).as_bytes());
+    let done = sse_event(Some("p3"), &response(&rpc(&req)["id"], text_result("done")));
+    h.body(&req, done.as_bytes());
+    let seen: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::Progress { call: c, progress } if *c == call => Some(format!(
+                "progress {}/{:?}",
+                progress.progress, progress.total
+            )),
+            Event::CallCompleted { call: c, .. } if *c == call => Some("completed".into()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        seen,
+        ["progress 1/Some(2.0)", "progress 2/Some(2.0)", "completed"]
+    );
+    assert_eq!(h.completed_text(call), "done");
+}
+
+#[test]
+fn progress_with_an_unknown_token_yields_nothing() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(&req, 200, &[SSE]);
+    let events = h.events.len();
+    for token in [json!(999), json!("not-ours"), json!(0)] {
+        let notify = json!({"jsonrpc": "2.0", "method": "notifications/progress",
+            "params": {"progressToken": token, "progress": 1}});
+        h.body(&req, sse_event(None, &notify).as_bytes());
+    }
+    assert_eq!(h.events.len(), events, "{:?}", &h.events[events..]);
+    assert!(h.completion(call).is_none());
+}
+
+// ---------------------------------------------------------------------------
+// More edges
+// ---------------------------------------------------------------------------
+
+#[test]
+fn a_404_for_a_message_sent_under_the_replaced_session_resends_without_another_initialize() {
+    let mut h = Harness::new();
+    h.ready();
+    let (first, first_req) = h.call("echo", json!({"n": 1}));
+    let (second, second_req) = h.call("echo", json!({"n": 2}));
+    h.respond(&first_req, 404, &[], b"");
+    reinitialize(&mut h);
+    // The second call's 404 was still on its way: it belongs to the old
+    // session, which is already replaced.
+    h.respond(&second_req, 404, &[], b"");
+    assert_eq!(h.posts("initialize").len(), 2, "no third initialize");
+    assert!(h.transport.has_session_id());
+    let calls = h.posts("tools/call");
+    assert_eq!(calls.len(), 4, "each call re-sent once");
+    for resent in &calls[2..] {
+        assert_eq!(header(resent, "mcp-session-id"), Some(SID2), "{resent:?}");
+    }
+    for resent in &calls[2..] {
+        h.answer_json(resent, text_result("ok"));
+    }
+    assert_eq!(h.completed_text(first), "ok");
+    assert_eq!(h.completed_text(second), "ok");
+}
+
+#[test]
+fn server_stream_that_ends_is_reopened_with_its_last_event_id() {
+    let mut o = options();
+    o.default_retry = Duration::from_millis(500);
+    let mut h = Harness::with(o);
+    let get = h.ready();
+    let note = json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"});
+    h.body(&get, sse_event(Some("g7"), &note).as_bytes());
+    h.end(&get);
+    assert_eq!(h.step(), Duration::from_millis(500));
+    let again = h.last_send();
+    assert_eq!(again.method, Method::Get);
+    assert_eq!(header(&again, "last-event-id"), Some("g7"));
+    assert_eq!(header(&again, "mcp-session-id"), Some(SID));
+}
