@@ -1,6 +1,6 @@
-//! The driver: one thread per server that owns its protocol state and does
+//! The driver: one thread per server that owns its [`Connection`] and does
 //! exactly what the core's contract asks — feed transport input and host
-//! commands in, write outputs out, sleep until `poll_timeout`, hand events
+//! commands in, carry outputs out, sleep until `poll_timeout`, hand events
 //! to the host. No protocol decision is made here.
 
 use std::collections::BTreeMap;
@@ -9,16 +9,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
+use rho_proto_core::connection::{Connection, HttpInput, Output};
+use rho_proto_core::http::{ExchangeId, HttpOutput};
 use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::session::{
-    ApiMisuse, CallError, CallId, CloseReason, Event, Framing, Progress, ServerReady, Session,
-    SessionOptions,
-};
+use rho_proto_core::runtime::{Health, ToolCallError};
+use rho_proto_core::session::{CallError, CallId, CloseReason, Event, Progress, ServerReady};
 use serde_json::Value;
 
-use crate::ToolCallError;
-use crate::http_client::{HttpClient, HttpEvent};
+use crate::http_client::HttpClient;
 use crate::stdio::{PipeEvent, StdioChild};
 
 /// Everything that wakes a driver.
@@ -27,7 +25,7 @@ pub(crate) enum Input {
     /// From a stdio child's pipes.
     Pipe(PipeEvent),
     /// From an HTTP exchange.
-    Http(ExchangeId, HttpEvent),
+    Http(ExchangeId, HttpInput),
     /// From the host.
     Command(Command),
 }
@@ -65,130 +63,25 @@ pub(crate) struct Started {
     pub(crate) pid: Option<u32>,
 }
 
-/// What the host's status report needs to hear after startup.
-#[derive(Debug, Default)]
-pub(crate) struct HealthState {
-    /// Why a once-ready server is no longer usable.
-    pub(crate) failure: Option<String>,
-    /// The latest keep-alive ping failure, cleared by the next success.
-    pub(crate) ping_failure: Option<String>,
-}
-
 /// Shared between a driver and the host's status reports.
-pub(crate) type Health = Arc<Mutex<HealthState>>;
+pub(crate) type SharedHealth = Arc<Mutex<Health>>;
 
 /// How long the driver waits for an exit status after stdout closes.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
 
-/// A session and the transport it drives.
-enum Link {
-    Stdio {
-        session: Box<Session>,
-        child: StdioChild,
-    },
-    Http {
-        transport: Box<HttpTransport>,
-        client: HttpClient<Input>,
-    },
+/// The IO a connection runs over.
+enum Io {
+    Stdio(StdioChild),
+    Http(HttpClient<Input>),
 }
 
-impl Link {
-    /// Hands every pending output to the transport.
-    fn flush(&mut self) {
-        match self {
-            Link::Stdio { session, child } => {
-                while let Some(transmit) = session.poll_transmit() {
-                    child.write(transmit.bytes);
-                }
-            }
-            Link::Http { transport, client } => {
-                while let Some(output) = transport.poll_output() {
-                    match output {
-                        HttpOutput::Send(request) => client.send(request),
-                        HttpOutput::Abort(exchange) => client.abort(exchange),
-                    }
-                }
-            }
-        }
-    }
-
-    fn poll_event(&mut self) -> Option<Event> {
-        match self {
-            Link::Stdio { session, .. } => session.poll_event(),
-            Link::Http { transport, .. } => transport.poll_event(),
-        }
-    }
-
-    fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            Link::Stdio { session, .. } => session.poll_timeout(),
-            Link::Http { transport, .. } => transport.poll_timeout(),
-        }
-    }
-
-    fn handle_timeout(&mut self, now: Instant) {
-        match self {
-            Link::Stdio { session, .. } => session.handle_timeout(now),
-            Link::Http { transport, .. } => transport.handle_timeout(now),
-        }
-    }
-
-    fn call_tool(
-        &mut self,
-        now: Instant,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallId, ApiMisuse> {
-        match self {
-            Link::Stdio { session, .. } => session.call_tool(now, tool, arguments),
-            Link::Http { transport, .. } => transport.call_tool(now, tool, arguments),
-        }
-    }
-
-    fn close(&mut self, now: Instant) {
-        match self {
-            Link::Stdio { session, .. } => session.close(now),
-            Link::Http { transport, .. } => transport.close(now),
-        }
-    }
-
-    fn pid(&self) -> Option<u32> {
-        match self {
-            Link::Stdio { child, .. } => Some(child.pid()),
-            Link::Http { .. } => None,
-        }
-    }
-
-    fn handle_input(&mut self, now: Instant, input: Input) {
-        match (self, input) {
-            (Link::Stdio { session, .. }, Input::Pipe(PipeEvent::Stdout(bytes))) => {
-                session.handle_stdio_bytes(now, &bytes)
-            }
-            (Link::Stdio { session, child }, Input::Pipe(PipeEvent::StdoutClosed)) => {
-                let detail = child.exit_detail(EXIT_STATUS_WAIT);
-                session.handle_transport_closed(now, detail);
-            }
-            (Link::Stdio { session, child }, Input::Pipe(PipeEvent::WriteFailed(error))) => {
-                match child.exit_detail(EXIT_STATUS_WAIT) {
-                    Some(detail) => session.handle_transport_closed(now, Some(detail)),
-                    None => session.handle_transport_failed(
-                        now,
-                        format!("writing to the server failed: {error}"),
-                    ),
-                }
-            }
-            (Link::Http { transport, .. }, Input::Http(exchange, event)) => match event {
-                HttpEvent::Head { status, headers } => {
-                    transport.handle_response_head(now, exchange, status, &headers)
-                }
-                HttpEvent::Body(chunk) => transport.handle_response_body(now, exchange, &chunk),
-                HttpEvent::End => transport.handle_response_end(now, exchange),
-                HttpEvent::Failed(reason) => {
-                    transport.handle_exchange_failed(now, exchange, reason)
-                }
-            },
-            // Commands are handled by the loop; stray transport input of the
-            // other kind cannot happen.
+impl Io {
+    fn carry(&mut self, output: Output) {
+        match (self, output) {
+            (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
+            (Io::Http(client), Output::Http(HttpOutput::Send(request))) => client.send(request),
+            (Io::Http(client), Output::Http(HttpOutput::Abort(exchange))) => client.abort(exchange),
+            // A connection only asks for its own transport's outputs.
             _ => {}
         }
     }
@@ -196,43 +89,11 @@ impl Link {
     /// Ends the transport; returns a stdio child's last stderr lines.
     fn shutdown(self, grace: Duration) -> Option<String> {
         match self {
-            Link::Stdio { child, .. } => child.shutdown(grace),
-            Link::Http { mut client, .. } => {
+            Io::Stdio(child) => child.shutdown(grace),
+            Io::Http(mut client) => {
                 client.abort_all();
                 None
             }
-        }
-    }
-}
-
-/// Builds the link for `config`, or says why it cannot start.
-fn connect(
-    config: &ServerConfig,
-    ambient: &[(String, String)],
-    tx: Sender<Input>,
-    now: Instant,
-) -> Result<Link, String> {
-    let server = config.id.as_str();
-    match &config.transport {
-        Transport::Stdio(stdio) => {
-            let session = Box::new(Session::new(
-                SessionOptions::from_config(config, Framing::Lines),
-                now,
-            ));
-            let child = StdioChild::spawn(server, stdio, ambient, tx, Input::Pipe)?;
-            Ok(Link::Stdio { session, child })
-        }
-        Transport::StreamableHttp(http) => {
-            let headers = resolve_headers(server, ambient, http)?;
-            let transport = HttpTransport::new(
-                SessionOptions::from_config(config, Framing::Messages),
-                HttpOptions::new(http.url.clone(), headers),
-                now,
-            );
-            Ok(Link::Http {
-                transport: Box::new(transport),
-                client: HttpClient::new(tx, Input::Http),
-            })
         }
     }
 }
@@ -245,25 +106,43 @@ pub(crate) fn run(
     grace: Duration,
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
-    health: Health,
+    health: SharedHealth,
 ) {
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
     let (tx, rx) = inputs;
-    let mut link = match connect(&config, &ambient, tx, started_at) {
-        Ok(link) => link,
+    let connected = Connection::new(&config, &ambient, started_at).and_then(|conn| {
+        let io = match &config.transport {
+            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
+                &server,
+                stdio,
+                &ambient,
+                tx,
+                Input::Pipe,
+            )?),
+            Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
+        };
+        Ok((conn, io))
+    });
+    let (mut conn, mut io) = match connected {
+        Ok(pair) => pair,
         Err(reason) => {
             let _ = startup.send(Err(reason));
             return;
         }
     };
-    let pid = link.pid();
+    let pid = match &io {
+        Io::Stdio(child) => Some(child.pid()),
+        Io::Http(_) => None,
+    };
     let mut startup = Some(startup);
     let mut calls: BTreeMap<CallId, Sender<CallUpdate>> = BTreeMap::new();
     let reason = loop {
-        link.flush();
+        while let Some(output) = conn.poll_output() {
+            io.carry(output);
+        }
         let mut closed = None;
-        while let Some(event) = link.poll_event() {
+        while let Some(event) = conn.poll_event() {
             match event {
                 Event::Ready(ready) => {
                     if let Some(tx) = startup.take() {
@@ -297,7 +176,7 @@ pub(crate) fn run(
         if let Some(reason) = closed {
             break reason;
         }
-        let input = match link.poll_timeout() {
+        let input = match conn.poll_timeout() {
             Some(deadline) => rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
@@ -307,7 +186,7 @@ pub(crate) fn run(
                 tool,
                 arguments,
                 reply,
-            })) => match link.call_tool(now, &tool, arguments) {
+            })) => match conn.call_tool(now, &tool, arguments) {
                 Ok(call) => {
                     calls.insert(call, reply);
                 }
@@ -317,16 +196,28 @@ pub(crate) fn run(
                     ))));
                 }
             },
-            Ok(Input::Command(Command::Close)) => link.close(now),
-            Ok(input) => link.handle_input(now, input),
-            Err(RecvTimeoutError::Timeout) => link.handle_timeout(now),
-            // The driver's transport holds senders, so this only happens if
-            // every one of them ended and the host is gone.
-            Err(RecvTimeoutError::Disconnected) => link.close(now),
+            Ok(Input::Command(Command::Close)) => conn.close(now),
+            Ok(Input::Pipe(PipeEvent::Stdout(bytes))) => conn.handle_stdio_bytes(now, &bytes),
+            Ok(Input::Pipe(PipeEvent::StdoutClosed)) => {
+                let detail = exit_detail(&mut io);
+                conn.handle_stdio_closed(now, detail);
+            }
+            Ok(Input::Pipe(PipeEvent::WriteFailed(error))) => match exit_detail(&mut io) {
+                Some(detail) => conn.handle_stdio_closed(now, Some(detail)),
+                None => conn
+                    .handle_transport_failed(now, format!("writing to the server failed: {error}")),
+            },
+            Ok(Input::Http(exchange, input)) => conn.handle_http(now, exchange, input),
+            Err(RecvTimeoutError::Timeout) => conn.handle_timeout(now),
+            // The transport holds senders, so this only happens if every one
+            // of them ended and the host is gone.
+            Err(RecvTimeoutError::Disconnected) => conn.close(now),
         }
     };
-    link.flush();
-    let stderr = link.shutdown(grace);
+    while let Some(output) = conn.poll_output() {
+        io.carry(output);
+    }
+    let stderr = io.shutdown(grace);
     let mut text = reason.to_string();
     if !matches!(reason, CloseReason::Requested) {
         if let Some(stderr) = stderr {
@@ -354,7 +245,14 @@ pub(crate) fn run(
     }
 }
 
-fn update(health: &Health, f: impl FnOnce(&mut HealthState)) {
+fn exit_detail(io: &mut Io) -> Option<String> {
+    match io {
+        Io::Stdio(child) => child.exit_detail(EXIT_STATUS_WAIT),
+        Io::Http(_) => None,
+    }
+}
+
+fn update(health: &SharedHealth, f: impl FnOnce(&mut Health)) {
     match health.lock() {
         Ok(mut state) => f(&mut state),
         Err(poisoned) => f(&mut poisoned.into_inner()),

@@ -1,4 +1,4 @@
-//! The HTTP half of the blocking executor: make the requests the core asks
+//! The HTTP half of the executors: make the requests the core asks
 //! for with ureq, one thread per exchange, and stream each response back
 //! to the driver as head, body chunks, end or failure.
 //!
@@ -17,23 +17,8 @@ use std::sync::mpsc::Sender;
 use std::time::Duration;
 
 use rho_proto_core::config::check_url_policy;
+use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest};
-
-/// What happened to one exchange.
-#[derive(Debug)]
-pub(crate) enum HttpEvent {
-    /// Status and headers.
-    Head {
-        status: u16,
-        headers: Vec<(String, String)>,
-    },
-    /// A chunk of the body.
-    Body(Vec<u8>),
-    /// The body ended.
-    End,
-    /// The request or the body failed.
-    Failed(String),
-}
 
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
@@ -46,23 +31,15 @@ const CHUNK: usize = 16 * 1024;
 pub(crate) struct HttpClient<E> {
     agent: ureq::Agent,
     events: Sender<E>,
-    wrap: fn(ExchangeId, HttpEvent) -> E,
+    wrap: fn(ExchangeId, HttpInput) -> E,
     aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
 }
 
 impl<E: Send + 'static> HttpClient<E> {
     /// A client whose reports go to `events`, wrapped by `wrap`.
-    pub(crate) fn new(events: Sender<E>, wrap: fn(ExchangeId, HttpEvent) -> E) -> Self {
-        let agent = ureq::Agent::config_builder()
-            .max_redirects(0)
-            .http_status_as_error(false)
-            .timeout_connect(Some(CONNECT_TIMEOUT))
-            .timeout_send_request(Some(SEND_TIMEOUT))
-            .timeout_send_body(Some(SEND_TIMEOUT))
-            .build()
-            .into();
+    pub(crate) fn new(events: Sender<E>, wrap: fn(ExchangeId, HttpInput) -> E) -> Self {
         Self {
-            agent,
+            agent: new_agent(),
             events,
             wrap,
             aborted: BTreeMap::new(),
@@ -87,7 +64,7 @@ impl<E: Send + 'static> HttpClient<E> {
         if let Err(e) = spawned {
             let _ = self.events.send(wrap(
                 exchange,
-                HttpEvent::Failed(format!("could not start a thread: {e}")),
+                HttpInput::Failed(format!("could not start a thread: {e}")),
             ));
         }
     }
@@ -107,16 +84,33 @@ impl<E: Send + 'static> HttpClient<E> {
     }
 }
 
-fn run_exchange(
+/// The ureq agent every exchange uses: no redirects, statuses as data,
+/// connect and send timeouts, no body timeout.
+pub fn new_agent() -> ureq::Agent {
+    ureq::Agent::config_builder()
+        .max_redirects(0)
+        .http_status_as_error(false)
+        .timeout_connect(Some(CONNECT_TIMEOUT))
+        .timeout_send_request(Some(SEND_TIMEOUT))
+        .timeout_send_body(Some(SEND_TIMEOUT))
+        .build()
+        .into()
+}
+
+/// Performs one exchange, blocking, and reports what happens to it through
+/// `report` until the body ends, fails, `report` returns `false`, or
+/// `aborted` is set. Shared by both executors (the smol one runs it on its
+/// blocking pool), so HTTP behaves the same on each.
+pub fn run_exchange(
     agent: &ureq::Agent,
     request: HttpRequest,
     aborted: &AtomicBool,
-    mut report: impl FnMut(HttpEvent) -> bool,
+    mut report: impl FnMut(HttpInput) -> bool,
 ) {
     // Defence in depth: the core only ever asks for the configured URL,
     // which passed this policy when the config was read.
     if let Err(e) = check_url_policy(&request.url) {
-        report(HttpEvent::Failed(e));
+        report(HttpInput::Failed(e));
         return;
     }
     let mut builder = ureq::http::Request::builder()
@@ -128,14 +122,14 @@ fn run_exchange(
     let built = match builder.body(request.body) {
         Ok(built) => built,
         Err(e) => {
-            report(HttpEvent::Failed(format!("invalid request: {e}")));
+            report(HttpInput::Failed(format!("invalid request: {e}")));
             return;
         }
     };
     let response = match agent.run(built) {
         Ok(response) => response,
         Err(e) => {
-            report(HttpEvent::Failed(e.to_string()));
+            report(HttpInput::Failed(e.to_string()));
             return;
         }
     };
@@ -150,7 +144,7 @@ fn run_exchange(
         })
         .collect();
     if aborted.load(Ordering::Relaxed)
-        || !report(HttpEvent::Head {
+        || !report(HttpInput::Head {
             status: response.status().as_u16(),
             headers,
         })
@@ -161,11 +155,11 @@ fn run_exchange(
     let mut buf = vec![0u8; CHUNK];
     loop {
         let event = match reader.read(&mut buf) {
-            Ok(0) => HttpEvent::End,
-            Ok(n) => HttpEvent::Body(buf[..n].to_vec()),
-            Err(e) => HttpEvent::Failed(e.to_string()),
+            Ok(0) => HttpInput::End,
+            Ok(n) => HttpInput::Body(buf[..n].to_vec()),
+            Err(e) => HttpInput::Failed(e.to_string()),
         };
-        let last = !matches!(event, HttpEvent::Body(_));
+        let last = !matches!(event, HttpInput::Body(_));
         if aborted.load(Ordering::Relaxed) || !report(event) || last {
             return;
         }

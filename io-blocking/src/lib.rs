@@ -21,8 +21,10 @@
 //! ```
 
 mod driver;
-mod http_client;
+pub mod http_client;
 mod runtime;
 mod stdio;
 
-pub use runtime::{Runtime, RuntimeOptions, ServerView, ToolCallError};
+pub use http_client::{new_agent, run_exchange};
+pub use rho_proto_core::runtime::{ServerView, ToolCallError};
+pub use runtime::{Runtime, RuntimeOptions};

@@ -7,6 +7,7 @@
 //! load. With no enabled server, nothing is created at all — no thread, no
 //! process, no socket.
 
+use std::collections::BTreeMap;
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -14,13 +15,13 @@ use std::time::Duration;
 
 use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::process::SHUTDOWN_GRACE;
-use rho_proto_core::protocol::{CallToolResult, Tool};
+use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::ToolRegistry;
-use rho_proto_core::session::{CallError, Progress};
-use rho_proto_core::status::{ReadyReport, ServerStatus};
+use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
+use rho_proto_core::session::Progress;
 use serde_json::Value;
 
-use crate::driver::{self, CallUpdate, Command, Health, HealthState, Input, StartupOutcome};
+use crate::driver::{self, CallUpdate, Command, Input, SharedHealth, StartupOutcome};
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]
@@ -45,78 +46,16 @@ impl RuntimeOptions {
     }
 }
 
-/// Why a tool call did not produce a result.
-#[derive(Debug, thiserror::Error)]
-pub enum ToolCallError {
-    /// No exported tool has that name.
-    #[error("no MCP tool is exported as `{0}`")]
-    UnknownTool(String),
-    /// No configured server has that identity.
-    #[error("no MCP server `{0}` is configured")]
-    UnknownServer(String),
-    /// The server is configured but not running.
-    #[error("server `{server}` is not ready: {reason}")]
-    ServerNotReady {
-        /// The server identity.
-        server: String,
-        /// Its status, in words.
-        reason: String,
-    },
-    /// The tool exists on the server but `[tools]` allow/deny keeps it out.
-    #[error("tool `{tool}` of server `{server}` is not allowed by [mcp.servers.{server}.tools]")]
-    Filtered {
-        /// The server identity.
-        server: String,
-        /// The tool's own name.
-        tool: String,
-    },
-    /// The server does not list a tool by that name.
-    #[error("server `{server}` has no tool `{tool}`")]
-    NoSuchTool {
-        /// The server identity.
-        server: String,
-        /// The tool's own name.
-        tool: String,
-    },
-    /// The session would not take the call (closed, bad arguments).
-    #[error("{0}")]
-    NotCallable(String),
-    /// The call was sent but ended without a result.
-    #[error(transparent)]
-    Call(#[from] CallError),
-}
-
-/// One configured server as the runtime sees it.
-#[derive(Clone, Debug)]
-pub struct ServerView {
-    /// The server identity.
-    pub id: String,
-    /// Its valid configuration, when the entry parsed.
-    pub config: Option<ServerConfig>,
-    /// Where it stands now.
-    pub status: ServerStatus,
-    /// The tools it listed at startup (all of them, before allow/deny).
-    pub tools: Vec<Tool>,
-}
-
-struct Slot {
-    id: String,
-    config: Option<ServerConfig>,
-    status: ServerStatus,
-    tools: Vec<Tool>,
-    driver: Option<DriverHandle>,
+/// Every configured server of one run. Dropping it shuts them all down.
+pub struct Runtime {
+    inventory: Inventory,
+    drivers: BTreeMap<SlotId, DriverHandle>,
 }
 
 struct DriverHandle {
     commands: Sender<Input>,
     thread: Option<JoinHandle<()>>,
-    health: Health,
-}
-
-/// Every configured server of one run. Dropping it shuts them all down.
-pub struct Runtime {
-    slots: Vec<Slot>,
-    registry: ToolRegistry,
+    health: SharedHealth,
 }
 
 /// Extra time the host waits beyond a server's own startup budget before
@@ -132,116 +71,76 @@ impl Runtime {
 
     /// Like [`Runtime::start`], but starts only the enabled servers whose
     /// identity `select` accepts; the others report
-    /// [`ServerStatus::NotStarted`].
+    /// [`ServerStatus::NotStarted`](rho_proto_core::status::ServerStatus::NotStarted).
     pub fn start_where(
         config: &Config,
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
+        let mut inventory = Inventory::new(config, select);
         let ambient = Arc::new(options.ambient);
-        let mut waiting: Vec<(usize, Receiver<StartupOutcome>, Duration)> = Vec::new();
-        let mut slots = Vec::with_capacity(config.servers.len());
-        for entry in &config.servers {
-            let mut slot = Slot {
-                id: entry.id.clone(),
-                config: entry.config.as_ref().ok().cloned(),
-                status: ServerStatus::NotStarted,
-                tools: Vec::new(),
-                driver: None,
-            };
-            match &entry.config {
-                Err(error) => {
-                    slot.status = ServerStatus::Invalid {
-                        error: error.to_string(),
-                    }
+        let mut drivers = BTreeMap::new();
+        let mut waiting = Vec::new();
+        for (slot, server) in inventory.to_start() {
+            match spawn_driver(server, &ambient, options.shutdown_grace) {
+                Ok((handle, outcome)) => {
+                    waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
+                    drivers.insert(slot, handle);
                 }
-                Ok(server) if !server.enabled => slot.status = ServerStatus::Disabled,
-                Ok(server) if !select(&entry.id) => {}
-                Ok(server) => match spawn_driver(server, &ambient, options.shutdown_grace) {
-                    Ok((handle, outcome)) => {
-                        waiting.push((slots.len(), outcome, server.startup_timeout));
-                        slot.driver = Some(handle);
-                    }
-                    Err(error) => slot.status = ServerStatus::Failed { error },
-                },
+                Err(error) => {
+                    waiting.push((slot, failed_now(error), Duration::ZERO, String::new()))
+                }
             }
-            slots.push(slot);
         }
-        for (index, outcome, budget) in waiting {
-            let slot = &mut slots[index];
+        for (slot, outcome, budget, id) in waiting {
             match outcome.recv_timeout(budget + STARTUP_MARGIN) {
                 Ok(Ok(started)) => {
-                    slot.tools = started.ready.tools;
-                    slot.status = ServerStatus::Ready(ReadyReport {
-                        protocol_version: started.ready.protocol_version,
-                        server_info: started.ready.server_info,
-                        instructions: started.ready.instructions,
-                        elapsed_ms: u64::try_from(started.elapsed.as_millis()).unwrap_or(u64::MAX),
-                        pid: started.pid,
-                        filtered_tools: Vec::new(),
-                        last_ping_error: None,
-                    });
+                    inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
                 }
-                Ok(Err(error)) => slot.status = ServerStatus::Failed { error },
-                Err(RecvTimeoutError::Timeout) => {
-                    slot.status = ServerStatus::Failed {
-                        error: format!(
-                            "server `{}`: did not finish starting within {} s",
-                            slot.id,
-                            budget.as_secs_f64()
-                        ),
-                    }
-                }
-                Err(RecvTimeoutError::Disconnected) => {
-                    slot.status = ServerStatus::Failed {
-                        error: format!("server `{}`: its driver stopped unexpectedly", slot.id),
-                    }
-                }
+                Ok(Err(error)) => inventory.record_failed(slot, error),
+                Err(RecvTimeoutError::Timeout) => inventory.record_failed(
+                    slot,
+                    format!(
+                        "server `{id}`: did not finish starting within {} s",
+                        budget.as_secs_f64()
+                    ),
+                ),
+                Err(RecvTimeoutError::Disconnected) => inventory.record_failed(
+                    slot,
+                    format!("server `{id}`: its driver stopped unexpectedly"),
+                ),
             }
-            if matches!(slot.status, ServerStatus::Failed { .. }) {
-                if let Some(mut driver) = slot.driver.take() {
+            let failed = inventory
+                .view(slot, None)
+                .is_some_and(|v| v.status.is_failure());
+            if failed {
+                if let Some(mut driver) = drivers.remove(&slot) {
                     driver.stop();
                 }
             }
         }
-        let mut registry = ToolRegistry::new();
-        for slot in &mut slots {
-            if let (ServerStatus::Ready(report), Some(config)) = (&mut slot.status, &slot.config) {
-                report.filtered_tools = registry.add_server(&slot.id, &config.tools, &slot.tools);
-            }
-        }
-        Self { slots, registry }
+        inventory.finish_startup();
+        Self { inventory, drivers }
+    }
+
+    fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {
+        |slot| self.drivers.get(&slot).map(DriverHandle::health)
     }
 
     /// Every configured server, in configuration order.
     pub fn servers(&self) -> Vec<ServerView> {
-        self.slots.iter().map(|s| self.view(s)).collect()
+        self.inventory.servers(self.health())
     }
 
     /// One server, by identity.
     pub fn server(&self, id: &str) -> Option<ServerView> {
-        self.slots.iter().find(|s| s.id == id).map(|s| self.view(s))
-    }
-
-    fn view(&self, slot: &Slot) -> ServerView {
-        let mut status = slot.status.clone();
-        if let Some(error) = slot.driver.as_ref().and_then(DriverHandle::failure) {
-            status = ServerStatus::Failed { error };
-        }
-        if let ServerStatus::Ready(report) = &mut status {
-            report.last_ping_error = slot.driver.as_ref().and_then(DriverHandle::ping_failure);
-        }
-        ServerView {
-            id: slot.id.clone(),
-            config: slot.config.clone(),
-            status,
-            tools: slot.tools.clone(),
-        }
+        let slot = self.inventory.find(id)?;
+        self.inventory.view(slot, self.health()(slot))
     }
 
     /// The exported tools of every ready server.
     pub fn tools(&self) -> &ToolRegistry {
-        &self.registry
+        self.inventory.tools()
     }
 
     /// Calls an exported tool (`mcp__<server>__<tool>`) and waits for its
@@ -263,11 +162,8 @@ impl Runtime {
         arguments: Value,
         on_progress: impl FnMut(Progress),
     ) -> Result<CallToolResult, ToolCallError> {
-        let tool = self
-            .registry
-            .get(exported)
-            .ok_or_else(|| ToolCallError::UnknownTool(exported.to_owned()))?;
-        self.call(&tool.server, &tool.tool, arguments, on_progress)
+        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
+        self.call(slot, tool, arguments, on_progress)
     }
 
     /// Calls a tool by server identity and the server's own tool name,
@@ -278,62 +174,33 @@ impl Runtime {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
-        let slot = self.slot(server)?;
-        if !slot.tools.iter().any(|t| t.name == tool) {
-            return Err(ToolCallError::NoSuchTool {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-            });
-        }
-        if let Some(config) = &slot.config {
-            if !config.tools.permits(tool) {
-                return Err(ToolCallError::Filtered {
-                    server: server.to_owned(),
-                    tool: tool.to_owned(),
-                });
-            }
-        }
-        self.call(server, tool, arguments, |_| {})
-    }
-
-    fn slot(&self, server: &str) -> Result<&Slot, ToolCallError> {
         let slot = self
-            .slots
-            .iter()
-            .find(|s| s.id == server)
-            .ok_or_else(|| ToolCallError::UnknownServer(server.to_owned()))?;
-        let status = self.view(slot).status;
-        if !matches!(status, ServerStatus::Ready(_)) {
-            let reason = match status {
-                ServerStatus::Failed { error } | ServerStatus::Invalid { error } => error,
-                other => other.label().replace('_', " "),
-            };
-            return Err(ToolCallError::ServerNotReady {
-                server: server.to_owned(),
-                reason,
-            });
-        }
-        Ok(slot)
+            .inventory
+            .route_server_tool(server, tool, self.health())?;
+        self.call(slot, tool.to_owned(), arguments, |_| {})
     }
 
     fn call(
         &self,
-        server: &str,
-        tool: &str,
+        slot: SlotId,
+        tool: String,
         arguments: Value,
         mut on_progress: impl FnMut(Progress),
     ) -> Result<CallToolResult, ToolCallError> {
-        let slot = self.slot(server)?;
         let not_running = || ToolCallError::ServerNotReady {
-            server: server.to_owned(),
+            server: self
+                .inventory
+                .view(slot, None)
+                .map(|v| v.id)
+                .unwrap_or_default(),
             reason: "its session has ended".into(),
         };
-        let driver = slot.driver.as_ref().ok_or_else(not_running)?;
+        let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
         let (reply, answer) = mpsc::channel();
         driver
             .commands
             .send(Input::Command(Command::CallTool {
-                tool: tool.to_owned(),
+                tool,
                 arguments,
                 reply,
             }))
@@ -356,15 +223,11 @@ impl Runtime {
     }
 
     fn stop_all(&mut self) {
-        for slot in &self.slots {
-            if let Some(driver) = &slot.driver {
-                let _ = driver.commands.send(Input::Command(Command::Close));
-            }
+        for driver in self.drivers.values() {
+            let _ = driver.commands.send(Input::Command(Command::Close));
         }
-        for slot in &mut self.slots {
-            if let Some(mut driver) = slot.driver.take() {
-                driver.stop();
-            }
+        for (_, mut driver) in std::mem::take(&mut self.drivers) {
+            driver.stop();
         }
     }
 }
@@ -376,12 +239,11 @@ impl Drop for Runtime {
 }
 
 impl DriverHandle {
-    fn failure(&self) -> Option<String> {
-        self.health.lock().ok().and_then(|h| h.failure.clone())
-    }
-
-    fn ping_failure(&self) -> Option<String> {
-        self.health.lock().ok().and_then(|h| h.ping_failure.clone())
+    fn health(&self) -> Health {
+        match self.health.lock() {
+            Ok(h) => h.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
     }
 
     /// Asks the driver to close and waits for it: the driver's own shutdown
@@ -394,6 +256,13 @@ impl DriverHandle {
     }
 }
 
+/// A startup outcome that is already known.
+fn failed_now(error: String) -> Receiver<StartupOutcome> {
+    let (tx, rx) = mpsc::channel();
+    let _ = tx.send(Err(error));
+    rx
+}
+
 fn spawn_driver(
     server: &ServerConfig,
     ambient: &Arc<Vec<(String, String)>>,
@@ -401,7 +270,7 @@ fn spawn_driver(
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
     let (commands, inputs) = mpsc::channel();
     let (startup_tx, startup_rx) = mpsc::channel();
-    let health: Health = Arc::new(Mutex::new(HealthState::default()));
+    let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
     let thread = std::thread::Builder::new()
         .name(format!("rho-mcp-{}", server.id))
         .spawn({

@@ -39,6 +39,7 @@
 //! ```
 
 pub mod config;
+pub mod connection;
 pub mod env;
 pub mod framing;
 pub mod http;
@@ -47,6 +48,7 @@ pub mod naming;
 pub mod process;
 pub mod protocol;
 pub mod registry;
+pub mod runtime;
 pub mod session;
 pub mod status;
 pub mod stderr;

@@ -1,0 +1,399 @@
+//! The pure half of running many servers: which servers start, what each
+//! one's status is, the exported tool registry, and where a tool call goes.
+//!
+//! Both executors keep an [`Inventory`] and only add concurrency: they
+//! start what [`Inventory::to_start`] lists, report each outcome back, and
+//! ask [`Inventory::route_exported`] or [`Inventory::route_server_tool`]
+//! where a call goes. So failure isolation, allow/deny and the
+//! not-ready messages behave the same on every executor.
+
+use std::time::Duration;
+
+use crate::config::{Config, ServerConfig};
+use crate::protocol::Tool;
+use crate::registry::ToolRegistry;
+use crate::session::{CallError, ServerReady};
+use crate::status::{ReadyReport, ServerStatus};
+
+/// Why a tool call did not produce a result.
+#[derive(Debug, thiserror::Error)]
+pub enum ToolCallError {
+    /// No exported tool has that name.
+    #[error("no MCP tool is exported as `{0}`")]
+    UnknownTool(String),
+    /// No configured server has that identity.
+    #[error("no MCP server `{0}` is configured")]
+    UnknownServer(String),
+    /// The server is configured but not running.
+    #[error("server `{server}` is not ready: {reason}")]
+    ServerNotReady {
+        /// The server identity.
+        server: String,
+        /// Its status, in words.
+        reason: String,
+    },
+    /// The tool exists on the server but `[tools]` allow/deny keeps it out.
+    #[error("tool `{tool}` of server `{server}` is not allowed by [mcp.servers.{server}.tools]")]
+    Filtered {
+        /// The server identity.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+    },
+    /// The server does not list a tool by that name.
+    #[error("server `{server}` has no tool `{tool}`")]
+    NoSuchTool {
+        /// The server identity.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+    },
+    /// The session would not take the call (closed, bad arguments).
+    #[error("{0}")]
+    NotCallable(String),
+    /// The call was sent but ended without a result.
+    #[error(transparent)]
+    Call(#[from] CallError),
+}
+
+/// One configured server as the host sees it.
+#[derive(Clone, Debug)]
+pub struct ServerView {
+    /// The server identity.
+    pub id: String,
+    /// Its valid configuration, when the entry parsed.
+    pub config: Option<ServerConfig>,
+    /// Where it stands now.
+    pub status: ServerStatus,
+    /// The tools it listed at startup (all of them, before allow/deny).
+    pub tools: Vec<Tool>,
+}
+
+/// What happened to a running server after startup, as its driver reports
+/// it. Executors share one per server between the driver and the host.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Health {
+    /// Why a once-ready server is no longer usable.
+    pub failure: Option<String>,
+    /// The latest keep-alive ping failure, cleared by the next success.
+    pub ping_failure: Option<String>,
+}
+
+/// A server's position in the inventory.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct SlotId(pub usize);
+
+#[derive(Debug)]
+struct Slot {
+    id: String,
+    config: Option<ServerConfig>,
+    status: ServerStatus,
+    tools: Vec<Tool>,
+}
+
+/// Every configured server of one run and its status.
+#[derive(Debug, Default)]
+pub struct Inventory {
+    slots: Vec<Slot>,
+    registry: ToolRegistry,
+    to_start: Vec<SlotId>,
+}
+
+impl Inventory {
+    /// Reads `config`: invalid entries are `Invalid`, disabled ones
+    /// `Disabled`, enabled ones that `select` accepts are to be started,
+    /// and the rest are `NotStarted`.
+    pub fn new(config: &Config, select: impl Fn(&str) -> bool) -> Self {
+        let mut inventory = Self::default();
+        for entry in &config.servers {
+            let status = match &entry.config {
+                Err(error) => ServerStatus::Invalid {
+                    error: error.to_string(),
+                },
+                Ok(server) if !server.enabled => ServerStatus::Disabled,
+                Ok(_) => {
+                    if select(&entry.id) {
+                        inventory.to_start.push(SlotId(inventory.slots.len()));
+                    }
+                    ServerStatus::NotStarted
+                }
+            };
+            inventory.slots.push(Slot {
+                id: entry.id.clone(),
+                config: entry.config.as_ref().ok().cloned(),
+                status,
+                tools: Vec::new(),
+            });
+        }
+        inventory
+    }
+
+    /// The servers to start, with their configurations. Empty when no
+    /// enabled server was selected: then the executor creates nothing.
+    pub fn to_start(&self) -> Vec<(SlotId, &ServerConfig)> {
+        self.to_start
+            .iter()
+            .filter_map(|&slot| Some((slot, self.slots.get(slot.0)?.config.as_ref()?)))
+            .collect()
+    }
+
+    /// Records a server that finished its handshake and discovery.
+    pub fn record_ready(
+        &mut self,
+        slot: SlotId,
+        ready: ServerReady,
+        elapsed: Duration,
+        pid: Option<u32>,
+    ) {
+        let Some(s) = self.slots.get_mut(slot.0) else {
+            return;
+        };
+        s.tools = ready.tools;
+        s.status = ServerStatus::Ready(ReadyReport {
+            protocol_version: ready.protocol_version,
+            server_info: ready.server_info,
+            instructions: ready.instructions,
+            elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
+            pid,
+            filtered_tools: Vec::new(),
+            last_ping_error: None,
+        });
+    }
+
+    /// Records a server that could not start.
+    pub fn record_failed(&mut self, slot: SlotId, error: String) {
+        if let Some(s) = self.slots.get_mut(slot.0) {
+            s.status = ServerStatus::Failed { error };
+        }
+    }
+
+    /// Ends startup: builds the exported tool registry from the ready
+    /// servers, applying each server's allow/deny.
+    pub fn finish_startup(&mut self) {
+        let mut registry = ToolRegistry::new();
+        for slot in &mut self.slots {
+            if let (ServerStatus::Ready(report), Some(config)) = (&mut slot.status, &slot.config) {
+                report.filtered_tools = registry.add_server(&slot.id, &config.tools, &slot.tools);
+            }
+        }
+        self.registry = registry;
+    }
+
+    /// The exported tools of every ready server.
+    pub fn tools(&self) -> &ToolRegistry {
+        &self.registry
+    }
+
+    /// Every configured server, in configuration order; `health` gives what
+    /// each running server's driver reported since startup.
+    pub fn servers(&self, health: impl Fn(SlotId) -> Option<Health>) -> Vec<ServerView> {
+        (0..self.slots.len())
+            .filter_map(|i| self.view(SlotId(i), health(SlotId(i))))
+            .collect()
+    }
+
+    /// One server by identity, with its slot.
+    pub fn find(&self, id: &str) -> Option<SlotId> {
+        self.slots.iter().position(|s| s.id == id).map(SlotId)
+    }
+
+    /// One server's view, given what its driver reported.
+    pub fn view(&self, slot: SlotId, health: Option<Health>) -> Option<ServerView> {
+        let s = self.slots.get(slot.0)?;
+        let mut status = s.status.clone();
+        if let Some(health) = health {
+            if let ServerStatus::Ready(report) = &mut status {
+                report.last_ping_error = health.ping_failure;
+            }
+            if let Some(error) = health.failure {
+                status = ServerStatus::Failed { error };
+            }
+        }
+        Some(ServerView {
+            id: s.id.clone(),
+            config: s.config.clone(),
+            status,
+            tools: s.tools.clone(),
+        })
+    }
+
+    /// Where a call of an exported tool goes: the server's slot and the
+    /// tool's own name.
+    pub fn route_exported(
+        &self,
+        exported: &str,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<(SlotId, String), ToolCallError> {
+        let tool = self
+            .registry
+            .get(exported)
+            .ok_or_else(|| ToolCallError::UnknownTool(exported.to_owned()))?;
+        let slot = self.ready_slot(&tool.server, &health)?;
+        Ok((slot, tool.tool.clone()))
+    }
+
+    /// Where a call of `tool` (the server's own name) on `server` goes,
+    /// honouring the server's allow/deny filter.
+    pub fn route_server_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<SlotId, ToolCallError> {
+        let slot = self.ready_slot(server, &health)?;
+        let s = &self.slots[slot.0];
+        if !s.tools.iter().any(|t| t.name == tool) {
+            return Err(ToolCallError::NoSuchTool {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        if s.config.as_ref().is_some_and(|c| !c.tools.permits(tool)) {
+            return Err(ToolCallError::Filtered {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        Ok(slot)
+    }
+
+    fn ready_slot(
+        &self,
+        server: &str,
+        health: &impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<SlotId, ToolCallError> {
+        let slot = self
+            .find(server)
+            .ok_or_else(|| ToolCallError::UnknownServer(server.to_owned()))?;
+        let status = self
+            .view(slot, health(slot))
+            .map_or(ServerStatus::NotStarted, |v| v.status);
+        match status {
+            ServerStatus::Ready(_) => Ok(slot),
+            ServerStatus::Failed { error } | ServerStatus::Invalid { error } => {
+                Err(ToolCallError::ServerNotReady {
+                    server: server.to_owned(),
+                    reason: error,
+                })
+            }
+            other => Err(ToolCallError::ServerNotReady {
+                server: server.to_owned(),
+                reason: other.label().replace('_', " "),
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config;
+    use crate::protocol::{Implementation, ServerCapabilities};
+    use serde_json::json;
+
+    fn ready(tools: &[&str]) -> ServerReady {
+        ServerReady {
+            protocol_version: "2025-11-25".into(),
+            server_info: Implementation {
+                name: "s".into(),
+                version: "1".into(),
+                title: None,
+            },
+            capabilities: ServerCapabilities::default(),
+            instructions: None,
+            tools: tools
+                .iter()
+                .map(|name| {
+                    Tool::from_value(&json!({"name": name, "inputSchema": {"type": "object"}}))
+                        .expect("tool")
+                })
+                .collect(),
+        }
+    }
+
+    const CONFIG: &str = r#"
+[mcp.servers.a]
+transport = "stdio"
+command = "a"
+[mcp.servers.a.tools]
+deny = ["secret"]
+[mcp.servers.b]
+transport = "stdio"
+command = "b"
+[mcp.servers.off]
+transport = "stdio"
+command = "c"
+enabled = false
+[mcp.servers.bad]
+transport = "stdio"
+"#;
+
+    #[test]
+    fn only_selected_enabled_valid_servers_are_started() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let inventory = Inventory::new(&config, |id| id != "b");
+        let ids: Vec<&str> = inventory
+            .to_start()
+            .iter()
+            .map(|(_, c)| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["a"]);
+        let labels: Vec<(String, &str)> = inventory
+            .servers(|_| None)
+            .into_iter()
+            .map(|v| (v.id, v.status.label()))
+            .collect();
+        assert!(labels.contains(&("bad".into(), "invalid")));
+        assert!(labels.contains(&("off".into(), "disabled")));
+        assert!(labels.contains(&("b".into(), "not_started")));
+    }
+
+    #[test]
+    fn routing_honours_filters_and_readiness() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let mut inventory = Inventory::new(&config, |_| true);
+        let a = inventory.find("a").expect("a");
+        let b = inventory.find("b").expect("b");
+        inventory.record_ready(
+            a,
+            ready(&["echo", "secret"]),
+            Duration::from_millis(5),
+            None,
+        );
+        inventory.record_failed(b, "server `b`: boom".into());
+        inventory.finish_startup();
+        assert_eq!(
+            inventory
+                .route_exported("mcp__a__echo", |_| None)
+                .expect("routes"),
+            (a, "echo".to_owned())
+        );
+        assert!(matches!(
+            inventory.route_exported("mcp__a__secret", |_| None),
+            Err(ToolCallError::UnknownTool(_))
+        ));
+        assert!(matches!(
+            inventory.route_server_tool("a", "secret", |_| None),
+            Err(ToolCallError::Filtered { .. })
+        ));
+        assert!(matches!(
+            inventory.route_server_tool("a", "nope", |_| None),
+            Err(ToolCallError::NoSuchTool { .. })
+        ));
+        match inventory.route_server_tool("b", "x", |_| None) {
+            Err(ToolCallError::ServerNotReady { reason, .. }) => assert!(reason.contains("boom")),
+            other => panic!("{other:?}"),
+        }
+        // A failure after startup turns a ready server into a failed one.
+        let dead = Health {
+            failure: Some("server exited".into()),
+            ping_failure: None,
+        };
+        assert!(matches!(
+            inventory.route_exported("mcp__a__echo", |_| Some(dead.clone())),
+            Err(ToolCallError::ServerNotReady { .. })
+        ));
+        let view = inventory.view(a, Some(dead)).expect("view");
+        assert_eq!(view.status.label(), "failed");
+    }
+}
