@@ -10,12 +10,12 @@
 
 use std::process::ExitCode;
 
-use rho_io_blocking::{Runtime, RuntimeOptions};
 use rho_proto_core::config;
 use rho_proto_core::status::ServerStatus;
 use serde_json::{Value, json};
 
 use crate::Failure;
+use crate::host::{Host, RuntimeKind};
 
 /// What a scenario asks of the client once it is connected.
 enum Action {
@@ -36,7 +36,7 @@ fn action(scenario: &str) -> Option<Action> {
 }
 
 /// Runs the scenario named by `MCP_CONFORMANCE_SCENARIO` against `url`.
-pub(crate) fn run(url: &str) -> Result<ExitCode, Failure> {
+pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let Some(action) = action(&scenario) else {
         return Err(Failure::Runtime(format!(
@@ -54,7 +54,7 @@ pub(crate) fn run(url: &str) -> Result<ExitCode, Failure> {
             return Err(Failure::Usage(error.to_string()));
         }
     }
-    let runtime = Runtime::start(&config, RuntimeOptions::from_process_env());
+    let runtime = Host::start(kind, &config, |_| true);
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),

@@ -11,16 +11,17 @@
 
 mod config_file;
 mod conformance;
+mod host;
 mod output;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use rho_io_blocking::{Runtime, RuntimeOptions};
 use tracing_subscriber::EnvFilter;
 
 use crate::config_file::LoadedConfig;
+use crate::host::{Host, RuntimeKind};
 
 /// rho's MCP client: configure, inspect and exercise MCP servers.
 #[derive(Parser, Debug)]
@@ -33,6 +34,16 @@ struct Cli {
     /// Log debug output to stderr (RUST_LOG overrides the filter).
     #[arg(long, short, global = true)]
     verbose: bool,
+    /// The executor that drives the sessions: smol (one thread for all of
+    /// them) or blocking (a thread per session).
+    #[arg(
+        long,
+        global = true,
+        value_enum,
+        env = "RHO_RUNTIME",
+        default_value = "smol"
+    )]
+    runtime: RuntimeKind,
     #[command(subcommand)]
     command: TopCommand,
 }
@@ -100,7 +111,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let result = match cli.command {
-        TopCommand::Mcp(command) => run_mcp(cli.config, command),
+        TopCommand::Mcp(command) => run_mcp(cli.config, cli.runtime, command),
     };
     match result {
         Ok(code) => code,
@@ -134,26 +145,30 @@ fn init_tracing(verbose: bool) {
         .init();
 }
 
-fn run_mcp(config: Option<PathBuf>, command: McpCommand) -> Result<ExitCode, Failure> {
+fn run_mcp(
+    config: Option<PathBuf>,
+    kind: RuntimeKind,
+    command: McpCommand,
+) -> Result<ExitCode, Failure> {
     if let McpCommand::ConformanceClient(args) = &command {
-        return conformance::run(&args.url);
+        return conformance::run(kind, &args.url);
     }
     let loaded = config_file::load(config).map_err(Failure::Usage)?;
     match command {
-        McpCommand::List(args) => list(&loaded, &args),
-        McpCommand::Show(args) => show(&loaded, &args),
-        McpCommand::Call(args) => call(&loaded, &args),
-        McpCommand::ConformanceClient(args) => conformance::run(&args.url),
+        McpCommand::List(args) => list(&loaded, kind, &args),
+        McpCommand::Show(args) => show(&loaded, kind, &args),
+        McpCommand::Call(args) => call(&loaded, kind, &args),
+        McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
     }
 }
 
-fn list(loaded: &LoadedConfig, args: &ListArgs) -> Result<ExitCode, Failure> {
-    let runtime = start(loaded, args.connect, |_| true);
+fn list(loaded: &LoadedConfig, kind: RuntimeKind, args: &ListArgs) -> Result<ExitCode, Failure> {
+    let runtime = start(loaded, kind, args.connect, |_| true);
     let servers = runtime.servers();
     let text = if args.json {
-        output::json_text(&output::list_json(loaded, &servers, &runtime))
+        output::json_text(&output::list_json(loaded, &servers, runtime.tools()))
     } else {
-        output::list_text(loaded, &servers, &runtime)
+        output::list_text(loaded, &servers, runtime.tools())
     };
     let failed = servers.iter().any(|s| s.status.is_failure());
     runtime.shutdown();
@@ -161,18 +176,18 @@ fn list(loaded: &LoadedConfig, args: &ListArgs) -> Result<ExitCode, Failure> {
     Ok(exit_code(failed))
 }
 
-fn show(loaded: &LoadedConfig, args: &ShowArgs) -> Result<ExitCode, Failure> {
+fn show(loaded: &LoadedConfig, kind: RuntimeKind, args: &ShowArgs) -> Result<ExitCode, Failure> {
     if loaded.config.get(&args.id).is_none() {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     }
-    let runtime = start(loaded, args.connect, |id| id == args.id);
+    let runtime = start(loaded, kind, args.connect, |id| id == args.id);
     let Some(server) = runtime.server(&args.id) else {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     };
     let text = if args.json {
-        output::json_text(&output::server_json(&server, &runtime, true))
+        output::json_text(&output::server_json(&server, runtime.tools(), true))
     } else {
-        output::show_text(&server, &runtime)
+        output::show_text(&server, runtime.tools())
     };
     let failed = server.status.is_failure();
     runtime.shutdown();
@@ -180,7 +195,7 @@ fn show(loaded: &LoadedConfig, args: &ShowArgs) -> Result<ExitCode, Failure> {
     Ok(exit_code(failed))
 }
 
-fn call(loaded: &LoadedConfig, args: &CallArgs) -> Result<ExitCode, Failure> {
+fn call(loaded: &LoadedConfig, kind: RuntimeKind, args: &CallArgs) -> Result<ExitCode, Failure> {
     let arguments: serde_json::Value = serde_json::from_str(&args.arguments)
         .map_err(|e| Failure::Usage(format!("tool arguments are not valid JSON: {e}")))?;
     if !arguments.is_object() {
@@ -202,7 +217,7 @@ fn call(loaded: &LoadedConfig, args: &CallArgs) -> Result<ExitCode, Failure> {
         }
         Ok(_) => {}
     }
-    let runtime = start(loaded, true, |id| id == args.id);
+    let runtime = start(loaded, kind, true, |id| id == args.id);
     let outcome = runtime.call_server_tool(&args.id, &args.tool, arguments);
     runtime.shutdown();
     match outcome {
@@ -239,12 +254,16 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
         .map_err(|e| Failure::Runtime(format!("cannot write output: {e}")))
 }
 
-fn start(loaded: &LoadedConfig, connect: bool, select: impl Fn(&str) -> bool) -> Runtime {
-    let options = RuntimeOptions::from_process_env();
+fn start(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    connect: bool,
+    select: impl Fn(&str) -> bool,
+) -> Host {
     if connect {
-        Runtime::start_where(&loaded.config, options, select)
+        Host::start(kind, &loaded.config, select)
     } else {
-        Runtime::start_where(&loaded.config, options, |_| false)
+        Host::start(kind, &loaded.config, |_| false)
     }
 }
 

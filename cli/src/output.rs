@@ -27,9 +27,10 @@
 
 use std::fmt::Write as _;
 
-use rho_io_blocking::{Runtime, ServerView};
 use rho_proto_core::config::Transport;
 use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::registry::ToolRegistry;
+use rho_proto_core::runtime::ServerView;
 use rho_proto_core::status::ServerStatus;
 use serde_json::{Map, Value, json};
 
@@ -47,16 +48,20 @@ pub(crate) fn json_text(value: &Value) -> String {
 }
 
 /// The `list --json` document.
-pub(crate) fn list_json(loaded: &LoadedConfig, servers: &[ServerView], runtime: &Runtime) -> Value {
+pub(crate) fn list_json(
+    loaded: &LoadedConfig,
+    servers: &[ServerView],
+    tools: &ToolRegistry,
+) -> Value {
     json!({
         "schema": SCHEMA,
         "config": loaded.path.as_ref().map(|p| p.display().to_string()),
-        "servers": servers.iter().map(|s| server_json(s, runtime, false)).collect::<Vec<_>>(),
+        "servers": servers.iter().map(|s| server_json(s, tools, false)).collect::<Vec<_>>(),
     })
 }
 
 /// One server's JSON object; `detailed` adds tool descriptions and schemas.
-pub(crate) fn server_json(server: &ServerView, runtime: &Runtime, detailed: bool) -> Value {
+pub(crate) fn server_json(server: &ServerView, tools: &ToolRegistry, detailed: bool) -> Value {
     let mut obj = Map::new();
     if detailed {
         obj.insert("schema".into(), json!(SCHEMA));
@@ -101,8 +106,7 @@ pub(crate) fn server_json(server: &ServerView, runtime: &Runtime, detailed: bool
             obj.insert("pid".into(), json!(report.pid));
             obj.insert("instructions".into(), json!(report.instructions));
             obj.insert("last_ping_error".into(), json!(report.last_ping_error));
-            let tools: Vec<Value> = runtime
-                .tools()
+            let tools: Vec<Value> = tools
                 .server_tools(&server.id)
                 .map(|t| {
                     let mut tool = json!({
@@ -133,7 +137,7 @@ pub(crate) fn server_json(server: &ServerView, runtime: &Runtime, detailed: bool
 pub(crate) fn list_text(
     loaded: &LoadedConfig,
     servers: &[ServerView],
-    runtime: &Runtime,
+    tools: &ToolRegistry,
 ) -> String {
     let mut out = String::new();
     if servers.is_empty() {
@@ -149,7 +153,7 @@ pub(crate) fn list_text(
                     .as_ref()
                     .map_or("-".into(), |c| c.transport.kind().to_owned()),
                 s.status.label().replace('_', " "),
-                summary(s, runtime),
+                summary(s, tools),
             ]
         })
         .collect();
@@ -185,7 +189,7 @@ pub(crate) fn list_text(
     for row in &rows {
         line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
     }
-    let tools = runtime.tools().tools();
+    let tools = tools.tools();
     if !tools.is_empty() {
         let _ = writeln!(out, "\nTools ({}):", tools.len());
         let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
@@ -206,10 +210,10 @@ pub(crate) fn list_text(
 }
 
 /// The one-line (or, for failures with stderr, multi-line) detail column.
-fn summary(server: &ServerView, runtime: &Runtime) -> String {
+fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
     match &server.status {
         ServerStatus::Ready(report) => {
-            let count = runtime.tools().server_tools(&server.id).count();
+            let count = tools.server_tools(&server.id).count();
             let mut text = format!(
                 "{count} tool{} · {} {} · protocol {} · {} ms",
                 if count == 1 { "" } else { "s" },
@@ -243,7 +247,7 @@ fn summary(server: &ServerView, runtime: &Runtime) -> String {
 }
 
 /// The `show` text.
-pub(crate) fn show_text(server: &ServerView, runtime: &Runtime) -> String {
+pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", server.id);
     let _ = writeln!(
@@ -307,7 +311,7 @@ pub(crate) fn show_text(server: &ServerView, runtime: &Runtime) -> String {
             if let Some(instructions) = &report.instructions {
                 let _ = writeln!(out, "  instructions: {}", indent_rest(instructions, 16));
             }
-            let tools: Vec<_> = runtime.tools().server_tools(&server.id).collect();
+            let tools: Vec<_> = tools.server_tools(&server.id).collect();
             let _ = writeln!(out, "  tools ({}):", tools.len());
             for tool in tools {
                 let title = tool

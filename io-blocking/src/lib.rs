@@ -22,6 +22,7 @@
 
 mod driver;
 pub mod http_client;
+pub mod process;
 mod runtime;
 mod stdio;
 

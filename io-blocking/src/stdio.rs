@@ -7,16 +7,13 @@
 //! that stops reading can never block the driver), one stderr drain.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ExitStatus};
 use std::sync::mpsc::{self, Receiver, Sender, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::StdioConfig;
-use rho_proto_core::env::{Platform, child_environment};
-use rho_proto_core::process::{ProgramCandidates, not_found_message, program_candidates};
 use rho_proto_core::stderr::StderrTail;
 
 /// What the child's pipes tell the driver.
@@ -57,49 +54,7 @@ impl StdioChild {
         events: Sender<E>,
         wrap: fn(PipeEvent) -> E,
     ) -> Result<Self, String> {
-        let env = child_environment(ambient, config, Platform::current())
-            .map_err(|e| format!("server `{server}`: {e}"))?;
-        let lookup = |name: &str| {
-            env.iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case(name))
-                .map(|(_, v)| v.as_str())
-        };
-        let cwd = config.cwd.as_deref().map(Path::new);
-        let candidates = program_candidates(
-            &config.command,
-            lookup("PATH"),
-            lookup("PATHEXT"),
-            cwd,
-            Platform::current(),
-        );
-        let program = find_executable(&candidates)
-            .ok_or_else(|| not_found_message(server, &config.command, &candidates))?;
-        if let Some(dir) = cwd {
-            if !dir.is_dir() {
-                return Err(format!(
-                    "server `{server}`: cwd `{}` is not a directory",
-                    dir.display()
-                ));
-            }
-        }
-
-        let mut command = Command::new(&program);
-        command
-            .args(&config.args)
-            .env_clear()
-            .envs(env.iter().map(|(k, v)| (k, v)))
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
-        if let Some(dir) = cwd {
-            command.current_dir(dir);
-        }
-        #[cfg(unix)]
-        {
-            // Its own process group, so `npx` and its grandchildren end with it.
-            use std::os::unix::process::CommandExt;
-            command.process_group(0);
-        }
+        let (mut command, program) = crate::process::prepare_command(server, config, ambient)?;
         let mut child = command.spawn().map_err(|e| {
             format!(
                 "server `{server}`: could not start `{}`: {e}",
@@ -109,7 +64,7 @@ impl StdioChild {
         let (Some(stdout), Some(stdin), Some(stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())
         else {
-            kill_group(&mut child);
+            crate::process::kill_group(child.id());
             let _ = child.wait();
             return Err(format!("server `{server}`: its pipes could not be opened"));
         };
@@ -160,7 +115,7 @@ impl StdioChild {
         if self.exit.is_none() && self.wait_exit(within) {
             self.reap();
         }
-        self.exit.map(describe_exit)
+        self.exit.map(crate::process::describe_exit)
     }
 
     /// Polls until the child has exited (without reaping it, so its pid and
@@ -178,19 +133,8 @@ impl StdioChild {
         }
     }
 
-    #[cfg(unix)]
     fn has_exited(&mut self) -> bool {
-        use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
-        let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-        matches!(
-            waitid(WaitId::Pid(Pid::from_child(&self.child)), options),
-            Ok(Some(_))
-        )
-    }
-
-    #[cfg(not(unix))]
-    fn has_exited(&mut self) -> bool {
-        matches!(self.child.try_wait(), Ok(Some(_)))
+        crate::process::has_exited(&mut self.child)
     }
 
     /// Kills whatever is left of the process group, then reaps the child.
@@ -198,7 +142,7 @@ impl StdioChild {
         if self.exit.is_some() {
             return;
         }
-        kill_group(&mut self.child);
+        crate::process::kill_group(self.child.id());
         self.exit = self.child.wait().ok();
     }
 
@@ -230,31 +174,6 @@ impl StdioChild {
             Ok(tail) => tail.render(),
             Err(poisoned) => poisoned.into_inner().render(),
         }
-    }
-}
-
-fn find_executable(candidates: &ProgramCandidates) -> Option<PathBuf> {
-    match candidates {
-        ProgramCandidates::Path(p) => is_executable(p).then(|| p.clone()),
-        ProgramCandidates::Search(list) => list.iter().find(|p| is_executable(p)).cloned(),
-    }
-}
-
-fn is_executable(path: &Path) -> bool {
-    let Ok(meta) = std::fs::metadata(path) else {
-        return false;
-    };
-    if !meta.is_file() {
-        return false;
-    }
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        meta.permissions().mode() & 0o111 != 0
-    }
-    #[cfg(not(unix))]
-    {
-        true
     }
 }
 
@@ -314,31 +233,4 @@ fn drain_stderr(server: &str, mut stderr: impl Read, tail: &Mutex<StderrTail>) {
             }
         }
     }
-}
-
-fn describe_exit(status: ExitStatus) -> String {
-    #[cfg(unix)]
-    {
-        use std::os::unix::process::ExitStatusExt;
-        if let Some(signal) = status.signal() {
-            return format!("killed by signal {signal}");
-        }
-    }
-    match status.code() {
-        Some(code) => format!("exit status {code}"),
-        None => status.to_string(),
-    }
-}
-
-#[cfg(unix)]
-fn kill_group(child: &mut Child) {
-    use rustix::process::{Pid, Signal, kill_process_group};
-    let pid = Pid::from_child(child);
-    // ESRCH (nothing left in the group) is the common, fine case.
-    let _ = kill_process_group(pid, Signal::KILL);
-}
-
-#[cfg(not(unix))]
-fn kill_group(child: &mut Child) {
-    let _ = child.kill();
 }

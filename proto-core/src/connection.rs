@@ -138,6 +138,15 @@ impl Connection {
         }
     }
 
+    /// Abandons a call: the server is told, and the call completes as
+    /// cancelled.
+    pub fn cancel_call(&mut self, now: Instant, call: CallId) {
+        match self {
+            Connection::Stdio(session) => session.cancel_call(now, call),
+            Connection::Http(transport) => transport.cancel_call(now, call),
+        }
+    }
+
     /// Ends the session; [`Event::Closed`] follows (for HTTP, after the
     /// DELETE).
     pub fn close(&mut self, now: Instant) {

@@ -633,6 +633,13 @@ impl HttpTransport {
         Ok(call)
     }
 
+    /// Abandons a call; see [`Session::cancel_call`]. Its exchange is
+    /// aborted.
+    pub fn cancel_call(&mut self, now: Instant, call: CallId) {
+        self.session.cancel_call(now, call);
+        self.pump(now);
+    }
+
     /// Ends the session: pending calls complete, then DELETE, then
     /// [`Event::Closed`].
     pub fn close(&mut self, now: Instant) {

@@ -260,6 +260,12 @@ pub enum CallError {
         /// What was wrong.
         error: ShapeError,
     },
+    /// The host abandoned the call; the server was told to stop.
+    #[error("call to server `{server}` was cancelled")]
+    Cancelled {
+        /// The server identity.
+        server: String,
+    },
     /// The transport could not deliver the request or its answer.
     #[error("server `{server}`: {reason}")]
     Transport {
@@ -789,6 +795,29 @@ impl Session {
             budget,
         );
         Ok(call)
+    }
+
+    /// Abandons a call: the server is told with `notifications/cancelled`,
+    /// and the call completes at once with [`CallError::Cancelled`]. A late
+    /// answer is dropped. Cancelling a call that already ended does nothing.
+    pub fn cancel_call(&mut self, _now: Instant, call: CallId) {
+        let Some(pending) = self.pending.get(&call.0) else {
+            return;
+        };
+        if !matches!(pending.purpose, Purpose::CallTool(c) if c == call) {
+            return;
+        }
+        let deadline = pending.deadline;
+        self.pending.remove(&call.0);
+        self.deadlines.remove(&(deadline, call.0));
+        let params = json!({"requestId": call.0, "reason": "cancelled by the user"});
+        self.send_notification("notifications/cancelled", Some(&params));
+        self.events.push_back(Event::CallCompleted {
+            call,
+            result: Err(CallError::Cancelled {
+                server: self.options.server.clone(),
+            }),
+        });
     }
 
     /// Ends the session: every call still in flight completes with

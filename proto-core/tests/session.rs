@@ -512,3 +512,37 @@ fn final_line_without_newline_is_read_at_eof() {
         "{reason}"
     );
 }
+
+#[test]
+fn cancelling_a_call_notifies_the_server_and_completes_it_once() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("slow")]));
+    let call = h
+        .session
+        .call_tool(h.now, "slow", json!({}))
+        .expect("ready");
+    h.drain();
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    match h.sent.last() {
+        Some(Message::Notification { method, params }) => {
+            assert_eq!(method, "notifications/cancelled");
+            assert_eq!(
+                params.as_ref().map(|p| &p["requestId"]),
+                Some(&json!(call.0))
+            );
+        }
+        other => panic!("expected cancelled, got {other:?}"),
+    }
+    assert!(matches!(
+        h.events.last(),
+        Some(Event::CallCompleted { call: c, result: Err(CallError::Cancelled { .. }) }) if *c == call
+    ));
+    // A second cancel and the late answer change nothing.
+    let events = h.events.len();
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    assert_eq!(h.events.len(), events);
+    assert_eq!(h.session.calls_in_flight(), 0);
+    assert_eq!(h.session.poll_timeout(), None, "no deadline left behind");
+}

@@ -6,6 +6,8 @@
 //! tests/servers`); a test that finds them missing says so instead of
 //! failing obscurely.
 
+pub mod matrix;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -142,7 +144,11 @@ pub fn read_pidfile(path: &Path) -> u32 {
 
 /// A fresh scratch directory under the system temp dir.
 pub fn scratch_dir(name: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("rho-tests-{}-{name}", std::process::id()));
+    // Unique per call: the same test body runs once per executor, in
+    // parallel, in one process.
+    static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let dir = std::env::temp_dir().join(format!("rho-tests-{}-{n}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir

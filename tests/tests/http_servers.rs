@@ -9,22 +9,22 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::Runtime;
 use rho_proto_core::status::ServerStatus;
+use rho_tests::both_executors;
+use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
 use serde_json::json;
 
-fn ready(runtime: &Runtime, id: &str) -> rho_proto_core::status::ReadyReport {
+fn ready<R: TestRuntime>(runtime: &R, id: &str) -> rho_proto_core::status::ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),
     }
 }
 
-#[test]
-fn handshake_tools_and_echo_over_http() {
+fn handshake_tools_and_echo_over_http<R: TestRuntime>() {
     let server = EverythingHttp::start();
-    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    let runtime = R::start(&parse_config(&server.config("remote")), options_with(&[]));
     let report = ready(&runtime, "remote");
     assert_eq!(report.protocol_version, "2025-11-25");
     assert_eq!(report.pid, None, "no process for a remote server");
@@ -53,10 +53,9 @@ fn handshake_tools_and_echo_over_http() {
     runtime.shutdown();
 }
 
-#[test]
-fn progress_notifications_arrive_over_sse() {
+fn progress_notifications_arrive_over_sse<R: TestRuntime>() {
     let server = EverythingHttp::start();
-    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    let runtime = R::start(&parse_config(&server.config("remote")), options_with(&[]));
     ready(&runtime, "remote");
     let exported = runtime
         .tools()
@@ -67,7 +66,7 @@ fn progress_notifications_arrive_over_sse() {
         .expect("long-running tool exported");
     let mut seen = Vec::new();
     let result = runtime
-        .call_tool_with_progress(&exported, json!({"duration": 1, "steps": 3}), |p| {
+        .call_tool_with_progress(&exported, json!({"duration": 1, "steps": 3}), &mut |p| {
             seen.push(p)
         })
         .expect("call succeeds");
@@ -110,11 +109,10 @@ fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
     .clone()
 }
 
-#[test]
-fn server_logs_arrive_on_the_server_stream() {
+fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
     let logs = captured_logs();
     let server = EverythingHttp::start();
-    let runtime = Runtime::start(&parse_config(&server.config("logsrv")), options_with(&[]));
+    let runtime = R::start(&parse_config(&server.config("logsrv")), options_with(&[]));
     ready(&runtime, "logsrv");
     let toggle = runtime
         .tools()
@@ -139,10 +137,9 @@ fn server_logs_arrive_on_the_server_stream() {
     runtime.shutdown();
 }
 
-#[test]
-fn a_restarted_server_gets_a_new_session_and_the_next_call_succeeds() {
+fn a_restarted_server_gets_a_new_session_and_the_next_call_succeeds<R: TestRuntime>() {
     let mut server = EverythingHttp::start();
-    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    let runtime = R::start(&parse_config(&server.config("remote")), options_with(&[]));
     ready(&runtime, "remote");
     runtime
         .call_tool("mcp__remote__echo", json!({"message": "before"}))
@@ -166,10 +163,9 @@ fn a_restarted_server_gets_a_new_session_and_the_next_call_succeeds() {
     runtime.shutdown();
 }
 
-#[test]
-fn delete_ends_the_session_at_shutdown() {
+fn delete_ends_the_session_at_shutdown<R: TestRuntime>() {
     let server = EverythingHttp::start();
-    let runtime = Runtime::start(&parse_config(&server.config("remote")), options_with(&[]));
+    let runtime = R::start(&parse_config(&server.config("remote")), options_with(&[]));
     ready(&runtime, "remote");
     assert!(!server.output().contains("termination request"));
     runtime.shutdown();
@@ -203,8 +199,7 @@ fn redirecting_server(status: u16, location: String) -> (u16, Arc<AtomicUsize>) 
     (port, hits)
 }
 
-#[test]
-fn a_redirect_fails_the_server_and_nothing_reaches_the_target() {
+fn a_redirect_fails_the_server_and_nothing_reaches_the_target<R: TestRuntime>() {
     let (target_port, target_hits) = redirecting_server(500, "unused".into());
     let target = format!("http://127.0.0.1:{target_port}/mcp");
     let (port, hits) = redirecting_server(302, target);
@@ -213,7 +208,7 @@ fn a_redirect_fails_the_server_and_nothing_reaches_the_target() {
     );
     let everything = EverythingHttp::start();
     text.push_str(&everything.config("fine"));
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
     ready(&runtime, "fine");
     let error = match runtime.server("moved").map(|s| s.status) {
         Some(ServerStatus::Failed { error }) => error,
@@ -233,3 +228,12 @@ fn a_redirect_fails_the_server_and_nothing_reaches_the_target() {
     );
     runtime.shutdown();
 }
+
+both_executors!(
+    handshake_tools_and_echo_over_http,
+    progress_notifications_arrive_over_sse,
+    server_logs_arrive_on_the_server_stream,
+    a_restarted_server_gets_a_new_session_and_the_next_call_succeeds,
+    delete_ends_the_session_at_shutdown,
+    a_redirect_fails_the_server_and_nothing_reaches_the_target,
+);

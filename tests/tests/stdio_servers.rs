@@ -2,29 +2,30 @@
 //! handshake, exported names, calls, allow/deny, the environment policy,
 //! pagination, and failure isolation with nothing left running.
 
-use rho_io_blocking::{Runtime, ToolCallError};
+use rho_io_blocking::ToolCallError;
 use rho_proto_core::status::ServerStatus;
+use rho_tests::both_executors;
+use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
 use serde_json::{Value, json};
 
-fn ready(runtime: &Runtime, id: &str) -> rho_proto_core::status::ReadyReport {
+fn ready<R: TestRuntime>(runtime: &R, id: &str) -> rho_proto_core::status::ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),
     }
 }
 
-fn failure(runtime: &Runtime, id: &str) -> String {
+fn failure<R: TestRuntime>(runtime: &R, id: &str) -> String {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Failed { error }) => error,
         other => panic!("server `{id}` should have failed: {other:?}"),
     }
 }
 
-#[test]
-fn everything_handshake_exports_exact_tool_names() {
+fn everything_handshake_exports_exact_tool_names<R: TestRuntime>() {
     let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
-    let runtime = Runtime::start(&config, options_with(&[]));
+    let runtime = R::start(&config, options_with(&[]));
     let report = ready(&runtime, "everything");
     assert_eq!(report.protocol_version, "2025-11-25");
     assert_eq!(report.server_info.name, "mcp-servers/everything");
@@ -60,10 +61,9 @@ fn everything_handshake_exports_exact_tool_names() {
     runtime.shutdown();
 }
 
-#[test]
-fn echo_call_returns_the_echoed_text() {
+fn echo_call_returns_the_echoed_text<R: TestRuntime>() {
     let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
-    let runtime = Runtime::start(&config, options_with(&[]));
+    let runtime = R::start(&config, options_with(&[]));
     let result = runtime
         .call_tool("mcp__everything__echo", json!({"message": "hi"}))
         .expect("echo succeeds");
@@ -82,13 +82,12 @@ fn echo_call_returns_the_echoed_text() {
     runtime.shutdown();
 }
 
-#[test]
-fn allow_and_deny_filter_exports_and_deny_wins() {
+fn allow_and_deny_filter_exports_and_deny_wins<R: TestRuntime>() {
     let mut text = node_server("everything", &everything_js(), &["stdio"]);
     text.push_str(
         "[mcp.servers.everything.tools]\nallow = [\"echo\", \"get-env\"]\ndeny = [\"get-env\"]\n",
     );
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
     let report = ready(&runtime, "everything");
     let names: Vec<&str> = runtime
         .tools()
@@ -110,8 +109,7 @@ fn allow_and_deny_filter_exports_and_deny_wins() {
     runtime.shutdown();
 }
 
-#[test]
-fn child_environment_is_sanitized_then_overlaid() {
+fn child_environment_is_sanitized_then_overlaid<R: TestRuntime>() {
     let mut text = node_server("everything", &everything_js(), &["stdio"]);
     text.push_str(
         "env = { RHO_LITERAL = \"literal-value\" }\nenv_from_env = { RHO_FROM_AMBIENT = \"RHO_TEST_AMBIENT_SOURCE\" }\n",
@@ -121,7 +119,7 @@ fn child_environment_is_sanitized_then_overlaid() {
         ("RHO_TEST_NOT_CONFIGURED", "must-not-leak"),
         ("GITHUB_TOKEN", "ghp_must_not_leak"),
     ]);
-    let runtime = Runtime::start(&parse_config(&text), options);
+    let runtime = R::start(&parse_config(&text), options);
     let result = runtime
         .call_server_tool("everything", "get-env", json!({}))
         .expect("get-env succeeds");
@@ -135,12 +133,11 @@ fn child_environment_is_sanitized_then_overlaid() {
     runtime.shutdown();
 }
 
-#[test]
-fn missing_ambient_variable_fails_only_that_server() {
+fn missing_ambient_variable_fails_only_that_server<R: TestRuntime>() {
     let mut text = node_server("needs_token", &everything_js(), &["stdio"]);
     text.push_str("env_from_env = { TOKEN = \"RHO_TEST_DEFINITELY_UNSET\" }\n");
     text.push_str(&node_server("everything", &everything_js(), &["stdio"]));
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
     let error = failure(&runtime, "needs_token");
     assert!(error.contains("`RHO_TEST_DEFINITELY_UNSET`"), "{error}");
     assert!(error.contains("needs_token"), "{error}");
@@ -148,8 +145,7 @@ fn missing_ambient_variable_fails_only_that_server() {
     runtime.shutdown();
 }
 
-#[test]
-fn filesystem_server_exports_annotated_tools() {
+fn filesystem_server_exports_annotated_tools<R: TestRuntime>() {
     let dir = scratch_dir("fs");
     std::fs::write(dir.join("note.txt"), "hello from a file").expect("write");
     let text = node_server(
@@ -157,7 +153,7 @@ fn filesystem_server_exports_annotated_tools() {
         &filesystem_js(),
         &[&dir.display().to_string()],
     );
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
     ready(&runtime, "filesystem");
     let read = runtime
         .tools()
@@ -179,10 +175,9 @@ fn filesystem_server_exports_annotated_tools() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
-fn paginated_tools_list_is_followed_to_the_end() {
+fn paginated_tools_list_is_followed_to_the_end<R: TestRuntime>() {
     let text = node_server("paged", &misbehaving_js(), &["paginate"]);
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
     ready(&runtime, "paged");
     let names: Vec<&str> = runtime
         .tools()
@@ -198,8 +193,7 @@ fn paginated_tools_list_is_followed_to_the_end() {
     runtime.shutdown();
 }
 
-#[test]
-fn failures_are_isolated_and_nothing_is_left_running() {
+fn failures_are_isolated_and_nothing_is_left_running<R: TestRuntime>() {
     let dir = scratch_dir("isolation");
     let pid = |name: &str| dir.join(format!("{name}.pid")).display().to_string();
     let mut text = String::new();
@@ -223,7 +217,7 @@ fn failures_are_isolated_and_nothing_is_left_running() {
     ));
     text.push_str("startup_timeout_secs = 2\n");
     text.push_str(&node_server("everything", &everything_js(), &["stdio"]));
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
 
     let everything = ready(&runtime, "everything");
     let missing = failure(&runtime, "missing");
@@ -269,8 +263,7 @@ fn failures_are_isolated_and_nothing_is_left_running() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
-fn grandchildren_end_with_their_server() {
+fn grandchildren_end_with_their_server<R: TestRuntime>() {
     let dir = scratch_dir("grandchild");
     let pidfile = dir.join("server.pid");
     let text = node_server(
@@ -278,7 +271,7 @@ fn grandchildren_end_with_their_server() {
         &misbehaving_js(),
         &["grandchild", "--pidfile", &pidfile.display().to_string()],
     );
-    let runtime = Runtime::start(&parse_config(&text), options_with(&[]));
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
     let report = ready(&runtime, "parent");
     let server = read_pidfile(&pidfile);
     assert_eq!(report.pid, Some(server));
@@ -295,14 +288,13 @@ fn grandchildren_end_with_their_server() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
-#[test]
-fn invalid_and_disabled_entries_do_not_start() {
+fn invalid_and_disabled_entries_do_not_start<R: TestRuntime>() {
     let mut text = node_server("everything", &everything_js(), &["stdio"]);
     text.push_str(&node_server("off", &everything_js(), &["stdio"]));
     text.push_str("enabled = false\n");
     text.push_str("[mcp.servers.typo]\ntransport = \"stdio\"\ncomand = \"node\"\n");
     let config = rho_proto_core::config::parse(&text, "test.toml").expect("file parses");
-    let runtime = Runtime::start(&config, options_with(&[]));
+    let runtime = R::start(&config, options_with(&[]));
     ready(&runtime, "everything");
     assert_eq!(
         runtime.server("off").map(|s| s.status),
@@ -316,3 +308,16 @@ fn invalid_and_disabled_entries_do_not_start() {
     }
     runtime.shutdown();
 }
+
+both_executors!(
+    everything_handshake_exports_exact_tool_names,
+    echo_call_returns_the_echoed_text,
+    allow_and_deny_filter_exports_and_deny_wins,
+    child_environment_is_sanitized_then_overlaid,
+    missing_ambient_variable_fails_only_that_server,
+    filesystem_server_exports_annotated_tools,
+    paginated_tools_list_is_followed_to_the_end,
+    failures_are_isolated_and_nothing_is_left_running,
+    grandchildren_end_with_their_server,
+    invalid_and_disabled_entries_do_not_start,
+);

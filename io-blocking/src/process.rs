@@ -1,0 +1,157 @@
+//! Preparing and ending a stdio server's process: the IO half of
+//! `rho_proto_core::process`, shared by both executors.
+//!
+//! [`prepare_command`] builds the `std::process::Command` (no shell, a
+//! computed environment, its own process group, piped stdio); the smol
+//! executor converts it into an async one, so both start servers the same
+//! way. [`has_exited`] and [`kill_group`] let shutdown sweep the whole
+//! group before the child is reaped, so its pid and group id cannot be
+//! reused while rho still signals them.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, ExitStatus, Stdio};
+
+use rho_proto_core::config::StdioConfig;
+use rho_proto_core::env::{Platform, child_environment};
+use rho_proto_core::process::{ProgramCandidates, not_found_message, program_candidates};
+
+/// The command that starts `config` for server `server`, and the
+/// executable it resolved to. Fails with a message naming the server when
+/// an ambient variable is missing, the executable is not found, or `cwd`
+/// is not a directory.
+pub fn prepare_command(
+    server: &str,
+    config: &StdioConfig,
+    ambient: &[(String, String)],
+) -> Result<(Command, PathBuf), String> {
+    let env = child_environment(ambient, config, Platform::current())
+        .map_err(|e| format!("server `{server}`: {e}"))?;
+    let lookup = |name: &str| {
+        env.iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    let cwd = config.cwd.as_deref().map(Path::new);
+    let candidates = program_candidates(
+        &config.command,
+        lookup("PATH"),
+        lookup("PATHEXT"),
+        cwd,
+        Platform::current(),
+    );
+    let program = find_executable(&candidates)
+        .ok_or_else(|| not_found_message(server, &config.command, &candidates))?;
+    if let Some(dir) = cwd {
+        if !dir.is_dir() {
+            return Err(format!(
+                "server `{server}`: cwd `{}` is not a directory",
+                dir.display()
+            ));
+        }
+    }
+    let mut command = Command::new(&program);
+    command
+        .args(&config.args)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = cwd {
+        command.current_dir(dir);
+    }
+    #[cfg(unix)]
+    {
+        // Its own process group, so `npx` and its grandchildren end with it.
+        use std::os::unix::process::CommandExt;
+        command.process_group(0);
+    }
+    Ok((command, program))
+}
+
+/// Whether the child with this pid has exited, without reaping it.
+#[cfg(unix)]
+pub fn has_exited_pid(pid: u32) -> bool {
+    use rustix::process::{Pid, WaitId, WaitIdOptions, waitid};
+    let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) else {
+        return true;
+    };
+    let options = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
+    matches!(waitid(WaitId::Pid(pid), options), Ok(Some(_)))
+}
+
+/// Whether the child with this pid has exited. Elsewhere than Unix there
+/// is no way to ask without the child handle; callers fall back to it.
+#[cfg(not(unix))]
+pub fn has_exited_pid(_pid: u32) -> bool {
+    false
+}
+
+/// Whether `child` has exited, without reaping it where the platform
+/// allows.
+pub fn has_exited(child: &mut std::process::Child) -> bool {
+    #[cfg(unix)]
+    {
+        has_exited_pid(child.id())
+    }
+    #[cfg(not(unix))]
+    {
+        matches!(child.try_wait(), Ok(Some(_)))
+    }
+}
+
+/// Kills the whole process group led by `pid`. Nothing left in the group
+/// (ESRCH) is the common, fine case.
+pub fn kill_group(pid: u32) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal, kill_process_group};
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            let _ = kill_process_group(pid, Signal::KILL);
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+    }
+}
+
+/// An exit status in words, for failure reasons.
+pub fn describe_exit(status: ExitStatus) -> String {
+    #[cfg(unix)]
+    {
+        use std::os::unix::process::ExitStatusExt;
+        if let Some(signal) = status.signal() {
+            return format!("killed by signal {signal}");
+        }
+    }
+    match status.code() {
+        Some(code) => format!("exit status {code}"),
+        None => status.to_string(),
+    }
+}
+
+fn find_executable(candidates: &ProgramCandidates) -> Option<PathBuf> {
+    match candidates {
+        ProgramCandidates::Path(p) => is_executable(p).then(|| p.clone()),
+        ProgramCandidates::Search(list) => list.iter().find(|p| is_executable(p)).cloned(),
+    }
+}
+
+fn is_executable(path: &Path) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if !meta.is_file() {
+        return false;
+    }
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        meta.permissions().mode() & 0o111 != 0
+    }
+    #[cfg(not(unix))]
+    {
+        true
+    }
+}

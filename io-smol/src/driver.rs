@@ -1,0 +1,352 @@
+//! The session task: one per server, owning its [`Connection`] (no lock
+//! around the core). It races three things — transport input, host
+//! commands (both on one channel) and a single timer set to
+//! `poll_timeout()` — and after each input drains the core's outputs. The
+//! timer is reset only when the deadline changes, and the task yields
+//! after a burst of inputs so one busy server cannot starve the others
+//! sharing the executor thread.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rho_io_blocking::{new_agent, run_exchange};
+use rho_proto_core::config::{ServerConfig, Transport};
+use rho_proto_core::connection::{Connection, HttpInput, Output};
+use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
+use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::runtime::{Health, ToolCallError};
+use rho_proto_core::session::{CallError, CallId, CloseReason, Event, Progress, ServerReady};
+use serde_json::Value;
+use smol::channel::{Receiver, Sender};
+use smol::{Executor, Timer};
+
+use crate::stdio::{PipeEvent, StdioChild};
+
+/// Everything that wakes a session task.
+#[derive(Debug)]
+pub(crate) enum Input {
+    /// From a stdio child's pipes.
+    Pipe(PipeEvent),
+    /// From an HTTP exchange.
+    Http(ExchangeId, HttpInput),
+    /// From the host.
+    Command(Command),
+}
+
+/// What the host asks of a running server.
+#[derive(Debug)]
+pub(crate) enum Command {
+    /// Call a tool by the server's own name; `ticket` names the call for a
+    /// later [`Command::Cancel`].
+    CallTool {
+        ticket: u64,
+        tool: String,
+        arguments: Value,
+        reply: Sender<CallUpdate>,
+    },
+    /// The caller dropped its call future: abandon the call.
+    Cancel { ticket: u64 },
+    /// End the session and the transport.
+    Close,
+}
+
+/// What the host hears about one call: any progress, then its end.
+#[derive(Debug)]
+pub(crate) enum CallUpdate {
+    /// A progress notification.
+    Progress(Progress),
+    /// The call ended; nothing follows.
+    Done(Result<CallToolResult, ToolCallError>),
+}
+
+/// A server that finished its handshake and discovery.
+#[derive(Debug)]
+pub(crate) struct Started {
+    pub(crate) ready: ServerReady,
+    pub(crate) elapsed: Duration,
+    pub(crate) pid: Option<u32>,
+}
+
+/// How startup ended.
+pub(crate) type StartupOutcome = Result<Started, String>;
+
+/// Shared between a session task and the host's status reports.
+pub(crate) type SharedHealth = Arc<Mutex<Health>>;
+
+/// How many inputs a session task handles before it yields.
+const BURST: u32 = 64;
+/// How long the task waits for an exit status after stdout closes.
+const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
+
+/// HTTP exchanges run with ureq on smol's blocking pool (the same code the
+/// thread executor runs), reporting into the session's channel.
+struct HttpIo {
+    agent: ureq::Agent,
+    events: Sender<Input>,
+    aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
+}
+
+impl HttpIo {
+    fn send(&mut self, request: HttpRequest) {
+        let exchange = request.exchange;
+        let flag = Arc::new(AtomicBool::new(false));
+        self.aborted.insert(exchange, Arc::clone(&flag));
+        let agent = self.agent.clone();
+        let events = self.events.clone();
+        smol::unblock(move || {
+            run_exchange(&agent, request, &flag, |input| {
+                events.send_blocking(Input::Http(exchange, input)).is_ok()
+            })
+        })
+        .detach();
+    }
+
+    fn abort(&mut self, exchange: ExchangeId) {
+        if let Some(flag) = self.aborted.remove(&exchange) {
+            flag.store(true, Ordering::Relaxed);
+        }
+    }
+}
+
+/// The IO a connection runs over.
+enum Io {
+    Stdio(StdioChild),
+    Http(HttpIo),
+}
+
+impl Io {
+    fn carry(&mut self, output: Output) {
+        match (self, output) {
+            (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
+            (Io::Http(http), Output::Http(HttpOutput::Send(request))) => http.send(request),
+            (Io::Http(http), Output::Http(HttpOutput::Abort(exchange))) => http.abort(exchange),
+            _ => {}
+        }
+    }
+
+    async fn exit_detail(&mut self) -> Option<String> {
+        match self {
+            Io::Stdio(child) => child.exit_detail(EXIT_STATUS_WAIT).await,
+            Io::Http(_) => None,
+        }
+    }
+
+    async fn shutdown(self, grace: Duration) -> Option<String> {
+        match self {
+            Io::Stdio(child) => child.shutdown(grace).await,
+            Io::Http(mut http) => {
+                for (_, flag) in std::mem::take(&mut http.aborted) {
+                    flag.store(true, Ordering::Relaxed);
+                }
+                None
+            }
+        }
+    }
+}
+
+/// Everything a session task is given.
+pub(crate) struct TaskArgs {
+    pub(crate) executor: Arc<Executor<'static>>,
+    pub(crate) config: ServerConfig,
+    pub(crate) ambient: Arc<Vec<(String, String)>>,
+    pub(crate) grace: Duration,
+    pub(crate) inputs: (Sender<Input>, Receiver<Input>),
+    pub(crate) startup: Sender<StartupOutcome>,
+    pub(crate) health: SharedHealth,
+}
+
+/// Runs one server to completion.
+pub(crate) async fn run(args: TaskArgs) {
+    let TaskArgs {
+        executor,
+        config,
+        ambient,
+        grace,
+        inputs: (tx, rx),
+        startup,
+        health,
+    } = args;
+    let started_at = Instant::now();
+    let server = config.id.as_str().to_owned();
+    let connected = Connection::new(&config, &ambient, started_at).and_then(|conn| {
+        let io = match &config.transport {
+            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
+                &executor,
+                &server,
+                stdio,
+                &ambient,
+                tx.clone(),
+            )?),
+            Transport::StreamableHttp(_) => Io::Http(HttpIo {
+                agent: new_agent(),
+                events: tx.clone(),
+                aborted: BTreeMap::new(),
+            }),
+        };
+        Ok((conn, io))
+    });
+    drop(tx);
+    let (mut conn, mut io) = match connected {
+        Ok(pair) => pair,
+        Err(reason) => {
+            let _ = startup.try_send(Err(reason));
+            return;
+        }
+    };
+    let pid = match &io {
+        Io::Stdio(child) => Some(child.pid()),
+        Io::Http(_) => None,
+    };
+    let mut startup = Some(startup);
+    let mut calls: BTreeMap<CallId, Sender<CallUpdate>> = BTreeMap::new();
+    let mut tickets: BTreeMap<u64, CallId> = BTreeMap::new();
+    let mut timer = Timer::never();
+    let mut armed: Option<Instant> = None;
+    let mut burst = 0u32;
+    let reason = loop {
+        while let Some(output) = conn.poll_output() {
+            io.carry(output);
+        }
+        let mut closed = None;
+        while let Some(event) = conn.poll_event() {
+            match event {
+                Event::Ready(ready) => {
+                    if let Some(tx) = startup.take() {
+                        let _ = tx.try_send(Ok(Started {
+                            ready: *ready,
+                            elapsed: started_at.elapsed(),
+                            pid,
+                        }));
+                    }
+                }
+                Event::CallCompleted { call, result } => {
+                    tickets.retain(|_, c| *c != call);
+                    if let Some(reply) = calls.remove(&call) {
+                        let _ =
+                            reply.try_send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
+                    }
+                }
+                Event::Progress { call, progress } => {
+                    if let Some(reply) = calls.get(&call) {
+                        let _ = reply.try_send(CallUpdate::Progress(progress));
+                    }
+                }
+                Event::PingAnswered => update(&health, |h| h.ping_failure = None),
+                Event::PingFailed(reason) => {
+                    tracing::warn!(server = %server, "ping failed: {reason}");
+                    update(&health, |h| h.ping_failure = Some(reason));
+                }
+                Event::PeerMisbehaved(_) => {}
+                Event::Closed(reason) => closed = Some(reason),
+            }
+        }
+        if let Some(reason) = closed {
+            break reason;
+        }
+        let deadline = conn.poll_timeout();
+        if deadline != armed {
+            match deadline {
+                Some(at) => timer.set_at(at),
+                None => timer = Timer::never(),
+            }
+            armed = deadline;
+        }
+        burst += 1;
+        if burst >= BURST {
+            burst = 0;
+            smol::future::yield_now().await;
+        }
+        let woke = smol::future::or(async { rx.recv().await.ok() }, async {
+            (&mut timer).await;
+            None
+        })
+        .await;
+        let now = Instant::now();
+        let Some(input) = woke else {
+            if rx.is_closed() && rx.is_empty() && conn.poll_timeout().is_none_or(|d| d > now) {
+                // Every sender is gone: the host dropped the runtime.
+                conn.close(now);
+            } else {
+                armed = None;
+                conn.handle_timeout(now);
+            }
+            continue;
+        };
+        match input {
+            Input::Command(Command::CallTool {
+                ticket,
+                tool,
+                arguments,
+                reply,
+            }) => match conn.call_tool(now, &tool, arguments) {
+                Ok(call) => {
+                    calls.insert(call, reply);
+                    tickets.insert(ticket, call);
+                }
+                Err(misuse) => {
+                    let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::NotCallable(
+                        misuse.to_string(),
+                    ))));
+                }
+            },
+            Input::Command(Command::Cancel { ticket }) => {
+                if let Some(call) = tickets.remove(&ticket) {
+                    calls.remove(&call);
+                    conn.cancel_call(now, call);
+                }
+            }
+            Input::Command(Command::Close) => conn.close(now),
+            Input::Pipe(PipeEvent::Stdout(bytes)) => conn.handle_stdio_bytes(now, &bytes),
+            Input::Pipe(PipeEvent::StdoutClosed) => {
+                let detail = io.exit_detail().await;
+                conn.handle_stdio_closed(Instant::now(), detail);
+            }
+            Input::Pipe(PipeEvent::WriteFailed(error)) => match io.exit_detail().await {
+                Some(detail) => conn.handle_stdio_closed(Instant::now(), Some(detail)),
+                None => conn.handle_transport_failed(
+                    Instant::now(),
+                    format!("writing to the server failed: {error}"),
+                ),
+            },
+            Input::Http(exchange, input) => conn.handle_http(now, exchange, input),
+        }
+    };
+    while let Some(output) = conn.poll_output() {
+        io.carry(output);
+    }
+    let stderr = io.shutdown(grace).await;
+    let mut text = reason.to_string();
+    if !matches!(reason, CloseReason::Requested) {
+        if let Some(stderr) = stderr {
+            text.push('\n');
+            text.push_str(&stderr);
+        }
+    }
+    for (_, reply) in calls {
+        let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::Call(
+            CallError::SessionClosed {
+                server: server.clone(),
+                reason: text.clone(),
+            },
+        ))));
+    }
+    match startup.take() {
+        Some(tx) => {
+            let _ = tx.try_send(Err(format!("server `{server}`: {text}")));
+        }
+        None if !matches!(reason, CloseReason::Requested) => {
+            tracing::warn!(server = %server, "session ended: {text}");
+            update(&health, |h| h.failure = Some(text));
+        }
+        None => {}
+    }
+}
+
+fn update(health: &SharedHealth, f: impl FnOnce(&mut Health)) {
+    match health.lock() {
+        Ok(mut state) => f(&mut state),
+        Err(poisoned) => f(&mut poisoned.into_inner()),
+    }
+}

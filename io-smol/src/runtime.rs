@@ -1,0 +1,283 @@
+//! The host-facing runtime on smol: many servers as tasks on the host's
+//! executor, each isolated, one tool registry.
+//!
+//! The host owns the [`Executor`] and runs it (the `rho` CLI runs it on its
+//! main thread inside `block_on`); every session is a task on it, so any
+//! number of servers share that one thread. Tasks make progress only while
+//! the executor runs. As on threads, with no enabled server nothing is
+//! created at all.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use rho_io_blocking::RuntimeOptions;
+use rho_proto_core::config::Config;
+use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::registry::ToolRegistry;
+use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
+use rho_proto_core::session::Progress;
+use serde_json::Value;
+use smol::channel::{Receiver, Sender};
+use smol::{Executor, Task, Timer};
+
+use crate::driver::{self, CallUpdate, Command, Input, SharedHealth, StartupOutcome, TaskArgs};
+
+/// Extra time the host waits beyond a server's own startup budget before
+/// it stops waiting for the task: covers spawning and the shutdown grace.
+const STARTUP_MARGIN: Duration = Duration::from_secs(10);
+
+struct TaskHandle {
+    commands: Sender<Input>,
+    task: Option<Task<()>>,
+    health: SharedHealth,
+}
+
+/// Every configured server of one run, as tasks on the host's executor.
+/// Call [`Runtime::shutdown`] to close them in order; dropping the runtime
+/// instead cancels the tasks, and the children end with their process
+/// groups when the executor next runs (or with the process).
+pub struct Runtime {
+    inventory: Inventory,
+    tasks: BTreeMap<SlotId, TaskHandle>,
+    next_ticket: AtomicU64,
+}
+
+impl Runtime {
+    /// Starts every enabled server in `config` as a task on `executor`, and
+    /// resolves once each is ready or failed. The executor must be running
+    /// (this future is usually awaited inside `executor.run(...)`).
+    pub async fn start(
+        executor: &Arc<Executor<'static>>,
+        config: &Config,
+        options: RuntimeOptions,
+    ) -> Self {
+        Self::start_where(executor, config, options, |_| true).await
+    }
+
+    /// Like [`Runtime::start`], but starts only the enabled servers whose
+    /// identity `select` accepts.
+    pub async fn start_where(
+        executor: &Arc<Executor<'static>>,
+        config: &Config,
+        options: RuntimeOptions,
+        select: impl Fn(&str) -> bool,
+    ) -> Self {
+        let mut inventory = Inventory::new(config, select);
+        let ambient = Arc::new(options.ambient);
+        let mut tasks = BTreeMap::new();
+        let mut waiting: Vec<(SlotId, Receiver<StartupOutcome>, Duration, String)> = Vec::new();
+        for (slot, server) in inventory.to_start() {
+            let (commands, inputs) = smol::channel::unbounded();
+            let (startup, outcome) = smol::channel::bounded(1);
+            let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
+            let task = executor.spawn(driver::run(TaskArgs {
+                executor: Arc::clone(executor),
+                config: server.clone(),
+                ambient: Arc::clone(&ambient),
+                grace: options.shutdown_grace,
+                inputs: (commands.clone(), inputs),
+                startup,
+                health: Arc::clone(&health),
+            }));
+            tasks.insert(
+                slot,
+                TaskHandle {
+                    commands,
+                    task: Some(task),
+                    health,
+                },
+            );
+            waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
+        }
+        for (slot, outcome, budget, id) in waiting {
+            let received = smol::future::or(async { Some(outcome.recv().await) }, async {
+                Timer::after(budget + STARTUP_MARGIN).await;
+                None
+            })
+            .await;
+            match received {
+                Some(Ok(Ok(started))) => {
+                    inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
+                }
+                Some(Ok(Err(error))) => inventory.record_failed(slot, error),
+                Some(Err(_)) => inventory.record_failed(
+                    slot,
+                    format!("server `{id}`: its task stopped unexpectedly"),
+                ),
+                None => inventory.record_failed(
+                    slot,
+                    format!(
+                        "server `{id}`: did not finish starting within {} s",
+                        budget.as_secs_f64()
+                    ),
+                ),
+            }
+            let failed = inventory
+                .view(slot, None)
+                .is_some_and(|v| v.status.is_failure());
+            if failed {
+                if let Some(handle) = tasks.remove(&slot) {
+                    handle.stop().await;
+                }
+            }
+        }
+        inventory.finish_startup();
+        Self {
+            inventory,
+            tasks,
+            next_ticket: AtomicU64::new(0),
+        }
+    }
+
+    fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {
+        |slot| self.tasks.get(&slot).map(TaskHandle::health)
+    }
+
+    /// Every configured server, in configuration order.
+    pub fn servers(&self) -> Vec<ServerView> {
+        self.inventory.servers(self.health())
+    }
+
+    /// One server, by identity.
+    pub fn server(&self, id: &str) -> Option<ServerView> {
+        let slot = self.inventory.find(id)?;
+        self.inventory.view(slot, self.health()(slot))
+    }
+
+    /// The exported tools of every ready server.
+    pub fn tools(&self) -> &ToolRegistry {
+        self.inventory.tools()
+    }
+
+    /// Calls an exported tool (`mcp__<server>__<tool>`). Dropping the
+    /// future before it resolves cancels the call: the server is sent
+    /// `notifications/cancelled`.
+    pub async fn call_tool(
+        &self,
+        exported: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_tool_with_progress(exported, arguments, |_| {})
+            .await
+    }
+
+    /// Like [`Runtime::call_tool`], handing each progress notification to
+    /// `on_progress` as it arrives.
+    pub async fn call_tool_with_progress(
+        &self,
+        exported: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
+        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
+        self.call(slot, tool, arguments, on_progress).await
+    }
+
+    /// Calls a tool by server identity and the server's own tool name,
+    /// honouring the server's allow/deny filter.
+    pub async fn call_server_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let slot = self
+            .inventory
+            .route_server_tool(server, tool, self.health())?;
+        self.call(slot, tool.to_owned(), arguments, |_| {}).await
+    }
+
+    async fn call(
+        &self,
+        slot: SlotId,
+        tool: String,
+        arguments: Value,
+        mut on_progress: impl FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
+        let not_running = || ToolCallError::ServerNotReady {
+            server: self
+                .inventory
+                .view(slot, None)
+                .map(|v| v.id)
+                .unwrap_or_default(),
+            reason: "its session has ended".into(),
+        };
+        let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = smol::channel::unbounded();
+        handle
+            .commands
+            .send(Input::Command(Command::CallTool {
+                ticket,
+                tool,
+                arguments,
+                reply,
+            }))
+            .await
+            .map_err(|_| not_running())?;
+        // If this future is dropped before the answer, the guard tells the
+        // session to abandon the call.
+        let mut guard = CancelOnDrop {
+            commands: &handle.commands,
+            ticket,
+            armed: true,
+        };
+        loop {
+            match answer.recv().await.map_err(|_| not_running())? {
+                CallUpdate::Progress(progress) => on_progress(progress),
+                CallUpdate::Done(result) => {
+                    guard.armed = false;
+                    return result;
+                }
+            }
+        }
+    }
+
+    /// Closes every session and waits for each server to exit (each within
+    /// its grace period, concurrently).
+    pub async fn shutdown(mut self) {
+        for handle in self.tasks.values() {
+            let _ = handle.commands.try_send(Input::Command(Command::Close));
+        }
+        for (_, handle) in std::mem::take(&mut self.tasks) {
+            handle.stop().await;
+        }
+    }
+}
+
+/// Abandons a call whose future was dropped.
+struct CancelOnDrop<'a> {
+    commands: &'a Sender<Input>,
+    ticket: u64,
+    armed: bool,
+}
+
+impl Drop for CancelOnDrop<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let _ = self.commands.try_send(Input::Command(Command::Cancel {
+                ticket: self.ticket,
+            }));
+        }
+    }
+}
+
+impl TaskHandle {
+    fn health(&self) -> Health {
+        match self.health.lock() {
+            Ok(h) => h.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+
+    /// Asks the task to close and waits for it; its own shutdown is
+    /// bounded (grace, then kill).
+    async fn stop(mut self) {
+        let _ = self.commands.try_send(Input::Command(Command::Close));
+        if let Some(task) = self.task.take() {
+            task.await;
+        }
+    }
+}

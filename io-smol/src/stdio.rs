@@ -1,0 +1,235 @@
+//! A stdio server's child process on smol: the command is prepared exactly
+//! as on threads (`rho_io_blocking::process::prepare_command`: no shell, a
+//! computed environment, its own process group), then run with
+//! async-process. Three small tasks pump stdout into the session task,
+//! write stdin from a queue, and drain stderr into tracing and a bounded
+//! tail. Shutdown closes stdin, waits the grace period, kills the group and
+//! reaps the child.
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rho_io_blocking::process::{describe_exit, has_exited_pid, kill_group, prepare_command};
+use rho_proto_core::config::StdioConfig;
+use rho_proto_core::stderr::StderrTail;
+use smol::channel::{Receiver, Sender};
+use smol::io::{AsyncReadExt, AsyncWriteExt};
+use smol::process::Stdio;
+use smol::{Executor, Task, Timer};
+
+use crate::driver::Input;
+
+/// What the child's pipes tell the session task.
+#[derive(Debug)]
+pub(crate) enum PipeEvent {
+    /// Bytes from stdout.
+    Stdout(Vec<u8>),
+    /// stdout reached end of file.
+    StdoutClosed,
+    /// Writing stdin failed.
+    WriteFailed(String),
+}
+
+/// A running stdio server.
+pub(crate) struct StdioChild {
+    child: smol::process::Child,
+    pid: u32,
+    stdin: Option<Sender<Vec<u8>>>,
+    stderr_tail: Arc<Mutex<StderrTail>>,
+    pumps: Vec<Task<()>>,
+    exit: Option<String>,
+}
+
+/// How long shutdown waits for the pump tasks after the group is killed.
+const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
+/// How often an exit is polled for (without reaping).
+const EXIT_POLL: Duration = Duration::from_millis(5);
+
+impl StdioChild {
+    /// Starts the server, its pumps running on `executor`.
+    pub(crate) fn spawn(
+        executor: &Arc<Executor<'static>>,
+        server: &str,
+        config: &StdioConfig,
+        ambient: &[(String, String)],
+        events: Sender<Input>,
+    ) -> Result<Self, String> {
+        let (command, program) = prepare_command(server, config, ambient)?;
+        // The async command tracks its own stdio choices; restate them.
+        let mut child = smol::process::Command::from(command)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                format!(
+                    "server `{server}`: could not start `{}`: {e}",
+                    program.display()
+                )
+            })?;
+        let pid = child.id();
+        let (Some(mut stdout), Some(mut stdin), Some(mut stderr)) =
+            (child.stdout.take(), child.stdin.take(), child.stderr.take())
+        else {
+            kill_group(pid);
+            return Err(format!("server `{server}`: its pipes could not be opened"));
+        };
+        let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+        let (write_tx, write_rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = smol::channel::unbounded();
+        let out_events = events.clone();
+        let reader = executor.spawn(async move {
+            let mut buf = vec![0u8; 64 * 1024];
+            loop {
+                match stdout.read(&mut buf).await {
+                    Ok(0) | Err(_) => break,
+                    Ok(n) => {
+                        let bytes = buf[..n].to_vec();
+                        if out_events
+                            .send(Input::Pipe(PipeEvent::Stdout(bytes)))
+                            .await
+                            .is_err()
+                        {
+                            return;
+                        }
+                    }
+                }
+            }
+            let _ = out_events.send(Input::Pipe(PipeEvent::StdoutClosed)).await;
+        });
+        let writer = executor.spawn(async move {
+            // Ends when the queue's sender is dropped, closing the child's stdin.
+            while let Ok(bytes) = write_rx.recv().await {
+                if let Err(e) = async {
+                    stdin.write_all(&bytes).await?;
+                    stdin.flush().await
+                }
+                .await
+                {
+                    let _ = events
+                        .send(Input::Pipe(PipeEvent::WriteFailed(e.to_string())))
+                        .await;
+                    return;
+                }
+            }
+        });
+        let drain = executor.spawn({
+            let tail = Arc::clone(&stderr_tail);
+            let server = server.to_owned();
+            async move {
+                let mut buf = vec![0u8; 8 * 1024];
+                loop {
+                    match stderr.read(&mut buf).await {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            let lines = match tail.lock() {
+                                Ok(mut t) => t.push(&buf[..n]),
+                                Err(poisoned) => poisoned.into_inner().push(&buf[..n]),
+                            };
+                            for line in lines {
+                                tracing::debug!(target: "rho::mcp::stderr", server, "{line}");
+                            }
+                        }
+                    }
+                }
+            }
+        });
+        Ok(Self {
+            child,
+            pid,
+            stdin: Some(write_tx),
+            stderr_tail,
+            pumps: vec![reader, writer, drain],
+            exit: None,
+        })
+    }
+
+    /// The child's process id (also its process group id).
+    pub(crate) fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Queues bytes for the child's stdin; never waits on the child.
+    pub(crate) fn write(&self, bytes: Vec<u8>) {
+        if let Some(stdin) = &self.stdin {
+            let _ = stdin.try_send(bytes);
+        }
+    }
+
+    /// Waits up to `within` for the child to exit by itself; when it did,
+    /// sweeps its group, reaps it and describes its exit.
+    pub(crate) async fn exit_detail(&mut self, within: Duration) -> Option<String> {
+        if self.exit.is_none() && self.wait_exit(within).await {
+            self.reap().await;
+        }
+        self.exit.clone()
+    }
+
+    async fn wait_exit(&self, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            if has_exited_pid(self.pid) {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            Timer::after(EXIT_POLL).await;
+        }
+    }
+
+    async fn reap(&mut self) {
+        if self.exit.is_some() {
+            return;
+        }
+        kill_group(self.pid);
+        self.exit = Some(match self.child.status().await {
+            Ok(status) => describe_exit(status),
+            Err(e) => format!("exit status unknown: {e}"),
+        });
+    }
+
+    /// Closes stdin, gives the child `grace` to exit, kills its group and
+    /// reaps it. Returns the last lines of its stderr.
+    pub(crate) async fn shutdown(mut self, grace: Duration) -> Option<String> {
+        self.stdin = None;
+        if self.exit.is_none() && !self.wait_exit(grace).await {
+            tracing::debug!(pid = self.pid, "did not exit after stdin closed; killing");
+        }
+        self.reap().await;
+        // The pipes close once the group is gone; a process that escaped the
+        // group could hold them open, so the pumps get a bounded wait and
+        // are then cancelled by dropping them.
+        let pumps = std::mem::take(&mut self.pumps);
+        let all = async {
+            for pump in pumps {
+                pump.await;
+            }
+            true
+        };
+        let finished = smol::future::or(all, async {
+            Timer::after(PUMP_EXIT_WAIT).await;
+            false
+        })
+        .await;
+        if !finished {
+            tracing::warn!(
+                pid = self.pid,
+                "a pipe stayed open after the process group was killed"
+            );
+        }
+        match self.stderr_tail.lock() {
+            Ok(tail) => tail.render(),
+            Err(poisoned) => poisoned.into_inner().render(),
+        }
+    }
+}
+
+impl Drop for StdioChild {
+    /// A child whose task was cancelled (its runtime dropped without
+    /// `shutdown`) still takes its whole process group with it.
+    fn drop(&mut self) {
+        if self.exit.is_none() {
+            kill_group(self.pid);
+        }
+    }
+}
