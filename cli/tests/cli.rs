@@ -6,6 +6,12 @@
 //! Every run gets its own scratch `HOME`, so the user's real `~/.rho` is
 //! never read, a null stdin and no `RUST_LOG`. Servers are the pinned real
 //! ones in `tests/servers` and the `misbehaving.js` fixture.
+//!
+//! Each test body takes the [`Runtime`] to run `rho` on and
+//! [`both_executors!`] turns it into one `#[test]` per executor
+//! (`<name>::smol`, `<name>::blocking`); [`Scratch`] passes the choice to
+//! every run as `RHO_RUNTIME`, so argument lists stay as a user would type
+//! them.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -17,18 +23,56 @@ use rho_tests::{
 };
 use serde_json::Value;
 
-/// A scratch directory with an empty `home/` to use as `HOME`.
+/// The executor `rho` runs its sessions on (`--runtime`, `RHO_RUNTIME`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Runtime {
+    Smol,
+    Blocking,
+}
+
+impl Runtime {
+    /// The value `--runtime` and `RHO_RUNTIME` take.
+    fn name(self) -> &'static str {
+        match self {
+            Runtime::Smol => "smol",
+            Runtime::Blocking => "blocking",
+        }
+    }
+}
+
+/// Turns test bodies `fn name(rt: Runtime)` into a module per function with
+/// a `#[test]` for each executor (`smol`, `blocking`).
+macro_rules! both_executors {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn smol() {
+                    super::$name(super::Runtime::Smol);
+                }
+                #[test]
+                fn blocking() {
+                    super::$name(super::Runtime::Blocking);
+                }
+            }
+        )*
+    };
+}
+
+/// A scratch directory with an empty `home/` to use as `HOME`, and the
+/// executor every `rho` run from it uses.
 struct Scratch {
     dir: PathBuf,
     home: PathBuf,
+    runtime: Runtime,
 }
 
 impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = scratch_dir(&format!("cli-{name}"));
+    fn new(name: &str, runtime: Runtime) -> Self {
+        let dir = scratch_dir(&format!("cli-{name}-{}", runtime.name()));
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("create scratch home");
-        Self { dir, home }
+        Self { dir, home, runtime }
     }
 
     /// Writes `text` to `name` in the scratch dir and returns its path.
@@ -38,17 +82,19 @@ impl Scratch {
         path
     }
 
-    /// Runs `rho args...` with this scratch `HOME`.
+    /// Runs `rho args...` with this scratch `HOME` on this executor.
     fn rho(&self, args: &[&str]) -> Run {
         self.rho_env(args, &[])
     }
 
-    /// Runs `rho args...` with this scratch `HOME` and extra variables.
+    /// Runs `rho args...` with this scratch `HOME` on this executor and
+    /// extra variables (which may override `RHO_RUNTIME`).
     fn rho_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let mut command = Command::new(env!("CARGO_BIN_EXE_rho"));
         command
             .args(args)
             .env("HOME", &self.home)
+            .env("RHO_RUNTIME", self.runtime.name())
             .env_remove("USERPROFILE")
             .env_remove("RUST_LOG")
             .stdin(Stdio::null());
@@ -57,6 +103,12 @@ impl Scratch {
         }
         let output = command.output().expect("run rho");
         Run {
+            runtime: env
+                .iter()
+                .rev()
+                .find(|(k, _)| *k == "RHO_RUNTIME")
+                .map_or(self.runtime.name(), |(_, v)| v)
+                .to_owned(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
             code: output.status.code(),
             stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -75,6 +127,8 @@ impl Drop for Scratch {
 
 /// One finished `rho` run.
 struct Run {
+    /// The `RHO_RUNTIME` it ran with.
+    runtime: String,
     args: Vec<String>,
     code: Option<i32>,
     stdout: String,
@@ -104,7 +158,8 @@ impl std::fmt::Display for Run {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "$ rho {}\nexit: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+            "$ RHO_RUNTIME={} rho {}\nexit: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
+            self.runtime,
             self.args.join(" "),
             self.code,
             self.stdout,
@@ -187,9 +242,8 @@ fn wait_for_file(path: &Path) -> bool {
 // ---------------------------------------------------------------------------
 // list
 
-#[test]
-fn list_without_connect_starts_nothing_and_reports_not_started() {
-    let s = Scratch::new("list-no-connect");
+fn list_without_connect_starts_nothing_and_reports_not_started(rt: Runtime) {
+    let s = Scratch::new("list-no-connect", rt);
     let marker = s.dir.join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
 
@@ -211,9 +265,8 @@ fn list_without_connect_starts_nothing_and_reports_not_started() {
     );
 }
 
-#[test]
-fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts() {
-    let s = Scratch::new("list-connect-json");
+fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts(rt: Runtime) {
+    let s = Scratch::new("list-connect-json", rt);
     let root = s.dir.join("root");
     std::fs::create_dir_all(&root).expect("create root");
     let mut text = everything("everything");
@@ -256,9 +309,8 @@ fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts() {
 // ---------------------------------------------------------------------------
 // Which config file
 
-#[test]
-fn default_config_is_home_rho_config_toml() {
-    let s = Scratch::new("default-config");
+fn default_config_is_home_rho_config_toml(rt: Runtime) {
+    let s = Scratch::new("default-config", rt);
     std::fs::create_dir_all(s.home.join(".rho")).expect("create ~/.rho");
     let default = s.home.join(".rho/config.toml");
     std::fs::write(&default, everything("from_home")).expect("write default");
@@ -273,9 +325,8 @@ fn default_config_is_home_rho_config_toml() {
     assert_eq!(server_ids(&doc), ["from_home"]);
 }
 
-#[test]
-fn explicit_config_replaces_default_without_merging() {
-    let s = Scratch::new("explicit-config");
+fn explicit_config_replaces_default_without_merging(rt: Runtime) {
+    let s = Scratch::new("explicit-config", rt);
     std::fs::create_dir_all(s.home.join(".rho")).expect("create ~/.rho");
     std::fs::write(s.home.join(".rho/config.toml"), everything("from_home"))
         .expect("write default");
@@ -292,9 +343,8 @@ fn explicit_config_replaces_default_without_merging() {
     assert!(!run.all().contains("from_home"), "{run}");
 }
 
-#[test]
-fn missing_default_config_configures_no_server_and_exits_0() {
-    let s = Scratch::new("missing-default");
+fn missing_default_config_configures_no_server_and_exits_0(rt: Runtime) {
+    let s = Scratch::new("missing-default", rt);
     let run = s.rho(&["mcp", "list"]);
     run.expect_code(0);
     assert!(run.stdout.contains("No MCP servers configured"), "{run}");
@@ -306,9 +356,8 @@ fn missing_default_config_configures_no_server_and_exits_0() {
     assert_eq!(doc["servers"], serde_json::json!([]), "{doc}");
 }
 
-#[test]
-fn missing_explicit_config_exits_2_naming_the_path() {
-    let s = Scratch::new("missing-explicit");
+fn missing_explicit_config_exits_2_naming_the_path(rt: Runtime) {
+    let s = Scratch::new("missing-explicit", rt);
     let missing = s.dir.join("no-such-config.toml");
     let run = s.rho(&["--config", arg(&missing), "mcp", "list"]);
     run.expect_code(2);
@@ -319,9 +368,8 @@ fn missing_explicit_config_exits_2_naming_the_path() {
 // ---------------------------------------------------------------------------
 // Config errors and exit codes
 
-#[test]
-fn toml_syntax_error_exits_2_with_file_line_and_column() {
-    let s = Scratch::new("syntax-error");
+fn toml_syntax_error_exits_2_with_file_line_and_column(rt: Runtime) {
+    let s = Scratch::new("syntax-error", rt);
     let config = s.write(
         "config.toml",
         "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \n",
@@ -333,9 +381,8 @@ fn toml_syntax_error_exits_2_with_file_line_and_column() {
     assert_eq!(run.stdout, "", "{run}");
 }
 
-#[test]
-fn unknown_key_under_mcp_exits_2_naming_the_key() {
-    let s = Scratch::new("unknown-mcp-key");
+fn unknown_key_under_mcp_exits_2_naming_the_key(rt: Runtime) {
+    let s = Scratch::new("unknown-mcp-key", rt);
     let mut text = everything("everything");
     text.push_str("[mcp.servrs.other]\ncommand = \"node\"\n");
     let config = s.write("config.toml", &text);
@@ -346,9 +393,8 @@ fn unknown_key_under_mcp_exits_2_naming_the_key() {
     assert_eq!(run.stdout, "", "{run}");
 }
 
-#[test]
-fn invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load() {
-    let s = Scratch::new("invalid-entry");
+fn invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load(rt: Runtime) {
+    let s = Scratch::new("invalid-entry", rt);
     let mut text = everything("everything");
     text.push_str("[mcp.servers.typo]\ntransport = \"stdio\"\ncomand = \"node\"\n");
     let config = s.write("config.toml", &text);
@@ -379,9 +425,8 @@ fn invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load() {
     assert_eq!(server(&doc, "everything")["status"], "ready", "{doc}");
 }
 
-#[test]
-fn failed_server_with_connect_exits_1_and_names_the_executable() {
-    let s = Scratch::new("failed-server");
+fn failed_server_with_connect_exits_1_and_names_the_executable(rt: Runtime) {
+    let s = Scratch::new("failed-server", rt);
     let mut text = String::from(
         "[mcp.servers.missing]\ntransport = \"stdio\"\ncommand = \"rho-test-no-such-executable\"\n",
     );
@@ -413,9 +458,8 @@ fn failed_server_with_connect_exits_1_and_names_the_executable() {
     assert!(line.contains("rho-test-no-such-executable"), "{run}");
 }
 
-#[test]
-fn disabled_server_is_reported_disabled_never_started_and_exits_0() {
-    let s = Scratch::new("disabled");
+fn disabled_server_is_reported_disabled_never_started_and_exits_0(rt: Runtime) {
+    let s = Scratch::new("disabled", rt);
     let marker = s.dir.join("marker");
     let mut text = marker_server("off", &marker);
     text.push_str("enabled = false\n");
@@ -443,10 +487,9 @@ fn disabled_server_is_reported_disabled_never_started_and_exits_0() {
 // ---------------------------------------------------------------------------
 // Secrets
 
-#[test]
-fn secret_values_never_appear_in_list_or_show_output() {
+fn secret_values_never_appear_in_list_or_show_output(rt: Runtime) {
     const SECRETS: [&str; 3] = ["sk-secret-literal", "hdr-secret-literal", "env-secret"];
-    let s = Scratch::new("secrets");
+    let s = Scratch::new("secrets", rt);
     let mut text = everything("local");
     text.push_str("env = { API_TOKEN = \"sk-secret-literal\" }\n");
     text.push_str(
@@ -504,9 +547,8 @@ fn secret_values_never_appear_in_list_or_show_output() {
 // ---------------------------------------------------------------------------
 // show
 
-#[test]
-fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas() {
-    let s = Scratch::new("show-connect");
+fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas(rt: Runtime) {
+    let s = Scratch::new("show-connect", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -539,9 +581,8 @@ fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas() {
     );
 }
 
-#[test]
-fn show_unknown_server_exits_2_naming_the_configured_servers() {
-    let s = Scratch::new("show-unknown");
+fn show_unknown_server_exits_2_naming_the_configured_servers(rt: Runtime) {
+    let s = Scratch::new("show-unknown", rt);
     let mut text = everything("everything");
     text.push_str(&everything("second"));
     let config = s.write("config.toml", &text);
@@ -552,9 +593,8 @@ fn show_unknown_server_exits_2_naming_the_configured_servers() {
     assert!(run.stderr.contains("second"), "{run}");
 }
 
-#[test]
-fn show_without_connect_says_the_server_is_not_started() {
-    let s = Scratch::new("show-no-connect");
+fn show_without_connect_says_the_server_is_not_started(rt: Runtime) {
+    let s = Scratch::new("show-no-connect", rt);
     let marker = s.dir.join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
     let run = s.rho(&["--config", arg(&config), "mcp", "show", "tripwire"]);
@@ -577,9 +617,8 @@ fn show_without_connect_says_the_server_is_not_started() {
 // ---------------------------------------------------------------------------
 // call
 
-#[test]
-fn call_prints_exactly_the_result_text_and_exits_0() {
-    let s = Scratch::new("call-echo");
+fn call_prints_exactly_the_result_text_and_exits_0(rt: Runtime) {
+    let s = Scratch::new("call-echo", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -594,9 +633,8 @@ fn call_prints_exactly_the_result_text_and_exits_0() {
     assert_eq!(run.stdout, "Echo: hi\n", "{run}");
 }
 
-#[test]
-fn call_whose_result_is_an_error_exits_1() {
-    let s = Scratch::new("call-is-error");
+fn call_whose_result_is_an_error_exits_1(rt: Runtime) {
+    let s = Scratch::new("call-is-error", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -611,9 +649,8 @@ fn call_whose_result_is_an_error_exits_1() {
     assert!(run.stderr.contains("echo"), "{run}");
 }
 
-#[test]
-fn call_with_arguments_that_are_not_json_exits_2() {
-    let s = Scratch::new("call-bad-json");
+fn call_with_arguments_that_are_not_json_exits_2(rt: Runtime) {
+    let s = Scratch::new("call-bad-json", rt);
     let marker = s.dir.join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
     let run = s.rho(&[
@@ -631,9 +668,8 @@ fn call_with_arguments_that_are_not_json_exits_2() {
     assert!(!marker.exists(), "bad arguments still started the server");
 }
 
-#[test]
-fn call_with_arguments_that_are_a_json_array_exits_2() {
-    let s = Scratch::new("call-array");
+fn call_with_arguments_that_are_a_json_array_exits_2(rt: Runtime) {
+    let s = Scratch::new("call-array", rt);
     let marker = s.dir.join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
     let run = s.rho(&[
@@ -651,9 +687,8 @@ fn call_with_arguments_that_are_a_json_array_exits_2() {
     assert!(!marker.exists(), "bad arguments still started the server");
 }
 
-#[test]
-fn call_of_an_unknown_tool_exits_1_naming_the_tool() {
-    let s = Scratch::new("call-unknown-tool");
+fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
+    let s = Scratch::new("call-unknown-tool", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -669,9 +704,8 @@ fn call_of_an_unknown_tool_exits_1_naming_the_tool() {
     assert_eq!(run.stdout, "", "{run}");
 }
 
-#[test]
-fn call_on_a_disabled_server_exits_1_without_starting_it() {
-    let s = Scratch::new("call-disabled");
+fn call_on_a_disabled_server_exits_1_without_starting_it(rt: Runtime) {
+    let s = Scratch::new("call-disabled", rt);
     let marker = s.dir.join("marker");
     let mut text = marker_server("off", &marker);
     text.push_str("enabled = false\n");
@@ -686,9 +720,8 @@ fn call_on_a_disabled_server_exits_1_without_starting_it() {
 // ---------------------------------------------------------------------------
 // --verbose
 
-#[test]
-fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged() {
-    let s = Scratch::new("verbose");
+fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged(rt: Runtime) {
+    let s = Scratch::new("verbose", rt);
     let config = s.write("config.toml", &everything("everything"));
     let call = [
         "--config",
@@ -714,9 +747,8 @@ fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged() {
 // ---------------------------------------------------------------------------
 // Nothing left behind
 
-#[test]
-fn list_connect_leaves_no_server_or_grandchild_running() {
-    let s = Scratch::new("grandchild");
+fn list_connect_leaves_no_server_or_grandchild_running(rt: Runtime) {
+    let s = Scratch::new("grandchild", rt);
     let pidfile = s.dir.join("server.pid");
     let text = node_server(
         "parent",
@@ -748,9 +780,8 @@ fn list_connect_leaves_no_server_or_grandchild_running() {
     );
 }
 
-#[test]
-fn non_loopback_http_url_fails_with_the_https_rule_while_others_load() {
-    let s = Scratch::new("http-rule");
+fn non_loopback_http_url_fails_with_the_https_rule_while_others_load(rt: Runtime) {
+    let s = Scratch::new("http-rule", rt);
     let mut text = String::from(
         "[mcp.servers.plain]\ntransport = \"streamable_http\"\nurl = \"http://mcp.example.com/mcp\"\n",
     );
@@ -774,9 +805,8 @@ fn non_loopback_http_url_fails_with_the_https_rule_while_others_load() {
     assert_eq!(server(&doc, "everything")["status"], "ready", "{doc}");
 }
 
-#[test]
-fn http_server_connects_and_calls_over_loopback() {
-    let s = Scratch::new("http-call");
+fn http_server_connects_and_calls_over_loopback(rt: Runtime) {
+    let s = Scratch::new("http-call", rt);
     let remote = EverythingHttp::start();
     let config = s.write("config.toml", &remote.config("remote"));
     let run = s.rho(&[
@@ -805,3 +835,111 @@ fn http_server_connects_and_calls_over_loopback() {
     run.expect_code(0);
     assert_eq!(run.stdout, "Echo: via http\n");
 }
+
+// ---------------------------------------------------------------------------
+// Both executors agree
+
+/// `--runtime smol` and `--runtime blocking` report the same servers,
+/// statuses, handshake facts and exported tools, with the same exit code;
+/// only per-run facts (elapsed time, pids) may differ.
+#[test]
+fn list_connect_json_is_the_same_under_smol_and_blocking() {
+    let s = Scratch::new("parity", Runtime::Smol);
+    let root = s.dir.join("root");
+    std::fs::create_dir_all(&root).expect("create root");
+    let mut text = everything("everything");
+    text.push_str(&node_server("filesystem", &filesystem_js(), &[arg(&root)]));
+    let config = s.write("config.toml", &text);
+
+    let list = |rt: Runtime| {
+        s.rho_env(
+            &[
+                "--config",
+                arg(&config),
+                "--runtime",
+                rt.name(),
+                "mcp",
+                "list",
+                "--connect",
+                "--json",
+            ],
+            // The flag decides; keep the variable in agreement anyway.
+            &[("RHO_RUNTIME", rt.name())],
+        )
+    };
+    let smol = list(Runtime::Smol);
+    let blocking = list(Runtime::Blocking);
+    assert_eq!(
+        smol.code, blocking.code,
+        "exit codes differ\n{smol}\n{blocking}"
+    );
+    smol.expect_code(0);
+
+    let (smol_doc, blocking_doc) = (
+        per_run_facts_removed(smol.json()),
+        per_run_facts_removed(blocking.json()),
+    );
+    assert_eq!(
+        server_ids(&smol_doc),
+        ["everything", "filesystem"],
+        "{smol}"
+    );
+    assert_eq!(
+        server_ids(&smol_doc),
+        server_ids(&blocking_doc),
+        "{smol}\n{blocking}"
+    );
+    for id in ["everything", "filesystem"] {
+        assert_eq!(server(&smol_doc, id)["status"], "ready", "{smol}");
+        assert_eq!(
+            server(&smol_doc, id)["status"],
+            server(&blocking_doc, id)["status"],
+            "{smol}\n{blocking}"
+        );
+        assert_eq!(
+            tool_names(server(&smol_doc, id)),
+            tool_names(server(&blocking_doc, id)),
+            "{smol}\n{blocking}"
+        );
+    }
+    assert_eq!(smol_doc, blocking_doc, "{smol}\n{blocking}");
+}
+
+/// A `list --json` document without the facts that differ from run to run.
+fn per_run_facts_removed(mut doc: Value) -> Value {
+    for entry in doc["servers"].as_array_mut().into_iter().flatten() {
+        if let Some(entry) = entry.as_object_mut() {
+            entry.remove("elapsed_ms");
+            entry.remove("pid");
+        }
+    }
+    doc
+}
+
+both_executors!(
+    list_without_connect_starts_nothing_and_reports_not_started,
+    list_connect_json_reports_ready_servers_with_tools_and_handshake_facts,
+    default_config_is_home_rho_config_toml,
+    explicit_config_replaces_default_without_merging,
+    missing_default_config_configures_no_server_and_exits_0,
+    missing_explicit_config_exits_2_naming_the_path,
+    toml_syntax_error_exits_2_with_file_line_and_column,
+    unknown_key_under_mcp_exits_2_naming_the_key,
+    invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load,
+    failed_server_with_connect_exits_1_and_names_the_executable,
+    disabled_server_is_reported_disabled_never_started_and_exits_0,
+    secret_values_never_appear_in_list_or_show_output,
+    show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas,
+    show_unknown_server_exits_2_naming_the_configured_servers,
+    show_without_connect_says_the_server_is_not_started,
+    call_prints_exactly_the_result_text_and_exits_0,
+    call_whose_result_is_an_error_exits_1,
+    call_with_arguments_that_are_not_json_exits_2,
+    call_with_arguments_that_are_a_json_array_exits_2,
+    call_of_an_unknown_tool_exits_1_naming_the_tool,
+    call_on_a_disabled_server_exits_1_without_starting_it,
+    verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged,
+    list_connect_leaves_no_server_or_grandchild_running,
+    non_loopback_http_url_fails_with_the_https_rule_while_others_load,
+    http_server_connects_and_calls_over_loopback,
+);
