@@ -16,6 +16,7 @@ use serde_json::{Value, json};
 
 use crate::Failure;
 use crate::host::{Host, RuntimeKind};
+use rho_io_blocking::RuntimeOptions;
 
 /// What a scenario asks of the client once it is connected.
 enum Action {
@@ -54,7 +55,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
             return Err(Failure::Usage(error.to_string()));
         }
     }
-    let runtime = Host::start(kind, &config, |_| true);
+    let runtime = Host::start(kind, &config, RuntimeOptions::from_process_env(), |_| true);
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),

@@ -4,6 +4,8 @@
 //! and exit codes are identical on either.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use clap::ValueEnum;
 use rho_io_blocking::RuntimeOptions;
@@ -11,6 +13,7 @@ use rho_proto_core::config::Config;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::{ServerView, ToolCallError};
+use rho_proto_core::session::{CallError, Progress};
 use serde_json::Value;
 
 /// Which executor drives the sessions.
@@ -33,8 +36,12 @@ pub(crate) enum Host {
 
 impl Host {
     /// Starts the enabled servers `select` accepts.
-    pub(crate) fn start(kind: RuntimeKind, config: &Config, select: impl Fn(&str) -> bool) -> Self {
-        let options = RuntimeOptions::from_process_env();
+    pub(crate) fn start(
+        kind: RuntimeKind,
+        config: &Config,
+        options: RuntimeOptions,
+        select: impl Fn(&str) -> bool,
+    ) -> Self {
         match kind {
             RuntimeKind::Smol => {
                 let executor = Arc::new(smol::Executor::new());
@@ -85,6 +92,38 @@ impl Host {
                 smol::block_on(executor.run(runtime.call_server_tool(server, tool, arguments)))
             }
             Host::Blocking(runtime) => runtime.call_server_tool(server, tool, arguments),
+        }
+    }
+
+    /// Calls a tool, handing progress to `on_progress`, until it ends or
+    /// `cancel` is set; a cancelled call tells the server and ends as
+    /// [`CallError::Cancelled`].
+    pub(crate) fn call_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        match self {
+            Host::Smol { executor, runtime } => {
+                let call =
+                    runtime.call_server_tool_with_progress(server, tool, arguments, on_progress);
+                let watch = async {
+                    while !cancel.load(Ordering::Relaxed) {
+                        smol::Timer::after(Duration::from_millis(50)).await;
+                    }
+                    Err(ToolCallError::Call(CallError::Cancelled {
+                        server: server.to_owned(),
+                    }))
+                };
+                // Dropping the call future when `watch` wins cancels it.
+                smol::block_on(executor.run(smol::future::or(call, watch)))
+            }
+            Host::Blocking(runtime) => {
+                runtime.call_server_tool_with(server, tool, arguments, on_progress, cancel)
+            }
         }
     }
 

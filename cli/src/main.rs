@@ -9,6 +9,7 @@
 //! | 1 | a server failed to start, an entry is invalid, or a tool call failed |
 //! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments) |
 
+mod call;
 mod config_file;
 mod conformance;
 mod host;
@@ -22,6 +23,7 @@ use tracing_subscriber::EnvFilter;
 
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
+use rho_io_blocking::RuntimeOptions;
 
 /// rho's MCP client: configure, inspect and exercise MCP servers.
 #[derive(Parser, Debug)]
@@ -44,6 +46,10 @@ struct Cli {
         default_value = "smol"
     )]
     runtime: RuntimeKind,
+    /// The session workspace, offered to servers as their one root
+    /// (default: the current directory).
+    #[arg(long, global = true, value_name = "PATH")]
+    workspace: Option<PathBuf>,
     #[command(subcommand)]
     command: TopCommand,
 }
@@ -97,7 +103,7 @@ struct ShowArgs {
 }
 
 #[derive(Args, Debug)]
-struct CallArgs {
+pub(crate) struct CallArgs {
     /// The server identity.
     id: String,
     /// The tool's name as the server lists it.
@@ -105,13 +111,22 @@ struct CallArgs {
     /// Arguments as a JSON object.
     #[arg(default_value = "{}")]
     arguments: String,
+    /// Print the model text and the tool card's data as JSON.
+    #[arg(long)]
+    json: bool,
+    /// The call's budget in seconds, instead of the server's
+    /// tool_timeout_secs.
+    #[arg(long, value_name = "SECS")]
+    timeout: Option<f64>,
 }
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let result = match cli.command {
-        TopCommand::Mcp(command) => run_mcp(cli.config, cli.runtime, command),
+        TopCommand::Mcp(command) => {
+            run_mcp(cli.config, cli.runtime, cli.workspace.as_deref(), command)
+        }
     };
     match result {
         Ok(code) => code,
@@ -127,7 +142,7 @@ fn main() -> ExitCode {
 }
 
 /// A failure that ends the command, by who is at fault.
-enum Failure {
+pub(crate) enum Failure {
     /// Bad arguments or configuration file: exit 2.
     Usage(String),
     /// A server or tool failed: exit 1.
@@ -148,22 +163,40 @@ fn init_tracing(verbose: bool) {
 fn run_mcp(
     config: Option<PathBuf>,
     kind: RuntimeKind,
+    workspace: Option<&std::path::Path>,
     command: McpCommand,
 ) -> Result<ExitCode, Failure> {
     if let McpCommand::ConformanceClient(args) = &command {
         return conformance::run(kind, &args.url);
     }
+    let mut options = RuntimeOptions::from_process_env();
+    if let Some(path) = workspace {
+        let absolute = std::path::absolute(path)
+            .map_err(|e| Failure::Usage(format!("--workspace {}: {e}", path.display())))?;
+        if !absolute.is_dir() {
+            return Err(Failure::Usage(format!(
+                "--workspace {} is not a directory",
+                path.display()
+            )));
+        }
+        options.workspace = Some(absolute);
+    }
     let loaded = config_file::load(config).map_err(Failure::Usage)?;
     match command {
-        McpCommand::List(args) => list(&loaded, kind, &args),
-        McpCommand::Show(args) => show(&loaded, kind, &args),
-        McpCommand::Call(args) => call(&loaded, kind, &args),
+        McpCommand::List(args) => list(&loaded, kind, options, &args),
+        McpCommand::Show(args) => show(&loaded, kind, options, &args),
+        McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
     }
 }
 
-fn list(loaded: &LoadedConfig, kind: RuntimeKind, args: &ListArgs) -> Result<ExitCode, Failure> {
-    let runtime = start(loaded, kind, args.connect, |_| true);
+fn list(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    options: RuntimeOptions,
+    args: &ListArgs,
+) -> Result<ExitCode, Failure> {
+    let runtime = start(loaded, kind, options, args.connect, |_| true);
     let servers = runtime.servers();
     let text = if args.json {
         output::json_text(&output::list_json(loaded, &servers, runtime.tools()))
@@ -176,11 +209,16 @@ fn list(loaded: &LoadedConfig, kind: RuntimeKind, args: &ListArgs) -> Result<Exi
     Ok(exit_code(failed))
 }
 
-fn show(loaded: &LoadedConfig, kind: RuntimeKind, args: &ShowArgs) -> Result<ExitCode, Failure> {
+fn show(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    options: RuntimeOptions,
+    args: &ShowArgs,
+) -> Result<ExitCode, Failure> {
     if loaded.config.get(&args.id).is_none() {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     }
-    let runtime = start(loaded, kind, args.connect, |id| id == args.id);
+    let runtime = start(loaded, kind, options, args.connect, |id| id == args.id);
     let Some(server) = runtime.server(&args.id) else {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     };
@@ -195,57 +233,9 @@ fn show(loaded: &LoadedConfig, kind: RuntimeKind, args: &ShowArgs) -> Result<Exi
     Ok(exit_code(failed))
 }
 
-fn call(loaded: &LoadedConfig, kind: RuntimeKind, args: &CallArgs) -> Result<ExitCode, Failure> {
-    let arguments: serde_json::Value = serde_json::from_str(&args.arguments)
-        .map_err(|e| Failure::Usage(format!("tool arguments are not valid JSON: {e}")))?;
-    if !arguments.is_object() {
-        return Err(Failure::Usage(
-            "tool arguments must be a JSON object, like '{\"message\":\"hi\"}'".into(),
-        ));
-    }
-    let Some(entry) = loaded.config.get(&args.id) else {
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
-    };
-    match &entry.config {
-        Err(error) => return Err(Failure::Runtime(error.to_string())),
-        Ok(server) if !server.enabled => {
-            return Err(Failure::Runtime(format!(
-                "server `{}` is disabled (enabled = false in {})",
-                args.id,
-                loaded.describe()
-            )));
-        }
-        Ok(_) => {}
-    }
-    let runtime = start(loaded, kind, true, |id| id == args.id);
-    let outcome = runtime.call_server_tool(&args.id, &args.tool, arguments);
-    runtime.shutdown();
-    match outcome {
-        Ok(result) if result.is_error => {
-            // The tool ran and failed: its text is the error, not a result.
-            let text = output::result_text(&result);
-            Err(Failure::Runtime(format!(
-                "tool `{}` of server `{}` reported an error{}{text}",
-                args.tool,
-                args.id,
-                if text.is_empty() { "" } else { ":\n" }
-            )))
-        }
-        Ok(result) => {
-            let mut text = output::result_text(&result);
-            if !text.is_empty() {
-                text.push('\n');
-            }
-            write_stdout(&text)?;
-            Ok(ExitCode::SUCCESS)
-        }
-        Err(error) => Err(Failure::Runtime(error.to_string())),
-    }
-}
-
 /// Writes the command's output; a closed or full stdout is a failure with
 /// a message, not a panic.
-fn write_stdout(text: &str) -> Result<(), Failure> {
+pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
     use std::io::Write as _;
     let mut stdout = std::io::stdout().lock();
     stdout
@@ -257,17 +247,18 @@ fn write_stdout(text: &str) -> Result<(), Failure> {
 fn start(
     loaded: &LoadedConfig,
     kind: RuntimeKind,
+    options: RuntimeOptions,
     connect: bool,
     select: impl Fn(&str) -> bool,
 ) -> Host {
     if connect {
-        Host::start(kind, &loaded.config, select)
+        Host::start(kind, &loaded.config, options, select)
     } else {
-        Host::start(kind, &loaded.config, |_| false)
+        Host::start(kind, &loaded.config, options, |_| false)
     }
 }
 
-fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
+pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
     let known: Vec<&str> = loaded
         .config
         .servers

@@ -24,11 +24,11 @@
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
 //! | `tools` | ready | exported tools: `name` (exported), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
 //! | `filtered_tools` | ready | server tool names kept out by allow/deny |
+//! | `added_tools`, `withdrawn_tools` | ready | tools the server added (need a restart) or withdrew since startup |
 
 use std::fmt::Write as _;
 
 use rho_proto_core::config::Transport;
-use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::ServerView;
 use rho_proto_core::status::ServerStatus;
@@ -127,6 +127,8 @@ pub(crate) fn server_json(server: &ServerView, tools: &ToolRegistry, detailed: b
                 .collect();
             obj.insert("tools".into(), Value::Array(tools));
             obj.insert("filtered_tools".into(), json!(report.filtered_tools));
+            obj.insert("added_tools".into(), json!(report.added_tools));
+            obj.insert("withdrawn_tools".into(), json!(report.withdrawn_tools));
         }
         ServerStatus::NotStarted | ServerStatus::Disabled => {}
     }
@@ -328,6 +330,20 @@ pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry) -> String {
                     report.filtered_tools.join(", ")
                 );
             }
+            if !report.added_tools.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  added by the server since startup (restart to use): {}",
+                    report.added_tools.join(", ")
+                );
+            }
+            if !report.withdrawn_tools.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  withdrawn by the server since startup: {}",
+                    report.withdrawn_tools.join(", ")
+                );
+            }
         }
         ServerStatus::NotStarted => {
             let _ = writeln!(out, "  (pass --connect to start it and list its tools)");
@@ -345,33 +361,6 @@ fn indent_rest(text: &str, by: usize) -> String {
                 l.to_owned()
             } else {
                 format!("{:by$}{l}", "")
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
-/// What `rho mcp call` prints: the text blocks; else the structured
-/// content; else a short descriptor per block.
-pub(crate) fn result_text(result: &CallToolResult) -> String {
-    let text = result.text();
-    if !text.is_empty() {
-        return text;
-    }
-    if let Some(structured) = &result.structured_content {
-        return serde_json::to_string_pretty(structured).unwrap_or_default();
-    }
-    result
-        .content
-        .iter()
-        .map(|block| {
-            let kind = block
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("unknown");
-            match block.get("mimeType").and_then(Value::as_str) {
-                Some(mime) => format!("[{kind} {mime}]"),
-                None => format!("[{kind}]"),
             }
         })
         .collect::<Vec<_>>()

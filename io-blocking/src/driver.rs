@@ -35,10 +35,13 @@ pub(crate) enum Input {
 pub(crate) enum Command {
     /// Call a tool by the server's own name.
     CallTool {
+        ticket: u64,
         tool: String,
         arguments: Value,
         reply: Sender<CallUpdate>,
     },
+    /// The caller gave up on a call: abandon it (the server is told).
+    Cancel { ticket: u64 },
     /// End the session and the transport.
     Close,
 }
@@ -103,6 +106,7 @@ impl Io {
 pub(crate) fn run(
     config: ServerConfig,
     ambient: Arc<Vec<(String, String)>>,
+    root: Option<String>,
     grace: Duration,
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
@@ -111,19 +115,20 @@ pub(crate) fn run(
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
     let (tx, rx) = inputs;
-    let connected = Connection::new(&config, &ambient, started_at).and_then(|conn| {
-        let io = match &config.transport {
-            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
-                &server,
-                stdio,
-                &ambient,
-                tx,
-                Input::Pipe,
-            )?),
-            Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
-        };
-        Ok((conn, io))
-    });
+    let connected =
+        Connection::new(&config, &ambient, root.as_deref(), started_at).and_then(|conn| {
+            let io = match &config.transport {
+                Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
+                    &server,
+                    stdio,
+                    &ambient,
+                    tx,
+                    Input::Pipe,
+                )?),
+                Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
+            };
+            Ok((conn, io))
+        });
     let (mut conn, mut io) = match connected {
         Ok(pair) => pair,
         Err(reason) => {
@@ -137,6 +142,7 @@ pub(crate) fn run(
     };
     let mut startup = Some(startup);
     let mut calls: BTreeMap<CallId, Sender<CallUpdate>> = BTreeMap::new();
+    let mut tickets: BTreeMap<u64, CallId> = BTreeMap::new();
     let reason = loop {
         while let Some(output) = conn.poll_output() {
             io.carry(output);
@@ -154,6 +160,7 @@ pub(crate) fn run(
                     }
                 }
                 Event::CallCompleted { call, result } => {
+                    tickets.retain(|_, c| *c != call);
                     if let Some(reply) = calls.remove(&call) {
                         let _ = reply.send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
                     }
@@ -163,6 +170,7 @@ pub(crate) fn run(
                         let _ = reply.send(CallUpdate::Progress(progress));
                     }
                 }
+                Event::ToolsChanged(tools) => update(&health, |h| h.tools_now = Some(tools)),
                 Event::PingAnswered => update(&health, |h| h.ping_failure = None),
                 Event::PingFailed(reason) => {
                     tracing::warn!(server = %server, "ping failed: {reason}");
@@ -183,12 +191,14 @@ pub(crate) fn run(
         let now = Instant::now();
         match input {
             Ok(Input::Command(Command::CallTool {
+                ticket,
                 tool,
                 arguments,
                 reply,
             })) => match conn.call_tool(now, &tool, arguments) {
                 Ok(call) => {
                     calls.insert(call, reply);
+                    tickets.insert(ticket, call);
                 }
                 Err(misuse) => {
                     let _ = reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
@@ -196,6 +206,11 @@ pub(crate) fn run(
                     ))));
                 }
             },
+            Ok(Input::Command(Command::Cancel { ticket })) => {
+                if let Some(call) = tickets.remove(&ticket) {
+                    conn.cancel_call(now, call);
+                }
+            }
             Ok(Input::Command(Command::Close)) => conn.close(now),
             Ok(Input::Pipe(PipeEvent::Stdout(bytes))) => conn.handle_stdio_bytes(now, &bytes),
             Ok(Input::Pipe(PipeEvent::StdoutClosed)) => {

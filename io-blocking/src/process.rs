@@ -116,6 +116,21 @@ pub fn kill_group(pid: u32) {
     }
 }
 
+/// Asks the whole process group led by `pid` to terminate (SIGTERM).
+pub fn terminate_group(pid: u32) {
+    #[cfg(unix)]
+    {
+        use rustix::process::{Pid, Signal, kill_process_group};
+        if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+            let _ = kill_process_group(pid, Signal::TERM);
+        }
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = pid;
+    }
+}
+
 /// An exit status in words, for failure reasons.
 pub fn describe_exit(status: ExitStatus) -> String {
     #[cfg(unix)]

@@ -8,6 +8,7 @@
 //! process, no socket.
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -16,7 +17,7 @@ use std::time::Duration;
 use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::process::SHUTDOWN_GRACE;
 use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::ToolRegistry;
+use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
 use serde_json::Value;
@@ -31,6 +32,17 @@ pub struct RuntimeOptions {
     pub ambient: Vec<(String, String)>,
     /// How long a stdio server gets to exit after its input closes.
     pub shutdown_grace: Duration,
+    /// The session workspace, offered to servers as their one root
+    /// (`roots/list`). `None` declares no roots.
+    pub workspace: Option<std::path::PathBuf>,
+}
+
+impl RuntimeOptions {
+    /// The workspace as a `file://` URI, when it is an absolute path.
+    pub fn workspace_root(&self) -> Option<String> {
+        let path = self.workspace.as_ref()?;
+        url::Url::from_directory_path(path).ok().map(String::from)
+    }
 }
 
 impl RuntimeOptions {
@@ -42,6 +54,7 @@ impl RuntimeOptions {
                 .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
                 .collect(),
             shutdown_grace: SHUTDOWN_GRACE,
+            workspace: std::env::current_dir().ok(),
         }
     }
 }
@@ -50,7 +63,11 @@ impl RuntimeOptions {
 pub struct Runtime {
     inventory: Inventory,
     drivers: BTreeMap<SlotId, DriverHandle>,
+    next_ticket: AtomicU64,
 }
+
+/// How often a cancellable call checks its flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 struct DriverHandle {
     commands: Sender<Input>,
@@ -78,11 +95,12 @@ impl Runtime {
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
+        let root = options.workspace_root();
         let ambient = Arc::new(options.ambient);
         let mut drivers = BTreeMap::new();
         let mut waiting = Vec::new();
         for (slot, server) in inventory.to_start() {
-            match spawn_driver(server, &ambient, options.shutdown_grace) {
+            match spawn_driver(server, &ambient, root.clone(), options.shutdown_grace) {
                 Ok((handle, outcome)) => {
                     waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
                     drivers.insert(slot, handle);
@@ -120,7 +138,11 @@ impl Runtime {
             }
         }
         inventory.finish_startup();
-        Self { inventory, drivers }
+        Self {
+            inventory,
+            drivers,
+            next_ticket: AtomicU64::new(0),
+        }
     }
 
     fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {
@@ -138,9 +160,21 @@ impl Runtime {
         self.inventory.view(slot, self.health()(slot))
     }
 
-    /// The exported tools of every ready server.
+    /// The exported tools of every ready server, as registered at startup.
     pub fn tools(&self) -> &ToolRegistry {
         self.inventory.tools()
+    }
+
+    /// The exported tools as the next turn should see them: revised
+    /// definitions after `tools/list_changed`, withdrawn tools marked.
+    pub fn current_tools(&self) -> Vec<ExportedTool> {
+        self.inventory.current_tools(self.health())
+    }
+
+    /// The system-prompt text of every server's instructions, each fenced
+    /// and labelled as documentation from that server.
+    pub fn instructions_prompt(&self) -> Option<String> {
+        self.inventory.instructions_prompt()
     }
 
     /// Calls an exported tool (`mcp__<server>__<tool>`) and waits for its
@@ -180,12 +214,41 @@ impl Runtime {
         self.call(slot, tool.to_owned(), arguments, |_| {})
     }
 
+    /// Calls a tool by server identity and the server's own name, handing
+    /// progress to `on_progress`, until it ends or `cancel` is set: then the
+    /// server is sent `notifications/cancelled` and the call ends as
+    /// cancelled. `cancel` is checked every 50 ms.
+    pub fn call_server_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let slot = self
+            .inventory
+            .route_server_tool(server, tool, self.health())?;
+        self.call_cancellable(slot, tool.to_owned(), arguments, on_progress, Some(cancel))
+    }
+
     fn call(
         &self,
         slot: SlotId,
         tool: String,
         arguments: Value,
+        on_progress: impl FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_cancellable(slot, tool, arguments, on_progress, None)
+    }
+
+    fn call_cancellable(
+        &self,
+        slot: SlotId,
+        tool: String,
+        arguments: Value,
         mut on_progress: impl FnMut(Progress),
+        cancel: Option<&AtomicBool>,
     ) -> Result<CallToolResult, ToolCallError> {
         let not_running = || ToolCallError::ServerNotReady {
             server: self
@@ -197,19 +260,39 @@ impl Runtime {
         };
         let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
         let (reply, answer) = mpsc::channel();
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         driver
             .commands
             .send(Input::Command(Command::CallTool {
+                ticket,
                 tool,
                 arguments,
                 reply,
             }))
             .map_err(|_| not_running())?;
         // The core completes every accepted call exactly once (result,
-        // error, timeout or session end), so this wait is bounded by the
-        // call budget; a dropped sender means the driver is gone.
+        // error, timeout, cancellation or session end), so this wait is
+        // bounded by the call budget; a dropped sender means the driver is
+        // gone.
+        let mut cancelled = false;
         loop {
-            match answer.recv().map_err(|_| not_running())? {
+            let update = match cancel {
+                None => answer.recv().map_err(|_| not_running())?,
+                Some(flag) => match answer.recv_timeout(CANCEL_POLL) {
+                    Ok(update) => update,
+                    Err(RecvTimeoutError::Timeout) => {
+                        if !cancelled && flag.load(Ordering::Relaxed) {
+                            cancelled = true;
+                            let _ = driver
+                                .commands
+                                .send(Input::Command(Command::Cancel { ticket }));
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return Err(not_running()),
+                },
+            };
+            match update {
                 CallUpdate::Progress(progress) => on_progress(progress),
                 CallUpdate::Done(result) => return result,
             }
@@ -266,6 +349,7 @@ fn failed_now(error: String) -> Receiver<StartupOutcome> {
 fn spawn_driver(
     server: &ServerConfig,
     ambient: &Arc<Vec<(String, String)>>,
+    root: Option<String>,
     grace: Duration,
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
     let (commands, inputs) = mpsc::channel();
@@ -282,6 +366,7 @@ fn spawn_driver(
                 driver::run(
                     server,
                     ambient,
+                    root,
                     grace,
                     (commands, inputs),
                     startup_tx,

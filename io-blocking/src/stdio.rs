@@ -152,8 +152,12 @@ impl StdioChild {
     /// stderr, for a failure reason.
     pub(crate) fn shutdown(mut self, grace: Duration) -> Option<String> {
         self.stdin = None;
-        if self.exit.is_none() && !self.wait_exit(grace) {
-            tracing::debug!(server = %self.server, "did not exit after stdin closed; killing");
+        let first = rho_proto_core::process::terminate_after(grace);
+        if self.exit.is_none() && !self.wait_exit(first) {
+            crate::process::terminate_group(self.child.id());
+            if !self.wait_exit(grace.saturating_sub(first)) {
+                tracing::debug!(server = %self.server, "did not exit after SIGTERM; killing");
+            }
         }
         self.reap();
         // The pipes close once the group is gone. A process that escaped the

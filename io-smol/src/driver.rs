@@ -151,6 +151,7 @@ pub(crate) struct TaskArgs {
     pub(crate) executor: Arc<Executor<'static>>,
     pub(crate) config: ServerConfig,
     pub(crate) ambient: Arc<Vec<(String, String)>>,
+    pub(crate) root: Option<String>,
     pub(crate) grace: Duration,
     pub(crate) inputs: (Sender<Input>, Receiver<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
@@ -163,6 +164,7 @@ pub(crate) async fn run(args: TaskArgs) {
         executor,
         config,
         ambient,
+        root,
         grace,
         inputs: (tx, rx),
         startup,
@@ -170,23 +172,24 @@ pub(crate) async fn run(args: TaskArgs) {
     } = args;
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
-    let connected = Connection::new(&config, &ambient, started_at).and_then(|conn| {
-        let io = match &config.transport {
-            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
-                &executor,
-                &server,
-                stdio,
-                &ambient,
-                tx.clone(),
-            )?),
-            Transport::StreamableHttp(_) => Io::Http(HttpIo {
-                agent: new_agent(),
-                events: tx.clone(),
-                aborted: BTreeMap::new(),
-            }),
-        };
-        Ok((conn, io))
-    });
+    let connected =
+        Connection::new(&config, &ambient, root.as_deref(), started_at).and_then(|conn| {
+            let io = match &config.transport {
+                Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
+                    &executor,
+                    &server,
+                    stdio,
+                    &ambient,
+                    tx.clone(),
+                )?),
+                Transport::StreamableHttp(_) => Io::Http(HttpIo {
+                    agent: new_agent(),
+                    events: tx.clone(),
+                    aborted: BTreeMap::new(),
+                }),
+            };
+            Ok((conn, io))
+        });
     drop(tx);
     let (mut conn, mut io) = match connected {
         Ok(pair) => pair,
@@ -233,6 +236,7 @@ pub(crate) async fn run(args: TaskArgs) {
                         let _ = reply.try_send(CallUpdate::Progress(progress));
                     }
                 }
+                Event::ToolsChanged(tools) => update(&health, |h| h.tools_now = Some(tools)),
                 Event::PingAnswered => update(&health, |h| h.ping_failure = None),
                 Event::PingFailed(reason) => {
                     tracing::warn!(server = %server, "ping failed: {reason}");

@@ -15,7 +15,7 @@ use std::time::Duration;
 use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::Config;
 use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::ToolRegistry;
+use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
 use serde_json::Value;
@@ -65,6 +65,7 @@ impl Runtime {
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
+        let root = options.workspace_root();
         let ambient = Arc::new(options.ambient);
         let mut tasks = BTreeMap::new();
         let mut waiting: Vec<(SlotId, Receiver<StartupOutcome>, Duration, String)> = Vec::new();
@@ -76,6 +77,7 @@ impl Runtime {
                 executor: Arc::clone(executor),
                 config: server.clone(),
                 ambient: Arc::clone(&ambient),
+                root: root.clone(),
                 grace: options.shutdown_grace,
                 inputs: (commands.clone(), inputs),
                 startup,
@@ -146,9 +148,21 @@ impl Runtime {
         self.inventory.view(slot, self.health()(slot))
     }
 
-    /// The exported tools of every ready server.
+    /// The exported tools of every ready server, as registered at startup.
     pub fn tools(&self) -> &ToolRegistry {
         self.inventory.tools()
+    }
+
+    /// The exported tools as the next turn should see them: revised
+    /// definitions after `tools/list_changed`, withdrawn tools marked.
+    pub fn current_tools(&self) -> Vec<ExportedTool> {
+        self.inventory.current_tools(self.health())
+    }
+
+    /// The system-prompt text of every server's instructions, each fenced
+    /// and labelled as documentation from that server.
+    pub fn instructions_prompt(&self) -> Option<String> {
+        self.inventory.instructions_prompt()
     }
 
     /// Calls an exported tool (`mcp__<server>__<tool>`). Dropping the
@@ -183,10 +197,24 @@ impl Runtime {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
+        self.call_server_tool_with_progress(server, tool, arguments, |_| {})
+            .await
+    }
+
+    /// Like [`Runtime::call_server_tool`], handing each progress
+    /// notification to `on_progress`. Dropping the future cancels the call.
+    pub async fn call_server_tool_with_progress(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
         let slot = self
             .inventory
             .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool.to_owned(), arguments, |_| {}).await
+        self.call(slot, tool.to_owned(), arguments, on_progress)
+            .await
     }
 
     async fn call(

@@ -9,7 +9,9 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::process::{describe_exit, has_exited_pid, kill_group, prepare_command};
+use rho_io_blocking::process::{
+    describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
+};
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::stderr::StderrTail;
 use smol::channel::{Receiver, Sender};
@@ -192,8 +194,12 @@ impl StdioChild {
     /// reaps it. Returns the last lines of its stderr.
     pub(crate) async fn shutdown(mut self, grace: Duration) -> Option<String> {
         self.stdin = None;
-        if self.exit.is_none() && !self.wait_exit(grace).await {
-            tracing::debug!(pid = self.pid, "did not exit after stdin closed; killing");
+        let first = rho_proto_core::process::terminate_after(grace);
+        if self.exit.is_none() && !self.wait_exit(first).await {
+            terminate_group(self.pid);
+            if !self.wait_exit(grace.saturating_sub(first)).await {
+                tracing::debug!(pid = self.pid, "did not exit after SIGTERM; killing");
+            }
         }
         self.reap().await;
         // The pipes close once the group is gone; a process that escaped the

@@ -55,20 +55,26 @@ impl Connection {
     /// The connection a configured server needs, started at `now` (its
     /// startup budget runs from here). `ambient` resolves
     /// `headers_from_env`; a missing variable fails that server.
+    /// `workspace_root` (a `file://` URI) is offered as the one root.
     pub fn new(
         config: &ServerConfig,
         ambient: &[(String, String)],
+        workspace_root: Option<&str>,
         now: Instant,
     ) -> Result<Self, String> {
+        let options = |framing| SessionOptions {
+            workspace_root: workspace_root.map(str::to_owned),
+            ..SessionOptions::from_config(config, framing)
+        };
         match &config.transport {
             Transport::Stdio(_) => Ok(Connection::Stdio(Box::new(Session::new(
-                SessionOptions::from_config(config, Framing::Lines),
+                options(Framing::Lines),
                 now,
             )))),
             Transport::StreamableHttp(http) => {
                 let headers = resolve_headers(config.id.as_str(), ambient, http)?;
                 Ok(Connection::Http(Box::new(HttpTransport::new(
-                    SessionOptions::from_config(config, Framing::Messages),
+                    options(Framing::Messages),
                     HttpOptions::new(http.url.clone(), headers),
                     now,
                 ))))

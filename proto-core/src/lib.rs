@@ -40,6 +40,7 @@
 
 pub mod config;
 pub mod connection;
+pub mod content;
 pub mod env;
 pub mod framing;
 pub mod http;

@@ -13,9 +13,18 @@ use std::time::Duration;
 
 use crate::env::Platform;
 
-/// How long a stdio server gets to exit by itself after its input closes,
-/// before its process group is killed.
+/// How long a stdio server gets, in all, to exit after its input closes
+/// before its process group is killed (SIGKILL).
 pub const SHUTDOWN_GRACE: Duration = Duration::from_secs(2);
+
+/// The part of [`SHUTDOWN_GRACE`] a server gets to exit on end of input
+/// alone, before its process group is asked to terminate (SIGTERM), as the
+/// MCP lifecycle describes. A server that is itself waiting on a request
+/// rho can no longer answer (server-everything asks for `roots/list` a
+/// moment after the handshake) would otherwise sit out the whole grace.
+pub fn terminate_after(grace: Duration) -> Duration {
+    (grace / 4).min(Duration::from_millis(500))
+}
 
 /// Where a command's executable may be, in the order to try.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -51,6 +51,10 @@ pub struct ExportedTool {
     pub output_schema: Option<serde_json::Value>,
     /// Hints for the tool card.
     pub hints: ToolHints,
+    /// The server withdrew the tool mid-session (`tools/list_changed`): it
+    /// stays registered under its name, and calls fail with a reason.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub withdrawn: bool,
 }
 
 /// Every exported MCP tool, ordered by exported name so that the tool list
@@ -104,6 +108,7 @@ impl ToolRegistry {
                     destructive: tool.annotations.destructive,
                     open_world: tool.annotations.open_world,
                 },
+                withdrawn: false,
             });
         }
         self.tools.sort_by(|a, b| a.name.cmp(&b.name));

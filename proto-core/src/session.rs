@@ -34,6 +34,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
+use crate::content::{OutputError, OutputSchema, check_output};
 use crate::framing::{FrameError, LineDecoder};
 use crate::jsonrpc::{
     self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, RequestId, ServerRequestId,
@@ -95,6 +96,10 @@ pub struct SessionOptions {
     pub framing: Framing,
     /// The longest line accepted on a line-framed transport.
     pub max_line: usize,
+    /// The session workspace as a `file://` URI. When set, rho declares
+    /// `roots` (with `listChanged: false`: a session's workspace never
+    /// changes) and answers `roots/list` with it as the one root.
+    pub workspace_root: Option<String>,
     /// Send `ping` this often while ready. Remote sessions need it: an idle
     /// proxy can drop a connection with no local signal. Stdio servers do
     /// not: a dead child is observable directly.
@@ -117,6 +122,7 @@ impl SessionOptions {
             framing: Framing::Lines,
             max_line: crate::framing::DEFAULT_MAX_LINE,
             ping_interval: None,
+            workspace_root: None,
         }
     }
 
@@ -224,6 +230,9 @@ pub enum Event {
         /// What it reported.
         progress: Progress,
     },
+    /// The server changed its tool list (`notifications/tools/list_changed`)
+    /// and the session listed it again: these are all its tools now.
+    ToolsChanged(Vec<Tool>),
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host
@@ -265,6 +274,14 @@ pub enum CallError {
     Cancelled {
         /// The server identity.
         server: String,
+    },
+    /// The result broke the tool's declared outputSchema.
+    #[error("server `{server}`: {error}")]
+    OutputSchema {
+        /// The server identity.
+        server: String,
+        /// What was wrong.
+        error: OutputError,
     },
     /// The transport could not deliver the request or its answer.
     #[error("server `{server}`: {reason}")]
@@ -414,6 +431,8 @@ enum Purpose {
     Reinitialize,
     SetLevel,
     Ping,
+    /// A page of `tools/list` after `notifications/tools/list_changed`.
+    Relist,
     ListTools,
     CallTool(CallId),
 }
@@ -459,6 +478,22 @@ pub struct Session {
     negotiated_version: Option<String>,
     /// When the next keep-alive ping is due, while ready.
     next_ping: Option<Instant>,
+    /// A re-listing of tools under way after `list_changed`.
+    relist: Option<Relist>,
+    /// The tool each call in flight called, for its outputSchema check.
+    call_tools: BTreeMap<u64, String>,
+    /// Compiled outputSchemas, by tool name, compiled on first use.
+    output_schemas: BTreeMap<String, OutputSchema>,
+}
+
+/// Pages of a re-listing gathered so far.
+#[derive(Debug, Default)]
+struct Relist {
+    tools: Vec<Tool>,
+    pages: usize,
+    seen_cursors: BTreeSet<String>,
+    /// Another `list_changed` arrived meanwhile: list once more after this.
+    again: bool,
 }
 
 impl Session {
@@ -480,6 +515,9 @@ impl Session {
             peer_errors: Vec::new(),
             negotiated_version: None,
             next_ping: None,
+            relist: None,
+            call_tools: BTreeMap::new(),
+            output_schemas: BTreeMap::new(),
         };
         let params = session.initialize_params();
         session.send_request(
@@ -595,7 +633,7 @@ impl Session {
                 self.handle_server_request(ServerRequestId(id), &method, params)
             }
             Message::Notification { method, params } => {
-                self.handle_notification(&method, params.as_ref())
+                self.handle_notification(now, &method, params.as_ref())
             }
         }
     }
@@ -634,6 +672,7 @@ impl Session {
             let server = self.options.server.clone();
             match pending.purpose {
                 Purpose::CallTool(call) => {
+                    self.call_tools.remove(&call.0);
                     // The spec asks the sender to cancel a request it gave up on.
                     let params = json!({"requestId": id, "reason": "timed out"});
                     self.send_notification("notifications/cancelled", Some(&params));
@@ -648,6 +687,7 @@ impl Session {
                 Purpose::SetLevel => {
                     tracing::warn!(server = %server, "logging/setLevel got no answer in time");
                 }
+                Purpose::Relist => self.relist_failed("no answer in time"),
                 Purpose::Ping => self.events.push_back(Event::PingFailed(format!(
                     "no answer to ping within {} s",
                     pending.budget.as_secs_f64()
@@ -720,11 +760,15 @@ impl Session {
             Purpose::Initialize | Purpose::ListTools | Purpose::Reinitialize => {
                 self.finish(CloseReason::TransportFailed(reason))
             }
-            Purpose::CallTool(call) => self.events.push_back(Event::CallCompleted {
-                call,
-                result: Err(CallError::Transport { server, reason }),
-            }),
+            Purpose::CallTool(call) => {
+                self.call_tools.remove(&call.0);
+                self.events.push_back(Event::CallCompleted {
+                    call,
+                    result: Err(CallError::Transport { server, reason }),
+                });
+            }
             Purpose::Ping => self.events.push_back(Event::PingFailed(reason)),
+            Purpose::Relist => self.relist_failed(&reason),
             Purpose::SetLevel => {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
@@ -779,6 +823,7 @@ impl Session {
             _ => return Err(ApiMisuse::ArgumentsNotObject),
         };
         let call = CallId(self.next_id);
+        self.call_tools.insert(call.0, name.to_owned());
         // Every call carries a progress token (the call's own id), so a
         // server may report progress against it.
         let params = json!({
@@ -809,6 +854,7 @@ impl Session {
         }
         let deadline = pending.deadline;
         self.pending.remove(&call.0);
+        self.call_tools.remove(&call.0);
         self.deadlines.remove(&(deadline, call.0));
         let params = json!({"requestId": call.0, "reason": "cancelled by the user"});
         self.send_notification("notifications/cancelled", Some(&params));
@@ -860,9 +906,15 @@ impl Session {
     // ----- internals -----
 
     fn initialize_params(&self) -> Value {
+        let mut capabilities = self.options.capabilities.clone();
+        if self.options.workspace_root.is_some() {
+            if let Value::Object(map) = &mut capabilities {
+                map.insert("roots".into(), json!({"listChanged": false}));
+            }
+        }
         json!({
             "protocolVersion": self.options.protocol_version,
-            "capabilities": self.options.capabilities,
+            "capabilities": capabilities,
             "clientInfo": self.options.client_info,
         })
     }
@@ -928,6 +980,7 @@ impl Session {
         match pending.purpose {
             Purpose::Initialize => self.on_initialize(now, reply),
             Purpose::Reinitialize => self.on_reinitialize(reply),
+            Purpose::Relist => self.on_relist_page(now, reply),
             Purpose::Ping => self.events.push_back(match reply {
                 Ok(_) => Event::PingAnswered,
                 Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
@@ -944,9 +997,18 @@ impl Session {
             }
             Purpose::CallTool(call) => {
                 let server = self.options.server.clone();
+                let tool = self.call_tools.remove(&call.0);
                 let result = match reply {
                     Ok(value) => CallToolResult::from_value(value)
-                        .map_err(|error| CallError::Malformed { server, error }),
+                        .map_err(|error| CallError::Malformed {
+                            server: server.clone(),
+                            error,
+                        })
+                        .and_then(|result| {
+                            self.check_output(tool.as_deref(), &result)
+                                .map_err(|error| CallError::OutputSchema { server, error })?;
+                            Ok(result)
+                        }),
                     Err(error) => Err(CallError::Rpc { server, error }),
                 };
                 self.events.push_back(Event::CallCompleted { call, result });
@@ -1098,6 +1160,15 @@ impl Session {
     fn handle_server_request(&mut self, id: ServerRequestId, method: &str, _params: Option<Value>) {
         let bytes = match method {
             "ping" => jsonrpc::response_bytes(&id, &jsonrpc::empty_object()),
+            "roots/list" if self.options.workspace_root.is_some() => {
+                let roots: Vec<Value> = self
+                    .options
+                    .workspace_root
+                    .iter()
+                    .map(|uri| json!({"uri": uri, "name": "workspace"}))
+                    .collect();
+                jsonrpc::response_bytes(&id, &json!({ "roots": roots }))
+            }
             _ => {
                 tracing::debug!(server = %self.options.server, method, "unsupported server request");
                 jsonrpc::error_bytes(
@@ -1113,14 +1184,124 @@ impl Session {
         self.push_transmit(bytes, TransmitKind::Response);
     }
 
-    fn handle_notification(&mut self, method: &str, params: Option<&Value>) {
+    fn handle_notification(&mut self, now: Instant, method: &str, params: Option<&Value>) {
         match method {
+            "notifications/tools/list_changed" => self.tools_list_changed(now),
             "notifications/message" => self.server_log(params),
             "notifications/progress" => self.progress(params),
             _ => {
                 tracing::trace!(server = %self.options.server, method, "notification ignored");
             }
         }
+    }
+
+    /// Lists the tools again after `notifications/tools/list_changed`, if
+    /// the server declared `tools.listChanged` and the session is ready.
+    /// A change that arrives while a listing runs queues one more listing.
+    fn tools_list_changed(&mut self, now: Instant) {
+        let declared = self
+            .ready
+            .as_ref()
+            .is_some_and(|r| r.capabilities.tools_list_changed);
+        if !declared || !matches!(self.phase, Phase::Ready) {
+            tracing::debug!(server = %self.options.server, "tools/list_changed ignored (not declared or not ready)");
+            return;
+        }
+        match &mut self.relist {
+            Some(relist) => relist.again = true,
+            None => {
+                self.relist = Some(Relist::default());
+                self.request_relist_page(now, None);
+            }
+        }
+    }
+
+    fn request_relist_page(&mut self, now: Instant, cursor: Option<String>) {
+        let params = cursor.map(|c| json!({ "cursor": c }));
+        let budget = self.options.request_timeout;
+        self.send_request(
+            Purpose::Relist,
+            "tools/list",
+            params.as_ref(),
+            now + budget,
+            budget,
+        );
+    }
+
+    fn on_relist_page(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        let page = match reply.map(|v| ToolsPage::from_value(&v)) {
+            Ok(Ok(page)) => page,
+            Ok(Err(e)) => return self.relist_failed(&e.0),
+            Err(error) => return self.relist_failed(&error.to_string()),
+        };
+        let server = self.options.server.clone();
+        for error in page.rejected {
+            self.peer_error(PeerError::MalformedTool {
+                server: server.clone(),
+                error,
+            });
+        }
+        let Some(relist) = &mut self.relist else {
+            return;
+        };
+        relist.tools.extend(page.tools);
+        relist.pages += 1;
+        match page.next_cursor {
+            Some(cursor)
+                if relist.pages >= MAX_TOOL_PAGES
+                    || !relist.seen_cursors.insert(cursor.clone()) =>
+            {
+                self.relist_failed("tools/list kept paginating")
+            }
+            Some(cursor) => self.request_relist_page(now, Some(cursor)),
+            None => {
+                let Some(done) = self.relist.take() else {
+                    return;
+                };
+                if let Some(ready) = &mut self.ready {
+                    ready.tools = done.tools.clone();
+                }
+                // Revised tools may declare new schemas.
+                self.output_schemas.clear();
+                self.events.push_back(Event::ToolsChanged(done.tools));
+                if done.again {
+                    self.relist = Some(Relist::default());
+                    self.request_relist_page(now, None);
+                }
+            }
+        }
+    }
+
+    fn relist_failed(&mut self, why: &str) {
+        tracing::warn!(server = %self.options.server, "re-listing tools failed, keeping the previous list: {why}");
+        self.relist = None;
+    }
+
+    /// Holds a result to the tool's declared outputSchema, if it declared
+    /// one: a result without valid `structuredContent` fails the call
+    /// rather than pass a half-answer to the model.
+    fn check_output(
+        &mut self,
+        tool: Option<&str>,
+        result: &CallToolResult,
+    ) -> Result<(), OutputError> {
+        let Some(tool) = tool.and_then(|name| {
+            self.ready
+                .as_ref()
+                .and_then(|r| r.tools.iter().find(|t| t.name == name))
+        }) else {
+            return Ok(());
+        };
+        if tool.output_schema.is_none() || result.is_error {
+            return Ok(());
+        }
+        if !self.output_schemas.contains_key(&tool.name) {
+            if let Some(schema) = &tool.output_schema {
+                let compiled = OutputSchema::compile(&tool.name, schema)?;
+                self.output_schemas.insert(tool.name.clone(), compiled);
+            }
+        }
+        check_output(tool, self.output_schemas.get(&tool.name), result)
     }
 
     /// Attaches a `notifications/progress` to the call whose token it
@@ -1201,6 +1382,7 @@ impl Session {
         let server = self.options.server.clone();
         let pending = std::mem::take(&mut self.pending);
         self.deadlines.clear();
+        self.call_tools.clear();
         for (_, p) in pending {
             if let Purpose::CallTool(call) = p.purpose {
                 self.events.push_back(Event::CallCompleted {

@@ -7,6 +7,9 @@ use serde::Serialize;
 use crate::protocol::Implementation;
 
 /// Where one configured server stands.
+// A status is built once per server and cloned only for reports, so the
+// size of the ready variant costs nothing worth a box.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug, PartialEq, Serialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
 pub enum ServerStatus {
@@ -73,4 +76,11 @@ pub struct ReadyReport {
     /// pinged each minute; the next answered ping clears this).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub last_ping_error: Option<String>,
+    /// Tools the server added after startup (`tools/list_changed`). They do
+    /// not join a running session: a restart is needed to use them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub added_tools: Vec<String>,
+    /// Tools the server withdrew after startup; calls to them fail.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub withdrawn_tools: Vec<String>,
 }

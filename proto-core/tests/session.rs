@@ -546,3 +546,133 @@ fn cancelling_a_call_notifies_the_server_and_completes_it_once() {
     assert_eq!(h.session.calls_in_flight(), 0);
     assert_eq!(h.session.poll_timeout(), None, "no deadline left behind");
 }
+
+#[test]
+fn list_changed_relists_and_reports_the_new_tool_set() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
+    h.answer_last(json!({"tools": [tool("a"), tool("b")]}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    let (_, method, _) = h.last_request();
+    assert_eq!(method, "tools/list");
+    // A second change while the listing runs queues exactly one more.
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    let lists = h.methods().iter().filter(|m| *m == "tools/list").count();
+    assert_eq!(lists, 2, "startup + one re-list in flight");
+    h.answer_last(json!({"tools": [tool("a"), tool("c")]}));
+    let changed: Vec<Vec<String>> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::ToolsChanged(tools) => Some(tools.iter().map(|t| t.name.clone()).collect()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, [vec!["a".to_string(), "c".to_string()]]);
+    let lists = h.methods().iter().filter(|m| *m == "tools/list").count();
+    assert_eq!(lists, 3, "the queued re-list went out");
+    h.answer_last(json!({"tools": [tool("c")]}));
+    assert!(matches!(h.events.last(), Some(Event::ToolsChanged(t)) if t.len() == 1));
+    assert_eq!(h.session.server_ready().map(|r| r.tools.len()), Some(1));
+}
+
+#[test]
+fn list_changed_is_ignored_unless_declared() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("a")]));
+    let sent = h.sent.len();
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    assert_eq!(h.sent.len(), sent, "no re-list without tools.listChanged");
+}
+
+#[test]
+fn roots_are_declared_and_answered_with_the_workspace() {
+    let mut options = Harness::options();
+    options.workspace_root = Some("file:///work/project/".into());
+    let mut h = Harness::new(options);
+    let (_, _, params) = h.last_request();
+    assert_eq!(
+        params.expect("params")["capabilities"]["roots"],
+        json!({"listChanged": false})
+    );
+    h.ready_with_tools(json!([]));
+    h.server_says(json!({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}));
+    match h.sent.last() {
+        Some(Message::Response { result, .. }) => assert_eq!(
+            result,
+            &json!({"roots": [{"uri": "file:///work/project/", "name": "workspace"}]})
+        ),
+        other => panic!("expected a roots/list answer, got {other:?}"),
+    }
+}
+
+#[test]
+fn without_a_workspace_roots_are_neither_declared_nor_answered() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([]));
+    h.server_says(json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}));
+    assert!(matches!(h.sent.last(), Some(Message::Error { error, .. }) if error.code == -32601));
+}
+
+#[test]
+fn progress_for_an_unknown_token_is_ignored() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("a")]));
+    let call = h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.drain();
+    let before = h.events.len();
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 999, "progress": 1}}));
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}}));
+    assert_eq!(h.events.len(), before);
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.0, "progress": 1, "total": 4, "message": "one"}}));
+    match h.events.last() {
+        Some(Event::Progress { call: c, progress }) => {
+            assert_eq!(*c, call);
+            assert_eq!(progress.total, Some(4.0));
+            assert_eq!(progress.message.as_deref(), Some("one"));
+        }
+        other => panic!("expected progress, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_result_that_breaks_the_output_schema_fails_the_call() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([{
+        "name": "weather",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "properties": {"t": {"type": "number"}}, "required": ["t"]}
+    }]));
+    let mut outcome = |structured: Option<Value>, is_error: bool| {
+        let call = h
+            .session
+            .call_tool(h.now, "weather", json!({}))
+            .expect("ready");
+        h.drain();
+        let mut result = json!({"content": [{"type": "text", "text": "{}"}], "isError": is_error});
+        if let Some(s) = structured {
+            result["structuredContent"] = s;
+        }
+        h.server_says(json!({"jsonrpc": "2.0", "id": call.0, "result": result}));
+        match h.events.last() {
+            Some(Event::CallCompleted { call: c, result }) if *c == call => result.clone(),
+            other => panic!("expected completion, got {other:?}"),
+        }
+    };
+    assert!(outcome(Some(json!({"t": 21.5})), false).is_ok());
+    let invalid = outcome(Some(json!({"t": "warm"})), false).expect_err("schema violation");
+    assert!(
+        matches!(invalid, CallError::OutputSchema { .. }),
+        "{invalid}"
+    );
+    assert!(invalid.to_string().contains("/t"), "{invalid}");
+    let missing = outcome(None, false).expect_err("no structuredContent");
+    assert!(
+        missing.to_string().contains("no structuredContent"),
+        "{missing}"
+    );
+    // An error result need not match the success schema.
+    assert!(outcome(None, true).is_ok());
+}

@@ -153,7 +153,11 @@ fn filesystem_server_exports_annotated_tools<R: TestRuntime>() {
         &filesystem_js(),
         &[&dir.display().to_string()],
     );
-    let runtime = R::start(&parse_config(&text), options_with(&[]));
+    // The server replaces its allowed directories with the client's roots:
+    // the session workspace must be the directory it serves.
+    let mut options = options_with(&[]);
+    options.workspace = Some(dir.clone());
+    let runtime = R::start(&parse_config(&text), options);
     ready(&runtime, "filesystem");
     let read = runtime
         .tools()
@@ -309,7 +313,43 @@ fn invalid_and_disabled_entries_do_not_start<R: TestRuntime>() {
     runtime.shutdown();
 }
 
+fn filesystem_server_is_given_the_workspace_as_its_root<R: TestRuntime>() {
+    let served = scratch_dir("fs-arg");
+    let workspace = scratch_dir("fs-workspace");
+    let text = node_server(
+        "filesystem",
+        &filesystem_js(),
+        &[&served.display().to_string()],
+    );
+    let mut options = options_with(&[]);
+    options.workspace = Some(workspace.clone());
+    let runtime = R::start(&parse_config(&text), options);
+    ready(&runtime, "filesystem");
+    // The server asks for roots after the handshake and swaps its allowed
+    // directories asynchronously: poll briefly for the swap.
+    let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let expected = workspace.display().to_string();
+    let mut last = String::new();
+    while std::time::Instant::now() < until {
+        last = runtime
+            .call_tool("mcp__filesystem__list_allowed_directories", json!({}))
+            .expect("call succeeds")
+            .text();
+        if last.contains(&expected) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    assert!(last.contains(&expected), "allowed: {last}");
+    assert!(
+        !last.contains(&served.display().to_string()),
+        "allowed: {last}"
+    );
+    runtime.shutdown();
+}
+
 both_executors!(
+    filesystem_server_is_given_the_workspace_as_its_root,
     everything_handshake_exports_exact_tool_names,
     echo_call_returns_the_echoed_text,
     allow_and_deny_filter_exports_and_deny_wins,

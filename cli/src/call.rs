@@ -1,0 +1,255 @@
+//! `rho mcp call <id> <tool> [JSON-ARGS]`: start one server, call one tool,
+//! print what the model would read (or, with `--json`, the model text and
+//! the tool card's data).
+//!
+//! On a terminal, progress the server reports shows as a live line on
+//! stderr: a bar when the server sent a total, a spinner otherwise; nothing
+//! when stderr is not a terminal. Ctrl-C cancels the call cleanly — the
+//! server is sent `notifications/cancelled`, the server is shut down, and
+//! rho exits with [`EXIT_CANCELLED`]; a second Ctrl-C exits at once.
+
+use std::io::{IsTerminal, Write};
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use rho_io_blocking::RuntimeOptions;
+use rho_proto_core::config::Config;
+use rho_proto_core::content;
+use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::session::{CallError, Progress};
+use serde_json::json;
+
+use crate::config_file::LoadedConfig;
+use crate::host::{Host, RuntimeKind};
+use crate::{CallArgs, Failure, unknown_server, write_stdout};
+
+/// The exit code of a call cancelled with Ctrl-C (128 + SIGINT, as shells
+/// report an interrupted command).
+pub(crate) const EXIT_CANCELLED: u8 = 130;
+
+/// Runs `rho mcp call`.
+pub(crate) fn run(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    options: RuntimeOptions,
+    args: &CallArgs,
+) -> Result<ExitCode, Failure> {
+    let arguments: serde_json::Value = serde_json::from_str(&args.arguments)
+        .map_err(|e| Failure::Usage(format!("tool arguments are not valid JSON: {e}")))?;
+    if !arguments.is_object() {
+        return Err(Failure::Usage(
+            "tool arguments must be a JSON object, like '{\"message\":\"hi\"}'".into(),
+        ));
+    }
+    let timeout = match args.timeout {
+        None => None,
+        Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 604_800.0 => {
+            Some(Duration::from_secs_f64(secs))
+        }
+        Some(_) => {
+            return Err(Failure::Usage(
+                "--timeout must be a number of seconds above 0 and at most 604800".into(),
+            ));
+        }
+    };
+    let Some(entry) = loaded.config.get(&args.id) else {
+        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    };
+    match &entry.config {
+        Err(error) => return Err(Failure::Runtime(error.to_string())),
+        Ok(server) if !server.enabled => {
+            return Err(Failure::Runtime(format!(
+                "server `{}` is disabled (enabled = false in {})",
+                args.id,
+                loaded.describe()
+            )));
+        }
+        Ok(_) => {}
+    }
+    let config = with_tool_timeout(&loaded.config, &args.id, timeout);
+    let cancel = Arc::new(AtomicBool::new(false));
+    // The first Ctrl-C sets the flag; a second one exits at once.
+    let _ = signal_hook::flag::register_conditional_shutdown(
+        signal_hook::consts::SIGINT,
+        i32::from(EXIT_CANCELLED),
+        Arc::clone(&cancel),
+    );
+    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&cancel));
+
+    let runtime = Host::start(kind, &config, options, |id| id == args.id);
+    let mut line = ProgressLine::new(std::io::stderr().is_terminal());
+    let outcome = runtime.call_with(
+        &args.id,
+        &args.tool,
+        arguments,
+        &mut |p| line.show(&p),
+        &cancel,
+    );
+    line.clear();
+    runtime.shutdown();
+    let result = match outcome {
+        Ok(result) => result,
+        Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
+            eprintln!("rho: call cancelled; server `{}` was told to stop", args.id);
+            return Ok(ExitCode::from(EXIT_CANCELLED));
+        }
+        Err(error) => return Err(Failure::Runtime(error.to_string())),
+    };
+    let rendered = content::render(&result);
+    if args.json {
+        let doc = json!({
+            "schema": 1,
+            "server": args.id,
+            "tool": args.tool,
+            "is_error": rendered.is_error,
+            "model_text": rendered.model_text,
+            "card": rendered.card,
+            "structured_content": result.structured_content,
+        });
+        write_stdout(&crate::output::json_text(&doc))?;
+        return Ok(if rendered.is_error {
+            ExitCode::from(1)
+        } else {
+            ExitCode::SUCCESS
+        });
+    }
+    if rendered.is_error {
+        // The tool ran and failed: its text is the error, not a result.
+        let text = rendered.model_text;
+        return Err(Failure::Runtime(format!(
+            "tool `{}` of server `{}` reported an error{}{text}",
+            args.tool,
+            args.id,
+            if text.is_empty() { "" } else { ":\n" }
+        )));
+    }
+    let mut text = rendered.model_text;
+    if !text.is_empty() {
+        text.push('\n');
+    }
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// `config` with server `id`'s tool budget replaced by `timeout`.
+fn with_tool_timeout(config: &Config, id: &str, timeout: Option<Duration>) -> Config {
+    let mut config = config.clone();
+    if let Some(timeout) = timeout {
+        for entry in &mut config.servers {
+            if entry.id == id {
+                if let Ok(server) = &mut entry.config {
+                    server.tool_timeout = timeout;
+                }
+            }
+        }
+    }
+    config
+}
+
+/// The live progress line on stderr.
+struct ProgressLine {
+    enabled: bool,
+    shown: bool,
+    tick: usize,
+}
+
+impl ProgressLine {
+    fn new(enabled: bool) -> Self {
+        Self {
+            enabled,
+            shown: false,
+            tick: 0,
+        }
+    }
+
+    fn show(&mut self, progress: &Progress) {
+        if !self.enabled {
+            return;
+        }
+        self.tick += 1;
+        let text = render_progress(progress, self.tick);
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "\r\x1b[2K{text}");
+        let _ = err.flush();
+        self.shown = true;
+    }
+
+    fn clear(&mut self) {
+        if self.shown {
+            let mut err = std::io::stderr().lock();
+            let _ = write!(err, "\r\x1b[2K");
+            let _ = err.flush();
+            self.shown = false;
+        }
+    }
+}
+
+/// One progress line: a bar and `done/total` when the server sent a total
+/// (counts only then), a spinner otherwise; then the server's message.
+fn render_progress(progress: &Progress, tick: usize) -> String {
+    const WIDTH: usize = 24;
+    const SPINNER: [char; 4] = ['|', '/', '-', '\\'];
+    let mut text = match progress.total {
+        Some(total) if total > 0.0 => {
+            let fraction = (progress.progress / total).clamp(0.0, 1.0);
+            // Rounded down: the bar is only full when the work is done.
+            let filled = (fraction * WIDTH as f64) as usize;
+            format!(
+                "[{}{}] {}/{}",
+                "#".repeat(filled),
+                "-".repeat(WIDTH - filled),
+                trim_number(progress.progress),
+                trim_number(total)
+            )
+        }
+        _ => SPINNER[tick % SPINNER.len()].to_string(),
+    };
+    if let Some(message) = &progress.message {
+        text.push(' ');
+        text.extend(message.chars().filter(|c| !c.is_control()).take(80));
+    }
+    text
+}
+
+/// `3` for 3.0, `2.5` for 2.5.
+fn trim_number(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        format!("{n}")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(progress: f64, total: Option<f64>, message: Option<&str>) -> Progress {
+        Progress {
+            progress,
+            total,
+            message: message.map(str::to_owned),
+        }
+    }
+
+    #[test]
+    fn bar_with_counts_only_when_a_total_is_known() {
+        assert_eq!(
+            render_progress(&p(1.0, Some(4.0), Some("step one")), 0),
+            "[######------------------] 1/4 step one"
+        );
+        assert_eq!(render_progress(&p(7.0, None, None), 1), "/");
+        assert_eq!(
+            render_progress(&p(2.5, Some(5.0), None), 0),
+            "[############------------] 2.5/5"
+        );
+    }
+
+    #[test]
+    fn control_characters_from_a_server_never_reach_the_terminal() {
+        let line = render_progress(&p(1.0, None, Some("a\x1b[31mred\r\n")), 0);
+        assert!(!line.chars().any(char::is_control), "{line:?}");
+    }
+}
