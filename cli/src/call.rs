@@ -69,6 +69,9 @@ pub(crate) fn run(
         Ok(_) => {}
     }
     let config = with_tool_timeout(&loaded.config, &args.id, timeout);
+    let mut options = options;
+    options.host =
+        crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
     let cancel = Arc::new(AtomicBool::new(false));
     // The first Ctrl-C sets the flag; a second one exits at once.
     let _ = signal_hook::flag::register_conditional_shutdown(

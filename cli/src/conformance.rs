@@ -32,6 +32,11 @@ fn action(scenario: &str) -> Option<Action> {
         "initialize" => Some(Action::Connect),
         "tools_call" => Some(Action::Call("add_numbers", || json!({"a": 2, "b": 3}))),
         "sse-retry" => Some(Action::Call("test_reconnection", || json!({}))),
+        "elicitation-sep1034-client-defaults" => {
+            Some(Action::Call("test_client_elicitation_defaults", || {
+                json!({})
+            }))
+        }
         _ => None,
     }
 }
@@ -55,7 +60,10 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
             return Err(Failure::Usage(error.to_string()));
         }
     }
-    let runtime = Host::start(kind, &config, RuntimeOptions::from_process_env(), |_| true);
+    // The suite answers no prompt: forms take their defaults.
+    let mut options = RuntimeOptions::from_process_env();
+    options.host = crate::questions::services(true, None);
+    let runtime = Host::start(kind, &config, options, |_| true);
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),

@@ -14,6 +14,7 @@ mod config_file;
 mod conformance;
 mod host;
 mod output;
+mod questions;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -118,6 +119,11 @@ pub(crate) struct CallArgs {
     /// tool_timeout_secs.
     #[arg(long, value_name = "SECS")]
     timeout: Option<f64>,
+    /// Answer every form a server shows with its defaults (declining one
+    /// with a required field that has none) and refuse sampling, without
+    /// asking: for scripts.
+    #[arg(long)]
+    yes_defaults: bool,
 }
 
 fn main() -> ExitCode {

@@ -9,13 +9,16 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HttpInput, Output};
+use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::http::{ExchangeId, HttpOutput};
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::runtime::{Health, ToolCallError};
-use rho_proto_core::session::{CallError, CallId, CloseReason, Event, Progress, ServerReady};
+use rho_proto_core::session::{
+    CallError, CallId, CloseReason, Event, Progress, QuestionId, ServerReady,
+};
 use serde_json::Value;
 
+use crate::host::{Answer, HostServices};
 use crate::http_client::HttpClient;
 use crate::stdio::{PipeEvent, StdioChild};
 
@@ -42,6 +45,11 @@ pub(crate) enum Command {
     },
     /// The caller gave up on a call: abandon it (the server is told).
     Cancel { ticket: u64 },
+    /// The host answered a server's question.
+    Answer {
+        question: QuestionId,
+        answer: Answer,
+    },
     /// End the session and the transport.
     Close,
 }
@@ -106,7 +114,7 @@ impl Io {
 pub(crate) fn run(
     config: ServerConfig,
     ambient: Arc<Vec<(String, String)>>,
-    root: Option<String>,
+    (root, host): (Option<String>, HostServices),
     grace: Duration,
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
@@ -115,20 +123,30 @@ pub(crate) fn run(
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
     let (tx, rx) = inputs;
-    let connected =
-        Connection::new(&config, &ambient, root.as_deref(), started_at).and_then(|conn| {
-            let io = match &config.transport {
-                Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
-                    &server,
-                    stdio,
-                    &ambient,
-                    tx,
-                    Input::Pipe,
-                )?),
-                Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
-            };
-            Ok((conn, io))
-        });
+    let answers = tx.clone();
+    let connected = Connection::new(
+        &config,
+        &HostContext {
+            ambient: &ambient,
+            workspace_root: root.as_deref(),
+            can_elicit: host.can_elicit(),
+            can_sample: host.can_sample(),
+        },
+        started_at,
+    )
+    .and_then(|conn| {
+        let io = match &config.transport {
+            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
+                &server,
+                stdio,
+                &ambient,
+                tx,
+                Input::Pipe,
+            )?),
+            Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
+        };
+        Ok((conn, io))
+    });
     let (mut conn, mut io) = match connected {
         Ok(pair) => pair,
         Err(reason) => {
@@ -170,6 +188,21 @@ pub(crate) fn run(
                         let _ = reply.send(CallUpdate::Progress(progress));
                     }
                 }
+                Event::Question { question, kind, .. } => {
+                    // A person may take minutes: answer off the driver thread.
+                    let (host, asker, answers) = (host.clone(), server.clone(), answers.clone());
+                    let spawned = std::thread::Builder::new()
+                        .name(format!("rho-mcp-{server}-ask"))
+                        .spawn(move || {
+                            let answer = crate::host::answer(&host, &asker, &kind);
+                            let _ =
+                                answers.send(Input::Command(Command::Answer { question, answer }));
+                        });
+                    if let Err(e) = spawned {
+                        tracing::warn!(server = %server, "could not ask: {e}");
+                    }
+                }
+                Event::QuestionWithdrawn(_) => {}
                 Event::ToolsChanged(tools) => update(&health, |h| h.tools_now = Some(tools)),
                 Event::PingAnswered => update(&health, |h| h.ping_failure = None),
                 Event::PingFailed(reason) => {
@@ -211,6 +244,10 @@ pub(crate) fn run(
                     conn.cancel_call(now, call);
                 }
             }
+            Ok(Input::Command(Command::Answer { question, answer })) => match answer {
+                Answer::Form(answer) => conn.answer_elicitation(now, question, answer),
+                Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
+            },
             Ok(Input::Command(Command::Close)) => conn.close(now),
             Ok(Input::Pipe(PipeEvent::Stdout(bytes))) => conn.handle_stdio_bytes(now, &bytes),
             Ok(Input::Pipe(PipeEvent::StdoutClosed)) => {

@@ -21,6 +21,7 @@
 //! ```
 
 mod driver;
+pub mod host;
 pub mod http_client;
 pub mod process;
 mod runtime;

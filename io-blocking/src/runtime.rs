@@ -23,6 +23,7 @@ use rho_proto_core::session::Progress;
 use serde_json::Value;
 
 use crate::driver::{self, CallUpdate, Command, Input, SharedHealth, StartupOutcome};
+use crate::host::HostServices;
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]
@@ -35,6 +36,8 @@ pub struct RuntimeOptions {
     /// The session workspace, offered to servers as their one root
     /// (`roots/list`). `None` declares no roots.
     pub workspace: Option<std::path::PathBuf>,
+    /// Who answers servers' questions, the model, the usage ledger.
+    pub host: HostServices,
 }
 
 impl RuntimeOptions {
@@ -55,6 +58,7 @@ impl RuntimeOptions {
                 .collect(),
             shutdown_grace: SHUTDOWN_GRACE,
             workspace: std::env::current_dir().ok(),
+            host: HostServices::default(),
         }
     }
 }
@@ -100,7 +104,12 @@ impl Runtime {
         let mut drivers = BTreeMap::new();
         let mut waiting = Vec::new();
         for (slot, server) in inventory.to_start() {
-            match spawn_driver(server, &ambient, root.clone(), options.shutdown_grace) {
+            match spawn_driver(
+                server,
+                &ambient,
+                (root.clone(), options.host.clone()),
+                options.shutdown_grace,
+            ) {
                 Ok((handle, outcome)) => {
                     waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
                     drivers.insert(slot, handle);
@@ -349,7 +358,7 @@ fn failed_now(error: String) -> Receiver<StartupOutcome> {
 fn spawn_driver(
     server: &ServerConfig,
     ambient: &Arc<Vec<(String, String)>>,
-    root: Option<String>,
+    (root, host): (Option<String>, HostServices),
     grace: Duration,
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
     let (commands, inputs) = mpsc::channel();
@@ -366,7 +375,7 @@ fn spawn_driver(
                 driver::run(
                     server,
                     ambient,
-                    root,
+                    (root, host),
                     grace,
                     (commands, inputs),
                     startup_tx,

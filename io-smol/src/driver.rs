@@ -11,13 +11,16 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_io_blocking::host::{Answer, HostServices};
 use rho_io_blocking::{new_agent, run_exchange};
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HttpInput, Output};
+use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::runtime::{Health, ToolCallError};
-use rho_proto_core::session::{CallError, CallId, CloseReason, Event, Progress, ServerReady};
+use rho_proto_core::session::{
+    CallError, CallId, CloseReason, Event, Progress, QuestionId, ServerReady,
+};
 use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Timer};
@@ -48,6 +51,11 @@ pub(crate) enum Command {
     },
     /// The caller dropped its call future: abandon the call.
     Cancel { ticket: u64 },
+    /// The host answered a server's question.
+    Answer {
+        question: QuestionId,
+        answer: Answer,
+    },
     /// End the session and the transport.
     Close,
 }
@@ -152,6 +160,7 @@ pub(crate) struct TaskArgs {
     pub(crate) config: ServerConfig,
     pub(crate) ambient: Arc<Vec<(String, String)>>,
     pub(crate) root: Option<String>,
+    pub(crate) host: HostServices,
     pub(crate) grace: Duration,
     pub(crate) inputs: (Sender<Input>, Receiver<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
@@ -165,6 +174,7 @@ pub(crate) async fn run(args: TaskArgs) {
         config,
         ambient,
         root,
+        host,
         grace,
         inputs: (tx, rx),
         startup,
@@ -172,24 +182,34 @@ pub(crate) async fn run(args: TaskArgs) {
     } = args;
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
-    let connected =
-        Connection::new(&config, &ambient, root.as_deref(), started_at).and_then(|conn| {
-            let io = match &config.transport {
-                Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
-                    &executor,
-                    &server,
-                    stdio,
-                    &ambient,
-                    tx.clone(),
-                )?),
-                Transport::StreamableHttp(_) => Io::Http(HttpIo {
-                    agent: new_agent(),
-                    events: tx.clone(),
-                    aborted: BTreeMap::new(),
-                }),
-            };
-            Ok((conn, io))
-        });
+    let connected = Connection::new(
+        &config,
+        &HostContext {
+            ambient: &ambient,
+            workspace_root: root.as_deref(),
+            can_elicit: host.can_elicit(),
+            can_sample: host.can_sample(),
+        },
+        started_at,
+    )
+    .and_then(|conn| {
+        let io = match &config.transport {
+            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
+                &executor,
+                &server,
+                stdio,
+                &ambient,
+                tx.clone(),
+            )?),
+            Transport::StreamableHttp(_) => Io::Http(HttpIo {
+                agent: new_agent(),
+                events: tx.clone(),
+                aborted: BTreeMap::new(),
+            }),
+        };
+        Ok((conn, io))
+    });
+    let answers = tx.clone();
     drop(tx);
     let (mut conn, mut io) = match connected {
         Ok(pair) => pair,
@@ -236,6 +256,22 @@ pub(crate) async fn run(args: TaskArgs) {
                         let _ = reply.try_send(CallUpdate::Progress(progress));
                     }
                 }
+                Event::Question { question, kind, .. } => {
+                    // A person may take minutes: answer on the blocking pool.
+                    let (host, server, answers) = (host.clone(), server.clone(), answers.clone());
+                    executor
+                        .spawn(async move {
+                            let answer = smol::unblock(move || {
+                                rho_io_blocking::host::answer(&host, &server, &kind)
+                            })
+                            .await;
+                            let _ = answers
+                                .send(Input::Command(Command::Answer { question, answer }))
+                                .await;
+                        })
+                        .detach();
+                }
+                Event::QuestionWithdrawn(_) => {}
                 Event::ToolsChanged(tools) => update(&health, |h| h.tools_now = Some(tools)),
                 Event::PingAnswered => update(&health, |h| h.ping_failure = None),
                 Event::PingFailed(reason) => {
@@ -301,6 +337,10 @@ pub(crate) async fn run(args: TaskArgs) {
                     conn.cancel_call(now, call);
                 }
             }
+            Input::Command(Command::Answer { question, answer }) => match answer {
+                Answer::Form(answer) => conn.answer_elicitation(now, question, answer),
+                Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
+            },
             Input::Command(Command::Close) => conn.close(now),
             Input::Pipe(PipeEvent::Stdout(bytes)) => conn.handle_stdio_bytes(now, &bytes),
             Input::Pipe(PipeEvent::StdoutClosed) => {

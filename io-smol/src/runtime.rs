@@ -78,6 +78,7 @@ impl Runtime {
                 config: server.clone(),
                 ambient: Arc::clone(&ambient),
                 root: root.clone(),
+                host: options.host.clone(),
                 grace: options.shutdown_grace,
                 inputs: (commands.clone(), inputs),
                 startup,

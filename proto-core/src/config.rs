@@ -13,9 +13,9 @@
 //! disabled and every other entry still loads. Both point at a
 //! `file:line:column` so a person can go straight to the mistake.
 
+use core::net::Ipv6Addr;
 use std::collections::{BTreeMap, BTreeSet};
 use std::fmt;
-use std::net::Ipv6Addr;
 use std::ops::Range;
 use std::time::Duration;
 
@@ -69,6 +69,10 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 pub struct Config {
     /// One per `[mcp.servers.<key>]`, sorted by key.
     pub servers: Vec<ServerEntry>,
+    /// `[sampling] command`: the program (and arguments) the CLI runs as
+    /// the model for servers' sampling requests. Absent: no model, so no
+    /// server is offered sampling.
+    pub sampling_command: Option<Vec<String>>,
 }
 
 impl Config {
@@ -184,9 +188,20 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Budget for one tool call (`tool_timeout_secs`).
     pub tool_timeout: Duration,
+    /// The Agent Plugin that contributed this server, or `None` for a
+    /// server of the selected config file. A plugin's server can never opt
+    /// into sampling: only the user's own config can spend the user's
+    /// tokens.
+    pub plugin: Option<String>,
 }
 
 impl ServerConfig {
+    /// Whether the config gate for sampling is open: `sampling = "ask"`
+    /// in the selected config file (never for a plugin's server).
+    pub fn sampling_allowed(&self) -> bool {
+        self.sampling == SamplingPolicy::Ask && self.plugin.is_none()
+    }
+
     /// The names of the variables this server's entry sets in the child
     /// (`env` and `env_from_env` keys), sorted, for display. Never values.
     pub fn env_names(&self) -> Vec<String> {
@@ -416,6 +431,12 @@ pub struct ConfigFileError {
 /// What made a config file unusable.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum ConfigFileErrorKind {
+    /// `[sampling]` is malformed.
+    #[error("{message}")]
+    Sampling {
+        /// What is wrong and what to write instead.
+        message: String,
+    },
     /// The text is not valid TOML.
     #[error("TOML syntax error: {message}")]
     Syntax {
@@ -538,8 +559,17 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             },
         )
     })?;
+    let sampling_command = match document.get_ref().get("sampling") {
+        None => None,
+        Some(sampling) => Some(read_sampling(sampling).map_err(|(span, message)| {
+            file_error(span, ConfigFileErrorKind::Sampling { message })
+        })?),
+    };
     let Some(mcp) = document.get_ref().get("mcp") else {
-        return Ok(Config::default());
+        return Ok(Config {
+            sampling_command,
+            ..Config::default()
+        });
     };
     let DeValue::Table(mcp) = mcp.get_ref() else {
         return Err(file_error(
@@ -561,7 +591,10 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
         ));
     }
     let Some(servers) = mcp.get("servers") else {
-        return Ok(Config::default());
+        return Ok(Config {
+            sampling_command,
+            ..Config::default()
+        });
     };
     let DeValue::Table(servers) = servers.get_ref() else {
         return Err(file_error(
@@ -602,7 +635,10 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             Some(ServerEntry { id, config })
         })
         .collect();
-    Ok(Config { servers })
+    Ok(Config {
+        servers,
+        sampling_command,
+    })
 }
 
 type Key<'i> = Spanned<DeString<'i>>;
@@ -1002,6 +1038,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         tools: tools?,
         startup_timeout: startup_timeout?,
         tool_timeout: tool_timeout?,
+        plugin: None,
     })
 }
 
@@ -1241,6 +1278,54 @@ fn endpoint(raw: &str) -> Result<Url, String> {
             "`url` must be an https URL (or http on loopback), not `{other}:`"
         )),
     }
+}
+
+/// Reads `[sampling]`: only `command`, a non-empty array of strings.
+fn read_sampling(value: &Spanned<DeValue<'_>>) -> Result<Vec<String>, (Range<usize>, String)> {
+    const SHAPE: &str = "write `[sampling]` with `command = [\"program\", \"arg\", ...]`";
+    let DeValue::Table(table) = value.get_ref() else {
+        return Err((value.span(), format!("`sampling` must be a table: {SHAPE}")));
+    };
+    if let Some((key, _)) = source_order(table)
+        .into_iter()
+        .find(|(key, _)| key.get_ref() != "command")
+    {
+        return Err((
+            key.span(),
+            format!("unknown key `sampling.{}`: {SHAPE}", key.get_ref()),
+        ));
+    }
+    let Some(command) = table.get("command") else {
+        return Err((
+            value.span(),
+            format!("`sampling` has no `command`: {SHAPE}"),
+        ));
+    };
+    let DeValue::Array(items) = command.get_ref() else {
+        return Err((
+            command.span(),
+            format!("`sampling.command` must be an array: {SHAPE}"),
+        ));
+    };
+    let mut out = Vec::new();
+    for item in items.iter() {
+        match item.get_ref().as_str() {
+            Some(s) if !s.is_empty() || !out.is_empty() => out.push(s.to_owned()),
+            _ => {
+                return Err((
+                    item.span(),
+                    format!("`sampling.command` must hold strings, the first non-empty: {SHAPE}"),
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err((
+            command.span(),
+            format!("`sampling.command` is empty: {SHAPE}"),
+        ));
+    }
+    Ok(out)
 }
 
 /// The URL policy every URL the HTTP transport touches must meet: https,

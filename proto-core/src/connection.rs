@@ -12,8 +12,11 @@ use std::time::Instant;
 use serde_json::Value;
 
 use crate::config::{ServerConfig, Transport};
+use crate::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
-use crate::session::{ApiMisuse, CallId, Event, Framing, Session, SessionOptions};
+use crate::session::{
+    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
+};
 
 /// What an executor must do for a connection.
 #[derive(Debug, PartialEq, Eq)]
@@ -42,6 +45,21 @@ pub enum HttpInput {
     Failed(String),
 }
 
+/// What the host offers every session of a run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct HostContext<'a> {
+    /// The ambient environment (`headers_from_env` reads it; a missing
+    /// variable fails that server).
+    pub ambient: &'a [(String, String)],
+    /// The session workspace as a `file://` URI, offered as the one root.
+    pub workspace_root: Option<&'a str>,
+    /// The host can put a form in front of a person: declare elicitation.
+    pub can_elicit: bool,
+    /// The host has a model and a person to confirm: declare sampling to
+    /// servers whose config opted in.
+    pub can_sample: bool,
+}
+
 /// One server's session over its transport.
 #[derive(Debug)]
 pub enum Connection {
@@ -53,17 +71,17 @@ pub enum Connection {
 
 impl Connection {
     /// The connection a configured server needs, started at `now` (its
-    /// startup budget runs from here). `ambient` resolves
-    /// `headers_from_env`; a missing variable fails that server.
-    /// `workspace_root` (a `file://` URI) is offered as the one root.
+    /// startup budget runs from here), in the surroundings the host gives.
     pub fn new(
         config: &ServerConfig,
-        ambient: &[(String, String)],
-        workspace_root: Option<&str>,
+        host: &HostContext<'_>,
         now: Instant,
     ) -> Result<Self, String> {
+        let ambient = host.ambient;
         let options = |framing| SessionOptions {
-            workspace_root: workspace_root.map(str::to_owned),
+            workspace_root: host.workspace_root.map(str::to_owned),
+            elicitation: host.can_elicit,
+            sampling: host.can_sample && config.sampling_allowed(),
             ..SessionOptions::from_config(config, framing)
         };
         match &config.transport {
@@ -150,6 +168,22 @@ impl Connection {
         match self {
             Connection::Stdio(session) => session.cancel_call(now, call),
             Connection::Http(transport) => transport.cancel_call(now, call),
+        }
+    }
+
+    /// Answers an elicitation question; see [`Session::answer_elicitation`].
+    pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
+        match self {
+            Connection::Stdio(session) => session.answer_elicitation(now, question, answer),
+            Connection::Http(transport) => transport.answer_elicitation(now, question, answer),
+        }
+    }
+
+    /// Answers a sampling question; see [`Session::answer_sampling`].
+    pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
+        match self {
+            Connection::Stdio(session) => session.answer_sampling(now, question, answer),
+            Connection::Http(transport) => transport.answer_sampling(now, question, answer),
         }
     }
 

@@ -36,10 +36,12 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::config::HttpConfig;
+use crate::elicitation::FormAnswer;
 use crate::framing::{DEFAULT_MAX_LINE, SseDecoder};
 use crate::jsonrpc::{ClientRequestId, Incoming, Message};
 use crate::session::{
-    ApiMisuse, CallId, CloseReason, Event, Framing, Session, SessionOptions, TransmitKind,
+    ApiMisuse, CallId, CloseReason, Event, Framing, QuestionId, SamplingAnswer, Session,
+    SessionOptions, TransmitKind,
 };
 
 /// Limits and timings of one HTTP session.
@@ -637,6 +639,18 @@ impl HttpTransport {
     /// aborted.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
         self.session.cancel_call(now, call);
+        self.pump(now);
+    }
+
+    /// Answers an elicitation question; see [`Session::answer_elicitation`].
+    pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
+        self.session.answer_elicitation(now, question, answer);
+        self.pump(now);
+    }
+
+    /// Answers a sampling question; see [`Session::answer_sampling`].
+    pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
+        self.session.answer_sampling(now, question, answer);
         self.pump(now);
     }
 

@@ -368,7 +368,7 @@ fn unknown_server_request_gets_method_not_found() {
     let mut h = Harness::new(Harness::options());
     h.ready_with_tools(json!([]));
     h.server_says(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "sampling/createMessage", "params": {}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {}}),
     );
     match h.sent.last() {
         Some(Message::Error { id, error }) => {
@@ -675,4 +675,50 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
     );
     // An error result need not match the success schema.
     assert!(outcome(None, true).is_ok());
+}
+
+#[test]
+fn progress_restarts_the_call_budget_up_to_the_hard_cap() {
+    let mut options = Harness::options();
+    options.progress_extends_up_to = Some(Duration::from_secs(12));
+    let mut h = Harness::new(options);
+    h.ready_with_tools(json!([tool("slow")]));
+    let start = h.now;
+    let call = h
+        .session
+        .call_tool(h.now, "slow", json!({}))
+        .expect("ready");
+    h.drain();
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(start + Duration::from_secs(5))
+    );
+    let progress = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.0, "progress": n}});
+    h.now = start + Duration::from_secs(4);
+    h.server_says(progress(1));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(start + Duration::from_secs(9))
+    );
+    h.now = start + Duration::from_secs(8);
+    h.server_says(progress(2));
+    // Capped at 12 s after the call was sent, not 13.
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(start + Duration::from_secs(12))
+    );
+    h.step();
+    assert!(matches!(
+        h.events.last(),
+        Some(Event::CallCompleted {
+            result: Err(CallError::Timeout { .. }),
+            ..
+        })
+    ));
+    let cancels = h
+        .methods()
+        .iter()
+        .filter(|m| *m == "notifications/cancelled")
+        .count();
+    assert_eq!(cancels, 1, "a timed-out call is cancelled exactly once");
 }

@@ -9,10 +9,12 @@ use std::sync::Arc;
 use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::Config;
 use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::ToolRegistry;
+use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{ServerView, ToolCallError};
+use rho_proto_core::session::CallError;
 use rho_proto_core::session::Progress;
 use serde_json::Value;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A runtime a test can drive synchronously.
 pub trait TestRuntime: Sized + Sync {
@@ -42,6 +44,21 @@ pub trait TestRuntime: Sized + Sync {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError>;
+    /// Calls a tool by server and the server's own name, with progress,
+    /// until it ends or `cancel` is set (then the call is abandoned and the
+    /// server told).
+    fn call_server_tool_cancellable(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError>;
+    /// The system-prompt text of the servers' instructions.
+    fn instructions_prompt(&self) -> Option<String>;
+    /// The exported tools as the next turn should see them.
+    fn current_tools(&self) -> Vec<ExportedTool>;
     /// Closes every session and waits for the servers to exit.
     fn shutdown(self);
 }
@@ -74,6 +91,22 @@ impl TestRuntime for rho_io_blocking::Runtime {
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
         rho_io_blocking::Runtime::call_server_tool(self, server, tool, arguments)
+    }
+    fn call_server_tool_cancellable(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_server_tool_with(server, tool, arguments, on_progress, cancel)
+    }
+    fn instructions_prompt(&self) -> Option<String> {
+        rho_io_blocking::Runtime::instructions_prompt(self)
+    }
+    fn current_tools(&self) -> Vec<ExportedTool> {
+        rho_io_blocking::Runtime::current_tools(self)
     }
     fn shutdown(self) {
         rho_io_blocking::Runtime::shutdown(self)
@@ -145,6 +178,34 @@ impl TestRuntime for SmolRuntime {
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
         smol::block_on(self.runtime().call_server_tool(server, tool, arguments))
+    }
+    fn call_server_tool_cancellable(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let call =
+            self.runtime()
+                .call_server_tool_with_progress(server, tool, arguments, on_progress);
+        let watch = async {
+            while !cancel.load(Ordering::Relaxed) {
+                smol::Timer::after(std::time::Duration::from_millis(20)).await;
+            }
+            Err(ToolCallError::Call(CallError::Cancelled {
+                server: server.to_owned(),
+            }))
+        };
+        // Dropping the call future when `watch` wins cancels the call.
+        smol::block_on(smol::future::or(call, watch))
+    }
+    fn instructions_prompt(&self) -> Option<String> {
+        self.runtime().instructions_prompt()
+    }
+    fn current_tools(&self) -> Vec<ExportedTool> {
+        self.runtime().current_tools()
     }
     fn shutdown(mut self) {
         if let Some(runtime) = self.runtime.take() {

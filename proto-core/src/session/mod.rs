@@ -27,6 +27,10 @@
 //! the next wakeup is its first element and expiring requests is a walk
 //! from the front: no clock reads, no hash-order iteration.
 
+mod questions;
+
+pub use questions::{Question, QuestionId, SamplingAnswer};
+
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
@@ -96,6 +100,18 @@ pub struct SessionOptions {
     pub framing: Framing,
     /// The longest line accepted on a line-framed transport.
     pub max_line: usize,
+    /// Declare form elicitation: set only when the host can put a question
+    /// in front of a person. A run that cannot declares nothing, so a
+    /// well-behaved server never asks.
+    pub elicitation: bool,
+    /// Declare sampling: set only for a server whose config says
+    /// `sampling = "ask"`, in a run that has a model to spend.
+    pub sampling: bool,
+    /// When set, each progress notification restarts a call's budget
+    /// (`tool_timeout`), up to this much time after the call was sent. A
+    /// long job that keeps reporting progress is not cut off, and one that
+    /// never ends still is.
+    pub progress_extends_up_to: Option<Duration>,
     /// The session workspace as a `file://` URI. When set, rho declares
     /// `roots` (with `listChanged: false`: a session's workspace never
     /// changes) and answers `roots/list` with it as the one root.
@@ -123,6 +139,9 @@ impl SessionOptions {
             max_line: crate::framing::DEFAULT_MAX_LINE,
             ping_interval: None,
             workspace_root: None,
+            progress_extends_up_to: Some(Duration::from_secs(30 * 60)),
+            elicitation: false,
+            sampling: false,
         }
     }
 
@@ -233,6 +252,21 @@ pub enum Event {
     /// The server changed its tool list (`notifications/tools/list_changed`)
     /// and the session listed it again: these are all its tools now.
     ToolsChanged(Vec<Tool>),
+    /// The server asked a question (elicitation or sampling) during the one
+    /// call in flight; the host answers with
+    /// [`Session::answer_elicitation`] or [`Session::answer_sampling`].
+    /// The call's budget is paused until it does.
+    Question {
+        /// Which question, for the answer.
+        question: QuestionId,
+        /// The call it belongs to.
+        call: CallId,
+        /// What is asked.
+        kind: Question,
+    },
+    /// The server withdrew a question (it cancelled its request), or the
+    /// call it belonged to ended: the host stops asking.
+    QuestionWithdrawn(QuestionId),
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host
@@ -443,6 +477,11 @@ struct Pending {
     deadline: Instant,
     /// The budget that `deadline` came from, for messages.
     budget: Duration,
+    /// When the request was sent (the hard cap on progress runs from here).
+    sent: Instant,
+    /// The budget left when a question paused it; the deadline is out of
+    /// the timer table meanwhile.
+    paused: Option<Duration>,
 }
 
 #[derive(Debug)]
@@ -484,6 +523,9 @@ pub struct Session {
     call_tools: BTreeMap<u64, String>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
     output_schemas: BTreeMap<String, OutputSchema>,
+    /// Questions put to the host and not yet answered.
+    questions: BTreeMap<QuestionId, questions::OpenQuestion>,
+    next_question: u64,
 }
 
 /// Pages of a re-listing gathered so far.
@@ -518,6 +560,8 @@ impl Session {
             relist: None,
             call_tools: BTreeMap::new(),
             output_schemas: BTreeMap::new(),
+            questions: BTreeMap::new(),
+            next_question: 0,
         };
         let params = session.initialize_params();
         session.send_request(
@@ -630,7 +674,7 @@ impl Session {
                 error,
             }),
             Message::Request { id, method, params } => {
-                self.handle_server_request(ServerRequestId(id), &method, params)
+                self.handle_server_request(now, ServerRequestId(id), &method, params)
             }
             Message::Notification { method, params } => {
                 self.handle_notification(now, &method, params.as_ref())
@@ -676,6 +720,7 @@ impl Session {
                     // The spec asks the sender to cancel a request it gave up on.
                     let params = json!({"requestId": id, "reason": "timed out"});
                     self.send_notification("notifications/cancelled", Some(&params));
+                    self.withdraw_questions_of(call);
                     self.events.push_back(Event::CallCompleted {
                         call,
                         result: Err(CallError::Timeout {
@@ -762,6 +807,7 @@ impl Session {
             }
             Purpose::CallTool(call) => {
                 self.call_tools.remove(&call.0);
+                self.withdraw_questions_of(call);
                 self.events.push_back(Event::CallCompleted {
                     call,
                     result: Err(CallError::Transport { server, reason }),
@@ -858,6 +904,7 @@ impl Session {
         self.deadlines.remove(&(deadline, call.0));
         let params = json!({"requestId": call.0, "reason": "cancelled by the user"});
         self.send_notification("notifications/cancelled", Some(&params));
+        self.withdraw_questions_of(call);
         self.events.push_back(Event::CallCompleted {
             call,
             result: Err(CallError::Cancelled {
@@ -907,9 +954,15 @@ impl Session {
 
     fn initialize_params(&self) -> Value {
         let mut capabilities = self.options.capabilities.clone();
-        if self.options.workspace_root.is_some() {
-            if let Value::Object(map) = &mut capabilities {
+        if let Value::Object(map) = &mut capabilities {
+            if self.options.workspace_root.is_some() {
                 map.insert("roots".into(), json!({"listChanged": false}));
+            }
+            if self.options.elicitation {
+                map.insert("elicitation".into(), crate::elicitation::capability());
+            }
+            if self.options.sampling {
+                map.insert("sampling".into(), crate::sampling::capability());
             }
         }
         json!({
@@ -943,6 +996,8 @@ impl Session {
                 purpose,
                 deadline,
                 budget,
+                sent: deadline.checked_sub(budget).unwrap_or(deadline),
+                paused: None,
             },
         );
         self.deadlines.insert((deadline, id));
@@ -1011,6 +1066,7 @@ impl Session {
                         }),
                     Err(error) => Err(CallError::Rpc { server, error }),
                 };
+                self.withdraw_questions_of(call);
                 self.events.push_back(Event::CallCompleted { call, result });
             }
         }
@@ -1157,8 +1213,16 @@ impl Session {
         self.events.push_back(Event::Ready(Box::new(ready)));
     }
 
-    fn handle_server_request(&mut self, id: ServerRequestId, method: &str, _params: Option<Value>) {
+    fn handle_server_request(
+        &mut self,
+        now: Instant,
+        id: ServerRequestId,
+        method: &str,
+        params: Option<Value>,
+    ) {
         let bytes = match method {
+            "elicitation/create" => return self.elicitation_request(now, id, params),
+            "sampling/createMessage" => return self.sampling_request(now, id, params),
             "ping" => jsonrpc::response_bytes(&id, &jsonrpc::empty_object()),
             "roots/list" if self.options.workspace_root.is_some() => {
                 let roots: Vec<Value> = self
@@ -1188,7 +1252,8 @@ impl Session {
         match method {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
             "notifications/message" => self.server_log(params),
-            "notifications/progress" => self.progress(params),
+            "notifications/progress" => self.progress(now, params),
+            "notifications/cancelled" => self.server_cancelled(now, params),
             _ => {
                 tracing::trace!(server = %self.options.server, method, "notification ignored");
             }
@@ -1306,7 +1371,7 @@ impl Session {
 
     /// Attaches a `notifications/progress` to the call whose token it
     /// names; progress for anything else is dropped and logged.
-    fn progress(&mut self, params: Option<&Value>) {
+    fn progress(&mut self, now: Instant, params: Option<&Value>) {
         let Some(params) = params else { return };
         let token = params.get("progressToken");
         let call = token.and_then(Value::as_u64).map(CallId).filter(|call| {
@@ -1319,6 +1384,18 @@ impl Session {
             tracing::debug!(server = %self.options.server, ?token, "progress for no call in flight; dropped");
             return;
         };
+        if let Some(cap) = self.options.progress_extends_up_to {
+            // A call that reports progress is alive: its idle budget starts
+            // again, but never past the hard cap from when it was sent.
+            if let Some(p) = self.pending.get_mut(&call.0) {
+                let extended = (now + p.budget).min(p.sent + cap);
+                if p.paused.is_none() && extended > p.deadline {
+                    self.deadlines.remove(&(p.deadline, call.0));
+                    p.deadline = extended;
+                    self.deadlines.insert((extended, call.0));
+                }
+            }
+        }
         self.events.push_back(Event::Progress {
             call,
             progress: Progress {
@@ -1383,6 +1460,9 @@ impl Session {
         let pending = std::mem::take(&mut self.pending);
         self.deadlines.clear();
         self.call_tools.clear();
+        for question in std::mem::take(&mut self.questions).into_keys() {
+            self.events.push_back(Event::QuestionWithdrawn(question));
+        }
         for (_, p) in pending {
             if let Purpose::CallTool(call) = p.purpose {
                 self.events.push_back(Event::CallCompleted {

@@ -1,0 +1,322 @@
+//! The CLI's side of questions from servers: who answers forms and
+//! sampling confirmations, the model sampling spends, and the usage ledger.
+//!
+//! - On a terminal (stdin and stderr are terminals, and `CI` is not set), a
+//!   form is asked question by question on stderr, titled with the asking
+//!   server's identity so it is never mistaken for rho's own question.
+//! - `--yes-defaults` (scripts, the conformance suite) accepts every form
+//!   with its defaults and declines one with a required field that has
+//!   none; it refuses sampling, which has no default.
+//! - Otherwise nobody can be asked, and the runtime declares no
+//!   elicitation, so a well-behaved server never asks.
+//!
+//! The model is `[sampling] command = [...]` in the selected config file:
+//! rho runs it with the flattened prompt on stdin (the system prompt in
+//! `RHO_SAMPLING_SYSTEM_PROMPT`) and takes its stdout as the completion,
+//! within three minutes. Each completion is appended to
+//! `~/.rho/usage.jsonl` under the purpose `mcp_sampling`.
+
+use std::io::{BufRead, IsTerminal, Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use rho_io_blocking::host::{HostServices, Model, Responder, UsageLedger};
+use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer};
+
+/// How long the command model may take for one completion.
+const MODEL_BUDGET: Duration = Duration::from_secs(180);
+
+/// Whether a person can be asked: a terminal on both ends, not in CI.
+pub(crate) fn person_present() -> bool {
+    std::io::stdin().is_terminal()
+        && std::io::stderr().is_terminal()
+        && std::env::var_os("CI").is_none_or(|v| v.is_empty() || v == "false")
+}
+
+/// The host services for a command that may ask questions.
+pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -> HostServices {
+    let responder: Option<Arc<dyn Responder>> = if yes_defaults {
+        Some(Arc::new(Defaults))
+    } else if person_present() {
+        Some(Arc::new(Terminal {
+            lock: Mutex::new(()),
+        }))
+    } else {
+        None
+    };
+    let model = model_command
+        .filter(|c| !c.is_empty())
+        .map(|command| Arc::new(CommandModel { command }) as Arc<dyn Model>);
+    let ledger = ledger_path().map(|path| Arc::new(FileLedger { path }) as Arc<dyn UsageLedger>);
+    HostServices {
+        responder,
+        model,
+        ledger,
+    }
+}
+
+/// Accepts forms with their defaults; refuses sampling.
+struct Defaults;
+
+impl Responder for Defaults {
+    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+        let mut answers = std::collections::BTreeMap::new();
+        for field in &form.fields {
+            match &field.default {
+                Some(values) => {
+                    answers.insert(field.name.clone(), values.clone());
+                }
+                None if field.required => {
+                    tracing::info!(server, field = %field.name, "--yes-defaults: a required field has no default; declining");
+                    return FormAnswer::CouldNotAsk;
+                }
+                None => {}
+            }
+        }
+        FormAnswer::Submitted(answers)
+    }
+
+    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+        tracing::info!(server, "--yes-defaults refuses sampling: {question}");
+        false
+    }
+}
+
+/// Asks on the terminal, one question at a time.
+struct Terminal {
+    /// One form at a time, even when two servers ask at once.
+    lock: Mutex<()>,
+}
+
+impl Responder for Terminal {
+    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+        let _one = self.lock.lock();
+        let mut err = std::io::stderr().lock();
+        let _ = writeln!(err, "\n── MCP server `{server}` asks ──\n{}", form.message);
+        let _ = writeln!(
+            err,
+            "(Enter keeps a [default]; type `!cancel` to dismiss the form)"
+        );
+        let mut answers = std::collections::BTreeMap::new();
+        for field in &form.fields {
+            match ask_field(&mut err, field) {
+                Asked::Values(values) => {
+                    answers.insert(field.name.clone(), values);
+                }
+                Asked::Skip => {}
+                Asked::Dismiss => return FormAnswer::Dismissed,
+                Asked::Unavailable => return FormAnswer::CouldNotAsk,
+            }
+        }
+        FormAnswer::Submitted(answers)
+    }
+
+    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+        let _one = self.lock.lock();
+        let mut err = std::io::stderr().lock();
+        let _ = write!(
+            err,
+            "\n── MCP server `{server}` asks to use your model ──\n{question}\nAllow? [y/N] "
+        );
+        let _ = err.flush();
+        matches!(
+            read_line().as_deref().map(str::trim),
+            Some("y" | "Y" | "yes" | "Yes")
+        )
+    }
+}
+
+enum Asked {
+    Values(Vec<String>),
+    Skip,
+    Dismiss,
+    Unavailable,
+}
+
+fn ask_field(err: &mut impl Write, field: &Field) -> Asked {
+    let label = field.title.as_deref().unwrap_or(&field.name);
+    let _ = writeln!(
+        err,
+        "\n{label}{}",
+        if field.required { " (required)" } else { "" }
+    );
+    for help in &field.help {
+        let _ = writeln!(err, "  {help}");
+    }
+    let default = field.default.as_ref().map(|d| d.join(", "));
+    match &field.kind {
+        FieldKind::Choice { options, multi } => {
+            for (i, option) in options.iter().enumerate() {
+                let _ = writeln!(err, "  {}) {}", i + 1, option.label);
+            }
+            if *multi {
+                let _ = writeln!(err, "  (several: numbers separated by commas)");
+            }
+        }
+        FieldKind::Confirm => {
+            let _ = writeln!(err, "  (yes/no)");
+        }
+        FieldKind::Text | FieldKind::Number { .. } => {}
+    }
+    let _ = write!(
+        err,
+        "> {}",
+        default.map(|d| format!("[{d}] ")).unwrap_or_default()
+    );
+    let _ = err.flush();
+    let Some(line) = read_line() else {
+        return Asked::Unavailable;
+    };
+    let line = line.trim();
+    if line == "!cancel" {
+        return Asked::Dismiss;
+    }
+    if line.is_empty() {
+        return match &field.default {
+            Some(values) => Asked::Values(values.clone()),
+            None => Asked::Skip,
+        };
+    }
+    match &field.kind {
+        FieldKind::Choice { options, multi } => {
+            let picked: Vec<String> = line
+                .split(',')
+                .map(str::trim)
+                .filter(|s| !s.is_empty())
+                .map(|s| match s.parse::<usize>() {
+                    Ok(n) if n >= 1 && n <= options.len() => options[n - 1].value.clone(),
+                    _ => s.to_owned(),
+                })
+                .collect();
+            if !*multi && picked.len() > 1 {
+                // The core declines an answer that cannot carry its type.
+                return Asked::Values(picked);
+            }
+            Asked::Values(picked)
+        }
+        _ => Asked::Values(vec![line.to_owned()]),
+    }
+}
+
+fn read_line() -> Option<String> {
+    let mut line = String::new();
+    match std::io::stdin().lock().read_line(&mut line) {
+        Ok(0) | Err(_) => None,
+        Ok(_) => Some(line),
+    }
+}
+
+/// The configured command, as the model.
+struct CommandModel {
+    command: Vec<String>,
+}
+
+impl Model for CommandModel {
+    fn name(&self) -> String {
+        let program = self
+            .command
+            .first()
+            .map(String::as_str)
+            .unwrap_or("command");
+        let base = std::path::Path::new(program)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(program);
+        format!("command:{base}")
+    }
+
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
+        let (program, args) = self
+            .command
+            .split_first()
+            .ok_or_else(|| "[sampling] command is empty".to_owned())?;
+        let mut child = Command::new(program)
+            .args(args)
+            .env("RHO_SAMPLING_SYSTEM_PROMPT", system)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("[sampling] command `{program}` could not start: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(prompt.as_bytes());
+        }
+        let mut stdout = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut out = String::new();
+            if let Some(stdout) = stdout.as_mut() {
+                let _ = stdout.read_to_string(&mut out);
+            }
+            out
+        });
+        let until = Instant::now() + MODEL_BUDGET;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "[sampling] command `{program}` took longer than {} s",
+                        MODEL_BUDGET.as_secs()
+                    ));
+                }
+                Err(e) => return Err(format!("[sampling] command `{program}`: {e}")),
+            }
+        };
+        let text = reader.join().unwrap_or_default();
+        if !status.success() {
+            return Err(format!("[sampling] command `{program}` failed ({status})"));
+        }
+        Ok(text.trim_end().to_owned())
+    }
+}
+
+/// Appends JSON lines to `~/.rho/usage.jsonl`.
+struct FileLedger {
+    path: PathBuf,
+}
+
+impl UsageLedger for FileLedger {
+    fn record_sampling(
+        &self,
+        server: &str,
+        model: &str,
+        prompt_chars: usize,
+        completion_chars: usize,
+    ) {
+        let line = serde_json::json!({
+            "time": SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            "purpose": "mcp_sampling",
+            "server": server,
+            "model": model,
+            "prompt_chars": prompt_chars,
+            "completion_chars": completion_chars,
+        });
+        let written = self
+            .path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)
+            })
+            .and_then(|mut file| writeln!(file, "{line}"));
+        if let Err(e) = written {
+            tracing::warn!(
+                "could not record sampling usage in {}: {e}",
+                self.path.display()
+            );
+        }
+    }
+}
+
+fn ledger_path() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+    Some(PathBuf::from(home).join(".rho").join("usage.jsonl"))
+}
