@@ -51,6 +51,10 @@ struct Cli {
     /// (default: the current directory).
     #[arg(long, global = true, value_name = "PATH")]
     workspace: Option<PathBuf>,
+    /// Record every session's transcript (inputs, outputs, timing) to
+    /// FILE, for `rho mcp replay` and the replay tests.
+    #[arg(long, global = true, value_name = "FILE")]
+    record: Option<PathBuf>,
     #[command(subcommand)]
     command: TopCommand,
 }
@@ -70,9 +74,18 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// Replay a recorded transcript against the core and check every output
+    /// matches, byte for byte (no process, socket or server involved).
+    Replay(ReplayArgs),
     /// The client driven by the official MCP conformance suite.
     #[command(hide = true)]
     ConformanceClient(ConformanceArgs),
+}
+
+#[derive(Args, Debug)]
+struct ReplayArgs {
+    /// The transcript file.
+    file: PathBuf,
 }
 
 #[derive(Args, Debug)]
@@ -130,9 +143,13 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     init_tracing(cli.verbose);
     let result = match cli.command {
-        TopCommand::Mcp(command) => {
-            run_mcp(cli.config, cli.runtime, cli.workspace.as_deref(), command)
-        }
+        TopCommand::Mcp(command) => run_mcp(
+            cli.config,
+            cli.runtime,
+            cli.workspace.as_deref(),
+            cli.record.as_deref(),
+            command,
+        ),
     };
     match result {
         Ok(code) => code,
@@ -170,12 +187,22 @@ fn run_mcp(
     config: Option<PathBuf>,
     kind: RuntimeKind,
     workspace: Option<&std::path::Path>,
+    record: Option<&std::path::Path>,
     command: McpCommand,
 ) -> Result<ExitCode, Failure> {
     if let McpCommand::ConformanceClient(args) = &command {
         return conformance::run(kind, &args.url);
     }
+    if let McpCommand::Replay(args) = &command {
+        return replay(&args.file);
+    }
     let mut options = RuntimeOptions::from_process_env();
+    if let Some(path) = record {
+        let sink = rho_io_blocking::record::TranscriptSink::create(path).map_err(|e| {
+            Failure::Usage(format!("cannot create transcript {}: {e}", path.display()))
+        })?;
+        options.record = Some(sink);
+    }
     if let Some(path) = workspace {
         let absolute = std::path::absolute(path)
             .map_err(|e| Failure::Usage(format!("--workspace {}: {e}", path.display())))?;
@@ -193,6 +220,7 @@ fn run_mcp(
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
+        McpCommand::Replay(args) => replay(&args.file),
     }
 }
 
@@ -237,6 +265,27 @@ fn show(
     runtime.shutdown();
     write_stdout(&text)?;
     Ok(exit_code(failed))
+}
+
+/// `rho mcp replay FILE`: exit 0 when every recorded poll matched.
+fn replay(file: &std::path::Path) -> Result<ExitCode, Failure> {
+    let text = std::fs::read_to_string(file)
+        .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", file.display())))?;
+    // Replay compares instants only with each other; any origin will do.
+    let origin = std::time::Instant::now();
+    match rho_proto_core::transcript::replay(&text, origin) {
+        Ok(summary) => {
+            write_stdout(&format!(
+                "replayed {} session(s): {} inputs, {} polls, all identical\n",
+                summary.sessions, summary.inputs, summary.polls
+            ))?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Err(divergence) => Err(Failure::Runtime(format!(
+            "{} diverged: {divergence}",
+            file.display()
+        ))),
+    }
 }
 
 /// Writes the command's output; a closed or full stdout is a failure with

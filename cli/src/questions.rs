@@ -16,17 +16,14 @@
 //! within three minutes. Each completion is appended to
 //! `~/.rho/usage.jsonl` under the purpose `mcp_sampling`.
 
-use std::io::{BufRead, IsTerminal, Read, Write};
+use std::io::{BufRead, IsTerminal, Write};
 use std::path::PathBuf;
-use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rho_io_blocking::host::{HostServices, Model, Responder, UsageLedger};
+use rho_io_blocking::host::{
+    CommandModel, FileLedger, HostServices, Model, Responder, UsageLedger,
+};
 use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer};
-
-/// How long the command model may take for one completion.
-const MODEL_BUDGET: Duration = Duration::from_secs(180);
 
 /// Whether a person can be asked: a terminal on both ends, not in CI.
 pub(crate) fn person_present() -> bool {
@@ -48,8 +45,8 @@ pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -
     };
     let model = model_command
         .filter(|c| !c.is_empty())
-        .map(|command| Arc::new(CommandModel { command }) as Arc<dyn Model>);
-    let ledger = ledger_path().map(|path| Arc::new(FileLedger { path }) as Arc<dyn UsageLedger>);
+        .map(|command| Arc::new(CommandModel::new(command)) as Arc<dyn Model>);
+    let ledger = ledger_path().map(|path| Arc::new(FileLedger::new(path)) as Arc<dyn UsageLedger>);
     HostServices {
         responder,
         model,
@@ -205,114 +202,6 @@ fn read_line() -> Option<String> {
     match std::io::stdin().lock().read_line(&mut line) {
         Ok(0) | Err(_) => None,
         Ok(_) => Some(line),
-    }
-}
-
-/// The configured command, as the model.
-struct CommandModel {
-    command: Vec<String>,
-}
-
-impl Model for CommandModel {
-    fn name(&self) -> String {
-        let program = self
-            .command
-            .first()
-            .map(String::as_str)
-            .unwrap_or("command");
-        let base = std::path::Path::new(program)
-            .file_name()
-            .and_then(|n| n.to_str())
-            .unwrap_or(program);
-        format!("command:{base}")
-    }
-
-    fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
-        let (program, args) = self
-            .command
-            .split_first()
-            .ok_or_else(|| "[sampling] command is empty".to_owned())?;
-        let mut child = Command::new(program)
-            .args(args)
-            .env("RHO_SAMPLING_SYSTEM_PROMPT", system)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .map_err(|e| format!("[sampling] command `{program}` could not start: {e}"))?;
-        if let Some(mut stdin) = child.stdin.take() {
-            let _ = stdin.write_all(prompt.as_bytes());
-        }
-        let mut stdout = child.stdout.take();
-        let reader = std::thread::spawn(move || {
-            let mut out = String::new();
-            if let Some(stdout) = stdout.as_mut() {
-                let _ = stdout.read_to_string(&mut out);
-            }
-            out
-        });
-        let until = Instant::now() + MODEL_BUDGET;
-        let status = loop {
-            match child.try_wait() {
-                Ok(Some(status)) => break status,
-                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
-                Ok(None) => {
-                    let _ = child.kill();
-                    let _ = child.wait();
-                    return Err(format!(
-                        "[sampling] command `{program}` took longer than {} s",
-                        MODEL_BUDGET.as_secs()
-                    ));
-                }
-                Err(e) => return Err(format!("[sampling] command `{program}`: {e}")),
-            }
-        };
-        let text = reader.join().unwrap_or_default();
-        if !status.success() {
-            return Err(format!("[sampling] command `{program}` failed ({status})"));
-        }
-        Ok(text.trim_end().to_owned())
-    }
-}
-
-/// Appends JSON lines to `~/.rho/usage.jsonl`.
-struct FileLedger {
-    path: PathBuf,
-}
-
-impl UsageLedger for FileLedger {
-    fn record_sampling(
-        &self,
-        server: &str,
-        model: &str,
-        prompt_chars: usize,
-        completion_chars: usize,
-    ) {
-        let line = serde_json::json!({
-            "time": SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
-            "purpose": "mcp_sampling",
-            "server": server,
-            "model": model,
-            "prompt_chars": prompt_chars,
-            "completion_chars": completion_chars,
-        });
-        let written = self
-            .path
-            .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
-            .and_then(|()| {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.path)
-            })
-            .and_then(|mut file| writeln!(file, "{line}"));
-        if let Err(e) = written {
-            tracing::warn!(
-                "could not record sampling usage in {}: {e}",
-                self.path.display()
-            );
-        }
     }
 }
 

@@ -20,6 +20,7 @@ use serde_json::Value;
 
 use crate::host::{Answer, HostServices};
 use crate::http_client::HttpClient;
+use crate::record::TranscriptSink;
 use crate::stdio::{PipeEvent, StdioChild};
 
 /// Everything that wakes a driver.
@@ -114,7 +115,7 @@ impl Io {
 pub(crate) fn run(
     config: ServerConfig,
     ambient: Arc<Vec<(String, String)>>,
-    (root, host): (Option<String>, HostServices),
+    (root, host, record): (Option<String>, HostServices, Option<TranscriptSink>),
     grace: Duration,
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
@@ -124,7 +125,12 @@ pub(crate) fn run(
     let server = config.id.as_str().to_owned();
     let (tx, rx) = inputs;
     let answers = tx.clone();
-    let connected = Connection::new(
+    let connect = if record.is_some() {
+        Connection::new_recorded
+    } else {
+        Connection::new
+    };
+    let connected = connect(
         &config,
         &HostContext {
             ambient: &ambient,
@@ -217,6 +223,9 @@ pub(crate) fn run(
         if let Some(reason) = closed {
             break reason;
         }
+        if let Some(sink) = &record {
+            sink.write(conn.take_transcript());
+        }
         let input = match conn.poll_timeout() {
             Some(deadline) => rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
@@ -268,6 +277,9 @@ pub(crate) fn run(
     };
     while let Some(output) = conn.poll_output() {
         io.carry(output);
+    }
+    if let Some(sink) = &record {
+        sink.write(conn.take_transcript());
     }
     let stderr = io.shutdown(grace);
     let mut text = reason.to_string();

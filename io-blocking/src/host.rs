@@ -9,7 +9,11 @@
 //! person first (gate two; gate one is the server's `sampling = "ask"`),
 //! calls the model only on a yes, and records the spend.
 
+use std::io::{Read, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use rho_proto_core::elicitation::{Form, FormAnswer};
 use rho_proto_core::sampling::{SamplingRequest, summary};
@@ -116,5 +120,133 @@ fn sample(services: &HostServices, server: &str, request: &SamplingRequest) -> S
             SamplingAnswer::Completed { text, model: name }
         }
         Err(reason) => SamplingAnswer::Failed(reason),
+    }
+}
+
+/// How long the command model may take for one completion.
+const MODEL_BUDGET: Duration = Duration::from_secs(180);
+
+/// A command as the model: it gets the flattened prompt on stdin and the
+/// system prompt in `RHO_SAMPLING_SYSTEM_PROMPT`, and its stdout is the
+/// completion, within three minutes (sampling's bound).
+pub struct CommandModel {
+    command: Vec<String>,
+}
+
+impl CommandModel {
+    /// A model that runs `command` (program, then arguments).
+    pub fn new(command: Vec<String>) -> Self {
+        Self { command }
+    }
+}
+
+impl Model for CommandModel {
+    fn name(&self) -> String {
+        let program = self
+            .command
+            .first()
+            .map(String::as_str)
+            .unwrap_or("command");
+        let base = std::path::Path::new(program)
+            .file_name()
+            .and_then(|n| n.to_str())
+            .unwrap_or(program);
+        format!("command:{base}")
+    }
+
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
+        let (program, args) = self
+            .command
+            .split_first()
+            .ok_or_else(|| "[sampling] command is empty".to_owned())?;
+        let mut child = Command::new(program)
+            .args(args)
+            .env("RHO_SAMPLING_SYSTEM_PROMPT", system)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .map_err(|e| format!("[sampling] command `{program}` could not start: {e}"))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            let _ = stdin.write_all(prompt.as_bytes());
+        }
+        let mut stdout = child.stdout.take();
+        let reader = std::thread::spawn(move || {
+            let mut out = String::new();
+            if let Some(stdout) = stdout.as_mut() {
+                let _ = stdout.read_to_string(&mut out);
+            }
+            out
+        });
+        let until = Instant::now() + MODEL_BUDGET;
+        let status = loop {
+            match child.try_wait() {
+                Ok(Some(status)) => break status,
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(20)),
+                Ok(None) => {
+                    let _ = child.kill();
+                    let _ = child.wait();
+                    return Err(format!(
+                        "[sampling] command `{program}` took longer than {} s",
+                        MODEL_BUDGET.as_secs()
+                    ));
+                }
+                Err(e) => return Err(format!("[sampling] command `{program}`: {e}")),
+            }
+        };
+        let text = reader.join().unwrap_or_default();
+        if !status.success() {
+            return Err(format!("[sampling] command `{program}` failed ({status})"));
+        }
+        Ok(text.trim_end().to_owned())
+    }
+}
+
+/// A usage ledger that appends one JSON line per completion to a file
+/// (the CLI's is `~/.rho/usage.jsonl`).
+pub struct FileLedger {
+    path: PathBuf,
+}
+
+impl FileLedger {
+    /// A ledger appending to `path` (created with its directory).
+    pub fn new(path: PathBuf) -> Self {
+        Self { path }
+    }
+}
+
+impl UsageLedger for FileLedger {
+    fn record_sampling(
+        &self,
+        server: &str,
+        model: &str,
+        prompt_chars: usize,
+        completion_chars: usize,
+    ) {
+        let line = serde_json::json!({
+            "time": SystemTime::now().duration_since(UNIX_EPOCH).map(|d| d.as_secs()).unwrap_or(0),
+            "purpose": "mcp_sampling",
+            "server": server,
+            "model": model,
+            "prompt_chars": prompt_chars,
+            "completion_chars": completion_chars,
+        });
+        let written = self
+            .path
+            .parent()
+            .map_or(Ok(()), std::fs::create_dir_all)
+            .and_then(|()| {
+                std::fs::OpenOptions::new()
+                    .create(true)
+                    .append(true)
+                    .open(&self.path)
+            })
+            .and_then(|mut file| writeln!(file, "{line}"));
+        if let Err(e) = written {
+            tracing::warn!(
+                "could not record sampling usage in {}: {e}",
+                self.path.display()
+            );
+        }
     }
 }

@@ -24,6 +24,7 @@ mod driver;
 pub mod host;
 pub mod http_client;
 pub mod process;
+pub mod record;
 mod runtime;
 mod stdio;
 

@@ -24,6 +24,7 @@ use serde_json::Value;
 
 use crate::driver::{self, CallUpdate, Command, Input, SharedHealth, StartupOutcome};
 use crate::host::HostServices;
+use crate::record::TranscriptSink;
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]
@@ -38,6 +39,8 @@ pub struct RuntimeOptions {
     pub workspace: Option<std::path::PathBuf>,
     /// Who answers servers' questions, the model, the usage ledger.
     pub host: HostServices,
+    /// Record every session's transcript here (`--record FILE`).
+    pub record: Option<crate::record::TranscriptSink>,
 }
 
 impl RuntimeOptions {
@@ -59,6 +62,7 @@ impl RuntimeOptions {
             shutdown_grace: SHUTDOWN_GRACE,
             workspace: std::env::current_dir().ok(),
             host: HostServices::default(),
+            record: None,
         }
     }
 }
@@ -107,7 +111,7 @@ impl Runtime {
             match spawn_driver(
                 server,
                 &ambient,
-                (root.clone(), options.host.clone()),
+                (root.clone(), options.host.clone(), options.record.clone()),
                 options.shutdown_grace,
             ) {
                 Ok((handle, outcome)) => {
@@ -358,7 +362,7 @@ fn failed_now(error: String) -> Receiver<StartupOutcome> {
 fn spawn_driver(
     server: &ServerConfig,
     ambient: &Arc<Vec<(String, String)>>,
-    (root, host): (Option<String>, HostServices),
+    (root, host, record): (Option<String>, HostServices, Option<TranscriptSink>),
     grace: Duration,
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
     let (commands, inputs) = mpsc::channel();
@@ -375,7 +379,7 @@ fn spawn_driver(
                 driver::run(
                     server,
                     ambient,
-                    (root, host),
+                    (root, host, record),
                     grace,
                     (commands, inputs),
                     startup_tx,

@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_io_blocking::host::{Answer, HostServices};
+use rho_io_blocking::record::TranscriptSink;
 use rho_io_blocking::{new_agent, run_exchange};
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
@@ -161,6 +162,7 @@ pub(crate) struct TaskArgs {
     pub(crate) ambient: Arc<Vec<(String, String)>>,
     pub(crate) root: Option<String>,
     pub(crate) host: HostServices,
+    pub(crate) record: Option<TranscriptSink>,
     pub(crate) grace: Duration,
     pub(crate) inputs: (Sender<Input>, Receiver<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
@@ -175,6 +177,7 @@ pub(crate) async fn run(args: TaskArgs) {
         ambient,
         root,
         host,
+        record,
         grace,
         inputs: (tx, rx),
         startup,
@@ -182,7 +185,12 @@ pub(crate) async fn run(args: TaskArgs) {
     } = args;
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
-    let connected = Connection::new(
+    let connect = if record.is_some() {
+        Connection::new_recorded
+    } else {
+        Connection::new
+    };
+    let connected = connect(
         &config,
         &HostContext {
             ambient: &ambient,
@@ -285,6 +293,9 @@ pub(crate) async fn run(args: TaskArgs) {
         if let Some(reason) = closed {
             break reason;
         }
+        if let Some(sink) = &record {
+            sink.write(conn.take_transcript());
+        }
         let deadline = conn.poll_timeout();
         if deadline != armed {
             match deadline {
@@ -359,6 +370,9 @@ pub(crate) async fn run(args: TaskArgs) {
     };
     while let Some(output) = conn.poll_output() {
         io.carry(output);
+    }
+    if let Some(sink) = &record {
+        sink.write(conn.take_transcript());
     }
     let stderr = io.shutdown(grace).await;
     let mut text = reason.to_string();

@@ -79,6 +79,7 @@ impl Runtime {
                 ambient: Arc::clone(&ambient),
                 root: root.clone(),
                 host: options.host.clone(),
+                record: options.record.clone(),
                 grace: options.shutdown_grace,
                 inputs: (commands.clone(), inputs),
                 startup,

@@ -9,7 +9,7 @@
 
 use std::time::Instant;
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::config::{ServerConfig, Transport};
 use crate::elicitation::FormAnswer;
@@ -17,6 +17,7 @@ use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_he
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
 };
+use crate::transcript::{self, Recorder};
 
 /// What an executor must do for a connection.
 #[derive(Debug, PartialEq, Eq)]
@@ -62,11 +63,20 @@ pub struct HostContext<'a> {
 
 /// One server's session over its transport.
 #[derive(Debug)]
-pub enum Connection {
+enum Inner {
     /// A stdio child: newline-delimited JSON-RPC.
     Stdio(Box<Session>),
     /// A Streamable HTTP endpoint.
     Http(Box<HttpTransport>),
+}
+
+/// One server's session over its transport, optionally recording a
+/// transcript of everything that goes in and comes out (see
+/// [`crate::transcript`]).
+#[derive(Debug)]
+pub struct Connection {
+    inner: Inner,
+    recorder: Option<Recorder>,
 }
 
 impl Connection {
@@ -85,18 +95,74 @@ impl Connection {
             ..SessionOptions::from_config(config, framing)
         };
         match &config.transport {
-            Transport::Stdio(_) => Ok(Connection::Stdio(Box::new(Session::new(
-                options(Framing::Lines),
-                now,
-            )))),
+            Transport::Stdio(_) => Ok(Self::from_options(options(Framing::Lines), None, now)),
             Transport::StreamableHttp(http) => {
                 let headers = resolve_headers(config.id.as_str(), ambient, http)?;
-                Ok(Connection::Http(Box::new(HttpTransport::new(
+                Ok(Self::from_options(
                     options(Framing::Messages),
-                    HttpOptions::new(http.url.clone(), headers),
+                    Some(HttpOptions::new(http.url.clone(), headers)),
                     now,
-                ))))
+                ))
             }
+        }
+    }
+
+    /// A connection from explicit options: stdio when `http` is `None`.
+    /// Replay builds connections this way from a transcript's header.
+    pub fn from_options(options: SessionOptions, http: Option<HttpOptions>, now: Instant) -> Self {
+        let inner = match http {
+            None => Inner::Stdio(Box::new(Session::new(options, now))),
+            Some(http) => Inner::Http(Box::new(HttpTransport::new(options, http, now))),
+        };
+        Self {
+            inner,
+            recorder: None,
+        }
+    }
+
+    /// Like [`Connection::new`], recording a transcript from the start:
+    /// the executor collects its lines with
+    /// [`Connection::take_transcript`].
+    pub fn new_recorded(
+        config: &ServerConfig,
+        host: &HostContext<'_>,
+        now: Instant,
+    ) -> Result<Self, String> {
+        let ambient = host.ambient;
+        let options = |framing| SessionOptions {
+            workspace_root: host.workspace_root.map(str::to_owned),
+            elicitation: host.can_elicit,
+            sampling: host.can_sample && config.sampling_allowed(),
+            ..SessionOptions::from_config(config, framing)
+        };
+        let (options, http) = match &config.transport {
+            Transport::Stdio(_) => (options(Framing::Lines), None),
+            Transport::StreamableHttp(http) => {
+                let headers = resolve_headers(config.id.as_str(), ambient, http)?;
+                (
+                    options(Framing::Messages),
+                    Some(HttpOptions::new(http.url.clone(), headers)),
+                )
+            }
+        };
+        let recorder = Recorder::new(config.id.as_str(), now, &options, http.as_ref());
+        let mut conn = Self::from_options(options, http, now);
+        conn.recorder = Some(recorder);
+        Ok(conn)
+    }
+
+    /// The transcript lines recorded since the last call (none when not
+    /// recording).
+    pub fn take_transcript(&mut self) -> Vec<String> {
+        self.recorder
+            .as_mut()
+            .map(Recorder::take_lines)
+            .unwrap_or_default()
+    }
+
+    fn record(&mut self, now: Instant, kind: &str, pairs: &[(&str, Value)]) {
+        if let Some(r) = &mut self.recorder {
+            r.input(now, kind, transcript::fields(pairs));
         }
     }
 
@@ -104,29 +170,55 @@ impl Connection {
 
     /// Bytes from a stdio child's stdout.
     pub fn handle_stdio_bytes(&mut self, now: Instant, bytes: &[u8]) {
-        if let Connection::Stdio(session) = self {
+        self.record(now, "stdio", &[("data", transcript::bytes_json(bytes))]);
+        if let Inner::Stdio(session) = &mut self.inner {
             session.handle_stdio_bytes(now, bytes);
         }
     }
 
     /// The child's stdout ended; `detail` describes its exit when known.
     pub fn handle_stdio_closed(&mut self, now: Instant, detail: Option<String>) {
-        if let Connection::Stdio(session) = self {
+        self.record(now, "stdio_closed", &[("detail", json!(detail))]);
+        if let Inner::Stdio(session) = &mut self.inner {
             session.handle_transport_closed(now, detail);
         }
     }
 
     /// The transport failed in a way the executor saw (a write failed).
     pub fn handle_transport_failed(&mut self, now: Instant, reason: String) {
-        match self {
-            Connection::Stdio(session) => session.handle_transport_failed(now, reason),
-            Connection::Http(_) => {}
+        self.record(now, "transport_failed", &[("reason", json!(reason))]);
+        match &mut self.inner {
+            Inner::Stdio(session) => session.handle_transport_failed(now, reason),
+            Inner::Http(_) => {}
         }
     }
 
     /// Something happened to an HTTP exchange.
     pub fn handle_http(&mut self, now: Instant, exchange: ExchangeId, input: HttpInput) {
-        let Connection::Http(transport) = self else {
+        if self.recorder.is_some() {
+            let x = json!(exchange.0);
+            match &input {
+                HttpInput::Head { status, headers } => self.record(
+                    now,
+                    "http_head",
+                    &[
+                        ("x", x),
+                        ("status", json!(status)),
+                        ("headers", json!(headers)),
+                    ],
+                ),
+                HttpInput::Body(chunk) => self.record(
+                    now,
+                    "http_body",
+                    &[("x", x), ("data", transcript::bytes_json(chunk))],
+                ),
+                HttpInput::End => self.record(now, "http_end", &[("x", x)]),
+                HttpInput::Failed(reason) => {
+                    self.record(now, "http_failed", &[("x", x), ("reason", json!(reason))])
+                }
+            }
+        }
+        let Inner::Http(transport) = &mut self.inner else {
             return;
         };
         match input {
@@ -141,9 +233,10 @@ impl Connection {
 
     /// Time passed; see [`Connection::poll_timeout`].
     pub fn handle_timeout(&mut self, now: Instant) {
-        match self {
-            Connection::Stdio(session) => session.handle_timeout(now),
-            Connection::Http(transport) => transport.handle_timeout(now),
+        self.record(now, "timeout", &[]);
+        match &mut self.inner {
+            Inner::Stdio(session) => session.handle_timeout(now),
+            Inner::Http(transport) => transport.handle_timeout(now),
         }
     }
 
@@ -156,43 +249,73 @@ impl Connection {
         tool: &str,
         arguments: Value,
     ) -> Result<CallId, ApiMisuse> {
-        match self {
-            Connection::Stdio(session) => session.call_tool(now, tool, arguments),
-            Connection::Http(transport) => transport.call_tool(now, tool, arguments),
+        self.record(
+            now,
+            "call",
+            &[("tool", json!(tool)), ("args", arguments.clone())],
+        );
+        let result = match &mut self.inner {
+            Inner::Stdio(session) => session.call_tool(now, tool, arguments),
+            Inner::Http(transport) => transport.call_tool(now, tool, arguments),
+        };
+        if let Some(r) = &mut self.recorder {
+            r.poll(
+                "call_id",
+                result.as_ref().map_or(Value::Null, |c| json!(c.0)),
+            );
         }
+        result
     }
 
     /// Abandons a call: the server is told, and the call completes as
     /// cancelled.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
-        match self {
-            Connection::Stdio(session) => session.cancel_call(now, call),
-            Connection::Http(transport) => transport.cancel_call(now, call),
+        self.record(now, "cancel", &[("call", json!(call.0))]);
+        match &mut self.inner {
+            Inner::Stdio(session) => session.cancel_call(now, call),
+            Inner::Http(transport) => transport.cancel_call(now, call),
         }
     }
 
     /// Answers an elicitation question; see [`Session::answer_elicitation`].
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
-        match self {
-            Connection::Stdio(session) => session.answer_elicitation(now, question, answer),
-            Connection::Http(transport) => transport.answer_elicitation(now, question, answer),
+        self.record(
+            now,
+            "answer_elicitation",
+            &[
+                ("question", json!(question.0)),
+                ("answer", transcript::form_answer_json(&answer)),
+            ],
+        );
+        match &mut self.inner {
+            Inner::Stdio(session) => session.answer_elicitation(now, question, answer),
+            Inner::Http(transport) => transport.answer_elicitation(now, question, answer),
         }
     }
 
     /// Answers a sampling question; see [`Session::answer_sampling`].
     pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
-        match self {
-            Connection::Stdio(session) => session.answer_sampling(now, question, answer),
-            Connection::Http(transport) => transport.answer_sampling(now, question, answer),
+        self.record(
+            now,
+            "answer_sampling",
+            &[
+                ("question", json!(question.0)),
+                ("answer", transcript::sampling_answer_json(&answer)),
+            ],
+        );
+        match &mut self.inner {
+            Inner::Stdio(session) => session.answer_sampling(now, question, answer),
+            Inner::Http(transport) => transport.answer_sampling(now, question, answer),
         }
     }
 
     /// Ends the session; [`Event::Closed`] follows (for HTTP, after the
     /// DELETE).
     pub fn close(&mut self, now: Instant) {
-        match self {
-            Connection::Stdio(session) => session.close(now),
-            Connection::Http(transport) => transport.close(now),
+        self.record(now, "close", &[]);
+        match &mut self.inner {
+            Inner::Stdio(session) => session.close(now),
+            Inner::Http(transport) => transport.close(now),
         }
     }
 
@@ -201,27 +324,46 @@ impl Connection {
     /// The next thing to do on the transport.
     #[must_use]
     pub fn poll_output(&mut self) -> Option<Output> {
-        match self {
-            Connection::Stdio(session) => session.poll_transmit().map(|t| Output::Write(t.bytes)),
-            Connection::Http(transport) => transport.poll_output().map(Output::Http),
+        let output = match &mut self.inner {
+            Inner::Stdio(session) => session.poll_transmit().map(|t| Output::Write(t.bytes)),
+            Inner::Http(transport) => transport.poll_output().map(Output::Http),
+        };
+        if let Some(r) = &mut self.recorder {
+            let got = r.output_json(output.as_ref());
+            r.poll("output", got);
         }
+        output
     }
 
     /// The next thing the host must know.
     #[must_use]
     pub fn poll_event(&mut self) -> Option<Event> {
-        match self {
-            Connection::Stdio(session) => session.poll_event(),
-            Connection::Http(transport) => transport.poll_event(),
+        let event = match &mut self.inner {
+            Inner::Stdio(session) => session.poll_event(),
+            Inner::Http(transport) => transport.poll_event(),
+        };
+        if let Some(r) = &mut self.recorder {
+            r.poll(
+                "event",
+                event
+                    .as_ref()
+                    .map_or(Value::Null, |e| json!(format!("{e:?}"))),
+            );
         }
+        event
     }
 
     /// When [`Connection::handle_timeout`] is next due.
     #[must_use]
-    pub fn poll_timeout(&self) -> Option<Instant> {
-        match self {
-            Connection::Stdio(session) => session.poll_timeout(),
-            Connection::Http(transport) => transport.poll_timeout(),
+    pub fn poll_timeout(&mut self) -> Option<Instant> {
+        let at = match &self.inner {
+            Inner::Stdio(session) => session.poll_timeout(),
+            Inner::Http(transport) => transport.poll_timeout(),
+        };
+        if let Some(r) = &mut self.recorder {
+            let got = r.instant_json(at);
+            r.poll("timeout", got);
         }
+        at
     }
 }

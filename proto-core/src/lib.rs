@@ -56,3 +56,4 @@ pub mod sampling;
 pub mod session;
 pub mod status;
 pub mod stderr;
+pub mod transcript;

@@ -1,0 +1,639 @@
+//! Deterministic record and replay of one connection.
+//!
+//! Because the core is pure, a session is fully determined by what went
+//! in: the options it started with, the time of every input as an offset
+//! from the start, the transport's bytes and events, and the host's
+//! commands and answers. A [`Recorder`] writes all of that — and every
+//! output the executor polled, including the `None`s that ended each drain
+//! — as JSON lines. [`replay`] feeds the inputs into a fresh connection at
+//! the same offsets and checks that every poll returns exactly what was
+//! recorded, reporting the first divergence with its context. Replay
+//! touches no process, socket or clock (the caller supplies the time
+//! origin).
+//!
+//! # Format (version 1)
+//!
+//! One JSON object per line. A transcript may hold several sessions (a
+//! run with several servers); every line names its session in `"s"`.
+//!
+//! - `{"s":ID,"rho_transcript":1,"session":{...},"http":{...}|null}` — the
+//!   header, first for each session: the session options and, for HTTP,
+//!   the transport options. Configured header values are written as
+//!   `<redacted>`, here and in every recorded request.
+//! - `{"s":ID,"t":MICROS,"in":KIND,...}` — an input at `t` µs after start:
+//!   `stdio` (`data`), `stdio_closed` (`detail`), `transport_failed`
+//!   (`reason`), `http_head` (`x`, `status`, `headers`), `http_body` (`x`,
+//!   `data`), `http_end` (`x`), `http_failed` (`x`, `reason`), `timeout`,
+//!   `call` (`tool`, `args`), `cancel` (`call`), `close`,
+//!   `answer_elicitation` (`question`, `answer`), `answer_sampling`
+//!   (`question`, `answer`).
+//! - `{"s":ID,"poll":"output"|"event"|"timeout"|"call_id","got":...}` — what
+//!   a poll (or `call_tool`) returned; `null` for `None`.
+//!
+//! Bytes are a JSON string when they are UTF-8, else `{"bytes":[...]}`.
+//! Events are recorded as their `Debug` text, which is deterministic (no
+//! hash maps anywhere in the core).
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use serde_json::{Map, Value, json};
+use url::Url;
+
+use crate::connection::{Connection, HttpInput, Output};
+use crate::elicitation::FormAnswer;
+use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpRequest};
+use crate::protocol::Implementation;
+use crate::session::{CallId, Framing, QuestionId, SamplingAnswer, SessionOptions};
+
+/// The transcript format version.
+pub const VERSION: u64 = 1;
+
+/// What replaces a configured header's value in a transcript.
+pub const REDACTED: &str = "<redacted>";
+
+/// Records one connection's inputs and outputs as transcript lines.
+#[derive(Debug)]
+pub struct Recorder {
+    session: String,
+    origin: Instant,
+    secret_headers: Vec<String>,
+    lines: VecDeque<String>,
+}
+
+impl Recorder {
+    /// A recorder for the session `session` that started at `origin`,
+    /// writing the header line at once.
+    pub(crate) fn new(
+        session: &str,
+        origin: Instant,
+        options: &SessionOptions,
+        http: Option<&HttpOptions>,
+    ) -> Self {
+        let secret_headers: Vec<String> = http
+            .map(|h| {
+                h.headers
+                    .iter()
+                    .map(|(k, _)| k.to_ascii_lowercase())
+                    .collect()
+            })
+            .unwrap_or_default();
+        let mut recorder = Self {
+            session: session.to_owned(),
+            origin,
+            secret_headers,
+            lines: VecDeque::new(),
+        };
+        let header = json!({
+            "rho_transcript": VERSION,
+            "session": session_json(options),
+            "http": http.map(http_json),
+        });
+        recorder.push(header);
+        recorder
+    }
+
+    /// Takes the lines written so far, for the executor to append to its
+    /// transcript file.
+    pub fn take_lines(&mut self) -> Vec<String> {
+        self.lines.drain(..).collect()
+    }
+
+    pub(crate) fn input(&mut self, now: Instant, kind: &str, mut fields: Map<String, Value>) {
+        fields.insert(
+            "t".into(),
+            json!(micros(now.saturating_duration_since(self.origin))),
+        );
+        fields.insert("in".into(), json!(kind));
+        self.push(Value::Object(fields));
+    }
+
+    pub(crate) fn poll(&mut self, kind: &str, got: Value) {
+        self.push(json!({"poll": kind, "got": got}));
+    }
+
+    pub(crate) fn output_json(&self, output: Option<&Output>) -> Value {
+        output_json(output, &self.secret_headers)
+    }
+
+    pub(crate) fn instant_json(&self, at: Option<Instant>) -> Value {
+        at.map_or(Value::Null, |at| {
+            json!(micros(at.saturating_duration_since(self.origin)))
+        })
+    }
+
+    fn push(&mut self, mut line: Value) {
+        if let Value::Object(map) = &mut line {
+            map.insert("s".into(), json!(self.session));
+        }
+        self.lines.push_back(line.to_string());
+    }
+}
+
+/// Helpers to build input fields.
+pub(crate) fn fields(pairs: &[(&str, Value)]) -> Map<String, Value> {
+    pairs
+        .iter()
+        .map(|(k, v)| ((*k).to_owned(), v.clone()))
+        .collect()
+}
+
+/// Bytes as JSON: a string when UTF-8, else `{"bytes":[...]}`.
+pub(crate) fn bytes_json(bytes: &[u8]) -> Value {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => json!(text),
+        Err(_) => json!({ "bytes": bytes }),
+    }
+}
+
+fn bytes_from(value: &Value) -> Option<Vec<u8>> {
+    match value {
+        Value::String(s) => Some(s.as_bytes().to_vec()),
+        Value::Object(map) => map
+            .get("bytes")?
+            .as_array()?
+            .iter()
+            .map(|b| b.as_u64().and_then(|b| u8::try_from(b).ok()))
+            .collect(),
+        _ => None,
+    }
+}
+
+fn micros(d: Duration) -> u64 {
+    u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+fn ms(d: Duration) -> u64 {
+    u64::try_from(d.as_millis()).unwrap_or(u64::MAX)
+}
+
+fn session_json(o: &SessionOptions) -> Value {
+    json!({
+        "server": o.server,
+        "client_info": o.client_info,
+        "capabilities": o.capabilities,
+        "protocol_version": o.protocol_version,
+        "log_level": o.log_level.map(|l| l.as_str()),
+        "startup_timeout_ms": ms(o.startup_timeout),
+        "tool_timeout_ms": ms(o.tool_timeout),
+        "request_timeout_ms": ms(o.request_timeout),
+        "framing": match o.framing { Framing::Lines => "lines", Framing::Messages => "messages" },
+        "max_line": o.max_line,
+        "ping_interval_ms": o.ping_interval.map(ms),
+        "workspace_root": o.workspace_root,
+        "progress_extends_up_to_ms": o.progress_extends_up_to.map(ms),
+        "elicitation": o.elicitation,
+        "sampling": o.sampling,
+    })
+}
+
+fn http_json(h: &HttpOptions) -> Value {
+    json!({
+        "url": h.url.as_str(),
+        "headers": h.headers.iter().map(|(k, _)| json!([k, REDACTED])).collect::<Vec<_>>(),
+        "max_body": h.max_body,
+        "max_stream_resumes": h.max_stream_resumes,
+        "default_retry_ms": ms(h.default_retry),
+        "delete_timeout_ms": ms(h.delete_timeout),
+        "ping_interval_ms": ms(h.ping_interval),
+    })
+}
+
+fn output_json(output: Option<&Output>, secrets: &[String]) -> Value {
+    match output {
+        None => Value::Null,
+        Some(Output::Write(bytes)) => json!({"write": bytes_json(bytes)}),
+        Some(Output::Http(HttpOutput::Abort(x))) => json!({"abort": x.0}),
+        Some(Output::Http(HttpOutput::Send(request))) => {
+            json!({"send": request_json(request, secrets)})
+        }
+    }
+}
+
+fn request_json(r: &HttpRequest, secrets: &[String]) -> Value {
+    let headers: Vec<Value> = r
+        .headers
+        .iter()
+        .map(|(k, v)| {
+            let secret = secrets.contains(&k.to_ascii_lowercase());
+            json!([k, if secret { REDACTED } else { v.as_str() }])
+        })
+        .collect();
+    json!({
+        "x": r.exchange.0,
+        "method": r.method.as_str(),
+        "url": r.url.as_str(),
+        "headers": headers,
+        "body": bytes_json(&r.body),
+    })
+}
+
+/// `FormAnswer` as transcript JSON.
+pub(crate) fn form_answer_json(answer: &FormAnswer) -> Value {
+    match answer {
+        FormAnswer::Submitted(values) => json!({ "submitted": values }),
+        FormAnswer::Dismissed => json!("dismissed"),
+        FormAnswer::CouldNotAsk => json!("could_not_ask"),
+    }
+}
+
+fn form_answer_from(value: &Value) -> Option<FormAnswer> {
+    match value {
+        Value::String(s) if s == "dismissed" => Some(FormAnswer::Dismissed),
+        Value::String(s) if s == "could_not_ask" => Some(FormAnswer::CouldNotAsk),
+        Value::Object(map) => {
+            let submitted = map.get("submitted")?.as_object()?;
+            let mut out = std::collections::BTreeMap::new();
+            for (k, v) in submitted {
+                let values = v
+                    .as_array()?
+                    .iter()
+                    .map(|s| s.as_str().map(str::to_owned))
+                    .collect::<Option<Vec<_>>>()?;
+                out.insert(k.clone(), values);
+            }
+            Some(FormAnswer::Submitted(out))
+        }
+        _ => None,
+    }
+}
+
+/// `SamplingAnswer` as transcript JSON.
+pub(crate) fn sampling_answer_json(answer: &SamplingAnswer) -> Value {
+    match answer {
+        SamplingAnswer::Completed { text, model } => {
+            json!({"completed": {"text": text, "model": model}})
+        }
+        SamplingAnswer::Refused => json!("refused"),
+        SamplingAnswer::Failed(reason) => json!({ "failed": reason }),
+    }
+}
+
+fn sampling_answer_from(value: &Value) -> Option<SamplingAnswer> {
+    match value {
+        Value::String(s) if s == "refused" => Some(SamplingAnswer::Refused),
+        Value::Object(map) => {
+            if let Some(done) = map.get("completed") {
+                return Some(SamplingAnswer::Completed {
+                    text: done.get("text")?.as_str()?.to_owned(),
+                    model: done.get("model")?.as_str()?.to_owned(),
+                });
+            }
+            map.get("failed")?
+                .as_str()
+                .map(|r| SamplingAnswer::Failed(r.to_owned()))
+        }
+        _ => None,
+    }
+}
+
+/// The first place a replay differed from its transcript.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error(
+    "transcript line {line}: {what}\n  expected: {expected}\n  replayed: {got}\n  after:\n{context}"
+)]
+pub struct Divergence {
+    /// 1-based line number in the transcript.
+    pub line: usize,
+    /// What was being compared.
+    pub what: String,
+    /// The recorded value.
+    pub expected: String,
+    /// What the replay produced.
+    pub got: String,
+    /// The lines before it, indented.
+    pub context: String,
+}
+
+/// What a successful replay covered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct ReplaySummary {
+    /// Sessions replayed.
+    pub sessions: usize,
+    /// Inputs fed.
+    pub inputs: usize,
+    /// Polls compared.
+    pub polls: usize,
+}
+
+/// Replays every session of a transcript and checks every recorded poll.
+/// `origin` is the time origin the offsets are added to (any instant: the
+/// core only compares instants with each other).
+pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Divergence> {
+    let lines: Vec<(usize, &str)> = transcript
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty())
+        .map(|(i, l)| (i + 1, l))
+        .collect();
+    let mut sessions: Vec<String> = Vec::new();
+    let mut parsed = Vec::with_capacity(lines.len());
+    for (n, line) in &lines {
+        let value: Value = serde_json::from_str(line)
+            .map_err(|e| divergence(&lines, *n, "a JSON line", line, &e.to_string()))?;
+        let session = value
+            .get("s")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned();
+        if !sessions.contains(&session) {
+            sessions.push(session.clone());
+        }
+        parsed.push((*n, session, value));
+    }
+    let mut summary = ReplaySummary::default();
+    for session in &sessions {
+        let mut conn: Option<Connection> = None;
+        let mut calls: VecDeque<Option<CallId>> = VecDeque::new();
+        for (n, _, entry) in parsed.iter().filter(|(_, s, _)| s == session) {
+            let n = *n;
+            let text = entry.to_string();
+            if entry.get("rho_transcript").is_some() {
+                conn = Some(
+                    build(entry, origin)
+                        .map_err(|e| divergence(&lines, n, "the header", &text, &e))?,
+                );
+                summary.sessions += 1;
+                continue;
+            }
+            let Some(c) = conn.as_mut() else {
+                return Err(divergence(
+                    &lines,
+                    n,
+                    "a header before any entry",
+                    "",
+                    &text,
+                ));
+            };
+            if let Some(kind) = entry.get("in").and_then(Value::as_str) {
+                let t = entry.get("t").and_then(Value::as_u64).unwrap_or(0);
+                let now = origin + Duration::from_micros(t);
+                apply(c, now, kind, entry, &mut calls)
+                    .map_err(|e| divergence(&lines, n, "an input", &text, &e))?;
+                summary.inputs += 1;
+            } else if let Some(kind) = entry.get("poll").and_then(Value::as_str) {
+                let expected = entry.get("got").cloned().unwrap_or(Value::Null);
+                let got = match kind {
+                    "output" => {
+                        // Configured header values are already `<redacted>`
+                        // in the rebuilt options, so nothing more to hide.
+                        let out = c.poll_output();
+                        output_json(out.as_ref(), &[])
+                    }
+                    "event" => c
+                        .poll_event()
+                        .map_or(Value::Null, |e| json!(format!("{e:?}"))),
+                    "timeout" => c.poll_timeout().map_or(Value::Null, |at| {
+                        json!(micros(at.saturating_duration_since(origin)))
+                    }),
+                    "call_id" => match calls.pop_front() {
+                        Some(call) => call.map_or(Value::Null, |c| json!(c.0)),
+                        None => Value::Null,
+                    },
+                    other => return Err(divergence(&lines, n, "a known poll", other, &text)),
+                };
+                if got != expected {
+                    return Err(Divergence {
+                        line: n,
+                        what: format!("poll_{kind}"),
+                        expected: expected.to_string(),
+                        got: got.to_string(),
+                        context: context(&lines, n),
+                    });
+                }
+                summary.polls += 1;
+            }
+        }
+    }
+    Ok(summary)
+}
+
+fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
+    if header.get("rho_transcript").and_then(Value::as_u64) != Some(VERSION) {
+        return Err(format!("not a version {VERSION} transcript"));
+    }
+    let s = header.get("session").ok_or("no session options")?;
+    let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_owned);
+    let ms_of = |k: &str| s.get(k).and_then(Value::as_u64).map(Duration::from_millis);
+    let info = s.get("client_info").ok_or("no client_info")?;
+    let mut options = SessionOptions::stdio(str_of("server").ok_or("no server")?);
+    options.client_info = Implementation {
+        name: info
+            .get("name")
+            .and_then(Value::as_str)
+            .unwrap_or("rho")
+            .to_owned(),
+        version: info
+            .get("version")
+            .and_then(Value::as_str)
+            .unwrap_or("")
+            .to_owned(),
+        title: info.get("title").and_then(Value::as_str).map(str::to_owned),
+    };
+    options.capabilities = s.get("capabilities").cloned().unwrap_or_else(|| json!({}));
+    options.protocol_version = str_of("protocol_version").ok_or("no protocol_version")?;
+    options.log_level = str_of("log_level").and_then(|l| crate::config::LogLevel::from_name(&l));
+    options.startup_timeout = ms_of("startup_timeout_ms").ok_or("no startup_timeout_ms")?;
+    options.tool_timeout = ms_of("tool_timeout_ms").ok_or("no tool_timeout_ms")?;
+    options.request_timeout = ms_of("request_timeout_ms").ok_or("no request_timeout_ms")?;
+    options.framing = match str_of("framing").as_deref() {
+        Some("messages") => Framing::Messages,
+        _ => Framing::Lines,
+    };
+    if let Some(max) = s.get("max_line").and_then(Value::as_u64) {
+        options.max_line = usize::try_from(max).unwrap_or(usize::MAX);
+    }
+    options.ping_interval = ms_of("ping_interval_ms");
+    options.workspace_root = str_of("workspace_root");
+    options.progress_extends_up_to = ms_of("progress_extends_up_to_ms");
+    options.elicitation = s
+        .get("elicitation")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
+    options.sampling = s.get("sampling").and_then(Value::as_bool).unwrap_or(false);
+    let http = match header.get("http") {
+        None | Some(Value::Null) => None,
+        Some(h) => {
+            let url = h
+                .get("url")
+                .and_then(Value::as_str)
+                .and_then(|u| Url::parse(u).ok())
+                .ok_or("no http url")?;
+            let headers = h
+                .get("headers")
+                .and_then(Value::as_array)
+                .map(|hs| {
+                    hs.iter()
+                        .filter_map(|pair| {
+                            Some((pair.get(0)?.as_str()?.to_owned(), REDACTED.to_owned()))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            let hms = |k: &str| h.get(k).and_then(Value::as_u64).map(Duration::from_millis);
+            let mut http = HttpOptions::new(url, headers);
+            if let Some(max) = h.get("max_body").and_then(Value::as_u64) {
+                http.max_body = usize::try_from(max).unwrap_or(usize::MAX);
+            }
+            if let Some(n) = h.get("max_stream_resumes").and_then(Value::as_u64) {
+                http.max_stream_resumes = u32::try_from(n).unwrap_or(u32::MAX);
+            }
+            http.default_retry = hms("default_retry_ms").unwrap_or(http.default_retry);
+            http.delete_timeout = hms("delete_timeout_ms").unwrap_or(http.delete_timeout);
+            http.ping_interval = hms("ping_interval_ms").unwrap_or(http.ping_interval);
+            Some(http)
+        }
+    };
+    Ok(Connection::from_options(options, http, origin))
+}
+
+fn apply(
+    c: &mut Connection,
+    now: Instant,
+    kind: &str,
+    e: &Value,
+    calls: &mut VecDeque<Option<CallId>>,
+) -> Result<(), String> {
+    let str_of = |k: &str| e.get(k).and_then(Value::as_str).map(str::to_owned);
+    let x = || {
+        e.get("x")
+            .and_then(Value::as_u64)
+            .map(ExchangeId)
+            .ok_or("no exchange id")
+    };
+    let data = || e.get("data").and_then(bytes_from).ok_or("no data");
+    match kind {
+        "stdio" => c.handle_stdio_bytes(now, &data()?),
+        "stdio_closed" => c.handle_stdio_closed(now, str_of("detail")),
+        "transport_failed" => c.handle_transport_failed(now, str_of("reason").unwrap_or_default()),
+        "http_head" => {
+            let status = e
+                .get("status")
+                .and_then(Value::as_u64)
+                .and_then(|s| u16::try_from(s).ok())
+                .ok_or("no status")?;
+            let headers = e
+                .get("headers")
+                .and_then(Value::as_array)
+                .map(|hs| {
+                    hs.iter()
+                        .filter_map(|p| {
+                            Some((
+                                p.get(0)?.as_str()?.to_owned(),
+                                p.get(1)?.as_str()?.to_owned(),
+                            ))
+                        })
+                        .collect()
+                })
+                .unwrap_or_default();
+            c.handle_http(now, x()?, HttpInput::Head { status, headers });
+        }
+        "http_body" => c.handle_http(now, x()?, HttpInput::Body(data()?)),
+        "http_end" => c.handle_http(now, x()?, HttpInput::End),
+        "http_failed" => c.handle_http(
+            now,
+            x()?,
+            HttpInput::Failed(str_of("reason").unwrap_or_default()),
+        ),
+        "timeout" => c.handle_timeout(now),
+        "call" => {
+            let tool = str_of("tool").ok_or("no tool")?;
+            let args = e.get("args").cloned().unwrap_or(Value::Null);
+            calls.push_back(c.call_tool(now, &tool, args).ok());
+        }
+        "cancel" => c.cancel_call(
+            now,
+            CallId(e.get("call").and_then(Value::as_u64).ok_or("no call")?),
+        ),
+        "close" => c.close(now),
+        "answer_elicitation" => {
+            let q = QuestionId(
+                e.get("question")
+                    .and_then(Value::as_u64)
+                    .ok_or("no question")?,
+            );
+            let answer = e
+                .get("answer")
+                .and_then(form_answer_from)
+                .ok_or("bad answer")?;
+            c.answer_elicitation(now, q, answer);
+        }
+        "answer_sampling" => {
+            let q = QuestionId(
+                e.get("question")
+                    .and_then(Value::as_u64)
+                    .ok_or("no question")?,
+            );
+            let answer = e
+                .get("answer")
+                .and_then(sampling_answer_from)
+                .ok_or("bad answer")?;
+            c.answer_sampling(now, q, answer);
+        }
+        other => return Err(format!("unknown input `{other}`")),
+    }
+    Ok(())
+}
+
+fn divergence(
+    lines: &[(usize, &str)],
+    line: usize,
+    what: &str,
+    expected: &str,
+    got: &str,
+) -> Divergence {
+    Divergence {
+        line,
+        what: what.to_owned(),
+        expected: expected.to_owned(),
+        got: got.to_owned(),
+        context: context(lines, line),
+    }
+}
+
+fn context(lines: &[(usize, &str)], line: usize) -> String {
+    lines
+        .iter()
+        .filter(|(n, _)| *n < line && *n + 4 >= line)
+        .map(|(n, l)| {
+            let short: String = l.chars().take(200).collect();
+            format!("    {n}: {short}")
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    // A recording needs one real origin; replay only compares instants.
+    #![allow(clippy::disallowed_methods)]
+
+    use super::*;
+    use crate::config;
+    use crate::connection::HostContext;
+
+    #[test]
+    fn configured_header_values_never_reach_a_transcript() {
+        let config = config::parse(
+            "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\nheaders = { X-Tenant = \"tenant-secret\" }\nheaders_from_env = { Authorization = \"TOKEN\" }\n",
+            "t.toml",
+        )
+        .expect("parses");
+        let server = config.servers[0].config.as_ref().expect("valid");
+        let ambient = vec![("TOKEN".to_owned(), "Bearer env-secret".to_owned())];
+        let host = HostContext {
+            ambient: &ambient,
+            ..HostContext::default()
+        };
+        let now = Instant::now();
+        let mut conn = Connection::new_recorded(server, &host, now).expect("connects");
+        while conn.poll_output().is_some() {}
+        let text = conn.take_transcript().join("\n");
+        assert!(text.contains("\"Authorization\",\"<redacted>\""), "{text}");
+        assert!(!text.contains("env-secret"), "{text}");
+        assert!(!text.contains("tenant-secret"), "{text}");
+        // And the redacted transcript still replays.
+        let summary = replay(&text, now).expect("replays");
+        assert_eq!(summary.sessions, 1);
+    }
+}

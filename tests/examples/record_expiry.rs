@@ -1,0 +1,32 @@
+//! Records a Streamable HTTP session that outlives its server: a call,
+//! the server restarted (every session it knew is gone), another call that
+//! recovers with a fresh initialize. Used by `scripts/record-transcripts`.
+//!
+//! Usage: `cargo run -p rho-tests --example record_expiry -- FILE`
+
+use rho_io_blocking::Runtime;
+use rho_io_blocking::record::TranscriptSink;
+use rho_tests::{EverythingHttp, options_with, parse_config};
+use serde_json::json;
+
+fn main() {
+    let Some(path) = std::env::args().nth(1) else {
+        eprintln!("usage: record_expiry FILE");
+        std::process::exit(2);
+    };
+    let mut server = EverythingHttp::start();
+    let mut options = options_with(&[]);
+    options.workspace = None;
+    options.record =
+        Some(TranscriptSink::create(std::path::Path::new(&path)).expect("create transcript"));
+    let runtime = Runtime::start(&parse_config(&server.config("remote")), options);
+    let first = runtime
+        .call_tool("mcp__remote__echo", json!({"message": "before"}))
+        .expect("first call");
+    server.restart();
+    let second = runtime
+        .call_tool("mcp__remote__echo", json!({"message": "after"}))
+        .expect("the call after the restart recovers");
+    runtime.shutdown();
+    println!("{} / {}", first.text(), second.text());
+}

@@ -1,0 +1,85 @@
+//! Every recorded session in `tests/transcripts/` replays byte for byte
+//! through a fresh core, with no server, process, socket or network
+//! (re-record them with `scripts/record-transcripts`).
+
+// Replay compares instants only with each other; one real `Instant` is
+// the origin the recorded offsets are added to.
+#![allow(clippy::disallowed_methods)]
+
+use std::path::PathBuf;
+use std::time::Instant;
+
+use rho_proto_core::transcript::replay;
+
+fn transcripts() -> Vec<PathBuf> {
+    let dir = rho_tests::tests_dir().join("transcripts");
+    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .expect("tests/transcripts exists")
+        .filter_map(|e| e.ok().map(|e| e.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "jsonl"))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn every_recorded_session_replays_identically() {
+    let files = transcripts();
+    assert!(
+        files.len() >= 6,
+        "expected at least 6 transcripts, found {files:?}"
+    );
+    for file in files {
+        let text = std::fs::read_to_string(&file).expect("read transcript");
+        let summary = replay(&text, Instant::now())
+            .unwrap_or_else(|d| panic!("{} diverged: {d}", file.display()));
+        assert!(
+            summary.polls > 0 && summary.inputs > 0,
+            "{}: {summary:?}",
+            file.display()
+        );
+    }
+}
+
+#[test]
+fn the_transcripts_cover_the_promised_situations() {
+    let all: String = transcripts()
+        .iter()
+        .map(|f| std::fs::read_to_string(f).expect("read transcript"))
+        .collect();
+    for (what, needle) in [
+        ("a handshake", "Ready("),
+        ("progress", "Progress {"),
+        ("a cancellation", "Cancelled {"),
+        ("a timeout", "Timeout {"),
+        ("a server crash", "\"in\":\"stdio_closed\""),
+        ("a session expiry", "No valid session ID"),
+        ("Streamable HTTP", "\"in\":\"http_head\""),
+    ] {
+        assert!(
+            all.contains(needle),
+            "no transcript shows {what} ({needle})"
+        );
+    }
+}
+
+#[test]
+fn a_changed_output_is_reported_at_its_line_with_context() {
+    let file = transcripts()
+        .into_iter()
+        .find(|f| f.ends_with("stdio-progress.jsonl"))
+        .expect("stdio-progress.jsonl");
+    let text = std::fs::read_to_string(file).expect("read transcript");
+    // Tamper with the first recorded write: the request rho sent.
+    let tampered = text.replacen("\\\"initialize\\\"", "\\\"initialise\\\"", 1);
+    assert_ne!(
+        tampered, text,
+        "the transcript records the initialize request"
+    );
+    let divergence = replay(&tampered, Instant::now()).expect_err("must diverge");
+    assert!(divergence.line > 1, "{divergence}");
+    assert_eq!(divergence.what, "poll_output", "{divergence}");
+    assert!(divergence.expected.contains("initialise"), "{divergence}");
+    assert!(divergence.got.contains("initialize"), "{divergence}");
+    assert!(!divergence.context.is_empty(), "{divergence}");
+}
