@@ -83,3 +83,39 @@ fn a_changed_output_is_reported_at_its_line_with_context() {
     assert!(divergence.got.contains("initialize"), "{divergence}");
     assert!(!divergence.context.is_empty(), "{divergence}");
 }
+
+#[test]
+fn one_changed_byte_in_a_server_message_fails_replay_at_that_step() {
+    let file = transcripts()
+        .into_iter()
+        .find(|f| f.ends_with("stdio-progress.jsonl"))
+        .expect("stdio-progress.jsonl");
+    let text = std::fs::read_to_string(file).expect("read transcript");
+    // One byte of the server's own initialize answer, as it arrived on stdout.
+    let needle = "mcp-servers/everything";
+    let at = text
+        .lines()
+        .position(|l| l.contains("\"in\":\"stdio\"") && l.contains(needle))
+        .expect("the server's initialize answer is recorded");
+    let tampered: String = text
+        .lines()
+        .enumerate()
+        .map(|(i, l)| {
+            if i == at {
+                l.replacen("mcp-servers/everything", "mcp-servers/everythinG", 1)
+            } else {
+                l.to_owned()
+            }
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    let divergence = replay(&tampered, Instant::now()).expect_err("must diverge");
+    assert!(divergence.line > at + 1, "{divergence}");
+    assert!(divergence.what.starts_with("poll_"), "{divergence}");
+    assert!(divergence.got.contains("everythinG"), "{divergence}");
+    assert!(
+        divergence
+            .to_string()
+            .contains(&format!("transcript line {}", divergence.line))
+    );
+}
