@@ -142,7 +142,20 @@ fn ask_field(err: &mut impl Write, field: &Field) -> Asked {
     for help in &field.help {
         let _ = writeln!(err, "  {help}");
     }
-    let default = field.default.as_ref().map(|d| d.join(", "));
+    // Show a choice default by its label, as the options are listed.
+    let default = field.default.as_ref().map(|values| {
+        values
+            .iter()
+            .map(|v| match &field.kind {
+                FieldKind::Choice { options, .. } => options
+                    .iter()
+                    .find(|o| &o.value == v)
+                    .map_or(v.as_str(), |o| o.label.as_str()),
+                _ => v.as_str(),
+            })
+            .collect::<Vec<_>>()
+            .join(", ")
+    });
     match &field.kind {
         FieldKind::Choice { options, multi } => {
             for (i, option) in options.iter().enumerate() {
@@ -157,25 +170,32 @@ fn ask_field(err: &mut impl Write, field: &Field) -> Asked {
         }
         FieldKind::Text | FieldKind::Number { .. } => {}
     }
-    let _ = write!(
-        err,
-        "> {}",
-        default.map(|d| format!("[{d}] ")).unwrap_or_default()
-    );
-    let _ = err.flush();
-    let Some(line) = read_line() else {
-        return Asked::Unavailable;
-    };
-    let line = line.trim();
-    if line == "!cancel" {
-        return Asked::Dismiss;
-    }
-    if line.is_empty() {
-        return match &field.default {
-            Some(values) => Asked::Values(values.clone()),
-            None => Asked::Skip,
+    let line = loop {
+        let shown = default
+            .as_ref()
+            .map(|d| format!("[{d}] "))
+            .unwrap_or_default();
+        let _ = write!(err, "> {shown}");
+        let _ = err.flush();
+        let Some(line) = read_line() else {
+            return Asked::Unavailable;
         };
-    }
+        let line = line.trim().to_owned();
+        if line == "!cancel" {
+            return Asked::Dismiss;
+        }
+        if !line.is_empty() {
+            break line;
+        }
+        match &field.default {
+            Some(values) => return Asked::Values(values.clone()),
+            None if field.required => {
+                let _ = writeln!(err, "  (required: type an answer, or `!cancel`)");
+            }
+            None => return Asked::Skip,
+        }
+    };
+    let line = line.as_str();
     match &field.kind {
         FieldKind::Choice { options, multi } => {
             let picked: Vec<String> = line
