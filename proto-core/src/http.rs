@@ -858,6 +858,7 @@ impl HttpTransport {
         let from = ResumePoint {
             last_event_id: decoder
                 .last_event_id()
+                .filter(|id| header_safe(id))
                 .map(str::to_owned)
                 .or(earlier.last_event_id),
             retry: decoder.retry().or(earlier.retry),
@@ -1200,6 +1201,14 @@ impl HttpTransport {
             self.closed = true;
         }
     }
+}
+
+/// Whether an SSE event id can travel back as a `Last-Event-ID` header.
+/// SSE allows control characters and any Unicode in ids; an HTTP header
+/// value allows visible ASCII, spaces and tabs. An id that cannot be sent
+/// counts as no id, rather than failing every resumption locally.
+fn header_safe(id: &str) -> bool {
+    id.chars().all(|c| c == '\t' || (' '..='~').contains(&c))
 }
 
 fn request_of(kind: TransmitKind) -> Option<ClientRequestId> {

@@ -45,6 +45,8 @@ pub mod content;
 pub mod elicitation;
 pub mod env;
 pub mod framing;
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod http;
 pub mod jsonrpc;
 pub mod naming;

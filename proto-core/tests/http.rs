@@ -722,6 +722,27 @@ fn broken_stream_resumes_after_the_servers_retry_with_last_event_id_and_is_not_c
 }
 
 #[test]
+fn an_event_id_that_cannot_be_a_header_counts_as_no_id() {
+    // SSE allows control characters in ids; a Last-Event-ID header does not.
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    let sends_before = h.sends().len();
+    h.respond(&req, 200, &[SSE], b"id: e\x01\nretry: 250\ndata: \n\n");
+    assert_eq!(
+        h.sends().len(),
+        sends_before,
+        "no resume with an unsendable id"
+    );
+    let reason = h
+        .completion(call)
+        .expect("the call fails at once")
+        .clone()
+        .expect_err("no result");
+    assert!(reason.to_string().contains("no event id"), "{reason}");
+}
+
+#[test]
 fn broken_stream_without_retry_waits_default_retry_doubling_then_gives_up_after_max_resumes() {
     let mut o = options();
     o.default_retry = Duration::from_millis(100);

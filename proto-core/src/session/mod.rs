@@ -647,6 +647,10 @@ impl Session {
             Ok(Incoming::Single(message)) => self.handle_message(now, message),
             Ok(Incoming::Batch(items)) => {
                 for item in items {
+                    // An element may have closed the session; Closed is last.
+                    if matches!(self.phase, Phase::Closed) {
+                        return;
+                    }
                     match item {
                         Ok(message) => self.handle_message(now, message),
                         Err(error) => self.unparseable(error, frame),

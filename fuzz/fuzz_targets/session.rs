@@ -1,0 +1,16 @@
+//! `session`: whole stdio sessions from structured scripts; see
+//! `rho_proto_core::fuzzing::session` for the invariants.
+#![no_main]
+
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use libfuzzer_sys::fuzz_target;
+use rho_proto_core::fuzzing::session::{SessionInput, run_session};
+
+/// The fake clock's origin: one real instant, taken once.
+static ORIGIN: OnceLock<Instant> = OnceLock::new();
+
+fuzz_target!(|input: SessionInput| {
+    run_session(&input, *ORIGIN.get_or_init(Instant::now));
+});

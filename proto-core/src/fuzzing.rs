@@ -1,0 +1,372 @@
+//! The checks behind rho's fuzz targets, one plain function per target.
+//!
+//! Each `check_*` function takes the raw input bytes of its fuzz target and
+//! panics when an invariant breaks. The cargo-fuzz crate (`fuzz/`) calls
+//! them from its targets, and `tests/fuzz_corpus.rs` replays every
+//! committed corpus file through them in the normal test run, so a crash
+//! the fuzzer found once stays fixed. Structured targets decode their bytes
+//! with [`arbitrary::Unstructured`] exactly as `libfuzzer-sys` does, so a
+//! crash file replays to the same input in both places.
+//!
+//! Not an API: hidden from the docs, and shaped by what the fuzzer needs.
+//! Nothing here reads a clock; the session checks take their time origin
+//! from the caller.
+//!
+//! | target | input | invariants |
+//! |---|---|---|
+//! | `jsonrpc` | bytes | [`check_jsonrpc`] |
+//! | `lines` | [`Chunked`] | [`check_lines`] |
+//! | `sse` | [`Chunked`] | [`check_sse`] |
+//! | `config` | UTF-8 text (lossy) | [`check_config`] |
+//! | `naming` | `server\0tool` (lossy) | [`check_naming`] |
+//! | `session` | [`session::SessionInput`] | [`session::check_session`] |
+//! | `http_session` | [`http::HttpInput`] | [`http::check_http_session`] |
+
+pub mod encode;
+pub mod http;
+pub mod script;
+pub mod session;
+
+use arbitrary::{Arbitrary, Unstructured};
+
+use crate::config;
+use crate::framing::{FrameError, LineDecoder, SseDecoder, SseError, SseEvent};
+use crate::jsonrpc::{self, ClientRequestId, Incoming, Message, ServerRequestId};
+use crate::naming;
+
+/// The line cap of the `lines` target: small, so that overlong lines and
+/// the discarding state are reached all the time.
+pub const LINES_CAP: usize = 64;
+
+/// The event cap of the `sse` target: small for the same reason, yet room
+/// for a short JSON-RPC message.
+pub const SSE_CAP: usize = 256;
+
+/// A byte stream and where to cut it: the `lines` and `sse` input.
+///
+/// The stream is pushed in pieces of `chunks[0]`, `chunks[1]`, ... bytes;
+/// whatever is left after the last length is one more piece. On the wire
+/// (as `arbitrary` reads it) that is `[1, len]*`, a `0`, then the stream,
+/// so a file starting with a `0` byte is its stream pushed whole.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct Chunked<'a> {
+    /// Piece lengths, in stream order.
+    pub chunks: Vec<u8>,
+    /// The stream.
+    pub stream: &'a [u8],
+}
+
+impl Chunked<'_> {
+    /// The stream cut into pieces per `chunks`; the pieces concatenate to
+    /// the stream, and empty pieces are kept (an empty push is legal).
+    pub fn pieces(&self) -> Vec<&[u8]> {
+        let mut rest = self.stream;
+        let mut pieces = Vec::with_capacity(self.chunks.len() + 1);
+        for &len in &self.chunks {
+            let (piece, tail) = rest.split_at(usize::from(len).min(rest.len()));
+            pieces.push(piece);
+            rest = tail;
+        }
+        pieces.push(rest);
+        pieces
+    }
+}
+
+/// Decodes a structured input as `libfuzzer-sys`'s `fuzz_target!` does;
+/// `None` when `arbitrary` rejects the bytes.
+pub fn decode<'a, T: Arbitrary<'a>>(data: &'a [u8]) -> Option<T> {
+    T::arbitrary_take_rest(Unstructured::new(data)).ok()
+}
+
+// ---------------------------------------------------------------------------
+// jsonrpc
+// ---------------------------------------------------------------------------
+
+/// `jsonrpc`: [`Incoming::parse`] on arbitrary bytes never panics, and
+/// every message it accepts survives a round trip through the serializer
+/// the session writes with (where one exists for its shape).
+pub fn check_jsonrpc(data: &[u8]) {
+    match Incoming::parse(data) {
+        Ok(Incoming::Single(message)) => round_trip(&message),
+        Ok(Incoming::Batch(items)) => {
+            assert!(!items.is_empty(), "an empty batch parsed");
+            for item in &items {
+                match item {
+                    Ok(message) => round_trip(message),
+                    Err(error) => drop(error.to_string()),
+                }
+            }
+        }
+        Err(error) => drop(error.to_string()),
+    }
+}
+
+/// Serializes `message` with the session's own writer and parses it back.
+fn round_trip(message: &Message) {
+    let bytes = match message {
+        Message::Request { id, method, params } => match ClientRequestId::from_wire(id) {
+            Some(id) => jsonrpc::request_bytes(id, method, params.as_ref()),
+            None => return,
+        },
+        Message::Notification { method, params } => {
+            jsonrpc::notification_bytes(method, params.as_ref())
+        }
+        Message::Response { id, result } => {
+            jsonrpc::response_bytes(&ServerRequestId(id.clone()), result)
+        }
+        Message::Error {
+            id: Some(id),
+            error,
+        } => jsonrpc::error_bytes(&ServerRequestId(id.clone()), error),
+        Message::Error { id: None, .. } => return,
+    };
+    match Incoming::parse(&bytes) {
+        Ok(Incoming::Single(again)) => assert_eq!(
+            &again,
+            message,
+            "round trip through {:?}",
+            String::from_utf8_lossy(&bytes)
+        ),
+        other => panic!(
+            "our own serialization {:?} did not parse back: {other:?}",
+            String::from_utf8_lossy(&bytes)
+        ),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// lines
+// ---------------------------------------------------------------------------
+
+/// `lines`: a [`LineDecoder`] with a cap of [`LINES_CAP`], fed the stream
+/// in the input's pieces, never panics; holds at most the cap plus the
+/// piece just pushed; emits lines with no `\n`, not blank, valid UTF-8
+/// and within the cap (a line may end in `\r` when `\r\r\n` ended it:
+/// only one CR is stripped); and emits exactly what a
+/// line-by-line reading of the whole stream gives, however it is cut.
+pub fn check_lines(data: &[u8]) {
+    let Some(input) = decode::<Chunked<'_>>(data) else {
+        return;
+    };
+    let mut decoder = LineDecoder::new(LINES_CAP);
+    let mut got = Vec::new();
+    for piece in input.pieces() {
+        decoder.push(piece);
+        assert!(
+            decoder.buffered() <= LINES_CAP + piece.len(),
+            "{} bytes buffered after a {}-byte push",
+            decoder.buffered(),
+            piece.len()
+        );
+        while let Some(item) = decoder.next_line() {
+            check_line(&item);
+            got.push(item);
+        }
+        assert!(decoder.buffered() <= LINES_CAP, "{}", decoder.buffered());
+    }
+    while let Some(item) = decoder.finish() {
+        check_line(&item);
+        got.push(item);
+    }
+    assert_eq!(decoder.buffered(), 0, "finish leaves nothing behind");
+    assert_eq!(
+        got,
+        lines_model(input.stream, LINES_CAP),
+        "differs from the model"
+    );
+}
+
+fn check_line(item: &Result<Vec<u8>, FrameError>) {
+    match item {
+        Ok(line) => {
+            assert!(!line.contains(&b'\n'), "a line holds a newline: {line:?}");
+            assert!(line.len() <= LINES_CAP, "a {}-byte line passed", line.len());
+            assert!(
+                !line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')),
+                "a blank line was delivered"
+            );
+            assert!(std::str::from_utf8(line).is_ok(), "not UTF-8: {line:?}");
+        }
+        Err(FrameError::TooLong { limit }) => assert_eq!(*limit, LINES_CAP),
+        Err(FrameError::NotUtf8 { len, valid_up_to }) => {
+            assert!(
+                valid_up_to < len && *len <= LINES_CAP,
+                "{len} {valid_up_to}"
+            );
+        }
+    }
+}
+
+/// What [`LineDecoder`] must deliver for a whole stream, read the slow way:
+/// split at every `\n`; a piece longer than the cap (counting a trailing
+/// `\r`) is one `TooLong`, even unterminated at the end.
+fn lines_model(stream: &[u8], cap: usize) -> Vec<Result<Vec<u8>, FrameError>> {
+    let mut out = Vec::new();
+    for raw in stream.split(|&b| b == b'\n') {
+        if raw.len() > cap {
+            out.push(Err(FrameError::TooLong { limit: cap }));
+            continue;
+        }
+        let line = raw.strip_suffix(b"\r").unwrap_or(raw);
+        if line.iter().all(|b| matches!(b, b' ' | b'\t' | b'\r')) {
+            continue;
+        }
+        out.push(match std::str::from_utf8(line) {
+            Ok(_) => Ok(line.to_vec()),
+            Err(e) => Err(FrameError::NotUtf8 {
+                len: line.len(),
+                valid_up_to: e.valid_up_to(),
+            }),
+        });
+    }
+    out
+}
+
+// ---------------------------------------------------------------------------
+// sse
+// ---------------------------------------------------------------------------
+
+/// Everything an [`SseDecoder`] reported for one stream, for comparing.
+#[derive(Debug, PartialEq, Eq)]
+struct SseRun {
+    items: Vec<Result<SseEvent, SseError>>,
+    last_event_id: Option<String>,
+    retry: Option<u64>,
+}
+
+/// `sse`: an [`SseDecoder`] with a cap of [`SSE_CAP`] never panics; after
+/// each push and drain holds at most the cap; emits events whose type,
+/// data and id fit the format (no CR, no LF outside data, no NUL in ids,
+/// data within the cap); and gives the same events, last event id and
+/// retry for the stream pushed whole and pushed in the input's pieces.
+pub fn check_sse(data: &[u8]) {
+    let Some(input) = decode::<Chunked<'_>>(data) else {
+        return;
+    };
+    let whole = sse_run(&[input.stream]);
+    let pieces = sse_run(&input.pieces());
+    assert_eq!(pieces, whole, "chunking changed what the stream means");
+    // Byte by byte is the harshest split there is.
+    if input.stream.len() <= 512 {
+        let bytes: Vec<&[u8]> = input.stream.chunks(1).collect();
+        assert_eq!(sse_run(&bytes), whole, "one-byte pushes changed the stream");
+    }
+}
+
+fn sse_run(pieces: &[&[u8]]) -> SseRun {
+    let mut decoder = SseDecoder::new(SSE_CAP);
+    let mut items = Vec::new();
+    for piece in pieces {
+        decoder.push(piece);
+        while let Some(item) = decoder.next_event() {
+            check_sse_item(&item);
+            items.push(item);
+        }
+        assert!(decoder.buffered() <= SSE_CAP, "{}", decoder.buffered());
+    }
+    while let Some(item) = decoder.finish() {
+        check_sse_item(&item);
+        items.push(item);
+    }
+    assert_eq!(decoder.buffered(), 0, "finish leaves nothing behind");
+    SseRun {
+        items,
+        last_event_id: decoder.last_event_id().map(str::to_owned),
+        retry: decoder.retry(),
+    }
+}
+
+fn check_sse_item(item: &Result<SseEvent, SseError>) {
+    match item {
+        Ok(event) => {
+            assert!(!event.event.is_empty(), "an event without a type");
+            assert!(
+                !event.event.contains(['\r', '\n']),
+                "type {:?}",
+                event.event
+            );
+            assert!(!event.data.contains('\r'), "data {:?}", event.data);
+            assert!(
+                event.data.len() <= SSE_CAP,
+                "{} data bytes",
+                event.data.len()
+            );
+            if let Some(id) = &event.id {
+                assert!(!id.is_empty(), "an empty id is no id");
+                assert!(!id.contains(['\r', '\n', '\0']), "id {id:?}");
+            }
+        }
+        Err(SseError::TooLarge { limit }) => assert_eq!(*limit, SSE_CAP),
+    }
+}
+
+// ---------------------------------------------------------------------------
+// config
+// ---------------------------------------------------------------------------
+
+/// `config`: [`config::parse`] on arbitrary text never panics, and every
+/// position it reports (file or entry error) is a real 1-based
+/// line and column of that text.
+pub fn check_config(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    match config::parse(&text, "fuzz.toml") {
+        Ok(parsed) => {
+            for entry in &parsed.servers {
+                match &entry.config {
+                    Ok(server) => {
+                        assert_eq!(server.id.as_str(), entry.id);
+                        assert!(config::ServerId::new(entry.id.clone()).is_ok());
+                    }
+                    Err(error) => {
+                        assert_eq!(error.id, entry.id);
+                        check_position(&text, error.line, error.column, &error.to_string());
+                    }
+                }
+            }
+            let _ = parsed.enabled().count();
+        }
+        Err(error) => check_position(&text, error.line, error.column, &error.to_string()),
+    }
+}
+
+fn check_position(text: &str, line: usize, column: usize, message: &str) {
+    assert!(
+        line >= 1 && column >= 1,
+        "position {line}:{column}: {message}"
+    );
+    let lines: Vec<&str> = text.split('\n').collect();
+    let Some(at) = lines.get(line - 1) else {
+        panic!("line {line} of {}: {message}", lines.len());
+    };
+    let chars = at.chars().count();
+    assert!(column <= chars + 1, "column {column} of {chars}: {message}");
+}
+
+// ---------------------------------------------------------------------------
+// naming
+// ---------------------------------------------------------------------------
+
+/// `naming`: the input (lossy UTF-8) split at its first NUL is a (server,
+/// tool) pair, or (text, "") without one. [`naming::exported_name`] of the
+/// pair uses only `[A-Za-z0-9_]` and [`naming::parse_exported_name`] gives
+/// the pair back; and `parse_exported_name` of the whole text never panics
+/// and, when it accepts it, is inverted by `exported_name`.
+pub fn check_naming(data: &[u8]) {
+    let text = String::from_utf8_lossy(data);
+    let (server, tool) = text.split_once('\0').unwrap_or((&text, ""));
+    let name = naming::exported_name(server, tool);
+    assert!(
+        name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+        "{name:?}"
+    );
+    assert_eq!(
+        naming::parse_exported_name(&name),
+        Some((server.to_owned(), tool.to_owned())),
+        "{name:?}"
+    );
+    for candidate in [&*text, server, tool] {
+        if let Some((s, t)) = naming::parse_exported_name(candidate) {
+            assert_eq!(naming::exported_name(&s, &t), candidate, "not canonical");
+        }
+    }
+}

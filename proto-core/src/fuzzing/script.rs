@@ -1,0 +1,1078 @@
+//! What a scripted server can say, as `arbitrary` inputs: templates that
+//! are valid MCP most of the time and wrong in chosen ways the rest, with
+//! ids drawn from what the client actually sent. Shared by the `session`
+//! and `http_session` targets.
+
+use std::collections::BTreeSet;
+
+use arbitrary::Arbitrary;
+use serde_json::{Map, Number, Value, json};
+
+use super::encode::{Encode, tag};
+use crate::session::CallId;
+
+/// Strings a fuzzer would take long to find: tool names rho must encode,
+/// protocol words, JSON and line-breaking characters, non-ASCII.
+const TEXTS: [&str; 16] = [
+    "",
+    "a",
+    "echo",
+    "get-env",
+    "add",
+    "x y",
+    "\u{e9}",
+    "\u{1F600}",
+    "\n",
+    "\r\n",
+    "\"",
+    "2025-11-25",
+    "mcp__a__b",
+    "_rho_61",
+    "{}",
+    "\u{2028}",
+];
+
+/// A string: one of a fixed table of interesting ones, or arbitrary bytes
+/// read as lossy UTF-8.
+#[derive(Arbitrary, Clone, PartialEq, Eq)]
+pub enum Text {
+    /// `TEXTS[n % TEXTS.len()]`.
+    Pick(u8),
+    /// These bytes, lossily decoded.
+    Bytes(Vec<u8>),
+}
+
+impl std::fmt::Debug for Text {
+    /// Shows the string, so transcripts read as text.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Text::Pick(n) => write!(f, "Pick({n}: {:?})", self.text()),
+            Text::Bytes(_) => write!(f, "Bytes({:?})", self.text()),
+        }
+    }
+}
+
+impl Text {
+    /// The string.
+    pub fn text(&self) -> String {
+        match self {
+            Text::Pick(n) => TEXTS[usize::from(*n) % TEXTS.len()].to_owned(),
+            Text::Bytes(bytes) => String::from_utf8_lossy(bytes).into_owned(),
+        }
+    }
+}
+
+/// A JSON value, at most two levels deep.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Json {
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Number(i64),
+    /// `n / 8` as a float.
+    Float(i32),
+    /// A string.
+    Text(Text),
+    /// An array of leaves.
+    Array(Vec<Leaf>),
+    /// An object of leaves (later duplicate keys win).
+    Object(Vec<(Text, Leaf)>),
+}
+
+/// A JSON value inside a [`Json`] array or object.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Leaf {
+    /// `null`.
+    Null,
+    /// A boolean.
+    Bool(bool),
+    /// An integer.
+    Number(i64),
+    /// A string.
+    Text(Text),
+    /// `[]`.
+    Array,
+    /// `{}`.
+    Object,
+}
+
+impl Json {
+    /// The value.
+    pub fn value(&self) -> Value {
+        match self {
+            Json::Null => Value::Null,
+            Json::Bool(b) => Value::Bool(*b),
+            Json::Number(n) => json!(n),
+            Json::Float(n) => {
+                Number::from_f64(f64::from(*n) / 8.0).map_or(Value::Null, Value::Number)
+            }
+            Json::Text(t) => Value::String(t.text()),
+            Json::Array(items) => Value::Array(items.iter().map(Leaf::value).collect()),
+            Json::Object(members) => Value::Object(object(members)),
+        }
+    }
+}
+
+impl Leaf {
+    /// The value.
+    pub fn value(&self) -> Value {
+        match self {
+            Leaf::Null => Value::Null,
+            Leaf::Bool(b) => Value::Bool(*b),
+            Leaf::Number(n) => json!(n),
+            Leaf::Text(t) => Value::String(t.text()),
+            Leaf::Array => json!([]),
+            Leaf::Object => json!({}),
+        }
+    }
+}
+
+fn object(members: &[(Text, Leaf)]) -> Map<String, Value> {
+    members.iter().map(|(k, v)| (k.text(), v.value())).collect()
+}
+
+/// The id a server's reply carries.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// The latest request of the method the template answers (the latest
+    /// unfinished call for call results and progress), else the latest
+    /// request; 0 before any.
+    Latest,
+    /// The `n % count`-th request the client sent.
+    Sent(u8),
+    /// This number.
+    Number(i64),
+    /// This string.
+    Text(Text),
+}
+
+/// The id of a request the server sends: few, so they repeat.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum ServerId {
+    /// This number.
+    Number(i8),
+    /// `"s-{n % 8}"`.
+    Text(u8),
+}
+
+impl ServerId {
+    /// The id on the wire.
+    pub fn value(&self) -> Value {
+        match self {
+            ServerId::Number(n) => json!(n),
+            ServerId::Text(n) => json!(format!("s-{}", n % 8)),
+        }
+    }
+}
+
+/// Server capabilities in an `initialize` result.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct Capabilities {
+    /// `tools`, with this `listChanged`.
+    pub tools: Option<bool>,
+    /// `logging`.
+    pub logging: bool,
+    /// `prompts`.
+    pub prompts: bool,
+}
+
+/// One tool of a `tools/list` page.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct ToolTemplate {
+    /// Its name.
+    pub name: Text,
+    /// `SCHEMAS[n % len]` as its `outputSchema`.
+    pub output_schema: Option<u8>,
+    /// An `inputSchema` that is not an object, so the entry is rejected.
+    pub malformed: bool,
+}
+
+/// Output schemas: valid, trivial, invalid, unresolvable, with a pattern.
+fn schema(n: u8) -> Value {
+    match n % 5 {
+        0 => json!({"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]}),
+        1 => json!({"type": "object"}),
+        2 => json!({"type": 3}),
+        3 => json!({"$ref": "#/definitions/missing"}),
+        _ => json!({"type": "object", "properties": {"s": {"type": "string", "pattern": "^a+$"}}}),
+    }
+}
+
+/// A `tools/call` result.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct CallResultTemplate {
+    /// `content`: 0 one text block, 1 empty, 2 absent, 3 not an array.
+    pub content: u8,
+    /// The text block's text.
+    pub text: Text,
+    /// `structuredContent`.
+    pub structured: Option<Json>,
+    /// `isError`.
+    pub is_error: bool,
+}
+
+/// An `elicitation/create` request's params.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct FormTemplate {
+    /// `mode`: 0 absent, 1 `form`, 2 `url`, 3 not a string.
+    pub mode: u8,
+    /// Whether `message` is present.
+    pub message: bool,
+    /// Whether `requestedSchema.type` is `object` (else absent).
+    pub object_type: bool,
+    /// The properties, named `f0`, `f1`, ...
+    pub fields: Vec<FieldTemplate>,
+    /// `required`: property indices (mod count; `missing` without any).
+    pub required: Vec<u8>,
+}
+
+/// One property of an elicitation schema.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum FieldTemplate {
+    /// A string, maybe with a default.
+    Text {
+        /// Has `default`.
+        default: bool,
+    },
+    /// A number or integer.
+    Number {
+        /// `integer` rather than `number`.
+        integer: bool,
+        /// `default`, in eighths.
+        default: Option<i16>,
+    },
+    /// A boolean.
+    Confirm {
+        /// `default`.
+        default: Option<bool>,
+    },
+    /// A choice among `a`, `b`, `c`.
+    Choice {
+        /// `oneOf`/`anyOf` with titles rather than `enum`.
+        titled: bool,
+        /// An array (multi-select).
+        multi: bool,
+        /// `default`: `a`, `b`, `c` or the unknown `z`.
+        default: Option<u8>,
+    },
+    /// Any JSON as the property schema.
+    Other(Json),
+}
+
+/// A `sampling/createMessage` request's params.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct SamplingTemplate {
+    /// `messages`.
+    pub messages: Vec<SamplingMessage>,
+    /// `systemPrompt`.
+    pub system_prompt: Option<Text>,
+    /// `maxTokens`.
+    pub max_tokens: Option<i32>,
+    /// `includeContext: "thisServer"`, which rho does not honour.
+    pub include_context: bool,
+}
+
+/// One message of a sampling request.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum SamplingMessage {
+    /// A user text message.
+    User(Text),
+    /// An assistant text message.
+    Assistant(Text),
+    /// A user image.
+    Image,
+    /// A role that does not exist.
+    BadRole,
+    /// No `content`.
+    NoContent,
+    /// Any JSON.
+    Other(Json),
+}
+
+/// One message a server sends.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum ServerMessage {
+    /// An `initialize` result.
+    Initialize {
+        /// Its id.
+        id: Reply,
+        /// Protocol version: the four rho speaks, then `2023-01-01`, `""`
+        /// and a number.
+        version: u8,
+        /// Declared capabilities.
+        capabilities: Capabilities,
+        /// Has `instructions`.
+        instructions: bool,
+    },
+    /// A `tools/list` result.
+    ToolsPage {
+        /// Its id.
+        id: Reply,
+        /// The tools.
+        tools: Vec<ToolTemplate>,
+        /// `nextCursor`: `c{n % 4}`.
+        cursor: Option<u8>,
+    },
+    /// A `tools/call` result.
+    CallResult {
+        /// Its id.
+        id: Reply,
+        /// The result.
+        result: CallResultTemplate,
+    },
+    /// Any result.
+    Result {
+        /// Its id.
+        id: Reply,
+        /// The result.
+        result: Json,
+    },
+    /// An error response; no id is `"id": null`.
+    Error {
+        /// Its id.
+        id: Option<Reply>,
+        /// `error.code`.
+        code: i32,
+        /// `error.message`.
+        message: Text,
+    },
+    /// A `ping` request.
+    Ping(ServerId),
+    /// A `roots/list` request.
+    RootsList(ServerId),
+    /// An `elicitation/create` request.
+    Elicitation {
+        /// Its id.
+        id: ServerId,
+        /// Its params.
+        form: FormTemplate,
+    },
+    /// A `sampling/createMessage` request.
+    Sampling {
+        /// Its id.
+        id: ServerId,
+        /// Its params.
+        request: SamplingTemplate,
+    },
+    /// Any other request.
+    OtherRequest {
+        /// Its id.
+        id: ServerId,
+        /// Its method.
+        method: Text,
+        /// Its params.
+        params: Json,
+    },
+    /// `notifications/progress`.
+    Progress {
+        /// `progressToken`.
+        token: Reply,
+        /// `progress`.
+        progress: u16,
+        /// `total`.
+        total: Option<u16>,
+        /// `message`.
+        message: Option<Text>,
+    },
+    /// `notifications/cancelled` for one of the server's requests.
+    Cancelled(ServerId),
+    /// `notifications/tools/list_changed`.
+    ToolsListChanged,
+    /// `notifications/message`.
+    Log {
+        /// The level: the eight of the spec, then an unknown one.
+        level: u8,
+        /// `data`.
+        data: Json,
+    },
+    /// Any other notification.
+    OtherNotification {
+        /// Its method.
+        method: Text,
+        /// Its params.
+        params: Json,
+    },
+    /// Any JSON at all, as a message.
+    Raw(Json),
+}
+
+/// What the scripted server knows: the client's requests so far, to
+/// answer them by id.
+#[derive(Debug, Default)]
+pub(crate) struct Peer {
+    /// Every request the client sent: id and method.
+    pub(crate) sent: Vec<(u64, String)>,
+    /// Calls the host started, in order.
+    pub(crate) calls: Vec<CallId>,
+    /// Calls that completed.
+    pub(crate) completed: BTreeSet<CallId>,
+}
+
+impl Peer {
+    /// The id `reply` names, for a reply to `method`.
+    pub(crate) fn reply_id(&self, reply: &Reply, method: &str) -> Value {
+        match reply {
+            Reply::Latest => {
+                if method == "tools/call" {
+                    if let Some(call) = self
+                        .calls
+                        .iter()
+                        .rev()
+                        .find(|c| !self.completed.contains(c))
+                    {
+                        return json!(call.0);
+                    }
+                }
+                let latest = self.sent.iter().rev();
+                let id = latest
+                    .clone()
+                    .find(|(_, m)| m == method)
+                    .or_else(|| self.sent.last())
+                    .map_or(0, |(id, _)| *id);
+                json!(id)
+            }
+            Reply::Sent(n) => {
+                let id = match self.sent.len() {
+                    0 => 0,
+                    len => self.sent[usize::from(*n) % len].0,
+                };
+                json!(id)
+            }
+            Reply::Number(n) => json!(n),
+            Reply::Text(t) => json!(t.text()),
+        }
+    }
+
+    /// The message as JSON.
+    pub(crate) fn message(&self, message: &ServerMessage) -> Value {
+        match message {
+            ServerMessage::Initialize {
+                id,
+                version,
+                capabilities,
+                instructions,
+            } => {
+                let version = match version % 7 {
+                    0 => json!("2025-11-25"),
+                    1 => json!("2025-06-18"),
+                    2 => json!("2025-03-26"),
+                    3 => json!("2024-11-05"),
+                    4 => json!("2023-01-01"),
+                    5 => json!(""),
+                    _ => json!(2025),
+                };
+                let mut caps = Map::new();
+                if let Some(list_changed) = capabilities.tools {
+                    caps.insert("tools".into(), json!({"listChanged": list_changed}));
+                }
+                if capabilities.logging {
+                    caps.insert("logging".into(), json!({}));
+                }
+                if capabilities.prompts {
+                    caps.insert("prompts".into(), json!({}));
+                }
+                let mut result = json!({
+                    "protocolVersion": version,
+                    "capabilities": caps,
+                    "serverInfo": {"name": "fuzz", "version": "1.0"},
+                });
+                if *instructions {
+                    result["instructions"] = json!("use wisely");
+                }
+                response(self.reply_id(id, "initialize"), result)
+            }
+            ServerMessage::ToolsPage { id, tools, cursor } => {
+                let tools: Vec<Value> = tools.iter().map(tool).collect();
+                let mut result = json!({ "tools": tools });
+                if let Some(c) = cursor {
+                    result["nextCursor"] = json!(format!("c{}", c % 4));
+                }
+                response(self.reply_id(id, "tools/list"), result)
+            }
+            ServerMessage::CallResult { id, result } => {
+                let mut value = json!({});
+                match result.content % 4 {
+                    0 => value["content"] = json!([{"type": "text", "text": result.text.text()}]),
+                    1 => value["content"] = json!([]),
+                    2 => {}
+                    _ => value["content"] = json!("not an array"),
+                }
+                if let Some(structured) = &result.structured {
+                    value["structuredContent"] = structured.value();
+                }
+                if result.is_error {
+                    value["isError"] = json!(true);
+                }
+                response(self.reply_id(id, "tools/call"), value)
+            }
+            ServerMessage::Result { id, result } => response(self.reply_id(id, ""), result.value()),
+            ServerMessage::Error { id, code, message } => {
+                let id = id.as_ref().map_or(Value::Null, |id| self.reply_id(id, ""));
+                json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "error": {"code": code, "message": message.text()},
+                })
+            }
+            ServerMessage::Ping(id) => request(id, "ping", None),
+            ServerMessage::RootsList(id) => request(id, "roots/list", None),
+            ServerMessage::Elicitation { id, form } => {
+                request(id, "elicitation/create", Some(elicitation(form)))
+            }
+            ServerMessage::Sampling { id, request: r } => {
+                request(id, "sampling/createMessage", Some(sampling(r)))
+            }
+            ServerMessage::OtherRequest { id, method, params } => {
+                request(id, &method.text(), Some(params.value()))
+            }
+            ServerMessage::Progress {
+                token,
+                progress,
+                total,
+                message,
+            } => {
+                let mut params = json!({
+                    "progressToken": self.reply_id(token, "tools/call"),
+                    "progress": progress,
+                });
+                if let Some(total) = total {
+                    params["total"] = json!(total);
+                }
+                if let Some(message) = message {
+                    params["message"] = json!(message.text());
+                }
+                notification("notifications/progress", Some(params))
+            }
+            ServerMessage::Cancelled(id) => notification(
+                "notifications/cancelled",
+                Some(json!({"requestId": id.value(), "reason": "fuzz"})),
+            ),
+            ServerMessage::ToolsListChanged => {
+                notification("notifications/tools/list_changed", None)
+            }
+            ServerMessage::Log { level, data } => {
+                const LEVELS: [&str; 9] = [
+                    "debug",
+                    "info",
+                    "notice",
+                    "warning",
+                    "error",
+                    "critical",
+                    "alert",
+                    "emergency",
+                    "loud",
+                ];
+                let level = LEVELS[usize::from(*level) % LEVELS.len()];
+                notification(
+                    "notifications/message",
+                    Some(json!({"level": level, "logger": "fuzz", "data": data.value()})),
+                )
+            }
+            ServerMessage::OtherNotification { method, params } => {
+                notification(&method.text(), Some(params.value()))
+            }
+            ServerMessage::Raw(value) => value.value(),
+        }
+    }
+}
+
+fn response(id: Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+fn request(id: &ServerId, method: &str, params: Option<Value>) -> Value {
+    let mut value = json!({"jsonrpc": "2.0", "id": id.value(), "method": method});
+    if let Some(params) = params {
+        value["params"] = params;
+    }
+    value
+}
+
+fn notification(method: &str, params: Option<Value>) -> Value {
+    let mut value = json!({"jsonrpc": "2.0", "method": method});
+    if let Some(params) = params {
+        value["params"] = params;
+    }
+    value
+}
+
+fn tool(t: &ToolTemplate) -> Value {
+    if t.malformed {
+        return json!({"name": t.name.text(), "inputSchema": 3});
+    }
+    let mut value = json!({"name": t.name.text(), "inputSchema": {"type": "object"}});
+    if let Some(n) = t.output_schema {
+        value["outputSchema"] = schema(n);
+    }
+    value
+}
+
+fn elicitation(form: &FormTemplate) -> Value {
+    let mut params = Map::new();
+    match form.mode % 4 {
+        0 => {}
+        1 => drop(params.insert("mode".into(), json!("form"))),
+        2 => drop(params.insert("mode".into(), json!("url"))),
+        _ => drop(params.insert("mode".into(), json!(7))),
+    }
+    if form.message {
+        params.insert("message".into(), json!("Please answer"));
+    }
+    let properties: Map<String, Value> = form
+        .fields
+        .iter()
+        .enumerate()
+        .map(|(i, f)| (format!("f{i}"), field(f)))
+        .collect();
+    let required: Vec<String> = form
+        .required
+        .iter()
+        .map(|&n| match form.fields.len() {
+            0 => "missing".to_owned(),
+            len => format!("f{}", usize::from(n) % len),
+        })
+        .collect();
+    let mut schema = json!({"properties": properties});
+    if form.object_type {
+        schema["type"] = json!("object");
+    }
+    if !required.is_empty() {
+        schema["required"] = json!(required);
+    }
+    params.insert("requestedSchema".into(), schema);
+    Value::Object(params)
+}
+
+fn field(f: &FieldTemplate) -> Value {
+    const CHOICES: [&str; 4] = ["a", "b", "c", "z"];
+    match f {
+        FieldTemplate::Text { default } => {
+            let mut v = json!({"type": "string", "title": "Name", "description": "Who"});
+            if *default {
+                v["default"] = json!("dflt");
+            }
+            v
+        }
+        FieldTemplate::Number { integer, default } => {
+            let kind = if *integer { "integer" } else { "number" };
+            let mut v = json!({"type": kind, "minimum": 0});
+            if let Some(d) = default {
+                v["default"] =
+                    Number::from_f64(f64::from(*d) / 8.0).map_or(Value::Null, Value::Number);
+            }
+            v
+        }
+        FieldTemplate::Confirm { default } => {
+            let mut v = json!({"type": "boolean"});
+            if let Some(d) = default {
+                v["default"] = json!(d);
+            }
+            v
+        }
+        FieldTemplate::Choice {
+            titled,
+            multi,
+            default,
+        } => {
+            let titles = json!([
+                {"const": "a", "title": "A"},
+                {"const": "b", "title": "B"},
+                {"const": "c", "title": "C"},
+            ]);
+            let mut v = match (titled, multi) {
+                (false, false) => json!({"type": "string", "enum": ["a", "b", "c"]}),
+                (true, false) => json!({"type": "string", "oneOf": titles}),
+                (false, true) => {
+                    json!({"type": "array", "items": {"type": "string", "enum": ["a", "b", "c"]}})
+                }
+                (true, true) => json!({"type": "array", "items": {"anyOf": titles}}),
+            };
+            if let Some(d) = default {
+                let choice = CHOICES[usize::from(*d) % CHOICES.len()];
+                v["default"] = if *multi {
+                    json!([choice])
+                } else {
+                    json!(choice)
+                };
+            }
+            v
+        }
+        FieldTemplate::Other(json) => json.value(),
+    }
+}
+
+fn sampling(r: &SamplingTemplate) -> Value {
+    let messages: Vec<Value> = r
+        .messages
+        .iter()
+        .map(|m| match m {
+            SamplingMessage::User(t) => {
+                json!({"role": "user", "content": {"type": "text", "text": t.text()}})
+            }
+            SamplingMessage::Assistant(t) => {
+                json!({"role": "assistant", "content": {"type": "text", "text": t.text()}})
+            }
+            SamplingMessage::Image => json!({
+                "role": "user",
+                "content": {"type": "image", "data": "AAAA", "mimeType": "image/png"}
+            }),
+            SamplingMessage::BadRole => {
+                json!({"role": "system", "content": {"type": "text", "text": "x"}})
+            }
+            SamplingMessage::NoContent => json!({"role": "user"}),
+            SamplingMessage::Other(json) => json.value(),
+        })
+        .collect();
+    let mut params = json!({ "messages": messages });
+    if let Some(prompt) = &r.system_prompt {
+        params["systemPrompt"] = json!(prompt.text());
+    }
+    if let Some(max) = r.max_tokens {
+        params["maxTokens"] = json!(max);
+    }
+    if r.include_context {
+        params["includeContext"] = json!("thisServer");
+    }
+    params
+}
+
+// ---------------------------------------------------------------------------
+// Encoding, for hand-written seeds (see `encode`).
+// ---------------------------------------------------------------------------
+
+impl Encode for Text {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Text::Pick(n) => {
+                tag(out, 0, 2);
+                n.encode(out);
+            }
+            Text::Bytes(b) => {
+                tag(out, 1, 2);
+                b.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for Json {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 7;
+        match self {
+            Json::Null => tag(out, 0, N),
+            Json::Bool(b) => {
+                tag(out, 1, N);
+                b.encode(out);
+            }
+            Json::Number(n) => {
+                tag(out, 2, N);
+                n.encode(out);
+            }
+            Json::Float(n) => {
+                tag(out, 3, N);
+                n.encode(out);
+            }
+            Json::Text(t) => {
+                tag(out, 4, N);
+                t.encode(out);
+            }
+            Json::Array(items) => {
+                tag(out, 5, N);
+                items.encode(out);
+            }
+            Json::Object(members) => {
+                tag(out, 6, N);
+                members.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for Leaf {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 6;
+        match self {
+            Leaf::Null => tag(out, 0, N),
+            Leaf::Bool(b) => {
+                tag(out, 1, N);
+                b.encode(out);
+            }
+            Leaf::Number(n) => {
+                tag(out, 2, N);
+                n.encode(out);
+            }
+            Leaf::Text(t) => {
+                tag(out, 3, N);
+                t.encode(out);
+            }
+            Leaf::Array => tag(out, 4, N),
+            Leaf::Object => tag(out, 5, N),
+        }
+    }
+}
+
+impl Encode for Reply {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 4;
+        match self {
+            Reply::Latest => tag(out, 0, N),
+            Reply::Sent(n) => {
+                tag(out, 1, N);
+                n.encode(out);
+            }
+            Reply::Number(n) => {
+                tag(out, 2, N);
+                n.encode(out);
+            }
+            Reply::Text(t) => {
+                tag(out, 3, N);
+                t.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for ServerId {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            ServerId::Number(n) => {
+                tag(out, 0, 2);
+                n.encode(out);
+            }
+            ServerId::Text(n) => {
+                tag(out, 1, 2);
+                n.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for Capabilities {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            tools,
+            logging,
+            prompts,
+        } = self;
+        tools.encode(out);
+        logging.encode(out);
+        prompts.encode(out);
+    }
+}
+
+impl Encode for ToolTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            name,
+            output_schema,
+            malformed,
+        } = self;
+        name.encode(out);
+        output_schema.encode(out);
+        malformed.encode(out);
+    }
+}
+
+impl Encode for CallResultTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            content,
+            text,
+            structured,
+            is_error,
+        } = self;
+        content.encode(out);
+        text.encode(out);
+        structured.encode(out);
+        is_error.encode(out);
+    }
+}
+
+impl Encode for FormTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            mode,
+            message,
+            object_type,
+            fields,
+            required,
+        } = self;
+        mode.encode(out);
+        message.encode(out);
+        object_type.encode(out);
+        fields.encode(out);
+        required.encode(out);
+    }
+}
+
+impl Encode for FieldTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 5;
+        match self {
+            FieldTemplate::Text { default } => {
+                tag(out, 0, N);
+                default.encode(out);
+            }
+            FieldTemplate::Number { integer, default } => {
+                tag(out, 1, N);
+                integer.encode(out);
+                default.encode(out);
+            }
+            FieldTemplate::Confirm { default } => {
+                tag(out, 2, N);
+                default.encode(out);
+            }
+            FieldTemplate::Choice {
+                titled,
+                multi,
+                default,
+            } => {
+                tag(out, 3, N);
+                titled.encode(out);
+                multi.encode(out);
+                default.encode(out);
+            }
+            FieldTemplate::Other(json) => {
+                tag(out, 4, N);
+                json.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for SamplingTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            messages,
+            system_prompt,
+            max_tokens,
+            include_context,
+        } = self;
+        messages.encode(out);
+        system_prompt.encode(out);
+        max_tokens.encode(out);
+        include_context.encode(out);
+    }
+}
+
+impl Encode for SamplingMessage {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 6;
+        match self {
+            SamplingMessage::User(t) => {
+                tag(out, 0, N);
+                t.encode(out);
+            }
+            SamplingMessage::Assistant(t) => {
+                tag(out, 1, N);
+                t.encode(out);
+            }
+            SamplingMessage::Image => tag(out, 2, N),
+            SamplingMessage::BadRole => tag(out, 3, N),
+            SamplingMessage::NoContent => tag(out, 4, N),
+            SamplingMessage::Other(json) => {
+                tag(out, 5, N);
+                json.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for ServerMessage {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 16;
+        match self {
+            ServerMessage::Initialize {
+                id,
+                version,
+                capabilities,
+                instructions,
+            } => {
+                tag(out, 0, N);
+                id.encode(out);
+                version.encode(out);
+                capabilities.encode(out);
+                instructions.encode(out);
+            }
+            ServerMessage::ToolsPage { id, tools, cursor } => {
+                tag(out, 1, N);
+                id.encode(out);
+                tools.encode(out);
+                cursor.encode(out);
+            }
+            ServerMessage::CallResult { id, result } => {
+                tag(out, 2, N);
+                id.encode(out);
+                result.encode(out);
+            }
+            ServerMessage::Result { id, result } => {
+                tag(out, 3, N);
+                id.encode(out);
+                result.encode(out);
+            }
+            ServerMessage::Error { id, code, message } => {
+                tag(out, 4, N);
+                id.encode(out);
+                code.encode(out);
+                message.encode(out);
+            }
+            ServerMessage::Ping(id) => {
+                tag(out, 5, N);
+                id.encode(out);
+            }
+            ServerMessage::RootsList(id) => {
+                tag(out, 6, N);
+                id.encode(out);
+            }
+            ServerMessage::Elicitation { id, form } => {
+                tag(out, 7, N);
+                id.encode(out);
+                form.encode(out);
+            }
+            ServerMessage::Sampling { id, request } => {
+                tag(out, 8, N);
+                id.encode(out);
+                request.encode(out);
+            }
+            ServerMessage::OtherRequest { id, method, params } => {
+                tag(out, 9, N);
+                id.encode(out);
+                method.encode(out);
+                params.encode(out);
+            }
+            ServerMessage::Progress {
+                token,
+                progress,
+                total,
+                message,
+            } => {
+                tag(out, 10, N);
+                token.encode(out);
+                progress.encode(out);
+                total.encode(out);
+                message.encode(out);
+            }
+            ServerMessage::Cancelled(id) => {
+                tag(out, 11, N);
+                id.encode(out);
+            }
+            ServerMessage::ToolsListChanged => tag(out, 12, N),
+            ServerMessage::Log { level, data } => {
+                tag(out, 13, N);
+                level.encode(out);
+                data.encode(out);
+            }
+            ServerMessage::OtherNotification { method, params } => {
+                tag(out, 14, N);
+                method.encode(out);
+                params.encode(out);
+            }
+            ServerMessage::Raw(json) => {
+                tag(out, 15, N);
+                json.encode(out);
+            }
+        }
+    }
+}

@@ -1,0 +1,906 @@
+//! The `session` target: whole stdio sessions driven by a scripted server,
+//! a host and a fake clock, all chosen by the fuzzer.
+//!
+//! After every input the harness drains the session (the drain rule) and
+//! checks, besides "no panic":
+//!
+//! - every transmit is one line of valid JSON-RPC; requests have fresh,
+//!   increasing ids; `notifications/cancelled` names a request we sent;
+//! - every response we send echoes the id of a server request we were fed,
+//!   and never more often than that id was received;
+//! - each drain yields fewer than [`QUEUE_BOUND`] transmits and events;
+//! - every call `call_tool` accepted completes exactly once, and only
+//!   accepted, unfinished calls get progress or questions;
+//! - a withdrawn question was open; `Ready` comes at most once;
+//! - after a step at time `now`, [`Session::poll_timeout`] is `None` or
+//!   later than `now` (so `handle_timeout` at a deadline always moves the
+//!   deadline on, and a driver never spins);
+//! - the getters agree with what was drained (state, calls in flight,
+//!   open questions);
+//! - after [`Event::Closed`] nothing more comes out.
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::panic::AssertUnwindSafe;
+use std::rc::Rc;
+use std::time::{Duration, Instant};
+
+use arbitrary::Arbitrary;
+use serde_json::{Map, Value, json};
+
+use super::encode::{Encode, tag};
+use super::script::{Leaf, Peer, ServerMessage, Text};
+use crate::config::LogLevel;
+use crate::elicitation::{Form, FormAnswer};
+use crate::framing::LineDecoder;
+use crate::jsonrpc::{ClientRequestId, Incoming, Message, RequestId};
+use crate::session::{
+    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
+    SessionState, Transmit, TransmitKind,
+};
+
+/// A drain that yields this many transmits or events is a runaway queue.
+pub const QUEUE_BOUND: usize = 10_000;
+
+/// One fuzzed session: options, then what happens, in order.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct SessionInput {
+    /// Session options that change behaviour.
+    pub setup: Setup,
+    /// The script.
+    pub actions: Vec<Action>,
+}
+
+/// The options a session is created with, besides the fixed ones (10 s
+/// startup, 5 s calls, 3 s small requests, elicitation and sampling on).
+#[derive(Arbitrary, Clone, Debug, Default, PartialEq, Eq)]
+pub struct Setup {
+    /// Send `logging/setLevel` when the server declares logging.
+    pub log_level: bool,
+    /// Declare roots (a workspace) and answer `roots/list`.
+    pub roots: bool,
+    /// Ping every 20 s while ready.
+    pub ping: bool,
+    /// Progress extends a call's budget, up to 30 s.
+    pub progress_extends: bool,
+    /// A 256-byte line cap rather than 64 KiB.
+    pub short_lines: bool,
+}
+
+/// One step of a script.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// The server writes these messages, one per line or as one batch
+    /// line, delivered in pieces of `chunks[0]`, `chunks[1]`, ... bytes and
+    /// then the rest.
+    Server {
+        /// The messages.
+        messages: Vec<ServerMessage>,
+        /// As one JSON-RPC batch.
+        batch: bool,
+        /// Piece lengths.
+        chunks: Vec<u8>,
+    },
+    /// The server writes these bytes.
+    Garbage(Vec<u8>),
+    /// Time passes; then `handle_timeout`.
+    Wait(Wait),
+    /// The host calls a tool.
+    CallTool {
+        /// The tool name.
+        tool: Text,
+        /// The arguments.
+        arguments: Arguments,
+    },
+    /// The host cancels a call.
+    CancelCall(Ref),
+    /// The host answers an elicitation question.
+    AnswerElicitation {
+        /// Which question.
+        question: Ref,
+        /// The answer.
+        answer: ElicitAnswer,
+    },
+    /// The host answers a sampling question.
+    AnswerSampling {
+        /// Which question.
+        question: Ref,
+        /// The answer.
+        answer: SamplingReply,
+    },
+    /// The transport lost one request (`handle_request_failed`).
+    RequestFailed(super::script::Reply),
+    /// The host closes the session.
+    Close,
+    /// The server's output ended.
+    TransportClosed,
+    /// The transport failed.
+    TransportFailed,
+}
+
+/// How much time passes.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Wait {
+    /// This many milliseconds.
+    Millis(u16),
+    /// This many seconds.
+    Seconds(u8),
+    /// Up to the next deadline (none: no time passes).
+    NextDeadline,
+    /// To one millisecond before the next deadline.
+    JustBeforeDeadline,
+}
+
+/// A call or question the host names.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Ref {
+    /// The `n % count`-th one the session handed out (0 before any).
+    Known(u8),
+    /// This raw id.
+    Raw(u64),
+}
+
+/// `tools/call` arguments.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum Arguments {
+    /// `null`, which means `{}`.
+    Null,
+    /// An object.
+    Object(Vec<(Text, Leaf)>),
+    /// Something that is not an object: API misuse.
+    NotObject(Leaf),
+}
+
+impl Arguments {
+    /// The value.
+    pub fn value(&self) -> Value {
+        match self {
+            Arguments::Null => Value::Null,
+            Arguments::Object(members) => Value::Object(
+                members
+                    .iter()
+                    .map(|(k, v)| (k.text(), v.value()))
+                    .collect::<Map<_, _>>(),
+            ),
+            Arguments::NotObject(leaf) => match leaf.value() {
+                // `null` is a valid argument; make it a misuse anyway.
+                Value::Null => json!(0),
+                Value::Object(_) => json!([]),
+                other => other,
+            },
+        }
+    }
+}
+
+/// The host's answer to an elicitation.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum ElicitAnswer {
+    /// Submitted: (field index mod count, text) pairs; a form without
+    /// fields gets the field `nope`.
+    Submit(Vec<(u8, Text)>),
+    /// The form's defaults, submitted.
+    Defaults,
+    /// Dismissed.
+    Dismissed,
+    /// Could not ask.
+    CouldNotAsk,
+}
+
+impl ElicitAnswer {
+    /// The answer, for `form` (when the question was a form).
+    pub fn answer(&self, form: Option<&Form>) -> FormAnswer {
+        match self {
+            ElicitAnswer::Submit(pairs) => {
+                let mut answers: BTreeMap<String, Vec<String>> = BTreeMap::new();
+                for (n, text) in pairs {
+                    let name = match form.map(|f| f.fields.as_slice()) {
+                        Some(fields) if !fields.is_empty() => {
+                            fields[usize::from(*n) % fields.len()].name.clone()
+                        }
+                        _ => "nope".to_owned(),
+                    };
+                    answers.entry(name).or_default().push(text.text());
+                }
+                FormAnswer::Submitted(answers)
+            }
+            ElicitAnswer::Defaults => {
+                FormAnswer::Submitted(form.map(Form::default_answers).unwrap_or_default())
+            }
+            ElicitAnswer::Dismissed => FormAnswer::Dismissed,
+            ElicitAnswer::CouldNotAsk => FormAnswer::CouldNotAsk,
+        }
+    }
+}
+
+/// The host's answer to a sampling question.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum SamplingReply {
+    /// The model answered this.
+    Completed(Text),
+    /// The person refused.
+    Refused,
+    /// The model failed.
+    Failed(Text),
+}
+
+impl SamplingReply {
+    /// The answer.
+    pub fn answer(&self) -> SamplingAnswer {
+        match self {
+            SamplingReply::Completed(text) => SamplingAnswer::Completed {
+                text: text.text(),
+                model: "fuzz-model".into(),
+            },
+            SamplingReply::Refused => SamplingAnswer::Refused,
+            SamplingReply::Failed(text) => SamplingAnswer::Failed(text.text()),
+        }
+    }
+}
+
+/// The session options for `setup`, framed as `framing`.
+pub fn options(setup: &Setup, framing: Framing) -> SessionOptions {
+    let mut o = SessionOptions::stdio("fuzz");
+    o.framing = framing;
+    o.startup_timeout = Duration::from_secs(10);
+    o.tool_timeout = Duration::from_secs(5);
+    o.request_timeout = Duration::from_secs(3);
+    o.elicitation = true;
+    o.sampling = true;
+    o.log_level = setup.log_level.then_some(LogLevel::Info);
+    o.workspace_root = setup.roots.then(|| "file:///work".to_owned());
+    o.ping_interval = setup.ping.then_some(Duration::from_secs(20));
+    o.progress_extends_up_to = setup.progress_extends.then_some(Duration::from_secs(30));
+    o.max_line = if setup.short_lines { 256 } else { 64 * 1024 };
+    o
+}
+
+/// `session`: decodes a [`SessionInput`] and runs it from `origin`.
+pub fn check_session(data: &[u8], origin: Instant) {
+    if let Some(input) = super::decode::<SessionInput>(data) {
+        run_session(&input, origin);
+    }
+}
+
+/// Runs one script against a fresh session, checking every invariant in
+/// the module docs after every step, and closes it at the end.
+pub fn run_session(input: &SessionInput, origin: Instant) {
+    run(input, origin, None);
+}
+
+/// What happens in one script, line by line (what the server said, what
+/// the client sent, what the host was told), for reading a crash or a seed;
+/// the last line is the panic, if an invariant broke.
+pub fn transcript(input: &SessionInput, origin: Instant) -> Vec<String> {
+    record(|log| run(input, origin, Some(log)))
+}
+
+/// A transcript being written.
+pub(crate) type Log = Rc<RefCell<Vec<String>>>;
+
+/// Runs `f` with a fresh log and returns the log, ending with the panic
+/// message if `f` panicked.
+pub(crate) fn record(f: impl FnOnce(Log)) -> Vec<String> {
+    let log = Log::default();
+    let outcome = std::panic::catch_unwind(AssertUnwindSafe(|| f(Rc::clone(&log))));
+    let mut lines = log.take();
+    if let Err(payload) = outcome {
+        let message = payload
+            .downcast_ref::<String>()
+            .cloned()
+            .or_else(|| payload.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+            .unwrap_or_default();
+        lines.push(format!("PANIC: {message}"));
+    }
+    lines
+}
+
+fn run(input: &SessionInput, origin: Instant, log: Option<Log>) {
+    let mut h = Harness::new(&input.setup, origin, log);
+    for action in &input.actions {
+        h.host.note(|| format!("-- {action:?}"));
+        h.act(action);
+    }
+    h.host.note(|| "-- close".to_owned());
+    h.session.close(h.now);
+    h.drain();
+    h.check_state();
+    assert!(h.host.closed, "close() produced no Closed event");
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+/// The client side's bookkeeping, shared with the `http_session` target:
+/// what was sent and received, and what the host was told.
+#[derive(Debug, Default)]
+pub(crate) struct Host {
+    /// The scripted server's memory of our requests.
+    pub(crate) peer: Peer,
+    /// Ids of server requests received, with how often.
+    pub(crate) server_requests: BTreeMap<RequestId, usize>,
+    /// Ids we answered, with how often.
+    pub(crate) responses: BTreeMap<RequestId, usize>,
+    /// Every question asked, with its form.
+    pub(crate) questions: Vec<(QuestionId, Option<Form>)>,
+    /// Questions asked and neither answered nor withdrawn.
+    pub(crate) open: BTreeSet<QuestionId>,
+    /// Whether keep-alive pings are on.
+    pub(crate) pings: bool,
+    pub(crate) ready: bool,
+    pub(crate) closed: bool,
+    /// A transcript, when asked for ([`transcript`]); shared, so that it
+    /// survives a panic.
+    pub(crate) log: Option<Log>,
+}
+
+impl Host {
+    /// Adds a line to the transcript, if one is kept.
+    pub(crate) fn note(&mut self, line: impl FnOnce() -> String) {
+        if let Some(log) = &self.log {
+            log.borrow_mut().push(line());
+        }
+    }
+
+    /// Notes the server requests in one frame the client was fed.
+    pub(crate) fn received(&mut self, frame: &[u8]) {
+        self.note(|| format!("server: {}", String::from_utf8_lossy(frame)));
+        let mut note = |message: &Message| {
+            if let Message::Request { id, .. } = message {
+                *self.server_requests.entry(id.clone()).or_default() += 1;
+            }
+        };
+        match Incoming::parse(frame) {
+            Ok(Incoming::Single(message)) => note(&message),
+            Ok(Incoming::Batch(items)) => items.iter().flatten().for_each(note),
+            Err(_) => {}
+        }
+    }
+
+    /// Checks one message the client sent (already unframed), and its
+    /// kind when the transport reports one.
+    pub(crate) fn sent(&mut self, bytes: &[u8], kind: Option<TransmitKind>) {
+        self.note(|| format!("client: {}", String::from_utf8_lossy(bytes).trim_end()));
+        let message = match Incoming::parse(bytes) {
+            Ok(Incoming::Single(message)) => message,
+            other => panic!(
+                "we sent {:?}, which is not one JSON-RPC message: {other:?}",
+                String::from_utf8_lossy(bytes)
+            ),
+        };
+        match message {
+            Message::Request { id, method, .. } => {
+                let Some(ClientRequestId(n)) = ClientRequestId::from_wire(&id) else {
+                    panic!("request id {id} is not ours");
+                };
+                if let Some(&(last, _)) = self.peer.sent.last() {
+                    assert!(n > last, "request id {n} after {last}");
+                }
+                let want = if method == "initialize" {
+                    TransmitKind::Initialize(ClientRequestId(n))
+                } else {
+                    TransmitKind::Request(ClientRequestId(n))
+                };
+                assert!(kind.is_none_or(|k| k == want), "{method} sent as {kind:?}");
+                assert!(
+                    [
+                        "initialize",
+                        "tools/list",
+                        "tools/call",
+                        "ping",
+                        "logging/setLevel"
+                    ]
+                    .contains(&method.as_str()),
+                    "unexpected request {method}"
+                );
+                self.peer.sent.push((n, method));
+            }
+            Message::Notification { method, params } => {
+                if method == "notifications/initialized" {
+                    assert!(kind.is_none_or(|k| k == TransmitKind::Initialized));
+                } else {
+                    assert_eq!(method, "notifications/cancelled");
+                    assert!(kind.is_none_or(|k| k == TransmitKind::Notification));
+                    let id = params
+                        .as_ref()
+                        .and_then(|p| p.get("requestId"))
+                        .and_then(Value::as_u64);
+                    assert!(
+                        id.is_some_and(|id| self.peer.sent.iter().any(|(n, _)| *n == id)),
+                        "cancelled a request we never sent: {params:?}"
+                    );
+                }
+            }
+            Message::Response { id, .. }
+            | Message::Error {
+                id: Some(id),
+                error: _,
+            } => {
+                assert!(kind.is_none_or(|k| k == TransmitKind::Response));
+                let answered = self.responses.entry(id.clone()).or_default();
+                *answered += 1;
+                let received = self.server_requests.get(&id).copied().unwrap_or(0);
+                assert!(
+                    *answered <= received,
+                    "answer #{answered} to server request id {id}, received {received} times"
+                );
+            }
+            Message::Error { id: None, .. } => panic!("we sent an error without an id"),
+        }
+    }
+
+    /// Checks one event the host received.
+    pub(crate) fn event(&mut self, event: &Event) {
+        self.note(|| format!("event: {event:?}"));
+        assert!(!self.closed, "{event:?} after Closed");
+        match event {
+            Event::Ready(_) => {
+                assert!(!self.ready, "Ready twice");
+                self.ready = true;
+            }
+            Event::CallCompleted { call, .. } => {
+                assert!(
+                    self.in_flight(call),
+                    "{call} completed but was not in flight"
+                );
+                self.peer.completed.insert(*call);
+            }
+            Event::Progress { call, .. } => assert!(self.in_flight(call), "progress for {call}"),
+            Event::Question {
+                question,
+                call,
+                kind,
+            } => {
+                assert!(self.in_flight(call), "question for {call}");
+                assert!(
+                    self.questions.iter().all(|(q, _)| q != question),
+                    "question {question:?} asked twice"
+                );
+                let form = match kind {
+                    crate::session::Question::Elicitation(form) => Some(form.clone()),
+                    crate::session::Question::Sampling(_) => None,
+                };
+                self.questions.push((*question, form));
+                self.open.insert(*question);
+            }
+            Event::QuestionWithdrawn(question) => {
+                assert!(
+                    self.open.remove(question),
+                    "{question:?} withdrawn but not open"
+                );
+            }
+            Event::PingAnswered | Event::PingFailed(_) => {
+                assert!(self.pings, "ping event without keep-alive pings")
+            }
+            Event::Closed(_) => {
+                self.closed = true;
+                let unfinished: Vec<_> = self
+                    .peer
+                    .calls
+                    .iter()
+                    .filter(|c| !self.peer.completed.contains(c))
+                    .collect();
+                assert!(
+                    unfinished.is_empty(),
+                    "closed with {unfinished:?} unfinished"
+                );
+                assert!(self.open.is_empty(), "closed with questions open");
+            }
+            Event::PeerMisbehaved(_) | Event::ToolsChanged(_) => {}
+        }
+    }
+
+    /// Whether `call` was accepted and has not completed.
+    fn in_flight(&self, call: &CallId) -> bool {
+        self.peer.calls.contains(call) && !self.peer.completed.contains(call)
+    }
+
+    /// A call the host started.
+    pub(crate) fn accepted(&mut self, call: CallId) {
+        assert!(!self.peer.calls.contains(&call), "{call} handed out twice");
+        self.peer.calls.push(call);
+    }
+
+    /// The call `r` names.
+    pub(crate) fn call(&self, r: &Ref) -> CallId {
+        match r {
+            Ref::Known(n) => match self.peer.calls.len() {
+                0 => CallId(0),
+                len => self.peer.calls[usize::from(*n) % len],
+            },
+            Ref::Raw(n) => CallId(*n),
+        }
+    }
+
+    /// The question `r` names, and its form; the host's answer closes it.
+    pub(crate) fn answer(&mut self, r: &Ref) -> (QuestionId, Option<Form>) {
+        let (question, form) = match r {
+            Ref::Known(n) => match self.questions.len() {
+                0 => (QuestionId(0), None),
+                len => self.questions[usize::from(*n) % len].clone(),
+            },
+            Ref::Raw(n) => (QuestionId(*n), None),
+        };
+        self.open.remove(&question);
+        (question, form)
+    }
+
+    /// Checks the outcome of `call_tool` made in `state`.
+    pub(crate) fn called(
+        &mut self,
+        state: SessionState,
+        arguments: &Value,
+        result: Result<CallId, ApiMisuse>,
+    ) {
+        let object = matches!(arguments, Value::Null | Value::Object(_));
+        match result {
+            Ok(call) => {
+                assert_eq!(state, SessionState::Ready, "call accepted while {state:?}");
+                assert!(object, "call accepted with arguments {arguments}");
+                self.accepted(call);
+            }
+            Err(ApiMisuse::NotReady(_)) => assert_eq!(state, SessionState::Starting),
+            Err(ApiMisuse::Closed(_)) => assert_eq!(state, SessionState::Closed),
+            Err(ApiMisuse::ArgumentsNotObject) => {
+                assert!(
+                    state == SessionState::Ready && !object,
+                    "{state:?} {arguments}"
+                )
+            }
+        }
+    }
+
+    /// Checks the getters of `session` against the drained outputs, at `now`.
+    pub(crate) fn agrees(&self, session: &Session, now: Instant) {
+        if let Some(deadline) = session.poll_timeout() {
+            assert!(
+                deadline > now,
+                "poll_timeout is {:?} before the current time",
+                now.saturating_duration_since(deadline)
+            );
+        }
+        let unfinished = self
+            .peer
+            .calls
+            .iter()
+            .filter(|c| !self.peer.completed.contains(c))
+            .count();
+        assert_eq!(session.calls_in_flight(), unfinished, "calls in flight");
+        assert_eq!(session.open_questions(), self.open.len(), "open questions");
+    }
+}
+
+/// A session, a fake clock, and the checks' bookkeeping.
+struct Harness {
+    now: Instant,
+    session: Session,
+    /// A second decoder fed the same bytes, to see what lines the session
+    /// read.
+    shadow: LineDecoder,
+    host: Host,
+}
+
+impl Harness {
+    fn new(setup: &Setup, origin: Instant, log: Option<Log>) -> Self {
+        let options = options(setup, Framing::Lines);
+        let shadow = LineDecoder::new(options.max_line);
+        let mut h = Self {
+            now: origin,
+            session: Session::new(options, origin),
+            shadow,
+            host: Host {
+                pings: setup.ping,
+                log,
+                ..Host::default()
+            },
+        };
+        h.drain();
+        h.check_state();
+        h
+    }
+
+    fn act(&mut self, action: &Action) {
+        match action {
+            Action::Server {
+                messages,
+                batch,
+                chunks,
+            } => {
+                let values: Vec<Value> =
+                    messages.iter().map(|m| self.host.peer.message(m)).collect();
+                let mut bytes = Vec::new();
+                if *batch {
+                    bytes.extend(serde_json::to_vec(&values).unwrap_or_default());
+                    bytes.push(b'\n');
+                } else {
+                    for value in &values {
+                        bytes.extend(serde_json::to_vec(value).unwrap_or_default());
+                        bytes.push(b'\n');
+                    }
+                }
+                let input = super::Chunked {
+                    chunks: chunks.clone(),
+                    stream: &bytes,
+                };
+                for piece in input.pieces() {
+                    self.feed(piece);
+                }
+            }
+            Action::Garbage(bytes) => self.feed(bytes),
+            Action::Wait(wait) => {
+                let next = self.session.poll_timeout();
+                self.now = match wait {
+                    Wait::Millis(ms) => self.now + Duration::from_millis(u64::from(*ms)),
+                    Wait::Seconds(s) => self.now + Duration::from_secs(u64::from(*s)),
+                    Wait::NextDeadline => next.unwrap_or(self.now).max(self.now),
+                    Wait::JustBeforeDeadline => next
+                        .and_then(|t| t.checked_sub(Duration::from_millis(1)))
+                        .unwrap_or(self.now)
+                        .max(self.now),
+                };
+                self.session.handle_timeout(self.now);
+                self.step();
+            }
+            Action::CallTool { tool, arguments } => {
+                let arguments = arguments.value();
+                let state = self.session.state();
+                let result = self
+                    .session
+                    .call_tool(self.now, &tool.text(), arguments.clone());
+                self.host.called(state, &arguments, result);
+                self.step();
+            }
+            Action::CancelCall(r) => {
+                let call = self.host.call(r);
+                self.session.cancel_call(self.now, call);
+                self.step();
+            }
+            Action::AnswerElicitation { question, answer } => {
+                let (question, form) = self.host.answer(question);
+                let answer = answer.answer(form.as_ref());
+                self.session.answer_elicitation(self.now, question, answer);
+                self.step();
+            }
+            Action::AnswerSampling { question, answer } => {
+                let (question, _) = self.host.answer(question);
+                self.session
+                    .answer_sampling(self.now, question, answer.answer());
+                self.step();
+            }
+            Action::RequestFailed(reply) => {
+                if let Some(id) = self.host.peer.reply_id(reply, "").as_u64() {
+                    let request = ClientRequestId(id);
+                    self.session
+                        .handle_request_failed(self.now, request, "fuzz".into());
+                    self.step();
+                }
+            }
+            Action::Close => {
+                self.session.close(self.now);
+                self.step();
+            }
+            Action::TransportClosed => {
+                // The session reads one final unterminated line, as here.
+                if let Some(Ok(line)) = self.shadow.finish() {
+                    self.host.received(&line);
+                }
+                self.session.handle_transport_closed(self.now, None);
+                self.step();
+            }
+            Action::TransportFailed => {
+                self.session
+                    .handle_transport_failed(self.now, "fuzz".into());
+                self.step();
+            }
+        }
+    }
+
+    /// Delivers bytes from the server.
+    fn feed(&mut self, bytes: &[u8]) {
+        self.shadow.push(bytes);
+        while let Some(line) = self.shadow.next_line() {
+            if let Ok(line) = line {
+                self.host.received(&line);
+            }
+        }
+        self.session.handle_stdio_bytes(self.now, bytes);
+        self.step();
+    }
+
+    fn step(&mut self) {
+        self.drain();
+        self.check_state();
+    }
+
+    fn drain(&mut self) {
+        let was_closed = self.host.closed;
+        let mut count = 0;
+        while let Some(Transmit { bytes, kind }) = self.session.poll_transmit() {
+            count += 1;
+            assert!(count < QUEUE_BOUND, "runaway transmit queue");
+            assert!(!was_closed, "transmit after Closed");
+            assert_eq!(bytes.last(), Some(&b'\n'), "stdio transmits end a line");
+            assert_eq!(
+                bytes.iter().filter(|&&b| b == b'\n').count(),
+                1,
+                "a transmit spans lines: {:?}",
+                String::from_utf8_lossy(&bytes)
+            );
+            self.host.sent(&bytes, Some(kind));
+        }
+        let mut count = 0;
+        while let Some(event) = self.session.poll_event() {
+            count += 1;
+            assert!(count < QUEUE_BOUND, "runaway event queue");
+            self.host.event(&event);
+        }
+    }
+
+    fn check_state(&self) {
+        self.host.agrees(&self.session, self.now);
+        let state = self.session.state();
+        if self.host.closed {
+            assert_eq!(state, SessionState::Closed);
+            assert_eq!(self.session.poll_timeout(), None);
+        } else {
+            assert_ne!(state, SessionState::Closed, "closed without Closed");
+            assert_eq!(state == SessionState::Ready, self.host.ready, "{state:?}");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// Encoding, for hand-written seeds (see `encode`).
+// ---------------------------------------------------------------------------
+
+impl Encode for SessionInput {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self { setup, actions } = self;
+        setup.encode(out);
+        actions.encode(out);
+    }
+}
+
+impl Encode for Setup {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            log_level,
+            roots,
+            ping,
+            progress_extends,
+            short_lines,
+        } = self;
+        log_level.encode(out);
+        roots.encode(out);
+        ping.encode(out);
+        progress_extends.encode(out);
+        short_lines.encode(out);
+    }
+}
+
+impl Encode for Action {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 11;
+        match self {
+            Action::Server {
+                messages,
+                batch,
+                chunks,
+            } => {
+                tag(out, 0, N);
+                messages.encode(out);
+                batch.encode(out);
+                chunks.encode(out);
+            }
+            Action::Garbage(bytes) => {
+                tag(out, 1, N);
+                bytes.encode(out);
+            }
+            Action::Wait(wait) => {
+                tag(out, 2, N);
+                wait.encode(out);
+            }
+            Action::CallTool { tool, arguments } => {
+                tag(out, 3, N);
+                tool.encode(out);
+                arguments.encode(out);
+            }
+            Action::CancelCall(r) => {
+                tag(out, 4, N);
+                r.encode(out);
+            }
+            Action::AnswerElicitation { question, answer } => {
+                tag(out, 5, N);
+                question.encode(out);
+                answer.encode(out);
+            }
+            Action::AnswerSampling { question, answer } => {
+                tag(out, 6, N);
+                question.encode(out);
+                answer.encode(out);
+            }
+            Action::RequestFailed(reply) => {
+                tag(out, 7, N);
+                reply.encode(out);
+            }
+            Action::Close => tag(out, 8, N),
+            Action::TransportClosed => tag(out, 9, N),
+            Action::TransportFailed => tag(out, 10, N),
+        }
+    }
+}
+
+impl Encode for Wait {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Wait::Millis(ms) => {
+                tag(out, 0, 4);
+                ms.encode(out);
+            }
+            Wait::Seconds(s) => {
+                tag(out, 1, 4);
+                s.encode(out);
+            }
+            Wait::NextDeadline => tag(out, 2, 4),
+            Wait::JustBeforeDeadline => tag(out, 3, 4),
+        }
+    }
+}
+
+impl Encode for Ref {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Ref::Known(n) => {
+                tag(out, 0, 2);
+                n.encode(out);
+            }
+            Ref::Raw(n) => {
+                tag(out, 1, 2);
+                n.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for Arguments {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            Arguments::Null => tag(out, 0, 3),
+            Arguments::Object(members) => {
+                tag(out, 1, 3);
+                members.encode(out);
+            }
+            Arguments::NotObject(leaf) => {
+                tag(out, 2, 3);
+                leaf.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for ElicitAnswer {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            ElicitAnswer::Submit(pairs) => {
+                tag(out, 0, 4);
+                pairs.encode(out);
+            }
+            ElicitAnswer::Defaults => tag(out, 1, 4),
+            ElicitAnswer::Dismissed => tag(out, 2, 4),
+            ElicitAnswer::CouldNotAsk => tag(out, 3, 4),
+        }
+    }
+}
+
+impl Encode for SamplingReply {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            SamplingReply::Completed(t) => {
+                tag(out, 0, 3);
+                t.encode(out);
+            }
+            SamplingReply::Refused => tag(out, 1, 3),
+            SamplingReply::Failed(t) => {
+                tag(out, 2, 3);
+                t.encode(out);
+            }
+        }
+    }
+}
