@@ -3,77 +3,26 @@
 //! commands in, carry outputs out, sleep until `poll_timeout`, hand events
 //! to the host. No protocol decision is made here.
 
-use std::collections::BTreeMap;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
-use rho_proto_core::http::{ExchangeId, HttpOutput};
-use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::connection::{Connection, HostContext, Output};
+use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
+use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
-use rho_proto_core::session::{
-    CallError, CallId, CloseReason, Event, Progress, QuestionId, ServerReady,
-};
-use serde_json::Value;
+use rho_proto_core::session::{CallError, CloseReason, Event};
 
-use crate::host::{Answer, HostServices};
+use crate::host::HostServices;
 use crate::http_client::HttpClient;
 use crate::record::TranscriptSink;
-use crate::stdio::{PipeEvent, StdioChild};
+use crate::stdio::StdioChild;
 
-/// Everything that wakes a driver.
-#[derive(Debug)]
-pub(crate) enum Input {
-    /// From a stdio child's pipes.
-    Pipe(PipeEvent),
-    /// From an HTTP exchange.
-    Http(ExchangeId, HttpInput),
-    /// From the host.
-    Command(Command),
-}
-
-/// What the host asks of a running server.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Call a tool by the server's own name.
-    CallTool {
-        ticket: u64,
-        tool: String,
-        arguments: Value,
-        reply: Sender<CallUpdate>,
-    },
-    /// The caller gave up on a call: abandon it (the server is told).
-    Cancel { ticket: u64 },
-    /// The host answered a server's question.
-    Answer {
-        question: QuestionId,
-        answer: Answer,
-    },
-    /// End the session and the transport.
-    Close,
-}
-
-/// What the host hears about one call: any progress, then its end.
-#[derive(Debug)]
-pub(crate) enum CallUpdate {
-    /// A progress notification.
-    Progress(Progress),
-    /// The call ended; nothing follows.
-    Done(Result<CallToolResult, ToolCallError>),
-}
-
-/// How startup ended.
-pub(crate) type StartupOutcome = Result<Started, String>;
-
-/// A server that finished its handshake and discovery.
-#[derive(Debug)]
-pub(crate) struct Started {
-    pub(crate) ready: ServerReady,
-    pub(crate) elapsed: Duration,
-    pub(crate) pid: Option<u32>,
-}
+/// What wakes a driver on threads: replies go through std channels.
+pub(crate) type Input = rho_proto_core::driving::Input<Sender<CallUpdate>>;
+/// What the host asks of a driver on threads.
+pub(crate) type Command = rho_proto_core::driving::Command<Sender<CallUpdate>>;
 
 /// Shared between a driver and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;
@@ -165,8 +114,7 @@ pub(crate) fn run(
         Io::Http(_) => None,
     };
     let mut startup = Some(startup);
-    let mut calls: BTreeMap<CallId, Sender<CallUpdate>> = BTreeMap::new();
-    let mut tickets: BTreeMap<u64, CallId> = BTreeMap::new();
+    let mut calls: CallTable<Sender<CallUpdate>> = CallTable::default();
     let reason = loop {
         while let Some(output) = conn.poll_output() {
             io.carry(output);
@@ -184,13 +132,12 @@ pub(crate) fn run(
                     }
                 }
                 Event::CallCompleted { call, result } => {
-                    tickets.retain(|_, c| *c != call);
-                    if let Some(reply) = calls.remove(&call) {
+                    if let Some(reply) = calls.complete(call) {
                         let _ = reply.send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
                     }
                 }
                 Event::Progress { call, progress } => {
-                    if let Some(reply) = calls.get(&call) {
+                    if let Some(reply) = calls.get(call) {
                         let _ = reply.send(CallUpdate::Progress(progress));
                     }
                 }
@@ -209,11 +156,13 @@ pub(crate) fn run(
                     }
                 }
                 Event::QuestionWithdrawn(_) => {}
-                Event::ToolsChanged(tools) => update(&health, |h| h.tools_now = Some(tools)),
-                Event::PingAnswered => update(&health, |h| h.ping_failure = None),
-                Event::PingFailed(reason) => {
-                    tracing::warn!(server = %server, "ping failed: {reason}");
-                    update(&health, |h| h.ping_failure = Some(reason));
+                Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
+                    if let Event::PingFailed(reason) = &event {
+                        tracing::warn!(server = %server, "ping failed: {reason}");
+                    }
+                    update(&health, |h| {
+                        h.observe(&event);
+                    });
                 }
                 // Already logged by the core; nothing for the host to decide.
                 Event::PeerMisbehaved(_) => {}
@@ -239,8 +188,7 @@ pub(crate) fn run(
                 reply,
             })) => match conn.call_tool(now, &tool, arguments) {
                 Ok(call) => {
-                    calls.insert(call, reply);
-                    tickets.insert(ticket, call);
+                    calls.insert(ticket, call, reply);
                 }
                 Err(misuse) => {
                     let _ = reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
@@ -249,7 +197,7 @@ pub(crate) fn run(
                 }
             },
             Ok(Input::Command(Command::Cancel { ticket })) => {
-                if let Some(call) = tickets.remove(&ticket) {
+                if let Some(call) = calls.cancel(ticket) {
                     conn.cancel_call(now, call);
                 }
             }
@@ -289,7 +237,7 @@ pub(crate) fn run(
             text.push_str(&stderr);
         }
     }
-    for (_, reply) in calls {
+    for reply in calls.drain() {
         let _ = reply.send(CallUpdate::Done(Err(ToolCallError::Call(
             CallError::SessionClosed {
                 server: server.clone(),

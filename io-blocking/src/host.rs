@@ -15,6 +15,7 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use rho_proto_core::driving::Answer;
 use rho_proto_core::elicitation::{Form, FormAnswer};
 use rho_proto_core::sampling::{SamplingRequest, summary};
 use rho_proto_core::session::{Question, SamplingAnswer};
@@ -81,15 +82,6 @@ impl HostServices {
     pub fn can_sample(&self) -> bool {
         self.model.is_some() && self.responder.is_some()
     }
-}
-
-/// An answer for the session, either kind.
-#[derive(Debug)]
-pub enum Answer {
-    /// For an elicitation question.
-    Form(FormAnswer),
-    /// For a sampling question.
-    Sampling(SamplingAnswer),
 }
 
 /// Answers one question, blocking: asks the person, and for sampling calls

@@ -22,9 +22,10 @@ use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallErr
 use rho_proto_core::session::Progress;
 use serde_json::Value;
 
-use crate::driver::{self, CallUpdate, Command, Input, SharedHealth, StartupOutcome};
+use crate::driver::{self, Command, Input, SharedHealth};
 use crate::host::HostServices;
 use crate::record::TranscriptSink;
+use rho_proto_core::driving::{CallUpdate, StartupOutcome};
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]

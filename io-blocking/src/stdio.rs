@@ -14,18 +14,8 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::StdioConfig;
+use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::stderr::StderrTail;
-
-/// What the child's pipes tell the driver.
-#[derive(Debug)]
-pub(crate) enum PipeEvent {
-    /// Bytes from stdout.
-    Stdout(Vec<u8>),
-    /// stdout reached end of file (or failed to read).
-    StdoutClosed,
-    /// Writing stdin failed: the child stopped reading.
-    WriteFailed(String),
-}
 
 /// A running stdio server.
 pub(crate) struct StdioChild {

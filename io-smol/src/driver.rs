@@ -11,75 +11,24 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::host::{Answer, HostServices};
+use rho_io_blocking::host::HostServices;
 use rho_io_blocking::record::TranscriptSink;
 use rho_io_blocking::{new_agent, run_exchange};
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
+use rho_proto_core::connection::{Connection, HostContext, Output};
+use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
 use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
-use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::runtime::{Health, ToolCallError};
-use rho_proto_core::session::{
-    CallError, CallId, CloseReason, Event, Progress, QuestionId, ServerReady,
-};
-use serde_json::Value;
+use rho_proto_core::session::{CallError, CloseReason, Event};
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Timer};
 
-use crate::stdio::{PipeEvent, StdioChild};
+use crate::stdio::StdioChild;
 
-/// Everything that wakes a session task.
-#[derive(Debug)]
-pub(crate) enum Input {
-    /// From a stdio child's pipes.
-    Pipe(PipeEvent),
-    /// From an HTTP exchange.
-    Http(ExchangeId, HttpInput),
-    /// From the host.
-    Command(Command),
-}
-
-/// What the host asks of a running server.
-#[derive(Debug)]
-pub(crate) enum Command {
-    /// Call a tool by the server's own name; `ticket` names the call for a
-    /// later [`Command::Cancel`].
-    CallTool {
-        ticket: u64,
-        tool: String,
-        arguments: Value,
-        reply: Sender<CallUpdate>,
-    },
-    /// The caller dropped its call future: abandon the call.
-    Cancel { ticket: u64 },
-    /// The host answered a server's question.
-    Answer {
-        question: QuestionId,
-        answer: Answer,
-    },
-    /// End the session and the transport.
-    Close,
-}
-
-/// What the host hears about one call: any progress, then its end.
-#[derive(Debug)]
-pub(crate) enum CallUpdate {
-    /// A progress notification.
-    Progress(Progress),
-    /// The call ended; nothing follows.
-    Done(Result<CallToolResult, ToolCallError>),
-}
-
-/// A server that finished its handshake and discovery.
-#[derive(Debug)]
-pub(crate) struct Started {
-    pub(crate) ready: ServerReady,
-    pub(crate) elapsed: Duration,
-    pub(crate) pid: Option<u32>,
-}
-
-/// How startup ended.
-pub(crate) type StartupOutcome = Result<Started, String>;
+/// What wakes a session task on smol: replies go through smol channels.
+pub(crate) type Input = rho_proto_core::driving::Input<Sender<CallUpdate>>;
+/// What the host asks of a session task.
+pub(crate) type Command = rho_proto_core::driving::Command<Sender<CallUpdate>>;
 
 /// Shared between a session task and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;
@@ -231,8 +180,7 @@ pub(crate) async fn run(args: TaskArgs) {
         Io::Http(_) => None,
     };
     let mut startup = Some(startup);
-    let mut calls: BTreeMap<CallId, Sender<CallUpdate>> = BTreeMap::new();
-    let mut tickets: BTreeMap<u64, CallId> = BTreeMap::new();
+    let mut calls: CallTable<Sender<CallUpdate>> = CallTable::default();
     let mut timer = Timer::never();
     let mut armed: Option<Instant> = None;
     let mut burst = 0u32;
@@ -253,14 +201,13 @@ pub(crate) async fn run(args: TaskArgs) {
                     }
                 }
                 Event::CallCompleted { call, result } => {
-                    tickets.retain(|_, c| *c != call);
-                    if let Some(reply) = calls.remove(&call) {
+                    if let Some(reply) = calls.complete(call) {
                         let _ =
                             reply.try_send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
                     }
                 }
                 Event::Progress { call, progress } => {
-                    if let Some(reply) = calls.get(&call) {
+                    if let Some(reply) = calls.get(call) {
                         let _ = reply.try_send(CallUpdate::Progress(progress));
                     }
                 }
@@ -280,11 +227,13 @@ pub(crate) async fn run(args: TaskArgs) {
                         .detach();
                 }
                 Event::QuestionWithdrawn(_) => {}
-                Event::ToolsChanged(tools) => update(&health, |h| h.tools_now = Some(tools)),
-                Event::PingAnswered => update(&health, |h| h.ping_failure = None),
-                Event::PingFailed(reason) => {
-                    tracing::warn!(server = %server, "ping failed: {reason}");
-                    update(&health, |h| h.ping_failure = Some(reason));
+                Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
+                    if let Event::PingFailed(reason) = &event {
+                        tracing::warn!(server = %server, "ping failed: {reason}");
+                    }
+                    update(&health, |h| {
+                        h.observe(&event);
+                    });
                 }
                 Event::PeerMisbehaved(_) => {}
                 Event::Closed(reason) => closed = Some(reason),
@@ -333,8 +282,7 @@ pub(crate) async fn run(args: TaskArgs) {
                 reply,
             }) => match conn.call_tool(now, &tool, arguments) {
                 Ok(call) => {
-                    calls.insert(call, reply);
-                    tickets.insert(ticket, call);
+                    calls.insert(ticket, call, reply);
                 }
                 Err(misuse) => {
                     let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::NotCallable(
@@ -343,8 +291,7 @@ pub(crate) async fn run(args: TaskArgs) {
                 }
             },
             Input::Command(Command::Cancel { ticket }) => {
-                if let Some(call) = tickets.remove(&ticket) {
-                    calls.remove(&call);
+                if let Some(call) = calls.cancel(ticket) {
                     conn.cancel_call(now, call);
                 }
             }
@@ -382,7 +329,7 @@ pub(crate) async fn run(args: TaskArgs) {
             text.push_str(&stderr);
         }
     }
-    for (_, reply) in calls {
+    for reply in calls.drain() {
         let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::Call(
             CallError::SessionClosed {
                 server: server.clone(),

@@ -22,7 +22,8 @@ use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Task, Timer};
 
-use crate::driver::{self, CallUpdate, Command, Input, SharedHealth, StartupOutcome, TaskArgs};
+use crate::driver::{self, Command, Input, SharedHealth, TaskArgs};
+use rho_proto_core::driving::{CallUpdate, StartupOutcome};
 
 /// Extra time the host waits beyond a server's own startup budget before
 /// it stops waiting for the task: covers spawning and the shutdown grace.

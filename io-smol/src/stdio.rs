@@ -13,6 +13,7 @@ use rho_io_blocking::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
 use rho_proto_core::config::StdioConfig;
+use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::stderr::StderrTail;
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -20,17 +21,6 @@ use smol::process::Stdio;
 use smol::{Executor, Task, Timer};
 
 use crate::driver::Input;
-
-/// What the child's pipes tell the session task.
-#[derive(Debug)]
-pub(crate) enum PipeEvent {
-    /// Bytes from stdout.
-    Stdout(Vec<u8>),
-    /// stdout reached end of file.
-    StdoutClosed,
-    /// Writing stdin failed.
-    WriteFailed(String),
-}
 
 /// A running stdio server.
 pub(crate) struct StdioChild {

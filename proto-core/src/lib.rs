@@ -42,6 +42,7 @@
 pub mod config;
 pub mod connection;
 pub mod content;
+pub mod driving;
 pub mod elicitation;
 pub mod env;
 pub mod framing;
