@@ -633,6 +633,63 @@ fn call_prints_exactly_the_result_text_and_exits_0(rt: Runtime) {
     assert_eq!(run.stdout, "Echo: hi\n", "{run}");
 }
 
+fn call_past_its_timeout_fails_naming_the_budget(rt: Runtime) {
+    let s = Scratch::new("call-timeout", rt);
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "trigger-long-running-operation",
+        r#"{"duration":5,"steps":5}"#,
+        "--timeout",
+        "0.5",
+    ]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("did not answer within 0.5 s"), "{run}");
+}
+
+fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
+    let s = Scratch::new("call-ctrl-c", rt);
+    let config = s.write("config.toml", &everything("everything"));
+    let child = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .args([
+            "--config",
+            arg(&config),
+            "mcp",
+            "call",
+            "everything",
+            "trigger-long-running-operation",
+            r#"{"duration":20,"steps":20}"#,
+        ])
+        .env("HOME", &s.home)
+        .env("RHO_RUNTIME", s.runtime.name())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    // Let the call start, then interrupt as a terminal would.
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .expect("run kill");
+    assert!(killed.success());
+    let started = std::time::Instant::now();
+    let output = child.wait_with_output().expect("rho exits");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("call cancelled"), "{stderr}");
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "rho took {:?} to stop after Ctrl-C",
+        started.elapsed()
+    );
+}
+
 fn call_whose_result_is_an_error_exits_1(rt: Runtime) {
     let s = Scratch::new("call-is-error", rt);
     let config = s.write("config.toml", &everything("everything"));
@@ -917,6 +974,8 @@ fn per_run_facts_removed(mut doc: Value) -> Value {
 }
 
 both_executors!(
+    call_past_its_timeout_fails_naming_the_budget,
+    ctrl_c_cancels_the_call_and_exits_130,
     list_without_connect_starts_nothing_and_reports_not_started,
     list_connect_json_reports_ready_servers_with_tools_and_handshake_facts,
     default_config_is_home_rho_config_toml,
