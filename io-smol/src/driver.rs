@@ -2,7 +2,7 @@
 //! around the core). It races three things — transport input, host
 //! commands (both on one channel) and a single timer set to
 //! `poll_timeout()` — and after each input drains the core's outputs. The
-//! timer is reset only when the deadline changes, and the task yields
+//! timer is re-armed only when the deadline moves earlier, and the task yields
 //! after a burst of inputs so one busy server cannot starve the others
 //! sharing the executor thread.
 
@@ -246,12 +246,14 @@ pub(crate) async fn run(args: TaskArgs) {
             sink.write(conn.take_transcript());
         }
         let deadline = conn.poll_timeout();
-        if deadline != armed {
-            match deadline {
-                Some(at) => timer.set_at(at),
-                None => timer = Timer::never(),
+        // Re-arm only when the deadline moves earlier: every `set_at`
+        // wakes the reactor, and a timer armed for an earlier instant than
+        // needed merely fires early, which `handle_timeout` shrugs off.
+        if let Some(at) = deadline {
+            if armed.is_none_or(|current| at < current) {
+                timer.set_at(at);
+                armed = Some(at);
             }
-            armed = deadline;
         }
         burst += 1;
         if burst >= BURST {

@@ -157,7 +157,7 @@ impl Health {
     /// whether it did.
     pub fn observe(&mut self, event: &Event) -> bool {
         match event {
-            Event::ToolsChanged(tools) => self.tools_now = Some(tools.clone()),
+            Event::ToolsChanged(tools) => self.tools_now = Some(std::sync::Arc::new(tools.clone())),
             Event::PingAnswered => self.ping_failure = None,
             Event::PingFailed(reason) => self.ping_failure = Some(reason.clone()),
             _ => return false,

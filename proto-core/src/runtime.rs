@@ -98,7 +98,8 @@ pub struct Health {
     pub ping_failure: Option<String>,
     /// The server's tools as last re-listed after `tools/list_changed`;
     /// `None` while the startup list still stands.
-    pub tools_now: Option<Vec<Tool>>,
+    /// Shared, so reading a server's health on every call is cheap.
+    pub tools_now: Option<std::sync::Arc<Vec<Tool>>>,
 }
 
 /// A server's position in the inventory.
@@ -300,7 +301,7 @@ impl Inventory {
                 .as_ref()
                 .map(|c| c.tools.clone())
                 .unwrap_or_default();
-            revised.add_server(&slot.id, &filter, &latest);
+            revised.add_server(&slot.id, &filter, latest.as_slice());
             for tool in startup {
                 match revised.get(&tool.name) {
                     Some(new) => out.push(new.clone()),
@@ -358,21 +359,20 @@ impl Inventory {
         let slot = self
             .find(server)
             .ok_or_else(|| ToolCallError::UnknownServer(server.to_owned()))?;
-        let status = self
-            .view(slot, health(slot))
-            .map_or(ServerStatus::NotStarted, |v| v.status);
-        match status {
+        // On every call: read the status in place, without building a view.
+        let not_ready = |reason: String| ToolCallError::ServerNotReady {
+            server: server.to_owned(),
+            reason,
+        };
+        if let Some(error) = health(slot).and_then(|h| h.failure) {
+            return Err(not_ready(error));
+        }
+        match &self.slots[slot.0].status {
             ServerStatus::Ready(_) => Ok(slot),
             ServerStatus::Failed { error } | ServerStatus::Invalid { error } => {
-                Err(ToolCallError::ServerNotReady {
-                    server: server.to_owned(),
-                    reason: error,
-                })
+                Err(not_ready(error.clone()))
             }
-            other => Err(ToolCallError::ServerNotReady {
-                server: server.to_owned(),
-                reason: other.label().replace('_', " "),
-            }),
+            other => Err(not_ready(other.label().replace('_', " "))),
         }
     }
 }
@@ -510,7 +510,7 @@ transport = "stdio"
         let mut now = ready(&["echo", "fresh"]).tools;
         now[0].description = Some("Echo, revised".into());
         let health = Health {
-            tools_now: Some(now),
+            tools_now: Some(std::sync::Arc::new(now)),
             ..Health::default()
         };
         let h = |_| Some(health.clone());
