@@ -1,0 +1,58 @@
+//! `bench`: rho's MCP client against the limit and against the clients
+//! users would pick instead. See `bench/README.md`.
+//!
+//! ```text
+//! cargo run --release --manifest-path bench/Cargo.toml -- [--quick] [--no-write]
+//! ```
+//!
+//! Sub-commands used by the harness itself: `worker SPEC` (one client
+//! process), `rmcp-echo --stdio|--http PORT` (the rmcp echo server),
+//! `core-profile small|large|roundtrip|serde N` (the core alone, for
+//! `valgrind --tool=callgrind`), `peak-rss PROGRAM ARGS...` (a command's
+//! exact peak RSS).
+
+mod core;
+mod report;
+#[cfg(feature = "rmcp")]
+mod rmcp_side;
+mod run;
+mod util;
+mod workers;
+
+fn main() {
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    match args.first().map(String::as_str) {
+        Some("worker") => workers::main(&args[1..]),
+        #[cfg(feature = "rmcp")]
+        Some("rmcp-echo") => rmcp_side::serve_echo(&args[1..]),
+        Some("core-profile") => {
+            let kind = args.get(1).map_or("small", String::as_str);
+            let count = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(10_000);
+            core::profile(kind, count);
+        }
+        Some("peak-rss") if args.len() > 1 => {
+            let mut command = std::process::Command::new(&args[1]);
+            command.args(&args[2..]);
+            match util::peak_rss(command) {
+                Ok(bytes) => println!("{bytes}"),
+                Err(e) => {
+                    eprintln!("bench peak-rss: {e}");
+                    std::process::exit(1);
+                }
+            }
+        }
+        Some("-h" | "--help") => {
+            println!(
+                "usage: bench [--quick] [--no-write] [--rounds N] [--n N]\n\
+                 \n  --quick     tiny N, one round; skips clients whose runtime is missing\n  \
+                 --no-write  print the table only (no BENCHMARKS.md, results.json, latency.svg)\n  \
+                 --rounds N  interleaved repetitions (default 7)\n  \
+                 --n N       calls per client per round and concurrency level (default 500)"
+            );
+        }
+        _ => {
+            let options = run::Options::parse(&args);
+            run::main(options);
+        }
+    }
+}

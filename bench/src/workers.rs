@@ -1,0 +1,497 @@
+//! Client processes. Every round-trip measurement runs one client in its
+//! own process (`bench worker SPEC`, or the node/python scripts under
+//! `bench/clients/`), so its CPU counter holds nothing else: the client
+//! connects (not timed), warms up, then for each concurrency level makes N
+//! `tools/call` and reports per-call latencies, wall time and its own CPU
+//! time over exactly that window, as one JSON line on stdout.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+use crate::util::Cpu;
+
+/// What a client process is asked to do.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WorkerSpec {
+    /// `rho-smol`, `rho-blocking`, `bare`, `rmcp`, `ts`, `python`.
+    pub client: String,
+    /// A stdio server: command and arguments.
+    pub stdio: Option<Vec<String>>,
+    /// A Streamable HTTP server.
+    pub url: Option<String>,
+    pub tool: String,
+    pub args: Value,
+    pub warmup: usize,
+    pub n: usize,
+    /// Concurrency levels, measured in this order.
+    pub inflight: Vec<usize>,
+    /// `bare` only: write the last raw response line here.
+    #[serde(default)]
+    pub dump: Option<String>,
+    /// Per-call timeout, every client (rho: `tool_timeout_secs`); default 60.
+    #[serde(default)]
+    pub timeout_s: Option<u64>,
+}
+
+/// One concurrency level's measurement.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Measured {
+    pub inflight: usize,
+    pub n: usize,
+    pub wall_s: f64,
+    pub cpu_user_s: f64,
+    pub cpu_sys_s: f64,
+    /// Context switches (voluntary + involuntary, all threads) over the
+    /// timed calls.
+    #[serde(default)]
+    pub switches: u64,
+    /// Per-call latency, microseconds.
+    pub lat_us: Vec<f64>,
+}
+
+impl Measured {
+    pub fn new(inflight: usize, wall: Duration, cpu: Cpu, lat_us: Vec<f64>) -> Self {
+        Self {
+            inflight,
+            n: lat_us.len(),
+            wall_s: wall.as_secs_f64(),
+            cpu_user_s: cpu.user.as_secs_f64(),
+            cpu_sys_s: cpu.sys.as_secs_f64(),
+            switches: cpu.switches,
+            lat_us,
+        }
+    }
+}
+
+/// What a client process prints.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct WorkerOut {
+    #[serde(default)]
+    pub modes: Vec<Measured>,
+    /// Length of the first text block of the last result (a sanity check).
+    #[serde(default)]
+    pub result_len: usize,
+    #[serde(default)]
+    pub error: Option<String>,
+}
+
+/// `bench worker SPEC-JSON`: runs one client and prints one JSON line.
+pub fn main(args: &[String]) {
+    let spec: WorkerSpec = match args.first().map(|a| serde_json::from_str(a)) {
+        Some(Ok(spec)) => spec,
+        _ => {
+            eprintln!("usage: bench worker SPEC-JSON");
+            std::process::exit(2);
+        }
+    };
+    let out = match run(&spec) {
+        Ok((modes, result_len)) => WorkerOut {
+            modes,
+            result_len,
+            error: None,
+        },
+        Err(error) => WorkerOut {
+            error: Some(error),
+            ..WorkerOut::default()
+        },
+    };
+    println!("{}", serde_json::to_string(&out).expect("serialize"));
+    // Exit without waiting for anything a client library left running.
+    let _ = std::io::stdout().flush();
+    std::process::exit(0);
+}
+
+fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    match spec.client.as_str() {
+        "rho-smol" => rho_smol(spec),
+        "rho-blocking" => rho_blocking(spec),
+        "bare" if spec.stdio.is_some() => bare_stdio(spec),
+        "bare" => bare_http(spec),
+        #[cfg(feature = "rmcp")]
+        "rmcp" => crate::rmcp_side::run_client(spec),
+        other => Err(format!("unknown client `{other}`")),
+    }
+}
+
+/// Runs `lanes` lanes of sequential calls; each lane's `call` returns the
+/// result's text length. Measures wall, CPU and per-call latency.
+fn measure_threads(
+    inflight: usize,
+    n: usize,
+    call: &(dyn Fn() -> Result<usize, String> + Sync),
+) -> Result<Measured, String> {
+    let cpu = Cpu::now();
+    let wall = Instant::now();
+    let per = n.div_ceil(inflight);
+    let lanes: Vec<Result<Vec<f64>, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..inflight)
+            .map(|lane| {
+                let count = per.min(n.saturating_sub(lane * per));
+                scope.spawn(move || {
+                    let mut lat = Vec::with_capacity(count);
+                    for _ in 0..count {
+                        let t = Instant::now();
+                        call()?;
+                        lat.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    Ok(lat)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("lane panicked".into())))
+            .collect()
+    });
+    let wall = wall.elapsed();
+    let cpu = Cpu::now().since(cpu);
+    let mut lat = Vec::with_capacity(n);
+    for lane in lanes {
+        lat.extend(lane?);
+    }
+    Ok(Measured::new(inflight, wall, cpu, lat))
+}
+
+fn rho_config(spec: &WorkerSpec) -> Result<rho_proto_core::config::Config, String> {
+    let extra = format!(
+        "startup_timeout_secs = 60\ntool_timeout_secs = {}\n",
+        spec.timeout_s.unwrap_or(60)
+    );
+    let extra = extra.as_str();
+    let text = match (&spec.stdio, &spec.url) {
+        (Some(cmd), _) => crate::util::stdio_server_toml("bench", cmd, extra),
+        (None, Some(url)) => crate::util::http_server_toml("bench", url, extra),
+        _ => return Err("no target".into()),
+    };
+    rho_proto_core::config::parse(&text, "bench.toml").map_err(|e| e.to_string())
+}
+
+/// Options as the CLI builds them, minus the workspace root: no client in
+/// the comparison declares roots, so every server does the same work.
+fn rho_options() -> rho_io_blocking::RuntimeOptions {
+    let mut options = rho_io_blocking::RuntimeOptions::from_process_env();
+    options.workspace = None;
+    options.shutdown_grace = Duration::from_millis(500);
+    options
+}
+
+fn text_len(result: &rho_proto_core::protocol::CallToolResult) -> usize {
+    result
+        .content
+        .first()
+        .and_then(|c| c.get("text"))
+        .and_then(Value::as_str)
+        .map_or(0, str::len)
+}
+
+fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let config = rho_config(spec)?;
+    let runtime = rho_io_blocking::Runtime::start(&config, rho_options());
+    let view = runtime.server("bench").ok_or("no server view")?;
+    if view.status.is_failure() {
+        return Err(format!("rho could not start the server: {:?}", view.status));
+    }
+    let exported = rho_proto_core::naming::exported_name("bench", &spec.tool);
+    let call = || -> Result<usize, String> {
+        let result = runtime
+            .call_tool(&exported, spec.args.clone())
+            .map_err(|e| e.to_string())?;
+        if result.is_error {
+            return Err(format!("tool error: {}", result.text()));
+        }
+        Ok(text_len(&result))
+    };
+    let mut result_len = 0;
+    for _ in 0..spec.warmup {
+        result_len = call()?;
+    }
+    let mut out = Vec::new();
+    for &inflight in &spec.inflight {
+        out.push(measure_threads(inflight, spec.n, &call)?);
+    }
+    runtime.shutdown();
+    Ok((out, result_len))
+}
+
+fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let config = rho_config(spec)?;
+    let executor = Arc::new(smol::Executor::new());
+    smol::block_on(executor.run(async {
+        let runtime = rho_io_smol::Runtime::start(&executor, &config, rho_options()).await;
+        let view = runtime.server("bench").ok_or("no server view")?;
+        if view.status.is_failure() {
+            return Err(format!("rho could not start the server: {:?}", view.status));
+        }
+        let exported = rho_proto_core::naming::exported_name("bench", &spec.tool);
+        let call = || async {
+            let result = runtime
+                .call_tool(&exported, spec.args.clone())
+                .await
+                .map_err(|e| e.to_string())?;
+            if result.is_error {
+                return Err(format!("tool error: {}", result.text()));
+            }
+            Ok::<usize, String>(text_len(&result))
+        };
+        let mut result_len = 0;
+        for _ in 0..spec.warmup {
+            result_len = call().await?;
+        }
+        let mut out = Vec::new();
+        for &inflight in &spec.inflight {
+            let cpu = Cpu::now();
+            let wall = Instant::now();
+            let per = spec.n.div_ceil(inflight);
+            let lanes = (0..inflight).map(|lane| {
+                let count = per.min(spec.n.saturating_sub(lane * per));
+                let call = &call;
+                async move {
+                    let mut lat = Vec::with_capacity(count);
+                    for _ in 0..count {
+                        let t = Instant::now();
+                        call().await?;
+                        lat.push(t.elapsed().as_secs_f64() * 1e6);
+                    }
+                    Ok::<Vec<f64>, String>(lat)
+                }
+            });
+            let lanes = futures::future::join_all(lanes).await;
+            let wall = wall.elapsed();
+            let cpu = Cpu::now().since(cpu);
+            let mut lat = Vec::new();
+            for lane in lanes {
+                lat.extend(lane?);
+            }
+            out.push(Measured::new(inflight, wall, cpu, lat));
+        }
+        runtime.shutdown().await;
+        Ok((out, result_len))
+    }))
+}
+
+// ----- the bare JSON-lines client: the limit -----
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bare","version":"0.0.0"}}}"#;
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+
+fn call_line(id: u64, tool: &str, args: &str) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{},"arguments":{args}}}}}"#,
+        json!(tool)
+    )
+}
+
+/// What a parsed line is to the bare client.
+enum Line {
+    /// A response to our request `id`, with its first text block's length.
+    Response(u64, usize),
+    /// A request from the server: answered with an empty result.
+    Request(Value),
+    Other,
+}
+
+fn classify(line: &[u8]) -> Result<Line, String> {
+    let v: Value = serde_json::from_slice(line).map_err(|e| format!("bad line: {e}"))?;
+    if let Some(method) = v.get("method") {
+        let _ = method;
+        return Ok(match v.get("id") {
+            Some(id) => Line::Request(id.clone()),
+            None => Line::Other,
+        });
+    }
+    let Some(id) = v.get("id").and_then(Value::as_u64) else {
+        return Ok(Line::Other);
+    };
+    if let Some(error) = v.get("error") {
+        return Err(format!("error response: {error}"));
+    }
+    let len = v
+        .pointer("/result/content/0/text")
+        .and_then(Value::as_str)
+        .map_or(0, str::len);
+    Ok(Line::Response(id, len))
+}
+
+/// Writes a line, reads lines, matches the id: nothing else. The
+/// response is parsed into a `serde_json::Value` (a client has to read it).
+fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let cmd = spec.stdio.as_ref().ok_or("no command")?;
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let mut stdin = child.stdin.take().ok_or("stdin")?;
+    let mut stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().ok_or("stdout")?);
+    let mut buf = Vec::with_capacity(64 * 1024);
+    let send = |stdin: &mut std::process::ChildStdin, line: &str| -> Result<(), String> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        stdin.write_all(&bytes).map_err(|e| format!("write: {e}"))
+    };
+    // Reads until the response to one of our ids arrives.
+    let mut read_response =
+        |stdin: &mut std::process::ChildStdin, buf: &mut Vec<u8>| -> Result<(u64, usize), String> {
+            loop {
+                buf.clear();
+                let n = stdout
+                    .read_until(b'\n', buf)
+                    .map_err(|e| format!("read: {e}"))?;
+                if n == 0 {
+                    return Err("server closed stdout".into());
+                }
+                match classify(buf.trim_ascii_end())? {
+                    Line::Response(id, len) => return Ok((id, len)),
+                    Line::Request(id) => {
+                        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
+                        let mut bytes = answer.into_bytes();
+                        bytes.push(b'\n');
+                        stdin.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
+                    }
+                    Line::Other => {}
+                }
+            }
+        };
+    send(&mut stdin, INITIALIZE)?;
+    read_response(&mut stdin, &mut buf)?;
+    send(&mut stdin, INITIALIZED)?;
+    let args = spec.args.to_string();
+    let mut next_id = 1u64;
+    let mut result_len = 0;
+    for _ in 0..spec.warmup {
+        send(&mut stdin, &call_line(next_id, &spec.tool, &args))?;
+        next_id += 1;
+        result_len = read_response(&mut stdin, &mut buf)?.1;
+    }
+    let mut out = Vec::new();
+    for &inflight in &spec.inflight {
+        let cpu = Cpu::now();
+        let wall = Instant::now();
+        let mut sent_at = std::collections::HashMap::with_capacity(inflight);
+        let mut lat = Vec::with_capacity(spec.n);
+        let mut sent = 0;
+        while lat.len() < spec.n {
+            while sent < spec.n && sent_at.len() < inflight {
+                sent_at.insert(next_id, Instant::now());
+                send(&mut stdin, &call_line(next_id, &spec.tool, &args))?;
+                next_id += 1;
+                sent += 1;
+            }
+            let (id, len) = read_response(&mut stdin, &mut buf)?;
+            let at = sent_at
+                .remove(&id)
+                .ok_or_else(|| format!("unexpected id {id}"))?;
+            lat.push(at.elapsed().as_secs_f64() * 1e6);
+            result_len = len;
+        }
+        out.push(Measured::new(
+            inflight,
+            wall.elapsed(),
+            Cpu::now().since(cpu),
+            lat,
+        ));
+    }
+    if let Some(path) = &spec.dump {
+        send(&mut stdin, &call_line(next_id, &spec.tool, &args))?;
+        // The response line is left in `buf`.
+        read_response(&mut stdin, &mut buf)?;
+        std::fs::write(path, buf.trim_ascii_end()).map_err(|e| e.to_string())?;
+    }
+    drop(stdin);
+    let _ = child.wait();
+    Ok((out, result_len))
+}
+
+/// The bare client over Streamable HTTP: one POST per call on rho's own
+/// ureq agent configuration, the body read whole (JSON or SSE), the id
+/// matched. 16 in flight means 16 threads sharing the agent's pool.
+fn bare_http(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let url = spec.url.as_deref().ok_or("no url")?;
+    let agent = rho_io_blocking::new_agent();
+    let post =
+        |body: String, session: Option<&str>| -> Result<(Option<String>, Vec<Value>), String> {
+            let mut request = agent
+                .post(url)
+                .header("Content-Type", "application/json")
+                .header("Accept", "application/json, text/event-stream");
+            if let Some(session) = session {
+                request = request
+                    .header("Mcp-Session-Id", session)
+                    .header("MCP-Protocol-Version", "2025-11-25");
+            }
+            let mut response = request.send(body).map_err(|e| e.to_string())?;
+            let status = response.status().as_u16();
+            if status >= 300 {
+                return Err(format!("HTTP {status}"));
+            }
+            let session_id = response
+                .headers()
+                .get("mcp-session-id")
+                .and_then(|v| v.to_str().ok())
+                .map(str::to_owned);
+            let sse = response
+                .headers()
+                .get("content-type")
+                .and_then(|v| v.to_str().ok())
+                .is_some_and(|c| c.starts_with("text/event-stream"));
+            let body = response
+                .body_mut()
+                .with_config()
+                .limit(u64::MAX)
+                .read_to_vec()
+                .map_err(|e| e.to_string())?;
+            let mut messages = Vec::new();
+            if sse {
+                for line in body.split(|&b| b == b'\n') {
+                    if let Some(data) = line.strip_prefix(b"data:") {
+                        let data = data.trim_ascii();
+                        if !data.is_empty() {
+                            messages.push(serde_json::from_slice(data).map_err(|e| e.to_string())?);
+                        }
+                    }
+                }
+            } else if !body.is_empty() {
+                messages.push(serde_json::from_slice(&body).map_err(|e| e.to_string())?);
+            }
+            Ok((session_id, messages))
+        };
+    let (session, _) = post(INITIALIZE.to_owned(), None)?;
+    let session = session.ok_or("no Mcp-Session-Id")?;
+    post(INITIALIZED.to_owned(), Some(&session))?;
+    let args = spec.args.to_string();
+    let next_id = std::sync::atomic::AtomicU64::new(1);
+    let call = || -> Result<usize, String> {
+        let id = next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (_, messages) = post(call_line(id, &spec.tool, &args), Some(&session))?;
+        for m in messages {
+            if m.get("id").and_then(Value::as_u64) == Some(id) {
+                if let Some(error) = m.get("error") {
+                    return Err(format!("error response: {error}"));
+                }
+                return Ok(m
+                    .pointer("/result/content/0/text")
+                    .and_then(Value::as_str)
+                    .map_or(0, str::len));
+            }
+        }
+        Err(format!("no response to {id}"))
+    };
+    let mut result_len = 0;
+    for _ in 0..spec.warmup {
+        result_len = call()?;
+    }
+    let mut out = Vec::new();
+    for &inflight in &spec.inflight {
+        out.push(measure_threads(inflight, spec.n, &call)?);
+    }
+    let _ = agent.delete(url).header("Mcp-Session-Id", &session).call();
+    Ok((out, result_len))
+}
