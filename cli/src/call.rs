@@ -72,6 +72,10 @@ pub(crate) fn run(
     let mut options = options;
     options.host =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
+    let undeclared = undeclared_capabilities(
+        options.host.can_elicit(),
+        options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
+    );
     let cancel = Arc::new(AtomicBool::new(false));
     // The first Ctrl-C sets the flag; a second one exits at once.
     let _ = signal_hook::flag::register_conditional_shutdown(
@@ -97,6 +101,9 @@ pub(crate) fn run(
         Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
             eprintln!("rho: call cancelled; server `{}` was told to stop", args.id);
             return Ok(ExitCode::from(EXIT_CANCELLED));
+        }
+        Err(error @ ToolCallError::NoSuchTool { .. }) => {
+            return Err(Failure::Runtime(format!("{error}{undeclared}")));
         }
         Err(error) => return Err(Failure::Runtime(error.to_string())),
     };
@@ -134,6 +141,29 @@ pub(crate) fn run(
     }
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The tail of an unknown-tool error when this run declared no elicitation
+/// or no sampling: servers commonly list the tools that need them only to a
+/// client that declares them (server-everything does), so the tool may be
+/// hidden rather than absent.
+fn undeclared_capabilities(elicitation: bool, sampling: bool) -> String {
+    let missing: Vec<&str> = [
+        (!elicitation).then_some("elicitation (declared on a terminal, or with --yes-defaults)"),
+        (!sampling).then_some(
+            "sampling (declared with `sampling = \"ask\"` on the server and a [sampling] command)",
+        ),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if missing.is_empty() {
+        return String::new();
+    }
+    format!(
+        "\n(this run did not declare {}; a server may offer tools that need them only to a client that does)",
+        missing.join(" or ")
+    )
 }
 
 /// `config` with server `id`'s tool budget replaced by `timeout`.

@@ -22,7 +22,7 @@
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake |
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
-//! | `tools` | ready | exported tools: `name` (exported), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
+//! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
 //! | `filtered_tools` | ready | server tool names kept out by allow/deny |
 //! | `added_tools`, `withdrawn_tools` | ready | tools the server added (need a restart) or withdrew since startup |
 
@@ -115,6 +115,9 @@ pub(crate) fn server_json(server: &ServerView, tools: &ToolRegistry, detailed: b
                         "title": t.title,
                         "hints": t.hints,
                     });
+                    if let Some(full) = &t.full_name {
+                        tool["full_name"] = json!(full);
+                    }
                     if detailed {
                         tool["description"] = json!(t.description);
                         tool["input_schema"] = t.input_schema.clone();
@@ -315,13 +318,17 @@ pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry) -> String {
             }
             let tools: Vec<_> = tools.server_tools(&server.id).collect();
             let _ = writeln!(out, "  tools ({}):", tools.len());
+            let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
             for tool in tools {
                 let title = tool
                     .title
                     .as_deref()
                     .map(|t| format!(" — {t}"))
                     .unwrap_or_default();
-                let _ = writeln!(out, "    {}{title}", tool.name);
+                let _ = writeln!(out, "    {:width$}  {}{title}", tool.name, tool.tool);
+                if let Some(full) = &tool.full_name {
+                    let _ = writeln!(out, "      (short for {full})");
+                }
             }
             if !report.filtered_tools.is_empty() {
                 let _ = writeln!(

@@ -759,6 +759,97 @@ fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
     run.expect_code(1);
     assert!(run.stderr.contains("no-such-tool"), "{run}");
     assert_eq!(run.stdout, "", "{run}");
+    // The error lists what the server does offer, and says that tools which
+    // need elicitation or sampling may be hidden from this run.
+    assert!(run.stderr.contains("its tools: "), "{run}");
+    assert!(run.stderr.contains("echo"), "{run}");
+    assert!(run.stderr.contains("did not declare elicitation"), "{run}");
+}
+
+fn call_accepts_the_exported_name_as_well_as_the_own_name(rt: Runtime) {
+    let s = Scratch::new("call-exported", rt);
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "mcp__everything__echo",
+        r#"{"message":"by exported name"}"#,
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, "Echo: by exported name\n", "{run}");
+}
+
+fn show_connect_lists_each_tools_own_name_beside_its_exported_name(rt: Runtime) {
+    let s = Scratch::new("show-own-names", rt);
+    let config = s.write("config.toml", &everything("everything"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "show",
+        "everything",
+        "--connect",
+    ]);
+    run.expect_code(0);
+    let line = run
+        .stdout
+        .lines()
+        .find(|l| {
+            l.trim_start()
+                .starts_with("mcp__everything___rho_6765742d656e76")
+        })
+        .unwrap_or_else(|| panic!("no get-env row: {run}"));
+    assert!(line.contains(" get-env"), "{line}");
+}
+
+fn long_exported_names_are_shortened_to_64_characters_and_both_forms_call(rt: Runtime) {
+    let s = Scratch::new("long-names", rt);
+    // A hyphenated id is hex-encoded: its exported names exceed 64 characters.
+    let id = "a-server-with-a-long-identity";
+    let config = s.write("config.toml", &everything(id));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "show",
+        id,
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let doc = run.json();
+    let echo = doc["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["tool"] == "echo"))
+        .unwrap_or_else(|| panic!("no echo: {doc}"))
+        .clone();
+    let short = echo["name"].as_str().expect("name").to_owned();
+    let full = echo["full_name"].as_str().expect("full_name").to_owned();
+    assert_eq!(short.len(), 64, "{echo}");
+    assert!(full.len() > 64 && full.ends_with("__echo"), "{echo}");
+    assert_eq!(short[..47], full[..47], "{echo}");
+    let text = s.rho(&["--config", arg(&config), "mcp", "show", id, "--connect"]);
+    text.expect_code(0);
+    assert!(
+        text.stdout.contains(&format!("(short for {full})")),
+        "{text}"
+    );
+    for name in [&short, &full] {
+        let run = s.rho(&[
+            "--config",
+            arg(&config),
+            "mcp",
+            "call",
+            id,
+            name,
+            r#"{"message":"long"}"#,
+        ]);
+        run.expect_code(0);
+        assert_eq!(run.stdout, "Echo: long\n", "{run}");
+    }
 }
 
 fn call_on_a_disabled_server_exits_1_without_starting_it(rt: Runtime) {
@@ -996,6 +1087,9 @@ both_executors!(
     call_with_arguments_that_are_not_json_exits_2,
     call_with_arguments_that_are_a_json_array_exits_2,
     call_of_an_unknown_tool_exits_1_naming_the_tool,
+    call_accepts_the_exported_name_as_well_as_the_own_name,
+    show_connect_lists_each_tools_own_name_beside_its_exported_name,
+    long_exported_names_are_shortened_to_64_characters_and_both_forms_call,
     call_on_a_disabled_server_exits_1_without_starting_it,
     verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged,
     list_connect_leaves_no_server_or_grandchild_running,

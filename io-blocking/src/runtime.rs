@@ -222,10 +222,10 @@ impl Runtime {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
-        let slot = self
+        let (slot, tool) = self
             .inventory
             .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool.to_owned(), arguments, |_| {})
+        self.call(slot, tool, arguments, |_| {})
     }
 
     /// Calls a tool by server identity and the server's own name, handing
@@ -240,10 +240,10 @@ impl Runtime {
         on_progress: impl FnMut(Progress),
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError> {
-        let slot = self
+        let (slot, tool) = self
             .inventory
             .route_server_tool(server, tool, self.health())?;
-        self.call_cancellable(slot, tool.to_owned(), arguments, on_progress, Some(cancel))
+        self.call_cancellable(slot, tool, arguments, on_progress, Some(cancel))
     }
 
     fn call(

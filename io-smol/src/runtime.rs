@@ -213,11 +213,10 @@ impl Runtime {
         arguments: Value,
         on_progress: impl FnMut(Progress),
     ) -> Result<CallToolResult, ToolCallError> {
-        let slot = self
+        let (slot, tool) = self
             .inventory
             .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool.to_owned(), arguments, on_progress)
-            .await
+        self.call(slot, tool, arguments, on_progress).await
     }
 
     async fn call(

@@ -21,6 +21,20 @@
 //! `__` whose left side is a valid component, and
 //! [`parse_exported_name`] recovers the pair exactly. That inverse is what
 //! makes [`exported_name`] injective.
+//!
+//! # Names longer than 64 characters
+//!
+//! The major model APIs refuse tool names longer than 64 characters, and
+//! hex encoding doubles a component's length (a server id with a `-` is
+//! always encoded). A full name over [`MAX_MODEL_NAME_LEN`] is therefore
+//! offered to the model in a short form, [`model_name`]: its first 47
+//! characters (readable: the prefix and most of the server component), `_`,
+//! and the first 16 hex digits (64 bits) of the SHA-256 of the whole full
+//! name — exactly 64 characters, deterministic from run to run. Two full
+//! names share a short form only if their digests collide in 64 bits; the
+//! registry checks every name it hands out and refuses the later of two
+//! tools that would share one, so the names a model sees are always
+//! distinct. The full name keeps routing: the registry answers to either.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
@@ -101,6 +115,40 @@ pub fn exported_name(server: &str, tool: &str) -> String {
     name.push_str(SEPARATOR);
     name.push_str(&tool);
     name
+}
+
+/// The longest tool name the major model APIs accept, and so the longest
+/// name rho offers a model.
+pub const MAX_MODEL_NAME_LEN: usize = 64;
+
+/// How many characters of a long full name its short form keeps.
+const SHORT_PREFIX_LEN: usize = MAX_MODEL_NAME_LEN - 1 - SHORT_DIGEST_HEX;
+
+/// How many hex digits of the SHA-256 digest a short form carries.
+const SHORT_DIGEST_HEX: usize = 16;
+
+/// The name a model is offered for the full exported name `full` (as
+/// [`exported_name`] makes it): `full` itself when it has at most
+/// [`MAX_MODEL_NAME_LEN`] characters, else its short form (see the module
+/// docs). The result uses only `[A-Za-z0-9_]` when `full` does.
+pub fn model_name(full: &str) -> Cow<'_, str> {
+    if full.len() <= MAX_MODEL_NAME_LEN {
+        return Cow::Borrowed(full);
+    }
+    use sha2::Digest as _;
+    let digest = sha2::Sha256::digest(full.as_bytes());
+    let mut out = String::with_capacity(MAX_MODEL_NAME_LEN);
+    // Exported names are ASCII; a non-ASCII `full` is cut on a char boundary.
+    let mut cut = SHORT_PREFIX_LEN;
+    while !full.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    out.push_str(&full[..cut]);
+    out.push('_');
+    for b in digest.iter().take(SHORT_DIGEST_HEX / 2) {
+        let _ = write!(out, "{b:02x}");
+    }
+    Cow::Owned(out)
 }
 
 /// The inverse of [`exported_name`]: the (server, tool) pair a name was
@@ -216,6 +264,38 @@ mod tests {
         }
     }
 
+    #[test]
+    fn names_up_to_64_characters_are_offered_whole() {
+        let name = exported_name("s", &"t".repeat(56));
+        assert_eq!(name.len(), 64);
+        assert_eq!(model_name(&name), name.as_str());
+    }
+
+    #[test]
+    fn long_names_get_a_64_character_short_form_with_a_digest() {
+        let full = exported_name("my-server", "get-environment-variables");
+        assert!(full.len() > 64, "{full}");
+        let short = model_name(&full);
+        assert_eq!(short.len(), MAX_MODEL_NAME_LEN);
+        assert!(short.starts_with(&full[..47]), "{short}");
+        assert!(
+            short
+                .bytes()
+                .all(|b| b.is_ascii_alphanumeric() || b == b'_'),
+            "{short}"
+        );
+        // Deterministic, and a one-character change in the tail moves it.
+        assert_eq!(model_name(&full), short);
+        let other = exported_name("my-server", "get-environment-variablez");
+        assert_eq!(other[..47], full[..47]);
+        assert_ne!(model_name(&other), short);
+        // The pinned value: a change of rule is a visible change.
+        assert_eq!(
+            short,
+            "mcp___rho_6d792d736572766572___rho_6765742d656e_355a4bcd727a0414"
+        );
+    }
+
     /// Strings biased towards the characters that could break the scheme.
     fn tricky() -> impl Strategy<Value = String> {
         prop_oneof![
@@ -235,6 +315,14 @@ mod tests {
                 "{name}"
             );
             prop_assert_eq!(parse_exported_name(&name), Some((server, tool)));
+        }
+
+        #[test]
+        fn model_names_fit_and_stay_distinct(a in tricky(), b in tricky(), c in tricky()) {
+            let (x, y) = (exported_name(&a, &b), exported_name(&a, &c));
+            let (mx, my) = (model_name(&x), model_name(&y));
+            prop_assert!(mx.len() <= MAX_MODEL_NAME_LEN);
+            prop_assert_eq!(x == y, mx == my);
         }
 
         #[test]

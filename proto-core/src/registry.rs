@@ -10,7 +10,7 @@
 use serde::Serialize;
 
 use crate::config::ToolFilter;
-use crate::naming::exported_name;
+use crate::naming::{MAX_MODEL_NAME_LEN, exported_name, model_name};
 use crate::protocol::Tool;
 
 /// The behaviour hints shown on a tool's card. Only values the server set
@@ -35,8 +35,14 @@ pub struct ToolHints {
 /// One MCP tool as the model sees it.
 #[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct ExportedTool {
-    /// The exported name, `mcp__<server>__<tool>`.
+    /// The name the model is offered: `mcp__<server>__<tool>`, or its
+    /// 64-character short form when that is longer (see
+    /// [`crate::naming::model_name`]).
     pub name: String,
+    /// The full `mcp__<server>__<tool>` name when `name` is its short form;
+    /// calls by either name route to this tool.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub full_name: Option<String>,
     /// The identity of the server that answers calls.
     pub server: String,
     /// The server's own name for the tool, as `tools/call` takes it.
@@ -95,8 +101,21 @@ impl ToolRegistry {
                 filtered_out.push(tool.name.clone());
                 continue;
             }
+            let full = exported_name(server, &tool.name);
+            let name = model_name(&full).into_owned();
+            let full_name = (name != full).then_some(full);
+            if self.tools.iter().any(|t| t.name == name) {
+                // Only two short forms whose 64-bit digests collide get here.
+                tracing::warn!(
+                    server,
+                    tool = %tool.name,
+                    "MCP tool's exported name would collide with another tool's; leaving it out"
+                );
+                continue;
+            }
             self.tools.push(ExportedTool {
-                name: exported_name(server, &tool.name),
+                name,
+                full_name,
                 server: server.to_owned(),
                 tool: tool.name.clone(),
                 title: title(tool).map(str::to_owned),
@@ -120,12 +139,19 @@ impl ToolRegistry {
         &self.tools
     }
 
-    /// The tool exported as `exported`, if any.
+    /// The tool exported as `exported` (the name the model is offered, or
+    /// the full name behind a short form), if any.
     pub fn get(&self, exported: &str) -> Option<&ExportedTool> {
-        self.tools
-            .binary_search_by(|t| t.name.as_str().cmp(exported))
-            .ok()
-            .map(|i| &self.tools[i])
+        let find = |name: &str| {
+            self.tools
+                .binary_search_by(|t| t.name.as_str().cmp(name))
+                .ok()
+                .map(|i| &self.tools[i])
+        };
+        if exported.len() <= MAX_MODEL_NAME_LEN {
+            return find(exported);
+        }
+        find(&model_name(exported)).filter(|t| t.full_name.as_deref() == Some(exported))
     }
 
     /// The tools of one server, ordered by exported name.
@@ -301,6 +327,43 @@ mod tests {
         assert_eq!(r.len(), 1);
         let echo = r.get("mcp__s__echo").expect("registered");
         assert!(echo.description.starts_with("Does echo."));
+    }
+
+    #[test]
+    fn long_names_are_offered_short_and_route_by_either_form() {
+        let mut registry = ToolRegistry::new();
+        let long_tool = "summarize-the-entire-repository-history";
+        registry.add_server(
+            "code-search",
+            &ToolFilter::default(),
+            &[tool(long_tool), tool("echo")],
+        );
+        let full = exported_name("code-search", long_tool);
+        assert!(full.len() > MAX_MODEL_NAME_LEN);
+        let long = registry
+            .tools()
+            .iter()
+            .find(|t| t.tool == long_tool)
+            .expect("registered");
+        assert_eq!(long.name.len(), MAX_MODEL_NAME_LEN);
+        assert_eq!(long.full_name.as_deref(), Some(full.as_str()));
+        assert_eq!(
+            registry.get(&long.name).map(|t| t.tool.as_str()),
+            Some(long_tool)
+        );
+        assert_eq!(
+            registry.get(&full).map(|t| t.tool.as_str()),
+            Some(long_tool)
+        );
+        // A long name that is not registered finds nothing, even though its
+        // short form is computed on the way.
+        let other = exported_name("code-search", "summarize-the-entire-repository-historz");
+        assert!(registry.get(&other).is_none());
+        // Short names carry no second spelling.
+        let echo = registry
+            .get("mcp___rho_636f64652d736561726368__echo")
+            .expect("echo");
+        assert_eq!(echo.full_name, None);
     }
 
     #[test]

@@ -60,12 +60,14 @@ pub enum ToolCallError {
         tool: String,
     },
     /// The server does not list a tool by that name.
-    #[error("server `{server}` has no tool `{tool}`")]
+    #[error("server `{server}` has no tool `{tool}`{}", tool_list(.available))]
     NoSuchTool {
         /// The server identity.
         server: String,
         /// The tool's own name.
         tool: String,
+        /// The server's own names of the tools it does list, in its order.
+        available: Vec<String>,
     },
     /// The session would not take the call (closed, bad arguments).
     #[error("{0}")]
@@ -73,6 +75,14 @@ pub enum ToolCallError {
     /// The call was sent but ended without a result.
     #[error(transparent)]
     Call(#[from] CallError),
+}
+
+/// `available` as the tail of a [`ToolCallError::NoSuchTool`] message.
+fn tool_list(available: &[String]) -> String {
+    if available.is_empty() {
+        return " (it lists no tools)".into();
+    }
+    format!("; its tools: {}", available.join(", "))
 }
 
 /// One configured server as the host sees it.
@@ -316,16 +326,28 @@ impl Inventory {
         out
     }
 
-    /// Where a call of `tool` (the server's own name) on `server` goes,
-    /// honouring the server's allow/deny filter.
+    /// Where a call of `tool` on `server` goes, honouring the server's
+    /// allow/deny filter: the slot and the tool's own name. `tool` is the
+    /// server's own name or, when the server lists no tool by that name,
+    /// the name rho exports one of its tools under (either spelling of a
+    /// long name).
     pub fn route_server_tool(
         &self,
         server: &str,
         tool: &str,
         health: impl Fn(SlotId) -> Option<Health>,
-    ) -> Result<SlotId, ToolCallError> {
+    ) -> Result<(SlotId, String), ToolCallError> {
         let slot = self.ready_slot(server, &health)?;
         let s = &self.slots[slot.0];
+        let own = if s.tools.iter().any(|t| t.name == tool) {
+            tool
+        } else {
+            match self.registry.get(tool) {
+                Some(exported) if exported.server == server => exported.tool.as_str(),
+                _ => tool,
+            }
+        };
+        let tool = own;
         if !s.tools.iter().any(|t| t.name == tool) {
             let added = health(slot)
                 .and_then(|h| h.tools_now)
@@ -339,6 +361,7 @@ impl Inventory {
             return Err(ToolCallError::NoSuchTool {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
+                available: s.tools.iter().map(|t| t.name.clone()).collect(),
             });
         }
         if s.config.as_ref().is_some_and(|c| !c.tools.permits(tool)) {
@@ -348,7 +371,7 @@ impl Inventory {
             });
         }
         self.still_listed(slot, tool, &health)?;
-        Ok(slot)
+        Ok((slot, tool.to_owned()))
     }
 
     fn ready_slot(
@@ -589,9 +612,24 @@ transport = "stdio"
             inventory.route_server_tool("a", "secret", |_| None),
             Err(ToolCallError::Filtered { .. })
         ));
+        match inventory.route_server_tool("a", "nope", |_| None) {
+            Err(error @ ToolCallError::NoSuchTool { .. }) => assert_eq!(
+                error.to_string(),
+                "server `a` has no tool `nope`; its tools: echo, secret"
+            ),
+            other => panic!("{other:?}"),
+        }
+        // The exported name routes too, to the server's own name.
+        assert_eq!(
+            inventory
+                .route_server_tool("a", "mcp__a__echo", |_| None)
+                .expect("routes"),
+            (a, "echo".to_owned())
+        );
+        // ... but only to a tool of that server.
         assert!(matches!(
-            inventory.route_server_tool("a", "nope", |_| None),
-            Err(ToolCallError::NoSuchTool { .. })
+            inventory.route_server_tool("b", "mcp__a__echo", |_| None),
+            Err(ToolCallError::ServerNotReady { .. })
         ));
         match inventory.route_server_tool("b", "x", |_| None) {
             Err(ToolCallError::ServerNotReady { reason, .. }) => assert!(reason.contains("boom")),
