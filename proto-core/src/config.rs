@@ -468,17 +468,6 @@ pub enum ConfigFileErrorKind {
         /// The full key path, e.g. `mcp.server`.
         key: String,
     },
-    /// An entry under `[mcp.servers]` that is not a table, such as
-    /// `mcp.servers.fs = "npx"`; there is no entry to disable.
-    #[error("server `{id}`: `{key}` must be a table, found {found}")]
-    EntryNotTable {
-        /// The entry's key as written.
-        id: String,
-        /// The full key path.
-        key: String,
-        /// The TOML type found instead.
-        found: &'static str,
-    },
 }
 
 /// What is wrong with one server entry. The server is not started; the
@@ -604,25 +593,11 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             },
         ));
     };
-    for (key, value) in source_order(servers) {
-        if !value.get_ref().is_table() {
-            return Err(file_error(
-                value.span(),
-                ConfigFileErrorKind::EntryNotTable {
-                    id: key.get_ref().to_string(),
-                    key: key_path("mcp.servers", key.get_ref()),
-                    found: value.get_ref().type_str(),
-                },
-            ));
-        }
-    }
-
     let servers = servers
         .iter()
-        .filter_map(|(key, value)| {
-            let table = value.get_ref().as_table()?;
+        .map(|(key, value)| {
             let id = key.get_ref().to_string();
-            let config = read_entry(key, value.span(), table).map_err(|fault| {
+            let entry_error = |fault: Fault| {
                 let (line, column) = line_column(text, fault.span.start);
                 EntryError {
                     file: file_name.to_owned(),
@@ -631,8 +606,25 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
                     column,
                     message: fault.message,
                 }
-            });
-            Some(ServerEntry { id, config })
+            };
+            // A value that is not a table (`fs = "npx foo"`, `[[mcp.servers.fs]]`)
+            // is still an entry: it disables only itself, like any other
+            // malformed entry.
+            let config = match value.get_ref().as_table() {
+                Some(table) => read_entry(key, value.span(), table).map_err(entry_error),
+                None => Err(entry_error(Fault::new(
+                    value.span(),
+                    format!(
+                        "`{path}` must be a table, found {found}: write `[{path}]` with `transport = ...` and its keys on the lines below",
+                        path = key_path("mcp.servers", key.get_ref()),
+                        found = value.get_ref().type_str(),
+                    ),
+                ))),
+            };
+            ServerEntry {
+                id: id.clone(),
+                config,
+            }
         })
         .collect();
     Ok(Config {
@@ -1570,16 +1562,21 @@ scopes = ["read", "write"]
             error.to_string(),
             "config.toml:2:11: `mcp.servers` must be a table of server tables, found array"
         );
-        let error = file_error("[[mcp.servers.fs]]\ntransport = \"stdio\"\n");
+    }
+
+    #[test]
+    fn an_entry_that_is_not_a_table_disables_only_itself() {
+        let text = "[mcp.servers]\nfs = \"npx foo\"\n\n[mcp.servers.good]\ntransport = \"stdio\"\ncommand = \"good\"\n";
+        let config = parse_ok(text);
+        assert!(config.get("good").expect("good").config.is_ok());
+        let (error, at) = entry_error(text, "fs");
+        assert_eq!(at, (2, 6));
         assert_eq!(
             error.to_string(),
-            "config.toml:1:1: server `fs`: `mcp.servers.fs` must be a table, found array"
+            "config.toml:2:6: server `fs`: `mcp.servers.fs` must be a table, found string: write `[mcp.servers.fs]` with `transport = ...` and its keys on the lines below"
         );
-        let error = file_error("[mcp.servers]\nfs = \"npx\"\n");
-        assert_eq!(
-            error.to_string(),
-            "config.toml:2:6: server `fs`: `mcp.servers.fs` must be a table, found string"
-        );
+        let (error, _) = entry_error("[[mcp.servers.fs]]\ntransport = \"stdio\"\n", "fs");
+        assert!(error.message.contains("found array"), "{error}");
     }
 
     #[test]
