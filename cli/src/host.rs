@@ -19,9 +19,9 @@ use serde_json::Value;
 /// Which executor drives the sessions.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 pub(crate) enum RuntimeKind {
-    /// smol: one task per session on the main thread.
+    /// One task per session on the main thread (the default).
     Smol,
-    /// Plain threads: a driver thread per session.
+    /// A driver thread per session.
     Blocking,
 }
 

@@ -140,8 +140,12 @@ pub(crate) struct CallArgs {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) => return usage_error(&error),
+    };
     init_tracing(cli.verbose);
+    let json = cli.command.wants_json();
     let result = match cli.command {
         TopCommand::Mcp(command) => run_mcp(
             cli.config,
@@ -153,15 +157,84 @@ fn main() -> ExitCode {
     };
     match result {
         Ok(code) => code,
-        Err(Failure::Usage(message)) => {
-            eprintln!("rho: {message}");
-            ExitCode::from(2)
-        }
-        Err(Failure::Runtime(message)) => {
-            eprintln!("rho: {message}");
-            ExitCode::from(1)
+        Err(failure) => report_failure(&failure, json),
+    }
+}
+
+impl TopCommand {
+    /// Whether the command was asked for JSON output, so that its errors
+    /// come as JSON on stdout too.
+    fn wants_json(&self) -> bool {
+        match self {
+            TopCommand::Mcp(McpCommand::List(args)) => args.json,
+            TopCommand::Mcp(McpCommand::Show(args)) => args.json,
+            TopCommand::Mcp(McpCommand::Call(args)) => args.json,
+            TopCommand::Mcp(_) => false,
         }
     }
+}
+
+/// Prints a failure and returns its exit code. With `--json` the failure is
+/// also a JSON document on stdout, `{"schema": 1, "error": {"kind", "message"}}`
+/// (`kind` is `usage` for exit 2, `failed` for exit 1), so a script reading
+/// stdout never has to parse stderr; the line on stderr stays for a person.
+fn report_failure(failure: &Failure, json: bool) -> ExitCode {
+    let (kind, code, message) = match failure {
+        Failure::Usage(message) => ("usage", 2, message),
+        Failure::Runtime(message) => ("failed", 1, message),
+    };
+    eprintln!("rho: {message}");
+    if json {
+        let doc = serde_json::json!({
+            "schema": 1,
+            "error": {"kind": kind, "message": message},
+        });
+        // Nothing more can be said if stdout is gone; the code still tells.
+        let _ = write_stdout(&output::json_text(&doc));
+    }
+    ExitCode::from(code)
+}
+
+/// A command line clap refused. Help and version go to stdout with exit 0
+/// as usual; a real mistake exits 2, and as JSON on stdout too when the
+/// words include `--json`. A bad `RHO_RUNTIME` is named as such: clap's
+/// own message speaks only of `--runtime`.
+fn usage_error(error: &clap::Error) -> ExitCode {
+    use clap::error::{ContextKind, ContextValue, ErrorKind};
+    let _ = error.print();
+    if matches!(
+        error.kind(),
+        ErrorKind::DisplayHelp
+            | ErrorKind::DisplayVersion
+            | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+    ) {
+        return ExitCode::from(u8::try_from(error.exit_code()).unwrap_or(2));
+    }
+    let rendered = error.to_string();
+    let mut message = rendered
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .trim_start_matches("error: ")
+        .to_owned();
+    let about_runtime = matches!(
+        error.get(ContextKind::InvalidArg),
+        Some(ContextValue::String(arg)) if arg.starts_with("--runtime")
+    );
+    let runtime_on_command_line = std::env::args_os()
+        .any(|a| a == "--runtime" || a.to_string_lossy().starts_with("--runtime="));
+    if about_runtime && !runtime_on_command_line && std::env::var_os("RHO_RUNTIME").is_some() {
+        message.push_str(" (the value comes from the environment variable RHO_RUNTIME)");
+        eprintln!("note: the value comes from the environment variable RHO_RUNTIME");
+    }
+    if std::env::args_os().any(|a| a == "--json") {
+        let doc = serde_json::json!({
+            "schema": 1,
+            "error": {"kind": "usage", "message": message},
+        });
+        let _ = write_stdout(&output::json_text(&doc));
+    }
+    ExitCode::from(2)
 }
 
 /// A failure that ends the command, by who is at fault.
@@ -267,8 +340,10 @@ fn show(
     Ok(exit_code(failed))
 }
 
-/// `rho mcp replay FILE`: exit 0 when every recorded poll matched.
+/// `rho mcp replay FILE`: exit 0 when every recorded poll matched, 1 when
+/// one differed, 2 when FILE is not a readable transcript.
 fn replay(file: &std::path::Path) -> Result<ExitCode, Failure> {
+    use rho_proto_core::transcript::ReplayError;
     let text = std::fs::read_to_string(file)
         .map_err(|e| Failure::Usage(format!("cannot read {}: {e}", file.display())))?;
     // Replay compares instants only with each other; any origin will do.
@@ -281,10 +356,13 @@ fn replay(file: &std::path::Path) -> Result<ExitCode, Failure> {
             ))?;
             Ok(ExitCode::SUCCESS)
         }
-        Err(divergence) => Err(Failure::Runtime(format!(
+        Err(ReplayError::Diverged(divergence)) => Err(Failure::Runtime(format!(
             "{} diverged: {divergence}",
             file.display()
         ))),
+        // Not a transcript, or one that cannot be read: the input is wrong,
+        // not the core.
+        Err(error) => Err(Failure::Usage(format!("{}: {error}", file.display()))),
     }
 }
 

@@ -1054,6 +1054,85 @@ fn list_connect_json_is_the_same_under_smol_and_blocking() {
 }
 
 /// A `list --json` document without the facts that differ from run to run.
+#[test]
+fn replay_of_a_file_that_is_not_a_transcript_exits_2_saying_so() {
+    let s = Scratch::new("replay-not-transcript", Runtime::Smol);
+    let file = s.write("notes.txt", "just some notes\n");
+    let run = s.rho(&["mcp", "replay", arg(&file)]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("not a rho transcript"), "{run}");
+    assert!(!run.stderr.contains("diverged"), "{run}");
+}
+
+#[test]
+fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
+    let s = Scratch::new("json-errors", Runtime::Smol);
+    let config = s.write("config.toml", &everything("everything"));
+    // A usage error: exit 2.
+    let run = s.rho(&["--config", arg(&config), "mcp", "show", "nosuch", "--json"]);
+    run.expect_code(2);
+    let doc = run.json();
+    assert_eq!(doc["schema"], 1, "{run}");
+    assert_eq!(doc["error"]["kind"], "usage", "{run}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("nosuch")),
+        "{run}"
+    );
+    // A failed call: exit 1.
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "no-such-tool",
+        "--json",
+    ]);
+    run.expect_code(1);
+    let doc = run.json();
+    assert_eq!(doc["error"]["kind"], "failed", "{run}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no-such-tool")),
+        "{run}"
+    );
+    // A command line clap refuses: exit 2, still JSON.
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "echo",
+        "--json",
+        "--timeout",
+        "soon",
+    ]);
+    run.expect_code(2);
+    assert_eq!(run.json()["error"]["kind"], "usage", "{run}");
+    // A bad RHO_RUNTIME is named as the variable it came from.
+    let run = s.rho_env(&["mcp", "list", "--json"], &[("RHO_RUNTIME", "fast")]);
+    run.expect_code(2);
+    assert!(
+        run.json()["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("RHO_RUNTIME")),
+        "{run}"
+    );
+}
+
+#[test]
+fn help_names_each_runtime_once() {
+    let s = Scratch::new("help-runtime", Runtime::Smol);
+    let run = s.rho(&["--help"]);
+    run.expect_code(0);
+    assert!(!run.stdout.contains("smol: smol"), "{run}");
+    assert!(run.stdout.contains("smol:"), "{run}");
+}
+
 fn per_run_facts_removed(mut doc: Value) -> Value {
     for entry in doc["servers"].as_array_mut().into_iter().flatten() {
         if let Some(entry) = entry.as_object_mut() {

@@ -287,17 +287,40 @@ fn sampling_answer_from(value: &Value) -> Option<SamplingAnswer> {
     }
 }
 
+/// Why a replay did not confirm its transcript.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ReplayError {
+    /// The text is not a rho transcript at all: empty, not JSON lines, or
+    /// its first line is not a transcript header. Nothing was replayed.
+    #[error("not a rho transcript: {0}")]
+    NotATranscript(String),
+    /// A line of a transcript cannot be read back (a damaged or hand-edited
+    /// file, or one from another version).
+    #[error("transcript line {line}: {reason}\n  line: {text}")]
+    Malformed {
+        /// 1-based line number in the transcript.
+        line: usize,
+        /// What is wrong with it.
+        reason: String,
+        /// The line, cut to 200 characters.
+        text: String,
+    },
+    /// The core, fed the recorded inputs, produced other outputs.
+    #[error(transparent)]
+    Diverged(Divergence),
+}
+
 /// The first place a replay differed from its transcript.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error(
-    "transcript line {line}: {what}\n  expected: {expected}\n  replayed: {got}\n  after:\n{context}"
+    "transcript line {line}: {what}\n  recorded: {expected}\n  replayed: {got}\n  after:\n{context}"
 )]
 pub struct Divergence {
     /// 1-based line number in the transcript.
     pub line: usize,
     /// What was being compared.
     pub what: String,
-    /// The recorded value.
+    /// The recorded value (what the transcript expects).
     pub expected: String,
     /// What the replay produced.
     pub got: String,
@@ -319,18 +342,29 @@ pub struct ReplaySummary {
 /// Replays every session of a transcript and checks every recorded poll.
 /// `origin` is the time origin the offsets are added to (any instant: the
 /// core only compares instants with each other).
-pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Divergence> {
+pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, ReplayError> {
     let lines: Vec<(usize, &str)> = transcript
         .lines()
         .enumerate()
         .filter(|(_, l)| !l.trim().is_empty())
         .map(|(i, l)| (i + 1, l))
         .collect();
+    let Some((_, first)) = lines.first() else {
+        return Err(ReplayError::NotATranscript("the file is empty".into()));
+    };
+    let is_header = serde_json::from_str::<Value>(first)
+        .ok()
+        .is_some_and(|v| v.get("rho_transcript").is_some());
+    if !is_header {
+        return Err(ReplayError::NotATranscript(
+            "its first line is not a transcript header (record one with `--record FILE`)".into(),
+        ));
+    }
     let mut sessions: Vec<String> = Vec::new();
     let mut parsed = Vec::with_capacity(lines.len());
     for (n, line) in &lines {
         let value: Value = serde_json::from_str(line)
-            .map_err(|e| divergence(&lines, *n, "a JSON line", line, &e.to_string()))?;
+            .map_err(|e| malformed(*n, &format!("not a JSON line: {e}"), line))?;
         let session = value
             .get("s")
             .and_then(Value::as_str)
@@ -351,17 +385,15 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Diverg
             if entry.get("rho_transcript").is_some() {
                 conn = Some(
                     build(entry, origin)
-                        .map_err(|e| divergence(&lines, n, "the header", &text, &e))?,
+                        .map_err(|e| malformed(n, &format!("bad header: {e}"), &text))?,
                 );
                 summary.sessions += 1;
                 continue;
             }
             let Some(c) = conn.as_mut() else {
-                return Err(divergence(
-                    &lines,
+                return Err(malformed(
                     n,
-                    "a header before any entry",
-                    "",
+                    "an entry of a session whose header has not come yet",
                     &text,
                 ));
             };
@@ -369,7 +401,7 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Diverg
                 let t = entry.get("t").and_then(Value::as_u64).unwrap_or(0);
                 let now = origin + Duration::from_micros(t);
                 apply(c, now, kind, entry, &mut calls)
-                    .map_err(|e| divergence(&lines, n, "an input", &text, &e))?;
+                    .map_err(|e| malformed(n, &format!("bad input: {e}"), &text))?;
                 summary.inputs += 1;
             } else if let Some(kind) = entry.get("poll").and_then(Value::as_str) {
                 let expected = entry.get("got").cloned().unwrap_or(Value::Null);
@@ -390,16 +422,18 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Diverg
                         Some(call) => call.map_or(Value::Null, |c| json!(c.0)),
                         None => Value::Null,
                     },
-                    other => return Err(divergence(&lines, n, "a known poll", other, &text)),
+                    other => {
+                        return Err(malformed(n, &format!("unknown poll `{other}`"), &text));
+                    }
                 };
                 if got != expected {
-                    return Err(Divergence {
+                    return Err(ReplayError::Diverged(Divergence {
                         line: n,
                         what: format!("poll_{kind}"),
                         expected: expected.to_string(),
                         got: got.to_string(),
                         context: context(&lines, n),
-                    });
+                    }));
                 }
                 summary.polls += 1;
             }
@@ -575,19 +609,11 @@ fn apply(
     Ok(())
 }
 
-fn divergence(
-    lines: &[(usize, &str)],
-    line: usize,
-    what: &str,
-    expected: &str,
-    got: &str,
-) -> Divergence {
-    Divergence {
+fn malformed(line: usize, reason: &str, text: &str) -> ReplayError {
+    ReplayError::Malformed {
         line,
-        what: what.to_owned(),
-        expected: expected.to_owned(),
-        got: got.to_owned(),
-        context: context(lines, line),
+        reason: reason.to_owned(),
+        text: text.chars().take(200).collect(),
     }
 }
 

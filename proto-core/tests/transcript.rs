@@ -7,7 +7,7 @@ use std::time::Instant;
 
 use rho_proto_core::config;
 use rho_proto_core::connection::{Connection, HostContext};
-use rho_proto_core::transcript::replay;
+use rho_proto_core::transcript::{ReplayError, replay};
 
 #[test]
 fn configured_header_values_never_reach_a_transcript() {
@@ -32,4 +32,41 @@ fn configured_header_values_never_reach_a_transcript() {
     // And the redacted transcript still replays.
     let summary = replay(&text, now).expect("replays");
     assert_eq!(summary.sessions, 1);
+}
+
+#[test]
+fn text_that_is_not_a_transcript_is_refused_as_such_before_replaying() {
+    for text in ["", "\n\n", "hello\n", "{\"a\":1}\n", "[1,2]\n"] {
+        match replay(text, Instant::now()) {
+            Err(ReplayError::NotATranscript(reason)) => assert!(!reason.is_empty()),
+            other => panic!("{text:?}: {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_damaged_line_after_a_good_header_is_malformed_naming_its_line() {
+    let config = config::parse(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let now = Instant::now();
+    let mut conn =
+        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
+    while conn.poll_output().is_some() {}
+    let mut text = conn.take_transcript().join("\n");
+    text.push_str("\nnot json at all\n");
+    let lines = text.lines().count();
+    match replay(&text, now) {
+        Err(error @ ReplayError::Malformed { .. }) => {
+            let ReplayError::Malformed { line, .. } = &error else {
+                unreachable!()
+            };
+            assert_eq!(*line, lines, "{error}");
+            assert!(error.to_string().contains("not a JSON line"), "{error}");
+        }
+        other => panic!("{other:?}"),
+    }
 }

@@ -9,7 +9,7 @@
 use std::path::PathBuf;
 use std::time::Instant;
 
-use rho_proto_core::transcript::replay;
+use rho_proto_core::transcript::{ReplayError, replay};
 
 fn transcripts() -> Vec<PathBuf> {
     let dir = rho_tests::tests_dir().join("transcripts");
@@ -76,12 +76,28 @@ fn a_changed_output_is_reported_at_its_line_with_context() {
         tampered, text,
         "the transcript records the initialize request"
     );
-    let divergence = replay(&tampered, Instant::now()).expect_err("must diverge");
+    let divergence = match replay(&tampered, Instant::now()) {
+        Err(ReplayError::Diverged(divergence)) => divergence,
+        other => panic!("must diverge, got {other:?}"),
+    };
     assert!(divergence.line > 1, "{divergence}");
     assert_eq!(divergence.what, "poll_output", "{divergence}");
     assert!(divergence.expected.contains("initialise"), "{divergence}");
     assert!(divergence.got.contains("initialize"), "{divergence}");
     assert!(!divergence.context.is_empty(), "{divergence}");
+    // The message labels the transcript's value as recorded and the core's
+    // as replayed, not the other way round.
+    let message = divergence.to_string();
+    let recorded = message
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("recorded: "))
+        .unwrap_or_else(|| panic!("no recorded line: {message}"));
+    let replayed = message
+        .lines()
+        .find_map(|l| l.trim_start().strip_prefix("replayed: "))
+        .unwrap_or_else(|| panic!("no replayed line: {message}"));
+    assert!(recorded.contains("initialise"), "{message}");
+    assert!(replayed.contains("initialize"), "{message}");
 }
 
 #[test]
@@ -109,7 +125,10 @@ fn one_changed_byte_in_a_server_message_fails_replay_at_that_step() {
         })
         .collect::<Vec<_>>()
         .join("\n");
-    let divergence = replay(&tampered, Instant::now()).expect_err("must diverge");
+    let divergence = match replay(&tampered, Instant::now()) {
+        Err(ReplayError::Diverged(divergence)) => divergence,
+        other => panic!("must diverge, got {other:?}"),
+    };
     assert!(divergence.line > at + 1, "{divergence}");
     assert!(divergence.what.starts_with("poll_"), "{divergence}");
     assert!(divergence.got.contains("everythinG"), "{divergence}");
