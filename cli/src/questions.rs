@@ -23,7 +23,7 @@ use std::sync::{Arc, Mutex};
 use rho_io_blocking::host::{
     CommandModel, FileLedger, HostServices, Model, Responder, UsageLedger,
 };
-use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer};
+use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer, check_field_answer};
 
 /// Whether a person can be asked: a terminal on both ends, not in CI.
 pub(crate) fn person_present() -> bool {
@@ -98,7 +98,7 @@ impl Responder for Terminal {
         );
         let mut answers = std::collections::BTreeMap::new();
         for field in &form.fields {
-            match ask_field(&mut err, field) {
+            match ask_field(&mut err, &mut read_line, field) {
                 Asked::Values(values) => {
                     answers.insert(field.name.clone(), values);
                 }
@@ -132,7 +132,13 @@ enum Asked {
     Unavailable,
 }
 
-fn ask_field(err: &mut impl Write, field: &Field) -> Asked {
+/// Asks one field on `err`, reading answers with `read` (a line, or `None`
+/// when there is no more input).
+fn ask_field(
+    err: &mut impl Write,
+    read: &mut dyn FnMut() -> Option<String>,
+    field: &Field,
+) -> Asked {
     let label = field.title.as_deref().unwrap_or(&field.name);
     let _ = writeln!(
         err,
@@ -170,50 +176,56 @@ fn ask_field(err: &mut impl Write, field: &Field) -> Asked {
         }
         FieldKind::Text | FieldKind::Number { .. } => {}
     }
-    let line = loop {
-        let shown = default
-            .as_ref()
-            .map(|d| format!("[{d}] "))
-            .unwrap_or_default();
+    let shown = default
+        .as_ref()
+        .map(|d| format!("[{d}] "))
+        .unwrap_or_default();
+    loop {
         let _ = write!(err, "> {shown}");
         let _ = err.flush();
-        let Some(line) = read_line() else {
+        let Some(line) = read() else {
             return Asked::Unavailable;
         };
-        let line = line.trim().to_owned();
+        let line = line.trim();
         if line == "!cancel" {
             return Asked::Dismiss;
         }
-        if !line.is_empty() {
-            break line;
-        }
-        match &field.default {
-            Some(values) => return Asked::Values(values.clone()),
-            None if field.required => {
-                let _ = writeln!(err, "  (required: type an answer, or `!cancel`)");
+        if line.is_empty() {
+            match &field.default {
+                Some(values) => return Asked::Values(values.clone()),
+                None if field.required => {
+                    let _ = writeln!(err, "  (required: type an answer, or `!cancel`)");
+                    continue;
+                }
+                None => return Asked::Skip,
             }
-            None => return Asked::Skip,
         }
-    };
-    let line = line.as_str();
+        let values = parse_answer(field, line);
+        // An answer that cannot carry the field's type is asked again with
+        // the reason, never sent on to become a decline of the whole form.
+        match check_field_answer(field, &values) {
+            Ok(()) => return Asked::Values(values),
+            Err(reason) => {
+                let _ = writeln!(err, "  not accepted: {reason}; try again, or `!cancel`");
+            }
+        }
+    }
+}
+
+/// The values a typed line stands for: choice numbers become their
+/// option's value, several choices are separated by commas.
+fn parse_answer(field: &Field, line: &str) -> Vec<String> {
     match &field.kind {
-        FieldKind::Choice { options, multi } => {
-            let picked: Vec<String> = line
-                .split(',')
-                .map(str::trim)
-                .filter(|s| !s.is_empty())
-                .map(|s| match s.parse::<usize>() {
-                    Ok(n) if n >= 1 && n <= options.len() => options[n - 1].value.clone(),
-                    _ => s.to_owned(),
-                })
-                .collect();
-            if !*multi && picked.len() > 1 {
-                // The core declines an answer that cannot carry its type.
-                return Asked::Values(picked);
-            }
-            Asked::Values(picked)
-        }
-        _ => Asked::Values(vec![line.to_owned()]),
+        FieldKind::Choice { options, .. } => line
+            .split(',')
+            .map(str::trim)
+            .filter(|s| !s.is_empty())
+            .map(|s| match s.parse::<usize>() {
+                Ok(n) if n >= 1 && n <= options.len() => options[n - 1].value.clone(),
+                _ => s.to_owned(),
+            })
+            .collect(),
+        _ => vec![line.to_owned()],
     }
 }
 
@@ -228,4 +240,76 @@ fn read_line() -> Option<String> {
 fn ledger_path() -> Option<PathBuf> {
     let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
     Some(PathBuf::from(home).join(".rho").join("usage.jsonl"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rho_proto_core::elicitation::ChoiceOption;
+
+    fn field(kind: FieldKind, required: bool) -> Field {
+        Field {
+            name: "f".into(),
+            title: None,
+            help: Vec::new(),
+            kind,
+            required,
+            default: None,
+        }
+    }
+
+    /// Asks `field` with `lines` as the person's input; returns the answer
+    /// and what was shown.
+    fn ask(field: &Field, lines: &[&str]) -> (Asked, String) {
+        let mut input = lines.iter().map(|l| format!("{l}\n"));
+        let mut shown = Vec::new();
+        let asked = ask_field(&mut shown, &mut || input.next(), field);
+        (asked, String::from_utf8_lossy(&shown).into_owned())
+    }
+
+    fn values(asked: Asked) -> Vec<String> {
+        match asked {
+            Asked::Values(v) => v,
+            Asked::Skip => panic!("skipped"),
+            Asked::Dismiss => panic!("dismissed"),
+            Asked::Unavailable => panic!("ran out of input"),
+        }
+    }
+
+    #[test]
+    fn an_answer_that_cannot_be_typed_is_asked_again_with_the_reason() {
+        let (asked, shown) = ask(&field(FieldKind::Confirm, true), &["maybe", "yes"]);
+        assert_eq!(values(asked), ["yes"]);
+        assert!(
+            shown.contains("not accepted: field `f` was not answered yes or no"),
+            "{shown}"
+        );
+        let integer = field(FieldKind::Number { integer: true }, true);
+        let (asked, shown) = ask(&integer, &["abc", "4.5", "42"]);
+        assert_eq!(values(asked), ["42"]);
+        assert_eq!(shown.matches("not accepted").count(), 2, "{shown}");
+        let options = ["low", "mid", "high"]
+            .iter()
+            .map(|v| ChoiceOption {
+                value: (*v).into(),
+                label: (*v).into(),
+            })
+            .collect();
+        let choice = field(
+            FieldKind::Choice {
+                options,
+                multi: false,
+            },
+            true,
+        );
+        let (asked, shown) = ask(&choice, &["9", "1,2", "3"]);
+        assert_eq!(values(asked), ["high"]);
+        assert_eq!(shown.matches("not accepted").count(), 2, "{shown}");
+    }
+
+    #[test]
+    fn input_ending_while_re_asking_is_unavailable_not_an_answer() {
+        let (asked, _) = ask(&field(FieldKind::Confirm, false), &["perhaps"]);
+        assert!(matches!(asked, Asked::Unavailable));
+    }
 }

@@ -1143,7 +1143,7 @@ mod tests {
         );
         assert_eq!(
             r.model_text,
-            "{\"conditions\":\"cloudy\",\"temperature\":22.5}\n[image image/png, 3 B]"
+            "{\"temperature\":22.5,\"conditions\":\"cloudy\"}\n[image image/png, 3 B]"
         );
         // The card, which costs no context, keeps the text.
         assert_eq!(

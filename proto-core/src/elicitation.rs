@@ -680,6 +680,16 @@ fn typed_content(form: &Form, answers: &BTreeMap<String, Vec<String>>) -> Result
     Ok(Value::Object(content))
 }
 
+/// Whether `texts` is an answer `field` can carry, for a host that asks a
+/// person: `Err` says why not, in words to show before asking again (it
+/// names the field and its kind, never the answer). An empty answer is
+/// fine here; whether a required field may stay empty is the host's
+/// question. The same rule decides [`result_for`], so an answer this
+/// accepts is never turned into a decline there.
+pub fn check_field_answer(field: &Field, texts: &[String]) -> Result<(), String> {
+    typed_answer(field, Some(&texts.to_vec())).map(|_| ())
+}
+
 /// One field's answer typed to its schema: `Ok(None)` when unanswered,
 /// `Err` when the texts cannot carry the field's type.
 fn typed_answer(field: &Field, texts: Option<&Vec<String>>) -> Result<Option<Value>, String> {
@@ -745,8 +755,8 @@ fn typed_answer(field: &Field, texts: Option<&Vec<String>>) -> Result<Option<Val
 
 fn parse_yes_no(text: &str) -> Option<bool> {
     match text.trim().to_ascii_lowercase().as_str() {
-        "yes" | "true" => Some(true),
-        "no" | "false" => Some(false),
+        "yes" | "y" | "true" => Some(true),
+        "no" | "n" | "false" => Some(false),
         _ => None,
     }
 }
@@ -773,6 +783,19 @@ fn parse_number(text: &str, integer: bool) -> Option<Value> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn fields_come_in_the_servers_order_not_sorted_by_name() {
+        // Parsed from text, as a server's message is: key order must survive.
+        let params: Value = serde_json::from_str(
+            r#"{"message":"m","requestedSchema":{"type":"object","properties":{
+                "zeta":{"type":"string"},"alpha":{"type":"boolean"},"mid":{"type":"number"}}}}"#,
+        )
+        .expect("json");
+        let form = form_from_request(&params).expect("renders");
+        let names: Vec<&str> = form.fields.iter().map(|f| f.name.as_str()).collect();
+        assert_eq!(names, ["zeta", "alpha", "mid"]);
+    }
     use proptest::prelude::*;
 
     /// Request params asking for one property.
@@ -1119,9 +1142,6 @@ mod tests {
             .map(String::as_str)
             .collect();
         assert_eq!(names, map_order);
-        // Without serde_json's preserve_order (this workspace), that is
-        // sorted by name.
-        assert_eq!(map_order, vec!["alpha", "mid", "zeta"]);
     }
 
     #[test]
@@ -1338,7 +1358,10 @@ mod tests {
             answer_one(json!({ "type": "boolean" }), &["maybe"]),
             declined()
         );
-        assert_eq!(answer_one(json!({ "type": "boolean" }), &["y"]), declined());
+        assert_eq!(
+            answer_one(json!({ "type": "boolean" }), &["y"]),
+            json!({ "action": "accept", "content": { "f": true } })
+        );
     }
 
     #[test]
