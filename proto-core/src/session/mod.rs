@@ -284,8 +284,9 @@ pub enum CallError {
     Rpc {
         /// The server identity.
         server: String,
-        /// The error object.
-        error: ErrorObject,
+        /// The error object (boxed: its `data` may be any JSON, and a
+        /// call's error travels through every result).
+        error: Box<ErrorObject>,
     },
     /// No answer within the call budget; the server was told to cancel.
     #[error("server `{server}` did not answer within {} s; the call was cancelled", budget.as_secs_f64())]
@@ -1068,7 +1069,10 @@ impl Session {
                                 .map_err(|error| CallError::OutputSchema { server, error })?;
                             Ok(result)
                         }),
-                    Err(error) => Err(CallError::Rpc { server, error }),
+                    Err(error) => Err(CallError::Rpc {
+                        server,
+                        error: Box::new(error),
+                    }),
                 };
                 self.withdraw_questions_of(call);
                 self.events.push_back(Event::CallCompleted { call, result });
