@@ -51,6 +51,7 @@ pub mod fuzzing;
 pub mod http;
 pub mod jsonrpc;
 pub mod naming;
+pub mod oauth;
 pub mod process;
 pub mod protocol;
 pub mod registry;
