@@ -6,13 +6,19 @@
 //! - [`discovery`]: where the protected resource and authorization server
 //!   metadata are, and the checks a document passes before it is trusted
 //!   (issuer, resource, S256, https).
+//! - [`authorize`]: scope selection, the authorization URL, and the checks
+//!   a callback passes (state, error, RFC 9207 `iss`).
 //! - [`pkce`]: the S256 verifier/challenge pair and `state`, from random
 //!   bytes the adapter passes in.
+//! - [`token`]: token requests for each grant and client authentication,
+//!   and token responses read back.
 //!
 //! Implementation note: these are the parts of the flow that decide; the
 //! state machine that drives them over HTTP exchanges (as `http` drives a
 //! session), the credential store and the loopback listener build on them.
 
+pub mod authorize;
 pub mod challenge;
 pub mod discovery;
 pub mod pkce;
+pub mod token;

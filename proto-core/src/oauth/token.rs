@@ -1,0 +1,359 @@
+//! Token endpoint exchanges as data (RFC 6749 §4.1.3, §6, §4.4): the form
+//! body and the client authentication of each grant, and the token
+//! response read back. Secrets (tokens, the client secret, the code
+//! verifier) never appear in `Debug` output.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use serde::Deserialize;
+
+/// How the client authenticates at the token endpoint (RFC 7591 §2
+/// `token_endpoint_auth_method`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ClientAuth {
+    /// A public client: `client_id` in the body, no secret.
+    None,
+    /// HTTP Basic with the form-encoded id and secret (RFC 6749 §2.3.1).
+    ClientSecretBasic,
+    /// `client_id` and `client_secret` in the body.
+    ClientSecretPost,
+}
+
+impl ClientAuth {
+    /// The method's registered name.
+    pub fn name(self) -> &'static str {
+        match self {
+            ClientAuth::None => "none",
+            ClientAuth::ClientSecretBasic => "client_secret_basic",
+            ClientAuth::ClientSecretPost => "client_secret_post",
+        }
+    }
+
+    /// Reads a registered name; unknown methods are `None` (rho cannot use
+    /// them).
+    pub fn from_name(name: &str) -> Option<Self> {
+        match name {
+            "none" => Some(ClientAuth::None),
+            "client_secret_basic" => Some(ClientAuth::ClientSecretBasic),
+            "client_secret_post" => Some(ClientAuth::ClientSecretPost),
+            _ => None,
+        }
+    }
+}
+
+/// The client as the token endpoint knows it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Client {
+    /// `client_id`.
+    pub id: String,
+    /// `client_secret`, for confidential clients.
+    pub secret: Option<String>,
+    /// How it authenticates.
+    pub auth: ClientAuth,
+}
+
+impl std::fmt::Debug for Client {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Client")
+            .field("id", &self.id)
+            .field("secret", &self.secret.as_ref().map(|_| "<redacted>"))
+            .field("auth", &self.auth)
+            .finish()
+    }
+}
+
+/// The grant a token request redeems.
+#[derive(Clone, PartialEq, Eq)]
+pub enum Grant<'a> {
+    /// An authorization code with its PKCE verifier and redirect URI.
+    AuthorizationCode {
+        /// The code from the callback.
+        code: &'a str,
+        /// The PKCE `code_verifier`.
+        verifier: &'a str,
+        /// The redirect URI the code was issued for.
+        redirect_uri: &'a str,
+    },
+    /// A refresh token.
+    RefreshToken(&'a str),
+    /// Machine to machine: the client's own credentials.
+    ClientCredentials,
+}
+
+/// A token request: the form body and the extra headers of its client
+/// authentication; the adapter POSTs it with
+/// `Content-Type: application/x-www-form-urlencoded`.
+#[derive(Clone, PartialEq, Eq)]
+pub struct TokenRequest {
+    /// The form-encoded body.
+    pub body: String,
+    /// `Authorization: Basic ...` for client_secret_basic.
+    pub headers: Vec<(String, String)>,
+}
+
+impl std::fmt::Debug for TokenRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenRequest").finish_non_exhaustive()
+    }
+}
+
+/// The token request for `grant` by `client`, bound to `resource` (RFC
+/// 8707, the same value as in the authorization request) and, when given,
+/// `scope`.
+pub fn token_request(
+    client: &Client,
+    grant: &Grant<'_>,
+    resource: &str,
+    scope: Option<&str>,
+) -> TokenRequest {
+    let mut form = url::form_urlencoded::Serializer::new(String::new());
+    match grant {
+        Grant::AuthorizationCode {
+            code,
+            verifier,
+            redirect_uri,
+        } => {
+            form.append_pair("grant_type", "authorization_code")
+                .append_pair("code", code)
+                .append_pair("redirect_uri", redirect_uri)
+                .append_pair("code_verifier", verifier);
+        }
+        Grant::RefreshToken(token) => {
+            form.append_pair("grant_type", "refresh_token")
+                .append_pair("refresh_token", token);
+        }
+        Grant::ClientCredentials => {
+            form.append_pair("grant_type", "client_credentials");
+        }
+    }
+    form.append_pair("resource", resource);
+    if let Some(scope) = scope {
+        form.append_pair("scope", scope);
+    }
+    let mut headers = Vec::new();
+    match client.auth {
+        ClientAuth::None => {
+            form.append_pair("client_id", &client.id);
+        }
+        ClientAuth::ClientSecretPost => {
+            form.append_pair("client_id", &client.id);
+            form.append_pair(
+                "client_secret",
+                client.secret.as_deref().unwrap_or_default(),
+            );
+        }
+        ClientAuth::ClientSecretBasic => {
+            // RFC 6749 §2.3.1: each part form-encoded before base64.
+            let enc =
+                |s: &str| url::form_urlencoded::byte_serialize(s.as_bytes()).collect::<String>();
+            let pair = format!(
+                "{}:{}",
+                enc(&client.id),
+                enc(client.secret.as_deref().unwrap_or_default())
+            );
+            headers.push((
+                "Authorization".to_owned(),
+                format!("Basic {}", STANDARD.encode(pair)),
+            ));
+        }
+    }
+    TokenRequest {
+        body: form.finish(),
+        headers,
+    }
+}
+
+/// A token response's fields (RFC 6749 §5.1).
+#[derive(Clone, PartialEq, Eq, Deserialize)]
+pub struct TokenResponse {
+    /// The access token.
+    pub access_token: String,
+    /// Must be `Bearer` (case-insensitive).
+    pub token_type: String,
+    /// Lifetime in seconds, when given.
+    #[serde(default)]
+    pub expires_in: Option<u64>,
+    /// A refresh token; when a refresh returns a new one it replaces the
+    /// old (rotation).
+    #[serde(default)]
+    pub refresh_token: Option<String>,
+    /// The granted scope, when it differs from the requested one.
+    #[serde(default)]
+    pub scope: Option<String>,
+}
+
+impl std::fmt::Debug for TokenResponse {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("TokenResponse")
+            .field("token_type", &self.token_type)
+            .field("expires_in", &self.expires_in)
+            .field("scope", &self.scope)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a token response is unusable.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum TokenError {
+    /// An OAuth error response (RFC 6749 §5.2).
+    #[error("the token endpoint refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]
+    Refused {
+        /// `invalid_grant`, `invalid_client`, ...
+        error: String,
+        /// `error_description`.
+        description: Option<String>,
+    },
+    /// Not a token response.
+    #[error("the token endpoint answered with something that is not a token response: {0}")]
+    Malformed(String),
+    /// A token type rho cannot send.
+    #[error("the token endpoint issued a `{0}` token; rho sends only Bearer tokens")]
+    NotBearer(String),
+}
+
+impl TokenError {
+    /// Whether the grant itself is dead (`invalid_grant`): a refresh token
+    /// that was revoked or expired, so only a new login helps.
+    pub fn grant_is_dead(&self) -> bool {
+        matches!(self, TokenError::Refused { error, .. } if error == "invalid_grant")
+    }
+}
+
+/// Reads a token endpoint answer: `status` and body.
+pub fn read_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, TokenError> {
+    #[derive(Deserialize)]
+    struct ErrorBody {
+        error: String,
+        #[serde(default)]
+        error_description: Option<String>,
+    }
+    if !(200..300).contains(&status) {
+        return Err(match serde_json::from_slice::<ErrorBody>(body) {
+            Ok(e) => TokenError::Refused {
+                error: e.error,
+                description: e.error_description,
+            },
+            Err(_) => TokenError::Malformed(format!("HTTP {status}")),
+        });
+    }
+    let token: TokenResponse =
+        serde_json::from_slice(body).map_err(|e| TokenError::Malformed(e.to_string()))?;
+    if !token.token_type.eq_ignore_ascii_case("bearer") {
+        return Err(TokenError::NotBearer(token.token_type));
+    }
+    if token.access_token.is_empty() {
+        return Err(TokenError::Malformed("an empty access_token".into()));
+    }
+    Ok(token)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pairs(body: &str) -> Vec<(String, String)> {
+        url::form_urlencoded::parse(body.as_bytes())
+            .map(|(k, v)| (k.into_owned(), v.into_owned()))
+            .collect()
+    }
+
+    fn get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
+        p.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn a_code_is_redeemed_with_its_verifier_redirect_and_resource() {
+        let client = Client {
+            id: "public".into(),
+            secret: None,
+            auth: ClientAuth::None,
+        };
+        let req = token_request(
+            &client,
+            &Grant::AuthorizationCode {
+                code: "c0de",
+                verifier: "v3rifier",
+                redirect_uri: "http://127.0.0.1:5/callback",
+            },
+            "https://mcp.example.com/mcp",
+            None,
+        );
+        let p = pairs(&req.body);
+        assert_eq!(get(&p, "grant_type"), Some("authorization_code"));
+        assert_eq!(get(&p, "code"), Some("c0de"));
+        assert_eq!(get(&p, "code_verifier"), Some("v3rifier"));
+        assert_eq!(get(&p, "redirect_uri"), Some("http://127.0.0.1:5/callback"));
+        assert_eq!(get(&p, "resource"), Some("https://mcp.example.com/mcp"));
+        assert_eq!(get(&p, "client_id"), Some("public"));
+        assert_eq!(get(&p, "scope"), None);
+        assert!(req.headers.is_empty());
+        assert!(!format!("{req:?}").contains("v3rifier"));
+    }
+
+    #[test]
+    fn client_secret_basic_and_post() {
+        let basic = Client {
+            id: "id:1".into(),
+            secret: Some("s3cret&".into()),
+            auth: ClientAuth::ClientSecretBasic,
+        };
+        let req = token_request(&basic, &Grant::ClientCredentials, "https://r", Some("a b"));
+        let p = pairs(&req.body);
+        assert_eq!(get(&p, "grant_type"), Some("client_credentials"));
+        assert_eq!(get(&p, "scope"), Some("a b"));
+        assert_eq!(get(&p, "client_secret"), None);
+        assert_eq!(get(&p, "client_id"), None);
+        // base64("id%3A1:s3cret%26")
+        assert_eq!(
+            req.headers,
+            [(
+                "Authorization".to_owned(),
+                "Basic aWQlM0ExOnMzY3JldCUyNg==".to_owned()
+            )]
+        );
+        let post = Client {
+            auth: ClientAuth::ClientSecretPost,
+            ..basic
+        };
+        let req = token_request(&post, &Grant::RefreshToken("rt"), "https://r", None);
+        let p = pairs(&req.body);
+        assert_eq!(get(&p, "grant_type"), Some("refresh_token"));
+        assert_eq!(get(&p, "refresh_token"), Some("rt"));
+        assert_eq!(get(&p, "client_secret"), Some("s3cret&"));
+        assert!(req.headers.is_empty());
+        assert!(!format!("{post:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn token_responses_are_read_and_refusals_named() {
+        let t = read_token_response(
+            200,
+            br#"{"access_token":"at","token_type":"bearer","expires_in":3600,"refresh_token":"rt"}"#,
+        )
+        .expect("token");
+        assert_eq!(t.expires_in, Some(3600));
+        assert!(!format!("{t:?}").contains("\"at\""));
+        let dead = read_token_response(
+            400,
+            br#"{"error":"invalid_grant","error_description":"revoked"}"#,
+        )
+        .expect_err("refused");
+        assert!(dead.grant_is_dead());
+        assert_eq!(
+            dead.to_string(),
+            "the token endpoint refused: invalid_grant (revoked)"
+        );
+        assert!(matches!(
+            read_token_response(500, b"<html>"),
+            Err(TokenError::Malformed(m)) if m == "HTTP 500"
+        ));
+        assert!(matches!(
+            read_token_response(200, br#"{"access_token":"x","token_type":"DPoP"}"#),
+            Err(TokenError::NotBearer(_))
+        ));
+        assert!(matches!(
+            read_token_response(200, br#"{"access_token":"","token_type":"Bearer"}"#),
+            Err(TokenError::Malformed(_))
+        ));
+    }
+}
