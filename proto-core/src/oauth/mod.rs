@@ -10,6 +10,7 @@
 //!   a callback passes (state, error, RFC 9207 `iss`).
 //! - [`pkce`]: the S256 verifier/challenge pair and `state`, from random
 //!   bytes the adapter passes in.
+//! - [`register`]: dynamic client registration for a native client.
 //! - [`token`]: token requests for each grant and client authentication,
 //!   and token responses read back.
 //!
@@ -21,4 +22,5 @@ pub mod authorize;
 pub mod challenge;
 pub mod discovery;
 pub mod pkce;
+pub mod register;
 pub mod token;
