@@ -46,6 +46,7 @@ pub mod driving;
 pub mod elicitation;
 pub mod env;
 pub mod framing;
+#[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod http;
