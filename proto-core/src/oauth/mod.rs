@@ -14,13 +14,18 @@
 //! - [`token`]: token requests for each grant and client authentication,
 //!   and token responses read back.
 //!
-//! Implementation note: these are the parts of the flow that decide; the
-//! state machine that drives them over HTTP exchanges (as `http` drives a
-//! session), the credential store and the loopback listener build on them.
+//! - [`flow`]: one login as a sans-IO state machine over those pieces
+//!   (requests out, responses and the callback in, tokens out), and the
+//!   refresh of stored credentials.
+//!
+//! Implementation note: the session does not drive a login yet; wiring a
+//! 401 into [`flow::Login`], the credential store, the loopback listener
+//! and `rho mcp login` build on this.
 
 pub mod authorize;
 pub mod challenge;
 pub mod discovery;
+pub mod flow;
 pub mod pkce;
 pub mod register;
 pub mod token;

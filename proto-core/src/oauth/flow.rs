@@ -1,0 +1,764 @@
+//! One login to one MCP server's authorization server, as a sans-IO state
+//! machine: HTTP requests come out as data, responses go back in, the
+//! browser step comes out as an event and its callback goes back in, and
+//! the tokens come out at the end. The shape of the Python SDK's
+//! `OAuthClientProvider` generator, written as quinn-proto writes a
+//! connection.
+//!
+//! The order is the 2025-11-25 authorization spec's:
+//! 1. protected resource metadata ([`discovery::resource_metadata_urls`]),
+//!    falling back to the 2025-03-26 rule (the MCP server's origin is the
+//!    issuer) only when no document exists at all;
+//! 2. authorization server metadata, each candidate URL in turn;
+//! 3. the client: a configured `client_id`, else a stored registration for
+//!    this issuer, else a client ID metadata document when the server
+//!    accepts one and it is configured, else dynamic registration;
+//! 4. the browser step with PKCE, then the code redeemed — or, for
+//!    `client_credentials`, the token request at once.
+//!
+//! Bounds: discovery and registration share 60 s from the start; the
+//! browser step and redeeming the code 5 minutes. A bound that passes
+//! fails the login with its name, so a login nobody finishes cannot hang.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+use url::Url;
+
+use super::authorize::{AuthorizationRequest, CallbackError, read_callback, select_scope};
+use super::challenge::BearerChallenge;
+use super::discovery::{
+    self, AuthorizationServerMetadata, DiscoveryError, ResourceMetadata, canonical_resource,
+};
+use super::pkce::{Pkce, RANDOM_BYTES};
+use super::register::{RegistrationError, choose_auth, read_registration, registration_request};
+use super::token::{
+    Client, ClientAuth, Grant, TokenError, TokenResponse, read_token_response, token_request,
+};
+
+/// The bound on discovery and registration.
+pub const DISCOVERY_BUDGET: Duration = Duration::from_secs(60);
+/// The bound on the browser step and redeeming the code.
+pub const LOGIN_BUDGET: Duration = Duration::from_secs(300);
+
+/// Which grant a login uses.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GrantKind {
+    /// Authorization code with PKCE, through a person's browser; the
+    /// adapter's loopback listener answers `redirect_uri`.
+    AuthorizationCode {
+        /// The loopback callback URL, e.g. `http://127.0.0.1:43117/callback`.
+        redirect_uri: String,
+    },
+    /// Machine to machine, never a browser: the configured client's own
+    /// credentials.
+    ClientCredentials,
+}
+
+/// What a login starts from.
+#[derive(Clone, Debug)]
+pub struct LoginSettings {
+    /// The MCP server's URL.
+    pub server_url: Url,
+    /// The grant.
+    pub grant: GrantKind,
+    /// A configured client (`oauth.client_id`, with its secret and auth
+    /// method for client credentials); skips registration.
+    pub client: Option<Client>,
+    /// A client registered earlier with `issuer`, from the credential
+    /// store: reused only when the authorization server is still that
+    /// issuer.
+    pub stored_client: Option<(String, Client)>,
+    /// `oauth.client_metadata_url`: a client ID metadata document URL.
+    pub client_metadata_url: Option<String>,
+    /// `oauth.scopes`: when set, asked for instead of the discovered ones.
+    pub scopes: Option<Vec<String>>,
+    /// The `client_name` to register under.
+    pub client_name: String,
+}
+
+/// One HTTP request the login needs sent.
+#[derive(Clone, PartialEq, Eq)]
+pub struct OAuthRequest {
+    /// Matches the response to the request.
+    pub id: u64,
+    /// `GET` or `POST`.
+    pub method: &'static str,
+    /// Where (already checked against the https rule).
+    pub url: Url,
+    /// Extra headers (`Content-Type`, `Authorization: Basic`).
+    pub headers: Vec<(String, String)>,
+    /// The body, for a POST.
+    pub body: Vec<u8>,
+}
+
+impl std::fmt::Debug for OAuthRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // Bodies hold codes, verifiers and secrets.
+        f.debug_struct("OAuthRequest")
+            .field("id", &self.id)
+            .field("method", &self.method)
+            .field("url", &self.url.as_str())
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the login has for the host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum LoginEvent {
+    /// Open `url` in a browser (and print it for a person elsewhere); the
+    /// callback goes to [`Login::handle_callback`].
+    Authorize {
+        /// The authorization URL.
+        url: Url,
+    },
+    /// A client was registered with `issuer`: store it, keyed by issuer.
+    Registered {
+        /// The issuer it was registered with.
+        issuer: String,
+        /// The registered client.
+        client: Client,
+    },
+    /// The login finished.
+    Done(Box<Credentials>),
+    /// The login failed; nothing more will come.
+    Failed(LoginError),
+}
+
+/// What a finished login yields, for the credential store.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Credentials {
+    /// The issuer that minted the tokens (a token from another issuer is
+    /// discarded when the server is repointed).
+    pub issuer: String,
+    /// The client that redeemed them (needed to refresh).
+    pub client: Client,
+    /// The RFC 8707 resource the tokens are bound to.
+    pub resource: String,
+    /// The token endpoint, for refreshing.
+    pub token_endpoint: Url,
+    /// The scope asked for.
+    pub scope: Option<String>,
+    /// The token response.
+    pub tokens: TokenResponse,
+}
+
+/// Why a login failed, in words a person can act on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum LoginError {
+    /// A metadata document or URL failed its checks.
+    #[error(transparent)]
+    Discovery(#[from] DiscoveryError),
+    /// No authorization server metadata anywhere: rho never guesses.
+    #[error(
+        "the server publishes no OAuth authorization server metadata (tried {tried}); rho does not guess authorization endpoints"
+    )]
+    NoMetadata {
+        /// The URLs tried.
+        tried: String,
+    },
+    /// No way to get a client id.
+    #[error(
+        "the authorization server offers no dynamic client registration; configure `oauth.client_id` for this server"
+    )]
+    NoRegistration,
+    /// Registration failed.
+    #[error(transparent)]
+    Registration(#[from] RegistrationError),
+    /// The authorization server has no authorization endpoint.
+    #[error("the authorization server metadata has no `authorization_endpoint`")]
+    NoAuthorizationEndpoint,
+    /// The callback ended the login.
+    #[error(transparent)]
+    Callback(#[from] CallbackError),
+    /// The token endpoint refused or answered nonsense.
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    /// A request could not be sent or answered.
+    #[error("{what} failed: {reason}")]
+    Transport {
+        /// Which step.
+        what: &'static str,
+        /// The transport's reason.
+        reason: String,
+    },
+    /// Client credentials need a configured client.
+    #[error(
+        "`oauth.grant = \"client_credentials\"` needs `oauth.client_id` and `oauth.client_secret_from_env`"
+    )]
+    NoClientCredentials,
+    /// A bound passed.
+    #[error("{what} did not finish within {} s", budget.as_secs())]
+    TimedOut {
+        /// Which bound.
+        what: &'static str,
+        /// Its length.
+        budget: Duration,
+    },
+}
+
+#[derive(Debug)]
+enum Step {
+    ResourceMetadata {
+        candidates: VecDeque<Url>,
+        tried: Vec<String>,
+        from_challenge: bool,
+    },
+    ServerMetadata {
+        prm: Option<ResourceMetadata>,
+        issuer: String,
+        candidates: VecDeque<Url>,
+        tried: Vec<String>,
+    },
+    Registering {
+        context: Box<Context>,
+        requested: ClientAuth,
+    },
+    Authorizing {
+        context: Box<Context>,
+        client: Client,
+        pkce: Pkce,
+    },
+    Redeeming {
+        context: Box<Context>,
+        client: Client,
+    },
+    Finished,
+}
+
+/// What discovery established.
+#[derive(Debug)]
+struct Context {
+    server: AuthorizationServerMetadata,
+    resource: String,
+    scope: Option<String>,
+    token_endpoint: Url,
+}
+
+/// One login in progress. See the module docs for the order of steps.
+#[derive(Debug)]
+pub struct Login {
+    settings: LoginSettings,
+    challenge: Option<BearerChallenge>,
+    random: [u8; RANDOM_BYTES],
+    step: Step,
+    in_flight: Option<u64>,
+    next_id: u64,
+    requests: VecDeque<OAuthRequest>,
+    events: VecDeque<LoginEvent>,
+    deadline: Instant,
+    deadline_what: &'static str,
+    budget: Duration,
+}
+
+impl Login {
+    /// Starts a login after a 401 (its Bearer `challenge`, when it had
+    /// one). `random` are fresh bytes for PKCE and state.
+    pub fn new(
+        settings: LoginSettings,
+        challenge: Option<BearerChallenge>,
+        random: [u8; RANDOM_BYTES],
+        now: Instant,
+    ) -> Self {
+        let mut login = Self {
+            settings,
+            challenge,
+            random,
+            step: Step::Finished,
+            in_flight: None,
+            next_id: 0,
+            requests: VecDeque::new(),
+            events: VecDeque::new(),
+            deadline: now + DISCOVERY_BUDGET,
+            deadline_what: "OAuth discovery",
+            budget: DISCOVERY_BUDGET,
+        };
+        let from_challenge = login
+            .challenge
+            .as_ref()
+            .and_then(|c| c.resource_metadata.clone());
+        match discovery::resource_metadata_urls(
+            &login.settings.server_url,
+            from_challenge.as_deref(),
+        ) {
+            Ok(candidates) => {
+                login.step = Step::ResourceMetadata {
+                    candidates: candidates.into(),
+                    tried: Vec::new(),
+                    from_challenge: from_challenge.is_some(),
+                };
+                login.next_request();
+            }
+            Err(e) => login.fail(e.into()),
+        }
+        login
+    }
+
+    /// The next request to send.
+    #[must_use]
+    pub fn poll_request(&mut self) -> Option<OAuthRequest> {
+        self.requests.pop_front()
+    }
+
+    /// The next event for the host.
+    #[must_use]
+    pub fn poll_event(&mut self) -> Option<LoginEvent> {
+        self.events.pop_front()
+    }
+
+    /// When [`Login::handle_timeout`] is due, while the login runs.
+    #[must_use]
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        (!matches!(self.step, Step::Finished)).then_some(self.deadline)
+    }
+
+    /// A bound passed.
+    pub fn handle_timeout(&mut self, now: Instant) {
+        if now >= self.deadline && !matches!(self.step, Step::Finished) {
+            self.fail(LoginError::TimedOut {
+                what: self.deadline_what,
+                budget: self.budget,
+            });
+        }
+    }
+
+    /// A request could not be sent or its answer read.
+    pub fn handle_failure(&mut self, _now: Instant, id: u64, reason: String) {
+        if self.in_flight != Some(id) {
+            return;
+        }
+        self.in_flight = None;
+        let what = match &self.step {
+            Step::ResourceMetadata { .. } => "fetching the protected resource metadata",
+            Step::ServerMetadata { .. } => "fetching the authorization server metadata",
+            Step::Registering { .. } => "registering with the authorization server",
+            Step::Redeeming { .. } | Step::Authorizing { .. } => "the token request",
+            Step::Finished => return,
+        };
+        self.fail(LoginError::Transport { what, reason });
+    }
+
+    /// The answer to request `id`.
+    pub fn handle_response(&mut self, now: Instant, id: u64, status: u16, body: &[u8]) {
+        if self.in_flight != Some(id) {
+            return;
+        }
+        self.in_flight = None;
+        let ok = (200..300).contains(&status);
+        match std::mem::replace(&mut self.step, Step::Finished) {
+            Step::ResourceMetadata {
+                candidates,
+                tried,
+                from_challenge,
+            } => {
+                if ok {
+                    match discovery::read_resource_metadata(body, &self.settings.server_url) {
+                        Ok(prm) => self.discover_server(Some(prm)),
+                        Err(e) => self.fail(e.into()),
+                    }
+                } else {
+                    self.step = Step::ResourceMetadata {
+                        candidates,
+                        tried,
+                        from_challenge,
+                    };
+                    self.next_request();
+                }
+            }
+            Step::ServerMetadata {
+                prm,
+                issuer,
+                candidates,
+                tried,
+            } => {
+                if ok {
+                    match discovery::read_authorization_server_metadata(
+                        body,
+                        &issuer,
+                        &self.settings.server_url,
+                    ) {
+                        Ok(server) => self.choose_client(now, prm, server),
+                        Err(e) => self.fail(e.into()),
+                    }
+                } else {
+                    self.step = Step::ServerMetadata {
+                        prm,
+                        issuer,
+                        candidates,
+                        tried,
+                    };
+                    self.next_request();
+                }
+            }
+            Step::Registering { context, requested } => {
+                match read_registration(status, body, requested) {
+                    Ok(client) => {
+                        self.events.push_back(LoginEvent::Registered {
+                            issuer: context.server.issuer.clone(),
+                            client: client.clone(),
+                        });
+                        self.begin_grant(now, *context, client);
+                    }
+                    Err(e) => self.fail(e.into()),
+                }
+            }
+            Step::Redeeming { context, client } => match read_token_response(status, body) {
+                Ok(tokens) => {
+                    self.events
+                        .push_back(LoginEvent::Done(Box::new(Credentials {
+                            issuer: context.server.issuer.clone(),
+                            client,
+                            resource: context.resource,
+                            token_endpoint: context.token_endpoint,
+                            scope: context.scope,
+                            tokens,
+                        })));
+                }
+                Err(e) => self.fail(e.into()),
+            },
+            other => self.step = other,
+        }
+    }
+
+    /// A request reached the loopback callback path with `query`. Returns
+    /// whether it ended the browser step; a request without this login's
+    /// state is ignored (the listener answers it 404 and keeps waiting).
+    pub fn handle_callback(&mut self, now: Instant, query: &str) -> bool {
+        let Step::Authorizing { pkce, context, .. } = &self.step else {
+            return false;
+        };
+        let issuer = context.server.issuer.clone();
+        let iss_required = context
+            .server
+            .authorization_response_iss_parameter_supported;
+        match read_callback(query, pkce, &issuer, iss_required) {
+            Err(CallbackError::StateMismatch) => false,
+            Err(e) => {
+                self.fail(e.into());
+                true
+            }
+            Ok(code) => {
+                let Step::Authorizing {
+                    context,
+                    client,
+                    pkce,
+                } = std::mem::replace(&mut self.step, Step::Finished)
+                else {
+                    return false;
+                };
+                let GrantKind::AuthorizationCode { redirect_uri } = &self.settings.grant else {
+                    return false;
+                };
+                let request = token_request(
+                    &client,
+                    &Grant::AuthorizationCode {
+                        code: &code,
+                        verifier: &pkce.verifier,
+                        redirect_uri,
+                    },
+                    &context.resource,
+                    None,
+                );
+                self.post_form(
+                    context.token_endpoint.clone(),
+                    request.headers,
+                    request.body,
+                );
+                self.step = Step::Redeeming { context, client };
+                let _ = now;
+                true
+            }
+        }
+    }
+
+    fn discover_server(&mut self, prm: Option<ResourceMetadata>) {
+        let issuer = match &prm {
+            Some(prm) => prm.authorization_servers[0].clone(),
+            // 2025-03-26: no resource metadata, the server's origin is
+            // the authorization server.
+            None => {
+                let mut origin = self.settings.server_url.clone();
+                origin.set_path("");
+                origin.set_query(None);
+                origin.set_fragment(None);
+                origin.as_str().trim_end_matches('/').to_owned()
+            }
+        };
+        let url = match discovery::check_endpoint(
+            "the authorization server",
+            &issuer,
+            &self.settings.server_url,
+        ) {
+            Ok(url) => url,
+            Err(e) => return self.fail(e.into()),
+        };
+        self.step = Step::ServerMetadata {
+            prm,
+            issuer,
+            candidates: discovery::authorization_server_metadata_urls(&url).into(),
+            tried: Vec::new(),
+        };
+        self.next_request();
+    }
+
+    fn choose_client(
+        &mut self,
+        now: Instant,
+        prm: Option<ResourceMetadata>,
+        server: AuthorizationServerMetadata,
+    ) {
+        let resource = prm
+            .as_ref()
+            .and_then(|p| Url::parse(&p.resource).ok())
+            .map_or_else(
+                || canonical_resource(&self.settings.server_url),
+                |r| canonical_resource(&r),
+            );
+        let scope = match &self.settings.scopes {
+            Some(scopes) if !scopes.is_empty() => Some(scopes.join(" ")),
+            _ => select_scope(
+                self.challenge.as_ref().and_then(|c| c.scope.as_deref()),
+                prm.as_ref().and_then(|p| p.scopes_supported.as_deref()),
+                &server,
+            ),
+        };
+        let Some(token) = server.token_endpoint.as_deref() else {
+            return self.fail(DiscoveryError::MissingEndpoint("token_endpoint").into());
+        };
+        let token_endpoint = match Url::parse(token) {
+            Ok(url) => url,
+            Err(_) => {
+                return self.fail(
+                    DiscoveryError::BadUrl {
+                        what: "the token endpoint",
+                        url: token.to_owned(),
+                    }
+                    .into(),
+                );
+            }
+        };
+        let context = Context {
+            server,
+            resource,
+            scope,
+            token_endpoint,
+        };
+        if let Some(client) = self.settings.client.clone() {
+            return self.begin_grant(now, context, client);
+        }
+        if matches!(self.settings.grant, GrantKind::ClientCredentials) {
+            return self.fail(LoginError::NoClientCredentials);
+        }
+        if let Some((issuer, client)) = &self.settings.stored_client {
+            if *issuer == context.server.issuer {
+                let client = client.clone();
+                return self.begin_grant(now, context, client);
+            }
+        }
+        if context.server.client_id_metadata_document_supported {
+            if let Some(url) = self.settings.client_metadata_url.clone() {
+                let client = Client {
+                    id: url,
+                    secret: None,
+                    auth: ClientAuth::None,
+                };
+                return self.begin_grant(now, context, client);
+            }
+        }
+        let Some(endpoint) = context.server.registration_endpoint.clone() else {
+            return self.fail(LoginError::NoRegistration);
+        };
+        let Ok(endpoint) = Url::parse(&endpoint) else {
+            return self.fail(LoginError::NoRegistration);
+        };
+        let GrantKind::AuthorizationCode { redirect_uri } = &self.settings.grant else {
+            return self.fail(LoginError::NoClientCredentials);
+        };
+        let requested = choose_auth(&context.server);
+        let body = registration_request(&self.settings.client_name, redirect_uri, requested);
+        let id = self.issue(OAuthRequest {
+            id: 0,
+            method: "POST",
+            url: endpoint,
+            headers: vec![("Content-Type".into(), "application/json".into())],
+            body: serde_json::to_vec(&body).unwrap_or_default(),
+        });
+        self.in_flight = Some(id);
+        self.step = Step::Registering {
+            context: Box::new(context),
+            requested,
+        };
+    }
+
+    fn begin_grant(&mut self, now: Instant, context: Context, client: Client) {
+        match &self.settings.grant {
+            GrantKind::ClientCredentials => {
+                let request = token_request(
+                    &client,
+                    &Grant::ClientCredentials,
+                    &context.resource,
+                    context.scope.as_deref(),
+                );
+                self.post_form(
+                    context.token_endpoint.clone(),
+                    request.headers,
+                    request.body,
+                );
+                self.step = Step::Redeeming {
+                    context: Box::new(context),
+                    client,
+                };
+            }
+            GrantKind::AuthorizationCode { redirect_uri } => {
+                let Some(endpoint) = context.server.authorization_endpoint.as_deref() else {
+                    return self.fail(LoginError::NoAuthorizationEndpoint);
+                };
+                let endpoint = match discovery::check_endpoint(
+                    "the authorization endpoint",
+                    endpoint,
+                    &self.settings.server_url,
+                ) {
+                    Ok(url) => url,
+                    Err(e) => return self.fail(e.into()),
+                };
+                let pkce = Pkce::from_random(&self.random);
+                let url = AuthorizationRequest {
+                    endpoint: &endpoint,
+                    client_id: &client.id,
+                    redirect_uri,
+                    pkce: &pkce,
+                    resource: &context.resource,
+                    scope: context.scope.as_deref(),
+                }
+                .url();
+                self.events.push_back(LoginEvent::Authorize { url });
+                self.deadline = now + LOGIN_BUDGET;
+                self.deadline_what = "the browser login";
+                self.budget = LOGIN_BUDGET;
+                self.step = Step::Authorizing {
+                    context: Box::new(context),
+                    client,
+                    pkce,
+                };
+            }
+        }
+    }
+
+    /// Sends the next metadata candidate, or moves on when none is left.
+    fn next_request(&mut self) {
+        match &mut self.step {
+            Step::ResourceMetadata {
+                candidates,
+                tried,
+                from_challenge,
+            } => match candidates.pop_front() {
+                Some(url) => {
+                    tried.push(url.to_string());
+                    self.get(url);
+                }
+                None if *from_challenge => {
+                    let tried = tried.join(", ");
+                    self.fail(LoginError::NoMetadata { tried });
+                }
+                None => self.discover_server(None),
+            },
+            Step::ServerMetadata {
+                candidates, tried, ..
+            } => match candidates.pop_front() {
+                Some(url) => {
+                    tried.push(url.to_string());
+                    self.get(url);
+                }
+                None => {
+                    let tried = tried.join(", ");
+                    self.fail(LoginError::NoMetadata { tried });
+                }
+            },
+            _ => {}
+        }
+    }
+
+    fn get(&mut self, url: Url) {
+        let id = self.issue(OAuthRequest {
+            id: 0,
+            method: "GET",
+            url,
+            headers: vec![("Accept".into(), "application/json".into())],
+            body: Vec::new(),
+        });
+        self.in_flight = Some(id);
+    }
+
+    fn post_form(&mut self, url: Url, mut headers: Vec<(String, String)>, body: String) {
+        headers.push((
+            "Content-Type".into(),
+            "application/x-www-form-urlencoded".into(),
+        ));
+        let id = self.issue(OAuthRequest {
+            id: 0,
+            method: "POST",
+            url,
+            headers,
+            body: body.into_bytes(),
+        });
+        self.in_flight = Some(id);
+    }
+
+    fn issue(&mut self, mut request: OAuthRequest) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        request.id = id;
+        self.requests.push_back(request);
+        id
+    }
+
+    fn fail(&mut self, error: LoginError) {
+        self.step = Step::Finished;
+        self.in_flight = None;
+        self.requests.clear();
+        self.events.push_back(LoginEvent::Failed(error));
+    }
+}
+/// The refresh of `credentials` as a request (id 0): no person, no
+/// browser. Send it before the access token expires or after a 401.
+pub fn refresh_request(credentials: &Credentials) -> Option<OAuthRequest> {
+    let refresh = credentials.tokens.refresh_token.as_deref()?;
+    let request = token_request(
+        &credentials.client,
+        &Grant::RefreshToken(refresh),
+        &credentials.resource,
+        None,
+    );
+    let mut headers = request.headers;
+    headers.push((
+        "Content-Type".into(),
+        "application/x-www-form-urlencoded".into(),
+    ));
+    Some(OAuthRequest {
+        id: 0,
+        method: "POST",
+        url: credentials.token_endpoint.clone(),
+        headers,
+        body: request.body.into_bytes(),
+    })
+}
+
+/// Reads the answer to [`refresh_request`]: the new credentials, keeping
+/// the old refresh token when the server did not rotate it. The host
+/// stores the result before it forgets the old one, so a crash between
+/// the two never loses the only refresh token. `invalid_grant`
+/// ([`TokenError::grant_is_dead`]) means only a new login helps.
+pub fn read_refresh(
+    credentials: &Credentials,
+    status: u16,
+    body: &[u8],
+) -> Result<Credentials, TokenError> {
+    let mut tokens = read_token_response(status, body)?;
+    if tokens.refresh_token.is_none() {
+        tokens.refresh_token = credentials.tokens.refresh_token.clone();
+    }
+    Ok(Credentials {
+        tokens,
+        ..credentials.clone()
+    })
+}

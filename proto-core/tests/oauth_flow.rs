@@ -1,0 +1,453 @@
+//! The OAuth login state machine against scripted authorization servers:
+//! every step's request order, the checks that end a login, and its bounds.
+
+// A fake clock needs one real origin; the core only compares instants.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::oauth::authorize::CallbackError;
+use rho_proto_core::oauth::challenge::BearerChallenge;
+use rho_proto_core::oauth::discovery::DiscoveryError;
+use rho_proto_core::oauth::flow::{
+    DISCOVERY_BUDGET, GrantKind, LOGIN_BUDGET, Login, LoginError, LoginEvent, LoginSettings,
+    OAuthRequest,
+};
+use rho_proto_core::oauth::pkce::{Pkce, RANDOM_BYTES};
+use rho_proto_core::oauth::token::{Client, ClientAuth};
+use url::Url;
+
+const SERVER: &str = "https://mcp.example.com/mcp";
+const ISSUER: &str = "https://auth.example.com";
+
+fn settings(grant: GrantKind) -> LoginSettings {
+    LoginSettings {
+        server_url: Url::parse(SERVER).expect("url"),
+        grant,
+        client: None,
+        stored_client: None,
+        client_metadata_url: None,
+        scopes: None,
+        client_name: "rho".into(),
+    }
+}
+
+fn code_grant() -> GrantKind {
+    GrantKind::AuthorizationCode {
+        redirect_uri: "http://127.0.0.1:4000/callback".into(),
+    }
+}
+
+fn prm() -> String {
+    format!(
+        r#"{{"resource":"{SERVER}","authorization_servers":["{ISSUER}"],"scopes_supported":["mcp:basic"]}}"#
+    )
+}
+
+fn asm(extra: &str) -> String {
+    format!(
+        r#"{{"issuer":"{ISSUER}","authorization_endpoint":"{ISSUER}/authorize","token_endpoint":"{ISSUER}/token","registration_endpoint":"{ISSUER}/register","code_challenge_methods_supported":["S256"]{extra}}}"#
+    )
+}
+
+const TOKENS: &str =
+    r#"{"access_token":"at-1","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-1"}"#;
+
+/// Drives `login`: answers each request with `answer(url, body)`.
+fn drive(
+    login: &mut Login,
+    now: Instant,
+    answer: &mut dyn FnMut(&OAuthRequest) -> (u16, String),
+) -> Vec<String> {
+    let mut seen = Vec::new();
+    while let Some(request) = login.poll_request() {
+        seen.push(format!("{} {}", request.method, request.url));
+        let (status, body) = answer(&request);
+        login.handle_response(now, request.id, status, body.as_bytes());
+    }
+    seen
+}
+
+fn events(login: &mut Login) -> Vec<LoginEvent> {
+    std::iter::from_fn(|| login.poll_event()).collect()
+}
+
+fn query_of(url: &Url, key: &str) -> Option<String> {
+    url.query_pairs()
+        .find(|(k, _)| k == key)
+        .map(|(_, v)| v.into_owned())
+}
+
+#[test]
+fn the_whole_code_flow_with_dynamic_registration() {
+    let now = Instant::now();
+    let challenge = BearerChallenge {
+        resource_metadata: Some(
+            "https://mcp.example.com/.well-known/oauth-protected-resource/mcp".into(),
+        ),
+        scope: Some(vec!["mcp:basic".into()]),
+        ..BearerChallenge::default()
+    };
+    let mut login = Login::new(
+        settings(code_grant()),
+        Some(challenge),
+        [9; RANDOM_BYTES],
+        now,
+    );
+    let mut registered_body = String::new();
+    let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (404, String::new()),
+        "/.well-known/openid-configuration" => (200, asm("")),
+        "/register" => {
+            registered_body = String::from_utf8_lossy(&r.body).into_owned();
+            (201, r#"{"client_id":"dyn-1"}"#.into())
+        }
+        other => panic!("unexpected {other}"),
+    });
+    assert_eq!(
+        seen,
+        [
+            "GET https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+            "GET https://auth.example.com/.well-known/oauth-authorization-server",
+            "GET https://auth.example.com/.well-known/openid-configuration",
+            "POST https://auth.example.com/register",
+        ]
+    );
+    assert!(
+        registered_body.contains("\"application_type\":\"native\""),
+        "{registered_body}"
+    );
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[0], LoginEvent::Registered { issuer, client } if issuer == ISSUER && client.id == "dyn-1")
+    );
+    let LoginEvent::Authorize { url } = &evs[1] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(url.path(), "/authorize");
+    assert_eq!(query_of(url, "client_id").as_deref(), Some("dyn-1"));
+    assert_eq!(query_of(url, "scope").as_deref(), Some("mcp:basic"));
+    assert_eq!(query_of(url, "resource").as_deref(), Some(SERVER));
+    let state = query_of(url, "state").expect("state");
+    // A stray request to the callback is ignored; the login waits on.
+    assert!(!login.handle_callback(now, "code=evil&state=nope"));
+    assert!(login.poll_request().is_none());
+    assert!(login.handle_callback(now, &format!("code=c0de&state={state}")));
+    let request = login.poll_request().expect("token request");
+    assert_eq!(request.url.as_str(), "https://auth.example.com/token");
+    let body = String::from_utf8_lossy(&request.body).into_owned();
+    assert!(
+        body.contains("code=c0de") && body.contains("code_verifier="),
+        "{body}"
+    );
+    login.handle_response(now, request.id, 200, TOKENS.as_bytes());
+    let evs = events(&mut login);
+    let [LoginEvent::Done(credentials)] = evs.as_slice() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(credentials.tokens.access_token, "at-1");
+    assert_eq!(credentials.issuer, ISSUER);
+    assert_eq!(credentials.client.id, "dyn-1");
+    assert_eq!(login.poll_timeout(), None, "finished");
+}
+
+#[test]
+fn without_any_resource_metadata_the_servers_origin_is_the_issuer() {
+    let now = Instant::now();
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], now);
+    let origin_asm = asm("").replace(ISSUER, "https://mcp.example.com");
+    let seen = drive(&mut login, now, &mut |r| match r.url.as_str() {
+        "https://mcp.example.com/.well-known/oauth-authorization-server" => {
+            (200, origin_asm.clone())
+        }
+        "https://mcp.example.com/register" => (201, r#"{"client_id":"c"}"#.into()),
+        _ => (404, String::new()),
+    });
+    assert_eq!(
+        seen[..3],
+        [
+            "GET https://mcp.example.com/.well-known/oauth-protected-resource/mcp",
+            "GET https://mcp.example.com/.well-known/oauth-protected-resource",
+            "GET https://mcp.example.com/.well-known/oauth-authorization-server",
+        ]
+    );
+    assert!(
+        events(&mut login)
+            .iter()
+            .any(|e| matches!(e, LoginEvent::Authorize { .. }))
+    );
+}
+
+#[test]
+fn no_metadata_anywhere_is_refused_without_guessing_endpoints() {
+    let now = Instant::now();
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut |_| (404, String::new()));
+    assert!(seen.iter().all(|s| s.contains("/.well-known/")), "{seen:?}");
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[..], [LoginEvent::Failed(e @ LoginError::NoMetadata { .. })] if e.to_string().contains("does not guess")),
+        "{evs:?}"
+    );
+}
+
+#[test]
+fn a_configured_client_skips_registration_and_a_stored_one_needs_the_same_issuer() {
+    let now = Instant::now();
+    let answer = |r: &OAuthRequest| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        "/register" => (201, r#"{"client_id":"fresh"}"#.to_owned()),
+        _ => (404, String::new()),
+    };
+    let public = |id: &str| Client {
+        id: id.into(),
+        secret: None,
+        auth: ClientAuth::None,
+    };
+    let mut configured = settings(code_grant());
+    configured.client = Some(public("configured"));
+    let mut login = Login::new(configured, None, [1; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut { answer });
+    assert!(!seen.iter().any(|s| s.contains("/register")), "{seen:?}");
+    let mut stored = settings(code_grant());
+    stored.stored_client = Some((ISSUER.into(), public("stored")));
+    let mut login = Login::new(stored.clone(), None, [1; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut { answer });
+    assert!(!seen.iter().any(|s| s.contains("/register")), "{seen:?}");
+    // The server moved to another issuer: register again.
+    stored.stored_client = Some(("https://old-auth.example.com".into(), public("stored")));
+    let mut login = Login::new(stored, None, [1; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut { answer });
+    assert!(seen.iter().any(|s| s.contains("/register")), "{seen:?}");
+}
+
+#[test]
+fn client_metadata_documents_are_used_where_the_server_accepts_them() {
+    let now = Instant::now();
+    let mut s = settings(code_grant());
+    s.client_metadata_url = Some("https://rho.example.com/client.json".into());
+    let mut login = Login::new(s, None, [1; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => {
+            (200, asm(r#","client_id_metadata_document_supported":true"#))
+        }
+        _ => (404, String::new()),
+    });
+    assert!(!seen.iter().any(|s| s.contains("/register")), "{seen:?}");
+    let evs = events(&mut login);
+    let Some(LoginEvent::Authorize { url }) = evs.first() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(
+        query_of(url, "client_id").as_deref(),
+        Some("https://rho.example.com/client.json")
+    );
+}
+
+#[test]
+fn client_credentials_go_straight_to_the_token_endpoint() {
+    let now = Instant::now();
+    let mut s = settings(GrantKind::ClientCredentials);
+    s.client = Some(Client {
+        id: "m2m".into(),
+        secret: Some("shh".into()),
+        auth: ClientAuth::ClientSecretBasic,
+    });
+    let mut login = Login::new(s, None, [1; RANDOM_BYTES], now);
+    let mut token_headers = Vec::new();
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        "/token" => {
+            token_headers = r.headers.clone();
+            (200, TOKENS.into())
+        }
+        _ => (404, String::new()),
+    });
+    assert!(
+        token_headers
+            .iter()
+            .any(|(k, v)| k == "Authorization" && v.starts_with("Basic "))
+    );
+    let evs = events(&mut login);
+    assert!(matches!(&evs[..], [LoginEvent::Done(_)]), "{evs:?}");
+    // Without a configured client there is nothing to authenticate with.
+    let mut login = Login::new(
+        settings(GrantKind::ClientCredentials),
+        None,
+        [1; RANDOM_BYTES],
+        now,
+    );
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        _ => (404, String::new()),
+    });
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::NoClientCredentials)]
+    ));
+}
+
+#[test]
+fn discovery_and_the_browser_step_are_bounded() {
+    let start = Instant::now();
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], start);
+    let _pending = login.poll_request().expect("prm request");
+    assert_eq!(login.poll_timeout(), Some(start + DISCOVERY_BUDGET));
+    login.handle_timeout(start + DISCOVERY_BUDGET);
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::TimedOut {
+            what: "OAuth discovery",
+            ..
+        })]
+    ));
+    let mut s = settings(code_grant());
+    s.client = Some(Client {
+        id: "c".into(),
+        secret: None,
+        auth: ClientAuth::None,
+    });
+    let mut login = Login::new(s, None, [1; RANDOM_BYTES], start);
+    let later = start + Duration::from_secs(5);
+    drive(&mut login, later, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        _ => (404, String::new()),
+    });
+    assert_eq!(login.poll_timeout(), Some(later + LOGIN_BUDGET));
+    login.handle_timeout(later + LOGIN_BUDGET - Duration::from_millis(1));
+    assert!(
+        events(&mut login)
+            .iter()
+            .all(|e| !matches!(e, LoginEvent::Failed(_)))
+    );
+    login.handle_timeout(later + LOGIN_BUDGET);
+    assert!(matches!(
+        events(&mut login).last(),
+        Some(LoginEvent::Failed(LoginError::TimedOut {
+            what: "the browser login",
+            ..
+        }))
+    ));
+}
+
+#[test]
+fn a_document_for_another_resource_or_issuer_ends_the_login() {
+    let now = Instant::now();
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], now);
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => {
+            (200, prm().replace(SERVER, "https://other.example.com/mcp"))
+        }
+        _ => (404, String::new()),
+    });
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::Discovery(
+            DiscoveryError::ResourceMismatch { .. }
+        ))]
+    ));
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], now);
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => {
+            (200, asm("").replacen(ISSUER, "https://evil.example.com", 1))
+        }
+        _ => (404, String::new()),
+    });
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::Discovery(
+            DiscoveryError::IssuerMismatch { .. }
+        ))]
+    ));
+}
+
+#[test]
+fn a_refused_callback_and_a_transport_failure_fail_with_their_reason() {
+    let now = Instant::now();
+    let mut s = settings(code_grant());
+    s.client = Some(Client {
+        id: "c".into(),
+        secret: None,
+        auth: ClientAuth::None,
+    });
+    let mut login = Login::new(s.clone(), None, [3; RANDOM_BYTES], now);
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        _ => (404, String::new()),
+    });
+    let state = Pkce::from_random(&[3; RANDOM_BYTES]).state;
+    let _ = events(&mut login);
+    assert!(login.handle_callback(now, &format!("error=access_denied&state={state}")));
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::Callback(
+            CallbackError::Refused { .. }
+        ))]
+    ));
+    let mut login = Login::new(s, None, [3; RANDOM_BYTES], now);
+    let request = login.poll_request().expect("request");
+    login.handle_failure(now, request.id + 7, "stale".into());
+    assert!(events(&mut login).is_empty(), "an unknown id is ignored");
+    login.handle_failure(now, request.id, "connection refused".into());
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[..], [LoginEvent::Failed(e)] if e.to_string().contains("connection refused")),
+        "{evs:?}"
+    );
+}
+
+#[test]
+fn refresh_needs_no_person_and_keeps_an_unrotated_refresh_token() {
+    use rho_proto_core::oauth::flow::{Credentials, read_refresh, refresh_request};
+    use rho_proto_core::oauth::token::read_token_response;
+    let credentials = Credentials {
+        issuer: ISSUER.into(),
+        client: Client {
+            id: "c".into(),
+            secret: None,
+            auth: ClientAuth::None,
+        },
+        resource: SERVER.into(),
+        token_endpoint: Url::parse("https://auth.example.com/token").expect("url"),
+        scope: None,
+        tokens: read_token_response(200, TOKENS.as_bytes()).expect("tokens"),
+    };
+    let request = refresh_request(&credentials).expect("has a refresh token");
+    let body = String::from_utf8_lossy(&request.body).into_owned();
+    assert!(
+        body.contains("grant_type=refresh_token") && body.contains("refresh_token=rt-1"),
+        "{body}"
+    );
+    assert!(
+        body.contains("resource=https%3A%2F%2Fmcp.example.com%2Fmcp"),
+        "{body}"
+    );
+    let same = read_refresh(
+        &credentials,
+        200,
+        br#"{"access_token":"at-2","token_type":"Bearer"}"#,
+    )
+    .expect("refreshed");
+    assert_eq!(same.tokens.access_token, "at-2");
+    assert_eq!(same.tokens.refresh_token.as_deref(), Some("rt-1"));
+    let rotated = read_refresh(
+        &credentials,
+        200,
+        br#"{"access_token":"at-3","token_type":"Bearer","refresh_token":"rt-2"}"#,
+    )
+    .expect("refreshed");
+    assert_eq!(rotated.tokens.refresh_token.as_deref(), Some("rt-2"));
+    let dead = read_refresh(&credentials, 400, br#"{"error":"invalid_grant"}"#).expect_err("dead");
+    assert!(dead.grant_is_dead());
+    let mut without = credentials;
+    without.tokens.refresh_token = None;
+    assert!(refresh_request(&without).is_none());
+}
