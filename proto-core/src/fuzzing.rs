@@ -21,6 +21,7 @@
 //! | `naming` | `server\0tool` (lossy) | [`check_naming`] |
 //! | `session` | [`session::SessionInput`] | [`session::check_session`] |
 //! | `http_session` | [`http::HttpInput`] | [`http::check_http_session`] |
+//! | `oauth` | selector byte + text | [`check_oauth`] |
 
 pub mod encode;
 pub mod http;
@@ -367,6 +368,92 @@ pub fn check_naming(data: &[u8]) {
     for candidate in [&*text, server, tool] {
         if let Some((s, t)) = naming::parse_exported_name(candidate) {
             assert_eq!(naming::exported_name(&s, &t), candidate, "not canonical");
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// oauth
+
+/// The `oauth` target: the first byte picks the parser, the rest is its
+/// input. 0: `WWW-Authenticate` text; 1: a protected resource metadata
+/// document; 2: an authorization server metadata document; else a
+/// callback query. Every parser is total, and whatever it accepts holds
+/// the checks rho relies on: challenge schemes and parameter names are
+/// tokens, an accepted document names this server (or a parent) and the
+/// expected issuer with S256 and an https token endpoint, an accepted
+/// callback carried this login's state.
+pub fn check_oauth(data: &[u8]) {
+    use crate::oauth::{authorize, challenge, discovery, pkce};
+    let Some((&kind, rest)) = data.split_first() else {
+        return;
+    };
+    let text = String::from_utf8_lossy(rest);
+    let Ok(server) = url::Url::parse("https://mcp.example.com/mcp") else {
+        return;
+    };
+    match kind {
+        0 => {
+            let all = challenge::parse_challenges(text.split('\n'));
+            for c in &all {
+                assert!(!c.scheme.is_empty());
+                assert!(
+                    c.scheme
+                        .bytes()
+                        .all(|b| b.is_ascii_graphic() && b != b',' && b != b'"' && b != b'='),
+                    "{:?}",
+                    c.scheme
+                );
+                for (name, _) in &c.params {
+                    assert!(
+                        !name.is_empty() && !name.bytes().any(|b| b.is_ascii_uppercase()),
+                        "{name:?}"
+                    );
+                }
+            }
+            let bearer = challenge::bearer_challenge(text.split('\n'));
+            let first = all.iter().find(|c| c.scheme.eq_ignore_ascii_case("bearer"));
+            assert_eq!(bearer.is_some(), first.is_some());
+            if let (Some(b), Some(c)) = (bearer, first) {
+                assert_eq!(b.resource_metadata.as_deref(), c.param("resource_metadata"));
+                assert_eq!(b.error.as_deref(), c.param("error"));
+            }
+        }
+        1 => {
+            if let Ok(prm) = discovery::read_resource_metadata(rest, &server) {
+                assert!(!prm.authorization_servers.is_empty());
+                let found =
+                    url::Url::parse(&prm.resource).map(|u| discovery::canonical_resource(&u));
+                let expected = discovery::canonical_resource(&server);
+                assert!(
+                    found.is_ok_and(|f| expected.starts_with(&f)),
+                    "{}",
+                    prm.resource
+                );
+            }
+        }
+        2 => {
+            let issuer = "https://auth.example.com";
+            if let Ok(doc) = discovery::read_authorization_server_metadata(rest, issuer, &server) {
+                assert_eq!(doc.issuer, issuer);
+                let methods = doc.code_challenge_methods_supported.unwrap_or_default();
+                assert!(methods.iter().any(|m| m == "S256"));
+                let token = doc.token_endpoint.unwrap_or_default();
+                assert!(
+                    discovery::check_endpoint("t", &token, &server).is_ok(),
+                    "{token}"
+                );
+            }
+        }
+        _ => {
+            let login = pkce::Pkce::from_random(&[5; pkce::RANDOM_BYTES]);
+            let issuer = "https://auth.example.com";
+            if authorize::read_callback(&text, &login, issuer, kind % 2 == 0).is_ok() {
+                let state = url::form_urlencoded::parse(text.trim_start_matches('?').as_bytes())
+                    .find(|(k, _)| k == "state")
+                    .map(|(_, v)| v.into_owned());
+                assert_eq!(state.as_deref(), Some(login.state.as_str()));
+            }
         }
     }
 }

@@ -27,11 +27,11 @@ use rho_proto_core::fuzzing::session::{
     transcript as session_transcript,
 };
 use rho_proto_core::fuzzing::{
-    Chunked, check_config, check_jsonrpc, check_lines, check_naming, check_sse, decode,
+    Chunked, check_config, check_jsonrpc, check_lines, check_naming, check_oauth, check_sse, decode,
 };
 
 /// The fuzz targets, in `fuzz/Cargo.toml` order.
-const TARGETS: [&str; 7] = [
+const TARGETS: [&str; 8] = [
     "jsonrpc",
     "lines",
     "sse",
@@ -39,6 +39,7 @@ const TARGETS: [&str; 7] = [
     "naming",
     "session",
     "http_session",
+    "oauth",
 ];
 
 fn fuzz_dir() -> PathBuf {
@@ -55,6 +56,7 @@ fn check(target: &str, data: &[u8], origin: Instant) {
         "naming" => check_naming(data),
         "session" => check_session(data, origin),
         "http_session" => check_http_session(data, origin),
+        "oauth" => check_oauth(data),
         other => panic!("no check for {other}"),
     }
 }
