@@ -12,6 +12,7 @@
 mod call;
 mod config_file;
 mod conformance;
+mod credentials;
 mod host;
 mod output;
 mod questions;
@@ -74,12 +75,21 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// Forget a server's stored OAuth login: its tokens and the client
+    /// registered for it.
+    Logout(LogoutArgs),
     /// Replay a recorded transcript against the core and check every output
     /// matches, byte for byte (no process, socket or server involved).
     Replay(ReplayArgs),
     /// The client driven by the official MCP conformance suite.
     #[command(hide = true)]
     ConformanceClient(ConformanceArgs),
+}
+
+#[derive(Args, Debug)]
+struct LogoutArgs {
+    /// The server identity.
+    id: String,
 }
 
 #[derive(Args, Debug)]
@@ -292,6 +302,7 @@ fn run_mcp(
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
+        McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
     }
@@ -305,10 +316,11 @@ fn list(
 ) -> Result<ExitCode, Failure> {
     let runtime = start(loaded, kind, options, args.connect, |_| true);
     let servers = runtime.servers();
+    let auth = auth_statuses(loaded);
     let text = if args.json {
-        output::json_text(&output::list_json(loaded, &servers, runtime.tools()))
+        output::json_text(&output::list_json(loaded, &servers, runtime.tools(), &auth))
     } else {
-        output::list_text(loaded, &servers, runtime.tools())
+        output::list_text(loaded, &servers, runtime.tools(), &auth)
     };
     let failed = servers.iter().any(|s| s.status.is_failure());
     runtime.shutdown();
@@ -329,15 +341,50 @@ fn show(
     let Some(server) = runtime.server(&args.id) else {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     };
+    let auth = auth_statuses(loaded);
     let text = if args.json {
-        output::json_text(&output::server_json(&server, runtime.tools(), true))
+        output::json_text(&output::server_json(&server, runtime.tools(), true, &auth))
     } else {
-        output::show_text(&server, runtime.tools())
+        output::show_text(&server, runtime.tools(), &auth)
     };
     let failed = server.status.is_failure();
     runtime.shutdown();
     write_stdout(&text)?;
     Ok(exit_code(failed))
+}
+
+/// How each configured server authenticates, for `list` and `show`.
+fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
+    let store = credentials::FileStore::default_location();
+    let now = credentials::now_unix();
+    loaded
+        .config
+        .servers
+        .iter()
+        .filter_map(|entry| {
+            let config = entry.config.as_ref().ok()?;
+            credentials::auth_status(&entry.id, config, store.as_ref(), now)
+                .map(|status| (entry.id.clone(), status))
+        })
+        .collect()
+}
+
+/// `rho mcp logout <id>`: forgets the stored OAuth login of a server.
+fn logout(loaded: &LoadedConfig, id: &str) -> Result<ExitCode, Failure> {
+    let store = credentials::FileStore::default_location()
+        .ok_or_else(|| Failure::Usage("no home directory: there is no credential store".into()))?;
+    let removed = store
+        .forget_server(id)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    if removed == 0 && loaded.config.get(id).is_none() {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
+    }
+    write_stdout(&if removed == 0 {
+        format!("server `{id}` has no stored OAuth login\n")
+    } else {
+        format!("forgot the OAuth login of server `{id}` (tokens and registered client)\n")
+    })?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `rho mcp replay FILE`: exit 0 when every recorded poll matched, 1 when

@@ -20,6 +20,7 @@
 //! | `tool_filter` | valid entries | `{"allow": [..]?, "deny": [..]?}` |
 //! | `startup_timeout_secs`, `tool_timeout_secs` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
+//! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error", "expires_in_secs", "refreshable", "error"}`: never a token |
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake |
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
 //! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
@@ -35,6 +36,10 @@ use rho_proto_core::status::ServerStatus;
 use serde_json::{Map, Value, json};
 
 use crate::config_file::LoadedConfig;
+use crate::credentials::AuthStatus;
+
+/// Each server's auth status, by identity (servers that use none are absent).
+pub(crate) type AuthMap = std::collections::BTreeMap<String, AuthStatus>;
 
 /// The JSON schema version printed with every document.
 const SCHEMA: u64 = 1;
@@ -52,16 +57,22 @@ pub(crate) fn list_json(
     loaded: &LoadedConfig,
     servers: &[ServerView],
     tools: &ToolRegistry,
+    auth: &AuthMap,
 ) -> Value {
     json!({
         "schema": SCHEMA,
         "config": loaded.path.as_ref().map(|p| p.display().to_string()),
-        "servers": servers.iter().map(|s| server_json(s, tools, false)).collect::<Vec<_>>(),
+        "servers": servers.iter().map(|s| server_json(s, tools, false, auth)).collect::<Vec<_>>(),
     })
 }
 
 /// One server's JSON object; `detailed` adds tool descriptions and schemas.
-pub(crate) fn server_json(server: &ServerView, tools: &ToolRegistry, detailed: bool) -> Value {
+pub(crate) fn server_json(
+    server: &ServerView,
+    tools: &ToolRegistry,
+    detailed: bool,
+    auth: &AuthMap,
+) -> Value {
     let mut obj = Map::new();
     if detailed {
         obj.insert("schema".into(), json!(SCHEMA));
@@ -94,6 +105,9 @@ pub(crate) fn server_json(server: &ServerView, tools: &ToolRegistry, detailed: b
         );
         obj.insert("log_level".into(), json!(config.log_level));
         obj.insert("sampling".into(), json!(config.sampling));
+        if let Some(status) = auth.get(&server.id) {
+            obj.insert("auth".into(), status.json());
+        }
     }
     match &server.status {
         ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
@@ -143,6 +157,7 @@ pub(crate) fn list_text(
     loaded: &LoadedConfig,
     servers: &[ServerView],
     tools: &ToolRegistry,
+    auth: &AuthMap,
 ) -> String {
     let mut out = String::new();
     if servers.is_empty() {
@@ -158,7 +173,12 @@ pub(crate) fn list_text(
                     .as_ref()
                     .map_or("-".into(), |c| c.transport.kind().to_owned()),
                 s.status.label().replace('_', " "),
-                summary(s, tools),
+                match (auth.get(&s.id), &s.status) {
+                    (Some(a), ServerStatus::NotStarted | ServerStatus::Ready(_)) => {
+                        format!("{} · {}", summary(s, tools), a.describe(&s.id))
+                    }
+                    _ => summary(s, tools),
+                },
             ]
         })
         .collect();
@@ -252,7 +272,7 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
 }
 
 /// The `show` text.
-pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry) -> String {
+pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry, auth: &AuthMap) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", server.id);
     let _ = writeln!(
@@ -283,6 +303,9 @@ pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry) -> String {
         let headers = config.header_names();
         if !headers.is_empty() {
             let _ = writeln!(out, "  headers:    {} (values hidden)", headers.join(", "));
+        }
+        if let Some(status) = auth.get(&server.id) {
+            let _ = writeln!(out, "  auth:       {}", status.describe(&server.id));
         }
         if let Some(allow) = &config.tools.allow {
             let _ = writeln!(out, "  allow:      {}", allow.join(", "));

@@ -1054,6 +1054,106 @@ fn list_connect_json_is_the_same_under_smol_and_blocking() {
 }
 
 /// A `list --json` document without the facts that differ from run to run.
+/// A remote server with an `oauth` table, and one with a configured
+/// Authorization header; neither is connected to.
+const OAUTH_CONFIG: &str = "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n[mcp.servers.remote.oauth]\n\n[mcp.servers.keyed]\ntransport = \"streamable_http\"\nurl = \"https://keyed.example.com/mcp\"\nheaders_from_env = { Authorization = \"KEYED_TOKEN\" }\n[mcp.servers.keyed.oauth]\n";
+
+/// Writes a stored login for `remote` into the scratch home's store.
+fn store_login(s: &Scratch, expires_at: u64) {
+    let dir = s.home.join(".rho");
+    std::fs::create_dir_all(&dir).expect("store dir");
+    let doc = serde_json::json!({
+        "version": 1,
+        "entries": [{
+            "server": "remote",
+            "url": "https://mcp.example.com/mcp",
+            "issuer": "https://auth.example.com",
+            "client_id": "client-1",
+            "client_auth": "none",
+            "tokens": {
+                "access_token": "stored-access-token-value",
+                "refresh_token": "stored-refresh-token-value",
+                "expires_at": expires_at,
+                "resource": "https://mcp.example.com/mcp",
+                "token_endpoint": "https://auth.example.com/token"
+            }
+        }]
+    });
+    std::fs::write(dir.join("mcp-oauth.json"), doc.to_string()).expect("store file");
+}
+
+#[test]
+fn list_and_show_report_oauth_login_state_without_revealing_tokens() {
+    let s = Scratch::new("oauth-status", Runtime::Smol);
+    let config = s.write("config.toml", OAUTH_CONFIG);
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(
+        server(&doc, "remote")["auth"]["state"],
+        "needs_login",
+        "{run}"
+    );
+    // A configured Authorization header wins over the oauth table.
+    assert_eq!(server(&doc, "keyed")["auth"]["kind"], "header", "{run}");
+    let far = 4_000_000_000;
+    store_login(&s, far);
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
+    let doc = run.json();
+    let auth = &server(&doc, "remote")["auth"];
+    assert_eq!(auth["state"], "logged_in", "{run}");
+    assert_eq!(auth["refreshable"], true, "{run}");
+    assert!(
+        auth["expires_in_secs"].as_i64().is_some_and(|s| s > 0),
+        "{run}"
+    );
+    let text = s.rho(&["--config", arg(&config), "mcp", "show", "remote"]);
+    text.expect_code(0);
+    assert!(
+        text.stdout
+            .contains("auth:       oauth (logged in, expires in"),
+        "{text}"
+    );
+    let listed = s.rho(&["--config", arg(&config), "mcp", "list"]);
+    assert!(listed.stdout.contains("oauth (logged in"), "{listed}");
+    for out in [&run, &text, &listed] {
+        assert!(!out.all().contains("stored-access-token-value"), "{out}");
+        assert!(!out.all().contains("stored-refresh-token-value"), "{out}");
+    }
+    // Expired, with a refresh token: it will refresh, not ask.
+    store_login(&s, 1);
+    let text = s.rho(&["--config", arg(&config), "mcp", "show", "remote"]);
+    assert!(text.stdout.contains("expired; refreshes on use"), "{text}");
+}
+
+#[test]
+fn logout_forgets_the_stored_login_and_a_second_logout_says_there_is_none() {
+    let s = Scratch::new("oauth-logout", Runtime::Smol);
+    let config = s.write("config.toml", OAUTH_CONFIG);
+    store_login(&s, 4_000_000_000);
+    let run = s.rho(&["--config", arg(&config), "mcp", "logout", "remote"]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("forgot the OAuth login of server `remote`"),
+        "{run}"
+    );
+    let stored = std::fs::read_to_string(s.home.join(".rho/mcp-oauth.json")).expect("store");
+    assert!(!stored.contains("stored-access-token-value"), "{stored}");
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
+    assert_eq!(
+        server(&run.json(), "remote")["auth"]["state"],
+        "needs_login",
+        "{run}"
+    );
+    let run = s.rho(&["--config", arg(&config), "mcp", "logout", "remote"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("no stored OAuth login"), "{run}");
+    let run = s.rho(&["--config", arg(&config), "mcp", "logout", "nosuch"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("nosuch"), "{run}");
+}
+
 #[test]
 fn replay_of_a_file_that_is_not_a_transcript_exits_2_saying_so() {
     let s = Scratch::new("replay-not-transcript", Runtime::Smol);

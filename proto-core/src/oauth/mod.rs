@@ -14,6 +14,7 @@
 //! - [`token`]: token requests for each grant and client authentication,
 //!   and token responses read back.
 //!
+//! - [`store`]: what is kept between runs, and the trait a host keeps it with.
 //! - [`flow`]: one login as a sans-IO state machine over those pieces
 //!   (requests out, responses and the callback in, tokens out), and the
 //!   refresh of stored credentials.
@@ -28,4 +29,5 @@ pub mod discovery;
 pub mod flow;
 pub mod pkce;
 pub mod register;
+pub mod store;
 pub mod token;

@@ -1,0 +1,517 @@
+//! The CLI's OAuth credential store: one JSON file, `~/.rho/mcp-oauth.json`,
+//! readable by its owner only (0600, in a 0700 directory), replaced
+//! atomically (write a temporary file, sync, rename), and changed only
+//! under an exclusive lock on `~/.rho/mcp-oauth.lock`, so two rho
+//! processes refreshing at once never lose a rotated refresh token.
+//!
+//! Nothing from this file is ever printed: `list` and `show` report only
+//! whether a login exists and when it expires.
+
+use std::fs::{self, File, OpenOptions};
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use rho_proto_core::oauth::store::{
+    CredentialStore, StoreError, StoreKey, StoredLogin, StoredTokens,
+};
+use rho_proto_core::oauth::token::{Client, ClientAuth};
+use serde::{Deserialize, Serialize};
+
+/// The file store.
+pub(crate) struct FileStore {
+    path: PathBuf,
+    lock: PathBuf,
+}
+
+/// The file's format; `version` 1.
+#[derive(Default, Serialize, Deserialize)]
+struct Document {
+    version: u32,
+    #[serde(default)]
+    entries: Vec<Entry>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Entry {
+    server: String,
+    url: String,
+    issuer: String,
+    client_id: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    client_secret: Option<String>,
+    client_auth: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    tokens: Option<Tokens>,
+}
+
+#[derive(Serialize, Deserialize)]
+struct Tokens {
+    access_token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    refresh_token: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    expires_at: Option<u64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    scope: Option<String>,
+    resource: String,
+    token_endpoint: String,
+}
+
+impl Entry {
+    fn key(&self) -> StoreKey {
+        StoreKey {
+            server: self.server.clone(),
+            url: self.url.clone(),
+        }
+    }
+
+    fn login(&self) -> StoredLogin {
+        StoredLogin {
+            issuer: self.issuer.clone(),
+            client: Client {
+                id: self.client_id.clone(),
+                secret: self.client_secret.clone(),
+                auth: ClientAuth::from_name(&self.client_auth).unwrap_or(ClientAuth::None),
+            },
+            tokens: self.tokens.as_ref().map(|t| StoredTokens {
+                access_token: t.access_token.clone(),
+                refresh_token: t.refresh_token.clone(),
+                expires_at: t.expires_at,
+                scope: t.scope.clone(),
+                resource: t.resource.clone(),
+                token_endpoint: t.token_endpoint.clone(),
+            }),
+        }
+    }
+
+    fn new(key: &StoreKey, login: StoredLogin) -> Self {
+        Self {
+            server: key.server.clone(),
+            url: key.url.clone(),
+            issuer: login.issuer,
+            client_id: login.client.id,
+            client_secret: login.client.secret,
+            client_auth: login.client.auth.name().to_owned(),
+            tokens: login.tokens.map(|t| Tokens {
+                access_token: t.access_token,
+                refresh_token: t.refresh_token,
+                expires_at: t.expires_at,
+                scope: t.scope,
+                resource: t.resource,
+                token_endpoint: t.token_endpoint,
+            }),
+        }
+    }
+}
+
+impl FileStore {
+    /// The store under `dir` (normally `~/.rho`).
+    pub(crate) fn in_dir(dir: &Path) -> Self {
+        Self {
+            path: dir.join("mcp-oauth.json"),
+            lock: dir.join("mcp-oauth.lock"),
+        }
+    }
+
+    /// The store under `$HOME/.rho`, when there is a home.
+    pub(crate) fn default_location() -> Option<Self> {
+        let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
+        Some(Self::in_dir(&PathBuf::from(home).join(".rho")))
+    }
+
+    fn error(&self, reason: impl std::fmt::Display) -> StoreError {
+        StoreError {
+            location: self.path.display().to_string(),
+            reason: reason.to_string(),
+        }
+    }
+
+    fn read(&self) -> Result<Document, StoreError> {
+        let text = match fs::read_to_string(&self.path) {
+            Ok(text) => text,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Document::default()),
+            Err(e) => return Err(self.error(format!("cannot be read: {e}"))),
+        };
+        let doc: Document = serde_json::from_str(&text).map_err(|e| {
+            self.error(format!(
+                "is not valid ({e}); remove it to log in again (`rho mcp login <id>`)"
+            ))
+        })?;
+        if doc.version != 1 {
+            return Err(self.error(format!(
+                "has version {}, which this rho does not read",
+                doc.version
+            )));
+        }
+        Ok(doc)
+    }
+
+    fn write(&self, doc: &Document) -> Result<(), StoreError> {
+        let text = serde_json::to_vec_pretty(doc).map_err(|e| self.error(e))?;
+        let tmp = self
+            .path
+            .with_extension(format!("json.tmp.{}", std::process::id()));
+        let result = (|| {
+            let mut file = private_options().open(&tmp)?;
+            file.write_all(&text)?;
+            file.sync_all()?;
+            fs::rename(&tmp, &self.path)
+        })();
+        if result.is_err() {
+            let _ = fs::remove_file(&tmp);
+        }
+        result.map_err(|e| self.error(format!("cannot be written: {e}")))
+    }
+
+    /// Holds the exclusive lock until the returned file is dropped.
+    fn locked(&self) -> Result<File, StoreError> {
+        if let Some(dir) = self.path.parent() {
+            create_private_dir(dir).map_err(|e| {
+                self.error(format!(
+                    "its directory {} cannot be created: {e}",
+                    dir.display()
+                ))
+            })?;
+        }
+        let file = private_options()
+            .truncate(false)
+            .open(&self.lock)
+            .map_err(|e| self.error(format!("its lock file cannot be opened: {e}")))?;
+        file.lock()
+            .map_err(|e| self.error(format!("cannot be locked: {e}")))?;
+        Ok(file)
+    }
+
+    /// Forgets every entry of server `server` (any URL); returns how many.
+    pub(crate) fn forget_server(&self, server: &str) -> Result<usize, StoreError> {
+        let _lock = self.locked()?;
+        let mut doc = self.read()?;
+        let before = doc.entries.len();
+        doc.entries.retain(|e| e.server != server);
+        let removed = before - doc.entries.len();
+        if removed > 0 {
+            doc.version = 1;
+            self.write(&doc)?;
+        }
+        Ok(removed)
+    }
+}
+
+impl CredentialStore for FileStore {
+    fn load(&self, key: &StoreKey) -> Result<Option<StoredLogin>, StoreError> {
+        Ok(self
+            .read()?
+            .entries
+            .iter()
+            .find(|e| e.key() == *key)
+            .map(Entry::login))
+    }
+
+    fn update(
+        &self,
+        key: &StoreKey,
+        change: &mut dyn FnMut(Option<StoredLogin>) -> Option<StoredLogin>,
+    ) -> Result<(), StoreError> {
+        let _lock = self.locked()?;
+        let mut doc = self.read()?;
+        doc.version = 1;
+        let at = doc.entries.iter().position(|e| e.key() == *key);
+        let current = at.map(|i| doc.entries[i].login());
+        match (change(current), at) {
+            (Some(login), Some(i)) => doc.entries[i] = Entry::new(key, login),
+            (Some(login), None) => doc.entries.push(Entry::new(key, login)),
+            (None, Some(i)) => {
+                doc.entries.remove(i);
+            }
+            (None, None) => return Ok(()),
+        }
+        self.write(&doc)
+    }
+}
+
+/// Open options for a file only its owner may read: created 0600.
+fn private_options() -> OpenOptions {
+    let mut options = OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt;
+        options.mode(0o600);
+    }
+    options
+}
+
+fn create_private_dir(dir: &Path) -> std::io::Result<()> {
+    let mut builder = fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::DirBuilderExt;
+        builder.mode(0o700);
+    }
+    builder.create(dir)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn dir(name: &str) -> PathBuf {
+        let dir = std::env::temp_dir().join(format!("rho-cred-{name}-{}", std::process::id()));
+        let _ = fs::remove_dir_all(&dir);
+        dir
+    }
+
+    fn key(server: &str) -> StoreKey {
+        StoreKey {
+            server: server.into(),
+            url: "https://mcp.example.com/mcp".into(),
+        }
+    }
+
+    fn login(access: &str, refresh: Option<&str>) -> StoredLogin {
+        StoredLogin {
+            issuer: "https://auth.example.com".into(),
+            client: Client {
+                id: "client-1".into(),
+                secret: None,
+                auth: ClientAuth::None,
+            },
+            tokens: Some(StoredTokens {
+                access_token: access.into(),
+                refresh_token: refresh.map(str::to_owned),
+                expires_at: Some(1_000),
+                scope: Some("mcp:basic".into()),
+                resource: "https://mcp.example.com/mcp".into(),
+                token_endpoint: "https://auth.example.com/token".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn a_login_round_trips_in_a_file_only_its_owner_can_read() {
+        let d = dir("round-trip");
+        let store = FileStore::in_dir(&d);
+        assert_eq!(store.load(&key("a")).expect("empty"), None);
+        store
+            .update(&key("a"), &mut |_| Some(login("at", Some("rt"))))
+            .expect("saved");
+        assert_eq!(
+            store.load(&key("a")).expect("loads"),
+            Some(login("at", Some("rt")))
+        );
+        // Another URL for the same identity is another entry.
+        let other = StoreKey {
+            url: "https://elsewhere.example.com/mcp".into(),
+            ..key("a")
+        };
+        assert_eq!(store.load(&other).expect("loads"), None);
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = fs::metadata(d.join("mcp-oauth.json"))
+                .expect("file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+            let mode = fs::metadata(&d).expect("dir").permissions().mode();
+            assert_eq!(mode & 0o777, 0o700);
+        }
+        assert_eq!(store.forget_server("a").expect("forgets"), 1);
+        assert_eq!(store.load(&key("a")).expect("loads"), None);
+        assert_eq!(store.forget_server("a").expect("nothing"), 0);
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn concurrent_updates_from_two_handles_lose_nothing() {
+        let d = dir("concurrent");
+        let threads: Vec<_> = (0..8)
+            .map(|i| {
+                let d = d.clone();
+                std::thread::spawn(move || {
+                    let store = FileStore::in_dir(&d);
+                    for round in 0..10 {
+                        store
+                            .update(&key(&format!("s{i}")), &mut |current| {
+                                let n = current
+                                    .and_then(|c| c.tokens)
+                                    .map_or(0, |t| t.access_token.parse::<u32>().unwrap_or(0));
+                                assert_eq!(n, round, "a lost update");
+                                Some(login(&(n + 1).to_string(), None))
+                            })
+                            .expect("update");
+                    }
+                })
+            })
+            .collect();
+        for t in threads {
+            t.join().expect("thread");
+        }
+        let store = FileStore::in_dir(&d);
+        for i in 0..8 {
+            let got = store
+                .load(&key(&format!("s{i}")))
+                .expect("loads")
+                .expect("entry");
+            assert_eq!(got.tokens.expect("tokens").access_token, "10");
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn a_damaged_file_is_an_error_naming_it_and_what_to_do() {
+        let d = dir("damaged");
+        fs::create_dir_all(&d).expect("dir");
+        fs::write(d.join("mcp-oauth.json"), "{not json").expect("write");
+        let store = FileStore::in_dir(&d);
+        let error = store.load(&key("a")).expect_err("damaged");
+        let text = error.to_string();
+        assert!(
+            text.contains("mcp-oauth.json") && text.contains("rho mcp login"),
+            "{text}"
+        );
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
+    fn secrets_never_reach_debug_output() {
+        let text = format!(
+            "{:?}",
+            login("super-secret-access", Some("super-secret-refresh"))
+        );
+        assert!(!text.contains("super-secret"), "{text}");
+    }
+}
+
+/// How a server authenticates, as `list` and `show` report it (never a
+/// secret: only whether a login exists and when it expires).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum AuthStatus {
+    /// A configured `Authorization` header: it wins over any `oauth` table.
+    Header,
+    /// An `oauth` table, with the stored login's state.
+    OAuth(OAuthState),
+}
+
+/// The stored login of a server with an `oauth` table.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum OAuthState {
+    /// Tokens are stored; seconds until the access token expires (negative
+    /// once expired), when the server said, and whether it can be refreshed.
+    LoggedIn {
+        expires_in: Option<i64>,
+        refreshable: bool,
+    },
+    /// Nothing stored (or only a registration).
+    NeedsLogin,
+    /// The store could not be read.
+    StoreError(String),
+}
+
+/// The auth status of `config`, reading `store` for OAuth servers; `None`
+/// for servers that authenticate neither way.
+pub(crate) fn auth_status(
+    id: &str,
+    config: &rho_proto_core::config::ServerConfig,
+    store: Option<&FileStore>,
+    now_unix: u64,
+) -> Option<AuthStatus> {
+    use rho_proto_core::config::Transport;
+    let Transport::StreamableHttp(http) = &config.transport else {
+        return None;
+    };
+    let header = http
+        .headers
+        .keys()
+        .chain(http.headers_from_env.keys())
+        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    if header {
+        return Some(AuthStatus::Header);
+    }
+    http.oauth.as_ref()?;
+    let Some(store) = store else {
+        return Some(AuthStatus::OAuth(OAuthState::NeedsLogin));
+    };
+    let key = StoreKey {
+        server: id.to_owned(),
+        url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
+    };
+    let state = match store.load(&key) {
+        Err(e) => OAuthState::StoreError(e.to_string()),
+        Ok(Some(StoredLogin {
+            tokens: Some(tokens),
+            ..
+        })) => OAuthState::LoggedIn {
+            expires_in: tokens.expires_at.map(|at| {
+                i64::try_from(at).unwrap_or(i64::MAX) - i64::try_from(now_unix).unwrap_or(0)
+            }),
+            refreshable: tokens.refresh_token.is_some(),
+        },
+        Ok(_) => OAuthState::NeedsLogin,
+    };
+    Some(AuthStatus::OAuth(state))
+}
+
+impl AuthStatus {
+    /// For a person: `oauth (logged in, expires in 42 min)`.
+    pub(crate) fn describe(&self, id: &str) -> String {
+        match self {
+            AuthStatus::Header => "Authorization header (configured)".into(),
+            AuthStatus::OAuth(OAuthState::NeedsLogin) => {
+                format!("oauth (needs login: run `rho mcp login {id}`)")
+            }
+            AuthStatus::OAuth(OAuthState::StoreError(e)) => format!("oauth ({e})"),
+            AuthStatus::OAuth(OAuthState::LoggedIn {
+                expires_in,
+                refreshable,
+            }) => match expires_in {
+                None => "oauth (logged in)".into(),
+                Some(secs) if *secs > 0 => {
+                    format!("oauth (logged in, expires in {})", duration_words(*secs))
+                }
+                Some(_) if *refreshable => "oauth (logged in, expired; refreshes on use)".into(),
+                Some(_) => format!("oauth (expired: run `rho mcp login {id}`)"),
+            },
+        }
+    }
+
+    /// The `--json` object.
+    pub(crate) fn json(&self) -> serde_json::Value {
+        use serde_json::json;
+        match self {
+            AuthStatus::Header => json!({"kind": "header"}),
+            AuthStatus::OAuth(OAuthState::NeedsLogin) => {
+                json!({"kind": "oauth", "state": "needs_login"})
+            }
+            AuthStatus::OAuth(OAuthState::StoreError(e)) => {
+                json!({"kind": "oauth", "state": "store_error", "error": e})
+            }
+            AuthStatus::OAuth(OAuthState::LoggedIn {
+                expires_in,
+                refreshable,
+            }) => json!({
+                "kind": "oauth",
+                "state": "logged_in",
+                "expires_in_secs": expires_in,
+                "refreshable": refreshable,
+            }),
+        }
+    }
+}
+
+fn duration_words(secs: i64) -> String {
+    match secs {
+        s if s < 120 => format!("{s} s"),
+        s if s < 2 * 3600 => format!("{} min", s / 60),
+        s if s < 2 * 86_400 => format!("{} h", s / 3600),
+        s => format!("{} days", s / 86_400),
+    }
+}
+
+/// Wall-clock seconds since the Unix epoch (0 before it).
+pub(crate) fn now_unix() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs())
+}

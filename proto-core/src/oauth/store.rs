@@ -1,0 +1,94 @@
+//! What rho keeps of an OAuth login between runs, and the trait the host
+//! implements to keep it: the core decides what to store and when, the
+//! host decides where (the CLI: one 0600 file under `~/.rho/`).
+//!
+//! Entries are keyed by server identity and the server's canonical URL,
+//! so repointing a server at another URL never sends it the old tokens;
+//! each entry names the issuer that registered the client and minted the
+//! tokens, so a server moved to another authorization server registers
+//! again and discards them.
+
+use super::token::Client;
+
+/// The key of one server's entry.
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct StoreKey {
+    /// The server identity.
+    pub server: String,
+    /// The server's canonical URL ([`super::discovery::canonical_resource`]).
+    pub url: String,
+}
+
+/// One server's stored login.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredLogin {
+    /// The issuer of the client and the tokens.
+    pub issuer: String,
+    /// The registered (or configured) client.
+    pub client: Client,
+    /// The tokens, when a login finished (a registration alone is kept
+    /// too, so the next login does not register again).
+    pub tokens: Option<StoredTokens>,
+}
+
+impl std::fmt::Debug for StoredLogin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoredLogin")
+            .field("issuer", &self.issuer)
+            .field("client", &self.client)
+            .field("tokens", &self.tokens.as_ref().map(|_| "<redacted>"))
+            .finish()
+    }
+}
+
+/// Tokens as stored: the expiry as wall-clock seconds, since a stored
+/// entry outlives the process whose `Instant`s measured it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct StoredTokens {
+    /// The access token.
+    pub access_token: String,
+    /// The refresh token, when issued.
+    pub refresh_token: Option<String>,
+    /// When the access token expires, in seconds since the Unix epoch.
+    pub expires_at: Option<u64>,
+    /// The scope asked for or granted.
+    pub scope: Option<String>,
+    /// The RFC 8707 resource they are bound to.
+    pub resource: String,
+    /// Where to refresh them.
+    pub token_endpoint: String,
+}
+
+impl StoredTokens {
+    /// Whether the access token should be refreshed before use at wall
+    /// time `now_unix`: expired, or expiring within `margin_secs`.
+    pub fn needs_refresh(&self, now_unix: u64, margin_secs: u64) -> bool {
+        self.expires_at
+            .is_some_and(|at| at <= now_unix.saturating_add(margin_secs))
+    }
+}
+
+/// Why the store could not be read or written.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("the OAuth credential store {location}: {reason}")]
+pub struct StoreError {
+    /// Where, for a person (a path).
+    pub location: String,
+    /// What failed.
+    pub reason: String,
+}
+
+/// Where logins are kept. Implementations must make `update` atomic with
+/// respect to other rho processes (a lock around read-modify-write), so two
+/// processes refreshing at once never lose a rotated refresh token.
+pub trait CredentialStore: Send + Sync {
+    /// The entry for `key`, if any.
+    fn load(&self, key: &StoreKey) -> Result<Option<StoredLogin>, StoreError>;
+    /// Replaces (`Some`) or removes (`None`) the entry for `key`, under the
+    /// store's lock, with `change` seeing the current entry.
+    fn update(
+        &self,
+        key: &StoreKey,
+        change: &mut dyn FnMut(Option<StoredLogin>) -> Option<StoredLogin>,
+    ) -> Result<(), StoreError>;
+}
