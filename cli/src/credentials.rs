@@ -1,8 +1,9 @@
 //! The CLI's OAuth credential store: one JSON file, `~/.rho/mcp-oauth.json`,
 //! readable by its owner only (0600, in a 0700 directory), replaced
 //! atomically (write a temporary file, sync, rename), and changed only
-//! under an exclusive lock on `~/.rho/mcp-oauth.lock`, so two rho
-//! processes refreshing at once never lose a rotated refresh token.
+//! under an exclusive lock on `~/.rho/mcp-oauth.lock` (`flock`; on other
+//! platforms than Unix there is no lock yet), so two rho processes
+//! refreshing at once never lose a rotated refresh token.
 //!
 //! Nothing from this file is ever printed: `list` and `show` report only
 //! whether a login exists and when it expires.
@@ -177,7 +178,8 @@ impl FileStore {
             .truncate(false)
             .open(&self.lock)
             .map_err(|e| self.error(format!("its lock file cannot be opened: {e}")))?;
-        file.lock()
+        #[cfg(unix)]
+        rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| self.error(format!("cannot be locked: {e}")))?;
         Ok(file)
     }
