@@ -6,6 +6,12 @@
 //! elicitation form or the sampling question, nor from the logs (which
 //! follow `NO_COLOR`). `--json` stays exact.
 //!
+//! Secrets a server echoes back (`tests/servers/fixtures/echo-secrets.js`
+//! quotes every configured header and environment value) show as
+//! `<redacted>` in `--json` error fields, logs, call errors and `--record`
+//! transcripts, which still replay; and a header value from the
+//! environment that holds CR/LF fails that server naming the header.
+//!
 //! Forms, progress and colour appear only on a terminal, so those tests
 //! run rho under a pseudo-terminal made by util-linux `script` (present
 //! wherever the rest of the suite runs: the tests read `/proc`, so they
@@ -381,7 +387,170 @@ fn logs_are_coloured_on_a_terminal_unless_no_color_is_set(rt: Runtime) {
     }
 }
 
+fn echo_js() -> PathBuf {
+    tests_dir().join("servers/fixtures/echo-secrets.js")
+}
+
+/// Values the echoing servers are configured with.
+const SECRETS: [&str; 3] = [
+    "tok-0123456789abcdef",
+    "literal-env-secret-42",
+    "ambient-env-secret-77",
+];
+
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in SECRETS {
+        assert!(!text.contains(secret), "{what} shows `{secret}`:\n{text}");
+    }
+}
+
+/// The fixture's HTTP mode on an ephemeral loopback port.
+struct EchoHttp {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl EchoHttp {
+    fn start() -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new("node")
+            .arg(echo_js())
+            .arg("http")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start echo-secrets.js http");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the fixture did not say where it listens: {line:?}"));
+        Self { child, port }
+    }
+}
+
+impl Drop for EchoHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn echoed_secrets_never_reach_json_errors_logs_or_transcripts(rt: Runtime) {
+    let http = EchoHttp::start();
+    let js = echo_js();
+    let env = "env = { LITERAL_SECRET = \"literal-env-secret-42\" }\n\
+               env_from_env = { AMBIENT_SECRET = \"ECHO_TEST_ENV\" }\n";
+    let extra = format!(
+        "{}{env}\n{}{env}\n[mcp.servers.unauthorized]\ntransport = \"streamable_http\"\n\
+         url = \"http://127.0.0.1:{}/unauthorized\"\n\
+         headers_from_env = {{ Authorization = \"ECHO_TEST_AUTH\" }}\n",
+        node_server("stdio_fail", &js, &["stdio-fail"]),
+        node_server("stdio_serve", &js, &["stdio-serve"]),
+        http.port
+    );
+    let s = Scratch::new("secrets", rt, &extra);
+    let transcript = s.dir.join("run.jsonl");
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", s.config.to_str().expect("UTF-8 path")];
+        all.extend_from_slice(args);
+        let output = s
+            .command(Path::new(env!("CARGO_BIN_EXE_rho")))
+            .args(&all)
+            .env("ECHO_TEST_AUTH", "Bearer tok-0123456789abcdef")
+            .env("ECHO_TEST_ENV", "ambient-env-secret-77")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rho");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let record = transcript.to_str().expect("UTF-8 path");
+    let (code, stdout, stderr) = run(&[
+        "--verbose",
+        "--record",
+        record,
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_no_secret("list --json", &stdout);
+    assert_no_secret("the logs", &stderr);
+    // The logs carried the echoes: a server log message and stderr lines.
+    assert!(stderr.contains("got AMBIENT_SECRET=<redacted>"), "{stderr}");
+    assert!(stderr.contains("my environment:"), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let error = |id: &str| {
+        doc["servers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == id))
+            .and_then(|s| s["error"].as_str())
+            .unwrap_or_else(|| panic!("no error for `{id}` in {doc}"))
+            .to_owned()
+    };
+    assert!(
+        error("stdio_fail").contains("LITERAL_SECRET=<redacted>"),
+        "{doc}"
+    );
+    assert!(
+        error("unauthorized").contains("authorization: <redacted>"),
+        "{doc}"
+    );
+    let recorded = std::fs::read_to_string(&transcript).expect("transcript");
+    assert_no_secret("the transcript", &recorded);
+    assert!(recorded.contains("<redacted>"), "{recorded}");
+    let (code, stdout, stderr) = run(&["mcp", "replay", record]);
+    assert_eq!(
+        code,
+        Some(0),
+        "the redacted transcript replays:\n{stdout}{stderr}"
+    );
+
+    let (code, stdout, stderr) = run(&["mcp", "call", "stdio_serve", "leak"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("leaking") && stderr.contains("<redacted>"),
+        "{stderr}"
+    );
+    assert_no_secret("call error", &format!("{stdout}{stderr}"));
+}
+
+fn header_value_with_crlf_from_the_environment_fails_naming_the_header(rt: Runtime) {
+    let s = Scratch::new(
+        "crlf",
+        rt,
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n\
+         headers_from_env = { Authorization = \"CRLF_TOKEN\" }\n",
+    );
+    let output = s
+        .command(Path::new(env!("CARGO_BIN_EXE_rho")))
+        .args(["--config", s.config.to_str().expect("UTF-8 path")])
+        .args(["mcp", "show", "remote", "--connect", "--json"])
+        .env("CRLF_TOKEN", "Bearer abcdefgh\r\nX-Injected: 1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rho");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let error = doc["error"].as_str().expect("an error");
+    assert!(error.contains("`Authorization`"), "{error}");
+    assert!(error.contains("`CRLF_TOKEN`"), "{error}");
+    assert!(!error.contains("abcdefgh"), "{error}");
+    assert!(!error.contains("failed to parse header value"), "{error}");
+}
+
 both_executors!(
+    echoed_secrets_never_reach_json_errors_logs_or_transcripts,
+    header_value_with_crlf_from_the_environment_fails_naming_the_header,
     list_and_show_never_print_raw_server_text,
     call_never_prints_raw_server_text,
     progress_line_never_prints_raw_server_text,
