@@ -93,6 +93,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             sampling: host.can_sample && config.sampling_allowed(),
+            redactor: Redactor::for_server(config, ambient),
             ..SessionOptions::from_config(config, framing)
         };
         match &config.transport {
@@ -134,6 +135,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             sampling: host.can_sample && config.sampling_allowed(),
+            redactor: Redactor::for_server(config, ambient),
             ..SessionOptions::from_config(config, framing)
         };
         let (options, http) = match &config.transport {

@@ -2,13 +2,14 @@
 //! or a transcript, on both executors: `tests/servers/fixtures/echo-secrets.js`
 //! quotes every configured header and environment value it got, over
 //! stdio (stderr, a JSON-RPC error) and Streamable HTTP (a 401 body and
-//! `WWW-Authenticate`, a 500 body, a JSON-RPC error). The recorded
-//! transcript still replays identically.
+//! `WWW-Authenticate`, a 500 body, a JSON-RPC error) and in a server log
+//! message. The recorded transcript still replays identically.
 
-use std::io::BufRead;
+use std::io::{BufRead, Write};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::time::Instant;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
 
 use rho_io_blocking::record::TranscriptSink;
 use rho_proto_core::status::ServerStatus;
@@ -93,6 +94,36 @@ fn assert_no_secret(what: &str, text: &str) {
     }
 }
 
+/// Captures the server log messages (`rho::mcp::server`) of this test
+/// binary as text.
+fn captured_server_logs() -> Arc<Mutex<Vec<u8>>> {
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if let Ok(mut l) = self.0.lock() {
+                    l.extend_from_slice(buf);
+                }
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Arc::clone(&logs);
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
+            .with_ansi(false)
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .finish();
+        let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);
+        logs
+    })
+    .clone()
+}
+
 fn failure<R: TestRuntime>(runtime: &R, id: &str) -> String {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Failed { error }) => error,
@@ -101,6 +132,7 @@ fn failure<R: TestRuntime>(runtime: &R, id: &str) -> String {
 }
 
 fn echoed_secrets_are_redacted_in_reasons_call_errors_and_transcripts<R: TestRuntime>() {
+    let logs = captured_server_logs();
     let http = EchoHttp::start();
     let text = [
         stdio_server("stdio_fail", "stdio-fail"),
@@ -148,6 +180,18 @@ fn echoed_secrets_are_redacted_in_reasons_call_errors_and_transcripts<R: TestRun
         assert!(text.contains("<redacted>"), "{text}");
         assert_no_secret(id, &text);
     }
+    // A server log message quoting the environment (sent after the
+    // handshake, so it may trail a little).
+    let until = Instant::now() + Duration::from_secs(10);
+    let logged = loop {
+        let text = String::from_utf8_lossy(&logs.lock().expect("logs")).into_owned();
+        if text.contains("got ") || Instant::now() > until {
+            break text;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(logged.contains("AMBIENT_SECRET=<redacted>"), "{logged}");
+    assert_no_secret("the server log", &logged);
     runtime.shutdown();
 
     // The transcript holds the echoes (response heads and bodies, stdout
