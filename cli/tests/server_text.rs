@@ -303,11 +303,21 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
         "{doc}"
     );
     let (_, stdout, _) = s.rho(&["mcp", "show", "h", "--connect", "--json"]);
+    assert_no_raw_controls("show --json stdout", &stdout);
     let doc: Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(
         doc["server_info"]["name"],
         "hostile\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m"
     );
+    let (_, stdout, _) = s.rho(&["mcp", "list", "--connect", "--json"]);
+    assert_no_raw_controls("list --json stdout", &stdout);
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let dies = doc["servers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["id"] == "dies"))
+        .expect("dies");
+    let error = dies["error"].as_str().expect("error");
+    assert!(error.contains("last words \x1b]0;pwned\x07"), "{error:?}");
 }
 
 fn progress_line_never_prints_raw_server_text(rt: Runtime) {

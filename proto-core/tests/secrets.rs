@@ -39,3 +39,56 @@ fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
     let ambient = vec![("MCP_TOKEN".to_owned(), "Bearer\tabc".to_owned())];
     assert!(resolve_headers("remote", &ambient, &config).is_ok());
 }
+
+#[test]
+fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
+    use rho_proto_core::jsonrpc::ErrorObject;
+    use rho_proto_core::runtime::{Health, Inventory, SlotId, ToolCallError};
+    use rho_proto_core::session::CallError;
+    use rho_proto_core::status::ServerStatus;
+
+    let config = config::parse(
+        "[mcp.servers.local]\ntransport = \"stdio\"\ncommand = \"x\"\nenv = { KEY = \"literal-secret-1\" }\nenv_from_env = { TOKEN = \"AMBIENT\" }\n",
+        "t.toml",
+    )
+    .expect("valid file");
+    let mut inventory = Inventory::new(&config, |_| true);
+    inventory.learn_secrets(&[("AMBIENT".to_owned(), "ambient-secret-2".to_owned())]);
+    let slot = SlotId(0);
+    inventory.record_failed(
+        slot,
+        "exited\nstderr: key=literal-secret-1 token=ambient-secret-2".to_owned(),
+    );
+    let view = inventory.view(slot, None).expect("slot");
+    assert_eq!(
+        view.status,
+        ServerStatus::Failed {
+            error: "exited\nstderr: key=<redacted> token=<redacted>".to_owned()
+        }
+    );
+    // A failure reported after startup, too.
+    let health = Health {
+        failure: Some("died saying ambient-secret-2".to_owned()),
+        ..Health::default()
+    };
+    let view = inventory.view(slot, Some(health)).expect("slot");
+    assert!(
+        matches!(&view.status, ServerStatus::Failed { error } if error == "died saying <redacted>"),
+        "{:?}",
+        view.status
+    );
+    let error = ToolCallError::Call(CallError::Rpc {
+        server: "local".to_owned(),
+        error: ErrorObject {
+            code: -1,
+            message: "bad literal-secret-1".to_owned(),
+            data: Some(serde_json::json!({"echo": ["ambient-secret-2"]})),
+        },
+    });
+    let text = format!("{:?}", inventory.redact_call_error(slot, error));
+    assert!(
+        !text.contains("secret-1") && !text.contains("secret-2"),
+        "{text}"
+    );
+    assert!(text.contains("bad <redacted>"), "{text}");
+}
