@@ -17,9 +17,9 @@
 //! not redacted: short values (`true`, `info`, `8080`) occur in ordinary
 //! text, and hiding them would garble reasons and break the JSON of
 //! recorded transcripts, while real credentials are long. Each value is
-//! matched as is and in its JSON-escaped form (how it appears inside a
-//! recorded JSON line), longest first, so a secret containing another is
-//! hidden whole.
+//! matched as is, JSON-escaped (inside a recorded JSON line), `Debug`
+//! escaped (inside an event's text) and both, longest first, so a secret
+//! containing another is hidden whole.
 //!
 //! A secret split across two reads of a pipe, or cut by a size limit, is
 //! not recognised in the piece that holds only part of it.
@@ -142,12 +142,17 @@ impl Redactor {
         if value.len() < MIN_SECRET_LEN {
             return;
         }
-        self.insert(value.to_owned());
-        // Inside a JSON string (a transcript line) the value is escaped.
-        let json = serde_json::to_string(value).unwrap_or_default();
-        let escaped = json.get(1..json.len().saturating_sub(1)).unwrap_or("");
-        if escaped != value {
-            self.insert(escaped.to_owned());
+        // Inside a JSON string (a transcript line) the value is escaped;
+        // inside an event's `Debug` text, Rust-escaped, and then JSON
+        // escaped again when that text is recorded.
+        let debug = unquote(&format!("{value:?}")).to_owned();
+        for form in [
+            value.to_owned(),
+            json_escaped(value),
+            json_escaped(&debug),
+            debug,
+        ] {
+            self.insert(form);
         }
     }
 
@@ -160,6 +165,19 @@ impl Redactor {
         self.needles
             .sort_by(|a, b| b.len().cmp(&a.len()).then_with(|| a.cmp(b)));
     }
+}
+
+/// `value` as it appears between the quotes of a JSON string.
+fn json_escaped(value: &str) -> String {
+    let json = serde_json::to_string(value).unwrap_or_default();
+    unquote(&json).to_owned()
+}
+
+fn unquote(quoted: &str) -> &str {
+    quoted
+        .strip_prefix('"')
+        .and_then(|q| q.strip_suffix('"'))
+        .unwrap_or(quoted)
 }
 
 #[cfg(test)]
