@@ -79,11 +79,11 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     );
     let error = ToolCallError::Call(CallError::Rpc {
         server: "local".to_owned(),
-        error: ErrorObject {
+        error: Box::new(ErrorObject {
             code: -1,
             message: "bad literal-secret-1".to_owned(),
             data: Some(serde_json::json!({"echo": ["ambient-secret-2"]})),
-        },
+        }),
     });
     let text = format!("{:?}", inventory.redact_call_error(slot, error));
     assert!(
