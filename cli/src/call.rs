@@ -135,7 +135,9 @@ pub(crate) fn run(
             if text.is_empty() { "" } else { ":\n" }
         )));
     }
-    let mut text = rendered.model_text;
+    // What the server sent is text for a person here: never raw to the
+    // terminal (the `--json` document above stays exact).
+    let mut text = rho_proto_core::terminal::sanitize(&rendered.model_text).into_owned();
     if !text.is_empty() {
         text.push('\n');
     }
@@ -241,7 +243,11 @@ fn render_progress(progress: &Progress, tick: usize) -> String {
     };
     if let Some(message) = &progress.message {
         text.push(' ');
-        text.extend(message.chars().filter(|c| !c.is_control()).take(80));
+        text.extend(
+            rho_proto_core::terminal::sanitize_line(message)
+                .chars()
+                .take(80),
+        );
     }
     text
 }
@@ -282,7 +288,8 @@ mod tests {
 
     #[test]
     fn control_characters_from_a_server_never_reach_the_terminal() {
-        let line = render_progress(&p(1.0, None, Some("a\x1b[31mred\r\n")), 0);
+        let line = render_progress(&p(1.0, None, Some("a\x1b[31mred\r\n\u{9b}2J")), 0);
         assert!(!line.chars().any(char::is_control), "{line:?}");
+        assert_eq!(line, "| a\\x1b[31mred\\r\\n\\u{9b}2J");
     }
 }

@@ -77,7 +77,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
                             result.text()
                         ))
                     } else {
-                        eprintln!("{}", result.text());
+                        eprintln!("{}", rho_proto_core::terminal::sanitize(&result.text()));
                         Ok(())
                     }
                 }),

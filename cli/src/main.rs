@@ -14,6 +14,7 @@ mod config_file;
 mod conformance;
 mod credentials;
 mod host;
+mod logging;
 mod output;
 mod questions;
 
@@ -21,11 +22,11 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 
 use clap::{Args, Parser, Subcommand};
-use tracing_subscriber::EnvFilter;
 
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
 use rho_io_blocking::RuntimeOptions;
+use rho_proto_core::redact::Redactor;
 
 /// rho's MCP client: configure, inspect and exercise MCP servers.
 #[derive(Parser, Debug)]
@@ -154,7 +155,7 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
-    init_tracing(cli.verbose);
+    logging::init(cli.verbose);
     let json = cli.command.wants_json();
     let result = match cli.command {
         TopCommand::Mcp(command) => run_mcp(
@@ -193,11 +194,13 @@ fn report_failure(failure: &Failure, json: bool) -> ExitCode {
         Failure::Usage(message) => ("usage", 2, message),
         Failure::Runtime(message) => ("failed", 1, message),
     };
-    eprintln!("rho: {message}");
+    // Messages quote servers (reasons, error text): never raw, never a
+    // secret.
+    eprintln!("rho: {}", logging::safe(message));
     if json {
         let doc = serde_json::json!({
             "schema": 1,
-            "error": {"kind": kind, "message": message},
+            "error": {"kind": kind, "message": logging::redact(message)},
         });
         // Nothing more can be said if stdout is gone; the code still tells.
         let _ = write_stdout(&output::json_text(&doc));
@@ -255,17 +258,6 @@ pub(crate) enum Failure {
     Runtime(String),
 }
 
-fn init_tracing(verbose: bool) {
-    let filter = EnvFilter::try_from_default_env()
-        .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
-    tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::IsTerminal::is_terminal(&std::io::stderr()))
-        .with_target(verbose)
-        .init();
-}
-
 fn run_mcp(
     config: Option<PathBuf>,
     kind: RuntimeKind,
@@ -298,6 +290,7 @@ fn run_mcp(
         options.workspace = Some(absolute);
     }
     let loaded = config_file::load(config).map_err(Failure::Usage)?;
+    logging::redact_secrets(run_secrets(&loaded.config, &options.ambient));
     match command {
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
@@ -411,6 +404,18 @@ fn replay(file: &std::path::Path) -> Result<ExitCode, Failure> {
         // not the core.
         Err(error) => Err(Failure::Usage(format!("{}: {error}", file.display()))),
     }
+}
+
+/// What no log line or error message of this run may show: every
+/// configured server's secret values (see [`Redactor::for_server`]).
+fn run_secrets(config: &rho_proto_core::config::Config, ambient: &[(String, String)]) -> Redactor {
+    config
+        .servers
+        .iter()
+        .filter_map(|entry| entry.config.as_ref().ok())
+        .fold(Redactor::default(), |all, server| {
+            all.merged(&Redactor::for_server(server, ambient))
+        })
 }
 
 /// Writes the command's output; a closed or full stdout is a failure with

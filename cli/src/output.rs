@@ -2,6 +2,11 @@
 //! document for tools. Neither ever holds a secret value: environment
 //! variables and headers appear by name only.
 //!
+//! Every piece of server text in the table (names, versions, titles,
+//! instructions, reasons) goes through [`terminal::sanitize`] or
+//! [`terminal::sanitize_line`]; the JSON document is exact (JSON escapes
+//! control characters itself).
+//!
 //! # JSON schema (`"schema": 1`)
 //!
 //! `list --json` prints `{"schema": 1, "config": PATH|null, "servers": [SERVER...]}`;
@@ -33,6 +38,7 @@ use rho_proto_core::config::Transport;
 use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::ServerView;
 use rho_proto_core::status::ServerStatus;
+use rho_proto_core::terminal::{self, sanitize, sanitize_line};
 use serde_json::{Map, Value, json};
 
 use crate::config_file::LoadedConfig;
@@ -45,11 +51,65 @@ pub(crate) type AuthMap = std::collections::BTreeMap<String, AuthStatus>;
 const SCHEMA: u64 = 1;
 
 /// A JSON document as pretty text with a final newline.
+///
+/// JSON escapes C0 controls itself but writes C1 controls (U+0080..U+009F,
+/// such as the one-character CSI U+009B) and bidirectional overrides raw;
+/// those are written as `\uXXXX` escapes instead, so the document stays
+/// exact (it parses to the same values) and is still safe on a terminal.
 pub(crate) fn json_text(value: &Value) -> String {
-    // A `Value` always serializes: its keys are strings.
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    use serde::Serialize as _;
+    let mut bytes = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(
+        &mut bytes,
+        TerminalSafeJson(serde_json::ser::PrettyFormatter::new()),
+    );
+    // A `Value` always serializes into memory: its keys are strings.
+    let _ = value.serialize(&mut serializer);
+    let mut text = String::from_utf8(bytes).unwrap_or_default();
     text.push('\n');
     text
+}
+
+/// Pretty JSON whose strings escape what a terminal would obey.
+struct TerminalSafeJson<'a>(serde_json::ser::PrettyFormatter<'a>);
+
+macro_rules! delegate {
+    ($($name:ident($($arg:ident: $ty:ty),*);)*) => {
+        $(
+            fn $name<W: ?Sized + std::io::Write>(&mut self, writer: &mut W $(, $arg: $ty)*) -> std::io::Result<()> {
+                self.0.$name(writer $(, $arg)*)
+            }
+        )*
+    };
+}
+
+impl serde_json::ser::Formatter for TerminalSafeJson<'_> {
+    delegate! {
+        begin_array();
+        end_array();
+        begin_array_value(first: bool);
+        end_array_value();
+        begin_object();
+        end_object();
+        begin_object_key(first: bool);
+        begin_object_value();
+        end_object_value();
+    }
+
+    fn write_string_fragment<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        fragment: &str,
+    ) -> std::io::Result<()> {
+        let mut rest = fragment;
+        while let Some(at) = rest.find(terminal::is_control) {
+            writer.write_all(&rest.as_bytes()[..at])?;
+            let c = rest[at..].chars().next().unwrap_or_default();
+            write!(writer, "\\u{:04x}", u32::from(c))?;
+            rest = &rest[at + c.len_utf8()..];
+        }
+        writer.write_all(rest.as_bytes())
+    }
 }
 
 /// The `list --json` document.
@@ -220,13 +280,15 @@ pub(crate) fn list_text(
         let width = tools.iter().map(|t| t.name.len()).max().unwrap_or(0);
         for tool in tools {
             // Encoded names are unreadable; show the server's own name beside them.
+            let name = sanitize_line(&tool.name);
             if tool.name == format!("mcp__{}__{}", tool.server, tool.tool) {
-                let _ = writeln!(out, "  {}", tool.name);
+                let _ = writeln!(out, "  {name}");
             } else {
                 let _ = writeln!(
                     out,
-                    "  {:width$}  ({} · {})",
-                    tool.name, tool.server, tool.tool
+                    "  {name:width$}  ({} · {})",
+                    sanitize_line(&tool.server),
+                    sanitize_line(&tool.tool)
                 );
             }
         }
@@ -242,9 +304,9 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
             let mut text = format!(
                 "{count} tool{} · {} {} · protocol {} · {} ms",
                 if count == 1 { "" } else { "s" },
-                report.server_info.name,
-                report.server_info.version,
-                report.protocol_version,
+                sanitize_line(&report.server_info.name),
+                sanitize_line(&report.server_info.version),
+                sanitize_line(&report.protocol_version),
                 report.elapsed_ms
             );
             if !report.filtered_tools.is_empty() {
@@ -252,7 +314,9 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
             }
             text
         }
-        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => error.clone(),
+        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
+            sanitize(error).into_owned()
+        }
         ServerStatus::Disabled => "enabled = false".into(),
         ServerStatus::NotStarted => match &server.config {
             Some(config) => match &config.transport {
@@ -322,22 +386,26 @@ pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry, auth: &AuthMa
     }
     match &server.status {
         ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
-            let _ = writeln!(out, "  error:      {}", indent_rest(error, 14));
+            let _ = writeln!(out, "  error:      {}", indent_rest(&sanitize(error), 14));
         }
         ServerStatus::Ready(report) => {
             let _ = writeln!(
                 out,
                 "  server:     {} {} (protocol {}, ready in {} ms)",
-                report.server_info.name,
-                report.server_info.version,
-                report.protocol_version,
+                sanitize_line(&report.server_info.name),
+                sanitize_line(&report.server_info.version),
+                sanitize_line(&report.protocol_version),
                 report.elapsed_ms
             );
             if let Some(error) = &report.last_ping_error {
-                let _ = writeln!(out, "  ping:       failed: {error}");
+                let _ = writeln!(out, "  ping:       failed: {}", sanitize_line(error));
             }
             if let Some(instructions) = &report.instructions {
-                let _ = writeln!(out, "  instructions: {}", indent_rest(instructions, 16));
+                let _ = writeln!(
+                    out,
+                    "  instructions: {}",
+                    indent_rest(&sanitize(instructions), 16)
+                );
             }
             let tools: Vec<_> = tools.server_tools(&server.id).collect();
             let _ = writeln!(out, "  tools ({}):", tools.len());
@@ -346,32 +414,37 @@ pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry, auth: &AuthMa
                 let title = tool
                     .title
                     .as_deref()
-                    .map(|t| format!(" — {t}"))
+                    .map(|t| format!(" — {}", sanitize_line(t)))
                     .unwrap_or_default();
-                let _ = writeln!(out, "    {:width$}  {}{title}", tool.name, tool.tool);
+                let _ = writeln!(
+                    out,
+                    "    {:width$}  {}{title}",
+                    sanitize_line(&tool.name),
+                    sanitize_line(&tool.tool)
+                );
                 if let Some(full) = &tool.full_name {
-                    let _ = writeln!(out, "      (short for {full})");
+                    let _ = writeln!(out, "      (short for {})", sanitize_line(full));
                 }
             }
             if !report.filtered_tools.is_empty() {
                 let _ = writeln!(
                     out,
                     "  filtered out by allow/deny: {}",
-                    report.filtered_tools.join(", ")
+                    names(&report.filtered_tools)
                 );
             }
             if !report.added_tools.is_empty() {
                 let _ = writeln!(
                     out,
                     "  added by the server since startup (restart to use): {}",
-                    report.added_tools.join(", ")
+                    names(&report.added_tools)
                 );
             }
             if !report.withdrawn_tools.is_empty() {
                 let _ = writeln!(
                     out,
                     "  withdrawn by the server since startup: {}",
-                    report.withdrawn_tools.join(", ")
+                    names(&report.withdrawn_tools)
                 );
             }
         }
@@ -381,6 +454,15 @@ pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry, auth: &AuthMa
         ServerStatus::Disabled => {}
     }
     out
+}
+
+/// Server tool names, comma-separated, each on one safe line.
+fn names(names: &[String]) -> String {
+    names
+        .iter()
+        .map(|n| terminal::sanitize_line(n))
+        .collect::<Vec<_>>()
+        .join(", ")
 }
 
 fn indent_rest(text: &str, by: usize) -> String {
@@ -395,4 +477,33 @@ fn indent_rest(text: &str, by: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn json_text_escapes_what_a_terminal_obeys_and_parses_back_exactly() {
+        let value = json!({
+            "name": "a\u{9b}2J\x1b]0;x\x07\u{202e}\u{7f}\r\n é 🎉",
+            "k\u{85}": ["\u{80}"],
+        });
+        let text = json_text(&value);
+        assert!(
+            !text
+                .chars()
+                .any(|c| c != '\n' && (c.is_control() || terminal::is_control(c))),
+            "{text:?}"
+        );
+        assert!(text.contains("\\u009b") && text.contains("é 🎉"), "{text}");
+        let back: Value = serde_json::from_str(&text).expect("valid JSON");
+        assert_eq!(back, value);
+        // The same layout as serde_json's pretty printer otherwise.
+        let plain = json!({"a": [1, {"b": null}], "c": "d"});
+        assert_eq!(
+            json_text(&plain),
+            serde_json::to_string_pretty(&plain).expect("json") + "\n"
+        );
+    }
 }

@@ -4,6 +4,10 @@
 //! - On a terminal (stdin and stderr are terminals, and `CI` is not set), a
 //!   form is asked question by question on stderr, titled with the asking
 //!   server's identity so it is never mistaken for rho's own question.
+//!   Everything the server wrote (message, titles, descriptions, choices,
+//!   the sampling question) passes through [`terminal::sanitize`] and is
+//!   indented, so it can neither move the cursor nor clear or forge the
+//!   `── MCP server `x` asks ──` header, which alone starts at column 0.
 //! - `--yes-defaults` (scripts, the conformance suite) accepts every form
 //!   with its defaults and declines one with a required field that has
 //!   none; it refuses sampling, which has no default.
@@ -24,6 +28,7 @@ use rho_io_blocking::host::{
     CommandModel, FileLedger, HostServices, Model, Responder, UsageLedger,
 };
 use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer, check_field_answer};
+use rho_proto_core::terminal::{self, sanitize_line};
 
 /// Whether a person can be asked: a terminal on both ends, not in CI.
 pub(crate) fn person_present() -> bool {
@@ -91,7 +96,8 @@ impl Responder for Terminal {
     fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
         let _one = self.lock.lock();
         let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "\n── MCP server `{server}` asks ──\n{}", form.message);
+        let _ = writeln!(err, "\n── MCP server `{}` asks ──", sanitize_line(server));
+        write_indented(&mut err, &form.message);
         let _ = writeln!(
             err,
             "(Enter keeps a [default]; type `!cancel` to dismiss the form)"
@@ -113,10 +119,13 @@ impl Responder for Terminal {
     fn confirm_sampling(&self, server: &str, question: &str) -> bool {
         let _one = self.lock.lock();
         let mut err = std::io::stderr().lock();
-        let _ = write!(
+        let _ = writeln!(
             err,
-            "\n── MCP server `{server}` asks to use your model ──\n{question}\nAllow? [y/N] "
+            "\n── MCP server `{}` asks to use your model ──",
+            sanitize_line(server)
         );
+        write_indented(&mut err, question);
+        let _ = write!(err, "Allow? [y/N] ");
         let _ = err.flush();
         matches!(
             read_line().as_deref().map(str::trim),
@@ -139,14 +148,14 @@ fn ask_field(
     read: &mut dyn FnMut() -> Option<String>,
     field: &Field,
 ) -> Asked {
-    let label = field.title.as_deref().unwrap_or(&field.name);
+    let label = sanitize_line(field.title.as_deref().unwrap_or(&field.name));
     let _ = writeln!(
         err,
-        "\n{label}{}",
+        "\n  {label}{}",
         if field.required { " (required)" } else { "" }
     );
     for help in &field.help {
-        let _ = writeln!(err, "  {help}");
+        let _ = writeln!(err, "    {}", sanitize_line(help));
     }
     // Show a choice default by its label, as the options are listed.
     let default = field.default.as_ref().map(|values| {
@@ -159,13 +168,14 @@ fn ask_field(
                     .map_or(v.as_str(), |o| o.label.as_str()),
                 _ => v.as_str(),
             })
+            .map(|v| sanitize_line(v).into_owned())
             .collect::<Vec<_>>()
             .join(", ")
     });
     match &field.kind {
         FieldKind::Choice { options, multi } => {
             for (i, option) in options.iter().enumerate() {
-                let _ = writeln!(err, "  {}) {}", i + 1, option.label);
+                let _ = writeln!(err, "    {}) {}", i + 1, sanitize_line(&option.label));
             }
             if *multi {
                 let _ = writeln!(err, "  (several: numbers separated by commas)");
@@ -206,7 +216,12 @@ fn ask_field(
         match check_field_answer(field, &values) {
             Ok(()) => return Asked::Values(values),
             Err(reason) => {
-                let _ = writeln!(err, "  not accepted: {reason}; try again, or `!cancel`");
+                // The reason may quote the schema (choices, patterns).
+                let _ = writeln!(
+                    err,
+                    "  not accepted: {}; try again, or `!cancel`",
+                    sanitize_line(&reason)
+                );
             }
         }
     }
@@ -226,6 +241,13 @@ fn parse_answer(field: &Field, line: &str) -> Vec<String> {
             })
             .collect(),
         _ => vec![line.to_owned()],
+    }
+}
+
+/// Server text, sanitized, each line indented by two spaces.
+fn write_indented(err: &mut impl Write, text: &str) {
+    for line in terminal::sanitize(text).lines() {
+        let _ = writeln!(err, "  {line}");
     }
 }
 

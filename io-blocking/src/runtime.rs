@@ -104,6 +104,7 @@ impl Runtime {
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
+        inventory.learn_secrets(&options.ambient);
         let root = options.workspace_root();
         let ambient = Arc::new(options.ambient);
         let mut drivers = BTreeMap::new();
@@ -257,6 +258,18 @@ impl Runtime {
     }
 
     fn call_cancellable(
+        &self,
+        slot: SlotId,
+        tool: String,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: Option<&AtomicBool>,
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_unredacted(slot, tool, arguments, on_progress, cancel)
+            .map_err(|e| self.inventory.redact_call_error(slot, e))
+    }
+
+    fn call_unredacted(
         &self,
         slot: SlotId,
         tool: String,

@@ -66,6 +66,7 @@ impl Runtime {
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
+        inventory.learn_secrets(&options.ambient);
         let root = options.workspace_root();
         let ambient = Arc::new(options.ambient);
         let mut tasks = BTreeMap::new();
@@ -220,6 +221,18 @@ impl Runtime {
     }
 
     async fn call(
+        &self,
+        slot: SlotId,
+        tool: String,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_unredacted(slot, tool, arguments, on_progress)
+            .await
+            .map_err(|e| self.inventory.redact_call_error(slot, e))
+    }
+
+    async fn call_unredacted(
         &self,
         slot: SlotId,
         tool: String,

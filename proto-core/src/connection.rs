@@ -14,6 +14,7 @@ use serde_json::{Value, json};
 use crate::config::{ServerConfig, Transport};
 use crate::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
+use crate::redact::Redactor;
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
 };
@@ -92,6 +93,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             sampling: host.can_sample && config.sampling_allowed(),
+            redactor: Redactor::for_server(config, ambient),
             ..SessionOptions::from_config(config, framing)
         };
         match &config.transport {
@@ -133,6 +135,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             sampling: host.can_sample && config.sampling_allowed(),
+            redactor: Redactor::for_server(config, ambient),
             ..SessionOptions::from_config(config, framing)
         };
         let (options, http) = match &config.transport {
@@ -145,7 +148,8 @@ impl Connection {
                 )
             }
         };
-        let recorder = Recorder::new(config.id.as_str(), now, &options, http.as_ref());
+        let redactor = Redactor::for_server(config, ambient);
+        let recorder = Recorder::new(config.id.as_str(), now, &options, http.as_ref(), redactor);
         let mut conn = Self::from_options(options, http, now);
         conn.recorder = Some(recorder);
         Ok(conn)

@@ -116,6 +116,14 @@ pub fn resolve_headers(
                     "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
                 )
             })?;
+        // A CR or LF would start a new header; the HTTP client would refuse
+        // the value with a message naming neither the header nor the
+        // variable.
+        if value.chars().any(|c| c.is_ascii_control() && c != '\t') {
+            return Err(format!(
+                "server `{server}`: headers_from_env: the ambient variable `{variable}` for header `{header}` holds a CR, LF or other control character, which a header value cannot carry; fix the variable (the value is not shown)"
+            ));
+        }
         out.retain(|(k, _)| !k.eq_ignore_ascii_case(header));
         out.push((header.clone(), value));
     }

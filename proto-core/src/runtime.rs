@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use crate::config::{Config, ServerConfig};
 use crate::protocol::Tool;
+use crate::redact::Redactor;
 use crate::registry::{ExportedTool, ToolRegistry};
 use crate::session::{CallError, ServerReady};
 use crate::status::{ReadyReport, ServerStatus};
@@ -85,6 +86,65 @@ fn tool_list(available: &[String]) -> String {
     format!("; its tools: {}", available.join(", "))
 }
 
+impl ToolCallError {
+    /// This error with every secret `redactor` knows hidden in the text
+    /// the server supplied (error messages and data, reasons).
+    pub fn redacted(self, redactor: &Redactor) -> Self {
+        if redactor.is_empty() {
+            return self;
+        }
+        let text = |s: String| redactor.redact_owned(s);
+        match self {
+            ToolCallError::ServerNotReady { server, reason } => ToolCallError::ServerNotReady {
+                server,
+                reason: text(reason),
+            },
+            ToolCallError::NotCallable(reason) => ToolCallError::NotCallable(text(reason)),
+            ToolCallError::Call(CallError::Rpc { server, mut error }) => {
+                error.message = text(error.message);
+                if let Some(data) = &mut error.data {
+                    redact_value(data, redactor);
+                }
+                ToolCallError::Call(CallError::Rpc { server, error })
+            }
+            ToolCallError::Call(CallError::Transport { server, reason }) => {
+                ToolCallError::Call(CallError::Transport {
+                    server,
+                    reason: text(reason),
+                })
+            }
+            ToolCallError::Call(CallError::SessionClosed { server, reason }) => {
+                ToolCallError::Call(CallError::SessionClosed {
+                    server,
+                    reason: text(reason),
+                })
+            }
+            other => other,
+        }
+    }
+}
+
+/// Redacts every string in a JSON value, keys included.
+fn redact_value(value: &mut serde_json::Value, redactor: &Redactor) {
+    use serde_json::Value;
+    match value {
+        Value::String(s) => {
+            if let std::borrow::Cow::Owned(r) = redactor.redact(s) {
+                *s = r;
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| redact_value(v, redactor)),
+        Value::Object(map) => {
+            let entries = std::mem::take(map);
+            for (k, mut v) in entries {
+                redact_value(&mut v, redactor);
+                map.insert(redactor.redact_owned(k), v);
+            }
+        }
+        Value::Null | Value::Bool(_) | Value::Number(_) => {}
+    }
+}
+
 /// One configured server as the host sees it.
 #[derive(Clone, Debug)]
 pub struct ServerView {
@@ -122,6 +182,8 @@ struct Slot {
     config: Option<ServerConfig>,
     status: ServerStatus,
     tools: Vec<Tool>,
+    /// Hides the server's configured secrets in the reasons it supplies.
+    redactor: Redactor,
 }
 
 /// Every configured server of one run and its status.
@@ -156,9 +218,40 @@ impl Inventory {
                 config: entry.config.as_ref().ok().cloned(),
                 status,
                 tools: Vec::new(),
+                redactor: Redactor::default(),
             });
         }
         inventory
+    }
+
+    /// Learns each server's secret values (its resolved `headers`,
+    /// `headers_from_env`, `env` and `env_from_env`; see
+    /// [`Redactor::for_server`]) from the ambient environment, so that every
+    /// failure reason recorded afterwards, and every call error passed
+    /// through [`Inventory::redact_call_error`], shows them as
+    /// `<redacted>`. Executors call this once, before starting anything.
+    pub fn learn_secrets(&mut self, ambient: &[(String, String)]) {
+        for slot in &mut self.slots {
+            if let Some(config) = &slot.config {
+                slot.redactor = Redactor::for_server(config, ambient);
+            }
+        }
+    }
+
+    /// The redactor of a server, empty for an unknown slot.
+    pub fn redactor(&self, slot: SlotId) -> Redactor {
+        self.slots
+            .get(slot.0)
+            .map(|s| s.redactor.clone())
+            .unwrap_or_default()
+    }
+
+    /// `error` of a call to the server in `slot` with its secrets hidden.
+    pub fn redact_call_error(&self, slot: SlotId, error: ToolCallError) -> ToolCallError {
+        match self.slots.get(slot.0) {
+            Some(s) => error.redacted(&s.redactor),
+            None => error,
+        }
     }
 
     /// The servers to start, with their configurations. Empty when no
@@ -198,6 +291,7 @@ impl Inventory {
     /// Records a server that could not start.
     pub fn record_failed(&mut self, slot: SlotId, error: String) {
         if let Some(s) = self.slots.get_mut(slot.0) {
+            let error = s.redactor.redact_owned(error);
             s.status = ServerStatus::Failed { error };
         }
     }
@@ -238,7 +332,7 @@ impl Inventory {
         let mut status = s.status.clone();
         if let Some(health) = health {
             if let ServerStatus::Ready(report) = &mut status {
-                report.last_ping_error = health.ping_failure;
+                report.last_ping_error = health.ping_failure.map(|e| s.redactor.redact_owned(e));
                 if let Some(now) = &health.tools_now {
                     let (added, withdrawn) = diff_tools(&s.tools, now);
                     report.added_tools = added;
@@ -246,7 +340,9 @@ impl Inventory {
                 }
             }
             if let Some(error) = health.failure {
-                status = ServerStatus::Failed { error };
+                status = ServerStatus::Failed {
+                    error: s.redactor.redact_owned(error),
+                };
             }
         }
         Some(ServerView {
@@ -388,7 +484,7 @@ impl Inventory {
             reason,
         };
         if let Some(error) = health(slot).and_then(|h| h.failure) {
-            return Err(not_ready(error));
+            return Err(not_ready(self.slots[slot.0].redactor.redact_owned(error)));
         }
         match &self.slots[slot.0].status {
             ServerStatus::Ready(_) => Ok(slot),

@@ -20,6 +20,15 @@
 //!   header, first for each session: the session options and, for HTTP,
 //!   the transport options. Configured header values are written as
 //!   `<redacted>`, here and in every recorded request.
+//!
+//! Whatever a server echoes of its secrets is hidden too: every line is
+//! written through the server's [`Redactor`] (its configured `headers`,
+//! `headers_from_env`, `env` and `env_from_env` values; see
+//! [`crate::redact`]), so a response head, body, stdout line, failure
+//! reason or event that quotes a token records `<redacted>` in its place.
+//! Replay feeds those redacted inputs to a fresh core, which then produces
+//! `<redacted>` wherever it copied the secret before, so the recorded and
+//! replayed outputs still agree.
 //! - `{"s":ID,"t":MICROS,"in":KIND,...}` — an input at `t` µs after start:
 //!   `stdio` (`data`), `stdio_closed` (`detail`), `transport_failed`
 //!   (`reason`), `http_head` (`x`, `status`, `headers`), `http_body` (`x`,
@@ -44,13 +53,15 @@ use crate::connection::{Connection, HttpInput, Output};
 use crate::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpRequest};
 use crate::protocol::Implementation;
+use crate::redact::Redactor;
 use crate::session::{CallId, Framing, QuestionId, SamplingAnswer, SessionOptions};
 
 /// The transcript format version.
 pub const VERSION: u64 = 1;
 
-/// What replaces a configured header's value in a transcript.
-pub const REDACTED: &str = "<redacted>";
+/// What replaces a configured header's value (and any echoed secret) in a
+/// transcript.
+pub const REDACTED: &str = crate::redact::REDACTED;
 
 /// Records one connection's inputs and outputs as transcript lines.
 #[derive(Debug)]
@@ -58,17 +69,20 @@ pub struct Recorder {
     session: String,
     origin: Instant,
     secret_headers: Vec<String>,
+    redactor: Redactor,
     lines: VecDeque<String>,
 }
 
 impl Recorder {
     /// A recorder for the session `session` that started at `origin`,
-    /// writing the header line at once.
+    /// writing the header line at once; every line passes through
+    /// `redactor`.
     pub(crate) fn new(
         session: &str,
         origin: Instant,
         options: &SessionOptions,
         http: Option<&HttpOptions>,
+        redactor: Redactor,
     ) -> Self {
         let secret_headers: Vec<String> = http
             .map(|h| {
@@ -82,6 +96,7 @@ impl Recorder {
             session: session.to_owned(),
             origin,
             secret_headers,
+            redactor,
             lines: VecDeque::new(),
         };
         let header = json!({
@@ -126,7 +141,8 @@ impl Recorder {
         if let Value::Object(map) = &mut line {
             map.insert("s".into(), json!(self.session));
         }
-        self.lines.push_back(line.to_string());
+        self.lines
+            .push_back(self.redactor.redact_owned(line.to_string()));
     }
 }
 

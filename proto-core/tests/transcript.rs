@@ -70,3 +70,39 @@ fn a_damaged_line_after_a_good_header_is_malformed_naming_its_line() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn secrets_a_server_echoes_are_redacted_in_inputs_and_events_and_still_replay() {
+    let config = config::parse(
+        "[mcp.servers.local]\ntransport = \"stdio\"\ncommand = \"x\"\nenv_from_env = { API_TOKEN = \"TOKEN\" }\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let ambient = vec![("TOKEN".to_owned(), "stdio-secret-123".to_owned())];
+    let host = HostContext {
+        ambient: &ambient,
+        ..HostContext::default()
+    };
+    let now = Instant::now();
+    let mut conn = Connection::new_recorded(server, &host, now).expect("connects");
+    while conn.poll_output().is_some() {}
+    // The server refuses the handshake quoting the token, then exits
+    // saying it again.
+    conn.handle_stdio_bytes(
+        now,
+        b"{\"jsonrpc\":\"2.0\",\"id\":0,\"error\":{\"code\":-1,\"message\":\"bad token stdio-secret-123\"}}\n",
+    );
+    while conn.poll_output().is_some() {}
+    while conn.poll_event().is_some() {}
+    conn.handle_stdio_closed(now, Some("exit 1; token stdio-secret-123".to_owned()));
+    while conn.poll_output().is_some() {}
+    while conn.poll_event().is_some() {}
+    let _ = conn.poll_timeout();
+    let text = conn.take_transcript().join("\n");
+    assert!(!text.contains("stdio-secret-123"), "{text}");
+    assert!(text.contains("bad token <redacted>"), "{text}");
+    assert!(text.contains("\"poll\":\"event\""), "{text}");
+    let summary = replay(&text, now).expect("the redacted transcript replays");
+    assert!(summary.polls > 3, "{summary:?}");
+}

@@ -120,6 +120,9 @@ pub struct SessionOptions {
     /// proxy can drop a connection with no local signal. Stdio servers do
     /// not: a dead child is observable directly.
     pub ping_interval: Option<Duration>,
+    /// Hides the server's configured secrets in the server log messages
+    /// the session writes to tracing (see [`crate::redact`]).
+    pub redactor: crate::redact::Redactor,
 }
 
 impl SessionOptions {
@@ -142,6 +145,7 @@ impl SessionOptions {
             progress_extends_up_to: Some(Duration::from_secs(30 * 60)),
             elicitation: false,
             sampling: false,
+            redactor: crate::redact::Redactor::default(),
         }
     }
 
@@ -1431,6 +1435,10 @@ impl Session {
             Some(other) => other.to_string(),
             None => String::new(),
         };
+        let redactor = &self.options.redactor;
+        let logger = redactor.redact(logger);
+        let logger = logger.as_ref();
+        let data = redactor.redact(&data);
         let server = self.options.server.as_str();
         match level {
             "debug" => tracing::debug!(target: "rho::mcp::server", server, logger, "{data}"),

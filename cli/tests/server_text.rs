@@ -1,0 +1,569 @@
+//! Server text on rho's terminal, end to end: a hostile server
+//! (`tests/servers/fixtures/hostile-text.js`) puts `ESC ] 0 ; pwned BEL`,
+//! `ESC [ 2 J`, `CR ESC [ K` and U+009B into every field a person sees,
+//! and no raw ESC, CR or C1 control may reach rho's stdout or stderr: not
+//! from `list --connect`, `show --connect`, `call`, the progress line, the
+//! elicitation form or the sampling question, nor from the logs (which
+//! follow `NO_COLOR`). `--json` stays exact.
+//!
+//! Secrets a server echoes back (`tests/servers/fixtures/echo-secrets.js`
+//! quotes every configured header and environment value) show as
+//! `<redacted>` in `--json` error fields, logs, call errors and `--record`
+//! transcripts, which still replay; and a header value from the
+//! environment that holds CR/LF fails that server naming the header.
+//!
+//! Forms, progress and colour appear only on a terminal, so those tests
+//! run rho under a pseudo-terminal made by util-linux `script` (present
+//! wherever the rest of the suite runs: the tests read `/proc`, so they
+//! are Linux-only already), which avoids a pty crate as a dev-dependency.
+//! Inside it `stty -onlcr -echo` stops the terminal itself from adding CRs
+//! or echoing answers, so every byte seen is rho's.
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rho_tests::{node_server, scratch_dir, tests_dir};
+use serde_json::Value;
+
+/// The executor `rho` runs its sessions on (`RHO_RUNTIME`).
+#[derive(Clone, Copy, Debug)]
+enum Runtime {
+    Smol,
+    Blocking,
+}
+
+impl Runtime {
+    fn name(self) -> &'static str {
+        match self {
+            Runtime::Smol => "smol",
+            Runtime::Blocking => "blocking",
+        }
+    }
+}
+
+macro_rules! both_executors {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn smol() {
+                    super::$name(super::Runtime::Smol);
+                }
+                #[test]
+                fn blocking() {
+                    super::$name(super::Runtime::Blocking);
+                }
+            }
+        )*
+    };
+}
+
+fn hostile_js() -> PathBuf {
+    tests_dir().join("servers/fixtures/hostile-text.js")
+}
+
+/// A scratch dir with an empty `HOME` and a config of hostile servers.
+struct Scratch {
+    dir: PathBuf,
+    config: PathBuf,
+    runtime: Runtime,
+}
+
+impl Scratch {
+    fn new(name: &str, runtime: Runtime, extra: &str) -> Self {
+        let dir = scratch_dir(&format!("text-{name}-{}", runtime.name()));
+        std::fs::create_dir_all(dir.join("home")).expect("scratch home");
+        let js = hostile_js();
+        let config = format!(
+            "{}\n{}\n{}\n{extra}",
+            node_server("h", &js, &["serve"]),
+            node_server("dies", &js, &["die"]),
+            node_server("rejects", &js, &["reject"]),
+        );
+        let path = dir.join("rho.toml");
+        std::fs::write(&path, config).expect("write config");
+        Self {
+            dir,
+            config: path,
+            runtime,
+        }
+    }
+
+    fn command(&self, program: &Path) -> Command {
+        let mut command = Command::new(program);
+        command
+            .env("HOME", self.dir.join("home"))
+            .env("RHO_RUNTIME", self.runtime.name())
+            .env_remove("RUST_LOG")
+            .env_remove("NO_COLOR")
+            .env_remove("CI");
+        command
+    }
+
+    /// `rho --config <hostile> args...` with a null stdin and pipes.
+    fn rho(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        let mut all = vec!["--config", self.config.to_str().expect("UTF-8 path")];
+        all.extend_from_slice(args);
+        let output = self
+            .command(Path::new(env!("CARGO_BIN_EXE_rho")))
+            .args(&all)
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rho");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    /// `rho --config <hostile> args...` on a pseudo-terminal (stdin,
+    /// stdout and stderr all on it), typing each answer once its prompt
+    /// has appeared that many times; returns the exit code and everything
+    /// the terminal showed.
+    fn rho_on_terminal(
+        &self,
+        args: &[&str],
+        env: &[(&str, &str)],
+        answers: &[(&str, &str)],
+    ) -> (Option<i32>, String) {
+        let mut line = format!(
+            "stty -onlcr -echo; exec {} --config {}",
+            sh_quote(env!("CARGO_BIN_EXE_rho")),
+            sh_quote(self.config.to_str().expect("UTF-8 path"))
+        );
+        for arg in args {
+            line.push(' ');
+            line.push_str(&sh_quote(arg));
+        }
+        let mut command = self.command(Path::new("script"));
+        command
+            .args(["-qfec", &line, "/dev/null"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit());
+        for (k, v) in env {
+            command.env(k, v);
+        }
+        let mut child = command
+            .spawn()
+            .expect("util-linux `script` is needed for the terminal tests");
+        let shown = Arc::new(Mutex::new(Vec::<u8>::new()));
+        let mut stdout = child.stdout.take().expect("piped stdout");
+        let reader = {
+            let shown = Arc::clone(&shown);
+            std::thread::spawn(move || {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = stdout.read(&mut buf) {
+                    if n == 0 {
+                        break;
+                    }
+                    shown.lock().expect("lock").extend_from_slice(&buf[..n]);
+                }
+            })
+        };
+        let text = || String::from_utf8_lossy(&shown.lock().expect("lock")).into_owned();
+        let mut stdin = child.stdin.take().expect("piped stdin");
+        let mut seen: Vec<&str> = Vec::new();
+        for (prompt, answer) in answers {
+            seen.push(prompt);
+            let want = seen.iter().filter(|p| *p == prompt).count();
+            let until = Instant::now() + Duration::from_secs(30);
+            while text().matches(prompt).count() < want {
+                if Instant::now() > until {
+                    let _ = child.kill();
+                    panic!(
+                        "no prompt {prompt:?} (#{want}) within 30 s; the terminal showed:\n{}",
+                        text()
+                    );
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            stdin
+                .write_all(format!("{answer}\n").as_bytes())
+                .expect("type an answer");
+        }
+        let until = Instant::now() + Duration::from_secs(60);
+        let status = loop {
+            if let Some(status) = child.try_wait().expect("wait") {
+                break status;
+            }
+            if Instant::now() > until {
+                let _ = child.kill();
+                panic!(
+                    "rho did not finish within 60 s; the terminal showed:\n{}",
+                    text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        drop(stdin);
+        let _ = reader.join();
+        (status.code(), text())
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+fn sh_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', "'\\''"))
+}
+
+/// Fails when `text` holds a raw ESC, CR or C1 control.
+fn assert_no_raw_controls(what: &str, text: &str) {
+    for (i, c) in text.char_indices() {
+        assert!(
+            !(c == '\x1b' || c == '\r' || ('\u{80}'..='\u{9f}').contains(&c)),
+            "{what}: raw {c:?} at byte {i}:\n{text}"
+        );
+    }
+}
+
+/// The payloads as rho shows them: visible, inert.
+const SHOWN: [&str; 4] = ["\\x1b]0;pwned\\x07", "\\x1b[2J", "\\r\\x1b[K", "\\u{9b}31m"];
+
+fn assert_shows_payloads(what: &str, text: &str) {
+    for shown in SHOWN {
+        assert!(text.contains(shown), "{what}: no visible {shown}:\n{text}");
+    }
+}
+
+fn list_and_show_never_print_raw_server_text(rt: Runtime) {
+    let s = Scratch::new("list", rt, "");
+    for args in [
+        &["mcp", "list", "--connect"][..],
+        &["--verbose", "mcp", "list", "--connect"],
+        &["mcp", "show", "h", "--connect"],
+        &["mcp", "show", "dies", "--connect"],
+        &["mcp", "show", "rejects", "--connect"],
+    ] {
+        let (_, stdout, stderr) = s.rho(args);
+        let what = format!("rho {}", args.join(" "));
+        assert_no_raw_controls(&format!("{what} stdout"), &stdout);
+        assert_no_raw_controls(&format!("{what} stderr"), &stderr);
+        assert_shows_payloads(&format!("{what} stdout"), &stdout);
+    }
+    // Server name and version, tool names, the stderr tail of a failed
+    // start and a JSON-RPC error each appear, escaped, in the table.
+    let (_, stdout, stderr) = s.rho(&["--verbose", "mcp", "list", "--connect"]);
+    assert!(stdout.contains("hostile\\x1b]0;pwned"), "{stdout}");
+    assert!(stdout.contains("last words \\x1b]0;pwned"), "{stdout}");
+    assert!(stdout.contains("no handshake \\x1b]0;pwned"), "{stdout}");
+    assert!(stdout.contains("(h · evil\\x1b]0;pwned"), "{stdout}");
+    // The logs: a server's notifications/message and its stderr lines.
+    assert!(stderr.contains("ready \\x1b]0;pwned"), "{stderr}");
+    assert!(
+        stderr.contains("stderr after handshake \\x1b]0;pwned"),
+        "{stderr}"
+    );
+    let (_, stdout, _) = s.rho(&["mcp", "show", "h", "--connect"]);
+    assert!(stdout.contains("second line \\x1b]0;pwned"), "{stdout}");
+    assert!(stdout.contains("Result \\x1b]0;pwned"), "{stdout}");
+}
+
+fn call_never_prints_raw_server_text(rt: Runtime) {
+    let s = Scratch::new("call", rt, "");
+    let (code, stdout, stderr) = s.rho(&["--verbose", "mcp", "call", "h", "result"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_no_raw_controls("call result stdout", &stdout);
+    assert_no_raw_controls("call result stderr", &stderr);
+    assert_shows_payloads("call result stdout", &stdout);
+    // Text, the resource link's name and description, and MIME types.
+    assert!(stdout.contains("text \\x1b]0;pwned"), "{stdout}");
+    assert!(stdout.contains("link \\x1b]0;pwned"), "{stdout}");
+    assert!(stdout.contains("image/png\\x1b]0;pwned"), "{stdout}");
+    assert!(
+        stderr.contains("stderr during call \\x1b]0;pwned"),
+        "{stderr}"
+    );
+
+    let (code, stdout, stderr) = s.rho(&["mcp", "call", "h", "fail"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_no_raw_controls("call fail stdout", &stdout);
+    assert_no_raw_controls("call fail stderr", &stderr);
+    assert!(stderr.contains("failed \\x1b]0;pwned"), "{stderr}");
+
+    // A JSON document keeps the server's text exact: JSON escapes it.
+    let (code, stdout, stderr) = s.rho(&["mcp", "call", "h", "result", "--json"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    assert_no_raw_controls("call --json stdout", &stdout);
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let text = doc["model_text"].as_str().expect("model_text");
+    assert!(
+        text.contains("text \x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m"),
+        "{doc}"
+    );
+    let (_, stdout, _) = s.rho(&["mcp", "show", "h", "--connect", "--json"]);
+    assert_no_raw_controls("show --json stdout", &stdout);
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    assert_eq!(
+        doc["server_info"]["name"],
+        "hostile\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m"
+    );
+    let (_, stdout, _) = s.rho(&["mcp", "list", "--connect", "--json"]);
+    assert_no_raw_controls("list --json stdout", &stdout);
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let dies = doc["servers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["id"] == "dies"))
+        .expect("dies");
+    let error = dies["error"].as_str().expect("error");
+    assert!(error.contains("last words \x1b]0;pwned\x07"), "{error:?}");
+}
+
+fn progress_line_never_prints_raw_server_text(rt: Runtime) {
+    let s = Scratch::new("progress", rt, "");
+    let (code, shown) =
+        s.rho_on_terminal(&["mcp", "call", "h", "progress"], &[("NO_COLOR", "1")], &[]);
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("step 1\\x1b]0;pwned"), "{shown}");
+    // The progress line is rho's own `CR ESC [2K`; no server sequence.
+    let without_own = shown.replace("\r\x1b[2K", "");
+    assert_no_raw_controls("progress on a terminal", &without_own);
+}
+
+fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
+    let s = Scratch::new("form", rt, "[sampling]\ncommand = [\"cat\"]\n");
+    // `sampling = "ask"` on `h`: append to its table.
+    let config = std::fs::read_to_string(&s.config).expect("config");
+    let config = config.replacen(
+        "[mcp.servers.h]\n",
+        "[mcp.servers.h]\nsampling = \"ask\"\n",
+        1,
+    );
+    std::fs::write(&s.config, config).expect("config");
+    let (code, shown) = s.rho_on_terminal(
+        &["mcp", "call", "h", "ask"],
+        &[("NO_COLOR", "1")],
+        &[("\n> ", "Ada"), ("\n> ", "1"), ("Allow? [y/N]", "n")],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert_no_raw_controls("form on a terminal", &shown);
+    assert_shows_payloads("form on a terminal", &shown);
+    for part in [
+        "Please answer \\x1b]0;pwned",
+        "Who \\x1b]0;pwned",
+        "Your name \\x1b]0;pwned",
+        "Pick \\x1b]0;pwned",
+        "A choice \\x1b]0;pwned",
+        "1) one\\x1b]0;pwned",
+        "2) two\\x1b]0;pwned",
+        "asks to use your model",
+    ] {
+        assert!(shown.contains(part), "no {part:?}:\n{shown}");
+    }
+    // Only rho's own header starts a line with it; the server's forgery
+    // is indented under the message.
+    let headers: Vec<&str> = shown
+        .lines()
+        .filter(|l| l.starts_with("── MCP server"))
+        .collect();
+    assert_eq!(
+        headers,
+        [
+            "── MCP server `h` asks ──",
+            "── MCP server `h` asks to use your model ──"
+        ],
+        "{shown}"
+    );
+    // The server got the answers (the first choice, by number).
+    assert!(shown.contains(r#""a_who":"Ada""#), "{shown}");
+}
+
+fn logs_are_coloured_on_a_terminal_unless_no_color_is_set(rt: Runtime) {
+    let s = Scratch::new("color", rt, "");
+    let (_, coloured) = s.rho_on_terminal(&["mcp", "list", "--connect"], &[], &[]);
+    assert!(
+        coloured.contains("\x1b[") && coloured.contains("WARN"),
+        "a terminal without NO_COLOR gets coloured logs:\n{coloured:?}"
+    );
+    for no_color in ["1", "true"] {
+        let (_, plain) = s.rho_on_terminal(
+            &["mcp", "list", "--connect"],
+            &[("NO_COLOR", no_color)],
+            &[],
+        );
+        assert!(plain.contains("WARN"), "{plain}");
+        assert_no_raw_controls(&format!("NO_COLOR={no_color}"), &plain);
+    }
+}
+
+fn echo_js() -> PathBuf {
+    tests_dir().join("servers/fixtures/echo-secrets.js")
+}
+
+/// Values the echoing servers are configured with.
+const SECRETS: [&str; 3] = [
+    "tok-0123456789abcdef",
+    "literal-env-secret-42",
+    "ambient-env-secret-77",
+];
+
+fn assert_no_secret(what: &str, text: &str) {
+    for secret in SECRETS {
+        assert!(!text.contains(secret), "{what} shows `{secret}`:\n{text}");
+    }
+}
+
+/// The fixture's HTTP mode on an ephemeral loopback port.
+struct EchoHttp {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl EchoHttp {
+    fn start() -> Self {
+        use std::io::BufRead as _;
+        let mut child = Command::new("node")
+            .arg(echo_js())
+            .arg("http")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .spawn()
+            .expect("start echo-secrets.js http");
+        let mut line = String::new();
+        let stdout = child.stdout.take().expect("piped stdout");
+        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
+        let port = line
+            .trim()
+            .strip_prefix("listening ")
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("the fixture did not say where it listens: {line:?}"));
+        Self { child, port }
+    }
+}
+
+impl Drop for EchoHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn echoed_secrets_never_reach_json_errors_logs_or_transcripts(rt: Runtime) {
+    let http = EchoHttp::start();
+    let js = echo_js();
+    let env = "env = { LITERAL_SECRET = \"literal-env-secret-42\" }\n\
+               env_from_env = { AMBIENT_SECRET = \"ECHO_TEST_ENV\" }\n";
+    let extra = format!(
+        "{}{env}\n{}{env}\n[mcp.servers.unauthorized]\ntransport = \"streamable_http\"\n\
+         url = \"http://127.0.0.1:{}/unauthorized\"\n\
+         headers_from_env = {{ Authorization = \"ECHO_TEST_AUTH\" }}\n",
+        node_server("stdio_fail", &js, &["stdio-fail"]),
+        node_server("stdio_serve", &js, &["stdio-serve"]),
+        http.port
+    );
+    let s = Scratch::new("secrets", rt, &extra);
+    let transcript = s.dir.join("run.jsonl");
+    let run = |args: &[&str]| {
+        let mut all = vec!["--config", s.config.to_str().expect("UTF-8 path")];
+        all.extend_from_slice(args);
+        let output = s
+            .command(Path::new(env!("CARGO_BIN_EXE_rho")))
+            .args(&all)
+            .env("ECHO_TEST_AUTH", "Bearer tok-0123456789abcdef")
+            .env("ECHO_TEST_ENV", "ambient-env-secret-77")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rho");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let record = transcript.to_str().expect("UTF-8 path");
+    let (code, stdout, stderr) = run(&[
+        "--verbose",
+        "--record",
+        record,
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert_no_secret("list --json", &stdout);
+    assert_no_secret("the logs", &stderr);
+    // The logs carried the echoes: a server log message and stderr lines.
+    assert!(stderr.contains("got AMBIENT_SECRET=<redacted>"), "{stderr}");
+    assert!(stderr.contains("my environment:"), "{stderr}");
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let error = |id: &str| {
+        doc["servers"]
+            .as_array()
+            .and_then(|all| all.iter().find(|s| s["id"] == id))
+            .and_then(|s| s["error"].as_str())
+            .unwrap_or_else(|| panic!("no error for `{id}` in {doc}"))
+            .to_owned()
+    };
+    assert!(
+        error("stdio_fail").contains("LITERAL_SECRET=<redacted>"),
+        "{doc}"
+    );
+    assert!(
+        error("unauthorized").contains("authorization: <redacted>"),
+        "{doc}"
+    );
+    let recorded = std::fs::read_to_string(&transcript).expect("transcript");
+    assert_no_secret("the transcript", &recorded);
+    assert!(recorded.contains("<redacted>"), "{recorded}");
+    let (code, stdout, stderr) = run(&["mcp", "replay", record]);
+    assert_eq!(
+        code,
+        Some(0),
+        "the redacted transcript replays:\n{stdout}{stderr}"
+    );
+
+    let (code, stdout, stderr) = run(&["mcp", "call", "stdio_serve", "leak"]);
+    assert_eq!(code, Some(1), "{stdout}{stderr}");
+    assert!(
+        stderr.contains("leaking") && stderr.contains("<redacted>"),
+        "{stderr}"
+    );
+    assert_no_secret("call error", &format!("{stdout}{stderr}"));
+}
+
+fn header_value_with_crlf_from_the_environment_fails_naming_the_header(rt: Runtime) {
+    let s = Scratch::new(
+        "crlf",
+        rt,
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n\
+         headers_from_env = { Authorization = \"CRLF_TOKEN\" }\n",
+    );
+    let output = s
+        .command(Path::new(env!("CARGO_BIN_EXE_rho")))
+        .args(["--config", s.config.to_str().expect("UTF-8 path")])
+        .args(["mcp", "show", "remote", "--connect", "--json"])
+        .env("CRLF_TOKEN", "Bearer abcdefgh\r\nX-Injected: 1")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rho");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert_eq!(output.status.code(), Some(1), "{stdout}");
+    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let error = doc["error"].as_str().expect("an error");
+    assert!(error.contains("`Authorization`"), "{error}");
+    assert!(error.contains("`CRLF_TOKEN`"), "{error}");
+    assert!(!error.contains("abcdefgh"), "{error}");
+    assert!(!error.contains("failed to parse header value"), "{error}");
+}
+
+both_executors!(
+    echoed_secrets_never_reach_json_errors_logs_or_transcripts,
+    header_value_with_crlf_from_the_environment_fails_naming_the_header,
+    list_and_show_never_print_raw_server_text,
+    call_never_prints_raw_server_text,
+    progress_line_never_prints_raw_server_text,
+    form_and_sampling_question_never_print_raw_server_text,
+    logs_are_coloured_on_a_terminal_unless_no_color_is_set,
+);

@@ -1,0 +1,94 @@
+//! Secrets on the way in: header values from the environment that a
+//! header cannot carry fail that server with a reason naming the header and
+//! the variable (never the value).
+
+use rho_proto_core::config::{self, Transport};
+use rho_proto_core::http::resolve_headers;
+
+fn http_config(extra: &str) -> config::HttpConfig {
+    let text = format!(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n{extra}\n"
+    );
+    let config = config::parse(&text, "t.toml").expect("valid file");
+    match &config.servers[0].config {
+        Ok(server) => match &server.transport {
+            Transport::StreamableHttp(http) => http.clone(),
+            other => panic!("expected streamable_http, got {other:?}"),
+        },
+        Err(error) => panic!("entry error: {error}"),
+    }
+}
+
+#[test]
+fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
+    let config = http_config("headers_from_env = { Authorization = \"MCP_TOKEN\" }");
+    for value in [
+        "Bearer abc\r\nX-Injected: 1",
+        "Bearer abc\n",
+        "Bearer\rabc",
+        "a\0b",
+    ] {
+        let ambient = vec![("MCP_TOKEN".to_owned(), value.to_owned())];
+        let error = resolve_headers("remote", &ambient, &config).expect_err("control character");
+        assert!(error.contains("`remote`"), "{error}");
+        assert!(error.contains("`Authorization`"), "{error}");
+        assert!(error.contains("`MCP_TOKEN`"), "{error}");
+        assert!(!error.contains("abc"), "the value leaked: {error}");
+    }
+    // A tab is allowed in a header value.
+    let ambient = vec![("MCP_TOKEN".to_owned(), "Bearer\tabc".to_owned())];
+    assert!(resolve_headers("remote", &ambient, &config).is_ok());
+}
+
+#[test]
+fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
+    use rho_proto_core::jsonrpc::ErrorObject;
+    use rho_proto_core::runtime::{Health, Inventory, SlotId, ToolCallError};
+    use rho_proto_core::session::CallError;
+    use rho_proto_core::status::ServerStatus;
+
+    let config = config::parse(
+        "[mcp.servers.local]\ntransport = \"stdio\"\ncommand = \"x\"\nenv = { KEY = \"literal-secret-1\" }\nenv_from_env = { TOKEN = \"AMBIENT\" }\n",
+        "t.toml",
+    )
+    .expect("valid file");
+    let mut inventory = Inventory::new(&config, |_| true);
+    inventory.learn_secrets(&[("AMBIENT".to_owned(), "ambient-secret-2".to_owned())]);
+    let slot = SlotId(0);
+    inventory.record_failed(
+        slot,
+        "exited\nstderr: key=literal-secret-1 token=ambient-secret-2".to_owned(),
+    );
+    let view = inventory.view(slot, None).expect("slot");
+    assert_eq!(
+        view.status,
+        ServerStatus::Failed {
+            error: "exited\nstderr: key=<redacted> token=<redacted>".to_owned()
+        }
+    );
+    // A failure reported after startup, too.
+    let health = Health {
+        failure: Some("died saying ambient-secret-2".to_owned()),
+        ..Health::default()
+    };
+    let view = inventory.view(slot, Some(health)).expect("slot");
+    assert!(
+        matches!(&view.status, ServerStatus::Failed { error } if error == "died saying <redacted>"),
+        "{:?}",
+        view.status
+    );
+    let error = ToolCallError::Call(CallError::Rpc {
+        server: "local".to_owned(),
+        error: Box::new(ErrorObject {
+            code: -1,
+            message: "bad literal-secret-1".to_owned(),
+            data: Some(serde_json::json!({"echo": ["ambient-secret-2"]})),
+        }),
+    });
+    let text = format!("{:?}", inventory.redact_call_error(slot, error));
+    assert!(
+        !text.contains("secret-1") && !text.contains("secret-2"),
+        "{text}"
+    );
+    assert!(text.contains("bad <redacted>"), "{text}");
+}
