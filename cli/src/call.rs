@@ -69,6 +69,9 @@ pub(crate) fn run(
         Ok(_) => {}
     }
     let config = with_tool_timeout(&loaded.config, &args.id, timeout);
+    let store = crate::credentials::FileStore::default_location();
+    let config =
+        crate::credentials::with_stored_tokens(&config, store.as_ref(), &|id| id == args.id);
     let mut options = options;
     options.host =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());

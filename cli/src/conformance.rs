@@ -37,6 +37,8 @@ fn action(scenario: &str) -> Option<Action> {
                 json!({})
             }))
         }
+        // Authorization scenarios: the login happens before connecting.
+        s if s.starts_with("auth/") => Some(Action::Connect),
         _ => None,
     }
 }
@@ -49,10 +51,16 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
             "conformance scenario `{scenario}` is not supported by this build"
         )));
     };
-    let text = format!(
+    let mut text = format!(
         "[mcp.servers.conformance]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\ntool_timeout_secs = 20\n",
         toml_string(url)
     );
+    if let Some(token) = authorize(&scenario, url)? {
+        text.push_str(&format!(
+            "headers = {{ Authorization = {} }}\n",
+            toml_string(&format!("Bearer {token}"))
+        ));
+    }
     let config =
         config::parse(&text, "<conformance>").map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(entry) = config.get("conformance") {
@@ -89,6 +97,66 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     outcome
         .map(|()| ExitCode::SUCCESS)
         .map_err(Failure::Runtime)
+}
+
+/// The suite's client ID metadata document URL: the conformance client is
+/// configured with it (`oauth.client_metadata_url`), as a deployed rho
+/// would be with its own.
+const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
+
+/// When the server demands a token (a 401 to an unauthenticated
+/// initialize), runs the real login flow headless — the suite's mock
+/// authorization server approves at once with a redirect — and returns
+/// the access token. Pre-registered and client-credentials scenarios pass
+/// their client in `MCP_CONFORMANCE_CONTEXT`, as a user would configure
+/// `oauth.client_id` and `oauth.client_secret_from_env`.
+fn authorize(scenario: &str, url: &str) -> Result<Option<String>, Failure> {
+    use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
+    let url = url::Url::parse(url).map_err(|e| Failure::Usage(format!("{url}: {e}")))?;
+    let agent = rho_io_blocking::http_client::new_agent();
+    let fail = |e: String| Failure::Runtime(format!("OAuth login failed: {e}"));
+    let Some(challenge) = crate::oauth_login::probe(&agent, &url, &[]).map_err(fail)? else {
+        return Ok(None);
+    };
+    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null);
+    let client = context["client_id"].as_str().map(|id| Client {
+        id: id.to_owned(),
+        secret: context["client_secret"].as_str().map(str::to_owned),
+        auth: if context["client_secret"].is_string() {
+            ClientAuth::ClientSecretBasic
+        } else {
+            ClientAuth::None
+        },
+    });
+    let grant = if scenario.starts_with("auth/client-credentials") {
+        GrantKind::ClientCredentials
+    } else {
+        GrantKind::AuthorizationCode {
+            redirect_uri: crate::oauth_login::redirect_uri(8976),
+        }
+    };
+    let settings = LoginSettings {
+        server_url: url,
+        grant,
+        client,
+        stored_client: None,
+        client_metadata_url: Some(CLIENT_METADATA_URL.to_owned()),
+        scopes: None,
+        client_name: "rho".into(),
+    };
+    let credentials = crate::oauth_login::run(
+        &agent,
+        settings,
+        Some(challenge),
+        &crate::oauth_login::Browser::Headless,
+        &mut |_, _| {},
+    )
+    .map_err(fail)?;
+    Ok(Some(credentials.tokens.access_token))
 }
 
 /// A TOML basic string for `s`.

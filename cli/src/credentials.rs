@@ -517,3 +517,108 @@ pub(crate) fn now_unix() -> u64 {
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
 }
+
+/// `config` with an `Authorization: Bearer` header for every server in it
+/// that has an `oauth` table, no configured Authorization header, and a
+/// usable stored login; an access token that has expired (or expires
+/// within a minute) is refreshed first, without a person, and the refreshed
+/// login is stored before it is used. A server without a usable login is
+/// left as it is: its 401 then says to run `rho mcp login`.
+pub(crate) fn with_stored_tokens(
+    config: &rho_proto_core::config::Config,
+    store: Option<&FileStore>,
+    select: &dyn Fn(&str) -> bool,
+) -> rho_proto_core::config::Config {
+    use rho_proto_core::config::Transport;
+    let mut config = config.clone();
+    let Some(store) = store else {
+        return config;
+    };
+    for entry in &mut config.servers {
+        if !select(&entry.id) {
+            continue;
+        }
+        let Ok(server) = &mut entry.config else {
+            continue;
+        };
+        let Transport::StreamableHttp(http) = &mut server.transport else {
+            continue;
+        };
+        let has_header = http
+            .headers
+            .keys()
+            .chain(http.headers_from_env.keys())
+            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        if http.oauth.is_none() || has_header {
+            continue;
+        }
+        let key = StoreKey {
+            server: entry.id.clone(),
+            url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
+        };
+        let login = match store.load(&key) {
+            Ok(Some(login)) => login,
+            Ok(None) => continue,
+            Err(e) => {
+                tracing::warn!(server = %entry.id, "{e}");
+                continue;
+            }
+        };
+        if let Some(token) = usable_token(&entry.id, &key, login, store) {
+            http.headers
+                .insert("Authorization".into(), format!("Bearer {token}"));
+        }
+    }
+    config
+}
+
+/// The access token to send for a stored login, refreshing it when it
+/// has expired; `None` when only a new login helps.
+fn usable_token(id: &str, key: &StoreKey, login: StoredLogin, store: &FileStore) -> Option<String> {
+    let tokens = login.tokens.clone()?;
+    if !tokens.needs_refresh(now_unix(), 60) {
+        return Some(tokens.access_token);
+    }
+    let credentials = rho_proto_core::oauth::flow::Credentials {
+        issuer: login.issuer.clone(),
+        client: login.client.clone(),
+        resource: tokens.resource.clone(),
+        token_endpoint: url::Url::parse(&tokens.token_endpoint).ok()?,
+        scope: tokens.scope.clone(),
+        tokens: rho_proto_core::oauth::token::TokenResponse {
+            access_token: tokens.access_token.clone(),
+            token_type: "Bearer".into(),
+            expires_in: None,
+            refresh_token: tokens.refresh_token.clone(),
+            scope: tokens.scope.clone(),
+        },
+    };
+    let request = rho_proto_core::oauth::flow::refresh_request(&credentials)?;
+    let agent = rho_io_blocking::http_client::new_agent();
+    let answer = match crate::oauth_login::exchange(
+        &agent,
+        rho_proto_core::http::Method::Post,
+        &request.url,
+        request.headers,
+        request.body,
+    ) {
+        Ok(answer) => answer,
+        Err(e) => {
+            tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}");
+            return None;
+        }
+    };
+    match rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body) {
+        Ok(refreshed) => {
+            let access = refreshed.tokens.access_token.clone();
+            if let Err(e) = crate::oauth_login::save(store, key, &refreshed) {
+                tracing::warn!(server = %id, "{e}");
+            }
+            Some(access)
+        }
+        Err(e) => {
+            tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}; run `rho mcp login {id}`");
+            None
+        }
+    }
+}

@@ -15,6 +15,7 @@ mod conformance;
 mod credentials;
 mod host;
 mod logging;
+mod oauth_login;
 mod output;
 mod questions;
 
@@ -76,6 +77,9 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// Log in to a remote server with OAuth (browser, PKCE, loopback
+    /// callback) and store its tokens.
+    Login(LoginArgs),
     /// Forget a server's stored OAuth login: its tokens and the client
     /// registered for it.
     Logout(LogoutArgs),
@@ -85,6 +89,17 @@ enum McpCommand {
     /// The client driven by the official MCP conformance suite.
     #[command(hide = true)]
     ConformanceClient(ConformanceArgs),
+}
+
+#[derive(Args, Debug)]
+struct LoginArgs {
+    /// The server identity.
+    id: String,
+    /// Take the browser step without a browser: fetch the authorization
+    /// URL and read the answer from its redirect (for authorization
+    /// servers that approve at once, such as test servers).
+    #[arg(long)]
+    headless: bool,
 }
 
 #[derive(Args, Debug)]
@@ -295,6 +310,7 @@ fn run_mcp(
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
+        McpCommand::Login(args) => login(&loaded, &args),
         McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
@@ -360,6 +376,92 @@ fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
                 .map(|status| (entry.id.clone(), status))
         })
         .collect()
+}
+
+/// `rho mcp login <id>`: runs the OAuth flow for a remote server now and
+/// stores what it yields.
+fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
+    use rho_proto_core::config::Transport;
+    use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
+    use rho_proto_core::oauth::store::{CredentialStore as _, StoreKey};
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
+    let id = args.id.as_str();
+    let Some(entry) = loaded.config.get(id) else {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
+    };
+    let server = entry
+        .config
+        .as_ref()
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let Transport::StreamableHttp(http) = &server.transport else {
+        return Err(Failure::Usage(format!(
+            "server `{id}` is a stdio server: OAuth is for remote (streamable_http) servers"
+        )));
+    };
+    let Some(oauth) = &http.oauth else {
+        return Err(Failure::Usage(format!(
+            "server `{id}` does not use OAuth: add an `[mcp.servers.{id}.oauth]` table to {}",
+            loaded.describe()
+        )));
+    };
+    let store = credentials::FileStore::default_location()
+        .ok_or_else(|| Failure::Usage("no home directory: there is no credential store".into()))?;
+    let key = StoreKey {
+        server: id.to_owned(),
+        url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
+    };
+    let stored = store
+        .load(&key)
+        .map_err(|e| Failure::Runtime(e.to_string()))?;
+    let agent = rho_io_blocking::http_client::new_agent();
+    let fail = |e: String| Failure::Runtime(format!("server `{id}`: OAuth login failed: {e}"));
+    let challenge = oauth_login::probe(&agent, &http.url, &[]).map_err(fail)?;
+    let (browser, redirect_uri) = if args.headless {
+        // Nothing listens: the answer is read from the redirect itself. The
+        // URI still has the registered loopback shape.
+        (
+            oauth_login::Browser::Headless,
+            oauth_login::redirect_uri(8976),
+        )
+    } else {
+        oauth_login::Browser::person().map_err(fail)?
+    };
+    let settings = LoginSettings {
+        server_url: http.url.clone(),
+        grant: GrantKind::AuthorizationCode { redirect_uri },
+        client: oauth.client_id.clone().map(|id| Client {
+            id,
+            secret: None,
+            auth: ClientAuth::None,
+        }),
+        stored_client: stored.map(|s| (s.issuer, s.client)),
+        client_metadata_url: None,
+        scopes: oauth.scopes.clone(),
+        client_name: "rho".into(),
+    };
+    let mut on_registered = |issuer: &str, client: &Client| {
+        let login = rho_proto_core::oauth::store::StoredLogin {
+            issuer: issuer.to_owned(),
+            client: client.clone(),
+            tokens: None,
+        };
+        if let Err(e) = store.update(&key, &mut |_| Some(login.clone())) {
+            tracing::warn!(server = %id, "{e}");
+        }
+    };
+    let credentials = oauth_login::run(&agent, settings, challenge, &browser, &mut on_registered)
+        .map_err(fail)?;
+    oauth_login::save(&store, &key, &credentials).map_err(Failure::Runtime)?;
+    let expiry = credentials
+        .tokens
+        .expires_in
+        .map(|s| format!("; the access token expires in {s} s"))
+        .unwrap_or_default();
+    write_stdout(&format!(
+        "logged in to server `{id}` with {}{expiry}\n",
+        credentials.issuer
+    ))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// `rho mcp logout <id>`: forgets the stored OAuth login of a server.
@@ -437,7 +539,11 @@ fn start(
     select: impl Fn(&str) -> bool,
 ) -> Host {
     if connect {
-        Host::start(kind, &loaded.config, options, select)
+        // Stored OAuth logins become Authorization headers (refreshed when
+        // expired); nothing here ever opens a browser.
+        let store = credentials::FileStore::default_location();
+        let config = credentials::with_stored_tokens(&loaded.config, store.as_ref(), &select);
+        Host::start(kind, &config, options, select)
     } else {
         Host::start(kind, &loaded.config, options, |_| false)
     }

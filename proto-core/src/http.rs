@@ -1029,11 +1029,12 @@ impl HttpTransport {
             return;
         }
         let hint = match status {
-            401 | 403 => {
-                "; the server requires authorization: set an Authorization header with headers_from_env (OAuth is not supported yet)"
-            }
-            406 => "; the server refused the Accept header",
-            _ => "",
+            401 | 403 => format!(
+                "; the server requires authorization: run `rho mcp login {0}` (the entry needs an `[mcp.servers.{0}.oauth]` table), or set an Authorization header with headers_from_env",
+                self.session.server()
+            ),
+            406 => "; the server refused the Accept header".into(),
+            _ => String::new(),
         };
         let detail = excerpt_line(&excerpt(body));
         let reason = if detail.is_empty() {

@@ -451,3 +451,34 @@ fn refresh_needs_no_person_and_keeps_an_unrotated_refresh_token() {
     without.tokens.refresh_token = None;
     assert!(refresh_request(&without).is_none());
 }
+
+#[test]
+fn a_2025_03_26_server_may_mount_its_own_authorization_server_under_a_path() {
+    let now = Instant::now();
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], now);
+    let own = asm("").replace(ISSUER, "https://mcp.example.com/oauth");
+    drive(&mut login, now, &mut |r| match r.url.as_str() {
+        "https://mcp.example.com/.well-known/oauth-authorization-server" => (200, own.clone()),
+        "https://mcp.example.com/oauth/register" => (201, r#"{"client_id":"c"}"#.into()),
+        _ => (404, String::new()),
+    });
+    assert!(
+        events(&mut login)
+            .iter()
+            .any(|e| matches!(e, LoginEvent::Authorize { .. })),
+        "the server's own authorization server is accepted"
+    );
+    // Another origin is still refused.
+    let mut login = Login::new(settings(code_grant()), None, [1; RANDOM_BYTES], now);
+    let foreign = asm("");
+    drive(&mut login, now, &mut |r| match r.url.as_str() {
+        "https://mcp.example.com/.well-known/oauth-authorization-server" => (200, foreign.clone()),
+        _ => (404, String::new()),
+    });
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::Discovery(
+            DiscoveryError::IssuerMismatch { .. }
+        ))]
+    ));
+}

@@ -62,8 +62,10 @@ pub struct LoginSettings {
     pub server_url: Url,
     /// The grant.
     pub grant: GrantKind,
-    /// A configured client (`oauth.client_id`, with its secret and auth
-    /// method for client credentials); skips registration.
+    /// A configured client (`oauth.client_id`, with its secret for client
+    /// credentials or a confidential pre-registered client); skips
+    /// registration. A client with a secret uses client_secret_basic,
+    /// unless the server lists only client_secret_post.
     pub client: Option<Client>,
     /// A client registered earlier with `issuer`, from the credential
     /// store: reused only when the authorization server is still that
@@ -372,9 +374,15 @@ impl Login {
                 tried,
             } => {
                 if ok {
+                    let expected = match &prm {
+                        Some(_) => issuer.clone(),
+                        None => {
+                            legacy_issuer(body, &self.settings.server_url).unwrap_or(issuer.clone())
+                        }
+                    };
                     match discovery::read_authorization_server_metadata(
                         body,
-                        &issuer,
+                        &expected,
                         &self.settings.server_url,
                     ) {
                         Ok(server) => self.choose_client(now, prm, server),
@@ -543,7 +551,20 @@ impl Login {
             scope,
             token_endpoint,
         };
-        if let Some(client) = self.settings.client.clone() {
+        if let Some(mut client) = self.settings.client.clone() {
+            // A configured secret is sent the way this server takes it:
+            // client_secret_basic unless it lists only client_secret_post.
+            if client.secret.is_some() {
+                let methods = context
+                    .server
+                    .token_endpoint_auth_methods_supported
+                    .as_deref();
+                let lists = |m: &str| methods.is_some_and(|ms| ms.iter().any(|x| x == m));
+                if methods.is_some() && !lists("client_secret_basic") && lists("client_secret_post")
+                {
+                    client.auth = ClientAuth::ClientSecretPost;
+                }
+            }
             return self.begin_grant(now, context, client);
         }
         if matches!(self.settings.grant, GrantKind::ClientCredentials) {
@@ -719,6 +740,22 @@ impl Login {
         self.events.push_back(LoginEvent::Failed(error));
     }
 }
+/// The issuer a 2025-03-26-era server (no protected resource metadata)
+/// may give its own metadata: that era put the authorization server at the
+/// MCP server's origin, and servers commonly mount it under a path there
+/// (`https://host/oauth`). A document found at the server's origin whose
+/// `issuer` has that same origin is the server's own, so it is accepted;
+/// any other issuer is still refused by the equality check.
+fn legacy_issuer(body: &[u8], server: &Url) -> Option<String> {
+    #[derive(serde::Deserialize)]
+    struct Issuer {
+        issuer: String,
+    }
+    let doc: Issuer = serde_json::from_slice(body).ok()?;
+    let url = Url::parse(&doc.issuer).ok()?;
+    (url.origin() == server.origin()).then_some(doc.issuer)
+}
+
 /// The refresh of `credentials` as a request (id 0): no person, no
 /// browser. Send it before the access token expires or after a 401.
 pub fn refresh_request(credentials: &Credentials) -> Option<OAuthRequest> {

@@ -1,0 +1,394 @@
+//! Running an OAuth login for the CLI: the core's [`Login`] state machine
+//! driven over real HTTP (the same no-redirect ureq agent as the
+//! transport), a loopback listener for the browser's callback, and the
+//! result written to the credential store.
+//!
+//! Two ways through the browser step:
+//! - a person: the URL is printed (for a person on another machine) and
+//!   opened with the platform's opener (`xdg-open`, `open`, `start`: no
+//!   shell, no browser crate) when rho has a terminal and is not in CI; the
+//!   listener on `127.0.0.1:<ephemeral>` answers exactly `/callback`, needs
+//!   the login's `state`, answers anything else 404, and closes after one
+//!   valid callback or the 5-minute bound;
+//! - headless (the conformance suite's mock authorization server answers
+//!   the authorization request with a redirect at once): rho fetches the
+//!   URL itself without following the redirect and reads the callback
+//!   query from `Location`.
+
+use std::io::{BufRead as _, BufReader, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+use rho_proto_core::connection::HttpInput;
+use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
+use rho_proto_core::oauth::challenge::{BearerChallenge, bearer_challenge};
+use rho_proto_core::oauth::flow::{Credentials, Login, LoginEvent, LoginSettings, OAuthRequest};
+use rho_proto_core::oauth::pkce::RANDOM_BYTES;
+use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
+use url::Url;
+
+/// The most of an OAuth response rho reads: metadata and token answers
+/// are small, and a server cannot make rho buffer more.
+const MAX_BODY: usize = 1024 * 1024;
+
+/// One finished exchange.
+pub(crate) struct Answer {
+    pub(crate) status: u16,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) body: Vec<u8>,
+}
+
+/// Sends one request and reads the whole answer (at most [`MAX_BODY`]).
+pub(crate) fn exchange(
+    agent: &ureq::Agent,
+    method: Method,
+    url: &Url,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+) -> Result<Answer, String> {
+    let request = HttpRequest {
+        exchange: ExchangeId(0),
+        method,
+        url: url.clone(),
+        headers,
+        body,
+    };
+    let mut answer = Answer {
+        status: 0,
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    let mut failure = None;
+    rho_io_blocking::http_client::run_exchange(agent, request, &AtomicBool::new(false), |input| {
+        match input {
+            HttpInput::Head { status, headers } => {
+                answer.status = status;
+                answer.headers = headers;
+                true
+            }
+            HttpInput::Body(chunk) => {
+                if answer.body.len() + chunk.len() > MAX_BODY {
+                    failure = Some(format!("the answer from {url} is over {MAX_BODY} bytes"));
+                    return false;
+                }
+                answer.body.extend_from_slice(&chunk);
+                true
+            }
+            HttpInput::End => false,
+            HttpInput::Failed(e) => {
+                failure = Some(e);
+                false
+            }
+        }
+    });
+    match failure {
+        Some(e) => Err(e),
+        None if answer.status == 0 => Err(format!("{url} did not answer")),
+        None => Ok(answer),
+    }
+}
+
+/// Asks the MCP server once without credentials. A 401 (or 403) yields
+/// its Bearer challenge (empty when it sent none); any other answer means
+/// the server does not demand a token up front.
+pub(crate) fn probe(
+    agent: &ureq::Agent,
+    url: &Url,
+    headers: &[(String, String)],
+) -> Result<Option<BearerChallenge>, String> {
+    let body = serde_json::json!({
+        "jsonrpc": "2.0",
+        "id": 0,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": "rho", "version": env!("CARGO_PKG_VERSION")},
+        },
+    });
+    let mut all = vec![
+        ("Content-Type".to_owned(), "application/json".to_owned()),
+        (
+            "Accept".to_owned(),
+            "application/json, text/event-stream".to_owned(),
+        ),
+    ];
+    all.extend(headers.iter().cloned());
+    let answer = exchange(
+        agent,
+        Method::Post,
+        url,
+        all,
+        serde_json::to_vec(&body).unwrap_or_default(),
+    )?;
+    if !matches!(answer.status, 401 | 403) {
+        // A session the probe opened is ended at once.
+        if let Some((_, id)) = answer
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
+        {
+            let _ = exchange(
+                agent,
+                Method::Delete,
+                url,
+                vec![("Mcp-Session-Id".into(), id.clone())],
+                Vec::new(),
+            );
+        }
+        return Ok(None);
+    }
+    let challenges = answer
+        .headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+        .map(|(_, v)| v.as_str());
+    Ok(Some(bearer_challenge(challenges).unwrap_or_default()))
+}
+
+/// How the browser step is taken.
+pub(crate) enum Browser {
+    /// Print the URL, open it where a person is, and wait for the callback
+    /// on the listener.
+    Person(TcpListener),
+    /// Fetch the URL and read the callback from the redirect.
+    Headless,
+}
+
+impl Browser {
+    /// A listener for a person's browser on `127.0.0.1` and an ephemeral
+    /// port, and its redirect URI.
+    pub(crate) fn person() -> Result<(Self, String), String> {
+        let listener = TcpListener::bind("127.0.0.1:0")
+            .map_err(|e| format!("cannot listen for the login callback on 127.0.0.1: {e}"))?;
+        let port = listener.local_addr().map_err(|e| e.to_string())?.port();
+        Ok((Self::Person(listener), redirect_uri(port)))
+    }
+}
+
+/// The loopback redirect URI for `port`.
+pub(crate) fn redirect_uri(port: u16) -> String {
+    format!("http://127.0.0.1:{port}/callback")
+}
+
+/// Fresh random bytes from the operating system.
+fn random() -> Result<[u8; RANDOM_BYTES], String> {
+    let mut bytes = [0u8; RANDOM_BYTES];
+    let mut filled = 0;
+    while filled < bytes.len() {
+        let n =
+            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())
+                .map_err(|e| format!("no randomness from the operating system: {e}"))?;
+        filled += n;
+    }
+    Ok(bytes)
+}
+
+/// Runs a login to its end. `on_registered` hears of a new client as soon
+/// as it is registered (so a failed browser step does not register again).
+pub(crate) fn run(
+    agent: &ureq::Agent,
+    settings: LoginSettings,
+    challenge: Option<BearerChallenge>,
+    browser: &Browser,
+    on_registered: &mut dyn FnMut(&str, &rho_proto_core::oauth::token::Client),
+) -> Result<Credentials, String> {
+    let mut login = Login::new(settings, challenge, random()?, Instant::now());
+    loop {
+        while let Some(request) = login.poll_request() {
+            send(agent, &mut login, request);
+        }
+        let mut authorize = None;
+        while let Some(event) = login.poll_event() {
+            match event {
+                LoginEvent::Registered { issuer, client } => on_registered(&issuer, &client),
+                LoginEvent::Authorize { url } => authorize = Some(url),
+                LoginEvent::Done(credentials) => return Ok(*credentials),
+                LoginEvent::Failed(error) => return Err(error.to_string()),
+            }
+        }
+        if let Some(url) = authorize {
+            browser_step(agent, &mut login, browser, &url)?;
+            continue;
+        }
+        // Every request was answered above; a login with nothing queued
+        // and no browser step can only be past its bound.
+        match login.poll_timeout() {
+            Some(deadline) if Instant::now() >= deadline => login.handle_timeout(Instant::now()),
+            _ => return Err("the login stopped without an answer".into()),
+        }
+    }
+}
+
+fn send(agent: &ureq::Agent, login: &mut Login, request: OAuthRequest) {
+    let method = if request.method == "GET" {
+        Method::Get
+    } else {
+        Method::Post
+    };
+    match exchange(agent, method, &request.url, request.headers, request.body) {
+        Ok(answer) => {
+            login.handle_response(Instant::now(), request.id, answer.status, &answer.body)
+        }
+        Err(e) => login.handle_failure(Instant::now(), request.id, e),
+    }
+}
+
+fn browser_step(
+    agent: &ureq::Agent,
+    login: &mut Login,
+    browser: &Browser,
+    url: &Url,
+) -> Result<(), String> {
+    match browser {
+        Browser::Headless => {
+            let answer = exchange(agent, Method::Get, url, Vec::new(), Vec::new())?;
+            let location = answer
+                .headers
+                .iter()
+                .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+                .map(|(_, v)| v.clone())
+                .ok_or_else(|| {
+                    format!(
+                        "the authorization endpoint answered HTTP {} without a redirect; a headless login needs one",
+                        answer.status
+                    )
+                })?;
+            let query = Url::parse(&location)
+                .map_err(|_| format!("the authorization redirect `{location}` is not a URL"))?
+                .query()
+                .unwrap_or_default()
+                .to_owned();
+            if !login.handle_callback(Instant::now(), &query) {
+                return Err("the authorization redirect did not carry this login's state".into());
+            }
+            Ok(())
+        }
+        Browser::Person(listener) => {
+            eprintln!(
+                "To authorize rho, open this URL in a browser (it is being opened for you where possible):\n\n  {url}\n"
+            );
+            if crate::questions::person_present() {
+                open_in_browser(url);
+            }
+            wait_for_callback(listener, login)
+        }
+    }
+}
+
+/// Opens `url` with the platform's opener, directly (no shell). A failure
+/// only means the person uses the printed URL.
+fn open_in_browser(url: &Url) {
+    let (program, args): (&str, Vec<&str>) = if cfg!(target_os = "macos") {
+        ("open", vec![url.as_str()])
+    } else if cfg!(windows) {
+        (
+            "rundll32",
+            vec!["url.dll,FileProtocolHandler", url.as_str()],
+        )
+    } else {
+        ("xdg-open", vec![url.as_str()])
+    };
+    let _ = std::process::Command::new(program)
+        .args(args)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn();
+}
+
+/// Serves the callback until one carries this login's state, the login
+/// fails, or its bound passes.
+fn wait_for_callback(listener: &TcpListener, login: &mut Login) -> Result<(), String> {
+    listener
+        .set_nonblocking(true)
+        .map_err(|e| format!("the callback listener: {e}"))?;
+    loop {
+        let now = Instant::now();
+        if let Some(deadline) = login.poll_timeout() {
+            if now >= deadline {
+                login.handle_timeout(now);
+                return Ok(());
+            }
+        }
+        match listener.accept() {
+            Ok((stream, _)) => {
+                if serve_one(stream, login) {
+                    return Ok(());
+                }
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            Err(e) => return Err(format!("the callback listener: {e}")),
+        }
+    }
+}
+
+/// Answers one request on the listener; whether it ended the browser step.
+fn serve_one(stream: TcpStream, login: &mut Login) -> bool {
+    let _ = stream.set_nonblocking(false);
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let mut reader = BufReader::new(&stream);
+    let mut line = String::new();
+    if reader.read_line(&mut line).is_err() || line.len() > 8192 {
+        return false;
+    }
+    let target = line.split_whitespace().nth(1).unwrap_or_default();
+    let (path, query) = target.split_once('?').unwrap_or((target, ""));
+    let ended = line.starts_with("GET ")
+        && path == "/callback"
+        && login.handle_callback(Instant::now(), query);
+    let mut stream = &stream;
+    let (status, body) = if ended {
+        (
+            "200 OK",
+            "rho: the authorization answer arrived. You can close this tab.\n",
+        )
+    } else {
+        ("404 Not Found", "not found\n")
+    };
+    let _ = write!(
+        stream,
+        "HTTP/1.1 {status}\r\nContent-Type: text/plain; charset=utf-8\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+        body.len()
+    );
+    ended
+}
+
+/// The stored form of finished `credentials`, with the expiry turned into
+/// wall-clock seconds.
+pub(crate) fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
+    StoredLogin {
+        issuer: credentials.issuer.clone(),
+        client: credentials.client.clone(),
+        tokens: Some(StoredTokens {
+            access_token: credentials.tokens.access_token.clone(),
+            refresh_token: credentials.tokens.refresh_token.clone(),
+            expires_at: credentials
+                .tokens
+                .expires_in
+                .map(|secs| now_unix.saturating_add(secs)),
+            scope: credentials
+                .tokens
+                .scope
+                .clone()
+                .or_else(|| credentials.scope.clone()),
+            resource: credentials.resource.clone(),
+            token_endpoint: credentials.token_endpoint.to_string(),
+        }),
+    }
+}
+
+/// Saves `credentials` under `key`.
+pub(crate) fn save(
+    store: &dyn CredentialStore,
+    key: &StoreKey,
+    credentials: &Credentials,
+) -> Result<(), String> {
+    let login = stored(credentials, crate::credentials::now_unix());
+    store
+        .update(key, &mut |_| Some(login.clone()))
+        .map_err(|e| e.to_string())
+}
