@@ -1,0 +1,196 @@
+//! `rho mcp login` end to end against a real OAuth-protected MCP server
+//! with its own authorization server (tests/servers/fixtures/oauth-server.js,
+//! on an ephemeral loopback port): the headless login, the stored token on
+//! connect, a silent refresh, a revoked login, and connecting without one.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use rho_tests::{scratch_dir, tests_dir, toml_str};
+use serde_json::Value;
+
+/// The fixture server, stopped on drop.
+struct OAuthServer {
+    child: Child,
+    port: u16,
+}
+
+impl OAuthServer {
+    fn start(dir: &Path, ttl: u32) -> Self {
+        let port_file = dir.join("port");
+        let child = Command::new("node")
+            .arg(tests_dir().join("servers/fixtures/oauth-server.js"))
+            .arg("--port-file")
+            .arg(&port_file)
+            .arg("--ttl")
+            .arg(ttl.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the OAuth fixture");
+        let until = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            if let Some(port) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|p| p.trim().parse().ok())
+            {
+                break port;
+            }
+            assert!(Instant::now() < until, "the OAuth fixture did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        Self { child, port }
+    }
+
+    fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+
+    /// POSTs to a control path (`expire`, `revoke`).
+    fn control(&self, what: &str) {
+        use std::io::{Read, Write};
+        let mut stream =
+            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to fixture");
+        write!(
+            stream,
+            "POST /control/{what} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+        )
+        .expect("write");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    }
+}
+
+impl Drop for OAuthServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+struct Run {
+    code: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        )
+    }
+}
+
+fn rho(home: &Path, runtime: &str, args: &[&str]) -> Run {
+    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .args(args)
+        .env("HOME", home)
+        .env("RHO_RUNTIME", runtime)
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rho");
+    Run {
+        code: output.status.code(),
+        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+fn setup(name: &str, ttl: u32) -> (PathBuf, PathBuf, OAuthServer) {
+    let dir = scratch_dir(&format!("oauth-{name}"));
+    let home = dir.join("home");
+    std::fs::create_dir_all(&home).expect("home");
+    let server = OAuthServer::start(&dir, ttl);
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n",
+            toml_str(&server.url())
+        ),
+    )
+    .expect("config");
+    (home, config, server)
+}
+
+fn for_both(body: fn(&str)) {
+    for runtime in ["smol", "blocking"] {
+        body(runtime);
+    }
+}
+
+#[test]
+fn connecting_without_a_login_fails_saying_to_run_login_and_opens_no_browser() {
+    for_both(|rt| {
+        let (home, config, _server) = setup(&format!("no-login-{rt}"), 3600);
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "list", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(1), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        let server = &doc["servers"][0];
+        assert_eq!(server["status"], "failed", "{run}");
+        assert!(
+            server["error"]
+                .as_str()
+                .is_some_and(|e| e.contains("rho mcp login fx")),
+            "{run}"
+        );
+        assert_eq!(server["auth"]["state"], "needs_login", "{run}");
+    });
+}
+
+#[test]
+fn a_headless_login_is_stored_used_refreshed_silently_and_a_revoked_one_asks_again() {
+    for_both(|rt| {
+        // Tokens live 30 s: under rho's one-minute margin, so every
+        // connection refreshes first.
+        let (home, config, server) = setup(&format!("login-{rt}"), 30);
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        assert!(run.stdout.contains("logged in to server `fx`"), "{run}");
+        let store = home.join(".rho/mcp-oauth.json");
+        let stored = std::fs::read_to_string(&store).expect("stored");
+        assert!(stored.contains("\"access_token\": \"at-1-"), "{stored}");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = std::fs::metadata(&store)
+                .expect("file")
+                .permissions()
+                .mode();
+            assert_eq!(mode & 0o777, 0o600);
+        }
+        // The call refreshes (token #2) without anyone, and stores the
+        // rotated refresh token.
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(run.stdout, "token #2\n", "{run}");
+        let stored = std::fs::read_to_string(&store).expect("stored");
+        assert!(stored.contains("\"refresh_token\": \"rt-2-"), "{stored}");
+        assert!(
+            !run.stdout.contains("at-2") && !run.stderr.contains("at-2"),
+            "{run}"
+        );
+        // Revoked at the server: nothing refreshes, and rho says what to do.
+        server.control("revoke");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(run.stderr.contains("rho mcp login fx"), "{run}");
+    });
+}
