@@ -407,6 +407,8 @@ pub(crate) enum OAuthState {
     },
     /// Nothing stored (or only a registration).
     NeedsLogin,
+    /// `oauth.grant = "client_credentials"`: tokens are fetched on connect.
+    ClientCredentials,
     /// The store could not be read.
     StoreError(String),
 }
@@ -431,7 +433,10 @@ pub(crate) fn auth_status(
     if header {
         return Some(AuthStatus::Header);
     }
-    http.oauth.as_ref()?;
+    let oauth = http.oauth.as_ref()?;
+    if oauth.grant == rho_proto_core::config::OAuthGrant::ClientCredentials {
+        return Some(AuthStatus::OAuth(OAuthState::ClientCredentials));
+    }
     let Some(store) = store else {
         return Some(AuthStatus::OAuth(OAuthState::NeedsLogin));
     };
@@ -464,6 +469,7 @@ impl AuthStatus {
                 format!("oauth (needs login: run `rho mcp login {id}`)")
             }
             AuthStatus::OAuth(OAuthState::StoreError(e)) => format!("oauth ({e})"),
+            AuthStatus::OAuth(OAuthState::ClientCredentials) => "oauth (client credentials)".into(),
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,
                 refreshable,
@@ -488,6 +494,9 @@ impl AuthStatus {
             }
             AuthStatus::OAuth(OAuthState::StoreError(e)) => {
                 json!({"kind": "oauth", "state": "store_error", "error": e})
+            }
+            AuthStatus::OAuth(OAuthState::ClientCredentials) => {
+                json!({"kind": "oauth", "state": "client_credentials"})
             }
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,
@@ -557,14 +566,20 @@ pub(crate) fn with_stored_tokens(
             url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
         };
         let login = match store.load(&key) {
-            Ok(Some(login)) => login,
-            Ok(None) => continue,
+            Ok(login) => login,
             Err(e) => {
                 tracing::warn!(server = %entry.id, "{e}");
                 continue;
             }
         };
-        if let Some(token) = usable_token(&entry.id, &key, login, store) {
+        let token = match login {
+            Some(login) => usable_token(&entry.id, &key, login, store),
+            None => None,
+        };
+        // Client credentials need no person: a missing or dead token is
+        // replaced by a fresh grant here.
+        let token = token.or_else(|| machine_token(&entry.id, http, &key, store));
+        if let Some(token) = token {
             http.headers
                 .insert("Authorization".into(), format!("Bearer {token}"));
         }
@@ -618,6 +633,45 @@ fn usable_token(id: &str, key: &StoreKey, login: StoredLogin, store: &FileStore)
         }
         Err(e) => {
             tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}; run `rho mcp login {id}`");
+            None
+        }
+    }
+}
+
+/// A fresh client-credentials token for a server whose `oauth.grant` is
+/// `client_credentials`, stored for the next run; `None` for other grants
+/// or when the grant fails (logged, naming the server).
+fn machine_token(
+    id: &str,
+    http: &rho_proto_core::config::HttpConfig,
+    key: &StoreKey,
+    store: &FileStore,
+) -> Option<String> {
+    use rho_proto_core::config::OAuthGrant;
+    let oauth = http.oauth.as_ref()?;
+    if oauth.grant != OAuthGrant::ClientCredentials {
+        return None;
+    }
+    let agent = rho_io_blocking::http_client::new_agent();
+    let result = crate::oauth_login::probe(&agent, &http.url, &[]).and_then(|challenge| {
+        let settings = crate::oauth_login::settings_for(id, http, oauth, None, String::new())?;
+        crate::oauth_login::run(
+            &agent,
+            settings,
+            challenge,
+            &crate::oauth_login::Browser::Headless,
+            &mut |_, _| {},
+        )
+    });
+    match result {
+        Ok(credentials) => {
+            if let Err(e) = crate::oauth_login::save(store, key, &credentials) {
+                tracing::warn!(server = %id, "{e}");
+            }
+            Some(credentials.tokens.access_token)
+        }
+        Err(e) => {
+            tracing::warn!(server = %id, "client credentials grant failed: {e}");
             None
         }
     }

@@ -382,9 +382,8 @@ fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
 /// stores what it yields.
 fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
     use rho_proto_core::config::Transport;
-    use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
     use rho_proto_core::oauth::store::{CredentialStore as _, StoreKey};
-    use rho_proto_core::oauth::token::{Client, ClientAuth};
+    use rho_proto_core::oauth::token::Client;
     let id = args.id.as_str();
     let Some(entry) = loaded.config.get(id) else {
         return Err(Failure::Usage(unknown_server(loaded, id)));
@@ -426,19 +425,8 @@ fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
     } else {
         oauth_login::Browser::person().map_err(fail)?
     };
-    let settings = LoginSettings {
-        server_url: http.url.clone(),
-        grant: GrantKind::AuthorizationCode { redirect_uri },
-        client: oauth.client_id.clone().map(|id| Client {
-            id,
-            secret: None,
-            auth: ClientAuth::None,
-        }),
-        stored_client: stored.map(|s| (s.issuer, s.client)),
-        client_metadata_url: None,
-        scopes: oauth.scopes.clone(),
-        client_name: "rho".into(),
-    };
+    let settings =
+        oauth_login::settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
     let mut on_registered = |issuer: &str, client: &Client| {
         let login = rho_proto_core::oauth::store::StoredLogin {
             issuer: issuer.to_owned(),

@@ -392,3 +392,47 @@ pub(crate) fn save(
         .update(key, &mut |_| Some(login.clone()))
         .map_err(|e| e.to_string())
 }
+
+/// The login settings for a configured server: its `oauth` table, the
+/// client secret read from the variable `client_secret_from_env` names
+/// (a missing one is an error naming it), and a stored registration.
+pub(crate) fn settings_for(
+    id: &str,
+    http: &rho_proto_core::config::HttpConfig,
+    oauth: &rho_proto_core::config::OAuthConfig,
+    stored: Option<&StoredLogin>,
+    redirect_uri: String,
+) -> Result<LoginSettings, String> {
+    use rho_proto_core::config::OAuthGrant;
+    use rho_proto_core::oauth::flow::GrantKind;
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
+    let secret = match &oauth.client_secret_from_env {
+        Some(name) => Some(std::env::var(name).map_err(|_| {
+            format!(
+                "server `{id}`: `oauth.client_secret_from_env` names `{name}`, which is not set"
+            )
+        })?),
+        None => None,
+    };
+    let client = oauth.client_id.clone().map(|client_id| Client {
+        id: client_id,
+        auth: if secret.is_some() {
+            ClientAuth::ClientSecretBasic
+        } else {
+            ClientAuth::None
+        },
+        secret: secret.clone(),
+    });
+    Ok(LoginSettings {
+        server_url: http.url.clone(),
+        grant: match oauth.grant {
+            OAuthGrant::AuthorizationCode => GrantKind::AuthorizationCode { redirect_uri },
+            OAuthGrant::ClientCredentials => GrantKind::ClientCredentials,
+        },
+        client,
+        stored_client: stored.map(|s| (s.issuer.clone(), s.client.clone())),
+        client_metadata_url: oauth.client_metadata_url.clone(),
+        scopes: oauth.scopes.clone(),
+        client_name: "rho".into(),
+    })
+}

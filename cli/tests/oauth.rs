@@ -88,8 +88,13 @@ impl std::fmt::Display for Run {
 }
 
 fn rho(home: &Path, runtime: &str, args: &[&str]) -> Run {
+    rho_env(home, runtime, args, &[])
+}
+
+fn rho_env(home: &Path, runtime: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
     let output = Command::new(env!("CARGO_BIN_EXE_rho"))
         .args(args)
+        .envs(env.iter().copied())
         .env("HOME", home)
         .env("RHO_RUNTIME", runtime)
         .env_remove("RUST_LOG")
@@ -192,5 +197,54 @@ fn a_headless_login_is_stored_used_refreshed_silently_and_a_revoked_one_asks_aga
         let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(run.stderr.contains("rho mcp login fx"), "{run}");
+    });
+}
+
+#[test]
+fn client_credentials_get_a_token_on_connect_without_a_person() {
+    for_both(|rt| {
+        let (home, config, _server) = setup(&format!("m2m-{rt}"), 3600);
+        let text = std::fs::read_to_string(&config).expect("config").replace(
+            "[mcp.servers.fx.oauth]\n",
+            "[mcp.servers.fx.oauth]\ngrant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_from_env = \"M2M_SECRET\"\n",
+        );
+        std::fs::write(&config, text).expect("config");
+        let cfg = config.to_str().expect("utf-8");
+        let env = [("M2M_SECRET", "m2m-secret")];
+        let run = rho_env(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "call", "fx", "whoami"],
+            &env,
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(run.stdout, "token #1\n", "{run}");
+        // The stored token is reused while it lives.
+        let run = rho_env(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "list", "--connect", "--json"],
+            &env,
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        assert_eq!(
+            doc["servers"][0]["auth"]["state"], "client_credentials",
+            "{run}"
+        );
+        assert!(
+            !run.stdout.contains("m2m-secret") && !run.stderr.contains("m2m-secret"),
+            "{run}"
+        );
+        // Without the secret's variable the reason names it.
+        let fresh = home.join("fresh");
+        std::fs::create_dir_all(&fresh).expect("home");
+        let run = rho(
+            &fresh,
+            rt,
+            &["--config", cfg, "mcp", "call", "fx", "whoami"],
+        );
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(run.stderr.contains("M2M_SECRET"), "{run}");
     });
 }

@@ -323,13 +323,34 @@ impl fmt::Debug for RedactedValues<'_> {
     }
 }
 
-/// The `[mcp.servers.<id>.oauth]` opt-in. Nothing secret belongs here.
+/// The `[mcp.servers.<id>.oauth]` opt-in. Nothing secret belongs here: a
+/// client secret is named by the variable that holds it.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct OAuthConfig {
     /// A client id issued out of band; unset means dynamic registration.
     pub client_id: Option<String>,
     /// Scopes to request; unset lets the server's metadata choose.
     pub scopes: Option<Vec<String>>,
+    /// How tokens are obtained.
+    pub grant: OAuthGrant,
+    /// The ambient variable holding the client secret (a confidential
+    /// pre-registered client, or client credentials).
+    pub client_secret_from_env: Option<String>,
+    /// A client ID metadata document URL (https), used as the `client_id`
+    /// where the authorization server accepts such documents.
+    pub client_metadata_url: Option<String>,
+}
+
+/// `oauth.grant`: how a server's tokens are obtained.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OAuthGrant {
+    /// A person logs in with a browser (`rho mcp login`), PKCE S256.
+    #[default]
+    AuthorizationCode,
+    /// Machine to machine with the configured client's id and secret;
+    /// never a browser (for CI).
+    ClientCredentials,
 }
 
 /// An MCP logging severity (RFC 5424 order, least severe first).
@@ -1135,8 +1156,14 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
         return Ok(None);
     };
     oauth.reject_unknown(
-        &["client_id", "scopes"],
-        "; nothing secret belongs in this table (only `client_id` and `scopes`)",
+        &[
+            "client_id",
+            "scopes",
+            "grant",
+            "client_secret_from_env",
+            "client_metadata_url",
+        ],
+        "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`)",
     )?;
     let client_id = oauth.string("client_id").and_then(|id| match id {
         Some(("", span)) => Err(Fault::new(
@@ -1149,11 +1176,75 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
         other => Ok(other.map(|(id, _)| id.to_owned())),
     });
     let scopes = oauth.strings("scopes", scope_token);
-    first_fault(&[client_id.as_ref().err(), scopes.as_ref().err()])?;
-    Ok(Some(OAuthConfig {
+    let grant = oauth.string("grant").and_then(|grant| match grant {
+        None | Some(("authorization_code", _)) => Ok(OAuthGrant::AuthorizationCode),
+        Some(("client_credentials", _)) => Ok(OAuthGrant::ClientCredentials),
+        Some((other, span)) => Err(Fault::new(
+            span,
+            format!(
+                "`{}` must be \"authorization_code\" or \"client_credentials\", not {other:?}",
+                oauth.path_of("grant")
+            ),
+        )),
+    });
+    let secret = oauth
+        .string("client_secret_from_env")
+        .and_then(|name| match name {
+            Some((name, span)) => {
+                variable_name(name)
+                    .map(|()| Some(name.to_owned()))
+                    .map_err(|e| {
+                        Fault::new(
+                            span,
+                            format!("`{}`: {e}", oauth.path_of("client_secret_from_env")),
+                        )
+                    })
+            }
+            None => Ok(None),
+        });
+    let metadata_url = oauth
+        .string("client_metadata_url")
+        .and_then(|url| match url {
+            Some((text, span)) => match Url::parse(text) {
+                Ok(parsed) if parsed.scheme() == "https" && parsed.path() != "/" => {
+                    Ok(Some(text.to_owned()))
+                }
+                _ => Err(Fault::new(
+                    span,
+                    format!(
+                        "`{}` must be an https URL with a path (a client ID metadata document)",
+                        oauth.path_of("client_metadata_url")
+                    ),
+                )),
+            },
+            None => Ok(None),
+        });
+    first_fault(&[
+        client_id.as_ref().err(),
+        scopes.as_ref().err(),
+        grant.as_ref().err(),
+        secret.as_ref().err(),
+        metadata_url.as_ref().err(),
+    ])?;
+    let config = OAuthConfig {
         client_id: client_id?,
         scopes: scopes?,
-    }))
+        grant: grant?,
+        client_secret_from_env: secret?,
+        client_metadata_url: metadata_url?,
+    };
+    if config.grant == OAuthGrant::ClientCredentials
+        && (config.client_id.is_none() || config.client_secret_from_env.is_none())
+    {
+        return Err(Fault::new(
+            server.span.clone(),
+            format!(
+                "`{}` = \"client_credentials\" needs `client_id` and `client_secret_from_env` in the same table",
+                oauth.path_of("grant")
+            ),
+        ));
+    }
+    Ok(Some(config))
 }
 
 /// Header names are case-insensitive, so `X-A` and `x-a` in one table would
@@ -1476,6 +1567,7 @@ scopes = ["read", "write"]
             Some(OAuthConfig {
                 client_id: Some("issued-out-of-band".into()),
                 scopes: Some(vec!["read".into(), "write".into()]),
+                ..OAuthConfig::default()
             })
         );
         assert_eq!(remote.header_names(), ["Authorization", "X-Tenant"]);
@@ -1644,6 +1736,50 @@ scopes = ["read", "write"]
                 .starts_with("unknown key `mcp.servers.r.oauth.client_secret`"),
             "{error}"
         );
+    }
+
+    #[test]
+    fn oauth_grants_secrets_by_name_and_metadata_documents() {
+        let table = |body: &str| {
+            format!(
+                "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = \"https://x.example.com/mcp\"\n[mcp.servers.r.oauth]\n{body}"
+            )
+        };
+        let config = parse_ok(&table(
+            "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_from_env = \"M2M_SECRET\"\nclient_metadata_url = \"https://rho.example.com/client.json\"\n",
+        ));
+        let server = config.get("r").expect("r").config.as_ref().expect("valid");
+        let Transport::StreamableHttp(http) = &server.transport else {
+            panic!("http")
+        };
+        let oauth = http.oauth.as_ref().expect("oauth");
+        assert_eq!(oauth.grant, OAuthGrant::ClientCredentials);
+        assert_eq!(oauth.client_secret_from_env.as_deref(), Some("M2M_SECRET"));
+        assert_eq!(
+            oauth.client_metadata_url.as_deref(),
+            Some("https://rho.example.com/client.json")
+        );
+        for (body, says) in [
+            (
+                "grant = \"client_credentials\"\nclient_id = \"m2m\"\n",
+                "needs `client_id` and `client_secret_from_env`",
+            ),
+            (
+                "grant = \"password\"\n",
+                "must be \"authorization_code\" or \"client_credentials\"",
+            ),
+            (
+                "client_metadata_url = \"http://rho.example.com/c.json\"\n",
+                "must be an https URL",
+            ),
+            (
+                "client_secret_from_env = \"A=B\"\n",
+                "client_secret_from_env",
+            ),
+        ] {
+            let (error, _) = entry_error(&table(body), "r");
+            assert!(error.message.contains(says), "{body}: {error}");
+        }
     }
 
     #[test]
