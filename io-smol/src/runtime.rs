@@ -5,7 +5,15 @@
 //! main thread inside `block_on`); every session is a task on it, so any
 //! number of servers share that one thread. Tasks make progress only while
 //! the executor runs. As on threads, with no enabled server nothing is
-//! created at all.
+//! created at all, and async-io's reactor is never touched: a host that
+//! drives the runtime with `smol::future::block_on` then starts no thread
+//! (`smol::block_on` starts async-io's helper thread on first use).
+//!
+//! Implementation note: a stdio server is spawned on whichever thread runs
+//! its task, and on Linux it is killed when that *thread* exits (its
+//! parent-death signal, see `rho_io_blocking::process`), so the executor
+//! must run on threads that live as long as the sessions (the `rho` CLI
+//! runs it on its main thread).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
