@@ -87,6 +87,11 @@ struct Scene {
 
 impl Scene {
     fn new(name: &str, runtime: Runtime, mode: &str) -> Self {
+        Self::with(name, runtime, mode, |_| String::new())
+    }
+
+    /// Like [`Scene::new`], with config text appended (given the dir).
+    fn with(name: &str, runtime: Runtime, mode: &str, extra: impl Fn(&PathBuf) -> String) -> Self {
         let dir = scratch_dir(&format!("signals-{name}-{}", runtime.name()));
         std::fs::create_dir_all(dir.join("home")).expect("create home");
         let script = tests_dir().join("servers/fixtures/lingering.js");
@@ -96,10 +101,11 @@ impl Scene {
             &config,
             format!(
                 "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{}, {}, {}]\n\
-                 startup_timeout_secs = 60\ntool_timeout_secs = 600\n",
+                 startup_timeout_secs = 60\ntool_timeout_secs = 600\n{}",
                 toml_path(&script),
                 toml_str(mode),
-                toml_path(&dir)
+                toml_path(&dir),
+                extra(&dir)
             ),
         )
         .expect("write config");
@@ -184,11 +190,13 @@ impl Pty {
         Stdio::from(fd)
     }
 
-    /// Collects everything rho writes to the terminal, on a thread.
-    fn record(self) -> Arc<Mutex<String>> {
+    /// Collects everything rho writes to the terminal, on a thread; the
+    /// file returned types on it.
+    fn record(self) -> (Arc<Mutex<String>>, std::fs::File) {
         let screen = Arc::new(Mutex::new(String::new()));
         let into = Arc::clone(&screen);
         let mut master = std::fs::File::from(self.master);
+        let keyboard = master.try_clone().expect("dup the pty master");
         std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // EIO once rho, the last holder of the slave, has exited.
@@ -202,7 +210,7 @@ impl Pty {
                     .push_str(&text);
             }
         });
-        screen
+        (screen, keyboard)
     }
 }
 
@@ -270,7 +278,7 @@ fn stops_everything(rt: Runtime, phase: Phase, signal: Signal, args: &[&str]) {
             // The command holds our copies of the slave; dropping it leaves
             // rho the only holder, so the reader ends when rho does.
             drop(command);
-            (child, Some(pty.record()))
+            (child, Some(pty.record().0))
         }
         Phase::Startup | Phase::Call => {
             command.stdin(Stdio::null()).stderr(Stdio::piped());
@@ -294,15 +302,7 @@ fn finish(
         Phase::Form => {
             assert_eq!(scene.wait_file("phase"), "asked");
             let screen = screen.as_ref().expect("a terminal");
-            let until = Instant::now() + Duration::from_secs(20);
-            while !screen.lock().expect("screen").contains("Colour") {
-                if Instant::now() >= until {
-                    sweep(&[server, sleeper]);
-                    let _ = child.kill();
-                    panic!("the form never showed:\n{}", screen.lock().expect("screen"));
-                }
-                std::thread::sleep(Duration::from_millis(20));
-            }
+            wait_screen(screen, "Colour");
         }
     }
     send(child.id(), signal);
@@ -370,6 +370,62 @@ fn sigterm_inside_a_form_stops_everything_and_exits_143(rt: Runtime) {
 
 fn sighup_inside_a_form_stops_everything_and_exits_129(rt: Runtime) {
     stops_everything(rt, Phase::Form, Signal::HUP, &["call", "s", "ask"]);
+}
+
+/// Waits up to 20 s for `text` on the terminal rho writes to.
+fn wait_screen(screen: &Mutex<String>, text: &str) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !screen.lock().expect("screen").contains(text) {
+        assert!(
+            Instant::now() < until,
+            "never showed {text:?}:\n{}",
+            screen.lock().expect("screen")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sampling model is a process too: a signal while it runs ends it
+/// with the server (on Linux, its parent-death signal).
+fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
+    use std::io::Write;
+    let scene = Scene::with("sampling", rt, "ask", |dir| {
+        let model = format!(
+            "echo $$ > '{}'; exec sleep 600",
+            dir.join("model.pid").display()
+        );
+        format!(
+            "sampling = \"ask\"\n[sampling]\ncommand = [\"sh\", \"-c\", {}]\n",
+            toml_str(&model)
+        )
+    });
+    let pty = Pty::open();
+    let mut command = scene.command(&["call", "s", "sample"]);
+    command.stdin(pty.slave()).stderr(pty.slave());
+    let mut child = command.spawn().expect("start rho");
+    drop(command);
+    let (screen, mut keyboard) = pty.record();
+    let (server, sleeper) = scene.pids();
+    assert_eq!(scene.wait_file("phase"), "sampling");
+    wait_screen(&screen, "Allow? [y/N]");
+    keyboard.write_all(b"y\n").expect("type y");
+    let model: u32 = scene
+        .wait_file("model.pid")
+        .trim()
+        .parse()
+        .expect("model pid");
+    send(child.id(), Signal::TERM);
+    let status = wait_exit(&mut child, Duration::from_secs(20), "SIGTERM");
+    let model_gone = gone_within_5s(model);
+    let server_gone = gone_within_5s(server);
+    sweep(&[model, server, sleeper]);
+    let shown = screen.lock().expect("screen").clone();
+    assert_eq!(status.code(), Some(143), "{shown}");
+    assert!(
+        model_gone,
+        "the model command {model} outlived rho\n{shown}"
+    );
+    assert!(server_gone, "the server {server} outlived rho\n{shown}");
 }
 
 /// A SIGKILLed rho cannot clean up: the kernel's parent-death signal ends
@@ -482,6 +538,7 @@ both_executors!(
     sigint_inside_a_form_stops_everything_and_exits_130,
     sigterm_inside_a_form_stops_everything_and_exits_143,
     sighup_inside_a_form_stops_everything_and_exits_129,
+    sigterm_while_the_sampling_model_runs_leaves_no_model_behind,
     sigkilled_rho_leaves_no_server_child,
     no_enabled_server_list_connect_starts_no_thread,
 );
