@@ -81,7 +81,15 @@ pub(crate) fn run(
     let cancel = crate::signals::install();
     options.interrupt = Some(Arc::clone(&cancel));
 
-    let runtime = unless_stopped(Host::start(kind, &config, options, |id| id == args.id))?;
+    let runtime = unless_stopped(Host::start(kind, &config, options, |id| id == args.id))
+        .inspect_err(|_| {
+            // After SIGHUP the terminal may be gone: never panic writing.
+            let _ = writeln!(
+                std::io::stderr(),
+                "rho: call cancelled before it was sent; server `{}` was stopped during startup",
+                args.id
+            );
+        })?;
     let mut line = ProgressLine::new(std::io::stderr().is_terminal());
     let outcome = runtime.call_with(
         &args.id,

@@ -285,12 +285,12 @@ fn stops_everything(rt: Runtime, phase: Phase, signal: Signal, args: &[&str]) {
             (command.spawn().expect("start rho"), None)
         }
     };
-    finish(scene, phase, signal, child, screen);
+    finish(scene, (phase, args[0] == "call"), signal, child, screen);
 }
 
 fn finish(
     scene: Scene,
-    phase: Phase,
+    (phase, call): (Phase, bool),
     signal: Signal,
     mut child: Child,
     screen: Option<Arc<Mutex<String>>>,
@@ -326,6 +326,11 @@ fn finish(
         "the server's grandchild {sleeper} outlived rho\n{stderr}"
     );
     assert!(stderr.contains("stopped by SIG"), "{stderr}");
+    let said = match phase {
+        Phase::Startup => "call cancelled before it was sent",
+        Phase::Call | Phase::Form => "call cancelled; server `s` was told to stop",
+    };
+    assert!(!call || stderr.contains(said), "{stderr}");
 }
 
 fn sigint_during_startup_stops_everything_and_exits_130(rt: Runtime) {
