@@ -48,9 +48,13 @@ impl Host {
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
+        let starts = !Inventory::new(config, &select).to_start().is_empty();
+        if starts {
+            crate::signals::watch_for_second();
+        }
         match kind {
             RuntimeKind::Smol => {
-                let reactor = !Inventory::new(config, &select).to_start().is_empty();
+                let reactor = starts;
                 let executor = Arc::new(smol::Executor::new());
                 let runtime = run_smol(
                     &executor,

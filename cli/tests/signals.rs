@@ -377,6 +377,40 @@ fn sighup_inside_a_form_stops_everything_and_exits_129(rt: Runtime) {
     stops_everything(rt, Phase::Form, Signal::HUP, &["call", "s", "ask"]);
 }
 
+/// A second signal while rho shuts down (its grace gives the server
+/// seconds) exits at once with 128 + that signal, still killing the
+/// server's whole group first: its grandchild ignores SIGTERM, so only
+/// that kill ends it.
+fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
+    let scene = Scene::new("second", rt, "slow");
+    let mut child = scene
+        .command(&["call", "s", "sleep"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    let (server, sleeper) = scene.pids();
+    assert_eq!(scene.wait_file("phase"), "called");
+    send(child.id(), Signal::TERM);
+    std::thread::sleep(Duration::from_millis(100));
+    send(child.id(), Signal::INT);
+    let status = wait_exit(&mut child, Duration::from_secs(20), "two signals");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let server_gone = gone_within_5s(server);
+    let sleeper_gone = gone_within_5s(sleeper);
+    sweep(&[server, sleeper]);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("second signal"), "{stderr}");
+    assert!(server_gone, "the server {server} outlived rho\n{stderr}");
+    assert!(
+        sleeper_gone,
+        "the grandchild {sleeper} outlived rho\n{stderr}"
+    );
+}
+
 /// Waits up to 20 s for `text` on the terminal rho writes to.
 fn wait_screen(screen: &Mutex<String>, text: &str) {
     let until = Instant::now() + Duration::from_secs(20);
@@ -545,5 +579,6 @@ both_executors!(
     sighup_inside_a_form_stops_everything_and_exits_129,
     sigterm_while_the_sampling_model_runs_leaves_no_model_behind,
     sigkilled_rho_leaves_no_server_child,
+    second_signal_exits_at_once_and_still_kills_every_group,
     no_enabled_server_list_connect_starts_no_thread,
 );
