@@ -94,6 +94,7 @@ pub(crate) fn install() -> Arc<AtomicBool> {
 /// Starts the thread that, on a second stop signal, kills every child's
 /// process group and exits at once (instead of exiting without killing
 /// anything). Called when servers are about to start; once per process.
+#[cfg(unix)]
 pub(crate) fn watch_for_second() {
     static WATCHING: OnceLock<()> = OnceLock::new();
     WATCHING.get_or_init(|| {
@@ -132,8 +133,13 @@ pub(crate) fn watch_for_second() {
     });
 }
 
+/// Without signal-hook's iterator (Windows) a second signal just exits.
+#[cfg(not(unix))]
+pub(crate) fn watch_for_second() {}
+
 /// The second signal: kill every child's process group, then exit with
 /// its code (the handlers keep the latest signal's number).
+#[cfg(unix)]
 fn stop_now() -> ! {
     kill_children();
     let code = received().map_or(128, exit_code);
@@ -152,6 +158,7 @@ fn stop_now() -> ! {
 /// leads its own group, so this ends it and everything it started; a
 /// child that leads none (the sampling model) is left to its parent-death
 /// signal.
+#[cfg(unix)]
 fn kill_children() {
     #[cfg(target_os = "linux")]
     {
