@@ -467,6 +467,51 @@ fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
     assert!(server_gone, "the server {server} outlived rho\n{shown}");
 }
 
+/// `conformance-client` (Streamable HTTP, no child process) ends its
+/// startup wait on a signal too: the server here accepts the connection
+/// and never answers, and the scenario's 20 s budget would otherwise run.
+fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let url = format!(
+        "http://127.0.0.1:{}/mcp",
+        listener.local_addr().expect("port").port()
+    );
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        // Hold every connection open, unanswered, until the test ends.
+        let mut held = Vec::new();
+        while let Ok((stream, _)) = listener.accept() {
+            held.push(stream);
+            let _ = accepted_tx.send(());
+        }
+    });
+    let dir = scratch_dir(&format!("signals-conformance-{}", rt.name()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .args(["mcp", "conformance-client", &url])
+        .env("HOME", &dir)
+        .env("RHO_RUNTIME", rt.name())
+        .env("MCP_CONFORMANCE_SCENARIO", "initialize")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    accepted
+        .recv_timeout(Duration::from_secs(20))
+        .expect("rho never connected");
+    send(child.id(), Signal::TERM);
+    // A hang guard well under the 20 s startup budget.
+    let status = wait_exit(&mut child, Duration::from_secs(10), "SIGTERM");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+}
+
 /// A SIGKILLed rho cannot clean up: the kernel's parent-death signal ends
 /// its direct child. (The grandchild is the server's to end; a server
 /// SIGKILLed cannot, so the test sweeps it.)
@@ -578,6 +623,7 @@ both_executors!(
     sigterm_inside_a_form_stops_everything_and_exits_143,
     sighup_inside_a_form_stops_everything_and_exits_129,
     sigterm_while_the_sampling_model_runs_leaves_no_model_behind,
+    sigterm_during_conformance_client_startup_exits_143,
     sigkilled_rho_leaves_no_server_child,
     second_signal_exits_at_once_and_still_kills_every_group,
     no_enabled_server_list_connect_starts_no_thread,
