@@ -420,7 +420,7 @@ fn wait_startup(
 }
 
 /// The failure reason of a server whose startup an interrupt ended.
-pub(crate) fn interrupted_reason(id: &str) -> String {
+fn interrupted_reason(id: &str) -> String {
     format!("server `{id}`: startup was interrupted (rho is stopping)")
 }
 
