@@ -468,8 +468,10 @@ fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
 }
 
 /// `conformance-client` (Streamable HTTP, no child process) ends its
-/// startup wait on a signal too: the server here accepts the connection
-/// and never answers, and the scenario's 20 s budget would otherwise run.
+/// startup wait on a signal too. The server here answers the first request
+/// (the client's OAuth probe) with a 404, meaning no login is needed, then
+/// accepts the session's connection and never answers, so the scenario's
+/// 20 s budget would otherwise run.
 fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let url = format!(
@@ -478,9 +480,14 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
     );
     let (accepted_tx, accepted) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
-        // Hold every connection open, unanswered, until the test ends.
         let mut held = Vec::new();
-        while let Ok((stream, _)) = listener.accept() {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { break };
+            if n == 0 {
+                answer_404(&mut stream);
+                continue;
+            }
+            // Held open, unanswered, until the test ends.
             held.push(stream);
             let _ = accepted_tx.send(());
         }
@@ -510,6 +517,38 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
     let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+}
+
+/// Reads one HTTP request (headers, then `Content-Length` bytes) and
+/// answers 404, closing the connection.
+fn answer_404(stream: &mut std::net::TcpStream) {
+    use std::io::Write;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let complete = |got: &[u8]| {
+        let text = String::from_utf8_lossy(got);
+        let Some(end) = text.find("\r\n\r\n") else {
+            return false;
+        };
+        let length = text[..end]
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        got.len() >= end + 4 + length
+    };
+    while !complete(&got) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let _ = stream
+        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
 /// A SIGKILLed rho cannot clean up: the kernel's parent-death signal ends
