@@ -4,14 +4,15 @@
 //!
 //! On a terminal, progress the server reports shows as a live line on
 //! stderr: a bar when the server sent a total, a spinner otherwise; nothing
-//! when stderr is not a terminal. Ctrl-C cancels the call cleanly — the
-//! server is sent `notifications/cancelled`, the server is shut down, and
-//! rho exits with [`EXIT_CANCELLED`]; a second Ctrl-C exits at once.
+//! when stderr is not a terminal. Ctrl-C (or SIGTERM, SIGHUP) cancels the
+//! call cleanly — the server is sent `notifications/cancelled`, the server
+//! is shut down, and rho exits with 128 + the signal (130 for Ctrl-C); a
+//! second one exits at once. During startup the same signal stops the
+//! startup wait at once (see `crate::signals`).
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use rho_io_blocking::RuntimeOptions;
@@ -23,11 +24,7 @@ use serde_json::json;
 
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
-use crate::{CallArgs, Failure, unknown_server, write_stdout};
-
-/// The exit code of a call cancelled with Ctrl-C (128 + SIGINT, as shells
-/// report an interrupted command).
-pub(crate) const EXIT_CANCELLED: u8 = 130;
+use crate::{CallArgs, Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
 
 /// Runs `rho mcp call`.
 pub(crate) fn run(
@@ -79,16 +76,20 @@ pub(crate) fn run(
         options.host.can_elicit(),
         options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
     );
-    let cancel = Arc::new(AtomicBool::new(false));
-    // The first Ctrl-C sets the flag; a second one exits at once.
-    let _ = signal_hook::flag::register_conditional_shutdown(
-        signal_hook::consts::SIGINT,
-        i32::from(EXIT_CANCELLED),
-        Arc::clone(&cancel),
-    );
-    let _ = signal_hook::flag::register(signal_hook::consts::SIGINT, Arc::clone(&cancel));
+    // The first stop signal sets the flag: it ends the startup wait or
+    // cancels the call; a second one exits at once.
+    let cancel = crate::signals::install();
+    options.interrupt = Some(Arc::clone(&cancel));
 
-    let runtime = Host::start(kind, &config, options, |id| id == args.id);
+    let runtime = unless_stopped(Host::start(kind, &config, options, |id| id == args.id))
+        .inspect_err(|_| {
+            // After SIGHUP the terminal may be gone: never panic writing.
+            let _ = writeln!(
+                std::io::stderr(),
+                "rho: call cancelled before it was sent; server `{}` was stopped during startup",
+                args.id
+            );
+        })?;
     let mut line = ProgressLine::new(std::io::stderr().is_terminal());
     let outcome = runtime.call_with(
         &args.id,
@@ -99,12 +100,17 @@ pub(crate) fn run(
     );
     line.clear();
     runtime.shutdown();
+    if let Err(ToolCallError::Call(CallError::Cancelled { .. })) = &outcome {
+        // After SIGHUP the terminal may be gone: never panic writing.
+        let _ = writeln!(
+            std::io::stderr(),
+            "rho: call cancelled; server `{}` was told to stop",
+            args.id
+        );
+    }
+    check_stopped()?;
     let result = match outcome {
         Ok(result) => result,
-        Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
-            eprintln!("rho: call cancelled; server `{}` was told to stop", args.id);
-            return Ok(ExitCode::from(EXIT_CANCELLED));
-        }
         Err(error @ ToolCallError::NoSuchTool { .. }) => {
             return Err(Failure::Runtime(format!("{error}{undeclared}")));
         }

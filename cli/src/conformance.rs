@@ -71,12 +71,14 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     // The suite answers no prompt: forms take their defaults.
     let mut options = RuntimeOptions::from_process_env();
     options.host = crate::questions::services(true, None);
-    let runtime = Host::start(kind, &config, options, |_| true);
+    let cancel = crate::signals::install();
+    options.interrupt = Some(std::sync::Arc::clone(&cancel));
+    let runtime = crate::unless_stopped(Host::start(kind, &config, options, |_| true))?;
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),
             Action::Call(tool, arguments) => runtime
-                .call_server_tool("conformance", tool, arguments())
+                .call_with("conformance", tool, arguments(), &mut |_| {}, &cancel)
                 .map_err(|e| e.to_string())
                 .and_then(|result| {
                     if result.is_error {
@@ -94,6 +96,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         other => Err(format!("server did not start: {other:?}")),
     };
     runtime.shutdown();
+    crate::check_stopped()?;
     outcome
         .map(|()| ExitCode::SUCCESS)
         .map_err(Failure::Runtime)

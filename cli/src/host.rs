@@ -2,6 +2,10 @@
 //! the main thread's executor), or plain threads with `--runtime blocking`
 //! (or `RHO_RUNTIME=blocking`). Both expose the same inventory, so output
 //! and exit codes are identical on either.
+//!
+//! With no server to start, nothing here starts a thread: `smol::block_on`
+//! starts async-io's reactor thread on first use, so the idle smol host
+//! runs its executor with futures-lite's reactor-free `block_on` instead.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -12,7 +16,7 @@ use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::Config;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::ToolRegistry;
-use rho_proto_core::runtime::{ServerView, ToolCallError};
+use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
 use rho_proto_core::session::{CallError, Progress};
 use serde_json::Value;
 
@@ -30,6 +34,8 @@ pub(crate) enum Host {
     Smol {
         executor: Arc<smol::Executor<'static>>,
         runtime: rho_io_smol::Runtime,
+        /// Whether any session was started, so IO needs async-io's reactor.
+        reactor: bool,
     },
     Blocking(rho_io_blocking::Runtime),
 }
@@ -42,13 +48,24 @@ impl Host {
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
+        let starts = !Inventory::new(config, &select).to_start().is_empty();
+        if starts {
+            crate::signals::watch_for_second();
+        }
         match kind {
             RuntimeKind::Smol => {
+                let reactor = starts;
                 let executor = Arc::new(smol::Executor::new());
-                let runtime = smol::block_on(executor.run(rho_io_smol::Runtime::start_where(
-                    &executor, config, options, select,
-                )));
-                Host::Smol { executor, runtime }
+                let runtime = run_smol(
+                    &executor,
+                    reactor,
+                    rho_io_smol::Runtime::start_where(&executor, config, options, select),
+                );
+                Host::Smol {
+                    executor,
+                    runtime,
+                    reactor,
+                }
             }
             RuntimeKind::Blocking => Host::Blocking(rho_io_blocking::Runtime::start_where(
                 config, options, select,
@@ -80,21 +97,6 @@ impl Host {
         }
     }
 
-    /// Calls a tool by server identity and the server's own name.
-    pub(crate) fn call_server_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, ToolCallError> {
-        match self {
-            Host::Smol { executor, runtime } => {
-                smol::block_on(executor.run(runtime.call_server_tool(server, tool, arguments)))
-            }
-            Host::Blocking(runtime) => runtime.call_server_tool(server, tool, arguments),
-        }
-    }
-
     /// Calls a tool, handing progress to `on_progress`, until it ends or
     /// `cancel` is set; a cancelled call tells the server and ends as
     /// [`CallError::Cancelled`].
@@ -107,7 +109,11 @@ impl Host {
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError> {
         match self {
-            Host::Smol { executor, runtime } => {
+            Host::Smol {
+                executor,
+                runtime,
+                reactor,
+            } => {
                 let call =
                     runtime.call_server_tool_with_progress(server, tool, arguments, on_progress);
                 let watch = async {
@@ -119,7 +125,7 @@ impl Host {
                     }))
                 };
                 // Dropping the call future when `watch` wins cancels it.
-                smol::block_on(executor.run(smol::future::or(call, watch)))
+                run_smol(executor, *reactor, smol::future::or(call, watch))
             }
             Host::Blocking(runtime) => {
                 runtime.call_server_tool_with(server, tool, arguments, on_progress, cancel)
@@ -130,10 +136,26 @@ impl Host {
     /// Closes every session and waits for the servers to exit.
     pub(crate) fn shutdown(self) {
         match self {
-            Host::Smol { executor, runtime } => {
-                smol::block_on(executor.run(runtime.shutdown()));
-            }
+            Host::Smol {
+                executor,
+                runtime,
+                reactor,
+            } => run_smol(&executor, reactor, runtime.shutdown()),
             Host::Blocking(runtime) => runtime.shutdown(),
         }
+    }
+}
+
+/// Runs `future` on `executor` from this thread: on async-io's reactor when
+/// sessions do IO, else without it, so an idle run starts no thread.
+fn run_smol<T>(
+    executor: &smol::Executor<'static>,
+    reactor: bool,
+    future: impl std::future::Future<Output = T>,
+) -> T {
+    if reactor {
+        smol::block_on(executor.run(future))
+    } else {
+        smol::future::block_on(executor.run(future))
     }
 }

@@ -8,6 +8,7 @@
 //! | 0 | every enabled server that was asked to connect is ready (or nothing was asked to connect), and every entry is valid |
 //! | 1 | a server failed to start, an entry is invalid, or a tool call failed |
 //! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments) |
+//! | 130, 143, 129 | stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal), every server shut down first |
 
 mod call;
 mod config_file;
@@ -18,6 +19,7 @@ mod logging;
 mod oauth_login;
 mod output;
 mod questions;
+mod signals;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -202,20 +204,32 @@ impl TopCommand {
 
 /// Prints a failure and returns its exit code. With `--json` the failure is
 /// also a JSON document on stdout, `{"schema": 1, "error": {"kind", "message"}}`
-/// (`kind` is `usage` for exit 2, `failed` for exit 1), so a script reading
-/// stdout never has to parse stderr; the line on stderr stays for a person.
+/// (`kind` is `usage` for exit 2, `failed` for exit 1, `stopped` for 128 +
+/// a signal), so a script reading stdout never has to parse stderr; the
+/// line on stderr stays for a person.
 fn report_failure(failure: &Failure, json: bool) -> ExitCode {
     let (kind, code, message) = match failure {
-        Failure::Usage(message) => ("usage", 2, message),
-        Failure::Runtime(message) => ("failed", 1, message),
+        Failure::Usage(message) => ("usage", 2, message.clone()),
+        Failure::Runtime(message) => ("failed", 1, message.clone()),
+        Failure::Stopped(signal) => (
+            "stopped",
+            signals::exit_code(*signal),
+            format!(
+                "stopped by {}; every server was shut down",
+                signals::name(*signal)
+            ),
+        ),
     };
     // Messages quote servers (reasons, error text): never raw, never a
-    // secret.
-    eprintln!("rho: {}", logging::safe(message));
+    // secret. After SIGHUP the terminal may be gone: never panic writing.
+    let _ = std::io::Write::write_fmt(
+        &mut std::io::stderr(),
+        format_args!("rho: {}\n", logging::safe(&message)),
+    );
     if json {
         let doc = serde_json::json!({
             "schema": 1,
-            "error": {"kind": kind, "message": logging::redact(message)},
+            "error": {"kind": kind, "message": logging::redact(&message)},
         });
         // Nothing more can be said if stdout is gone; the code still tells.
         let _ = write_stdout(&output::json_text(&doc));
@@ -271,6 +285,27 @@ pub(crate) enum Failure {
     Usage(String),
     /// A server or tool failed: exit 1.
     Runtime(String),
+    /// A stop signal (its number) ended the command once every session was
+    /// closed: exit 128 + the number.
+    Stopped(i32),
+}
+
+/// Ends the command if a stop signal arrived, shutting `runtime` down
+/// first; otherwise hands it back.
+pub(crate) fn unless_stopped(runtime: Host) -> Result<Host, Failure> {
+    match signals::received() {
+        Some(signal) => {
+            runtime.shutdown();
+            Err(Failure::Stopped(signal))
+        }
+        None => Ok(runtime),
+    }
+}
+
+/// Ends the command if a stop signal arrived (the runtime is already shut
+/// down).
+pub(crate) fn check_stopped() -> Result<(), Failure> {
+    signals::received().map_or(Ok(()), |signal| Err(Failure::Stopped(signal)))
 }
 
 fn run_mcp(
@@ -323,7 +358,7 @@ fn list(
     options: RuntimeOptions,
     args: &ListArgs,
 ) -> Result<ExitCode, Failure> {
-    let runtime = start(loaded, kind, options, args.connect, |_| true);
+    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |_| true))?;
     let servers = runtime.servers();
     let auth = auth_statuses(loaded);
     let text = if args.json {
@@ -333,6 +368,7 @@ fn list(
     };
     let failed = servers.iter().any(|s| s.status.is_failure());
     runtime.shutdown();
+    check_stopped()?;
     write_stdout(&text)?;
     Ok(exit_code(failed))
 }
@@ -346,8 +382,11 @@ fn show(
     if loaded.config.get(&args.id).is_none() {
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     }
-    let runtime = start(loaded, kind, options, args.connect, |id| id == args.id);
+    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |id| {
+        id == args.id
+    }))?;
     let Some(server) = runtime.server(&args.id) else {
+        runtime.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, &args.id)));
     };
     let auth = auth_statuses(loaded);
@@ -358,6 +397,7 @@ fn show(
     };
     let failed = server.status.is_failure();
     runtime.shutdown();
+    check_stopped()?;
     write_stdout(&text)?;
     Ok(exit_code(failed))
 }
@@ -522,7 +562,7 @@ pub(crate) fn write_stdout(text: &str) -> Result<(), Failure> {
 fn start(
     loaded: &LoadedConfig,
     kind: RuntimeKind,
-    options: RuntimeOptions,
+    mut options: RuntimeOptions,
     connect: bool,
     select: impl Fn(&str) -> bool,
 ) -> Host {
@@ -531,6 +571,7 @@ fn start(
         // expired); nothing here ever opens a browser.
         let store = credentials::FileStore::default_location();
         let config = credentials::with_stored_tokens(&loaded.config, store.as_ref(), &select);
+        options.interrupt = Some(signals::install());
         Host::start(kind, &config, options, select)
     } else {
         Host::start(kind, &loaded.config, options, |_| false)

@@ -20,7 +20,7 @@
 //! within three minutes. Each completion is appended to
 //! `~/.rho/usage.jsonl` under the purpose `mcp_sampling`.
 
-use std::io::{BufRead, IsTerminal, Write};
+use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
@@ -251,7 +251,59 @@ fn write_indented(err: &mut impl Write, text: &str) {
     }
 }
 
+/// One line from stdin; `None` at end of input, on an error, or once a stop
+/// signal arrived (`crate::signals`), so a form never outlives Ctrl-C.
+#[cfg(unix)]
 fn read_line() -> Option<String> {
+    use std::os::fd::AsFd;
+
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+
+    // Bytes read past the last line, kept for the next question. std's
+    // buffered stdin is bypassed: poll(2) cannot see what it holds.
+    static PENDING: Mutex<Vec<u8>> = Mutex::new(Vec::new());
+    const SLICE: Timespec = Timespec {
+        tv_sec: 0,
+        tv_nsec: 50_000_000,
+    };
+    let mut pending = PENDING.lock().unwrap_or_else(|p| p.into_inner());
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd();
+    loop {
+        if crate::signals::received().is_some() {
+            return None;
+        }
+        if let Some(end) = pending.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = pending.drain(..=end).collect();
+            return Some(String::from_utf8_lossy(&line).into_owned());
+        }
+        let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+        match poll(&mut fds, Some(&SLICE)) {
+            // A signal interrupts poll(2) whatever SA_RESTART says.
+            Ok(0) | Err(rustix::io::Errno::INTR) => continue,
+            Ok(_) => {}
+            Err(_) => return None,
+        }
+        let mut buf = [0u8; 4096];
+        match rustix::io::read(fd, &mut buf) {
+            Ok(0) => {
+                if pending.is_empty() {
+                    return None;
+                }
+                let line = std::mem::take(&mut *pending);
+                return Some(String::from_utf8_lossy(&line).into_owned());
+            }
+            Ok(n) => pending.extend_from_slice(&buf[..n]),
+            Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => {}
+            Err(_) => return None,
+        }
+    }
+}
+
+/// One line from stdin; `None` at end of input or on an error.
+#[cfg(not(unix))]
+fn read_line() -> Option<String> {
+    use std::io::BufRead;
     let mut line = String::new();
     match std::io::stdin().lock().read_line(&mut line) {
         Ok(0) | Err(_) => None,

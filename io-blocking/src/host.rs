@@ -151,7 +151,11 @@ impl Model for CommandModel {
             .command
             .split_first()
             .ok_or_else(|| "[sampling] command is empty".to_owned())?;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        // On Linux the model dies with rho, whatever ends rho.
+        #[cfg(any(target_os = "linux", target_os = "android"))]
+        crate::process::die_with_parent(&mut command);
+        let mut child = command
             .args(args)
             .env("RHO_SAMPLING_SYSTEM_PROMPT", system)
             .stdin(Stdio::piped())

@@ -2,7 +2,8 @@
 //! `rho_proto_core::process`, shared by both executors.
 //!
 //! [`prepare_command`] builds the `std::process::Command` (no shell, a
-//! computed environment, its own process group, piped stdio); the smol
+//! computed environment, its own process group, piped stdio, and on Linux
+//! a parent-death signal); the smol
 //! executor converts it into an async one, so both start servers the same
 //! way. [`has_exited`] and [`kill_group`] let shutdown sweep the whole
 //! group before the child is reaped, so its pid and group id cannot be
@@ -66,7 +67,57 @@ pub fn prepare_command(
         use std::os::unix::process::CommandExt;
         command.process_group(0);
     }
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    die_with_parent(&mut command);
     Ok((command, program))
+}
+
+/// Has the child killed (SIGKILL) by the kernel when its parent dies, so a
+/// rho that is itself SIGKILLed, or crashes, leaves no server behind (and
+/// no sampling model command: `host::CommandModel` uses it too, spawning
+/// on the thread that then waits for the model).
+///
+/// Implementation note: Linux sends the parent-death signal when the
+/// *thread* that forked the child exits, not the process. Both executors
+/// spawn from a thread that outlives the session: io-blocking spawns on the
+/// session's own driver thread, which ends only after the child is reaped;
+/// io-smol spawns (async-process calls `std::process::Command::spawn`
+/// inline) on the thread running the session's task, which in `rho` is the
+/// main thread. A host that runs io-smol's executor on threads that come
+/// and go must keep the spawning thread alive for as long as its sessions.
+/// Only the direct child is covered: its own children (an `npx` wrapper's
+/// node, a `sleep` a server started) are in its process group, which rho
+/// kills on every orderly exit and on SIGINT/SIGTERM/SIGHUP, but a rho
+/// killed with SIGKILL cannot signal them; they outlive it unless the
+/// server ends them when its input closes. Elsewhere than Linux there is
+/// no parent-death signal; the signal handlers of the `rho` CLI are all
+/// there is.
+#[cfg(any(target_os = "linux", target_os = "android"))]
+#[allow(unsafe_code)]
+pub(crate) fn die_with_parent(command: &mut Command) {
+    use rustix::process::{Signal, getpid, getppid, set_parent_process_death_signal};
+    use std::os::unix::process::CommandExt;
+    let parent = getpid();
+    // SAFETY: the hook runs in the forked child before `exec`, where only
+    // async-signal-safe calls are allowed (another thread of rho may have
+    // held a lock, such as the allocator's, at the fork). It makes two raw
+    // system calls through rustix's linux_raw backend (prctl and getppid),
+    // allocates nothing, takes no lock and touches no shared state; the
+    // only data it reads is `parent`, a plain integer copied into the
+    // closure before the fork. An error is an `io::Errno`, built without
+    // allocating.
+    unsafe {
+        command.pre_exec(move || {
+            set_parent_process_death_signal(Some(Signal::KILL))?;
+            // rho may have died between the fork and the prctl: then the
+            // signal was already missed and the child has a new parent. Do
+            // not start a server nobody will stop.
+            if getppid() != Some(parent) {
+                return Err(rustix::io::Errno::SRCH.into());
+            }
+            Ok(())
+        });
+    }
 }
 
 /// Whether the child with this pid has exited, without reaping it.

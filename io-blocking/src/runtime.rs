@@ -20,6 +20,7 @@ use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
+use rho_proto_core::status::ServerStatus;
 use serde_json::Value;
 
 use crate::driver::{self, Command, Input, SharedHealth};
@@ -42,6 +43,11 @@ pub struct RuntimeOptions {
     pub host: HostServices,
     /// Record every session's transcript here (`--record FILE`).
     pub record: Option<crate::record::TranscriptSink>,
+    /// Once set (the `rho` CLI sets it from SIGINT, SIGTERM and SIGHUP),
+    /// startup stops waiting within 50 ms: every server not yet ready is
+    /// closed, its process group killed, and reported as failed with
+    /// "startup was interrupted". `None` waits out the budgets.
+    pub interrupt: Option<Arc<AtomicBool>>,
 }
 
 impl RuntimeOptions {
@@ -64,6 +70,7 @@ impl RuntimeOptions {
             workspace: std::env::current_dir().ok(),
             host: HostServices::default(),
             record: None,
+            interrupt: None,
         }
     }
 }
@@ -125,23 +132,46 @@ impl Runtime {
                 }
             }
         }
+        let interrupt = options.interrupt.as_deref();
+        let mut interrupted = false;
         for (slot, outcome, budget, id) in waiting {
-            match outcome.recv_timeout(budget + STARTUP_MARGIN) {
-                Ok(Ok(started)) => {
+            let received = if interrupted {
+                None
+            } else {
+                wait_startup(&outcome, budget + STARTUP_MARGIN, interrupt)
+            };
+            match received {
+                Some(Ok(Ok(started))) => {
                     inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
                 }
-                Ok(Err(error)) => inventory.record_failed(slot, error),
-                Err(RecvTimeoutError::Timeout) => inventory.record_failed(
+                Some(Ok(Err(error))) => inventory.record_failed(slot, error),
+                Some(Err(RecvTimeoutError::Timeout)) => inventory.record_failed(
                     slot,
                     format!(
                         "server `{id}`: did not finish starting within {} s",
                         budget.as_secs_f64()
                     ),
                 ),
-                Err(RecvTimeoutError::Disconnected) => inventory.record_failed(
+                Some(Err(RecvTimeoutError::Disconnected)) => inventory.record_failed(
                     slot,
                     format!("server `{id}`: its driver stopped unexpectedly"),
                 ),
+                None => {
+                    if !interrupted {
+                        // Every server still starting closes at once, so
+                        // their shutdowns overlap instead of queueing.
+                        interrupted = true;
+                        for (other, driver) in &drivers {
+                            let ready = inventory
+                                .view(*other, None)
+                                .is_some_and(|v| matches!(v.status, ServerStatus::Ready(_)));
+                            if !ready {
+                                let _ = driver.commands.send(Input::Command(Command::Close));
+                            }
+                        }
+                    }
+                    inventory.record_failed(slot, interrupted_reason(&id));
+                }
             }
             let failed = inventory
                 .view(slot, None)
@@ -364,6 +394,34 @@ impl DriverHandle {
             let _ = thread.join();
         }
     }
+}
+
+/// Waits for a driver's startup outcome for at most `budget`; `None` when
+/// `interrupt` was set first (checked every [`CANCEL_POLL`]).
+fn wait_startup(
+    outcome: &Receiver<StartupOutcome>,
+    budget: Duration,
+    interrupt: Option<&AtomicBool>,
+) -> Option<Result<StartupOutcome, RecvTimeoutError>> {
+    let Some(flag) = interrupt else {
+        return Some(outcome.recv_timeout(budget));
+    };
+    let until = std::time::Instant::now() + budget;
+    loop {
+        if flag.load(Ordering::Relaxed) {
+            return None;
+        }
+        let left = until.saturating_duration_since(std::time::Instant::now());
+        match outcome.recv_timeout(left.min(CANCEL_POLL)) {
+            Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
+            other => return Some(other),
+        }
+    }
+}
+
+/// The failure reason of a server whose startup an interrupt ended.
+fn interrupted_reason(id: &str) -> String {
+    format!("server `{id}`: startup was interrupted (rho is stopping)")
 }
 
 /// A startup outcome that is already known.

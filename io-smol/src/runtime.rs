@@ -5,10 +5,18 @@
 //! main thread inside `block_on`); every session is a task on it, so any
 //! number of servers share that one thread. Tasks make progress only while
 //! the executor runs. As on threads, with no enabled server nothing is
-//! created at all.
+//! created at all, and async-io's reactor is never touched: a host that
+//! drives the runtime with `smol::future::block_on` then starts no thread
+//! (`smol::block_on` starts async-io's helper thread on first use).
+//!
+//! Implementation note: a stdio server is spawned on whichever thread runs
+//! its task, and on Linux it is killed when that *thread* exits (its
+//! parent-death signal, see `rho_io_blocking::process`), so the executor
+//! must run on threads that live as long as the sessions (the `rho` CLI
+//! runs it on its main thread).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -18,6 +26,7 @@ use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
+use rho_proto_core::status::ServerStatus;
 use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Task, Timer};
@@ -97,28 +106,49 @@ impl Runtime {
             );
             waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
         }
+        let interrupt = options.interrupt.clone();
+        let mut interrupted = false;
         for (slot, outcome, budget, id) in waiting {
-            let received = smol::future::or(async { Some(outcome.recv().await) }, async {
-                Timer::after(budget + STARTUP_MARGIN).await;
-                None
-            })
-            .await;
+            let received = if interrupted {
+                Startup::Interrupted
+            } else {
+                wait_startup(&outcome, budget + STARTUP_MARGIN, interrupt.as_deref()).await
+            };
             match received {
-                Some(Ok(Ok(started))) => {
+                Startup::Outcome(Ok(Ok(started))) => {
                     inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
                 }
-                Some(Ok(Err(error))) => inventory.record_failed(slot, error),
-                Some(Err(_)) => inventory.record_failed(
+                Startup::Outcome(Ok(Err(error))) => inventory.record_failed(slot, error),
+                Startup::Outcome(Err(_)) => inventory.record_failed(
                     slot,
                     format!("server `{id}`: its task stopped unexpectedly"),
                 ),
-                None => inventory.record_failed(
+                Startup::TimedOut => inventory.record_failed(
                     slot,
                     format!(
                         "server `{id}`: did not finish starting within {} s",
                         budget.as_secs_f64()
                     ),
                 ),
+                Startup::Interrupted => {
+                    if !interrupted {
+                        // Every server still starting closes at once, so
+                        // their shutdowns overlap instead of queueing.
+                        interrupted = true;
+                        for (other, handle) in &tasks {
+                            let ready = inventory
+                                .view(*other, None)
+                                .is_some_and(|v| matches!(v.status, ServerStatus::Ready(_)));
+                            if !ready {
+                                let _ = handle.commands.try_send(Input::Command(Command::Close));
+                            }
+                        }
+                    }
+                    inventory.record_failed(
+                        slot,
+                        format!("server `{id}`: startup was interrupted (rho is stopping)"),
+                    );
+                }
             }
             let failed = inventory
                 .view(slot, None)
@@ -288,6 +318,42 @@ impl Runtime {
             handle.stop().await;
         }
     }
+}
+
+/// How a wait for one server's startup ended.
+enum Startup {
+    Outcome(Result<StartupOutcome, smol::channel::RecvError>),
+    TimedOut,
+    Interrupted,
+}
+
+/// How often startup checks [`RuntimeOptions::interrupt`].
+const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+/// Waits for a task's startup outcome for at most `budget`, or until
+/// `interrupt` is set.
+async fn wait_startup(
+    outcome: &Receiver<StartupOutcome>,
+    budget: Duration,
+    interrupt: Option<&AtomicBool>,
+) -> Startup {
+    let received = async { Startup::Outcome(outcome.recv().await) };
+    let timed_out = async {
+        Timer::after(budget).await;
+        Startup::TimedOut
+    };
+    let watch = async {
+        match interrupt {
+            Some(flag) => {
+                while !flag.load(Ordering::Relaxed) {
+                    Timer::after(INTERRUPT_POLL).await;
+                }
+                Startup::Interrupted
+            }
+            None => std::future::pending().await,
+        }
+    };
+    smol::future::or(received, smol::future::or(watch, timed_out)).await
 }
 
 /// Abandons a call whose future was dropped.

@@ -1,6 +1,9 @@
 //! With no enabled server, the smol runtime does nothing at all: no task
-//! that does IO, no thread, no process. One test in this file so no other
-//! test's threads confuse the count.
+//! that does IO, no thread, no process, and it never touches async-io's
+//! reactor, so a host that drives it with futures-lite's `block_on` (as
+//! the `rho` CLI does when nothing is enabled) starts no thread at all.
+//! (`smol::block_on` itself starts async-io's thread on first use.) One
+//! test in this file so no other test's threads confuse the count.
 
 use std::sync::Arc;
 
@@ -28,11 +31,9 @@ fn no_enabled_server_creates_no_thread_and_no_process() {
         "[mcp.servers.off]\ntransport = \"stdio\"\ncommand = \"node\"\nenabled = false\n",
     );
     let executor = Arc::new(smol::Executor::new());
-    // Whatever smol itself sets up on first use is not the runtime's doing.
-    smol::block_on(executor.run(async {}));
     let before = threads();
     let runtime =
-        smol::block_on(executor.run(Runtime::start(&executor, &config, options_with(&[]))));
+        smol::future::block_on(executor.run(Runtime::start(&executor, &config, options_with(&[]))));
     assert_eq!(threads(), before, "a thread was started");
     assert_eq!(child_processes().trim(), "", "a process was started");
     assert!(executor.is_empty(), "a task was spawned");
@@ -40,6 +41,6 @@ fn no_enabled_server_creates_no_thread_and_no_process() {
         runtime.server("off").map(|s| s.status),
         Some(ServerStatus::Disabled)
     );
-    smol::block_on(executor.run(runtime.shutdown()));
+    smol::future::block_on(executor.run(runtime.shutdown()));
     assert_eq!(threads(), before);
 }

@@ -1,0 +1,228 @@
+//! Stopping on a signal: SIGINT (Ctrl-C), SIGTERM and SIGHUP end every
+//! `rho mcp` command that starts servers the same way, at any phase —
+//! startup, a call, a form on the terminal. The handler only records the
+//! signal; whoever is waiting (the startup wait, the call, the form's
+//! reader) sees it within 50 ms, every session is closed and every
+//! server's process group killed, and rho exits with 128 + the signal's
+//! number (130 INT, 143 TERM, 129 HUP), as shells report it.
+//!
+//! A second signal while rho shuts down (which takes up to the two-second
+//! grace) exits at once, with 128 + that second signal, and first kills
+//! the process group of every child rho has (on Linux, read from `/proc`),
+//! so even the impatient path leaves no server or grandchild behind;
+//! elsewhere it only exits. The watcher for that second signal is a
+//! thread, started only once a server is about to start
+//! ([`watch_for_second`]), so a run with nothing enabled still starts no
+//! thread; before that, a second signal just exits.
+//!
+//! Implementation note: the handlers come from `signal-hook` (with its
+//! `signal-hook-registry`, on `libc`; both small and maintained, no
+//! allocation in the handler): its `flag` module is exactly "set an atomic
+//! from a handler", its iterator is a self-pipe a thread can block on, and
+//! it chains with any handler already present. A hand-written `sigaction`
+//! would need `unsafe` in the CLI for nothing the crate does not already
+//! do. Handlers are installed only by commands that start servers, so
+//! `rho mcp list` without `--connect` and `replay` keep the default
+//! actions.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// The signals that stop rho.
+#[cfg(unix)]
+const STOP_SIGNALS: [i32; 3] = [
+    signal_hook::consts::SIGINT,
+    signal_hook::consts::SIGTERM,
+    signal_hook::consts::SIGHUP,
+];
+#[cfg(not(unix))]
+const STOP_SIGNALS: [i32; 2] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+
+/// What the handlers write.
+struct Received {
+    /// Set by the first stop signal; the runtimes and the form watch it.
+    stop: Arc<AtomicBool>,
+    /// Which signal it was (0 until one arrives).
+    which: Arc<AtomicUsize>,
+    /// The handlers that exit on a second signal, until the watcher takes
+    /// over.
+    exit_on_second: Mutex<Vec<signal_hook::SigId>>,
+}
+
+static RECEIVED: OnceLock<Received> = OnceLock::new();
+
+/// Installs the handlers (once per process) and returns the flag the first
+/// stop signal sets, for `RuntimeOptions::interrupt` and call cancellation.
+pub(crate) fn install() -> Arc<AtomicBool> {
+    let received = RECEIVED.get_or_init(|| {
+        let received = Received {
+            stop: Arc::new(AtomicBool::new(false)),
+            which: Arc::new(AtomicUsize::new(0)),
+            exit_on_second: Mutex::new(Vec::new()),
+        };
+        for signal in STOP_SIGNALS {
+            // Order matters: handlers run in registration order. The
+            // conditional exit sees the flag unset on the first signal; the
+            // signal number is stored before the flag, so a reader that
+            // sees the flag also sees which signal set it.
+            let code = i32::from(exit_code(signal));
+            let registered = signal_hook::flag::register_conditional_shutdown(
+                signal,
+                code,
+                Arc::clone(&received.stop),
+            )
+            .and_then(|id| {
+                lock(&received.exit_on_second).push(id);
+                signal_hook::flag::register_usize(
+                    signal,
+                    Arc::clone(&received.which),
+                    usize::try_from(signal).unwrap_or(0),
+                )
+            })
+            .and_then(|_| signal_hook::flag::register(signal, Arc::clone(&received.stop)));
+            if let Err(error) = registered {
+                tracing::warn!(
+                    "cannot handle signal {signal}: {error}; it will end rho without stopping its servers"
+                );
+            }
+        }
+        received
+    });
+    Arc::clone(&received.stop)
+}
+
+/// Starts the thread that, on a second stop signal, kills every child's
+/// process group and exits at once (instead of exiting without killing
+/// anything). Called when servers are about to start; once per process.
+#[cfg(unix)]
+pub(crate) fn watch_for_second() {
+    static WATCHING: OnceLock<()> = OnceLock::new();
+    WATCHING.get_or_init(|| {
+        let Some(received) = RECEIVED.get() else {
+            return;
+        };
+        // Read before registering: a signal after this line reaches the
+        // iterator, so one is never counted twice.
+        let already = received.stop.load(Ordering::SeqCst);
+        let mut signals = match signal_hook::iterator::Signals::new(STOP_SIGNALS) {
+            Ok(signals) => signals,
+            Err(error) => {
+                tracing::debug!("no second-signal watcher: {error}");
+                return;
+            }
+        };
+        let spawned = std::thread::Builder::new()
+            .name("rho-signals".into())
+            .spawn(move || {
+                let mut seen = usize::from(already);
+                for _ in signals.forever() {
+                    seen += 1;
+                    if seen >= 2 {
+                        stop_now();
+                    }
+                }
+            });
+        match spawned {
+            Ok(_) => {
+                for id in lock(&received.exit_on_second).drain(..) {
+                    signal_hook::low_level::unregister(id);
+                }
+            }
+            Err(error) => tracing::debug!("no second-signal watcher: {error}"),
+        }
+    });
+}
+
+/// Without signal-hook's iterator (Windows) a second signal just exits.
+#[cfg(not(unix))]
+pub(crate) fn watch_for_second() {}
+
+/// The second signal: kill every child's process group, then exit with
+/// its code (the handlers keep the latest signal's number).
+#[cfg(unix)]
+fn stop_now() -> ! {
+    kill_children();
+    let code = received().map_or(128, exit_code);
+    {
+        use std::io::Write as _;
+        let _ = writeln!(
+            std::io::stderr(),
+            "rho: stopped at once by a second signal; every server was killed"
+        );
+    }
+    // `_exit`: the main thread may be exiting too; nothing is left to flush.
+    signal_hook::low_level::exit(i32::from(code))
+}
+
+/// Sends SIGKILL to the process group of each of rho's children. A server
+/// leads its own group, so this ends it and everything it started; a
+/// child that leads none (the sampling model) is left to its parent-death
+/// signal.
+#[cfg(unix)]
+fn kill_children() {
+    #[cfg(target_os = "linux")]
+    {
+        let Ok(tasks) = std::fs::read_dir("/proc/self/task") else {
+            return;
+        };
+        for task in tasks.flatten() {
+            let Ok(children) = std::fs::read_to_string(task.path().join("children")) else {
+                continue;
+            };
+            for pid in children.split_whitespace().filter_map(|p| p.parse().ok()) {
+                rho_io_blocking::process::kill_group(pid);
+            }
+        }
+    }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// The stop signal rho received, if any.
+pub(crate) fn received() -> Option<i32> {
+    let received = RECEIVED.get()?;
+    if !received.stop.load(Ordering::SeqCst) {
+        return None;
+    }
+    match received.which.load(Ordering::SeqCst) {
+        0 => None,
+        n => i32::try_from(n).ok(),
+    }
+}
+
+/// The exit code of a command a signal stopped: 128 + its number.
+pub(crate) fn exit_code(signal: i32) -> u8 {
+    u8::try_from(128 + signal).unwrap_or(128)
+}
+
+/// The signal's conventional name, for the closing message.
+pub(crate) fn name(signal: i32) -> String {
+    #[cfg(unix)]
+    {
+        match signal {
+            signal_hook::consts::SIGINT => return "SIGINT".into(),
+            signal_hook::consts::SIGTERM => return "SIGTERM".into(),
+            signal_hook::consts::SIGHUP => return "SIGHUP".into(),
+            _ => {}
+        }
+    }
+    format!("signal {signal}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn exit_codes_follow_the_shell_convention() {
+        assert_eq!(exit_code(signal_hook::consts::SIGINT), 130);
+        assert_eq!(exit_code(signal_hook::consts::SIGTERM), 143);
+        assert_eq!(exit_code(signal_hook::consts::SIGHUP), 129);
+        assert_eq!(name(signal_hook::consts::SIGHUP), "SIGHUP");
+    }
+}

@@ -1,0 +1,669 @@
+//! No process outlives `rho`: SIGINT, SIGTERM and SIGHUP at any phase
+//! (startup, a call, a form on the terminal) shut every server's process
+//! group down before rho exits with 128 + the signal; a SIGKILLed rho
+//! still takes its direct children with it (Linux's parent-death signal);
+//! and a run with no enabled server starts no thread at all.
+//!
+//! Every test runs the real binary on both executors. The server is
+//! `tests/servers/fixtures/lingering.js`, which ignores those three signals
+//! and the end of its input and keeps a `sleep 600` grandchild, so only a
+//! kill of its whole group ends both; it writes both pids and the phase it
+//! reached to files, which is how a test knows where rho is and what must
+//! be gone.
+//!
+//! The form phase needs a person at a terminal (rho asks only when stdin
+//! and stderr are terminals), so rho gets a pseudo-terminal made here with
+//! openpt(3) as its stdin and stderr; the test reads the form off the
+//! master side. That is simpler and more direct than `script(1)`: the
+//! child is rho itself, so its pid is known. The signal is sent with
+//! kill(2) to rho's pid, which is what the terminal driver does on Ctrl-C
+//! (rho is alone in its process group; servers have their own).
+
+#![cfg(target_os = "linux")]
+
+use std::io::Read;
+use std::os::fd::OwnedFd;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rho_tests::{process_alive, scratch_dir, tests_dir, toml_path, toml_str};
+use rustix::process::{Pid, Signal};
+
+/// The executor `rho` runs its sessions on.
+#[derive(Clone, Copy, Debug)]
+enum Runtime {
+    Smol,
+    Blocking,
+}
+
+impl Runtime {
+    fn name(self) -> &'static str {
+        match self {
+            Runtime::Smol => "smol",
+            Runtime::Blocking => "blocking",
+        }
+    }
+}
+
+/// Where rho is when the signal arrives.
+#[derive(Clone, Copy, Debug)]
+enum Phase {
+    /// `rho mcp call` while the server never answers `initialize`.
+    Startup,
+    /// `rho mcp call` of a tool that never answers.
+    Call,
+    /// `rho mcp call` of a tool whose server asks a question: rho shows
+    /// the form on its terminal.
+    Form,
+}
+
+/// One `#[test]` per executor for each `fn name(rt: Runtime)`.
+macro_rules! both_executors {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn smol() {
+                    super::$name(super::Runtime::Smol);
+                }
+                #[test]
+                fn blocking() {
+                    super::$name(super::Runtime::Blocking);
+                }
+            }
+        )*
+    };
+}
+
+/// A scratch dir with a `home/`, a config running `lingering.js` in one
+/// mode as server `s`, and the fixture's files.
+struct Scene {
+    dir: PathBuf,
+    config: PathBuf,
+    runtime: Runtime,
+}
+
+impl Scene {
+    fn new(name: &str, runtime: Runtime, mode: &str) -> Self {
+        Self::with(name, runtime, mode, |_| String::new())
+    }
+
+    /// Like [`Scene::new`], with config text appended (given the dir).
+    fn with(name: &str, runtime: Runtime, mode: &str, extra: impl Fn(&PathBuf) -> String) -> Self {
+        let dir = scratch_dir(&format!("signals-{name}-{}", runtime.name()));
+        std::fs::create_dir_all(dir.join("home")).expect("create home");
+        let script = tests_dir().join("servers/fixtures/lingering.js");
+        // A long startup budget: a signal must end the wait, not the budget.
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{}, {}, {}]\n\
+                 startup_timeout_secs = 60\ntool_timeout_secs = 600\n{}",
+                toml_path(&script),
+                toml_str(mode),
+                toml_path(&dir),
+                extra(&dir)
+            ),
+        )
+        .expect("write config");
+        Self {
+            dir,
+            config,
+            runtime,
+        }
+    }
+
+    /// `rho --config <config> mcp <args>` with this scene's HOME and
+    /// executor, stdout piped; stdin and stderr as given.
+    fn command(&self, args: &[&str]) -> Command {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_rho"));
+        command
+            .arg("--config")
+            .arg(&self.config)
+            .arg("mcp")
+            .args(args)
+            .env("HOME", self.dir.join("home"))
+            .env("RHO_RUNTIME", self.runtime.name())
+            .env_remove("RUST_LOG")
+            .env_remove("CI")
+            .stdout(Stdio::piped());
+        command
+    }
+
+    /// Waits for the fixture to have written `name` (up to 20 s).
+    fn wait_file(&self, name: &str) -> String {
+        let path = self.dir.join(name);
+        let until = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Ok(text) = std::fs::read_to_string(&path) {
+                return text;
+            }
+            assert!(Instant::now() < until, "the fixture never wrote {name}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The server's and its grandchild's pids, once both are written.
+    fn pids(&self) -> (u32, u32) {
+        let parse = |name: &str| -> u32 {
+            let text = self.wait_file(name);
+            text.trim()
+                .parse()
+                .unwrap_or_else(|_| panic!("{name}: {text:?}"))
+        };
+        (parse("server.pid"), parse("sleep.pid"))
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// A pseudo-terminal: the master for the test, the slave for rho.
+struct Pty {
+    master: OwnedFd,
+    slave: PathBuf,
+}
+
+impl Pty {
+    fn open() -> Self {
+        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
+        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
+        grantpt(&master).expect("grantpt");
+        unlockpt(&master).expect("unlockpt");
+        let name = ptsname(&master, Vec::new()).expect("ptsname");
+        let slave = PathBuf::from(name.to_string_lossy().into_owned());
+        Self { master, slave }
+    }
+
+    /// A fresh descriptor of the slave side, for one of rho's stdio.
+    fn slave(&self) -> Stdio {
+        use rustix::fs::{Mode, OFlags, open};
+        let fd = open(&self.slave, OFlags::RDWR | OFlags::NOCTTY, Mode::empty()).expect("open pts");
+        Stdio::from(fd)
+    }
+
+    /// Collects everything rho writes to the terminal, on a thread; the
+    /// file returned types on it.
+    fn record(self) -> (Arc<Mutex<String>>, std::fs::File) {
+        let screen = Arc::new(Mutex::new(String::new()));
+        let into = Arc::clone(&screen);
+        let mut master = std::fs::File::from(self.master);
+        let keyboard = master.try_clone().expect("dup the pty master");
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            // EIO once rho, the last holder of the slave, has exited.
+            while let Ok(n) = master.read(&mut buf) {
+                if n == 0 {
+                    break;
+                }
+                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
+                into.lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .push_str(&text);
+            }
+        });
+        (screen, keyboard)
+    }
+}
+
+fn send(pid: u32, signal: Signal) {
+    let pid = Pid::from_raw(i32::try_from(pid).expect("pid fits")).expect("pid is not 0");
+    rustix::process::kill_process(pid, signal).expect("signal rho");
+}
+
+/// Waits (up to `within`) for `child` to exit; kills it and fails past that.
+fn wait_exit(child: &mut Child, within: Duration, what: &str) -> std::process::ExitStatus {
+    let until = Instant::now() + within;
+    loop {
+        if let Some(status) = child.try_wait().expect("wait for rho") {
+            return status;
+        }
+        if Instant::now() >= until {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("rho did not exit within {within:?} of {what}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Waits up to 5 s for `pid` to be gone (a zombie counts as gone: the
+/// kernel reaps reparented processes on its own time).
+fn gone_within_5s(pid: u32) -> bool {
+    let until = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < until {
+        if !process_alive(pid) {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    !process_alive(pid)
+}
+
+/// Kills leftovers so a failing test does not leak `sleep 600`.
+fn sweep(pids: &[u32]) {
+    for &pid in pids {
+        if process_alive(pid) {
+            if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
+                let _ = rustix::process::kill_process(pid, Signal::KILL);
+            }
+        }
+    }
+}
+
+/// Puts rho at `phase` on `rt`, sends `signal`, and checks the exit code
+/// is 128 + the signal and that the server and its grandchild are gone
+/// within 5 s of rho's exit.
+fn stops_everything(rt: Runtime, phase: Phase, signal: Signal, args: &[&str]) {
+    let (mode, name) = match phase {
+        Phase::Startup => ("never", "startup"),
+        Phase::Call => ("slow", "call"),
+        Phase::Form => ("ask", "form"),
+    };
+    let scene = Scene::new(&format!("{name}-{}", signal.as_raw()), rt, mode);
+    let mut command = scene.command(args);
+    let (child, screen) = match phase {
+        Phase::Form => {
+            let pty = Pty::open();
+            command.stdin(pty.slave()).stderr(pty.slave());
+            let child = command.spawn().expect("start rho");
+            // The command holds our copies of the slave; dropping it leaves
+            // rho the only holder, so the reader ends when rho does.
+            drop(command);
+            (child, Some(pty.record().0))
+        }
+        Phase::Startup | Phase::Call => {
+            command.stdin(Stdio::null()).stderr(Stdio::piped());
+            (command.spawn().expect("start rho"), None)
+        }
+    };
+    finish(scene, (phase, args[0] == "call"), signal, child, screen);
+}
+
+fn finish(
+    scene: Scene,
+    (phase, call): (Phase, bool),
+    signal: Signal,
+    mut child: Child,
+    screen: Option<Arc<Mutex<String>>>,
+) {
+    let (server, sleeper) = scene.pids();
+    match phase {
+        Phase::Startup => {}
+        Phase::Call => assert_eq!(scene.wait_file("phase"), "called"),
+        Phase::Form => {
+            assert_eq!(scene.wait_file("phase"), "asked");
+            let screen = screen.as_ref().expect("a terminal");
+            wait_screen(screen, "Colour");
+        }
+    }
+    send(child.id(), signal);
+    let status = wait_exit(&mut child, Duration::from_secs(20), "the signal");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    if let Some(screen) = &screen {
+        std::thread::sleep(Duration::from_millis(100));
+        stderr.push_str(&screen.lock().expect("screen"));
+    }
+    let server_gone = gone_within_5s(server);
+    let sleeper_gone = gone_within_5s(sleeper);
+    sweep(&[server, sleeper]);
+    let expected = 128 + signal.as_raw();
+    assert_eq!(status.code(), Some(expected), "{status:?}\n{stderr}");
+    assert!(server_gone, "the server {server} outlived rho\n{stderr}");
+    assert!(
+        sleeper_gone,
+        "the server's grandchild {sleeper} outlived rho\n{stderr}"
+    );
+    assert!(stderr.contains("stopped by SIG"), "{stderr}");
+    let said = match phase {
+        Phase::Startup => "call cancelled before it was sent",
+        Phase::Call | Phase::Form => "call cancelled; server `s` was told to stop",
+    };
+    assert!(!call || stderr.contains(said), "{stderr}");
+}
+
+fn sigint_during_startup_stops_everything_and_exits_130(rt: Runtime) {
+    stops_everything(rt, Phase::Startup, Signal::INT, &["call", "s", "sleep"]);
+}
+
+fn sigterm_during_startup_stops_everything_and_exits_143(rt: Runtime) {
+    stops_everything(rt, Phase::Startup, Signal::TERM, &["call", "s", "sleep"]);
+}
+
+fn sighup_during_startup_stops_everything_and_exits_129(rt: Runtime) {
+    stops_everything(rt, Phase::Startup, Signal::HUP, &["call", "s", "sleep"]);
+}
+
+fn sigterm_during_list_connect_startup_stops_everything_and_exits_143(rt: Runtime) {
+    stops_everything(rt, Phase::Startup, Signal::TERM, &["list", "--connect"]);
+}
+
+fn sighup_during_show_connect_startup_stops_everything_and_exits_129(rt: Runtime) {
+    stops_everything(rt, Phase::Startup, Signal::HUP, &["show", "s", "--connect"]);
+}
+
+fn sigint_during_a_call_stops_everything_and_exits_130(rt: Runtime) {
+    stops_everything(rt, Phase::Call, Signal::INT, &["call", "s", "sleep"]);
+}
+
+fn sigterm_during_a_call_stops_everything_and_exits_143(rt: Runtime) {
+    stops_everything(rt, Phase::Call, Signal::TERM, &["call", "s", "sleep"]);
+}
+
+fn sighup_during_a_call_stops_everything_and_exits_129(rt: Runtime) {
+    stops_everything(rt, Phase::Call, Signal::HUP, &["call", "s", "sleep"]);
+}
+
+fn sigint_inside_a_form_stops_everything_and_exits_130(rt: Runtime) {
+    stops_everything(rt, Phase::Form, Signal::INT, &["call", "s", "ask"]);
+}
+
+fn sigterm_inside_a_form_stops_everything_and_exits_143(rt: Runtime) {
+    stops_everything(rt, Phase::Form, Signal::TERM, &["call", "s", "ask"]);
+}
+
+fn sighup_inside_a_form_stops_everything_and_exits_129(rt: Runtime) {
+    stops_everything(rt, Phase::Form, Signal::HUP, &["call", "s", "ask"]);
+}
+
+/// A second signal while rho shuts down (its grace gives the server
+/// seconds) exits at once with 128 + that signal, still killing the
+/// server's whole group first: its grandchild ignores SIGTERM, so only
+/// that kill ends it.
+fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
+    let scene = Scene::new("second", rt, "slow");
+    let mut child = scene
+        .command(&["call", "s", "sleep"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    let (server, sleeper) = scene.pids();
+    assert_eq!(scene.wait_file("phase"), "called");
+    send(child.id(), Signal::TERM);
+    std::thread::sleep(Duration::from_millis(100));
+    send(child.id(), Signal::INT);
+    let status = wait_exit(&mut child, Duration::from_secs(20), "two signals");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let server_gone = gone_within_5s(server);
+    let sleeper_gone = gone_within_5s(sleeper);
+    sweep(&[server, sleeper]);
+    assert_eq!(status.code(), Some(130), "{stderr}");
+    assert!(stderr.contains("second signal"), "{stderr}");
+    assert!(server_gone, "the server {server} outlived rho\n{stderr}");
+    assert!(
+        sleeper_gone,
+        "the grandchild {sleeper} outlived rho\n{stderr}"
+    );
+}
+
+/// Waits up to 20 s for `text` on the terminal rho writes to.
+fn wait_screen(screen: &Mutex<String>, text: &str) {
+    let until = Instant::now() + Duration::from_secs(20);
+    while !screen.lock().expect("screen").contains(text) {
+        assert!(
+            Instant::now() < until,
+            "never showed {text:?}:\n{}",
+            screen.lock().expect("screen")
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// The sampling model is a process too: a signal while it runs ends it
+/// with the server (on Linux, its parent-death signal).
+fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
+    use std::io::Write;
+    let scene = Scene::with("sampling", rt, "ask", |dir| {
+        let model = format!(
+            "echo $$ > '{}'; exec sleep 600",
+            dir.join("model.pid").display()
+        );
+        format!(
+            "sampling = \"ask\"\n[sampling]\ncommand = [\"sh\", \"-c\", {}]\n",
+            toml_str(&model)
+        )
+    });
+    let pty = Pty::open();
+    let mut command = scene.command(&["call", "s", "sample"]);
+    command.stdin(pty.slave()).stderr(pty.slave());
+    let mut child = command.spawn().expect("start rho");
+    drop(command);
+    let (screen, mut keyboard) = pty.record();
+    let (server, sleeper) = scene.pids();
+    assert_eq!(scene.wait_file("phase"), "sampling");
+    wait_screen(&screen, "Allow? [y/N]");
+    keyboard.write_all(b"y\n").expect("type y");
+    let model: u32 = scene
+        .wait_file("model.pid")
+        .trim()
+        .parse()
+        .expect("model pid");
+    send(child.id(), Signal::TERM);
+    let status = wait_exit(&mut child, Duration::from_secs(20), "SIGTERM");
+    let model_gone = gone_within_5s(model);
+    let server_gone = gone_within_5s(server);
+    sweep(&[model, server, sleeper]);
+    let shown = screen.lock().expect("screen").clone();
+    assert_eq!(status.code(), Some(143), "{shown}");
+    assert!(
+        model_gone,
+        "the model command {model} outlived rho\n{shown}"
+    );
+    assert!(server_gone, "the server {server} outlived rho\n{shown}");
+}
+
+/// `conformance-client` (Streamable HTTP, no child process) ends its
+/// startup wait on a signal too. The server here answers the first request
+/// (the client's OAuth probe) with a 404, meaning no login is needed, then
+/// accepts the session's connection and never answers, so the scenario's
+/// 20 s budget would otherwise run.
+fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let url = format!(
+        "http://127.0.0.1:{}/mcp",
+        listener.local_addr().expect("port").port()
+    );
+    let (accepted_tx, accepted) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { break };
+            if n == 0 {
+                answer_404(&mut stream);
+                continue;
+            }
+            // Held open, unanswered, until the test ends.
+            held.push(stream);
+            let _ = accepted_tx.send(());
+        }
+    });
+    let dir = scratch_dir(&format!("signals-conformance-{}", rt.name()));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .args(["mcp", "conformance-client", &url])
+        .env("HOME", &dir)
+        .env("RHO_RUNTIME", rt.name())
+        .env("MCP_CONFORMANCE_SCENARIO", "initialize")
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    accepted
+        .recv_timeout(Duration::from_secs(20))
+        .expect("rho never connected");
+    send(child.id(), Signal::TERM);
+    // A hang guard well under the 20 s startup budget.
+    let status = wait_exit(&mut child, Duration::from_secs(10), "SIGTERM");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    assert_eq!(status.code(), Some(143), "{stderr}");
+    assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
+}
+
+/// Reads one HTTP request (headers, then `Content-Length` bytes) and
+/// answers 404, closing the connection.
+fn answer_404(stream: &mut std::net::TcpStream) {
+    use std::io::Write;
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
+    let complete = |got: &[u8]| {
+        let text = String::from_utf8_lossy(got);
+        let Some(end) = text.find("\r\n\r\n") else {
+            return false;
+        };
+        let length = text[..end]
+            .lines()
+            .find_map(|l| {
+                let (name, value) = l.split_once(':')?;
+                name.eq_ignore_ascii_case("content-length")
+                    .then(|| value.trim().parse::<usize>().ok())?
+            })
+            .unwrap_or(0);
+        got.len() >= end + 4 + length
+    };
+    while !complete(&got) {
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+    let _ = stream
+        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+}
+
+/// A SIGKILLed rho cannot clean up: the kernel's parent-death signal ends
+/// its direct child. (The grandchild is the server's to end; a server
+/// SIGKILLed cannot, so the test sweeps it.)
+fn sigkilled_rho_leaves_no_server_child(rt: Runtime) {
+    let scene = Scene::new("sigkill", rt, "slow");
+    let mut child = scene
+        .command(&["call", "s", "sleep"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    let (server, sleeper) = scene.pids();
+    assert_eq!(scene.wait_file("phase"), "called");
+    send(child.id(), Signal::KILL);
+    let status = wait_exit(&mut child, Duration::from_secs(10), "SIGKILL");
+    let server_gone = gone_within_5s(server);
+    sweep(&[server, sleeper]);
+    assert_eq!(
+        std::os::unix::process::ExitStatusExt::signal(&status),
+        Some(9)
+    );
+    assert!(server_gone, "the server {server} outlived a SIGKILLed rho");
+}
+
+/// Threads of `pid`, from /proc.
+fn threads_of(pid: u32) -> usize {
+    std::fs::read_dir(format!("/proc/{pid}/task")).map_or(0, |d| d.count())
+}
+
+/// Whether `pid` is blocked in write(2) (or writev), from /proc/<pid>/syscall.
+fn blocked_in_write(pid: u32) -> bool {
+    #[cfg(target_arch = "x86_64")]
+    const WRITES: [&str; 2] = ["1", "20"];
+    #[cfg(target_arch = "aarch64")]
+    const WRITES: [&str; 2] = ["64", "66"];
+    #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+    const WRITES: [&str; 0] = [];
+    std::fs::read_to_string(format!("/proc/{pid}/syscall"))
+        .ok()
+        .and_then(|s| s.split_whitespace().next().map(str::to_owned))
+        .is_some_and(|n| WRITES.contains(&n.as_str()))
+}
+
+/// With no enabled server, `rho mcp list --connect` runs on its main
+/// thread alone. rho's threads are counted from /proc at the last moment
+/// they could exist: its stdout is a pipe the test has filled, so rho
+/// blocks writing its output, after the runtime's shutdown and before
+/// exit, and the test counts `/proc/<pid>/task` while it waits.
+fn no_enabled_server_list_connect_starts_no_thread(rt: Runtime) {
+    use std::io::Write;
+    let dir = scratch_dir(&format!("signals-no-thread-{}", rt.name()));
+    std::fs::create_dir_all(dir.join("home")).expect("create home");
+    let config = dir.join("config.toml");
+    std::fs::write(
+        &config,
+        "[mcp.servers.off]\ntransport = \"stdio\"\ncommand = \"node\"\nenabled = false\n",
+    )
+    .expect("write config");
+    let (reader, writer) = rustix::pipe::pipe().expect("pipe");
+    let capacity = rustix::pipe::fcntl_getpipe_size(&writer).expect("pipe size");
+    let mut writer = std::fs::File::from(writer);
+    writer
+        .write_all(&vec![b'.'; capacity])
+        .expect("fill the pipe");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .arg("--config")
+        .arg(&config)
+        .args(["mcp", "list", "--connect"])
+        .env("HOME", dir.join("home"))
+        .env("RHO_RUNTIME", rt.name())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(OwnedFd::from(writer)))
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    let pid = child.id();
+    let until = Instant::now() + Duration::from_secs(20);
+    while !blocked_in_write(pid) {
+        assert!(
+            child.try_wait().expect("poll rho").is_none(),
+            "rho exited before writing its output"
+        );
+        assert!(Instant::now() < until, "rho never blocked on its output");
+        std::thread::sleep(Duration::from_millis(5));
+    }
+    let threads = threads_of(pid);
+    let mut output = String::new();
+    std::fs::File::from(reader)
+        .read_to_string(&mut output)
+        .expect("read rho's output");
+    let status = wait_exit(&mut child, Duration::from_secs(10), "its output was read");
+    let _ = std::fs::remove_dir_all(&dir);
+    assert!(status.success(), "{status:?}");
+    assert!(output.contains("off"), "{output}");
+    assert_eq!(threads, 1, "rho ran {threads} threads with nothing enabled");
+}
+
+both_executors!(
+    sigint_during_startup_stops_everything_and_exits_130,
+    sigterm_during_startup_stops_everything_and_exits_143,
+    sighup_during_startup_stops_everything_and_exits_129,
+    sigterm_during_list_connect_startup_stops_everything_and_exits_143,
+    sighup_during_show_connect_startup_stops_everything_and_exits_129,
+    sigint_during_a_call_stops_everything_and_exits_130,
+    sigterm_during_a_call_stops_everything_and_exits_143,
+    sighup_during_a_call_stops_everything_and_exits_129,
+    sigint_inside_a_form_stops_everything_and_exits_130,
+    sigterm_inside_a_form_stops_everything_and_exits_143,
+    sighup_inside_a_form_stops_everything_and_exits_129,
+    sigterm_while_the_sampling_model_runs_leaves_no_model_behind,
+    sigterm_during_conformance_client_startup_exits_143,
+    sigkilled_rho_leaves_no_server_child,
+    second_signal_exits_at_once_and_still_kills_every_group,
+    no_enabled_server_list_connect_starts_no_thread,
+);
