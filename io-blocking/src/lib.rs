@@ -20,6 +20,7 @@
 //! runtime.shutdown();
 //! ```
 
+pub mod backlog;
 mod driver;
 pub mod host;
 pub mod http_client;

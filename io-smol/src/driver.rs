@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_io_blocking::backlog::StdinBacklog;
 use rho_io_blocking::host::HostServices;
 use rho_io_blocking::record::TranscriptSink;
 use rho_io_blocking::{new_agent, run_exchange};
@@ -75,6 +76,13 @@ enum Io {
 }
 
 impl Io {
+    /// A chunk of stdout was handled: let the reader read the next.
+    fn chunk_handled(&self) {
+        if let Io::Stdio(child) = self {
+            child.chunk_handled();
+        }
+    }
+
     fn carry(&mut self, output: Output) {
         match (self, output) {
             (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
@@ -116,6 +124,8 @@ pub(crate) struct TaskArgs {
     pub(crate) inputs: (Sender<Input>, Receiver<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
     pub(crate) health: SharedHealth,
+    /// What waits for a stdio child's stdin.
+    pub(crate) backlog: Arc<StdinBacklog>,
 }
 
 /// Runs one server to completion.
@@ -131,6 +141,7 @@ pub(crate) async fn run(args: TaskArgs) {
         inputs: (tx, rx),
         startup,
         health,
+        backlog,
     } = args;
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
@@ -156,7 +167,7 @@ pub(crate) async fn run(args: TaskArgs) {
                 &server,
                 stdio,
                 &ambient,
-                tx.clone(),
+                (tx.clone(), backlog),
             )?),
             Transport::StreamableHttp(_) => Io::Http(HttpIo {
                 agent: new_agent(),
@@ -260,6 +271,14 @@ pub(crate) async fn run(args: TaskArgs) {
             burst = 0;
             smol::future::yield_now().await;
         }
+        // Input that is always ready (a flooding server) must not keep a
+        // deadline from firing: `or` polls the channel first, so a due
+        // timer is handled here.
+        if deadline.is_some_and(|at| at <= Instant::now()) {
+            armed = None;
+            conn.handle_timeout(Instant::now());
+            continue;
+        }
         let woke = smol::future::or(async { rx.recv().await.ok() }, async {
             (&mut timer).await;
             None
@@ -302,7 +321,10 @@ pub(crate) async fn run(args: TaskArgs) {
                 Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
             },
             Input::Command(Command::Close) => conn.close(now),
-            Input::Pipe(PipeEvent::Stdout(bytes)) => conn.handle_stdio_bytes(now, &bytes),
+            Input::Pipe(PipeEvent::Stdout(bytes)) => {
+                conn.handle_stdio_bytes(now, &bytes);
+                io.chunk_handled();
+            }
             Input::Pipe(PipeEvent::StdoutClosed) => {
                 let detail = io.exit_detail().await;
                 conn.handle_stdio_closed(Instant::now(), detail);

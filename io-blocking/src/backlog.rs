@@ -1,0 +1,133 @@
+//! Backpressure on a stdio child's pipes, shared by both executors.
+//!
+//! Two limits keep rho's memory flat whatever a server does:
+//!
+//! - **stdout**: the reader holds a few [`STDOUT_CREDITS`]; it spends one
+//!   per chunk it hands to the session and gets it back once the session
+//!   has handled that chunk. A session that falls behind (a server writing
+//!   `yes`, or a flood of log notifications) stops the reader, the pipe
+//!   fills, and the server blocks in its own `write`. At most
+//!   `STDOUT_CREDITS` chunks are ever in flight.
+//! - **stdin**: [`StdinBacklog`] counts the bytes queued for the child and
+//!   not yet written. Nothing queued is ever dropped. Callers wait for room
+//!   ([`CALLER_ROOM`]) before they send another call, bounded by the call
+//!   budget; and while the backlog is over [`READ_PAUSE`] (the server is
+//!   not reading, yet what it writes keeps causing answers, such as pings)
+//!   the stdout reader pauses too, so neither direction grows without
+//!   bound.
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Chunks of stdout in flight between the reader and the session.
+pub const STDOUT_CREDITS: usize = 4;
+
+/// The size of one stdout read.
+pub const STDOUT_CHUNK: usize = 64 * 1024;
+
+/// Callers wait before sending a call while more than this many bytes wait
+/// for the child's stdin.
+pub const CALLER_ROOM: usize = 1024 * 1024;
+
+/// The stdout reader pauses while more than this many bytes wait for the
+/// child's stdin.
+pub const READ_PAUSE: usize = 8 * 1024 * 1024;
+
+/// How often a waiter looks at the backlog again. Waiting happens only
+/// while a server is not keeping up, so a short poll costs nothing when
+/// it is.
+pub const BACKLOG_POLL: Duration = Duration::from_millis(2);
+
+/// Bytes queued for one child's stdin and not yet written.
+#[derive(Debug, Default)]
+pub struct StdinBacklog {
+    bytes: AtomicUsize,
+    closed: AtomicBool,
+}
+
+impl StdinBacklog {
+    /// Bytes waiting now.
+    pub fn bytes(&self) -> usize {
+        self.bytes.load(Ordering::Acquire)
+    }
+
+    /// Whether the child's stdin is gone (the writer stopped or the child
+    /// exited): nothing will drain, so nobody should wait.
+    pub fn is_closed(&self) -> bool {
+        self.closed.load(Ordering::Acquire)
+    }
+
+    /// Whether at most `limit` bytes wait (or waiting is pointless).
+    pub fn has_room(&self, limit: usize) -> bool {
+        self.is_closed() || self.bytes() <= limit
+    }
+
+    /// `n` more bytes were queued.
+    pub fn queued(&self, n: usize) {
+        self.bytes.fetch_add(n, Ordering::AcqRel);
+    }
+
+    /// `n` queued bytes reached the child.
+    pub fn written(&self, n: usize) {
+        // Saturating: a reset by `close` may race a late decrement.
+        let _ = self
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(n))
+            });
+    }
+
+    /// The child's stdin is gone.
+    pub fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+    }
+
+    /// Blocks until at most `limit` bytes wait, the backlog closes, or
+    /// `until` passes; returns whether there is room.
+    pub fn wait_for_room(&self, limit: usize, until: Instant) -> bool {
+        while !self.has_room(limit) {
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(BACKLOG_POLL);
+        }
+        true
+    }
+}
+
+/// Why a call was not sent: the server left its input unread for the
+/// whole call budget.
+pub fn not_reading_reason(budget: Duration, backlog: &StdinBacklog) -> String {
+    format!(
+        "the server has not read its input for {} s ({} bytes are still waiting), so the call was not sent; \
+         the server may be stuck",
+        budget.as_secs_f64(),
+        backlog.bytes()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn room_follows_queued_and_written_bytes() {
+        let b = StdinBacklog::default();
+        assert!(b.has_room(10));
+        b.queued(11);
+        assert!(!b.has_room(10));
+        b.written(5);
+        assert!(b.has_room(10));
+        b.written(100);
+        assert_eq!(b.bytes(), 0, "never below zero");
+    }
+
+    #[test]
+    fn a_closed_backlog_never_makes_anyone_wait() {
+        let b = StdinBacklog::default();
+        b.queued(1000);
+        assert!(!b.wait_for_room(10, Instant::now()));
+        b.close();
+        assert!(b.wait_for_room(10, Instant::now() + Duration::from_secs(60)));
+    }
+}
