@@ -1,0 +1,74 @@
+//! Backpressure towards a server that reads its stdin slowly, on both
+//! executors: a burst of 1,000 calls (plus rho's answers to the 2,000 pings
+//! the server sends meanwhile) is queued, never dropped, and every call is
+//! answered once the server reads on.
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::status::ServerStatus;
+use rho_tests::both_executors;
+use rho_tests::matrix::TestRuntime;
+use rho_tests::*;
+use serde_json::json;
+
+const CALLS: usize = 1000;
+
+fn a_burst_of_calls_to_a_slow_reader_is_all_answered<R: TestRuntime>() {
+    let config = parse_config(&format!(
+        "{}tool_timeout_secs = 60\n",
+        node_server("slow", &flood_js(), &["slow-reader"])
+    ));
+    let runtime = R::start(&config, options_with(&[]));
+    assert!(
+        matches!(
+            runtime.server("slow").map(|s| s.status),
+            Some(ServerStatus::Ready(_))
+        ),
+        "{:?}",
+        runtime.server("slow")
+    );
+    // 2 KiB of arguments each: together more than rho lets wait for one
+    // server's stdin, so callers wait for room too.
+    let pad = "p".repeat(2048);
+    let started = Instant::now();
+    let answers: Vec<Result<String, String>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = (0..CALLS)
+            .map(|n| {
+                let (runtime, pad) = (&runtime, &pad);
+                std::thread::Builder::new()
+                    .stack_size(512 * 1024)
+                    .spawn_scoped(scope, move || {
+                        runtime
+                            .call_server_tool("slow", "echo", json!({"n": n, "pad": pad}))
+                            .map(|r| r.text())
+                            .map_err(|e| e.to_string())
+                    })
+                    .expect("start a caller thread")
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().unwrap_or_else(|_| Err("caller panicked".into())))
+            .collect()
+    });
+    let elapsed = started.elapsed();
+    runtime.shutdown();
+    let failed: Vec<(usize, &String)> = answers
+        .iter()
+        .enumerate()
+        .filter_map(|(n, a)| a.as_ref().err().map(|e| (n, e)))
+        .collect();
+    assert!(
+        failed.is_empty(),
+        "{} of {CALLS} calls failed, first: {:?}",
+        failed.len(),
+        failed.first()
+    );
+    for (n, answer) in answers.iter().enumerate() {
+        assert_eq!(answer.as_deref(), Ok(format!("echo {n}").as_str()));
+    }
+    // A hang guard: the server pauses for 2 s, the budget is 60 s.
+    assert!(elapsed < Duration::from_secs(55), "took {elapsed:?}");
+}
+
+both_executors!(a_burst_of_calls_to_a_slow_reader_is_all_answered);
