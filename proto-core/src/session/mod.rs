@@ -28,6 +28,9 @@
 //! from the front: no clock reads, no hash-order iteration.
 
 mod questions;
+mod tally;
+
+use tally::{Tally, Verdict, grouped};
 
 pub use questions::{Question, QuestionId, SamplingAnswer};
 
@@ -54,6 +57,14 @@ pub const MAX_TOOL_PAGES: usize = 1000;
 
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
+
+/// Protocol errors (lines that are not JSON-RPC, ...) logged one by one
+/// per [`LOG_WINDOW`]; the rest are counted.
+const JUNK_LOGGED: u32 = 5;
+/// Server log messages passed to rho's log one by one per [`LOG_WINDOW`].
+const SERVER_LOGS_LOGGED: u32 = 100;
+/// The window of those two limits.
+const LOG_WINDOW: Duration = Duration::from_secs(10);
 
 /// The name and version rho reports in `initialize`.
 pub fn client_info() -> Implementation {
@@ -531,6 +542,10 @@ pub struct Session {
     /// Questions put to the host and not yet answered.
     questions: BTreeMap<QuestionId, questions::OpenQuestion>,
     next_question: u64,
+    /// Rate limit on logging protocol errors.
+    junk: Tally,
+    /// Rate limit on passing the server's log messages on.
+    server_logs: Tally,
 }
 
 /// Pages of a re-listing gathered so far.
@@ -567,6 +582,8 @@ impl Session {
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
             next_question: 0,
+            junk: Tally::new(JUNK_LOGGED, LOG_WINDOW),
+            server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
         };
         let params = session.initialize_params();
         session.send_request(
@@ -631,10 +648,13 @@ impl Session {
         while let Some(line) = self.decoder.next_line() {
             match line {
                 Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.peer_error(PeerError::Framing {
-                    server: self.options.server.clone(),
-                    error,
-                }),
+                Err(error) => self.peer_error(
+                    now,
+                    PeerError::Framing {
+                        server: self.options.server.clone(),
+                        error,
+                    },
+                ),
             }
             if matches!(self.phase, Phase::Closed) {
                 return;
@@ -658,11 +678,11 @@ impl Session {
                     }
                     match item {
                         Ok(message) => self.handle_message(now, message),
-                        Err(error) => self.unparseable(error, frame),
+                        Err(error) => self.unparseable(now, error, frame),
                     }
                 }
             }
-            Err(error) => self.unparseable(error, frame),
+            Err(error) => self.unparseable(now, error, frame),
         }
     }
 
@@ -677,11 +697,14 @@ impl Session {
                 id: Some(id),
                 error,
             } => self.handle_reply(now, id, Err(error)),
-            Message::Error { id: None, error } => self.peer_error(PeerError::ErrorResponse {
-                server: self.options.server.clone(),
-                what: "a message it could not read".into(),
-                error,
-            }),
+            Message::Error { id: None, error } => self.peer_error(
+                now,
+                PeerError::ErrorResponse {
+                    server: self.options.server.clone(),
+                    what: "a message it could not read".into(),
+                    error,
+                },
+            ),
             Message::Request { id, method, params } => {
                 self.handle_server_request(now, ServerRequestId(id), &method, params)
             }
@@ -767,10 +790,13 @@ impl Session {
         if let Some(line) = self.decoder.finish() {
             match line {
                 Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.peer_error(PeerError::Framing {
-                    server: self.options.server.clone(),
-                    error,
-                }),
+                Err(error) => self.peer_error(
+                    now,
+                    PeerError::Framing {
+                        server: self.options.server.clone(),
+                        error,
+                    },
+                ),
             }
             if matches!(self.phase, Phase::Closed) {
                 return;
@@ -1034,10 +1060,13 @@ impl Session {
         let pending = ClientRequestId::from_wire(&id)
             .and_then(|ClientRequestId(n)| self.pending.remove(&n).map(|p| (n, p)));
         let Some((n, pending)) = pending else {
-            self.peer_error(PeerError::UnknownResponse {
-                server: self.options.server.clone(),
-                id: id.to_string(),
-            });
+            self.peer_error(
+                now,
+                PeerError::UnknownResponse {
+                    server: self.options.server.clone(),
+                    id: id.to_string(),
+                },
+            );
             return;
         };
         self.deadlines.remove(&(pending.deadline, n));
@@ -1052,11 +1081,14 @@ impl Session {
             Purpose::ListTools => self.on_tools_page(now, reply),
             Purpose::SetLevel => {
                 if let Err(error) = reply {
-                    self.peer_error(PeerError::ErrorResponse {
-                        server: self.options.server.clone(),
-                        what: "logging/setLevel".into(),
-                        error,
-                    });
+                    self.peer_error(
+                        now,
+                        PeerError::ErrorResponse {
+                            server: self.options.server.clone(),
+                            what: "logging/setLevel".into(),
+                            error,
+                        },
+                    );
                 }
             }
             Purpose::CallTool(call) => {
@@ -1178,10 +1210,13 @@ impl Session {
         };
         let server = self.options.server.clone();
         for error in page.rejected {
-            self.peer_error(PeerError::MalformedTool {
-                server: server.clone(),
-                error,
-            });
+            self.peer_error(
+                now,
+                PeerError::MalformedTool {
+                    server: server.clone(),
+                    error,
+                },
+            );
         }
         let Phase::Discovering {
             tools,
@@ -1263,7 +1298,7 @@ impl Session {
     fn handle_notification(&mut self, now: Instant, method: &str, params: Option<&Value>) {
         match method {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
-            "notifications/message" => self.server_log(params),
+            "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
             "notifications/cancelled" => self.server_cancelled(now, params),
             _ => {
@@ -1313,10 +1348,13 @@ impl Session {
         };
         let server = self.options.server.clone();
         for error in page.rejected {
-            self.peer_error(PeerError::MalformedTool {
-                server: server.clone(),
-                error,
-            });
+            self.peer_error(
+                now,
+                PeerError::MalformedTool {
+                    server: server.clone(),
+                    error,
+                },
+            );
         }
         let Some(relist) = &mut self.relist else {
             return;
@@ -1423,8 +1461,17 @@ impl Session {
 
     /// Routes a server's `notifications/message` into tracing under the
     /// `rho::mcp::server` target. Severities above error map onto error.
-    fn server_log(&self, params: Option<&Value>) {
+    /// A flood is rate-limited: past the first few of a window, messages
+    /// are only counted, and the count is logged once.
+    fn server_log(&mut self, now: Instant, params: Option<&Value>) {
         let Some(params) = params else { return };
+        let (verdict, hidden) = self.server_logs.admit(now);
+        if let Some(n) = hidden {
+            self.log_hidden_server_logs(n);
+        }
+        if verdict == Verdict::Count {
+            return;
+        }
         let level = params
             .get("level")
             .and_then(Value::as_str)
@@ -1450,21 +1497,51 @@ impl Session {
         }
     }
 
-    fn unparseable(&mut self, error: ParseError, frame: &[u8]) {
+    fn log_hidden_server_logs(&self, n: u64) {
+        let server = self.options.server.as_str();
+        tracing::info!(
+            target: "rho::mcp::server",
+            server,
+            "… {} more log messages from server `{server}` were not shown",
+            grouped(n)
+        );
+    }
+
+    fn log_hidden_junk(&self, n: u64) {
+        tracing::warn!(
+            server = %self.options.server,
+            "… {} more lines from server `{}` that were not JSON-RPC or broke the protocol were not logged",
+            grouped(n),
+            self.options.server
+        );
+    }
+
+    fn unparseable(&mut self, now: Instant, error: ParseError, frame: &[u8]) {
         let text = String::from_utf8_lossy(frame);
         let mut excerpt: String = text.chars().take(120).collect();
         if text.chars().nth(120).is_some() {
             excerpt.push('…');
         }
-        self.peer_error(PeerError::Unparseable {
-            server: self.options.server.clone(),
-            error,
-            excerpt: format!("{excerpt:?}"),
-        });
+        self.peer_error(
+            now,
+            PeerError::Unparseable {
+                server: self.options.server.clone(),
+                error,
+                excerpt: format!("{excerpt:?}"),
+            },
+        );
     }
 
-    fn peer_error(&mut self, error: PeerError) {
-        tracing::warn!("{error}");
+    /// Reports a protocol error: logged (the first few of a window; the
+    /// rest are counted), remembered for a failure reason, and an event.
+    fn peer_error(&mut self, now: Instant, error: PeerError) {
+        let (verdict, hidden) = self.junk.admit(now);
+        if let Some(n) = hidden {
+            self.log_hidden_junk(n);
+        }
+        if verdict == Verdict::Log {
+            tracing::warn!("{error}");
+        }
         if self.peer_errors.len() < REMEMBERED_PEER_ERRORS {
             self.peer_errors.push(error.to_string());
         }
@@ -1472,6 +1549,12 @@ impl Session {
     }
 
     fn finish(&mut self, reason: CloseReason) {
+        if let Some(n) = self.junk.take_hidden() {
+            self.log_hidden_junk(n);
+        }
+        if let Some(n) = self.server_logs.take_hidden() {
+            self.log_hidden_server_logs(n);
+        }
         let server = self.options.server.clone();
         let pending = std::mem::take(&mut self.pending);
         self.deadlines.clear();
