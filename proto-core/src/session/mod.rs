@@ -30,7 +30,8 @@
 mod questions;
 mod tally;
 
-use tally::{Tally, Verdict, grouped};
+pub(crate) use tally::grouped;
+use tally::{Tally, Verdict};
 
 pub use questions::{Question, QuestionId, SamplingAnswer};
 
@@ -42,9 +43,10 @@ use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
 use crate::content::{OutputError, OutputSchema, check_output};
-use crate::framing::{FrameError, LineDecoder};
+use crate::framing::{FrameError, LineDecoder, byte_size};
 use crate::jsonrpc::{
-    self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, RequestId, ServerRequestId,
+    self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, Peek, RequestId,
+    ServerRequestId,
 };
 use crate::protocol::{
     CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
@@ -166,6 +168,7 @@ impl SessionOptions {
             log_level: config.log_level,
             startup_timeout: config.startup_timeout,
             tool_timeout: config.tool_timeout,
+            max_line: config.max_message_bytes,
             framing,
             ..Self::stdio(config.id.as_str())
         }
@@ -304,12 +307,15 @@ pub enum CallError {
         error: Box<ErrorObject>,
     },
     /// No answer within the call budget; the server was told to cancel.
-    #[error("server `{server}` did not answer within {} s; the call was cancelled", budget.as_secs_f64())]
+    #[error("server `{server}` did not answer within {} s; the call was cancelled{}", budget.as_secs_f64(), unread.as_deref().map(|u| format!(" (before that, it sent an answer rho could not read: {u})")).unwrap_or_default())]
     Timeout {
         /// The server identity.
         server: String,
         /// The budget that ran out.
         budget: Duration,
+        /// An answer the session could neither read nor tie to a request,
+        /// seen before this timeout: likely the one this call waited for.
+        unread: Option<String>,
     },
     /// The answer was not a `tools/call` result.
     #[error("server `{server}` sent a malformed result: {error}")]
@@ -546,6 +552,9 @@ pub struct Session {
     junk: Tally,
     /// Rate limit on passing the server's log messages on.
     server_logs: Tally,
+    /// Why an answer could not be read, when it could not be tied to a
+    /// request either: the next failure names it.
+    unread: Option<String>,
 }
 
 /// Pages of a re-listing gathered so far.
@@ -584,6 +593,7 @@ impl Session {
             next_question: 0,
             junk: Tally::new(JUNK_LOGGED, LOG_WINDOW),
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
+            unread: None,
         };
         let params = session.initialize_params();
         session.send_request(
@@ -648,13 +658,7 @@ impl Session {
         while let Some(line) = self.decoder.next_line() {
             match line {
                 Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.peer_error(
-                    now,
-                    PeerError::Framing {
-                        server: self.options.server.clone(),
-                        error,
-                    },
-                ),
+                Err(error) => self.frame_error(now, error),
             }
             if matches!(self.phase, Phase::Closed) {
                 return;
@@ -663,26 +667,44 @@ impl Session {
     }
 
     /// Feeds one complete message frame (a stdio line, an HTTP body, an SSE
-    /// `data` field). A frame that is not JSON-RPC is reported and skipped.
+    /// `data` field). A frame that is not JSON-RPC is reported and skipped;
+    /// on stdio, when it can be tied to a pending request (its `id` is
+    /// readable, or it looks like an answer and exactly one request is in
+    /// flight), that request fails at once with the reason.
     pub fn handle_message_bytes(&mut self, now: Instant, frame: &[u8]) {
+        let _ = self.handle_answer_bytes(now, frame);
+    }
+
+    /// Like [`Session::handle_message_bytes`], returning why a frame that
+    /// is not JSON-RPC was not read, for a transport that knows which
+    /// request the frame answers (Streamable HTTP: a POST's own response)
+    /// and fails it with [`Session::handle_request_failed`].
+    pub fn handle_answer_bytes(&mut self, now: Instant, frame: &[u8]) -> Result<(), ParseError> {
         if matches!(self.phase, Phase::Closed) {
-            return;
+            return Ok(());
         }
         match Incoming::parse(frame) {
-            Ok(Incoming::Single(message)) => self.handle_message(now, message),
+            Ok(Incoming::Single(message)) => {
+                self.handle_message(now, message);
+                Ok(())
+            }
             Ok(Incoming::Batch(items)) => {
                 for item in items {
                     // An element may have closed the session; Closed is last.
                     if matches!(self.phase, Phase::Closed) {
-                        return;
+                        return Ok(());
                     }
                     match item {
                         Ok(message) => self.handle_message(now, message),
                         Err(error) => self.unparseable(now, error, frame),
                     }
                 }
+                Ok(())
             }
-            Err(error) => self.unparseable(now, error, frame),
+            Err(error) => {
+                self.unparseable(now, error.clone(), frame);
+                Err(error)
+            }
         }
     }
 
@@ -725,10 +747,11 @@ impl Session {
                 Phase::Initializing => "waiting for the initialize response",
                 _ => "listing tools",
             };
+            let peer_errors = self.failure_notes();
             self.finish(CloseReason::StartupTimeout {
                 budget: self.options.startup_timeout,
                 waiting_for,
-                peer_errors: self.peer_errors.clone(),
+                peer_errors,
             });
             return;
         }
@@ -758,6 +781,7 @@ impl Session {
                         result: Err(CallError::Timeout {
                             server,
                             budget: pending.budget,
+                            unread: self.unread.take(),
                         }),
                     });
                 }
@@ -790,23 +814,18 @@ impl Session {
         if let Some(line) = self.decoder.finish() {
             match line {
                 Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.peer_error(
-                    now,
-                    PeerError::Framing {
-                        server: self.options.server.clone(),
-                        error,
-                    },
-                ),
+                Err(error) => self.frame_error(now, error),
             }
             if matches!(self.phase, Phase::Closed) {
                 return;
             }
         }
         let during_startup = !matches!(self.phase, Phase::Ready);
+        let peer_errors = self.failure_notes();
         self.finish(CloseReason::TransportClosed {
             during_startup,
             detail,
-            peer_errors: self.peer_errors.clone(),
+            peer_errors,
         });
     }
 
@@ -1522,6 +1541,7 @@ impl Session {
         if text.chars().nth(120).is_some() {
             excerpt.push('…');
         }
+        let reason = format!("the answer is not valid JSON-RPC ({error})");
         self.peer_error(
             now,
             PeerError::Unparseable {
@@ -1530,6 +1550,95 @@ impl Session {
                 excerpt: format!("{excerpt:?}"),
             },
         );
+        let peek = Peek::scan(frame);
+        self.unreadable_answer(now, &peek, peek.response, reason);
+    }
+
+    /// A line the decoder rejected (over the cap, not UTF-8).
+    fn frame_error(&mut self, now: Instant, error: FrameError) {
+        let peek = Peek::scan(error.head());
+        let (reason, likely_answer) = match &error {
+            FrameError::TooLong { limit, len, .. } => (
+                format!(
+                    "the answer was {} bytes, over the {} limit (`max_message_bytes`); \
+                     raise `max_message_bytes` for this server if its answers are that large",
+                    grouped(*len as u64),
+                    byte_size(*limit)
+                ),
+                // Only its start is known: an object that is not a request
+                // or a notification is taken for an answer.
+                peek.response
+                    || (!peek.method && error.head().trim_ascii_start().first() == Some(&b'{')),
+            ),
+            FrameError::NotUtf8 { valid_up_to, .. } => (
+                format!("the answer is not valid UTF-8 (first bad byte at offset {valid_up_to})"),
+                peek.response,
+            ),
+        };
+        self.peer_error(
+            now,
+            PeerError::Framing {
+                server: self.options.server.clone(),
+                error,
+            },
+        );
+        self.unreadable_answer(now, &peek, likely_answer, reason);
+    }
+
+    /// An answer rho could not read fails the request it answers at once,
+    /// when that is known: on stdio, by its `id` when readable, else when
+    /// it looks like an answer and exactly one request is in flight. (A
+    /// transport with its own exchanges, HTTP, ties answers itself.)
+    /// Otherwise the next failure names it.
+    fn unreadable_answer(
+        &mut self,
+        now: Instant,
+        peek: &Peek,
+        likely_answer: bool,
+        reason: String,
+    ) {
+        if !likely_answer && peek.id.is_none() {
+            return;
+        }
+        let target = if self.options.framing != Framing::Lines {
+            None
+        } else if let Some(id) = &peek.id {
+            ClientRequestId::from_wire(id).filter(|r| self.pending.contains_key(&r.0))
+        } else if self.pending.len() == 1 {
+            self.pending.keys().next().map(|&n| ClientRequestId(n))
+        } else {
+            None
+        };
+        let Some(request) = target else {
+            self.unread = Some(reason);
+            return;
+        };
+        match self.pending.get(&request.0).map(|p| p.purpose.clone()) {
+            Some(Purpose::Initialize | Purpose::Reinitialize) => {
+                self.finish(CloseReason::Handshake(format!(
+                    "its answer to initialize could not be read: {reason}"
+                )))
+            }
+            Some(Purpose::ListTools) => self.finish(CloseReason::Discovery(format!(
+                "its answer to tools/list could not be read: {reason}"
+            ))),
+            Some(_) => self.handle_request_failed(
+                now,
+                request,
+                format!("its answer could not be read: {reason}"),
+            ),
+            None => {}
+        }
+    }
+
+    /// The protocol errors a closing reason names: an answer that could not
+    /// be read first, as the likeliest cause.
+    fn failure_notes(&mut self) -> Vec<String> {
+        let mut notes = self.peer_errors.clone();
+        if let Some(unread) = self.unread.take() {
+            notes.insert(0, format!("it sent an answer rho could not read: {unread}"));
+        }
+        notes
     }
 
     /// Reports a protocol error: logged (the first few of a window; the
