@@ -543,9 +543,10 @@ pub enum SseError {
     /// An event needed more than `limit` bytes of buffer. Its bytes were
     /// discarded up to the blank line that ends it; later events decode.
     #[error(
-        "the server sent a server-sent event larger than {limit} bytes; it was \
+        "the server sent a server-sent event over the {} limit (`max_message_bytes`); it was \
          discarded and decoding resumed at the next event. If this server's \
-         messages are legitimately that large, raise the SSE size limit"
+         messages are legitimately that large, raise `max_message_bytes`",
+        byte_size(*limit)
     )]
     TooLarge {
         /// The cap in force, in bytes.
@@ -1355,8 +1356,16 @@ mod sse_tests {
 
     #[test]
     fn error_message_names_the_limit_and_the_remedy() {
-        let msg = SseError::TooLarge { limit: 8 }.to_string();
-        assert!(msg.contains("8 bytes") && msg.contains("raise"), "{msg}");
+        let msg = SseError::TooLarge { limit: 16 << 20 }.to_string();
+        assert!(
+            msg.contains("over the 16 MiB limit") && msg.contains("raise `max_message_bytes`"),
+            "{msg}"
+        );
+        assert!(
+            SseError::TooLarge { limit: 8 }
+                .to_string()
+                .contains("8-byte limit")
+        );
     }
 
     // Generated streams.
