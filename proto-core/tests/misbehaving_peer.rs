@@ -322,7 +322,7 @@ fn an_unreadable_answer_that_cannot_be_tied_is_named_by_the_next_failure() {
     peer.drain();
     let failure = peer.failure_of(first);
     assert!(
-        failure.contains("did not answer within 120 s")
+        failure.contains("no answer could be read within 120 s, so the call was cancelled")
             && failure.contains("before that, it sent an answer rho could not read")
             && failure.contains("id is neither a number nor a string"),
         "{failure}"

@@ -550,7 +550,7 @@ fn an_open_question_pauses_the_call_budget_and_the_answer_resumes_what_was_left(
     h.session.handle_timeout(h.now);
     h.drain();
     match h.completed(call).as_slice() {
-        [Err(CallError::Timeout { server, budget, .. })] => {
+        [Err(CallError::Timeout { server, budget })] => {
             assert_eq!(server, "demo");
             assert_eq!(*budget, Duration::from_secs(5));
         }

@@ -307,15 +307,12 @@ pub enum CallError {
         error: Box<ErrorObject>,
     },
     /// No answer within the call budget; the server was told to cancel.
-    #[error("server `{server}` did not answer within {} s; the call was cancelled{}", budget.as_secs_f64(), unread.as_deref().map(|u| format!(" (before that, it sent an answer rho could not read: {u})")).unwrap_or_default())]
+    #[error("server `{server}` did not answer within {} s; the call was cancelled", budget.as_secs_f64())]
     Timeout {
         /// The server identity.
         server: String,
         /// The budget that ran out.
         budget: Duration,
-        /// An answer the session could neither read nor tie to a request,
-        /// seen before this timeout: likely the one this call waited for.
-        unread: Option<String>,
     },
     /// The answer was not a `tools/call` result.
     #[error("server `{server}` sent a malformed result: {error}")]
@@ -778,10 +775,21 @@ impl Session {
                     self.withdraw_questions_of(call);
                     self.events.push_back(Event::CallCompleted {
                         call,
-                        result: Err(CallError::Timeout {
-                            server,
-                            budget: pending.budget,
-                            unread: self.unread.take(),
+                        result: Err(match self.unread.take() {
+                            None => CallError::Timeout {
+                                server,
+                                budget: pending.budget,
+                            },
+                            // An answer that could be neither read nor tied
+                            // to a request is the likeliest cause: say so.
+                            Some(unread) => CallError::Transport {
+                                server,
+                                reason: format!(
+                                    "no answer could be read within {} s, so the call was cancelled; \
+                                     before that, it sent an answer rho could not read: {unread}",
+                                    pending.budget.as_secs_f64()
+                                ),
+                            },
                         }),
                     });
                 }
