@@ -72,3 +72,53 @@ fn a_burst_of_calls_to_a_slow_reader_is_all_answered<R: TestRuntime>() {
 }
 
 both_executors!(a_burst_of_calls_to_a_slow_reader_is_all_answered);
+
+/// A server that stops reading its input altogether: once more than rho
+/// lets wait for one server is queued, the next call is not queued too
+/// (memory stays bounded) but fails within its budget, saying why.
+fn calls_to_a_server_that_stopped_reading_fail_saying_so<R: TestRuntime>() {
+    let config = parse_config(&format!(
+        "{}tool_timeout_secs = 2\n",
+        node_server("deaf", &flood_js(), &["deaf"])
+    ));
+    let runtime = R::start(&config, options_with(&[]));
+    assert!(
+        matches!(
+            runtime.server("deaf").map(|s| s.status),
+            Some(ServerStatus::Ready(_))
+        ),
+        "{:?}",
+        runtime.server("deaf")
+    );
+    // Give the fixture time to stop reading.
+    std::thread::sleep(Duration::from_millis(300));
+    let pad = "p".repeat(600 * 1024);
+    let mut errors = Vec::new();
+    for n in 0..6 {
+        let started = Instant::now();
+        let error = runtime
+            .call_server_tool("deaf", "echo", json!({"n": n, "pad": pad}))
+            .expect_err("the server never answers");
+        // A hang guard: the budget is 2 s.
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "{:?}",
+            started.elapsed()
+        );
+        let text = error.to_string();
+        let stop = text.contains("has not read its input for 2 s");
+        errors.push(text);
+        if stop {
+            break;
+        }
+    }
+    runtime.shutdown();
+    let last = errors.last().cloned().unwrap_or_default();
+    assert!(
+        last.contains("server `deaf`: the server has not read its input for 2 s")
+            && last.contains("bytes are still waiting), so the call was not sent"),
+        "{errors:#?}"
+    );
+}
+
+both_executors!(calls_to_a_server_that_stopped_reading_fail_saying_so);
