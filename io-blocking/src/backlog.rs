@@ -1,6 +1,6 @@
-//! Backpressure on a stdio child's pipes, shared by both executors.
+//! Backpressure on a server's transport, shared by both executors.
 //!
-//! Two limits keep rho's memory flat whatever a server does:
+//! Three limits keep rho's memory flat whatever a server does:
 //!
 //! - **stdout**: the reader holds a few [`STDOUT_CREDITS`]; it spends one
 //!   per chunk it hands to the session and gets it back once the session
@@ -8,13 +8,17 @@
 //!   `yes`, or a flood of log notifications) stops the reader, the pipe
 //!   fills, and the server blocks in its own `write`. At most
 //!   `STDOUT_CREDITS` chunks are ever in flight.
-//! - **stdin**: [`StdinBacklog`] counts the bytes queued for the child and
+//! - **stdin**: a [`Backlog`] counts the bytes queued for the child and
 //!   not yet written. Nothing queued is ever dropped. Callers wait for room
 //!   ([`CALLER_ROOM`]) before they send another call, bounded by the call
 //!   budget; and while the backlog is over [`READ_PAUSE`] (the server is
 //!   not reading, yet what it writes keeps causing answers, such as pings)
 //!   the stdout reader pauses too, so neither direction grows without
 //!   bound.
+//! - **HTTP bodies**: a [`Backlog`] per session counts the response bytes
+//!   handed to the session and not yet handled; an exchange stops reading
+//!   its body while more than [`BODY_IN_FLIGHT`] wait, so a server
+//!   streaming without pause waits on TCP flow control instead.
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -33,26 +37,32 @@ pub const CALLER_ROOM: usize = 1024 * 1024;
 /// child's stdin.
 pub const READ_PAUSE: usize = 8 * 1024 * 1024;
 
+/// An HTTP exchange stops reading its body while more than this many
+/// bytes of the session's responses wait to be handled.
+pub const BODY_IN_FLIGHT: usize = 1024 * 1024;
+
 /// How often a waiter looks at the backlog again. Waiting happens only
 /// while a server is not keeping up, so a short poll costs nothing when
 /// it is.
 pub const BACKLOG_POLL: Duration = Duration::from_millis(2);
 
-/// Bytes queued for one child's stdin and not yet written.
+/// Bytes handed from one side to the other and not yet taken: queued for a
+/// child's stdin and not yet written, or read from HTTP responses and not
+/// yet handled by the session.
 #[derive(Debug, Default)]
-pub struct StdinBacklog {
+pub struct Backlog {
     bytes: AtomicUsize,
     closed: AtomicBool,
 }
 
-impl StdinBacklog {
+impl Backlog {
     /// Bytes waiting now.
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Acquire)
     }
 
-    /// Whether the child's stdin is gone (the writer stopped or the child
-    /// exited): nothing will drain, so nobody should wait.
+    /// Whether the taking side is gone (the stdin writer stopped, the
+    /// session ended): nothing will drain, so nobody should wait.
     pub fn is_closed(&self) -> bool {
         self.closed.load(Ordering::Acquire)
     }
@@ -62,13 +72,13 @@ impl StdinBacklog {
         self.is_closed() || self.bytes() <= limit
     }
 
-    /// `n` more bytes were queued.
-    pub fn queued(&self, n: usize) {
+    /// `n` more bytes were handed over.
+    pub fn add(&self, n: usize) {
         self.bytes.fetch_add(n, Ordering::AcqRel);
     }
 
-    /// `n` queued bytes reached the child.
-    pub fn written(&self, n: usize) {
+    /// `n` of them were taken (written to the child, handled).
+    pub fn remove(&self, n: usize) {
         // Saturating: a reset by `close` may race a late decrement.
         let _ = self
             .bytes
@@ -77,7 +87,7 @@ impl StdinBacklog {
             });
     }
 
-    /// The child's stdin is gone.
+    /// The taking side is gone.
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
     }
@@ -97,7 +107,7 @@ impl StdinBacklog {
 
 /// Why a call was not sent: the server left its input unread for the
 /// whole call budget.
-pub fn not_reading_reason(budget: Duration, backlog: &StdinBacklog) -> String {
+pub fn not_reading_reason(budget: Duration, backlog: &Backlog) -> String {
     format!(
         "the server has not read its input for {} s ({} bytes are still waiting), so the call was not sent; \
          the server may be stuck",
@@ -112,20 +122,20 @@ mod tests {
 
     #[test]
     fn room_follows_queued_and_written_bytes() {
-        let b = StdinBacklog::default();
+        let b = Backlog::default();
         assert!(b.has_room(10));
-        b.queued(11);
+        b.add(11);
         assert!(!b.has_room(10));
-        b.written(5);
+        b.remove(5);
         assert!(b.has_room(10));
-        b.written(100);
+        b.remove(100);
         assert_eq!(b.bytes(), 0, "never below zero");
     }
 
     #[test]
     fn a_closed_backlog_never_makes_anyone_wait() {
-        let b = StdinBacklog::default();
-        b.queued(1000);
+        let b = Backlog::default();
+        b.add(1000);
         assert!(!b.wait_for_room(10, Instant::now()));
         b.close();
         assert!(b.wait_for_room(10, Instant::now() + Duration::from_secs(60)));

@@ -14,7 +14,7 @@ use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 
-use crate::backlog::StdinBacklog;
+use crate::backlog::Backlog;
 use crate::host::HostServices;
 use crate::http_client::HttpClient;
 use crate::record::TranscriptSink;
@@ -79,7 +79,7 @@ pub(crate) fn run(
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
     health: SharedHealth,
-    backlog: Arc<StdinBacklog>,
+    backlog: Arc<Backlog>,
 ) {
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
@@ -233,7 +233,12 @@ pub(crate) fn run(
                 None => conn
                     .handle_transport_failed(now, format!("writing to the server failed: {error}")),
             },
-            Ok(Input::Http(exchange, input)) => conn.handle_http(now, exchange, input),
+            Ok(Input::Http(exchange, input)) => {
+                if let Io::Http(client) = &io {
+                    client.handled(&input);
+                }
+                conn.handle_http(now, exchange, input);
+            }
             Err(RecvTimeoutError::Timeout) => conn.handle_timeout(now),
             // The transport holds senders, so this only happens if every one
             // of them ended and the host is gone.

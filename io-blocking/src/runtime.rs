@@ -22,7 +22,7 @@ use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallErr
 use rho_proto_core::session::Progress;
 use serde_json::Value;
 
-use crate::backlog::{CALLER_ROOM, StdinBacklog, not_reading_reason};
+use crate::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
 use crate::driver::{self, Command, Input, SharedHealth};
 use crate::host::HostServices;
 use crate::record::TranscriptSink;
@@ -84,7 +84,7 @@ struct DriverHandle {
     thread: Option<JoinHandle<()>>,
     health: SharedHealth,
     /// What waits for a stdio child's stdin: a call waits for room first.
-    backlog: Arc<StdinBacklog>,
+    backlog: Arc<Backlog>,
     /// How long a call may wait for that room.
     tool_timeout: Duration,
 }
@@ -406,7 +406,7 @@ fn spawn_driver(
     let (commands, inputs) = mpsc::channel();
     let (startup_tx, startup_rx) = mpsc::channel();
     let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
-    let backlog = Arc::new(StdinBacklog::default());
+    let backlog = Arc::new(Backlog::default());
     let thread = std::thread::Builder::new()
         .name(format!("rho-mcp-{}", server.id))
         .spawn({

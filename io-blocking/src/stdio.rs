@@ -20,14 +20,14 @@ use rho_proto_core::config::StdioConfig;
 use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::stderr::StderrTail;
 
-use crate::backlog::{BACKLOG_POLL, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS, StdinBacklog};
+use crate::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 
 /// A running stdio server.
 pub(crate) struct StdioChild {
     server: String,
     child: Child,
     stdin: Option<Sender<Vec<u8>>>,
-    backlog: Arc<StdinBacklog>,
+    backlog: Arc<Backlog>,
     /// Returns a stdout credit to the reader; dropped at shutdown, which
     /// stops a reader waiting for one.
     credits: Option<SyncSender<()>>,
@@ -48,7 +48,7 @@ impl StdioChild {
         config: &StdioConfig,
         ambient: &[(String, String)],
         (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
-        backlog: Arc<StdinBacklog>,
+        backlog: Arc<Backlog>,
     ) -> Result<Self, String> {
         let (mut command, program) = crate::process::prepare_command(server, config, ambient)?;
         let mut child = command.spawn().map_err(|e| {
@@ -110,10 +110,10 @@ impl StdioChild {
     pub(crate) fn write(&self, bytes: Vec<u8>) {
         if let Some(stdin) = &self.stdin {
             let len = bytes.len();
-            self.backlog.queued(len);
+            self.backlog.add(len);
             if stdin.send(bytes).is_err() {
                 // The writer is gone (it reported WriteFailed): nothing drains.
-                self.backlog.written(len);
+                self.backlog.remove(len);
                 self.backlog.close();
             }
         }
@@ -213,7 +213,7 @@ fn read_stdout<E>(
     mut stdout: impl Read,
     (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
     credits: &Receiver<()>,
-    backlog: &StdinBacklog,
+    backlog: &Backlog,
 ) {
     let mut buf = vec![0u8; STDOUT_CHUNK];
     loop {
@@ -243,7 +243,7 @@ fn write_stdin<E>(
     mut stdin: ChildStdin,
     queue: Receiver<Vec<u8>>,
     (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
-    backlog: &StdinBacklog,
+    backlog: &Backlog,
 ) {
     // Ends when the queue's sender is dropped, which closes the child's stdin.
     for bytes in queue {
@@ -252,7 +252,7 @@ fn write_stdin<E>(
             let _ = events.send(wrap(PipeEvent::WriteFailed(e.to_string())));
             return;
         }
-        backlog.written(bytes.len());
+        backlog.remove(bytes.len());
     }
     backlog.close();
 }

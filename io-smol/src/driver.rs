@@ -11,12 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::backlog::StdinBacklog;
+use rho_io_blocking::backlog::Backlog;
 use rho_io_blocking::host::HostServices;
 use rho_io_blocking::record::TranscriptSink;
 use rho_io_blocking::{new_agent, run_exchange};
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, Output};
+use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
 use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
 use rho_proto_core::runtime::{Health, ToolCallError};
@@ -45,6 +45,8 @@ struct HttpIo {
     agent: ureq::Agent,
     events: Sender<Input>,
     aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
+    /// Body bytes handed to the session and not yet handled.
+    bodies: Arc<Backlog>,
 }
 
 impl HttpIo {
@@ -54,12 +56,20 @@ impl HttpIo {
         self.aborted.insert(exchange, Arc::clone(&flag));
         let agent = self.agent.clone();
         let events = self.events.clone();
+        let bodies = Arc::clone(&self.bodies);
         smol::unblock(move || {
-            run_exchange(&agent, request, &flag, |input| {
+            run_exchange(&agent, request, (&flag, &bodies), |input| {
                 events.send_blocking(Input::Http(exchange, input)).is_ok()
             })
         })
         .detach();
+    }
+
+    /// The session handled an input: a body chunk no longer counts.
+    fn handled(&self, input: &HttpInput) {
+        if let HttpInput::Body(chunk) = input {
+            self.bodies.remove(chunk.len());
+        }
     }
 
     fn abort(&mut self, exchange: ExchangeId) {
@@ -103,6 +113,7 @@ impl Io {
         match self {
             Io::Stdio(child) => child.shutdown(grace).await,
             Io::Http(mut http) => {
+                http.bodies.close();
                 for (_, flag) in std::mem::take(&mut http.aborted) {
                     flag.store(true, Ordering::Relaxed);
                 }
@@ -125,7 +136,7 @@ pub(crate) struct TaskArgs {
     pub(crate) startup: Sender<StartupOutcome>,
     pub(crate) health: SharedHealth,
     /// What waits for a stdio child's stdin.
-    pub(crate) backlog: Arc<StdinBacklog>,
+    pub(crate) backlog: Arc<Backlog>,
 }
 
 /// Runs one server to completion.
@@ -173,6 +184,7 @@ pub(crate) async fn run(args: TaskArgs) {
                 agent: new_agent(),
                 events: tx.clone(),
                 aborted: BTreeMap::new(),
+                bodies: Arc::default(),
             }),
         };
         Ok((conn, io))
@@ -336,7 +348,12 @@ pub(crate) async fn run(args: TaskArgs) {
                     format!("writing to the server failed: {error}"),
                 ),
             },
-            Input::Http(exchange, input) => conn.handle_http(now, exchange, input),
+            Input::Http(exchange, input) => {
+                if let Io::Http(http) = &io {
+                    http.handled(&input);
+                }
+                conn.handle_http(now, exchange, input);
+            }
         }
     };
     while let Some(output) = conn.poll_output() {

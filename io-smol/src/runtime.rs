@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rho_io_blocking::RuntimeOptions;
-use rho_io_blocking::backlog::{BACKLOG_POLL, CALLER_ROOM, StdinBacklog, not_reading_reason};
+use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::config::Config;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
@@ -35,7 +35,7 @@ struct TaskHandle {
     task: Option<Task<()>>,
     health: SharedHealth,
     /// What waits for a stdio child's stdin: a call waits for room first.
-    backlog: Arc<StdinBacklog>,
+    backlog: Arc<Backlog>,
     /// How long a call may wait for that room.
     tool_timeout: Duration,
 }
@@ -80,7 +80,7 @@ impl Runtime {
             let (commands, inputs) = smol::channel::unbounded();
             let (startup, outcome) = smol::channel::bounded(1);
             let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
-            let backlog = Arc::new(StdinBacklog::default());
+            let backlog = Arc::new(Backlog::default());
             let task = executor.spawn(driver::run(TaskArgs {
                 executor: Arc::clone(executor),
                 config: server.clone(),

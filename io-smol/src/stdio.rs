@@ -12,9 +12,7 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::backlog::{
-    BACKLOG_POLL, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS, StdinBacklog,
-};
+use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 use rho_io_blocking::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
@@ -33,7 +31,7 @@ pub(crate) struct StdioChild {
     child: smol::process::Child,
     pid: u32,
     stdin: Option<Sender<Vec<u8>>>,
-    backlog: Arc<StdinBacklog>,
+    backlog: Arc<Backlog>,
     /// Returns a stdout credit to the reader; dropped at shutdown.
     credits: Option<Sender<()>>,
     stderr_tail: Arc<Mutex<StderrTail>>,
@@ -54,7 +52,7 @@ impl StdioChild {
         server: &str,
         config: &StdioConfig,
         ambient: &[(String, String)],
-        (events, backlog): (Sender<Input>, Arc<StdinBacklog>),
+        (events, backlog): (Sender<Input>, Arc<Backlog>),
     ) -> Result<Self, String> {
         let (command, program) = prepare_command(server, config, ambient)?;
         // The async command tracks its own stdio choices; restate them.
@@ -127,7 +125,7 @@ impl StdioChild {
                         .await;
                     return;
                 }
-                write_backlog.written(bytes.len());
+                write_backlog.remove(bytes.len());
             }
             write_backlog.close();
         });
@@ -175,10 +173,10 @@ impl StdioChild {
     pub(crate) fn write(&self, bytes: Vec<u8>) {
         if let Some(stdin) = &self.stdin {
             let len = bytes.len();
-            self.backlog.queued(len);
+            self.backlog.add(len);
             if stdin.try_send(bytes).is_err() {
                 // The writer is gone (it reported WriteFailed): nothing drains.
-                self.backlog.written(len);
+                self.backlog.remove(len);
                 self.backlog.close();
             }
         }

@@ -93,7 +93,60 @@ fn flood_before_the_handshake_ends_at_the_startup_budget<R: TestRuntime>() {
     assert!(peak < PEAK_LIMIT_KIB, "peak RSS {peak} KiB");
 }
 
+/// The fixture in HTTP mode on a loopback port; killed on drop.
+struct HttpFlood {
+    port: u16,
+    child: std::process::Child,
+}
+
+impl HttpFlood {
+    fn start() -> Self {
+        let port = free_port();
+        let child = std::process::Command::new("node")
+            .arg(flood_js())
+            .args(["http", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .spawn()
+            .expect("start the fixture");
+        let until = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "the fixture did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { port, child }
+    }
+}
+
+impl Drop for HttpFlood {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn flooded_http_stream_completes_within_bounded_memory<R: TestRuntime>() {
+    let _serial = ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner());
+    let fixture = HttpFlood::start();
+    reset_peak();
+    let config = parse_config(&format!(
+        "[mcp.servers.flood]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{}/mcp\"\ntool_timeout_secs = 900\n",
+        fixture.port
+    ));
+    let runtime = R::start(&config, options_with(&[]));
+    let result = runtime
+        .call_server_tool("flood", "flood", json!({}))
+        .expect("the call is answered after a million events");
+    assert_eq!(result.text(), "flooded");
+    let peak = status_kib("VmHWM:");
+    runtime.shutdown();
+    assert!(
+        peak < PEAK_LIMIT_KIB,
+        "peak RSS {peak} KiB, over {PEAK_LIMIT_KIB} KiB"
+    );
+}
+
 both_executors!(
+    flooded_http_stream_completes_within_bounded_memory,
     flooded_call_completes_within_bounded_memory,
     flood_before_the_handshake_ends_at_the_startup_budget,
 );
