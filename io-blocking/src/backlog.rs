@@ -92,17 +92,33 @@ impl Backlog {
         self.closed.store(true, Ordering::Release);
     }
 
-    /// Blocks until at most `limit` bytes wait, the backlog closes, or
-    /// `until` passes; returns whether there is room.
-    pub fn wait_for_room(&self, limit: usize, until: Instant) -> bool {
-        while !self.has_room(limit) {
+    /// Blocks until at most `limit` bytes wait, the backlog closes, `until`
+    /// passes or `cancel` is set; returns which.
+    pub fn wait_for_room(&self, limit: usize, until: Instant, cancel: Option<&AtomicBool>) -> Room {
+        loop {
+            if self.has_room(limit) {
+                return Room::Ready;
+            }
+            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                return Room::Cancelled;
+            }
             if Instant::now() >= until {
-                return false;
+                return Room::TimedOut;
             }
             std::thread::sleep(BACKLOG_POLL);
         }
-        true
     }
+}
+
+/// How a wait for room ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Room {
+    /// There is room (or waiting is pointless).
+    Ready,
+    /// The deadline passed first.
+    TimedOut,
+    /// The caller gave up first.
+    Cancelled,
 }
 
 /// Why a call was not sent: the server left its input unread for the
@@ -136,8 +152,11 @@ mod tests {
     fn a_closed_backlog_never_makes_anyone_wait() {
         let b = Backlog::default();
         b.add(1000);
-        assert!(!b.wait_for_room(10, Instant::now()));
+        assert_eq!(b.wait_for_room(10, Instant::now(), None), Room::TimedOut);
+        let cancel = AtomicBool::new(true);
+        let later = Instant::now() + Duration::from_secs(60);
+        assert_eq!(b.wait_for_room(10, later, Some(&cancel)), Room::Cancelled);
         b.close();
-        assert!(b.wait_for_room(10, Instant::now() + Duration::from_secs(60)));
+        assert_eq!(b.wait_for_room(10, later, None), Room::Ready);
     }
 }

@@ -22,7 +22,7 @@ use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallErr
 use rho_proto_core::session::Progress;
 use serde_json::Value;
 
-use crate::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
+use crate::backlog::{Backlog, CALLER_ROOM, Room, not_reading_reason};
 use crate::driver::{self, Command, Input, SharedHealth};
 use crate::host::HostServices;
 use crate::record::TranscriptSink;
@@ -294,21 +294,28 @@ impl Runtime {
         // Backpressure: a server that is not reading its input gets no more
         // calls queued for it until it catches up, within the call budget.
         let budget = driver.tool_timeout;
-        if !driver
-            .backlog
-            .wait_for_room(CALLER_ROOM, std::time::Instant::now() + budget)
-        {
-            let server = self
-                .inventory
+        let until = std::time::Instant::now() + budget;
+        let server = || {
+            self.inventory
                 .view(slot, None)
                 .map(|v| v.id)
-                .unwrap_or_default();
-            return Err(ToolCallError::Call(
-                rho_proto_core::session::CallError::Transport {
-                    server,
-                    reason: not_reading_reason(budget, &driver.backlog),
-                },
-            ));
+                .unwrap_or_default()
+        };
+        match driver.backlog.wait_for_room(CALLER_ROOM, until, cancel) {
+            Room::Ready => {}
+            Room::Cancelled => {
+                return Err(ToolCallError::Call(
+                    rho_proto_core::session::CallError::Cancelled { server: server() },
+                ));
+            }
+            Room::TimedOut => {
+                return Err(ToolCallError::Call(
+                    rho_proto_core::session::CallError::Transport {
+                        server: server(),
+                        reason: not_reading_reason(budget, &driver.backlog),
+                    },
+                ));
+            }
         }
         let (reply, answer) = mpsc::channel();
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);

@@ -112,7 +112,26 @@ fn calls_to_a_server_that_stopped_reading_fail_saying_so<R: TestRuntime>() {
             break;
         }
     }
+    // A caller waiting for room can still give up (Ctrl-C): it is
+    // cancelled, not kept waiting for the rest of the budget.
+    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let cancelled = runtime.call_server_tool_cancellable(
+        "deaf",
+        "echo",
+        json!({"n": "last", "pad": pad}),
+        &mut |_| {},
+        &cancel,
+    );
     runtime.shutdown();
+    assert!(
+        matches!(
+            cancelled,
+            Err(rho_proto_core::runtime::ToolCallError::Call(
+                rho_proto_core::session::CallError::Cancelled { .. }
+            ))
+        ),
+        "{cancelled:?}"
+    );
     let last = errors.last().cloned().unwrap_or_default();
     assert!(
         last.contains("server `deaf`: the server has not read its input for 2 s")
