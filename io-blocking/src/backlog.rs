@@ -56,6 +56,16 @@ pub struct Backlog {
 }
 
 impl Backlog {
+    /// A backlog that never makes anyone wait: for a caller that consumes
+    /// each chunk as it is reported ([`run_exchange`](crate::run_exchange)),
+    /// so there is nothing to count.
+    pub fn unlimited() -> Self {
+        Self {
+            bytes: AtomicUsize::new(0),
+            closed: AtomicBool::new(true),
+        }
+    }
+
     /// Bytes waiting now.
     pub fn bytes(&self) -> usize {
         self.bytes.load(Ordering::Acquire)

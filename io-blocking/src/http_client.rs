@@ -71,7 +71,7 @@ impl<E: Send + 'static> HttpClient<E> {
         let spawned = std::thread::Builder::new()
             .name(format!("rho-mcp-http-{}", exchange.0))
             .spawn(move || {
-                run_exchange(&agent, request, (&flag, &bodies), |e| {
+                run_exchange_bounded(&agent, request, (&flag, &bodies), |e| {
                     events.send(wrap(exchange, e)).is_ok()
                 })
             });
@@ -114,12 +114,23 @@ pub fn new_agent() -> ureq::Agent {
 
 /// Performs one exchange, blocking, and reports what happens to it through
 /// `report` until the body ends, fails, `report` returns `false`, or
-/// `aborted` is set. Body bytes reported are added to `bodies` (the
-/// session's, which its driver takes them off once handled), and the body
-/// is not read further while more than [`BODY_IN_FLIGHT`] bytes wait there.
-/// Shared by both executors (the smol one runs it on its blocking pool),
-/// so HTTP behaves the same on each.
+/// `aborted` is set. For a caller that consumes each chunk as it is
+/// reported; a session's driver uses [`run_exchange_bounded`].
 pub fn run_exchange(
+    agent: &ureq::Agent,
+    request: HttpRequest,
+    aborted: &AtomicBool,
+    report: impl FnMut(HttpInput) -> bool,
+) {
+    run_exchange_bounded(agent, request, (aborted, &Backlog::unlimited()), report);
+}
+
+/// Like [`run_exchange`], with the body bytes reported added to `bodies`
+/// (the session's, which its driver takes them off once handled); the
+/// body is not read further while more than [`BODY_IN_FLIGHT`] bytes wait
+/// there. Shared by both executors (the smol one runs it on its blocking
+/// pool), so HTTP behaves the same on each.
+pub fn run_exchange_bounded(
     agent: &ureq::Agent,
     request: HttpRequest,
     (aborted, bodies): (&AtomicBool, &Backlog),

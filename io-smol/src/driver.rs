@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 use rho_io_blocking::backlog::Backlog;
 use rho_io_blocking::host::HostServices;
 use rho_io_blocking::record::TranscriptSink;
-use rho_io_blocking::{new_agent, run_exchange};
+use rho_io_blocking::{new_agent, run_exchange_bounded};
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
@@ -58,7 +58,7 @@ impl HttpIo {
         let events = self.events.clone();
         let bodies = Arc::clone(&self.bodies);
         smol::unblock(move || {
-            run_exchange(&agent, request, (&flag, &bodies), |input| {
+            run_exchange_bounded(&agent, request, (&flag, &bodies), |input| {
                 events.send_blocking(Input::Http(exchange, input)).is_ok()
             })
         })
