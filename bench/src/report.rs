@@ -416,7 +416,7 @@ pub fn markdown(r: &Results) -> String {
     let caps: &[(&str, &str)] = &[
         (
             "rho-smol",
-            "rho drops a line over its 16 MiB cap (`framing::DEFAULT_MAX_LINE`, not configurable) as a framing error; the call it answered then waits out its budget (15 s here; `tool_timeout_secs` is 120 by default) and is reported as a timeout.",
+            "rho refuses a line over its cap (`max_message_bytes`, 16 MiB by default, set per server) and fails the call it answered at once, naming the size and the key.",
         ),
         (
             "rho-blocking",

@@ -23,7 +23,7 @@
 //! | `url` | streamable_http | as configured |
 //! | `env_names`, `header_names` | always on valid entries | names only, never values |
 //! | `tool_filter` | valid entries | `{"allow": [..]?, "deny": [..]?}` |
-//! | `startup_timeout_secs`, `tool_timeout_secs` | valid entries | numbers |
+//! | `startup_timeout_secs`, `tool_timeout_secs`, `max_message_bytes` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
 //! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error", "expires_in_secs", "refreshable", "error"}`: never a token |
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake |
@@ -163,6 +163,7 @@ pub(crate) fn server_json(
             "tool_timeout_secs".into(),
             json!(config.tool_timeout.as_secs_f64()),
         );
+        obj.insert("max_message_bytes".into(), json!(config.max_message_bytes));
         obj.insert("log_level".into(), json!(config.log_level));
         obj.insert("sampling".into(), json!(config.sampling));
         if let Some(status) = auth.get(&server.id) {

@@ -293,6 +293,7 @@ fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts(rt: Ru
         assert!(entry["protocol_version"].is_string(), "{entry}");
         assert!(entry["elapsed_ms"].is_u64(), "{entry}");
         assert!(!tool_names(entry).is_empty(), "{entry}");
+        assert_eq!(entry["max_message_bytes"], 16 * 1024 * 1024, "{entry}");
     }
     let everything = server(&doc, "everything");
     assert_eq!(everything["server_info"]["name"], "mcp-servers/everything");

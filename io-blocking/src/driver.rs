@@ -14,6 +14,7 @@ use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 
+use crate::backlog::Backlog;
 use crate::host::HostServices;
 use crate::http_client::HttpClient;
 use crate::record::TranscriptSink;
@@ -37,6 +38,13 @@ enum Io {
 }
 
 impl Io {
+    /// A chunk of stdout was handled: let the reader read the next.
+    fn chunk_handled(&self) {
+        if let Io::Stdio(child) = self {
+            child.chunk_handled();
+        }
+    }
+
     fn carry(&mut self, output: Output) {
         match (self, output) {
             (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
@@ -60,7 +68,9 @@ impl Io {
 }
 
 /// Runs one server to completion. `startup` hears exactly once, `health`
-/// hears of what happens after startup.
+/// hears of what happens after startup; `backlog` counts what waits for a
+/// stdio child's stdin.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn run(
     config: ServerConfig,
     ambient: Arc<Vec<(String, String)>>,
@@ -69,6 +79,7 @@ pub(crate) fn run(
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
     health: SharedHealth,
+    backlog: Arc<Backlog>,
 ) {
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
@@ -95,8 +106,8 @@ pub(crate) fn run(
                 &server,
                 stdio,
                 &ambient,
-                tx,
-                Input::Pipe,
+                (tx, Input::Pipe),
+                backlog,
             )?),
             Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
         };
@@ -176,6 +187,9 @@ pub(crate) fn run(
             sink.write(conn.take_transcript());
         }
         let input = match conn.poll_timeout() {
+            // Input that is always ready (a flooding server) must not keep
+            // a deadline from firing: a due timer goes first.
+            Some(deadline) if deadline <= Instant::now() => Err(RecvTimeoutError::Timeout),
             Some(deadline) => rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
             None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
         };
@@ -206,7 +220,10 @@ pub(crate) fn run(
                 Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
             },
             Ok(Input::Command(Command::Close)) => conn.close(now),
-            Ok(Input::Pipe(PipeEvent::Stdout(bytes))) => conn.handle_stdio_bytes(now, &bytes),
+            Ok(Input::Pipe(PipeEvent::Stdout(bytes))) => {
+                conn.handle_stdio_bytes(now, &bytes);
+                io.chunk_handled();
+            }
             Ok(Input::Pipe(PipeEvent::StdoutClosed)) => {
                 let detail = exit_detail(&mut io);
                 conn.handle_stdio_closed(now, detail);
@@ -216,7 +233,12 @@ pub(crate) fn run(
                 None => conn
                     .handle_transport_failed(now, format!("writing to the server failed: {error}")),
             },
-            Ok(Input::Http(exchange, input)) => conn.handle_http(now, exchange, input),
+            Ok(Input::Http(exchange, input)) => {
+                if let Io::Http(client) = &io {
+                    client.handled(&input);
+                }
+                conn.handle_http(now, exchange, input);
+            }
             Err(RecvTimeoutError::Timeout) => conn.handle_timeout(now),
             // The transport holds senders, so this only happens if every one
             // of them ended and the host is gone.

@@ -20,6 +20,8 @@ use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest};
 
+use crate::backlog::{BACKLOG_POLL, BODY_IN_FLIGHT, Backlog};
+
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Timeout for sending a request's head and body.
@@ -33,6 +35,8 @@ pub(crate) struct HttpClient<E> {
     events: Sender<E>,
     wrap: fn(ExchangeId, HttpInput) -> E,
     aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
+    /// Body bytes handed to the driver and not yet handled.
+    bodies: Arc<Backlog>,
 }
 
 impl<E: Send + 'static> HttpClient<E> {
@@ -43,6 +47,15 @@ impl<E: Send + 'static> HttpClient<E> {
             events,
             wrap,
             aborted: BTreeMap::new(),
+            bodies: Arc::default(),
+        }
+    }
+
+    /// The driver handled an input of this client: a body chunk's bytes
+    /// no longer count against [`BODY_IN_FLIGHT`].
+    pub(crate) fn handled(&self, input: &HttpInput) {
+        if let HttpInput::Body(chunk) = input {
+            self.bodies.remove(chunk.len());
         }
     }
 
@@ -54,10 +67,11 @@ impl<E: Send + 'static> HttpClient<E> {
         let agent = self.agent.clone();
         let events = self.events.clone();
         let wrap = self.wrap;
+        let bodies = Arc::clone(&self.bodies);
         let spawned = std::thread::Builder::new()
             .name(format!("rho-mcp-http-{}", exchange.0))
             .spawn(move || {
-                run_exchange(&agent, request, &flag, |e| {
+                run_exchange_bounded(&agent, request, (&flag, &bodies), |e| {
                     events.send(wrap(exchange, e)).is_ok()
                 })
             });
@@ -78,6 +92,7 @@ impl<E: Send + 'static> HttpClient<E> {
 
     /// Aborts every exchange (at shutdown).
     pub(crate) fn abort_all(&mut self) {
+        self.bodies.close();
         for (_, flag) in std::mem::take(&mut self.aborted) {
             flag.store(true, Ordering::Relaxed);
         }
@@ -99,12 +114,26 @@ pub fn new_agent() -> ureq::Agent {
 
 /// Performs one exchange, blocking, and reports what happens to it through
 /// `report` until the body ends, fails, `report` returns `false`, or
-/// `aborted` is set. Shared by both executors (the smol one runs it on its
-/// blocking pool), so HTTP behaves the same on each.
+/// `aborted` is set. For a caller that consumes each chunk as it is
+/// reported; a session's driver uses [`run_exchange_bounded`].
 pub fn run_exchange(
     agent: &ureq::Agent,
     request: HttpRequest,
     aborted: &AtomicBool,
+    report: impl FnMut(HttpInput) -> bool,
+) {
+    run_exchange_bounded(agent, request, (aborted, &Backlog::unlimited()), report);
+}
+
+/// Like [`run_exchange`], with the body bytes reported added to `bodies`
+/// (the session's, which its driver takes them off once handled); the
+/// body is not read further while more than [`BODY_IN_FLIGHT`] bytes wait
+/// there. Shared by both executors (the smol one runs it on its blocking
+/// pool), so HTTP behaves the same on each.
+pub fn run_exchange_bounded(
+    agent: &ureq::Agent,
+    request: HttpRequest,
+    (aborted, bodies): (&AtomicBool, &Backlog),
     mut report: impl FnMut(HttpInput) -> bool,
 ) {
     // Defence in depth: the core only ever asks for the configured URL,
@@ -154,9 +183,18 @@ pub fn run_exchange(
     let mut reader = response.into_body().into_reader();
     let mut buf = vec![0u8; CHUNK];
     loop {
+        while !bodies.has_room(BODY_IN_FLIGHT) {
+            if aborted.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(BACKLOG_POLL);
+        }
         let event = match reader.read(&mut buf) {
             Ok(0) => HttpInput::End,
-            Ok(n) => HttpInput::Body(buf[..n].to_vec()),
+            Ok(n) => {
+                bodies.add(n);
+                HttpInput::Body(buf[..n].to_vec())
+            }
             Err(e) => HttpInput::Failed(e.to_string()),
         };
         let last = !matches!(event, HttpInput::Body(_));

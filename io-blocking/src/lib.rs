@@ -20,6 +20,7 @@
 //! runtime.shutdown();
 //! ```
 
+pub mod backlog;
 mod driver;
 pub mod host;
 pub mod http_client;
@@ -28,6 +29,6 @@ pub mod record;
 mod runtime;
 mod stdio;
 
-pub use http_client::{new_agent, run_exchange};
+pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use runtime::{Runtime, RuntimeOptions};

@@ -23,6 +23,7 @@ use rho_proto_core::session::Progress;
 use rho_proto_core::status::ServerStatus;
 use serde_json::Value;
 
+use crate::backlog::{Backlog, CALLER_ROOM, Room, not_reading_reason};
 use crate::driver::{self, Command, Input, SharedHealth};
 use crate::host::HostServices;
 use crate::record::TranscriptSink;
@@ -89,6 +90,10 @@ struct DriverHandle {
     commands: Sender<Input>,
     thread: Option<JoinHandle<()>>,
     health: SharedHealth,
+    /// What waits for a stdio child's stdin: a call waits for room first.
+    backlog: Arc<Backlog>,
+    /// How long a call may wait for that room.
+    tool_timeout: Duration,
 }
 
 /// Extra time the host waits beyond a server's own startup budget before
@@ -316,6 +321,32 @@ impl Runtime {
             reason: "its session has ended".into(),
         };
         let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
+        // Backpressure: a server that is not reading its input gets no more
+        // calls queued for it until it catches up, within the call budget.
+        let budget = driver.tool_timeout;
+        let until = std::time::Instant::now() + budget;
+        let server = || {
+            self.inventory
+                .view(slot, None)
+                .map(|v| v.id)
+                .unwrap_or_default()
+        };
+        match driver.backlog.wait_for_room(CALLER_ROOM, until, cancel) {
+            Room::Ready => {}
+            Room::Cancelled => {
+                return Err(ToolCallError::Call(
+                    rho_proto_core::session::CallError::Cancelled { server: server() },
+                ));
+            }
+            Room::TimedOut => {
+                return Err(ToolCallError::Call(
+                    rho_proto_core::session::CallError::Transport {
+                        server: server(),
+                        reason: not_reading_reason(budget, &driver.backlog),
+                    },
+                ));
+            }
+        }
         let (reply, answer) = mpsc::channel();
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         driver
@@ -440,6 +471,7 @@ fn spawn_driver(
     let (commands, inputs) = mpsc::channel();
     let (startup_tx, startup_rx) = mpsc::channel();
     let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
+    let backlog = Arc::new(Backlog::default());
     let thread = std::thread::Builder::new()
         .name(format!("rho-mcp-{}", server.id))
         .spawn({
@@ -447,6 +479,7 @@ fn spawn_driver(
             let ambient = Arc::clone(ambient);
             let health = Arc::clone(&health);
             let commands = commands.clone();
+            let backlog = Arc::clone(&backlog);
             move || {
                 driver::run(
                     server,
@@ -456,6 +489,7 @@ fn spawn_driver(
                     (commands, inputs),
                     startup_tx,
                     health,
+                    backlog,
                 )
             }
         })
@@ -465,6 +499,8 @@ fn spawn_driver(
             commands,
             thread: Some(thread),
             health,
+            backlog,
+            tool_timeout: server.tool_timeout,
         },
         startup_rx,
     ))

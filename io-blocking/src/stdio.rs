@@ -4,7 +4,10 @@
 //! and shut it down without leaving anything behind.
 //!
 //! Threads per child: one reader (stdout), one writer (stdin, so a server
-//! that stops reading can never block the driver), one stderr drain.
+//! that stops reading can never block the driver), one stderr drain. Both
+//! pipes are bounded without dropping a byte (see [`crate::backlog`]): the
+//! reader runs on credits the driver returns, and the writer's queue is
+//! counted so that callers and the reader can wait for it.
 
 use std::io::{Read, Write};
 use std::process::{Child, ChildStdin, ExitStatus};
@@ -17,32 +20,35 @@ use rho_proto_core::config::StdioConfig;
 use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::stderr::StderrTail;
 
+use crate::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
+
 /// A running stdio server.
 pub(crate) struct StdioChild {
     server: String,
     child: Child,
-    stdin: Option<SyncSender<Vec<u8>>>,
+    stdin: Option<Sender<Vec<u8>>>,
+    backlog: Arc<Backlog>,
+    /// Returns a stdout credit to the reader; dropped at shutdown, which
+    /// stops a reader waiting for one.
+    credits: Option<SyncSender<()>>,
     stderr_tail: Arc<Mutex<StderrTail>>,
     threads: Vec<JoinHandle<()>>,
     exit: Option<ExitStatus>,
 }
-
-/// How many queued writes may wait for the child before the driver blocks.
-/// The core only queues what the host asked for, so this is generous.
-const WRITE_QUEUE: usize = 1024;
 
 /// How long shutdown waits for the pipe threads after the group is killed.
 const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
 
 impl StdioChild {
     /// Spawns `config` for server `server`, with pipe events sent to
-    /// `events` wrapped by `wrap`.
+    /// `events` wrapped by `wrap`, and its stdin queue counted in
+    /// `backlog`.
     pub(crate) fn spawn<E: Send + 'static>(
         server: &str,
         config: &StdioConfig,
         ambient: &[(String, String)],
-        events: Sender<E>,
-        wrap: fn(PipeEvent) -> E,
+        (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
+        backlog: Arc<Backlog>,
     ) -> Result<Self, String> {
         let (mut command, program) = crate::process::prepare_command(server, config, ambient)?;
         let mut child = command.spawn().map_err(|e| {
@@ -60,14 +66,20 @@ impl StdioChild {
         };
 
         let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
-        let (write_tx, write_rx) = mpsc::sync_channel(WRITE_QUEUE);
+        let (write_tx, write_rx) = mpsc::channel();
+        let (credit_tx, credit_rx) = mpsc::sync_channel(STDOUT_CREDITS);
+        for _ in 0..STDOUT_CREDITS {
+            let _ = credit_tx.try_send(());
+        }
         let threads = vec![
             spawn_named(format!("rho-mcp-{server}-out"), {
                 let events = events.clone();
-                move || read_stdout(stdout, events, wrap)
+                let backlog = Arc::clone(&backlog);
+                move || read_stdout(stdout, (events, wrap), &credit_rx, &backlog)
             })?,
-            spawn_named(format!("rho-mcp-{server}-in"), move || {
-                write_stdin(stdin, write_rx, events, wrap)
+            spawn_named(format!("rho-mcp-{server}-in"), {
+                let backlog = Arc::clone(&backlog);
+                move || write_stdin(stdin, write_rx, (events, wrap), &backlog)
             })?,
             spawn_named(format!("rho-mcp-{server}-err"), {
                 let tail = Arc::clone(&stderr_tail);
@@ -79,6 +91,8 @@ impl StdioChild {
             server: server.to_owned(),
             child,
             stdin: Some(write_tx),
+            backlog,
+            credits: Some(credit_tx),
             stderr_tail,
             threads,
             exit: None,
@@ -90,12 +104,25 @@ impl StdioChild {
         self.child.id()
     }
 
-    /// Queues bytes for the child's stdin. Never blocks on the child.
+    /// Queues bytes for the child's stdin, counted in the backlog. Never
+    /// blocks on the child and never drops: callers wait for room before
+    /// they add calls, and the reader pauses while the backlog is large.
     pub(crate) fn write(&self, bytes: Vec<u8>) {
         if let Some(stdin) = &self.stdin {
-            // A full queue or a gone writer both mean the child stopped
-            // reading; the writer thread reports that as WriteFailed.
-            let _ = stdin.try_send(bytes);
+            let len = bytes.len();
+            self.backlog.add(len);
+            if stdin.send(bytes).is_err() {
+                // The writer is gone (it reported WriteFailed): nothing drains.
+                self.backlog.remove(len);
+                self.backlog.close();
+            }
+        }
+    }
+
+    /// The driver handled a chunk of stdout: the reader may read another.
+    pub(crate) fn chunk_handled(&self) {
+        if let Some(credits) = &self.credits {
+            let _ = credits.try_send(());
         }
     }
 
@@ -142,6 +169,8 @@ impl StdioChild {
     /// stderr, for a failure reason.
     pub(crate) fn shutdown(mut self, grace: Duration) -> Option<String> {
         self.stdin = None;
+        self.credits = None;
+        self.backlog.close();
         let first = rho_proto_core::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first) {
             crate::process::terminate_group(self.child.id());
@@ -178,9 +207,23 @@ fn spawn_named(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHa
         .map_err(|e| format!("could not start a thread: {e}"))
 }
 
-fn read_stdout<E>(mut stdout: impl Read, events: Sender<E>, wrap: fn(PipeEvent) -> E) {
-    let mut buf = vec![0u8; 64 * 1024];
+/// Reads stdout a chunk at a time, each on a credit the driver returns once
+/// it handled the chunk, and not while the child leaves its input unread.
+fn read_stdout<E>(
+    mut stdout: impl Read,
+    (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
+    credits: &Receiver<()>,
+    backlog: &Backlog,
+) {
+    let mut buf = vec![0u8; STDOUT_CHUNK];
     loop {
+        if credits.recv().is_err() {
+            // The driver is shutting down.
+            return;
+        }
+        while !backlog.has_room(READ_PAUSE) {
+            thread::sleep(BACKLOG_POLL);
+        }
         match stdout.read(&mut buf) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
@@ -199,16 +242,19 @@ fn read_stdout<E>(mut stdout: impl Read, events: Sender<E>, wrap: fn(PipeEvent) 
 fn write_stdin<E>(
     mut stdin: ChildStdin,
     queue: Receiver<Vec<u8>>,
-    events: Sender<E>,
-    wrap: fn(PipeEvent) -> E,
+    (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
+    backlog: &Backlog,
 ) {
     // Ends when the queue's sender is dropped, which closes the child's stdin.
     for bytes in queue {
         if let Err(e) = stdin.write_all(&bytes).and_then(|()| stdin.flush()) {
+            backlog.close();
             let _ = events.send(wrap(PipeEvent::WriteFailed(e.to_string())));
             return;
         }
+        backlog.remove(bytes.len());
     }
+    backlog.close();
 }
 
 fn drain_stderr(server: &str, mut stderr: impl Read, tail: &Mutex<StderrTail>) {

@@ -11,11 +11,12 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_io_blocking::backlog::Backlog;
 use rho_io_blocking::host::HostServices;
 use rho_io_blocking::record::TranscriptSink;
-use rho_io_blocking::{new_agent, run_exchange};
+use rho_io_blocking::{new_agent, run_exchange_bounded};
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, Output};
+use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
 use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
 use rho_proto_core::runtime::{Health, ToolCallError};
@@ -44,6 +45,8 @@ struct HttpIo {
     agent: ureq::Agent,
     events: Sender<Input>,
     aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
+    /// Body bytes handed to the session and not yet handled.
+    bodies: Arc<Backlog>,
 }
 
 impl HttpIo {
@@ -53,12 +56,20 @@ impl HttpIo {
         self.aborted.insert(exchange, Arc::clone(&flag));
         let agent = self.agent.clone();
         let events = self.events.clone();
+        let bodies = Arc::clone(&self.bodies);
         smol::unblock(move || {
-            run_exchange(&agent, request, &flag, |input| {
+            run_exchange_bounded(&agent, request, (&flag, &bodies), |input| {
                 events.send_blocking(Input::Http(exchange, input)).is_ok()
             })
         })
         .detach();
+    }
+
+    /// The session handled an input: a body chunk no longer counts.
+    fn handled(&self, input: &HttpInput) {
+        if let HttpInput::Body(chunk) = input {
+            self.bodies.remove(chunk.len());
+        }
     }
 
     fn abort(&mut self, exchange: ExchangeId) {
@@ -75,6 +86,13 @@ enum Io {
 }
 
 impl Io {
+    /// A chunk of stdout was handled: let the reader read the next.
+    fn chunk_handled(&self) {
+        if let Io::Stdio(child) = self {
+            child.chunk_handled();
+        }
+    }
+
     fn carry(&mut self, output: Output) {
         match (self, output) {
             (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
@@ -95,6 +113,7 @@ impl Io {
         match self {
             Io::Stdio(child) => child.shutdown(grace).await,
             Io::Http(mut http) => {
+                http.bodies.close();
                 for (_, flag) in std::mem::take(&mut http.aborted) {
                     flag.store(true, Ordering::Relaxed);
                 }
@@ -116,6 +135,8 @@ pub(crate) struct TaskArgs {
     pub(crate) inputs: (Sender<Input>, Receiver<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
     pub(crate) health: SharedHealth,
+    /// What waits for a stdio child's stdin.
+    pub(crate) backlog: Arc<Backlog>,
 }
 
 /// Runs one server to completion.
@@ -131,6 +152,7 @@ pub(crate) async fn run(args: TaskArgs) {
         inputs: (tx, rx),
         startup,
         health,
+        backlog,
     } = args;
     let started_at = Instant::now();
     let server = config.id.as_str().to_owned();
@@ -156,12 +178,13 @@ pub(crate) async fn run(args: TaskArgs) {
                 &server,
                 stdio,
                 &ambient,
-                tx.clone(),
+                (tx.clone(), backlog),
             )?),
             Transport::StreamableHttp(_) => Io::Http(HttpIo {
                 agent: new_agent(),
                 events: tx.clone(),
                 aborted: BTreeMap::new(),
+                bodies: Arc::default(),
             }),
         };
         Ok((conn, io))
@@ -260,6 +283,14 @@ pub(crate) async fn run(args: TaskArgs) {
             burst = 0;
             smol::future::yield_now().await;
         }
+        // Input that is always ready (a flooding server) must not keep a
+        // deadline from firing: `or` polls the channel first, so a due
+        // timer is handled here.
+        if deadline.is_some_and(|at| at <= Instant::now()) {
+            armed = None;
+            conn.handle_timeout(Instant::now());
+            continue;
+        }
         let woke = smol::future::or(async { rx.recv().await.ok() }, async {
             (&mut timer).await;
             None
@@ -302,7 +333,10 @@ pub(crate) async fn run(args: TaskArgs) {
                 Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
             },
             Input::Command(Command::Close) => conn.close(now),
-            Input::Pipe(PipeEvent::Stdout(bytes)) => conn.handle_stdio_bytes(now, &bytes),
+            Input::Pipe(PipeEvent::Stdout(bytes)) => {
+                conn.handle_stdio_bytes(now, &bytes);
+                io.chunk_handled();
+            }
             Input::Pipe(PipeEvent::StdoutClosed) => {
                 let detail = io.exit_detail().await;
                 conn.handle_stdio_closed(Instant::now(), detail);
@@ -314,7 +348,12 @@ pub(crate) async fn run(args: TaskArgs) {
                     format!("writing to the server failed: {error}"),
                 ),
             },
-            Input::Http(exchange, input) => conn.handle_http(now, exchange, input),
+            Input::Http(exchange, input) => {
+                if let Io::Http(http) = &io {
+                    http.handled(&input);
+                }
+                conn.handle_http(now, exchange, input);
+            }
         }
     };
     while let Some(output) = conn.poll_output() {

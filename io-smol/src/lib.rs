@@ -9,7 +9,7 @@
 //! # HTTP: ureq on the blocking pool
 //!
 //! Streamable HTTP exchanges run with the same ureq code as the thread
-//! executor (`rho_io_blocking::run_exchange`), on smol's blocking pool,
+//! executor (`rho_io_blocking::run_exchange_bounded`), on smol's blocking pool,
 //! and hand their bytes to the session task through its channel. The
 //! alternative — an HTTP/1.1 client over async-io with rustls through a
 //! futures-io adapter — would be a second HTTP stack to keep correct

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use rho_io_blocking::RuntimeOptions;
+use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::config::Config;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
@@ -42,6 +43,10 @@ struct TaskHandle {
     commands: Sender<Input>,
     task: Option<Task<()>>,
     health: SharedHealth,
+    /// What waits for a stdio child's stdin: a call waits for room first.
+    backlog: Arc<Backlog>,
+    /// How long a call may wait for that room.
+    tool_timeout: Duration,
 }
 
 /// Every configured server of one run, as tasks on the host's executor.
@@ -84,6 +89,7 @@ impl Runtime {
             let (commands, inputs) = smol::channel::unbounded();
             let (startup, outcome) = smol::channel::bounded(1);
             let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
+            let backlog = Arc::new(Backlog::default());
             let task = executor.spawn(driver::run(TaskArgs {
                 executor: Arc::clone(executor),
                 config: server.clone(),
@@ -95,6 +101,7 @@ impl Runtime {
                 inputs: (commands.clone(), inputs),
                 startup,
                 health: Arc::clone(&health),
+                backlog: Arc::clone(&backlog),
             }));
             tasks.insert(
                 slot,
@@ -102,6 +109,8 @@ impl Runtime {
                     commands,
                     task: Some(task),
                     health,
+                    backlog,
+                    tool_timeout: server.tool_timeout,
                 },
             );
             waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
@@ -278,6 +287,25 @@ impl Runtime {
             reason: "its session has ended".into(),
         };
         let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
+        // Backpressure: a server that is not reading its input gets no more
+        // calls queued for it until it catches up, within the call budget.
+        let until = std::time::Instant::now() + handle.tool_timeout;
+        while !handle.backlog.has_room(CALLER_ROOM) {
+            if std::time::Instant::now() >= until {
+                let server = self
+                    .inventory
+                    .view(slot, None)
+                    .map(|v| v.id)
+                    .unwrap_or_default();
+                return Err(ToolCallError::Call(
+                    rho_proto_core::session::CallError::Transport {
+                        server,
+                        reason: not_reading_reason(handle.tool_timeout, &handle.backlog),
+                    },
+                ));
+            }
+            Timer::after(BACKLOG_POLL).await;
+        }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = smol::channel::unbounded();
         handle

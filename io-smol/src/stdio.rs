@@ -4,11 +4,15 @@
 //! async-process. Three small tasks pump stdout into the session task,
 //! write stdin from a queue, and drain stderr into tracing and a bounded
 //! tail. Shutdown closes stdin, waits the grace period, kills the group and
-//! reaps the child.
+//! reaps the child. Both pipes are bounded without dropping a byte, exactly
+//! as on threads (`rho_io_blocking::backlog`): the reader runs on credits
+//! the session task returns, and the stdin queue is counted so that callers
+//! and the reader can wait for it.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 use rho_io_blocking::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
@@ -27,6 +31,9 @@ pub(crate) struct StdioChild {
     child: smol::process::Child,
     pid: u32,
     stdin: Option<Sender<Vec<u8>>>,
+    backlog: Arc<Backlog>,
+    /// Returns a stdout credit to the reader; dropped at shutdown.
+    credits: Option<Sender<()>>,
     stderr_tail: Arc<Mutex<StderrTail>>,
     pumps: Vec<Task<()>>,
     exit: Option<String>,
@@ -38,13 +45,14 @@ const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
 const EXIT_POLL: Duration = Duration::from_millis(5);
 
 impl StdioChild {
-    /// Starts the server, its pumps running on `executor`.
+    /// Starts the server, its pumps running on `executor`, its stdin queue
+    /// counted in `backlog`.
     pub(crate) fn spawn(
         executor: &Arc<Executor<'static>>,
         server: &str,
         config: &StdioConfig,
         ambient: &[(String, String)],
-        events: Sender<Input>,
+        (events, backlog): (Sender<Input>, Arc<Backlog>),
     ) -> Result<Self, String> {
         let (command, program) = prepare_command(server, config, ambient)?;
         // The async command tracks its own stdio choices; restate them.
@@ -68,10 +76,23 @@ impl StdioChild {
         };
         let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
         let (write_tx, write_rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = smol::channel::unbounded();
+        let (credit_tx, credit_rx) = smol::channel::bounded(STDOUT_CREDITS);
+        for _ in 0..STDOUT_CREDITS {
+            let _ = credit_tx.try_send(());
+        }
         let out_events = events.clone();
+        let read_backlog = Arc::clone(&backlog);
         let reader = executor.spawn(async move {
-            let mut buf = vec![0u8; 64 * 1024];
+            let mut buf = vec![0u8; STDOUT_CHUNK];
             loop {
+                // One credit per chunk, returned once the session handled
+                // it; none while the child leaves its input unread.
+                if credit_rx.recv().await.is_err() {
+                    return;
+                }
+                while !read_backlog.has_room(READ_PAUSE) {
+                    Timer::after(BACKLOG_POLL).await;
+                }
                 match stdout.read(&mut buf).await {
                     Ok(0) | Err(_) => break,
                     Ok(n) => {
@@ -88,6 +109,7 @@ impl StdioChild {
             }
             let _ = out_events.send(Input::Pipe(PipeEvent::StdoutClosed)).await;
         });
+        let write_backlog = Arc::clone(&backlog);
         let writer = executor.spawn(async move {
             // Ends when the queue's sender is dropped, closing the child's stdin.
             while let Ok(bytes) = write_rx.recv().await {
@@ -97,12 +119,15 @@ impl StdioChild {
                 }
                 .await
                 {
+                    write_backlog.close();
                     let _ = events
                         .send(Input::Pipe(PipeEvent::WriteFailed(e.to_string())))
                         .await;
                     return;
                 }
+                write_backlog.remove(bytes.len());
             }
+            write_backlog.close();
         });
         let drain = executor.spawn({
             let tail = Arc::clone(&stderr_tail);
@@ -129,6 +154,8 @@ impl StdioChild {
             child,
             pid,
             stdin: Some(write_tx),
+            backlog,
+            credits: Some(credit_tx),
             stderr_tail,
             pumps: vec![reader, writer, drain],
             exit: None,
@@ -140,10 +167,25 @@ impl StdioChild {
         self.pid
     }
 
-    /// Queues bytes for the child's stdin; never waits on the child.
+    /// Queues bytes for the child's stdin, counted in the backlog; never
+    /// waits on the child and never drops (the queue is unbounded; callers
+    /// and the reader wait for the backlog instead).
     pub(crate) fn write(&self, bytes: Vec<u8>) {
         if let Some(stdin) = &self.stdin {
-            let _ = stdin.try_send(bytes);
+            let len = bytes.len();
+            self.backlog.add(len);
+            if stdin.try_send(bytes).is_err() {
+                // The writer is gone (it reported WriteFailed): nothing drains.
+                self.backlog.remove(len);
+                self.backlog.close();
+            }
+        }
+    }
+
+    /// The session handled a chunk of stdout: the reader may read another.
+    pub(crate) fn chunk_handled(&self) {
+        if let Some(credits) = &self.credits {
+            let _ = credits.try_send(());
         }
     }
 
@@ -184,6 +226,8 @@ impl StdioChild {
     /// reaps it. Returns the last lines of its stderr.
     pub(crate) async fn shutdown(mut self, grace: Duration) -> Option<String> {
         self.stdin = None;
+        self.credits = None;
+        self.backlog.close();
         let first = rho_proto_core::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first).await {
             terminate_group(self.pid);

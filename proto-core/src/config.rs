@@ -57,6 +57,20 @@ pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(120);
 /// the deadline arithmetic (`now + timeout`) downstream.
 pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 
+/// The cap on one message (a stdio line, an SSE event, a JSON body) when an
+/// entry names none: 16 MiB. (server-filesystem sends a 16 MiB file as a
+/// message of about 32 MiB; such a server needs a higher
+/// `max_message_bytes`.)
+pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
+
+/// The smallest `max_message_bytes` accepted: 64 KiB. Below it, ordinary
+/// `initialize` and `tools/list` answers no longer fit.
+pub const MIN_MAX_MESSAGE_BYTES: usize = 64 * 1024;
+
+/// The largest `max_message_bytes` accepted: 1 GiB. The cap is memory rho
+/// may hold for one message; more than this is a mistake.
+pub const MAX_MAX_MESSAGE_BYTES: usize = 1024 * 1024 * 1024;
+
 // ---------------------------------------------------------------------------
 // The model
 // ---------------------------------------------------------------------------
@@ -188,6 +202,9 @@ pub struct ServerConfig {
     pub startup_timeout: Duration,
     /// Budget for one tool call (`tool_timeout_secs`).
     pub tool_timeout: Duration,
+    /// The largest message accepted from the server, in bytes
+    /// (`max_message_bytes`): a stdio line, an SSE event or a JSON body.
+    pub max_message_bytes: usize,
     /// The Agent Plugin that contributed this server, or `None` for a
     /// server of the selected config file. A plugin's server can never opt
     /// into sampling: only the user's own config can spend the user's
@@ -539,6 +556,7 @@ const COMMON_KEYS: &[&str] = &[
     "tools",
     "startup_timeout_secs",
     "tool_timeout_secs",
+    "max_message_bytes",
 ];
 const STDIO_KEYS: &[&str] = &["command", "args", "cwd", "env", "env_from_env"];
 const HTTP_KEYS: &[&str] = &["url", "headers", "headers_from_env", "oauth"];
@@ -954,6 +972,30 @@ impl<'t, 'i> Scope<'t, 'i> {
         }
         Ok(duration)
     }
+
+    /// `max_message_bytes`: a whole number of bytes within the sane range.
+    fn max_message_bytes(&self) -> Checked<usize> {
+        const KEY: &str = "max_message_bytes";
+        let Some((_, value)) = self.lookup(KEY) else {
+            return Ok(DEFAULT_MAX_MESSAGE_BYTES);
+        };
+        let DeValue::Integer(integer) = value.get_ref() else {
+            return Err(self.type_fault(KEY, value, "a whole number of bytes"));
+        };
+        i128::from_str_radix(integer.as_str(), integer.radix())
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (MIN_MAX_MESSAGE_BYTES..=MAX_MAX_MESSAGE_BYTES).contains(n))
+            .ok_or_else(|| {
+                Fault::new(
+                    value.span(),
+                    format!(
+                        "`{}` must be a number of bytes from {MIN_MAX_MESSAGE_BYTES} (64 KiB) to {MAX_MAX_MESSAGE_BYTES} (1 GiB), not {integer}",
+                        self.path_of(KEY)
+                    ),
+                )
+            })
+    }
 }
 
 /// A scalar as the user wrote it (near enough), for messages.
@@ -1028,6 +1070,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
     let tools = read_tools(&scope);
     let startup_timeout = scope.timeout("startup_timeout_secs");
     let tool_timeout = scope.timeout("tool_timeout_secs");
+    let max_message_bytes = scope.max_message_bytes();
     let transport = match misplaced {
         Some(fault) => Err(fault),
         None if is_http => read_http(&scope).map(Transport::StreamableHttp),
@@ -1040,6 +1083,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         tools.as_ref().err(),
         startup_timeout.as_ref().err(),
         tool_timeout.as_ref().err(),
+        max_message_bytes.as_ref().err(),
         transport.as_ref().err(),
     ])?;
     Ok(ServerConfig {
@@ -1051,6 +1095,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         tools: tools?,
         startup_timeout: startup_timeout?,
         tool_timeout: tool_timeout?,
+        max_message_bytes: max_message_bytes?,
         plugin: None,
     })
 }
@@ -1595,6 +1640,42 @@ scopes = ["read", "write"]
         assert!(a.enabled);
         assert_eq!(a.sampling, SamplingPolicy::Deny);
         assert_eq!(a.tools, ToolFilter::default());
+        assert_eq!(a.max_message_bytes, DEFAULT_MAX_MESSAGE_BYTES);
+    }
+
+    #[test]
+    fn max_message_bytes_is_read_and_held_to_a_sane_range() {
+        let with = |value: &str| {
+            format!(
+                "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\nmax_message_bytes = {value}\n"
+            )
+        };
+        assert_eq!(server(&with("33554432"), "a").max_message_bytes, 32 << 20);
+        assert_eq!(server(&with("0x10000"), "a").max_message_bytes, 64 << 10);
+        assert_eq!(server(&with("1073741824"), "a").max_message_bytes, 1 << 30);
+        for bad in ["0", "-1", "65535", "1073741825"] {
+            let text = with(bad);
+            let error = parse_ok(&text).servers[0]
+                .config
+                .as_ref()
+                .expect_err("out of range")
+                .to_string();
+            assert!(
+                error.contains(&format!(
+                    "`mcp.servers.a.max_message_bytes` must be a number of bytes from 65536 (64 KiB) to 1073741824 (1 GiB), not {bad}"
+                )),
+                "{error}"
+            );
+        }
+        let text = with("\"16MiB\"");
+        let error = parse_ok(&text).servers[0]
+            .config
+            .as_ref()
+            .expect_err("a string")
+            .to_string();
+        assert!(error.contains("a whole number of bytes"), "{error}");
+        let http = "[mcp.servers.h]\ntransport = \"streamable_http\"\nurl = \"https://e.com/mcp\"\nmax_message_bytes = 1048576\n";
+        assert_eq!(server(http, "h").max_message_bytes, 1 << 20);
     }
 
     #[test]

@@ -102,7 +102,10 @@ impl Connection {
                 let headers = resolve_headers(config.id.as_str(), ambient, http)?;
                 Ok(Self::from_options(
                     options(Framing::Messages),
-                    Some(HttpOptions::new(http.url.clone(), headers)),
+                    Some(HttpOptions {
+                        max_body: config.max_message_bytes,
+                        ..HttpOptions::new(http.url.clone(), headers)
+                    }),
                     now,
                 ))
             }
@@ -144,7 +147,10 @@ impl Connection {
                 let headers = resolve_headers(config.id.as_str(), ambient, http)?;
                 (
                     options(Framing::Messages),
-                    Some(HttpOptions::new(http.url.clone(), headers)),
+                    Some(HttpOptions {
+                        max_body: config.max_message_bytes,
+                        ..HttpOptions::new(http.url.clone(), headers)
+                    }),
                 )
             }
         };

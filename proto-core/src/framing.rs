@@ -24,19 +24,31 @@ use std::collections::VecDeque;
 /// while keeping a runaway peer from exhausting memory.
 pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 
+/// How many of the first bytes of a rejected line its error keeps: enough
+/// to read the `id` of an answer (see [`crate::jsonrpc::Peek`]) and fail
+/// the request it answers at once.
+pub const ERROR_HEAD: usize = 4096;
+
 /// Why a line was not delivered. Both are the peer's fault and both are
 /// recoverable: the decoder has already skipped past the bad line.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
     /// A line had more than `limit` bytes before its newline. Its bytes
-    /// were discarded; decoding resumes after its newline.
+    /// were discarded as they arrived; it is reported once its newline (or
+    /// the end of the stream) is seen, with its whole length.
     #[error(
-        "the server wrote a line longer than {limit} bytes; it was discarded. \
-         Each JSON-RPC message must be on one line under that limit"
+        "the server wrote a {}-byte line, over the {} limit (`max_message_bytes`); it was discarded. \
+         Each JSON-RPC message must be on one line under that limit",
+        crate::session::grouped(*len as u64),
+        byte_size(*limit)
     )]
     TooLong {
         /// The cap in force, in bytes.
         limit: usize,
+        /// The line's length in bytes (with a trailing `\r`, without `\n`).
+        len: usize,
+        /// Its first bytes (at most [`ERROR_HEAD`] and the cap).
+        head: Vec<u8>,
     },
     /// A line was not valid UTF-8, so it cannot be JSON. It was skipped.
     #[error(
@@ -49,7 +61,39 @@ pub enum FrameError {
         len: usize,
         /// Offset of the first byte that is not valid UTF-8.
         valid_up_to: usize,
+        /// Its first bytes (at most [`ERROR_HEAD`]).
+        head: Vec<u8>,
     },
+}
+
+impl FrameError {
+    /// The first bytes of the rejected line.
+    pub fn head(&self) -> &[u8] {
+        match self {
+            FrameError::TooLong { head, .. } | FrameError::NotUtf8 { head, .. } => head,
+        }
+    }
+}
+
+/// A size for people: `16 MiB`, `64 KiB`, or bytes.
+pub fn byte_size(bytes: usize) -> String {
+    const KIB: usize = 1024;
+    const MIB: usize = 1024 * 1024;
+    if bytes >= MIB && bytes % MIB == 0 {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes % KIB == 0 {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes}-byte")
+    }
+}
+
+/// An oversized line being skipped.
+#[derive(Debug)]
+struct Discard {
+    /// Its bytes so far.
+    len: usize,
+    head: Vec<u8>,
 }
 
 /// Splits a byte stream into newline-delimited lines, bounded in memory.
@@ -75,8 +119,8 @@ pub struct LineDecoder {
     ready_bytes: usize,
     /// The unterminated tail of the stream; never longer than `max_line`.
     partial: Vec<u8>,
-    /// Inside an oversized line already reported: drop bytes up to its `\n`.
-    discarding: bool,
+    /// Inside an oversized line: drop bytes up to its `\n`, counting them.
+    discarding: Option<Discard>,
 }
 
 impl Default for LineDecoder {
@@ -94,7 +138,7 @@ impl LineDecoder {
             ready: VecDeque::new(),
             ready_bytes: 0,
             partial: Vec::new(),
-            discarding: false,
+            discarding: None,
         }
     }
 
@@ -102,14 +146,18 @@ impl LineDecoder {
     pub fn push(&mut self, mut bytes: &[u8]) {
         while !bytes.is_empty() {
             let newline = bytes.iter().position(|&b| b == b'\n');
-            if self.discarding {
+            if let Some(discard) = &mut self.discarding {
                 match newline {
                     Some(at) => {
-                        self.discarding = false;
+                        discard.len += at;
+                        self.end_discard();
                         bytes = &bytes[at + 1..];
                         continue;
                     }
-                    None => return,
+                    None => {
+                        discard.len += bytes.len();
+                        return;
+                    }
                 }
             }
             let (piece, rest) = match newline {
@@ -117,12 +165,19 @@ impl LineDecoder {
                 None => (bytes, None),
             };
             if self.partial.len() + piece.len() > self.max_line {
-                self.partial = Vec::new();
-                self.enqueue(Err(FrameError::TooLong {
-                    limit: self.max_line,
-                }));
+                let partial = std::mem::take(&mut self.partial);
+                let keep = ERROR_HEAD.min(self.max_line);
+                let mut head = partial[..partial.len().min(keep)].to_vec();
+                let more = keep - head.len();
+                head.extend_from_slice(&piece[..piece.len().min(more)]);
+                self.discarding = Some(Discard {
+                    len: partial.len() + piece.len(),
+                    head,
+                });
                 // The newline, if this chunk has it, ends the bad line here.
-                self.discarding = rest.is_none();
+                if rest.is_some() {
+                    self.end_discard();
+                }
             } else if rest.is_some() {
                 let line = if self.partial.is_empty() {
                     piece.to_vec()
@@ -157,15 +212,30 @@ impl LineDecoder {
         if let Some(item) = self.next_line() {
             return Some(item);
         }
-        self.discarding = false;
+        if self.discarding.is_some() {
+            self.end_discard();
+            return self.next_line();
+        }
         let tail = std::mem::take(&mut self.partial);
         self.complete(tail);
         self.next_line()
     }
 
-    /// Bytes currently held: undrained lines plus the unterminated tail.
+    /// Bytes currently held: undrained lines plus the unterminated tail
+    /// (or the head kept of an oversized line).
     pub fn buffered(&self) -> usize {
-        self.ready_bytes + self.partial.len()
+        self.ready_bytes + self.partial.len() + self.discarding.as_ref().map_or(0, |d| d.head.len())
+    }
+
+    /// The oversized line ended: report it, with its length.
+    fn end_discard(&mut self) {
+        if let Some(Discard { len, head }) = self.discarding.take() {
+            self.enqueue(Err(FrameError::TooLong {
+                limit: self.max_line,
+                len,
+                head,
+            }));
+        }
     }
 
     /// Validates a finished line and queues it, unless it is blank.
@@ -181,6 +251,7 @@ impl LineDecoder {
             Err(e) => self.enqueue(Err(FrameError::NotUtf8 {
                 len: line.len(),
                 valid_up_to: e.valid_up_to(),
+                head: line[..line.len().min(ERROR_HEAD)].to_vec(),
             })),
         }
     }
@@ -210,6 +281,29 @@ mod tests {
 
     fn ok(s: &str) -> Result<Vec<u8>, FrameError> {
         Ok(s.as_bytes().to_vec())
+    }
+
+    fn too_long(limit: usize, len: usize, head: &[u8]) -> Result<Vec<u8>, FrameError> {
+        Err(FrameError::TooLong {
+            limit,
+            len,
+            head: head.to_vec(),
+        })
+    }
+
+    #[test]
+    fn a_rejected_line_keeps_its_first_bytes_for_its_id() {
+        let mut d = LineDecoder::new(ERROR_HEAD * 2);
+        let mut line = br#"{"jsonrpc":"2.0","id":3,"result":""#.to_vec();
+        line.resize(ERROR_HEAD * 3, b'a');
+        d.push(&line[..100]);
+        d.push(&line[100..]);
+        d.push(b"\n");
+        let Some(Err(FrameError::TooLong { len, head, .. })) = d.next_line() else {
+            panic!("the line is over the cap");
+        };
+        assert_eq!(len, ERROR_HEAD * 3);
+        assert_eq!(head, line[..ERROR_HEAD]);
     }
 
     const INPUT: &[u8] = b"{\"a\":1}\n{\"b\":\"\xc3\xa9\"}\r\n\n  \n{\"c\":[]}\n";
@@ -272,7 +366,7 @@ mod tests {
         d.push(b"0123\nok2\n");
         assert_eq!(
             drain_all(&mut d),
-            vec![ok("ok1"), Err(FrameError::TooLong { limit: 8 }), ok("ok2")]
+            vec![ok("ok1"), too_long(8, 24, b"01234567"), ok("ok2")]
         );
     }
 
@@ -282,7 +376,7 @@ mod tests {
         d.push(b"a\nlonglonglong\nb\n");
         assert_eq!(
             drain(&mut d),
-            vec![ok("a"), Err(FrameError::TooLong { limit: 4 }), ok("b")]
+            vec![ok("a"), too_long(4, 12, b"long"), ok("b")]
         );
     }
 
@@ -290,10 +384,7 @@ mod tests {
     fn line_exactly_at_cap_passes_and_one_more_byte_fails() {
         let mut d = LineDecoder::new(4);
         d.push(b"abcd\nabcde\n");
-        assert_eq!(
-            drain(&mut d),
-            vec![ok("abcd"), Err(FrameError::TooLong { limit: 4 })]
-        );
+        assert_eq!(drain(&mut d), vec![ok("abcd"), too_long(4, 5, b"abcd")]);
     }
 
     #[test]
@@ -307,9 +398,13 @@ mod tests {
             assert!(d.buffered() <= cap + chunk.len(), "{}", d.buffered());
             errors += drain(&mut d).len();
         }
-        assert_eq!(errors, 1, "the oversized line is reported once");
+        assert_eq!(errors, 0, "reported once its end is seen");
         d.push(b"xxx\n{}\n");
-        assert_eq!(drain(&mut d), vec![ok("{}")]);
+        assert_eq!(
+            drain(&mut d),
+            vec![too_long(cap, 3_000_003, &[b'x'; 1024]), ok("{}")],
+            "once, with its whole length"
+        );
         assert_eq!(d.finish(), None);
     }
 
@@ -323,7 +418,8 @@ mod tests {
                 ok("{}"),
                 Err(FrameError::NotUtf8 {
                     len: 4,
-                    valid_up_to: 1
+                    valid_up_to: 1,
+                    head: b"\"\xff\xfe\"".to_vec(),
                 }),
                 ok("[]"),
             ]
@@ -355,17 +451,27 @@ mod tests {
     fn finish_inside_oversized_line_reports_nothing_more() {
         let mut d = LineDecoder::new(2);
         d.push(b"abcdef");
-        assert_eq!(d.finish(), Some(Err(FrameError::TooLong { limit: 2 })));
+        assert_eq!(d.finish(), Some(too_long(2, 6, b"ab")));
         assert_eq!(d.finish(), None);
     }
 
     #[test]
     fn error_messages_name_the_limit_and_the_fix() {
-        let msg = FrameError::TooLong { limit: 8 }.to_string();
-        assert!(msg.contains("8 bytes") && msg.contains("one line"), "{msg}");
+        let msg = FrameError::TooLong {
+            limit: 16 << 20,
+            len: 16_777_316,
+            head: Vec::new(),
+        }
+        .to_string();
+        assert!(
+            msg.contains("16,777,316-byte line, over the 16 MiB limit (`max_message_bytes`)")
+                && msg.contains("one line"),
+            "{msg}"
+        );
         let msg = FrameError::NotUtf8 {
             len: 3,
             valid_up_to: 1,
+            head: Vec::new(),
         }
         .to_string();
         assert!(msg.contains("UTF-8"), "{msg}");
@@ -437,9 +543,10 @@ pub enum SseError {
     /// An event needed more than `limit` bytes of buffer. Its bytes were
     /// discarded up to the blank line that ends it; later events decode.
     #[error(
-        "the server sent a server-sent event larger than {limit} bytes; it was \
+        "the server sent a server-sent event over the {} limit (`max_message_bytes`); it was \
          discarded and decoding resumed at the next event. If this server's \
-         messages are legitimately that large, raise the SSE size limit"
+         messages are legitimately that large, raise `max_message_bytes`",
+        byte_size(*limit)
     )]
     TooLarge {
         /// The cap in force, in bytes.
@@ -1249,8 +1356,16 @@ mod sse_tests {
 
     #[test]
     fn error_message_names_the_limit_and_the_remedy() {
-        let msg = SseError::TooLarge { limit: 8 }.to_string();
-        assert!(msg.contains("8 bytes") && msg.contains("raise"), "{msg}");
+        let msg = SseError::TooLarge { limit: 16 << 20 }.to_string();
+        assert!(
+            msg.contains("over the 16 MiB limit") && msg.contains("raise `max_message_bytes`"),
+            "{msg}"
+        );
+        assert!(
+            SseError::TooLarge { limit: 8 }
+                .to_string()
+                .contains("8-byte limit")
+        );
     }
 
     // Generated streams.

@@ -188,8 +188,17 @@ fn check_line(item: &Result<Vec<u8>, FrameError>) {
             );
             assert!(std::str::from_utf8(line).is_ok(), "not UTF-8: {line:?}");
         }
-        Err(FrameError::TooLong { limit }) => assert_eq!(*limit, LINES_CAP),
-        Err(FrameError::NotUtf8 { len, valid_up_to }) => {
+        Err(FrameError::TooLong { limit, len, head }) => {
+            assert_eq!(*limit, LINES_CAP);
+            assert!(
+                *len > LINES_CAP && head.len() <= LINES_CAP,
+                "{len} {}",
+                head.len()
+            );
+        }
+        Err(FrameError::NotUtf8 {
+            len, valid_up_to, ..
+        }) => {
             assert!(
                 valid_up_to < len && *len <= LINES_CAP,
                 "{len} {valid_up_to}"
@@ -205,7 +214,11 @@ fn lines_model(stream: &[u8], cap: usize) -> Vec<Result<Vec<u8>, FrameError>> {
     let mut out = Vec::new();
     for raw in stream.split(|&b| b == b'\n') {
         if raw.len() > cap {
-            out.push(Err(FrameError::TooLong { limit: cap }));
+            out.push(Err(FrameError::TooLong {
+                limit: cap,
+                len: raw.len(),
+                head: raw[..raw.len().min(cap).min(crate::framing::ERROR_HEAD)].to_vec(),
+            }));
             continue;
         }
         let line = raw.strip_suffix(b"\r").unwrap_or(raw);
@@ -217,6 +230,7 @@ fn lines_model(stream: &[u8], cap: usize) -> Vec<Result<Vec<u8>, FrameError>> {
             Err(e) => Err(FrameError::NotUtf8 {
                 len: line.len(),
                 valid_up_to: e.valid_up_to(),
+                head: line[..line.len().min(crate::framing::ERROR_HEAD)].to_vec(),
             }),
         });
     }

@@ -37,8 +37,8 @@ use url::Url;
 
 use crate::config::HttpConfig;
 use crate::elicitation::FormAnswer;
-use crate::framing::{DEFAULT_MAX_LINE, SseDecoder};
-use crate::jsonrpc::{ClientRequestId, Incoming, Message};
+use crate::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
+use crate::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 use crate::session::{
     ApiMisuse, CallId, CloseReason, Event, Framing, QuestionId, SamplingAnswer, Session,
     SessionOptions, TransmitKind,
@@ -436,22 +436,27 @@ impl HttpTransport {
         self.pump(now);
     }
 
-    /// A chunk of the response body arrived.
+    /// A chunk of the response body arrived. An answer over the size cap
+    /// (`max_message_bytes`) or not JSON-RPC fails the request the
+    /// exchange belongs to at once (a POST's own response, or the
+    /// resumption of its stream); on the server's own stream it is logged.
     pub fn handle_response_body(&mut self, now: Instant, exchange: ExchangeId, chunk: &[u8]) {
         let Some(x) = self.exchanges.get_mut(&exchange) else {
             return;
         };
+        let request = match &x.role {
+            Role::Post { kind, .. } => request_of(*kind),
+            Role::Stream { for_request, .. } => *for_request,
+            Role::Delete => None,
+        };
         let mut frames = Vec::new();
+        let mut too_large = None;
         match &mut x.body {
             Body::Ignore => {}
             Body::Json(buf) => {
                 if buf.len() + chunk.len() > self.options.max_body {
                     let limit = self.options.max_body;
-                    self.fail_exchange(
-                        now,
-                        exchange,
-                        format!("the response body is larger than the {limit}-byte limit"),
-                    );
+                    self.fail_exchange(now, exchange, over_the_cap(limit));
                     return;
                 }
                 buf.extend_from_slice(chunk);
@@ -470,10 +475,14 @@ impl HttpTransport {
                                 frames.push(event.data);
                             }
                         }
-                        Err(error) => tracing::warn!(
-                            server = %self.session.server(),
-                            "server-sent event dropped: {error}"
-                        ),
+                        Err(error) => {
+                            let SseError::TooLarge { limit } = &error;
+                            too_large = Some(*limit);
+                            tracing::warn!(
+                                server = %self.session.server(),
+                                "server-sent event dropped: {error}"
+                            );
+                        }
                     }
                 }
                 // A priming event (id, no data) also counts as progress.
@@ -482,8 +491,17 @@ impl HttpTransport {
                 }
             }
         }
+        if let (Some(limit), Some(_)) = (too_large, request) {
+            self.fail_exchange(now, exchange, over_the_cap(limit));
+            return;
+        }
         for frame in frames {
-            self.session.handle_message_bytes(now, frame.as_bytes());
+            if let Err(error) = self.session.handle_answer_bytes(now, frame.as_bytes()) {
+                if request.is_some() {
+                    self.fail_exchange(now, exchange, not_json_rpc(&error));
+                    return;
+                }
+            }
         }
         self.pump(now);
     }
@@ -498,8 +516,8 @@ impl HttpTransport {
             (Role::Post { kind, .. }, Body::Json(buf)) => {
                 if buf.is_empty() {
                     self.fail_transmit(now, kind, "the server sent an empty response".into());
-                } else {
-                    self.session.handle_message_bytes(now, &buf);
+                } else if let Err(error) = self.session.handle_answer_bytes(now, &buf) {
+                    self.fail_transmit(now, kind, not_json_rpc(&error));
                 }
             }
             (Role::Post { kind, .. }, Body::Sse(decoder)) => {
@@ -1210,6 +1228,20 @@ impl HttpTransport {
             self.closed = true;
         }
     }
+}
+
+/// Why an answer over the size cap failed its request.
+fn over_the_cap(limit: usize) -> String {
+    format!(
+        "its answer could not be read: the answer was over the {} limit (`max_message_bytes`); \
+         raise `max_message_bytes` for this server if its answers are that large",
+        byte_size(limit)
+    )
+}
+
+/// Why an answer that is not JSON-RPC failed its request.
+fn not_json_rpc(error: &ParseError) -> String {
+    format!("its answer could not be read: the answer is not valid JSON-RPC ({error})")
 }
 
 /// Whether an SSE event id can travel back as a `Last-Event-ID` header.

@@ -344,6 +344,148 @@ pub fn empty_object() -> Value {
     Value::Object(Map::new())
 }
 
+/// What can still be read from a frame that is not a JSON-RPC message (or
+/// only the start of one, when a line was over the size cap): enough to
+/// tell which request it answered, so that request fails at once instead
+/// of waiting out its budget.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Peek {
+    /// The top-level `id`, when it is a plain integer or a string without
+    /// escapes.
+    pub id: Option<RequestId>,
+    /// A top-level `result` or `error` member was seen: it is a response.
+    pub response: bool,
+    /// A top-level `method` member was seen: a request or notification.
+    pub method: bool,
+}
+
+impl Peek {
+    /// Scans the top-level members of a JSON object without building it:
+    /// no recursion (nesting is only counted), numbers and escapes are
+    /// skipped, not decoded, and bytes need not be UTF-8. Stops at the
+    /// first thing that is not JSON-like, keeping what it found so far.
+    pub fn scan(bytes: &[u8]) -> Self {
+        let mut peek = Peek::default();
+        let mut at = skip_ws(bytes, 0);
+        if bytes.get(at) != Some(&b'{') {
+            return peek;
+        }
+        at += 1;
+        loop {
+            at = skip_ws(bytes, at);
+            if bytes.get(at) != Some(&b'"') {
+                return peek;
+            }
+            let Some(key_end) = string_end(bytes, at) else {
+                return peek;
+            };
+            let key = &bytes[at + 1..key_end - 1];
+            at = skip_ws(bytes, key_end);
+            if bytes.get(at) != Some(&b':') {
+                return peek;
+            }
+            at = skip_ws(bytes, at + 1);
+            match key {
+                b"result" | b"error" => peek.response = true,
+                b"method" => peek.method = true,
+                _ => {}
+            }
+            let Some(value_end) = value_end(bytes, at) else {
+                return peek;
+            };
+            if key == b"id" {
+                peek.id = plain_id(&bytes[at..value_end]);
+            }
+            at = skip_ws(bytes, value_end);
+            match bytes.get(at) {
+                Some(b',') => at += 1,
+                _ => return peek,
+            }
+        }
+    }
+}
+
+fn skip_ws(bytes: &[u8], mut at: usize) -> usize {
+    while matches!(bytes.get(at), Some(b' ' | b'\t' | b'\r' | b'\n')) {
+        at += 1;
+    }
+    at
+}
+
+/// The index just past the string starting at `at` (a `"`).
+fn string_end(bytes: &[u8], at: usize) -> Option<usize> {
+    let mut i = at + 1;
+    while let Some(&b) = bytes.get(i) {
+        match b {
+            b'\\' => i += 2,
+            b'"' => return Some(i + 1),
+            _ => i += 1,
+        }
+    }
+    None
+}
+
+/// The index just past the value starting at `at`.
+fn value_end(bytes: &[u8], at: usize) -> Option<usize> {
+    match bytes.get(at)? {
+        b'"' => string_end(bytes, at),
+        b'{' | b'[' => {
+            let mut depth = 0usize;
+            let mut i = at;
+            while let Some(&b) = bytes.get(i) {
+                match b {
+                    b'"' => {
+                        i = string_end(bytes, i)?;
+                        continue;
+                    }
+                    b'{' | b'[' => depth += 1,
+                    b'}' | b']' => {
+                        depth -= 1;
+                        if depth == 0 {
+                            return Some(i + 1);
+                        }
+                    }
+                    _ => {}
+                }
+                i += 1;
+            }
+            None
+        }
+        _ => {
+            let len = bytes[at..]
+                .iter()
+                .position(|b| matches!(b, b',' | b'}' | b']' | b' ' | b'\t' | b'\r' | b'\n'))
+                .unwrap_or(bytes.len() - at);
+            (len > 0).then_some(at + len)
+        }
+    }
+}
+
+/// An id written plainly: an integer JSON-RPC can carry, or a string
+/// without escapes.
+fn plain_id(value: &[u8]) -> Option<RequestId> {
+    if let Some(inner) = value
+        .strip_prefix(b"\"")
+        .and_then(|v| v.strip_suffix(b"\""))
+    {
+        if inner.contains(&b'\\') {
+            return None;
+        }
+        return std::str::from_utf8(inner)
+            .ok()
+            .map(|s| RequestId::String(s.to_owned()));
+    }
+    let digits = value.strip_prefix(b"-").unwrap_or(value);
+    if digits.is_empty() || !digits.iter().all(u8::is_ascii_digit) {
+        return None;
+    }
+    std::str::from_utf8(value)
+        .ok()?
+        .parse::<i64>()
+        .ok()
+        .map(RequestId::Number)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -465,5 +607,70 @@ mod tests {
         assert!(
             matches!(single(&bytes), Message::Error { id: Some(RequestId::String(s)), .. } if s == "abc")
         );
+    }
+
+    #[test]
+    fn peek_reads_the_id_of_answers_serde_cannot_read() {
+        let deep = format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{}1{}}}",
+            "[".repeat(200),
+            "]".repeat(200)
+        );
+        let cases: Vec<(Vec<u8>, &str)> = vec![
+            (deep.into_bytes(), "nesting past the parser limit"),
+            (
+                br#"{"jsonrpc":"2.0","id":7,"result":{"n":1e400}}"#.to_vec(),
+                "1e400",
+            ),
+            (
+                b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"t\":\"\xff\xfe\"}}".to_vec(),
+                "not UTF-8",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","result":{"t":"\ud800"},"id":7}"#.to_vec(),
+                "a lone surrogate, id last",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"x"}}"#
+                    .to_vec(),
+                "both result and error",
+            ),
+            (
+                br#"{"jsonrpc":"2.0","id":7,"result":{"text":"aaaa"#.to_vec(),
+                "cut off by the size cap",
+            ),
+        ];
+        for (bytes, what) in cases {
+            assert!(Incoming::parse(&bytes).is_err(), "{what} must not parse");
+            let peek = Peek::scan(&bytes);
+            assert_eq!(peek.id, Some(RequestId::Number(7)), "{what}");
+            assert!(peek.response && !peek.method, "{what}: {peek:?}");
+        }
+    }
+
+    #[test]
+    fn peek_reads_no_id_it_cannot_trust() {
+        for bytes in [
+            &br#"{"jsonrpc":"2.0","id":1.5,"result":{}}"#[..],
+            br#"{"jsonrpc":"2.0","id":{"n":1},"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":true,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":"a\"b","result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":99999999999999999999,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","result":{"id":3}}"#,
+        ] {
+            let peek = Peek::scan(bytes);
+            assert_eq!(peek.id, None, "{}", String::from_utf8_lossy(bytes));
+            assert!(peek.response);
+        }
+        assert_eq!(
+            Peek::scan(br#"{"id":"req-1","method":"ping"}"#),
+            Peek {
+                id: Some(RequestId::String("req-1".into())),
+                response: false,
+                method: true
+            }
+        );
+        assert_eq!(Peek::scan(b"Welcome to the server!"), Peek::default());
+        assert_eq!(Peek::scan(b""), Peek::default());
     }
 }

@@ -44,6 +44,17 @@ pub fn misbehaving_js() -> PathBuf {
     tests_dir().join("servers/fixtures/misbehaving.js")
 }
 
+/// The flooding fixture server (`tests/servers/fixtures/flood.js`).
+pub fn flood_js() -> PathBuf {
+    tests_dir().join("servers/fixtures/flood.js")
+}
+
+/// The fixture whose tool answers are unreadable on purpose
+/// (`tests/servers/fixtures/bad_answers.js`).
+pub fn bad_answers_js() -> PathBuf {
+    tests_dir().join("servers/fixtures/bad_answers.js")
+}
+
 /// A TOML string literal for a path.
 pub fn toml_path(path: &Path) -> String {
     toml_str(&path.display().to_string())

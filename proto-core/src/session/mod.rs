@@ -28,6 +28,10 @@
 //! from the front: no clock reads, no hash-order iteration.
 
 mod questions;
+mod tally;
+
+pub(crate) use tally::grouped;
+use tally::{Tally, Verdict};
 
 pub use questions::{Question, QuestionId, SamplingAnswer};
 
@@ -39,9 +43,10 @@ use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
 use crate::content::{OutputError, OutputSchema, check_output};
-use crate::framing::{FrameError, LineDecoder};
+use crate::framing::{FrameError, LineDecoder, byte_size};
 use crate::jsonrpc::{
-    self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, RequestId, ServerRequestId,
+    self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, Peek, RequestId,
+    ServerRequestId,
 };
 use crate::protocol::{
     CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
@@ -54,6 +59,14 @@ pub const MAX_TOOL_PAGES: usize = 1000;
 
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
+
+/// Protocol errors (lines that are not JSON-RPC, ...) logged one by one
+/// per [`LOG_WINDOW`]; the rest are counted.
+const JUNK_LOGGED: u32 = 5;
+/// Server log messages passed to rho's log one by one per [`LOG_WINDOW`].
+const SERVER_LOGS_LOGGED: u32 = 100;
+/// The window of those two limits.
+const LOG_WINDOW: Duration = Duration::from_secs(10);
 
 /// The name and version rho reports in `initialize`.
 pub fn client_info() -> Implementation {
@@ -155,6 +168,7 @@ impl SessionOptions {
             log_level: config.log_level,
             startup_timeout: config.startup_timeout,
             tool_timeout: config.tool_timeout,
+            max_line: config.max_message_bytes,
             framing,
             ..Self::stdio(config.id.as_str())
         }
@@ -531,6 +545,13 @@ pub struct Session {
     /// Questions put to the host and not yet answered.
     questions: BTreeMap<QuestionId, questions::OpenQuestion>,
     next_question: u64,
+    /// Rate limit on logging protocol errors.
+    junk: Tally,
+    /// Rate limit on passing the server's log messages on.
+    server_logs: Tally,
+    /// Why an answer could not be read, when it could not be tied to a
+    /// request either: the next failure names it.
+    unread: Option<String>,
 }
 
 /// Pages of a re-listing gathered so far.
@@ -567,6 +588,9 @@ impl Session {
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
             next_question: 0,
+            junk: Tally::new(JUNK_LOGGED, LOG_WINDOW),
+            server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
+            unread: None,
         };
         let params = session.initialize_params();
         session.send_request(
@@ -631,10 +655,7 @@ impl Session {
         while let Some(line) = self.decoder.next_line() {
             match line {
                 Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.peer_error(PeerError::Framing {
-                    server: self.options.server.clone(),
-                    error,
-                }),
+                Err(error) => self.frame_error(now, error),
             }
             if matches!(self.phase, Phase::Closed) {
                 return;
@@ -643,26 +664,44 @@ impl Session {
     }
 
     /// Feeds one complete message frame (a stdio line, an HTTP body, an SSE
-    /// `data` field). A frame that is not JSON-RPC is reported and skipped.
+    /// `data` field). A frame that is not JSON-RPC is reported and skipped;
+    /// on stdio, when it can be tied to a pending request (its `id` is
+    /// readable, or it looks like an answer and exactly one request is in
+    /// flight), that request fails at once with the reason.
     pub fn handle_message_bytes(&mut self, now: Instant, frame: &[u8]) {
+        let _ = self.handle_answer_bytes(now, frame);
+    }
+
+    /// Like [`Session::handle_message_bytes`], returning why a frame that
+    /// is not JSON-RPC was not read, for a transport that knows which
+    /// request the frame answers (Streamable HTTP: a POST's own response)
+    /// and fails it with [`Session::handle_request_failed`].
+    pub fn handle_answer_bytes(&mut self, now: Instant, frame: &[u8]) -> Result<(), ParseError> {
         if matches!(self.phase, Phase::Closed) {
-            return;
+            return Ok(());
         }
         match Incoming::parse(frame) {
-            Ok(Incoming::Single(message)) => self.handle_message(now, message),
+            Ok(Incoming::Single(message)) => {
+                self.handle_message(now, message);
+                Ok(())
+            }
             Ok(Incoming::Batch(items)) => {
                 for item in items {
                     // An element may have closed the session; Closed is last.
                     if matches!(self.phase, Phase::Closed) {
-                        return;
+                        return Ok(());
                     }
                     match item {
                         Ok(message) => self.handle_message(now, message),
-                        Err(error) => self.unparseable(error, frame),
+                        Err(error) => self.unparseable(now, error, frame),
                     }
                 }
+                Ok(())
             }
-            Err(error) => self.unparseable(error, frame),
+            Err(error) => {
+                self.unparseable(now, error.clone(), frame);
+                Err(error)
+            }
         }
     }
 
@@ -677,11 +716,14 @@ impl Session {
                 id: Some(id),
                 error,
             } => self.handle_reply(now, id, Err(error)),
-            Message::Error { id: None, error } => self.peer_error(PeerError::ErrorResponse {
-                server: self.options.server.clone(),
-                what: "a message it could not read".into(),
-                error,
-            }),
+            Message::Error { id: None, error } => self.peer_error(
+                now,
+                PeerError::ErrorResponse {
+                    server: self.options.server.clone(),
+                    what: "a message it could not read".into(),
+                    error,
+                },
+            ),
             Message::Request { id, method, params } => {
                 self.handle_server_request(now, ServerRequestId(id), &method, params)
             }
@@ -702,10 +744,11 @@ impl Session {
                 Phase::Initializing => "waiting for the initialize response",
                 _ => "listing tools",
             };
+            let peer_errors = self.failure_notes();
             self.finish(CloseReason::StartupTimeout {
                 budget: self.options.startup_timeout,
                 waiting_for,
-                peer_errors: self.peer_errors.clone(),
+                peer_errors,
             });
             return;
         }
@@ -732,9 +775,21 @@ impl Session {
                     self.withdraw_questions_of(call);
                     self.events.push_back(Event::CallCompleted {
                         call,
-                        result: Err(CallError::Timeout {
-                            server,
-                            budget: pending.budget,
+                        result: Err(match self.unread.take() {
+                            None => CallError::Timeout {
+                                server,
+                                budget: pending.budget,
+                            },
+                            // An answer that could be neither read nor tied
+                            // to a request is the likeliest cause: say so.
+                            Some(unread) => CallError::Transport {
+                                server,
+                                reason: format!(
+                                    "no answer could be read within {} s, so the call was cancelled; \
+                                     before that, it sent an answer rho could not read: {unread}",
+                                    pending.budget.as_secs_f64()
+                                ),
+                            },
                         }),
                     });
                 }
@@ -767,20 +822,18 @@ impl Session {
         if let Some(line) = self.decoder.finish() {
             match line {
                 Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.peer_error(PeerError::Framing {
-                    server: self.options.server.clone(),
-                    error,
-                }),
+                Err(error) => self.frame_error(now, error),
             }
             if matches!(self.phase, Phase::Closed) {
                 return;
             }
         }
         let during_startup = !matches!(self.phase, Phase::Ready);
+        let peer_errors = self.failure_notes();
         self.finish(CloseReason::TransportClosed {
             during_startup,
             detail,
-            peer_errors: self.peer_errors.clone(),
+            peer_errors,
         });
     }
 
@@ -1034,10 +1087,13 @@ impl Session {
         let pending = ClientRequestId::from_wire(&id)
             .and_then(|ClientRequestId(n)| self.pending.remove(&n).map(|p| (n, p)));
         let Some((n, pending)) = pending else {
-            self.peer_error(PeerError::UnknownResponse {
-                server: self.options.server.clone(),
-                id: id.to_string(),
-            });
+            self.peer_error(
+                now,
+                PeerError::UnknownResponse {
+                    server: self.options.server.clone(),
+                    id: id.to_string(),
+                },
+            );
             return;
         };
         self.deadlines.remove(&(pending.deadline, n));
@@ -1052,11 +1108,14 @@ impl Session {
             Purpose::ListTools => self.on_tools_page(now, reply),
             Purpose::SetLevel => {
                 if let Err(error) = reply {
-                    self.peer_error(PeerError::ErrorResponse {
-                        server: self.options.server.clone(),
-                        what: "logging/setLevel".into(),
-                        error,
-                    });
+                    self.peer_error(
+                        now,
+                        PeerError::ErrorResponse {
+                            server: self.options.server.clone(),
+                            what: "logging/setLevel".into(),
+                            error,
+                        },
+                    );
                 }
             }
             Purpose::CallTool(call) => {
@@ -1178,10 +1237,13 @@ impl Session {
         };
         let server = self.options.server.clone();
         for error in page.rejected {
-            self.peer_error(PeerError::MalformedTool {
-                server: server.clone(),
-                error,
-            });
+            self.peer_error(
+                now,
+                PeerError::MalformedTool {
+                    server: server.clone(),
+                    error,
+                },
+            );
         }
         let Phase::Discovering {
             tools,
@@ -1263,7 +1325,7 @@ impl Session {
     fn handle_notification(&mut self, now: Instant, method: &str, params: Option<&Value>) {
         match method {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
-            "notifications/message" => self.server_log(params),
+            "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
             "notifications/cancelled" => self.server_cancelled(now, params),
             _ => {
@@ -1313,10 +1375,13 @@ impl Session {
         };
         let server = self.options.server.clone();
         for error in page.rejected {
-            self.peer_error(PeerError::MalformedTool {
-                server: server.clone(),
-                error,
-            });
+            self.peer_error(
+                now,
+                PeerError::MalformedTool {
+                    server: server.clone(),
+                    error,
+                },
+            );
         }
         let Some(relist) = &mut self.relist else {
             return;
@@ -1423,8 +1488,17 @@ impl Session {
 
     /// Routes a server's `notifications/message` into tracing under the
     /// `rho::mcp::server` target. Severities above error map onto error.
-    fn server_log(&self, params: Option<&Value>) {
+    /// A flood is rate-limited: past the first few of a window, messages
+    /// are only counted, and the count is logged once.
+    fn server_log(&mut self, now: Instant, params: Option<&Value>) {
         let Some(params) = params else { return };
+        let (verdict, hidden) = self.server_logs.admit(now);
+        if let Some(n) = hidden {
+            self.log_hidden_server_logs(n);
+        }
+        if verdict == Verdict::Count {
+            return;
+        }
         let level = params
             .get("level")
             .and_then(Value::as_str)
@@ -1450,21 +1524,141 @@ impl Session {
         }
     }
 
-    fn unparseable(&mut self, error: ParseError, frame: &[u8]) {
+    fn log_hidden_server_logs(&self, n: u64) {
+        let server = self.options.server.as_str();
+        tracing::info!(
+            target: "rho::mcp::server",
+            server,
+            "… {} more log messages from server `{server}` were not shown",
+            grouped(n)
+        );
+    }
+
+    fn log_hidden_junk(&self, n: u64) {
+        tracing::warn!(
+            server = %self.options.server,
+            "… {} more lines from server `{}` that were not JSON-RPC or broke the protocol were not logged",
+            grouped(n),
+            self.options.server
+        );
+    }
+
+    fn unparseable(&mut self, now: Instant, error: ParseError, frame: &[u8]) {
         let text = String::from_utf8_lossy(frame);
         let mut excerpt: String = text.chars().take(120).collect();
         if text.chars().nth(120).is_some() {
             excerpt.push('…');
         }
-        self.peer_error(PeerError::Unparseable {
-            server: self.options.server.clone(),
-            error,
-            excerpt: format!("{excerpt:?}"),
-        });
+        let reason = format!("the answer is not valid JSON-RPC ({error})");
+        self.peer_error(
+            now,
+            PeerError::Unparseable {
+                server: self.options.server.clone(),
+                error,
+                excerpt: format!("{excerpt:?}"),
+            },
+        );
+        let peek = Peek::scan(frame);
+        self.unreadable_answer(now, &peek, peek.response, reason);
     }
 
-    fn peer_error(&mut self, error: PeerError) {
-        tracing::warn!("{error}");
+    /// A line the decoder rejected (over the cap, not UTF-8).
+    fn frame_error(&mut self, now: Instant, error: FrameError) {
+        let peek = Peek::scan(error.head());
+        let (reason, likely_answer) = match &error {
+            FrameError::TooLong { limit, len, .. } => (
+                format!(
+                    "the answer was {} bytes, over the {} limit (`max_message_bytes`); \
+                     raise `max_message_bytes` for this server if its answers are that large",
+                    grouped(*len as u64),
+                    byte_size(*limit)
+                ),
+                // Only its start is known: an object that is not a request
+                // or a notification is taken for an answer.
+                peek.response
+                    || (!peek.method && error.head().trim_ascii_start().first() == Some(&b'{')),
+            ),
+            FrameError::NotUtf8 { valid_up_to, .. } => (
+                format!("the answer is not valid UTF-8 (first bad byte at offset {valid_up_to})"),
+                peek.response,
+            ),
+        };
+        self.peer_error(
+            now,
+            PeerError::Framing {
+                server: self.options.server.clone(),
+                error,
+            },
+        );
+        self.unreadable_answer(now, &peek, likely_answer, reason);
+    }
+
+    /// An answer rho could not read fails the request it answers at once,
+    /// when that is known: on stdio, by its `id` when readable, else when
+    /// it looks like an answer and exactly one request is in flight. (A
+    /// transport with its own exchanges, HTTP, ties answers itself.)
+    /// Otherwise the next failure names it.
+    fn unreadable_answer(
+        &mut self,
+        now: Instant,
+        peek: &Peek,
+        likely_answer: bool,
+        reason: String,
+    ) {
+        if !likely_answer && peek.id.is_none() {
+            return;
+        }
+        let target = if self.options.framing != Framing::Lines {
+            None
+        } else if let Some(id) = &peek.id {
+            ClientRequestId::from_wire(id).filter(|r| self.pending.contains_key(&r.0))
+        } else if self.pending.len() == 1 {
+            self.pending.keys().next().map(|&n| ClientRequestId(n))
+        } else {
+            None
+        };
+        let Some(request) = target else {
+            self.unread = Some(reason);
+            return;
+        };
+        match self.pending.get(&request.0).map(|p| p.purpose.clone()) {
+            Some(Purpose::Initialize | Purpose::Reinitialize) => {
+                self.finish(CloseReason::Handshake(format!(
+                    "its answer to initialize could not be read: {reason}"
+                )))
+            }
+            Some(Purpose::ListTools) => self.finish(CloseReason::Discovery(format!(
+                "its answer to tools/list could not be read: {reason}"
+            ))),
+            Some(_) => self.handle_request_failed(
+                now,
+                request,
+                format!("its answer could not be read: {reason}"),
+            ),
+            None => {}
+        }
+    }
+
+    /// The protocol errors a closing reason names: an answer that could not
+    /// be read first, as the likeliest cause.
+    fn failure_notes(&mut self) -> Vec<String> {
+        let mut notes = self.peer_errors.clone();
+        if let Some(unread) = self.unread.take() {
+            notes.insert(0, format!("it sent an answer rho could not read: {unread}"));
+        }
+        notes
+    }
+
+    /// Reports a protocol error: logged (the first few of a window; the
+    /// rest are counted), remembered for a failure reason, and an event.
+    fn peer_error(&mut self, now: Instant, error: PeerError) {
+        let (verdict, hidden) = self.junk.admit(now);
+        if let Some(n) = hidden {
+            self.log_hidden_junk(n);
+        }
+        if verdict == Verdict::Log {
+            tracing::warn!("{error}");
+        }
         if self.peer_errors.len() < REMEMBERED_PEER_ERRORS {
             self.peer_errors.push(error.to_string());
         }
@@ -1472,6 +1666,12 @@ impl Session {
     }
 
     fn finish(&mut self, reason: CloseReason) {
+        if let Some(n) = self.junk.take_hidden() {
+            self.log_hidden_junk(n);
+        }
+        if let Some(n) = self.server_logs.take_hidden() {
+            self.log_hidden_server_logs(n);
+        }
         let server = self.options.server.clone();
         let pending = std::mem::take(&mut self.pending);
         self.deadlines.clear();

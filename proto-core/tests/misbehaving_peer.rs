@@ -1,0 +1,368 @@
+//! A stdio session against a peer that floods or answers badly, with a fake
+//! clock: rho's own log stays quiet under a flood, and an answer rho cannot
+//! read fails its request at once, with the reason.
+
+// The fake clock needs one real `Instant` as its origin.
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rho_proto_core::session::{Event, Session, SessionOptions, SessionState};
+use serde_json::{Value, json};
+
+/// Collects every tracing event's level and message.
+#[derive(Clone, Default)]
+struct Capture(Arc<Mutex<Vec<(tracing::Level, String)>>>);
+
+impl Capture {
+    fn lines(&self) -> Vec<(tracing::Level, String)> {
+        self.0.lock().map(|l| l.clone()).unwrap_or_default()
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        struct Message(String);
+        impl tracing::field::Visit for Message {
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                if field.name() == "message" {
+                    self.0 = format!("{value:?}");
+                }
+            }
+        }
+        let mut message = Message(String::new());
+        event.record(&mut message);
+        if let Ok(mut lines) = self.0.lock() {
+            lines.push((*event.metadata().level(), message.0));
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+struct Peer {
+    now: Instant,
+    session: Session,
+    events: Vec<Event>,
+}
+
+impl Peer {
+    fn new() -> Self {
+        let mut options = SessionOptions::stdio("demo");
+        options.startup_timeout = Duration::from_secs(10);
+        options.tool_timeout = Duration::from_secs(120);
+        let now = Instant::now();
+        let mut peer = Self {
+            now,
+            session: Session::new(options, now),
+            events: Vec::new(),
+        };
+        peer.drain();
+        peer
+    }
+
+    fn drain(&mut self) {
+        while self.session.poll_transmit().is_some() {}
+        while let Some(e) = self.session.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    fn bytes(&mut self, bytes: &[u8]) {
+        self.session.handle_stdio_bytes(self.now, bytes);
+        self.drain();
+    }
+
+    fn says(&mut self, line: Value) {
+        let mut bytes = serde_json::to_vec(&line).expect("json");
+        bytes.push(b'\n');
+        self.bytes(&bytes);
+    }
+
+    fn ready(&mut self) {
+        self.says(json!({"jsonrpc": "2.0", "id": 0, "result": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "logging": {}},
+            "serverInfo": {"name": "scripted", "version": "1"},
+        }}));
+        self.says(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+            {"name": "t", "inputSchema": {"type": "object"}}
+        ]}}));
+        assert_eq!(self.session.state(), SessionState::Ready);
+    }
+}
+
+#[test]
+fn a_flood_of_junk_lines_logs_the_first_few_then_one_count() {
+    let capture = Capture::default();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let mut peer = Peer::new();
+        peer.ready();
+        let mut junk = Vec::new();
+        for i in 0..1000 {
+            junk.extend_from_slice(format!("junk line {i}\n").as_bytes());
+        }
+        peer.bytes(&junk);
+        peer.session.close(peer.now);
+        peer.drain();
+    });
+    let warnings: Vec<String> = capture
+        .lines()
+        .into_iter()
+        .filter(|(level, _)| *level == tracing::Level::WARN)
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(warnings.len(), 6, "five lines and one count: {warnings:#?}");
+    assert!(warnings[0].contains("junk line 0"), "{}", warnings[0]);
+    assert!(
+        warnings[5].contains("995 more lines from server `demo` that were not JSON-RPC"),
+        "{}",
+        warnings[5]
+    );
+}
+
+#[test]
+fn a_flood_of_server_logs_is_rate_limited_per_window() {
+    let capture = Capture::default();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let mut peer = Peer::new();
+        peer.ready();
+        let mut flood = Vec::new();
+        for i in 0..5000 {
+            let line = json!({"jsonrpc": "2.0", "method": "notifications/message",
+                "params": {"level": "info", "data": format!("log {i}")}});
+            flood.extend_from_slice(line.to_string().as_bytes());
+            flood.push(b'\n');
+        }
+        peer.bytes(&flood);
+        // A later window starts with the count of the last one.
+        peer.now += Duration::from_secs(11);
+        peer.says(json!({"jsonrpc": "2.0", "method": "notifications/message",
+            "params": {"level": "info", "data": "after the flood"}}));
+    });
+    let infos: Vec<String> = capture
+        .lines()
+        .into_iter()
+        .filter(|(level, _)| *level == tracing::Level::INFO)
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(infos.len(), 100 + 1 + 1, "{:#?}", &infos[95..]);
+    assert_eq!(infos[0], "log 0");
+    assert_eq!(infos[99], "log 99");
+    assert!(
+        infos[100].contains("4,900 more log messages from server `demo`"),
+        "{}",
+        infos[100]
+    );
+    assert_eq!(infos[101], "after the flood");
+}
+
+#[test]
+fn junk_spread_over_windows_is_all_logged_and_never_summarised() {
+    let capture = Capture::default();
+    tracing::subscriber::with_default(capture.clone(), || {
+        let mut peer = Peer::new();
+        peer.ready();
+        for i in 0..20 {
+            peer.bytes(format!("banner {i}\n").as_bytes());
+            peer.now += Duration::from_secs(5);
+        }
+        peer.session.close(peer.now);
+        peer.drain();
+    });
+    let warnings: Vec<String> = capture
+        .lines()
+        .into_iter()
+        .filter(|(level, _)| *level == tracing::Level::WARN)
+        .map(|(_, m)| m)
+        .collect();
+    assert_eq!(warnings.len(), 20, "{warnings:#?}");
+    assert!(warnings.iter().all(|w| !w.contains("more lines")));
+}
+
+// ----- answers rho cannot read -----
+
+use rho_proto_core::session::{CallError, CallId, CloseReason};
+
+impl Peer {
+    fn with_max_line(max_line: usize) -> Self {
+        let mut peer = Self::new();
+        let mut options = SessionOptions::stdio("demo");
+        options.startup_timeout = Duration::from_secs(10);
+        options.tool_timeout = Duration::from_secs(120);
+        options.max_line = max_line;
+        peer.session = Session::new(options, peer.now);
+        peer.events.clear();
+        peer.drain();
+        peer
+    }
+
+    fn call(&mut self) -> CallId {
+        let call = self
+            .session
+            .call_tool(self.now, "t", json!({}))
+            .expect("ready");
+        self.drain();
+        call
+    }
+
+    /// The result of `call`, if it completed.
+    fn completed(
+        &self,
+        call: CallId,
+    ) -> Option<&Result<rho_proto_core::protocol::CallToolResult, CallError>> {
+        self.events.iter().find_map(|e| match e {
+            Event::CallCompleted { call: c, result } if *c == call => Some(result),
+            _ => None,
+        })
+    }
+
+    fn failure_of(&self, call: CallId) -> String {
+        match self.completed(call) {
+            Some(Err(error)) => error.to_string(),
+            other => panic!("call {call} should have failed at once: {other:?}"),
+        }
+    }
+
+    fn closed(&self) -> Option<&CloseReason> {
+        self.events.iter().find_map(|e| match e {
+            Event::Closed(reason) => Some(reason),
+            _ => None,
+        })
+    }
+}
+
+/// Each kind of unreadable answer to call id 2, and what its failure says.
+fn unreadable_answers() -> Vec<(&'static str, Vec<u8>, &'static str)> {
+    let deep = format!(
+        "{{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{{\"content\":{}1{}}}}}\n",
+        "[".repeat(300),
+        "]".repeat(300)
+    );
+    let mut huge =
+        br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":""#.to_vec();
+    huge.resize(70_000, b'a');
+    huge.extend_from_slice(b"\"}]}}\n");
+    vec![
+        ("over the size cap", huge, "the answer was 70,005 bytes, over the 64 KiB limit (`max_message_bytes`)"),
+        ("nesting past the parser limit", deep.into_bytes(), "recursion limit exceeded"),
+        ("1e400", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"n\":1e400}}\n".to_vec(), "number out of range"),
+        ("invalid UTF-8", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"t\":\"\xff\"}}\n".to_vec(), "not valid UTF-8"),
+        ("a lone surrogate", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"t\":\"\\ud800\"}}\n".to_vec(), "hex escape"),
+        ("both result and error", b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{},\"error\":{\"code\":1,\"message\":\"x\"}}\n".to_vec(), "both `result` and `error`"),
+        ("an id of the wrong type", b"{\"jsonrpc\":\"2.0\",\"id\":2.5,\"result\":{\"content\":[]}}\n".to_vec(), "id 2.5 is not an integer"),
+    ]
+}
+
+#[test]
+fn each_unreadable_answer_fails_its_call_at_once_with_the_reason() {
+    for (what, bytes, says) in unreadable_answers() {
+        let mut peer = Peer::with_max_line(64 * 1024);
+        peer.ready();
+        let call = peer.call();
+        assert_eq!(call, CallId(2));
+        // Split like a pipe would.
+        let (a, b) = bytes.split_at(bytes.len() / 2);
+        peer.bytes(a);
+        peer.bytes(b);
+        let failure = peer.failure_of(call);
+        assert!(
+            failure.contains("server `demo`: its answer could not be read")
+                && failure.contains(says),
+            "{what}: {failure}"
+        );
+        assert_eq!(
+            peer.session.state(),
+            SessionState::Ready,
+            "{what}: the session goes on"
+        );
+    }
+}
+
+#[test]
+fn an_unreadable_answer_with_a_readable_id_fails_only_that_call() {
+    let mut peer = Peer::new();
+    peer.ready();
+    let first = peer.call();
+    let second = peer.call();
+    peer.bytes(
+        format!(
+            "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1e400}}}}\n",
+            second.0
+        )
+        .as_bytes(),
+    );
+    assert!(peer.failure_of(second).contains("number out of range"));
+    assert!(
+        peer.completed(first).is_none(),
+        "the other call still waits"
+    );
+}
+
+#[test]
+fn an_unreadable_answer_that_cannot_be_tied_is_named_by_the_next_failure() {
+    let mut peer = Peer::new();
+    peer.ready();
+    let first = peer.call();
+    let second = peer.call();
+    // No readable id, and two calls in flight: no way to know whose it is.
+    peer.bytes(b"{\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}\n");
+    assert!(peer.completed(first).is_none() && peer.completed(second).is_none());
+    peer.now += Duration::from_secs(121);
+    peer.session.handle_timeout(peer.now);
+    peer.drain();
+    let failure = peer.failure_of(first);
+    assert!(
+        failure.contains("no answer could be read within 120 s, so the call was cancelled")
+            && failure.contains("before that, it sent an answer rho could not read")
+            && failure.contains("id is neither a number nor a string"),
+        "{failure}"
+    );
+}
+
+#[test]
+fn junk_that_is_not_an_answer_fails_nothing() {
+    let mut peer = Peer::new();
+    // Banners and JSON logs on stdout during the handshake are common.
+    peer.bytes(b"Starting server...\n{\"level\":\"info\",\"msg\":\"hi\"}\n");
+    peer.ready();
+    let call = peer.call();
+    peer.bytes(b"<html>not json</html>\n");
+    assert!(peer.completed(call).is_none());
+    let mut huge = b"log: ".to_vec();
+    huge.resize(20 << 20, b'x');
+    huge.push(b'\n');
+    peer.bytes(&huge);
+    assert!(
+        peer.completed(call).is_none(),
+        "an oversized line that is not an object"
+    );
+}
+
+#[test]
+fn an_initialize_answer_over_the_cap_fails_the_handshake_at_once() {
+    let mut peer = Peer::with_max_line(64 * 1024);
+    let mut answer = br#"{"result":{"protocolVersion":"2025-11-25","instructions":""#.to_vec();
+    answer.resize(100_000, b'i');
+    answer.extend_from_slice(b"\"},\"jsonrpc\":\"2.0\",\"id\":0}\n");
+    peer.bytes(&answer);
+    match peer.closed() {
+        Some(reason @ CloseReason::Handshake(_)) => {
+            let text = reason.to_string();
+            assert!(
+                text.contains("its answer to initialize could not be read: the answer was 100,026 bytes, over the 64 KiB limit"),
+                "{text}"
+            );
+        }
+        other => panic!("the handshake must fail at once: {other:?}"),
+    }
+}

@@ -1,0 +1,154 @@
+//! Answers rho cannot read fail their call at once, over stdio and over
+//! Streamable HTTP, on both executors: one over the default 16 MiB
+//! `max_message_bytes` says so (and passes once the key is raised), one
+//! nested past the parser's limit says it is not valid JSON-RPC. Without
+//! this the call waited out its whole budget and reported "did not answer".
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::status::ServerStatus;
+use rho_tests::both_executors;
+use rho_tests::matrix::TestRuntime;
+use rho_tests::*;
+use serde_json::{Value, json};
+
+/// The fixture in HTTP mode on a loopback port; killed on drop.
+struct HttpFixture {
+    port: u16,
+    child: std::process::Child,
+}
+
+impl HttpFixture {
+    fn start() -> Self {
+        let port = free_port();
+        let child = std::process::Command::new("node")
+            .arg(bad_answers_js())
+            .args(["http", &port.to_string()])
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .expect("start the fixture");
+        let until = Instant::now() + Duration::from_secs(15);
+        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
+            assert!(Instant::now() < until, "the fixture did not listen");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Self { port, child }
+    }
+
+    fn config(&self, extra: &str) -> String {
+        format!(
+            "[mcp.servers.bad]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{}/mcp\"\n{extra}",
+            self.port
+        )
+    }
+}
+
+impl Drop for HttpFixture {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Calls `tool` and returns its failure, checking it came long before the
+/// call budget (120 s by default) would have run out.
+fn fails_at_once<R: TestRuntime>(runtime: &R, tool: &str, arguments: Value) -> String {
+    let started = Instant::now();
+    let result = runtime.call_server_tool("bad", tool, arguments);
+    // A hang guard, not a performance claim: far below the 120 s budget.
+    assert!(
+        started.elapsed() < Duration::from_secs(60),
+        "`{tool}` waited {:?}",
+        started.elapsed()
+    );
+    match result {
+        Err(error) => error.to_string(),
+        Ok(result) => panic!("`{tool}` should have failed: {result:?}"),
+    }
+}
+
+fn assert_ready<R: TestRuntime>(runtime: &R) {
+    assert!(
+        matches!(
+            runtime.server("bad").map(|s| s.status),
+            Some(ServerStatus::Ready(_))
+        ),
+        "{:?}",
+        runtime.server("bad")
+    );
+}
+
+fn check_unreadable_answers<R: TestRuntime>(config: &str, arguments: Value) {
+    let runtime = R::start(&parse_config(config), options_with(&[]));
+    assert_ready(&runtime);
+    let huge = fails_at_once(&runtime, "huge", arguments.clone());
+    assert!(
+        huge.contains("its answer could not be read")
+            && huge.contains("over the 16 MiB limit (`max_message_bytes`)"),
+        "{huge}"
+    );
+    let deep = fails_at_once(&runtime, "deep", arguments.clone());
+    assert!(
+        deep.contains("its answer could not be read: the answer is not valid JSON-RPC")
+            && deep.contains("recursion limit exceeded"),
+        "{deep}"
+    );
+    // The session goes on.
+    let fine = runtime
+        .call_server_tool("bad", "fine", arguments)
+        .expect("a correct answer still reads");
+    assert_eq!(fine.text(), "fine");
+    runtime.shutdown();
+}
+
+fn check_raised_cap<R: TestRuntime>(config: &str, arguments: Value) {
+    let runtime = R::start(&parse_config(config), options_with(&[]));
+    assert_ready(&runtime);
+    let huge = runtime
+        .call_server_tool("bad", "huge", arguments)
+        .expect("a 17 MiB answer reads under a 32 MiB max_message_bytes");
+    assert_eq!(huge.text().len(), 17 * 1024 * 1024);
+    runtime.shutdown();
+}
+
+fn stdio_unreadable_answers_fail_the_call_at_once<R: TestRuntime>() {
+    check_unreadable_answers::<R>(
+        &node_server("bad", &bad_answers_js(), &["stdio"]),
+        json!({}),
+    );
+}
+
+fn stdio_max_message_bytes_raises_the_cap<R: TestRuntime>() {
+    check_raised_cap::<R>(
+        &format!(
+            "{}max_message_bytes = 33554432\n",
+            node_server("bad", &bad_answers_js(), &["stdio"])
+        ),
+        json!({}),
+    );
+}
+
+fn http_unreadable_answers_fail_the_call_at_once<R: TestRuntime>() {
+    let fixture = HttpFixture::start();
+    for sse in [false, true] {
+        check_unreadable_answers::<R>(&fixture.config(""), json!({ "sse": sse }));
+    }
+}
+
+fn http_max_message_bytes_raises_the_cap<R: TestRuntime>() {
+    let fixture = HttpFixture::start();
+    for sse in [false, true] {
+        check_raised_cap::<R>(
+            &fixture.config("max_message_bytes = 33554432\n"),
+            json!({ "sse": sse }),
+        );
+    }
+}
+
+both_executors!(
+    stdio_unreadable_answers_fail_the_call_at_once,
+    stdio_max_message_bytes_raises_the_cap,
+    http_unreadable_answers_fail_the_call_at_once,
+    http_max_message_bytes_raises_the_cap,
+);
