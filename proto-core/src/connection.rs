@@ -104,6 +104,7 @@ impl Connection {
                     options(Framing::Messages),
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
+                        oauth: http.oauth.is_some(),
                         ..HttpOptions::new(http.url.clone(), headers)
                     }),
                     now,
@@ -149,6 +150,7 @@ impl Connection {
                     options(Framing::Messages),
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
+                        oauth: http.oauth.is_some(),
                         ..HttpOptions::new(http.url.clone(), headers)
                     }),
                 )

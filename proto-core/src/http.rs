@@ -63,6 +63,9 @@ pub struct HttpOptions {
     pub delete_timeout: Duration,
     /// How often to ping a ready session.
     pub ping_interval: Duration,
+    /// The entry has an `oauth` table: a 401 asks for `rho mcp login`
+    /// rather than for a table and a login.
+    pub oauth: bool,
 }
 
 impl HttpOptions {
@@ -77,6 +80,7 @@ impl HttpOptions {
             default_retry: Duration::from_secs(1),
             delete_timeout: Duration::from_secs(2),
             ping_interval: Duration::from_secs(60),
+            oauth: false,
         }
     }
 }
@@ -1047,8 +1051,12 @@ impl HttpTransport {
             return;
         }
         let hint = match status {
+            401 | 403 if self.options.oauth => format!(
+                "; the server requires authorization: run `rho mcp login {}` to log in",
+                self.session.server()
+            ),
             401 | 403 => format!(
-                "; the server requires authorization: run `rho mcp login {0}` (the entry needs an `[mcp.servers.{0}.oauth]` table), or set an Authorization header with headers_from_env",
+                "; the server requires authorization: add an `[mcp.servers.{0}.oauth]` table and run `rho mcp login {0}`, or set an Authorization header with headers_from_env",
                 self.session.server()
             ),
             406 => "; the server refused the Accept header".into(),
