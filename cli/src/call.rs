@@ -65,8 +65,27 @@ pub(crate) fn run(
         }
         Ok(_) => {}
     }
-    let config = with_tool_timeout(&loaded.config, &args.id, timeout);
     let store = crate::credentials::FileStore::default_location();
+    // A person at a terminal whose server needs a login gets it now,
+    // rather than a failed call and a command to run.
+    if let Ok(server) = &entry.config {
+        let status = crate::credentials::auth_status(
+            &args.id,
+            server,
+            store.as_ref(),
+            crate::credentials::now_unix(),
+        );
+        if status
+            == Some(crate::credentials::AuthStatus::OAuth(
+                crate::credentials::OAuthState::NeedsLogin,
+            ))
+            && crate::questions::person_present()
+        {
+            let summary = crate::login_server(loaded, &args.id, false)?;
+            eprintln!("rho: {summary}");
+        }
+    }
+    let config = with_tool_timeout(&loaded.config, &args.id, timeout);
     let config =
         crate::credentials::with_stored_tokens(&config, store.as_ref(), &|id| id == args.id);
     let mut options = options;

@@ -421,10 +421,22 @@ fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
 /// `rho mcp login <id>`: runs the OAuth flow for a remote server now and
 /// stores what it yields.
 fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
+    let summary = login_server(loaded, &args.id, args.headless)?;
+    write_stdout(&format!("{summary}\n"))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Runs the OAuth login of server `id` and stores its tokens; returns a
+/// line for the person. Shared by `rho mcp login` and `rho mcp call`
+/// (which logs in first when a person is there and no login is stored).
+pub(crate) fn login_server(
+    loaded: &LoadedConfig,
+    id: &str,
+    headless: bool,
+) -> Result<String, Failure> {
     use rho_proto_core::config::Transport;
     use rho_proto_core::oauth::store::{CredentialStore as _, StoreKey};
     use rho_proto_core::oauth::token::Client;
-    let id = args.id.as_str();
     let Some(entry) = loaded.config.get(id) else {
         return Err(Failure::Usage(unknown_server(loaded, id)));
     };
@@ -455,7 +467,7 @@ fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
     let agent = rho_io_blocking::http_client::new_agent();
     let fail = |e: String| Failure::Runtime(format!("server `{id}`: OAuth login failed: {e}"));
     let challenge = oauth_login::probe(&agent, &http.url, &[]).map_err(fail)?;
-    let (browser, redirect_uri) = if args.headless {
+    let (browser, redirect_uri) = if headless {
         // Nothing listens: the answer is read from the redirect itself. The
         // URI still has the registered loopback shape.
         (
@@ -485,11 +497,10 @@ fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
         .expires_in
         .map(|s| format!("; the access token expires in {s} s"))
         .unwrap_or_default();
-    write_stdout(&format!(
-        "logged in to server `{id}` with {}{expiry}\n",
+    Ok(format!(
+        "logged in to server `{id}` with {}{expiry}",
         credentials.issuer
-    ))?;
-    Ok(ExitCode::SUCCESS)
+    ))
 }
 
 /// `rho mcp logout <id>`: forgets the stored OAuth login of a server.
