@@ -77,21 +77,10 @@ pub fn read_registration(
         #[serde(default)]
         token_endpoint_auth_method: Option<String>,
     }
-    #[derive(Deserialize)]
-    struct ErrorBody {
-        error: String,
-        #[serde(default)]
-        error_description: Option<String>,
-    }
-    if !(200..300).contains(&status) {
-        return Err(match serde_json::from_slice::<ErrorBody>(body) {
-            Ok(e) => RegistrationError::Refused {
-                error: e.error,
-                description: e.error_description,
-            },
-            Err(_) => RegistrationError::Malformed(format!("HTTP {status}")),
-        });
-    }
+    super::token::error_answer(status, body).map_err(|e| match e {
+        Some((error, description)) => RegistrationError::Refused { error, description },
+        None => RegistrationError::Malformed(format!("HTTP {status}")),
+    })?;
     let r: Registered =
         serde_json::from_slice(body).map_err(|e| RegistrationError::Malformed(e.to_string()))?;
     if r.client_id.is_empty() {

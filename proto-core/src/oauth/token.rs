@@ -219,23 +219,33 @@ impl TokenError {
     }
 }
 
-/// Reads a token endpoint answer: `status` and body.
-pub fn read_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, TokenError> {
+/// An OAuth error answer (RFC 6749 §5.2, RFC 7591 §3.2.2): `Ok(())` for a
+/// 2xx status, else the `error` and `error_description` of the body, or
+/// `Err(None)` when the body is not an error object.
+pub(crate) fn error_answer(
+    status: u16,
+    body: &[u8],
+) -> Result<(), Option<(String, Option<String>)>> {
     #[derive(Deserialize)]
     struct ErrorBody {
         error: String,
         #[serde(default)]
         error_description: Option<String>,
     }
-    if !(200..300).contains(&status) {
-        return Err(match serde_json::from_slice::<ErrorBody>(body) {
-            Ok(e) => TokenError::Refused {
-                error: e.error,
-                description: e.error_description,
-            },
-            Err(_) => TokenError::Malformed(format!("HTTP {status}")),
-        });
+    if (200..300).contains(&status) {
+        return Ok(());
     }
+    Err(serde_json::from_slice::<ErrorBody>(body)
+        .ok()
+        .map(|e| (e.error, e.error_description)))
+}
+
+/// Reads a token endpoint answer: `status` and body.
+pub fn read_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, TokenError> {
+    error_answer(status, body).map_err(|e| match e {
+        Some((error, description)) => TokenError::Refused { error, description },
+        None => TokenError::Malformed(format!("HTTP {status}")),
+    })?;
     let token: TokenResponse =
         serde_json::from_slice(body).map_err(|e| TokenError::Malformed(e.to_string()))?;
     if !token.token_type.eq_ignore_ascii_case("bearer") {
