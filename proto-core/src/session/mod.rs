@@ -511,6 +511,12 @@ enum Phase {
         tools: Vec<Tool>,
         pages: usize,
         seen_cursors: BTreeSet<String>,
+        /// `tools/list_changed` arrived during this listing: list again
+        /// when it ends.
+        changed: bool,
+        /// This is already the listing again; a further change is applied
+        /// after ready, like any other.
+        relisted: bool,
     },
     Ready,
     Closed,
@@ -1182,6 +1188,8 @@ impl Session {
             tools: Vec::new(),
             pages: 0,
             seen_cursors: BTreeSet::new(),
+            changed: false,
+            relisted: false,
         };
         if wants_tools {
             self.request_tools_page(None);
@@ -1249,6 +1257,8 @@ impl Session {
             tools,
             pages,
             seen_cursors,
+            changed,
+            relisted,
             ..
         } = &mut self.phase
         else {
@@ -1264,7 +1274,24 @@ impl Session {
                 )));
             }
             Some(cursor) => self.request_tools_page(Some(cursor)),
-            None => self.become_ready(now),
+            None if *changed && !*relisted => {
+                // The list changed while it was being read: read it again,
+                // so ready reports the tools as they are now.
+                tracing::debug!(server = %self.options.server, "tools changed during discovery; listing again");
+                tools.clear();
+                *pages = 0;
+                seen_cursors.clear();
+                *changed = false;
+                *relisted = true;
+                self.request_tools_page(None);
+            }
+            None => {
+                let changed_again = *changed;
+                self.become_ready(now);
+                if changed_again {
+                    self.start_relist(now);
+                }
+            }
         }
     }
 
@@ -1335,17 +1362,33 @@ impl Session {
     }
 
     /// Lists the tools again after `notifications/tools/list_changed`, if
-    /// the server declared `tools.listChanged` and the session is ready.
-    /// A change that arrives while a listing runs queues one more listing.
+    /// the server declared `tools.listChanged`. A change that arrives while
+    /// a listing runs queues one more listing: during discovery the listing
+    /// starts over once its last page is in, so ready reports the current
+    /// tools (a further change then is applied after ready); once ready,
+    /// [`Event::ToolsChanged`] reports the new list.
     fn tools_list_changed(&mut self, now: Instant) {
-        let declared = self
-            .ready
-            .as_ref()
-            .is_some_and(|r| r.capabilities.tools_list_changed);
-        if !declared || !matches!(self.phase, Phase::Ready) {
-            tracing::debug!(server = %self.options.server, "tools/list_changed ignored (not declared or not ready)");
-            return;
+        match &mut self.phase {
+            Phase::Discovering { init, changed, .. } if init.capabilities.tools_list_changed => {
+                tracing::debug!(server = %self.options.server, "tools/list_changed during discovery; listing again when this listing ends");
+                *changed = true;
+            }
+            Phase::Ready
+                if self
+                    .ready
+                    .as_ref()
+                    .is_some_and(|r| r.capabilities.tools_list_changed) =>
+            {
+                self.start_relist(now)
+            }
+            _ => {
+                tracing::debug!(server = %self.options.server, "tools/list_changed ignored (listChanged not declared, or before initialize was answered)");
+            }
         }
+    }
+
+    /// Starts a re-listing while ready, or queues one after the one running.
+    fn start_relist(&mut self, now: Instant) {
         match &mut self.relist {
             Some(relist) => relist.again = true,
             None => {
