@@ -636,6 +636,11 @@ impl Session {
         self.negotiated_version.as_deref()
     }
 
+    /// The instant handshake and discovery must finish by, while they run.
+    pub fn startup_deadline(&self) -> Option<Instant> {
+        (self.state() == SessionState::Starting).then_some(self.startup_deadline)
+    }
+
     /// Whether a request this session sent still awaits its answer.
     pub fn is_pending(&self, request: ClientRequestId) -> bool {
         self.pending.contains_key(&request.0)
