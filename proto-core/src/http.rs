@@ -31,7 +31,9 @@
 //!   Attempts are bounded; a broken stream is never a cancellation.
 //! - 404, or 400 naming the session, on a request that carried a session id
 //!   means the server forgot the session: one fresh `initialize` without the
-//!   id, then the failed message is sent again, once.
+//!   id, then the failed message is sent again, once. During startup (a
+//!   `tools/list` answered 404 right after `initialize`) this happens at
+//!   most once; a second expiry before the session is ready fails it.
 //! - Redirects are never followed: a 3xx fails with the status and the
 //!   target's origin, and nothing is sent there.
 //! - At close, DELETE with the session id, bounded in time (405 is fine).
@@ -51,7 +53,7 @@ use crate::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
 use crate::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 use crate::session::{
     ApiMisuse, CallId, CloseReason, Event, Framing, QuestionId, SamplingAnswer, Session,
-    SessionOptions, TransmitKind,
+    SessionOptions, SessionState, TransmitKind,
 };
 
 /// Limits and timings of one HTTP session.
@@ -1106,14 +1108,21 @@ impl HttpTransport {
             // message sent under an earlier session just goes again.
             if epoch == self.session_epoch && !self.reinitializing && !self.start_reinitialize(now)
             {
-                self.fail_transmit(
-                    now,
-                    kind,
-                    format!("the server no longer knows this session (HTTP {status})"),
-                );
+                let reason = if self.session.state() == SessionState::Starting {
+                    format!(
+                        "the server forgot the session again during startup (HTTP {status}), after rho had already initialized a fresh one; rho starts at most one fresh session while starting, check the server's session handling"
+                    )
+                } else {
+                    format!("the server no longer knows this session (HTTP {status})")
+                };
+                self.fail_transmit(now, kind, reason);
                 return;
             }
-            if self.reinitializing {
+            if kind == TransmitKind::Initialized {
+                // The fresh session sends its own.
+                return;
+            }
+            if self.reinitializing || self.stream_wait.is_some() {
                 self.parked.push((message, kind, true));
             } else {
                 self.post(message, kind, true);

@@ -1669,3 +1669,95 @@ fn after_a_fresh_initialize_the_resent_call_waits_for_the_new_server_stream() {
     h.answer_json(&resent, text_result("after"));
     assert_eq!(h.completed_text(call), "after");
 }
+
+// ---------------------------------------------------------------------------
+// A session forgotten during discovery
+// ---------------------------------------------------------------------------
+
+/// Answers the DELETE a failing session sends; [`Event::Closed`] follows.
+fn answer_delete(h: &mut Harness) {
+    let delete = h.with_method(Method::Delete).pop().expect("a DELETE");
+    h.respond(&delete, 200, &[], b"");
+}
+
+#[test]
+fn tools_list_answered_404_during_discovery_starts_one_fresh_initialize_and_lists_again() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    let list = h.last_post("tools/list");
+    h.respond(&list, 404, &[], b"Session not found");
+    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+    assert!(
+        h.aborted().contains(&get.exchange),
+        "the old stream is dropped"
+    );
+    reinitialize(&mut h);
+    let lists = h.posts("tools/list");
+    assert_eq!(lists.len(), 2, "the listing is sent again, once");
+    assert_eq!(lists[1].body, list.body);
+    assert_eq!(header(&lists[1], "mcp-session-id"), Some(SID2));
+    h.answer_json(&lists[1], json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    let (call, req) = h.call("echo", json!({}));
+    assert_eq!(header(&req, "mcp-session-id"), Some(SID2));
+    h.answer_json(&req, text_result("fresh"));
+    assert_eq!(h.completed_text(call), "fresh");
+}
+
+#[test]
+fn server_everythings_400_no_valid_session_during_discovery_recovers_too() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    h.respond(
+        &h.last_post("tools/list"),
+        400,
+        &[JSON],
+        br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+    );
+    reinitialize(&mut h);
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    assert_eq!(h.posts("initialize").len(), 2);
+}
+
+#[test]
+fn the_resent_listing_expired_again_fails_the_server_clearly() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    reinitialize(&mut h);
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    answer_delete(&mut h);
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(reason.contains("expired the session again"), "{reason}");
+    assert!(!is_ready(&h));
+    for _ in 0..5 {
+        h.advance(Duration::from_secs(60));
+    }
+    assert_eq!(h.posts("initialize").len(), 2, "exactly one fresh session");
+}
+
+#[test]
+fn a_second_expiry_later_in_discovery_fails_the_server_naming_the_rule() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    reinitialize(&mut h);
+    h.answer_json(
+        &h.last_post("tools/list"),
+        json!({"tools": [tool("a")], "nextCursor": "p2"}),
+    );
+    // The second page finds the fresh session forgotten as well.
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    answer_delete(&mut h);
+    let reason = h.closed_reason().expect("closed");
+    assert!(reason.is_startup_failure());
+    let text = reason.to_string();
+    assert!(text.contains("again during startup"), "{text}");
+    assert!(text.contains("404"), "{text}");
+    assert_eq!(h.posts("initialize").len(), 2, "no third initialize");
+}

@@ -21,6 +21,14 @@
 //! whatever connecting the executor does after creating it, the handshake
 //! and discovery. [`Event::Closed`] is always the last event.
 //!
+//! A `notifications/tools/list_changed` during discovery (from a server
+//! that declared `tools.listChanged`) makes discovery list once more from
+//! the first page when the listing under way ends, so [`Event::Ready`]
+//! carries the tools as they are; a change during that second listing is
+//! applied after ready, as a re-list with [`Event::ToolsChanged`]. A
+//! transport that learns the server forgot the session during discovery
+//! gets one fresh `initialize` ([`Session::handle_session_expired`]).
+//!
 //! # Implementation note
 //!
 //! Deadlines live in one ordered set keyed by `(deadline, request id)`, so
@@ -558,6 +566,9 @@ pub struct Session {
     /// Why an answer could not be read, when it could not be tied to a
     /// request either: the next failure names it.
     unread: Option<String>,
+    /// A fresh `initialize` already replaced an expired session during
+    /// startup; a second expiry before ready fails the session.
+    reinitialized_during_startup: bool,
 }
 
 /// Pages of a re-listing gathered so far.
@@ -597,6 +608,7 @@ impl Session {
             junk: Tally::new(JUNK_LOGGED, LOG_WINDOW),
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
             unread: None,
+            reinitialized_during_startup: false,
         };
         let params = session.initialize_params();
         session.send_request(
@@ -898,24 +910,42 @@ impl Session {
     /// 404, or 400 naming the session). The session runs a fresh
     /// `initialize`; requests in flight stay pending, and the transport
     /// re-sends what it holds once [`TransmitKind::Initialized`] goes out.
-    /// Returns `false` when a re-initialization is already under way or the
-    /// session is not ready, so the caller does not loop.
+    ///
+    /// During discovery (the server forgot the session right after
+    /// `initialize`) this happens once: the rule that a failed server is
+    /// not retried during startup is about failures, not about a session
+    /// the server says it no longer knows. The fresh `initialize` shares
+    /// the startup budget.
+    ///
+    /// Returns `false` when a re-initialization is already under way, the
+    /// session is still initializing or closed, or it already started a
+    /// fresh session during startup, so the caller does not loop.
     pub fn handle_session_expired(&mut self, now: Instant) -> bool {
-        if !matches!(self.phase, Phase::Ready)
-            || self
-                .pending
-                .values()
-                .any(|p| matches!(p.purpose, Purpose::Reinitialize))
+        let during_startup = match self.phase {
+            Phase::Ready => false,
+            Phase::Discovering { .. } if !self.reinitialized_during_startup => true,
+            _ => return false,
+        };
+        if self
+            .pending
+            .values()
+            .any(|p| matches!(p.purpose, Purpose::Reinitialize))
         {
             return false;
         }
         let params = self.initialize_params();
-        let budget = self.options.startup_timeout;
+        let (deadline, budget) = if during_startup {
+            self.reinitialized_during_startup = true;
+            (self.startup_deadline, self.options.startup_timeout)
+        } else {
+            let budget = self.options.startup_timeout;
+            (now + budget, budget)
+        };
         self.send_request(
             Purpose::Reinitialize,
             "initialize",
             Some(&params),
-            now + budget,
+            deadline,
             budget,
         );
         true
@@ -1220,7 +1250,11 @@ impl Session {
             )));
         }
         tracing::info!(server = %self.options.server, "session re-established after expiry");
-        self.negotiated_version = Some(init.protocol_version);
+        self.negotiated_version = Some(init.protocol_version.clone());
+        if let Phase::Discovering { init: current, .. } = &mut self.phase {
+            // Still starting: what the server says now is what ready reports.
+            **current = init;
+        }
         self.send_notification("notifications/initialized", None);
     }
 
