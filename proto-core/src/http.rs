@@ -16,12 +16,24 @@
 //! - After `notifications/initialized` is accepted, a GET opens the server's
 //!   own stream (405: the server offers none; 409: one is already open).
 //!   Messages from any stream reach the same session logic as stdio.
+//! - Every message after `notifications/initialized` (`logging/setLevel`,
+//!   `tools/list`, and so every later request) waits until that GET has its
+//!   response head — a stream, a 405 or any other answer — or failed, so a
+//!   server that sends requests or answers only on its own stream (an
+//!   elicitation with no related request, a resumed answer) finds the
+//!   stream open. The wait is bounded: at most
+//!   [`HttpOptions::server_stream_wait`] (2 s) after `initialized` was
+//!   sent, and never more than half of what is left of the startup
+//!   budget; then the messages go anyway and the GET carries on. The same
+//!   holds after a fresh `initialize` that replaced an expired session.
 //! - A stream that breaks before its answer arrived is resumed with GET and
 //!   `Last-Event-ID`, after the server's `retry` delay when it sent one.
 //!   Attempts are bounded; a broken stream is never a cancellation.
 //! - 404, or 400 naming the session, on a request that carried a session id
 //!   means the server forgot the session: one fresh `initialize` without the
-//!   id, then the failed message is sent again, once.
+//!   id, then the failed message is sent again, once. During startup (a
+//!   `tools/list` answered 404 right after `initialize`) this happens at
+//!   most once; a second expiry before the session is ready fails it.
 //! - Redirects are never followed: a 3xx fails with the status and the
 //!   target's origin, and nothing is sent there.
 //! - At close, DELETE with the session id, bounded in time (405 is fine).
@@ -41,7 +53,7 @@ use crate::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
 use crate::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 use crate::session::{
     ApiMisuse, CallId, CloseReason, Event, Framing, QuestionId, SamplingAnswer, Session,
-    SessionOptions, TransmitKind,
+    SessionOptions, SessionState, TransmitKind,
 };
 
 /// Limits and timings of one HTTP session.
@@ -66,11 +78,14 @@ pub struct HttpOptions {
     /// The entry has an `oauth` table: a 401 asks for `rho mcp login`
     /// rather than for a table and a login.
     pub oauth: bool,
+    /// The longest time messages after `notifications/initialized` wait for
+    /// the server stream's GET to be answered (see the module docs).
+    pub server_stream_wait: Duration,
 }
 
 impl HttpOptions {
     /// Defaults for `url`: 16 MiB bodies, 5 resumes, 1 s default retry,
-    /// 2 s DELETE, a ping each minute.
+    /// 2 s DELETE, a ping each minute, 2 s for the server stream's answer.
     pub fn new(url: Url, headers: Vec<(String, String)>) -> Self {
         Self {
             url,
@@ -81,6 +96,7 @@ impl HttpOptions {
             delete_timeout: Duration::from_secs(2),
             ping_interval: Duration::from_secs(60),
             oauth: false,
+            server_stream_wait: Duration::from_secs(2),
         }
     }
 }
@@ -305,7 +321,12 @@ pub struct HttpTransport {
     session_epoch: u64,
     /// A fresh `initialize` after expiry is under way: messages wait here.
     reinitializing: bool,
+    /// Messages held back while `reinitializing` or while the server
+    /// stream's GET is awaited (`stream_wait`), in order.
     parked: Vec<(Vec<u8>, TransmitKind, bool)>,
+    /// Until when messages after `notifications/initialized` wait for the
+    /// server stream's GET to be answered; `None` when they flow.
+    stream_wait: Option<Instant>,
     resumes: Vec<Resume>,
     server_stream: ServerStream,
     closing: Option<Closing>,
@@ -320,6 +341,7 @@ impl fmt::Debug for HttpTransport {
             .field("exchanges", &self.exchanges)
             .field("has_session_id", &self.session_id.is_some())
             .field("reinitializing", &self.reinitializing)
+            .field("stream_wait", &self.stream_wait)
             .field("resumes", &self.resumes)
             .field("server_stream", &self.server_stream)
             .field("closing", &self.closing)
@@ -345,6 +367,7 @@ impl HttpTransport {
             session_epoch: 0,
             reinitializing: false,
             parked: Vec::new(),
+            stream_wait: None,
             resumes: Vec::new(),
             server_stream: ServerStream::NotOpened,
             closing: None,
@@ -386,6 +409,15 @@ impl HttpTransport {
             return;
         };
         x.status = status;
+        // Any answer to the server stream's GET, a stream or not, ends the
+        // wait of the messages held for it.
+        let server_stream_answered = matches!(
+            x.role,
+            Role::Stream {
+                for_request: None,
+                ..
+            }
+        );
         let content_type = header("content-type").unwrap_or("").to_ascii_lowercase();
         let is_sse = content_type.starts_with("text/event-stream");
         if (300..400).contains(&status) {
@@ -436,6 +468,9 @@ impl HttpTransport {
                     Body::Error(Vec::new())
                 };
             }
+        }
+        if server_stream_answered {
+            self.end_stream_wait();
         }
         self.pump(now);
     }
@@ -538,10 +573,13 @@ impl HttpTransport {
                 self.http_error(now, role, x.status, &buf);
             }
             (Role::Post { kind, .. }, Body::Ignore) => {
-                if kind == TransmitKind::Initialized
-                    && self.server_stream == ServerStream::NotOpened
-                {
-                    self.open_server_stream(None, ResumePoint::default(), 0);
+                if kind == TransmitKind::Initialized {
+                    if self.server_stream == ServerStream::NotOpened {
+                        self.open_server_stream(None, ResumePoint::default(), 0);
+                    } else {
+                        // No GET to wait for.
+                        self.end_stream_wait();
+                    }
                 }
                 // A 202 to a request means the answer comes on another
                 // stream; the request stays pending under its deadline.
@@ -579,6 +617,15 @@ impl HttpTransport {
         let Some(x) = self.exchanges.remove(&exchange) else {
             return;
         };
+        if matches!(
+            x.role,
+            Role::Stream {
+                for_request: None,
+                ..
+            }
+        ) {
+            self.end_stream_wait();
+        }
         match (x.role, x.body) {
             (Role::Delete, _) => self.finish_close(),
             (Role::Post { kind, .. }, Body::Sse(decoder)) => {
@@ -632,6 +679,13 @@ impl HttpTransport {
         }
         self.session.handle_timeout(now);
         self.abort_abandoned();
+        if self.stream_wait.is_some_and(|until| until <= now) {
+            tracing::debug!(
+                server = %self.session.server(),
+                "the server stream's GET got no answer in time; sending without it"
+            );
+            self.end_stream_wait();
+        }
         let due: Vec<Resume> = {
             let (due, later) = std::mem::take(&mut self.resumes)
                 .into_iter()
@@ -716,7 +770,7 @@ impl HttpTransport {
             return Some(closing.deadline);
         }
         let resume = self.resumes.iter().map(|r| r.at).min();
-        [self.session.poll_timeout(), resume]
+        [self.session.poll_timeout(), resume, self.stream_wait]
             .into_iter()
             .flatten()
             .min()
@@ -734,14 +788,14 @@ impl HttpTransport {
                 TransmitKind::Initialize(_) => self.post(transmit.bytes, transmit.kind, false),
                 TransmitKind::Initialized => {
                     self.post(transmit.bytes, transmit.kind, false);
-                    if self.reinitializing {
-                        self.reinitializing = false;
-                        for (body, kind, retried) in std::mem::take(&mut self.parked) {
-                            self.post(body, kind, retried);
-                        }
-                    }
+                    // What follows waits for the server stream (and, after
+                    // an expiry, what was parked waits on with it).
+                    self.reinitializing = false;
+                    self.stream_wait = Some(self.stream_wait_until(now));
                 }
-                kind if self.reinitializing => self.parked.push((transmit.bytes, kind, false)),
+                kind if self.reinitializing || self.stream_wait.is_some() => {
+                    self.parked.push((transmit.bytes, kind, false))
+                }
                 kind => self.post(transmit.bytes, kind, false),
             }
         }
@@ -755,6 +809,29 @@ impl HttpTransport {
                 }
                 other => self.events.push_back(other),
             }
+        }
+    }
+
+    /// When the messages held after `notifications/initialized` go even
+    /// if the server stream's GET was not answered: after
+    /// `server_stream_wait`, and during startup no later than halfway to
+    /// the startup deadline, so discovery keeps most of its budget.
+    fn stream_wait_until(&self, now: Instant) -> Instant {
+        let mut wait = self.options.server_stream_wait;
+        if let Some(deadline) = self.session.startup_deadline() {
+            wait = wait.min(deadline.saturating_duration_since(now) / 2);
+        }
+        now + wait
+    }
+
+    /// The server stream's GET was answered (or failed, or there is none, or
+    /// the wait ran out): the held messages go, in order.
+    fn end_stream_wait(&mut self) {
+        if self.stream_wait.take().is_none() || self.reinitializing {
+            return;
+        }
+        for (body, kind, retried) in std::mem::take(&mut self.parked) {
+            self.post(body, kind, retried);
         }
     }
 
@@ -1031,14 +1108,21 @@ impl HttpTransport {
             // message sent under an earlier session just goes again.
             if epoch == self.session_epoch && !self.reinitializing && !self.start_reinitialize(now)
             {
-                self.fail_transmit(
-                    now,
-                    kind,
-                    format!("the server no longer knows this session (HTTP {status})"),
-                );
+                let reason = if self.session.state() == SessionState::Starting {
+                    format!(
+                        "the server forgot the session again during startup (HTTP {status}), after rho had already initialized a fresh one; rho starts at most one fresh session while starting, check the server's session handling"
+                    )
+                } else {
+                    format!("the server no longer knows this session (HTTP {status})")
+                };
+                self.fail_transmit(now, kind, reason);
                 return;
             }
-            if self.reinitializing {
+            if kind == TransmitKind::Initialized {
+                // The fresh session sends its own.
+                return;
+            }
+            if self.reinitializing || self.stream_wait.is_some() {
                 self.parked.push((message, kind, true));
             } else {
                 self.post(message, kind, true);
@@ -1083,6 +1167,8 @@ impl HttpTransport {
         tracing::info!(server = %self.session.server(), "session expired; initializing again");
         self.session_epoch += 1;
         self.reinitializing = true;
+        // Held messages now wait for the fresh session instead.
+        self.stream_wait = None;
         self.session_id = None;
         self.server_stream = ServerStream::NotOpened;
         self.abort_server_streams();
@@ -1206,6 +1292,7 @@ impl HttpTransport {
         self.exchanges.clear();
         self.resumes.clear();
         self.parked.clear();
+        self.stream_wait = None;
         if self.session_id.is_none() {
             self.events.push_back(Event::Closed(reason));
             self.closed = true;

@@ -212,6 +212,7 @@ fn http_json(h: &HttpOptions) -> Value {
         "default_retry_ms": ms(h.default_retry),
         "delete_timeout_ms": ms(h.delete_timeout),
         "ping_interval_ms": ms(h.ping_interval),
+        "server_stream_wait_ms": ms(h.server_stream_wait),
     })
 }
 
@@ -531,6 +532,8 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
             http.default_retry = hms("default_retry_ms").unwrap_or(http.default_retry);
             http.delete_timeout = hms("delete_timeout_ms").unwrap_or(http.delete_timeout);
             http.ping_interval = hms("ping_interval_ms").unwrap_or(http.ping_interval);
+            http.server_stream_wait =
+                hms("server_stream_wait_ms").unwrap_or(http.server_stream_wait);
             Some(http)
         }
     };

@@ -264,6 +264,7 @@ impl Harness {
         );
         let initialized = self.last_post("notifications/initialized");
         self.accept(&initialized);
+        let stream = self.open_stream();
         let list = self.last_post("tools/list");
         self.answer_json(&list, json!({"tools": [tool("echo")]}));
         assert!(
@@ -271,6 +272,12 @@ impl Harness {
             "{:?}",
             self.events
         );
+        stream
+    }
+
+    /// Answers the server stream's GET (the last request sent) with the
+    /// head of an SSE stream, which releases what waited for it.
+    fn open_stream(&mut self) -> HttpRequest {
         let stream = self.last_send();
         assert_eq!(stream.method, Method::Get, "the server stream opened");
         self.head(&stream, 200, &[SSE]);
@@ -423,6 +430,7 @@ fn handshake_and_call_answered_as_sse_streams_complete() {
     );
     let initialized = h.last_post("notifications/initialized");
     h.accept(&initialized);
+    h.open_stream();
     let list = h.last_post("tools/list");
     h.answer_sse(&list, json!({"tools": [tool("echo")]}));
     assert!(
@@ -541,9 +549,8 @@ fn server_stream_404_on_first_open_means_none_offered_not_an_expired_session() {
     h.accept(&h.last_post("notifications/initialized"));
     let get = h.last_send();
     assert_eq!(get.method, Method::Get);
-    // Whichever comes first, discovery's answer or the GET's 404.
-    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
     h.respond(&get, 404, &[], b"Cannot GET /mcp");
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
     for _ in 0..20 {
         h.advance(Duration::from_secs(600));
     }
@@ -881,6 +888,7 @@ fn reinitialize(h: &mut Harness) {
     let initialized = h.last_post("notifications/initialized");
     assert_eq!(header(&initialized, "mcp-session-id"), Some(SID2));
     h.accept(&initialized);
+    h.open_stream();
 }
 
 #[test]
@@ -1206,6 +1214,7 @@ fn close_without_a_session_id_is_immediate_and_sends_no_delete() {
     let body = response(&json!(0), init_result()).to_string();
     h.respond(&init, 200, &[JSON], body.as_bytes());
     h.accept(&h.last_post("notifications/initialized"));
+    h.open_stream();
     h.answer_json(&h.last_post("tools/list"), json!({"tools": []}));
     assert!(!h.transport.has_session_id());
     for req in h.sends().into_iter().skip(1) {
@@ -1452,4 +1461,303 @@ fn server_stream_that_ends_is_reopened_with_its_last_event_id() {
     assert_eq!(again.method, Method::Get);
     assert_eq!(header(&again, "last-event-id"), Some("g7"));
     assert_eq!(header(&again, "mcp-session-id"), Some(SID));
+}
+
+// ---------------------------------------------------------------------------
+// The server stream opens before discovery
+// ---------------------------------------------------------------------------
+
+/// Answers `initialize` with [`SID`] and `initialized` with 202; the GET
+/// for the server's stream is the last request, returned unanswered.
+fn handshake_until_the_get(h: &mut Harness) -> HttpRequest {
+    let init = h.last_post("initialize");
+    let body = response(&rpc(&init)["id"], init_result()).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    h.accept(&h.last_post("notifications/initialized"));
+    let get = h.last_send();
+    assert_eq!(get.method, Method::Get, "{:?}", h.sends());
+    get
+}
+
+/// Method and JSON-RPC method of every request sent, in order.
+fn exchange_order(h: &Harness) -> Vec<String> {
+    h.sends()
+        .into_iter()
+        .map(|r| match r.method {
+            Method::Post => format!("POST {}", rpc_method(r)),
+            other => other.as_str().to_owned(),
+        })
+        .collect()
+}
+
+fn is_ready(h: &Harness) -> bool {
+    h.events.iter().any(|e| matches!(e, Event::Ready(_)))
+}
+
+#[test]
+fn discovery_waits_for_the_server_streams_head_then_ready() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    assert!(h.posts("tools/list").is_empty(), "held for the stream");
+    h.advance(Duration::from_millis(1500));
+    assert!(
+        h.posts("tools/list").is_empty(),
+        "still held, within the bound"
+    );
+    h.head(&get, 200, &[SSE]);
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    assert_eq!(
+        exchange_order(&h),
+        [
+            "POST initialize",
+            "POST notifications/initialized",
+            "GET",
+            "POST tools/list"
+        ]
+    );
+    // A server request on the stream, with no request of rho's behind it,
+    // is answered: the stream is the server's way in.
+    let ping = json!({"jsonrpc": "2.0", "id": 7, "method": "ping"});
+    h.body(&get, sse_event(Some("g1"), &ping).as_bytes());
+    assert_eq!(
+        rpc(&h.last_post("<response>")),
+        json!({"jsonrpc": "2.0", "id": 7, "result": {}})
+    );
+}
+
+#[test]
+fn a_log_level_and_discovery_wait_together_and_go_in_their_order() {
+    let mut o = session_options();
+    o.log_level = Some(config::LogLevel::Debug);
+    let now = Instant::now();
+    let endpoint = options().url.clone();
+    let mut h = Harness {
+        now,
+        endpoint,
+        transport: HttpTransport::new(o, options(), now),
+        outputs: Vec::new(),
+        events: Vec::new(),
+    };
+    h.drain();
+    let init = h.last_post("initialize");
+    let mut result = init_result();
+    result["capabilities"]["logging"] = json!({});
+    let body = response(&rpc(&init)["id"], result).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    assert_eq!(
+        exchange_order(&h),
+        ["POST initialize", "POST notifications/initialized"],
+        "nothing else before initialized is answered"
+    );
+    h.accept(&h.last_post("notifications/initialized"));
+    let get = h.last_send();
+    h.head(&get, 200, &[SSE]);
+    assert_eq!(
+        exchange_order(&h),
+        [
+            "POST initialize",
+            "POST notifications/initialized",
+            "GET",
+            "POST logging/setLevel",
+            "POST tools/list"
+        ]
+    );
+}
+
+#[test]
+fn a_405_to_the_server_stream_releases_discovery_and_ready_comes_without_a_stream() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    assert!(h.posts("tools/list").is_empty(), "held for the stream");
+    h.head(&get, 405, &[("Allow", "POST, DELETE")]);
+    let list = h.last_post("tools/list");
+    h.end(&get);
+    h.answer_json(&list, json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    for _ in 0..5 {
+        h.advance(Duration::from_secs(600));
+    }
+    assert_eq!(h.with_method(Method::Get).len(), 1, "no stream, no retry");
+    let (call, req) = h.call("echo", json!({}));
+    h.answer_json(&req, text_result("without a stream"));
+    assert_eq!(h.completed_text(call), "without a stream");
+}
+
+#[test]
+fn a_get_that_never_answers_holds_discovery_only_for_the_bound() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    assert_eq!(h.next_deadline_in(), Some(Duration::from_secs(2)));
+    assert_eq!(h.step(), Duration::from_secs(2));
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    assert!(!h.aborted().contains(&get.exchange), "the GET carries on");
+    // When its head comes after all, it is the server's stream.
+    h.head(&get, 200, &[SSE]);
+    let ping = json!({"jsonrpc": "2.0", "id": "late", "method": "ping"});
+    h.body(&get, sse_event(Some("g1"), &ping).as_bytes());
+    assert_eq!(h.posts("<response>").len(), 1);
+    assert_eq!(h.posts("tools/list").len(), 1, "sent once, not again");
+}
+
+#[test]
+fn the_wait_for_the_server_stream_keeps_half_of_a_short_startup_budget_for_discovery() {
+    let mut o = session_options();
+    o.startup_timeout = Duration::from_secs(1);
+    let now = Instant::now();
+    let endpoint = options().url.clone();
+    let mut h = Harness {
+        now,
+        endpoint,
+        transport: HttpTransport::new(o, options(), now),
+        outputs: Vec::new(),
+        events: Vec::new(),
+    };
+    h.drain();
+    h.advance(Duration::from_millis(200));
+    handshake_until_the_get(&mut h);
+    // 800 ms of the budget are left: the wait takes at most half of it.
+    assert_eq!(h.step(), Duration::from_millis(400));
+    assert_eq!(h.posts("tools/list").len(), 1);
+}
+
+#[test]
+fn a_server_stream_get_that_cannot_connect_releases_discovery_at_once() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    assert!(h.posts("tools/list").is_empty(), "held for the stream");
+    h.transport
+        .handle_exchange_failed(h.now, get.exchange, "connection reset".into());
+    h.drain();
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": []}));
+    assert!(is_ready(&h), "{:?}", h.events);
+}
+
+#[test]
+fn after_a_fresh_initialize_the_resent_call_waits_for_the_new_server_stream() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.respond(&req, 404, &[], b"Session not found");
+    let init = h.last_post("initialize");
+    let body = response(&rpc(&init)["id"], init_result()).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID2)],
+        body.as_bytes(),
+    );
+    h.accept(&h.last_post("notifications/initialized"));
+    assert_eq!(h.posts("tools/call").len(), 1, "held for the new stream");
+    let get = h.last_send();
+    assert_eq!(get.method, Method::Get);
+    assert_eq!(header(&get, "mcp-session-id"), Some(SID2));
+    h.head(&get, 200, &[SSE]);
+    let resent = h.last_post("tools/call");
+    assert_eq!(header(&resent, "mcp-session-id"), Some(SID2));
+    h.answer_json(&resent, text_result("after"));
+    assert_eq!(h.completed_text(call), "after");
+}
+
+// ---------------------------------------------------------------------------
+// A session forgotten during discovery
+// ---------------------------------------------------------------------------
+
+/// Answers the DELETE a failing session sends; [`Event::Closed`] follows.
+fn answer_delete(h: &mut Harness) {
+    let delete = h.with_method(Method::Delete).pop().expect("a DELETE");
+    h.respond(&delete, 200, &[], b"");
+}
+
+#[test]
+fn tools_list_answered_404_during_discovery_starts_one_fresh_initialize_and_lists_again() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    let list = h.last_post("tools/list");
+    h.respond(&list, 404, &[], b"Session not found");
+    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+    assert!(
+        h.aborted().contains(&get.exchange),
+        "the old stream is dropped"
+    );
+    reinitialize(&mut h);
+    let lists = h.posts("tools/list");
+    assert_eq!(lists.len(), 2, "the listing is sent again, once");
+    assert_eq!(lists[1].body, list.body);
+    assert_eq!(header(&lists[1], "mcp-session-id"), Some(SID2));
+    h.answer_json(&lists[1], json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    let (call, req) = h.call("echo", json!({}));
+    assert_eq!(header(&req, "mcp-session-id"), Some(SID2));
+    h.answer_json(&req, text_result("fresh"));
+    assert_eq!(h.completed_text(call), "fresh");
+}
+
+#[test]
+fn server_everythings_400_no_valid_session_during_discovery_recovers_too() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    h.respond(
+        &h.last_post("tools/list"),
+        400,
+        &[JSON],
+        br#"{"jsonrpc":"2.0","error":{"code":-32000,"message":"Bad Request: No valid session ID provided"},"id":null}"#,
+    );
+    reinitialize(&mut h);
+    h.answer_json(&h.last_post("tools/list"), json!({"tools": [tool("echo")]}));
+    assert!(is_ready(&h), "{:?}", h.events);
+    assert_eq!(h.posts("initialize").len(), 2);
+}
+
+#[test]
+fn the_resent_listing_expired_again_fails_the_server_clearly() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    reinitialize(&mut h);
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    answer_delete(&mut h);
+    let reason = h.closed_reason().expect("closed").to_string();
+    assert!(reason.contains("expired the session again"), "{reason}");
+    assert!(!is_ready(&h));
+    for _ in 0..5 {
+        h.advance(Duration::from_secs(60));
+    }
+    assert_eq!(h.posts("initialize").len(), 2, "exactly one fresh session");
+}
+
+#[test]
+fn a_second_expiry_later_in_discovery_fails_the_server_naming_the_rule() {
+    let mut h = Harness::new();
+    let get = handshake_until_the_get(&mut h);
+    h.head(&get, 200, &[SSE]);
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    reinitialize(&mut h);
+    h.answer_json(
+        &h.last_post("tools/list"),
+        json!({"tools": [tool("a")], "nextCursor": "p2"}),
+    );
+    // The second page finds the fresh session forgotten as well.
+    h.respond(&h.last_post("tools/list"), 404, &[], b"");
+    answer_delete(&mut h);
+    let reason = h.closed_reason().expect("closed");
+    assert!(reason.is_startup_failure());
+    let text = reason.to_string();
+    assert!(text.contains("again during startup"), "{text}");
+    assert!(text.contains("404"), "{text}");
+    assert_eq!(h.posts("initialize").len(), 2, "no third initialize");
 }

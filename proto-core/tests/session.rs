@@ -722,3 +722,87 @@ fn progress_restarts_the_call_budget_up_to_the_hard_cap() {
         .count();
     assert_eq!(cancels, 1, "a timed-out call is cancelled exactly once");
 }
+
+/// The tool names a ready event reported.
+fn ready_tools(h: &Harness) -> Vec<String> {
+    h.events
+        .iter()
+        .find_map(|e| match e {
+            Event::Ready(ready) => Some(ready.tools.iter().map(|t| t.name.clone()).collect()),
+            _ => None,
+        })
+        .expect("ready")
+}
+
+const LIST_CHANGED: &str = "notifications/tools/list_changed";
+
+#[test]
+fn list_changed_during_discovery_lists_again_before_ready_and_ready_has_the_new_tools() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
+    // Two pages; the change arrives while the first is out.
+    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.answer_last(json!({"tools": [tool("a")], "nextCursor": "p2"}));
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "tools/list");
+    assert_eq!(
+        params,
+        Some(json!({"cursor": "p2"})),
+        "this listing ends first"
+    );
+    h.answer_last(json!({"tools": [tool("b")]}));
+    assert_eq!(h.session.state(), SessionState::Starting, "not ready yet");
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "tools/list");
+    assert_eq!(params, None, "the listing again starts at the first page");
+    h.answer_last(json!({"tools": [tool("a"), tool("c")]}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    assert_eq!(
+        ready_tools(&h),
+        ["a", "c"],
+        "the list as it is now, not a+b"
+    );
+    assert_eq!(h.methods().iter().filter(|m| *m == "tools/list").count(), 3);
+    assert!(
+        !h.events.iter().any(|e| matches!(e, Event::ToolsChanged(_))),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn many_list_changes_during_discovery_list_once_more_then_once_after_ready() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
+    for _ in 0..3 {
+        h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    }
+    h.answer_last(json!({"tools": [tool("a")]}));
+    // A change during the listing again: ready comes now, with that list,
+    // and the change is applied like one that arrives when ready.
+    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.answer_last(json!({"tools": [tool("b")]}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    assert_eq!(ready_tools(&h), ["b"]);
+    assert_eq!(
+        h.methods().iter().filter(|m| *m == "tools/list").count(),
+        3,
+        "startup, the listing again, one re-list after ready"
+    );
+    h.answer_last(json!({"tools": [tool("c")]}));
+    assert!(
+        matches!(h.events.last(), Some(Event::ToolsChanged(t)) if t.len() == 1 && t[0].name == "c")
+    );
+    assert_eq!(h.session.poll_timeout(), None, "nothing else pending");
+}
+
+#[test]
+fn list_changed_during_discovery_is_ignored_unless_declared() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {}}));
+    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.answer_last(json!({"tools": [tool("a")]}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    assert_eq!(h.methods().iter().filter(|m| *m == "tools/list").count(), 1);
+}

@@ -21,6 +21,14 @@
 //! whatever connecting the executor does after creating it, the handshake
 //! and discovery. [`Event::Closed`] is always the last event.
 //!
+//! A `notifications/tools/list_changed` during discovery (from a server
+//! that declared `tools.listChanged`) makes discovery list once more from
+//! the first page when the listing under way ends, so [`Event::Ready`]
+//! carries the tools as they are; a change during that second listing is
+//! applied after ready, as a re-list with [`Event::ToolsChanged`]. A
+//! transport that learns the server forgot the session during discovery
+//! gets one fresh `initialize` ([`Session::handle_session_expired`]).
+//!
 //! # Implementation note
 //!
 //! Deadlines live in one ordered set keyed by `(deadline, request id)`, so
@@ -511,6 +519,12 @@ enum Phase {
         tools: Vec<Tool>,
         pages: usize,
         seen_cursors: BTreeSet<String>,
+        /// `tools/list_changed` arrived during this listing: list again
+        /// when it ends.
+        changed: bool,
+        /// This is already the listing again; a further change is applied
+        /// after ready, like any other.
+        relisted: bool,
     },
     Ready,
     Closed,
@@ -552,6 +566,9 @@ pub struct Session {
     /// Why an answer could not be read, when it could not be tied to a
     /// request either: the next failure names it.
     unread: Option<String>,
+    /// A fresh `initialize` already replaced an expired session during
+    /// startup; a second expiry before ready fails the session.
+    reinitialized_during_startup: bool,
 }
 
 /// Pages of a re-listing gathered so far.
@@ -591,6 +608,7 @@ impl Session {
             junk: Tally::new(JUNK_LOGGED, LOG_WINDOW),
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
             unread: None,
+            reinitialized_during_startup: false,
         };
         let params = session.initialize_params();
         session.send_request(
@@ -628,6 +646,11 @@ impl Session {
     /// answered (transports echo it on every later request).
     pub fn negotiated_version(&self) -> Option<&str> {
         self.negotiated_version.as_deref()
+    }
+
+    /// The instant handshake and discovery must finish by, while they run.
+    pub fn startup_deadline(&self) -> Option<Instant> {
+        (self.state() == SessionState::Starting).then_some(self.startup_deadline)
     }
 
     /// Whether a request this session sent still awaits its answer.
@@ -887,24 +910,42 @@ impl Session {
     /// 404, or 400 naming the session). The session runs a fresh
     /// `initialize`; requests in flight stay pending, and the transport
     /// re-sends what it holds once [`TransmitKind::Initialized`] goes out.
-    /// Returns `false` when a re-initialization is already under way or the
-    /// session is not ready, so the caller does not loop.
+    ///
+    /// During discovery (the server forgot the session right after
+    /// `initialize`) this happens once: the rule that a failed server is
+    /// not retried during startup is about failures, not about a session
+    /// the server says it no longer knows. The fresh `initialize` shares
+    /// the startup budget.
+    ///
+    /// Returns `false` when a re-initialization is already under way, the
+    /// session is still initializing or closed, or it already started a
+    /// fresh session during startup, so the caller does not loop.
     pub fn handle_session_expired(&mut self, now: Instant) -> bool {
-        if !matches!(self.phase, Phase::Ready)
-            || self
-                .pending
-                .values()
-                .any(|p| matches!(p.purpose, Purpose::Reinitialize))
+        let during_startup = match self.phase {
+            Phase::Ready => false,
+            Phase::Discovering { .. } if !self.reinitialized_during_startup => true,
+            _ => return false,
+        };
+        if self
+            .pending
+            .values()
+            .any(|p| matches!(p.purpose, Purpose::Reinitialize))
         {
             return false;
         }
         let params = self.initialize_params();
-        let budget = self.options.startup_timeout;
+        let (deadline, budget) = if during_startup {
+            self.reinitialized_during_startup = true;
+            (self.startup_deadline, self.options.startup_timeout)
+        } else {
+            let budget = self.options.startup_timeout;
+            (now + budget, budget)
+        };
         self.send_request(
             Purpose::Reinitialize,
             "initialize",
             Some(&params),
-            now + budget,
+            deadline,
             budget,
         );
         true
@@ -1182,6 +1223,8 @@ impl Session {
             tools: Vec::new(),
             pages: 0,
             seen_cursors: BTreeSet::new(),
+            changed: false,
+            relisted: false,
         };
         if wants_tools {
             self.request_tools_page(None);
@@ -1207,7 +1250,11 @@ impl Session {
             )));
         }
         tracing::info!(server = %self.options.server, "session re-established after expiry");
-        self.negotiated_version = Some(init.protocol_version);
+        self.negotiated_version = Some(init.protocol_version.clone());
+        if let Phase::Discovering { init: current, .. } = &mut self.phase {
+            // Still starting: what the server says now is what ready reports.
+            **current = init;
+        }
         self.send_notification("notifications/initialized", None);
     }
 
@@ -1249,6 +1296,8 @@ impl Session {
             tools,
             pages,
             seen_cursors,
+            changed,
+            relisted,
             ..
         } = &mut self.phase
         else {
@@ -1264,7 +1313,24 @@ impl Session {
                 )));
             }
             Some(cursor) => self.request_tools_page(Some(cursor)),
-            None => self.become_ready(now),
+            None if *changed && !*relisted => {
+                // The list changed while it was being read: read it again,
+                // so ready reports the tools as they are now.
+                tracing::debug!(server = %self.options.server, "tools changed during discovery; listing again");
+                tools.clear();
+                *pages = 0;
+                seen_cursors.clear();
+                *changed = false;
+                *relisted = true;
+                self.request_tools_page(None);
+            }
+            None => {
+                let changed_again = *changed;
+                self.become_ready(now);
+                if changed_again {
+                    self.start_relist(now);
+                }
+            }
         }
     }
 
@@ -1335,17 +1401,33 @@ impl Session {
     }
 
     /// Lists the tools again after `notifications/tools/list_changed`, if
-    /// the server declared `tools.listChanged` and the session is ready.
-    /// A change that arrives while a listing runs queues one more listing.
+    /// the server declared `tools.listChanged`. A change that arrives while
+    /// a listing runs queues one more listing: during discovery the listing
+    /// starts over once its last page is in, so ready reports the current
+    /// tools (a further change then is applied after ready); once ready,
+    /// [`Event::ToolsChanged`] reports the new list.
     fn tools_list_changed(&mut self, now: Instant) {
-        let declared = self
-            .ready
-            .as_ref()
-            .is_some_and(|r| r.capabilities.tools_list_changed);
-        if !declared || !matches!(self.phase, Phase::Ready) {
-            tracing::debug!(server = %self.options.server, "tools/list_changed ignored (not declared or not ready)");
-            return;
+        match &mut self.phase {
+            Phase::Discovering { init, changed, .. } if init.capabilities.tools_list_changed => {
+                tracing::debug!(server = %self.options.server, "tools/list_changed during discovery; listing again when this listing ends");
+                *changed = true;
+            }
+            Phase::Ready
+                if self
+                    .ready
+                    .as_ref()
+                    .is_some_and(|r| r.capabilities.tools_list_changed) =>
+            {
+                self.start_relist(now)
+            }
+            _ => {
+                tracing::debug!(server = %self.options.server, "tools/list_changed ignored (listChanged not declared, or before initialize was answered)");
+            }
         }
+    }
+
+    /// Starts a re-listing while ready, or queues one after the one running.
+    fn start_relist(&mut self, now: Instant) {
         match &mut self.relist {
             Some(relist) => relist.again = true,
             None => {
