@@ -18,6 +18,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::driving::PipeEvent;
+use rho_proto_core::redact::Redactor;
 use rho_proto_core::stderr::StderrTail;
 
 use crate::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
@@ -65,7 +66,11 @@ impl StdioChild {
             return Err(format!("server `{server}`: its pipes could not be opened"));
         };
 
-        let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+        // Lines are redacted in the tail itself: the debug log and the
+        // failure reason both read them from there.
+        let stderr_tail = Arc::new(Mutex::new(
+            StderrTail::default().redacting(Redactor::for_stdio(config, ambient)),
+        ));
         let (write_tx, write_rx) = mpsc::channel();
         let (credit_tx, credit_rx) = mpsc::sync_channel(STDOUT_CREDITS);
         for _ in 0..STDOUT_CREDITS {

@@ -18,6 +18,7 @@ use rho_io_blocking::process::{
 };
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::driving::PipeEvent;
+use rho_proto_core::redact::Redactor;
 use rho_proto_core::stderr::StderrTail;
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
@@ -74,7 +75,11 @@ impl StdioChild {
             kill_group(pid);
             return Err(format!("server `{server}`: its pipes could not be opened"));
         };
-        let stderr_tail = Arc::new(Mutex::new(StderrTail::default()));
+        // Lines are redacted in the tail itself: the debug log and the
+        // failure reason both read them from there.
+        let stderr_tail = Arc::new(Mutex::new(
+            StderrTail::default().redacting(Redactor::for_stdio(config, ambient)),
+        ));
         let (write_tx, write_rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = smol::channel::unbounded();
         let (credit_tx, credit_rx) = smol::channel::bounded(STDOUT_CREDITS);
         for _ in 0..STDOUT_CREDITS {

@@ -80,10 +80,7 @@ impl Redactor {
         };
         let mut values: Vec<String> = Vec::new();
         match &config.transport {
-            Transport::Stdio(stdio) => {
-                values.extend(stdio.env.values().cloned());
-                values.extend(stdio.env_from_env.values().filter_map(|n| from_ambient(n)));
-            }
+            Transport::Stdio(stdio) => return Self::for_stdio(stdio, ambient),
             Transport::StreamableHttp(http) => {
                 let headers: Vec<String> = http
                     .headers
@@ -104,6 +101,25 @@ impl Redactor {
             }
         }
         Self::new(values)
+    }
+
+    /// The values of a stdio server's `env` and `env_from_env` entries,
+    /// resolved from `ambient`: what its stderr may echo.
+    pub fn for_stdio(stdio: &crate::config::StdioConfig, ambient: &[(String, String)]) -> Self {
+        let from_ambient = |name: &str| {
+            ambient
+                .iter()
+                .rev()
+                .find(|(k, _)| k == name)
+                .map(|(_, v)| v.clone())
+        };
+        Self::new(
+            stdio
+                .env
+                .values()
+                .cloned()
+                .chain(stdio.env_from_env.values().filter_map(|n| from_ambient(n))),
+        )
     }
 
     /// A redactor hiding what either of these hides.

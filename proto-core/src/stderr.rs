@@ -8,6 +8,8 @@
 
 use std::collections::VecDeque;
 
+use crate::redact::Redactor;
+
 /// Marks a line cut to the byte limit.
 const ELLIPSIS: char = '…';
 
@@ -31,6 +33,8 @@ pub struct StderrTail {
     partial_len: usize,
     /// The last raw byte of the unterminated line, kept or not.
     partial_last: Option<u8>,
+    /// Hides the server's configured secrets in every line.
+    redactor: Redactor,
 }
 
 impl Default for StderrTail {
@@ -50,7 +54,16 @@ impl StderrTail {
             partial: Vec::new(),
             partial_len: 0,
             partial_last: None,
+            redactor: Redactor::default(),
         }
+    }
+
+    /// This tail with every line passed through `redactor`, so a server
+    /// printing its own token never puts it in a log line or a failure
+    /// reason, whichever host reads them.
+    pub fn redacting(mut self, redactor: Redactor) -> Self {
+        self.redactor = redactor;
+        self
     }
 
     /// Feeds a raw chunk of stderr, split anywhere. Returns the non-blank
@@ -147,7 +160,7 @@ impl StderrTail {
         } else if line.trim().is_empty() {
             return None;
         }
-        Some(line)
+        Some(self.redactor.redact_owned(line))
     }
 }
 
@@ -172,6 +185,17 @@ fn floor_char_boundary(s: &str, at: usize) -> usize {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_redacting_tail_hides_secrets_in_logged_lines_and_the_reason() {
+        let mut tail = StderrTail::default().redacting(Redactor::new(["tok-0123456789"]));
+        let logged = tail.push(b"using tok-0123456789 now\nstill tok-01234");
+        assert_eq!(logged, ["using <redacted> now"]);
+        tail.push(b"56789 here\n");
+        let reason = tail.render().expect("lines");
+        assert!(!reason.contains("tok-0123456789"), "{reason}");
+        assert!(reason.contains("still <redacted> here"), "{reason}");
+    }
 
     #[test]
     fn complete_lines_are_returned_and_kept() {
