@@ -227,6 +227,23 @@ fn everything(id: &str) -> String {
     node_server(id, &everything_js(), &["stdio"])
 }
 
+/// Runs `rho args...` again with `--record` and asserts that no session
+/// was ever built: a transcript gets a header line for each session the
+/// moment it is constructed, before any process is spawned, so an empty
+/// one is positive evidence that nothing was started (a marker file alone
+/// cannot show that: rho kills what it started when it exits).
+fn assert_no_session(s: &Scratch, args: &[&str], why: &str) {
+    let record = s.dir.join(format!("no-session-{}.jsonl", args.len()));
+    let mut with_record = vec!["--record", arg(&record)];
+    with_record.extend_from_slice(args);
+    let _ = s.rho(&with_record);
+    let text = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(
+        !text.contains("rho_transcript"),
+        "{why}: a session was built\n{text}"
+    );
+}
+
 /// Waits up to five seconds for a file to appear.
 fn wait_for_file(path: &Path) -> bool {
     let until = Instant::now() + Duration::from_secs(5);
@@ -254,8 +271,12 @@ fn list_without_connect_starts_nothing_and_reports_not_started(rt: Runtime) {
     let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
     run.expect_code(0);
     assert_eq!(server(&run.json(), "tripwire")["status"], "not_started");
-    std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "list without --connect ran the server");
+    assert_no_session(
+        &s,
+        &["--config", arg(&config), "mcp", "list"],
+        "list without --connect",
+    );
 
     // Control: the tripwire does fire when the server is started.
     let run = s.rho(&["--config", arg(&config), "mcp", "list", "--connect"]);
@@ -481,8 +502,12 @@ fn disabled_server_is_reported_disabled_never_started_and_exits_0(rt: Runtime) {
     let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
     run.expect_code(0);
     assert!(row(&run, "off").contains("disabled"), "{run}");
-    std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "a disabled server was started");
+    assert_no_session(
+        &s,
+        &["--config", arg(&config), "mcp", "list", "--connect"],
+        "a disabled server",
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -611,8 +636,12 @@ fn show_without_connect_says_the_server_is_not_started(rt: Runtime) {
     ]);
     run.expect_code(0);
     assert_eq!(run.json()["status"], "not_started", "{run}");
-    std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "show without --connect ran the server");
+    assert_no_session(
+        &s,
+        &["--config", arg(&config), "mcp", "show", "tripwire"],
+        "show without --connect",
+    );
 }
 
 // ---------------------------------------------------------------------------
@@ -722,8 +751,20 @@ fn call_with_arguments_that_are_not_json_exits_2(rt: Runtime) {
     ]);
     run.expect_code(2);
     assert!(run.stderr.contains("JSON"), "{run}");
-    std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "bad arguments still started the server");
+    assert_no_session(
+        &s,
+        &[
+            "--config",
+            arg(&config),
+            "mcp",
+            "call",
+            "tripwire",
+            "echo",
+            "{message:",
+        ],
+        "arguments that are not JSON",
+    );
 }
 
 fn call_with_arguments_that_are_a_json_array_exits_2(rt: Runtime) {
@@ -741,8 +782,20 @@ fn call_with_arguments_that_are_a_json_array_exits_2(rt: Runtime) {
     ]);
     run.expect_code(2);
     assert!(run.stderr.contains("object"), "{run}");
-    std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "bad arguments still started the server");
+    assert_no_session(
+        &s,
+        &[
+            "--config",
+            arg(&config),
+            "mcp",
+            "call",
+            "tripwire",
+            "echo",
+            r#"["hi"]"#,
+        ],
+        "arguments that are an array",
+    );
 }
 
 fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
@@ -862,8 +915,12 @@ fn call_on_a_disabled_server_exits_1_without_starting_it(rt: Runtime) {
     let run = s.rho(&["--config", arg(&config), "mcp", "call", "off", "echo", "{}"]);
     run.expect_code(1);
     assert!(run.stderr.contains("disabled"), "{run}");
-    std::thread::sleep(Duration::from_millis(300));
     assert!(!marker.exists(), "a disabled server was started");
+    assert_no_session(
+        &s,
+        &["--config", arg(&config), "mcp", "call", "off", "echo", "{}"],
+        "a disabled server",
+    );
 }
 
 // ---------------------------------------------------------------------------

@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::session::{
-    CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
+    ApiMisuse, CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
 };
 use serde_json::{Value, json};
 
@@ -311,11 +311,20 @@ fn call_results_and_errors_reach_the_right_call() {
 #[test]
 fn calls_are_refused_before_ready_and_after_close() {
     let mut h = Harness::new(Harness::options());
-    assert!(h.session.call_tool(h.now, "a", json!({})).is_err());
+    assert!(matches!(
+        h.session.call_tool(h.now, "a", json!({})),
+        Err(ApiMisuse::NotReady(_))
+    ));
     h.ready_with_tools(json!([tool("a")]));
-    assert!(h.session.call_tool(h.now, "a", json!([1])).is_err());
+    assert!(matches!(
+        h.session.call_tool(h.now, "a", json!([1])),
+        Err(ApiMisuse::ArgumentsNotObject)
+    ));
     h.session.close(h.now);
-    assert!(h.session.call_tool(h.now, "a", json!({})).is_err());
+    assert!(matches!(
+        h.session.call_tool(h.now, "a", json!({})),
+        Err(ApiMisuse::Closed(_))
+    ));
 }
 
 #[test]
@@ -661,7 +670,8 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
             other => panic!("expected completion, got {other:?}"),
         }
     };
-    assert!(outcome(Some(json!({"t": 21.5})), false).is_ok());
+    let valid = outcome(Some(json!({"t": 21.5})), false).expect("valid structured content");
+    assert_eq!(valid.structured_content, Some(json!({"t": 21.5})));
     let invalid = outcome(Some(json!({"t": "warm"})), false).expect_err("schema violation");
     assert!(
         matches!(invalid, CallError::OutputSchema { .. }),
@@ -674,7 +684,8 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
         "{missing}"
     );
     // An error result need not match the success schema.
-    assert!(outcome(None, true).is_ok());
+    let error = outcome(None, true).expect("an isError result passes");
+    assert!(error.is_error);
 }
 
 #[test]
