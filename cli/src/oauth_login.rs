@@ -330,9 +330,11 @@ fn wait_for_callback(listener: &TcpListener, login: &mut Login) -> Result<(), St
 fn serve_one(stream: TcpStream, login: &mut Login) -> bool {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
-    let mut reader = BufReader::new(&stream);
+    // Only the request line matters, and a local client cannot make rho
+    // buffer more than 8 KiB of it.
+    let mut reader = BufReader::new(std::io::Read::take(&stream, 8192));
     let mut line = String::new();
-    if reader.read_line(&mut line).is_err() || line.len() > 8192 {
+    if reader.read_line(&mut line).is_err() || !line.ends_with('\n') {
         return false;
     }
     let target = line.split_whitespace().nth(1).unwrap_or_default();
@@ -435,4 +437,87 @@ pub(crate) fn settings_for(
         scopes: oauth.scopes.clone(),
         client_name: "rho".into(),
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rho_proto_core::oauth::flow::GrantKind;
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
+    use std::io::Read as _;
+
+    /// A login driven to its browser step against scripted metadata.
+    fn login_at_browser_step(redirect_uri: String) -> (Login, Url) {
+        let server = Url::parse("https://mcp.example.com/mcp").expect("url");
+        let settings = LoginSettings {
+            server_url: server,
+            grant: GrantKind::AuthorizationCode { redirect_uri },
+            client: Some(Client {
+                id: "c".into(),
+                secret: None,
+                auth: ClientAuth::None,
+            }),
+            stored_client: None,
+            client_metadata_url: None,
+            scopes: None,
+            client_name: "rho".into(),
+        };
+        let mut login = Login::new(settings, None, [4; RANDOM_BYTES], Instant::now());
+        while let Some(request) = login.poll_request() {
+            let body = match request.url.path() {
+                "/.well-known/oauth-protected-resource/mcp" => {
+                    r#"{"resource":"https://mcp.example.com/mcp","authorization_servers":["https://auth.example.com"]}"#
+                }
+                "/.well-known/oauth-authorization-server" => {
+                    r#"{"issuer":"https://auth.example.com","authorization_endpoint":"https://auth.example.com/authorize","token_endpoint":"https://auth.example.com/token","code_challenge_methods_supported":["S256"]}"#
+                }
+                _ => "",
+            };
+            let status = if body.is_empty() { 404 } else { 200 };
+            login.handle_response(Instant::now(), request.id, status, body.as_bytes());
+        }
+        let Some(LoginEvent::Authorize { url }) = login.poll_event() else {
+            panic!("no browser step")
+        };
+        (login, url)
+    }
+
+    fn get(port: u16, target: &str) -> String {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).expect("connect");
+        write!(stream, "GET {target} HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n").expect("write");
+        let mut answer = String::new();
+        let _ = stream.read_to_string(&mut answer);
+        answer
+    }
+
+    #[test]
+    fn the_listener_answers_only_its_callback_with_this_logins_state() {
+        let (browser, redirect_uri) = Browser::person().expect("listener");
+        let Browser::Person(listener) = &browser else {
+            panic!("a listener")
+        };
+        let port = listener.local_addr().expect("addr").port();
+        assert_eq!(redirect_uri, format!("http://127.0.0.1:{port}/callback"));
+        let (mut login, url) = login_at_browser_step(redirect_uri);
+        let state = url
+            .query_pairs()
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())
+            .expect("state");
+        let client = std::thread::spawn(move || {
+            let stray = get(port, "/favicon.ico");
+            let forged = get(port, "/callback?code=evil&state=forged");
+            let real = get(port, &format!("/callback?code=c0de&state={state}"));
+            (stray, forged, real)
+        });
+        wait_for_callback(listener, &mut login).expect("served");
+        let (stray, forged, real) = client.join().expect("client");
+        assert!(stray.starts_with("HTTP/1.1 404"), "{stray}");
+        assert!(forged.starts_with("HTTP/1.1 404"), "{forged}");
+        assert!(real.starts_with("HTTP/1.1 200"), "{real}");
+        // The code went on to the token endpoint, with the verifier.
+        let token = login.poll_request().expect("token request");
+        assert_eq!(token.url.path(), "/token");
+        assert!(String::from_utf8_lossy(&token.body).contains("code=c0de"));
+    }
 }
