@@ -302,3 +302,36 @@ pub fn free_port() -> u16 {
         .map(|a| a.port())
         .expect("bind an ephemeral loopback port")
 }
+
+/// The server log messages (`rho::mcp::server`, debug and up) of this test
+/// binary as text: one shared buffer behind a tracing subscriber installed
+/// on first use. A test reads what its own server logged by a marker only
+/// that server writes, since tests of one binary run in parallel.
+pub fn captured_server_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
+    use std::sync::{Arc, Mutex, OnceLock};
+    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
+    LOGS.get_or_init(|| {
+        let logs = Arc::new(Mutex::new(Vec::new()));
+        struct Sink(Arc<Mutex<Vec<u8>>>);
+        impl std::io::Write for Sink {
+            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+                if let Ok(mut l) = self.0.lock() {
+                    l.extend_from_slice(buf);
+                }
+                Ok(buf.len())
+            }
+            fn flush(&mut self) -> std::io::Result<()> {
+                Ok(())
+            }
+        }
+        let sink = Arc::clone(&logs);
+        let subscriber = tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
+            .with_ansi(false)
+            .with_writer(move || Sink(Arc::clone(&sink)))
+            .finish();
+        let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);
+        logs
+    })
+    .clone()
+}

@@ -5,8 +5,8 @@
 
 use std::io::{Read, Write};
 use std::net::TcpListener;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::status::ServerStatus;
@@ -80,37 +80,8 @@ fn progress_notifications_arrive_over_sse<R: TestRuntime>() {
     runtime.shutdown();
 }
 
-/// Captures every tracing event of this test binary as text.
-fn captured_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        struct Sink(Arc<Mutex<Vec<u8>>>);
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                if let Ok(mut l) = self.0.lock() {
-                    l.extend_from_slice(buf);
-                }
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let sink = Arc::clone(&logs);
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
-            .with_ansi(false)
-            .with_writer(move || Sink(Arc::clone(&sink)))
-            .finish();
-        let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);
-        logs
-    })
-    .clone()
-}
-
 fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
-    let logs = captured_logs();
+    let logs = captured_server_logs();
     let server = EverythingHttp::start();
     let runtime = R::start(&parse_config(&server.config("logsrv")), options_with(&[]));
     ready(&runtime, "logsrv");

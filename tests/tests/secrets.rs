@@ -5,10 +5,9 @@
 //! `WWW-Authenticate`, a 500 body, a JSON-RPC error) and in a server log
 //! message. The recorded transcript still replays identically.
 
-use std::io::{BufRead, Write};
+use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rho_io_blocking::record::TranscriptSink;
@@ -92,36 +91,6 @@ fn assert_no_secret(what: &str, text: &str) {
     for secret in [TOKEN, TENANT_KEY, ENV_LITERAL, ENV_AMBIENT] {
         assert!(!text.contains(secret), "{what} shows `{secret}`:\n{text}");
     }
-}
-
-/// Captures the server log messages (`rho::mcp::server`) of this test
-/// binary as text.
-fn captured_server_logs() -> Arc<Mutex<Vec<u8>>> {
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
-        struct Sink(Arc<Mutex<Vec<u8>>>);
-        impl Write for Sink {
-            fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
-                if let Ok(mut l) = self.0.lock() {
-                    l.extend_from_slice(buf);
-                }
-                Ok(buf.len())
-            }
-            fn flush(&mut self) -> std::io::Result<()> {
-                Ok(())
-            }
-        }
-        let sink = Arc::clone(&logs);
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
-            .with_ansi(false)
-            .with_writer(move || Sink(Arc::clone(&sink)))
-            .finish();
-        let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);
-        logs
-    })
-    .clone()
 }
 
 fn failure<R: TestRuntime>(runtime: &R, id: &str) -> String {
