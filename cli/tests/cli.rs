@@ -17,47 +17,13 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::cli_both_executors as both_executors;
 use rho_tests::{
     EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile,
     scratch_dir, toml_str, wait_gone,
 };
 use serde_json::Value;
-
-/// The executor `rho` runs its sessions on (`--runtime`, `RHO_RUNTIME`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Runtime {
-    Smol,
-    Blocking,
-}
-
-impl Runtime {
-    /// The value `--runtime` and `RHO_RUNTIME` take.
-    fn name(self) -> &'static str {
-        match self {
-            Runtime::Smol => "smol",
-            Runtime::Blocking => "blocking",
-        }
-    }
-}
-
-/// Turns test bodies `fn name(rt: Runtime)` into a module per function with
-/// a `#[test]` for each executor (`smol`, `blocking`).
-macro_rules! both_executors {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn smol() {
-                    super::$name(super::Runtime::Smol);
-                }
-                #[test]
-                fn blocking() {
-                    super::$name(super::Runtime::Blocking);
-                }
-            }
-        )*
-    };
-}
 
 /// A scratch directory with an empty `home/` to use as `HOME`, and the
 /// executor every `rho` run from it uses.

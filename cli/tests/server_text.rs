@@ -25,41 +25,10 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::cli_both_executors as both_executors;
 use rho_tests::{node_server, scratch_dir, tests_dir};
 use serde_json::Value;
-
-/// The executor `rho` runs its sessions on (`RHO_RUNTIME`).
-#[derive(Clone, Copy, Debug)]
-enum Runtime {
-    Smol,
-    Blocking,
-}
-
-impl Runtime {
-    fn name(self) -> &'static str {
-        match self {
-            Runtime::Smol => "smol",
-            Runtime::Blocking => "blocking",
-        }
-    }
-}
-
-macro_rules! both_executors {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn smol() {
-                    super::$name(super::Runtime::Smol);
-                }
-                #[test]
-                fn blocking() {
-                    super::$name(super::Runtime::Blocking);
-                }
-            }
-        )*
-    };
-}
 
 fn hostile_js() -> PathBuf {
     tests_dir().join("servers/fixtures/hostile-text.js")

@@ -28,24 +28,10 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::cli_both_executors as both_executors;
 use rho_tests::{process_alive, scratch_dir, tests_dir, toml_path, toml_str};
 use rustix::process::{Pid, Signal};
-
-/// The executor `rho` runs its sessions on.
-#[derive(Clone, Copy, Debug)]
-enum Runtime {
-    Smol,
-    Blocking,
-}
-
-impl Runtime {
-    fn name(self) -> &'static str {
-        match self {
-            Runtime::Smol => "smol",
-            Runtime::Blocking => "blocking",
-        }
-    }
-}
 
 /// Where rho is when the signal arrives.
 #[derive(Clone, Copy, Debug)]
@@ -57,24 +43,6 @@ enum Phase {
     /// `rho mcp call` of a tool whose server asks a question: rho shows
     /// the form on its terminal.
     Form,
-}
-
-/// One `#[test]` per executor for each `fn name(rt: Runtime)`.
-macro_rules! both_executors {
-    ($($name:ident),* $(,)?) => {
-        $(
-            mod $name {
-                #[test]
-                fn smol() {
-                    super::$name(super::Runtime::Smol);
-                }
-                #[test]
-                fn blocking() {
-                    super::$name(super::Runtime::Blocking);
-                }
-            }
-        )*
-    };
 }
 
 /// A scratch dir with a `home/`, a config running `lingering.js` in one

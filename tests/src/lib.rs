@@ -335,3 +335,43 @@ pub fn captured_server_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
     })
     .clone()
 }
+
+/// The executor a `rho` binary under test runs its sessions on
+/// (`RHO_RUNTIME`), for the CLI tests.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CliRuntime {
+    /// `smol`: every session a task on one executor (the default).
+    Smol,
+    /// `blocking`: a driver thread per session.
+    Blocking,
+}
+
+impl CliRuntime {
+    /// The value `--runtime` and `RHO_RUNTIME` take.
+    pub fn name(self) -> &'static str {
+        match self {
+            CliRuntime::Smol => "smol",
+            CliRuntime::Blocking => "blocking",
+        }
+    }
+}
+
+/// Turns CLI test bodies `fn name(rt: CliRuntime)` into a module per
+/// function with a `#[test]` for each executor (`smol`, `blocking`).
+#[macro_export]
+macro_rules! cli_both_executors {
+    ($($name:ident),* $(,)?) => {
+        $(
+            mod $name {
+                #[test]
+                fn smol() {
+                    super::$name($crate::CliRuntime::Smol);
+                }
+                #[test]
+                fn blocking() {
+                    super::$name($crate::CliRuntime::Blocking);
+                }
+            }
+        )*
+    };
+}
