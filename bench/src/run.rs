@@ -134,6 +134,8 @@ pub struct StartupStat {
     pub case: String,
     /// Process start to exit.
     pub wall_s: Spread,
+    /// Process start to the end of its report (stdout closed).
+    pub report_s: Spread,
     /// The slowest server's time to ready as rho reports it (`elapsed_ms`).
     pub ready_s: Option<Spread>,
     pub limit_case: String,
@@ -143,6 +145,8 @@ pub struct StartupStat {
     pub limit_exit_s: Option<Spread>,
     /// Wall over the limit.
     pub ratio_to_limit: f64,
+    /// Report over the limit: the bar for `list --connect`.
+    pub report_ratio_to_limit: f64,
     /// Ready over the limit.
     pub ready_ratio_to_limit: Option<f64>,
     pub errors: Vec<String>,
@@ -929,6 +933,10 @@ fn aggregate(target: &Target, client: &str, inflight: usize, outs: &[WorkerOut])
 struct RhoRun {
     /// Process start to exit.
     wall: f64,
+    /// Process start to the end of its report: stdout closed. rho prints
+    /// before it shuts its servers down, so this is what a person or a
+    /// pipe waits for.
+    report: f64,
     /// The slowest server's `elapsed_ms` as rho reports it (`--json`).
     ready: Option<f64>,
 }
@@ -950,11 +958,19 @@ fn rho_command(rho: &Path, dir: &Path, config: &Path, args: &[&str]) -> Result<C
 
 /// Runs rho to completion, timed; nothing else runs meanwhile.
 fn run_rho(rho: &Path, dir: &Path, config: &Path, args: &[&str]) -> Result<RhoRun, String> {
+    use std::io::Read as _;
     let mut command = rho_command(rho, dir, config, args)?;
+    command.stdout(Stdio::piped());
     let start = Instant::now();
-    let status = command.status().map_err(|e| format!("run rho: {e}"))?;
+    let mut child = command.spawn().map_err(|e| format!("run rho: {e}"))?;
+    let mut stdout = String::new();
+    if let Some(mut pipe) = child.stdout.take() {
+        pipe.read_to_string(&mut stdout)
+            .map_err(|e| format!("read rho's stdout: {e}"))?;
+    }
+    let report = start.elapsed().as_secs_f64();
+    let status = child.wait().map_err(|e| format!("wait for rho: {e}"))?;
     let wall = start.elapsed().as_secs_f64();
-    let stdout = std::fs::read_to_string(dir.join("rho.out")).unwrap_or_default();
     if !status.success() {
         let stderr = std::fs::read_to_string(dir.join("rho.err")).unwrap_or_default();
         return Err(format!(
@@ -971,7 +987,7 @@ fn run_rho(rho: &Path, dir: &Path, config: &Path, args: &[&str]) -> Result<RhoRu
             .filter(|all| !all.is_empty())
             .map(|all| all.into_iter().fold(0.0, f64::max) / 1e3)
     });
-    Ok(RhoRun { wall, ready })
+    Ok(RhoRun { wall, report, ready })
 }
 
 /// Starts `k` servers at once, each with a bare handshake (initialize,
@@ -1065,6 +1081,7 @@ fn startup(
     #[derive(Default, Clone)]
     struct Samples {
         wall: Vec<f64>,
+        report: Vec<f64>,
         ready: Vec<f64>,
         hwm: Vec<f64>,
         errors: Vec<String>,
@@ -1075,6 +1092,7 @@ fn startup(
         match run_rho(rho, &dir, config, args) {
             Ok(run) => {
                 e.wall.push(run.wall);
+                e.report.push(run.report);
                 e.ready.extend(run.ready);
             }
             Err(err) => e.errors.push(err),
@@ -1133,9 +1151,12 @@ fn startup(
     let t = Spread::of(&true_runs);
     let r0 = get("rho0");
     let w = Spread::of(&r0.wall);
+    let report = Spread::of(&r0.report);
     out.push(StartupStat {
         case: "`rho mcp list`, no servers".into(),
         ratio_to_limit: w.median / t.median,
+        report_ratio_to_limit: report.median / t.median,
+        report_s: report,
         wall_s: w,
         ready_s: None,
         ready_ratio_to_limit: None,
@@ -1173,6 +1194,7 @@ fn startup(
         let r = get(name);
         let b = bare_get(limit);
         let wall = Spread::of(&r.wall);
+        let report = Spread::of(&r.report);
         let ready = Spread::of(&r.ready);
         let lim = Spread::of(&b.ready);
         let mut errors = r.errors;
@@ -1180,6 +1202,8 @@ fn startup(
         out.push(StartupStat {
             case: case.into(),
             ratio_to_limit: wall.median / lim.median,
+            report_ratio_to_limit: report.median / lim.median,
+            report_s: report,
             wall_s: wall,
             ready_ratio_to_limit: (ready.n > 0).then(|| ready.median / lim.median),
             ready_s: (ready.n > 0).then_some(ready),
@@ -1191,12 +1215,14 @@ fn startup(
     }
     for s in &out {
         eprintln!(
-            "{}: {:.3} s (ready {:.3} s) vs {:.3} s ({:.2}×)",
+            "{}: {:.3} s, report {:.3} s (ready {:.3} s) vs {:.3} s ({:.2}×, report {:.2}×)",
             s.case,
             s.wall_s.median,
+            s.report_s.median,
             s.ready_s.map_or(f64::NAN, |r| r.median),
             s.limit_s.median,
-            s.ratio_to_limit
+            s.ratio_to_limit,
+            s.report_ratio_to_limit
         );
         for e in &s.errors {
             notes.push(format!("{}: {}", s.case, first_line(e, 300)));

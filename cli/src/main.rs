@@ -367,9 +367,7 @@ fn list(
         output::list_text(loaded, &servers, runtime.tools(), &auth)
     };
     let failed = servers.iter().any(|s| s.status.is_failure());
-    runtime.shutdown();
-    check_stopped()?;
-    write_stdout(&text)?;
+    print_then_shut_down(runtime, &text)?;
     Ok(exit_code(failed))
 }
 
@@ -396,9 +394,7 @@ fn show(
         output::show_text(&server, runtime.tools(), &auth)
     };
     let failed = server.status.is_failure();
-    runtime.shutdown();
-    check_stopped()?;
-    write_stdout(&text)?;
+    print_then_shut_down(runtime, &text)?;
     Ok(exit_code(failed))
 }
 
@@ -557,6 +553,32 @@ fn run_secrets(config: &rho_proto_core::config::Config, ambient: &[(String, Stri
         .fold(Redactor::default(), |all, server| {
             all.merged(&Redactor::for_server(server, ambient))
         })
+}
+
+/// Prints a report that is complete, closes stdout, then shuts the servers
+/// down. The report does not wait for the servers' shutdown grace: a reader
+/// of the pipe (`rho mcp list --connect | jq`) gets its end of input at
+/// once, while rho still waits for every server to exit (or kills its
+/// process group) before it exits itself, so nothing is orphaned. A stop
+/// signal during the shutdown still ends rho with its signal's exit code;
+/// the report it already printed stays whole.
+fn print_then_shut_down(runtime: Host, text: &str) -> Result<(), Failure> {
+    if let Err(failure) = check_stopped().and_then(|()| write_stdout(text)) {
+        runtime.shutdown();
+        return Err(failure);
+    }
+    release_stdout();
+    runtime.shutdown();
+    check_stopped()
+}
+
+/// Points stdout at /dev/null, so whoever reads rho's stdout sees its end
+/// now; nothing is written to stdout after a report.
+fn release_stdout() {
+    #[cfg(unix)]
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = rustix::stdio::dup2_stdout(&null);
+    }
 }
 
 /// Writes the command's output; a closed or full stdout is a failure with

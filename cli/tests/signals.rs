@@ -563,10 +563,10 @@ fn blocked_in_write(pid: u32) -> bool {
 }
 
 /// With no enabled server, `rho mcp list --connect` runs on its main
-/// thread alone. rho's threads are counted from /proc at the last moment
-/// they could exist: its stdout is a pipe the test has filled, so rho
-/// blocks writing its output, after the runtime's shutdown and before
-/// exit, and the test counts `/proc/<pid>/task` while it waits.
+/// thread alone. rho's threads are counted from /proc while the runtime
+/// is at its fullest: its stdout is a pipe the test has filled, so rho
+/// blocks writing its report, after startup and before the runtime's
+/// shutdown, and the test counts `/proc/<pid>/task` while it waits.
 fn no_enabled_server_list_connect_starts_no_thread(rt: Runtime) {
     use std::io::Write;
     let dir = scratch_dir(&format!("signals-no-thread-{}", rt.name()));
@@ -617,7 +617,45 @@ fn no_enabled_server_list_connect_starts_no_thread(rt: Runtime) {
     assert_eq!(threads, 1, "rho ran {threads} threads with nothing enabled");
 }
 
+/// `rho mcp list --connect` prints its report and closes stdout before it
+/// shuts the servers down: a reader of the pipe has the whole report while
+/// the server (which ignores the end of its input and SIGTERM) is still
+/// alive, and rho still ends the server's whole group before it exits.
+fn list_connect_report_ends_before_the_shutdown_and_orphans_nothing(rt: Runtime) {
+    let scene = Scene::new("report-first", rt, "slow");
+    let mut child = scene
+        .command(&["list", "--connect"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start rho");
+    let (server, sleeper) = scene.pids();
+    let mut report = String::new();
+    child
+        .stdout
+        .take()
+        .expect("rho's stdout")
+        .read_to_string(&mut report)
+        .expect("read the report");
+    let alive_at_end_of_report = process_alive(server);
+    let status = wait_exit(&mut child, Duration::from_secs(30), "its report ended");
+    let server_gone = gone_within_5s(server);
+    let sleeper_gone = gone_within_5s(sleeper);
+    sweep(&[server, sleeper]);
+    assert!(status.success(), "{status:?}: {report}");
+    assert!(report.contains("mcp__s__sleep"), "{report}");
+    assert!(
+        alive_at_end_of_report,
+        "the report ended only after the server {server} was shut down"
+    );
+    assert!(
+        server_gone && sleeper_gone,
+        "rho left its server group behind"
+    );
+}
+
 both_executors!(
+    list_connect_report_ends_before_the_shutdown_and_orphans_nothing,
     sigint_during_startup_stops_everything_and_exits_130,
     sigterm_during_startup_stops_everything_and_exits_143,
     sighup_during_startup_stops_everything_and_exits_129,
