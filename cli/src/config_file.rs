@@ -1,6 +1,7 @@
 //! Finding and reading the selected config file: `--config PATH` when
 //! given (it replaces the default, nothing is merged), else
-//! `~/.rho/config.toml`, which may be absent.
+//! `~/.rho/config.toml`, which may be absent. The servers of the Agent
+//! Plugins it lists (see `plugins`) join its own at load.
 
 use std::path::PathBuf;
 
@@ -32,29 +33,34 @@ pub(crate) fn load(explicit: Option<PathBuf>) -> Result<LoadedConfig, String> {
         None => (default_path(), false),
     };
     let Some(path) = path else {
-        return Ok(LoadedConfig {
-            path: None,
-            config: Config::default(),
-        });
+        return Ok(with_plugins(None, Config::default()));
     };
     let text = match std::fs::read_to_string(&path) {
         Ok(text) => text,
         Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(LoadedConfig {
-                path: None,
-                config: Config::default(),
-            });
+            return Ok(with_plugins(None, Config::default()));
         }
         Err(e) => return Err(format!("cannot read config {}: {e}", path.display())),
     };
     let config = config::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
-    Ok(LoadedConfig {
-        path: Some(path),
-        config,
-    })
+    Ok(with_plugins(Some(path), config))
+}
+
+/// The config with its plugins' servers after its own.
+fn with_plugins(path: Option<PathBuf>, mut config: Config) -> LoadedConfig {
+    let home = home_dir();
+    let config_dir = path.as_deref().and_then(std::path::Path::parent);
+    let plugin_servers = crate::plugins::discover(&config, config_dir, home.as_deref());
+    config.servers.extend(plugin_servers);
+    LoadedConfig { path, config }
+}
+
+fn home_dir() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .or_else(|| std::env::var_os("USERPROFILE"))
+        .map(PathBuf::from)
 }
 
 fn default_path() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
-    Some(PathBuf::from(home).join(".rho").join("config.toml"))
+    Some(home_dir()?.join(".rho").join("config.toml"))
 }

@@ -48,6 +48,8 @@ impl Host {
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
+        // The one filesystem step of plugin servers, just before they start.
+        let config = &*crate::plugins::prepare_data_dirs(config, &select);
         let starts = !Inventory::new(config, &select).to_start().is_empty();
         if starts {
             crate::signals::watch_for_second();

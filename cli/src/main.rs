@@ -18,6 +18,7 @@ mod host;
 mod logging;
 mod oauth_login;
 mod output;
+mod plugins;
 mod questions;
 mod signals;
 
@@ -389,9 +390,20 @@ fn show(
     };
     let auth = auth_statuses(loaded);
     let text = if args.json {
-        output::json_text(&output::server_json(&server, runtime.tools(), true, &auth))
+        output::json_text(&output::server_json(
+            &server,
+            runtime.tools(),
+            true,
+            &auth,
+            output::plugin_of(loaded, &args.id),
+        ))
     } else {
-        output::show_text(&server, runtime.tools(), &auth)
+        output::show_text(
+            &server,
+            runtime.tools(),
+            &auth,
+            output::plugin_of(loaded, &args.id),
+        )
     };
     let failed = server.status.is_failure();
     print_then_shut_down(runtime, &text)?;

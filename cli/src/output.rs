@@ -34,7 +34,7 @@
 
 use std::fmt::Write as _;
 
-use rho_proto_core::config::Transport;
+use rho_proto_core::config::{PluginOrigin, Transport};
 use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::ServerView;
 use rho_proto_core::status::ServerStatus;
@@ -122,16 +122,38 @@ pub(crate) fn list_json(
     json!({
         "schema": SCHEMA,
         "config": loaded.path.as_ref().map(|p| p.display().to_string()),
-        "servers": servers.iter().map(|s| server_json(s, tools, false, auth)).collect::<Vec<_>>(),
+        "servers": servers
+            .iter()
+            .map(|s| server_json(s, tools, false, auth, plugin_of(loaded, &s.id)))
+            .collect::<Vec<_>>(),
     })
 }
 
+/// The plugin that contributed server `id`, if one did.
+pub(crate) fn plugin_of<'l>(loaded: &'l LoadedConfig, id: &str) -> Option<&'l PluginOrigin> {
+    loaded
+        .config
+        .get(id)
+        .and_then(|entry| entry.plugin.as_ref())
+}
+
+/// Where a server's entry comes from, for the `list` table and `show`.
+fn origin_text(plugin: Option<&PluginOrigin>) -> String {
+    match plugin {
+        Some(plugin) => format!("plugin {}", sanitize_line(&plugin.name)),
+        None => "config".into(),
+    }
+}
+
 /// One server's JSON object; `detailed` adds tool descriptions and schemas.
+/// `origin` is `"config"` or `"plugin"`, and a plugin's server has
+/// `plugin: {name, root, data_dir}`.
 pub(crate) fn server_json(
     server: &ServerView,
     tools: &ToolRegistry,
     detailed: bool,
     auth: &AuthMap,
+    plugin: Option<&PluginOrigin>,
 ) -> Value {
     let mut obj = Map::new();
     if detailed {
@@ -139,6 +161,18 @@ pub(crate) fn server_json(
     }
     obj.insert("id".into(), json!(server.id));
     obj.insert("status".into(), json!(server.status.label()));
+    match plugin {
+        Some(plugin) => {
+            obj.insert("origin".into(), json!("plugin"));
+            obj.insert(
+                "plugin".into(),
+                json!({"name": plugin.name, "root": plugin.root, "data_dir": plugin.data_dir}),
+            );
+        }
+        None => {
+            obj.insert("origin".into(), json!("config"));
+        }
+    }
     if let Some(config) = &server.config {
         obj.insert("transport".into(), json!(config.transport.kind()));
         obj.insert("enabled".into(), json!(config.enabled));
@@ -225,11 +259,18 @@ pub(crate) fn list_text(
         let _ = writeln!(out, "No MCP servers configured in {}.", loaded.describe());
         return out;
     }
+    // The origin column appears only when a plugin contributes a server.
+    let plugins = servers.iter().any(|s| plugin_of(loaded, &s.id).is_some());
     let rows: Vec<[String; 4]> = servers
         .iter()
         .map(|s| {
+            let id = sanitize_line(&s.id).into_owned();
             [
-                s.id.clone(),
+                if plugins {
+                    format!("{id}  ({})", origin_text(plugin_of(loaded, &s.id)))
+                } else {
+                    id
+                },
                 s.config
                     .as_ref()
                     .map_or("-".into(), |c| c.transport.kind().to_owned()),
@@ -322,10 +363,11 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
         ServerStatus::NotStarted => match &server.config {
             Some(config) => match &config.transport {
                 Transport::Stdio(stdio) => {
-                    let mut cmd = stdio.command.clone();
+                    // A plugin's command is not the user's own text.
+                    let mut cmd = sanitize_line(&stdio.command).into_owned();
                     for arg in &stdio.args {
                         cmd.push(' ');
-                        cmd.push_str(arg);
+                        cmd.push_str(&sanitize_line(arg));
                     }
                     cmd
                 }
@@ -337,28 +379,42 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
 }
 
 /// The `show` text.
-pub(crate) fn show_text(server: &ServerView, tools: &ToolRegistry, auth: &AuthMap) -> String {
+pub(crate) fn show_text(
+    server: &ServerView,
+    tools: &ToolRegistry,
+    auth: &AuthMap,
+    plugin: Option<&PluginOrigin>,
+) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "{}", server.id);
+    let _ = writeln!(out, "{}", sanitize_line(&server.id));
     let _ = writeln!(
         out,
         "  status:     {}",
         server.status.label().replace('_', " ")
     );
+    let _ = writeln!(out, "  origin:     {}", origin_text(plugin));
+    if let Some(plugin) = plugin {
+        let _ = writeln!(out, "  plugin dir: {}", sanitize_line(&plugin.root));
+    }
     if let Some(config) = &server.config {
         let _ = writeln!(out, "  transport:  {}", config.transport.kind());
+        // A plugin's entry is not the user's own text: sanitized as server text is.
         match &config.transport {
             Transport::Stdio(stdio) => {
-                let _ = writeln!(out, "  command:    {}", stdio.command);
+                let _ = writeln!(out, "  command:    {}", sanitize_line(&stdio.command));
                 if !stdio.args.is_empty() {
-                    let _ = writeln!(out, "  args:       {}", stdio.args.join(" "));
+                    let _ = writeln!(
+                        out,
+                        "  args:       {}",
+                        sanitize_line(&stdio.args.join(" "))
+                    );
                 }
                 if let Some(cwd) = &stdio.cwd {
-                    let _ = writeln!(out, "  cwd:        {cwd}");
+                    let _ = writeln!(out, "  cwd:        {}", sanitize_line(cwd));
                 }
             }
             Transport::StreamableHttp(http) => {
-                let _ = writeln!(out, "  url:        {}", http.url);
+                let _ = writeln!(out, "  url:        {}", sanitize_line(http.url.as_str()));
             }
         }
         let env = config.env_names();

@@ -21,6 +21,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 use toml::Spanned;
+
+mod plugin;
+
+pub use plugin::{Plugin, PluginDir, read_plugin};
 use toml::de::{DeString, DeTable, DeValue};
 use url::{Host, Url};
 
@@ -87,7 +91,15 @@ pub struct Config {
     /// the model for servers' sampling requests. Absent: no model, so no
     /// server is offered sampling.
     pub sampling_command: Option<Vec<String>>,
+    /// `[plugins] dirs`: the directories whose subdirectories are Agent
+    /// Plugins, as written (`~/` and relative paths are the host's to
+    /// resolve). `None` when the file does not set them: the host's
+    /// default, [`DEFAULT_PLUGIN_DIRS`], applies.
+    pub plugin_dirs: Option<Vec<String>>,
 }
+
+/// Where plugins are looked for when the config sets no `[plugins] dirs`.
+pub const DEFAULT_PLUGIN_DIRS: &[&str] = &["~/.rho/plugins"];
 
 impl Config {
     /// The servers to start: entries that parsed and are not `enabled = false`.
@@ -113,14 +125,34 @@ impl Config {
     }
 }
 
-/// One `[mcp.servers.<key>]` table and what came of reading it.
+/// One `[mcp.servers.<key>]` table (or one server of a plugin's
+/// `mcp.json`) and what came of reading it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ServerEntry {
     /// The table key exactly as written, even when it is not a valid
-    /// [`ServerId`], so an error can still name the entry.
+    /// [`ServerId`], so an error can still name the entry. A plugin's
+    /// server is `<plugin>/<server>`.
     pub id: String,
     /// The validated server, or the first thing wrong with the entry.
     pub config: Result<ServerConfig, EntryError>,
+    /// The plugin that contributed the entry, valid or not; `None` for an
+    /// entry of the selected config file.
+    pub plugin: Option<PluginOrigin>,
+}
+
+/// Where a plugin's server comes from, for `rho mcp list` and for the
+/// host's one filesystem step before such a server starts.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginOrigin {
+    /// The plugin's name: `plugin.json`'s `name`, else its directory's.
+    pub name: String,
+    /// The plugin's directory (`${PLUGIN_ROOT}`).
+    pub root: String,
+    /// The plugin's data directory (`${PLUGIN_DATA}`). Discovery never
+    /// creates it; the host creates it immediately before it starts each
+    /// enabled stdio server of the plugin, and a failure to create it
+    /// disables only that server.
+    pub data_dir: String,
 }
 
 /// A server's stable identity: the key of its `[mcp.servers.<id>]` table.
@@ -162,6 +194,13 @@ impl ServerId {
             return Err(InvalidServerId::BadCharacter { found });
         }
         Ok(Self(id))
+    }
+
+    /// A plugin's server: `<plugin>/<server>`. No identity in a config file
+    /// can hold a `/`, so a plugin's server never collides with one of the
+    /// user's own, nor with another plugin's.
+    pub fn for_plugin(plugin: &ServerId, server: &ServerId) -> Self {
+        Self(format!("{plugin}/{server}"))
     }
 
     /// The identity as written in the config.
@@ -475,6 +514,12 @@ pub enum ConfigFileErrorKind {
         /// What is wrong and what to write instead.
         message: String,
     },
+    /// `[plugins]` is malformed.
+    #[error("{message}")]
+    Plugins {
+        /// What is wrong and what to write instead.
+        message: String,
+    },
     /// The text is not valid TOML.
     #[error("TOML syntax error: {message}")]
     Syntax {
@@ -510,19 +555,41 @@ pub enum ConfigFileErrorKind {
 
 /// What is wrong with one server entry. The server is not started; the
 /// other servers still load.
+///
+/// It reads `file:line:column: server `id`: message`; a problem that is
+/// not at a place in a file (a plugin's data directory that cannot be
+/// created) has line 0 and reads `file: server `id`: message`, `file`
+/// then naming the path the problem is about.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-#[error("{file}:{line}:{column}: server `{id}`: {message}")]
 pub struct EntryError {
     /// The file name as given to [`parse`].
     pub file: String,
     /// The entry's key as written.
     pub id: String,
-    /// 1-based line of the offending key or value.
+    /// 1-based line of the offending key or value; 0 when the problem is
+    /// not at a place in `file`.
     pub line: usize,
     /// 1-based column of the offending key or value, in characters.
     pub column: usize,
     /// What is wrong, naming the full key path.
     pub message: String,
+}
+
+impl fmt::Display for EntryError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let Self {
+            file,
+            id,
+            line,
+            column,
+            message,
+        } = self;
+        if *line == 0 {
+            write!(f, "{file}: server `{id}`: {message}")
+        } else {
+            write!(f, "{file}:{line}:{column}: server `{id}`: {message}")
+        }
+    }
 }
 
 /// The 1-based `(line, column)` of `byte_offset` in `text`, column counted
@@ -593,9 +660,16 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             file_error(span, ConfigFileErrorKind::Sampling { message })
         })?),
     };
+    let plugin_dirs = match document.get_ref().get("plugins") {
+        None => None,
+        Some(plugins) => read_plugin_dirs(plugins).map_err(|(span, message)| {
+            file_error(span, ConfigFileErrorKind::Plugins { message })
+        })?,
+    };
     let Some(mcp) = document.get_ref().get("mcp") else {
         return Ok(Config {
             sampling_command,
+            plugin_dirs,
             ..Config::default()
         });
     };
@@ -621,6 +695,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
     let Some(servers) = mcp.get("servers") else {
         return Ok(Config {
             sampling_command,
+            plugin_dirs,
             ..Config::default()
         });
     };
@@ -663,12 +738,14 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             ServerEntry {
                 id: id.clone(),
                 config,
+                plugin: None,
             }
         })
         .collect();
     Ok(Config {
         servers,
         sampling_command,
+        plugin_dirs,
     })
 }
 
@@ -1456,6 +1533,40 @@ fn read_sampling(value: &Spanned<DeValue<'_>>) -> Result<Vec<String>, (Range<usi
     Ok(out)
 }
 
+/// `[plugins] dirs = ["..."]`: `None` when `dirs` is absent. Other keys of
+/// `[plugins]` belong to other parts of rho and are left alone.
+fn read_plugin_dirs(
+    value: &Spanned<DeValue<'_>>,
+) -> Result<Option<Vec<String>>, (Range<usize>, String)> {
+    const SHAPE: &str = "write `[plugins]` with `dirs = [\"~/.rho/plugins\", ...]`";
+    let DeValue::Table(table) = value.get_ref() else {
+        return Err((value.span(), format!("`plugins` must be a table: {SHAPE}")));
+    };
+    let Some(dirs) = table.get("dirs") else {
+        return Ok(None);
+    };
+    let DeValue::Array(items) = dirs.get_ref() else {
+        return Err((
+            dirs.span(),
+            format!(
+                "`plugins.dirs` must be an array of directories, found {}: {SHAPE}",
+                dirs.get_ref().type_str()
+            ),
+        ));
+    };
+    items
+        .iter()
+        .map(|item| match item.get_ref().as_str() {
+            Some(dir) if !dir.is_empty() && !dir.contains('\0') => Ok(dir.to_owned()),
+            _ => Err((
+                item.span(),
+                format!("`plugins.dirs` must hold non-empty directory paths: {SHAPE}"),
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
 /// The URL policy every URL the HTTP transport touches must meet: https,
 /// or http on a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and
 /// no credentials in the URL. The error says what to change.
@@ -1508,6 +1619,55 @@ mod tests {
         match parse(text, FILE) {
             Ok(config) => panic!("expected a file error, got {config:?}"),
             Err(error) => error,
+        }
+    }
+
+    #[test]
+    fn plugin_dirs_are_read_as_written_and_default_when_absent() {
+        let config =
+            parse_ok("[plugins]\ndirs = [\"~/.rho/plugins\", \"vendor/plugins\"]\nother = 1\n");
+        assert_eq!(
+            config.plugin_dirs.as_deref(),
+            Some(&["~/.rho/plugins".to_owned(), "vendor/plugins".to_owned()][..])
+        );
+        assert_eq!(parse_ok("[plugins]\n").plugin_dirs, None);
+        assert_eq!(parse_ok("").plugin_dirs, None);
+        assert_eq!(
+            parse_ok("[plugins]\ndirs = []\n").plugin_dirs,
+            Some(Vec::new())
+        );
+    }
+
+    #[test]
+    fn malformed_plugin_dirs_fail_the_file_with_a_position() {
+        for (text, needle, message) in [
+            ("plugins = 3\n", "3", "`plugins` must be a table"),
+            (
+                "[plugins]\ndirs = \"x\"\n",
+                "\"x\"",
+                "`plugins.dirs` must be an array of directories, found string",
+            ),
+            (
+                "[plugins]\ndirs = [\"a\", \"\"]\n",
+                "\"\"]",
+                "`plugins.dirs` must hold non-empty directory paths",
+            ),
+            (
+                "[plugins]\ndirs = [1]\n",
+                "1]",
+                "`plugins.dirs` must hold non-empty directory paths",
+            ),
+        ] {
+            let error = file_error(text);
+            assert!(
+                matches!(&error.kind, ConfigFileErrorKind::Plugins { message: m } if m.starts_with(message)),
+                "{text:?}: {error}"
+            );
+            assert_eq!(
+                (error.line, error.column),
+                position_of(text, needle),
+                "{text:?}"
+            );
         }
     }
 

@@ -1,0 +1,292 @@
+//! Agent Plugin servers end to end: the fixture plugins in `tests/plugins`
+//! load beside the config's own server, with `<plugin>/<server>`
+//! identities, their origin shown, `${PLUGIN_DATA}` created only just
+//! before a stdio server starts, and every bad plugin entry disabling only
+//! itself. The servers are the real server-everything and
+//! server-filesystem from `tests/servers`, on both executors.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::cli_both_executors as both_executors;
+use rho_tests::{everything_js, node_server, scratch_dir, tests_dir, toml_path};
+use serde_json::Value;
+
+/// A scratch `HOME` and a config with the everything server and the
+/// fixture plugin directory.
+struct Scene {
+    dir: PathBuf,
+    home: PathBuf,
+    config: PathBuf,
+    runtime: Runtime,
+}
+
+impl Scene {
+    fn new(name: &str, runtime: Runtime) -> Self {
+        let dir = scratch_dir(&format!("plugins-{name}-{}", runtime.name()));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("create home");
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "# the user's own server\n{}\n[plugins]\ndirs = [{}]\n",
+                node_server("everything", &everything_js(), &["stdio"]),
+                toml_path(&tests_dir().join("plugins"))
+            ),
+        )
+        .expect("write config");
+        Self {
+            dir,
+            home,
+            config,
+            runtime,
+        }
+    }
+
+    /// `${PLUGIN_DATA}` of the `files` plugin under this scene's HOME.
+    fn data_dir(&self) -> PathBuf {
+        self.home.join(".rho/plugin-data/files")
+    }
+
+    /// Runs `rho --config <config> mcp <args>`; (exit code, stdout, stderr).
+    fn rho(&self, args: &[&str]) -> (Option<i32>, String, String) {
+        self.rho_with(&[], args)
+    }
+
+    /// Runs `rho --config <config> <global> mcp <args>`.
+    fn rho_with(&self, global: &[&str], args: &[&str]) -> (Option<i32>, String, String) {
+        let output = Command::new(env!("CARGO_BIN_EXE_rho"))
+            .arg("--config")
+            .arg(&self.config)
+            .args(global)
+            .arg("mcp")
+            .args(args)
+            .env("HOME", &self.home)
+            .env("RHO_RUNTIME", self.runtime.name())
+            .env_remove("USERPROFILE")
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .output()
+            .expect("run rho");
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    }
+
+    fn json(&self, args: &[&str]) -> (Option<i32>, Value) {
+        let (code, stdout, stderr) = self.rho(args);
+        let value = serde_json::from_str(&stdout)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\nstderr: {stderr}"));
+        (code, value)
+    }
+}
+
+impl Drop for Scene {
+    fn drop(&mut self) {
+        if !std::thread::panicking() {
+            let _ = std::fs::remove_dir_all(&self.dir);
+        }
+    }
+}
+
+/// The `servers` entry with `id`.
+fn server<'v>(list: &'v Value, id: &str) -> &'v Value {
+    list["servers"]
+        .as_array()
+        .and_then(|all| all.iter().find(|s| s["id"] == id))
+        .unwrap_or_else(|| panic!("no server {id} in {list}"))
+}
+
+fn fixture(path: &str) -> String {
+    tests_dir().join("plugins").join(path).display().to_string()
+}
+
+/// Without `--connect`, plugin servers are listed with their origin and
+/// their problems, and discovery creates nothing.
+fn list_shows_plugin_servers_with_their_origin_and_creates_nothing(rt: Runtime) {
+    let scene = Scene::new("list", rt);
+    let (code, text, _) = scene.rho(&["list"]);
+    assert_eq!(code, Some(1), "an invalid entry fails the listing: {text}");
+    for line in [
+        "everything  (config)",
+        "files/fs  (plugin files)",
+        "files/bad  (plugin files)",
+        "broken/*  (plugin broken)",
+    ] {
+        assert!(text.contains(line), "{line:?} missing:\n{text}");
+    }
+    assert!(
+        !text.contains("(plugin empty)"),
+        "a plugin without servers adds none:\n{text}"
+    );
+    let (_, list) = scene.json(&["list", "--json"]);
+    let fs = server(&list, "files/fs");
+    assert_eq!(fs["origin"], "plugin");
+    assert_eq!(fs["plugin"]["name"], "files");
+    assert_eq!(fs["plugin"]["root"], fixture("files"));
+    assert_eq!(
+        fs["plugin"]["data_dir"],
+        scene.data_dir().display().to_string()
+    );
+    assert_eq!(fs["status"], "not_started");
+    assert_eq!(fs["args"][1], scene.data_dir().display().to_string());
+    assert_eq!(server(&list, "everything")["origin"], "config");
+    let bad = server(&list, "files/bad");
+    assert_eq!(bad["status"], "invalid");
+    assert_eq!(
+        bad["error"],
+        format!(
+            "{}:11:18: server `files/bad`: `mcpServers.bad.command`: must not be empty",
+            fixture("files/mcp.json")
+        )
+    );
+    let broken = server(&list, "broken/*");
+    assert!(
+        broken["error"].as_str().is_some_and(|e| e
+            .starts_with(&format!("{}:1:", fixture("broken/mcp.json")))
+            && e.contains("not valid JSON")),
+        "{broken}"
+    );
+    assert!(
+        !scene.home.join(".rho/plugin-data").exists(),
+        "discovery created the plugin data directory"
+    );
+}
+
+/// With `--connect`, the plugin's stdio server starts only once its data
+/// directory exists (server-filesystem, given only `${PLUGIN_DATA}`, exits
+/// at once when that directory is missing, so `ready` is the proof),
+/// beside the config's server, and its tools are callable by identity and
+/// by exported name. The calls declare `${PLUGIN_DATA}` as the workspace
+/// root too: server-filesystem replaces its directories with the client's
+/// roots when they arrive, which would otherwise race with the call.
+fn connect_creates_plugin_data_then_starts_the_plugin_server(rt: Runtime) {
+    let scene = Scene::new("connect", rt);
+    let (code, list) = scene.json(&["list", "--connect", "--json"]);
+    assert_eq!(
+        code,
+        Some(1),
+        "the invalid entries still fail the run: {list}"
+    );
+    assert_eq!(server(&list, "everything")["status"], "ready", "{list}");
+    let fs = server(&list, "files/fs");
+    assert_eq!(fs["status"], "ready", "{list}");
+    let tools: Vec<&str> = fs["tools"]
+        .as_array()
+        .expect("tools")
+        .iter()
+        .filter_map(|t| t["tool"].as_str())
+        .collect();
+    assert!(tools.contains(&"list_allowed_directories"), "{tools:?}");
+    // `files/fs` holds a `/`, so the naming rule hex-encodes the component.
+    let exported = "mcp___rho_66696c65732f6673__list_allowed_directories";
+    assert!(
+        fs["tools"]
+            .as_array()
+            .is_some_and(|all| all.iter().any(|t| t["name"] == exported)),
+        "{fs}"
+    );
+    assert!(scene.data_dir().is_dir());
+    let data = scene.data_dir().display().to_string();
+    let workspace = ["--workspace", data.as_str()];
+    let (code, out, err) = scene.rho_with(
+        &workspace,
+        &["call", "files/fs", "list_allowed_directories"],
+    );
+    assert_eq!(code, Some(0), "{out}{err}");
+    let (code, by_name, err) = scene.rho_with(&workspace, &["call", "files/fs", exported]);
+    assert_eq!(code, Some(0), "{by_name}{err}");
+    let canonical = std::fs::canonicalize(scene.data_dir()).expect("canonical data dir");
+    assert!(
+        out.contains(&canonical.display().to_string()),
+        "the server does not serve ${{PLUGIN_DATA}}: {out}"
+    );
+    assert_eq!(by_name, out, "calling by the exported name differs");
+}
+
+/// A data directory that cannot be created disables that server alone.
+fn an_uncreatable_data_dir_disables_only_that_server(rt: Runtime) {
+    let scene = Scene::new("no-data", rt);
+    let data_root = scene.home.join(".rho/plugin-data");
+    std::fs::create_dir_all(data_root.parent().expect("parent")).expect("create .rho");
+    // A file where the directory must go.
+    std::fs::write(&data_root, "not a directory").expect("write blocker");
+    let (code, list) = scene.json(&["list", "--connect", "--json"]);
+    assert_eq!(code, Some(1));
+    assert_eq!(server(&list, "everything")["status"], "ready", "{list}");
+    let fs = server(&list, "files/fs");
+    assert_eq!(fs["status"], "invalid", "{list}");
+    let error = fs["error"].as_str().unwrap_or_default();
+    assert!(
+        error.starts_with(&format!(
+            "{}: server `files/fs`: cannot create the plugin's data directory",
+            scene.data_dir().display()
+        )) && error.ends_with("this server is disabled"),
+        "{error}"
+    );
+}
+
+/// Only the selected server's data directory is created: `show` of the
+/// config's own server leaves the plugin's alone.
+fn show_of_another_server_creates_no_plugin_data(rt: Runtime) {
+    let scene = Scene::new("show", rt);
+    let (code, out, err) = scene.rho(&["show", "everything", "--connect"]);
+    assert_eq!(code, Some(0), "{out}{err}");
+    assert!(out.contains("origin:     config"), "{out}");
+    assert!(!Path::new(&scene.data_dir()).exists());
+    let (_, out, _) = scene.rho(&["show", "files/fs"]);
+    assert!(out.contains("origin:     plugin files"), "{out}");
+    assert!(
+        out.contains(&format!("plugin dir: {}", fixture("files"))),
+        "{out}"
+    );
+}
+
+/// Plugins whose servers are all invalid (or none) add no startup work:
+/// `list --connect` builds no session, as with no server at all.
+fn plugins_without_valid_servers_keep_the_zero_server_fast_path(rt: Runtime) {
+    let scene = Scene::new("zero", rt);
+    let plugins = scene.dir.join("plugins");
+    std::fs::create_dir_all(&plugins).expect("create plugins dir");
+    for name in ["broken", "empty"] {
+        std::os::unix::fs::symlink(tests_dir().join("plugins").join(name), plugins.join(name))
+            .expect("link a fixture plugin");
+    }
+    std::fs::write(
+        &scene.config,
+        format!("[plugins]\ndirs = [{}]\n", toml_path(&plugins)),
+    )
+    .expect("write config");
+    let record = scene.dir.join("record.jsonl");
+    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .arg("--config")
+        .arg(&scene.config)
+        .arg("--record")
+        .arg(&record)
+        .args(["mcp", "list", "--connect"])
+        .env("HOME", &scene.home)
+        .env("RHO_RUNTIME", scene.runtime.name())
+        .env_remove("RUST_LOG")
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rho");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(text.contains("broken/*"), "{text}");
+    let transcript = std::fs::read_to_string(&record).unwrap_or_default();
+    assert!(
+        !transcript.contains("rho_transcript"),
+        "a session was built for a plugin without valid servers:\n{transcript}"
+    );
+}
+
+both_executors!(
+    plugins_without_valid_servers_keep_the_zero_server_fast_path,
+    list_shows_plugin_servers_with_their_origin_and_creates_nothing,
+    connect_creates_plugin_data_then_starts_the_plugin_server,
+    an_uncreatable_data_dir_disables_only_that_server,
+    show_of_another_server_creates_no_plugin_data,
+);
