@@ -21,6 +21,7 @@ mod output;
 mod plugins;
 mod questions;
 mod signals;
+mod tool_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,6 +71,16 @@ enum TopCommand {
     /// Model Context Protocol servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish or
+    /// powershell) to stdout, e.g. `rho completions bash >
+    /// ~/.local/share/bash-completion/completions/rho`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    shell: clap_complete::Shell,
 }
 
 #[derive(Subcommand, Debug)]
@@ -77,6 +88,7 @@ enum McpCommand {
     /// List configured servers; with --connect, start them and list their tools.
     List(ListArgs),
     /// Show one server; with --connect, start it and show its tools.
+    #[command(visible_alias = "get")]
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
@@ -146,14 +158,20 @@ struct ShowArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    override_usage = "rho mcp call [OPTIONS] <ID> <TOOL> [ARGS]...",
+    after_help = "ARGS is one JSON object ('{\"message\":\"hi\"}') or key=value words typed by the \
+tool's input schema: integer and number properties are parsed as numbers, boolean ones take \
+true or false, object and array ones take JSON, strings are taken as typed \
+(message=hi count=3 tags='[\"a\"]'). An unknown key, or a value that cannot take its type, \
+is a usage error. No ARGS sends {}."
+)]
 pub(crate) struct CallArgs {
-    /// The server identity.
-    id: String,
-    /// The tool's name as the server lists it.
-    tool: String,
-    /// Arguments as a JSON object.
-    #[arg(default_value = "{}")]
-    arguments: String,
+    /// The server identity, the tool's name (as the server lists it, or
+    /// its exported name), then its arguments: one JSON object, or
+    /// key=value words.
+    #[arg(value_name = "ID TOOL [ARGS]", required = true, num_args = 2..)]
+    words: Vec<String>,
     /// Print the model text and the tool card's data as JSON.
     #[arg(long)]
     json: bool,
@@ -183,6 +201,7 @@ fn main() -> ExitCode {
             cli.record.as_deref(),
             command,
         ),
+        TopCommand::Completions(args) => completions(args.shell),
     };
     match result {
         Ok(code) => code,
@@ -198,9 +217,19 @@ impl TopCommand {
             TopCommand::Mcp(McpCommand::List(args)) => args.json,
             TopCommand::Mcp(McpCommand::Show(args)) => args.json,
             TopCommand::Mcp(McpCommand::Call(args)) => args.json,
-            TopCommand::Mcp(_) => false,
+            TopCommand::Mcp(_) | TopCommand::Completions(_) => false,
         }
     }
+}
+
+/// `rho completions SHELL`: the completion script for every command and
+/// option, from the same definitions clap parses with.
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
+    use clap::CommandFactory as _;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "rho", &mut script);
+    write_stdout(&String::from_utf8_lossy(&script))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a failure and returns its exit code. With `--json` the failure is
