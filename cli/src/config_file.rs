@@ -61,6 +61,7 @@ fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn default_path() -> Option<PathBuf> {
+/// `~/.rho/config.toml`, when there is a home directory.
+pub(crate) fn default_path() -> Option<PathBuf> {
     Some(home_dir()?.join(".rho").join("config.toml"))
 }

@@ -11,11 +11,13 @@
 //! | 130, 143, 129 | stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal), every server shut down first |
 
 mod call;
+mod config_edit;
 mod config_file;
 mod conformance;
 mod credentials;
 mod host;
 mod logging;
+mod manage;
 mod oauth_login;
 mod output;
 mod plugins;
@@ -92,6 +94,15 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// Add a server to the config file (a command after `--`, or --url),
+    /// keeping the file's comments and layout.
+    Add(manage::AddArgs),
+    /// Remove a server from the config file.
+    Remove(manage::EntryArgs),
+    /// Enable a server in the config file (removes its `enabled = false`).
+    Enable(manage::EntryArgs),
+    /// Disable a server in the config file (writes `enabled = false`).
+    Disable(manage::EntryArgs),
     /// Log in to a remote server with OAuth (browser, PKCE, loopback
     /// callback) and store its tokens.
     Login(LoginArgs),
@@ -348,8 +359,13 @@ fn run_mcp(
     if let McpCommand::ConformanceClient(args) = &command {
         return conformance::run(kind, &args.url);
     }
-    if let McpCommand::Replay(args) = &command {
-        return replay(&args.file);
+    match &command {
+        McpCommand::Replay(args) => return replay(&args.file),
+        McpCommand::Add(args) => return manage::add(config, args),
+        McpCommand::Remove(args) => return manage::remove(config, args),
+        McpCommand::Enable(args) => return manage::set_enabled(config, args, true),
+        McpCommand::Disable(args) => return manage::set_enabled(config, args, false),
+        _ => {}
     }
     let mut options = RuntimeOptions::from_process_env();
     if let Some(path) = record {
@@ -379,6 +395,12 @@ fn run_mcp(
         McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
+        McpCommand::Add(_)
+        | McpCommand::Remove(_)
+        | McpCommand::Enable(_)
+        | McpCommand::Disable(_) => {
+            unreachable!("config edits return before the config is loaded")
+        }
     }
 }
 

@@ -1,4 +1,5 @@
-//! Managing servers from the shell, with the real `rho` binary: tool
+//! Managing servers from the shell, with the real `rho` binary: `add`,
+//! `remove`, `enable` and `disable` editing the config file in place, tool
 //! arguments as `key=value` words typed by the tool's schema, `get` as
 //! `show`, and shell completions.
 //!
@@ -10,6 +11,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
 use rho_tests::{everything_js, scratch_dir, toml_path};
+use serde_json::Value;
 
 /// A scratch directory with an empty `home/` to use as `HOME`.
 struct Scratch {
@@ -74,6 +76,12 @@ impl Run {
         assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
         self
     }
+
+    /// stdout parsed as JSON.
+    fn json(&self) -> Value {
+        serde_json::from_str(&self.stdout)
+            .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{self}"))
+    }
 }
 
 impl std::fmt::Display for Run {
@@ -96,6 +104,352 @@ fn everything(id: &str) -> String {
         "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{}]\n",
         toml_path(&everything_js())
     )
+}
+
+fn read(path: &Path) -> String {
+    std::fs::read_to_string(path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()))
+}
+
+#[cfg(unix)]
+fn mode(path: &Path) -> u32 {
+    use std::os::unix::fs::PermissionsExt as _;
+    std::fs::metadata(path)
+        .expect("metadata")
+        .permissions()
+        .mode()
+        & 0o777
+}
+
+/// A config a person wrote: comments, odd spacing, a subtable, a table
+/// after the servers.
+fn commented(everything: &str) -> String {
+    format!(
+        "# my servers  \n\n[mcp.servers.a]   # the first\ntransport = \"stdio\"\ncommand    = \"node\"\nargs = [ {everything} ]  # spaced\n\n# only reads\n[mcp.servers.a.tools]\nallow = [\"echo\"]\n\n# below the servers\n[sampling]\ncommand = [\"true\"]\n"
+    )
+}
+
+// ---------------------------------------------------------------------------
+// add, remove, enable, disable
+
+#[test]
+fn add_then_list_then_remove_round_trips_a_commented_config() {
+    let s = Scratch::new("round-trip");
+    let js = toml_path(&everything_js());
+    let original = commented(&js);
+    let config = s.write("config.toml", &original);
+    let cfg = arg(&config);
+    let script = everything_js();
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "ev2",
+        "--env",
+        "LOG_LEVEL=debug",
+        "--",
+        "node",
+        arg(&script),
+        "stdio",
+    ]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout,
+        format!("added server `ev2` in {cfg}\n"),
+        "{run}"
+    );
+    assert_eq!(run.stderr, "", "nothing secret-looking: no note\n{run}");
+    // Everything but the new table is byte for byte what it was; the new
+    // table follows the last server table.
+    let table = format!(
+        "\n[mcp.servers.ev2]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{js}, \"stdio\"]\nenv = {{ LOG_LEVEL = \"debug\" }}\n"
+    );
+    let at = original.find("\n# below the servers").expect("marker");
+    assert_eq!(
+        read(&config),
+        format!("{}{table}{}", &original[..at], &original[at..])
+    );
+    let list = s.rho(&["--config", cfg, "mcp", "list", "--json"]);
+    list.expect_code(0);
+    let listed = list.json();
+    let ids: Vec<&str> = listed["servers"]
+        .as_array()
+        .expect("servers")
+        .iter()
+        .filter_map(|s| s["id"].as_str())
+        .collect();
+    assert_eq!(ids, ["a", "ev2"], "{list}");
+    // The added server is a real one: it starts and lists its tools.
+    let show = s.rho(&["--config", cfg, "mcp", "show", "ev2", "--connect", "--json"]);
+    show.expect_code(0);
+    assert_eq!(show.json()["status"], "ready", "{show}");
+    let run = s.rho(&["--config", cfg, "mcp", "remove", "ev2"]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, format!("removed server `ev2` from {cfg}\n"));
+    assert_eq!(read(&config), original, "remove restores the file exactly");
+}
+
+#[test]
+fn add_refuses_an_existing_id_unless_forced() {
+    let s = Scratch::new("add-exists");
+    let original = commented(&toml_path(&everything_js()));
+    let config = s.write("config.toml", &original);
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "add", "a", "--", "other"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains(&format!("server `a` already exists in {cfg}: pass --force")),
+        "{run}"
+    );
+    assert_eq!(read(&config), original, "a refused add writes nothing");
+    let run = s.rho(&[
+        "--config", cfg, "mcp", "add", "a", "--force", "--", "other", "x",
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, format!("replaced server `a` in {cfg}\n"));
+    // In place: the comment above it and the tables after it stay.
+    let text = read(&config);
+    assert!(
+        text.starts_with(
+            "# my servers  \n\n[mcp.servers.a]   # the first\ntransport = \"stdio\"\ncommand = \"other\"\nargs = [\"x\"]\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.ends_with("\n# below the servers\n[sampling]\ncommand = [\"true\"]\n"),
+        "{text}"
+    );
+    assert!(
+        !text.contains("allow"),
+        "the old entry's subtable went with it: {text}"
+    );
+}
+
+#[test]
+fn add_creates_the_file_and_its_directory_owner_only() {
+    let s = Scratch::new("add-creates");
+    let config = s.dir.join("project/.rho/config.toml");
+    let cfg = arg(&config);
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "remote",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--header",
+        "X-Tenant=public-tenant",
+        "--header-from-env",
+        "Authorization=MCP_AUTHORIZATION",
+    ]);
+    run.expect_code(0);
+    assert_eq!(
+        read(&config),
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\nheaders = { X-Tenant = \"public-tenant\" }\nheaders_from_env = { Authorization = \"MCP_AUTHORIZATION\" }\n"
+    );
+    #[cfg(unix)]
+    assert_eq!(mode(&config), 0o600);
+    // Without --config, the default file under HOME.
+    let run = s.rho(&[
+        "mcp",
+        "add",
+        "fs",
+        "--disabled",
+        "--",
+        "npx",
+        "-y",
+        "fs-server",
+    ]);
+    run.expect_code(0);
+    let default = s.home.join(".rho/config.toml");
+    assert_eq!(
+        read(&default),
+        "[mcp.servers.fs]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"fs-server\"]\nenabled = false\n"
+    );
+    let list = s.rho(&["mcp", "list", "--json"]);
+    list.expect_code(0);
+    assert_eq!(list.json()["servers"][0]["status"], "disabled", "{list}");
+}
+
+#[test]
+fn an_entry_the_config_parser_refuses_is_never_written() {
+    let s = Scratch::new("add-invalid");
+    let config = s.dir.join("config.toml");
+    let cfg = arg(&config);
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "r",
+        "--url",
+        "http://example.com/mcp",
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("must use https"), "{run}");
+    assert!(!config.exists(), "nothing written");
+    let run = s.rho(&["--config", cfg, "mcp", "add", "bad id", "--", "x"]);
+    run.expect_code(2);
+    assert!(!config.exists(), "nothing written");
+    // A file the parser refuses as a whole is not edited either.
+    let broken = "[mcp.servers.a\ncommand = 1\n";
+    let config = s.write("broken.toml", broken);
+    let run = s.rho(&["--config", arg(&config), "mcp", "add", "b", "--", "x"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("cannot edit"), "{run}");
+    assert_eq!(read(&config), broken);
+}
+
+#[test]
+fn add_arguments_that_do_not_fit_the_transport_are_usage_errors() {
+    let s = Scratch::new("add-usage");
+    let config = s.dir.join("config.toml");
+    let cfg = arg(&config);
+    for (args, says) in [
+        (&["b"][..], "give the server's command after `--`"),
+        (
+            &["b", "--header", "A=b", "--", "x"][..],
+            "--header and --header-from-env are for --url servers",
+        ),
+        (
+            &["b", "--env", "A=b", "--url", "https://x.example/mcp"][..],
+            "are for stdio servers",
+        ),
+        (
+            &["b", "--env", "novalue", "--", "x"][..],
+            "--env `novalue` is not KEY=VALUE",
+        ),
+        (
+            &["b", "--url", "https://x.example/mcp", "--", "x"][..],
+            "cannot be used with",
+        ),
+    ] {
+        let mut all = vec!["--config", cfg, "mcp", "add"];
+        all.extend_from_slice(args);
+        let run = s.rho(&all);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "{run}");
+        assert!(!config.exists(), "nothing written for {args:?}");
+    }
+}
+
+#[test]
+fn secret_looking_literal_values_are_written_with_a_note() {
+    let s = Scratch::new("add-secret");
+    let config = s.dir.join("config.toml");
+    let cfg = arg(&config);
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "gh",
+        "--header",
+        "Authorization: Bearer ghp_0123456789abcdef",
+        "--url",
+        "https://api.example.com/mcp",
+    ]);
+    run.expect_code(0);
+    assert!(read(&config).contains("Authorization = \"Bearer ghp_0123456789abcdef\""));
+    assert!(
+        run.stderr
+            .contains("note: header `Authorization` of server `gh` looks like a secret")
+            && run
+                .stderr
+                .contains("--header-from-env Authorization=SOME_VAR"),
+        "{run}"
+    );
+    assert!(
+        !run.stderr.contains("ghp_"),
+        "the note never repeats the value\n{run}"
+    );
+}
+
+#[test]
+fn remove_enable_and_disable_of_an_unknown_id_list_the_known_ones() {
+    let s = Scratch::new("unknown-id");
+    let original = commented(&toml_path(&everything_js()));
+    let config = s.write("config.toml", &original);
+    let cfg = arg(&config);
+    for verb in ["remove", "enable", "disable"] {
+        let run = s.rho(&["--config", cfg, "mcp", verb, "nope"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr
+                .contains(&format!("no MCP server `nope` in {cfg} (configured: a)")),
+            "{run}"
+        );
+        assert_eq!(read(&config), original);
+    }
+    let missing = s.dir.join("missing.toml");
+    let run = s.rho(&["--config", arg(&missing), "mcp", "remove", "a"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("configures none"), "{run}");
+    assert!(!missing.exists(), "remove never creates a file");
+}
+
+#[test]
+fn disable_then_enable_round_trips_and_keeps_the_permissions() {
+    let s = Scratch::new("toggle");
+    let original = commented(&toml_path(&everything_js()));
+    let config = s.write("config.toml", &original);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt as _;
+        std::fs::set_permissions(&config, std::fs::Permissions::from_mode(0o640)).expect("chmod");
+    }
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "disable", "a"]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, format!("disabled server `a` in {cfg}\n"));
+    assert!(
+        read(&config).contains("# spaced\nenabled = false\n"),
+        "{}",
+        read(&config)
+    );
+    #[cfg(unix)]
+    assert_eq!(mode(&config), 0o640, "the file keeps its permissions");
+    let list = s.rho(&["--config", cfg, "mcp", "list", "--json"]);
+    assert_eq!(list.json()["servers"][0]["status"], "disabled", "{list}");
+    let run = s.rho(&["--config", cfg, "mcp", "disable", "a"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout,
+        format!("server `a` is already disabled in {cfg}\n")
+    );
+    let run = s.rho(&["--config", cfg, "mcp", "enable", "a"]);
+    run.expect_code(0);
+    assert_eq!(read(&config), original);
+    // No temporary file is left beside it.
+    let left: Vec<_> = std::fs::read_dir(&s.dir)
+        .expect("list")
+        .filter_map(Result::ok)
+        .map(|e| e.file_name())
+        .filter(|n| n.to_string_lossy().contains("rho-edit"))
+        .collect();
+    assert!(left.is_empty(), "{left:?}");
+}
+
+#[cfg(unix)]
+#[test]
+fn a_symlinked_config_is_edited_through_the_link() {
+    let s = Scratch::new("symlink");
+    let real = s.write("real.toml", "# real\n");
+    let link = s.dir.join("link.toml");
+    std::os::unix::fs::symlink(&real, &link).expect("symlink");
+    let run = s.rho(&["--config", arg(&link), "mcp", "add", "x", "--", "true"]);
+    run.expect_code(0);
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .expect("link")
+            .file_type()
+            .is_symlink(),
+        "the link stays a link"
+    );
+    assert!(read(&real).starts_with("# real\n"), "{}", read(&real));
+    assert!(read(&real).contains("[mcp.servers.x]"), "{}", read(&real));
 }
 
 // ---------------------------------------------------------------------------
