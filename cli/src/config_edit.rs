@@ -25,6 +25,7 @@ use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 use crate::config_file::LoadedConfig;
 
 /// The selected config file, read for editing.
+#[derive(Clone)]
 pub(crate) struct ConfigDocument {
     /// Where it is (or will be) written.
     path: PathBuf,

@@ -16,6 +16,7 @@ mod config_file;
 mod conformance;
 mod credentials;
 mod host;
+mod import;
 mod logging;
 mod manage;
 mod oauth_login;
@@ -103,6 +104,9 @@ enum McpCommand {
     Enable(manage::EntryArgs),
     /// Disable a server in the config file (writes `enabled = false`).
     Disable(manage::EntryArgs),
+    /// Add the servers of a Claude Desktop, Claude Code, Cursor or VS Code
+    /// JSON config to the config file, keeping secrets out of it.
+    Import(import::ImportArgs),
     /// Log in to a remote server with OAuth (browser, PKCE, loopback
     /// callback) and store its tokens.
     Login(LoginArgs),
@@ -365,6 +369,7 @@ fn run_mcp(
         McpCommand::Remove(args) => return manage::remove(config, args),
         McpCommand::Enable(args) => return manage::set_enabled(config, args, true),
         McpCommand::Disable(args) => return manage::set_enabled(config, args, false),
+        McpCommand::Import(args) => return import::run(config, args),
         _ => {}
     }
     let mut options = RuntimeOptions::from_process_env();
@@ -398,7 +403,8 @@ fn run_mcp(
         McpCommand::Add(_)
         | McpCommand::Remove(_)
         | McpCommand::Enable(_)
-        | McpCommand::Disable(_) => {
+        | McpCommand::Disable(_)
+        | McpCommand::Import(_) => {
             unreachable!("config edits return before the config is loaded")
         }
     }

@@ -1,5 +1,6 @@
 //! Managing servers from the shell, with the real `rho` binary: `add`,
-//! `remove`, `enable` and `disable` editing the config file in place, tool
+//! `remove`, `enable` and `disable` editing the config file in place,
+//! `import` of other clients' JSON configs (secrets moved out), tool
 //! arguments as `key=value` words typed by the tool's schema, `get` as
 //! `show`, and shell completions.
 //!
@@ -36,12 +37,18 @@ impl Scratch {
 
     /// Runs `rho args...` with this scratch `HOME`.
     fn rho(&self, args: &[&str]) -> Run {
+        self.rho_env(args, &[])
+    }
+
+    /// Runs `rho args...` with this scratch `HOME` and extra variables.
+    fn rho_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
         let output = Command::new(env!("CARGO_BIN_EXE_rho"))
             .args(args)
             .env("HOME", &self.home)
             .env_remove("USERPROFILE")
             .env_remove("RUST_LOG")
             .env_remove("RHO_RUNTIME")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .output()
             .expect("run rho");
@@ -450,6 +457,251 @@ fn a_symlinked_config_is_edited_through_the_link() {
     );
     assert!(read(&real).starts_with("# real\n"), "{}", read(&real));
     assert!(read(&real).contains("[mcp.servers.x]"), "{}", read(&real));
+}
+
+// ---------------------------------------------------------------------------
+// import
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("JSON string")
+}
+
+#[test]
+fn import_of_a_claude_desktop_config_moves_secrets_out() {
+    let s = Scratch::new("import-desktop");
+    let js = json_str(arg(&everything_js()));
+    let desktop = s.write(
+        "claude_desktop_config.json",
+        &format!(
+            r#"{{"globalShortcut": "Ctrl+Space", "mcpServers": {{
+  "everything": {{"command": "node", "args": [{js}, "stdio"],
+                  "env": {{"API_KEY": "sk-live-0123456789abcdef", "LOG_LEVEL": "debug"}}}},
+  "fs": {{"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "/tmp"]}}
+}}}}"#
+        ),
+    );
+    let original = "# mine\n";
+    let config = s.write("config.toml", original);
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&desktop)]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout,
+        format!("imported server `everything` in {cfg}\nimported server `fs` in {cfg}\n")
+    );
+    assert!(
+        run.stderr.contains(&format!(
+            "note: server `everything` reads secrets from rho's environment, not from {cfg}: set RHO_EVERYTHING_API_KEY (env API_KEY)"
+        )),
+        "{run}"
+    );
+    let text = read(&config);
+    assert!(text.starts_with(original), "{text}");
+    assert!(
+        !text.contains("sk-live"),
+        "a secret reached the TOML:\n{text}"
+    );
+    assert!(
+        !run.stderr.contains("sk-live"),
+        "a note showed the secret\n{run}"
+    );
+    assert!(text.contains("env = { LOG_LEVEL = \"debug\" }\nenv_from_env = { API_KEY = \"RHO_EVERYTHING_API_KEY\" }\n"), "{text}");
+    // The imported server is real: it starts once its variable is set,
+    // and says which one it lacks until then.
+    let show = s.rho(&["--config", cfg, "mcp", "show", "everything", "--connect"]);
+    show.expect_code(1);
+    assert!(
+        show.stdout
+            .contains("`RHO_EVERYTHING_API_KEY`, which is not set"),
+        "{show}"
+    );
+    let show = s.rho_env(
+        &[
+            "--config",
+            cfg,
+            "mcp",
+            "show",
+            "everything",
+            "--connect",
+            "--json",
+        ],
+        &[("RHO_EVERYTHING_API_KEY", "sk-live-0123456789abcdef")],
+    );
+    show.expect_code(0);
+    assert_eq!(show.json()["status"], "ready", "{show}");
+    assert_eq!(
+        show.json()["env_names"],
+        serde_json::json!(["API_KEY", "LOG_LEVEL"]),
+        "{show}"
+    );
+}
+
+#[test]
+fn import_of_claude_code_and_cursor_configs_names_the_placeholders_variables() {
+    let s = Scratch::new("import-code");
+    let code = s.write(
+        ".mcp.json",
+        r#"{"mcpServers": {
+  "remote": {"type": "http", "url": "https://mcp.example.com/mcp",
+             "headers": {"Authorization": "Bearer ${API_TOKEN}", "X-Tenant": "public"}},
+  "local": {"type": "stdio", "command": "gh-server", "args": ["stdio"],
+            "env": {"GITHUB_PERSONAL_ACCESS_TOKEN": "${GITHUB_TOKEN}"}},
+  "legacy": {"type": "sse", "url": "https://old.example.com/sse"}
+}}"#,
+    );
+    let config = s.dir.join("config.toml");
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&code)]);
+    run.expect_code(0);
+    let text = read(&config);
+    assert_eq!(
+        text,
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\nheaders = { X-Tenant = \"public\" }\nheaders_from_env = { Authorization = \"RHO_REMOTE_AUTHORIZATION\" }\n\n[mcp.servers.local]\ntransport = \"stdio\"\ncommand = \"gh-server\"\nargs = [\"stdio\"]\nenv_from_env = { GITHUB_PERSONAL_ACCESS_TOKEN = \"GITHUB_TOKEN\" }\n\n[mcp.servers.legacy]\ntransport = \"streamable_http\"\nurl = \"https://old.example.com/sse\"\n"
+    );
+    for says in [
+        "set RHO_REMOTE_AUTHORIZATION (header Authorization)",
+        "set GITHUB_TOKEN (env GITHUB_PERSONAL_ACCESS_TOKEN)",
+        "server `legacy`: declared `sse`",
+    ] {
+        assert!(run.stderr.contains(says), "no `{says}`\n{run}");
+    }
+    let cursor = s.write(
+        "mcp.json",
+        r#"{"mcpServers": {"cur": {"url": "https://c.example.com/mcp", "headers": {"X-Api-Key": "abc"}}}}"#,
+    );
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&cursor)]);
+    run.expect_code(0);
+    assert!(
+        read(&config).ends_with("[mcp.servers.cur]\ntransport = \"streamable_http\"\nurl = \"https://c.example.com/mcp\"\nheaders_from_env = { X-Api-Key = \"RHO_CUR_X_API_KEY\" }\n"),
+        "{}",
+        read(&config)
+    );
+}
+
+#[test]
+fn import_of_a_vs_code_config_reads_its_servers_object() {
+    let s = Scratch::new("import-vscode");
+    let vscode = s.write(
+        "mcp.json",
+        r#"{"inputs": [{"type": "promptString", "id": "tok", "password": true}],
+ "servers": {
+  "vs": {"type": "stdio", "command": "node", "args": ["s.js"], "env": {"TOKEN": "${input:tok}"},
+         "envFile": "${workspaceFolder}/.env"},
+  "web": {"type": "http", "url": "https://api.example.com/mcp"}
+}}"#,
+    );
+    let config = s.dir.join("config.toml");
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&vscode)]);
+    run.expect_code(0);
+    let text = read(&config);
+    assert!(
+        text.contains("env_from_env = { TOKEN = \"RHO_VS_TOKEN\" }"),
+        "{text}"
+    );
+    assert!(!text.contains("input:"), "{text}");
+    assert!(run.stderr.contains("ignored `envFile`"), "{run}");
+    let list = s.rho(&["--config", cfg, "mcp", "list", "--json"]);
+    list.expect_code(0);
+    assert_eq!(
+        list.json()["servers"][1]["transport"],
+        "streamable_http",
+        "{list}"
+    );
+}
+
+#[test]
+fn invalid_entries_are_reported_and_the_valid_ones_still_imported() {
+    let s = Scratch::new("import-invalid");
+    let mixed = s.write(
+        "mixed.json",
+        r#"{"mcpServers": {
+  "ok": {"command": "true"},
+  "broken": {"args": ["x"]},
+  "plain": {"url": "http://example.com/mcp"},
+  "bad id!": {"command": "x"}
+}}"#,
+    );
+    let config = s.dir.join("config.toml");
+    let cfg = arg(&config);
+    let file = arg(&mixed);
+    let run = s.rho(&["--config", cfg, "mcp", "import", file]);
+    run.expect_code(1);
+    assert_eq!(
+        run.stdout,
+        format!("imported server `ok` in {cfg}\n"),
+        "{run}"
+    );
+    for says in [
+        format!("rho: {file}: server `broken`: has neither `command` nor `url`"),
+        format!("rho: {file}: server `plain`: "),
+        "must use https".to_owned(),
+        format!("rho: {file}: server `bad id!`: "),
+        format!("rho: 3 of the 4 servers in {file} could not be imported"),
+    ] {
+        assert!(run.stderr.contains(&says), "no `{says}`\n{run}");
+    }
+    let text = read(&config);
+    assert_eq!(
+        text,
+        "[mcp.servers.ok]\ntransport = \"stdio\"\ncommand = \"true\"\n"
+    );
+}
+
+#[test]
+fn import_skips_existing_ids_unless_forced() {
+    let s = Scratch::new("import-existing");
+    let original = "[mcp.servers.ok]  # mine\ntransport = \"stdio\"\ncommand = \"mine\"\n";
+    let config = s.write("config.toml", original);
+    let cfg = arg(&config);
+    let json = s.write("a.json", r#"{"mcpServers": {"ok": {"command": "theirs"}}}"#);
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&json)]);
+    run.expect_code(0);
+    assert!(
+        run.stderr.contains(&format!(
+            "note: skipped server `ok`: {cfg} already has it (pass --force to replace it)"
+        )),
+        "{run}"
+    );
+    assert_eq!(
+        run.stdout,
+        format!("imported no server from {}\n", arg(&json))
+    );
+    assert_eq!(read(&config), original);
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&json), "--force"]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, format!("replaced server `ok` in {cfg}\n"));
+    assert_eq!(
+        read(&config),
+        "[mcp.servers.ok]  # mine\ntransport = \"stdio\"\ncommand = \"theirs\"\n"
+    );
+}
+
+#[test]
+fn import_of_a_file_that_is_not_a_client_config_is_a_usage_error() {
+    let s = Scratch::new("import-bad-file");
+    let config = s.write("config.toml", "# untouched\n");
+    let cfg = arg(&config);
+    for (name, text, says) in [
+        ("a.json", "{not json", "is not JSON"),
+        ("b.json", r#"{"servers": []}"#, "`servers` is not an object"),
+        ("c.json", r#"{"other": {}}"#, "has no `mcpServers` object"),
+    ] {
+        let path = s.write(name, text);
+        let run = s.rho(&["--config", cfg, "mcp", "import", arg(&path)]);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "{run}");
+        assert_eq!(read(&config), "# untouched\n");
+    }
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "import",
+        arg(&s.dir.join("none.json")),
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("cannot read"), "{run}");
 }
 
 // ---------------------------------------------------------------------------
