@@ -34,9 +34,15 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &CallArgs,
 ) -> Result<ExitCode, Failure> {
-    let (id, tool, words) = match args.words.as_slice() {
-        [id, tool, words @ ..] => (id.as_str(), tool.as_str(), words),
-        _ => return Err(Failure::Usage("give a server id and a tool name".into())),
+    let (id, tool, words) = match (args.adhoc.given(), args.words.as_slice()) {
+        (true, [tool, words @ ..]) => (crate::adhoc::ID, tool.as_str(), words),
+        (false, [id, tool, words @ ..]) => (id.as_str(), tool.as_str(), words),
+        _ => {
+            return Err(Failure::Usage(
+                "give a server id and a tool name (with --stdio or --url, only the tool name)"
+                    .into(),
+            ));
+        }
     };
     let arguments = tool_args::parse_words(words).map_err(Failure::Usage)?;
     let timeout = match args.timeout {

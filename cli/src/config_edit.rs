@@ -110,6 +110,7 @@ impl ConfigDocument {
         LoadedConfig {
             path: Some(self.path.clone()),
             config: self.before.clone(),
+            adhoc: None,
         }
     }
 

@@ -10,6 +10,7 @@
 //! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments) |
 //! | 130, 143, 129 | stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal), every server shut down first |
 
+mod adhoc;
 mod call;
 mod config_edit;
 mod config_file;
@@ -155,6 +156,8 @@ struct ListArgs {
     /// Start enabled servers and report live status and tools.
     #[arg(long)]
     connect: bool,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
     /// Print JSON (see the README for the schema).
     #[arg(long)]
     json: bool,
@@ -162,8 +165,11 @@ struct ListArgs {
 
 #[derive(Args, Debug)]
 struct ShowArgs {
-    /// The server identity.
-    id: String,
+    /// The server identity (with --stdio or --url, `adhoc` or nothing).
+    #[arg(required_unless_present_any = ["stdio", "url"])]
+    id: Option<String>,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
     /// Start the server and report live status and tools.
     #[arg(long)]
     connect: bool,
@@ -174,7 +180,7 @@ struct ShowArgs {
 
 #[derive(Args, Debug)]
 #[command(
-    override_usage = "rho mcp call [OPTIONS] <ID> <TOOL> [ARGS]...",
+    override_usage = "rho mcp call [OPTIONS] <ID> <TOOL> [ARGS]...\n       rho mcp call [OPTIONS] --stdio <COMMAND> <TOOL> [ARGS]...\n       rho mcp call [OPTIONS] --url <URL> <TOOL> [ARGS]...",
     after_help = "ARGS is one JSON object ('{\"message\":\"hi\"}') or key=value words typed by the \
 tool's input schema: integer and number properties are parsed as numbers, boolean ones take \
 true or false, object and array ones take JSON, strings are taken as typed \
@@ -182,11 +188,13 @@ true or false, object and array ones take JSON, strings are taken as typed \
 is a usage error. No ARGS sends {}."
 )]
 pub(crate) struct CallArgs {
-    /// The server identity, the tool's name (as the server lists it, or
-    /// its exported name), then its arguments: one JSON object, or
-    /// key=value words.
-    #[arg(value_name = "ID TOOL [ARGS]", required = true, num_args = 2..)]
+    /// The server identity (none with --stdio or --url), the tool's name
+    /// (as the server lists it, or its exported name), then its arguments:
+    /// one JSON object, or key=value words.
+    #[arg(value_name = "ID TOOL [ARGS]", required = true, num_args = 1..)]
     words: Vec<String>,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
     /// Print the model text and the tool card's data as JSON.
     #[arg(long)]
     json: bool,
@@ -390,7 +398,16 @@ fn run_mcp(
         }
         options.workspace = Some(absolute);
     }
-    let loaded = config_file::load(config).map_err(Failure::Usage)?;
+    let loaded = match command.adhoc() {
+        Some(_) if config.is_some() => {
+            return Err(Failure::Usage(
+                "--stdio and --url replace the config file: give them or --config, not both".into(),
+            ));
+        }
+        Some(adhoc) => adhoc::load(adhoc),
+        None => config_file::load(config),
+    }
+    .map_err(Failure::Usage)?;
     logging::redact_secrets(run_secrets(&loaded.config, &options.ambient));
     match command {
         McpCommand::List(args) => list(&loaded, kind, options, &args),
@@ -407,6 +424,19 @@ fn run_mcp(
         | McpCommand::Import(_) => {
             unreachable!("config edits return before the config is loaded")
         }
+    }
+}
+
+impl McpCommand {
+    /// The ad-hoc server this command was given, if any.
+    fn adhoc(&self) -> Option<&adhoc::AdhocArgs> {
+        let adhoc = match self {
+            McpCommand::List(args) => &args.adhoc,
+            McpCommand::Show(args) => &args.adhoc,
+            McpCommand::Call(args) => &args.adhoc,
+            _ => return None,
+        };
+        adhoc.given().then_some(adhoc)
     }
 }
 
@@ -435,15 +465,14 @@ fn show(
     options: RuntimeOptions,
     args: &ShowArgs,
 ) -> Result<ExitCode, Failure> {
-    if loaded.config.get(&args.id).is_none() {
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    let id = args.id.as_deref().unwrap_or(adhoc::ID);
+    if loaded.config.get(id).is_none() {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     }
-    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |id| {
-        id == args.id
-    }))?;
-    let Some(server) = runtime.server(&args.id) else {
+    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |s| s == id))?;
+    let Some(server) = runtime.server(id) else {
         runtime.shutdown();
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     };
     let auth = auth_statuses(loaded);
     let text = if args.json {
@@ -452,14 +481,14 @@ fn show(
             runtime.tools(),
             true,
             &auth,
-            output::plugin_of(loaded, &args.id),
+            output::plugin_of(loaded, id),
         ))
     } else {
         output::show_text(
             &server,
             runtime.tools(),
             &auth,
-            output::plugin_of(loaded, &args.id),
+            output::plugin_of(loaded, id),
         )
     };
     let failed = server.status.is_failure();

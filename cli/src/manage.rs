@@ -82,8 +82,9 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
             }
             NewTransport::Http {
                 url: url.clone(),
-                headers: pairs("--header", &args.header, true)?,
-                headers_from_env: pairs("--header-from-env", &args.header_from_env, false)?,
+                headers: pairs("--header", &args.header, true).map_err(Failure::Usage)?,
+                headers_from_env: pairs("--header-from-env", &args.header_from_env, false)
+                    .map_err(Failure::Usage)?,
             }
         }
         (None, Some((command, rest))) => {
@@ -96,8 +97,9 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
                 command: command.clone(),
                 args: rest.to_vec(),
                 cwd: args.cwd.clone(),
-                env: pairs("--env", &args.env, false)?,
-                env_from_env: pairs("--env-from-env", &args.env_from_env, false)?,
+                env: pairs("--env", &args.env, false).map_err(Failure::Usage)?,
+                env_from_env: pairs("--env-from-env", &args.env_from_env, false)
+                    .map_err(Failure::Usage)?,
             }
         }
         _ => {
@@ -180,14 +182,18 @@ pub(crate) fn set_enabled(
 
 /// `KEY=VALUE` words (`flag` names them in errors); `colon` also takes
 /// `NAME: VALUE`, the way headers are written elsewhere.
-fn pairs(flag: &str, words: &[String], colon: bool) -> Result<Vec<(String, String)>, Failure> {
+pub(crate) fn pairs(
+    flag: &str,
+    words: &[String],
+    colon: bool,
+) -> Result<Vec<(String, String)>, String> {
     words
         .iter()
         .map(|word| {
             let at = word
                 .find(|c| c == '=' || (colon && c == ':'))
                 .filter(|&at| at > 0)
-                .ok_or_else(|| Failure::Usage(format!("{flag} `{word}` is not KEY=VALUE")))?;
+                .ok_or_else(|| format!("{flag} `{word}` is not KEY=VALUE"))?;
             let value = &word[at + 1..];
             let value = if word[at..].starts_with(':') {
                 value.trim_start()
@@ -322,7 +328,6 @@ mod tests {
             &words(&["A=b=c", "Authorization: Bearer x=="]),
             true,
         )
-        .ok()
         .expect("pairs");
         assert_eq!(
             got,

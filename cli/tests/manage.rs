@@ -1,6 +1,7 @@
 //! Managing servers from the shell, with the real `rho` binary: `add`,
 //! `remove`, `enable` and `disable` editing the config file in place,
-//! `import` of other clients' JSON configs (secrets moved out), tool
+//! `import` of other clients' JSON configs (secrets moved out), ad-hoc
+//! servers (`--stdio`, `--url`) without a config file, tool
 //! arguments as `key=value` words typed by the tool's schema, `get` as
 //! `show`, and shell completions.
 //!
@@ -11,7 +12,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
-use rho_tests::{everything_js, scratch_dir, toml_path};
+use rho_tests::{EverythingHttp, everything_js, scratch_dir, toml_path};
 use serde_json::Value;
 
 /// A scratch directory with an empty `home/` to use as `HOME`.
@@ -702,6 +703,137 @@ fn import_of_a_file_that_is_not_a_client_config_is_a_usage_error() {
     ]);
     run.expect_code(2);
     assert!(run.stderr.contains("cannot read"), "{run}");
+}
+
+// ---------------------------------------------------------------------------
+// ad-hoc servers
+
+#[test]
+fn an_adhoc_stdio_server_lists_shows_and_calls_without_a_config_file() {
+    let s = Scratch::new("adhoc-stdio");
+    // Quoted as a shell would need it; HOME has no config at all.
+    let line = format!("node '{}' stdio", arg(&everything_js()));
+    let run = s.rho(&["mcp", "list", "--connect", "--stdio", &line, "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["servers"][0]["id"], "adhoc", "{run}");
+    assert_eq!(doc["servers"][0]["status"], "ready", "{run}");
+    assert_eq!(doc["servers"][0]["args"][1], "stdio", "{run}");
+    let run = s.rho(&["mcp", "show", "--stdio", &line, "--connect"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("mcp__adhoc__echo"), "{run}");
+    let run = s.rho(&["mcp", "call", "--stdio", &line, "get-sum", "a=20", "b=22"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("42"), "{run}");
+    // --env reaches the ad-hoc server (its environment is sanitized like
+    // any server's otherwise).
+    let run = s.rho(&[
+        "mcp",
+        "call",
+        "--stdio",
+        &line,
+        "--env",
+        "RHO_ADHOC_MARK=marked-value",
+        "get-env",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("RHO_ADHOC_MARK"), "{run}");
+}
+
+#[test]
+fn an_adhoc_url_server_lists_and_calls_without_a_config_file() {
+    let s = Scratch::new("adhoc-url");
+    let server = EverythingHttp::start();
+    let url = server.url();
+    let run = s.rho(&["mcp", "list", "--connect", "--url", &url, "--json"]);
+    run.expect_code(0);
+    assert_eq!(run.json()["servers"][0]["status"], "ready", "{run}");
+    assert_eq!(
+        run.json()["servers"][0]["transport"],
+        "streamable_http",
+        "{run}"
+    );
+    let run = s.rho(&["mcp", "get", "adhoc", "--url", &url]);
+    run.expect_code(0);
+    let run = s.rho(&[
+        "mcp",
+        "call",
+        "--url",
+        &url,
+        "--header",
+        "X-Trace: 1",
+        "echo",
+        "message=over http",
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, "Echo: over http\n", "{run}");
+}
+
+#[test]
+fn adhoc_servers_that_cannot_be_used_are_refused() {
+    let s = Scratch::new("adhoc-refused");
+    let config = s.write("config.toml", &everything("ev"));
+    for (args, says) in [
+        (
+            &["mcp", "list", "--url", "http://example.com/mcp"][..],
+            "--url: non-loopback endpoints must use https",
+        ),
+        (
+            &["mcp", "list", "--stdio", "node 'unclosed"][..],
+            "--stdio: a single quote (') is not closed",
+        ),
+        (
+            &["mcp", "list", "--stdio", "node a.js | tee log"][..],
+            "`|` needs a shell",
+        ),
+        (
+            &["mcp", "list", "--stdio", "  "][..],
+            "--stdio: the command line is empty",
+        ),
+        (
+            &[
+                "mcp",
+                "list",
+                "--stdio",
+                "x",
+                "--url",
+                "https://a.example/mcp",
+            ][..],
+            "cannot be used with",
+        ),
+        (&["mcp", "list", "--env", "A=b"][..], "--stdio"),
+        (
+            &["--config", arg(&config), "mcp", "list", "--stdio", "x"][..],
+            "replace the config file",
+        ),
+        (
+            &["mcp", "show", "ev", "--stdio", "x"][..],
+            "no MCP server `ev` in the ad-hoc server of --stdio (configured: adhoc)",
+        ),
+        (
+            &["mcp", "call", "--stdio", "x"][..],
+            "required arguments were not provided",
+        ),
+        (
+            &["--config", arg(&config), "mcp", "call", "ev"][..],
+            "give a server id and a tool name",
+        ),
+    ] {
+        let run = s.rho(args);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "no `{says}`\n{run}");
+    }
+    // A command that does not exist fails to start, as a configured one
+    // would.
+    let run = s.rho(&[
+        "mcp",
+        "list",
+        "--connect",
+        "--stdio",
+        "rho-no-such-command --x",
+    ]);
+    run.expect_code(1);
+    assert!(run.stdout.contains("rho-no-such-command"), "{run}");
 }
 
 // ---------------------------------------------------------------------------
