@@ -1,13 +1,17 @@
 //! `rho`: the command line of rho's MCP client runtime.
 //!
-//! `rho mcp list`, `rho mcp show` and `rho mcp call` configure, inspect and
-//! exercise the servers of the selected config file. Exit codes:
+//! `rho mcp list`, `rho mcp show` (`get`) and `rho mcp call` inspect and
+//! exercise the servers of the selected config file, or one ad-hoc server
+//! (`--stdio`, `--url`; see `adhoc`); `rho mcp add`, `remove`, `enable`,
+//! `disable` and `import` edit that file in place (see `manage`, `import`
+//! and `config_edit`); `rho completions` prints shell completions. Exit
+//! codes:
 //!
 //! | code | meaning |
 //! |---|---|
 //! | 0 | every enabled server that was asked to connect is ready (or nothing was asked to connect), and every entry is valid |
-//! | 1 | a server failed to start, an entry is invalid, or a tool call failed |
-//! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments) |
+//! | 1 | a server failed to start, an entry is invalid, a tool call failed, or an imported entry could not be imported |
+//! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments, an edit the config parser refuses) |
 //! | 130, 143, 129 | stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal), every server shut down first |
 
 mod adhoc;
@@ -89,7 +93,8 @@ struct CompletionsArgs {
 
 #[derive(Subcommand, Debug)]
 enum McpCommand {
-    /// List configured servers; with --connect, start them and list their tools.
+    /// List configured servers (or the ad-hoc --stdio/--url one); with
+    /// --connect, start them and list their tools.
     List(ListArgs),
     /// Show one server; with --connect, start it and show its tools.
     #[command(visible_alias = "get")]
