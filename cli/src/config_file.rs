@@ -22,7 +22,7 @@ impl LoadedConfig {
     /// The config's origin, for messages.
     pub(crate) fn describe(&self) -> String {
         if let Some(flag) = self.adhoc {
-            return format!("the ad-hoc server of {flag}");
+            return format!("the ad-hoc {flag} server (no config file is read)");
         }
         match &self.path {
             Some(path) => path.display().to_string(),

@@ -114,7 +114,7 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
                 .map(|(var, what)| format!("{var} ({what})"))
                 .collect();
             notes.push(format!(
-                "server `{name}` reads secrets from rho's environment, not from {target}: set {}",
+                "server `{name}` takes these from rho's environment, not from {target}: set {}",
                 list.join(", ")
             ));
         }

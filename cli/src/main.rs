@@ -715,6 +715,12 @@ fn start(
 }
 
 pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
+    if let Some(flag) = loaded.adhoc {
+        return format!(
+            "no MCP server `{id}`: with {flag} the one server is `{}` (no config file is read)",
+            adhoc::ID
+        );
+    }
     let known: Vec<&str> = loaded
         .config
         .servers

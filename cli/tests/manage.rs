@@ -310,6 +310,22 @@ fn an_entry_the_config_parser_refuses_is_never_written() {
     assert_eq!(read(&config), broken);
 }
 
+#[cfg(target_os = "linux")]
+#[test]
+fn a_config_that_cannot_be_written_is_reported() {
+    let s = Scratch::new("add-unwritable");
+    // Absent, so there is nothing to read, and in a directory nobody, not
+    // even root, can create.
+    let config = Path::new("/proc/self/rho-no-such-dir/config.toml");
+    let run = s.rho(&["--config", arg(config), "mcp", "add", "a", "--", "x"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains(&format!("cannot write {}", arg(config))),
+        "{run}"
+    );
+}
+
 #[test]
 fn add_arguments_that_do_not_fit_the_transport_are_usage_errors() {
     let s = Scratch::new("add-usage");
@@ -492,7 +508,7 @@ fn import_of_a_claude_desktop_config_moves_secrets_out() {
     );
     assert!(
         run.stderr.contains(&format!(
-            "note: server `everything` reads secrets from rho's environment, not from {cfg}: set RHO_EVERYTHING_API_KEY (env API_KEY)"
+            "note: server `everything` takes these from rho's environment, not from {cfg}: set RHO_EVERYTHING_API_KEY (env API_KEY)"
         )),
         "{run}"
     );
@@ -808,7 +824,18 @@ fn adhoc_servers_that_cannot_be_used_are_refused() {
         ),
         (
             &["mcp", "show", "ev", "--stdio", "x"][..],
-            "no MCP server `ev` in the ad-hoc server of --stdio (configured: adhoc)",
+            "no MCP server `ev`: with --stdio the one server is `adhoc` (no config file is read)",
+        ),
+        (
+            &[
+                "mcp",
+                "list",
+                "--url",
+                "https://a.example/mcp",
+                "--header",
+                "novalue",
+            ][..],
+            "--header `novalue` is not KEY=VALUE",
         ),
         (
             &["mcp", "call", "--stdio", "x"][..],
