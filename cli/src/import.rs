@@ -188,7 +188,8 @@ fn translate(id: &str, value: &Value) -> Result<Translated, String> {
         (_, Some(_), Some(_)) => return Err("has both `command` and `url`".into()),
         (None | Some("stdio"), Some(_), None) => false,
         (Some("stdio"), None, _) => return Err("is a stdio server without `command`".into()),
-        (None, None, Some(_)) | (Some("http" | "streamable-http" | "streamableHttp"), _, _) => true,
+        (None, None, Some(_))
+        | (Some("http" | "streamable-http" | "streamableHttp" | "streamable_http"), _, _) => true,
         (Some("sse"), _, _) => {
             notes.push(
                 "declared `sse` (the legacy HTTP+SSE transport); rho speaks Streamable HTTP only, so it is \

@@ -136,11 +136,23 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
     Ok(ExitCode::SUCCESS)
 }
 
+/// The error for an id the config file lacks: a plugin server's id says
+/// where it comes from, any other lists the file's servers.
+fn not_in_file(doc: &ConfigDocument, id: &str) -> Failure {
+    Failure::Usage(match id.split_once('/') {
+        Some((plugin, _)) => format!(
+            "`{id}` is a server of plugin `{plugin}`, which rho does not edit: change that plugin's mcp.json (rho edits only {})",
+            doc.path().display()
+        ),
+        None => unknown_server(&doc.loaded(), id),
+    })
+}
+
 /// `rho mcp remove`.
 pub(crate) fn remove(config: Option<PathBuf>, args: &EntryArgs) -> Result<ExitCode, Failure> {
     let mut doc = ConfigDocument::open(config).map_err(Failure::Usage)?;
     if !doc.remove(&args.id) {
-        return Err(Failure::Usage(unknown_server(&doc.loaded(), &args.id)));
+        return Err(not_in_file(&doc, &args.id));
     }
     doc.write(None).map_err(Failure::Usage)?;
     write_stdout(&format!(
@@ -159,7 +171,7 @@ pub(crate) fn set_enabled(
 ) -> Result<ExitCode, Failure> {
     let mut doc = ConfigDocument::open(config).map_err(Failure::Usage)?;
     if !doc.contains(&args.id) {
-        return Err(Failure::Usage(unknown_server(&doc.loaded(), &args.id)));
+        return Err(not_in_file(&doc, &args.id));
     }
     let word = if enabled { "enabled" } else { "disabled" };
     match doc.set_enabled(&args.id, enabled).map_err(Failure::Usage)? {

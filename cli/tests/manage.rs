@@ -407,6 +407,14 @@ fn remove_enable_and_disable_of_an_unknown_id_list_the_known_ones() {
         );
         assert_eq!(read(&config), original);
     }
+    // A plugin's servers live in its mcp.json, which rho leaves alone.
+    let run = s.rho(&["--config", cfg, "mcp", "disable", "files/fs"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("`files/fs` is a server of plugin `files`, which rho does not edit"),
+        "{run}"
+    );
     let missing = s.dir.join("missing.toml");
     let run = s.rho(&["--config", arg(&missing), "mcp", "remove", "a"]);
     run.expect_code(2);
