@@ -389,6 +389,27 @@ fn secret_looking_literal_values_are_written_with_a_note() {
         !run.stderr.contains("ghp_"),
         "the note never repeats the value\n{run}"
     );
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "env",
+        "--env",
+        "API_KEY=abc",
+        "--env",
+        "MODE=fast",
+        "--",
+        "x",
+    ]);
+    run.expect_code(0);
+    assert!(
+        run.stderr
+            .contains("note: variable `API_KEY` of server `env` looks like a secret")
+            && run.stderr.contains("--env-from-env API_KEY=SOME_VAR"),
+        "{run}"
+    );
+    assert!(!run.stderr.contains("MODE"), "MODE is no secret\n{run}");
 }
 
 #[test]
