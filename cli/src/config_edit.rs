@@ -610,6 +610,23 @@ mod tests {
     }
 
     #[test]
+    fn servers_written_as_dotted_keys_get_a_table_beside_them() {
+        let text = "[mcp]\nservers.a.transport = \"stdio\"\nservers.a.command = \"a\"\n";
+        let mut d = doc(text);
+        d.insert("b", &stdio("b", &[])).expect("insert");
+        assert_eq!(d.check(Some("b")).expect("valid").servers.len(), 2);
+        assert_eq!(d.set_enabled("a", false), Ok(Toggle::Changed));
+        assert!(
+            d.text().contains("servers.a.enabled = false\n"),
+            "{}",
+            d.text()
+        );
+        assert_eq!(d.set_enabled("a", true), Ok(Toggle::Changed));
+        assert!(d.remove("b"));
+        assert_eq!(d.text(), text);
+    }
+
+    #[test]
     fn disable_writes_enabled_false_and_enable_takes_it_away() {
         let mut d = doc(COMMENTED);
         assert_eq!(d.set_enabled("a", true), Ok(Toggle::Already));

@@ -491,6 +491,31 @@ mod tests {
     }
 
     #[test]
+    fn placeholders_rho_would_not_expand_are_kept_with_a_note() {
+        let got = translate(
+            "x",
+            &json!({"command": "node", "args": ["${workspaceFolder}/s.js"], "cwd": "/srv"}),
+        )
+        .expect("translates");
+        let NewTransport::Stdio { args, cwd, .. } = &got.entry.transport else {
+            panic!("stdio: {got:?}");
+        };
+        assert_eq!(args, &["${workspaceFolder}/s.js"]);
+        assert_eq!(cwd.as_deref(), Some("/srv"));
+        assert_eq!(
+            got.notes,
+            [
+                "rho does not expand `${...}` placeholders in its command, args or cwd: edit the entry"
+            ]
+        );
+        let got = translate("x", &json!({"url": "https://${HOST}/mcp"})).expect("translates");
+        assert_eq!(
+            got.notes,
+            ["rho does not expand `${...}` placeholders in its url: edit the entry"]
+        );
+    }
+
+    #[test]
     fn placeholders_and_variable_names() {
         assert_eq!(placeholder("${A_1}"), Some("A_1"));
         assert_eq!(placeholder("${env:B}"), Some("B"));
