@@ -1,4 +1,4 @@
-//! `rho mcp call <id> <tool> [JSON-ARGS]`: start one server, call one tool,
+//! `rho mcp call <id> <tool> [ARGS]`: start one server, call one tool,
 //! print what the model would read (or, with `--json`, the model text and
 //! the tool card's data).
 //!
@@ -24,6 +24,7 @@ use serde_json::json;
 
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
+use crate::tool_args;
 use crate::{CallArgs, Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
 
 /// Runs `rho mcp call`.
@@ -33,13 +34,17 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &CallArgs,
 ) -> Result<ExitCode, Failure> {
-    let arguments: serde_json::Value = serde_json::from_str(&args.arguments)
-        .map_err(|e| Failure::Usage(format!("tool arguments are not valid JSON: {e}")))?;
-    if !arguments.is_object() {
-        return Err(Failure::Usage(
-            "tool arguments must be a JSON object, like '{\"message\":\"hi\"}'".into(),
-        ));
-    }
+    let (id, tool, words) = match (args.adhoc.given(), args.words.as_slice()) {
+        (true, [tool, words @ ..]) => (crate::adhoc::ID, tool.as_str(), words),
+        (false, [id, tool, words @ ..]) => (id.as_str(), tool.as_str(), words),
+        _ => {
+            return Err(Failure::Usage(
+                "give a server id and a tool name (with --stdio or --url, only the tool name)"
+                    .into(),
+            ));
+        }
+    };
+    let arguments = tool_args::parse_words(words).map_err(Failure::Usage)?;
     let timeout = match args.timeout {
         None => None,
         Some(secs) if secs.is_finite() && secs > 0.0 && secs <= 604_800.0 => {
@@ -51,15 +56,15 @@ pub(crate) fn run(
             ));
         }
     };
-    let Some(entry) = loaded.config.get(&args.id) else {
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    let Some(entry) = loaded.config.get(id) else {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     };
     match &entry.config {
         Err(error) => return Err(Failure::Runtime(error.to_string())),
         Ok(server) if !server.enabled => {
             return Err(Failure::Runtime(format!(
                 "server `{}` is disabled (enabled = false in {})",
-                args.id,
+                id,
                 loaded.describe()
             )));
         }
@@ -70,7 +75,7 @@ pub(crate) fn run(
     // rather than a failed call and a command to run.
     if let Ok(server) = &entry.config {
         let status = crate::credentials::auth_status(
-            &args.id,
+            id,
             server,
             store.as_ref(),
             crate::credentials::now_unix(),
@@ -81,13 +86,12 @@ pub(crate) fn run(
             ))
             && crate::questions::person_present()
         {
-            let summary = crate::login_server(loaded, &args.id, false)?;
+            let summary = crate::login_server(loaded, id, false)?;
             eprintln!("rho: {summary}");
         }
     }
-    let config = with_tool_timeout(&loaded.config, &args.id, timeout);
-    let config =
-        crate::credentials::with_stored_tokens(&config, store.as_ref(), &|id| id == args.id);
+    let config = with_tool_timeout(&loaded.config, id, timeout);
+    let config = crate::credentials::with_stored_tokens(&config, store.as_ref(), &|s| s == id);
     let mut options = options;
     options.host =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
@@ -100,23 +104,24 @@ pub(crate) fn run(
     let cancel = crate::signals::install();
     options.interrupt = Some(Arc::clone(&cancel));
 
-    let runtime = unless_stopped(Host::start(kind, &config, options, |id| id == args.id))
-        .inspect_err(|_| {
+    let runtime =
+        unless_stopped(Host::start(kind, &config, options, |s| s == id)).inspect_err(|_| {
             // After SIGHUP the terminal may be gone: never panic writing.
             let _ = writeln!(
                 std::io::stderr(),
                 "rho: call cancelled before it was sent; server `{}` was stopped during startup",
-                args.id
+                id
             );
         })?;
+    let arguments = match typed_arguments(&runtime, id, tool, arguments) {
+        Ok(arguments) => arguments,
+        Err(message) => {
+            runtime.shutdown();
+            return Err(Failure::Usage(message));
+        }
+    };
     let mut line = ProgressLine::new(std::io::stderr().is_terminal());
-    let outcome = runtime.call_with(
-        &args.id,
-        &args.tool,
-        arguments,
-        &mut |p| line.show(&p),
-        &cancel,
-    );
+    let outcome = runtime.call_with(id, tool, arguments, &mut |p| line.show(&p), &cancel);
     line.clear();
     runtime.shutdown();
     if let Err(ToolCallError::Call(CallError::Cancelled { .. })) = &outcome {
@@ -124,7 +129,7 @@ pub(crate) fn run(
         let _ = writeln!(
             std::io::stderr(),
             "rho: call cancelled; server `{}` was told to stop",
-            args.id
+            id
         );
     }
     check_stopped()?;
@@ -139,8 +144,8 @@ pub(crate) fn run(
     if args.json {
         let doc = json!({
             "schema": 1,
-            "server": args.id,
-            "tool": args.tool,
+            "server": id,
+            "tool": tool,
             "is_error": rendered.is_error,
             "model_text": rendered.model_text,
             "card": rendered.card,
@@ -158,8 +163,8 @@ pub(crate) fn run(
         let text = rendered.model_text;
         return Err(Failure::Runtime(format!(
             "tool `{}` of server `{}` reported an error{}{text}",
-            args.tool,
-            args.id,
+            tool,
+            id,
             if text.is_empty() { "" } else { ":\n" }
         )));
     }
@@ -171,6 +176,31 @@ pub(crate) fn run(
     }
     write_stdout(&text)?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// The call's arguments, `key=value` words typed by the input schema of
+/// `tool` (its own or exported name) as server `id` listed it. A tool the
+/// registry does not hold gets its words as JSON-or-string values: the
+/// call then fails with the server's own reason (unknown, filtered).
+fn typed_arguments(
+    runtime: &Host,
+    id: &str,
+    tool: &str,
+    arguments: tool_args::Arguments,
+) -> Result<serde_json::Value, String> {
+    let listed = runtime
+        .tools()
+        .server_tools(id)
+        .find(|t| t.tool == tool)
+        .or_else(|| {
+            runtime
+                .tools()
+                .server_tools(id)
+                .find(|t| t.name == tool || t.full_name.as_deref() == Some(tool))
+        });
+    let any = json!({"additionalProperties": true});
+    let schema = listed.map_or(&any, |t| &t.input_schema);
+    tool_args::typed(arguments, schema, tool).map(serde_json::Value::Object)
 }
 
 /// The tail of an unknown-tool error when this run declared no elicitation

@@ -13,11 +13,17 @@ pub(crate) struct LoadedConfig {
     pub(crate) path: Option<PathBuf>,
     /// The parsed configuration.
     pub(crate) config: Config,
+    /// The flag (`--stdio`, `--url`) of an ad-hoc server that replaces the
+    /// file (see `crate::adhoc`).
+    pub(crate) adhoc: Option<&'static str>,
 }
 
 impl LoadedConfig {
     /// The config's origin, for messages.
     pub(crate) fn describe(&self) -> String {
+        if let Some(flag) = self.adhoc {
+            return format!("the ad-hoc {flag} server (no config file is read)");
+        }
         match &self.path {
             Some(path) => path.display().to_string(),
             None => "the default config (~/.rho/config.toml, absent)".into(),
@@ -52,7 +58,11 @@ fn with_plugins(path: Option<PathBuf>, mut config: Config) -> LoadedConfig {
     let config_dir = path.as_deref().and_then(std::path::Path::parent);
     let plugin_servers = crate::plugins::discover(&config, config_dir, home.as_deref());
     config.servers.extend(plugin_servers);
-    LoadedConfig { path, config }
+    LoadedConfig {
+        path,
+        config,
+        adhoc: None,
+    }
 }
 
 fn home_dir() -> Option<PathBuf> {
@@ -61,6 +71,7 @@ fn home_dir() -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-fn default_path() -> Option<PathBuf> {
+/// `~/.rho/config.toml`, when there is a home directory.
+pub(crate) fn default_path() -> Option<PathBuf> {
     Some(home_dir()?.join(".rho").join("config.toml"))
 }

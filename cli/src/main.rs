@@ -1,26 +1,35 @@
 //! `rho`: the command line of rho's MCP client runtime.
 //!
-//! `rho mcp list`, `rho mcp show` and `rho mcp call` configure, inspect and
-//! exercise the servers of the selected config file. Exit codes:
+//! `rho mcp list`, `rho mcp show` (`get`) and `rho mcp call` inspect and
+//! exercise the servers of the selected config file, or one ad-hoc server
+//! (`--stdio`, `--url`; see `adhoc`); `rho mcp add`, `remove`, `enable`,
+//! `disable` and `import` edit that file in place (see `manage`, `import`
+//! and `config_edit`); `rho completions` prints shell completions. Exit
+//! codes:
 //!
 //! | code | meaning |
 //! |---|---|
 //! | 0 | every enabled server that was asked to connect is ready (or nothing was asked to connect), and every entry is valid |
-//! | 1 | a server failed to start, an entry is invalid, or a tool call failed |
-//! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments) |
+//! | 1 | a server failed to start, an entry is invalid, a tool call failed, or an imported entry could not be imported |
+//! | 2 | usage or configuration-file errors (unreadable file, TOML syntax, unknown `[mcp]` keys, bad arguments, an edit the config parser refuses) |
 //! | 130, 143, 129 | stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal), every server shut down first |
 
+mod adhoc;
 mod call;
+mod config_edit;
 mod config_file;
 mod conformance;
 mod credentials;
 mod host;
+mod import;
 mod logging;
+mod manage;
 mod oauth_login;
 mod output;
 mod plugins;
 mod questions;
 mod signals;
+mod tool_args;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -70,16 +79,40 @@ enum TopCommand {
     /// Model Context Protocol servers.
     #[command(subcommand)]
     Mcp(McpCommand),
+    /// Print a shell completion script (bash, zsh, fish, elvish or
+    /// powershell) to stdout, e.g. `rho completions bash >
+    /// ~/.local/share/bash-completion/completions/rho`.
+    Completions(CompletionsArgs),
+}
+
+#[derive(Args, Debug)]
+struct CompletionsArgs {
+    /// The shell to complete for.
+    shell: clap_complete::Shell,
 }
 
 #[derive(Subcommand, Debug)]
 enum McpCommand {
-    /// List configured servers; with --connect, start them and list their tools.
+    /// List configured servers (or the ad-hoc --stdio/--url one); with
+    /// --connect, start them and list their tools.
     List(ListArgs),
     /// Show one server; with --connect, start it and show its tools.
+    #[command(visible_alias = "get")]
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// Add a server to the config file (a command after `--`, or --url),
+    /// keeping the file's comments and layout.
+    Add(manage::AddArgs),
+    /// Remove a server from the config file.
+    Remove(manage::EntryArgs),
+    /// Enable a server in the config file (removes its `enabled = false`).
+    Enable(manage::EntryArgs),
+    /// Disable a server in the config file (writes `enabled = false`).
+    Disable(manage::EntryArgs),
+    /// Add the servers of a Claude Desktop, Claude Code, Cursor or VS Code
+    /// JSON config to the config file, keeping secrets out of it.
+    Import(import::ImportArgs),
     /// Log in to a remote server with OAuth (browser, PKCE, loopback
     /// callback) and store its tokens.
     Login(LoginArgs),
@@ -128,6 +161,8 @@ struct ListArgs {
     /// Start enabled servers and report live status and tools.
     #[arg(long)]
     connect: bool,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
     /// Print JSON (see the README for the schema).
     #[arg(long)]
     json: bool,
@@ -135,8 +170,11 @@ struct ListArgs {
 
 #[derive(Args, Debug)]
 struct ShowArgs {
-    /// The server identity.
-    id: String,
+    /// The server identity (with --stdio or --url, `adhoc` or nothing).
+    #[arg(required_unless_present_any = ["stdio", "url"])]
+    id: Option<String>,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
     /// Start the server and report live status and tools.
     #[arg(long)]
     connect: bool,
@@ -146,14 +184,22 @@ struct ShowArgs {
 }
 
 #[derive(Args, Debug)]
+#[command(
+    override_usage = "rho mcp call [OPTIONS] <ID> <TOOL> [ARGS]...\n       rho mcp call [OPTIONS] --stdio <COMMAND> <TOOL> [ARGS]...\n       rho mcp call [OPTIONS] --url <URL> <TOOL> [ARGS]...",
+    after_help = "ARGS is one JSON object ('{\"message\":\"hi\"}') or key=value words typed by the \
+tool's input schema: integer and number properties are parsed as numbers, boolean ones take \
+true or false, object and array ones take JSON, strings are taken as typed \
+(message=hi count=3 tags='[\"a\"]'). An unknown key, or a value that cannot take its type, \
+is a usage error. No ARGS sends {}."
+)]
 pub(crate) struct CallArgs {
-    /// The server identity.
-    id: String,
-    /// The tool's name as the server lists it.
-    tool: String,
-    /// Arguments as a JSON object.
-    #[arg(default_value = "{}")]
-    arguments: String,
+    /// The server identity (none with --stdio or --url), the tool's name
+    /// (as the server lists it, or its exported name), then its arguments:
+    /// one JSON object, or key=value words.
+    #[arg(value_name = "ID TOOL [ARGS]", required = true, num_args = 1..)]
+    words: Vec<String>,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
     /// Print the model text and the tool card's data as JSON.
     #[arg(long)]
     json: bool,
@@ -183,6 +229,7 @@ fn main() -> ExitCode {
             cli.record.as_deref(),
             command,
         ),
+        TopCommand::Completions(args) => completions(args.shell),
     };
     match result {
         Ok(code) => code,
@@ -198,9 +245,19 @@ impl TopCommand {
             TopCommand::Mcp(McpCommand::List(args)) => args.json,
             TopCommand::Mcp(McpCommand::Show(args)) => args.json,
             TopCommand::Mcp(McpCommand::Call(args)) => args.json,
-            TopCommand::Mcp(_) => false,
+            TopCommand::Mcp(_) | TopCommand::Completions(_) => false,
         }
     }
+}
+
+/// `rho completions SHELL`: the completion script for every command and
+/// option, from the same definitions clap parses with.
+fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
+    use clap::CommandFactory as _;
+    let mut script = Vec::new();
+    clap_complete::generate(shell, &mut Cli::command(), "rho", &mut script);
+    write_stdout(&String::from_utf8_lossy(&script))?;
+    Ok(ExitCode::SUCCESS)
 }
 
 /// Prints a failure and returns its exit code. With `--json` the failure is
@@ -319,8 +376,14 @@ fn run_mcp(
     if let McpCommand::ConformanceClient(args) = &command {
         return conformance::run(kind, &args.url);
     }
-    if let McpCommand::Replay(args) = &command {
-        return replay(&args.file);
+    match &command {
+        McpCommand::Replay(args) => return replay(&args.file),
+        McpCommand::Add(args) => return manage::add(config, args),
+        McpCommand::Remove(args) => return manage::remove(config, args),
+        McpCommand::Enable(args) => return manage::set_enabled(config, args, true),
+        McpCommand::Disable(args) => return manage::set_enabled(config, args, false),
+        McpCommand::Import(args) => return import::run(config, args),
+        _ => {}
     }
     let mut options = RuntimeOptions::from_process_env();
     if let Some(path) = record {
@@ -340,7 +403,16 @@ fn run_mcp(
         }
         options.workspace = Some(absolute);
     }
-    let loaded = config_file::load(config).map_err(Failure::Usage)?;
+    let loaded = match command.adhoc() {
+        Some(_) if config.is_some() => {
+            return Err(Failure::Usage(
+                "--stdio and --url replace the config file: give them or --config, not both".into(),
+            ));
+        }
+        Some(adhoc) => adhoc::load(adhoc),
+        None => config_file::load(config),
+    }
+    .map_err(Failure::Usage)?;
     logging::redact_secrets(run_secrets(&loaded.config, &options.ambient));
     match command {
         McpCommand::List(args) => list(&loaded, kind, options, &args),
@@ -350,6 +422,26 @@ fn run_mcp(
         McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
+        McpCommand::Add(_)
+        | McpCommand::Remove(_)
+        | McpCommand::Enable(_)
+        | McpCommand::Disable(_)
+        | McpCommand::Import(_) => {
+            unreachable!("config edits return before the config is loaded")
+        }
+    }
+}
+
+impl McpCommand {
+    /// The ad-hoc server this command was given, if any.
+    fn adhoc(&self) -> Option<&adhoc::AdhocArgs> {
+        let adhoc = match self {
+            McpCommand::List(args) => &args.adhoc,
+            McpCommand::Show(args) => &args.adhoc,
+            McpCommand::Call(args) => &args.adhoc,
+            _ => return None,
+        };
+        adhoc.given().then_some(adhoc)
     }
 }
 
@@ -378,15 +470,14 @@ fn show(
     options: RuntimeOptions,
     args: &ShowArgs,
 ) -> Result<ExitCode, Failure> {
-    if loaded.config.get(&args.id).is_none() {
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    let id = args.id.as_deref().unwrap_or(adhoc::ID);
+    if loaded.config.get(id).is_none() {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     }
-    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |id| {
-        id == args.id
-    }))?;
-    let Some(server) = runtime.server(&args.id) else {
+    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |s| s == id))?;
+    let Some(server) = runtime.server(id) else {
         runtime.shutdown();
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     };
     let auth = auth_statuses(loaded);
     let text = if args.json {
@@ -395,14 +486,14 @@ fn show(
             runtime.tools(),
             true,
             &auth,
-            output::plugin_of(loaded, &args.id),
+            output::plugin_of(loaded, id),
         ))
     } else {
         output::show_text(
             &server,
             runtime.tools(),
             &auth,
-            output::plugin_of(loaded, &args.id),
+            output::plugin_of(loaded, id),
         )
     };
     let failed = server.status.is_failure();
@@ -624,6 +715,12 @@ fn start(
 }
 
 pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
+    if let Some(flag) = loaded.adhoc {
+        return format!(
+            "no MCP server `{id}`: with {flag} the one server is `{}` (no config file is read)",
+            adhoc::ID
+        );
+    }
     let known: Vec<&str> = loaded
         .config
         .servers
