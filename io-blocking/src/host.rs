@@ -154,7 +154,7 @@ impl Model for CommandModel {
         let mut command = Command::new(program);
         // On Linux the model dies with rho, whatever ends rho.
         #[cfg(any(target_os = "linux", target_os = "android"))]
-        crate::process::die_with_parent(&mut command);
+        rho_os::process::die_with_parent(&mut command);
         let mut child = command
             .args(args)
             .env("RHO_SAMPLING_SYSTEM_PROMPT", system)

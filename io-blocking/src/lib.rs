@@ -24,7 +24,6 @@ pub mod backlog;
 mod driver;
 pub mod host;
 pub mod http_client;
-pub mod process;
 pub mod record;
 mod runtime;
 mod stdio;

@@ -11,7 +11,7 @@
 //!
 //! Implementation note: a stdio server is spawned on whichever thread runs
 //! its task, and on Linux it is killed when that *thread* exits (its
-//! parent-death signal, see `rho_io_blocking::process`), so the executor
+//! parent-death signal, see `rho_os::process`), so the executor
 //! must run on threads that live as long as the sessions (the `rho` CLI
 //! runs it on its main thread).
 

@@ -1,5 +1,5 @@
 //! A stdio server's child process on smol: the command is prepared exactly
-//! as on threads (`rho_io_blocking::process::prepare_command`: no shell, a
+//! as on threads (`rho_os::process::prepare_command`: no shell, a
 //! computed environment, its own process group), then run with
 //! async-process. Three small tasks pump stdout into the session task,
 //! write stdin from a queue, and drain stderr into tracing and a bounded
@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
-use rho_io_blocking::process::{
+use rho_os::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
 use rho_proto_core::config::StdioConfig;
