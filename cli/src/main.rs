@@ -20,6 +20,7 @@ mod oauth_login;
 mod output;
 mod plugins;
 mod questions;
+mod sampling;
 mod signals;
 
 use std::path::PathBuf;

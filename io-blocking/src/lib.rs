@@ -22,12 +22,12 @@
 
 pub mod backlog;
 mod driver;
-pub mod host;
 pub mod http_client;
 pub mod record;
 mod runtime;
 mod stdio;
 
 pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
+pub use rho_proto_core::host;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use runtime::{Runtime, RuntimeOptions};

@@ -25,9 +25,9 @@ use serde_json::Value;
 
 use crate::backlog::{Backlog, CALLER_ROOM, Room, not_reading_reason};
 use crate::driver::{self, Command, Input, SharedHealth};
-use crate::host::HostServices;
 use crate::record::TranscriptSink;
 use rho_proto_core::driving::{CallUpdate, StartupOutcome};
+use rho_proto_core::host::HostServices;
 
 /// What the runtime takes from its surroundings.
 #[derive(Clone, Debug)]

@@ -12,12 +12,12 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_io_blocking::backlog::Backlog;
-use rho_io_blocking::host::HostServices;
 use rho_io_blocking::record::TranscriptSink;
 use rho_io_blocking::{new_agent, run_exchange_bounded};
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
+use rho_proto_core::host::HostServices;
 use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
@@ -240,7 +240,7 @@ pub(crate) async fn run(args: TaskArgs) {
                     executor
                         .spawn(async move {
                             let answer = smol::unblock(move || {
-                                rho_io_blocking::host::answer(&host, &server, &kind)
+                                rho_proto_core::host::answer(&host, &server, &kind)
                             })
                             .await;
                             let _ = answers

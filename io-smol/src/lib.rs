@@ -43,5 +43,6 @@ mod runtime;
 mod stdio;
 
 pub use rho_io_blocking::RuntimeOptions;
+pub use rho_proto_core::host;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use runtime::Runtime;

@@ -49,6 +49,7 @@ pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod host;
 pub mod http;
 pub mod jsonrpc;
 pub mod naming;
