@@ -16,9 +16,8 @@ use rho_proto_core::session::{CallError, CloseReason, Event};
 
 use crate::backlog::Backlog;
 use crate::http_client::HttpClient;
-use crate::record::TranscriptSink;
 use crate::stdio::StdioChild;
-use rho_proto_core::host::HostServices;
+use rho_proto_core::host::{HostServices, TranscriptSink};
 
 /// What wakes a driver on threads: replies go through std channels.
 pub(crate) type Input = rho_proto_core::driving::Input<Sender<CallUpdate>>;
@@ -74,7 +73,11 @@ impl Io {
 pub(crate) fn run(
     config: ServerConfig,
     ambient: Arc<Vec<(String, String)>>,
-    (root, host, record): (Option<String>, HostServices, Option<TranscriptSink>),
+    (root, host, record): (
+        Option<String>,
+        HostServices,
+        Option<Arc<dyn TranscriptSink>>,
+    ),
     grace: Duration,
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,

@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_io_blocking::RuntimeOptions;
 use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::config::Config;
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};

@@ -11,6 +11,12 @@
 //! nothing: what to run and with which environment is computed by the
 //! core (`rho_proto_core::env`, `rho_proto_core::process`); this crate
 //! turns it into system calls. It also holds the one `unsafe` block of
-//! the workspace, the `pre_exec` hook of [`process::die_with_parent`].
+//! the workspace, the `pre_exec` hook of [`process::die_with_parent`], and
+//! the one place runtime options are read from the process's environment
+//! ([`options_from_process_env`]; the core's `RuntimeOptions` is plain
+//! data).
 
+mod env;
 pub mod process;
+
+pub use env::options_from_process_env;

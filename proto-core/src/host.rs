@@ -1,8 +1,16 @@
-//! What the host lends a runtime for questions from servers: someone to
-//! ask (forms, sampling confirmations), a model to spend, and a ledger to
+//! What the host hands a runtime: [`RuntimeOptions`], plain data both
+//! executors take (the ambient environment, the workspace, the shutdown
+//! grace, an interrupt flag), and the services it lends: where transcripts
+//! go ([`TranscriptSink`]) and, for questions from servers, someone to ask
+//! (forms, sampling confirmations), a model to spend, and a ledger to
 //! record the spend. All optional: a runtime without a responder declares
 //! no elicitation, and one without a model declares no sampling, so a
 //! well-behaved server never asks.
+//!
+//! Nothing here reads the process's environment: `rho_os` builds the
+//! options from it (`options_from_process_env`, re-exported by both
+//! executors), and a host that wants another environment (a test, an
+//! embedding) calls [`RuntimeOptions::new`] and never touches its own.
 //!
 //! Only the traits live here, and [`answer`], the one place a question is
 //! answered, shared by both executors (the smol one runs it on its
@@ -10,14 +18,86 @@
 //! the server's `sampling = "ask"`), calls the model only on a yes, and
 //! records the spend. The implementations do IO (a terminal, a model
 //! command, a ledger file) and belong to the host: the `rho` CLI's are in
-//! its `questions` and `sampling` modules.
+//! its `questions` and `sampling` modules, and its transcript file.
 
+use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
 
 use crate::driving::Answer;
 use crate::elicitation::{Form, FormAnswer};
+use crate::process::SHUTDOWN_GRACE;
 use crate::sampling::{SamplingRequest, summary};
 use crate::session::{Question, SamplingAnswer};
+
+/// What a runtime takes from its surroundings, on either executor.
+#[derive(Clone)]
+pub struct RuntimeOptions {
+    /// The ambient environment stdio servers' environments are computed
+    /// from (see [`crate::env`]).
+    pub ambient: Vec<(String, String)>,
+    /// How long a stdio server gets to exit after its input closes.
+    pub shutdown_grace: Duration,
+    /// The session workspace, offered to servers as their one root
+    /// (`roots/list`). `None` declares no roots.
+    pub workspace: Option<PathBuf>,
+    /// Who answers servers' questions, the model, the usage ledger.
+    pub host: HostServices,
+    /// Record every session's transcript here (`--record FILE`).
+    pub record: Option<Arc<dyn TranscriptSink>>,
+    /// Once set (the `rho` CLI sets it from SIGINT, SIGTERM and SIGHUP),
+    /// startup stops waiting within 50 ms: every server not yet ready is
+    /// closed, its process group killed, and reported as failed with
+    /// "startup was interrupted". `None` waits out the budgets.
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl RuntimeOptions {
+    /// Options with this ambient environment and workspace, the default
+    /// shutdown grace, no host services, no transcript and no interrupt.
+    pub fn new(ambient: Vec<(String, String)>, workspace: Option<PathBuf>) -> Self {
+        Self {
+            ambient,
+            shutdown_grace: SHUTDOWN_GRACE,
+            workspace,
+            host: HostServices::default(),
+            record: None,
+            interrupt: None,
+        }
+    }
+
+    /// The workspace as a `file://` URI, when it is an absolute path.
+    pub fn workspace_root(&self) -> Option<String> {
+        let path = self.workspace.as_ref()?;
+        url::Url::from_directory_path(path).ok().map(String::from)
+    }
+}
+
+impl std::fmt::Debug for RuntimeOptions {
+    /// Variable names only: ambient values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.ambient.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("RuntimeOptions")
+            .field("ambient", &names)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("workspace", &self.workspace)
+            .field("host", &self.host)
+            .field("record", &self.record.is_some())
+            .field("interrupt", &self.interrupt)
+            .finish()
+    }
+}
+
+/// Where a run's transcript lines go (`--record FILE`): every session's
+/// lines, in the format of [`crate::transcript`], appended as the drivers
+/// take them (each line names its session). Shared by every session of a
+/// run, so writes from several drivers must not interleave within a line.
+pub trait TranscriptSink: Send + Sync {
+    /// Appends `lines` (possibly none). A failure to write is the sink's
+    /// to report; it never ends the session being recorded.
+    fn write(&self, lines: Vec<String>);
+}
 
 /// Puts questions in front of a person. Calls may block for as long as the
 /// person takes; the call's budget is paused meanwhile.
@@ -201,6 +281,29 @@ mod tests {
             Answer::Sampling(answer) => answer,
             other => panic!("not a sampling answer: {other:?}"),
         }
+    }
+
+    #[test]
+    fn the_workspace_is_a_root_only_when_absolute_and_debug_hides_values() {
+        let mut options = RuntimeOptions::new(
+            vec![("TOKEN".to_owned(), "s3cret".to_owned())],
+            Some(PathBuf::from("/work/project")),
+        );
+        assert_eq!(options.shutdown_grace, SHUTDOWN_GRACE);
+        assert!(options.record.is_none() && options.interrupt.is_none());
+        assert_eq!(
+            options.workspace_root().as_deref(),
+            Some("file:///work/project/")
+        );
+        let shown = format!("{options:?}");
+        assert!(
+            shown.contains("TOKEN") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        options.workspace = Some(PathBuf::from("relative"));
+        assert_eq!(options.workspace_root(), None);
+        options.workspace = None;
+        assert_eq!(options.workspace_root(), None);
     }
 
     #[test]

@@ -8,8 +8,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::elicitation::{FieldKind, Form, FormAnswer};
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::host::{HostServices, Model, Responder, UsageLedger};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::session::CallError;
