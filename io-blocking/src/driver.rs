@@ -14,9 +14,9 @@ use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 
-use crate::backlog::Backlog;
 use crate::http_client::HttpClient;
 use crate::stdio::StdioChild;
+use rho_proto_core::backlog::Backlog;
 use rho_proto_core::host::{HostServices, TranscriptSink};
 
 /// What wakes a driver on threads: replies go through std channels.

@@ -20,7 +20,7 @@
 //! runtime.shutdown();
 //! ```
 
-pub mod backlog;
+mod backlog;
 mod driver;
 pub mod http_client;
 mod runtime;

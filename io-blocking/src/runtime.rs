@@ -22,8 +22,9 @@ use rho_proto_core::session::Progress;
 use rho_proto_core::status::ServerStatus;
 use serde_json::Value;
 
-use crate::backlog::{Backlog, CALLER_ROOM, Room, not_reading_reason};
+use crate::backlog::{Room, wait_for_room};
 use crate::driver::{self, Command, Input, SharedHealth};
+use rho_proto_core::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::driving::{CallUpdate, StartupOutcome};
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
 
@@ -282,7 +283,7 @@ impl Runtime {
                 .map(|v| v.id)
                 .unwrap_or_default()
         };
-        match driver.backlog.wait_for_room(CALLER_ROOM, until, cancel) {
+        match wait_for_room(&driver.backlog, CALLER_ROOM, until, cancel) {
             Room::Ready => {}
             Room::Cancelled => {
                 return Err(ToolCallError::Call(

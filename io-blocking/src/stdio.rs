@@ -5,7 +5,7 @@
 //!
 //! Threads per child: one reader (stdout), one writer (stdin, so a server
 //! that stops reading can never block the driver), one stderr drain. Both
-//! pipes are bounded without dropping a byte (see [`crate::backlog`]): the
+//! pipes are bounded without dropping a byte (see `rho_proto_core::backlog`): the
 //! reader runs on credits the driver returns, and the writer's queue is
 //! counted so that callers and the reader can wait for it.
 
@@ -22,7 +22,7 @@ use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::redact::Redactor;
 use rho_proto_core::stderr::StderrTail;
 
-use crate::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
+use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 
 /// A running stdio server.
 pub(crate) struct StdioChild {

@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::backlog::Backlog;
 use rho_io_blocking::{new_agent, run_exchange_bounded};
+use rho_proto_core::backlog::Backlog;
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};

@@ -20,7 +20,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
+use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;

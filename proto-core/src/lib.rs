@@ -39,6 +39,7 @@
 //! # let _ = startup_times_out;
 //! ```
 
+pub mod backlog;
 pub mod config;
 pub mod connection;
 pub mod content;
