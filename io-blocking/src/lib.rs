@@ -6,6 +6,12 @@
 //! The host sees a [`Runtime`]: start every enabled server concurrently,
 //! read per-server status and the exported tools, call tools, shut down.
 //!
+//! Like `rho-io-smol`, its sibling, it stands on `rho-proto-core` (the
+//! protocol, the [`RuntimeOptions`], the host's services, the backpressure
+//! counters) and `rho-os` (starting and killing a stdio server). Its ureq
+//! exchange runner ([`run_exchange_bounded`]) is public: io-smol runs it
+//! on smol's blocking pool, and the CLI's OAuth flows use [`run_exchange`].
+//!
 //! ```no_run
 //! use rho_io_blocking::{Runtime, options_from_process_env};
 //! let config = rho_proto_core::config::parse(

@@ -11,6 +11,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+// io-smol's only use of io-blocking: the ureq exchange runner, below.
 use rho_io_blocking::{new_agent, run_exchange_bounded};
 use rho_proto_core::backlog::Backlog;
 use rho_proto_core::config::{ServerConfig, Transport};

@@ -6,6 +6,13 @@
 //! number of servers share whatever threads run the executor — the `rho`
 //! CLI runs it on its main thread only.
 //!
+//! # Layering
+//!
+//! This crate stands on `rho-proto-core` (the protocol, the
+//! [`RuntimeOptions`], the host's services, the backpressure counters)
+//! and `rho-os` (starting and killing a stdio server). Its one use of its
+//! sibling `rho-io-blocking` is the ureq exchange runner described next.
+//!
 //! # HTTP: ureq on the blocking pool
 //!
 //! Streamable HTTP exchanges run with the same ureq code as the thread

@@ -4,8 +4,12 @@
 //! words mean, lives here; nothing here touches a socket, a process, a clock,
 //! the environment or a random generator. Time comes in as `now: Instant`,
 //! bytes come in through `handle_*` methods, and everything the core wants
-//! done comes out through `poll_*` methods. Executors (`rho-io-blocking`, and
-//! later `rho-io-smol`) own the IO and drive the core.
+//! done comes out through `poll_*` methods. Executors (`rho-io-blocking`
+//! on threads, `rho-io-smol` on tasks) own the IO and drive the core; they
+//! are siblings that each depend on this crate and on `rho-os` (the system
+//! calls both make), never on each other. What they share beyond the
+//! protocol is here too, as data or traits: the host's options and
+//! services ([`host`]) and the backpressure counters ([`backlog`]).
 //!
 //! # The drain rule
 //!
