@@ -174,7 +174,7 @@ fn rho_config(spec: &WorkerSpec) -> Result<rho_proto_core::config::Config, Strin
 /// Options as the CLI builds them, minus the workspace root: no client in
 /// the comparison declares roots, so every server does the same work.
 fn rho_options() -> rho_io_blocking::RuntimeOptions {
-    let mut options = rho_io_blocking::RuntimeOptions::from_process_env();
+    let mut options = rho_io_blocking::options_from_process_env();
     options.workspace = None;
     options.shutdown_grace = Duration::from_millis(500);
     options

@@ -15,9 +15,9 @@ use std::process::ExitCode;
 use std::sync::Arc;
 use std::time::Duration;
 
-use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::Config;
 use rho_proto_core::content;
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::session::{CallError, Progress};
 use serde_json::json;

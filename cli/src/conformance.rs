@@ -16,7 +16,6 @@ use serde_json::{Value, json};
 
 use crate::Failure;
 use crate::host::{Host, RuntimeKind};
-use rho_io_blocking::RuntimeOptions;
 
 /// What a scenario asks of the client once it is connected.
 enum Action {
@@ -69,7 +68,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         }
     }
     // The suite answers no prompt: forms take their defaults.
-    let mut options = RuntimeOptions::from_process_env();
+    let mut options = rho_os::options_from_process_env();
     options.host = crate::questions::services(true, None);
     let cancel = crate::signals::install();
     options.interrupt = Some(std::sync::Arc::clone(&cancel));

@@ -12,8 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use clap::ValueEnum;
-use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::Config;
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};

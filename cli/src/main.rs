@@ -28,8 +28,10 @@ mod oauth_login;
 mod output;
 mod plugins;
 mod questions;
+mod sampling;
 mod signals;
 mod tool_args;
+mod transcript_file;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -38,7 +40,7 @@ use clap::{Args, Parser, Subcommand};
 
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
-use rho_io_blocking::RuntimeOptions;
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::redact::Redactor;
 
 /// rho's MCP client: configure, inspect and exercise MCP servers.
@@ -385,12 +387,12 @@ fn run_mcp(
         McpCommand::Import(args) => return import::run(config, args),
         _ => {}
     }
-    let mut options = RuntimeOptions::from_process_env();
+    let mut options = rho_os::options_from_process_env();
     if let Some(path) = record {
-        let sink = rho_io_blocking::record::TranscriptSink::create(path).map_err(|e| {
+        let sink = transcript_file::TranscriptFile::create(path).map_err(|e| {
             Failure::Usage(format!("cannot create transcript {}: {e}", path.display()))
         })?;
-        options.record = Some(sink);
+        options.record = Some(std::sync::Arc::new(sink));
     }
     if let Some(path) = workspace {
         let absolute = std::path::absolute(path)

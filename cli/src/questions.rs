@@ -24,11 +24,11 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rho_io_blocking::host::{
-    CommandModel, FileLedger, HostServices, Model, Responder, UsageLedger,
-};
 use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer, check_field_answer};
+use rho_proto_core::host::{HostServices, Model, Responder, UsageLedger};
 use rho_proto_core::terminal::{self, sanitize_line};
+
+use crate::sampling::{CommandModel, FileLedger};
 
 /// Whether a person can be asked: a terminal on both ends, not in CI.
 pub(crate) fn person_present() -> bool {

@@ -170,7 +170,7 @@ fn kill_children() {
                 continue;
             };
             for pid in children.split_whitespace().filter_map(|p| p.parse().ok()) {
-                rho_io_blocking::process::kill_group(pid);
+                rho_os::process::kill_group(pid);
             }
         }
     }

@@ -1,128 +1,37 @@
-//! Backpressure on a server's transport, shared by both executors.
-//!
-//! Three limits keep rho's memory flat whatever a server does:
-//!
-//! - **stdout**: the reader holds a few [`STDOUT_CREDITS`]; it spends one
-//!   per chunk it hands to the session and gets it back once the session
-//!   has handled that chunk. A session that falls behind (a server writing
-//!   `yes`, or a flood of log notifications) stops the reader, the pipe
-//!   fills, and the server blocks in its own `write`. At most
-//!   `STDOUT_CREDITS` chunks are ever in flight.
-//! - **stdin**: a [`Backlog`] counts the bytes queued for the child and
-//!   not yet written. Nothing queued is ever dropped. Callers wait for room
-//!   ([`CALLER_ROOM`]) before they send another call, bounded by the call
-//!   budget; and while the backlog is over [`READ_PAUSE`] (the server is
-//!   not reading, yet what it writes keeps causing answers, such as pings)
-//!   the stdout reader pauses too, so neither direction grows without
-//!   bound.
-//! - **HTTP bodies**: a [`Backlog`] per session counts the response bytes
-//!   handed to the session and not yet handled; an exchange stops reading
-//!   its body while more than [`BODY_IN_FLIGHT`] wait, so a server
-//!   streaming without pause waits on TCP flow control instead.
+//! Waiting for room in a [`Backlog`] on threads: the blocking half of
+//! `rho_proto_core::backlog`, whose counters and limits both executors
+//! share (the smol executor awaits a timer instead of sleeping).
 
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::time::{Duration, Instant};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Instant;
 
-/// Chunks of stdout in flight between the reader and the session.
-pub const STDOUT_CREDITS: usize = 4;
+use rho_proto_core::backlog::{BACKLOG_POLL, Backlog};
 
-/// The size of one stdout read.
-pub const STDOUT_CHUNK: usize = 64 * 1024;
-
-/// Callers wait before sending a call while more than this many bytes wait
-/// for the child's stdin.
-pub const CALLER_ROOM: usize = 1024 * 1024;
-
-/// The stdout reader pauses while more than this many bytes wait for the
-/// child's stdin.
-pub const READ_PAUSE: usize = 8 * 1024 * 1024;
-
-/// An HTTP exchange stops reading its body while more than this many
-/// bytes of the session's responses wait to be handled.
-pub const BODY_IN_FLIGHT: usize = 1024 * 1024;
-
-/// How often a waiter looks at the backlog again. Waiting happens only
-/// while a server is not keeping up, so a short poll costs nothing when
-/// it is.
-pub const BACKLOG_POLL: Duration = Duration::from_millis(2);
-
-/// Bytes handed from one side to the other and not yet taken: queued for a
-/// child's stdin and not yet written, or read from HTTP responses and not
-/// yet handled by the session.
-#[derive(Debug, Default)]
-pub struct Backlog {
-    bytes: AtomicUsize,
-    closed: AtomicBool,
-}
-
-impl Backlog {
-    /// A backlog that never makes anyone wait: for a caller that consumes
-    /// each chunk as it is reported ([`run_exchange`](crate::run_exchange)),
-    /// so there is nothing to count.
-    pub fn unlimited() -> Self {
-        Self {
-            bytes: AtomicUsize::new(0),
-            closed: AtomicBool::new(true),
+/// Blocks until at most `limit` bytes wait in `backlog`, it closes,
+/// `until` passes or `cancel` is set; returns which.
+pub(crate) fn wait_for_room(
+    backlog: &Backlog,
+    limit: usize,
+    until: Instant,
+    cancel: Option<&AtomicBool>,
+) -> Room {
+    loop {
+        if backlog.has_room(limit) {
+            return Room::Ready;
         }
-    }
-
-    /// Bytes waiting now.
-    pub fn bytes(&self) -> usize {
-        self.bytes.load(Ordering::Acquire)
-    }
-
-    /// Whether the taking side is gone (the stdin writer stopped, the
-    /// session ended): nothing will drain, so nobody should wait.
-    pub fn is_closed(&self) -> bool {
-        self.closed.load(Ordering::Acquire)
-    }
-
-    /// Whether at most `limit` bytes wait (or waiting is pointless).
-    pub fn has_room(&self, limit: usize) -> bool {
-        self.is_closed() || self.bytes() <= limit
-    }
-
-    /// `n` more bytes were handed over.
-    pub fn add(&self, n: usize) {
-        self.bytes.fetch_add(n, Ordering::AcqRel);
-    }
-
-    /// `n` of them were taken (written to the child, handled).
-    pub fn remove(&self, n: usize) {
-        // Saturating: a reset by `close` may race a late decrement.
-        let _ = self
-            .bytes
-            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
-                Some(b.saturating_sub(n))
-            });
-    }
-
-    /// The taking side is gone.
-    pub fn close(&self) {
-        self.closed.store(true, Ordering::Release);
-    }
-
-    /// Blocks until at most `limit` bytes wait, the backlog closes, `until`
-    /// passes or `cancel` is set; returns which.
-    pub fn wait_for_room(&self, limit: usize, until: Instant, cancel: Option<&AtomicBool>) -> Room {
-        loop {
-            if self.has_room(limit) {
-                return Room::Ready;
-            }
-            if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-                return Room::Cancelled;
-            }
-            if Instant::now() >= until {
-                return Room::TimedOut;
-            }
-            std::thread::sleep(BACKLOG_POLL);
+        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+            return Room::Cancelled;
         }
+        if Instant::now() >= until {
+            return Room::TimedOut;
+        }
+        std::thread::sleep(BACKLOG_POLL);
     }
 }
 
 /// How a wait for room ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Room {
+pub(crate) enum Room {
     /// There is room (or waiting is pointless).
     Ready,
     /// The deadline passed first.
@@ -131,42 +40,21 @@ pub enum Room {
     Cancelled,
 }
 
-/// Why a call was not sent: the server left its input unread for the
-/// whole call budget.
-pub fn not_reading_reason(budget: Duration, backlog: &Backlog) -> String {
-    format!(
-        "the server has not read its input for {} s ({} bytes are still waiting), so the call was not sent; \
-         the server may be stuck",
-        budget.as_secs_f64(),
-        backlog.bytes()
-    )
-}
-
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
     use super::*;
 
     #[test]
-    fn room_follows_queued_and_written_bytes() {
-        let b = Backlog::default();
-        assert!(b.has_room(10));
-        b.add(11);
-        assert!(!b.has_room(10));
-        b.remove(5);
-        assert!(b.has_room(10));
-        b.remove(100);
-        assert_eq!(b.bytes(), 0, "never below zero");
-    }
-
-    #[test]
-    fn a_closed_backlog_never_makes_anyone_wait() {
+    fn a_wait_ends_on_the_deadline_the_cancel_flag_or_the_close() {
         let b = Backlog::default();
         b.add(1000);
-        assert_eq!(b.wait_for_room(10, Instant::now(), None), Room::TimedOut);
+        assert_eq!(wait_for_room(&b, 10, Instant::now(), None), Room::TimedOut);
         let cancel = AtomicBool::new(true);
         let later = Instant::now() + Duration::from_secs(60);
-        assert_eq!(b.wait_for_room(10, later, Some(&cancel)), Room::Cancelled);
+        assert_eq!(wait_for_room(&b, 10, later, Some(&cancel)), Room::Cancelled);
         b.close();
-        assert_eq!(b.wait_for_room(10, later, None), Room::Ready);
+        assert_eq!(wait_for_room(&b, 10, later, None), Room::Ready);
     }
 }

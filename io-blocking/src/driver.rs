@@ -14,11 +14,10 @@ use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 
-use crate::backlog::Backlog;
-use crate::host::HostServices;
 use crate::http_client::HttpClient;
-use crate::record::TranscriptSink;
 use crate::stdio::StdioChild;
+use rho_proto_core::backlog::Backlog;
+use rho_proto_core::host::{HostServices, TranscriptSink};
 
 /// What wakes a driver on threads: replies go through std channels.
 pub(crate) type Input = rho_proto_core::driving::Input<Sender<CallUpdate>>;
@@ -74,7 +73,11 @@ impl Io {
 pub(crate) fn run(
     config: ServerConfig,
     ambient: Arc<Vec<(String, String)>>,
-    (root, host, record): (Option<String>, HostServices, Option<TranscriptSink>),
+    (root, host, record): (
+        Option<String>,
+        HostServices,
+        Option<Arc<dyn TranscriptSink>>,
+    ),
     grace: Duration,
     inputs: (Sender<Input>, Receiver<Input>),
     startup: Sender<StartupOutcome>,
@@ -158,7 +161,7 @@ pub(crate) fn run(
                     let spawned = std::thread::Builder::new()
                         .name(format!("rho-mcp-{server}-ask"))
                         .spawn(move || {
-                            let answer = crate::host::answer(&host, &asker, &kind);
+                            let answer = rho_proto_core::host::answer(&host, &asker, &kind);
                             let _ =
                                 answers.send(Input::Command(Command::Answer { question, answer }));
                         });

@@ -6,13 +6,19 @@
 //! The host sees a [`Runtime`]: start every enabled server concurrently,
 //! read per-server status and the exported tools, call tools, shut down.
 //!
+//! Like `rho-io-smol`, its sibling, it stands on `rho-proto-core` (the
+//! protocol, the [`RuntimeOptions`], the host's services, the backpressure
+//! counters) and `rho-os` (starting and killing a stdio server). Its ureq
+//! exchange runner ([`run_exchange_bounded`]) is public: io-smol runs it
+//! on smol's blocking pool, and the CLI's OAuth flows use [`run_exchange`].
+//!
 //! ```no_run
-//! use rho_io_blocking::{Runtime, RuntimeOptions};
+//! use rho_io_blocking::{Runtime, options_from_process_env};
 //! let config = rho_proto_core::config::parse(
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
 //! ).expect("valid config");
-//! let runtime = Runtime::start(&config, RuntimeOptions::from_process_env());
+//! let runtime = Runtime::start(&config, options_from_process_env());
 //! let result = runtime
 //!     .call_tool("mcp__everything__echo", serde_json::json!({"message": "hi"}))
 //!     .expect("call succeeds");
@@ -20,15 +26,15 @@
 //! runtime.shutdown();
 //! ```
 
-pub mod backlog;
+mod backlog;
 mod driver;
-pub mod host;
 pub mod http_client;
-pub mod process;
-pub mod record;
 mod runtime;
 mod stdio;
 
 pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
+pub use rho_os::options_from_process_env;
+pub use rho_proto_core::host;
+pub use rho_proto_core::host::RuntimeOptions;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
-pub use runtime::{Runtime, RuntimeOptions};
+pub use runtime::Runtime;

@@ -15,7 +15,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rho_proto_core::config::{Config, ServerConfig};
-use rho_proto_core::process::SHUTDOWN_GRACE;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
@@ -23,58 +22,11 @@ use rho_proto_core::session::Progress;
 use rho_proto_core::status::ServerStatus;
 use serde_json::Value;
 
-use crate::backlog::{Backlog, CALLER_ROOM, Room, not_reading_reason};
+use crate::backlog::{Room, wait_for_room};
 use crate::driver::{self, Command, Input, SharedHealth};
-use crate::host::HostServices;
-use crate::record::TranscriptSink;
+use rho_proto_core::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::driving::{CallUpdate, StartupOutcome};
-
-/// What the runtime takes from its surroundings.
-#[derive(Clone, Debug)]
-pub struct RuntimeOptions {
-    /// The ambient environment stdio servers' environments are computed
-    /// from (see `rho_proto_core::env`).
-    pub ambient: Vec<(String, String)>,
-    /// How long a stdio server gets to exit after its input closes.
-    pub shutdown_grace: Duration,
-    /// The session workspace, offered to servers as their one root
-    /// (`roots/list`). `None` declares no roots.
-    pub workspace: Option<std::path::PathBuf>,
-    /// Who answers servers' questions, the model, the usage ledger.
-    pub host: HostServices,
-    /// Record every session's transcript here (`--record FILE`).
-    pub record: Option<crate::record::TranscriptSink>,
-    /// Once set (the `rho` CLI sets it from SIGINT, SIGTERM and SIGHUP),
-    /// startup stops waiting within 50 ms: every server not yet ready is
-    /// closed, its process group killed, and reported as failed with
-    /// "startup was interrupted". `None` waits out the budgets.
-    pub interrupt: Option<Arc<AtomicBool>>,
-}
-
-impl RuntimeOptions {
-    /// The workspace as a `file://` URI, when it is an absolute path.
-    pub fn workspace_root(&self) -> Option<String> {
-        let path = self.workspace.as_ref()?;
-        url::Url::from_directory_path(path).ok().map(String::from)
-    }
-}
-
-impl RuntimeOptions {
-    /// Options from this process's environment. Variables whose name or
-    /// value is not UTF-8 are skipped: they could not be named in a config.
-    pub fn from_process_env() -> Self {
-        Self {
-            ambient: std::env::vars_os()
-                .filter_map(|(k, v)| Some((k.into_string().ok()?, v.into_string().ok()?)))
-                .collect(),
-            shutdown_grace: SHUTDOWN_GRACE,
-            workspace: std::env::current_dir().ok(),
-            host: HostServices::default(),
-            record: None,
-            interrupt: None,
-        }
-    }
-}
+use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
 
 /// Every configured server of one run. Dropping it shuts them all down.
 pub struct Runtime {
@@ -331,7 +283,7 @@ impl Runtime {
                 .map(|v| v.id)
                 .unwrap_or_default()
         };
-        match driver.backlog.wait_for_room(CALLER_ROOM, until, cancel) {
+        match wait_for_room(&driver.backlog, CALLER_ROOM, until, cancel) {
             Room::Ready => {}
             Room::Cancelled => {
                 return Err(ToolCallError::Call(
@@ -465,7 +417,11 @@ fn failed_now(error: String) -> Receiver<StartupOutcome> {
 fn spawn_driver(
     server: &ServerConfig,
     ambient: &Arc<Vec<(String, String)>>,
-    (root, host, record): (Option<String>, HostServices, Option<TranscriptSink>),
+    (root, host, record): (
+        Option<String>,
+        HostServices,
+        Option<Arc<dyn TranscriptSink>>,
+    ),
     grace: Duration,
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
     let (commands, inputs) = mpsc::channel();

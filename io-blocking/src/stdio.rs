@@ -5,7 +5,7 @@
 //!
 //! Threads per child: one reader (stdout), one writer (stdin, so a server
 //! that stops reading can never block the driver), one stderr drain. Both
-//! pipes are bounded without dropping a byte (see [`crate::backlog`]): the
+//! pipes are bounded without dropping a byte (see `rho_proto_core::backlog`): the
 //! reader runs on credits the driver returns, and the writer's queue is
 //! counted so that callers and the reader can wait for it.
 
@@ -16,12 +16,13 @@ use std::sync::{Arc, Mutex};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
+use rho_os::process;
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::redact::Redactor;
 use rho_proto_core::stderr::StderrTail;
 
-use crate::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
+use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 
 /// A running stdio server.
 pub(crate) struct StdioChild {
@@ -51,7 +52,7 @@ impl StdioChild {
         (events, wrap): (Sender<E>, fn(PipeEvent) -> E),
         backlog: Arc<Backlog>,
     ) -> Result<Self, String> {
-        let (mut command, program) = crate::process::prepare_command(server, config, ambient)?;
+        let (mut command, program) = process::prepare_command(server, config, ambient)?;
         let mut child = command.spawn().map_err(|e| {
             format!(
                 "server `{server}`: could not start `{}`: {e}",
@@ -61,7 +62,7 @@ impl StdioChild {
         let (Some(stdout), Some(stdin), Some(stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())
         else {
-            crate::process::kill_group(child.id());
+            process::kill_group(child.id());
             let _ = child.wait();
             return Err(format!("server `{server}`: its pipes could not be opened"));
         };
@@ -137,7 +138,7 @@ impl StdioChild {
         if self.exit.is_none() && self.wait_exit(within) {
             self.reap();
         }
-        self.exit.map(crate::process::describe_exit)
+        self.exit.map(process::describe_exit)
     }
 
     /// Polls until the child has exited (without reaping it, so its pid and
@@ -156,7 +157,7 @@ impl StdioChild {
     }
 
     fn has_exited(&mut self) -> bool {
-        crate::process::has_exited(&mut self.child)
+        process::has_exited(&mut self.child)
     }
 
     /// Kills whatever is left of the process group, then reaps the child.
@@ -164,7 +165,7 @@ impl StdioChild {
         if self.exit.is_some() {
             return;
         }
-        crate::process::kill_group(self.child.id());
+        process::kill_group(self.child.id());
         self.exit = self.child.wait().ok();
     }
 
@@ -178,7 +179,7 @@ impl StdioChild {
         self.backlog.close();
         let first = rho_proto_core::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first) {
-            crate::process::terminate_group(self.child.id());
+            process::terminate_group(self.child.id());
             if !self.wait_exit(grace.saturating_sub(first)) {
                 tracing::debug!(server = %self.server, "did not exit after SIGTERM; killing");
             }

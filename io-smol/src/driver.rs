@@ -11,13 +11,13 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::backlog::Backlog;
-use rho_io_blocking::host::HostServices;
-use rho_io_blocking::record::TranscriptSink;
+// io-smol's only use of io-blocking: the ureq exchange runner, below.
 use rho_io_blocking::{new_agent, run_exchange_bounded};
+use rho_proto_core::backlog::Backlog;
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
+use rho_proto_core::host::{HostServices, TranscriptSink};
 use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
@@ -130,7 +130,7 @@ pub(crate) struct TaskArgs {
     pub(crate) ambient: Arc<Vec<(String, String)>>,
     pub(crate) root: Option<String>,
     pub(crate) host: HostServices,
-    pub(crate) record: Option<TranscriptSink>,
+    pub(crate) record: Option<Arc<dyn TranscriptSink>>,
     pub(crate) grace: Duration,
     pub(crate) inputs: (Sender<Input>, Receiver<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
@@ -240,7 +240,7 @@ pub(crate) async fn run(args: TaskArgs) {
                     executor
                         .spawn(async move {
                             let answer = smol::unblock(move || {
-                                rho_io_blocking::host::answer(&host, &server, &kind)
+                                rho_proto_core::host::answer(&host, &server, &kind)
                             })
                             .await;
                             let _ = answers

@@ -6,6 +6,13 @@
 //! number of servers share whatever threads run the executor — the `rho`
 //! CLI runs it on its main thread only.
 //!
+//! # Layering
+//!
+//! This crate stands on `rho-proto-core` (the protocol, the
+//! [`RuntimeOptions`], the host's services, the backpressure counters)
+//! and `rho-os` (starting and killing a stdio server). Its one use of its
+//! sibling `rho-io-blocking` is the ureq exchange runner described next.
+//!
 //! # HTTP: ureq on the blocking pool
 //!
 //! Streamable HTTP exchanges run with the same ureq code as the thread
@@ -21,14 +28,14 @@
 //!
 //! ```no_run
 //! use std::sync::Arc;
-//! use rho_io_smol::{Runtime, RuntimeOptions};
+//! use rho_io_smol::{Runtime, options_from_process_env};
 //! let config = rho_proto_core::config::parse(
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
 //! ).expect("valid config");
 //! let executor = Arc::new(smol::Executor::new());
 //! smol::block_on(executor.run(async {
-//!     let runtime = Runtime::start(&executor, &config, RuntimeOptions::from_process_env()).await;
+//!     let runtime = Runtime::start(&executor, &config, options_from_process_env()).await;
 //!     let result = runtime
 //!         .call_tool("mcp__everything__echo", serde_json::json!({"message": "hi"}))
 //!         .await
@@ -42,6 +49,8 @@ mod driver;
 mod runtime;
 mod stdio;
 
-pub use rho_io_blocking::RuntimeOptions;
+pub use rho_os::options_from_process_env;
+pub use rho_proto_core::host;
+pub use rho_proto_core::host::RuntimeOptions;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use runtime::Runtime;

@@ -11,7 +11,7 @@
 //!
 //! Implementation note: a stdio server is spawned on whichever thread runs
 //! its task, and on Linux it is killed when that *thread* exits (its
-//! parent-death signal, see `rho_io_blocking::process`), so the executor
+//! parent-death signal, see `rho_os::process`), so the executor
 //! must run on threads that live as long as the sessions (the `rho` CLI
 //! runs it on its main thread).
 
@@ -20,9 +20,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_io_blocking::RuntimeOptions;
-use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
+use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::config::Config;
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};

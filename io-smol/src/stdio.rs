@@ -1,21 +1,21 @@
 //! A stdio server's child process on smol: the command is prepared exactly
-//! as on threads (`rho_io_blocking::process::prepare_command`: no shell, a
+//! as on threads (`rho_os::process::prepare_command`: no shell, a
 //! computed environment, its own process group), then run with
 //! async-process. Three small tasks pump stdout into the session task,
 //! write stdin from a queue, and drain stderr into tracing and a bounded
 //! tail. Shutdown closes stdin, waits the grace period, kills the group and
 //! reaps the child. Both pipes are bounded without dropping a byte, exactly
-//! as on threads (`rho_io_blocking::backlog`): the reader runs on credits
+//! as on threads (`rho_proto_core::backlog`): the reader runs on credits
 //! the session task returns, and the stdin queue is counted so that callers
 //! and the reader can wait for it.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
-use rho_io_blocking::process::{
+use rho_os::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
+use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::driving::PipeEvent;
 use rho_proto_core::redact::Redactor;

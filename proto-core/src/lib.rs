@@ -4,8 +4,12 @@
 //! words mean, lives here; nothing here touches a socket, a process, a clock,
 //! the environment or a random generator. Time comes in as `now: Instant`,
 //! bytes come in through `handle_*` methods, and everything the core wants
-//! done comes out through `poll_*` methods. Executors (`rho-io-blocking`, and
-//! later `rho-io-smol`) own the IO and drive the core.
+//! done comes out through `poll_*` methods. Executors (`rho-io-blocking`
+//! on threads, `rho-io-smol` on tasks) own the IO and drive the core; they
+//! are siblings that each depend on this crate and on `rho-os` (the system
+//! calls both make), never on each other. What they share beyond the
+//! protocol is here too, as data or traits: the host's options and
+//! services ([`host`]) and the backpressure counters ([`backlog`]).
 //!
 //! # The drain rule
 //!
@@ -39,6 +43,7 @@
 //! # let _ = startup_times_out;
 //! ```
 
+pub mod backlog;
 pub mod config;
 pub mod connection;
 pub mod content;
@@ -49,6 +54,7 @@ pub mod framing;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
+pub mod host;
 pub mod http;
 pub mod jsonrpc;
 pub mod naming;

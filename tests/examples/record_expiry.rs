@@ -4,9 +4,10 @@
 //!
 //! Usage: `cargo run -p rho-tests --example record_expiry -- FILE`
 
+use std::sync::Arc;
+
 use rho_io_blocking::Runtime;
-use rho_io_blocking::record::TranscriptSink;
-use rho_tests::{EverythingHttp, options_with, parse_config};
+use rho_tests::{EverythingHttp, TranscriptFile, options_with, parse_config};
 use serde_json::json;
 
 fn main() {
@@ -17,8 +18,9 @@ fn main() {
     let mut server = EverythingHttp::start();
     let mut options = options_with(&[]);
     options.workspace = None;
-    options.record =
-        Some(TranscriptSink::create(std::path::Path::new(&path)).expect("create transcript"));
+    options.record = Some(Arc::new(
+        TranscriptFile::create(std::path::Path::new(&path)).expect("create transcript"),
+    ));
     let runtime = Runtime::start(&parse_config(&server.config("remote")), options);
     let first = runtime
         .call_tool("mcp__remote__echo", json!({"message": "before"}))

@@ -7,12 +7,15 @@
 //! failing obscurely.
 
 pub mod matrix;
+mod transcript_file;
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::{self, Config};
+use rho_proto_core::host::RuntimeOptions;
+
+pub use transcript_file::TranscriptFile;
 
 /// The `tests/` folder of the repository.
 pub fn tests_dir() -> PathBuf {
@@ -92,7 +95,7 @@ pub fn parse_config(text: &str) -> Config {
 /// Runtime options with this process's environment plus `extra`, and a
 /// short shutdown grace so tests stay quick.
 pub fn options_with(extra: &[(&str, &str)]) -> RuntimeOptions {
-    let mut options = RuntimeOptions::from_process_env();
+    let mut options = rho_os::options_from_process_env();
     for (k, v) in extra {
         options.ambient.retain(|(name, _)| name != k);
         options.ambient.push(((*k).to_owned(), (*v).to_owned()));

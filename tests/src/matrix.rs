@@ -6,8 +6,8 @@
 
 use std::sync::Arc;
 
-use rho_io_blocking::RuntimeOptions;
 use rho_proto_core::config::Config;
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{ServerView, ToolCallError};

@@ -1,16 +1,16 @@
 //! Questions from a real server, on both executors: server-everything's
 //! `trigger-elicitation-request` answered through the form path by a
 //! scripted responder, and `trigger-sampling-request` behind its two gates
-//! (`sampling = "ask"` in config, then the person) with a command model and
-//! a file ledger.
+//! (`sampling = "ask"` in config, then the person) with a scripted model
+//! and an in-memory ledger (the CLI's command model and ledger file are
+//! tested in the CLI crate).
 
 use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use rho_io_blocking::RuntimeOptions;
-use rho_io_blocking::host::{CommandModel, FileLedger, HostServices, Responder};
 use rho_proto_core::elicitation::{FieldKind, Form, FormAnswer};
+use rho_proto_core::host::RuntimeOptions;
+use rho_proto_core::host::{HostServices, Model, Responder, UsageLedger};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::session::CallError;
 use rho_proto_core::status::{ReadyReport, ServerStatus};
@@ -158,46 +158,72 @@ fn json_after(text: &str, marker: &str) -> Value {
         .unwrap_or_else(|e| panic!("the reply after {marker:?} is not JSON ({e}):\n{text}"))
 }
 
-/// A model script in `dir` that saves its stdin and system prompt, leaves
-/// a marker that it ran, and prints a fixed reply.
-fn model_script(dir: &Path) -> (Vec<String>, PathBuf) {
-    let marker = dir.join("model-ran");
-    let script = dir.join("model.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\ncat > '{dir}/prompt.txt'\nprintf %s \"$RHO_SAMPLING_SYSTEM_PROMPT\" > '{dir}/system.txt'\ntouch '{marker}'\necho \"fixed model reply\"\n",
-            dir = dir.display(),
-            marker = marker.display()
-        ),
-    )
-    .expect("write the model script");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755))
-            .expect("chmod the model script");
-    }
-    (vec![script.display().to_string()], marker)
+/// A model that remembers what it was given and gives a fixed reply (the
+/// `rho` CLI's command model is tested in the CLI crate).
+#[derive(Default)]
+struct ScriptedModel {
+    calls: Mutex<Vec<(String, String)>>,
 }
 
-/// Services with `responder`, the model script in `dir`, and a ledger file
-/// there. Returns the marker the model leaves and the ledger's path.
-fn services(dir: &Path, responder: &Arc<ScriptedResponder>) -> (HostServices, PathBuf, PathBuf) {
-    let (command, marker) = model_script(dir);
-    let ledger = dir.join("ledger").join("usage.jsonl");
+impl Model for ScriptedModel {
+    fn name(&self) -> String {
+        "scripted-model".to_owned()
+    }
+
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
+        self.calls
+            .lock()
+            .expect("lock")
+            .push((system.to_owned(), prompt.to_owned()));
+        Ok("fixed model reply".to_owned())
+    }
+}
+
+/// One recorded spend: server, model, prompt and completion sizes.
+type Spend = (String, String, usize, usize);
+
+/// A ledger that keeps what it is told.
+#[derive(Default)]
+struct MemoryLedger {
+    spends: Mutex<Vec<Spend>>,
+}
+
+impl UsageLedger for MemoryLedger {
+    fn record_sampling(&self, server: &str, model: &str, prompt: usize, completion: usize) {
+        self.spends.lock().expect("lock").push((
+            server.to_owned(),
+            model.to_owned(),
+            prompt,
+            completion,
+        ));
+    }
+}
+
+/// Services with `responder`, a scripted model and a memory ledger, both
+/// returned to be inspected.
+fn services(
+    responder: &Arc<ScriptedResponder>,
+) -> (HostServices, Arc<ScriptedModel>, Arc<MemoryLedger>) {
+    let model = Arc::new(ScriptedModel::default());
+    let ledger = Arc::new(MemoryLedger::default());
     let host = HostServices {
         responder: Some(Arc::clone(responder) as Arc<dyn Responder>),
-        model: Some(Arc::new(CommandModel::new(command))),
-        ledger: Some(Arc::new(FileLedger::new(ledger.clone()))),
+        model: Some(Arc::clone(&model) as Arc<dyn Model>),
+        ledger: Some(Arc::clone(&ledger) as Arc<dyn UsageLedger>),
     };
-    (host, marker, ledger)
+    (host, model, ledger)
 }
 
-fn ledger_lines(path: &Path) -> Vec<String> {
-    std::fs::read_to_string(path)
-        .map(|text| text.lines().map(str::to_owned).collect())
-        .unwrap_or_default()
+impl ScriptedModel {
+    fn calls(&self) -> Vec<(String, String)> {
+        self.calls.lock().expect("lock").clone()
+    }
+}
+
+impl MemoryLedger {
+    fn spends(&self) -> Vec<Spend> {
+        self.spends.lock().expect("lock").clone()
+    }
 }
 
 // ----- elicitation -----
@@ -355,9 +381,8 @@ fn a_dismissed_form_cancels_the_call_and_the_session_carries_on<R: TestRuntime>(
 // ----- sampling -----
 
 fn approved_sampling_runs_the_model_and_records_one_ledger_line<R: TestRuntime>() {
-    let dir = scratch_dir("sampling-approved");
     let responder = ScriptedResponder::new(FormScript::FillEveryField, true);
-    let (host, marker, ledger) = services(&dir, &responder);
+    let (host, model, ledger) = services(&responder);
     let runtime = everything::<R>("sampling = \"ask\"\n", host);
     let (name, schema) =
         offered(&runtime, "trigger-sampling-request").expect("offered with sampling = \"ask\"");
@@ -371,7 +396,7 @@ fn approved_sampling_runs_the_model_and_records_one_ledger_line<R: TestRuntime>(
     assert!(text.contains("fixed model reply"), "{text}");
     let reply = json_after(&text, "LLM sampling result: ");
     assert_eq!(reply["content"]["text"], "fixed model reply", "{reply}");
-    assert_eq!(reply["model"], "command:model.sh", "{reply}");
+    assert_eq!(reply["model"], "scripted-model", "{reply}");
     assert_eq!(reply["role"], "assistant", "{reply}");
 
     // The person was asked once, with the server, the count and the ceiling.
@@ -384,13 +409,13 @@ fn approved_sampling_runs_the_model_and_records_one_ledger_line<R: TestRuntime>(
     );
 
     // The model got the flattened conversation and the fenced system prompt.
-    assert!(marker.exists(), "the model ran");
-    let prompt = std::fs::read_to_string(dir.join("prompt.txt")).expect("prompt saved");
+    let calls = model.calls();
+    assert_eq!(calls.len(), 1, "the model ran once: {calls:?}");
+    let (system, prompt) = &calls[0];
     assert_eq!(
         prompt,
         "User:\nResource trigger-sampling-request context: say hi"
     );
-    let system = std::fs::read_to_string(dir.join("system.txt")).expect("system prompt saved");
     assert!(
         system.contains("<mcp-sampling-system-prompt server=\"everything\">"),
         "{system}"
@@ -400,30 +425,21 @@ fn approved_sampling_runs_the_model_and_records_one_ledger_line<R: TestRuntime>(
         "{system}"
     );
 
-    let lines = ledger_lines(&ledger);
-    assert_eq!(lines.len(), 1, "{lines:?}");
-    assert!(
-        lines[0].contains("\"purpose\":\"mcp_sampling\""),
-        "{}",
-        lines[0]
-    );
-    let entry: Value = serde_json::from_str(&lines[0]).expect("a JSON line");
-    assert_eq!(entry["server"], "everything", "{entry}");
-    assert_eq!(entry["model"], "command:model.sh", "{entry}");
     assert_eq!(
-        entry["completion_chars"],
-        "fixed model reply".len(),
-        "{entry}"
+        ledger.spends(),
+        vec![(
+            "everything".to_owned(),
+            "scripted-model".to_owned(),
+            prompt.len(),
+            "fixed model reply".len()
+        )]
     );
-    assert_eq!(entry["prompt_chars"], prompt.len(), "{entry}");
     runtime.shutdown();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 fn sampling_at_the_default_config_is_not_offered_and_spends_nothing<R: TestRuntime>() {
-    let dir = scratch_dir("sampling-default");
     let responder = ScriptedResponder::new(FormScript::FillEveryField, true);
-    let (host, marker, ledger) = services(&dir, &responder);
+    let (host, model, ledger) = services(&responder);
     let runtime = everything::<R>("", host);
     assert!(
         offered(&runtime, "trigger-sampling-request").is_none(),
@@ -433,19 +449,13 @@ fn sampling_at_the_default_config_is_not_offered_and_spends_nothing<R: TestRunti
     assert!(offered(&runtime, "trigger-elicitation-request").is_some());
     runtime.shutdown();
     assert!(responder.confirmations().is_empty());
-    assert!(!marker.exists(), "the model never ran");
-    assert!(
-        ledger_lines(&ledger).is_empty(),
-        "{:?}",
-        ledger_lines(&ledger)
-    );
-    let _ = std::fs::remove_dir_all(&dir);
+    assert!(model.calls().is_empty(), "the model never ran");
+    assert!(ledger.spends().is_empty(), "{:?}", ledger.spends());
 }
 
 fn refused_sampling_is_rejected_and_the_model_never_runs<R: TestRuntime>() {
-    let dir = scratch_dir("sampling-refused");
     let responder = ScriptedResponder::new(FormScript::FillEveryField, false);
-    let (host, marker, ledger) = services(&dir, &responder);
+    let (host, model, ledger) = services(&responder);
     let runtime = everything::<R>("sampling = \"ask\"\n", host);
     let (name, _) = offered(&runtime, "trigger-sampling-request").expect("offered");
     let result = runtime
@@ -456,14 +466,9 @@ fn refused_sampling_is_rejected_and_the_model_never_runs<R: TestRuntime>() {
     assert!(text.contains("User rejected sampling request"), "{text}");
     assert!(!text.contains("fixed model reply"), "{text}");
     assert_eq!(responder.confirmations().len(), 1, "the person was asked");
-    assert!(!marker.exists(), "the model ran after a refusal");
-    assert!(
-        ledger_lines(&ledger).is_empty(),
-        "{:?}",
-        ledger_lines(&ledger)
-    );
+    assert!(model.calls().is_empty(), "the model ran after a refusal");
+    assert!(ledger.spends().is_empty(), "{:?}", ledger.spends());
     runtime.shutdown();
-    let _ = std::fs::remove_dir_all(&dir);
 }
 
 both_executors!(

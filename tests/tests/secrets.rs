@@ -8,9 +8,9 @@
 use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::record::TranscriptSink;
 use rho_proto_core::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -115,7 +115,9 @@ fn echoed_secrets_are_redacted_in_reasons_call_errors_and_transcripts<R: TestRun
     let config = parse_config(&text);
     let transcript = scratch_dir("secrets-transcript").join("run.jsonl");
     let mut options = options_with(&ambient());
-    options.record = Some(TranscriptSink::create(&transcript).expect("transcript"));
+    options.record = Some(Arc::new(
+        TranscriptFile::create(&transcript).expect("transcript"),
+    ));
     let runtime = R::start(&config, options);
 
     // Each failure shows what the server said, with the secrets hidden.

@@ -9,7 +9,6 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_io_blocking::record::TranscriptSink;
 use rho_proto_core::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -160,7 +159,9 @@ fn server_everythings_list_changed_during_discovery_lists_again_before_ready<R: 
     let dir = scratch_dir("list-changed");
     let path = dir.join("run.jsonl");
     let mut options = options_with(&[]);
-    options.record = Some(TranscriptSink::create(&path).expect("create the transcript"));
+    options.record = Some(Arc::new(
+        TranscriptFile::create(&path).expect("create the transcript"),
+    ));
     let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
     let runtime = R::start(&config, options);
     assert!(

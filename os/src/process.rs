@@ -74,8 +74,8 @@ pub fn prepare_command(
 
 /// Has the child killed (SIGKILL) by the kernel when its parent dies, so a
 /// rho that is itself SIGKILLed, or crashes, leaves no server behind (and
-/// no sampling model command: `host::CommandModel` uses it too, spawning
-/// on the thread that then waits for the model).
+/// no sampling model command: the `rho` CLI's `CommandModel` uses it too,
+/// spawning on the thread that then waits for the model).
 ///
 /// Implementation note: Linux sends the parent-death signal when the
 /// *thread* that forked the child exits, not the process. Both executors
@@ -94,7 +94,7 @@ pub fn prepare_command(
 /// there is.
 #[cfg(any(target_os = "linux", target_os = "android"))]
 #[allow(unsafe_code)]
-pub(crate) fn die_with_parent(command: &mut Command) {
+pub fn die_with_parent(command: &mut Command) {
     use rustix::process::{Signal, getpid, getppid, set_parent_process_death_signal};
     use std::os::unix::process::CommandExt;
     let parent = getpid();

@@ -1,29 +1,35 @@
 //! Where `--record FILE` transcripts go: one file per run, every session's
 //! lines appended as the drivers produce them (each line names its
-//! session). Shared by both executors.
+//! session). The core defines the format and the sink's contract
+//! (`rho_proto_core::host::TranscriptSink`); this is the file.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
 use std::path::Path;
-use std::sync::{Arc, Mutex};
+use std::sync::Mutex;
+
+use rho_proto_core::host::TranscriptSink;
 
 /// A transcript file shared by every session of a run.
-#[derive(Clone, Debug)]
-pub struct TranscriptSink {
-    file: Arc<Mutex<BufWriter<File>>>,
+#[derive(Debug)]
+pub(crate) struct TranscriptFile {
+    file: Mutex<BufWriter<File>>,
 }
 
-impl TranscriptSink {
+impl TranscriptFile {
     /// Creates (or truncates) the transcript file.
-    pub fn create(path: &Path) -> std::io::Result<Self> {
+    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
-            file: Arc::new(Mutex::new(BufWriter::new(File::create(path)?))),
+            file: Mutex::new(BufWriter::new(File::create(path)?)),
         })
     }
+}
 
-    /// Appends lines; a write failure is logged once per batch, never
-    /// fatal to the session being recorded.
-    pub fn write(&self, lines: Vec<String>) {
+impl TranscriptSink for TranscriptFile {
+    /// Appends lines under one lock, so sessions never interleave within
+    /// a batch; a write failure is logged once per batch, never fatal to
+    /// the session being recorded.
+    fn write(&self, lines: Vec<String>) {
         if lines.is_empty() {
             return;
         }

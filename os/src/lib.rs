@@ -1,0 +1,22 @@
+//! The operating-system calls both of rho's executors make, and nothing
+//! else.
+//!
+//! `rho-io-blocking` (threads) and `rho-io-smol` (tasks) are siblings:
+//! each stands on the sans-IO core in `rho-proto-core` and neither may
+//! depend on the other. Yet both start a stdio server the same way (no
+//! shell, a computed environment, its own process group, a parent-death
+//! signal on Linux) and end it the same way (signal the whole group, tell
+//! an exit without reaping). Those calls cannot live in the core, which
+//! never touches a process, so they live here once. This crate decides
+//! nothing: what to run and with which environment is computed by the
+//! core (`rho_proto_core::env`, `rho_proto_core::process`); this crate
+//! turns it into system calls. It also holds the one `unsafe` block of
+//! the workspace, the `pre_exec` hook of [`process::die_with_parent`], and
+//! the one place runtime options are read from the process's environment
+//! ([`options_from_process_env`]; the core's `RuntimeOptions` is plain
+//! data).
+
+mod env;
+pub mod process;
+
+pub use env::options_from_process_env;

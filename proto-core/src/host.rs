@@ -1,0 +1,365 @@
+//! What the host hands a runtime: [`RuntimeOptions`], plain data both
+//! executors take (the ambient environment, the workspace, the shutdown
+//! grace, an interrupt flag), and the services it lends: where transcripts
+//! go ([`TranscriptSink`]) and, for questions from servers, someone to ask
+//! (forms, sampling confirmations), a model to spend, and a ledger to
+//! record the spend. All optional: a runtime without a responder declares
+//! no elicitation, and one without a model declares no sampling, so a
+//! well-behaved server never asks.
+//!
+//! Nothing here reads the process's environment: `rho_os` builds the
+//! options from it (`options_from_process_env`, re-exported by both
+//! executors), and a host that wants another environment (a test, an
+//! embedding) calls [`RuntimeOptions::new`] and never touches its own.
+//!
+//! Only the traits live here, and [`answer`], the one place a question is
+//! answered, shared by both executors (the smol one runs it on its
+//! blocking pool): sampling asks the person first (gate two; gate one is
+//! the server's `sampling = "ask"`), calls the model only on a yes, and
+//! records the spend. The implementations do IO (a terminal, a model
+//! command, a ledger file) and belong to the host: the `rho` CLI's are in
+//! its `questions` and `sampling` modules, and its transcript file.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::Duration;
+
+use crate::driving::Answer;
+use crate::elicitation::{Form, FormAnswer};
+use crate::process::SHUTDOWN_GRACE;
+use crate::sampling::{SamplingRequest, summary};
+use crate::session::{Question, SamplingAnswer};
+
+/// What a runtime takes from its surroundings, on either executor.
+#[derive(Clone)]
+pub struct RuntimeOptions {
+    /// The ambient environment stdio servers' environments are computed
+    /// from (see [`crate::env`]).
+    pub ambient: Vec<(String, String)>,
+    /// How long a stdio server gets to exit after its input closes.
+    pub shutdown_grace: Duration,
+    /// The session workspace, offered to servers as their one root
+    /// (`roots/list`). `None` declares no roots.
+    pub workspace: Option<PathBuf>,
+    /// Who answers servers' questions, the model, the usage ledger.
+    pub host: HostServices,
+    /// Record every session's transcript here (`--record FILE`).
+    pub record: Option<Arc<dyn TranscriptSink>>,
+    /// Once set (the `rho` CLI sets it from SIGINT, SIGTERM and SIGHUP),
+    /// startup stops waiting within 50 ms: every server not yet ready is
+    /// closed, its process group killed, and reported as failed with
+    /// "startup was interrupted". `None` waits out the budgets.
+    pub interrupt: Option<Arc<AtomicBool>>,
+}
+
+impl RuntimeOptions {
+    /// Options with this ambient environment and workspace, the default
+    /// shutdown grace, no host services, no transcript and no interrupt.
+    pub fn new(ambient: Vec<(String, String)>, workspace: Option<PathBuf>) -> Self {
+        Self {
+            ambient,
+            shutdown_grace: SHUTDOWN_GRACE,
+            workspace,
+            host: HostServices::default(),
+            record: None,
+            interrupt: None,
+        }
+    }
+
+    /// The workspace as a `file://` URI, when it is an absolute path.
+    pub fn workspace_root(&self) -> Option<String> {
+        let path = self.workspace.as_ref()?;
+        url::Url::from_directory_path(path).ok().map(String::from)
+    }
+}
+
+impl std::fmt::Debug for RuntimeOptions {
+    /// Variable names only: ambient values may be secrets.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let names: Vec<&str> = self.ambient.iter().map(|(k, _)| k.as_str()).collect();
+        f.debug_struct("RuntimeOptions")
+            .field("ambient", &names)
+            .field("shutdown_grace", &self.shutdown_grace)
+            .field("workspace", &self.workspace)
+            .field("host", &self.host)
+            .field("record", &self.record.is_some())
+            .field("interrupt", &self.interrupt)
+            .finish()
+    }
+}
+
+/// Where a run's transcript lines go (`--record FILE`): every session's
+/// lines, in the format of [`crate::transcript`], appended as the drivers
+/// take them (each line names its session). Shared by every session of a
+/// run, so writes from several drivers must not interleave within a line.
+pub trait TranscriptSink: Send + Sync {
+    /// Appends `lines` (possibly none). A failure to write is the sink's
+    /// to report; it never ends the session being recorded.
+    fn write(&self, lines: Vec<String>);
+}
+
+/// Puts questions in front of a person. Calls may block for as long as the
+/// person takes; the call's budget is paused meanwhile.
+pub trait Responder: Send + Sync {
+    /// Shows a server's form, titled with the server's identity so it is
+    /// never mistaken for rho's own question, and returns the answers.
+    fn elicit(&self, server: &str, form: &Form) -> FormAnswer;
+    /// Asks whether the server may spend the user's tokens; `question`
+    /// names the server, the message count and the token ceiling.
+    fn confirm_sampling(&self, server: &str, question: &str) -> bool;
+}
+
+/// The user's model, for sampling.
+pub trait Model: Send + Sync {
+    /// The model's name, reported to the server.
+    fn name(&self) -> String;
+    /// One completion: a system prompt and one user turn.
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, String>;
+}
+
+/// Where sampling spend is recorded, apart from the user's own turns.
+pub trait UsageLedger: Send + Sync {
+    /// Records one sampling completion under the `mcp_sampling` purpose.
+    fn record_sampling(
+        &self,
+        server: &str,
+        model: &str,
+        prompt_chars: usize,
+        completion_chars: usize,
+    );
+}
+
+/// The host's side of questions, as given to a runtime.
+#[derive(Clone, Default)]
+pub struct HostServices {
+    /// Someone to ask; `None` declares no elicitation and refuses sampling.
+    pub responder: Option<Arc<dyn Responder>>,
+    /// The model; `None` declares no sampling.
+    pub model: Option<Arc<dyn Model>>,
+    /// The usage ledger, when the host keeps one.
+    pub ledger: Option<Arc<dyn UsageLedger>>,
+}
+
+impl std::fmt::Debug for HostServices {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("HostServices")
+            .field("responder", &self.responder.is_some())
+            .field("model", &self.model.is_some())
+            .field("ledger", &self.ledger.is_some())
+            .finish()
+    }
+}
+
+impl HostServices {
+    /// Whether this run can put a form in front of a person.
+    pub fn can_elicit(&self) -> bool {
+        self.responder.is_some()
+    }
+
+    /// Whether this run can sample: a model to spend and a person to ask.
+    pub fn can_sample(&self) -> bool {
+        self.model.is_some() && self.responder.is_some()
+    }
+}
+
+/// Answers one question, blocking: asks the person, and for sampling calls
+/// the model on a yes and records the spend.
+pub fn answer(services: &HostServices, server: &str, question: &Question) -> Answer {
+    match question {
+        Question::Elicitation(form) => Answer::Form(match &services.responder {
+            Some(responder) => responder.elicit(server, form),
+            None => FormAnswer::CouldNotAsk,
+        }),
+        Question::Sampling(request) => Answer::Sampling(sample(services, server, request)),
+    }
+}
+
+fn sample(services: &HostServices, server: &str, request: &SamplingRequest) -> SamplingAnswer {
+    let (Some(responder), Some(model)) = (&services.responder, &services.model) else {
+        return SamplingAnswer::Refused;
+    };
+    if !responder.confirm_sampling(server, &summary(server, request)) {
+        return SamplingAnswer::Refused;
+    }
+    match model.complete(&request.system_prompt, &request.prompt) {
+        Ok(text) => {
+            let name = model.name();
+            if let Some(ledger) = &services.ledger {
+                ledger.record_sampling(server, &name, request.prompt.len(), text.len());
+            }
+            SamplingAnswer::Completed { text, model: name }
+        }
+        Err(reason) => SamplingAnswer::Failed(reason),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Mutex;
+
+    use super::*;
+
+    /// A person who says `yes` (or not) and remembers what was asked.
+    struct Person {
+        yes: bool,
+        asked: Mutex<Vec<String>>,
+    }
+
+    impl Responder for Person {
+        fn elicit(&self, _server: &str, _form: &Form) -> FormAnswer {
+            FormAnswer::Dismissed
+        }
+        fn confirm_sampling(&self, _server: &str, question: &str) -> bool {
+            self.asked.lock().expect("lock").push(question.to_owned());
+            self.yes
+        }
+    }
+
+    /// A model that answers (or fails) and counts its calls.
+    struct Scripted {
+        reply: Result<String, String>,
+        calls: Mutex<usize>,
+    }
+
+    impl Model for Scripted {
+        fn name(&self) -> String {
+            "scripted".to_owned()
+        }
+        fn complete(&self, _system: &str, _prompt: &str) -> Result<String, String> {
+            *self.calls.lock().expect("lock") += 1;
+            self.reply.clone()
+        }
+    }
+
+    #[derive(Default)]
+    struct Ledger(Mutex<Vec<(String, String, usize, usize)>>);
+
+    impl UsageLedger for Ledger {
+        fn record_sampling(&self, server: &str, model: &str, prompt: usize, completion: usize) {
+            self.0.lock().expect("lock").push((
+                server.to_owned(),
+                model.to_owned(),
+                prompt,
+                completion,
+            ));
+        }
+    }
+
+    fn request() -> Question {
+        Question::Sampling(SamplingRequest {
+            message_count: 1,
+            max_tokens: Some(50),
+            system_prompt: "system".to_owned(),
+            prompt: "four".to_owned(),
+            ignored: Vec::new(),
+        })
+    }
+
+    fn services(
+        yes: bool,
+        reply: Result<String, String>,
+    ) -> (HostServices, Arc<Scripted>, Arc<Ledger>) {
+        let model = Arc::new(Scripted {
+            reply,
+            calls: Mutex::new(0),
+        });
+        let ledger = Arc::new(Ledger::default());
+        let services = HostServices {
+            responder: Some(Arc::new(Person {
+                yes,
+                asked: Mutex::new(Vec::new()),
+            })),
+            model: Some(Arc::clone(&model) as Arc<dyn Model>),
+            ledger: Some(Arc::clone(&ledger) as Arc<dyn UsageLedger>),
+        };
+        (services, model, ledger)
+    }
+
+    fn sampling(answer: Answer) -> SamplingAnswer {
+        match answer {
+            Answer::Sampling(answer) => answer,
+            other => panic!("not a sampling answer: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_workspace_is_a_root_only_when_absolute_and_debug_hides_values() {
+        let mut options = RuntimeOptions::new(
+            vec![("TOKEN".to_owned(), "s3cret".to_owned())],
+            Some(PathBuf::from("/work/project")),
+        );
+        assert_eq!(options.shutdown_grace, SHUTDOWN_GRACE);
+        assert!(options.record.is_none() && options.interrupt.is_none());
+        assert_eq!(
+            options.workspace_root().as_deref(),
+            Some("file:///work/project/")
+        );
+        let shown = format!("{options:?}");
+        assert!(
+            shown.contains("TOKEN") && !shown.contains("s3cret"),
+            "{shown}"
+        );
+        options.workspace = Some(PathBuf::from("relative"));
+        assert_eq!(options.workspace_root(), None);
+        options.workspace = None;
+        assert_eq!(options.workspace_root(), None);
+    }
+
+    #[test]
+    fn nobody_to_ask_means_no_form_and_no_sampling() {
+        let none = HostServices::default();
+        assert!(!none.can_elicit() && !none.can_sample());
+        let form = Question::Elicitation(Form {
+            message: "name?".to_owned(),
+            fields: Vec::new(),
+        });
+        assert!(matches!(
+            answer(&none, "s", &form),
+            Answer::Form(FormAnswer::CouldNotAsk)
+        ));
+        assert_eq!(
+            sampling(answer(&none, "s", &request())),
+            SamplingAnswer::Refused
+        );
+    }
+
+    #[test]
+    fn a_no_refuses_without_calling_the_model() {
+        let (services, model, ledger) = services(false, Ok("text".to_owned()));
+        assert!(services.can_sample());
+        assert_eq!(
+            sampling(answer(&services, "s", &request())),
+            SamplingAnswer::Refused
+        );
+        assert_eq!(*model.calls.lock().expect("lock"), 0);
+        assert!(ledger.0.lock().expect("lock").is_empty());
+    }
+
+    #[test]
+    fn a_yes_calls_the_model_and_records_the_spend() {
+        let (services, model, ledger) = services(true, Ok("completion".to_owned()));
+        assert_eq!(
+            sampling(answer(&services, "s", &request())),
+            SamplingAnswer::Completed {
+                text: "completion".to_owned(),
+                model: "scripted".to_owned()
+            }
+        );
+        assert_eq!(*model.calls.lock().expect("lock"), 1);
+        assert_eq!(
+            *ledger.0.lock().expect("lock"),
+            vec![("s".to_owned(), "scripted".to_owned(), 4, 10)]
+        );
+    }
+
+    #[test]
+    fn a_failed_model_call_is_reported_and_not_recorded() {
+        let (services, _, ledger) = services(true, Err("boom".to_owned()));
+        assert_eq!(
+            sampling(answer(&services, "s", &request())),
+            SamplingAnswer::Failed("boom".to_owned())
+        );
+        assert!(ledger.0.lock().expect("lock").is_empty());
+    }
+}
