@@ -775,6 +775,23 @@ mod tests {
     }
 
     #[test]
+    fn the_url_gets_the_placeholders_too() {
+        let plugin = read_plugin(&PluginDir {
+            root: "localhost:8123",
+            ..dir(
+                None,
+                r#"{"mcpServers": {"web": {"url": "http://${PLUGIN_ROOT}/mcp"}}}"#,
+            )
+        });
+        let Transport::StreamableHttp(http) =
+            &plugin.entries[0].config.as_ref().expect("valid").transport
+        else {
+            panic!("http")
+        };
+        assert_eq!(http.url.as_str(), "http://localhost:8123/mcp");
+    }
+
+    #[test]
     fn an_invalid_server_disables_only_itself_with_its_position() {
         let text = "{\"mcpServers\": {\n  \"good\": {\"command\": \"ok\"},\n  \"bad\": {\"command\": \"\"},\n  \"num\": {\"command\": \"x\", \"args\": [\"a\", 1]},\n  \"sse\": {\"type\": \"sse\", \"url\": \"https://x.example/sse\"},\n  \"plain\": {\"url\": \"http://example.com/mcp\"},\n  \"mixed\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"https://x.example\"},\n  \"bad name\": {\"command\": \"x\"}\n}}";
         let plugin = read_plugin(&dir(None, text));
