@@ -674,15 +674,33 @@ impl Session {
         if matches!(self.phase, Phase::Closed) {
             return;
         }
-        self.decoder.push(bytes);
-        while let Some(line) = self.decoder.next_line() {
+        // The decoder lends each line from its buffer; it is out of `self`
+        // meanwhile (taking it allocates nothing) so the line can be read
+        // without a copy.
+        let mut decoder = std::mem::take(&mut self.decoder);
+        decoder.push(bytes);
+        while let Some(line) = decoder.next_line() {
             match line {
-                Ok(line) => self.handle_message_bytes(now, &line),
+                Ok(line) => self.handle_line(now, line),
                 Err(error) => self.frame_error(now, error),
             }
             if matches!(self.phase, Phase::Closed) {
-                return;
+                break;
             }
+        }
+        self.decoder = decoder;
+    }
+
+    /// One stdio line. It is parsed as it is: the JSON parser validates
+    /// every string, so only a line that fails to parse is checked for
+    /// UTF-8, and reported as a framing error when that is what is wrong.
+    fn handle_line(&mut self, now: Instant, line: &[u8]) {
+        match Incoming::parse(line) {
+            Ok(incoming) => self.handle_incoming(now, incoming, line),
+            Err(error) => match FrameError::not_utf8(line) {
+                Some(not_utf8) => self.frame_error(now, not_utf8),
+                None => self.unparseable(now, error, line),
+            },
         }
     }
 
@@ -704,26 +722,32 @@ impl Session {
             return Ok(());
         }
         match Incoming::parse(frame) {
-            Ok(Incoming::Single(message)) => {
-                self.handle_message(now, message);
+            Ok(incoming) => {
+                self.handle_incoming(now, incoming, frame);
                 Ok(())
             }
-            Ok(Incoming::Batch(items)) => {
+            Err(error) => {
+                self.unparseable(now, error.clone(), frame);
+                Err(error)
+            }
+        }
+    }
+
+    /// A parsed frame: one message, or a batch element by element.
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming, frame: &[u8]) {
+        match incoming {
+            Incoming::Single(message) => self.handle_message(now, message),
+            Incoming::Batch(items) => {
                 for item in items {
                     // An element may have closed the session; Closed is last.
                     if matches!(self.phase, Phase::Closed) {
-                        return Ok(());
+                        return;
                     }
                     match item {
                         Ok(message) => self.handle_message(now, message),
                         Err(error) => self.unparseable(now, error, frame),
                     }
                 }
-                Ok(())
-            }
-            Err(error) => {
-                self.unparseable(now, error.clone(), frame);
-                Err(error)
             }
         }
     }
@@ -842,14 +866,15 @@ impl Session {
             return;
         }
         // A final line without a newline still counts.
-        if let Some(line) = self.decoder.finish() {
-            match line {
-                Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.frame_error(now, error),
-            }
-            if matches!(self.phase, Phase::Closed) {
-                return;
-            }
+        let mut decoder = std::mem::take(&mut self.decoder);
+        match decoder.finish() {
+            Some(Ok(line)) => self.handle_line(now, line),
+            Some(Err(error)) => self.frame_error(now, error),
+            None => {}
+        }
+        self.decoder = decoder;
+        if matches!(self.phase, Phase::Closed) {
+            return;
         }
         let during_startup = !matches!(self.phase, Phase::Ready);
         let peer_errors = self.failure_notes();
