@@ -271,20 +271,36 @@ fn parse_error_object(error: Value) -> Result<ErrorObject, ParseError> {
 
 /// Serializes an outgoing request.
 pub fn request_bytes(id: ClientRequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_request(&mut out, id, method, params);
+    out
+}
+
+/// Appends an outgoing request to `out`, its params serialized straight
+/// from their typed shape (no `Value` built first).
+pub fn write_request<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: ClientRequestId,
+    method: &str,
+    params: Option<&P>,
+) {
     #[derive(Serialize)]
-    struct Out<'a> {
+    struct Out<'a, P: ?Sized> {
         jsonrpc: &'static str,
         id: u64,
         method: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<&'a Value>,
+        params: Option<&'a P>,
     }
-    to_vec(&Out {
-        jsonrpc: "2.0",
-        id: id.0,
-        method,
-        params,
-    })
+    write(
+        out,
+        &Out {
+            jsonrpc: "2.0",
+            id: id.0,
+            method,
+            params,
+        },
+    );
 }
 
 /// Serializes an outgoing notification.
@@ -334,9 +350,20 @@ pub fn error_bytes(id: &ServerRequestId, error: &ErrorObject) -> Vec<u8> {
 }
 
 fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&mut out, value);
+    out
+}
+
+fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let start = out.len();
     // Serializing these shapes cannot fail: every map key is a string and
-    // `Value` holds no non-finite floats.
-    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
+    // `Value` holds no non-finite floats. Should one ever fail, what it
+    // wrote is taken back and an empty object stands in.
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(start);
+        out.extend_from_slice(b"{}");
+    }
 }
 
 /// An empty params object, for requests that take none.

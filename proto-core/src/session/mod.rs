@@ -47,6 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
@@ -57,13 +58,17 @@ use crate::jsonrpc::{
     ServerRequestId,
 };
 use crate::protocol::{
-    CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
+    CallToolParams, CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
+    RequestMeta, SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
 };
 
 /// How many `tools/list` pages a server may return before rho decides it is
 /// looping rather than paginating.
 pub const MAX_TOOL_PAGES: usize = 1000;
+
+/// The buffer a request is serialized into: a `tools/call` with small
+/// arguments, and the newline after it, fit without a reallocation.
+const REQUEST_CAPACITY: usize = 256;
 
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
@@ -801,7 +806,7 @@ impl Session {
         }
         if self.next_ping.is_some_and(|at| at <= now) {
             let budget = self.options.request_timeout;
-            self.send_request(Purpose::Ping, "ping", None, now + budget, budget);
+            self.send_request(Purpose::Ping, "ping", None::<&Value>, now + budget, budget);
             self.next_ping = self.options.ping_interval.map(|every| now + every);
         }
         while let Some(&(deadline, id)) = self.deadlines.first() {
@@ -1000,11 +1005,13 @@ impl Session {
         self.call_tools.insert(call.0, name.to_owned());
         // Every call carries a progress token (the call's own id), so a
         // server may report progress against it.
-        let params = json!({
-            "name": name,
-            "arguments": arguments,
-            "_meta": {"progressToken": call.0},
-        });
+        let params = CallToolParams {
+            name,
+            arguments: &arguments,
+            meta: RequestMeta {
+                progress_token: call.0,
+            },
+        };
         let budget = self.options.tool_timeout;
         self.send_request(
             Purpose::CallTool(call),
@@ -1100,17 +1107,19 @@ impl Session {
         })
     }
 
-    fn send_request(
+    fn send_request<P: Serialize + ?Sized>(
         &mut self,
         purpose: Purpose,
         method: &str,
-        params: Option<&Value>,
+        params: Option<&P>,
         deadline: Instant,
         budget: Duration,
     ) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let bytes = jsonrpc::request_bytes(ClientRequestId(id), method, params);
+        // Room for a small request and its newline in one allocation.
+        let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
+        jsonrpc::write_request(&mut bytes, ClientRequestId(id), method, params);
         let kind = match purpose {
             Purpose::Initialize | Purpose::Reinitialize => {
                 TransmitKind::Initialize(ClientRequestId(id))
@@ -1185,21 +1194,22 @@ impl Session {
                 }
             }
             Purpose::CallTool(call) => {
-                let server = self.options.server.clone();
                 let tool = self.call_tools.remove(&call.0);
-                let result = match reply {
-                    Ok(value) => CallToolResult::from_value(value)
-                        .map_err(|error| CallError::Malformed {
-                            server: server.clone(),
+                // The server's name is copied only into an error.
+                let result = match reply.map(CallToolResult::from_value) {
+                    Ok(Ok(result)) => match self.check_output(tool.as_deref(), &result) {
+                        Ok(()) => Ok(result),
+                        Err(error) => Err(CallError::OutputSchema {
+                            server: self.options.server.clone(),
                             error,
-                        })
-                        .and_then(|result| {
-                            self.check_output(tool.as_deref(), &result)
-                                .map_err(|error| CallError::OutputSchema { server, error })?;
-                            Ok(result)
                         }),
+                    },
+                    Ok(Err(error)) => Err(CallError::Malformed {
+                        server: self.options.server.clone(),
+                        error,
+                    }),
                     Err(error) => Err(CallError::Rpc {
-                        server,
+                        server: self.options.server.clone(),
                         error: Box::new(error),
                     }),
                 };
