@@ -30,6 +30,8 @@ pub mod session;
 
 use arbitrary::{Arbitrary, Unstructured};
 
+use serde_json::Value;
+
 use crate::config;
 use crate::framing::{FrameError, LineDecoder, SseDecoder, SseError, SseEvent};
 use crate::jsonrpc::{self, ClientRequestId, Incoming, Message, ServerRequestId};
@@ -83,11 +85,18 @@ pub fn decode<'a, T: Arbitrary<'a>>(data: &'a [u8]) -> Option<T> {
 // jsonrpc
 // ---------------------------------------------------------------------------
 
-/// `jsonrpc`: [`Incoming::parse`] on arbitrary bytes never panics, and
-/// every message it accepts survives a round trip through the serializer
-/// the session writes with (where one exists for its shape).
+/// `jsonrpc`: [`Incoming::parse`] on arbitrary bytes never panics, agrees
+/// with reading the frame into a whole [`Value`] first (what it skips
+/// building), and every message it accepts survives a round trip through
+/// the serializer the session writes with (where one exists for its shape).
 pub fn check_jsonrpc(data: &[u8]) {
-    match Incoming::parse(data) {
+    let parsed = Incoming::parse(data);
+    assert_eq!(
+        parsed,
+        parse_via_value(data),
+        "differs from the Value reading"
+    );
+    match parsed {
         Ok(Incoming::Single(message)) => round_trip(&message),
         Ok(Incoming::Batch(items)) => {
             assert!(!items.is_empty(), "an empty batch parsed");
@@ -99,6 +108,22 @@ pub fn check_jsonrpc(data: &[u8]) {
             }
         }
         Err(error) => drop(error.to_string()),
+    }
+}
+
+/// The slow reading [`Incoming::parse`] must agree with: the whole frame
+/// as a [`Value`], then [`Message::from_value`].
+fn parse_via_value(data: &[u8]) -> Result<Incoming, jsonrpc::ParseError> {
+    let value: Value =
+        serde_json::from_slice(data).map_err(|e| jsonrpc::ParseError::NotJson(e.to_string()))?;
+    match value {
+        Value::Array(items) if items.is_empty() => {
+            Err(jsonrpc::ParseError::Invalid("empty batch".into()))
+        }
+        Value::Array(items) => Ok(Incoming::Batch(
+            items.into_iter().map(Message::from_value).collect(),
+        )),
+        other => Message::from_value(other).map(Incoming::Single),
     }
 }
 
