@@ -7,7 +7,7 @@
 //!
 //! Sub-commands used by the harness itself: `worker SPEC` (one client
 //! process), `rmcp-echo --stdio|--http PORT` (the rmcp echo server),
-//! `core-profile small|large|roundtrip|serde N` (the core alone, for
+//! `core-profile small|large|roundtrip|serde|serde-large N` (the core alone, for
 //! `valgrind --tool=callgrind`), `core [--quick]` (only the core
 //! throughput rows, printed), `peak-rss PROGRAM ARGS...` (a command's
 //! exact peak RSS).
