@@ -185,7 +185,7 @@ impl Message {
             return Err(ParseError::Invalid("not an object".into()));
         };
         Members {
-            jsonrpc: obj.remove("jsonrpc"),
+            jsonrpc: obj.remove("jsonrpc").map(|v| Version::of(&v)),
             id: obj.remove("id"),
             method: obj.remove("method"),
             params: obj.remove("params"),
@@ -214,7 +214,7 @@ enum Frame {
 /// twice keeps its last value, as a JSON object does.
 #[derive(Default)]
 struct Members {
-    jsonrpc: Option<Value>,
+    jsonrpc: Option<Version>,
     id: Option<Value>,
     method: Option<Value>,
     params: Option<Value>,
@@ -226,9 +226,11 @@ impl Members {
     /// What the members make: the same checks in the same order whether
     /// they came from the parser or from a [`Value`].
     fn classify(self) -> Result<Message, ParseError> {
-        match &self.jsonrpc {
-            Some(Value::String(v)) if v == "2.0" => {}
-            Some(_) => return Err(ParseError::Invalid("`jsonrpc` is not \"2.0\"".into())),
+        match self.jsonrpc {
+            Some(Version::Two) => {}
+            Some(Version::Other) => {
+                return Err(ParseError::Invalid("`jsonrpc` is not \"2.0\"".into()));
+            }
             None => return Err(ParseError::Invalid("no `jsonrpc` member".into())),
         }
         let id = match self.id {
@@ -328,9 +330,13 @@ impl<'de> Visitor<'de> for FrameVisitor {
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
         let mut members = Members::default();
         while let Some(key) = map.next_key::<Key>()? {
+            if let Key::Jsonrpc = key {
+                members.jsonrpc = Some(map.next_value()?);
+                continue;
+            }
             let value: Value = map.next_value()?;
             let slot = match key {
-                Key::Jsonrpc => &mut members.jsonrpc,
+                Key::Jsonrpc => continue,
                 Key::Id => &mut members.id,
                 Key::Method => &mut members.method,
                 Key::Params => &mut members.params,
@@ -341,6 +347,78 @@ impl<'de> Visitor<'de> for FrameVisitor {
             *slot = Some(value);
         }
         Ok(Frame::Object(members))
+    }
+}
+
+/// What the `jsonrpc` member held: `"2.0"`, or anything else (read as
+/// JSON all the same, but not kept).
+enum Version {
+    Two,
+    Other,
+}
+
+impl Version {
+    fn of(value: &Value) -> Self {
+        match value {
+            Value::String(v) if v == "2.0" => Version::Two,
+            _ => Version::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
+/// Reads the `jsonrpc` member without copying a string.
+struct VersionVisitor;
+
+impl<'de> Visitor<'de> for VersionVisitor {
+    type Value = Version;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Version, E> {
+        Ok(if v == "2.0" {
+            Version::Two
+        } else {
+            Version::Other
+        })
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
+        // Read as JSON (and so checked), then dropped.
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Version::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Version, A::Error> {
+        Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        Ok(Version::Other)
     }
 }
 
@@ -758,12 +836,15 @@ mod tests {
 
     #[test]
     fn members_read_straight_agree_with_a_value_first() {
-        let cases: [&[u8]; 14] = [
+        let cases: [&[u8]; 17] = [
             br#"{"jsonrpc":"2.0","id":1,"result":{},"id":2}"#,
             br#"{"jsonrpc":"2.0","id":1,"result":{},"result":null,"x":[{"y":1}]}"#,
             br#"{"\u006a\u0073onrpc":"2.0","\u0069d":"a\nb","result":[1]}"#,
             br#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":1,"result":{}}"#,
             br#"{"jsonrpc":2,"id":1,"result":{}}"#,
+            br#"{"jsonrpc":{"v":"2.0"},"id":1,"result":{}}"#,
+            br#"{"jsonrpc":["2.0"],"id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2\u002e0","id":1,"result":{}}"#,
             br#"{"jsonrpc":"2.0","id":[1],"result":{}}"#,
             br#"{"jsonrpc":"2.0","method":7}"#,
             br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
@@ -784,11 +865,17 @@ mod tests {
         }
         assert!(
             matches!(
-                Incoming::parse(cases[13]),
+                Incoming::parse(cases[16]),
                 Err(ParseError::NotJson(e)) if e.contains("unicode")
             ),
             "a member rho does not read is still checked: a frame that parses is UTF-8"
         );
+        let bad_version = b"{\"jsonrpc\":[\"\xff\"],\"id\":1,\"result\":{}}";
+        assert_eq!(Incoming::parse(bad_version), via_value(bad_version));
+        assert!(matches!(
+            Incoming::parse(bad_version),
+            Err(ParseError::NotJson(_))
+        ));
     }
 
     #[test]
