@@ -558,7 +558,7 @@ pub struct Session {
     /// A re-listing of tools under way after `list_changed`.
     relist: Option<Relist>,
     /// The tool each call in flight called, for its outputSchema check.
-    call_tools: BTreeMap<u64, String>,
+    call_tools: BTreeMap<u64, CalledTool>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
     output_schemas: BTreeMap<String, OutputSchema>,
     /// Questions put to the host and not yet answered.
@@ -574,6 +574,16 @@ pub struct Session {
     /// A fresh `initialize` already replaced an expired session during
     /// startup; a second expiry before ready fails the session.
     reinitialized_during_startup: bool,
+}
+
+/// The tool a call in flight called, for its outputSchema check: its
+/// place in the ready tool list while that list stands (the first tool of
+/// that name, as the check would find it; no copy of the name per call),
+/// else its name (a tool not listed, or a list since replaced).
+#[derive(Debug)]
+enum CalledTool {
+    Listed(usize),
+    Named(String),
 }
 
 /// Pages of a re-listing gathered so far.
@@ -1002,7 +1012,15 @@ impl Session {
             _ => return Err(ApiMisuse::ArgumentsNotObject),
         };
         let call = CallId(self.next_id);
-        self.call_tools.insert(call.0, name.to_owned());
+        let listed = self
+            .ready
+            .as_ref()
+            .and_then(|r| r.tools.iter().position(|t| t.name == name));
+        let called = match listed {
+            Some(at) => CalledTool::Listed(at),
+            None => CalledTool::Named(name.to_owned()),
+        };
+        self.call_tools.insert(call.0, called);
         // Every call carries a progress token (the call's own id), so a
         // server may report progress against it.
         let params = CallToolParams {
@@ -1197,7 +1215,7 @@ impl Session {
                 let tool = self.call_tools.remove(&call.0);
                 // The server's name is copied only into an error.
                 let result = match reply.map(CallToolResult::from_value) {
-                    Ok(Ok(result)) => match self.check_output(tool.as_deref(), &result) {
+                    Ok(Ok(result)) => match self.check_output(tool.as_ref(), &result) {
                         Ok(()) => Ok(result),
                         Err(error) => Err(CallError::OutputSchema {
                             server: self.options.server.clone(),
@@ -1518,6 +1536,12 @@ impl Session {
                     return;
                 };
                 if let Some(ready) = &mut self.ready {
+                    // Calls in flight now hold the name of what they called.
+                    for called in self.call_tools.values_mut() {
+                        if let CalledTool::Listed(at) = *called {
+                            *called = CalledTool::Named(ready.tools[at].name.clone());
+                        }
+                    }
                     ready.tools = done.tools.clone();
                 }
                 // Revised tools may declare new schemas.
@@ -1541,13 +1565,15 @@ impl Session {
     /// rather than pass a half-answer to the model.
     fn check_output(
         &mut self,
-        tool: Option<&str>,
+        called: Option<&CalledTool>,
         result: &CallToolResult,
     ) -> Result<(), OutputError> {
-        let Some(tool) = tool.and_then(|name| {
-            self.ready
-                .as_ref()
-                .and_then(|r| r.tools.iter().find(|t| t.name == name))
+        let Some(tool) = called.and_then(|called| {
+            let tools = &self.ready.as_ref()?.tools;
+            match called {
+                CalledTool::Listed(at) => tools.get(*at),
+                CalledTool::Named(name) => tools.iter().find(|t| &t.name == name),
+            }
         }) else {
             return Ok(());
         };
