@@ -245,8 +245,13 @@ pub fn profile(kind: &str, count: usize) {
             eprintln!("{count} round trips in {spent:?}");
             return;
         }
-        "serde" => {
-            let spent = serde_only(&small_response(0), count);
+        "serde" | "serde-large" => {
+            let template = if kind == "serde" {
+                small_response(0)
+            } else {
+                text_response(0, 1 << 20)
+            };
+            let spent = serde_only(&template, count);
             eprintln!("{count} serde parses in {spent:?}");
             return;
         }

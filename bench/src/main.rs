@@ -7,8 +7,9 @@
 //!
 //! Sub-commands used by the harness itself: `worker SPEC` (one client
 //! process), `rmcp-echo --stdio|--http PORT` (the rmcp echo server),
-//! `core-profile small|large|roundtrip|serde N` (the core alone, for
-//! `valgrind --tool=callgrind`), `peak-rss PROGRAM ARGS...` (a command's
+//! `core-profile small|large|roundtrip|serde|serde-large N` (the core alone, for
+//! `valgrind --tool=callgrind`), `core [--quick]` (only the core
+//! throughput rows, printed), `peak-rss PROGRAM ARGS...` (a command's
 //! exact peak RSS).
 
 mod core;
@@ -29,6 +30,10 @@ fn main() {
             let kind = args.get(1).map_or("small", String::as_str);
             let count = args.get(2).and_then(|n| n.parse().ok()).unwrap_or(10_000);
             core::profile(kind, count);
+        }
+        Some("core") => {
+            let options = run::Options::parse(&args[1..]);
+            run::core_throughput(&options);
         }
         Some("peak-rss") if args.len() > 1 => {
             let mut command = std::process::Command::new(&args[1]);

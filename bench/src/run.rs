@@ -481,7 +481,7 @@ fn machine(env: &Env) -> BTreeMap<String, String> {
 
 // ----- 1. core -----
 
-fn core_throughput(options: &Options) -> Vec<CoreStat> {
+pub fn core_throughput(options: &Options) -> Vec<CoreStat> {
     use crate::core::*;
     let rounds = if options.quick { 1 } else { 7 };
     let mut out = Vec::new();

@@ -172,9 +172,17 @@ impl Connection {
             .unwrap_or_default()
     }
 
-    fn record(&mut self, now: Instant, kind: &str, pairs: &[(&str, Value)]) {
+    /// Records an input when recording; its fields are built only then, so
+    /// a connection that does not record pays nothing for them (no copy of
+    /// every stdio chunk, of every call's arguments).
+    fn record<const N: usize>(
+        &mut self,
+        now: Instant,
+        kind: &str,
+        pairs: impl FnOnce() -> [(&'static str, Value); N],
+    ) {
         if let Some(r) = &mut self.recorder {
-            r.input(now, kind, transcript::fields(pairs));
+            r.input(now, kind, transcript::fields(&pairs()));
         }
     }
 
@@ -182,7 +190,7 @@ impl Connection {
 
     /// Bytes from a stdio child's stdout.
     pub fn handle_stdio_bytes(&mut self, now: Instant, bytes: &[u8]) {
-        self.record(now, "stdio", &[("data", transcript::bytes_json(bytes))]);
+        self.record(now, "stdio", || [("data", transcript::bytes_json(bytes))]);
         if let Inner::Stdio(session) = &mut self.inner {
             session.handle_stdio_bytes(now, bytes);
         }
@@ -190,7 +198,7 @@ impl Connection {
 
     /// The child's stdout ended; `detail` describes its exit when known.
     pub fn handle_stdio_closed(&mut self, now: Instant, detail: Option<String>) {
-        self.record(now, "stdio_closed", &[("detail", json!(detail))]);
+        self.record(now, "stdio_closed", || [("detail", json!(detail))]);
         if let Inner::Stdio(session) = &mut self.inner {
             session.handle_transport_closed(now, detail);
         }
@@ -198,7 +206,7 @@ impl Connection {
 
     /// The transport failed in a way the executor saw (a write failed).
     pub fn handle_transport_failed(&mut self, now: Instant, reason: String) {
-        self.record(now, "transport_failed", &[("reason", json!(reason))]);
+        self.record(now, "transport_failed", || [("reason", json!(reason))]);
         match &mut self.inner {
             Inner::Stdio(session) => session.handle_transport_failed(now, reason),
             Inner::Http(_) => {}
@@ -210,23 +218,19 @@ impl Connection {
         if self.recorder.is_some() {
             let x = json!(exchange.0);
             match &input {
-                HttpInput::Head { status, headers } => self.record(
-                    now,
-                    "http_head",
-                    &[
+                HttpInput::Head { status, headers } => self.record(now, "http_head", || {
+                    [
                         ("x", x),
                         ("status", json!(status)),
                         ("headers", json!(headers)),
-                    ],
-                ),
-                HttpInput::Body(chunk) => self.record(
-                    now,
-                    "http_body",
-                    &[("x", x), ("data", transcript::bytes_json(chunk))],
-                ),
-                HttpInput::End => self.record(now, "http_end", &[("x", x)]),
+                    ]
+                }),
+                HttpInput::Body(chunk) => self.record(now, "http_body", || {
+                    [("x", x), ("data", transcript::bytes_json(chunk))]
+                }),
+                HttpInput::End => self.record(now, "http_end", || [("x", x)]),
                 HttpInput::Failed(reason) => {
-                    self.record(now, "http_failed", &[("x", x), ("reason", json!(reason))])
+                    self.record(now, "http_failed", || [("x", x), ("reason", json!(reason))])
                 }
             }
         }
@@ -245,7 +249,7 @@ impl Connection {
 
     /// Time passed; see [`Connection::poll_timeout`].
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.record(now, "timeout", &[]);
+        self.record(now, "timeout", || []);
         match &mut self.inner {
             Inner::Stdio(session) => session.handle_timeout(now),
             Inner::Http(transport) => transport.handle_timeout(now),
@@ -261,11 +265,9 @@ impl Connection {
         tool: &str,
         arguments: Value,
     ) -> Result<CallId, ApiMisuse> {
-        self.record(
-            now,
-            "call",
-            &[("tool", json!(tool)), ("args", arguments.clone())],
-        );
+        self.record(now, "call", || {
+            [("tool", json!(tool)), ("args", arguments.clone())]
+        });
         let result = match &mut self.inner {
             Inner::Stdio(session) => session.call_tool(now, tool, arguments),
             Inner::Http(transport) => transport.call_tool(now, tool, arguments),
@@ -282,7 +284,7 @@ impl Connection {
     /// Abandons a call: the server is told, and the call completes as
     /// cancelled.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
-        self.record(now, "cancel", &[("call", json!(call.0))]);
+        self.record(now, "cancel", || [("call", json!(call.0))]);
         match &mut self.inner {
             Inner::Stdio(session) => session.cancel_call(now, call),
             Inner::Http(transport) => transport.cancel_call(now, call),
@@ -291,14 +293,12 @@ impl Connection {
 
     /// Answers an elicitation question; see [`Session::answer_elicitation`].
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
-        self.record(
-            now,
-            "answer_elicitation",
-            &[
+        self.record(now, "answer_elicitation", || {
+            [
                 ("question", json!(question.0)),
                 ("answer", transcript::form_answer_json(&answer)),
-            ],
-        );
+            ]
+        });
         match &mut self.inner {
             Inner::Stdio(session) => session.answer_elicitation(now, question, answer),
             Inner::Http(transport) => transport.answer_elicitation(now, question, answer),
@@ -307,14 +307,12 @@ impl Connection {
 
     /// Answers a sampling question; see [`Session::answer_sampling`].
     pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
-        self.record(
-            now,
-            "answer_sampling",
-            &[
+        self.record(now, "answer_sampling", || {
+            [
                 ("question", json!(question.0)),
                 ("answer", transcript::sampling_answer_json(&answer)),
-            ],
-        );
+            ]
+        });
         match &mut self.inner {
             Inner::Stdio(session) => session.answer_sampling(now, question, answer),
             Inner::Http(transport) => transport.answer_sampling(now, question, answer),
@@ -324,7 +322,7 @@ impl Connection {
     /// Ends the session; [`Event::Closed`] follows (for HTTP, after the
     /// DELETE).
     pub fn close(&mut self, now: Instant) {
-        self.record(now, "close", &[]);
+        self.record(now, "close", || []);
         match &mut self.inner {
             Inner::Stdio(session) => session.close(now),
             Inner::Http(transport) => transport.close(now),

@@ -10,7 +10,9 @@
 //! memory to a fixed cap however the peer misbehaves. A line longer than the
 //! cap is reported once and dropped as its bytes arrive, so a server that
 //! writes gigabytes without a newline costs nothing but the time to skip
-//! them. What a line means is the JSON-RPC layer's business, not this one's.
+//! them. What a line means is the JSON-RPC layer's business, not this one's:
+//! even whether it is UTF-8, which parsing the JSON checks anyway (the
+//! session asks [`FrameError::not_utf8`] only of a line that did not parse).
 //!
 //! Over Streamable HTTP, a server may answer with server-sent events
 //! instead. [`SseDecoder`] interprets that stream exactly as the WHATWG HTML
@@ -73,6 +75,20 @@ impl FrameError {
             FrameError::TooLong { head, .. } | FrameError::NotUtf8 { head, .. } => head,
         }
     }
+
+    /// [`FrameError::NotUtf8`] for a line that is not UTF-8, `None` for
+    /// one that is. [`LineDecoder`] does not validate: a line that parses
+    /// as JSON is UTF-8 already (the parser checks every string, and any
+    /// other non-ASCII byte is a syntax error), so only a line that failed
+    /// to parse is worth this second look.
+    pub fn not_utf8(line: &[u8]) -> Option<Self> {
+        let error = std::str::from_utf8(line).err()?;
+        Some(FrameError::NotUtf8 {
+            len: line.len(),
+            valid_up_to: error.valid_up_to(),
+            head: line[..line.len().min(ERROR_HEAD)].to_vec(),
+        })
+    }
 }
 
 /// A size for people: `16 MiB`, `64 KiB`, or bytes.
@@ -96,29 +112,53 @@ struct Discard {
     head: Vec<u8>,
 }
 
+/// A finished line waiting for [`LineDecoder::next_line`].
+#[derive(Debug)]
+enum Ready {
+    /// A line: `buf[start..end]`.
+    Line { start: usize, end: usize },
+    /// A line that was rejected.
+    Rejected(FrameError),
+}
+
+/// The buffer capacity a decoder keeps between lines; a larger buffer,
+/// grown for a large line, is given back once a line much smaller than it
+/// has been read (so a server that answers megabytes every time keeps its
+/// buffer, and one large answer does not pin its memory for the session).
+const KEPT_CAPACITY: usize = 64 * 1024;
+
 /// Splits a byte stream into newline-delimited lines, bounded in memory.
 ///
 /// Feed chunks with [`push`](Self::push), drain with
 /// [`next_line`](Self::next_line) until it returns `None`, and at end of
-/// stream call [`finish`](Self::finish) until it returns `None`.
+/// stream call [`finish`](Self::finish) until it returns `None`. Lines are
+/// bytes, lent until the next call: a line that is not UTF-8 is delivered
+/// too (see [`FrameError::not_utf8`]).
 ///
 /// # Implementation note
 ///
-/// Every pushed byte is examined exactly once: `push` cuts complete lines
-/// off the chunk immediately and queues them, and only the unterminated tail
-/// is kept, in a buffer that can never exceed the cap. There is therefore no
-/// rescanning and no buffer compaction, and many tiny pushes cost linear
-/// time. Memory is the cap plus whatever complete lines the caller has not
-/// drained yet (at most the bytes it pushed since the last drain).
+/// Every pushed byte is examined exactly once, by `memchr`'s vectorized
+/// search for `\n`: `push` appends the chunk to one buffer, scanning only
+/// the bytes it appended, and records where each complete line lies;
+/// `next_line` lends that slice. Bytes of lines already read are dropped
+/// from the front of the buffer at the next `push` (when everything was
+/// read, that is a `clear`, keeping the allocation), so a stream of small
+/// lines allocates nothing per line and a large line is copied once, from
+/// the chunks into the buffer. Memory is the cap plus whatever complete
+/// lines the caller has not drained yet (at most the bytes it pushed since
+/// the last drain).
 #[derive(Debug)]
 pub struct LineDecoder {
     max_line: usize,
+    /// Lines read, lines waiting in `ready`, then from `tail` on the
+    /// unterminated tail of the stream (never longer than `max_line`).
+    buf: Vec<u8>,
+    /// Where the unterminated tail starts in `buf`.
+    tail: usize,
     /// Complete lines (or errors) in stream order, waiting for `next_line`.
-    ready: VecDeque<Result<Vec<u8>, FrameError>>,
-    /// Bytes held in `ready`.
+    ready: VecDeque<Ready>,
+    /// Bytes of the lines in `ready`.
     ready_bytes: usize,
-    /// The unterminated tail of the stream; never longer than `max_line`.
-    partial: Vec<u8>,
     /// Inside an oversized line: drop bytes up to its `\n`, counting them.
     discarding: Option<Discard>,
 }
@@ -135,17 +175,19 @@ impl LineDecoder {
     pub fn new(max_line: usize) -> Self {
         Self {
             max_line,
+            buf: Vec::new(),
+            tail: 0,
             ready: VecDeque::new(),
             ready_bytes: 0,
-            partial: Vec::new(),
             discarding: None,
         }
     }
 
     /// Feeds the next chunk of the stream, split anywhere.
     pub fn push(&mut self, mut bytes: &[u8]) {
+        self.release_read();
         while !bytes.is_empty() {
-            let newline = bytes.iter().position(|&b| b == b'\n');
+            let newline = memchr::memchr(b'\n', bytes);
             if let Some(discard) = &mut self.discarding {
                 match newline {
                     Some(at) => {
@@ -164,31 +206,26 @@ impl LineDecoder {
                 Some(at) => (&bytes[..at], Some(&bytes[at + 1..])),
                 None => (bytes, None),
             };
-            if self.partial.len() + piece.len() > self.max_line {
-                let partial = std::mem::take(&mut self.partial);
+            let partial = self.buf.len() - self.tail;
+            if partial + piece.len() > self.max_line {
                 let keep = ERROR_HEAD.min(self.max_line);
-                let mut head = partial[..partial.len().min(keep)].to_vec();
+                let mut head = self.buf[self.tail..self.tail + partial.min(keep)].to_vec();
                 let more = keep - head.len();
                 head.extend_from_slice(&piece[..piece.len().min(more)]);
+                self.buf.truncate(self.tail);
                 self.discarding = Some(Discard {
-                    len: partial.len() + piece.len(),
+                    len: partial + piece.len(),
                     head,
                 });
                 // The newline, if this chunk has it, ends the bad line here.
                 if rest.is_some() {
                     self.end_discard();
                 }
-            } else if rest.is_some() {
-                let line = if self.partial.is_empty() {
-                    piece.to_vec()
-                } else {
-                    let mut line = std::mem::take(&mut self.partial);
-                    line.extend_from_slice(piece);
-                    line
-                };
-                self.complete(line);
             } else {
-                self.partial.extend_from_slice(piece);
+                self.buf.extend_from_slice(piece);
+                if rest.is_some() {
+                    self.complete_tail();
+                }
             }
             bytes = rest.unwrap_or_default();
         }
@@ -197,40 +234,75 @@ impl LineDecoder {
     /// The next complete line, without its `\n` or a `\r` before it. Blank
     /// lines are skipped. `None` means more input is needed.
     #[must_use]
-    pub fn next_line(&mut self) -> Option<Result<Vec<u8>, FrameError>> {
-        let item = self.ready.pop_front()?;
-        if let Ok(line) = &item {
-            self.ready_bytes -= line.len();
+    pub fn next_line(&mut self) -> Option<Result<&[u8], FrameError>> {
+        match self.ready.pop_front()? {
+            Ready::Line { start, end } => {
+                self.ready_bytes -= end - start;
+                Some(Ok(&self.buf[start..end]))
+            }
+            Ready::Rejected(error) => Some(Err(error)),
         }
-        Some(item)
     }
 
     /// At end of stream: first any complete lines not yet drained, then the
     /// unterminated final line, if it is not blank. Call until `None`.
     #[must_use]
-    pub fn finish(&mut self) -> Option<Result<Vec<u8>, FrameError>> {
-        if let Some(item) = self.next_line() {
-            return Some(item);
+    pub fn finish(&mut self) -> Option<Result<&[u8], FrameError>> {
+        if self.ready.is_empty() {
+            if self.discarding.is_some() {
+                self.end_discard();
+            } else if self.buf.len() > self.tail {
+                self.complete_tail();
+            }
         }
-        if self.discarding.is_some() {
-            self.end_discard();
-            return self.next_line();
-        }
-        let tail = std::mem::take(&mut self.partial);
-        self.complete(tail);
         self.next_line()
     }
 
     /// Bytes currently held: undrained lines plus the unterminated tail
     /// (or the head kept of an oversized line).
     pub fn buffered(&self) -> usize {
-        self.ready_bytes + self.partial.len() + self.discarding.as_ref().map_or(0, |d| d.head.len())
+        self.ready_bytes
+            + (self.buf.len() - self.tail)
+            + self.discarding.as_ref().map_or(0, |d| d.head.len())
+    }
+
+    /// Drops the bytes of lines already read from the front of the buffer.
+    fn release_read(&mut self) {
+        // Errors hold no bytes: the first queued line, else the tail.
+        let first = self
+            .ready
+            .iter()
+            .find_map(|r| match r {
+                Ready::Line { start, .. } => Some(*start),
+                Ready::Rejected(_) => None,
+            })
+            .unwrap_or(self.tail);
+        if first == 0 {
+            return;
+        }
+        if first == self.buf.len() {
+            let read = self.buf.len();
+            self.buf.clear();
+            if self.buf.capacity() > KEPT_CAPACITY && read < self.buf.capacity() / 8 {
+                self.buf.shrink_to(KEPT_CAPACITY);
+            }
+        } else {
+            self.buf.copy_within(first.., 0);
+            self.buf.truncate(self.buf.len() - first);
+        }
+        self.tail -= first;
+        for ready in &mut self.ready {
+            if let Ready::Line { start, end } = ready {
+                *start -= first;
+                *end -= first;
+            }
+        }
     }
 
     /// The oversized line ended: report it, with its length.
     fn end_discard(&mut self) {
         if let Some(Discard { len, head }) = self.discarding.take() {
-            self.enqueue(Err(FrameError::TooLong {
+            self.ready.push_back(Ready::Rejected(FrameError::TooLong {
                 limit: self.max_line,
                 len,
                 head,
@@ -238,29 +310,23 @@ impl LineDecoder {
         }
     }
 
-    /// Validates a finished line and queues it, unless it is blank.
-    fn complete(&mut self, mut line: Vec<u8>) {
-        if line.last() == Some(&b'\r') {
-            line.pop();
+    /// The tail is a finished line: queue it, unless it is blank.
+    fn complete_tail(&mut self) {
+        let start = self.tail;
+        let mut end = self.buf.len();
+        if end > start && self.buf[end - 1] == b'\r' {
+            end -= 1;
         }
-        if line.iter().all(|&b| matches!(b, b' ' | b'\t' | b'\r')) {
+        if self.buf[start..end]
+            .iter()
+            .all(|&b| matches!(b, b' ' | b'\t' | b'\r'))
+        {
+            self.buf.truncate(start);
             return;
         }
-        match std::str::from_utf8(&line) {
-            Ok(_) => self.enqueue(Ok(line)),
-            Err(e) => self.enqueue(Err(FrameError::NotUtf8 {
-                len: line.len(),
-                valid_up_to: e.valid_up_to(),
-                head: line[..line.len().min(ERROR_HEAD)].to_vec(),
-            })),
-        }
-    }
-
-    fn enqueue(&mut self, item: Result<Vec<u8>, FrameError>) {
-        if let Ok(line) = &item {
-            self.ready_bytes += line.len();
-        }
-        self.ready.push_back(item);
+        self.tail = self.buf.len();
+        self.ready_bytes += end - start;
+        self.ready.push_back(Ready::Line { start, end });
     }
 }
 
@@ -269,13 +335,17 @@ mod tests {
     use super::*;
     use proptest::prelude::*;
 
+    fn owned(item: Result<&[u8], FrameError>) -> Result<Vec<u8>, FrameError> {
+        item.map(<[u8]>::to_vec)
+    }
+
     fn drain(decoder: &mut LineDecoder) -> Vec<Result<Vec<u8>, FrameError>> {
-        std::iter::from_fn(|| decoder.next_line()).collect()
+        std::iter::from_fn(|| decoder.next_line().map(owned)).collect()
     }
 
     fn drain_all(decoder: &mut LineDecoder) -> Vec<Result<Vec<u8>, FrameError>> {
         let mut out = drain(decoder);
-        out.extend(std::iter::from_fn(|| decoder.finish()));
+        out.extend(std::iter::from_fn(|| decoder.finish().map(owned)));
         out
     }
 
@@ -409,31 +479,82 @@ mod tests {
     }
 
     #[test]
-    fn non_utf8_line_is_skipped_with_error() {
+    fn non_utf8_line_is_delivered_and_named_on_request() {
         let mut d = LineDecoder::default();
         d.push(b"{}\n\"\xff\xfe\"\n[]\n");
         assert_eq!(
             drain(&mut d),
-            vec![
-                ok("{}"),
-                Err(FrameError::NotUtf8 {
-                    len: 4,
-                    valid_up_to: 1,
-                    head: b"\"\xff\xfe\"".to_vec(),
-                }),
-                ok("[]"),
-            ]
+            vec![ok("{}"), Ok(b"\"\xff\xfe\"".to_vec()), ok("[]")]
         );
+        assert_eq!(
+            FrameError::not_utf8(b"\"\xff\xfe\""),
+            Some(FrameError::NotUtf8 {
+                len: 4,
+                valid_up_to: 1,
+                head: b"\"\xff\xfe\"".to_vec(),
+            })
+        );
+        assert_eq!(FrameError::not_utf8("\"é\"".as_bytes()), None);
+        let long = [b'\xff'; ERROR_HEAD + 1];
+        let Some(FrameError::NotUtf8 { len, head, .. }) = FrameError::not_utf8(&long) else {
+            panic!("not UTF-8");
+        };
+        assert_eq!((len, head.len()), (ERROR_HEAD + 1, ERROR_HEAD));
+    }
+
+    #[test]
+    fn read_lines_are_released_and_the_buffer_reused() {
+        let mut d = LineDecoder::default();
+        d.push(b"{\"a\":1}\n{\"b\"");
+        assert_eq!(drain(&mut d), vec![ok("{\"a\":1}")]);
+        let capacity = d.buf.capacity();
+        d.push(b":2}\n");
+        assert_eq!(drain(&mut d), vec![ok("{\"b\":2}")]);
+        d.push(b"{}\n");
+        assert_eq!(d.buf, b"{}", "only the line not yet read is held");
+        assert_eq!(d.buf.capacity(), capacity, "no new allocation");
+        assert_eq!(drain(&mut d), vec![ok("{}")]);
+    }
+
+    #[test]
+    fn lines_left_undrained_survive_the_next_push() {
+        let mut d = LineDecoder::new(4);
+        d.push(b"a\nlonglong\nb\nc");
+        assert_eq!(d.next_line(), Some(Ok(&b"a"[..])));
+        d.push(b"d\n");
+        assert_eq!(
+            drain(&mut d),
+            vec![too_long(4, 8, b"long"), ok("b"), ok("cd")]
+        );
+        assert_eq!(d.buffered(), 0);
+    }
+
+    #[test]
+    fn a_large_buffer_is_given_back_after_a_small_line() {
+        let mut d = LineDecoder::default();
+        let big = vec![b'x'; KEPT_CAPACITY * 4];
+        d.push(&big);
+        d.push(b"\n");
+        assert_eq!(
+            d.next_line().map(|l| l.map(<[u8]>::len)),
+            Some(Ok(big.len()))
+        );
+        d.push(b"{}\n");
+        assert!(d.buf.capacity() >= big.len(), "kept while large lines come");
+        assert_eq!(drain(&mut d), vec![ok("{}")]);
+        d.push(b"[]\n");
+        assert!(d.buf.capacity() <= KEPT_CAPACITY, "{}", d.buf.capacity());
+        assert_eq!(drain(&mut d), vec![ok("[]")]);
     }
 
     #[test]
     fn finish_returns_unterminated_final_line() {
         let mut d = LineDecoder::default();
         d.push(b"{}\n[1]\r");
-        assert_eq!(d.next_line(), Some(ok("{}")));
+        assert_eq!(d.next_line().map(owned), Some(ok("{}")));
         assert_eq!(d.next_line(), None);
         assert_eq!(d.buffered(), 4);
-        assert_eq!(d.finish(), Some(ok("[1]")));
+        assert_eq!(d.finish().map(owned), Some(ok("[1]")));
         assert_eq!(d.finish(), None);
         assert_eq!(d.buffered(), 0);
     }
@@ -443,7 +564,11 @@ mod tests {
         let mut d = LineDecoder::default();
         assert_eq!(d.finish(), None);
         d.push(b"{}\n   ");
-        assert_eq!(d.finish(), Some(ok("{}")), "undrained lines come first");
+        assert_eq!(
+            d.finish().map(owned),
+            Some(ok("{}")),
+            "undrained lines come first"
+        );
         assert_eq!(d.finish(), None, "a blank tail is not a line");
     }
 
@@ -451,7 +576,7 @@ mod tests {
     fn finish_inside_oversized_line_reports_nothing_more() {
         let mut d = LineDecoder::new(2);
         d.push(b"abcdef");
-        assert_eq!(d.finish(), Some(too_long(2, 6, b"ab")));
+        assert_eq!(d.finish().map(owned), Some(too_long(2, 6, b"ab")));
         assert_eq!(d.finish(), None);
     }
 

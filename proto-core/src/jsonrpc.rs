@@ -10,6 +10,7 @@
 use std::fmt;
 
 use serde::Serialize;
+use serde::de::{self, Deserialize, Deserializer, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Value};
 
 /// A request id as it appears on the wire: a number or a string.
@@ -156,17 +157,23 @@ pub enum ParseError {
 
 impl Incoming {
     /// Parses one frame (a stdio line or an SSE `data` field).
+    ///
+    /// A message's own members are read straight into their places rather
+    /// than into a map first; everything the parser reads is still built
+    /// as JSON (members this client does not know included), so a frame
+    /// parses here exactly when it is JSON, and a parsed frame is UTF-8.
     pub fn parse(bytes: &[u8]) -> Result<Self, ParseError> {
-        let value: Value =
+        let frame: Frame =
             serde_json::from_slice(bytes).map_err(|e| ParseError::NotJson(e.to_string()))?;
-        match value {
-            Value::Array(items) if items.is_empty() => {
+        match frame {
+            Frame::Object(members) => members.classify().map(Incoming::Single),
+            Frame::Array(items) if items.is_empty() => {
                 Err(ParseError::Invalid("empty batch".into()))
             }
-            Value::Array(items) => Ok(Incoming::Batch(
+            Frame::Array(items) => Ok(Incoming::Batch(
                 items.into_iter().map(Message::from_value).collect(),
             )),
-            other => Message::from_value(other).map(Incoming::Single),
+            Frame::Other => Err(ParseError::Invalid("not an object".into())),
         }
     }
 }
@@ -177,20 +184,64 @@ impl Message {
         let Value::Object(mut obj) = value else {
             return Err(ParseError::Invalid("not an object".into()));
         };
-        match obj.get("jsonrpc") {
-            Some(Value::String(v)) if v == "2.0" => {}
-            Some(_) => return Err(ParseError::Invalid("`jsonrpc` is not \"2.0\"".into())),
+        Members {
+            jsonrpc: obj.remove("jsonrpc").map(|v| Version::of(&v)),
+            id: obj.remove("id"),
+            method: obj.remove("method"),
+            params: obj.remove("params"),
+            result: obj.remove("result"),
+            error: obj.remove("error"),
+        }
+        .classify()
+    }
+}
+
+/// A whole frame as the parser first reads it.
+// Boxing the members would cost the allocation this shape saves; a frame
+// lives on the stack for one parse.
+#[allow(clippy::large_enum_variant)]
+enum Frame {
+    /// An object: a message, perhaps.
+    Object(Members),
+    /// An array: a batch.
+    Array(Vec<Value>),
+    /// Any other JSON value.
+    Other,
+}
+
+/// The members of an object that make it a JSON-RPC message; any other
+/// member is read (and so checked as JSON) and dropped. A member named
+/// twice keeps its last value, as a JSON object does.
+#[derive(Default)]
+struct Members {
+    jsonrpc: Option<Version>,
+    id: Option<Value>,
+    method: Option<Value>,
+    params: Option<Value>,
+    result: Option<Value>,
+    error: Option<Value>,
+}
+
+impl Members {
+    /// What the members make: the same checks in the same order whether
+    /// they came from the parser or from a [`Value`].
+    fn classify(self) -> Result<Message, ParseError> {
+        match self.jsonrpc {
+            Some(Version::Two) => {}
+            Some(Version::Other) => {
+                return Err(ParseError::Invalid("`jsonrpc` is not \"2.0\"".into()));
+            }
             None => return Err(ParseError::Invalid("no `jsonrpc` member".into())),
         }
-        let id = match obj.remove("id") {
+        let id = match self.id {
             None => None,
             Some(id) => Some(parse_id(id)?),
         };
-        if let Some(method) = obj.remove("method") {
+        if let Some(method) = self.method {
             let Value::String(method) = method else {
                 return Err(ParseError::Invalid("`method` is not a string".into()));
             };
-            let params = match obj.remove("params") {
+            let params = match self.params {
                 None => None,
                 Some(p @ (Value::Object(_) | Value::Array(_))) => Some(p),
                 Some(Value::Null) => None,
@@ -210,7 +261,7 @@ impl Message {
                 None => Message::Notification { method, params },
             });
         }
-        match (obj.remove("result"), obj.remove("error")) {
+        match (self.result, self.error) {
             (Some(_), Some(_)) => Err(ParseError::Invalid(
                 "response has both `result` and `error`".into(),
             )),
@@ -226,6 +277,187 @@ impl Message {
                 "neither a request, a notification nor a response".into(),
             )),
         }
+    }
+}
+
+impl<'de> Deserialize<'de> for Frame {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(FrameVisitor)
+    }
+}
+
+struct FrameVisitor;
+
+impl<'de> Visitor<'de> for FrameVisitor {
+    type Value = Frame;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+
+    fn visit_str<E: de::Error>(self, _: &str) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Frame, E> {
+        Ok(Frame::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<Frame, A::Error> {
+        let mut items = Vec::new();
+        while let Some(item) = seq.next_element::<Value>()? {
+            items.push(item);
+        }
+        Ok(Frame::Array(items))
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<Frame, A::Error> {
+        let mut members = Members::default();
+        while let Some(key) = map.next_key::<Key>()? {
+            if let Key::Jsonrpc = key {
+                members.jsonrpc = Some(map.next_value()?);
+                continue;
+            }
+            let value: Value = map.next_value()?;
+            let slot = match key {
+                Key::Jsonrpc => continue,
+                Key::Id => &mut members.id,
+                Key::Method => &mut members.method,
+                Key::Params => &mut members.params,
+                Key::Result => &mut members.result,
+                Key::Error => &mut members.error,
+                Key::Other => continue,
+            };
+            *slot = Some(value);
+        }
+        Ok(Frame::Object(members))
+    }
+}
+
+/// What the `jsonrpc` member held: `"2.0"`, or anything else (read as
+/// JSON all the same, but not kept).
+enum Version {
+    Two,
+    Other,
+}
+
+impl Version {
+    fn of(value: &Value) -> Self {
+        match value {
+            Value::String(v) if v == "2.0" => Version::Two,
+            _ => Version::Other,
+        }
+    }
+}
+
+impl<'de> Deserialize<'de> for Version {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_any(VersionVisitor)
+    }
+}
+
+/// Reads the `jsonrpc` member without copying a string.
+struct VersionVisitor;
+
+impl<'de> Visitor<'de> for VersionVisitor {
+    type Value = Version;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("any JSON value")
+    }
+
+    fn visit_str<E: de::Error>(self, v: &str) -> Result<Version, E> {
+        Ok(if v == "2.0" {
+            Version::Two
+        } else {
+            Version::Other
+        })
+    }
+
+    fn visit_bool<E: de::Error>(self, _: bool) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_i64<E: de::Error>(self, _: i64) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_u64<E: de::Error>(self, _: u64) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_f64<E: de::Error>(self, _: f64) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_unit<E: de::Error>(self) -> Result<Version, E> {
+        Ok(Version::Other)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, seq: A) -> Result<Version, A::Error> {
+        // Read as JSON (and so checked), then dropped.
+        Value::deserialize(de::value::SeqAccessDeserializer::new(seq))?;
+        Ok(Version::Other)
+    }
+
+    fn visit_map<A: MapAccess<'de>>(self, map: A) -> Result<Version, A::Error> {
+        Value::deserialize(de::value::MapAccessDeserializer::new(map))?;
+        Ok(Version::Other)
+    }
+}
+
+/// A member name, read without copying it.
+enum Key {
+    Jsonrpc,
+    Id,
+    Method,
+    Params,
+    Result,
+    Error,
+    Other,
+}
+
+impl<'de> Deserialize<'de> for Key {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        deserializer.deserialize_identifier(KeyVisitor)
+    }
+}
+
+struct KeyVisitor;
+
+impl Visitor<'_> for KeyVisitor {
+    type Value = Key;
+
+    fn expecting(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("a member name")
+    }
+
+    fn visit_str<E: de::Error>(self, key: &str) -> Result<Key, E> {
+        Ok(match key {
+            "jsonrpc" => Key::Jsonrpc,
+            "id" => Key::Id,
+            "method" => Key::Method,
+            "params" => Key::Params,
+            "result" => Key::Result,
+            "error" => Key::Error,
+            _ => Key::Other,
+        })
     }
 }
 
@@ -271,20 +503,36 @@ fn parse_error_object(error: Value) -> Result<ErrorObject, ParseError> {
 
 /// Serializes an outgoing request.
 pub fn request_bytes(id: ClientRequestId, method: &str, params: Option<&Value>) -> Vec<u8> {
+    let mut out = Vec::new();
+    write_request(&mut out, id, method, params);
+    out
+}
+
+/// Appends an outgoing request to `out`, its params serialized straight
+/// from their typed shape (no `Value` built first).
+pub fn write_request<P: Serialize + ?Sized>(
+    out: &mut Vec<u8>,
+    id: ClientRequestId,
+    method: &str,
+    params: Option<&P>,
+) {
     #[derive(Serialize)]
-    struct Out<'a> {
+    struct Out<'a, P: ?Sized> {
         jsonrpc: &'static str,
         id: u64,
         method: &'a str,
         #[serde(skip_serializing_if = "Option::is_none")]
-        params: Option<&'a Value>,
+        params: Option<&'a P>,
     }
-    to_vec(&Out {
-        jsonrpc: "2.0",
-        id: id.0,
-        method,
-        params,
-    })
+    write(
+        out,
+        &Out {
+            jsonrpc: "2.0",
+            id: id.0,
+            method,
+            params,
+        },
+    );
 }
 
 /// Serializes an outgoing notification.
@@ -334,9 +582,20 @@ pub fn error_bytes(id: &ServerRequestId, error: &ErrorObject) -> Vec<u8> {
 }
 
 fn to_vec<T: Serialize>(value: &T) -> Vec<u8> {
+    let mut out = Vec::new();
+    write(&mut out, value);
+    out
+}
+
+fn write<T: Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let start = out.len();
     // Serializing these shapes cannot fail: every map key is a string and
-    // `Value` holds no non-finite floats.
-    serde_json::to_vec(value).unwrap_or_else(|_| b"{}".to_vec())
+    // `Value` holds no non-finite floats. Should one ever fail, what it
+    // wrote is taken back and an empty object stands in.
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(start);
+        out.extend_from_slice(b"{}");
+    }
 }
 
 /// An empty params object, for requests that take none.
@@ -557,6 +816,66 @@ mod tests {
                 String::from_utf8_lossy(input)
             );
         }
+    }
+
+    /// The reading of a frame through a whole `Value` first, which
+    /// `Incoming::parse` must agree with.
+    fn via_value(bytes: &[u8]) -> Result<Incoming, ParseError> {
+        let value: Value =
+            serde_json::from_slice(bytes).map_err(|e| ParseError::NotJson(e.to_string()))?;
+        match value {
+            Value::Array(items) if items.is_empty() => {
+                Err(ParseError::Invalid("empty batch".into()))
+            }
+            Value::Array(items) => Ok(Incoming::Batch(
+                items.into_iter().map(Message::from_value).collect(),
+            )),
+            other => Message::from_value(other).map(Incoming::Single),
+        }
+    }
+
+    #[test]
+    fn members_read_straight_agree_with_a_value_first() {
+        let cases: [&[u8]; 17] = [
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"id":2}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{},"result":null,"x":[{"y":1}]}"#,
+            br#"{"\u006a\u0073onrpc":"2.0","\u0069d":"a\nb","result":[1]}"#,
+            br#"{"jsonrpc":"2.0","jsonrpc":"1.0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":2,"id":1,"result":{}}"#,
+            br#"{"jsonrpc":{"v":"2.0"},"id":1,"result":{}}"#,
+            br#"{"jsonrpc":["2.0"],"id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2\u002e0","id":1,"result":{}}"#,
+            br#"{"jsonrpc":"2.0","id":[1],"result":{}}"#,
+            br#"{"jsonrpc":"2.0","method":7}"#,
+            br#"{"jsonrpc":"2.0","id":null,"method":"m"}"#,
+            br#"{"jsonrpc":"2.0","id":3,"error":{"code":"x","message":"m"}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{}} x"#,
+            br#""just a string""#,
+            b"null",
+            b"[]",
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{},\"note\":\"\xff\"}",
+        ];
+        for case in cases {
+            assert_eq!(
+                Incoming::parse(case),
+                via_value(case),
+                "{}",
+                String::from_utf8_lossy(case)
+            );
+        }
+        assert!(
+            matches!(
+                Incoming::parse(cases[16]),
+                Err(ParseError::NotJson(e)) if e.contains("unicode")
+            ),
+            "a member rho does not read is still checked: a frame that parses is UTF-8"
+        );
+        let bad_version = b"{\"jsonrpc\":[\"\xff\"],\"id\":1,\"result\":{}}";
+        assert_eq!(Incoming::parse(bad_version), via_value(bad_version));
+        assert!(matches!(
+            Incoming::parse(bad_version),
+            Err(ParseError::NotJson(_))
+        ));
     }
 
     #[test]

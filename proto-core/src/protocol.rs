@@ -248,6 +248,26 @@ impl ToolsPage {
     }
 }
 
+/// The params of a `tools/call` request, serialized straight into the
+/// request's bytes. Field order is wire order: `name`, `arguments`,
+/// `_meta`.
+#[derive(Debug, Serialize)]
+pub(crate) struct CallToolParams<'a> {
+    pub(crate) name: &'a str,
+    /// A JSON object.
+    pub(crate) arguments: &'a Value,
+    #[serde(rename = "_meta")]
+    pub(crate) meta: RequestMeta,
+}
+
+/// The `_meta` of a request rho sends: the token a server reports
+/// progress against.
+#[derive(Debug, Serialize)]
+pub(crate) struct RequestMeta {
+    #[serde(rename = "progressToken")]
+    pub(crate) progress_token: u64,
+}
+
 /// A `tools/call` result. The content blocks are kept as sent; rendering
 /// them for the model and the tool card is the `content` module's job.
 #[derive(Clone, Debug, PartialEq)]

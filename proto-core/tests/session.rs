@@ -689,6 +689,34 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
 }
 
 #[test]
+fn a_call_in_flight_across_a_relist_is_held_to_the_tool_as_listed_when_it_answers() {
+    let mut h = Harness::new(Harness::options());
+    h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
+    h.answer_last(json!({"tools": [tool("a"), tool("weather")]}));
+    let call = h
+        .session
+        .call_tool(h.now, "weather", json!({}))
+        .expect("ready");
+    h.drain();
+    // While the call runs, the list changes: `weather` moves to the front
+    // and now declares an outputSchema, which its answer does not keep.
+    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.answer_last(json!({"tools": [{
+        "name": "weather",
+        "inputSchema": {"type": "object"},
+        "outputSchema": {"type": "object", "required": ["t"]}
+    }]}));
+    h.server_says(json!({"jsonrpc": "2.0", "id": call.0, "result": {"content": []}}));
+    match h.events.last() {
+        Some(Event::CallCompleted {
+            call: c,
+            result: Err(CallError::OutputSchema { .. }),
+        }) if *c == call => {}
+        other => panic!("expected an outputSchema failure, got {other:?}"),
+    }
+}
+
+#[test]
 fn progress_restarts_the_call_budget_up_to_the_hard_cap() {
     let mut options = Harness::options();
     options.progress_extends_up_to = Some(Duration::from_secs(12));

@@ -679,7 +679,7 @@ impl Harness {
             Action::TransportClosed => {
                 // The session reads one final unterminated line, as here.
                 if let Some(Ok(line)) = self.shadow.finish() {
-                    self.host.received(&line);
+                    self.host.received(line);
                 }
                 self.session.handle_transport_closed(self.now, None);
                 self.step();
@@ -697,7 +697,7 @@ impl Harness {
         self.shadow.push(bytes);
         while let Some(line) = self.shadow.next_line() {
             if let Ok(line) = line {
-                self.host.received(&line);
+                self.host.received(line);
             }
         }
         self.session.handle_stdio_bytes(self.now, bytes);

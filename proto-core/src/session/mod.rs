@@ -47,6 +47,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
+use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
@@ -57,13 +58,17 @@ use crate::jsonrpc::{
     ServerRequestId,
 };
 use crate::protocol::{
-    CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
-    SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
+    CallToolParams, CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
+    RequestMeta, SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
 };
 
 /// How many `tools/list` pages a server may return before rho decides it is
 /// looping rather than paginating.
 pub const MAX_TOOL_PAGES: usize = 1000;
+
+/// The buffer a request is serialized into: a `tools/call` with small
+/// arguments, and the newline after it, fit without a reallocation.
+const REQUEST_CAPACITY: usize = 256;
 
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
@@ -553,7 +558,7 @@ pub struct Session {
     /// A re-listing of tools under way after `list_changed`.
     relist: Option<Relist>,
     /// The tool each call in flight called, for its outputSchema check.
-    call_tools: BTreeMap<u64, String>,
+    call_tools: BTreeMap<u64, CalledTool>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
     output_schemas: BTreeMap<String, OutputSchema>,
     /// Questions put to the host and not yet answered.
@@ -569,6 +574,16 @@ pub struct Session {
     /// A fresh `initialize` already replaced an expired session during
     /// startup; a second expiry before ready fails the session.
     reinitialized_during_startup: bool,
+}
+
+/// The tool a call in flight called, for its outputSchema check: its
+/// place in the ready tool list while that list stands (the first tool of
+/// that name, as the check would find it; no copy of the name per call),
+/// else its name (a tool not listed, or a list since replaced).
+#[derive(Debug)]
+enum CalledTool {
+    Listed(usize),
+    Named(String),
 }
 
 /// Pages of a re-listing gathered so far.
@@ -674,15 +689,33 @@ impl Session {
         if matches!(self.phase, Phase::Closed) {
             return;
         }
-        self.decoder.push(bytes);
-        while let Some(line) = self.decoder.next_line() {
+        // The decoder lends each line from its buffer; it is out of `self`
+        // meanwhile (taking it allocates nothing) so the line can be read
+        // without a copy.
+        let mut decoder = std::mem::take(&mut self.decoder);
+        decoder.push(bytes);
+        while let Some(line) = decoder.next_line() {
             match line {
-                Ok(line) => self.handle_message_bytes(now, &line),
+                Ok(line) => self.handle_line(now, line),
                 Err(error) => self.frame_error(now, error),
             }
             if matches!(self.phase, Phase::Closed) {
-                return;
+                break;
             }
+        }
+        self.decoder = decoder;
+    }
+
+    /// One stdio line. It is parsed as it is: the JSON parser validates
+    /// every string, so only a line that fails to parse is checked for
+    /// UTF-8, and reported as a framing error when that is what is wrong.
+    fn handle_line(&mut self, now: Instant, line: &[u8]) {
+        match Incoming::parse(line) {
+            Ok(incoming) => self.handle_incoming(now, incoming, line),
+            Err(error) => match FrameError::not_utf8(line) {
+                Some(not_utf8) => self.frame_error(now, not_utf8),
+                None => self.unparseable(now, error, line),
+            },
         }
     }
 
@@ -704,26 +737,32 @@ impl Session {
             return Ok(());
         }
         match Incoming::parse(frame) {
-            Ok(Incoming::Single(message)) => {
-                self.handle_message(now, message);
+            Ok(incoming) => {
+                self.handle_incoming(now, incoming, frame);
                 Ok(())
             }
-            Ok(Incoming::Batch(items)) => {
+            Err(error) => {
+                self.unparseable(now, error.clone(), frame);
+                Err(error)
+            }
+        }
+    }
+
+    /// A parsed frame: one message, or a batch element by element.
+    fn handle_incoming(&mut self, now: Instant, incoming: Incoming, frame: &[u8]) {
+        match incoming {
+            Incoming::Single(message) => self.handle_message(now, message),
+            Incoming::Batch(items) => {
                 for item in items {
                     // An element may have closed the session; Closed is last.
                     if matches!(self.phase, Phase::Closed) {
-                        return Ok(());
+                        return;
                     }
                     match item {
                         Ok(message) => self.handle_message(now, message),
                         Err(error) => self.unparseable(now, error, frame),
                     }
                 }
-                Ok(())
-            }
-            Err(error) => {
-                self.unparseable(now, error.clone(), frame);
-                Err(error)
             }
         }
     }
@@ -777,7 +816,7 @@ impl Session {
         }
         if self.next_ping.is_some_and(|at| at <= now) {
             let budget = self.options.request_timeout;
-            self.send_request(Purpose::Ping, "ping", None, now + budget, budget);
+            self.send_request(Purpose::Ping, "ping", None::<&Value>, now + budget, budget);
             self.next_ping = self.options.ping_interval.map(|every| now + every);
         }
         while let Some(&(deadline, id)) = self.deadlines.first() {
@@ -842,14 +881,15 @@ impl Session {
             return;
         }
         // A final line without a newline still counts.
-        if let Some(line) = self.decoder.finish() {
-            match line {
-                Ok(line) => self.handle_message_bytes(now, &line),
-                Err(error) => self.frame_error(now, error),
-            }
-            if matches!(self.phase, Phase::Closed) {
-                return;
-            }
+        let mut decoder = std::mem::take(&mut self.decoder);
+        match decoder.finish() {
+            Some(Ok(line)) => self.handle_line(now, line),
+            Some(Err(error)) => self.frame_error(now, error),
+            None => {}
+        }
+        self.decoder = decoder;
+        if matches!(self.phase, Phase::Closed) {
+            return;
         }
         let during_startup = !matches!(self.phase, Phase::Ready);
         let peer_errors = self.failure_notes();
@@ -972,14 +1012,24 @@ impl Session {
             _ => return Err(ApiMisuse::ArgumentsNotObject),
         };
         let call = CallId(self.next_id);
-        self.call_tools.insert(call.0, name.to_owned());
+        let listed = self
+            .ready
+            .as_ref()
+            .and_then(|r| r.tools.iter().position(|t| t.name == name));
+        let called = match listed {
+            Some(at) => CalledTool::Listed(at),
+            None => CalledTool::Named(name.to_owned()),
+        };
+        self.call_tools.insert(call.0, called);
         // Every call carries a progress token (the call's own id), so a
         // server may report progress against it.
-        let params = json!({
-            "name": name,
-            "arguments": arguments,
-            "_meta": {"progressToken": call.0},
-        });
+        let params = CallToolParams {
+            name,
+            arguments: &arguments,
+            meta: RequestMeta {
+                progress_token: call.0,
+            },
+        };
         let budget = self.options.tool_timeout;
         self.send_request(
             Purpose::CallTool(call),
@@ -1075,17 +1125,19 @@ impl Session {
         })
     }
 
-    fn send_request(
+    fn send_request<P: Serialize + ?Sized>(
         &mut self,
         purpose: Purpose,
         method: &str,
-        params: Option<&Value>,
+        params: Option<&P>,
         deadline: Instant,
         budget: Duration,
     ) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let bytes = jsonrpc::request_bytes(ClientRequestId(id), method, params);
+        // Room for a small request and its newline in one allocation.
+        let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
+        jsonrpc::write_request(&mut bytes, ClientRequestId(id), method, params);
         let kind = match purpose {
             Purpose::Initialize | Purpose::Reinitialize => {
                 TransmitKind::Initialize(ClientRequestId(id))
@@ -1160,21 +1212,22 @@ impl Session {
                 }
             }
             Purpose::CallTool(call) => {
-                let server = self.options.server.clone();
                 let tool = self.call_tools.remove(&call.0);
-                let result = match reply {
-                    Ok(value) => CallToolResult::from_value(value)
-                        .map_err(|error| CallError::Malformed {
-                            server: server.clone(),
+                // The server's name is copied only into an error.
+                let result = match reply.map(CallToolResult::from_value) {
+                    Ok(Ok(result)) => match self.check_output(tool.as_ref(), &result) {
+                        Ok(()) => Ok(result),
+                        Err(error) => Err(CallError::OutputSchema {
+                            server: self.options.server.clone(),
                             error,
-                        })
-                        .and_then(|result| {
-                            self.check_output(tool.as_deref(), &result)
-                                .map_err(|error| CallError::OutputSchema { server, error })?;
-                            Ok(result)
                         }),
+                    },
+                    Ok(Err(error)) => Err(CallError::Malformed {
+                        server: self.options.server.clone(),
+                        error,
+                    }),
                     Err(error) => Err(CallError::Rpc {
-                        server,
+                        server: self.options.server.clone(),
                         error: Box::new(error),
                     }),
                 };
@@ -1483,6 +1536,12 @@ impl Session {
                     return;
                 };
                 if let Some(ready) = &mut self.ready {
+                    // Calls in flight now hold the name of what they called.
+                    for called in self.call_tools.values_mut() {
+                        if let CalledTool::Listed(at) = *called {
+                            *called = CalledTool::Named(ready.tools[at].name.clone());
+                        }
+                    }
                     ready.tools = done.tools.clone();
                 }
                 // Revised tools may declare new schemas.
@@ -1506,13 +1565,15 @@ impl Session {
     /// rather than pass a half-answer to the model.
     fn check_output(
         &mut self,
-        tool: Option<&str>,
+        called: Option<&CalledTool>,
         result: &CallToolResult,
     ) -> Result<(), OutputError> {
-        let Some(tool) = tool.and_then(|name| {
-            self.ready
-                .as_ref()
-                .and_then(|r| r.tools.iter().find(|t| t.name == name))
+        let Some(tool) = called.and_then(|called| {
+            let tools = &self.ready.as_ref()?.tools;
+            match called {
+                CalledTool::Listed(at) => tools.get(*at),
+                CalledTool::Named(name) => tools.iter().find(|t| &t.name == name),
+            }
         }) else {
             return Ok(());
         };
