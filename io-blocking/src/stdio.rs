@@ -427,3 +427,99 @@ fn drain_stderr(server: &str, mut stderr: impl Read, tail: &Mutex<StderrTail>) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A child that reads nothing until `gate` exists, then echoes its
+    /// stdin to stdout.
+    fn gated_cat(
+        server: &str,
+        gate: &std::path::Path,
+        sink: PipeSink,
+    ) -> (StdioChild, Arc<Backlog>) {
+        let config = StdioConfig {
+            command: "sh".into(),
+            args: vec![
+                "-c".into(),
+                format!(
+                    "while [ ! -e '{}' ]; do sleep 0.01; done; exec cat",
+                    gate.display()
+                ),
+            ],
+            cwd: None,
+            env: std::collections::BTreeMap::new(),
+            env_from_env: std::collections::BTreeMap::new(),
+        };
+        let ambient: Vec<(String, String)> = std::env::vars().collect();
+        let backlog = Arc::new(Backlog::default());
+        let child = StdioChild::spawn(server, &config, &ambient, sink, Arc::clone(&backlog))
+            .expect("spawn sh");
+        (child, backlog)
+    }
+
+    fn threads_named(prefix: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .map(|tasks| {
+                tasks
+                    .flatten()
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|comm| comm.starts_with(prefix))
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn a_child_that_does_not_read_never_blocks_the_writer_and_loses_nothing() {
+        let gate = std::env::temp_dir().join(format!("rho-stdio-gate-{}", std::process::id()));
+        let _ = std::fs::remove_file(&gate);
+        let (tx, rx) = std::sync::mpsc::channel::<Vec<u8>>();
+        let tx = Mutex::new(tx);
+        let sink: PipeSink = Arc::new(move |pipe| match pipe {
+            Pipe::Stdout(bytes) => lock(&tx).send(bytes.to_vec()).is_ok(),
+            Pipe::Closed | Pipe::WriteFailed(_) => false,
+        });
+        let (child, backlog) = gated_cat("s1", &gate, sink);
+        // 64 chunks of 64 KiB, each a different byte: more than any pipe
+        // holds, all written while the child reads nothing.
+        let chunks: Vec<Vec<u8>> = (0..64u8).map(|n| vec![b'0' + n; 64 * 1024]).collect();
+        for chunk in &chunks {
+            child
+                .write(chunk.clone())
+                .expect("never fails, never blocks");
+        }
+        let waiting = backlog.bytes();
+        assert!(
+            waiting > 0,
+            "what the pipe could not take waits in the backlog"
+        );
+        std::fs::write(&gate, b"").expect("open the gate");
+        let expected: Vec<u8> = chunks.concat();
+        let mut echoed = Vec::new();
+        while echoed.len() < expected.len() {
+            let bytes = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the child echoes everything");
+            echoed.extend(bytes);
+        }
+        assert!(echoed == expected, "every byte, in order");
+        let until = Instant::now() + Duration::from_secs(10);
+        while backlog.bytes() > 0 {
+            assert!(Instant::now() < until, "the backlog drains");
+            thread::sleep(Duration::from_millis(5));
+        }
+        assert_eq!(threads_named("rho-mcp-s1-"), 3, "out, in, err");
+        let pid = child.pid();
+        child.shutdown(Duration::from_millis(500));
+        assert_eq!(threads_named("rho-mcp-s1-"), 0, "every pipe thread joined");
+        assert!(
+            !std::path::Path::new(&format!("/proc/{pid}")).exists(),
+            "the child is reaped"
+        );
+        let _ = std::fs::remove_file(&gate);
+    }
+}
