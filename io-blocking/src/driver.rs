@@ -9,7 +9,8 @@
 //! to an HTTP worker); the stdout reader (or the HTTP worker) feeds what
 //! arrives into the session and replies to the waiting caller itself. So a
 //! stdio call costs two thread hops: the child's answer wakes the reader,
-//! the reader wakes the caller. The driver thread only starts the session,
+//! the reader wakes the caller (once it released the session's lock, so
+//! the caller's next call does not wait for it). The driver thread only starts the session,
 //! sleeps until the next deadline (re-armed only when a deadline moves
 //! earlier) and tears the session down once it closes.
 //!
@@ -34,10 +35,11 @@ use rho_proto_core::backlog::Backlog;
 use rho_proto_core::host::{HostServices, TranscriptSink};
 
 use crate::http_client::{HttpClient, NotStarted};
+use crate::reply::{ProgressTx, ReplyTx};
 use crate::stdio::{Pipe, StdioChild};
 
 /// What the host asks of a driver on threads.
-pub(crate) type Command = rho_proto_core::driving::Command<Sender<CallUpdate>>;
+pub(crate) type Command = rho_proto_core::driving::Command<ReplyTx>;
 
 /// Shared between a driver and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;
@@ -71,7 +73,7 @@ struct Live {
     conn: Connection,
     /// Taken at teardown.
     io: Option<Io>,
-    calls: CallTable<Sender<CallUpdate>>,
+    calls: CallTable<ReplyTx>,
     startup: Option<Sender<StartupOutcome>>,
     started_at: Instant,
     pid: Option<u32>,
@@ -81,6 +83,24 @@ struct Live {
     next: Option<Instant>,
     /// The deadline the driver thread sleeps towards (`None`: none).
     armed: Option<Instant>,
+    /// What callers are to hear, sent once the session's lock is released
+    /// so that a woken caller does not wait for it.
+    outbox: Vec<Outgoing>,
+}
+
+/// An update for a caller, waiting for the session's lock to be released.
+enum Outgoing {
+    Update(ReplyTx, CallUpdate),
+    Progress(ProgressTx, rho_proto_core::session::Progress),
+}
+
+impl Outgoing {
+    fn send(self) {
+        match self {
+            Outgoing::Update(reply, update) => reply.send(update),
+            Outgoing::Progress(reply, progress) => reply.send(progress),
+        }
+    }
 }
 
 /// The IO a connection runs over.
@@ -140,6 +160,13 @@ impl Live {
             None => self
                 .conn
                 .handle_transport_failed(now, format!("writing to the server failed: {error}")),
+        }
+    }
+
+    /// Tells callers what waits for them (where the lock is held anyway).
+    fn send_outbox(&mut self) {
+        for outgoing in self.outbox.drain(..) {
+            outgoing.send();
         }
     }
 
@@ -257,11 +284,13 @@ impl Driver {
             closed: None,
             next: None,
             armed: None,
+            outbox: Vec::new(),
         });
         if close_early {
             live.conn.close(Instant::now());
         }
         self.settle(live);
+        live.send_outbox();
         let state = self.sleep_until_closed(state);
         self.teardown(state, grace);
     }
@@ -284,6 +313,7 @@ impl Driver {
                 Some(deadline) if deadline <= now => {
                     live.conn.handle_timeout(now);
                     self.settle(live);
+                    live.send_outbox();
                     continue;
                 }
                 Some(deadline) => {
@@ -324,6 +354,7 @@ impl Driver {
         let Some(live) = state.live.as_mut() else {
             return;
         };
+        live.send_outbox();
         let mut text = reason.to_string();
         if !matches!(reason, CloseReason::Requested) {
             if let Some(stderr) = stderr {
@@ -332,7 +363,7 @@ impl Driver {
             }
         }
         for reply in live.calls.drain() {
-            let _ = reply.send(CallUpdate::Done(Err(ToolCallError::Call(
+            reply.send(CallUpdate::Done(Err(ToolCallError::Call(
                 CallError::SessionClosed {
                     server: self.server.clone(),
                     reason: text.clone(),
@@ -381,7 +412,7 @@ impl Driver {
             } => match live.conn.call_tool(now, &tool, arguments) {
                 Ok(call) => live.calls.insert(ticket, call, reply),
                 Err(misuse) => {
-                    let _ = reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
+                    reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
                         misuse.to_string(),
                     ))));
                 }
@@ -398,6 +429,7 @@ impl Driver {
             Command::Close => live.conn.close(now),
         }
         self.settle(live);
+        deliver(state);
         Ok(())
     }
 
@@ -415,6 +447,7 @@ impl Driver {
         if live.due_first(now) {
             self.settle(live);
             if live.closed.is_some() {
+                deliver(state);
                 return false;
             }
         }
@@ -427,6 +460,7 @@ impl Driver {
             Pipe::WriteFailed(error) => live.write_failed(now, &error),
         }
         self.settle(live);
+        deliver(state);
         true
     }
 
@@ -451,14 +485,17 @@ impl Driver {
         if live.due_first(now) {
             self.settle(live);
             if live.closed.is_some() {
+                deliver(state);
                 return false;
             }
         }
         if aborted.load(Ordering::Acquire) {
+            deliver(state);
             return false;
         }
         live.conn.handle_http(now, exchange, input);
         self.settle(live);
+        deliver(state);
         true
     }
 
@@ -532,12 +569,14 @@ impl Driver {
             }
             Event::CallCompleted { call, result } => {
                 if let Some(reply) = live.calls.complete(call) {
-                    let _ = reply.send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
+                    let update = CallUpdate::Done(result.map_err(ToolCallError::Call));
+                    live.outbox.push(Outgoing::Update(reply, update));
                 }
             }
             Event::Progress { call, progress } => {
                 if let Some(reply) = live.calls.get(call) {
-                    let _ = reply.send(CallUpdate::Progress(progress));
+                    live.outbox
+                        .push(Outgoing::Progress(reply.progress_handle(), progress));
                 }
             }
             Event::Question { question, kind, .. } => {
@@ -567,6 +606,18 @@ impl Driver {
             Event::PeerMisbehaved(_) => {}
             Event::Closed(reason) => live.closed = Some(reason),
         }
+    }
+}
+
+/// Releases the session's lock, then tells callers what the session said.
+fn deliver(mut state: MutexGuard<'_, State>) {
+    let outbox = match state.live.as_mut() {
+        Some(live) if !live.outbox.is_empty() => std::mem::take(&mut live.outbox),
+        _ => return,
+    };
+    drop(state);
+    for outgoing in outbox {
+        outgoing.send();
     }
 }
 

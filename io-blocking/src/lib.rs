@@ -35,6 +35,7 @@
 mod backlog;
 mod driver;
 pub mod http_client;
+mod reply;
 mod runtime;
 mod stdio;
 

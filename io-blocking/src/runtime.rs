@@ -300,7 +300,7 @@ impl Runtime {
                 ));
             }
         }
-        let (reply, answer) = mpsc::channel();
+        let (reply, answer) = crate::reply::mailbox();
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         driver
             .driver
