@@ -1,28 +1,45 @@
-//! The driver: one thread per server that owns its [`Connection`] and does
-//! exactly what the core's contract asks — feed transport input and host
-//! commands in, carry outputs out, sleep until `poll_timeout`, hand events
-//! to the host. No protocol decision is made here.
+//! The driver of one server on threads: its [`Connection`] behind a lock,
+//! driven by whichever thread has something for it. It does exactly what
+//! the core's contract asks — feed transport input and host commands in,
+//! carry outputs out, wake for `poll_timeout`, hand events to the host —
+//! and makes no protocol decision.
+//!
+//! Nothing is relayed through a thread of its own: a caller's thread turns
+//! its call into bytes and writes them to the child (or hands the request
+//! to an HTTP worker); the stdout reader (or the HTTP worker) feeds what
+//! arrives into the session and replies to the waiting caller itself. So a
+//! stdio call costs two thread hops: the child's answer wakes the reader,
+//! the reader wakes the caller (once it released the session's lock, so
+//! the caller's next call does not wait for it). The driver thread only starts the session,
+//! sleeps until the next deadline (re-armed only when a deadline moves
+//! earlier) and tears the session down once it closes.
+//!
+//! Locks are taken in one order: the session, then the transport's own
+//! (stdin queue, HTTP pool). No transport thread holds its own lock while
+//! it waits for the session's, and nobody holds the session's while it
+//! waits on IO: stdin writes never block, and HTTP runs on its workers.
 
-use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::Sender;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, Output};
-use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
-use rho_proto_core::http::HttpOutput;
+use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
+use rho_proto_core::driving::{Answer, CallTable, CallUpdate, Started, StartupOutcome};
+use rho_proto_core::http::{ExchangeId, HttpOutput};
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 
-use crate::http_client::HttpClient;
-use crate::stdio::StdioChild;
 use rho_proto_core::backlog::Backlog;
 use rho_proto_core::host::{HostServices, TranscriptSink};
 
-/// What wakes a driver on threads: replies go through std channels.
-pub(crate) type Input = rho_proto_core::driving::Input<Sender<CallUpdate>>;
+use crate::http_client::{HttpClient, NotStarted};
+use crate::reply::{ProgressTx, ReplyTx};
+use crate::stdio::{Pipe, StdioChild};
+
 /// What the host asks of a driver on threads.
-pub(crate) type Command = rho_proto_core::driving::Command<Sender<CallUpdate>>;
+pub(crate) type Command = rho_proto_core::driving::Command<ReplyTx>;
 
 /// Shared between a driver and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;
@@ -30,27 +47,90 @@ pub(crate) type SharedHealth = Arc<Mutex<Health>>;
 /// How long the driver waits for an exit status after stdout closes.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
 
+/// One server's session, shared by every thread that drives it.
+pub(crate) struct Driver {
+    server: String,
+    host: HostServices,
+    record: Option<Arc<dyn TranscriptSink>>,
+    health: SharedHealth,
+    state: Mutex<State>,
+    /// Wakes the driver thread: a deadline moved earlier, or the session
+    /// closed.
+    wake: Condvar,
+}
+
+#[derive(Default)]
+struct State {
+    /// The session, once its transport started.
+    live: Option<Live>,
+    /// The host closed the session before it was set up.
+    close_early: bool,
+    /// The session closed (or never started): nothing more goes in.
+    ended: bool,
+}
+
+struct Live {
+    conn: Connection,
+    /// Taken at teardown.
+    io: Option<Io>,
+    calls: CallTable<ReplyTx>,
+    startup: Option<Sender<StartupOutcome>>,
+    started_at: Instant,
+    pid: Option<u32>,
+    /// Set by the `Closed` event; the driver thread tears down.
+    closed: Option<CloseReason>,
+    /// The next deadline, as `poll_timeout` last said.
+    next: Option<Instant>,
+    /// The deadline the driver thread sleeps towards (`None`: none).
+    armed: Option<Instant>,
+    /// What callers are to hear, sent once the session's lock is released
+    /// so that a woken caller does not wait for it.
+    outbox: Vec<Outgoing>,
+}
+
+/// An update for a caller, waiting for the session's lock to be released.
+enum Outgoing {
+    Update(ReplyTx, CallUpdate),
+    Progress(ProgressTx, rho_proto_core::session::Progress),
+}
+
+impl Outgoing {
+    fn send(self) {
+        match self {
+            Outgoing::Update(reply, update) => reply.send(update),
+            Outgoing::Progress(reply, progress) => reply.send(progress),
+        }
+    }
+}
+
 /// The IO a connection runs over.
 enum Io {
     Stdio(StdioChild),
-    Http(HttpClient<Input>),
+    Http(HttpClient),
+}
+
+/// An input a transport produced while outputs were being carried, fed in
+/// once they are.
+enum Deferred {
+    WriteFailed(String),
+    NotStarted(NotStarted),
 }
 
 impl Io {
-    /// A chunk of stdout was handled: let the reader read the next.
-    fn chunk_handled(&self) {
-        if let Io::Stdio(child) = self {
-            child.chunk_handled();
-        }
-    }
-
-    fn carry(&mut self, output: Output) {
+    fn carry(&mut self, output: Output) -> Option<Deferred> {
         match (self, output) {
-            (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
-            (Io::Http(client), Output::Http(HttpOutput::Send(request))) => client.send(request),
-            (Io::Http(client), Output::Http(HttpOutput::Abort(exchange))) => client.abort(exchange),
+            (Io::Stdio(child), Output::Write(bytes)) => {
+                child.write(bytes).err().map(Deferred::WriteFailed)
+            }
+            (Io::Http(client), Output::Http(HttpOutput::Send(request))) => {
+                client.send(request).err().map(Deferred::NotStarted)
+            }
+            (Io::Http(client), Output::Http(HttpOutput::Abort(exchange))) => {
+                client.abort(exchange);
+                None
+            }
             // A connection only asks for its own transport's outputs.
-            _ => {}
+            _ => None,
         }
     }
 
@@ -58,234 +138,486 @@ impl Io {
     fn shutdown(self, grace: Duration) -> Option<String> {
         match self {
             Io::Stdio(child) => child.shutdown(grace),
-            Io::Http(mut client) => {
-                client.abort_all();
+            Io::Http(client) => {
+                client.shutdown();
                 None
             }
         }
     }
 }
 
-/// Runs one server to completion. `startup` hears exactly once, `health`
-/// hears of what happens after startup; `backlog` counts what waits for a
-/// stdio child's stdin.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run(
-    config: ServerConfig,
-    ambient: Arc<Vec<(String, String)>>,
-    (root, host, record): (
-        Option<String>,
-        HostServices,
-        Option<Arc<dyn TranscriptSink>>,
-    ),
-    grace: Duration,
-    inputs: (Sender<Input>, Receiver<Input>),
-    startup: Sender<StartupOutcome>,
-    health: SharedHealth,
-    backlog: Arc<Backlog>,
-) {
-    let started_at = Instant::now();
-    let server = config.id.as_str().to_owned();
-    let (tx, rx) = inputs;
-    let answers = tx.clone();
-    let connect = if record.is_some() {
-        Connection::new_recorded
-    } else {
-        Connection::new
-    };
-    let connected = connect(
-        &config,
-        &HostContext {
-            ambient: &ambient,
-            workspace_root: root.as_deref(),
-            can_elicit: host.can_elicit(),
-            can_sample: host.can_sample(),
-        },
-        started_at,
-    )
-    .and_then(|conn| {
-        let io = match &config.transport {
-            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
-                &server,
-                stdio,
-                &ambient,
-                (tx, Input::Pipe),
-                backlog,
-            )?),
-            Transport::StreamableHttp(_) => Io::Http(HttpClient::new(tx, Input::Http)),
+impl Live {
+    fn exit_detail(&mut self) -> Option<String> {
+        match &mut self.io {
+            Some(Io::Stdio(child)) => child.exit_detail(EXIT_STATUS_WAIT),
+            _ => None,
+        }
+    }
+
+    fn write_failed(&mut self, now: Instant, error: &str) {
+        match self.exit_detail() {
+            Some(detail) => self.conn.handle_stdio_closed(now, Some(detail)),
+            None => self
+                .conn
+                .handle_transport_failed(now, format!("writing to the server failed: {error}")),
+        }
+    }
+
+    /// Tells callers what waits for them (where the lock is held anyway).
+    fn send_outbox(&mut self) {
+        for outgoing in self.outbox.drain(..) {
+            outgoing.send();
+        }
+    }
+
+    /// Input that is always ready (a flooding server) must not keep a
+    /// deadline from firing: a due timer goes first.
+    fn due_first(&mut self, now: Instant) -> bool {
+        if self.next.is_some_and(|d| d <= now) {
+            self.conn.handle_timeout(now);
+            return true;
+        }
+        false
+    }
+}
+
+impl Driver {
+    /// A driver for `server`, not started yet (see [`Driver::run`]).
+    pub(crate) fn new(
+        server: &str,
+        host: HostServices,
+        record: Option<Arc<dyn TranscriptSink>>,
+        health: SharedHealth,
+    ) -> Arc<Self> {
+        Arc::new(Self {
+            server: server.to_owned(),
+            host,
+            record,
+            health,
+            state: Mutex::default(),
+            wake: Condvar::new(),
+        })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// The driver thread: connects, starts the transport, then wakes for
+    /// deadlines until the session closes, and tears it down. `startup`
+    /// hears exactly once; `backlog` counts what waits for a stdio child's
+    /// stdin.
+    pub(crate) fn run(
+        self: &Arc<Self>,
+        config: &ServerConfig,
+        (ambient, root): (&[(String, String)], Option<&str>),
+        grace: Duration,
+        startup: Sender<StartupOutcome>,
+        backlog: Arc<Backlog>,
+    ) {
+        let started_at = Instant::now();
+        let connect = if self.record.is_some() {
+            Connection::new_recorded
+        } else {
+            Connection::new
         };
-        Ok((conn, io))
-    });
-    let (mut conn, mut io) = match connected {
-        Ok(pair) => pair,
-        Err(reason) => {
-            let _ = startup.send(Err(reason));
+        // Held while the transport starts, so that whatever it delivers
+        // finds the session in place.
+        let mut state = self.lock();
+        let connected = connect(
+            config,
+            &HostContext {
+                ambient,
+                workspace_root: root,
+                can_elicit: self.host.can_elicit(),
+                can_sample: self.host.can_sample(),
+            },
+            started_at,
+        )
+        .and_then(|conn| {
+            let io = match &config.transport {
+                Transport::Stdio(stdio) => {
+                    let driver = Arc::clone(self);
+                    Io::Stdio(StdioChild::spawn(
+                        &self.server,
+                        stdio,
+                        ambient,
+                        Arc::new(move |pipe| driver.pipe(pipe)),
+                        backlog,
+                    )?)
+                }
+                Transport::StreamableHttp(_) => {
+                    let driver = Arc::clone(self);
+                    Io::Http(HttpClient::new(
+                        &self.server,
+                        Arc::new(move |exchange, aborted, input| {
+                            driver.http(exchange, aborted, input)
+                        }),
+                    ))
+                }
+            };
+            Ok((conn, io))
+        });
+        let (conn, io) = match connected {
+            Ok(pair) => pair,
+            Err(reason) => {
+                state.ended = true;
+                drop(state);
+                let _ = startup.send(Err(reason));
+                return;
+            }
+        };
+        let pid = match &io {
+            Io::Stdio(child) => Some(child.pid()),
+            Io::Http(_) => None,
+        };
+        let close_early = state.close_early;
+        let live = state.live.insert(Live {
+            conn,
+            io: Some(io),
+            calls: CallTable::default(),
+            startup: Some(startup),
+            started_at,
+            pid,
+            closed: None,
+            next: None,
+            armed: None,
+            outbox: Vec::new(),
+        });
+        if close_early {
+            live.conn.close(Instant::now());
+        }
+        self.settle(live);
+        live.send_outbox();
+        let state = self.sleep_until_closed(state);
+        self.teardown(state, grace);
+    }
+
+    /// Sleeps until the next deadline, handles it, and again, until the
+    /// session closes. Woken early only when a deadline moves earlier.
+    fn sleep_until_closed<'a>(
+        self: &'a Arc<Self>,
+        mut state: MutexGuard<'a, State>,
+    ) -> MutexGuard<'a, State> {
+        loop {
+            let Some(live) = state.live.as_mut() else {
+                return state;
+            };
+            if live.closed.is_some() {
+                return state;
+            }
+            let now = Instant::now();
+            state = match live.next {
+                Some(deadline) if deadline <= now => {
+                    live.conn.handle_timeout(now);
+                    self.settle(live);
+                    live.send_outbox();
+                    continue;
+                }
+                Some(deadline) => {
+                    live.armed = Some(deadline);
+                    self.wake
+                        .wait_timeout(state, deadline - now)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .0
+                }
+                None => {
+                    live.armed = None;
+                    self.wake
+                        .wait(state)
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                }
+            };
+        }
+    }
+
+    /// Ends the transport (unlocked: its threads may be waiting for the
+    /// session), then tells every caller still waiting, startup and health.
+    fn teardown(&self, mut state: MutexGuard<'_, State>, grace: Duration) {
+        state.ended = true;
+        let Some(live) = state.live.as_mut() else {
             return;
-        }
-    };
-    let pid = match &io {
-        Io::Stdio(child) => Some(child.pid()),
-        Io::Http(_) => None,
-    };
-    let mut startup = Some(startup);
-    let mut calls: CallTable<Sender<CallUpdate>> = CallTable::default();
-    let reason = loop {
-        while let Some(output) = conn.poll_output() {
-            io.carry(output);
-        }
-        let mut closed = None;
-        while let Some(event) = conn.poll_event() {
-            match event {
-                Event::Ready(ready) => {
-                    if let Some(tx) = startup.take() {
-                        let _ = tx.send(Ok(Started {
-                            ready: *ready,
-                            elapsed: started_at.elapsed(),
-                            pid,
-                        }));
-                    }
-                }
-                Event::CallCompleted { call, result } => {
-                    if let Some(reply) = calls.complete(call) {
-                        let _ = reply.send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
-                    }
-                }
-                Event::Progress { call, progress } => {
-                    if let Some(reply) = calls.get(call) {
-                        let _ = reply.send(CallUpdate::Progress(progress));
-                    }
-                }
-                Event::Question { question, kind, .. } => {
-                    // A person may take minutes: answer off the driver thread.
-                    let (host, asker, answers) = (host.clone(), server.clone(), answers.clone());
-                    let spawned = std::thread::Builder::new()
-                        .name(format!("rho-mcp-{server}-ask"))
-                        .spawn(move || {
-                            let answer = rho_proto_core::host::answer(&host, &asker, &kind);
-                            let _ =
-                                answers.send(Input::Command(Command::Answer { question, answer }));
-                        });
-                    if let Err(e) = spawned {
-                        tracing::warn!(server = %server, "could not ask: {e}");
-                    }
-                }
-                Event::QuestionWithdrawn(_) => {}
-                Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
-                    if let Event::PingFailed(reason) = &event {
-                        tracing::warn!(server = %server, "ping failed: {reason}");
-                    }
-                    update(&health, |h| {
-                        h.observe(&event);
-                    });
-                }
-                // Already logged by the core; nothing for the host to decide.
-                Event::PeerMisbehaved(_) => {}
-                Event::Closed(reason) => closed = Some(reason),
+        };
+        while let Some(output) = live.conn.poll_output() {
+            if let Some(io) = &mut live.io {
+                let _ = io.carry(output);
             }
         }
-        if let Some(reason) = closed {
-            break reason;
-        }
-        if let Some(sink) = &record {
-            sink.write(conn.take_transcript());
-        }
-        let input = match conn.poll_timeout() {
-            // Input that is always ready (a flooding server) must not keep
-            // a deadline from firing: a due timer goes first.
-            Some(deadline) if deadline <= Instant::now() => Err(RecvTimeoutError::Timeout),
-            Some(deadline) => rx.recv_timeout(deadline.saturating_duration_since(Instant::now())),
-            None => rx.recv().map_err(|_| RecvTimeoutError::Disconnected),
+        self.write_transcript(live);
+        let reason = live.closed.take().unwrap_or(CloseReason::Requested);
+        let io = live.io.take();
+        drop(state);
+        let stderr = io.and_then(|io| io.shutdown(grace));
+        let mut state = self.lock();
+        let Some(live) = state.live.as_mut() else {
+            return;
         };
+        live.send_outbox();
+        let mut text = reason.to_string();
+        if !matches!(reason, CloseReason::Requested) {
+            if let Some(stderr) = stderr {
+                text.push('\n');
+                text.push_str(&stderr);
+            }
+        }
+        for reply in live.calls.drain() {
+            reply.send(CallUpdate::Done(Err(ToolCallError::Call(
+                CallError::SessionClosed {
+                    server: self.server.clone(),
+                    reason: text.clone(),
+                },
+            ))));
+        }
+        match live.startup.take() {
+            Some(tx) => {
+                let _ = tx.send(Err(format!("server `{}`: {text}", self.server)));
+            }
+            None if !matches!(reason, CloseReason::Requested) => {
+                tracing::warn!(server = %self.server, "session ended: {text}");
+                update(&self.health, |h| h.failure = Some(text));
+            }
+            None => {}
+        }
+    }
+
+    /// Does what the host asks, on the caller's thread. Hands the command
+    /// back when the session has ended (or never started).
+    pub(crate) fn command(self: &Arc<Self>, command: Command) -> Result<(), Command> {
+        let mut state = self.lock();
+        if state.ended {
+            return Err(command);
+        }
+        let Some(live) = state.live.as_mut() else {
+            if let Command::Close = command {
+                state.close_early = true;
+                return Ok(());
+            }
+            return Err(command);
+        };
+        if live.closed.is_some() {
+            return match command {
+                Command::Close => Ok(()),
+                other => Err(other),
+            };
+        }
         let now = Instant::now();
-        match input {
-            Ok(Input::Command(Command::CallTool {
+        match command {
+            Command::CallTool {
                 ticket,
                 tool,
                 arguments,
                 reply,
-            })) => match conn.call_tool(now, &tool, arguments) {
-                Ok(call) => {
-                    calls.insert(ticket, call, reply);
-                }
+            } => match live.conn.call_tool(now, &tool, arguments) {
+                Ok(call) => live.calls.insert(ticket, call, reply),
                 Err(misuse) => {
-                    let _ = reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
+                    reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
                         misuse.to_string(),
                     ))));
                 }
             },
-            Ok(Input::Command(Command::Cancel { ticket })) => {
-                if let Some(call) = calls.cancel(ticket) {
-                    conn.cancel_call(now, call);
+            Command::Cancel { ticket } => {
+                if let Some(call) = live.calls.cancel(ticket) {
+                    live.conn.cancel_call(now, call);
                 }
             }
-            Ok(Input::Command(Command::Answer { question, answer })) => match answer {
-                Answer::Form(answer) => conn.answer_elicitation(now, question, answer),
-                Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
+            Command::Answer { question, answer } => match answer {
+                Answer::Form(answer) => live.conn.answer_elicitation(now, question, answer),
+                Answer::Sampling(answer) => live.conn.answer_sampling(now, question, answer),
             },
-            Ok(Input::Command(Command::Close)) => conn.close(now),
-            Ok(Input::Pipe(PipeEvent::Stdout(bytes))) => {
-                conn.handle_stdio_bytes(now, &bytes);
-                io.chunk_handled();
+            Command::Close => live.conn.close(now),
+        }
+        self.settle(live);
+        deliver(state);
+        Ok(())
+    }
+
+    /// What a stdio child's pipe thread delivers; `false` once the session
+    /// wants no more.
+    fn pipe(self: &Arc<Self>, pipe: Pipe<'_>) -> bool {
+        let mut state = self.lock();
+        if state.ended {
+            return false;
+        }
+        let Some(live) = state.live.as_mut().filter(|l| l.closed.is_none()) else {
+            return false;
+        };
+        let now = Instant::now();
+        if live.due_first(now) {
+            self.settle(live);
+            if live.closed.is_some() {
+                deliver(state);
+                return false;
             }
-            Ok(Input::Pipe(PipeEvent::StdoutClosed)) => {
-                let detail = exit_detail(&mut io);
-                conn.handle_stdio_closed(now, detail);
+        }
+        match pipe {
+            Pipe::Stdout(bytes) => live.conn.handle_stdio_bytes(now, bytes),
+            Pipe::Closed => {
+                let detail = live.exit_detail();
+                live.conn.handle_stdio_closed(now, detail);
             }
-            Ok(Input::Pipe(PipeEvent::WriteFailed(error))) => match exit_detail(&mut io) {
-                Some(detail) => conn.handle_stdio_closed(now, Some(detail)),
-                None => conn
-                    .handle_transport_failed(now, format!("writing to the server failed: {error}")),
-            },
-            Ok(Input::Http(exchange, input)) => {
-                if let Io::Http(client) = &io {
-                    client.handled(&input);
+            Pipe::WriteFailed(error) => live.write_failed(now, &error),
+        }
+        self.settle(live);
+        deliver(state);
+        true
+    }
+
+    /// What an HTTP worker delivers for `exchange`; `false` once the
+    /// session wants no more of it. The abort flag is read here, under the
+    /// session's lock (where aborts happen), so nothing of an aborted
+    /// exchange goes in.
+    fn http(
+        self: &Arc<Self>,
+        exchange: ExchangeId,
+        aborted: &AtomicBool,
+        input: HttpInput,
+    ) -> bool {
+        let mut state = self.lock();
+        if state.ended {
+            return false;
+        }
+        let Some(live) = state.live.as_mut().filter(|l| l.closed.is_none()) else {
+            return false;
+        };
+        let now = Instant::now();
+        if live.due_first(now) {
+            self.settle(live);
+            if live.closed.is_some() {
+                deliver(state);
+                return false;
+            }
+        }
+        if aborted.load(Ordering::Acquire) {
+            deliver(state);
+            return false;
+        }
+        live.conn.handle_http(now, exchange, input);
+        self.settle(live);
+        deliver(state);
+        true
+    }
+
+    /// After an input: carries the outputs, hands the events over, fires
+    /// deadlines that are due, records, and wakes the driver thread when
+    /// the next deadline is earlier than the one it sleeps towards (or the
+    /// session closed).
+    fn settle(self: &Arc<Self>, live: &mut Live) {
+        loop {
+            let mut deferred = Vec::new();
+            while let Some(output) = live.conn.poll_output() {
+                if let Some(io) = &mut live.io {
+                    deferred.extend(io.carry(output));
                 }
-                conn.handle_http(now, exchange, input);
             }
-            Err(RecvTimeoutError::Timeout) => conn.handle_timeout(now),
-            // The transport holds senders, so this only happens if every one
-            // of them ended and the host is gone.
-            Err(RecvTimeoutError::Disconnected) => conn.close(now),
+            while let Some(event) = live.conn.poll_event() {
+                self.on_event(live, event);
+            }
+            if live.closed.is_some() {
+                self.write_transcript(live);
+                self.wake.notify_all();
+                return;
+            }
+            if !deferred.is_empty() {
+                let now = Instant::now();
+                for input in deferred {
+                    match input {
+                        Deferred::WriteFailed(error) => live.write_failed(now, &error),
+                        Deferred::NotStarted(x) => {
+                            live.conn
+                                .handle_http(now, x.exchange, HttpInput::Failed(x.reason));
+                        }
+                    }
+                }
+                continue;
+            }
+            let next = live.conn.poll_timeout();
+            let now = Instant::now();
+            if next.is_some_and(|d| d <= now) {
+                live.conn.handle_timeout(now);
+                continue;
+            }
+            live.next = next;
+            self.write_transcript(live);
+            if let Some(deadline) = next {
+                if live.armed.is_none_or(|armed| deadline < armed) {
+                    live.armed = Some(deadline);
+                    self.wake.notify_one();
+                }
+            }
+            return;
         }
-    };
-    while let Some(output) = conn.poll_output() {
-        io.carry(output);
     }
-    if let Some(sink) = &record {
-        sink.write(conn.take_transcript());
-    }
-    let stderr = io.shutdown(grace);
-    let mut text = reason.to_string();
-    if !matches!(reason, CloseReason::Requested) {
-        if let Some(stderr) = stderr {
-            text.push('\n');
-            text.push_str(&stderr);
+
+    fn write_transcript(&self, live: &mut Live) {
+        if let Some(sink) = &self.record {
+            sink.write(live.conn.take_transcript());
         }
     }
-    for reply in calls.drain() {
-        let _ = reply.send(CallUpdate::Done(Err(ToolCallError::Call(
-            CallError::SessionClosed {
-                server: server.clone(),
-                reason: text.clone(),
-            },
-        ))));
-    }
-    match startup.take() {
-        Some(tx) => {
-            let _ = tx.send(Err(format!("server `{server}`: {text}")));
+
+    fn on_event(self: &Arc<Self>, live: &mut Live, event: Event) {
+        match event {
+            Event::Ready(ready) => {
+                if let Some(tx) = live.startup.take() {
+                    let _ = tx.send(Ok(Started {
+                        ready: *ready,
+                        elapsed: live.started_at.elapsed(),
+                        pid: live.pid,
+                    }));
+                }
+            }
+            Event::CallCompleted { call, result } => {
+                if let Some(reply) = live.calls.complete(call) {
+                    let update = CallUpdate::Done(result.map_err(ToolCallError::Call));
+                    live.outbox.push(Outgoing::Update(reply, update));
+                }
+            }
+            Event::Progress { call, progress } => {
+                if let Some(reply) = live.calls.get(call) {
+                    live.outbox
+                        .push(Outgoing::Progress(reply.progress_handle(), progress));
+                }
+            }
+            Event::Question { question, kind, .. } => {
+                // A person may take minutes: answer off every session thread.
+                let driver = Arc::clone(self);
+                let spawned = std::thread::Builder::new()
+                    .name(format!("rho-mcp-{}-ask", self.server))
+                    .spawn(move || {
+                        let answer =
+                            rho_proto_core::host::answer(&driver.host, &driver.server, &kind);
+                        let _ = driver.command(Command::Answer { question, answer });
+                    });
+                if let Err(e) = spawned {
+                    tracing::warn!(server = %self.server, "could not ask: {e}");
+                }
+            }
+            Event::QuestionWithdrawn(_) => {}
+            Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
+                if let Event::PingFailed(reason) = &event {
+                    tracing::warn!(server = %self.server, "ping failed: {reason}");
+                }
+                update(&self.health, |h| {
+                    h.observe(&event);
+                });
+            }
+            // Already logged by the core; nothing for the host to decide.
+            Event::PeerMisbehaved(_) => {}
+            Event::Closed(reason) => live.closed = Some(reason),
         }
-        None if !matches!(reason, CloseReason::Requested) => {
-            tracing::warn!(server = %server, "session ended: {text}");
-            update(&health, |h| h.failure = Some(text));
-        }
-        None => {}
     }
 }
 
-fn exit_detail(io: &mut Io) -> Option<String> {
-    match io {
-        Io::Stdio(child) => child.exit_detail(EXIT_STATUS_WAIT),
-        Io::Http(_) => None,
+/// Releases the session's lock, then tells callers what the session said.
+fn deliver(mut state: MutexGuard<'_, State>) {
+    let outbox = match state.live.as_mut() {
+        Some(live) if !live.outbox.is_empty() => std::mem::take(&mut live.outbox),
+        _ => return,
+    };
+    drop(state);
+    for outgoing in outbox {
+        outgoing.send();
     }
 }
 

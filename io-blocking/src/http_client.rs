@@ -1,6 +1,25 @@
 //! The HTTP half of the executors: make the requests the core asks
-//! for with ureq, one thread per exchange, and stream each response back
-//! to the driver as head, body chunks, end or failure.
+//! for with ureq and stream each response back to the session as head,
+//! body chunks, end or failure.
+//!
+//! On threads, a session's exchanges run on a small pool of persistent
+//! workers ([`HttpClient`]). An exchange goes to the worker that went idle
+//! last, so sequential calls keep using one worker, and through the ureq
+//! agent's pool one keep-alive connection: a body is always read to its
+//! end, which is what hands a connection back to that pool. The server
+//! stream's long-lived GET keeps one worker busy, and the POSTs use
+//! another. Exchanges in flight at once each get a worker, up to
+//! [`MAX_WORKERS`]; beyond that they queue. A worker idle for
+//! [`IDLE_RETIRE`] ends, unless it is the only idle one. Workers hand each
+//! input to the session themselves and read on once it is handled, so at
+//! most one chunk per exchange is in flight and a server streaming without
+//! pause waits on TCP flow control.
+//!
+//! An abort takes effect at once: the session hears nothing more of that
+//! exchange, and its worker stops counting against the bound (a blocking
+//! read cannot be interrupted, so the worker finishes it, drains at most
+//! [`DRAIN_LIMIT`] more bytes so the connection can be reused, then rejoins
+//! the pool or ends).
 //!
 //! ureq is configured to never follow a redirect, to hand back every status
 //! instead of turning 4xx/5xx into errors, and to decompress nothing, so
@@ -9,12 +28,13 @@
 //! stay open for the whole session: the core's deadlines bound every
 //! request, and an exchange the core gives up on is aborted.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::Sender;
-use std::time::Duration;
+use std::sync::mpsc::{self, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
@@ -29,78 +49,335 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// Read size for response bodies.
 const CHUNK: usize = 16 * 1024;
 
-/// Runs exchanges on threads and reports back through a channel.
-pub(crate) struct HttpClient<E> {
-    agent: ureq::Agent,
-    events: Sender<E>,
-    wrap: fn(ExchangeId, HttpInput) -> E,
-    aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
-    /// Body bytes handed to the driver and not yet handled.
-    bodies: Arc<Backlog>,
+/// Exchanges of one session that run at once; more queue.
+pub(crate) const MAX_WORKERS: usize = 16;
+/// How long a worker stays idle before it ends (unless it is the only
+/// idle one).
+pub(crate) const IDLE_RETIRE: Duration = Duration::from_secs(10);
+/// How much more of an aborted exchange's body a worker reads, so that its
+/// connection can go back to the agent's pool.
+pub(crate) const DRAIN_LIMIT: usize = 64 * 1024;
+/// How long shutdown waits for the workers to end.
+const WORKER_EXIT_WAIT: Duration = Duration::from_millis(500);
+
+/// Where workers hand an exchange's inputs: the session, which returns
+/// `false` once it wants no more of that exchange (aborted, or the
+/// session ended). The flag is the exchange's abort flag, for the session
+/// to read under its own lock.
+pub(crate) type HttpSink = Arc<dyn Fn(ExchangeId, &AtomicBool, HttpInput) -> bool + Send + Sync>;
+
+/// A session's HTTP exchanges, on a pool of persistent workers.
+pub(crate) struct HttpClient {
+    pool: Arc<Pool>,
 }
 
-impl<E: Send + 'static> HttpClient<E> {
-    /// A client whose reports go to `events`, wrapped by `wrap`.
-    pub(crate) fn new(events: Sender<E>, wrap: fn(ExchangeId, HttpInput) -> E) -> Self {
+struct Pool {
+    agent: ureq::Agent,
+    sink: HttpSink,
+    /// Names the workers' threads.
+    server: String,
+    /// Set at shutdown: workers end instead of draining or rejoining.
+    closed: AtomicBool,
+    /// [`IDLE_RETIRE`], shorter in tests.
+    idle_retire: Duration,
+    state: Mutex<PoolState>,
+}
+
+#[derive(Default)]
+struct PoolState {
+    /// Exchanges waiting for a worker, oldest first. Never non-empty while
+    /// a worker is idle.
+    queue: VecDeque<Job>,
+    /// Idle workers; the one that went idle last is at the end.
+    idle: Vec<(usize, Sender<Wake>)>,
+    /// Workers counted against [`MAX_WORKERS`]: every one except those
+    /// still finishing an aborted exchange.
+    counted: usize,
+    /// Exchanges queued or running, with their abort flags.
+    exchanges: BTreeMap<ExchangeId, Exchange>,
+    threads: Vec<JoinHandle<()>>,
+    /// Workers ever started (for tests; also names the next one).
+    started: usize,
+}
+
+struct Exchange {
+    aborted: Arc<AtomicBool>,
+    /// A worker runs it (else it is queued).
+    running: bool,
+}
+
+struct Job {
+    request: HttpRequest,
+    aborted: Arc<AtomicBool>,
+}
+
+/// What an idle worker is woken for.
+enum Wake {
+    Job(Job),
+    Stop,
+}
+
+/// An exchange that could not start (no worker thread could be started):
+/// the session hears of it once it is done carrying its outputs.
+#[derive(Debug)]
+pub(crate) struct NotStarted {
+    /// Which exchange.
+    pub(crate) exchange: ExchangeId,
+    /// Why.
+    pub(crate) reason: String,
+}
+
+impl HttpClient {
+    /// A client for server `server` whose workers hand inputs to `sink`.
+    pub(crate) fn new(server: &str, sink: HttpSink) -> Self {
+        Self::with_retire(server, sink, IDLE_RETIRE)
+    }
+
+    fn with_retire(server: &str, sink: HttpSink, idle_retire: Duration) -> Self {
         Self {
-            agent: new_agent(),
-            events,
-            wrap,
-            aborted: BTreeMap::new(),
-            bodies: Arc::default(),
+            pool: Arc::new(Pool {
+                agent: new_agent(),
+                sink,
+                server: server.to_owned(),
+                closed: AtomicBool::new(false),
+                idle_retire,
+                state: Mutex::default(),
+            }),
         }
     }
 
-    /// The driver handled an input of this client: a body chunk's bytes
-    /// no longer count against [`BODY_IN_FLIGHT`].
-    pub(crate) fn handled(&self, input: &HttpInput) {
-        if let HttpInput::Body(chunk) = input {
-            self.bodies.remove(chunk.len());
-        }
-    }
-
-    /// Starts an exchange.
-    pub(crate) fn send(&mut self, request: HttpRequest) {
+    /// Starts an exchange on the last idle worker or a new one, or queues
+    /// it at the bound. Never blocks on the network.
+    pub(crate) fn send(&self, request: HttpRequest) -> Result<(), NotStarted> {
         let exchange = request.exchange;
-        let flag = Arc::new(AtomicBool::new(false));
-        self.aborted.insert(exchange, Arc::clone(&flag));
-        let agent = self.agent.clone();
-        let events = self.events.clone();
-        let wrap = self.wrap;
-        let bodies = Arc::clone(&self.bodies);
-        let spawned = std::thread::Builder::new()
-            .name(format!("rho-mcp-http-{}", exchange.0))
-            .spawn(move || {
-                run_exchange_bounded(&agent, request, (&flag, &bodies), |e| {
-                    events.send(wrap(exchange, e)).is_ok()
+        let aborted = Arc::new(AtomicBool::new(false));
+        let mut state = self.pool.lock();
+        if self.pool.closed.load(Ordering::Acquire) {
+            return Ok(());
+        }
+        state.exchanges.insert(
+            exchange,
+            Exchange {
+                aborted: Arc::clone(&aborted),
+                running: false,
+            },
+        );
+        let Err(refused) = Pool::dispatch(&self.pool, &mut state, Job { request, aborted }) else {
+            return Ok(());
+        };
+        match *refused {
+            (job, e) if state.counted > 0 => {
+                // Others run: it waits for one of them.
+                tracing::debug!(server = %self.pool.server, "could not start an HTTP worker: {e}");
+                state.queue.push_back(job);
+                Ok(())
+            }
+            (_, e) => {
+                state.exchanges.remove(&exchange);
+                Err(NotStarted {
+                    exchange,
+                    reason: format!("could not start a thread: {e}"),
                 })
+            }
+        }
+    }
+
+    /// Stops an exchange: the session hears nothing more of it, and a
+    /// worker running it no longer counts against the bound.
+    pub(crate) fn abort(&self, exchange: ExchangeId) {
+        let mut state = self.pool.lock();
+        let Some(x) = state.exchanges.remove(&exchange) else {
+            return;
+        };
+        x.aborted.store(true, Ordering::Release);
+        if !x.running {
+            state.queue.retain(|job| job.request.exchange != exchange);
+            return;
+        }
+        state.counted -= 1;
+        // A place is free: what waits may start.
+        if let Some(job) = state.queue.pop_front() {
+            if let Err(refused) = Pool::dispatch(&self.pool, &mut state, job) {
+                let (job, e) = *refused;
+                tracing::debug!(server = %self.pool.server, "could not start an HTTP worker: {e}");
+                state.queue.push_front(job);
+            }
+        }
+    }
+
+    /// Aborts every exchange and ends the workers: idle ones at once, busy
+    /// ones when their read returns. Waits a bounded time for them: a
+    /// stream that the server holds open without sending cannot be
+    /// interrupted, and its worker ends when the server closes it.
+    pub(crate) fn shutdown(self) {
+        self.pool.closed.store(true, Ordering::Release);
+        let threads = {
+            let mut state = self.pool.lock();
+            state.queue.clear();
+            for (_, x) in std::mem::take(&mut state.exchanges) {
+                x.aborted.store(true, Ordering::Release);
+            }
+            for (_, worker) in state.idle.drain(..) {
+                let _ = worker.send(Wake::Stop);
+            }
+            std::mem::take(&mut state.threads)
+        };
+        let until = Instant::now() + WORKER_EXIT_WAIT;
+        while threads.iter().any(|t| !t.is_finished()) && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        for thread in threads {
+            if thread.is_finished() {
+                let _ = thread.join();
+            } else {
+                tracing::debug!(server = %self.pool.server, "an HTTP worker is still reading; it ends when its server closes the stream");
+            }
+        }
+    }
+}
+
+impl Pool {
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Hands `job` to the last idle worker, or to a new one below the
+    /// bound, or queues it. An error hands the job back: no idle worker,
+    /// and a new one could not be started.
+    fn dispatch(
+        pool: &Arc<Pool>,
+        state: &mut PoolState,
+        mut job: Job,
+    ) -> Result<(), Box<(Job, std::io::Error)>> {
+        let exchange = job.request.exchange;
+        while let Some((_, worker)) = state.idle.pop() {
+            match worker.send(Wake::Job(job)) {
+                Ok(()) => {
+                    set_running(state, exchange);
+                    return Ok(());
+                }
+                // That worker has ended; try the next.
+                Err(mpsc::SendError(Wake::Job(back))) => job = back,
+                Err(mpsc::SendError(Wake::Stop)) => return Ok(()),
+            }
+        }
+        if state.counted >= MAX_WORKERS {
+            state.queue.push_back(job);
+            return Ok(());
+        }
+        // The job waits in a slot the new thread empties, so that a failed
+        // start hands it back.
+        let slot = Arc::new(Mutex::new(Some(job)));
+        let id = state.started;
+        let spawned = std::thread::Builder::new()
+            .name(format!("rho-mcp-{}-http", pool.server))
+            .spawn({
+                let (pool, slot) = (Arc::clone(pool), Arc::clone(&slot));
+                move || {
+                    let first = lock(&slot).take();
+                    if let Some(job) = first {
+                        pool.work(id, job);
+                    }
+                }
             });
-        if let Err(e) = spawned {
-            let _ = self.events.send(wrap(
-                exchange,
-                HttpInput::Failed(format!("could not start a thread: {e}")),
-            ));
+        match spawned {
+            Ok(thread) => {
+                set_running(state, exchange);
+                state.started += 1;
+                state.counted += 1;
+                state.threads.retain(|t| !t.is_finished());
+                state.threads.push(thread);
+                Ok(())
+            }
+            Err(e) => match lock(&slot).take() {
+                Some(job) => Err(Box::new((job, e))),
+                None => Ok(()),
+            },
         }
     }
 
-    /// Stops reporting on an exchange; its thread ends at its next read.
-    pub(crate) fn abort(&mut self, exchange: ExchangeId) {
-        if let Some(flag) = self.aborted.remove(&exchange) {
-            flag.store(true, Ordering::Relaxed);
+    /// A worker: runs its first job, then whatever is queued or handed to
+    /// it, until it retires, its place is gone, or the pool shuts down.
+    fn work(&self, id: usize, first: Job) {
+        let (tx, rx) = mpsc::channel();
+        let mut buf = vec![0u8; CHUNK];
+        let mut job = first;
+        loop {
+            let exchange = job.request.exchange;
+            if !job.aborted.load(Ordering::Acquire) {
+                let aborted = Arc::clone(&job.aborted);
+                run_pooled(
+                    &self.agent,
+                    job.request,
+                    (&aborted, &self.closed),
+                    &mut buf,
+                    |input| (self.sink)(exchange, &aborted, input),
+                );
+            }
+            let mut state = self.lock();
+            if state.exchanges.remove(&exchange).is_none() {
+                // Aborted while it ran: this worker gave up its place.
+                if self.closed.load(Ordering::Acquire) || state.counted >= MAX_WORKERS {
+                    return;
+                }
+                state.counted += 1;
+            }
+            if self.closed.load(Ordering::Acquire) {
+                state.counted -= 1;
+                return;
+            }
+            if let Some(next) = state.queue.pop_front() {
+                set_running(&mut state, next.request.exchange);
+                job = next;
+                continue;
+            }
+            state.idle.push((id, tx.clone()));
+            drop(state);
+            job = loop {
+                match rx.recv_timeout(self.idle_retire) {
+                    Ok(Wake::Job(next)) => break next,
+                    Ok(Wake::Stop) | Err(RecvTimeoutError::Disconnected) => {
+                        self.lock().counted -= 1;
+                        return;
+                    }
+                    Err(RecvTimeoutError::Timeout) => {
+                        let mut state = self.lock();
+                        let me = state.idle.iter().position(|(w, _)| *w == id);
+                        match me {
+                            // Handed a job just now: it is in the channel.
+                            None => {}
+                            Some(at) if state.idle.len() > 1 => {
+                                state.idle.remove(at);
+                                state.counted -= 1;
+                                return;
+                            }
+                            // The last idle worker stays.
+                            Some(_) => {}
+                        }
+                    }
+                }
+            };
         }
     }
+}
 
-    /// Aborts every exchange (at shutdown).
-    pub(crate) fn abort_all(&mut self) {
-        self.bodies.close();
-        for (_, flag) in std::mem::take(&mut self.aborted) {
-            flag.store(true, Ordering::Relaxed);
-        }
+fn set_running(state: &mut PoolState, exchange: ExchangeId) {
+    if let Some(x) = state.exchanges.get_mut(&exchange) {
+        x.running = true;
     }
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 /// The ureq agent every exchange uses: no redirects, statuses as data,
-/// connect and send timeouts, no body timeout.
+/// connect and send timeouts, no body timeout. Its pool keeps idle
+/// keep-alive connections (ureq's defaults: 3 per host, 15 s).
 pub fn new_agent() -> ureq::Agent {
     ureq::Agent::config_builder()
         .max_redirects(0)
@@ -128,56 +405,22 @@ pub fn run_exchange(
 /// Like [`run_exchange`], with the body bytes reported added to `bodies`
 /// (the session's, which its driver takes them off once handled); the
 /// body is not read further while more than [`BODY_IN_FLIGHT`] bytes wait
-/// there. Shared by both executors (the smol one runs it on its blocking
-/// pool), so HTTP behaves the same on each.
+/// there. For an executor whose session handles inputs on another thread
+/// than the one reading (the smol one runs it on its blocking pool).
 pub fn run_exchange_bounded(
     agent: &ureq::Agent,
     request: HttpRequest,
     (aborted, bodies): (&AtomicBool, &Backlog),
     mut report: impl FnMut(HttpInput) -> bool,
 ) {
-    // Defence in depth: the core only ever asks for the configured URL,
-    // which passed this policy when the config was read.
-    if let Err(e) = check_url_policy(&request.url) {
-        report(HttpInput::Failed(e));
-        return;
-    }
-    let mut builder = ureq::http::Request::builder()
-        .method(request.method.as_str())
-        .uri(request.url.as_str());
-    for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    let built = match builder.body(request.body) {
-        Ok(built) => built,
-        Err(e) => {
-            report(HttpInput::Failed(format!("invalid request: {e}")));
-            return;
-        }
-    };
-    let response = match agent.run(built) {
+    let response = match start(agent, request) {
         Ok(response) => response,
         Err(e) => {
-            report(HttpInput::Failed(e.to_string()));
+            report(HttpInput::Failed(e));
             return;
         }
     };
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    if aborted.load(Ordering::Relaxed)
-        || !report(HttpInput::Head {
-            status: response.status().as_u16(),
-            headers,
-        })
-    {
+    if aborted.load(Ordering::Relaxed) || !report(head(&response)) {
         return;
     }
     let mut reader = response.into_body().into_reader();
@@ -201,5 +444,337 @@ pub fn run_exchange_bounded(
         if aborted.load(Ordering::Relaxed) || !report(event) || last {
             return;
         }
+    }
+}
+
+/// One exchange on a pool worker: `report` handles each input before it
+/// returns (so nothing needs counting), and once it returns `false` the
+/// rest of the body is drained, up to [`DRAIN_LIMIT`] and unless `closed`,
+/// so that the connection goes back to the agent's pool.
+fn run_pooled(
+    agent: &ureq::Agent,
+    request: HttpRequest,
+    (aborted, closed): (&AtomicBool, &AtomicBool),
+    buf: &mut [u8],
+    mut report: impl FnMut(HttpInput) -> bool,
+) {
+    let response = match start(agent, request) {
+        Ok(response) => response,
+        Err(e) => {
+            report(HttpInput::Failed(e));
+            return;
+        }
+    };
+    let mut wanted = !aborted.load(Ordering::Acquire) && report(head(&response));
+    let mut reader = response.into_body().into_reader();
+    let mut drained = 0;
+    loop {
+        if !wanted && (drained > DRAIN_LIMIT || closed.load(Ordering::Acquire)) {
+            return;
+        }
+        match reader.read(buf) {
+            Ok(0) => {
+                if wanted {
+                    report(HttpInput::End);
+                }
+                return;
+            }
+            Ok(n) if wanted => wanted = report(HttpInput::Body(buf[..n].to_vec())),
+            Ok(n) => drained += n,
+            Err(e) => {
+                if wanted {
+                    report(HttpInput::Failed(e.to_string()));
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Sends a request and waits for the response head.
+fn start(
+    agent: &ureq::Agent,
+    request: HttpRequest,
+) -> Result<ureq::http::Response<ureq::Body>, String> {
+    // Defence in depth: the core only ever asks for the configured URL,
+    // which passed this policy when the config was read.
+    check_url_policy(&request.url)?;
+    let mut builder = ureq::http::Request::builder()
+        .method(request.method.as_str())
+        .uri(request.url.as_str());
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let built = builder
+        .body(request.body)
+        .map_err(|e| format!("invalid request: {e}"))?;
+    agent.run(built).map_err(|e| e.to_string())
+}
+
+/// A response's status and headers, as the core takes them.
+fn head(response: &ureq::http::Response<ureq::Body>) -> HttpInput {
+    HttpInput::Head {
+        status: response.status().as_u16(),
+        headers: response
+            .headers()
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The pool against a loopback HTTP/1.1 server that counts the
+    //! connections it accepts and holds `/slow` answers until released.
+
+    use super::*;
+    use std::io::{BufRead, BufReader, Write};
+    use std::net::{TcpListener, TcpStream};
+    use std::sync::atomic::AtomicUsize;
+    use std::sync::mpsc::Receiver;
+
+    struct Server {
+        url: String,
+        accepted: Arc<AtomicUsize>,
+        /// Each `/slow` request waits for one message here.
+        release: Sender<()>,
+    }
+
+    fn server() -> Server {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let url = format!("http://{}/", listener.local_addr().expect("address"));
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let (release, released) = mpsc::channel::<()>();
+        let released = Arc::new(Mutex::new(released));
+        std::thread::spawn({
+            let accepted = Arc::clone(&accepted);
+            move || {
+                for stream in listener.incoming().flatten() {
+                    accepted.fetch_add(1, Ordering::SeqCst);
+                    let released = Arc::clone(&released);
+                    std::thread::spawn(move || serve(stream, &released));
+                }
+            }
+        });
+        Server {
+            url,
+            accepted,
+            release,
+        }
+    }
+
+    /// Answers requests on one connection, keep-alive, until it closes.
+    fn serve(stream: TcpStream, released: &Mutex<Receiver<()>>) {
+        let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+        let mut writer = stream;
+        loop {
+            let mut line = String::new();
+            if reader.read_line(&mut line).unwrap_or(0) == 0 {
+                return;
+            }
+            let path = line.split(' ').nth(1).unwrap_or("/").to_owned();
+            let mut length = 0;
+            loop {
+                let mut header = String::new();
+                if reader.read_line(&mut header).unwrap_or(0) == 0 {
+                    return;
+                }
+                if header == "\r\n" {
+                    break;
+                }
+                if let Some(v) = header.to_ascii_lowercase().strip_prefix("content-length:") {
+                    length = v.trim().parse().unwrap_or(0);
+                }
+            }
+            let mut body = vec![0; length];
+            if reader.read_exact(&mut body).is_err() {
+                return;
+            }
+            if path == "/slow" {
+                let _ = released.lock().map(|r| r.recv());
+            }
+            let answer = format!("answer to {path}");
+            let head = format!(
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n",
+                answer.len()
+            );
+            if writer
+                .write_all(head.as_bytes())
+                .and_then(|()| writer.write_all(answer.as_bytes()))
+                .is_err()
+            {
+                return;
+            }
+        }
+    }
+
+    /// A client whose inputs go to a channel, honouring aborts as the
+    /// session does.
+    fn client(name: &str, retire: Duration) -> (HttpClient, Receiver<(ExchangeId, HttpInput)>) {
+        let (tx, rx) = mpsc::channel();
+        let tx = Mutex::new(tx);
+        let sink: HttpSink = Arc::new(move |exchange, aborted: &AtomicBool, input| {
+            !aborted.load(Ordering::Acquire) && lock(&tx).send((exchange, input)).is_ok()
+        });
+        (HttpClient::with_retire(name, sink, retire), rx)
+    }
+
+    fn request(server: &Server, exchange: u64, path: &str) -> HttpRequest {
+        HttpRequest {
+            exchange: ExchangeId(exchange),
+            method: rho_proto_core::http::Method::Post,
+            url: format!("{}{}", server.url, path.trim_start_matches('/'))
+                .parse()
+                .expect("url"),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: b"{}".to_vec(),
+        }
+    }
+
+    /// Waits for the end of `exchange`, returning the body it got.
+    fn body_of(rx: &Receiver<(ExchangeId, HttpInput)>, exchange: u64) -> String {
+        let mut body = Vec::new();
+        loop {
+            let (x, input) = rx
+                .recv_timeout(Duration::from_secs(10))
+                .expect("the exchange ends");
+            assert_eq!(x, ExchangeId(exchange), "{input:?}");
+            match input {
+                HttpInput::Head { status, .. } => assert_eq!(status, 200),
+                HttpInput::Body(bytes) => body.extend(bytes),
+                HttpInput::End => return String::from_utf8(body).expect("utf-8"),
+                HttpInput::Failed(e) => panic!("exchange {exchange} failed: {e}"),
+            }
+        }
+    }
+
+    fn started(client: &HttpClient) -> usize {
+        client.pool.lock().started
+    }
+
+    fn wait_idle(client: &HttpClient, idle: usize) {
+        let until = Instant::now() + Duration::from_secs(10);
+        while client.pool.lock().idle.len() < idle {
+            assert!(Instant::now() < until, "workers never went idle");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// Threads of this process with this name.
+    fn threads_named(name: &str) -> usize {
+        std::fs::read_dir("/proc/self/task")
+            .map(|tasks| {
+                tasks
+                    .flatten()
+                    .filter(|t| {
+                        std::fs::read_to_string(t.path().join("comm"))
+                            .is_ok_and(|comm| comm.trim_end() == name)
+                    })
+                    .count()
+            })
+            .unwrap_or(0)
+    }
+
+    #[test]
+    fn sequential_exchanges_reuse_one_worker_and_one_connection() {
+        let server = server();
+        let (client, rx) = client("h1", IDLE_RETIRE);
+        for n in 0..20 {
+            client.send(request(&server, n, "/fast")).expect("sent");
+            assert_eq!(body_of(&rx, n), "answer to /fast");
+            wait_idle(&client, 1);
+        }
+        assert_eq!(started(&client), 1, "one worker for every exchange");
+        assert_eq!(
+            server.accepted.load(Ordering::SeqCst),
+            1,
+            "one keep-alive connection for every exchange"
+        );
+        client.shutdown();
+    }
+
+    #[test]
+    fn a_slow_exchange_does_not_hold_up_another() {
+        let server = server();
+        let (client, rx) = client("h2", IDLE_RETIRE);
+        client.send(request(&server, 1, "/slow")).expect("sent");
+        client.send(request(&server, 2, "/fast")).expect("sent");
+        assert_eq!(
+            body_of(&rx, 2),
+            "answer to /fast",
+            "not behind the slow one"
+        );
+        server.release.send(()).expect("release");
+        assert_eq!(body_of(&rx, 1), "answer to /slow");
+        assert_eq!(started(&client), 2);
+        client.shutdown();
+    }
+
+    #[test]
+    fn beyond_the_bound_exchanges_queue_and_an_abort_frees_a_place() {
+        let server = server();
+        let (client, rx) = client("h3", IDLE_RETIRE);
+        for n in 0..MAX_WORKERS as u64 {
+            client.send(request(&server, n, "/slow")).expect("sent");
+        }
+        let queued = MAX_WORKERS as u64;
+        client
+            .send(request(&server, queued, "/fast"))
+            .expect("sent");
+        assert_eq!(started(&client), MAX_WORKERS);
+        assert_eq!(client.pool.lock().queue.len(), 1, "the last one queues");
+        // Aborting a slow one frees its place at once, before its read ends.
+        client.abort(ExchangeId(0));
+        assert_eq!(body_of(&rx, queued), "answer to /fast");
+        assert_eq!(started(&client), MAX_WORKERS + 1);
+        for _ in 0..MAX_WORKERS {
+            server.release.send(()).expect("release");
+        }
+        let mut ended = Vec::new();
+        while ended.len() < MAX_WORKERS - 1 {
+            let (x, input) = rx.recv_timeout(Duration::from_secs(10)).expect("ends");
+            assert_ne!(
+                x,
+                ExchangeId(0),
+                "nothing of an aborted exchange: {input:?}"
+            );
+            if matches!(input, HttpInput::End) {
+                ended.push(x);
+            }
+        }
+        client.shutdown();
+    }
+
+    #[test]
+    fn extra_workers_retire_when_idle_and_shutdown_joins_the_rest() {
+        let server = server();
+        let (client, rx) = client("h4", Duration::from_millis(100));
+        for n in 0..4 {
+            client.send(request(&server, n, "/slow")).expect("sent");
+        }
+        for _ in 0..4 {
+            server.release.send(()).expect("release");
+        }
+        let mut ended = 0;
+        while ended < 4 {
+            let (_, input) = rx.recv_timeout(Duration::from_secs(10)).expect("input");
+            ended += usize::from(matches!(input, HttpInput::End));
+        }
+        assert_eq!(started(&client), 4);
+        wait_idle(&client, 1);
+        let until = Instant::now() + Duration::from_secs(10);
+        while threads_named("rho-mcp-h4-http") > 1 {
+            assert!(Instant::now() < until, "idle workers never retired");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        assert_eq!(client.pool.lock().counted, 1, "the last idle worker stays");
+        client.shutdown();
+        assert_eq!(threads_named("rho-mcp-h4-http"), 0, "every worker joined");
     }
 }

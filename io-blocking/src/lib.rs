@@ -1,8 +1,14 @@
 //! rho's MCP client on plain threads.
 //!
-//! This crate drives the sans-IO core in `rho-proto-core` with blocking IO:
-//! each server gets a driver thread that owns its session, and a stdio
-//! server's child process gets three pump threads (stdout, stdin, stderr).
+//! This crate drives the sans-IO core in `rho-proto-core` with blocking IO.
+//! Each server's session sits behind a lock and is driven by whichever
+//! thread has something for it: a caller writes its call to the child's
+//! stdin itself, and the stdout reader (or an HTTP worker) hands the answer
+//! straight to the waiting caller. Per server there is a driver thread that
+//! only sleeps until the next deadline and tears the session down; a stdio
+//! child has three pipe threads (stdout, stdin for what the pipe could not
+//! take at once, stderr), and an HTTP server a small pool of persistent
+//! workers that reuse keep-alive connections.
 //! The host sees a [`Runtime`]: start every enabled server concurrently,
 //! read per-server status and the exported tools, call tools, shut down.
 //!
@@ -29,6 +35,7 @@
 mod backlog;
 mod driver;
 pub mod http_client;
+mod reply;
 mod runtime;
 mod stdio;
 

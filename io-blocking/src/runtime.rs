@@ -9,7 +9,7 @@
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -23,7 +23,7 @@ use rho_proto_core::status::ServerStatus;
 use serde_json::Value;
 
 use crate::backlog::{Room, wait_for_room};
-use crate::driver::{self, Command, Input, SharedHealth};
+use crate::driver::{Command, Driver, SharedHealth};
 use rho_proto_core::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::driving::{CallUpdate, StartupOutcome};
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
@@ -39,7 +39,8 @@ pub struct Runtime {
 const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 struct DriverHandle {
-    commands: Sender<Input>,
+    /// The session, driven from the caller's thread.
+    driver: Arc<Driver>,
     thread: Option<JoinHandle<()>>,
     health: SharedHealth,
     /// What waits for a stdio child's stdin: a call waits for room first.
@@ -123,7 +124,7 @@ impl Runtime {
                                 .view(*other, None)
                                 .is_some_and(|v| matches!(v.status, ServerStatus::Ready(_)));
                             if !ready {
-                                let _ = driver.commands.send(Input::Command(Command::Close));
+                                let _ = driver.driver.command(Command::Close);
                             }
                         }
                     }
@@ -299,16 +300,16 @@ impl Runtime {
                 ));
             }
         }
-        let (reply, answer) = mpsc::channel();
+        let (reply, answer) = crate::reply::mailbox();
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         driver
-            .commands
-            .send(Input::Command(Command::CallTool {
+            .driver
+            .command(Command::CallTool {
                 ticket,
                 tool,
                 arguments,
                 reply,
-            }))
+            })
             .map_err(|_| not_running())?;
         // The core completes every accepted call exactly once (result,
         // error, timeout, cancellation or session end), so this wait is
@@ -323,9 +324,7 @@ impl Runtime {
                     Err(RecvTimeoutError::Timeout) => {
                         if !cancelled && flag.load(Ordering::Relaxed) {
                             cancelled = true;
-                            let _ = driver
-                                .commands
-                                .send(Input::Command(Command::Cancel { ticket }));
+                            let _ = driver.driver.command(Command::Cancel { ticket });
                         }
                         continue;
                     }
@@ -347,7 +346,7 @@ impl Runtime {
 
     fn stop_all(&mut self) {
         for driver in self.drivers.values() {
-            let _ = driver.commands.send(Input::Command(Command::Close));
+            let _ = driver.driver.command(Command::Close);
         }
         for (_, mut driver) in std::mem::take(&mut self.drivers) {
             driver.stop();
@@ -372,7 +371,7 @@ impl DriverHandle {
     /// Asks the driver to close and waits for it: the driver's own shutdown
     /// is bounded (grace, then kill), so this join is too.
     fn stop(&mut self) {
-        let _ = self.commands.send(Input::Command(Command::Close));
+        let _ = self.driver.command(Command::Close);
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -424,35 +423,31 @@ fn spawn_driver(
     ),
     grace: Duration,
 ) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
-    let (commands, inputs) = mpsc::channel();
     let (startup_tx, startup_rx) = mpsc::channel();
     let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
     let backlog = Arc::new(Backlog::default());
+    let driver = Driver::new(server.id.as_str(), host, record, Arc::clone(&health));
     let thread = std::thread::Builder::new()
         .name(format!("rho-mcp-{}", server.id))
         .spawn({
             let server = server.clone();
             let ambient = Arc::clone(ambient);
-            let health = Arc::clone(&health);
-            let commands = commands.clone();
+            let driver = Arc::clone(&driver);
             let backlog = Arc::clone(&backlog);
             move || {
-                driver::run(
-                    server,
-                    ambient,
-                    (root, host, record),
+                driver.run(
+                    &server,
+                    (&ambient, root.as_deref()),
                     grace,
-                    (commands, inputs),
                     startup_tx,
-                    health,
                     backlog,
-                )
+                );
             }
         })
         .map_err(|e| format!("server `{}`: could not start a thread: {e}", server.id))?;
     Ok((
         DriverHandle {
-            commands,
+            driver,
             thread: Some(thread),
             health,
             backlog,

@@ -14,9 +14,11 @@
 //! the workspace, the `pre_exec` hook of [`process::die_with_parent`], and
 //! the one place runtime options are read from the process's environment
 //! ([`options_from_process_env`]; the core's `RuntimeOptions` is plain
-//! data).
+//! data). [`pipe`] makes a child's stdin non-blocking and waits for room
+//! in it, for the thread executor's writes.
 
 mod env;
+pub mod pipe;
 pub mod process;
 
 pub use env::options_from_process_env;

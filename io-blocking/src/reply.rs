@@ -1,0 +1,189 @@
+//! Where a caller hears about its call: a one-call mailbox (progress in
+//! order, then the end) that the session fills and the caller's thread
+//! waits on. A std channel would do, but it allocates and zeroes a block
+//! of slots per call; this is one small allocation.
+
+use std::collections::VecDeque;
+use std::sync::mpsc::{RecvError, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use rho_proto_core::driving::CallUpdate;
+use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::session::Progress;
+
+/// A new mailbox: the session's end and the caller's.
+pub(crate) fn mailbox() -> (ReplyTx, ReplyRx) {
+    let slot = Arc::new(Slot::default());
+    (ReplyTx(Arc::clone(&slot)), ReplyRx(slot))
+}
+
+/// The session's end. Dropping it without sending the end tells the
+/// caller the session is gone.
+#[derive(Debug)]
+pub(crate) struct ReplyTx(Arc<Slot>);
+
+/// The caller's end.
+#[derive(Debug)]
+pub(crate) struct ReplyRx(Arc<Slot>);
+
+#[derive(Debug, Default)]
+struct Slot {
+    state: Mutex<State>,
+    ready: Condvar,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    progress: VecDeque<Progress>,
+    done: Option<Result<CallToolResult, ToolCallError>>,
+    /// The session's end is gone.
+    dropped: bool,
+}
+
+impl Slot {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn put(&self, update: CallUpdate) {
+        let mut state = self.lock();
+        match update {
+            CallUpdate::Progress(progress) => state.progress.push_back(progress),
+            CallUpdate::Done(result) => state.done = Some(result),
+        }
+        drop(state);
+        self.ready.notify_one();
+    }
+}
+
+impl ReplyTx {
+    /// Hands the caller an update; never blocks on the caller.
+    pub(crate) fn send(&self, update: CallUpdate) {
+        self.0.put(update);
+    }
+
+    /// A handle that sends progress only: it may outlive this end without
+    /// telling the caller anything.
+    pub(crate) fn progress_handle(&self) -> ProgressTx {
+        ProgressTx(Arc::clone(&self.0))
+    }
+}
+
+impl Drop for ReplyTx {
+    fn drop(&mut self) {
+        self.0.lock().dropped = true;
+        self.0.ready.notify_one();
+    }
+}
+
+/// Sends progress only; dropping it means nothing.
+#[derive(Debug)]
+pub(crate) struct ProgressTx(Arc<Slot>);
+
+impl ProgressTx {
+    /// Hands the caller a progress notification.
+    pub(crate) fn send(&self, progress: Progress) {
+        self.0.put(CallUpdate::Progress(progress));
+    }
+}
+
+impl ReplyRx {
+    /// The next update; an error when the session's end is gone without
+    /// one.
+    pub(crate) fn recv(&self) -> Result<CallUpdate, RecvError> {
+        let mut state = self.0.lock();
+        loop {
+            if let Some(update) = take(&mut state) {
+                return Ok(update);
+            }
+            if state.dropped {
+                return Err(RecvError);
+            }
+            state = self
+                .0
+                .ready
+                .wait(state)
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+        }
+    }
+
+    /// Like [`ReplyRx::recv`], waiting at most `timeout`.
+    pub(crate) fn recv_timeout(&self, timeout: Duration) -> Result<CallUpdate, RecvTimeoutError> {
+        let until = Instant::now() + timeout;
+        let mut state = self.0.lock();
+        loop {
+            if let Some(update) = take(&mut state) {
+                return Ok(update);
+            }
+            if state.dropped {
+                return Err(RecvTimeoutError::Disconnected);
+            }
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() {
+                return Err(RecvTimeoutError::Timeout);
+            }
+            state = self
+                .0
+                .ready
+                .wait_timeout(state, left)
+                .unwrap_or_else(std::sync::PoisonError::into_inner)
+                .0;
+        }
+    }
+}
+
+/// Progress first, in order, then the end.
+fn take(state: &mut State) -> Option<CallUpdate> {
+    if let Some(progress) = state.progress.pop_front() {
+        return Some(CallUpdate::Progress(progress));
+    }
+    state.done.take().map(CallUpdate::Done)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn progress_comes_in_order_then_the_end_and_a_dropped_end_is_reported() {
+        let (tx, rx) = mailbox();
+        let progress = |n: f64| Progress {
+            progress: n,
+            total: None,
+            message: None,
+        };
+        tx.progress_handle().send(progress(1.0));
+        tx.progress_handle().send(progress(2.0));
+        tx.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
+            "x".into(),
+        ))));
+        drop(tx);
+        let mut seen = Vec::new();
+        loop {
+            match rx.recv() {
+                Ok(CallUpdate::Progress(p)) => seen.push(p.progress),
+                Ok(CallUpdate::Done(result)) => {
+                    assert!(matches!(result, Err(ToolCallError::NotCallable(_))));
+                    break;
+                }
+                Err(e) => panic!("the end was sent: {e}"),
+            }
+        }
+        assert_eq!(seen, [1.0, 2.0]);
+        assert!(matches!(rx.recv(), Err(RecvError)), "nothing after the end");
+        let (tx, rx) = mailbox();
+        assert_eq!(
+            rx.recv_timeout(Duration::from_millis(1)).err(),
+            Some(RecvTimeoutError::Timeout)
+        );
+        drop(tx);
+        assert_eq!(
+            rx.recv_timeout(Duration::from_secs(60)).err(),
+            Some(RecvTimeoutError::Disconnected)
+        );
+    }
+}
