@@ -34,8 +34,9 @@
 //! [`CONNECT_TIMEOUT`]; a write that makes no progress for
 //! [`SEND_TIMEOUT`] fails the exchange; reading a body has no timeout,
 //! because the GET stream may stay open for the whole session: the core's
-//! deadlines bound every request and it aborts what it gives up on, which
-//! here drops the exchange's task and with it its connection. A response
+//! deadlines bound every request and it aborts what it gives up on: an
+//! aborted exchange reports nothing more, and its connection is closed
+//! unless its body ends within a moment (see [`HttpIo::abort`]). A response
 //! head larger than [`MAX_HEAD`] (ureq's default bound too) or with more
 //! than 100 fields (hyper's default) fails the exchange. The URL policy is checked again before anything is
 //! sent. A session stops reading bodies while more than
@@ -47,6 +48,7 @@ mod pool;
 mod tests;
 
 use std::collections::BTreeMap;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -58,7 +60,7 @@ use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest};
 use smol::channel::Sender;
-use smol::{Executor, Task};
+use smol::{Executor, Task, Timer};
 
 use crate::driver::Input;
 use pool::{Origin, Pool, Timeouts};
@@ -77,14 +79,22 @@ pub(crate) const MAX_CONNECTIONS: usize = 64;
 /// Idle connections a session keeps for reuse.
 pub(crate) const MAX_IDLE: usize = 8;
 
+/// How long an aborted exchange whose body was under way may take to
+/// finish it, so that its connection can be reused.
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// The most body bytes an aborted exchange reads (and drops) to finish.
+pub(crate) const DRAIN_BYTES: usize = 64 * 1024;
+
 /// A session's HTTP exchanges: tasks on its executor sharing one pool.
 pub(crate) struct HttpIo {
     executor: Arc<Executor<'static>>,
     events: Sender<Input>,
     pool: Arc<Pool>,
     bodies: Arc<BodyBudget>,
-    /// Exchanges not yet ended; dropping a task cancels it.
-    running: BTreeMap<ExchangeId, Task<()>>,
+    /// Exchanges not yet ended, with the flag that aborts each.
+    running: BTreeMap<ExchangeId, (Task<()>, Arc<Aborted>)>,
+    /// Aborted exchanges finishing a body (at most [`DRAIN_GRACE`]).
+    draining: Vec<Task<()>>,
 }
 
 impl HttpIo {
@@ -112,6 +122,7 @@ impl HttpIo {
             pool: Arc::new(Pool::new(executor, connections, timeouts)),
             bodies: Arc::default(),
             running: BTreeMap::new(),
+            draining: Vec::new(),
         }
     }
 
@@ -120,13 +131,21 @@ impl HttpIo {
         let exchange = request.exchange;
         let events = self.events.clone();
         let (pool, bodies) = (Arc::clone(&self.pool), Arc::clone(&self.bodies));
+        let aborted = Arc::new(Aborted::default());
+        let flag = Arc::clone(&aborted);
         let task = self.executor.spawn(async move {
-            run_exchange(&pool, &bodies, request, |input| {
-                events.try_send(Input::Http(exchange, input)).is_ok()
-            })
-            .await;
+            let exchange_io = Exchange {
+                pool: &pool,
+                bodies: &bodies,
+                aborted: &flag,
+            };
+            exchange_io
+                .run(request, |input| {
+                    events.try_send(Input::Http(exchange, input)).is_ok()
+                })
+                .await;
         });
-        self.running.insert(exchange, task);
+        self.running.insert(exchange, (task, aborted));
     }
 
     /// The session handled an input of `exchange`: a body chunk no longer
@@ -142,16 +161,26 @@ impl HttpIo {
         }
     }
 
-    /// Cancels an exchange: its task is dropped, and the connection with
-    /// it (a half-read response leaves nothing reusable).
+    /// Aborts an exchange: it reports nothing more. One still waiting for
+    /// its response, or for the session to make room, ends at once and
+    /// closes its connection. One reading a body reads on, unreported,
+    /// for up to [`DRAIN_GRACE`] and [`DRAIN_BYTES`]: the core aborts a
+    /// POST's stream as soon as the answer it waited for arrived, which is
+    /// usually just before the body's last chunk, and a connection read to
+    /// the end can carry the next request. Otherwise it is closed.
     pub(crate) fn abort(&mut self, exchange: ExchangeId) {
-        self.running.remove(&exchange);
+        if let Some((task, aborted)) = self.running.remove(&exchange) {
+            aborted.raise();
+            self.draining.retain(|t| !t.is_finished());
+            self.draining.push(task);
+        }
     }
 
     /// Cancels every exchange and closes every connection (at shutdown).
     pub(crate) fn shutdown(&mut self) {
         self.bodies.close();
         self.running.clear();
+        self.draining.clear();
         self.pool.clear();
     }
 
@@ -162,96 +191,176 @@ impl HttpIo {
     }
 }
 
-/// Performs one exchange and reports what happens to it through `report`
-/// until the body ends, fails, or `report` returns `false`.
-async fn run_exchange(
-    pool: &Pool,
-    bodies: &BodyBudget,
-    request: HttpRequest,
-    mut report: impl FnMut(HttpInput) -> bool,
-) {
-    // Defence in depth: the core only ever asks for the configured URL,
-    // which passed this policy when the config was read.
-    if let Err(e) = check_url_policy(&request.url) {
-        report(HttpInput::Failed(e));
-        return;
+/// Set when the core aborts an exchange.
+#[derive(Debug, Default)]
+struct Aborted {
+    set: AtomicBool,
+    event: Event,
+}
+
+impl Aborted {
+    fn raise(&self) {
+        self.set.store(true, Ordering::Release);
+        self.event.notify(usize::MAX);
     }
-    let origin = match Origin::of(&request.url) {
-        Ok(origin) => origin,
-        Err(e) => {
-            report(HttpInput::Failed(e));
-            return;
+
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    async fn wait(&self) {
+        while !self.is_set() {
+            let listener = self.event.listen();
+            if self.is_set() {
+                return;
+            }
+            listener.await;
         }
-    };
-    let built = match build(request) {
-        Ok(built) => built,
-        Err(e) => {
-            report(HttpInput::Failed(format!("invalid request: {e}")));
-            return;
-        }
-    };
-    let (conn, response) = match pool.send(&origin, built).await {
-        Ok(pair) => pair,
-        Err(e) => {
-            report(HttpInput::Failed(e));
-            return;
-        }
-    };
-    let (head, mut body) = response.into_parts();
-    let reusable = !wants_close(&head);
-    let headers = head
-        .headers
-        .iter()
-        .map(|(k, v)| {
-            (
-                k.as_str().to_owned(),
-                String::from_utf8_lossy(v.as_bytes()).into_owned(),
-            )
+    }
+
+    /// `work`'s output, or `None` once the exchange is aborted.
+    async fn unless<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        smol::future::or(async { Some(work.await) }, async {
+            self.wait().await;
+            None
         })
-        .collect();
-    if !report(HttpInput::Head {
-        status: head.status.as_u16(),
-        headers,
-    }) {
-        return;
+        .await
     }
-    loop {
-        bodies.room().await;
-        let input = match body.frame().await {
-            None => HttpInput::End,
-            Some(Ok(frame)) => match frame.into_data() {
-                Ok(data) if data.is_empty() => continue,
-                Ok(data) => {
-                    bodies.add(data.len());
-                    HttpInput::Body(data.to_vec())
-                }
-                // Trailers: nothing in MCP uses them.
-                Err(_) => continue,
-            },
-            Some(Err(e)) => HttpInput::Failed(e.to_string()),
+}
+
+/// What one exchange's task works with.
+struct Exchange<'a> {
+    pool: &'a Pool,
+    bodies: &'a BodyBudget,
+    aborted: &'a Aborted,
+}
+
+impl Exchange<'_> {
+    /// Performs the exchange and reports what happens to it through
+    /// `report` until the body ends, fails, `report` returns `false`, or
+    /// the exchange is aborted.
+    async fn run(&self, request: HttpRequest, mut report: impl FnMut(HttpInput) -> bool) {
+        // Defence in depth: the core only ever asks for the configured URL,
+        // which passed this policy when the config was read.
+        if let Err(e) = check_url_policy(&request.url) {
+            report(HttpInput::Failed(e));
+            return;
+        }
+        let origin = match Origin::of(&request.url) {
+            Ok(origin) => origin,
+            Err(e) => {
+                report(HttpInput::Failed(e));
+                return;
+            }
         };
-        match input {
-            HttpInput::Body(_) => {
-                if !report(input) {
+        let built = match build(request) {
+            Ok(built) => built,
+            Err(e) => {
+                report(HttpInput::Failed(format!("invalid request: {e}")));
+                return;
+            }
+        };
+        let (conn, response) = match self.aborted.unless(self.pool.send(&origin, built)).await {
+            None => return,
+            Some(Ok(pair)) => pair,
+            Some(Err(e)) => {
+                report(HttpInput::Failed(e));
+                return;
+            }
+        };
+        let (head, mut body) = response.into_parts();
+        let reusable = !wants_close(&head);
+        let headers = head
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        if !report(HttpInput::Head {
+            status: head.status.as_u16(),
+            headers,
+        }) {
+            return;
+        }
+        loop {
+            if self.aborted.unless(self.bodies.room()).await.is_none() {
+                return;
+            }
+            let Some(frame) = self.aborted.unless(body.frame()).await else {
+                if reusable && drained(&mut body, self.pool.timeouts().drain).await {
+                    self.pool.put(origin, conn);
+                }
+                return;
+            };
+            let input = match frame {
+                None => HttpInput::End,
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => continue,
+                    Ok(data) => {
+                        self.bodies.add(data.len());
+                        HttpInput::Body(data.to_vec())
+                    }
+                    // Trailers: nothing in MCP uses them.
+                    Err(_) => continue,
+                },
+                Some(Err(e)) => HttpInput::Failed(e.to_string()),
+            };
+            match input {
+                HttpInput::Body(_) => {
+                    if !report(input) {
+                        return;
+                    }
+                }
+                HttpInput::End => {
+                    // Read to the end: the connection can carry the next
+                    // request, which the session may send as soon as it
+                    // hears of this end.
+                    if reusable {
+                        self.pool.put(origin, conn);
+                    }
+                    report(input);
+                    return;
+                }
+                _ => {
+                    report(input);
                     return;
                 }
             }
-            HttpInput::End => {
-                // Read to the end: the connection can carry the next
-                // request, which the session may send as soon as it
-                // hears of this end.
-                if reusable {
-                    pool.put(origin, conn);
-                }
-                report(input);
-                return;
-            }
-            _ => {
-                report(input);
-                return;
-            }
         }
     }
+}
+
+/// Reads an aborted exchange's body to its end, dropping it, within
+/// `grace` ([`DRAIN_GRACE`]) and [`DRAIN_BYTES`]; whether it ended
+/// cleanly.
+async fn drained(body: &mut hyper::body::Incoming, grace: Duration) -> bool {
+    let to_end = async {
+        let mut left = DRAIN_BYTES;
+        loop {
+            match body.frame().await {
+                None => return true,
+                Some(Ok(frame)) => {
+                    let n = frame.data_ref().map_or(0, |d| d.len());
+                    if n > left {
+                        return false;
+                    }
+                    left -= n;
+                }
+                Some(Err(_)) => return false,
+            }
+        }
+    };
+    // Polled first: a body whose end is already buffered never arms the
+    // timer.
+    smol::future::or(to_end, async {
+        Timer::after(grace).await;
+        false
+    })
+    .await
 }
 
 /// The request hyper sends: origin-form target, `Host` from the URL.

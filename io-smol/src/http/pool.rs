@@ -31,7 +31,7 @@ use smol::{Executor, Task, Timer};
 use smol_hyper::rt::FuturesIo;
 use url::{Host, Url};
 
-use super::{CONNECT_TIMEOUT, MAX_HEAD, SEND_TIMEOUT};
+use super::{CONNECT_TIMEOUT, DRAIN_GRACE, MAX_HEAD, SEND_TIMEOUT};
 
 /// The request body type: the core hands over whole bodies.
 type Body = Full<Bytes>;
@@ -94,6 +94,8 @@ pub(crate) struct Conn {
 pub(crate) struct Timeouts {
     pub(crate) connect: Duration,
     pub(crate) send: Duration,
+    /// How long an aborted exchange may take to finish its body.
+    pub(crate) drain: Duration,
 }
 
 impl Default for Timeouts {
@@ -101,6 +103,7 @@ impl Default for Timeouts {
         Self {
             connect: CONNECT_TIMEOUT,
             send: SEND_TIMEOUT,
+            drain: DRAIN_GRACE,
         }
     }
 }
@@ -133,6 +136,11 @@ impl Pool {
             max_idle,
             timeouts,
         }
+    }
+
+    /// How long opening and writing may take.
+    pub(crate) fn timeouts(&self) -> Timeouts {
+        self.timeouts
     }
 
     /// Connections open now, in use or idle.

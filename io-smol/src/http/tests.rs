@@ -476,29 +476,21 @@ fn bodies_stop_while_the_session_has_too_much_unhandled() {
 }
 
 #[test]
-fn an_abort_drops_the_exchange_and_its_connection() {
+fn an_abort_of_a_stream_that_goes_on_closes_its_connection() {
     let server = serve(|head, s| {
-        if !head.starts_with("GET ") {
-            return ok(s, "fine");
+        if head.starts_with("GET ") {
+            // The stream stays open: the next read sees the client go.
+            let _ = stream_then(s, || false);
+            true
+        } else {
+            ok(s, "fine")
         }
-        let head = "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
-        let event = "data: {}\n\n";
-        let chunk = format!("{:x}\r\n{event}\r\n", event.len());
-        // The stream stays open: the next read sees the client go.
-        s.write_all(head.as_bytes()).is_ok() && s.write_all(chunk.as_bytes()).is_ok()
     });
     on_executor(|ex| async move {
         let mut client = Client::new(&ex);
         let url = format!("http://127.0.0.1:{}/mcp", server.port);
         let stream = client.send(Method::Get, &url, Vec::new());
-        let mut got_body = false;
-        while !got_body {
-            let Some((id, input)) = client.recv(PATIENCE).await else {
-                panic!("the stream did not start");
-            };
-            got_body = matches!(input, HttpInput::Body(_));
-            client.handle(id, input);
-        }
+        first_chunk(&mut client, stream).await;
         client.io.abort(stream);
         assert_eq!(
             reaches(&server.closed, 1).await,
@@ -514,5 +506,90 @@ fn an_abort_drops_the_exchange_and_its_connection() {
         let next = client.post(&url);
         assert_eq!(client.finish(next).await.body, b"fine");
         assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    });
+}
+
+/// A response streamed in chunked encoding: the head and one event at
+/// once, the last chunk only when `finish` yields (never if it fails).
+fn stream_then(s: &mut TcpStream, finish: impl FnOnce() -> bool) -> bool {
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    let event = "data: {}\n\n";
+    let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+    s.write_all(head.as_bytes()).is_ok()
+        && s.write_all(chunk.as_bytes()).is_ok()
+        && finish()
+        && s.write_all(b"0\r\n\r\n").is_ok()
+}
+
+/// Handles inputs until `exchange`'s first body chunk.
+async fn first_chunk(client: &mut Client, exchange: ExchangeId) {
+    loop {
+        let Some((id, input)) = client.recv(PATIENCE).await else {
+            panic!("the stream did not start");
+        };
+        let body = id == exchange && matches!(input, HttpInput::Body(_));
+        client.handle(id, input);
+        if body {
+            return;
+        }
+    }
+}
+
+#[test]
+fn an_abort_before_the_answer_closes_the_connection() {
+    let server = serve(|_, s| {
+        // Answer nothing; return once the client has gone.
+        let _ = s.read(&mut [0; 1]);
+        false
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("http://127.0.0.1:{}/mcp", server.port));
+        assert_eq!(reaches(&server.accepted, 1).await, 1);
+        client.io.abort(exchange);
+        assert_eq!(
+            reaches(&server.closed, 1).await,
+            1,
+            "the server saw the close"
+        );
+        assert_eq!(client.io.open_connections(), 0);
+        assert!(client.recv(Duration::from_millis(100)).await.is_none());
+    });
+}
+
+#[test]
+fn an_abort_just_before_the_last_chunk_keeps_the_connection() {
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let server = serve(move |head, s| {
+        if head.starts_with("GET ") {
+            stream_then(s, || released.lock().expect("lock").recv().is_ok())
+        } else {
+            ok(s, "fine")
+        }
+    });
+    let timeouts = Timeouts {
+        drain: PATIENCE,
+        ..Timeouts::default()
+    };
+    on_executor(|ex| async move {
+        let mut client = Client::with(&ex, (MAX_CONNECTIONS, MAX_IDLE), timeouts);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        let stream = client.send(Method::Get, &url, Vec::new());
+        first_chunk(&mut client, stream).await;
+        client.io.abort(stream);
+        release.send(()).expect("release");
+        let until = Instant::now() + PATIENCE;
+        while !client.io.draining.iter().all(|t| t.is_finished()) && Instant::now() < until {
+            Timer::after(Duration::from_millis(5)).await;
+        }
+        assert!(
+            client.recv(Duration::from_millis(50)).await.is_none(),
+            "the end was not reported"
+        );
+        let next = client.post(&url);
+        assert_eq!(client.finish(next).await.body, b"fine");
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "reused");
     });
 }
