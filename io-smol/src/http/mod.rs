@@ -12,12 +12,14 @@
 //! chunked and length-delimited bodies, keep-alive and `Connection: close`
 //! bookkeeping. smol-hyper's `FuturesIo` (a hundred lines by a smol
 //! maintainer) adapts async-io's futures-io streams to hyper's IO traits,
-//! and futures-rustls runs rustls over them. The alternative, a
-//! hand-written client on httparse, would be ours to keep correct at
-//! every framing corner; ureq-proto (ureq's sans-IO core) would keep the
-//! thread executor's stack but is an API in flux. hyper is what most of
-//! the Rust HTTP ecosystem runs on, and the pool on top of it is ours
-//! because hyper-util's pool brings tokio's runtime with it.
+//! and futures-rustls runs rustls over them. The alternatives: a
+//! hand-written client on httparse would be ours to keep correct at
+//! every framing corner; ureq-proto (ureq's sans-IO core) would share the
+//! thread executor's stack but is a 0.x API that changes shape between
+//! releases; hyper is what most of the Rust HTTP ecosystem runs on. The
+//! pool is ours (the `pool` module): hyper-util's client would bring its
+//! own connector stack and a general many-host pool, while a session
+//! talks to one origin and wants aborts to hand back connections.
 //!
 //! rustls uses the *ring* provider, the one ureq already links for the
 //! thread executor, so the binary carries one crypto stack. Roots are
@@ -36,12 +38,22 @@
 //! because the GET stream may stay open for the whole session: the core's
 //! deadlines bound every request and it aborts what it gives up on: an
 //! aborted exchange reports nothing more, and its connection is closed
-//! unless its body ends within a moment (see [`HttpIo::abort`]). A response
-//! head larger than [`MAX_HEAD`] (ureq's default bound too) or with more
-//! than 100 fields (hyper's default) fails the exchange. The URL policy is checked again before anything is
-//! sent. A session stops reading bodies while more than
-//! [`BODY_IN_FLIGHT`] bytes handed to it wait to be handled, so a server
-//! streaming without pause waits on TCP flow control instead.
+//! unless its body ends within a moment (see [`HttpIo::abort`]). A
+//! response head larger than [`MAX_HEAD`] (ureq's default bound too) or
+//! with more than 100 fields (hyper's default) fails the exchange. The
+//! URL policy is checked again before anything is sent. A session stops
+//! reading bodies while more than [`BODY_IN_FLIGHT`] bytes handed to it
+//! wait to be handled, so a server streaming without pause waits on TCP
+//! flow control instead.
+//!
+//! # Connections
+//!
+//! HTTP/1.1 carries one exchange at a time per connection, so sequential
+//! calls share one kept-alive connection, the GET stream holds its own,
+//! and calls in flight together open more, up to [`MAX_CONNECTIONS`]; a
+//! slow call never holds up another. A connection goes back to the pool
+//! only when its response was read to the end and the server did not ask
+//! to close; one that errored, or whose body was left unread, is closed.
 
 mod pool;
 #[cfg(test)]
