@@ -272,12 +272,5 @@ both_executors!(
     a_restarted_server_gets_a_new_session_and_the_next_call_succeeds,
     delete_ends_the_session_at_shutdown,
     a_redirect_fails_the_server_and_nothing_reaches_the_target,
+    sequential_calls_reuse_their_connection,
 );
-
-// The thread executor's keep-alive (ureq's agent with a thread per
-// exchange) still opens the odd extra connection; it joins the matrix
-// above when that executor keeps one connection for its POSTs.
-#[test]
-fn sequential_calls_reuse_their_connection_on_smol() {
-    sequential_calls_reuse_their_connection::<rho_tests::matrix::SmolRuntime>();
-}
