@@ -6,24 +6,21 @@
 //! after a burst of inputs so one busy server cannot starve the others
 //! sharing the executor thread.
 
-use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-// io-smol's only use of io-blocking: the ureq exchange runner, below.
-use rho_io_blocking::{new_agent, run_exchange_bounded};
 use rho_proto_core::backlog::Backlog;
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
+use rho_proto_core::connection::{Connection, HostContext, Output};
 use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
 use rho_proto_core::host::{HostServices, TranscriptSink};
-use rho_proto_core::http::{ExchangeId, HttpOutput, HttpRequest};
+use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Timer};
 
+use crate::http::HttpIo;
 use crate::stdio::StdioChild;
 
 /// What wakes a session task on smol: replies go through smol channels.
@@ -38,46 +35,6 @@ pub(crate) type SharedHealth = Arc<Mutex<Health>>;
 const BURST: u32 = 64;
 /// How long the task waits for an exit status after stdout closes.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
-
-/// HTTP exchanges run with ureq on smol's blocking pool (the same code the
-/// thread executor runs), reporting into the session's channel.
-struct HttpIo {
-    agent: ureq::Agent,
-    events: Sender<Input>,
-    aborted: BTreeMap<ExchangeId, Arc<AtomicBool>>,
-    /// Body bytes handed to the session and not yet handled.
-    bodies: Arc<Backlog>,
-}
-
-impl HttpIo {
-    fn send(&mut self, request: HttpRequest) {
-        let exchange = request.exchange;
-        let flag = Arc::new(AtomicBool::new(false));
-        self.aborted.insert(exchange, Arc::clone(&flag));
-        let agent = self.agent.clone();
-        let events = self.events.clone();
-        let bodies = Arc::clone(&self.bodies);
-        smol::unblock(move || {
-            run_exchange_bounded(&agent, request, (&flag, &bodies), |input| {
-                events.send_blocking(Input::Http(exchange, input)).is_ok()
-            })
-        })
-        .detach();
-    }
-
-    /// The session handled an input: a body chunk no longer counts.
-    fn handled(&self, input: &HttpInput) {
-        if let HttpInput::Body(chunk) = input {
-            self.bodies.remove(chunk.len());
-        }
-    }
-
-    fn abort(&mut self, exchange: ExchangeId) {
-        if let Some(flag) = self.aborted.remove(&exchange) {
-            flag.store(true, Ordering::Relaxed);
-        }
-    }
-}
 
 /// The IO a connection runs over.
 enum Io {
@@ -113,10 +70,7 @@ impl Io {
         match self {
             Io::Stdio(child) => child.shutdown(grace).await,
             Io::Http(mut http) => {
-                http.bodies.close();
-                for (_, flag) in std::mem::take(&mut http.aborted) {
-                    flag.store(true, Ordering::Relaxed);
-                }
+                http.shutdown();
                 None
             }
         }
@@ -180,12 +134,7 @@ pub(crate) async fn run(args: TaskArgs) {
                 &ambient,
                 (tx.clone(), backlog),
             )?),
-            Transport::StreamableHttp(_) => Io::Http(HttpIo {
-                agent: new_agent(),
-                events: tx.clone(),
-                aborted: BTreeMap::new(),
-                bodies: Arc::default(),
-            }),
+            Transport::StreamableHttp(_) => Io::Http(HttpIo::new(&executor, tx.clone())),
         };
         Ok((conn, io))
     });
@@ -349,8 +298,8 @@ pub(crate) async fn run(args: TaskArgs) {
                 ),
             },
             Input::Http(exchange, input) => {
-                if let Io::Http(http) = &io {
-                    http.handled(&input);
+                if let Io::Http(http) = &mut io {
+                    http.handled(exchange, &input);
                 }
                 conn.handle_http(now, exchange, input);
             }

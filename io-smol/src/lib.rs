@@ -10,21 +10,19 @@
 //!
 //! This crate stands on `rho-proto-core` (the protocol, the
 //! [`RuntimeOptions`], the host's services, the backpressure counters)
-//! and `rho-os` (starting and killing a stdio server). Its one use of its
-//! sibling `rho-io-blocking` is the ureq exchange runner described next.
+//! and `rho-os` (starting and killing a stdio server), and on nothing of
+//! its sibling `rho-io-blocking`.
 //!
-//! # HTTP: ureq on the blocking pool
+//! # HTTP: hyper on async-io
 //!
-//! Streamable HTTP exchanges run with the same ureq code as the thread
-//! executor (`rho_io_blocking::run_exchange_bounded`), on smol's blocking pool,
-//! and hand their bytes to the session task through its channel. The
-//! alternative — an HTTP/1.1 client over async-io with rustls through a
-//! futures-io adapter — would be a second HTTP stack to keep correct
-//! (redirect refusal, URL policy, timeouts, chunked bodies) for no gain a
-//! CLI can measure: an MCP session holds a handful of exchanges at a time,
-//! and the executor thread never blocks on any of them. Redirects are
-//! never followed, every status is data, and bodies are read as they
-//! arrive, exactly as on threads.
+//! Streamable HTTP exchanges are tasks on the same executor, over a small
+//! pool of kept-alive HTTP/1.1 connections per session (hyper's
+//! connection API over async-io, rustls for TLS): sequential calls share
+//! one connection, the GET stream holds its own, and no exchange crosses
+//! a thread. Redirects are never followed, every status is data, and
+//! bodies are read as they arrive, with the same URL policy, limits and
+//! timeouts as the thread executor. The `http` module says why this
+//! stack and how the pool behaves.
 //!
 //! ```no_run
 //! use std::sync::Arc;
@@ -46,6 +44,7 @@
 //! ```
 
 mod driver;
+mod http;
 mod runtime;
 mod stdio;
 

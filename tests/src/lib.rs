@@ -201,6 +201,11 @@ impl EverythingHttp {
         server
     }
 
+    /// The loopback port it listens on.
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
     /// The MCP endpoint on loopback.
     pub fn url(&self) -> String {
         format!("http://127.0.0.1:{}/mcp", self.port)

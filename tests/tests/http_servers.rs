@@ -1,10 +1,11 @@
 //! rho on blocking threads against real server-everything over Streamable
 //! HTTP on a loopback port: handshake, tools, calls, progress over SSE,
 //! logs on the server's own stream, recovery from a restarted server,
-//! DELETE at shutdown, and redirect refusal.
+//! DELETE at shutdown, redirect refusal, and connection reuse (through
+//! a proxy that counts the connections it carries).
 
 use std::io::{Read, Write};
-use std::net::TcpListener;
+use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -200,6 +201,70 @@ fn a_redirect_fails_the_server_and_nothing_reaches_the_target<R: TestRuntime>() 
     runtime.shutdown();
 }
 
+/// A TCP proxy on a loopback port in front of `target`, counting the
+/// connections it accepted.
+fn counting_proxy(target: u16) -> (u16, Arc<AtomicUsize>) {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let counter = Arc::clone(&accepted);
+    std::thread::spawn(move || {
+        for client in listener.incoming() {
+            let Ok(client) = client else { return };
+            counter.fetch_add(1, Ordering::SeqCst);
+            let Ok(server) = TcpStream::connect(("127.0.0.1", target)) else {
+                continue;
+            };
+            for (mut from, mut to) in [
+                (
+                    client.try_clone().expect("clone"),
+                    server.try_clone().expect("clone"),
+                ),
+                (server, client),
+            ] {
+                std::thread::spawn(move || {
+                    let _ = std::io::copy(&mut from, &mut to);
+                    let _ = to.shutdown(std::net::Shutdown::Write);
+                });
+            }
+        }
+    });
+    (port, accepted)
+}
+
+fn sequential_calls_reuse_their_connection<R: TestRuntime>() {
+    let server = EverythingHttp::start();
+    let (port, accepted) = counting_proxy(server.port());
+    let text = format!(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\n"
+    );
+    let runtime = R::start(&parse_config(&text), options_with(&[]));
+    ready(&runtime, "remote");
+    runtime
+        .call_tool("mcp__remote__echo", json!({"message": "first"}))
+        .expect("echo succeeds");
+    let after_first = accepted.load(Ordering::SeqCst);
+    // The POSTs of the handshake and the first call, and the GET stream.
+    assert!(after_first <= 3, "{after_first} connections for one call");
+    for i in 0..20 {
+        let result = runtime
+            .call_tool("mcp__remote__echo", json!({"message": format!("m{i}")}))
+            .expect("echo succeeds");
+        assert_eq!(result.text(), format!("Echo: m{i}"));
+    }
+    // A call that follows its predecessor before that one's body has
+    // ended (the answer came first; the last chunk is being drained)
+    // takes another connection, and from then on they take turns: on a
+    // loaded machine one or two more, never one per call.
+    let after_all = accepted.load(Ordering::SeqCst);
+    assert!(
+        after_all <= after_first + 3,
+        "twenty more sequential calls opened {} connections",
+        after_all - after_first
+    );
+    runtime.shutdown();
+}
+
 both_executors!(
     handshake_tools_and_echo_over_http,
     progress_notifications_arrive_over_sse,
@@ -207,4 +272,5 @@ both_executors!(
     a_restarted_server_gets_a_new_session_and_the_next_call_succeeds,
     delete_ends_the_session_at_shutdown,
     a_redirect_fails_the_server_and_nothing_reaches_the_target,
+    sequential_calls_reuse_their_connection,
 );

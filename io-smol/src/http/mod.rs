@@ -1,0 +1,471 @@
+//! Streamable HTTP on async-io: every exchange the core asks for is a task
+//! on the session's executor, over a small pool of kept-alive HTTP/1.1
+//! connections, reporting head, body chunks, end or failure into the
+//! session's channel. No exchange crosses a thread (a host name is
+//! resolved on smol's blocking pool when a connection opens, since
+//! `getaddrinfo` has no async form; an IP address skips even that).
+//!
+//! # The stack
+//!
+//! hyper 1.x's `client::conn::http1` (features `client` and `http1` only:
+//! no pool, no runtime, no HTTP/2) does the protocol: request encoding,
+//! chunked and length-delimited bodies, keep-alive and `Connection: close`
+//! bookkeeping. smol-hyper's `FuturesIo` (a hundred lines by a smol
+//! maintainer) adapts async-io's futures-io streams to hyper's IO traits,
+//! and futures-rustls runs rustls over them. The alternatives: a
+//! hand-written client on httparse would be ours to keep correct at
+//! every framing corner; ureq-proto (ureq's sans-IO core) would share the
+//! thread executor's stack but is a 0.x API that changes shape between
+//! releases; hyper is what most of the Rust HTTP ecosystem runs on. The
+//! pool is ours (the `pool` module): hyper-util's client would bring its
+//! own connector stack and a general many-host pool, while a session
+//! talks to one origin and wants aborts to hand back connections.
+//!
+//! rustls uses the *ring* provider, the one ureq already links for the
+//! thread executor, so the binary carries one crypto stack. Roots are
+//! the platform's (rustls-native-certs: the system bundle on Linux, the
+//! keychain on macOS, the store on Windows), loaded once per process.
+//! The thread executor's ureq uses the bundled webpki-roots instead.
+//!
+//! # Behaviour, as on threads
+//!
+//! Redirects are never followed (hyper's connection API has no notion of
+//! them) and every status is data. Nothing is decompressed: no
+//! `Accept-Encoding` is sent and bodies are handed on as they arrive.
+//! Opening a connection (resolve, TCP, TLS) is bounded by
+//! [`CONNECT_TIMEOUT`]; a write that makes no progress for
+//! [`SEND_TIMEOUT`] fails the exchange; reading a body has no timeout,
+//! because the GET stream may stay open for the whole session: the core's
+//! deadlines bound every request and it aborts what it gives up on: an
+//! aborted exchange reports nothing more, and its connection is closed
+//! unless its body ends within a moment (see [`HttpIo::abort`]). A
+//! response head larger than [`MAX_HEAD`] (ureq's default bound too) or
+//! with more than 100 fields (hyper's default) fails the exchange. The
+//! URL policy is checked again before anything is sent. A session stops
+//! reading bodies while more than [`BODY_IN_FLIGHT`] bytes handed to it
+//! wait to be handled, so a server streaming without pause waits on TCP
+//! flow control instead.
+//!
+//! # Connections
+//!
+//! HTTP/1.1 carries one exchange at a time per connection, so sequential
+//! calls share one kept-alive connection, the GET stream holds its own,
+//! and calls in flight together open more, up to [`MAX_CONNECTIONS`]; a
+//! slow call never holds up another. A connection goes back to the pool
+//! only when its response was read to the end and the server did not ask
+//! to close; one that errored, or whose body was left unread, is closed.
+
+mod pool;
+#[cfg(test)]
+mod tests;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use event_listener::Event;
+use http_body_util::BodyExt;
+use rho_proto_core::backlog::BODY_IN_FLIGHT;
+use rho_proto_core::config::check_url_policy;
+use rho_proto_core::connection::HttpInput;
+use rho_proto_core::http::{ExchangeId, HttpRequest};
+use smol::channel::Sender;
+use smol::{Executor, Task, Timer};
+
+use crate::driver::Input;
+use pool::{Origin, Pool, Timeouts};
+
+/// Bound on opening a connection: resolving, TCP connect, TLS handshake.
+pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
+/// A write of a request that makes no progress for this long fails.
+pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(30);
+/// The largest response head accepted, status line included; also the
+/// most of a body read at once.
+pub(crate) const MAX_HEAD: usize = 64 * 1024;
+/// Connections a session keeps open at once, in use or idle. HTTP/1.1
+/// carries one exchange per connection, so this bounds concurrent
+/// exchanges; one more waits for a connection to come free.
+pub(crate) const MAX_CONNECTIONS: usize = 64;
+/// Idle connections a session keeps for reuse.
+pub(crate) const MAX_IDLE: usize = 8;
+
+/// How long an aborted exchange whose body was under way may take to
+/// finish it, so that its connection can be reused.
+pub(crate) const DRAIN_GRACE: Duration = Duration::from_millis(100);
+/// The most body bytes an aborted exchange reads (and drops) to finish.
+pub(crate) const DRAIN_BYTES: usize = 64 * 1024;
+
+/// A session's HTTP exchanges: tasks on its executor sharing one pool.
+pub(crate) struct HttpIo {
+    executor: Arc<Executor<'static>>,
+    events: Sender<Input>,
+    pool: Arc<Pool>,
+    bodies: Arc<BodyBudget>,
+    /// Exchanges not yet ended, with the flag that aborts each.
+    running: BTreeMap<ExchangeId, (Task<()>, Arc<Aborted>)>,
+    /// Aborted exchanges finishing a body (at most [`DRAIN_GRACE`]).
+    draining: Vec<Task<()>>,
+}
+
+impl HttpIo {
+    /// A client whose exchanges run on `executor` and report to `events`.
+    pub(crate) fn new(executor: &Arc<Executor<'static>>, events: Sender<Input>) -> Self {
+        Self::with_limits(
+            executor,
+            events,
+            (MAX_CONNECTIONS, MAX_IDLE),
+            Timeouts::default(),
+        )
+    }
+
+    /// A client with its own bounds: `(open, idle)` connections, and
+    /// timeouts.
+    fn with_limits(
+        executor: &Arc<Executor<'static>>,
+        events: Sender<Input>,
+        connections: (usize, usize),
+        timeouts: Timeouts,
+    ) -> Self {
+        Self {
+            executor: Arc::clone(executor),
+            events,
+            pool: Arc::new(Pool::new(executor, connections, timeouts)),
+            bodies: Arc::default(),
+            running: BTreeMap::new(),
+            draining: Vec::new(),
+        }
+    }
+
+    /// Starts an exchange.
+    pub(crate) fn send(&mut self, request: HttpRequest) {
+        let exchange = request.exchange;
+        let events = self.events.clone();
+        let (pool, bodies) = (Arc::clone(&self.pool), Arc::clone(&self.bodies));
+        let aborted = Arc::new(Aborted::default());
+        let flag = Arc::clone(&aborted);
+        let task = self.executor.spawn(async move {
+            let exchange_io = Exchange {
+                pool: &pool,
+                bodies: &bodies,
+                aborted: &flag,
+            };
+            exchange_io
+                .run(request, |input| {
+                    events.try_send(Input::Http(exchange, input)).is_ok()
+                })
+                .await;
+        });
+        self.running.insert(exchange, (task, aborted));
+    }
+
+    /// The session handled an input of `exchange`: a body chunk no longer
+    /// counts against [`BODY_IN_FLIGHT`], and an ended exchange's task is
+    /// let go.
+    pub(crate) fn handled(&mut self, exchange: ExchangeId, input: &HttpInput) {
+        match input {
+            HttpInput::Body(chunk) => self.bodies.remove(chunk.len()),
+            HttpInput::End | HttpInput::Failed(_) => {
+                self.running.remove(&exchange);
+            }
+            _ => {}
+        }
+    }
+
+    /// Aborts an exchange: it reports nothing more. One still waiting for
+    /// its response, or for the session to make room, ends at once and
+    /// closes its connection. One reading a body reads on, unreported,
+    /// for up to [`DRAIN_GRACE`] and [`DRAIN_BYTES`]: the core aborts a
+    /// POST's stream as soon as the answer it waited for arrived, which is
+    /// usually just before the body's last chunk, and a connection read to
+    /// the end can carry the next request. Otherwise it is closed.
+    pub(crate) fn abort(&mut self, exchange: ExchangeId) {
+        if let Some((task, aborted)) = self.running.remove(&exchange) {
+            aborted.raise();
+            self.draining.retain(|t| !t.is_finished());
+            self.draining.push(task);
+        }
+    }
+
+    /// Cancels every exchange and closes every connection (at shutdown).
+    pub(crate) fn shutdown(&mut self) {
+        self.bodies.close();
+        self.running.clear();
+        self.draining.clear();
+        self.pool.clear();
+    }
+
+    /// Connections open now, in use or idle.
+    #[cfg(test)]
+    pub(crate) fn open_connections(&self) -> usize {
+        self.pool.open()
+    }
+}
+
+/// Set when the core aborts an exchange.
+#[derive(Debug, Default)]
+struct Aborted {
+    set: AtomicBool,
+    event: Event,
+}
+
+impl Aborted {
+    fn raise(&self) {
+        self.set.store(true, Ordering::Release);
+        self.event.notify(usize::MAX);
+    }
+
+    fn is_set(&self) -> bool {
+        self.set.load(Ordering::Acquire)
+    }
+
+    async fn wait(&self) {
+        while !self.is_set() {
+            let listener = self.event.listen();
+            if self.is_set() {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    /// `work`'s output, or `None` once the exchange is aborted.
+    async fn unless<T>(&self, work: impl Future<Output = T>) -> Option<T> {
+        smol::future::or(async { Some(work.await) }, async {
+            self.wait().await;
+            None
+        })
+        .await
+    }
+}
+
+/// What one exchange's task works with.
+struct Exchange<'a> {
+    pool: &'a Pool,
+    bodies: &'a BodyBudget,
+    aborted: &'a Aborted,
+}
+
+impl Exchange<'_> {
+    /// Performs the exchange and reports what happens to it through
+    /// `report` until the body ends, fails, `report` returns `false`, or
+    /// the exchange is aborted.
+    async fn run(&self, request: HttpRequest, mut report: impl FnMut(HttpInput) -> bool) {
+        // Defence in depth: the core only ever asks for the configured URL,
+        // which passed this policy when the config was read.
+        if let Err(e) = check_url_policy(&request.url) {
+            report(HttpInput::Failed(e));
+            return;
+        }
+        let origin = match Origin::of(&request.url) {
+            Ok(origin) => origin,
+            Err(e) => {
+                report(HttpInput::Failed(e));
+                return;
+            }
+        };
+        let built = match build(request) {
+            Ok(built) => built,
+            Err(e) => {
+                report(HttpInput::Failed(format!("invalid request: {e}")));
+                return;
+            }
+        };
+        let (conn, response) = match self.aborted.unless(self.pool.send(&origin, built)).await {
+            None => return,
+            Some(Ok(pair)) => pair,
+            Some(Err(e)) => {
+                report(HttpInput::Failed(e));
+                return;
+            }
+        };
+        let (head, mut body) = response.into_parts();
+        let reusable = !wants_close(&head);
+        let headers = head
+            .headers
+            .iter()
+            .map(|(k, v)| {
+                (
+                    k.as_str().to_owned(),
+                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                )
+            })
+            .collect();
+        if !report(HttpInput::Head {
+            status: head.status.as_u16(),
+            headers,
+        }) {
+            return;
+        }
+        loop {
+            if self.aborted.unless(self.bodies.room()).await.is_none() {
+                return;
+            }
+            let Some(frame) = self.aborted.unless(body.frame()).await else {
+                if reusable && drained(&mut body, self.pool.timeouts().drain).await {
+                    self.pool.put(origin, conn);
+                }
+                return;
+            };
+            let input = match frame {
+                None => HttpInput::End,
+                Some(Ok(frame)) => match frame.into_data() {
+                    Ok(data) if data.is_empty() => continue,
+                    Ok(data) => {
+                        self.bodies.add(data.len());
+                        HttpInput::Body(data.to_vec())
+                    }
+                    // Trailers: nothing in MCP uses them.
+                    Err(_) => continue,
+                },
+                Some(Err(e)) => HttpInput::Failed(e.to_string()),
+            };
+            match input {
+                HttpInput::Body(_) => {
+                    if !report(input) {
+                        return;
+                    }
+                }
+                HttpInput::End => {
+                    // Read to the end: the connection can carry the next
+                    // request, which the session may send as soon as it
+                    // hears of this end.
+                    if reusable {
+                        self.pool.put(origin, conn);
+                    }
+                    report(input);
+                    return;
+                }
+                _ => {
+                    report(input);
+                    return;
+                }
+            }
+        }
+    }
+}
+
+/// Reads an aborted exchange's body to its end, dropping it, within
+/// `grace` ([`DRAIN_GRACE`]) and [`DRAIN_BYTES`]; whether it ended
+/// cleanly.
+async fn drained(body: &mut hyper::body::Incoming, grace: Duration) -> bool {
+    let to_end = async {
+        let mut left = DRAIN_BYTES;
+        loop {
+            match body.frame().await {
+                None => return true,
+                Some(Ok(frame)) => {
+                    let n = frame.data_ref().map_or(0, |d| d.len());
+                    if n > left {
+                        return false;
+                    }
+                    left -= n;
+                }
+                Some(Err(_)) => return false,
+            }
+        }
+    };
+    // Polled first: a body whose end is already buffered never arms the
+    // timer.
+    smol::future::or(to_end, async {
+        Timer::after(grace).await;
+        false
+    })
+    .await
+}
+
+/// The request hyper sends: origin-form target, `Host` from the URL.
+fn build(
+    request: HttpRequest,
+) -> Result<hyper::Request<http_body_util::Full<hyper::body::Bytes>>, hyper::http::Error> {
+    let url = &request.url;
+    let mut target = url.path().to_owned();
+    if let Some(query) = url.query() {
+        target.push('?');
+        target.push_str(query);
+    }
+    let mut builder = hyper::Request::builder()
+        .method(request.method.as_str())
+        .uri(target);
+    if !request
+        .headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        let host = url.host_str().unwrap_or_default();
+        builder = match url.port() {
+            Some(port) => builder.header("host", format!("{host}:{port}")),
+            None => builder.header("host", host),
+        };
+    }
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    builder.body(http_body_util::Full::new(request.body.into()))
+}
+
+/// Whether the server will close the connection after this response
+/// (`Connection: close`, or HTTP/1.0 without `keep-alive`).
+fn wants_close(head: &hyper::http::response::Parts) -> bool {
+    let says = |token: &str| {
+        head.headers
+            .get_all(hyper::header::CONNECTION)
+            .iter()
+            .filter_map(|v| v.to_str().ok())
+            .flat_map(|v| v.split(','))
+            .any(|t| t.trim().eq_ignore_ascii_case(token))
+    };
+    if head.version == hyper::Version::HTTP_10 {
+        !says("keep-alive")
+    } else {
+        says("close")
+    }
+}
+
+/// Body bytes handed to the session and not yet handled, with a wakeup
+/// for exchanges waiting for room.
+#[derive(Debug, Default)]
+pub(crate) struct BodyBudget {
+    bytes: AtomicUsize,
+    closed: AtomicBool,
+    room: Event,
+}
+
+impl BodyBudget {
+    fn has_room(&self) -> bool {
+        self.closed.load(Ordering::Acquire) || self.bytes.load(Ordering::Acquire) <= BODY_IN_FLIGHT
+    }
+
+    /// Waits until at most [`BODY_IN_FLIGHT`] bytes wait (or the session
+    /// is gone, and waiting is pointless).
+    async fn room(&self) {
+        while !self.has_room() {
+            let listener = self.room.listen();
+            if self.has_room() {
+                return;
+            }
+            listener.await;
+        }
+    }
+
+    fn add(&self, n: usize) {
+        self.bytes.fetch_add(n, Ordering::AcqRel);
+    }
+
+    fn remove(&self, n: usize) {
+        let _ = self
+            .bytes
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
+                Some(b.saturating_sub(n))
+            });
+        if self.has_room() {
+            self.room.notify(usize::MAX);
+        }
+    }
+
+    fn close(&self) {
+        self.closed.store(true, Ordering::Release);
+        self.room.notify(usize::MAX);
+    }
+}

@@ -1,0 +1,469 @@
+//! One session's HTTP/1.1 connections: opened on demand up to a bound,
+//! handed to one exchange at a time, and given back for reuse only when
+//! that exchange read its response to the end and the server did not ask
+//! to close. A connection an exchange drops mid-response (an abort, an
+//! error) is closed with it. hyper's connection future runs as its own
+//! task on the session's executor, held by the connection, so closing a
+//! connection is dropping it.
+
+use std::fmt;
+use std::future::Future;
+use std::io;
+use std::net::{IpAddr, SocketAddr};
+use std::pin::Pin;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use event_listener::Event;
+use futures_rustls::TlsConnector;
+use futures_rustls::client::TlsStream;
+use futures_rustls::pki_types::ServerName;
+use futures_rustls::rustls::{self, ClientConfig, RootCertStore};
+use http_body_util::Full;
+use hyper::body::{Bytes, Incoming};
+use hyper::client::conn::http1::{Builder, SendRequest};
+use hyper::{Request, Response};
+use smol::io::{AsyncRead, AsyncWrite};
+use smol::net::TcpStream;
+use smol::{Executor, Task, Timer};
+use smol_hyper::rt::FuturesIo;
+use url::{Host, Url};
+
+use super::{CONNECT_TIMEOUT, DRAIN_GRACE, MAX_HEAD, SEND_TIMEOUT};
+
+/// The request body type: the core hands over whole bodies.
+type Body = Full<Bytes>;
+
+/// Where a connection goes: scheme, host and port.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Origin {
+    https: bool,
+    host: Target,
+    port: u16,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Target {
+    Ip(IpAddr),
+    Name(String),
+}
+
+impl Origin {
+    /// The origin of an `http` or `https` URL.
+    pub(crate) fn of(url: &Url) -> Result<Self, String> {
+        let https = match url.scheme() {
+            "https" => true,
+            "http" => false,
+            other => return Err(format!("unsupported URL scheme `{other}`")),
+        };
+        let host = match url.host() {
+            Some(Host::Domain(name)) => Target::Name(name.to_owned()),
+            Some(Host::Ipv4(ip)) => Target::Ip(ip.into()),
+            Some(Host::Ipv6(ip)) => Target::Ip(ip.into()),
+            None => return Err("the URL has no host".into()),
+        };
+        let port = url
+            .port_or_known_default()
+            .ok_or_else(|| "the URL has no port".to_owned())?;
+        Ok(Self { https, host, port })
+    }
+}
+
+impl fmt::Display for Origin {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.host {
+            Target::Ip(IpAddr::V6(ip)) => write!(f, "[{ip}]:{}", self.port),
+            Target::Ip(ip) => write!(f, "{ip}:{}", self.port),
+            Target::Name(name) => write!(f, "{name}:{}", self.port),
+        }
+    }
+}
+
+/// An open connection, owned by one exchange or idle in the pool.
+pub(crate) struct Conn {
+    sender: SendRequest<Body>,
+    /// hyper's connection future; dropping it closes the socket.
+    _driver: Task<()>,
+    _slot: Slot,
+}
+
+/// How long opening and writing may take.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Timeouts {
+    pub(crate) connect: Duration,
+    pub(crate) send: Duration,
+    /// How long an aborted exchange may take to finish its body.
+    pub(crate) drain: Duration,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            connect: CONNECT_TIMEOUT,
+            send: SEND_TIMEOUT,
+            drain: DRAIN_GRACE,
+        }
+    }
+}
+
+/// A session's connections.
+pub(crate) struct Pool {
+    executor: Arc<Executor<'static>>,
+    slots: Arc<Slots>,
+    idle: Mutex<Vec<(Origin, Conn)>>,
+    max_idle: usize,
+    timeouts: Timeouts,
+}
+
+impl Pool {
+    /// A pool opening at most `max_open` connections and keeping at most
+    /// `max_idle` of them idle.
+    pub(crate) fn new(
+        executor: &Arc<Executor<'static>>,
+        (max_open, max_idle): (usize, usize),
+        timeouts: Timeouts,
+    ) -> Self {
+        Self {
+            executor: Arc::clone(executor),
+            slots: Arc::new(Slots {
+                open: AtomicUsize::new(0),
+                limit: max_open.max(1),
+                freed: Event::new(),
+            }),
+            idle: Mutex::new(Vec::new()),
+            max_idle,
+            timeouts,
+        }
+    }
+
+    /// How long opening and writing may take.
+    pub(crate) fn timeouts(&self) -> Timeouts {
+        self.timeouts
+    }
+
+    /// Connections open now, in use or idle.
+    #[cfg(test)]
+    pub(crate) fn open(&self) -> usize {
+        self.slots.open.load(Ordering::Acquire)
+    }
+
+    /// Closes every idle connection.
+    pub(crate) fn clear(&self) {
+        let idle = std::mem::take(&mut *self.idle());
+        drop(idle);
+    }
+
+    /// Gives a connection whose exchange read its response to the end
+    /// back for reuse.
+    pub(crate) fn put(&self, origin: Origin, conn: Conn) {
+        if conn.sender.is_closed() || self.max_idle == 0 {
+            return;
+        }
+        let evicted = {
+            let mut idle = self.idle();
+            let evicted = (idle.len() >= self.max_idle).then(|| idle.remove(0));
+            idle.push((origin, conn));
+            evicted
+        };
+        drop(evicted);
+        self.slots.freed.notify(usize::MAX);
+    }
+
+    /// Sends `request` on an idle connection to `origin` or a new one, and
+    /// waits for the response head. A kept-alive connection the server
+    /// closed before it took the request is retried on another.
+    pub(crate) async fn send(
+        &self,
+        origin: &Origin,
+        mut request: Request<Body>,
+    ) -> Result<(Conn, Response<Incoming>), String> {
+        loop {
+            let (mut conn, reused) = self.checkout(origin).await?;
+            if let Err(e) = conn.sender.ready().await {
+                if reused {
+                    continue;
+                }
+                return Err(describe(&e));
+            }
+            match conn.sender.try_send_request(request).await {
+                Ok(response) => return Ok((conn, response)),
+                Err(mut e) => match e.take_message() {
+                    Some(unsent) if reused => request = unsent,
+                    _ => return Err(describe(&e.into_error())),
+                },
+            }
+        }
+    }
+
+    /// An idle connection to `origin`, or a new one once the bound allows.
+    async fn checkout(&self, origin: &Origin) -> Result<(Conn, bool), String> {
+        loop {
+            if let Some(conn) = self.take_idle(origin) {
+                return Ok((conn, true));
+            }
+            if let Some(slot) = self.slots.take() {
+                return self.connect(origin, slot).await.map(|conn| (conn, false));
+            }
+            // At the bound: an idle connection elsewhere makes room.
+            if self.evict_idle() {
+                continue;
+            }
+            let freed = self.slots.freed.listen();
+            if self.slots.has_room() || self.has_idle(origin) {
+                continue;
+            }
+            freed.await;
+        }
+    }
+
+    fn idle(&self) -> std::sync::MutexGuard<'_, Vec<(Origin, Conn)>> {
+        self.idle
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn take_idle(&self, origin: &Origin) -> Option<Conn> {
+        let mut idle = self.idle();
+        while let Some(at) = idle.iter().rposition(|(o, _)| o == origin) {
+            let (_, conn) = idle.remove(at);
+            if !conn.sender.is_closed() {
+                return Some(conn);
+            }
+        }
+        None
+    }
+
+    fn has_idle(&self, origin: &Origin) -> bool {
+        self.idle().iter().any(|(o, _)| o == origin)
+    }
+
+    fn evict_idle(&self) -> bool {
+        let evicted = {
+            let mut idle = self.idle();
+            (!idle.is_empty()).then(|| idle.remove(0))
+        };
+        evicted.is_some()
+    }
+
+    async fn connect(&self, origin: &Origin, slot: Slot) -> Result<Conn, String> {
+        let limit = self.timeouts.connect;
+        let opened = smol::future::or(open(origin, self.timeouts.send), async {
+            Timer::after(limit).await;
+            Err(format!(
+                "connecting to {origin} timed out after {} s",
+                limit.as_secs_f64()
+            ))
+        })
+        .await?;
+        let (sender, connection) = Builder::new()
+            .max_header_size(MAX_HEAD)
+            .max_buf_size(MAX_HEAD)
+            .handshake(FuturesIo::new(opened))
+            .await
+            .map_err(|e| describe(&e))?;
+        let driver = self.executor.spawn(async move {
+            if let Err(e) = connection.await {
+                tracing::debug!("HTTP connection ended: {}", describe(&e));
+            }
+        });
+        Ok(Conn {
+            sender,
+            _driver: driver,
+            _slot: slot,
+        })
+    }
+}
+
+/// The count of open connections against the bound.
+struct Slots {
+    open: AtomicUsize,
+    limit: usize,
+    /// Notified when a connection closes or goes idle.
+    freed: Event,
+}
+
+impl Slots {
+    fn take(self: &Arc<Self>) -> Option<Slot> {
+        self.open
+            .fetch_update(Ordering::AcqRel, Ordering::Acquire, |n| {
+                (n < self.limit).then_some(n + 1)
+            })
+            .ok()
+            .map(|_| Slot(Arc::clone(self)))
+    }
+
+    fn has_room(&self) -> bool {
+        self.open.load(Ordering::Acquire) < self.limit
+    }
+}
+
+/// One open connection's place under the bound; given back on drop.
+struct Slot(Arc<Slots>);
+
+impl Drop for Slot {
+    fn drop(&mut self) {
+        self.0.open.fetch_sub(1, Ordering::AcqRel);
+        self.0.freed.notify(usize::MAX);
+    }
+}
+
+/// Resolves, connects and, for `https`, runs the TLS handshake.
+async fn open(origin: &Origin, send: Duration) -> Result<Stream, String> {
+    let tcp = match &origin.host {
+        Target::Ip(ip) => TcpStream::connect(SocketAddr::new(*ip, origin.port)).await,
+        Target::Name(name) => TcpStream::connect((name.as_str(), origin.port)).await,
+    }
+    .map_err(|e| format!("connecting to {origin}: {e}"))?;
+    // Requests are small and answered at once: do not wait to coalesce.
+    let _ = tcp.set_nodelay(true);
+    let io = if origin.https {
+        let name = match &origin.host {
+            Target::Ip(ip) => ServerName::IpAddress((*ip).into()),
+            Target::Name(name) => {
+                ServerName::try_from(name.clone()).map_err(|e| format!("TLS with {origin}: {e}"))?
+            }
+        };
+        let tls = TlsConnector::from(tls_config()?)
+            .connect(name, tcp)
+            .await
+            .map_err(|e| format!("TLS with {origin}: {e}"))?;
+        Inner::Tls(Box::new(tls))
+    } else {
+        Inner::Plain(tcp)
+    };
+    Ok(Stream {
+        io,
+        send,
+        stall: None,
+    })
+}
+
+/// The process's rustls client configuration: ring, the platform's roots,
+/// HTTP/1.1 by ALPN. Loaded once; a failure is remembered too.
+fn tls_config() -> Result<Arc<ClientConfig>, String> {
+    static CONFIG: OnceLock<Result<Arc<ClientConfig>, String>> = OnceLock::new();
+    CONFIG
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            let mut roots = RootCertStore::empty();
+            let (added, _) = roots.add_parsable_certificates(found.certs);
+            if added == 0 {
+                let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+                return Err(format!(
+                    "no trusted root certificates were found on this system{}{}",
+                    if why.is_empty() { "" } else { ": " },
+                    why.join("; ")
+                ));
+            }
+            let provider = Arc::new(rustls::crypto::ring::default_provider());
+            let mut config = ClientConfig::builder_with_provider(provider)
+                .with_safe_default_protocol_versions()
+                .map_err(|e| e.to_string())?
+                .with_root_certificates(roots)
+                .with_no_client_auth();
+            config.alpn_protocols = vec![b"http/1.1".to_vec()];
+            Ok(Arc::new(config))
+        })
+        .clone()
+}
+
+/// An error with its causes, as one line.
+fn describe(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let more = cause.to_string();
+        if !text.contains(&more) {
+            text.push_str(": ");
+            text.push_str(&more);
+        }
+        source = cause.source();
+    }
+    text
+}
+
+enum Inner {
+    Plain(TcpStream),
+    Tls(Box<TlsStream<TcpStream>>),
+}
+
+/// A connection's byte stream. A write that stays pending for the send
+/// timeout fails; reads never time out.
+struct Stream {
+    io: Inner,
+    send: Duration,
+    /// Armed while a write is pending.
+    stall: Option<Timer>,
+}
+
+impl Stream {
+    fn pending_write<T>(
+        &mut self,
+        polled: Poll<io::Result<T>>,
+        cx: &mut Context<'_>,
+    ) -> Poll<io::Result<T>> {
+        if polled.is_ready() {
+            self.stall = None;
+            return polled;
+        }
+        let limit = self.send;
+        let timer = self.stall.get_or_insert_with(|| Timer::after(limit));
+        if Pin::new(timer).poll(cx).is_ready() {
+            self.stall = None;
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                format!(
+                    "sending the request made no progress for {} s",
+                    limit.as_secs_f64()
+                ),
+            )));
+        }
+        Poll::Pending
+    }
+}
+
+impl AsyncRead for Stream {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        match &mut self.io {
+            Inner::Plain(s) => Pin::new(s).poll_read(cx, buf),
+            Inner::Tls(s) => Pin::new(&mut **s).poll_read(cx, buf),
+        }
+    }
+}
+
+impl AsyncWrite for Stream {
+    fn poll_write(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        let this = &mut *self;
+        let polled = match &mut this.io {
+            Inner::Plain(s) => Pin::new(s).poll_write(cx, buf),
+            Inner::Tls(s) => Pin::new(&mut **s).poll_write(cx, buf),
+        };
+        this.pending_write(polled, cx)
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        let this = &mut *self;
+        let polled = match &mut this.io {
+            Inner::Plain(s) => Pin::new(s).poll_flush(cx),
+            Inner::Tls(s) => Pin::new(&mut **s).poll_flush(cx),
+        };
+        this.pending_write(polled, cx)
+    }
+
+    fn poll_close(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        match &mut self.io {
+            Inner::Plain(s) => Pin::new(s).poll_close(cx),
+            Inner::Tls(s) => Pin::new(&mut **s).poll_close(cx),
+        }
+    }
+}

@@ -1,0 +1,595 @@
+//! The client against loopback servers written here, which count the
+//! connections they accept and see close: reuse, concurrency, closing,
+//! and each way an exchange fails.
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, mpsc};
+use std::thread;
+use std::time::{Duration, Instant};
+
+use rho_proto_core::backlog::BODY_IN_FLIGHT;
+use rho_proto_core::connection::HttpInput;
+use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
+use smol::channel::Receiver;
+use smol::{Executor, Timer};
+
+use super::pool::Timeouts;
+use super::{HttpIo, MAX_CONNECTIONS, MAX_HEAD, MAX_IDLE};
+use crate::driver::Input;
+
+/// How long a test waits for something that should happen.
+const PATIENCE: Duration = Duration::from_secs(10);
+
+/// A loopback server: one thread per connection, reading requests and
+/// letting `respond` answer each on the stream; `respond` returns whether
+/// to keep the connection open for another request.
+struct Server {
+    port: u16,
+    accepted: Arc<AtomicUsize>,
+    closed: Arc<AtomicUsize>,
+}
+
+fn serve(respond: impl Fn(&str, &mut TcpStream) -> bool + Send + Sync + 'static) -> Server {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    let accepted = Arc::new(AtomicUsize::new(0));
+    let closed = Arc::new(AtomicUsize::new(0));
+    let respond = Arc::new(respond);
+    let (a, c) = (Arc::clone(&accepted), Arc::clone(&closed));
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { return };
+            a.fetch_add(1, Ordering::SeqCst);
+            let (respond, closed) = (Arc::clone(&respond), Arc::clone(&c));
+            thread::spawn(move || {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                while let Some(head) = read_request(&mut reader) {
+                    if !respond(&head, &mut stream) {
+                        break;
+                    }
+                }
+                closed.fetch_add(1, Ordering::SeqCst);
+            });
+        }
+    });
+    Server {
+        port,
+        accepted,
+        closed,
+    }
+}
+
+/// Reads one request (head and `content-length` body); `None` once the
+/// client closed the connection.
+fn read_request(reader: &mut BufReader<TcpStream>) -> Option<String> {
+    let mut head = String::new();
+    loop {
+        let mut line = String::new();
+        if reader.read_line(&mut line).ok()? == 0 {
+            return None;
+        }
+        if line == "\r\n" {
+            break;
+        }
+        head.push_str(&line);
+    }
+    let length = head
+        .lines()
+        .find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            name.eq_ignore_ascii_case("content-length")
+                .then(|| value.trim().parse::<usize>().ok())?
+        })
+        .unwrap_or(0);
+    let mut body = vec![0; length];
+    reader.read_exact(&mut body).ok()?;
+    Some(head)
+}
+
+fn ok(stream: &mut TcpStream, body: &str) -> bool {
+    let response = format!(
+        "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(response.as_bytes()).is_ok()
+}
+
+fn on_executor<F: Future>(test: impl FnOnce(Arc<Executor<'static>>) -> F) -> F::Output {
+    let executor = Arc::new(Executor::new());
+    smol::block_on(executor.run(test(Arc::clone(&executor))))
+}
+
+/// What one exchange reported.
+#[derive(Debug, Default)]
+struct Seen {
+    status: Option<u16>,
+    headers: Vec<(String, String)>,
+    body: Vec<u8>,
+    /// `Ok` for the end, the failure otherwise.
+    outcome: Option<Result<(), String>>,
+}
+
+/// An [`HttpIo`] and the session end of its channel.
+struct Client {
+    io: HttpIo,
+    inputs: Receiver<Input>,
+    next: u64,
+    seen: BTreeMap<ExchangeId, Seen>,
+}
+
+impl Client {
+    fn new(executor: &Arc<Executor<'static>>) -> Self {
+        Self::with(executor, (MAX_CONNECTIONS, MAX_IDLE), Timeouts::default())
+    }
+
+    fn with(
+        executor: &Arc<Executor<'static>>,
+        connections: (usize, usize),
+        timeouts: Timeouts,
+    ) -> Self {
+        let (tx, inputs) = smol::channel::unbounded();
+        Self {
+            io: HttpIo::with_limits(executor, tx, connections, timeouts),
+            inputs,
+            next: 0,
+            seen: BTreeMap::new(),
+        }
+    }
+
+    fn send(&mut self, method: Method, url: &str, body: Vec<u8>) -> ExchangeId {
+        self.next += 1;
+        let exchange = ExchangeId(self.next);
+        self.io.send(HttpRequest {
+            exchange,
+            method,
+            url: url::Url::parse(url).expect("url"),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body,
+        });
+        exchange
+    }
+
+    fn post(&mut self, url: &str) -> ExchangeId {
+        self.send(Method::Post, url, b"{}".to_vec())
+    }
+
+    /// The next input, unhandled; `None` if nothing comes for `wait`.
+    async fn recv(&mut self, wait: Duration) -> Option<(ExchangeId, HttpInput)> {
+        let next = smol::future::or(async { self.inputs.recv().await.ok() }, async {
+            Timer::after(wait).await;
+            None
+        })
+        .await?;
+        match next {
+            Input::Http(exchange, input) => Some((exchange, input)),
+            _ => panic!("only HTTP inputs are sent"),
+        }
+    }
+
+    /// Handles an input as the session does, and records it.
+    fn handle(&mut self, exchange: ExchangeId, input: HttpInput) {
+        self.io.handled(exchange, &input);
+        let seen = self.seen.entry(exchange).or_default();
+        assert!(seen.outcome.is_none(), "input after the end: {input:?}");
+        match input {
+            HttpInput::Head { status, headers } => {
+                seen.status = Some(status);
+                seen.headers = headers;
+            }
+            HttpInput::Body(chunk) => seen.body.extend_from_slice(&chunk),
+            HttpInput::End => seen.outcome = Some(Ok(())),
+            HttpInput::Failed(e) => seen.outcome = Some(Err(e)),
+        }
+    }
+
+    /// Handles inputs until `exchange` ends, and returns what it reported.
+    async fn finish(&mut self, exchange: ExchangeId) -> Seen {
+        while self.seen.get(&exchange).is_none_or(|s| s.outcome.is_none()) {
+            let Some((id, input)) = self.recv(PATIENCE).await else {
+                panic!("exchange {exchange:?} did not end");
+            };
+            self.handle(id, input);
+        }
+        self.seen.remove(&exchange).unwrap_or_default()
+    }
+
+    async fn failure(&mut self, exchange: ExchangeId) -> String {
+        let seen = self.finish(exchange).await;
+        match seen.outcome {
+            Some(Err(e)) => e,
+            other => panic!("expected a failure, got {other:?} after {:?}", seen.status),
+        }
+    }
+}
+
+/// Waits (up to [`PATIENCE`]) for `counter` to reach `n`.
+async fn reaches(counter: &AtomicUsize, n: usize) -> usize {
+    let until = Instant::now() + PATIENCE;
+    while counter.load(Ordering::SeqCst) < n && Instant::now() < until {
+        Timer::after(Duration::from_millis(5)).await;
+    }
+    counter.load(Ordering::SeqCst)
+}
+
+#[test]
+fn sequential_exchanges_share_one_connection() {
+    let server = serve(|_, s| ok(s, "fine"));
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        for _ in 0..5 {
+            let exchange = client.post(&url);
+            let seen = client.finish(exchange).await;
+            assert_eq!(seen.status, Some(200));
+            assert_eq!(seen.body, b"fine");
+            assert_eq!(seen.outcome, Some(Ok(())));
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "one connection");
+        assert_eq!(client.io.open_connections(), 1);
+        client.io.shutdown();
+        assert_eq!(client.io.open_connections(), 0);
+        assert_eq!(reaches(&server.closed, 1).await, 1, "closed at shutdown");
+    });
+}
+
+#[test]
+fn a_slow_exchange_does_not_hold_up_another() {
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let server = serve(move |head, s| {
+        if head.starts_with("POST /slow ") {
+            let _ = released.lock().expect("lock").recv();
+        }
+        ok(s, "done")
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let slow = client.post(&format!("{base}/slow"));
+        let fast = client.post(&format!("{base}/fast"));
+        let seen = client.finish(fast).await;
+        assert_eq!(seen.outcome, Some(Ok(())));
+        assert!(
+            !client.seen.contains_key(&slow),
+            "the slow exchange has not answered yet"
+        );
+        release.send(()).expect("release");
+        assert_eq!(client.finish(slow).await.body, b"done");
+        // Both connections are idle now; the next exchange takes one.
+        let again = client.post(&format!("{base}/fast"));
+        assert_eq!(client.finish(again).await.outcome, Some(Ok(())));
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    });
+}
+
+#[test]
+fn at_the_connection_bound_an_exchange_waits_for_a_free_connection() {
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let server = serve(move |head, s| {
+        if head.starts_with("POST /slow ") {
+            let _ = released.lock().expect("lock").recv();
+        }
+        ok(s, "done")
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::with(&ex, (1, 1), Timeouts::default());
+        let base = format!("http://127.0.0.1:{}", server.port);
+        let slow = client.post(&format!("{base}/slow"));
+        let queued = client.post(&format!("{base}/fast"));
+        assert!(
+            client.recv(Duration::from_millis(200)).await.is_none(),
+            "nothing answers while the one connection is busy"
+        );
+        release.send(()).expect("release");
+        assert_eq!(client.finish(slow).await.outcome, Some(Ok(())));
+        assert_eq!(client.finish(queued).await.outcome, Some(Ok(())));
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1);
+    });
+}
+
+#[test]
+fn connection_close_is_respected() {
+    let server = serve(|_, s| {
+        let body = "bye";
+        let response = format!(
+            "HTTP/1.1 200 OK\r\nconnection: close\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        let _ = s.write_all(response.as_bytes());
+        false
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        for _ in 0..3 {
+            let exchange = client.post(&url);
+            assert_eq!(client.finish(exchange).await.body, b"bye");
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 3);
+    });
+}
+
+#[test]
+fn a_redirect_is_handed_back_not_followed() {
+    let target = serve(|_, s| ok(s, "target"));
+    let location = format!("http://127.0.0.1:{}/elsewhere", target.port);
+    let server = serve(move |_, s| {
+        let response = format!(
+            "HTTP/1.1 307 Temporary Redirect\r\nlocation: {location}\r\ncontent-length: 0\r\n\r\n"
+        );
+        s.write_all(response.as_bytes()).is_ok()
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("http://127.0.0.1:{}/mcp", server.port));
+        let seen = client.finish(exchange).await;
+        assert_eq!(seen.status, Some(307));
+        assert!(
+            seen.headers
+                .iter()
+                .any(|(k, v)| k == "location" && v.ends_with("/elsewhere"))
+        );
+        assert_eq!(seen.outcome, Some(Ok(())));
+        assert_eq!(target.accepted.load(Ordering::SeqCst), 0, "not followed");
+    });
+}
+
+#[test]
+fn an_oversized_head_fails_the_exchange() {
+    let server = serve(|_, s| {
+        let huge = "x".repeat(MAX_HEAD + 1024);
+        let response = format!("HTTP/1.1 200 OK\r\nx-huge: {huge}\r\ncontent-length: 0\r\n\r\n");
+        let _ = s.write_all(response.as_bytes());
+        false
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("http://127.0.0.1:{}/mcp", server.port));
+        let error = client.failure(exchange).await;
+        assert!(error.contains("too large"), "{error}");
+    });
+}
+
+#[test]
+fn a_refused_connection_fails_the_exchange() {
+    let port = {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        listener.local_addr().expect("addr").port()
+    };
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("http://127.0.0.1:{port}/mcp"));
+        let error = client.failure(exchange).await;
+        assert!(
+            error.contains(&format!("connecting to 127.0.0.1:{port}")),
+            "{error}"
+        );
+        assert_eq!(client.io.open_connections(), 0, "the slot came back");
+    });
+}
+
+#[test]
+fn tls_to_a_plain_port_fails_the_exchange() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    thread::spawn(move || {
+        // A plain HTTP server's answer to bytes it cannot parse.
+        if let Ok((mut stream, _)) = listener.accept() {
+            let mut buf = [0; 512];
+            let _ = stream.read(&mut buf);
+            let _ = stream.write_all(b"HTTP/1.1 400 Bad Request\r\ncontent-length: 0\r\n\r\n");
+        }
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("https://127.0.0.1:{port}/mcp"));
+        let error = client.failure(exchange).await;
+        assert!(
+            error.starts_with(&format!("TLS with 127.0.0.1:{port}")),
+            "{error}"
+        );
+    });
+}
+
+#[test]
+fn a_server_that_never_answers_the_handshake_times_out() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    let timeouts = Timeouts {
+        connect: Duration::from_millis(200),
+        ..Timeouts::default()
+    };
+    on_executor(|ex| async move {
+        let mut client = Client::with(&ex, (MAX_CONNECTIONS, MAX_IDLE), timeouts);
+        let exchange = client.post(&format!("https://127.0.0.1:{port}/mcp"));
+        let error = client.failure(exchange).await;
+        assert!(error.contains("timed out after 0.2 s"), "{error}");
+    });
+}
+
+#[test]
+fn a_server_that_stops_reading_the_request_fails_it() {
+    let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+    let port = listener.local_addr().expect("addr").port();
+    thread::spawn(move || {
+        let held: Vec<_> = listener.incoming().collect();
+        drop(held);
+    });
+    let timeouts = Timeouts {
+        send: Duration::from_millis(200),
+        ..Timeouts::default()
+    };
+    on_executor(|ex| async move {
+        let mut client = Client::with(&ex, (MAX_CONNECTIONS, MAX_IDLE), timeouts);
+        // More than any socket buffers hold.
+        let body = vec![b' '; 64 * 1024 * 1024];
+        let exchange = client.send(Method::Post, &format!("http://127.0.0.1:{port}/mcp"), body);
+        let error = client.failure(exchange).await;
+        assert!(error.contains("made no progress for 0.2 s"), "{error}");
+    });
+}
+
+#[test]
+fn bodies_stop_while_the_session_has_too_much_unhandled() {
+    const TOTAL: usize = 8 * 1024 * 1024;
+    let server = serve(|_, s| {
+        let head = format!("HTTP/1.1 200 OK\r\ncontent-length: {TOTAL}\r\n\r\n");
+        if s.write_all(head.as_bytes()).is_err() {
+            return false;
+        }
+        let chunk = vec![b'a'; 64 * 1024];
+        (0..TOTAL / chunk.len()).all(|_| s.write_all(&chunk).is_ok())
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("http://127.0.0.1:{}/big", server.port));
+        // Take inputs without handling them, as a session that fell behind.
+        let mut unhandled = Vec::new();
+        let mut bytes = 0;
+        while let Some((id, input)) = client.recv(Duration::from_millis(300)).await {
+            if let HttpInput::Body(chunk) = &input {
+                bytes += chunk.len();
+            }
+            unhandled.push((id, input));
+        }
+        assert!(bytes > 0, "some body arrived");
+        assert!(
+            bytes <= BODY_IN_FLIGHT + MAX_HEAD,
+            "{bytes} bytes handed over while none were handled"
+        );
+        for (id, input) in unhandled {
+            client.handle(id, input);
+        }
+        let seen = client.finish(exchange).await;
+        assert_eq!(seen.outcome, Some(Ok(())));
+        assert_eq!(seen.body.len(), TOTAL, "the rest came once handled");
+    });
+}
+
+#[test]
+fn an_abort_of_a_stream_that_goes_on_closes_its_connection() {
+    let server = serve(|head, s| {
+        if head.starts_with("GET ") {
+            // The stream stays open: the next read sees the client go.
+            let _ = stream_then(s, || false);
+            true
+        } else {
+            ok(s, "fine")
+        }
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        let stream = client.send(Method::Get, &url, Vec::new());
+        first_chunk(&mut client, stream).await;
+        client.io.abort(stream);
+        assert_eq!(
+            reaches(&server.closed, 1).await,
+            1,
+            "the server saw the close"
+        );
+        assert_eq!(client.io.open_connections(), 0);
+        assert!(
+            client.recv(Duration::from_millis(100)).await.is_none(),
+            "nothing reported after the abort"
+        );
+        // The next exchange needs a connection of its own.
+        let next = client.post(&url);
+        assert_eq!(client.finish(next).await.body, b"fine");
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 2);
+    });
+}
+
+/// A response streamed in chunked encoding: the head and one event at
+/// once, the last chunk only when `finish` yields (never if it fails).
+fn stream_then(s: &mut TcpStream, finish: impl FnOnce() -> bool) -> bool {
+    let head =
+        "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n";
+    let event = "data: {}\n\n";
+    let chunk = format!("{:x}\r\n{event}\r\n", event.len());
+    s.write_all(head.as_bytes()).is_ok()
+        && s.write_all(chunk.as_bytes()).is_ok()
+        && finish()
+        && s.write_all(b"0\r\n\r\n").is_ok()
+}
+
+/// Handles inputs until `exchange`'s first body chunk.
+async fn first_chunk(client: &mut Client, exchange: ExchangeId) {
+    loop {
+        let Some((id, input)) = client.recv(PATIENCE).await else {
+            panic!("the stream did not start");
+        };
+        let body = id == exchange && matches!(input, HttpInput::Body(_));
+        client.handle(id, input);
+        if body {
+            return;
+        }
+    }
+}
+
+#[test]
+fn an_abort_before_the_answer_closes_the_connection() {
+    let server = serve(|_, s| {
+        // Answer nothing; return once the client has gone.
+        let _ = s.read(&mut [0; 1]);
+        false
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let exchange = client.post(&format!("http://127.0.0.1:{}/mcp", server.port));
+        assert_eq!(reaches(&server.accepted, 1).await, 1);
+        client.io.abort(exchange);
+        assert_eq!(
+            reaches(&server.closed, 1).await,
+            1,
+            "the server saw the close"
+        );
+        assert_eq!(client.io.open_connections(), 0);
+        assert!(client.recv(Duration::from_millis(100)).await.is_none());
+    });
+}
+
+#[test]
+fn an_abort_just_before_the_last_chunk_keeps_the_connection() {
+    let (release, released) = mpsc::channel::<()>();
+    let released = Mutex::new(released);
+    let server = serve(move |head, s| {
+        if head.starts_with("GET ") {
+            stream_then(s, || released.lock().expect("lock").recv().is_ok())
+        } else {
+            ok(s, "fine")
+        }
+    });
+    let timeouts = Timeouts {
+        drain: PATIENCE,
+        ..Timeouts::default()
+    };
+    on_executor(|ex| async move {
+        let mut client = Client::with(&ex, (MAX_CONNECTIONS, MAX_IDLE), timeouts);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        let stream = client.send(Method::Get, &url, Vec::new());
+        first_chunk(&mut client, stream).await;
+        client.io.abort(stream);
+        release.send(()).expect("release");
+        let until = Instant::now() + PATIENCE;
+        while !client.io.draining.iter().all(|t| t.is_finished()) && Instant::now() < until {
+            Timer::after(Duration::from_millis(5)).await;
+        }
+        assert!(
+            client.recv(Duration::from_millis(50)).await.is_none(),
+            "the end was not reported"
+        );
+        let next = client.post(&url);
+        assert_eq!(client.finish(next).await.body, b"fine");
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "reused");
+    });
+}
