@@ -16,7 +16,7 @@ use crate::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
 use crate::redact::Redactor;
 use crate::session::{
-    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
+    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
 };
 use crate::transcript::{self, Recorder};
 
@@ -375,5 +375,13 @@ impl Connection {
             r.poll("timeout", got);
         }
         at
+    }
+
+    /// What the wakeup [`Connection::poll_timeout`] reports is for.
+    pub fn timeout_reason(&self) -> Option<Timer> {
+        match &self.inner {
+            Inner::Stdio(session) => session.timeout_reason(),
+            Inner::Http(transport) => transport.timeout_reason(),
+        }
     }
 }

@@ -14,7 +14,7 @@ use rho_proto_core::http::{
     ExchangeId, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method, resolve_headers,
 };
 use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions};
+use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions, Timer};
 use serde_json::{Value, json};
 use url::Url;
 
@@ -496,6 +496,8 @@ fn server_stream_get_opens_only_after_initialized_got_its_202() {
     );
     let initialized = h.last_post("notifications/initialized");
     h.accept(&initialized);
+    // What follows waits for the GET, bounded by the server-stream wait.
+    assert_eq!(h.transport.timeout_reason(), Some(Timer::ServerStreamWait));
     let gets = h.with_method(Method::Get);
     assert_eq!(gets.len(), 1);
     let get = &gets[0];
@@ -706,6 +708,7 @@ fn broken_stream_resumes_after_the_servers_retry_with_last_event_id_and_is_not_c
     assert_eq!(h.sends().len(), sends_before, "no immediate request");
     assert!(h.completion(call).is_none());
     assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(250)));
+    assert_eq!(h.transport.timeout_reason(), Some(Timer::StreamResume));
     h.advance(Duration::from_millis(249));
     assert_eq!(h.sends().len(), sends_before, "not before 250 ms");
     h.advance(Duration::from_millis(1));
@@ -1200,6 +1203,7 @@ fn close_gives_up_on_a_silent_delete_after_delete_timeout() {
     h.drain();
     assert_eq!(h.last_send().method, Method::Delete);
     assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(1500)));
+    assert_eq!(h.transport.timeout_reason(), Some(Timer::Delete));
     h.advance(Duration::from_millis(1499));
     assert!(h.closed_reason().is_none());
     h.advance(Duration::from_millis(1));

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rho_proto_core::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::session::{
     ApiMisuse, CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
+    Timer,
 };
 use serde_json::{Value, json};
 
@@ -844,4 +845,84 @@ fn list_changed_during_discovery_is_ignored_unless_declared() {
     h.answer_last(json!({"tools": [tool("a")]}));
     assert_eq!(h.session.state(), SessionState::Ready);
     assert_eq!(h.methods().iter().filter(|m| *m == "tools/list").count(), 1);
+}
+
+#[test]
+fn timeout_reason_names_startup_then_ping_then_the_request_deadline() {
+    let mut options = Harness::options();
+    options.ping_interval = Some(Duration::from_secs(30));
+    let mut h = Harness::new(options);
+    let start = h.now;
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Startup));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(start + Duration::from_secs(10))
+    );
+    h.now += Duration::from_secs(1);
+    h.ready_with_tools(json!([tool("a")]));
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Ping));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(30))
+    );
+    let call = h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.drain();
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(5))
+    );
+    // Reading the timeout twice changes nothing.
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Ping));
+    h.session.close(h.now);
+    h.drain();
+    assert_eq!(h.session.timeout_reason(), None);
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+#[test]
+fn the_ping_timer_rearms_after_each_ping() {
+    let mut options = Harness::options();
+    options.ping_interval = Some(Duration::from_secs(30));
+    options.request_timeout = Duration::from_secs(10);
+    let mut h = Harness::new(options);
+    h.ready_with_tools(json!([tool("a")]));
+    assert_eq!(h.step(), Duration::from_secs(30));
+    assert_eq!(h.last_request().1, "ping");
+    // The ping's own deadline comes before the next ping.
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    h.answer_last(json!({}));
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Ping));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(30))
+    );
+}
+
+#[test]
+fn a_now_earlier_than_the_latest_is_clamped_to_it() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("a")]));
+    let latest = h.now + Duration::from_secs(3);
+    h.session.handle_timeout(latest);
+    // A call made with an older `now` runs from the latest time seen, so
+    // its deadline is not earlier than one promised at `latest`.
+    h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.drain();
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(latest + Duration::from_secs(5))
+    );
+    // Time going back does not fire it early either.
+    h.session.handle_timeout(h.now + Duration::from_secs(5));
+    h.drain();
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::CallCompleted { .. })),
+        "the call must not time out before its budget ran out"
+    );
 }

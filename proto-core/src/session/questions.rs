@@ -68,6 +68,7 @@ impl Session {
     /// a dismissed form is `cancel`, which also ends the call. Answering a
     /// question that is no longer open does nothing.
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
+        let now = self.clock.observe(now);
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
@@ -88,6 +89,7 @@ impl Session {
 
     /// Answers a sampling question.
     pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
+        let now = self.clock.observe(now);
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
