@@ -247,9 +247,16 @@ impl Connection {
         }
     }
 
-    /// Time passed; see [`Connection::poll_timeout`].
+    /// Time passed; see [`Connection::poll_timeout`]. The transcript
+    /// records, with the time, which wakeup was due (what
+    /// [`Connection::poll_timeout`] and [`Connection::timeout_reason`] said
+    /// when the executor went to sleep), and replay checks it.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.record(now, "timeout", || []);
+        if let Some(r) = &self.recorder {
+            let due = r.instant_json(self.poll_timeout());
+            let timer = json!(self.timeout_reason());
+            self.record(now, "timeout", || [("due", due), ("timer", timer)]);
+        }
         match &mut self.inner {
             Inner::Stdio(session) => session.handle_timeout(now),
             Inner::Http(transport) => transport.handle_timeout(now),
@@ -353,28 +360,20 @@ impl Connection {
             Inner::Http(transport) => transport.poll_event(),
         };
         if let Some(r) = &mut self.recorder {
-            r.poll(
-                "event",
-                event
-                    .as_ref()
-                    .map_or(Value::Null, |e| json!(format!("{e:?}"))),
-            );
+            r.poll("event", transcript::event_json(event.as_ref()));
         }
         event
     }
 
-    /// When [`Connection::handle_timeout`] is next due.
+    /// When [`Connection::handle_timeout`] is next due. Reading it changes
+    /// nothing, not even the transcript: the deadline is recorded when it
+    /// is acted on, by [`Connection::handle_timeout`].
     #[must_use]
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let at = match &self.inner {
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.inner {
             Inner::Stdio(session) => session.poll_timeout(),
             Inner::Http(transport) => transport.poll_timeout(),
-        };
-        if let Some(r) = &mut self.recorder {
-            let got = r.instant_json(at);
-            r.poll("timeout", got);
         }
-        at
     }
 
     /// What the wakeup [`Connection::poll_timeout`] reports is for.

@@ -678,7 +678,8 @@ pub fn check_output(
 
 /// Why an `outputSchema` could not be used, or was not met. The server is
 /// at fault in every case.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SchemaError {
     /// `$schema` names a dialect rho does not support.
@@ -716,7 +717,8 @@ pub enum SchemaError {
 }
 
 /// Why a result broke its tool's `outputSchema` contract.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum OutputError {
     /// The tool declares an `outputSchema` but the result has no
@@ -732,7 +734,7 @@ pub enum OutputError {
 }
 
 /// One way a value broke a schema.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Violation {
     /// JSON Pointer to the offending value; empty for the whole value.
     pub instance_path: String,

@@ -141,7 +141,7 @@ fn listings_before_ready(transcript: &str, server: &str) -> usize {
             continue;
         }
         let got = &entry["got"];
-        if entry["poll"] == "event" && got.as_str().is_some_and(|e| e.starts_with("Ready(")) {
+        if entry["poll"] == "event" && got.get("ready").is_some() {
             return lists;
         }
         if entry["poll"] == "output"

@@ -229,7 +229,7 @@ pub struct Transmit {
 
 /// Identifies one tool call on one session. Small and `Copy`, per the
 /// core's command contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct CallId(pub u64);
 
 /// Where a session is in its lifecycle.
@@ -244,7 +244,7 @@ pub enum SessionState {
 }
 
 /// One `notifications/progress` for a call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Progress {
     /// Progress so far; increases with each notification.
     pub progress: f64,
@@ -256,7 +256,7 @@ pub struct Progress {
 
 /// What the server said about itself once the handshake and discovery
 /// finished.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ServerReady {
     /// The negotiated protocol version.
     pub protocol_version: String,
@@ -271,7 +271,8 @@ pub struct ServerReady {
 }
 
 /// Something the host must know.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Event {
     /// Handshake and discovery finished.
     Ready(Box<ServerReady>),
@@ -321,7 +322,8 @@ pub enum Event {
 }
 
 /// Why a tool call produced no result.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CallError {
     /// The server answered with a JSON-RPC error.
     #[error("server `{server}` answered the call with an error: {error}")]
@@ -381,7 +383,8 @@ pub enum CallError {
 }
 
 /// A protocol violation the session survived.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum PeerError {
     /// A frame that is not a JSON-RPC message (kept short).
     #[error("server `{server}` wrote something that is not JSON-RPC ({error}): {excerpt}")]
@@ -431,7 +434,8 @@ pub enum PeerError {
 }
 
 /// Why a session ended.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum CloseReason {
     /// The host closed it.
     #[error("closed by rho")]

@@ -23,11 +23,12 @@ use crate::jsonrpc::{self, ErrorObject, RequestId, ServerRequestId};
 use crate::sampling::{self, SamplingRequest};
 
 /// Identifies a question put to the host. Small and `Copy`, like a call id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
 pub struct QuestionId(pub u64);
 
 /// What a server asks.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Question {
     /// A form for a person (elicitation, form mode).
     Elicitation(Form),

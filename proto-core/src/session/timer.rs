@@ -16,7 +16,8 @@ use std::time::Instant;
 
 /// What a wakeup is for: the name of the deadline `poll_timeout`
 /// reports, read with `timeout_reason`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum Timer {
     /// Handshake and discovery must be done: the startup budget.
