@@ -605,6 +605,9 @@ impl Driver {
             // Already logged by the core; nothing for the host to decide.
             Event::PeerMisbehaved(_) => {}
             Event::Closed(reason) => live.closed = Some(reason),
+            // An event added to the core later asks nothing of the
+            // executor until it is handled here.
+            _ => {}
         }
     }
 }

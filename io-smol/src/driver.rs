@@ -209,6 +209,9 @@ pub(crate) async fn run(args: TaskArgs) {
                 }
                 Event::PeerMisbehaved(_) => {}
                 Event::Closed(reason) => closed = Some(reason),
+                // An event added to the core later asks nothing of the
+                // executor until it is handled here.
+                _ => {}
             }
         }
         if let Some(reason) = closed {

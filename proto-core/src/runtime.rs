@@ -18,6 +18,7 @@ use crate::status::{ReadyReport, ServerStatus};
 
 /// Why a tool call did not produce a result.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolCallError {
     /// No exported tool has that name.
     #[error("no MCP tool is exported as `{0}`")]

@@ -273,6 +273,7 @@ pub struct ServerReady {
 /// Something the host must know.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// Handshake and discovery finished.
     Ready(Box<ServerReady>),
@@ -324,6 +325,7 @@ pub enum Event {
 /// Why a tool call produced no result.
 #[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CallError {
     /// The server answered with a JSON-RPC error.
     #[error("server `{server}` answered the call with an error: {error}")]
@@ -385,6 +387,7 @@ pub enum CallError {
 /// A protocol violation the session survived.
 #[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum PeerError {
     /// A frame that is not a JSON-RPC message (kept short).
     #[error("server `{server}` wrote something that is not JSON-RPC ({error}): {excerpt}")]
@@ -436,6 +439,7 @@ pub enum PeerError {
 /// Why a session ended.
 #[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CloseReason {
     /// The host closed it.
     #[error("closed by rho")]
@@ -494,6 +498,7 @@ fn peer_note(errors: &[String]) -> String {
 
 /// A command that the caller should not have issued in this state.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApiMisuse {
     /// Calls need a ready session.
     #[error("server `{0}` is not ready yet")]
