@@ -175,7 +175,7 @@ pub struct Health {
 
 /// A server's position in the inventory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SlotId(pub usize);
+pub struct SlotId(pub(crate) usize);
 
 #[derive(Debug)]
 struct Slot {

@@ -600,7 +600,7 @@ fn server_requests_and_notifications_on_the_get_stream_are_handled() {
     let (call, req) = h.call("echo", json!({}));
     h.accept(&req); // the answer will come on the server's stream
     let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-        "params": {"progressToken": call.0, "progress": 1, "total": 2}});
+        "params": {"progressToken": call.wire_id(), "progress": 1, "total": 2}});
     let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
     let stream = format!(
         "{}{}",
@@ -1377,7 +1377,7 @@ fn progress_on_the_calls_stream_arrives_before_its_completion() {
     h.ready();
     let (call, req) = h.call("echo", json!({"steps": 2}));
     let token = rpc(&req)["params"]["_meta"]["progressToken"].clone();
-    assert_eq!(token, json!(call.0));
+    assert_eq!(token, json!(call.wire_id()));
     h.head(&req, 200, &[SSE]);
     let notify = |progress: f64| {
         json!({"jsonrpc": "2.0", "method": "notifications/progress",

@@ -43,7 +43,7 @@ fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
 #[test]
 fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     use rho_proto_core::jsonrpc::ErrorObject;
-    use rho_proto_core::runtime::{Health, Inventory, SlotId, ToolCallError};
+    use rho_proto_core::runtime::{Health, Inventory, ToolCallError};
     use rho_proto_core::session::CallError;
     use rho_proto_core::status::ServerStatus;
 
@@ -54,7 +54,7 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     .expect("valid file");
     let mut inventory = Inventory::new(&config, |_| true);
     inventory.learn_secrets(&[("AMBIENT".to_owned(), "ambient-secret-2".to_owned())]);
-    let slot = SlotId(0);
+    let slot = inventory.find("local").expect("the configured server");
     inventory.record_failed(
         slot,
         "exited\nstderr: key=literal-secret-1 token=ambient-secret-2".to_owned(),

@@ -249,7 +249,9 @@ fn tool_call_times_out_sends_cancelled_and_drops_the_late_reply() {
     assert_eq!(method, "tools/call");
     assert_eq!(
         params,
-        Some(json!({"name": "slow", "arguments": {"x": 1}, "_meta": {"progressToken": call.0}}))
+        Some(
+            json!({"name": "slow", "arguments": {"x": 1}, "_meta": {"progressToken": call.wire_id()}})
+        )
     );
     assert_eq!(h.step(), Duration::from_secs(5));
     match h.events.last() {
@@ -288,9 +290,9 @@ fn call_results_and_errors_reach_the_right_call() {
     h.drain();
     // Answer out of order: the error for the second, then the first.
     h.server_says(
-        json!({"jsonrpc": "2.0", "id": second.0, "error": {"code": -32602, "message": "bad args"}}),
+        json!({"jsonrpc": "2.0", "id": second.wire_id(), "error": {"code": -32602, "message": "bad args"}}),
     );
-    h.server_says(json!({"jsonrpc": "2.0", "id": first.0, "result": {"content": [{"type": "text", "text": "hi"}]}}));
+    h.server_says(json!({"jsonrpc": "2.0", "id": first.wire_id(), "result": {"content": [{"type": "text", "text": "hi"}]}}));
     let completions: Vec<_> = h
         .events
         .iter()
@@ -539,7 +541,7 @@ fn cancelling_a_call_notifies_the_server_and_completes_it_once() {
             assert_eq!(method, "notifications/cancelled");
             assert_eq!(
                 params.as_ref().map(|p| &p["requestId"]),
-                Some(&json!(call.0))
+                Some(&json!(call.wire_id()))
             );
         }
         other => panic!("expected cancelled, got {other:?}"),
@@ -636,7 +638,7 @@ fn progress_for_an_unknown_token_is_ignored() {
     h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 999, "progress": 1}}));
     h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}}));
     assert_eq!(h.events.len(), before);
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.0, "progress": 1, "total": 4, "message": "one"}}));
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": 1, "total": 4, "message": "one"}}));
     match h.events.last() {
         Some(Event::Progress { call: c, progress }) => {
             assert_eq!(*c, call);
@@ -665,7 +667,7 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
         if let Some(s) = structured {
             result["structuredContent"] = s;
         }
-        h.server_says(json!({"jsonrpc": "2.0", "id": call.0, "result": result}));
+        h.server_says(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": result}));
         match h.events.last() {
             Some(Event::CallCompleted { call: c, result }) if *c == call => result.clone(),
             other => panic!("expected completion, got {other:?}"),
@@ -707,7 +709,7 @@ fn a_call_in_flight_across_a_relist_is_held_to_the_tool_as_listed_when_it_answer
         "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object", "required": ["t"]}
     }]}));
-    h.server_says(json!({"jsonrpc": "2.0", "id": call.0, "result": {"content": []}}));
+    h.server_says(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": {"content": []}}));
     match h.events.last() {
         Some(Event::CallCompleted {
             call: c,
@@ -733,7 +735,7 @@ fn progress_restarts_the_call_budget_up_to_the_hard_cap() {
         h.session.poll_timeout(),
         Some(start + Duration::from_secs(5))
     );
-    let progress = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.0, "progress": n}});
+    let progress = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": n}});
     h.now = start + Duration::from_secs(4);
     h.server_says(progress(1));
     assert_eq!(

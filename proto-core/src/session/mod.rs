@@ -228,12 +228,22 @@ pub struct Transmit {
 }
 
 /// Identifies one tool call on one session. Small and `Copy`, per the
-/// core's command contract.
+/// core's command contract; opaque: only the session makes one.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub struct CallId(pub u64);
+pub struct CallId(pub(crate) u64);
+
+impl CallId {
+    /// The number this call carries on the wire: its JSON-RPC request id
+    /// and its progress token (for logs, and for tests that play the
+    /// server).
+    pub fn wire_id(self) -> u64 {
+        self.0
+    }
+}
 
 /// Where a session is in its lifecycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SessionState {
     /// Handshake or discovery in progress.
     Starting,

@@ -24,7 +24,7 @@ use crate::sampling::{self, SamplingRequest};
 
 /// Identifies a question put to the host. Small and `Copy`, like a call id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
-pub struct QuestionId(pub u64);
+pub struct QuestionId(pub(crate) u64);
 
 /// What a server asks.
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
