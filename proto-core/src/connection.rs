@@ -13,7 +13,9 @@ use serde_json::{Value, json};
 
 use crate::config::{ServerConfig, Transport};
 use crate::elicitation::FormAnswer;
-use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
+use crate::http::{
+    ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpTransport, resolve_headers,
+};
 use crate::redact::Redactor;
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
@@ -83,11 +85,13 @@ pub struct Connection {
 impl Connection {
     /// The connection a configured server needs, started at `now` (its
     /// startup budget runs from here), in the surroundings the host gives.
+    /// Fails when the server's headers need an ambient variable that is
+    /// unset or unusable.
     pub fn new(
         config: &ServerConfig,
         host: &HostContext<'_>,
         now: Instant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, HeaderError> {
         let ambient = host.ambient;
         let options = |framing| SessionOptions {
             workspace_root: host.workspace_root.map(str::to_owned),
@@ -133,7 +137,7 @@ impl Connection {
         config: &ServerConfig,
         host: &HostContext<'_>,
         now: Instant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, HeaderError> {
         let ambient = host.ambient;
         let options = |framing| SessionOptions {
             workspace_root: host.workspace_root.map(str::to_owned),

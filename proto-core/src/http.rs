@@ -112,6 +112,39 @@ impl fmt::Debug for HttpOptions {
     }
 }
 
+/// Why a server's configured headers cannot be sent: the user's
+/// environment is at fault, and the message says what to export or fix.
+/// The variable's value is never part of it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// A `headers_from_env` entry names a variable that is not set.
+    #[error(
+        "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
+    )]
+    MissingVariable {
+        /// The server identity.
+        server: String,
+        /// The header the variable is for.
+        header: String,
+        /// The variable that is not set.
+        variable: String,
+    },
+    /// The variable holds a CR, LF or other control character, which
+    /// would start a new header.
+    #[error(
+        "server `{server}`: headers_from_env: the ambient variable `{variable}` for header `{header}` holds a CR, LF or other control character, which a header value cannot carry; fix the variable (the value is not shown)"
+    )]
+    ControlCharacter {
+        /// The server identity.
+        server: String,
+        /// The header the variable is for.
+        header: String,
+        /// The variable with the bad value.
+        variable: String,
+    },
+}
+
 /// The headers a server's requests carry: `headers` literally, then
 /// `headers_from_env` from the ambient variables, which win on a name
 /// collision (names compare case-insensitively). A variable named in
@@ -120,7 +153,7 @@ pub fn resolve_headers(
     server: &str,
     ambient: &[(String, String)],
     config: &HttpConfig,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, HeaderError> {
     let mut out: Vec<(String, String)> = config
         .headers
         .iter()
@@ -132,18 +165,20 @@ pub fn resolve_headers(
             .rev()
             .find(|(k, _)| k == variable)
             .map(|(_, v)| v.clone())
-            .ok_or_else(|| {
-                format!(
-                    "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
-                )
+            .ok_or_else(|| HeaderError::MissingVariable {
+                server: server.to_owned(),
+                header: header.clone(),
+                variable: variable.clone(),
             })?;
         // A CR or LF would start a new header; the HTTP client would refuse
         // the value with a message naming neither the header nor the
         // variable.
         if value.chars().any(|c| c.is_ascii_control() && c != '\t') {
-            return Err(format!(
-                "server `{server}`: headers_from_env: the ambient variable `{variable}` for header `{header}` holds a CR, LF or other control character, which a header value cannot carry; fix the variable (the value is not shown)"
-            ));
+            return Err(HeaderError::ControlCharacter {
+                server: server.to_owned(),
+                header: header.clone(),
+                variable: variable.clone(),
+            });
         }
         out.retain(|(k, _)| !k.eq_ignore_ascii_case(header));
         out.push((header.clone(), value));

@@ -11,7 +11,8 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{self, Transport};
 use rho_proto_core::http::{
-    ExchangeId, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method, resolve_headers,
+    ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method,
+    resolve_headers,
 };
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions, Timer};
@@ -1046,6 +1047,11 @@ fn missing_ambient_variable_is_an_error_naming_the_header_and_the_variable() {
     let config = http_config("headers_from_env = { Authorization = \"MCP_TOKEN\" }");
     let error = resolve_headers("remote", &ambient(&[("OTHER", "x")]), &config)
         .expect_err("unset variable");
+    assert!(
+        matches!(&error, HeaderError::MissingVariable { variable, .. } if variable == "MCP_TOKEN"),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(error.contains("`remote`"), "{error}");
     assert!(error.contains("`Authorization`"), "{error}");
     assert!(error.contains("`MCP_TOKEN`"), "{error}");
