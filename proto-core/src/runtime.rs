@@ -653,7 +653,10 @@ transport = "stdio"
             inventory.route_server_tool("a", "fresh", h),
             Err(ToolCallError::AddedMidSession { .. })
         ));
-        assert!(inventory.route_exported("mcp__a__echo", h).is_ok());
+        assert!(matches!(
+            inventory.route_exported("mcp__a__echo", h),
+            Ok((slot, tool)) if slot == a && tool == "echo"
+        ));
         let ServerStatus::Ready(report) = inventory.view(a, h(a)).expect("view").status else {
             panic!("ready")
         };
