@@ -494,8 +494,14 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Replay
 }
 
 fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
-    if header.get("rho_transcript").and_then(Value::as_u64) != Some(VERSION) {
-        return Err(format!("not a version {VERSION} transcript"));
+    match header.get("rho_transcript").and_then(Value::as_u64) {
+        Some(VERSION) => {}
+        Some(other) => {
+            return Err(format!(
+                "a version {other} transcript; this rho reads version {VERSION}: record it again"
+            ));
+        }
+        None => return Err(format!("not a version {VERSION} transcript")),
     }
     let s = header.get("session").ok_or("no session options")?;
     let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_owned);

@@ -178,3 +178,20 @@ fn replay_refuses_a_timeout_that_was_due_at_another_time() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_transcript_of_another_version_is_refused_with_what_to_do() {
+    let now = Instant::now();
+    let text = startup_timeout_transcript(now);
+    let old = text.replacen("\"rho_transcript\":2", "\"rho_transcript\":1", 1);
+    assert_ne!(old, text);
+    match replay(&old, now) {
+        Err(ReplayError::Malformed {
+            line: 1, reason, ..
+        }) => {
+            assert!(reason.contains("version 1"), "{reason}");
+            assert!(reason.contains("record it again"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
