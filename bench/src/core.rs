@@ -95,7 +95,7 @@ pub fn session_inbound(
             let call = session
                 .call_tool(now, "echo", json!({"message": "hello"}))
                 .expect("session ready");
-            let mut line = with_id(template, call.0);
+            let mut line = with_id(template, call.wire_id());
             line.push(b'\n');
             lines.push(line);
         }
@@ -149,7 +149,7 @@ pub fn session_round_trip(session: &mut Session, template: &[u8], count: usize) 
         while let Some(t) = session.poll_transmit() {
             black_box(t);
         }
-        let mut line = with_id(template, call.0);
+        let mut line = with_id(template, call.wire_id());
         line.push(b'\n');
         session.handle_stdio_bytes(now, &line);
         while let Some(t) = session.poll_transmit() {
@@ -192,7 +192,7 @@ pub fn session_one_line(line: &[u8], max_line: usize) -> (Duration, bool) {
         .call_tool(now, "read_text_file", json!({"path": "/x"}))
         .expect("ready");
     while session.poll_transmit().is_some() {}
-    let mut line = rewrite_id(line, call.0);
+    let mut line = rewrite_id(line, call.wire_id());
     line.push(b'\n');
     let start = Instant::now();
     let mut ok = false;

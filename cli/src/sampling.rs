@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rho_proto_core::host::{Model, UsageLedger};
+use rho_proto_core::host::{Model, ModelError, UsageLedger};
 
 /// How long the command model may take for one completion.
 const MODEL_BUDGET: Duration = Duration::from_secs(180);
@@ -42,11 +42,11 @@ impl Model for CommandModel {
         format!("command:{base}")
     }
 
-    fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, ModelError> {
         let (program, args) = self
             .command
             .split_first()
-            .ok_or_else(|| "[sampling] command is empty".to_owned())?;
+            .ok_or_else(|| ModelError::new("[sampling] command is empty"))?;
         let mut command = Command::new(program);
         // On Linux the model dies with rho, whatever ends rho.
         #[cfg(any(target_os = "linux", target_os = "android"))]
@@ -58,7 +58,11 @@ impl Model for CommandModel {
             .stdout(Stdio::piped())
             .stderr(Stdio::inherit())
             .spawn()
-            .map_err(|e| format!("[sampling] command `{program}` could not start: {e}"))?;
+            .map_err(|e| {
+                ModelError::new(format!(
+                    "[sampling] command `{program}` could not start: {e}"
+                ))
+            })?;
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(prompt.as_bytes());
         }
@@ -78,17 +82,23 @@ impl Model for CommandModel {
                 Ok(None) => {
                     let _ = child.kill();
                     let _ = child.wait();
-                    return Err(format!(
+                    return Err(ModelError::new(format!(
                         "[sampling] command `{program}` took longer than {} s",
                         MODEL_BUDGET.as_secs()
-                    ));
+                    )));
                 }
-                Err(e) => return Err(format!("[sampling] command `{program}`: {e}")),
+                Err(e) => {
+                    return Err(ModelError::new(format!(
+                        "[sampling] command `{program}`: {e}"
+                    )));
+                }
             }
         };
         let text = reader.join().unwrap_or_default();
         if !status.success() {
-            return Err(format!("[sampling] command `{program}` failed ({status})"));
+            return Err(ModelError::new(format!(
+                "[sampling] command `{program}` failed ({status})"
+            )));
         }
         Ok(text.trim_end().to_owned())
     }
@@ -170,18 +180,22 @@ mod tests {
 
     #[test]
     fn a_failing_missing_or_empty_command_is_an_error_naming_it() {
-        let failed = sh("echo partial; exit 3").complete("", "").unwrap_err();
+        let failed = sh("echo partial; exit 3")
+            .complete("", "")
+            .unwrap_err()
+            .reason;
         assert!(failed.contains("command `sh` failed"), "{failed}");
         assert!(failed.contains('3'), "{failed}");
         let missing = CommandModel::new(vec!["/nonexistent/rho-model".into()])
             .complete("", "")
-            .unwrap_err();
+            .unwrap_err()
+            .reason;
         assert!(
             missing.contains("`/nonexistent/rho-model` could not start"),
             "{missing}"
         );
         let empty = CommandModel::new(Vec::new()).complete("", "").unwrap_err();
-        assert_eq!(empty, "[sampling] command is empty");
+        assert_eq!(empty, ModelError::new("[sampling] command is empty"));
         assert_eq!(CommandModel::new(Vec::new()).name(), "command:command");
     }
 

@@ -210,6 +210,21 @@ fn assert_no_session(s: &Scratch, args: &[&str], why: &str) {
     );
 }
 
+/// Waits up to `limit` for a file to contain `needle`.
+fn wait_for_text(path: &Path, needle: &str, limit: Duration) -> bool {
+    let until = Instant::now() + limit;
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.contains(needle) {
+            return true;
+        }
+        if Instant::now() >= until {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
 /// Waits up to five seconds for a file to appear.
 fn wait_for_file(path: &Path) -> bool {
     let until = Instant::now() + Duration::from_secs(5);
@@ -650,8 +665,11 @@ fn call_past_its_timeout_fails_naming_the_budget(rt: Runtime) {
 fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
     let s = Scratch::new("call-ctrl-c", rt);
     let config = s.write("config.toml", &everything("everything"));
+    let record = s.dir.join("ctrl-c.jsonl");
     let child = Command::new(env!("CARGO_BIN_EXE_rho"))
         .args([
+            "--record",
+            arg(&record),
             "--config",
             arg(&config),
             "mcp",
@@ -667,8 +685,12 @@ fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
         .stderr(Stdio::piped())
         .spawn()
         .expect("start rho");
-    // Let the call start, then interrupt as a terminal would.
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Once the transcript shows the call was sent, interrupt as a terminal
+    // would: the Ctrl-C then lands on a call in flight, not on startup.
+    assert!(
+        wait_for_text(&record, "\"in\":\"call\"", Duration::from_secs(20)),
+        "the call was never sent"
+    );
     let killed = Command::new("kill")
         .args(["-INT", &child.id().to_string()])
         .status()
@@ -679,6 +701,11 @@ fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("call cancelled"), "{stderr}");
+    // The core was told: the cancel went in, and the call completed as
+    // cancelled.
+    let transcript = std::fs::read_to_string(&record).expect("transcript");
+    assert!(transcript.contains("\"in\":\"cancel\""), "{transcript}");
+    assert!(transcript.contains("{\"cancelled\":"), "{transcript}");
     assert!(
         started.elapsed() < std::time::Duration::from_secs(10),
         "rho took {:?} to stop after Ctrl-C",

@@ -26,7 +26,9 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
-use rho_proto_core::driving::{Answer, CallTable, CallUpdate, Started, StartupOutcome};
+use rho_proto_core::driving::{
+    Answer, CallTable, CallUpdate, Started, StartupError, StartupOutcome,
+};
 use rho_proto_core::http::{ExchangeId, HttpOutput};
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
@@ -236,17 +238,21 @@ impl Driver {
             },
             started_at,
         )
+        .map_err(StartupError::from)
         .and_then(|conn| {
             let io = match &config.transport {
                 Transport::Stdio(stdio) => {
                     let driver = Arc::clone(self);
-                    Io::Stdio(StdioChild::spawn(
-                        &self.server,
-                        stdio,
-                        ambient,
-                        Arc::new(move |pipe| driver.pipe(pipe)),
-                        backlog,
-                    )?)
+                    Io::Stdio(
+                        StdioChild::spawn(
+                            &self.server,
+                            stdio,
+                            ambient,
+                            Arc::new(move |pipe| driver.pipe(pipe)),
+                            backlog,
+                        )
+                        .map_err(StartupError::Transport)?,
+                    )
                 }
                 Transport::StreamableHttp(_) => {
                     let driver = Arc::clone(self);
@@ -355,12 +361,13 @@ impl Driver {
             return;
         };
         live.send_outbox();
+        // What the server wrote to stderr explains a failure, not a close
+        // rho asked for.
+        let stderr = stderr.filter(|_| !matches!(reason, CloseReason::Requested));
         let mut text = reason.to_string();
-        if !matches!(reason, CloseReason::Requested) {
-            if let Some(stderr) = stderr {
-                text.push('\n');
-                text.push_str(&stderr);
-            }
+        if let Some(stderr) = &stderr {
+            text.push('\n');
+            text.push_str(stderr);
         }
         for reply in live.calls.drain() {
             reply.send(CallUpdate::Done(Err(ToolCallError::Call(
@@ -372,7 +379,11 @@ impl Driver {
         }
         match live.startup.take() {
             Some(tx) => {
-                let _ = tx.send(Err(format!("server `{}`: {text}", self.server)));
+                let _ = tx.send(Err(StartupError::Closed {
+                    server: self.server.clone(),
+                    reason,
+                    stderr,
+                }));
             }
             None if !matches!(reason, CloseReason::Requested) => {
                 tracing::warn!(server = %self.server, "session ended: {text}");
@@ -605,6 +616,9 @@ impl Driver {
             // Already logged by the core; nothing for the host to decide.
             Event::PeerMisbehaved(_) => {}
             Event::Closed(reason) => live.closed = Some(reason),
+            // An event added to the core later asks nothing of the
+            // executor until it is handled here.
+            _ => {}
         }
     }
 }

@@ -25,7 +25,7 @@ use serde_json::Value;
 use crate::backlog::{Room, wait_for_room};
 use crate::driver::{Command, Driver, SharedHealth};
 use rho_proto_core::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
-use rho_proto_core::driving::{CallUpdate, StartupOutcome};
+use rho_proto_core::driving::{CallUpdate, StartupError, StartupOutcome};
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
 
 /// Every configured server of one run. Dropping it shuts them all down.
@@ -85,9 +85,12 @@ impl Runtime {
                     waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
                     drivers.insert(slot, handle);
                 }
-                Err(error) => {
-                    waiting.push((slot, failed_now(error), Duration::ZERO, String::new()))
-                }
+                Err(error) => waiting.push((
+                    slot,
+                    failed_now(StartupError::Transport(error)),
+                    Duration::ZERO,
+                    String::new(),
+                )),
             }
         }
         let interrupt = options.interrupt.as_deref();
@@ -102,7 +105,7 @@ impl Runtime {
                 Some(Ok(Ok(started))) => {
                     inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
                 }
-                Some(Ok(Err(error))) => inventory.record_failed(slot, error),
+                Some(Ok(Err(error))) => inventory.record_failed(slot, error.to_string()),
                 Some(Err(RecvTimeoutError::Timeout)) => inventory.record_failed(
                     slot,
                     format!(
@@ -407,7 +410,7 @@ fn interrupted_reason(id: &str) -> String {
 }
 
 /// A startup outcome that is already known.
-fn failed_now(error: String) -> Receiver<StartupOutcome> {
+fn failed_now(error: StartupError) -> Receiver<StartupOutcome> {
     let (tx, rx) = mpsc::channel();
     let _ = tx.send(Err(error));
     rx

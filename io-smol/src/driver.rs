@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 use rho_proto_core::backlog::Backlog;
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, Output};
-use rho_proto_core::driving::{Answer, CallTable, CallUpdate, PipeEvent, Started, StartupOutcome};
+use rho_proto_core::driving::{
+    Answer, CallTable, CallUpdate, PipeEvent, Started, StartupError, StartupOutcome,
+};
 use rho_proto_core::host::{HostServices, TranscriptSink};
 use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::{Health, ToolCallError};
@@ -125,15 +127,13 @@ pub(crate) async fn run(args: TaskArgs) {
         },
         started_at,
     )
+    .map_err(StartupError::from)
     .and_then(|conn| {
         let io = match &config.transport {
-            Transport::Stdio(stdio) => Io::Stdio(StdioChild::spawn(
-                &executor,
-                &server,
-                stdio,
-                &ambient,
-                (tx.clone(), backlog),
-            )?),
+            Transport::Stdio(stdio) => Io::Stdio(
+                StdioChild::spawn(&executor, &server, stdio, &ambient, (tx.clone(), backlog))
+                    .map_err(StartupError::Transport)?,
+            ),
             Transport::StreamableHttp(_) => Io::Http(HttpIo::new(&executor, tx.clone())),
         };
         Ok((conn, io))
@@ -209,6 +209,9 @@ pub(crate) async fn run(args: TaskArgs) {
                 }
                 Event::PeerMisbehaved(_) => {}
                 Event::Closed(reason) => closed = Some(reason),
+                // An event added to the core later asks nothing of the
+                // executor until it is handled here.
+                _ => {}
             }
         }
         if let Some(reason) = closed {
@@ -312,12 +315,13 @@ pub(crate) async fn run(args: TaskArgs) {
         sink.write(conn.take_transcript());
     }
     let stderr = io.shutdown(grace).await;
+    // What the server wrote to stderr explains a failure, not a close rho
+    // asked for.
+    let stderr = stderr.filter(|_| !matches!(reason, CloseReason::Requested));
     let mut text = reason.to_string();
-    if !matches!(reason, CloseReason::Requested) {
-        if let Some(stderr) = stderr {
-            text.push('\n');
-            text.push_str(&stderr);
-        }
+    if let Some(stderr) = &stderr {
+        text.push('\n');
+        text.push_str(stderr);
     }
     for reply in calls.drain() {
         let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::Call(
@@ -329,7 +333,11 @@ pub(crate) async fn run(args: TaskArgs) {
     }
     match startup.take() {
         Some(tx) => {
-            let _ = tx.try_send(Err(format!("server `{server}`: {text}")));
+            let _ = tx.try_send(Err(StartupError::Closed {
+                server,
+                reason,
+                stderr,
+            }));
         }
         None if !matches!(reason, CloseReason::Requested) => {
             tracing::warn!(server = %server, "session ended: {text}");

@@ -127,7 +127,9 @@ impl Runtime {
                 Startup::Outcome(Ok(Ok(started))) => {
                     inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
                 }
-                Startup::Outcome(Ok(Err(error))) => inventory.record_failed(slot, error),
+                Startup::Outcome(Ok(Err(error))) => {
+                    inventory.record_failed(slot, error.to_string())
+                }
                 Startup::Outcome(Err(_)) => inventory.record_failed(
                     slot,
                     format!("server `{id}`: its task stopped unexpectedly"),

@@ -1852,7 +1852,8 @@ scopes = ["read", "write"]
         let text = "mcpx = 1\n[agents]\nanything = { goes = [1, \"two\"] }\n[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"a\"\n";
         let config = parse_ok(text);
         assert_eq!(config.servers.len(), 1);
-        assert!(config.servers[0].config.is_ok());
+        let server = config.servers[0].config.as_ref().expect("valid");
+        assert_eq!(server.id.as_str(), "a");
     }
 
     #[test]
@@ -1901,7 +1902,8 @@ scopes = ["read", "write"]
     fn an_entry_that_is_not_a_table_disables_only_itself() {
         let text = "[mcp.servers]\nfs = \"npx foo\"\n\n[mcp.servers.good]\ntransport = \"stdio\"\ncommand = \"good\"\n";
         let config = parse_ok(text);
-        assert!(config.get("good").expect("good").config.is_ok());
+        let good = config.get("good").expect("good").config.as_ref();
+        assert_eq!(good.map(|c| c.id.as_str()).ok(), Some("good"));
         let (error, at) = entry_error(text, "fs");
         assert_eq!(at, (2, 6));
         assert_eq!(
@@ -1953,7 +1955,10 @@ scopes = ["read", "write"]
             ServerId::new("").unwrap_err().to_string(),
             "a server identity must not be empty"
         );
-        assert!(ServerId::new("ok-id_2").is_ok());
+        assert_eq!(
+            ServerId::new("ok-id_2").map(|id| id.as_str().to_owned()),
+            Ok("ok-id_2".to_owned())
+        );
     }
 
     #[test]
@@ -2260,7 +2265,11 @@ scopes = ["read", "write"]
             "http://127.0.0.2/mcp",
             "http://[::1]:8080/mcp",
         ] {
-            assert!(url_result(ok).is_ok(), "{ok}: {:?}", url_result(ok));
+            let config = url_result(ok).unwrap_or_else(|e| panic!("{ok}: {e:?}"));
+            let Transport::StreamableHttp(http) = &config.transport else {
+                panic!("{ok}: not HTTP")
+            };
+            assert_eq!(http.url.as_str(), Url::parse(ok).expect("url").as_str());
         }
         for bad in [
             "http://mcp.example.com/mcp",

@@ -13,10 +13,12 @@ use serde_json::{Value, json};
 
 use crate::config::{ServerConfig, Transport};
 use crate::elicitation::FormAnswer;
-use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, resolve_headers};
+use crate::http::{
+    ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpTransport, resolve_headers,
+};
 use crate::redact::Redactor;
 use crate::session::{
-    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
+    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
 };
 use crate::transcript::{self, Recorder};
 
@@ -83,11 +85,13 @@ pub struct Connection {
 impl Connection {
     /// The connection a configured server needs, started at `now` (its
     /// startup budget runs from here), in the surroundings the host gives.
+    /// Fails when the server's headers need an ambient variable that is
+    /// unset or unusable.
     pub fn new(
         config: &ServerConfig,
         host: &HostContext<'_>,
         now: Instant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, HeaderError> {
         let ambient = host.ambient;
         let options = |framing| SessionOptions {
             workspace_root: host.workspace_root.map(str::to_owned),
@@ -133,7 +137,7 @@ impl Connection {
         config: &ServerConfig,
         host: &HostContext<'_>,
         now: Instant,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, HeaderError> {
         let ambient = host.ambient;
         let options = |framing| SessionOptions {
             workspace_root: host.workspace_root.map(str::to_owned),
@@ -247,9 +251,16 @@ impl Connection {
         }
     }
 
-    /// Time passed; see [`Connection::poll_timeout`].
+    /// Time passed; see [`Connection::poll_timeout`]. The transcript
+    /// records, with the time, which wakeup was due (what
+    /// [`Connection::poll_timeout`] and [`Connection::timeout_reason`] said
+    /// when the executor went to sleep), and replay checks it.
     pub fn handle_timeout(&mut self, now: Instant) {
-        self.record(now, "timeout", || []);
+        if let Some(r) = &self.recorder {
+            let due = r.instant_json(self.poll_timeout());
+            let timer = json!(self.timeout_reason());
+            self.record(now, "timeout", || [("due", due), ("timer", timer)]);
+        }
         match &mut self.inner {
             Inner::Stdio(session) => session.handle_timeout(now),
             Inner::Http(transport) => transport.handle_timeout(now),
@@ -353,27 +364,27 @@ impl Connection {
             Inner::Http(transport) => transport.poll_event(),
         };
         if let Some(r) = &mut self.recorder {
-            r.poll(
-                "event",
-                event
-                    .as_ref()
-                    .map_or(Value::Null, |e| json!(format!("{e:?}"))),
-            );
+            r.poll("event", transcript::event_json(event.as_ref()));
         }
         event
     }
 
-    /// When [`Connection::handle_timeout`] is next due.
+    /// When [`Connection::handle_timeout`] is next due. Reading it changes
+    /// nothing, not even the transcript: the deadline is recorded when it
+    /// is acted on, by [`Connection::handle_timeout`].
     #[must_use]
-    pub fn poll_timeout(&mut self) -> Option<Instant> {
-        let at = match &self.inner {
+    pub fn poll_timeout(&self) -> Option<Instant> {
+        match &self.inner {
             Inner::Stdio(session) => session.poll_timeout(),
             Inner::Http(transport) => transport.poll_timeout(),
-        };
-        if let Some(r) = &mut self.recorder {
-            let got = r.instant_json(at);
-            r.poll("timeout", got);
         }
-        at
+    }
+
+    /// What the wakeup [`Connection::poll_timeout`] reports is for.
+    pub fn timeout_reason(&self) -> Option<Timer> {
+        match &self.inner {
+            Inner::Stdio(session) => session.timeout_reason(),
+            Inner::Http(transport) => transport.timeout_reason(),
+        }
     }
 }

@@ -678,7 +678,8 @@ pub fn check_output(
 
 /// Why an `outputSchema` could not be used, or was not met. The server is
 /// at fault in every case.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum SchemaError {
     /// `$schema` names a dialect rho does not support.
@@ -716,7 +717,8 @@ pub enum SchemaError {
 }
 
 /// Why a result broke its tool's `outputSchema` contract.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum OutputError {
     /// The tool declares an `outputSchema` but the result has no
@@ -732,7 +734,7 @@ pub enum OutputError {
 }
 
 /// One way a value broke a schema.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
 pub struct Violation {
     /// JSON Pointer to the offending value; empty for the whole value.
     pub instance_path: String,
@@ -1370,8 +1372,11 @@ mod tests {
         // `prefixItems` exists only from 2020-12 on.
         let schema = json!({ "type": "array", "prefixItems": [{ "type": "string" }] });
         let compiled = OutputSchema::compile("t", &schema).expect("compiles");
-        assert!(compiled.validate(&json!(["a", 1])).is_ok());
-        assert!(compiled.validate(&json!([1])).is_err());
+        assert_eq!(compiled.validate(&json!(["a", 1])), Ok(()));
+        assert!(matches!(
+            compiled.validate(&json!([1])),
+            Err(SchemaError::Mismatch { .. })
+        ));
     }
 
     #[test]
@@ -1385,8 +1390,11 @@ mod tests {
             "prefixItems": [{ "type": "boolean" }]
         });
         let compiled = OutputSchema::compile("t", &schema).expect("compiles");
-        assert!(compiled.validate(&json!(["a", 1])).is_ok());
-        assert!(compiled.validate(&json!([1, "a"])).is_err());
+        assert_eq!(compiled.validate(&json!(["a", 1])), Ok(()));
+        assert!(matches!(
+            compiled.validate(&json!([1, "a"])),
+            Err(SchemaError::Mismatch { .. })
+        ));
         // The same schema without `$schema` is 2020-12, where array `items`
         // is not a schema at all.
         let mut as_2020 = schema.clone();
@@ -1437,8 +1445,11 @@ mod tests {
             "properties": { "t": { "$ref": "#/$defs/celsius" } }
         });
         let compiled = OutputSchema::compile("t", &schema).expect("compiles");
-        assert!(compiled.validate(&json!({ "t": 1 })).is_ok());
-        assert!(compiled.validate(&json!({ "t": "1" })).is_err());
+        assert_eq!(compiled.validate(&json!({ "t": 1 })), Ok(()));
+        assert!(matches!(
+            compiled.validate(&json!({ "t": "1" })),
+            Err(SchemaError::Mismatch { .. })
+        ));
     }
 
     #[test]

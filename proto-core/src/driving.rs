@@ -15,10 +15,12 @@ use serde_json::Value;
 
 use crate::connection::HttpInput;
 use crate::elicitation::FormAnswer;
-use crate::http::ExchangeId;
+use crate::http::{ExchangeId, HeaderError};
 use crate::protocol::CallToolResult;
 use crate::runtime::{Health, ToolCallError};
-use crate::session::{CallId, Event, Progress, QuestionId, SamplingAnswer, ServerReady};
+use crate::session::{
+    CallId, CloseReason, Event, Progress, QuestionId, SamplingAnswer, ServerReady,
+};
 
 /// What a stdio child's pipes tell its driver.
 #[derive(Debug)]
@@ -102,8 +104,35 @@ pub struct Started {
     pub pid: Option<u32>,
 }
 
+/// Why a server did not start, split by who is at fault.
+#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartupError {
+    /// The configuration cannot become a connection in this environment
+    /// (a header wants an unset variable): the user's to fix.
+    #[error(transparent)]
+    Headers(#[from] HeaderError),
+    /// The executor could not set up the transport (the program did not
+    /// start, its pipes or a thread could not be made). The text names
+    /// the server and what the OS said.
+    #[error("{0}")]
+    Transport(String),
+    /// The session ended before it was ready: the server's doing, or its
+    /// absence (see [`CloseReason`]). `stderr` is the tail of what a stdio
+    /// server wrote there, when it wrote anything.
+    #[error("server `{server}`: {reason}{}", stderr.as_deref().map(|s| format!("\n{s}")).unwrap_or_default())]
+    Closed {
+        /// The server identity.
+        server: String,
+        /// Why the session ended.
+        reason: CloseReason,
+        /// The server's last stderr lines, redacted.
+        stderr: Option<String>,
+    },
+}
+
 /// How startup ended: started, or why not.
-pub type StartupOutcome = Result<Started, String>;
+pub type StartupOutcome = Result<Started, StartupError>;
 
 /// The calls a driver has in flight: their reply channels, and the host's
 /// tickets for them.
@@ -163,5 +192,29 @@ impl Health {
             _ => return false,
         }
         true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_session_that_closed_during_startup_names_the_server_reason_and_stderr() {
+        let error = StartupError::Closed {
+            server: "local".into(),
+            reason: CloseReason::Handshake("no protocolVersion".into()),
+            stderr: Some("stderr: boom".into()),
+        };
+        assert_eq!(
+            error.to_string(),
+            "server `local`: handshake failed: no protocolVersion\nstderr: boom"
+        );
+        let quiet = StartupError::Closed {
+            server: "local".into(),
+            reason: CloseReason::Requested,
+            stderr: None,
+        };
+        assert_eq!(quiet.to_string(), "server `local`: closed by rho");
     }
 }

@@ -1276,7 +1276,8 @@ mod tests {
     fn explicit_form_mode_renders_and_unknown_modes_decline() {
         let mut params = one("f", json!({ "type": "string" }));
         params["mode"] = json!("form");
-        assert!(form_from_request(&params).is_ok());
+        let form = form_from_request(&params).expect("form mode renders");
+        assert_eq!(form.fields.len(), 1);
         params["mode"] = json!("telepathy");
         assert!(unrenderable_reason(params.clone()).contains("unknown elicitation mode"));
         params["mode"] = Value::Null;

@@ -298,7 +298,13 @@ mod tests {
     #[test]
     fn unix_names_are_case_sensitive() {
         let server = stdio(&[], &[("X", "github_token")]);
-        assert!(child_environment(&vars(AMBIENT), &server, Platform::Unix).is_err());
+        assert_eq!(
+            child_environment(&vars(AMBIENT), &server, Platform::Unix),
+            Err(EnvError::MissingAmbient {
+                child: "X".into(),
+                ambient: "github_token".into(),
+            })
+        );
     }
 
     #[test]

@@ -33,7 +33,8 @@ pub const ERROR_HEAD: usize = 4096;
 
 /// Why a line was not delivered. Both are the peer's fault and both are
 /// recoverable: the decoder has already skipped past the bad line.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum FrameError {
     /// A line had more than `limit` bytes before its newline. Its bytes
     /// were discarded as they arrived; it is reported once its newline (or

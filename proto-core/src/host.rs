@@ -115,7 +115,26 @@ pub trait Model: Send + Sync {
     /// The model's name, reported to the server.
     fn name(&self) -> String;
     /// One completion: a system prompt and one user turn.
-    fn complete(&self, system: &str, prompt: &str) -> Result<String, String>;
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, ModelError>;
+}
+
+/// Why the user's model gave no completion. The host's side failed (the
+/// model command did not start, failed or ran out of time), not the
+/// server's; the reason goes back to the server as the sampling error.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct ModelError {
+    /// What went wrong, for the server and the log.
+    pub reason: String,
+}
+
+impl ModelError {
+    /// A model failure with this reason.
+    pub fn new(reason: impl Into<String>) -> Self {
+        Self {
+            reason: reason.into(),
+        }
+    }
 }
 
 /// Where sampling spend is recorded, apart from the user's own turns.
@@ -190,7 +209,7 @@ fn sample(services: &HostServices, server: &str, request: &SamplingRequest) -> S
             }
             SamplingAnswer::Completed { text, model: name }
         }
-        Err(reason) => SamplingAnswer::Failed(reason),
+        Err(error) => SamplingAnswer::Failed(error.reason),
     }
 }
 
@@ -218,7 +237,7 @@ mod tests {
 
     /// A model that answers (or fails) and counts its calls.
     struct Scripted {
-        reply: Result<String, String>,
+        reply: Result<String, ModelError>,
         calls: Mutex<usize>,
     }
 
@@ -226,7 +245,7 @@ mod tests {
         fn name(&self) -> String {
             "scripted".to_owned()
         }
-        fn complete(&self, _system: &str, _prompt: &str) -> Result<String, String> {
+        fn complete(&self, _system: &str, _prompt: &str) -> Result<String, ModelError> {
             *self.calls.lock().expect("lock") += 1;
             self.reply.clone()
         }
@@ -258,7 +277,7 @@ mod tests {
 
     fn services(
         yes: bool,
-        reply: Result<String, String>,
+        reply: Result<String, ModelError>,
     ) -> (HostServices, Arc<Scripted>, Arc<Ledger>) {
         let model = Arc::new(Scripted {
             reply,
@@ -355,7 +374,7 @@ mod tests {
 
     #[test]
     fn a_failed_model_call_is_reported_and_not_recorded() {
-        let (services, _, ledger) = services(true, Err("boom".to_owned()));
+        let (services, _, ledger) = services(true, Err(ModelError::new("boom")));
         assert_eq!(
             sampling(answer(&services, "s", &request())),
             SamplingAnswer::Failed("boom".to_owned())

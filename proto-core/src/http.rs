@@ -53,8 +53,9 @@ use crate::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
 use crate::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 use crate::session::{
     ApiMisuse, CallId, CloseReason, Event, Framing, QuestionId, SamplingAnswer, Session,
-    SessionOptions, SessionState, TransmitKind,
+    SessionOptions, SessionState, Timer, TransmitKind,
 };
+use crate::session::{Clock, TimerTable};
 
 /// Limits and timings of one HTTP session.
 #[derive(Clone)]
@@ -111,6 +112,39 @@ impl fmt::Debug for HttpOptions {
     }
 }
 
+/// Why a server's configured headers cannot be sent: the user's
+/// environment is at fault, and the message says what to export or fix.
+/// The variable's value is never part of it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// A `headers_from_env` entry names a variable that is not set.
+    #[error(
+        "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
+    )]
+    MissingVariable {
+        /// The server identity.
+        server: String,
+        /// The header the variable is for.
+        header: String,
+        /// The variable that is not set.
+        variable: String,
+    },
+    /// The variable holds a CR, LF or other control character, which
+    /// would start a new header.
+    #[error(
+        "server `{server}`: headers_from_env: the ambient variable `{variable}` for header `{header}` holds a CR, LF or other control character, which a header value cannot carry; fix the variable (the value is not shown)"
+    )]
+    ControlCharacter {
+        /// The server identity.
+        server: String,
+        /// The header the variable is for.
+        header: String,
+        /// The variable with the bad value.
+        variable: String,
+    },
+}
+
 /// The headers a server's requests carry: `headers` literally, then
 /// `headers_from_env` from the ambient variables, which win on a name
 /// collision (names compare case-insensitively). A variable named in
@@ -119,7 +153,7 @@ pub fn resolve_headers(
     server: &str,
     ambient: &[(String, String)],
     config: &HttpConfig,
-) -> Result<Vec<(String, String)>, String> {
+) -> Result<Vec<(String, String)>, HeaderError> {
     let mut out: Vec<(String, String)> = config
         .headers
         .iter()
@@ -131,18 +165,20 @@ pub fn resolve_headers(
             .rev()
             .find(|(k, _)| k == variable)
             .map(|(_, v)| v.clone())
-            .ok_or_else(|| {
-                format!(
-                    "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
-                )
+            .ok_or_else(|| HeaderError::MissingVariable {
+                server: server.to_owned(),
+                header: header.clone(),
+                variable: variable.clone(),
             })?;
         // A CR or LF would start a new header; the HTTP client would refuse
         // the value with a message naming neither the header nor the
         // variable.
         if value.chars().any(|c| c.is_ascii_control() && c != '\t') {
-            return Err(format!(
-                "server `{server}`: headers_from_env: the ambient variable `{variable}` for header `{header}` holds a CR, LF or other control character, which a header value cannot carry; fix the variable (the value is not shown)"
-            ));
+            return Err(HeaderError::ControlCharacter {
+                server: server.to_owned(),
+                header: header.clone(),
+                variable: variable.clone(),
+            });
         }
         out.retain(|(k, _)| !k.eq_ignore_ascii_case(header));
         out.push((header.clone(), value));
@@ -289,10 +325,10 @@ enum ServerStream {
     Unsupported,
 }
 
+/// The DELETE at close is under way; its deadline is [`Timer::Delete`].
 #[derive(Debug)]
 struct Closing {
     reason: CloseReason,
-    deadline: Instant,
 }
 
 /// The longest wait between stream resumption attempts.
@@ -322,11 +358,16 @@ pub struct HttpTransport {
     /// A fresh `initialize` after expiry is under way: messages wait here.
     reinitializing: bool,
     /// Messages held back while `reinitializing` or while the server
-    /// stream's GET is awaited (`stream_wait`), in order.
+    /// stream's GET is awaited ([`Timer::ServerStreamWait`] armed), in
+    /// order.
     parked: Vec<(Vec<u8>, TransmitKind, bool)>,
-    /// Until when messages after `notifications/initialized` wait for the
-    /// server stream's GET to be answered; `None` when they flow.
-    stream_wait: Option<Instant>,
+    /// The transport's fixed timers: [`Timer::ServerStreamWait`] (until
+    /// when messages after `notifications/initialized` wait for the server
+    /// stream's GET to be answered; disarmed when they flow) and
+    /// [`Timer::Delete`] (the DELETE at close gives up).
+    timers: TimerTable,
+    /// The latest `now` seen; earlier ones are clamped to it.
+    clock: Clock,
     resumes: Vec<Resume>,
     server_stream: ServerStream,
     closing: Option<Closing>,
@@ -341,7 +382,7 @@ impl fmt::Debug for HttpTransport {
             .field("exchanges", &self.exchanges)
             .field("has_session_id", &self.session_id.is_some())
             .field("reinitializing", &self.reinitializing)
-            .field("stream_wait", &self.stream_wait)
+            .field("timers", &self.timers)
             .field("resumes", &self.resumes)
             .field("server_stream", &self.server_stream)
             .field("closing", &self.closing)
@@ -367,7 +408,8 @@ impl HttpTransport {
             session_epoch: 0,
             reinitializing: false,
             parked: Vec::new(),
-            stream_wait: None,
+            timers: TimerTable::default(),
+            clock: Clock::new(now),
             resumes: Vec::new(),
             server_stream: ServerStream::NotOpened,
             closing: None,
@@ -399,6 +441,7 @@ impl HttpTransport {
         status: u16,
         headers: &[(String, String)],
     ) {
+        let now = self.clock.observe(now);
         let header = |name: &str| {
             headers
                 .iter()
@@ -480,6 +523,7 @@ impl HttpTransport {
     /// exchange belongs to at once (a POST's own response, or the
     /// resumption of its stream); on the server's own stream it is logged.
     pub fn handle_response_body(&mut self, now: Instant, exchange: ExchangeId, chunk: &[u8]) {
+        let now = self.clock.observe(now);
         let Some(x) = self.exchanges.get_mut(&exchange) else {
             return;
         };
@@ -547,6 +591,7 @@ impl HttpTransport {
 
     /// The response body ended normally.
     pub fn handle_response_end(&mut self, now: Instant, exchange: ExchangeId) {
+        let now = self.clock.observe(now);
         let Some(x) = self.exchanges.remove(&exchange) else {
             return;
         };
@@ -614,6 +659,7 @@ impl HttpTransport {
 
     /// The exchange failed: no connection, or the body broke off.
     pub fn handle_exchange_failed(&mut self, now: Instant, exchange: ExchangeId, reason: String) {
+        let now = self.clock.observe(now);
         let Some(x) = self.exchanges.remove(&exchange) else {
             return;
         };
@@ -667,11 +713,12 @@ impl HttpTransport {
 
     /// Advances time.
     pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
         if self.closed {
             return;
         }
-        if let Some(closing) = &self.closing {
-            if closing.deadline <= now {
+        if self.closing.is_some() {
+            if self.timers.is_due(Timer::Delete, now) {
                 tracing::debug!(server = %self.session.server(), "DELETE did not finish in time");
                 self.finish_close();
             }
@@ -679,7 +726,7 @@ impl HttpTransport {
         }
         self.session.handle_timeout(now);
         self.abort_abandoned();
-        if self.stream_wait.is_some_and(|until| until <= now) {
+        if self.timers.is_due(Timer::ServerStreamWait, now) {
             tracing::debug!(
                 server = %self.session.server(),
                 "the server stream's GET got no answer in time; sending without it"
@@ -714,6 +761,7 @@ impl HttpTransport {
         name: &str,
         arguments: serde_json::Value,
     ) -> Result<CallId, ApiMisuse> {
+        let now = self.clock.observe(now);
         let call = self.session.call_tool(now, name, arguments)?;
         self.pump(now);
         Ok(call)
@@ -722,18 +770,21 @@ impl HttpTransport {
     /// Abandons a call; see [`Session::cancel_call`]. Its exchange is
     /// aborted.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
+        let now = self.clock.observe(now);
         self.session.cancel_call(now, call);
         self.pump(now);
     }
 
     /// Answers an elicitation question; see [`Session::answer_elicitation`].
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
+        let now = self.clock.observe(now);
         self.session.answer_elicitation(now, question, answer);
         self.pump(now);
     }
 
     /// Answers a sampling question; see [`Session::answer_sampling`].
     pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
+        let now = self.clock.observe(now);
         self.session.answer_sampling(now, question, answer);
         self.pump(now);
     }
@@ -741,6 +792,7 @@ impl HttpTransport {
     /// Ends the session: pending calls complete, then DELETE, then
     /// [`Event::Closed`].
     pub fn close(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
         self.session.close(now);
         self.pump(now);
     }
@@ -761,19 +813,30 @@ impl HttpTransport {
     }
 
     /// When [`HttpTransport::handle_timeout`] must next be called.
+    /// Reading it changes nothing.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(_, at)| at)
+    }
+
+    /// What the wakeup [`HttpTransport::poll_timeout`] reports is for.
+    pub fn timeout_reason(&self) -> Option<Timer> {
+        self.next_timer().map(|(timer, _)| timer)
+    }
+
+    fn next_timer(&self) -> Option<(Timer, Instant)> {
         if self.closed {
             return None;
         }
-        if let Some(closing) = &self.closing {
-            return Some(closing.deadline);
+        if self.closing.is_some() {
+            return self.timers.next([]);
         }
         let resume = self.resumes.iter().map(|r| r.at).min();
-        [self.session.poll_timeout(), resume, self.stream_wait]
+        let own = self.timers.next([(Timer::StreamResume, resume)]);
+        [own, self.session.next_timer()]
             .into_iter()
             .flatten()
-            .min()
+            .min_by_key(|&(timer, at)| (at, timer))
     }
 
     // ----- internals -----
@@ -791,9 +854,10 @@ impl HttpTransport {
                     // What follows waits for the server stream (and, after
                     // an expiry, what was parked waits on with it).
                     self.reinitializing = false;
-                    self.stream_wait = Some(self.stream_wait_until(now));
+                    let until = self.stream_wait_until(now);
+                    self.timers.set(Timer::ServerStreamWait, until);
                 }
-                kind if self.reinitializing || self.stream_wait.is_some() => {
+                kind if self.reinitializing || self.stream_waiting() => {
                     self.parked.push((transmit.bytes, kind, false))
                 }
                 kind => self.post(transmit.bytes, kind, false),
@@ -824,10 +888,17 @@ impl HttpTransport {
         now + wait
     }
 
+    /// Whether messages wait for the server stream's GET to be answered.
+    fn stream_waiting(&self) -> bool {
+        self.timers.get(Timer::ServerStreamWait).is_some()
+    }
+
     /// The server stream's GET was answered (or failed, or there is none, or
     /// the wait ran out): the held messages go, in order.
     fn end_stream_wait(&mut self) {
-        if self.stream_wait.take().is_none() || self.reinitializing {
+        let waited = self.stream_waiting();
+        self.timers.stop(Timer::ServerStreamWait);
+        if !waited || self.reinitializing {
             return;
         }
         for (body, kind, retried) in std::mem::take(&mut self.parked) {
@@ -1122,7 +1193,7 @@ impl HttpTransport {
                 // The fresh session sends its own.
                 return;
             }
-            if self.reinitializing || self.stream_wait.is_some() {
+            if self.reinitializing || self.stream_waiting() {
                 self.parked.push((message, kind, true));
             } else {
                 self.post(message, kind, true);
@@ -1168,7 +1239,7 @@ impl HttpTransport {
         self.session_epoch += 1;
         self.reinitializing = true;
         // Held messages now wait for the fresh session instead.
-        self.stream_wait = None;
+        self.timers.stop(Timer::ServerStreamWait);
         self.session_id = None;
         self.server_stream = ServerStream::NotOpened;
         self.abort_server_streams();
@@ -1292,7 +1363,7 @@ impl HttpTransport {
         self.exchanges.clear();
         self.resumes.clear();
         self.parked.clear();
-        self.stream_wait = None;
+        self.timers.stop(Timer::ServerStreamWait);
         if self.session_id.is_none() {
             self.events.push_back(Event::Closed(reason));
             self.closed = true;
@@ -1307,14 +1378,14 @@ impl HttpTransport {
             headers,
             body: Vec::new(),
         }));
-        self.closing = Some(Closing {
-            reason,
-            deadline: now + self.options.delete_timeout,
-        });
+        self.closing = Some(Closing { reason });
+        self.timers
+            .set(Timer::Delete, now + self.options.delete_timeout);
     }
 
     fn finish_close(&mut self) {
         if let Some(closing) = self.closing.take() {
+            self.timers.clear();
             for id in self.exchanges.keys().copied().collect::<Vec<_>>() {
                 self.outputs.push_back(HttpOutput::Abort(id));
             }

@@ -145,7 +145,8 @@ pub enum Incoming {
 }
 
 /// Why a frame is not a JSON-RPC message.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum ParseError {
     /// Not JSON at all.
     #[error("not JSON: {0}")]

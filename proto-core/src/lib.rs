@@ -17,31 +17,16 @@
 //! the driver drains every output until it returns `None`:
 //! [`session::Session::poll_transmit`] (bytes to write),
 //! [`session::Session::poll_event`] (what the host must know), and then reads
-//! [`session::Session::poll_timeout`] (when to call `handle_timeout` next).
+//! [`session::Session::poll_timeout`] (when to call `handle_timeout` next;
+//! [`session::Session::timeout_reason`] says which [`session::Timer`] it
+//! is). Reading `poll_timeout` changes nothing. `now` comes from a
+//! monotonic clock; a `now` earlier than the latest one a session saw is
+//! clamped to that latest one.
 //!
-//! ```
-//! use std::time::Instant;
-//! use rho_proto_core::session::{Event, Session, SessionOptions};
-//!
-//! /// The host passes the time in; the core never reads a clock.
-//! fn startup_times_out(start: Instant) -> bool {
-//!     let mut session = Session::new(SessionOptions::stdio("demo"), start);
-//!     // The handshake starts at once: the first transmit is `initialize`.
-//!     let first = session.poll_transmit().expect("initialize");
-//!     assert!(String::from_utf8_lossy(&first.bytes).contains("\"initialize\""));
-//!     // Nobody answers: at the deadline the session fails its startup.
-//!     let deadline = session.poll_timeout().expect("startup budget");
-//!     session.handle_timeout(deadline);
-//!     let mut closed = false;
-//!     while let Some(event) = session.poll_event() {
-//!         if let Event::Closed(reason) = event {
-//!             closed = reason.to_string().contains("timed out");
-//!         }
-//!     }
-//!     closed
-//! }
-//! # let _ = startup_times_out;
-//! ```
+//! A whole session against a scripted server, in the host's shoes (the
+//! example lives in `doc/drain_loop.md`, because only a host reads the
+//! clock):
+#![doc = include_str!("../doc/drain_loop.md")]
 
 pub mod backlog;
 pub mod config;

@@ -42,7 +42,7 @@ impl Implementation {
 }
 
 /// A message did not have the shape the protocol requires.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, serde::Serialize)]
 #[error("{0}")]
 pub struct ShapeError(pub String);
 
@@ -90,7 +90,7 @@ impl InitializeResult {
 
 /// What a server declared it can do. Only presence matters for most
 /// capabilities; the sub-flags rho acts on are broken out.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct ServerCapabilities {
     /// `tools` declared.
     pub tools: bool,
@@ -270,7 +270,7 @@ pub(crate) struct RequestMeta {
 
 /// A `tools/call` result. The content blocks are kept as sent; rendering
 /// them for the model and the tool card is the `content` module's job.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct CallToolResult {
     /// The content blocks, as sent.
     pub content: Vec<Value>,

@@ -18,6 +18,7 @@ use crate::status::{ReadyReport, ServerStatus};
 
 /// Why a tool call did not produce a result.
 #[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
 pub enum ToolCallError {
     /// No exported tool has that name.
     #[error("no MCP tool is exported as `{0}`")]
@@ -174,7 +175,7 @@ pub struct Health {
 
 /// A server's position in the inventory.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub struct SlotId(pub usize);
+pub struct SlotId(pub(crate) usize);
 
 #[derive(Debug)]
 struct Slot {
@@ -652,7 +653,10 @@ transport = "stdio"
             inventory.route_server_tool("a", "fresh", h),
             Err(ToolCallError::AddedMidSession { .. })
         ));
-        assert!(inventory.route_exported("mcp__a__echo", h).is_ok());
+        assert!(matches!(
+            inventory.route_exported("mcp__a__echo", h),
+            Ok((slot, tool)) if slot == a && tool == "echo"
+        ));
         let ServerStatus::Ready(report) = inventory.view(a, h(a)).expect("view").status else {
             panic!("ready")
         };

@@ -117,7 +117,7 @@ pub fn capability() -> Value {
 
 /// A `sampling/createMessage` request, reduced to what rho will send to the
 /// user's model and what it shows the user first.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct SamplingRequest {
     /// How many messages the server's conversation had.
     pub message_count: usize,

@@ -11,7 +11,7 @@
 //! touches no process, socket or clock (the caller supplies the time
 //! origin).
 //!
-//! # Format (version 1)
+//! # Format (version 2)
 //!
 //! One JSON object per line. A transcript may hold several sessions (a
 //! run with several servers); every line names its session in `"s"`.
@@ -32,16 +32,22 @@
 //! - `{"s":ID,"t":MICROS,"in":KIND,...}` — an input at `t` µs after start:
 //!   `stdio` (`data`), `stdio_closed` (`detail`), `transport_failed`
 //!   (`reason`), `http_head` (`x`, `status`, `headers`), `http_body` (`x`,
-//!   `data`), `http_end` (`x`), `http_failed` (`x`, `reason`), `timeout`,
-//!   `call` (`tool`, `args`), `cancel` (`call`), `close`,
+//!   `data`), `http_end` (`x`), `http_failed` (`x`, `reason`), `timeout`
+//!   (`due`: the deadline `poll_timeout` reported, in µs after start, and
+//!   `timer`: what it was for, or both `null`), `call` (`tool`, `args`),
+//!   `cancel` (`call`), `close`,
 //!   `answer_elicitation` (`question`, `answer`), `answer_sampling`
 //!   (`question`, `answer`).
-//! - `{"s":ID,"poll":"output"|"event"|"timeout"|"call_id","got":...}` — what
-//!   a poll (or `call_tool`) returned; `null` for `None`.
+//! - `{"s":ID,"poll":"output"|"event"|"call_id","got":...}` — what a poll
+//!   (or `call_tool`) returned; `null` for `None`.
 //!
 //! Bytes are a JSON string when they are UTF-8, else `{"bytes":[...]}`.
-//! Events are recorded as their `Debug` text, which is deterministic (no
-//! hash maps anywhere in the core).
+//! Events are recorded as structured JSON (their `serde` form: a variant
+//! is an object keyed by its snake_case name, a unit variant a string), so
+//! replay compares values, not text, and a change to how an event prints
+//! does not invalidate every transcript. `poll_timeout` is not recorded
+//! where it is read (reading it has no effect); the `timeout` input
+//! carries the deadline that was due.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -54,10 +60,12 @@ use crate::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpRequest};
 use crate::protocol::Implementation;
 use crate::redact::Redactor;
-use crate::session::{CallId, Framing, QuestionId, SamplingAnswer, SessionOptions};
+use crate::session::{CallId, Event, Framing, QuestionId, SamplingAnswer, SessionOptions};
 
-/// The transcript format version.
-pub const VERSION: u64 = 1;
+/// The transcript format version. Version 2 records events as structured
+/// JSON and the due deadline on `timeout` inputs; version 1 transcripts
+/// (events as `Debug` text, `poll_timeout` recorded) are refused.
+pub const VERSION: u64 = 2;
 
 /// What replaces a configured header's value (and any echoed secret) in a
 /// transcript.
@@ -152,6 +160,16 @@ pub(crate) fn fields(pairs: &[(&str, Value)]) -> Map<String, Value> {
         .iter()
         .map(|(k, v)| ((*k).to_owned(), v.clone()))
         .collect()
+}
+
+/// An event (or the `None` that ended a drain) as transcript JSON.
+pub(crate) fn event_json(event: Option<&Event>) -> Value {
+    // The event types serialize with derived impls over plain data and
+    // string-keyed maps, which cannot fail; `null` would show as a
+    // divergence rather than hide.
+    event.map_or(Value::Null, |e| {
+        serde_json::to_value(e).unwrap_or(Value::Null)
+    })
 }
 
 /// Bytes as JSON: a string when UTF-8, else `{"bytes":[...]}`.
@@ -417,6 +435,27 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Replay
             if let Some(kind) = entry.get("in").and_then(Value::as_str) {
                 let t = entry.get("t").and_then(Value::as_u64).unwrap_or(0);
                 let now = origin + Duration::from_micros(t);
+                if kind == "timeout" {
+                    // The wakeup the executor slept for must be the one the
+                    // replayed core asks for.
+                    let due = c.poll_timeout().map_or(Value::Null, |at| {
+                        json!(micros(at.saturating_duration_since(origin)))
+                    });
+                    let got = json!({"due": due, "timer": c.timeout_reason()});
+                    let expected = json!({
+                        "due": entry.get("due").cloned().unwrap_or(Value::Null),
+                        "timer": entry.get("timer").cloned().unwrap_or(Value::Null),
+                    });
+                    if got != expected {
+                        return Err(ReplayError::Diverged(Divergence {
+                            line: n,
+                            what: "poll_timeout".into(),
+                            expected: expected.to_string(),
+                            got: got.to_string(),
+                            context: context(&lines, n),
+                        }));
+                    }
+                }
                 apply(c, now, kind, entry, &mut calls)
                     .map_err(|e| malformed(n, &format!("bad input: {e}"), &text))?;
                 summary.inputs += 1;
@@ -429,12 +468,7 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Replay
                         let out = c.poll_output();
                         output_json(out.as_ref(), &[])
                     }
-                    "event" => c
-                        .poll_event()
-                        .map_or(Value::Null, |e| json!(format!("{e:?}"))),
-                    "timeout" => c.poll_timeout().map_or(Value::Null, |at| {
-                        json!(micros(at.saturating_duration_since(origin)))
-                    }),
+                    "event" => event_json(c.poll_event().as_ref()),
                     "call_id" => match calls.pop_front() {
                         Some(call) => call.map_or(Value::Null, |c| json!(c.0)),
                         None => Value::Null,
@@ -460,8 +494,14 @@ pub fn replay(transcript: &str, origin: Instant) -> Result<ReplaySummary, Replay
 }
 
 fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
-    if header.get("rho_transcript").and_then(Value::as_u64) != Some(VERSION) {
-        return Err(format!("not a version {VERSION} transcript"));
+    match header.get("rho_transcript").and_then(Value::as_u64) {
+        Some(VERSION) => {}
+        Some(other) => {
+            return Err(format!(
+                "a version {other} transcript; this rho reads version {VERSION}: record it again"
+            ));
+        }
+        None => return Err(format!("not a version {VERSION} transcript")),
     }
     let s = header.get("session").ok_or("no session options")?;
     let str_of = |k: &str| s.get(k).and_then(Value::as_str).map(str::to_owned);

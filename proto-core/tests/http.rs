@@ -11,10 +11,11 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{self, Transport};
 use rho_proto_core::http::{
-    ExchangeId, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method, resolve_headers,
+    ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method,
+    resolve_headers,
 };
 use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions};
+use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions, Timer};
 use serde_json::{Value, json};
 use url::Url;
 
@@ -496,6 +497,8 @@ fn server_stream_get_opens_only_after_initialized_got_its_202() {
     );
     let initialized = h.last_post("notifications/initialized");
     h.accept(&initialized);
+    // What follows waits for the GET, bounded by the server-stream wait.
+    assert_eq!(h.transport.timeout_reason(), Some(Timer::ServerStreamWait));
     let gets = h.with_method(Method::Get);
     assert_eq!(gets.len(), 1);
     let get = &gets[0];
@@ -598,7 +601,7 @@ fn server_requests_and_notifications_on_the_get_stream_are_handled() {
     let (call, req) = h.call("echo", json!({}));
     h.accept(&req); // the answer will come on the server's stream
     let progress = json!({"jsonrpc": "2.0", "method": "notifications/progress",
-        "params": {"progressToken": call.0, "progress": 1, "total": 2}});
+        "params": {"progressToken": call.wire_id(), "progress": 1, "total": 2}});
     let ping = json!({"jsonrpc": "2.0", "id": "srv-1", "method": "ping"});
     let stream = format!(
         "{}{}",
@@ -706,6 +709,7 @@ fn broken_stream_resumes_after_the_servers_retry_with_last_event_id_and_is_not_c
     assert_eq!(h.sends().len(), sends_before, "no immediate request");
     assert!(h.completion(call).is_none());
     assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(250)));
+    assert_eq!(h.transport.timeout_reason(), Some(Timer::StreamResume));
     h.advance(Duration::from_millis(249));
     assert_eq!(h.sends().len(), sends_before, "not before 250 ms");
     h.advance(Duration::from_millis(1));
@@ -1043,6 +1047,11 @@ fn missing_ambient_variable_is_an_error_naming_the_header_and_the_variable() {
     let config = http_config("headers_from_env = { Authorization = \"MCP_TOKEN\" }");
     let error = resolve_headers("remote", &ambient(&[("OTHER", "x")]), &config)
         .expect_err("unset variable");
+    assert!(
+        matches!(&error, HeaderError::MissingVariable { variable, .. } if variable == "MCP_TOKEN"),
+        "{error:?}"
+    );
+    let error = error.to_string();
     assert!(error.contains("`remote`"), "{error}");
     assert!(error.contains("`Authorization`"), "{error}");
     assert!(error.contains("`MCP_TOKEN`"), "{error}");
@@ -1200,6 +1209,7 @@ fn close_gives_up_on_a_silent_delete_after_delete_timeout() {
     h.drain();
     assert_eq!(h.last_send().method, Method::Delete);
     assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(1500)));
+    assert_eq!(h.transport.timeout_reason(), Some(Timer::Delete));
     h.advance(Duration::from_millis(1499));
     assert!(h.closed_reason().is_none());
     h.advance(Duration::from_millis(1));
@@ -1373,7 +1383,7 @@ fn progress_on_the_calls_stream_arrives_before_its_completion() {
     h.ready();
     let (call, req) = h.call("echo", json!({"steps": 2}));
     let token = rpc(&req)["params"]["_meta"]["progressToken"].clone();
-    assert_eq!(token, json!(call.0));
+    assert_eq!(token, json!(call.wire_id()));
     h.head(&req, 200, &[SSE]);
     let notify = |progress: f64| {
         json!({"jsonrpc": "2.0", "method": "notifications/progress",

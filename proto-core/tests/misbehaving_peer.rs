@@ -269,7 +269,7 @@ fn each_unreadable_answer_fails_its_call_at_once_with_the_reason() {
         let mut peer = Peer::with_max_line(64 * 1024);
         peer.ready();
         let call = peer.call();
-        assert_eq!(call, CallId(2));
+        assert_eq!(call.wire_id(), 2);
         // Split like a pipe would.
         let (a, b) = bytes.split_at(bytes.len() / 2);
         peer.bytes(a);
@@ -297,7 +297,7 @@ fn an_unreadable_answer_with_a_readable_id_fails_only_that_call() {
     peer.bytes(
         format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1e400}}}}\n",
-            second.0
+            second.wire_id()
         )
         .as_bytes(),
     );

@@ -2,8 +2,11 @@
 //! header cannot carry fail that server with a reason naming the header and
 //! the variable (never the value).
 
+// A connection needs one real `Instant` to start from.
+#![allow(clippy::disallowed_methods)]
+
 use rho_proto_core::config::{self, Transport};
-use rho_proto_core::http::resolve_headers;
+use rho_proto_core::http::{HeaderError, resolve_headers};
 
 fn http_config(extra: &str) -> config::HttpConfig {
     let text = format!(
@@ -30,6 +33,11 @@ fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
     ] {
         let ambient = vec![("MCP_TOKEN".to_owned(), value.to_owned())];
         let error = resolve_headers("remote", &ambient, &config).expect_err("control character");
+        assert!(
+            matches!(error, HeaderError::ControlCharacter { .. }),
+            "{error:?}"
+        );
+        let error = error.to_string();
         assert!(error.contains("`remote`"), "{error}");
         assert!(error.contains("`Authorization`"), "{error}");
         assert!(error.contains("`MCP_TOKEN`"), "{error}");
@@ -37,13 +45,17 @@ fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
     }
     // A tab is allowed in a header value.
     let ambient = vec![("MCP_TOKEN".to_owned(), "Bearer\tabc".to_owned())];
-    assert!(resolve_headers("remote", &ambient, &config).is_ok());
+    let resolved = resolve_headers("remote", &ambient, &config).expect("a tab is fine");
+    assert_eq!(
+        resolved,
+        vec![("Authorization".to_owned(), "Bearer\tabc".to_owned())]
+    );
 }
 
 #[test]
 fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     use rho_proto_core::jsonrpc::ErrorObject;
-    use rho_proto_core::runtime::{Health, Inventory, SlotId, ToolCallError};
+    use rho_proto_core::runtime::{Health, Inventory, ToolCallError};
     use rho_proto_core::session::CallError;
     use rho_proto_core::status::ServerStatus;
 
@@ -54,7 +66,7 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     .expect("valid file");
     let mut inventory = Inventory::new(&config, |_| true);
     inventory.learn_secrets(&[("AMBIENT".to_owned(), "ambient-secret-2".to_owned())]);
-    let slot = SlotId(0);
+    let slot = inventory.find("local").expect("the configured server");
     inventory.record_failed(
         slot,
         "exited\nstderr: key=literal-secret-1 token=ambient-secret-2".to_owned(),
@@ -91,4 +103,31 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
         "{text}"
     );
     assert!(text.contains("bad <redacted>"), "{text}");
+}
+
+#[test]
+fn a_connection_whose_header_variable_is_unset_fails_with_the_typed_header_error() {
+    use rho_proto_core::connection::{Connection, HostContext};
+
+    let config = config::parse(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\nheaders_from_env = { Authorization = \"MCP_TOKEN\" }\n",
+        "t.toml",
+    )
+    .expect("valid file");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    // The clock is never read: the connection fails before it starts.
+    let now = std::time::Instant::now();
+    match Connection::new(server, &HostContext::default(), now) {
+        Err(HeaderError::MissingVariable {
+            server,
+            header,
+            variable,
+        }) => {
+            assert_eq!(
+                (server.as_str(), header.as_str(), variable.as_str()),
+                ("remote", "Authorization", "MCP_TOKEN")
+            );
+        }
+        other => panic!("expected a missing variable, got {other:?}"),
+    }
 }

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use rho_proto_core::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::session::{
     ApiMisuse, CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
+    Timer,
 };
 use serde_json::{Value, json};
 
@@ -248,7 +249,9 @@ fn tool_call_times_out_sends_cancelled_and_drops_the_late_reply() {
     assert_eq!(method, "tools/call");
     assert_eq!(
         params,
-        Some(json!({"name": "slow", "arguments": {"x": 1}, "_meta": {"progressToken": call.0}}))
+        Some(
+            json!({"name": "slow", "arguments": {"x": 1}, "_meta": {"progressToken": call.wire_id()}})
+        )
     );
     assert_eq!(h.step(), Duration::from_secs(5));
     match h.events.last() {
@@ -287,9 +290,9 @@ fn call_results_and_errors_reach_the_right_call() {
     h.drain();
     // Answer out of order: the error for the second, then the first.
     h.server_says(
-        json!({"jsonrpc": "2.0", "id": second.0, "error": {"code": -32602, "message": "bad args"}}),
+        json!({"jsonrpc": "2.0", "id": second.wire_id(), "error": {"code": -32602, "message": "bad args"}}),
     );
-    h.server_says(json!({"jsonrpc": "2.0", "id": first.0, "result": {"content": [{"type": "text", "text": "hi"}]}}));
+    h.server_says(json!({"jsonrpc": "2.0", "id": first.wire_id(), "result": {"content": [{"type": "text", "text": "hi"}]}}));
     let completions: Vec<_> = h
         .events
         .iter()
@@ -538,7 +541,7 @@ fn cancelling_a_call_notifies_the_server_and_completes_it_once() {
             assert_eq!(method, "notifications/cancelled");
             assert_eq!(
                 params.as_ref().map(|p| &p["requestId"]),
-                Some(&json!(call.0))
+                Some(&json!(call.wire_id()))
             );
         }
         other => panic!("expected cancelled, got {other:?}"),
@@ -635,7 +638,7 @@ fn progress_for_an_unknown_token_is_ignored() {
     h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 999, "progress": 1}}));
     h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}}));
     assert_eq!(h.events.len(), before);
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.0, "progress": 1, "total": 4, "message": "one"}}));
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": 1, "total": 4, "message": "one"}}));
     match h.events.last() {
         Some(Event::Progress { call: c, progress }) => {
             assert_eq!(*c, call);
@@ -664,7 +667,7 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
         if let Some(s) = structured {
             result["structuredContent"] = s;
         }
-        h.server_says(json!({"jsonrpc": "2.0", "id": call.0, "result": result}));
+        h.server_says(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": result}));
         match h.events.last() {
             Some(Event::CallCompleted { call: c, result }) if *c == call => result.clone(),
             other => panic!("expected completion, got {other:?}"),
@@ -706,7 +709,7 @@ fn a_call_in_flight_across_a_relist_is_held_to_the_tool_as_listed_when_it_answer
         "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object", "required": ["t"]}
     }]}));
-    h.server_says(json!({"jsonrpc": "2.0", "id": call.0, "result": {"content": []}}));
+    h.server_says(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": {"content": []}}));
     match h.events.last() {
         Some(Event::CallCompleted {
             call: c,
@@ -732,7 +735,7 @@ fn progress_restarts_the_call_budget_up_to_the_hard_cap() {
         h.session.poll_timeout(),
         Some(start + Duration::from_secs(5))
     );
-    let progress = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.0, "progress": n}});
+    let progress = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": n}});
     h.now = start + Duration::from_secs(4);
     h.server_says(progress(1));
     assert_eq!(
@@ -844,4 +847,84 @@ fn list_changed_during_discovery_is_ignored_unless_declared() {
     h.answer_last(json!({"tools": [tool("a")]}));
     assert_eq!(h.session.state(), SessionState::Ready);
     assert_eq!(h.methods().iter().filter(|m| *m == "tools/list").count(), 1);
+}
+
+#[test]
+fn timeout_reason_names_startup_then_ping_then_the_request_deadline() {
+    let mut options = Harness::options();
+    options.ping_interval = Some(Duration::from_secs(30));
+    let mut h = Harness::new(options);
+    let start = h.now;
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Startup));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(start + Duration::from_secs(10))
+    );
+    h.now += Duration::from_secs(1);
+    h.ready_with_tools(json!([tool("a")]));
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Ping));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(30))
+    );
+    let call = h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.drain();
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(5))
+    );
+    // Reading the timeout twice changes nothing.
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Ping));
+    h.session.close(h.now);
+    h.drain();
+    assert_eq!(h.session.timeout_reason(), None);
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+#[test]
+fn the_ping_timer_rearms_after_each_ping() {
+    let mut options = Harness::options();
+    options.ping_interval = Some(Duration::from_secs(30));
+    options.request_timeout = Duration::from_secs(10);
+    let mut h = Harness::new(options);
+    h.ready_with_tools(json!([tool("a")]));
+    assert_eq!(h.step(), Duration::from_secs(30));
+    assert_eq!(h.last_request().1, "ping");
+    // The ping's own deadline comes before the next ping.
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    h.answer_last(json!({}));
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Ping));
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(30))
+    );
+}
+
+#[test]
+fn a_now_earlier_than_the_latest_is_clamped_to_it() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("a")]));
+    let latest = h.now + Duration::from_secs(3);
+    h.session.handle_timeout(latest);
+    // A call made with an older `now` runs from the latest time seen, so
+    // its deadline is not earlier than one promised at `latest`.
+    h.session.call_tool(h.now, "a", json!({})).expect("ready");
+    h.drain();
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(latest + Duration::from_secs(5))
+    );
+    // Time going back does not fire it early either.
+    h.session.handle_timeout(h.now + Duration::from_secs(5));
+    h.drain();
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::CallCompleted { .. })),
+        "the call must not time out before its budget ran out"
+    );
 }

@@ -106,3 +106,92 @@ fn secrets_a_server_echoes_are_redacted_in_inputs_and_events_and_still_replay() 
     let summary = replay(&text, now).expect("the redacted transcript replays");
     assert!(summary.polls > 3, "{summary:?}");
 }
+
+/// A stdio connection to a server that never answers, recorded, driven to
+/// its startup timeout; returns the transcript.
+fn startup_timeout_transcript(now: Instant) -> String {
+    let config = config::parse(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\nstartup_timeout_secs = 5\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let mut conn =
+        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
+    while conn.poll_output().is_some() {}
+    while conn.poll_event().is_some() {}
+    let mut lines = conn.take_transcript();
+    let due = conn.poll_timeout().expect("the startup budget");
+    assert_eq!(conn.poll_timeout(), Some(due), "reading it twice agrees");
+    assert!(
+        conn.take_transcript().is_empty(),
+        "poll_timeout writes nothing"
+    );
+    conn.handle_timeout(due);
+    while conn.poll_output().is_some() {}
+    while conn.poll_event().is_some() {}
+    lines.extend(conn.take_transcript());
+    lines.join("\n")
+}
+
+#[test]
+fn a_timeout_input_records_the_deadline_and_timer_that_were_due() {
+    let now = Instant::now();
+    let text = startup_timeout_transcript(now);
+    let line = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .find(|v| v["in"] == "timeout")
+        .expect("a timeout input");
+    assert_eq!(line["due"], serde_json::json!(5_000_000));
+    assert_eq!(line["timer"], "startup");
+    assert!(!text.contains("\"poll\":\"timeout\""), "{text}");
+}
+
+#[test]
+fn events_are_recorded_as_structured_json() {
+    let now = Instant::now();
+    let text = startup_timeout_transcript(now);
+    let closed = text
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
+        .find(|v| v["poll"] == "event" && !v["got"].is_null())
+        .expect("an event");
+    let reason = &closed["got"]["closed"]["startup_timeout"];
+    assert_eq!(reason["waiting_for"], "waiting for the initialize response");
+    assert_eq!(reason["budget"]["secs"], 5);
+}
+
+#[test]
+fn replay_refuses_a_timeout_that_was_due_at_another_time() {
+    let now = Instant::now();
+    let text = startup_timeout_transcript(now);
+    replay(&text, now).expect("the untouched transcript replays");
+    let tampered = text.replace("\"due\":5000000", "\"due\":4000000");
+    assert_ne!(tampered, text);
+    match replay(&tampered, now) {
+        Err(ReplayError::Diverged(d)) => {
+            assert_eq!(d.what, "poll_timeout");
+            assert!(d.expected.contains("4000000"), "{d}");
+            assert!(d.got.contains("5000000"), "{d}");
+        }
+        other => panic!("{other:?}"),
+    }
+}
+
+#[test]
+fn a_transcript_of_another_version_is_refused_with_what_to_do() {
+    let now = Instant::now();
+    let text = startup_timeout_transcript(now);
+    let old = text.replacen("\"rho_transcript\":2", "\"rho_transcript\":1", 1);
+    assert_ne!(old, text);
+    match replay(&old, now) {
+        Err(ReplayError::Malformed {
+            line: 1, reason, ..
+        }) => {
+            assert!(reason.contains("version 1"), "{reason}");
+            assert!(reason.contains("record it again"), "{reason}");
+        }
+        other => panic!("{other:?}"),
+    }
+}

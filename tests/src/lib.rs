@@ -9,7 +9,9 @@
 pub mod matrix;
 mod transcript_file;
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{self, Config};
@@ -312,14 +314,52 @@ pub fn free_port() -> u16 {
 }
 
 /// The server log messages (`rho::mcp::server`, debug and up) of this test
-/// binary as text: one shared buffer behind a tracing subscriber installed
-/// on first use. A test reads what its own server logged by a marker only
-/// that server writes, since tests of one binary run in parallel.
-pub fn captured_server_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
-    use std::sync::{Arc, Mutex, OnceLock};
-    static LOGS: OnceLock<Arc<Mutex<Vec<u8>>>> = OnceLock::new();
-    LOGS.get_or_init(|| {
-        let logs = Arc::new(Mutex::new(Vec::new()));
+/// binary as text: one shared buffer behind the tracing subscriber
+/// installed on first use. Good for "no secret shows anywhere"; a test that
+/// looks for what its own server logged uses [`server_log_of`] instead,
+/// since tests of one binary run in parallel.
+pub fn captured_server_logs() -> Arc<Mutex<Vec<u8>>> {
+    Arc::clone(&capture().all)
+}
+
+/// What one server (by its config id) logs through rho from now on, in a
+/// buffer of its own: the message and the `logger` of each
+/// `rho::mcp::server` event whose `server` field is exactly `server`.
+///
+/// Panics if another test of this binary already watches that id: two
+/// tests sharing a server id would read each other's logs.
+pub fn server_log_of(server: &str) -> ServerLog {
+    let log = ServerLog(Arc::default());
+    let mut watched = capture().by_server.lock().expect("server logs");
+    assert!(
+        !watched.contains_key(server),
+        "server id `{server}` is already watched by another test of this binary: give each test (and each executor variant) its own id"
+    );
+    watched.insert(server.to_owned(), Arc::clone(&log.0));
+    log
+}
+
+/// One server's log lines, as [`server_log_of`] collects them.
+#[derive(Clone, Debug)]
+pub struct ServerLog(Arc<Mutex<String>>);
+
+impl ServerLog {
+    /// Everything collected so far, one line per event.
+    pub fn text(&self) -> String {
+        self.0.lock().expect("server log").clone()
+    }
+}
+
+struct Capture {
+    all: Arc<Mutex<Vec<u8>>>,
+    by_server: Mutex<BTreeMap<String, Arc<Mutex<String>>>>,
+}
+
+fn capture() -> &'static Capture {
+    static CAPTURE: OnceLock<Capture> = OnceLock::new();
+    CAPTURE.get_or_init(|| {
+        use tracing_subscriber::layer::SubscriberExt;
+        let all = Arc::new(Mutex::new(Vec::new()));
         struct Sink(Arc<Mutex<Vec<u8>>>);
         impl std::io::Write for Sink {
             fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
@@ -332,16 +372,67 @@ pub fn captured_server_logs() -> std::sync::Arc<std::sync::Mutex<Vec<u8>>> {
                 Ok(())
             }
         }
-        let sink = Arc::clone(&logs);
-        let subscriber = tracing_subscriber::fmt()
-            .with_env_filter(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
-            .with_ansi(false)
-            .with_writer(move || Sink(Arc::clone(&sink)))
-            .finish();
-        let _ = tracing_subscriber::util::SubscriberInitExt::try_init(subscriber);
-        logs
+        let sink = Arc::clone(&all);
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::EnvFilter::new("rho::mcp::server=debug"))
+            .with(
+                tracing_subscriber::fmt::layer()
+                    .with_ansi(false)
+                    .with_writer(move || Sink(Arc::clone(&sink))),
+            )
+            .with(ByServer);
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        Capture {
+            all,
+            by_server: Mutex::new(BTreeMap::new()),
+        }
     })
-    .clone()
+}
+
+/// Routes each `rho::mcp::server` event to the buffer of the server it
+/// names, when a test watches that server.
+struct ByServer;
+
+impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ByServer {
+    fn on_event(&self, event: &tracing::Event<'_>, _: tracing_subscriber::layer::Context<'_, S>) {
+        #[derive(Default)]
+        struct Fields {
+            server: Option<String>,
+            line: String,
+        }
+        impl tracing::field::Visit for Fields {
+            fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+                match field.name() {
+                    "server" => self.server = Some(value.to_owned()),
+                    name => self.line.push_str(&format!("{name}={value} ")),
+                }
+            }
+            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+                match field.name() {
+                    "message" => self.line.push_str(&format!("{value:?}")),
+                    "server" => self.server = Some(format!("{value:?}")),
+                    name => self.line.push_str(&format!("{name}={value:?} ")),
+                }
+            }
+        }
+        if event.metadata().target() != "rho::mcp::server" {
+            return;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let Some(server) = fields.server else {
+            return;
+        };
+        let Ok(watched) = capture().by_server.lock() else {
+            return;
+        };
+        if let Some(log) = watched.get(&server) {
+            if let Ok(mut log) = log.lock() {
+                log.push_str(&fields.line);
+                log.push('\n');
+            }
+        }
+    }
 }
 
 /// The executor a `rho` binary under test runs its sessions on

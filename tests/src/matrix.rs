@@ -18,6 +18,9 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// A runtime a test can drive synchronously.
 pub trait TestRuntime: Sized + Sync {
+    /// The variant's name (`threads`, `smol`), for ids a test must keep
+    /// apart between the variants that run side by side.
+    const NAME: &'static str;
     /// Starts the enabled servers of `config`.
     fn start(config: &Config, options: RuntimeOptions) -> Self;
     /// Every configured server.
@@ -64,6 +67,8 @@ pub trait TestRuntime: Sized + Sync {
 }
 
 impl TestRuntime for rho_io_blocking::Runtime {
+    const NAME: &'static str = "threads";
+
     fn start(config: &Config, options: RuntimeOptions) -> Self {
         rho_io_blocking::Runtime::start(config, options)
     }
@@ -131,6 +136,8 @@ impl SmolRuntime {
 }
 
 impl TestRuntime for SmolRuntime {
+    const NAME: &'static str = "smol";
+
     fn start(config: &Config, options: RuntimeOptions) -> Self {
         let executor = Arc::new(smol::Executor::new());
         let (stop, stopped) = smol::channel::bounded::<()>(1);

@@ -82,10 +82,13 @@ fn progress_notifications_arrive_over_sse<R: TestRuntime>() {
 }
 
 fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
-    let logs = captured_server_logs();
+    // Each executor variant runs its own server under its own id, and reads
+    // only what that server logged: the two variants run in parallel.
+    let id = format!("logsrv_{}", R::NAME);
+    let logs = server_log_of(&id);
     let server = EverythingHttp::start();
-    let runtime = R::start(&parse_config(&server.config("logsrv")), options_with(&[]));
-    ready(&runtime, "logsrv");
+    let runtime = R::start(&parse_config(&server.config(&id)), options_with(&[]));
+    ready(&runtime, &id);
     let toggle = runtime
         .tools()
         .tools()
@@ -97,15 +100,14 @@ fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
         .call_tool(&toggle, json!({}))
         .expect("toggle succeeds");
     let until = Instant::now() + Duration::from_secs(20);
-    let mut found = false;
-    while Instant::now() < until && !found {
+    while Instant::now() < until && logs.text().is_empty() {
         std::thread::sleep(Duration::from_millis(100));
-        let text = String::from_utf8_lossy(&logs.lock().expect("logs")).into_owned();
-        found = text
-            .lines()
-            .any(|l| l.contains("rho::mcp::server") && l.contains("logsrv"));
     }
-    assert!(found, "no server log arrived");
+    let text = logs.text();
+    assert!(
+        text.lines().any(|l| l.contains("logger=")),
+        "no server log arrived from `{id}`: {text:?}"
+    );
     runtime.shutdown();
 }
 

@@ -10,7 +10,7 @@ use std::sync::{Arc, Mutex};
 
 use rho_proto_core::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::host::{HostServices, Model, Responder, UsageLedger};
+use rho_proto_core::host::{HostServices, Model, ModelError, Responder, UsageLedger};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::session::CallError;
 use rho_proto_core::status::{ReadyReport, ServerStatus};
@@ -170,7 +170,7 @@ impl Model for ScriptedModel {
         "scripted-model".to_owned()
     }
 
-    fn complete(&self, system: &str, prompt: &str) -> Result<String, String> {
+    fn complete(&self, system: &str, prompt: &str) -> Result<String, ModelError> {
         self.calls
             .lock()
             .expect("lock")

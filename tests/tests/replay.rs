@@ -48,10 +48,11 @@ fn the_transcripts_cover_the_promised_situations() {
         .map(|f| std::fs::read_to_string(f).expect("read transcript"))
         .collect();
     for (what, needle) in [
-        ("a handshake", "Ready("),
-        ("progress", "Progress {"),
-        ("a cancellation", "Cancelled {"),
-        ("a timeout", "Timeout {"),
+        ("a handshake", "\"got\":{\"ready\":"),
+        ("progress", "\"got\":{\"progress\":"),
+        ("a cancellation", "{\"cancelled\":"),
+        ("a timeout", "{\"timeout\":"),
+        ("a deadline that fired", "\"in\":\"timeout\""),
         ("a server crash", "\"in\":\"stdio_closed\""),
         ("a session expiry", "No valid session ID"),
         ("Streamable HTTP", "\"in\":\"http_head\""),

@@ -375,14 +375,31 @@ mod tests {
     fn plain_http_only_between_loopback_parties() {
         let https = url("https://mcp.example.com/mcp");
         let local = url("http://127.0.0.1:3000/mcp");
-        assert!(check_endpoint("x", "https://a.example.com/t", &https).is_ok());
-        assert!(check_endpoint("x", "http://a.example.com/t", &https).is_err());
+        let accepted =
+            |u: &str, server: &Url| check_endpoint("x", u, server).map(|parsed| parsed.to_string());
+        let insecure = |u: &str, server: &Url| {
+            matches!(
+                check_endpoint("x", u, server),
+                Err(DiscoveryError::Insecure { url, .. }) if url == u
+            )
+        };
+        assert_eq!(
+            accepted("https://a.example.com/t", &https),
+            Ok("https://a.example.com/t".to_owned())
+        );
+        assert!(insecure("http://a.example.com/t", &https));
         // An https server cannot be moved onto plaintext, even on loopback.
-        assert!(check_endpoint("x", "http://localhost:9/t", &https).is_err());
-        assert!(check_endpoint("x", "http://localhost:9/t", &local).is_ok());
-        assert!(check_endpoint("x", "http://[::1]:9/t", &local).is_ok());
-        assert!(check_endpoint("x", "http://10.0.0.1/t", &local).is_err());
-        assert!(check_endpoint("x", "ftp://localhost/t", &local).is_err());
+        assert!(insecure("http://localhost:9/t", &https));
+        assert_eq!(
+            accepted("http://localhost:9/t", &local),
+            Ok("http://localhost:9/t".to_owned())
+        );
+        assert_eq!(
+            accepted("http://[::1]:9/t", &local),
+            Ok("http://[::1]:9/t".to_owned())
+        );
+        assert!(insecure("http://10.0.0.1/t", &local));
+        assert!(insecure("ftp://localhost/t", &local));
         assert!(matches!(
             check_endpoint("x", "not a url", &local),
             Err(DiscoveryError::BadUrl { .. })
@@ -403,9 +420,12 @@ mod tests {
             "https://mcp.example.com",
             "https://mcp.example.com/api",
         ] {
-            assert!(
-                read_resource_metadata(doc(ok).as_bytes(), &server).is_ok(),
-                "{ok}"
+            let metadata = read_resource_metadata(doc(ok).as_bytes(), &server)
+                .unwrap_or_else(|e| panic!("{ok}: {e}"));
+            assert_eq!(metadata.resource, ok);
+            assert_eq!(
+                metadata.authorization_servers,
+                vec!["https://auth.example.com".to_owned()]
             );
         }
         for bad in [

@@ -31,17 +31,30 @@
 //!
 //! # Implementation note
 //!
-//! Deadlines live in one ordered set keyed by `(deadline, request id)`, so
-//! the next wakeup is its first element and expiring requests is a walk
-//! from the front: no clock reads, no hash-order iteration.
+//! The startup budget and the next ping are slots of a fixed timer table
+//! indexed by [`Timer`]. Request deadlines live in one ordered set keyed by
+//! `(deadline, request id)`, so their next wakeup is its first element and
+//! expiring requests is a walk from the front: no clock reads, no
+//! hash-order iteration. [`Session::poll_timeout`] is the earliest of
+//! them, and [`Session::timeout_reason`] names it.
+//!
+//! # Time
+//!
+//! Every input carries `now`, read by the executor from a monotonic clock.
+//! The session never goes back in time: a `now` earlier than the latest
+//! one it was given is clamped to that latest one (the input is handled
+//! as if it came then), so a deadline once promised never moves earlier.
 
 mod questions;
 mod tally;
+mod timer;
 
 pub(crate) use tally::grouped;
 use tally::{Tally, Verdict};
 
 pub use questions::{Question, QuestionId, SamplingAnswer};
+pub use timer::Timer;
+pub(crate) use timer::{Clock, TimerTable};
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
@@ -215,12 +228,22 @@ pub struct Transmit {
 }
 
 /// Identifies one tool call on one session. Small and `Copy`, per the
-/// core's command contract.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct CallId(pub u64);
+/// core's command contract; opaque: only the session makes one.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct CallId(pub(crate) u64);
+
+impl CallId {
+    /// The number this call carries on the wire: its JSON-RPC request id
+    /// and its progress token (for logs, and for tests that play the
+    /// server).
+    pub fn wire_id(self) -> u64 {
+        self.0
+    }
+}
 
 /// Where a session is in its lifecycle.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum SessionState {
     /// Handshake or discovery in progress.
     Starting,
@@ -231,7 +254,7 @@ pub enum SessionState {
 }
 
 /// One `notifications/progress` for a call.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Progress {
     /// Progress so far; increases with each notification.
     pub progress: f64,
@@ -243,7 +266,7 @@ pub struct Progress {
 
 /// What the server said about itself once the handshake and discovery
 /// finished.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct ServerReady {
     /// The negotiated protocol version.
     pub protocol_version: String,
@@ -258,7 +281,9 @@ pub struct ServerReady {
 }
 
 /// Something the host must know.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Event {
     /// Handshake and discovery finished.
     Ready(Box<ServerReady>),
@@ -308,7 +333,9 @@ pub enum Event {
 }
 
 /// Why a tool call produced no result.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CallError {
     /// The server answered with a JSON-RPC error.
     #[error("server `{server}` answered the call with an error: {error}")]
@@ -368,7 +395,9 @@ pub enum CallError {
 }
 
 /// A protocol violation the session survived.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum PeerError {
     /// A frame that is not a JSON-RPC message (kept short).
     #[error("server `{server}` wrote something that is not JSON-RPC ({error}): {excerpt}")]
@@ -418,7 +447,9 @@ pub enum PeerError {
 }
 
 /// Why a session ended.
-#[derive(Clone, Debug, PartialEq, thiserror::Error)]
+#[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CloseReason {
     /// The host closed it.
     #[error("closed by rho")]
@@ -477,6 +508,7 @@ fn peer_note(errors: &[String]) -> String {
 
 /// A command that the caller should not have issued in this state.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ApiMisuse {
     /// Calls need a ready session.
     #[error("server `{0}` is not ready yet")]
@@ -543,9 +575,12 @@ pub struct Session {
     next_id: u64,
     pending: BTreeMap<u64, Pending>,
     deadlines: BTreeSet<(Instant, u64)>,
-    /// Handshake and discovery must finish by this instant; it stops
-    /// mattering once the session is ready or closed.
-    startup_deadline: Instant,
+    /// The fixed timers: [`Timer::Startup`] (handshake and discovery must
+    /// finish by then; disarmed once ready or closed) and [`Timer::Ping`]
+    /// (the next keep-alive ping, while ready).
+    timers: TimerTable,
+    /// The latest `now` seen; earlier ones are clamped to it.
+    clock: Clock,
     transmits: VecDeque<Transmit>,
     events: VecDeque<Event>,
     decoder: LineDecoder,
@@ -553,8 +588,6 @@ pub struct Session {
     peer_errors: Vec<String>,
     /// The version the server chose in `initialize`, once answered.
     negotiated_version: Option<String>,
-    /// When the next keep-alive ping is due, while ready.
-    next_ping: Option<Instant>,
     /// A re-listing of tools under way after `list_changed`.
     relist: Option<Relist>,
     /// The tool each call in flight called, for its outputSchema check.
@@ -608,13 +641,13 @@ impl Session {
             next_id: 0,
             pending: BTreeMap::new(),
             deadlines: BTreeSet::new(),
-            startup_deadline,
+            timers: TimerTable::default(),
+            clock: Clock::new(now),
             transmits: VecDeque::new(),
             events: VecDeque::new(),
             ready: None,
             peer_errors: Vec::new(),
             negotiated_version: None,
-            next_ping: None,
             relist: None,
             call_tools: BTreeMap::new(),
             output_schemas: BTreeMap::new(),
@@ -625,6 +658,7 @@ impl Session {
             unread: None,
             reinitialized_during_startup: false,
         };
+        session.timers.set(Timer::Startup, startup_deadline);
         let params = session.initialize_params();
         session.send_request(
             Purpose::Initialize,
@@ -665,7 +699,7 @@ impl Session {
 
     /// The instant handshake and discovery must finish by, while they run.
     pub fn startup_deadline(&self) -> Option<Instant> {
-        (self.state() == SessionState::Starting).then_some(self.startup_deadline)
+        self.timers.get(Timer::Startup)
     }
 
     /// Whether a request this session sent still awaits its answer.
@@ -686,6 +720,7 @@ impl Session {
     /// Feeds bytes read from a line-framed transport (a child's stdout), in
     /// chunks of any size.
     pub fn handle_stdio_bytes(&mut self, now: Instant, bytes: &[u8]) {
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -733,6 +768,7 @@ impl Session {
     /// request the frame answers (Streamable HTTP: a POST's own response)
     /// and fails it with [`Session::handle_request_failed`].
     pub fn handle_answer_bytes(&mut self, now: Instant, frame: &[u8]) -> Result<(), ParseError> {
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return Ok(());
         }
@@ -769,6 +805,7 @@ impl Session {
 
     /// Feeds one parsed message.
     pub fn handle_message(&mut self, now: Instant, message: Message) {
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -798,10 +835,11 @@ impl Session {
     /// Advances time: fails whatever is past its deadline. Call it when
     /// [`Session::poll_timeout`] has passed (calling it early is harmless).
     pub fn handle_timeout(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
-        if self.state() == SessionState::Starting && self.startup_deadline <= now {
+        if self.timers.is_due(Timer::Startup, now) {
             let waiting_for = match self.phase {
                 Phase::Initializing => "waiting for the initialize response",
                 _ => "listing tools",
@@ -814,10 +852,10 @@ impl Session {
             });
             return;
         }
-        if self.next_ping.is_some_and(|at| at <= now) {
+        if self.timers.is_due(Timer::Ping, now) {
             let budget = self.options.request_timeout;
             self.send_request(Purpose::Ping, "ping", None::<&Value>, now + budget, budget);
-            self.next_ping = self.options.ping_interval.map(|every| now + every);
+            self.arm_ping(now);
         }
         while let Some(&(deadline, id)) = self.deadlines.first() {
             if deadline > now {
@@ -877,6 +915,7 @@ impl Session {
     /// The transport ended: the process exited or the stream closed.
     /// `detail` is what the executor knows (an exit status).
     pub fn handle_transport_closed(&mut self, now: Instant, detail: Option<String>) {
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -902,7 +941,8 @@ impl Session {
 
     /// The transport failed in a way the executor detected (spawn failed,
     /// a write failed).
-    pub fn handle_transport_failed(&mut self, _now: Instant, reason: String) {
+    pub fn handle_transport_failed(&mut self, now: Instant, reason: String) {
+        self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -914,10 +954,11 @@ impl Session {
     /// request fails, unless the session cannot exist without it.
     pub fn handle_request_failed(
         &mut self,
-        _now: Instant,
+        now: Instant,
         request: ClientRequestId,
         reason: String,
     ) {
+        self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -961,6 +1002,7 @@ impl Session {
     /// session is still initializing or closed, or it already started a
     /// fresh session during startup, so the caller does not loop.
     pub fn handle_session_expired(&mut self, now: Instant) -> bool {
+        let now = self.clock.observe(now);
         let during_startup = match self.phase {
             Phase::Ready => false,
             Phase::Discovering { .. } if !self.reinitialized_during_startup => true,
@@ -976,7 +1018,8 @@ impl Session {
         let params = self.initialize_params();
         let (deadline, budget) = if during_startup {
             self.reinitialized_during_startup = true;
-            (self.startup_deadline, self.options.startup_timeout)
+            let deadline = self.startup_deadline().unwrap_or(now);
+            (deadline, self.options.startup_timeout)
         } else {
             let budget = self.options.startup_timeout;
             (now + budget, budget)
@@ -1001,6 +1044,7 @@ impl Session {
         name: &str,
         arguments: Value,
     ) -> Result<CallId, ApiMisuse> {
+        let now = self.clock.observe(now);
         match self.phase {
             Phase::Ready => {}
             Phase::Closed => return Err(ApiMisuse::Closed(self.options.server.clone())),
@@ -1044,7 +1088,8 @@ impl Session {
     /// Abandons a call: the server is told with `notifications/cancelled`,
     /// and the call completes at once with [`CallError::Cancelled`]. A late
     /// answer is dropped. Cancelling a call that already ended does nothing.
-    pub fn cancel_call(&mut self, _now: Instant, call: CallId) {
+    pub fn cancel_call(&mut self, now: Instant, call: CallId) {
+        self.clock.observe(now);
         let Some(pending) = self.pending.get(&call.0) else {
             return;
         };
@@ -1069,7 +1114,8 @@ impl Session {
     /// Ends the session: every call still in flight completes with
     /// [`CallError::SessionClosed`], then [`Event::Closed`]. The executor
     /// then closes the transport.
-    pub fn close(&mut self, _now: Instant) {
+    pub fn close(&mut self, now: Instant) {
+        self.clock.observe(now);
         if !matches!(self.phase, Phase::Closed) {
             self.finish(CloseReason::Requested);
         }
@@ -1090,17 +1136,23 @@ impl Session {
     }
 
     /// When [`Session::handle_timeout`] must next be called, if ever.
+    /// Reading it changes nothing.
     #[must_use]
     pub fn poll_timeout(&self) -> Option<Instant> {
+        self.next_timer().map(|(_, at)| at)
+    }
+
+    /// What the wakeup [`Session::poll_timeout`] reports is for.
+    pub fn timeout_reason(&self) -> Option<Timer> {
+        self.next_timer().map(|(timer, _)| timer)
+    }
+
+    pub(crate) fn next_timer(&self) -> Option<(Timer, Instant)> {
         if matches!(self.phase, Phase::Closed) {
             return None;
         }
         let request = self.deadlines.first().map(|&(d, _)| d);
-        let startup = (self.state() == SessionState::Starting).then_some(self.startup_deadline);
-        [request, startup, self.next_ping]
-            .into_iter()
-            .flatten()
-            .min()
+        self.timers.next([(Timer::Request, request)])
     }
 
     // ----- internals -----
@@ -1317,7 +1369,7 @@ impl Session {
             Purpose::ListTools,
             "tools/list",
             params.as_ref(),
-            self.startup_deadline,
+            self.startup_deadline().unwrap_or(self.clock.latest()),
             self.options.startup_timeout,
         );
     }
@@ -1387,6 +1439,14 @@ impl Session {
         }
     }
 
+    /// Arms the next keep-alive ping, when pings are configured.
+    fn arm_ping(&mut self, now: Instant) {
+        match self.options.ping_interval {
+            Some(every) => self.timers.set(Timer::Ping, now + every),
+            None => self.timers.stop(Timer::Ping),
+        }
+    }
+
     fn become_ready(&mut self, now: Instant) {
         let Phase::Discovering { init, tools, .. } =
             std::mem::replace(&mut self.phase, Phase::Ready)
@@ -1402,7 +1462,8 @@ impl Session {
             tools,
         };
         self.ready = Some(ready.clone());
-        self.next_ping = self.options.ping_interval.map(|every| now + every);
+        self.timers.stop(Timer::Startup);
+        self.arm_ping(now);
         self.events.push_back(Event::Ready(Box::new(ready)));
     }
 
@@ -1818,6 +1879,7 @@ impl Session {
         let server = self.options.server.clone();
         let pending = std::mem::take(&mut self.pending);
         self.deadlines.clear();
+        self.timers.clear();
         self.call_tools.clear();
         for question in std::mem::take(&mut self.questions).into_keys() {
             self.events.push_back(Event::QuestionWithdrawn(question));

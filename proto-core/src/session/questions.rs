@@ -23,11 +23,12 @@ use crate::jsonrpc::{self, ErrorObject, RequestId, ServerRequestId};
 use crate::sampling::{self, SamplingRequest};
 
 /// Identifies a question put to the host. Small and `Copy`, like a call id.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct QuestionId(pub u64);
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub struct QuestionId(pub(crate) u64);
 
 /// What a server asks.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Question {
     /// A form for a person (elicitation, form mode).
     Elicitation(Form),
@@ -68,6 +69,7 @@ impl Session {
     /// a dismissed form is `cancel`, which also ends the call. Answering a
     /// question that is no longer open does nothing.
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
+        let now = self.clock.observe(now);
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
@@ -88,6 +90,7 @@ impl Session {
 
     /// Answers a sampling question.
     pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
+        let now = self.clock.observe(now);
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
