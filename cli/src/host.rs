@@ -17,7 +17,7 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
-use rho_proto_core::session::{CallError, Progress};
+use rho_proto_core::session::Progress;
 use serde_json::Value;
 
 /// Which executor drives the sessions.
@@ -116,18 +116,16 @@ impl Host {
                 runtime,
                 reactor,
             } => {
-                let call =
-                    runtime.call_server_tool_with_progress(server, tool, arguments, on_progress);
                 let watch = async {
                     while !cancel.load(Ordering::Relaxed) {
                         smol::Timer::after(Duration::from_millis(50)).await;
                     }
-                    Err(ToolCallError::Call(CallError::Cancelled {
-                        server: server.to_owned(),
-                    }))
                 };
-                // Dropping the call future when `watch` wins cancels it.
-                run_smol(executor, *reactor, smol::future::or(call, watch))
+                // The session ends a cancelled call with the core's own
+                // `Cancelled`, as on threads.
+                let call =
+                    runtime.call_server_tool_until(server, tool, arguments, on_progress, watch);
+                run_smol(executor, *reactor, call)
             }
             Host::Blocking(runtime) => {
                 runtime.call_server_tool_with(server, tool, arguments, on_progress, cancel)

@@ -231,7 +231,8 @@ impl Runtime {
         on_progress: impl FnMut(Progress),
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
-        self.call(slot, tool, arguments, on_progress).await
+        self.call(slot, tool, arguments, on_progress, std::future::pending())
+            .await
     }
 
     /// Calls a tool by server identity and the server's own tool name,
@@ -258,7 +259,27 @@ impl Runtime {
         let (slot, tool) = self
             .inventory
             .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool, arguments, on_progress).await
+        self.call(slot, tool, arguments, on_progress, std::future::pending())
+            .await
+    }
+
+    /// Like [`Runtime::call_server_tool_with_progress`], until `cancel`
+    /// completes: then the session abandons the call (the server is told)
+    /// and the call ends with the core's own [`CallError::Cancelled`]
+    /// (`rho_proto_core::session::CallError`), or with its answer if that
+    /// arrived first.
+    pub async fn call_server_tool_until(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: impl Future<Output = ()>,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let (slot, tool) = self
+            .inventory
+            .route_server_tool(server, tool, self.health())?;
+        self.call(slot, tool, arguments, on_progress, cancel).await
     }
 
     async fn call(
@@ -267,8 +288,9 @@ impl Runtime {
         tool: String,
         arguments: Value,
         on_progress: impl FnMut(Progress),
+        cancel: impl Future<Output = ()>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_unredacted(slot, tool, arguments, on_progress)
+        self.call_unredacted(slot, tool, arguments, on_progress, cancel)
             .await
             .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
@@ -279,6 +301,7 @@ impl Runtime {
         tool: String,
         arguments: Value,
         mut on_progress: impl FnMut(Progress),
+        cancel: impl Future<Output = ()>,
     ) -> Result<CallToolResult, ToolCallError> {
         let not_running = || ToolCallError::ServerNotReady {
             server: self
@@ -327,8 +350,34 @@ impl Runtime {
             ticket,
             armed: true,
         };
+        let mut cancel = std::pin::pin!(cancel);
+        let mut cancelled = false;
         loop {
-            match answer.recv().await.map_err(|_| not_running())? {
+            let update = if cancelled {
+                answer.recv().await
+            } else {
+                let next = async { Some(answer.recv().await) };
+                let cancel = async {
+                    cancel.as_mut().await;
+                    None
+                };
+                match smol::future::or(next, cancel).await {
+                    Some(update) => update,
+                    None => {
+                        // The session answers the abandoned call itself, with
+                        // the core's `Cancelled`, unless its answer won.
+                        cancelled = true;
+                        guard.armed = false;
+                        handle
+                            .commands
+                            .send(Input::Command(Command::Cancel { ticket }))
+                            .await
+                            .map_err(|_| not_running())?;
+                        continue;
+                    }
+                }
+            };
+            match update.map_err(|_| not_running())? {
                 CallUpdate::Progress(progress) => on_progress(progress),
                 CallUpdate::Done(result) => {
                     guard.armed = false;

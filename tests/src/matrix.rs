@@ -11,7 +11,6 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{ServerView, ToolCallError};
-use rho_proto_core::session::CallError;
 use rho_proto_core::session::Progress;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -194,19 +193,19 @@ impl TestRuntime for SmolRuntime {
         on_progress: &mut dyn FnMut(Progress),
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError> {
-        let call =
-            self.runtime()
-                .call_server_tool_with_progress(server, tool, arguments, on_progress);
         let watch = async {
             while !cancel.load(Ordering::Relaxed) {
                 smol::Timer::after(std::time::Duration::from_millis(20)).await;
             }
-            Err(ToolCallError::Call(CallError::Cancelled {
-                server: server.to_owned(),
-            }))
         };
-        // Dropping the call future when `watch` wins cancels the call.
-        smol::block_on(smol::future::or(call, watch))
+        // The `Cancelled` a test sees is the session's, never made here.
+        smol::block_on(self.runtime().call_server_tool_until(
+            server,
+            tool,
+            arguments,
+            on_progress,
+            watch,
+        ))
     }
     fn instructions_prompt(&self) -> Option<String> {
         self.runtime().instructions_prompt()
