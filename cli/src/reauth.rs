@@ -263,15 +263,18 @@ impl Authorizer for StoreAuthorizer {
                 self.login(server, entry, stored.as_ref(), challenge, Some(scopes))
             }
         };
-        token.map(|t| format!("Bearer {t}")).map_err(|why| {
-            format!(
-                "{why}: run `rho mcp login {server}`{}",
-                match reason {
-                    AuthorizationReason::InsufficientScope => wanted(challenge),
-                    AuthorizationReason::Unauthorized => String::new(),
+        token
+            .map(|t| format!("Bearer {t}"))
+            .map_err(|why| match reason {
+                AuthorizationReason::Unauthorized => {
+                    format!("{why}: run `rho mcp login {server}`")
                 }
-            )
-        })
+                // `rho mcp login` alone would ask for the same scopes again.
+                AuthorizationReason::InsufficientScope => format!(
+                    "{why}{}: log in with it at a terminal (`rho mcp call` does), or add it to `oauth.scopes` and run `rho mcp login {server}`",
+                    wanted(challenge)
+                ),
+            })
     }
 }
 
