@@ -235,6 +235,8 @@ fn http_json(h: &HttpOptions) -> Value {
         "delete_timeout_ms": ms(h.delete_timeout),
         "ping_interval_ms": ms(h.ping_interval),
         "server_stream_wait_ms": ms(h.server_stream_wait),
+        "oauth": h.oauth,
+        "reauthorize": h.reauthorize,
     })
 }
 
@@ -599,6 +601,9 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
             http.ping_interval = hms("ping_interval_ms").unwrap_or(http.ping_interval);
             http.server_stream_wait =
                 hms("server_stream_wait_ms").unwrap_or(http.server_stream_wait);
+            let flag = |k: &str| h.get(k).and_then(Value::as_bool).unwrap_or(false);
+            http.oauth = flag("oauth");
+            http.reauthorize = flag("reauthorize");
             Some(http)
         }
     };
