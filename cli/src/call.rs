@@ -95,6 +95,19 @@ pub(crate) fn run(
     let mut options = options;
     options.host =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
+    // A token refused mid-call is refreshed, or a person logs in again.
+    let mode = if crate::questions::person_present() {
+        crate::reauth::LoginMode::Person
+    } else {
+        crate::reauth::LoginMode::Never
+    };
+    options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
+        &loaded.config,
+        crate::credentials::FileStore::default_location()
+            .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
+        mode,
+        &|s| s == id,
+    );
     let undeclared = undeclared_capabilities(
         options.host.can_elicit(),
         options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),

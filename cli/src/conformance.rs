@@ -36,7 +36,10 @@ fn action(scenario: &str) -> Option<Action> {
                 json!({})
             }))
         }
-        // Authorization scenarios: the login happens before connecting.
+        // Step-up: `tools/call` needs a wider scope than `tools/list`.
+        "auth/scope-step-up" => Some(Action::Call("test-tool", || json!({}))),
+        // Authorization scenarios: the login happens before connecting, or
+        // when the server first refuses a request.
         s if s.starts_with("auth/") => Some(Action::Connect),
         _ => None,
     }
@@ -54,12 +57,15 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         "[mcp.servers.conformance]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\ntool_timeout_secs = 20\n",
         toml_string(url)
     );
-    if let Some(token) = authorize(&scenario, url)? {
+    let (header, authorizer) = authorize(&scenario, url)?;
+    if let Some(header) = header {
         text.push_str(&format!(
             "headers = {{ Authorization = {} }}\n",
-            toml_string(&format!("Bearer {token}"))
+            toml_string(&header)
         ));
     }
+    // As an OAuth server: a request refused mid-session re-authorizes.
+    text.push_str("[mcp.servers.conformance.oauth]\n");
     let config =
         config::parse(&text, "<conformance>").map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(entry) = config.get("conformance") {
@@ -70,6 +76,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     // The suite answers no prompt: forms take their defaults.
     let mut options = rho_os::options_from_process_env();
     options.host = crate::questions::services(true, None);
+    options.host.authorizer = Some(authorizer);
     let cancel = crate::signals::install();
     options.interrupt = Some(std::sync::Arc::clone(&cancel));
     let runtime = crate::unless_stopped(Host::start(kind, &config, options, |_| true))?;
@@ -106,21 +113,38 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
 /// would be with its own.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// When the server demands a token (a 401 to an unauthenticated
-/// initialize), runs the real login flow headless — the suite's mock
-/// authorization server approves at once with a redirect — and returns
-/// the access token. Pre-registered and client-credentials scenarios pass
-/// their client in `MCP_CONFORMANCE_CONTEXT`, as a user would configure
+/// For every scenario (a server that needs no token answers the probe
+/// without a 401): the [`Authorizer`] of the session — the
+/// CLI's own, headless (the suite's mock authorization server approves at
+/// once with a redirect), over a credential store in memory — and, when
+/// the server demands a token at once (a 401 to an unauthenticated
+/// initialize), the `Authorization` header of the login it ran. Servers
+/// that let initialize through unauthenticated (step-up, retry-limit) get
+/// their login when they first refuse a request, through the same
+/// authorizer. Pre-registered and client-credentials scenarios pass their
+/// client in `MCP_CONFORMANCE_CONTEXT`, as a user would configure
 /// `oauth.client_id` and `oauth.client_secret_from_env`.
-fn authorize(scenario: &str, url: &str) -> Result<Option<String>, Failure> {
+///
+/// [`Authorizer`]: rho_proto_core::host::Authorizer
+fn authorize(
+    scenario: &str,
+    url: &str,
+) -> Result<
+    (
+        Option<String>,
+        std::sync::Arc<dyn rho_proto_core::host::Authorizer>,
+    ),
+    Failure,
+> {
+    use rho_proto_core::host::Authorizer as _;
     use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
+    use rho_proto_core::oauth::store::StoreKey;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
+    use rho_proto_core::session::AuthorizationReason;
     let url = url::Url::parse(url).map_err(|e| Failure::Usage(format!("{url}: {e}")))?;
     let agent = rho_io_blocking::http_client::new_agent();
     let fail = |e: String| Failure::Runtime(format!("OAuth login failed: {e}"));
-    let Some(challenge) = crate::oauth_login::probe(&agent, &url, &[]).map_err(fail)? else {
-        return Ok(None);
-    };
+    let challenge = crate::oauth_login::probe(&agent, &url, &[]).map_err(fail)?;
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -141,6 +165,10 @@ fn authorize(scenario: &str, url: &str) -> Result<Option<String>, Failure> {
             redirect_uri: crate::oauth_login::redirect_uri(8976),
         }
     };
+    let key = StoreKey {
+        server: "conformance".into(),
+        url: rho_proto_core::oauth::discovery::canonical_resource(&url),
+    };
     let settings = LoginSettings {
         server_url: url,
         grant,
@@ -150,15 +178,22 @@ fn authorize(scenario: &str, url: &str) -> Result<Option<String>, Failure> {
         scopes: None,
         client_name: "rho".into(),
     };
-    let credentials = crate::oauth_login::run(
-        &agent,
+    let authorizer = crate::reauth::StoreAuthorizer::for_one(
+        std::sync::Arc::new(crate::reauth::MemoryStore::default()),
+        "conformance",
+        key,
         settings,
-        Some(challenge),
-        &crate::oauth_login::Browser::Headless,
-        &mut |_, _| {},
-    )
-    .map_err(fail)?;
-    Ok(Some(credentials.tokens.access_token))
+        crate::reauth::LoginMode::Headless,
+    );
+    let header = match challenge {
+        Some(challenge) => Some(
+            authorizer
+                .authorize("conformance", AuthorizationReason::Unauthorized, &challenge)
+                .map_err(fail)?,
+        ),
+        None => None,
+    };
+    Ok((header, std::sync::Arc::new(authorizer)))
 }
 
 /// A TOML basic string for `s`.

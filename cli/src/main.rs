@@ -28,6 +28,7 @@ mod oauth_login;
 mod output;
 mod plugins;
 mod questions;
+mod reauth;
 mod sampling;
 mod signals;
 mod tool_args;
@@ -35,6 +36,7 @@ mod transcript_file;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use clap::{Args, Parser, Subcommand};
 
@@ -709,6 +711,14 @@ fn start(
         // expired); nothing here ever opens a browser.
         let store = credentials::FileStore::default_location();
         let config = credentials::with_stored_tokens(&loaded.config, store.as_ref(), &select);
+        // A token refused mid-session is refreshed; never a new login here.
+        options.host.authorizer = reauth::StoreAuthorizer::for_config(
+            &loaded.config,
+            credentials::FileStore::default_location()
+                .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
+            reauth::LoginMode::Never,
+            &select,
+        );
         options.interrupt = Some(signals::install());
         Host::start(kind, &config, options, select)
     } else {

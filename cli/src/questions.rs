@@ -56,6 +56,7 @@ pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -
         responder,
         model,
         ledger,
+        authorizer: None,
     }
 }
 

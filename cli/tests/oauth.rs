@@ -1,7 +1,9 @@
 //! `rho mcp login` end to end against a real OAuth-protected MCP server
 //! with its own authorization server (tests/servers/fixtures/oauth-server.js,
 //! on an ephemeral loopback port): the headless login, the stored token on
-//! connect, a silent refresh, a revoked login, and connecting without one.
+//! connect, a silent refresh, a revoked login, and connecting without one;
+//! mid-session, a token that expires is refreshed and the call resent, and
+//! a tool that needs a wider scope steps up (headless) or says how to.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -17,7 +19,8 @@ struct OAuthServer {
 }
 
 impl OAuthServer {
-    fn start(dir: &Path, ttl: u32) -> Self {
+    /// With the fixture's extra modes (`--expire-on`, `--step-up`).
+    fn start_with(dir: &Path, ttl: u32, modes: &[&str]) -> Self {
         let port_file = dir.join("port");
         let child = Command::new("node")
             .arg(tests_dir().join("servers/fixtures/oauth-server.js"))
@@ -25,6 +28,7 @@ impl OAuthServer {
             .arg(&port_file)
             .arg("--ttl")
             .arg(ttl.to_string())
+            .args(modes)
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
@@ -109,10 +113,14 @@ fn rho_env(home: &Path, runtime: &str, args: &[&str], env: &[(&str, &str)]) -> R
 }
 
 fn setup(name: &str, ttl: u32) -> (PathBuf, PathBuf, OAuthServer) {
+    setup_with(name, ttl, &[])
+}
+
+fn setup_with(name: &str, ttl: u32, modes: &[&str]) -> (PathBuf, PathBuf, OAuthServer) {
     let dir = scratch_dir(&format!("oauth-{name}"));
     let home = dir.join("home");
     std::fs::create_dir_all(&home).expect("home");
-    let server = OAuthServer::start(&dir, ttl);
+    let server = OAuthServer::start_with(&dir, ttl, modes);
     let config = dir.join("config.toml");
     std::fs::write(
         &config,
@@ -246,5 +254,116 @@ fn client_credentials_get_a_token_on_connect_without_a_person() {
         );
         assert_eq!(run.code, Some(1), "{run}");
         assert!(run.stderr.contains("M2M_SECRET"), "{run}");
+    });
+}
+
+#[test]
+fn a_token_that_expires_mid_session_is_refreshed_and_the_call_resent() {
+    for_both(|rt| {
+        // Every access token stops working once tools/list is answered:
+        // the call after it meets a 401 in the same session.
+        let (home, config, _server) = setup_with(
+            &format!("expire-{rt}"),
+            3600,
+            &["--expire-on", "tools/list"],
+        );
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(run.stdout, "token #2\n", "refreshed mid-session: {run}");
+        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        assert!(stored.contains("\"refresh_token\": \"rt-2-"), "{stored}");
+        assert!(!run.stderr.contains("at-2"), "{run}");
+    });
+}
+
+#[test]
+fn a_login_revoked_mid_session_fails_the_call_saying_to_log_in_again() {
+    for_both(|rt| {
+        let (home, config, _server) = setup_with(
+            &format!("revoke-{rt}"),
+            3600,
+            &["--revoke-on", "tools/list"],
+        );
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(
+            run.stderr.contains("HTTP 401")
+                && run.stderr.contains("refreshing the token failed")
+                && run.stderr.contains("rho mcp login fx"),
+            "{run}"
+        );
+    });
+}
+
+#[test]
+fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
+    for_both(|rt| {
+        let (home, config, _server) =
+            setup_with(&format!("step-up-none-{rt}"), 3600, &["--step-up", "admin"]);
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        // The narrow tool works with the narrow scope.
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.stdout, "token #1 (mcp offline_access)\n", "{run}");
+        // No terminal: no login mid-call, and the reason says what to do.
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "admin"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(
+            run.stderr.contains("HTTP 403")
+                && run.stderr.contains("\"mcp mcp:admin\"")
+                && run.stderr.contains("oauth.scopes")
+                && run.stderr.contains("rho mcp login fx"),
+            "{run}"
+        );
+        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        assert!(
+            stored.contains("\"access_token\": \"at-1-"),
+            "kept: {stored}"
+        );
+    });
+}
+
+#[test]
+fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() {
+    for_both(|rt| {
+        // The conformance client logs in headless (in memory) when the
+        // server first refuses, and steps up when a tool needs more.
+        let (home, _config, server) =
+            setup_with(&format!("step-up-{rt}"), 3600, &["--step-up", "test-tool"]);
+        let run = rho_env(
+            &home,
+            rt,
+            &["mcp", "conformance-client", &server.url()],
+            &[("MCP_CONFORMANCE_SCENARIO", "auth/scope-step-up")],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        assert!(
+            run.stderr
+                .contains("token #2 (mcp offline_access mcp:admin)"),
+            "{run}"
+        );
+        assert!(
+            !home.join(".rho/mcp-oauth.json").exists(),
+            "nothing stored on disk"
+        );
     });
 }

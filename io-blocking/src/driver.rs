@@ -234,6 +234,7 @@ impl Driver {
                 ambient,
                 workspace_root: root,
                 can_elicit: self.host.can_elicit(),
+                can_reauthorize: self.host.can_reauthorize(),
                 can_sample: self.host.can_sample(),
             },
             started_at,
@@ -436,6 +437,9 @@ impl Driver {
             Command::Answer { question, answer } => match answer {
                 Answer::Form(answer) => live.conn.answer_elicitation(now, question, answer),
                 Answer::Sampling(answer) => live.conn.answer_sampling(now, question, answer),
+                Answer::Authorization(answer) => {
+                    live.conn.answer_authorization(now, question, answer)
+                }
             },
             Command::Close => live.conn.close(now),
         }

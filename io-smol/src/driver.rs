@@ -123,6 +123,7 @@ pub(crate) async fn run(args: TaskArgs) {
             ambient: &ambient,
             workspace_root: root.as_deref(),
             can_elicit: host.can_elicit(),
+            can_reauthorize: host.can_reauthorize(),
             can_sample: host.can_sample(),
         },
         started_at,
@@ -283,6 +284,7 @@ pub(crate) async fn run(args: TaskArgs) {
             Input::Command(Command::Answer { question, answer }) => match answer {
                 Answer::Form(answer) => conn.answer_elicitation(now, question, answer),
                 Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
+                Answer::Authorization(answer) => conn.answer_authorization(now, question, answer),
             },
             Input::Command(Command::Close) => conn.close(now),
             Input::Pipe(PipeEvent::Stdout(bytes)) => {

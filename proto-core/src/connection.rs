@@ -62,6 +62,9 @@ pub struct HostContext<'a> {
     /// The host has a model and a person to confirm: declare sampling to
     /// servers whose config opted in.
     pub can_sample: bool,
+    /// The host can re-authorize an OAuth server mid-session (see
+    /// [`HttpOptions::reauthorize`]).
+    pub can_reauthorize: bool,
 }
 
 /// One server's session over its transport.
@@ -109,6 +112,7 @@ impl Connection {
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
+                        reauthorize: host.can_reauthorize,
                         ..HttpOptions::new(http.url.clone(), headers)
                     }),
                     now,
@@ -155,6 +159,7 @@ impl Connection {
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
+                        reauthorize: host.can_reauthorize,
                         ..HttpOptions::new(http.url.clone(), headers)
                     }),
                 )
@@ -327,6 +332,26 @@ impl Connection {
         match &mut self.inner {
             Inner::Stdio(session) => session.answer_sampling(now, question, answer),
             Inner::Http(transport) => transport.answer_sampling(now, question, answer),
+        }
+    }
+
+    /// Answers an authorization question (HTTP only; see
+    /// [`HttpTransport::answer_authorization`]). The transcript records
+    /// whether a header came, never the header.
+    pub fn answer_authorization(
+        &mut self,
+        now: Instant,
+        question: QuestionId,
+        answer: Result<String, String>,
+    ) {
+        self.record(now, "answer_authorization", || {
+            [
+                ("question", json!(question.0)),
+                ("answer", transcript::authorization_answer_json(&answer)),
+            ]
+        });
+        if let Inner::Http(transport) = &mut self.inner {
+            transport.answer_authorization(now, question, answer);
         }
     }
 

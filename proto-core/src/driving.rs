@@ -82,6 +82,9 @@ pub enum Answer {
     Form(FormAnswer),
     /// For a sampling question.
     Sampling(SamplingAnswer),
+    /// For an authorization question: the new `Authorization` header
+    /// value, or why the host could not get one (for a person).
+    Authorization(Result<String, String>),
 }
 
 /// What a caller hears about one call: any progress, then its end.

@@ -27,9 +27,10 @@ use std::time::Duration;
 
 use crate::driving::Answer;
 use crate::elicitation::{Form, FormAnswer};
+use crate::oauth::challenge::BearerChallenge;
 use crate::process::SHUTDOWN_GRACE;
 use crate::sampling::{SamplingRequest, summary};
-use crate::session::{Question, SamplingAnswer};
+use crate::session::{AuthorizationReason, Question, SamplingAnswer};
 
 /// What a runtime takes from its surroundings, on either executor.
 #[derive(Clone)]
@@ -149,6 +150,24 @@ pub trait UsageLedger: Send + Sync {
     );
 }
 
+/// Gets a remote server a new access token mid-session, when it answered
+/// a request 401 (expired or revoked) or 403 `insufficient_scope`. The
+/// request waits meanwhile, and its budget keeps running (see
+/// [`crate::http`]): an implementation bounds its own work (the login's
+/// 60 s discovery and 5-minute browser bounds) and never asks a person
+/// where none is present.
+pub trait Authorizer: Send + Sync {
+    /// The `Authorization` header value to resend with (`Bearer …`), or
+    /// why there is none, in words a person can act on. `challenge` is
+    /// the server's (its `scope` is what it wants).
+    fn authorize(
+        &self,
+        server: &str,
+        reason: AuthorizationReason,
+        challenge: &BearerChallenge,
+    ) -> Result<String, String>;
+}
+
 /// The host's side of questions, as given to a runtime.
 #[derive(Clone, Default)]
 pub struct HostServices {
@@ -158,6 +177,9 @@ pub struct HostServices {
     pub model: Option<Arc<dyn Model>>,
     /// The usage ledger, when the host keeps one.
     pub ledger: Option<Arc<dyn UsageLedger>>,
+    /// Re-authorization of OAuth servers mid-session; `None` fails a
+    /// refused request at once with "run `rho mcp login`".
+    pub authorizer: Option<Arc<dyn Authorizer>>,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -166,6 +188,7 @@ impl std::fmt::Debug for HostServices {
             .field("responder", &self.responder.is_some())
             .field("model", &self.model.is_some())
             .field("ledger", &self.ledger.is_some())
+            .field("authorizer", &self.authorizer.is_some())
             .finish()
     }
 }
@@ -176,6 +199,11 @@ impl HostServices {
         self.responder.is_some()
     }
 
+    /// Whether this run can re-authorize a server mid-session.
+    pub fn can_reauthorize(&self) -> bool {
+        self.authorizer.is_some()
+    }
+
     /// Whether this run can sample: a model to spend and a person to ask.
     pub fn can_sample(&self) -> bool {
         self.model.is_some() && self.responder.is_some()
@@ -183,7 +211,8 @@ impl HostServices {
 }
 
 /// Answers one question, blocking: asks the person, and for sampling calls
-/// the model on a yes and records the spend.
+/// the model on a yes and records the spend; an authorization question
+/// goes to the [`Authorizer`].
 pub fn answer(services: &HostServices, server: &str, question: &Question) -> Answer {
     match question {
         Question::Elicitation(form) => Answer::Form(match &services.responder {
@@ -191,6 +220,12 @@ pub fn answer(services: &HostServices, server: &str, question: &Question) -> Ans
             None => FormAnswer::CouldNotAsk,
         }),
         Question::Sampling(request) => Answer::Sampling(sample(services, server, request)),
+        Question::Authorization { reason, challenge } => {
+            Answer::Authorization(match &services.authorizer {
+                Some(authorizer) => authorizer.authorize(server, *reason, challenge),
+                None => Err("this run cannot log in again".to_owned()),
+            })
+        }
     }
 }
 
@@ -291,6 +326,7 @@ mod tests {
             })),
             model: Some(Arc::clone(&model) as Arc<dyn Model>),
             ledger: Some(Arc::clone(&ledger) as Arc<dyn UsageLedger>),
+            authorizer: None,
         };
         (services, model, ledger)
     }
@@ -369,6 +405,68 @@ mod tests {
         assert_eq!(
             *ledger.0.lock().expect("lock"),
             vec![("s".to_owned(), "scripted".to_owned(), 4, 10)]
+        );
+    }
+
+    /// Renews once with the scope asked for, then has nothing more.
+    /// What an authorizer was asked: server, reason, scope.
+    type Asked = (String, AuthorizationReason, Option<Vec<String>>);
+
+    struct Renewer(Mutex<Vec<Asked>>);
+
+    impl Authorizer for Renewer {
+        fn authorize(
+            &self,
+            server: &str,
+            reason: AuthorizationReason,
+            challenge: &BearerChallenge,
+        ) -> Result<String, String> {
+            let mut asked = self.0.lock().expect("lock");
+            asked.push((server.to_owned(), reason, challenge.scope.clone()));
+            if asked.len() == 1 {
+                Ok("Bearer fresh".to_owned())
+            } else {
+                Err("no refresh token".to_owned())
+            }
+        }
+    }
+
+    #[test]
+    fn authorization_goes_to_the_authorizer_and_without_one_fails() {
+        let question = Question::Authorization {
+            reason: AuthorizationReason::InsufficientScope,
+            challenge: BearerChallenge {
+                scope: Some(vec!["files:write".to_owned()]),
+                ..BearerChallenge::default()
+            },
+        };
+        let none = HostServices::default();
+        assert!(!none.can_reauthorize());
+        assert!(matches!(
+            answer(&none, "s", &question),
+            Answer::Authorization(Err(reason)) if reason.contains("cannot log in")
+        ));
+        let renewer = Arc::new(Renewer(Mutex::new(Vec::new())));
+        let services = HostServices {
+            authorizer: Some(Arc::clone(&renewer) as Arc<dyn Authorizer>),
+            ..HostServices::default()
+        };
+        assert!(services.can_reauthorize());
+        assert!(matches!(
+            answer(&services, "s", &question),
+            Answer::Authorization(Ok(header)) if header == "Bearer fresh"
+        ));
+        assert!(matches!(
+            answer(&services, "s", &question),
+            Answer::Authorization(Err(reason)) if reason == "no refresh token"
+        ));
+        assert_eq!(
+            renewer.0.lock().expect("lock")[0],
+            (
+                "s".to_owned(),
+                AuthorizationReason::InsufficientScope,
+                Some(vec!["files:write".to_owned()])
+            )
         );
     }
 

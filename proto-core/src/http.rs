@@ -36,6 +36,19 @@
 //!   most once; a second expiry before the session is ready fails it.
 //! - Redirects are never followed: a 3xx fails with the status and the
 //!   target's origin, and nothing is sent there.
+//! - A request answered 401 (its token expired or was revoked) or 403 with
+//!   a Bearer `error="insufficient_scope"`, on a server with an `oauth`
+//!   table whose host can re-authorize ([`HttpOptions::reauthorize`]), does
+//!   not fail at once: it waits, with every message sent meanwhile, while
+//!   the host is asked ([`Question::Authorization`], through the same
+//!   question path as a form). A new `Authorization` header resends them,
+//!   in order; the host's "no" fails the waiting requests with its reason.
+//!   Each request re-authorizes at most once per cause — one 401, one
+//!   step-up — so a server that refuses again fails it rather than loop.
+//!   Budgets keep running meanwhile: a request's deadline (and the
+//!   startup budget) includes its re-authorization, and one that passes
+//!   fails as timed out and is not resent. The host's own bounds (the
+//!   login's) keep a re-authorization shorter than a person's patience.
 //! - At close, DELETE with the session id, bounded in time (405 is fine).
 //!
 //! Header values (configured credentials, the session id) never appear in
@@ -51,9 +64,10 @@ use crate::config::HttpConfig;
 use crate::elicitation::FormAnswer;
 use crate::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
 use crate::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
+use crate::oauth::challenge::{BearerChallenge, bearer_challenge};
 use crate::session::{
-    ApiMisuse, CallId, CloseReason, Event, Framing, QuestionId, SamplingAnswer, Session,
-    SessionOptions, SessionState, Timer, TransmitKind,
+    ApiMisuse, AuthorizationReason, CallId, CloseReason, Event, Framing, Question, QuestionId,
+    SamplingAnswer, Session, SessionOptions, SessionState, Timer, TransmitKind,
 };
 use crate::session::{Clock, TimerTable};
 
@@ -79,6 +93,10 @@ pub struct HttpOptions {
     /// The entry has an `oauth` table: a 401 asks for `rho mcp login`
     /// rather than for a table and a login.
     pub oauth: bool,
+    /// With `oauth`: the host can re-authorize (it has an
+    /// [`crate::host::Authorizer`]), so a request refused for its token
+    /// waits for a new one instead of failing (see the module docs).
+    pub reauthorize: bool,
     /// The longest time messages after `notifications/initialized` wait for
     /// the server stream's GET to be answered (see the module docs).
     pub server_stream_wait: Duration,
@@ -97,6 +115,7 @@ impl HttpOptions {
             delete_timeout: Duration::from_secs(2),
             ping_interval: Duration::from_secs(60),
             oauth: false,
+            reauthorize: false,
             server_stream_wait: Duration::from_secs(2),
         }
     }
@@ -331,6 +350,34 @@ struct Closing {
     reason: CloseReason,
 }
 
+/// What one request already spent on re-authorization.
+#[derive(Clone, Copy, Debug, Default)]
+struct AuthTries {
+    /// It was refused 401 once and resent with a new token.
+    renewed: bool,
+    /// It was refused 403 `insufficient_scope` once and resent.
+    stepped_up: bool,
+}
+
+/// A message waiting for a new `Authorization` header.
+#[derive(Debug)]
+struct AuthParked {
+    body: Vec<u8>,
+    kind: TransmitKind,
+    retried: bool,
+    /// The refusal that parked it (`None`: sent while waiting).
+    refusal: Option<(u16, AuthorizationReason)>,
+}
+
+/// A re-authorization the host was asked for.
+#[derive(Debug)]
+struct Reauthorizing {
+    question: QuestionId,
+    /// The scope the server wants, for a failure's reason.
+    scope: Option<Vec<String>>,
+    parked: Vec<AuthParked>,
+}
+
 /// The longest wait between stream resumption attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
 
@@ -370,6 +417,10 @@ pub struct HttpTransport {
     clock: Clock,
     resumes: Vec<Resume>,
     server_stream: ServerStream,
+    /// The host is asked for a new `Authorization` header; messages wait.
+    reauthorizing: Option<Reauthorizing>,
+    /// Re-authorizations spent per request still pending.
+    auth_tries: BTreeMap<ClientRequestId, AuthTries>,
     closing: Option<Closing>,
     closed: bool,
 }
@@ -412,6 +463,8 @@ impl HttpTransport {
             clock: Clock::new(now),
             resumes: Vec::new(),
             server_stream: ServerStream::NotOpened,
+            reauthorizing: None,
+            auth_tries: BTreeMap::new(),
             closing: None,
             closed: false,
         };
@@ -478,6 +531,13 @@ impl HttpTransport {
             self.fail_exchange(now, exchange, reason);
             return;
         }
+        if matches!(status, 401 | 403) && self.refused_credentials(now, exchange, status, headers) {
+            self.pump(now);
+            return;
+        }
+        let Some(x) = self.exchanges.get_mut(&exchange) else {
+            return;
+        };
         match &x.role {
             Role::Delete => x.body = Body::Ignore,
             Role::Post { kind, .. } => {
@@ -789,6 +849,64 @@ impl HttpTransport {
         self.pump(now);
     }
 
+    /// Answers an authorization question: `Ok` is the new `Authorization`
+    /// header value, and the waiting messages go again with it, in order
+    /// (requests whose deadline passed meanwhile are not resent); `Err` is
+    /// the host's reason, and the waiting requests fail with it. Answering
+    /// a question that is no longer open does nothing.
+    pub fn answer_authorization(
+        &mut self,
+        now: Instant,
+        question: QuestionId,
+        answer: Result<String, String>,
+    ) {
+        let now = self.clock.observe(now);
+        if self
+            .reauthorizing
+            .as_ref()
+            .is_none_or(|r| r.question != question)
+        {
+            return;
+        }
+        let Some(waiting) = self.reauthorizing.take() else {
+            return;
+        };
+        match answer {
+            Ok(header) => {
+                self.options
+                    .headers
+                    .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+                self.options.headers.push(("Authorization".into(), header));
+                for parked in waiting.parked {
+                    if request_of(parked.kind).is_some_and(|r| !self.session.is_pending(r)) {
+                        continue;
+                    }
+                    self.post(parked.body, parked.kind, parked.retried);
+                }
+            }
+            Err(why) => {
+                let scope = scope_words(waiting.scope.as_deref());
+                for parked in waiting.parked {
+                    let reason = match parked.refusal {
+                        Some((status, _)) => format!(
+                            "the server answered HTTP {status}{scope} and rho could not authorize again: {why}"
+                        ),
+                        None => format!(
+                            "it waited for a new authorization{scope}, which rho could not get: {why}"
+                        ),
+                    };
+                    self.fail_transmit(now, parked.kind, reason);
+                }
+            }
+        }
+        self.pump(now);
+    }
+
+    /// Whether the host is being asked for a new `Authorization` header.
+    pub fn is_reauthorizing(&self) -> bool {
+        self.reauthorizing.is_some()
+    }
+
     /// Ends the session: pending calls complete, then DELETE, then
     /// [`Event::Closed`].
     pub fn close(&mut self, now: Instant) {
@@ -873,6 +991,10 @@ impl HttpTransport {
                 }
                 other => self.events.push_back(other),
             }
+        }
+        if !self.auth_tries.is_empty() {
+            let session = &self.session;
+            self.auth_tries.retain(|r, _| session.is_pending(*r));
         }
     }
 
@@ -967,6 +1089,21 @@ impl HttpTransport {
     }
 
     fn post(&mut self, body: Vec<u8>, kind: TransmitKind, retried: bool) {
+        if let Some(waiting) = &mut self.reauthorizing {
+            if !matches!(
+                kind,
+                TransmitKind::Initialize(_) | TransmitKind::Initialized
+            ) {
+                // It would meet the same refusal: it waits for the new token.
+                waiting.parked.push(AuthParked {
+                    body,
+                    kind,
+                    retried,
+                    refusal: None,
+                });
+                return;
+            }
+        }
         let fresh = matches!(kind, TransmitKind::Initialize(_));
         let headers = self.headers(Method::Post, None, fresh);
         let with_session = !fresh && self.session_id.is_some();
@@ -1226,6 +1363,117 @@ impl HttpTransport {
         self.fail_transmit(now, kind, reason);
     }
 
+    /// A 401 or 403 arrived for `exchange`. When it refuses a request's
+    /// credentials and the request may still re-authorize (see the module
+    /// docs), the exchange is dropped, the request waits, and the host is
+    /// asked (once for all that wait); returns whether it did.
+    fn refused_credentials(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        status: u16,
+        headers: &[(String, String)],
+    ) -> bool {
+        if !(self.options.oauth && self.options.reauthorize) || self.closing.is_some() {
+            return false;
+        }
+        let Some(Role::Post {
+            kind: TransmitKind::Request(request),
+            ..
+        }) = self.exchanges.get(&exchange).map(|x| &x.role)
+        else {
+            return false;
+        };
+        let request = *request;
+        let challenge = bearer_challenge(
+            headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v.as_str()),
+        );
+        let reason = match (status, &challenge) {
+            (401, _) => AuthorizationReason::Unauthorized,
+            (403, Some(c)) if c.insufficient_scope() => AuthorizationReason::InsufficientScope,
+            _ => return false,
+        };
+        let tries = self.auth_tries.entry(request).or_default();
+        let spent = match reason {
+            AuthorizationReason::Unauthorized => std::mem::replace(&mut tries.renewed, true),
+            AuthorizationReason::InsufficientScope => {
+                std::mem::replace(&mut tries.stepped_up, true)
+            }
+        };
+        if spent {
+            // Once per cause: a server that refuses again fails the
+            // request rather than loop through logins.
+            let scope = wanted_scope(challenge.as_ref());
+            let what = match reason {
+                AuthorizationReason::Unauthorized => "refused the new token too",
+                AuthorizationReason::InsufficientScope => {
+                    "still finds the scope insufficient after a new login"
+                }
+            };
+            self.outputs.push_back(HttpOutput::Abort(exchange));
+            if let Some(x) = self.exchanges.remove(&exchange) {
+                if let Role::Post { kind, .. } = x.role {
+                    self.fail_transmit(
+                        now,
+                        kind,
+                        format!(
+                            "the server answered HTTP {status}: it {what}{scope}; rho re-authorizes a request once, so check the server's scopes or run `rho mcp login {}`",
+                            self.session.server()
+                        ),
+                    );
+                }
+            }
+            return true;
+        }
+        let Some(Exchange {
+            role:
+                Role::Post {
+                    kind,
+                    body,
+                    retried,
+                    ..
+                },
+            ..
+        }) = self.exchanges.remove(&exchange)
+        else {
+            return false;
+        };
+        self.outputs.push_back(HttpOutput::Abort(exchange));
+        let parked = AuthParked {
+            body,
+            kind,
+            retried,
+            refusal: Some((status, reason)),
+        };
+        if let Some(waiting) = &mut self.reauthorizing {
+            // Refused under the old token while the host is already asked:
+            // it goes with the answer.
+            waiting.parked.push(parked);
+            return true;
+        }
+        let challenge = challenge.unwrap_or_default();
+        tracing::info!(
+            server = %self.session.server(),
+            status,
+            "the server refused the request's authorization; asking the host for a new one"
+        );
+        let question = self.session.new_question_id();
+        self.reauthorizing = Some(Reauthorizing {
+            question,
+            scope: challenge.scope.clone(),
+            parked: vec![parked],
+        });
+        self.events.push_back(Event::Question {
+            question,
+            call: CallId(request.0),
+            kind: Question::Authorization { reason, challenge },
+        });
+        true
+    }
+
     /// Starts a fresh `initialize` after the server forgot the session.
     /// Returns `false` when the session cannot (it is not ready).
     fn start_reinitialize(&mut self, now: Instant) -> bool {
@@ -1363,6 +1611,10 @@ impl HttpTransport {
         self.exchanges.clear();
         self.resumes.clear();
         self.parked.clear();
+        if let Some(waiting) = self.reauthorizing.take() {
+            self.events
+                .push_back(Event::QuestionWithdrawn(waiting.question));
+        }
         self.timers.stop(Timer::ServerStreamWait);
         if self.session_id.is_none() {
             self.events.push_back(Event::Closed(reason));
@@ -1394,6 +1646,19 @@ impl HttpTransport {
             self.closed = true;
         }
     }
+}
+
+/// ` (it wants scope "a b")` when a scope is named, else nothing.
+fn scope_words(scope: Option<&[String]>) -> String {
+    match scope {
+        Some(scope) if !scope.is_empty() => format!(" (it wants scope \"{}\")", scope.join(" ")),
+        _ => String::new(),
+    }
+}
+
+/// [`scope_words`] of a challenge.
+fn wanted_scope(challenge: Option<&BearerChallenge>) -> String {
+    scope_words(challenge.and_then(|c| c.scope.as_deref()))
 }
 
 /// Why an answer over the size cap failed its request.

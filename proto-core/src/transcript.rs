@@ -37,7 +37,8 @@
 //!   `timer`: what it was for, or both `null`), `call` (`tool`, `args`),
 //!   `cancel` (`call`), `close`,
 //!   `answer_elicitation` (`question`, `answer`), `answer_sampling`
-//!   (`question`, `answer`).
+//!   (`question`, `answer`), `answer_authorization` (`question`, `answer`:
+//!   `{"authorized":"<redacted>"}` or `{"refused":REASON}`).
 //! - `{"s":ID,"poll":"output"|"event"|"call_id","got":...}` — what a poll
 //!   (or `call_tool`) returned; `null` for `None`.
 //!
@@ -92,11 +93,14 @@ impl Recorder {
         http: Option<&HttpOptions>,
         redactor: Redactor,
     ) -> Self {
+        // A re-authorization adds an Authorization header the options
+        // did not have: it is always secret.
         let secret_headers: Vec<String> = http
             .map(|h| {
                 h.headers
                     .iter()
                     .map(|(k, _)| k.to_ascii_lowercase())
+                    .chain(std::iter::once("authorization".to_owned()))
                     .collect()
             })
             .unwrap_or_default();
@@ -231,6 +235,8 @@ fn http_json(h: &HttpOptions) -> Value {
         "delete_timeout_ms": ms(h.delete_timeout),
         "ping_interval_ms": ms(h.ping_interval),
         "server_stream_wait_ms": ms(h.server_stream_wait),
+        "oauth": h.oauth,
+        "reauthorize": h.reauthorize,
     })
 }
 
@@ -261,6 +267,27 @@ fn request_json(r: &HttpRequest, secrets: &[String]) -> Value {
         "headers": headers,
         "body": bytes_json(&r.body),
     })
+}
+
+/// An authorization answer as transcript JSON: whether a header came
+/// (never its value), or the host's reason.
+pub(crate) fn authorization_answer_json(answer: &Result<String, String>) -> Value {
+    match answer {
+        Ok(_) => json!({"authorized": REDACTED}),
+        Err(reason) => json!({"refused": reason}),
+    }
+}
+
+/// The answer [`authorization_answer_json`] wrote; a header comes back as
+/// `<redacted>`, as every secret header of a recorded request does.
+fn authorization_answer_from(value: &Value) -> Option<Result<String, String>> {
+    if value.get("authorized").is_some() {
+        return Some(Ok(REDACTED.to_owned()));
+    }
+    value
+        .get("refused")
+        .and_then(Value::as_str)
+        .map(|r| Err(r.to_owned()))
 }
 
 /// `FormAnswer` as transcript JSON.
@@ -574,6 +601,9 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
             http.ping_interval = hms("ping_interval_ms").unwrap_or(http.ping_interval);
             http.server_stream_wait =
                 hms("server_stream_wait_ms").unwrap_or(http.server_stream_wait);
+            let flag = |k: &str| h.get(k).and_then(Value::as_bool).unwrap_or(false);
+            http.oauth = flag("oauth");
+            http.reauthorize = flag("reauthorize");
             Some(http)
         }
     };
@@ -662,6 +692,18 @@ fn apply(
                 .and_then(sampling_answer_from)
                 .ok_or("bad answer")?;
             c.answer_sampling(now, q, answer);
+        }
+        "answer_authorization" => {
+            let q = QuestionId(
+                e.get("question")
+                    .and_then(Value::as_u64)
+                    .ok_or("no question")?,
+            );
+            let answer = e
+                .get("answer")
+                .and_then(authorization_answer_from)
+                .ok_or("bad answer")?;
+            c.answer_authorization(now, q, answer);
         }
         other => return Err(format!("unknown input `{other}`")),
     }

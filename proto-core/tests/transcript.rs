@@ -195,3 +195,122 @@ fn a_transcript_of_another_version_is_refused_with_what_to_do() {
         other => panic!("{other:?}"),
     }
 }
+
+#[test]
+fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
+    use rho_proto_core::connection::{HttpInput, Output};
+    use rho_proto_core::http::{HttpOutput, HttpRequest};
+    use rho_proto_core::session::{Event, Question};
+
+    let config = config::parse(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n[mcp.servers.remote.oauth]\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let host = HostContext {
+        can_reauthorize: true,
+        ..HostContext::default()
+    };
+    let now = Instant::now();
+    let mut conn = Connection::new_recorded(server, &host, now).expect("connects");
+    // Drains everything, returning the requests sent and the events.
+    let drain = |conn: &mut Connection| {
+        let mut sent: Vec<HttpRequest> = Vec::new();
+        let mut events = Vec::new();
+        while let Some(output) = conn.poll_output() {
+            if let Output::Http(HttpOutput::Send(req)) = output {
+                sent.push(req);
+            }
+        }
+        while let Some(event) = conn.poll_event() {
+            events.push(event);
+        }
+        (sent, events)
+    };
+    let respond = |conn: &mut Connection,
+                   req: &HttpRequest,
+                   status: u16,
+                   headers: &[(&str, &str)],
+                   body: &str| {
+        let headers = headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        conn.handle_http(now, req.exchange, HttpInput::Head { status, headers });
+        if !body.is_empty() {
+            conn.handle_http(now, req.exchange, HttpInput::Body(body.as_bytes().to_vec()));
+        }
+        conn.handle_http(now, req.exchange, HttpInput::End);
+    };
+    let json = ("content-type", "application/json");
+    let (sent, _) = drain(&mut conn);
+    respond(
+        &mut conn,
+        &sent[0],
+        200,
+        &[json],
+        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#,
+    );
+    let (sent, _) = drain(&mut conn);
+    respond(&mut conn, &sent[0], 202, &[], "");
+    let (sent, _) = drain(&mut conn);
+    respond(&mut conn, &sent[0], 405, &[], "");
+    let (sent, _) = drain(&mut conn);
+    let list = sent.last().expect("tools/list").clone();
+    respond(
+        &mut conn,
+        &list,
+        401,
+        &[
+            json,
+            (
+                "WWW-Authenticate",
+                r#"Bearer error="invalid_token", scope="mcp""#,
+            ),
+        ],
+        "{}",
+    );
+    let (_, events) = drain(&mut conn);
+    let question = events
+        .iter()
+        .find_map(|e| match e {
+            Event::Question {
+                question,
+                kind: Question::Authorization { .. },
+                ..
+            } => Some(*question),
+            _ => None,
+        })
+        .expect("asked");
+    conn.answer_authorization(now, question, Ok("Bearer fresh-token-secret".to_owned()));
+    let (sent, _) = drain(&mut conn);
+    let again = sent.last().expect("resent").clone();
+    assert!(
+        again
+            .headers
+            .iter()
+            .any(|(k, v)| k == "Authorization" && v == "Bearer fresh-token-secret")
+    );
+    respond(
+        &mut conn,
+        &again,
+        200,
+        &[json],
+        &format!(
+            r#"{{"jsonrpc":"2.0","id":{},"result":{{"tools":[]}}}}"#,
+            serde_json::from_slice::<serde_json::Value>(&again.body).expect("json")["id"]
+        ),
+    );
+    let (_, events) = drain(&mut conn);
+    assert!(
+        events.iter().any(|e| matches!(e, Event::Ready(_))),
+        "{events:?}"
+    );
+    let text = conn.take_transcript().join("\n");
+    assert!(text.contains("answer_authorization"), "{text}");
+    assert!(!text.contains("fresh-token-secret"), "{text}");
+    assert!(text.contains("\"Authorization\",\"<redacted>\""), "{text}");
+    let summary = replay(&text, now).expect("replays");
+    assert_eq!(summary.sessions, 1);
+}

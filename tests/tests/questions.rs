@@ -210,6 +210,7 @@ fn services(
         responder: Some(Arc::clone(responder) as Arc<dyn Responder>),
         model: Some(Arc::clone(&model) as Arc<dyn Model>),
         ledger: Some(Arc::clone(&ledger) as Arc<dyn UsageLedger>),
+        ..HostServices::default()
     };
     (host, model, ledger)
 }

@@ -455,7 +455,8 @@ impl Host {
                 );
                 let form = match kind {
                     crate::session::Question::Elicitation(form) => Some(form.clone()),
-                    crate::session::Question::Sampling(_) => None,
+                    crate::session::Question::Sampling(_)
+                    | crate::session::Question::Authorization { .. } => None,
                 };
                 self.questions.push((*question, form));
                 self.open.insert(*question);

@@ -32,7 +32,7 @@ impl Challenge {
 }
 
 /// What a Bearer challenge tells an MCP client.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct BearerChallenge {
     /// `resource_metadata`: where the protected resource metadata is.
     pub resource_metadata: Option<String>,

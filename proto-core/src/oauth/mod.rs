@@ -19,9 +19,10 @@
 //!   (requests out, responses and the callback in, tokens out), and the
 //!   refresh of stored credentials.
 //!
-//! Implementation note: the session does not drive a login yet; wiring a
-//! 401 into [`flow::Login`], the credential store, the loopback listener
-//! and `rho mcp login` build on this.
+//! The session never runs a login itself: a request refused mid-session
+//! (401, or 403 `insufficient_scope`) becomes a question to the host's
+//! [`crate::host::Authorizer`] (see [`crate::http`]), which refreshes or
+//! logs in with these pieces and hands back a new `Authorization` header.
 
 pub mod authorize;
 pub mod challenge;

@@ -52,7 +52,7 @@ mod timer;
 pub(crate) use tally::grouped;
 use tally::{Tally, Verdict};
 
-pub use questions::{Question, QuestionId, SamplingAnswer};
+pub use questions::{AuthorizationReason, Question, QuestionId, SamplingAnswer};
 pub use timer::Timer;
 pub(crate) use timer::{Clock, TimerTable};
 
@@ -311,11 +311,15 @@ pub enum Event {
     /// The server asked a question (elicitation or sampling) during the one
     /// call in flight; the host answers with
     /// [`Session::answer_elicitation`] or [`Session::answer_sampling`].
-    /// The call's budget is paused until it does.
+    /// The call's budget is paused until it does. An authorization
+    /// question comes from the HTTP transport instead (answered with
+    /// [`crate::http::HttpTransport::answer_authorization`]), and budgets
+    /// keep running while it is open.
     Question {
         /// Which question, for the answer.
         question: QuestionId,
-        /// The call it belongs to.
+        /// The call it belongs to; for an authorization question, the first
+        /// request that waits on it (which may be a `tools/list`).
         call: CallId,
         /// What is asked.
         kind: Question,

@@ -20,6 +20,7 @@ use serde_json::Value;
 use super::{CallId, Event, Purpose, Session, TransmitKind};
 use crate::elicitation::{self, Form, FormAnswer};
 use crate::jsonrpc::{self, ErrorObject, RequestId, ServerRequestId};
+use crate::oauth::challenge::BearerChallenge;
 use crate::sampling::{self, SamplingRequest};
 
 /// Identifies a question put to the host. Small and `Copy`, like a call id.
@@ -34,6 +35,27 @@ pub enum Question {
     Elicitation(Form),
     /// A completion from the user's model; the person confirms first.
     Sampling(SamplingRequest),
+    /// Not from the server's JSON-RPC but from its HTTP answer: it refused
+    /// a request's credentials (401, or 403 `insufficient_scope`), and the
+    /// request waits for a new `Authorization` header (see
+    /// [`crate::http`]).
+    Authorization {
+        /// Which refusal.
+        reason: AuthorizationReason,
+        /// The server's Bearer challenge (empty when it sent none).
+        challenge: BearerChallenge,
+    },
+}
+
+/// Why a server refused a request's credentials.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AuthorizationReason {
+    /// HTTP 401: no token, or one that expired or was revoked.
+    Unauthorized,
+    /// HTTP 403 with `error="insufficient_scope"`: the token lacks the
+    /// scope the challenge names (a step-up).
+    InsufficientScope,
 }
 
 /// The host's answer to a sampling question.
@@ -115,6 +137,14 @@ impl Session {
     /// How many questions are waiting for the host.
     pub fn open_questions(&self) -> usize {
         self.questions.len()
+    }
+
+    /// A fresh question id for a question the transport asks (an
+    /// authorization), from the same counter as the session's own.
+    pub(crate) fn new_question_id(&mut self) -> QuestionId {
+        let question = QuestionId(self.next_question);
+        self.next_question += 1;
+        question
     }
 
     pub(super) fn elicitation_request(

@@ -1,0 +1,487 @@
+//! Re-authorization mid-session: the CLI's [`Authorizer`], which a runtime
+//! asks when an OAuth server refuses a request's token (see
+//! `rho_proto_core::http` for how the request waits and is resent).
+//!
+//! - 401 (the token expired or was revoked): the stored refresh token
+//!   first (no person), else a fresh client-credentials grant for
+//!   `oauth.grant = "client_credentials"`, else a new login.
+//! - 403 `insufficient_scope` (a step-up): a new login asking for the union
+//!   of the scopes the stored login holds and the scopes the challenge
+//!   names, so a step-up never loses what was granted before.
+//!
+//! A new login runs only where it may: with a person at a terminal (the
+//! same rule as `rho mcp call` logging in first), or headless for the
+//! conformance client, whose mock authorization server approves at once.
+//! Otherwise the answer is a reason that says to run `rho mcp login <id>`
+//! and names the scope the server wants. Logins are one at a time, so two
+//! servers refusing at once never open two browser steps.
+//!
+//! What a login yields is stored before the header is returned, so a rho
+//! that exits right after still has the rotated refresh token.
+
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex};
+
+use rho_proto_core::config::{Config, OAuthGrant, Transport};
+use rho_proto_core::host::Authorizer;
+use rho_proto_core::oauth::challenge::BearerChallenge;
+use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
+use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, StoredLogin};
+use rho_proto_core::oauth::token::{Client, TokenResponse};
+use rho_proto_core::session::AuthorizationReason;
+
+use crate::oauth_login::{self, Browser};
+
+/// Whether a new login may run mid-session.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum LoginMode {
+    /// Never: refresh and client credentials only (`list --connect`, no
+    /// terminal).
+    Never,
+    /// A person at a terminal: print and open the authorization URL.
+    Person,
+    /// Fetch the authorization URL and read the redirect (the conformance
+    /// suite's mock authorization server).
+    Headless,
+}
+
+/// One server's login, as configured.
+struct ServerLogin {
+    key: StoreKey,
+    grant: OAuthGrant,
+    /// The settings a login starts from, or why there are none (a client
+    /// secret variable that is not set).
+    settings: Result<LoginSettings, String>,
+}
+
+/// The CLI's [`Authorizer`] over a credential store.
+pub(crate) struct StoreAuthorizer {
+    store: Arc<dyn CredentialStore>,
+    servers: BTreeMap<String, ServerLogin>,
+    mode: LoginMode,
+    /// One login or refresh at a time.
+    busy: Mutex<()>,
+}
+
+impl StoreAuthorizer {
+    /// An authorizer for `servers` (id, store key, grant, login settings).
+    fn new(
+        store: Arc<dyn CredentialStore>,
+        servers: BTreeMap<String, ServerLogin>,
+        mode: LoginMode,
+    ) -> Self {
+        Self {
+            store,
+            servers,
+            mode,
+            busy: Mutex::new(()),
+        }
+    }
+
+    /// An authorizer for every server of `config` selected by `select`
+    /// that has an `oauth` table and no configured `Authorization` header
+    /// (a configured header wins and suppresses the whole flow). `None`
+    /// when there is none, or no store.
+    pub(crate) fn for_config(
+        config: &Config,
+        store: Option<Arc<dyn CredentialStore>>,
+        mode: LoginMode,
+        select: &dyn Fn(&str) -> bool,
+    ) -> Option<Arc<dyn Authorizer>> {
+        let store = store?;
+        let mut servers = BTreeMap::new();
+        for entry in &config.servers {
+            let Ok(server) = &entry.config else { continue };
+            let Transport::StreamableHttp(http) = &server.transport else {
+                continue;
+            };
+            let Some(oauth) = &http.oauth else { continue };
+            let has_header = http
+                .headers
+                .keys()
+                .chain(http.headers_from_env.keys())
+                .any(|k| k.eq_ignore_ascii_case("authorization"));
+            if has_header || !select(&entry.id) {
+                continue;
+            }
+            let key = StoreKey {
+                server: entry.id.clone(),
+                url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
+            };
+            let settings = oauth_login::settings_for(
+                &entry.id,
+                http,
+                oauth,
+                None,
+                oauth_login::redirect_uri(8976),
+            );
+            servers.insert(
+                entry.id.clone(),
+                ServerLogin {
+                    key,
+                    grant: oauth.grant,
+                    settings,
+                },
+            );
+        }
+        (!servers.is_empty())
+            .then(|| Arc::new(Self::new(store, servers, mode)) as Arc<dyn Authorizer>)
+    }
+
+    /// An authorizer for one server whose login settings the caller built
+    /// (the conformance client).
+    pub(crate) fn for_one(
+        store: Arc<dyn CredentialStore>,
+        id: &str,
+        key: StoreKey,
+        settings: LoginSettings,
+        mode: LoginMode,
+    ) -> Self {
+        let grant = match settings.grant {
+            GrantKind::ClientCredentials => OAuthGrant::ClientCredentials,
+            GrantKind::AuthorizationCode { .. } => OAuthGrant::AuthorizationCode,
+        };
+        let mut servers = BTreeMap::new();
+        servers.insert(
+            id.to_owned(),
+            ServerLogin {
+                key,
+                grant,
+                settings: Ok(settings),
+            },
+        );
+        Self::new(store, servers, mode)
+    }
+
+    /// Refreshes the stored access token; the new one, stored.
+    fn refresh(&self, key: &StoreKey, login: &StoredLogin) -> Result<String, String> {
+        let credentials = credentials_of(login).ok_or("no refresh token is stored")?;
+        let request = rho_proto_core::oauth::flow::refresh_request(&credentials)
+            .ok_or("no refresh token is stored")?;
+        let agent = rho_io_blocking::http_client::new_agent();
+        let answer = oauth_login::exchange(
+            &agent,
+            rho_proto_core::http::Method::Post,
+            &request.url,
+            request.headers,
+            request.body,
+        )
+        .map_err(|e| format!("refreshing the token failed: {e}"))?;
+        let refreshed =
+            rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body)
+                .map_err(|e| format!("refreshing the token failed: {e}"))?;
+        oauth_login::save(self.store.as_ref(), key, &refreshed)?;
+        Ok(refreshed.tokens.access_token)
+    }
+
+    /// Runs a new login asking for `scopes` (when set), stores it, and
+    /// returns the access token.
+    fn login(
+        &self,
+        id: &str,
+        server: &ServerLogin,
+        stored: Option<&StoredLogin>,
+        challenge: &BearerChallenge,
+        scopes: Option<Vec<String>>,
+    ) -> Result<String, String> {
+        let mut settings = server.settings.clone()?;
+        settings.stored_client = stored.map(|s| (s.issuer.clone(), s.client.clone()));
+        if scopes.is_some() {
+            settings.scopes = scopes;
+        }
+        let machine = server.grant == OAuthGrant::ClientCredentials;
+        let browser = match (machine, self.mode) {
+            (true, _) | (false, LoginMode::Headless) => Browser::Headless,
+            (false, LoginMode::Person) => {
+                let (browser, redirect_uri) = Browser::person()?;
+                settings.grant = GrantKind::AuthorizationCode { redirect_uri };
+                eprintln!("rho: server `{id}` needs a new login{}", wanted(challenge));
+                browser
+            }
+            (false, LoginMode::Never) => return Err("no one is here to log in".to_owned()),
+        };
+        let key = server.key.clone();
+        let store = Arc::clone(&self.store);
+        let mut on_registered = |issuer: &str, client: &Client| {
+            let login = StoredLogin {
+                issuer: issuer.to_owned(),
+                client: client.clone(),
+                tokens: None,
+            };
+            if let Err(e) = store.update(&key, &mut |_| Some(login.clone())) {
+                tracing::warn!(server = %id, "{e}");
+            }
+        };
+        let agent = rho_io_blocking::http_client::new_agent();
+        let credentials = oauth_login::run(
+            &agent,
+            settings,
+            Some(challenge.clone()),
+            &browser,
+            &mut on_registered,
+        )
+        .map_err(|e| format!("the login failed: {e}"))?;
+        oauth_login::save(self.store.as_ref(), &server.key, &credentials)?;
+        Ok(credentials.tokens.access_token)
+    }
+}
+
+impl Authorizer for StoreAuthorizer {
+    fn authorize(
+        &self,
+        server: &str,
+        reason: AuthorizationReason,
+        challenge: &BearerChallenge,
+    ) -> Result<String, String> {
+        let Some(entry) = self.servers.get(server) else {
+            return Err(format!(
+                "server `{server}` has a configured Authorization header or no `oauth` table; rho does not replace it"
+            ));
+        };
+        let _one_at_a_time = self.busy.lock().unwrap_or_else(|e| e.into_inner());
+        let stored = self.store.load(&entry.key).map_err(|e| e.to_string())?;
+        let token = match reason {
+            AuthorizationReason::Unauthorized => {
+                let refreshed = match &stored {
+                    Some(login) if has_refresh_token(login) => {
+                        Some(self.refresh(&entry.key, login))
+                    }
+                    _ => None,
+                };
+                match refreshed {
+                    Some(Ok(token)) => Ok(token),
+                    Some(Err(why)) => {
+                        tracing::info!(server, "{why}; trying a new login");
+                        self.login(server, entry, stored.as_ref(), challenge, None)
+                            .map_err(|e| format!("{why}; {e}"))
+                    }
+                    None => self.login(server, entry, stored.as_ref(), challenge, None),
+                }
+            }
+            AuthorizationReason::InsufficientScope => {
+                let scopes = union(held_scopes(stored.as_ref()), challenge.scope.as_deref());
+                self.login(server, entry, stored.as_ref(), challenge, Some(scopes))
+            }
+        };
+        token
+            .map(|t| format!("Bearer {t}"))
+            .map_err(|why| match reason {
+                AuthorizationReason::Unauthorized => {
+                    format!("{why}: run `rho mcp login {server}`")
+                }
+                // `rho mcp login` alone would ask for the same scopes again.
+                AuthorizationReason::InsufficientScope => format!(
+                    "{why}{}: log in with it at a terminal (`rho mcp call` does), or add it to `oauth.scopes` and run `rho mcp login {server}`",
+                    wanted(challenge)
+                ),
+            })
+    }
+}
+
+/// `; the server asks for scope "a b"`, when the challenge names one.
+fn wanted(challenge: &BearerChallenge) -> String {
+    match challenge.scope.as_deref() {
+        Some(scope) if !scope.is_empty() => {
+            format!(" (the server asks for scope \"{}\")", scope.join(" "))
+        }
+        _ => String::new(),
+    }
+}
+
+fn has_refresh_token(login: &StoredLogin) -> bool {
+    login
+        .tokens
+        .as_ref()
+        .is_some_and(|t| t.refresh_token.is_some())
+}
+
+/// The scopes a stored login was granted (or asked for).
+fn held_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
+    stored
+        .and_then(|s| s.tokens.as_ref())
+        .and_then(|t| t.scope.as_deref())
+        .map(|s| s.split_ascii_whitespace().map(str::to_owned).collect())
+        .unwrap_or_default()
+}
+
+/// `held` then every scope of `asked` not already in it, in order.
+pub(crate) fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
+    for scope in asked.unwrap_or_default() {
+        if !held.contains(scope) {
+            held.push(scope.clone());
+        }
+    }
+    held
+}
+
+/// A stored login as the core's credentials, for a refresh.
+fn credentials_of(login: &StoredLogin) -> Option<Credentials> {
+    let tokens = login.tokens.as_ref()?;
+    Some(Credentials {
+        issuer: login.issuer.clone(),
+        client: login.client.clone(),
+        resource: tokens.resource.clone(),
+        token_endpoint: url::Url::parse(&tokens.token_endpoint).ok()?,
+        scope: tokens.scope.clone(),
+        tokens: TokenResponse {
+            access_token: tokens.access_token.clone(),
+            token_type: "Bearer".into(),
+            expires_in: None,
+            refresh_token: tokens.refresh_token.clone(),
+            scope: tokens.scope.clone(),
+        },
+    })
+}
+
+/// A credential store in memory, for a run that must not touch
+/// `~/.rho` (the conformance client).
+#[derive(Default)]
+pub(crate) struct MemoryStore(Mutex<BTreeMap<StoreKey, StoredLogin>>);
+
+impl CredentialStore for MemoryStore {
+    fn load(&self, key: &StoreKey) -> Result<Option<StoredLogin>, StoreError> {
+        Ok(self
+            .0
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(key)
+            .cloned())
+    }
+
+    fn update(
+        &self,
+        key: &StoreKey,
+        change: &mut dyn FnMut(Option<StoredLogin>) -> Option<StoredLogin>,
+    ) -> Result<(), StoreError> {
+        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        match change(map.get(key).cloned()) {
+            Some(login) => map.insert(key.clone(), login),
+            None => map.remove(key),
+        };
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rho_proto_core::oauth::store::StoredTokens;
+    use rho_proto_core::oauth::token::ClientAuth;
+
+    fn strings(s: &[&str]) -> Vec<String> {
+        s.iter().map(|s| (*s).to_owned()).collect()
+    }
+
+    #[test]
+    fn a_step_up_asks_for_what_was_held_and_what_is_asked() {
+        assert_eq!(
+            union(
+                strings(&["mcp:basic"]),
+                Some(&strings(&["mcp:basic", "mcp:write"]))
+            ),
+            strings(&["mcp:basic", "mcp:write"])
+        );
+        assert_eq!(
+            union(strings(&["a", "b"]), Some(&strings(&["c"]))),
+            strings(&["a", "b", "c"])
+        );
+        assert_eq!(union(Vec::new(), None), Vec::<String>::new());
+    }
+
+    fn key() -> StoreKey {
+        StoreKey {
+            server: "s".into(),
+            url: "https://mcp.example.com/mcp".into(),
+        }
+    }
+
+    fn settings() -> LoginSettings {
+        LoginSettings {
+            server_url: url::Url::parse("https://mcp.example.com/mcp").expect("url"),
+            grant: GrantKind::AuthorizationCode {
+                redirect_uri: oauth_login::redirect_uri(8976),
+            },
+            client: None,
+            stored_client: None,
+            client_metadata_url: None,
+            scopes: None,
+            client_name: "rho".into(),
+        }
+    }
+
+    fn stored(scope: &str, refresh: Option<&str>) -> StoredLogin {
+        StoredLogin {
+            issuer: "https://auth.example.com".into(),
+            client: Client {
+                id: "c".into(),
+                secret: None,
+                auth: ClientAuth::None,
+            },
+            tokens: Some(StoredTokens {
+                access_token: "old".into(),
+                refresh_token: refresh.map(str::to_owned),
+                expires_at: None,
+                scope: Some(scope.into()),
+                resource: "https://mcp.example.com/mcp".into(),
+                // Nothing listens here: a refresh fails to connect.
+                token_endpoint: "http://127.0.0.1:9/token".into(),
+            }),
+        }
+    }
+
+    #[test]
+    fn with_no_one_to_log_in_the_reason_says_what_to_run_and_the_scope() {
+        let store = Arc::new(MemoryStore::default());
+        store
+            .update(&key(), &mut |_| Some(stored("mcp:basic", None)))
+            .expect("stored");
+        let authorizer = StoreAuthorizer::for_one(store, "s", key(), settings(), LoginMode::Never);
+        let challenge = BearerChallenge {
+            scope: Some(strings(&["mcp:write"])),
+            error: Some("insufficient_scope".into()),
+            ..BearerChallenge::default()
+        };
+        let why = authorizer
+            .authorize("s", AuthorizationReason::InsufficientScope, &challenge)
+            .expect_err("nobody to log in");
+        assert!(
+            why.contains("rho mcp login s") && why.contains("\"mcp:write\""),
+            "{why}"
+        );
+        let why = authorizer
+            .authorize("s", AuthorizationReason::Unauthorized, &challenge)
+            .expect_err("no refresh token, nobody to log in");
+        assert!(why.contains("rho mcp login s"), "{why}");
+        let why = authorizer
+            .authorize("other", AuthorizationReason::Unauthorized, &challenge)
+            .expect_err("not an OAuth server");
+        assert!(why.contains("configured Authorization header"), "{why}");
+    }
+
+    #[test]
+    fn a_failed_refresh_is_named_in_the_reason() {
+        let store = Arc::new(MemoryStore::default());
+        store
+            .update(&key(), &mut |_| Some(stored("mcp:basic", Some("rt"))))
+            .expect("stored");
+        let authorizer =
+            StoreAuthorizer::for_one(store.clone(), "s", key(), settings(), LoginMode::Never);
+        let why = authorizer
+            .authorize(
+                "s",
+                AuthorizationReason::Unauthorized,
+                &BearerChallenge::default(),
+            )
+            .expect_err("the token endpoint is not there");
+        assert!(
+            why.contains("refreshing the token failed") && why.contains("rho mcp login s"),
+            "{why}"
+        );
+        // The old login is still stored: nothing was lost.
+        let kept = store.load(&key()).expect("loads").expect("entry");
+        assert_eq!(
+            kept.tokens.and_then(|t| t.refresh_token).as_deref(),
+            Some("rt")
+        );
+    }
+}

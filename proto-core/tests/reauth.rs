@@ -1,0 +1,443 @@
+//! Re-authorization mid-session over Streamable HTTP, driven by a scripted
+//! server and a fake clock: a request refused 401 or 403
+//! `insufficient_scope` waits (with everything sent meanwhile) while the
+//! host is asked, is resent with the new `Authorization` header, or fails
+//! with the host's reason; once per cause per request; budgets keep
+//! running; a close withdraws the question.
+
+// The fake clock needs one real `Instant` as its origin.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method};
+use rho_proto_core::session::{
+    AuthorizationReason, CallError, CallId, Event, Question, QuestionId, SessionOptions,
+};
+use serde_json::{Value, json};
+use url::Url;
+
+const URL: &str = "https://mcp.example.com/mcp";
+const OLD: &str = "Bearer at-old-7f3a";
+const NEW: &str = "Bearer at-new-91c2";
+const JSON: (&str, &str) = ("content-type", "application/json");
+const PRM: &str = "https://mcp.example.com/.well-known/oauth-protected-resource/mcp";
+
+fn options(reauthorize: bool) -> HttpOptions {
+    let mut o = HttpOptions::new(
+        Url::parse(URL).expect("url"),
+        vec![("Authorization".into(), OLD.into())],
+    );
+    o.ping_interval = Duration::from_secs(3600);
+    o.oauth = true;
+    o.reauthorize = reauthorize;
+    o
+}
+
+fn rpc(req: &HttpRequest) -> Value {
+    serde_json::from_slice(&req.body).expect("POST bodies are JSON")
+}
+
+fn method_of(req: &HttpRequest) -> String {
+    rpc(req)["method"]
+        .as_str()
+        .unwrap_or("<response>")
+        .to_owned()
+}
+
+fn authorization(req: &HttpRequest) -> Vec<&str> {
+    req.headers
+        .iter()
+        .filter(|(k, _)| k.eq_ignore_ascii_case("authorization"))
+        .map(|(_, v)| v.as_str())
+        .collect()
+}
+
+struct Harness {
+    now: Instant,
+    transport: HttpTransport,
+    sent: Vec<HttpRequest>,
+    events: Vec<Event>,
+}
+
+impl Harness {
+    fn new(reauthorize: bool) -> Self {
+        let now = Instant::now();
+        let mut session = SessionOptions::stdio("remote");
+        session.startup_timeout = Duration::from_secs(10);
+        session.tool_timeout = Duration::from_secs(5);
+        let transport = HttpTransport::new(session, options(reauthorize), now);
+        let mut h = Self {
+            now,
+            transport,
+            sent: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(output) = self.transport.poll_output() {
+            if let HttpOutput::Send(req) = output {
+                self.sent.push(req);
+            }
+        }
+        while let Some(event) = self.transport.poll_event() {
+            self.events.push(event);
+        }
+    }
+
+    fn posts(&self, method: &str) -> Vec<HttpRequest> {
+        self.sent
+            .iter()
+            .filter(|r| r.method == Method::Post && method_of(r) == method)
+            .cloned()
+            .collect()
+    }
+
+    fn last_post(&self, method: &str) -> HttpRequest {
+        self.posts(method).pop().expect("a POST of that method")
+    }
+
+    fn respond(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)], body: &str) {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.transport
+            .handle_response_head(self.now, req.exchange, status, &headers);
+        self.drain();
+        if !body.is_empty() {
+            self.transport
+                .handle_response_body(self.now, req.exchange, body.as_bytes());
+            self.drain();
+        }
+        self.transport.handle_response_end(self.now, req.exchange);
+        self.drain();
+    }
+
+    fn answer(&mut self, req: &HttpRequest, result: Value) {
+        let body = json!({"jsonrpc": "2.0", "id": rpc(req)["id"], "result": result}).to_string();
+        self.respond(req, 200, &[JSON], &body);
+    }
+
+    fn refuse_401(&mut self, req: &HttpRequest) {
+        let challenge =
+            format!(r#"Bearer error="invalid_token", resource_metadata="{PRM}", scope="mcp""#);
+        self.respond(
+            req,
+            401,
+            &[JSON, ("WWW-Authenticate", &challenge)],
+            r#"{"error":"invalid_token"}"#,
+        );
+    }
+
+    fn refuse_403(&mut self, req: &HttpRequest, scope: &str) {
+        let challenge = format!(
+            r#"Bearer error="insufficient_scope", scope="{scope}", resource_metadata="{PRM}""#
+        );
+        self.respond(
+            req,
+            403,
+            &[JSON, ("WWW-Authenticate", &challenge)],
+            r#"{"error":"insufficient_scope"}"#,
+        );
+    }
+
+    /// Handshake and discovery; the server offers no stream of its own.
+    fn start(&mut self) -> HttpRequest {
+        let init = self.last_post("initialize");
+        self.answer(
+            &init,
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "1"}
+            }),
+        );
+        let initialized = self.last_post("notifications/initialized");
+        self.respond(&initialized, 202, &[], "");
+        let get = self.sent.last().expect("the GET").clone();
+        assert_eq!(get.method, Method::Get);
+        self.respond(&get, 405, &[], "");
+        self.last_post("tools/list")
+    }
+
+    fn ready(&mut self) {
+        let list = self.start();
+        self.answer(
+            &list,
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+        );
+        assert!(
+            self.events.iter().any(|e| matches!(e, Event::Ready(_))),
+            "{:?}",
+            self.events
+        );
+    }
+
+    fn call(&mut self) -> CallId {
+        let call = self
+            .transport
+            .call_tool(self.now, "echo", json!({}))
+            .expect("ready");
+        self.drain();
+        call
+    }
+
+    /// The authorization questions asked so far.
+    fn questions(&self) -> Vec<(QuestionId, AuthorizationReason, Option<Vec<String>>)> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::Question {
+                    question,
+                    kind: Question::Authorization { reason, challenge },
+                    ..
+                } => Some((*question, *reason, challenge.scope.clone())),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn answer_authorization(&mut self, question: QuestionId, answer: Result<String, String>) {
+        self.transport
+            .answer_authorization(self.now, question, answer);
+        self.drain();
+    }
+
+    fn completion(
+        &self,
+        call: CallId,
+    ) -> Option<&Result<rho_proto_core::protocol::CallToolResult, CallError>> {
+        self.events.iter().find_map(|e| match e {
+            Event::CallCompleted { call: c, result } if *c == call => Some(result),
+            _ => None,
+        })
+    }
+
+    fn failure(&self, call: CallId) -> String {
+        match self.completion(call) {
+            Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
+            other => panic!("expected a transport failure, got {other:?}"),
+        }
+    }
+}
+
+#[test]
+fn a_call_refused_401_waits_with_what_follows_and_is_resent_with_the_new_header() {
+    let mut h = Harness::new(true);
+    h.ready();
+    let first = h.call();
+    let refused = h.last_post("tools/call");
+    assert_eq!(authorization(&refused), [OLD]);
+    h.refuse_401(&refused);
+    let questions = h.questions();
+    assert_eq!(questions.len(), 1, "{:?}", h.events);
+    let (question, reason, scope) = questions[0].clone();
+    assert_eq!(reason, AuthorizationReason::Unauthorized);
+    assert_eq!(scope, Some(vec!["mcp".to_owned()]));
+    assert!(h.transport.is_reauthorizing());
+    assert!(h.completion(first).is_none(), "the call waits");
+    // A call made meanwhile waits too: it would meet the same refusal.
+    let second = h.call();
+    assert_eq!(h.posts("tools/call").len(), 1, "nothing sent while asking");
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    assert!(!h.transport.is_reauthorizing());
+    let resent = h.posts("tools/call");
+    assert_eq!(resent.len(), 3, "both calls go, in order");
+    for req in &resent[1..] {
+        assert_eq!(authorization(req), [NEW], "one header, the new one");
+    }
+    assert_eq!(rpc(&resent[1])["id"], rpc(&refused)["id"]);
+    h.answer(
+        &resent[1],
+        json!({"content": [{"type": "text", "text": "one"}]}),
+    );
+    h.answer(
+        &resent[2],
+        json!({"content": [{"type": "text", "text": "two"}]}),
+    );
+    for (call, text) in [(first, "one"), (second, "two")] {
+        match h.completion(call) {
+            Some(Ok(result)) => assert_eq!(result.text(), text),
+            other => panic!("{other:?}"),
+        }
+    }
+    // Answering the same question again does nothing.
+    h.answer_authorization(question, Ok("Bearer other".to_owned()));
+    assert_eq!(h.posts("tools/call").len(), 3);
+}
+
+#[test]
+fn a_step_up_goes_once_and_a_second_refusal_fails_naming_the_scope() {
+    let mut h = Harness::new(true);
+    h.ready();
+    let call = h.call();
+    h.refuse_403(&h.last_post("tools/call"), "mcp mcp:admin");
+    let (question, reason, scope) = h.questions()[0].clone();
+    assert_eq!(reason, AuthorizationReason::InsufficientScope);
+    assert_eq!(scope, Some(vec!["mcp".to_owned(), "mcp:admin".to_owned()]));
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    let resent = h.last_post("tools/call");
+    assert_eq!(authorization(&resent), [NEW]);
+    h.refuse_403(&resent, "mcp mcp:admin");
+    assert_eq!(h.questions().len(), 1, "no second step-up for the request");
+    let why = h.failure(call);
+    assert!(
+        why.contains("HTTP 403")
+            && why.contains("scope \"mcp mcp:admin\"")
+            && why.contains("rho mcp login remote"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_renewed_token_may_still_step_up_but_not_renew_twice() {
+    let mut h = Harness::new(true);
+    h.ready();
+    let call = h.call();
+    h.refuse_401(&h.last_post("tools/call"));
+    let (q1, _, _) = h.questions()[0].clone();
+    h.answer_authorization(q1, Ok(NEW.to_owned()));
+    h.refuse_403(&h.last_post("tools/call"), "mcp:write");
+    let questions = h.questions();
+    assert_eq!(questions.len(), 2, "one refresh and one step-up");
+    assert_eq!(questions[1].1, AuthorizationReason::InsufficientScope);
+    h.answer_authorization(questions[1].0, Ok("Bearer wider".to_owned()));
+    h.refuse_401(&h.last_post("tools/call"));
+    assert_eq!(h.questions().len(), 2, "no second renewal");
+    let why = h.failure(call);
+    assert!(
+        why.contains("HTTP 401") && why.contains("refused the new token"),
+        "{why}"
+    );
+    // The next request has its own tries.
+    let next = h.call();
+    h.refuse_401(&h.last_post("tools/call"));
+    assert_eq!(h.questions().len(), 3);
+    assert!(h.completion(next).is_none());
+}
+
+#[test]
+fn the_hosts_no_fails_every_waiting_request_with_its_reason() {
+    let mut h = Harness::new(true);
+    h.ready();
+    let first = h.call();
+    h.refuse_403(&h.last_post("tools/call"), "files:write");
+    let second = h.call();
+    let (question, _, _) = h.questions()[0].clone();
+    h.answer_authorization(
+        question,
+        Err("no one is here to log in: run `rho mcp login remote`".to_owned()),
+    );
+    let one = h.failure(first);
+    assert!(
+        one.contains("HTTP 403")
+            && one.contains("scope \"files:write\"")
+            && one.contains("rho mcp login remote"),
+        "{one}"
+    );
+    let two = h.failure(second);
+    assert!(
+        two.contains("waited for a new authorization") && two.contains("no one is here"),
+        "{two}"
+    );
+    assert_eq!(h.posts("tools/call").len(), 1, "nothing resent");
+}
+
+#[test]
+fn without_an_authorizer_or_a_step_up_challenge_a_refusal_fails_at_once() {
+    let mut h = Harness::new(false);
+    h.ready();
+    let call = h.call();
+    h.refuse_401(&h.last_post("tools/call"));
+    assert!(h.questions().is_empty());
+    assert!(h.failure(call).contains("rho mcp login remote"));
+
+    // A 403 that is not insufficient_scope is not a step-up.
+    let mut h = Harness::new(true);
+    h.ready();
+    let call = h.call();
+    h.respond(
+        &h.last_post("tools/call"),
+        403,
+        &[JSON, ("WWW-Authenticate", r#"Bearer error="forbidden""#)],
+        "{}",
+    );
+    assert!(h.questions().is_empty());
+    assert!(h.failure(call).contains("HTTP 403"));
+}
+
+#[test]
+fn the_calls_budget_keeps_running_and_a_late_header_resends_nothing_timed_out() {
+    let mut h = Harness::new(true);
+    h.ready();
+    let call = h.call();
+    h.refuse_401(&h.last_post("tools/call"));
+    let (question, _, _) = h.questions()[0].clone();
+    let deadline = h.transport.poll_timeout().expect("the call's deadline");
+    assert!(deadline <= h.now + Duration::from_secs(5), "not paused");
+    h.now = deadline;
+    h.transport.handle_timeout(h.now);
+    h.drain();
+    assert!(
+        matches!(h.completion(call), Some(Err(CallError::Timeout { .. }))),
+        "{:?}",
+        h.completion(call)
+    );
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    assert_eq!(
+        h.posts("tools/call").len(),
+        1,
+        "the timed-out call is not resent"
+    );
+    // The cancellation that waited goes, with the new header.
+    let cancel = h.last_post("notifications/cancelled");
+    assert_eq!(authorization(&cancel), [NEW]);
+}
+
+#[test]
+fn a_401_during_startup_waits_and_the_session_becomes_ready() {
+    let mut h = Harness::new(true);
+    let list = h.start();
+    h.refuse_401(&list);
+    let (question, reason, _) = h.questions()[0].clone();
+    assert_eq!(reason, AuthorizationReason::Unauthorized);
+    assert!(!h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    let again = h.last_post("tools/list");
+    assert_eq!(authorization(&again), [NEW]);
+    h.answer(&again, json!({"tools": []}));
+    assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+}
+
+#[test]
+fn closing_while_asking_withdraws_the_question_and_a_late_answer_does_nothing() {
+    let mut h = Harness::new(true);
+    h.ready();
+    let call = h.call();
+    h.refuse_401(&h.last_post("tools/call"));
+    let (question, _, _) = h.questions()[0].clone();
+    h.transport.close(h.now);
+    h.drain();
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::QuestionWithdrawn(q) if *q == question)),
+        "{:?}",
+        h.events
+    );
+    assert!(
+        h.completion(call).is_some(),
+        "the call ended with the session"
+    );
+    let before = h.sent.len();
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    assert!(
+        h.sent[before..].iter().all(|r| r.method == Method::Delete),
+        "{:?}",
+        &h.sent[before..]
+    );
+}
