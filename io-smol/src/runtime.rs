@@ -312,8 +312,11 @@ impl Runtime {
             reason: "its session has ended".into(),
         };
         let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
+        let mut cancel = std::pin::pin!(cancel);
         // Backpressure: a server that is not reading its input gets no more
         // calls queued for it until it catches up, within the call budget.
+        // A caller that gives up meanwhile is cancelled at once: nothing was
+        // sent, so there is no session call to abandon.
         let until = std::time::Instant::now() + handle.tool_timeout;
         while !handle.backlog.has_room(CALLER_ROOM) {
             if std::time::Instant::now() >= until {
@@ -329,7 +332,27 @@ impl Runtime {
                     },
                 ));
             }
-            Timer::after(BACKLOG_POLL).await;
+            let gave_up = smol::future::or(
+                async {
+                    Timer::after(BACKLOG_POLL).await;
+                    false
+                },
+                async {
+                    cancel.as_mut().await;
+                    true
+                },
+            )
+            .await;
+            if gave_up {
+                let server = self
+                    .inventory
+                    .view(slot, None)
+                    .map(|v| v.id)
+                    .unwrap_or_default();
+                return Err(ToolCallError::Call(
+                    rho_proto_core::session::CallError::Cancelled { server },
+                ));
+            }
         }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = smol::channel::unbounded();
@@ -350,7 +373,6 @@ impl Runtime {
             ticket,
             armed: true,
         };
-        let mut cancel = std::pin::pin!(cancel);
         let mut cancelled = false;
         loop {
             let update = if cancelled {
