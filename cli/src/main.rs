@@ -32,7 +32,6 @@ mod reauth;
 mod sampling;
 mod signals;
 mod tool_args;
-mod transcript_file;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -391,7 +390,7 @@ fn run_mcp(
     }
     let mut options = rho_os::options_from_process_env();
     if let Some(path) = record {
-        let sink = transcript_file::TranscriptFile::create(path).map_err(|e| {
+        let sink = rho_os::transcript::TranscriptFile::create(path).map_err(|e| {
             Failure::Usage(format!("cannot create transcript {}: {e}", path.display()))
         })?;
         options.record = Some(std::sync::Arc::new(sink));

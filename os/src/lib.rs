@@ -15,10 +15,12 @@
 //! the one place runtime options are read from the process's environment
 //! ([`options_from_process_env`]; the core's `RuntimeOptions` is plain
 //! data). [`pipe`] makes a child's stdin non-blocking and waits for room
-//! in it, for the thread executor's writes.
+//! in it, for the thread executor's writes; [`transcript`] is the file a
+//! host records transcripts into.
 
 mod env;
 pub mod pipe;
 pub mod process;
+pub mod transcript;
 
 pub use env::options_from_process_env;

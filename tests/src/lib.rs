@@ -7,7 +7,6 @@
 //! failing obscurely.
 
 pub mod matrix;
-mod transcript_file;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -17,7 +16,7 @@ use std::time::{Duration, Instant};
 use rho_proto_core::config::{self, Config};
 use rho_proto_core::host::RuntimeOptions;
 
-pub use transcript_file::TranscriptFile;
+pub use rho_os::transcript::TranscriptFile;
 
 /// The `tests/` folder of the repository.
 pub fn tests_dir() -> PathBuf {

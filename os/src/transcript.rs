@@ -1,7 +1,9 @@
-//! Where `--record FILE` transcripts go: one file per run, every session's
-//! lines appended as the drivers produce them (each line names its
-//! session). The core defines the format and the sink's contract
-//! (`rho_proto_core::host::TranscriptSink`); this is the file.
+//! A transcript file: where the CLI's `--record FILE` transcripts go, and
+//! the one the tests read back. One file per run, every session's lines
+//! appended as the drivers produce them (each line names its session). The
+//! core defines the format and the sink's contract
+//! (`rho_proto_core::host::TranscriptSink`); this is the file, kept here
+//! (file IO, no decisions) so the CLI binary and the tests share it.
 
 use std::fs::File;
 use std::io::{BufWriter, Write};
@@ -12,13 +14,13 @@ use rho_proto_core::host::TranscriptSink;
 
 /// A transcript file shared by every session of a run.
 #[derive(Debug)]
-pub(crate) struct TranscriptFile {
+pub struct TranscriptFile {
     file: Mutex<BufWriter<File>>,
 }
 
 impl TranscriptFile {
     /// Creates (or truncates) the transcript file.
-    pub(crate) fn create(path: &Path) -> std::io::Result<Self> {
+    pub fn create(path: &Path) -> std::io::Result<Self> {
         Ok(Self {
             file: Mutex::new(BufWriter::new(File::create(path)?)),
         })
