@@ -240,7 +240,7 @@ pub fn profile(kind: &str, count: usize) {
     let (template, window, chunk) = match kind {
         "large" => (text_response(0, 1 << 20), 1, READ_CHUNK),
         "roundtrip" => {
-            let mut session = ready_session(rho_proto_core::framing::DEFAULT_MAX_LINE);
+            let mut session = ready_session(rho_proto_core::wire::framing::DEFAULT_MAX_LINE);
             let spent = session_round_trip(&mut session, &small_response(0), count);
             eprintln!("{count} round trips in {spent:?}");
             return;

@@ -180,7 +180,7 @@ fn rho_options() -> rho_io_blocking::RuntimeOptions {
     options
 }
 
-fn text_len(result: &rho_proto_core::protocol::CallToolResult) -> usize {
+fn text_len(result: &rho_proto_core::wire::protocol::CallToolResult) -> usize {
     result
         .content
         .first()
@@ -196,7 +196,7 @@ fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     if view.status.is_failure() {
         return Err(format!("rho could not start the server: {:?}", view.status));
     }
-    let exported = rho_proto_core::naming::exported_name("bench", &spec.tool);
+    let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
     let call = || -> Result<usize, String> {
         let result = runtime
             .call_tool(&exported, spec.args.clone())
@@ -227,7 +227,7 @@ fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         if view.status.is_failure() {
             return Err(format!("rho could not start the server: {:?}", view.status));
         }
-        let exported = rho_proto_core::naming::exported_name("bench", &spec.tool);
+        let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
         let call = || async {
             let result = runtime
                 .call_tool(&exported, spec.args.clone())

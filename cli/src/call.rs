@@ -16,7 +16,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use rho_proto_core::config::Config;
-use rho_proto_core::content;
+use rho_proto_core::features::content;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::session::{CallError, Progress};
@@ -183,7 +183,7 @@ pub(crate) fn run(
     }
     // What the server sent is text for a person here: never raw to the
     // terminal (the `--json` document above stays exact).
-    let mut text = rho_proto_core::terminal::sanitize(&rendered.model_text).into_owned();
+    let mut text = rho_proto_core::text::terminal::sanitize(&rendered.model_text).into_owned();
     if !text.is_empty() {
         text.push('\n');
     }
@@ -315,7 +315,7 @@ fn render_progress(progress: &Progress, tick: usize) -> String {
     if let Some(message) = &progress.message {
         text.push(' ');
         text.extend(
-            rho_proto_core::terminal::sanitize_line(message)
+            rho_proto_core::text::terminal::sanitize_line(message)
                 .chars()
                 .take(80),
         );

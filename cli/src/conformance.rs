@@ -11,7 +11,7 @@
 use std::process::ExitCode;
 
 use rho_proto_core::config;
-use rho_proto_core::status::ServerStatus;
+use rho_proto_core::runtime::status::ServerStatus;
 use serde_json::{Value, json};
 
 use crate::Failure;
@@ -93,7 +93,10 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
                             result.text()
                         ))
                     } else {
-                        eprintln!("{}", rho_proto_core::terminal::sanitize(&result.text()));
+                        eprintln!(
+                            "{}",
+                            rho_proto_core::text::terminal::sanitize(&result.text())
+                        );
                         Ok(())
                     }
                 }),

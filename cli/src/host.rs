@@ -14,10 +14,10 @@ use std::time::Duration;
 use clap::ValueEnum;
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::ToolRegistry;
+use rho_proto_core::runtime::registry::ToolRegistry;
 use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
 use rho_proto_core::session::Progress;
+use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
 /// Which executor drives the sessions.

@@ -15,8 +15,8 @@ use std::ffi::OsStr;
 use std::fmt::{self, Write as _};
 use std::sync::OnceLock;
 
-use rho_proto_core::redact::Redactor;
-use rho_proto_core::terminal;
+use rho_proto_core::text::redact::Redactor;
+use rho_proto_core::text::terminal;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::RecordFields;

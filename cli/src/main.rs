@@ -42,7 +42,7 @@ use clap::{Args, Parser, Subcommand};
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::redact::Redactor;
+use rho_proto_core::text::redact::Redactor;
 
 /// rho's MCP client: configure, inspect and exercise MCP servers.
 #[derive(Parser, Debug)]

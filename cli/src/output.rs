@@ -35,10 +35,10 @@
 use std::fmt::Write as _;
 
 use rho_proto_core::config::{PluginOrigin, Transport};
-use rho_proto_core::registry::ToolRegistry;
 use rho_proto_core::runtime::ServerView;
-use rho_proto_core::status::ServerStatus;
-use rho_proto_core::terminal::{self, sanitize, sanitize_line};
+use rho_proto_core::runtime::registry::ToolRegistry;
+use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::text::terminal::{self, sanitize, sanitize_line};
 use serde_json::{Map, Value, json};
 
 use crate::config_file::LoadedConfig;

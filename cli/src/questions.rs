@@ -24,9 +24,11 @@ use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
-use rho_proto_core::elicitation::{Field, FieldKind, Form, FormAnswer, check_field_answer};
+use rho_proto_core::features::elicitation::{
+    Field, FieldKind, Form, FormAnswer, check_field_answer,
+};
 use rho_proto_core::host::{HostServices, Model, Responder, UsageLedger};
-use rho_proto_core::terminal::{self, sanitize_line};
+use rho_proto_core::text::terminal::{self, sanitize_line};
 
 use crate::sampling::{CommandModel, FileLedger};
 
@@ -320,7 +322,7 @@ fn ledger_path() -> Option<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rho_proto_core::elicitation::ChoiceOption;
+    use rho_proto_core::features::elicitation::ChoiceOption;
 
     fn field(kind: FieldKind, required: bool) -> Field {
         Field {

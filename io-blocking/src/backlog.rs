@@ -1,11 +1,11 @@
 //! Waiting for room in a [`Backlog`] on threads: the blocking half of
-//! `rho_proto_core::backlog`, whose counters and limits both executors
+//! `rho_proto_core::runtime::backlog`, whose counters and limits both executors
 //! share (the smol executor awaits a timer instead of sleeping).
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Instant;
 
-use rho_proto_core::backlog::{BACKLOG_POLL, Backlog};
+use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog};
 
 /// Blocks until at most `limit` bytes wait in `backlog`, it closes,
 /// `until` passes or `cancel` is set; returns which.

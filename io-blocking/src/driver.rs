@@ -26,22 +26,22 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
-use rho_proto_core::driving::{
+use rho_proto_core::http::{ExchangeId, HttpOutput};
+use rho_proto_core::runtime::driving::{
     Answer, CallTable, CallUpdate, Started, StartupError, StartupOutcome,
 };
-use rho_proto_core::http::{ExchangeId, HttpOutput};
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 
-use rho_proto_core::backlog::Backlog;
 use rho_proto_core::host::{HostServices, TranscriptSink};
+use rho_proto_core::runtime::backlog::Backlog;
 
 use crate::http_client::{HttpClient, NotStarted};
 use crate::reply::{ProgressTx, ReplyTx};
 use crate::stdio::{Pipe, StdioChild};
 
 /// What the host asks of a driver on threads.
-pub(crate) type Command = rho_proto_core::driving::Command<ReplyTx>;
+pub(crate) type Command = rho_proto_core::runtime::driving::Command<ReplyTx>;
 
 /// Shared between a driver and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;

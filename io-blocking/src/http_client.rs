@@ -40,7 +40,7 @@ use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest};
 
-use rho_proto_core::backlog::{BACKLOG_POLL, BODY_IN_FLIGHT, Backlog};
+use rho_proto_core::runtime::backlog::{BACKLOG_POLL, BODY_IN_FLIGHT, Backlog};
 
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);

@@ -8,10 +8,10 @@ use std::sync::mpsc::{RecvError, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::driving::CallUpdate;
-use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::runtime::driving::CallUpdate;
 use rho_proto_core::session::Progress;
+use rho_proto_core::wire::protocol::CallToolResult;
 
 /// A new mailbox: the session's end and the caller's.
 pub(crate) fn mailbox() -> (ReplyTx, ReplyRx) {

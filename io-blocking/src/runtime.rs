@@ -15,18 +15,18 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use rho_proto_core::config::{Config, ServerConfig};
-use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::{ExportedTool, ToolRegistry};
+use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
-use rho_proto_core::status::ServerStatus;
+use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
 use crate::backlog::{Room, wait_for_room};
 use crate::driver::{Command, Driver, SharedHealth};
-use rho_proto_core::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
-use rho_proto_core::driving::{CallUpdate, StartupError, StartupOutcome};
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
+use rho_proto_core::runtime::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
+use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
 
 /// Every configured server of one run. Dropping it shuts them all down.
 pub struct Runtime {
@@ -62,7 +62,7 @@ impl Runtime {
 
     /// Like [`Runtime::start`], but starts only the enabled servers whose
     /// identity `select` accepts; the others report
-    /// [`ServerStatus::NotStarted`](rho_proto_core::status::ServerStatus::NotStarted).
+    /// [`ServerStatus::NotStarted`](rho_proto_core::runtime::status::ServerStatus::NotStarted).
     pub fn start_where(
         config: &Config,
         options: RuntimeOptions,

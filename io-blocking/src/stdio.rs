@@ -26,11 +26,11 @@ use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::StdioConfig;
-use rho_proto_core::redact::Redactor;
-use rho_proto_core::stderr::StderrTail;
+use rho_proto_core::text::redact::Redactor;
+use rho_proto_core::text::stderr::StderrTail;
 
 use rho_os::process;
-use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK};
+use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK};
 
 /// What a child's pipe threads tell the session. Stdout bytes are
 /// borrowed: the session handles them before the reader reads again.
@@ -272,7 +272,7 @@ impl StdioChild {
         }
         self.stdin.queued.notify_one();
         self.backlog.close();
-        let first = rho_proto_core::process::terminate_after(grace);
+        let first = rho_proto_core::config::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first) {
             process::terminate_group(self.child.id());
             if !self.wait_exit(grace.saturating_sub(first)) {

@@ -7,8 +7,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rho_io_blocking::{Runtime, ToolCallError, options_from_process_env};
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::CallError;
-use rho_proto_core::status::ServerStatus;
 use serde_json::json;
 
 /// Answers the handshake and `echo`; never answers `hang`.

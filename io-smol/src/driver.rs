@@ -9,14 +9,14 @@
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::backlog::Backlog;
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{Connection, HostContext, Output};
-use rho_proto_core::driving::{
-    Answer, CallTable, CallUpdate, PipeEvent, Started, StartupError, StartupOutcome,
-};
 use rho_proto_core::host::{HostServices, TranscriptSink};
 use rho_proto_core::http::HttpOutput;
+use rho_proto_core::runtime::backlog::Backlog;
+use rho_proto_core::runtime::driving::{
+    Answer, CallTable, CallUpdate, PipeEvent, Started, StartupError, StartupOutcome,
+};
 use rho_proto_core::runtime::{Health, ToolCallError};
 use rho_proto_core::session::{CallError, CloseReason, Event};
 use smol::channel::{Receiver, Sender};
@@ -26,9 +26,9 @@ use crate::http::HttpIo;
 use crate::stdio::StdioChild;
 
 /// What wakes a session task on smol: replies go through smol channels.
-pub(crate) type Input = rho_proto_core::driving::Input<Sender<CallUpdate>>;
+pub(crate) type Input = rho_proto_core::runtime::driving::Input<Sender<CallUpdate>>;
 /// What the host asks of a session task.
-pub(crate) type Command = rho_proto_core::driving::Command<Sender<CallUpdate>>;
+pub(crate) type Command = rho_proto_core::runtime::driving::Command<Sender<CallUpdate>>;
 
 /// Shared between a session task and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;

@@ -20,20 +20,20 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::{ExportedTool, ToolRegistry};
+use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
+use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
-use rho_proto_core::status::ServerStatus;
+use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Task, Timer};
 
 use crate::driver::{self, Command, Input, SharedHealth, TaskArgs};
-use rho_proto_core::driving::{CallUpdate, StartupOutcome};
+use rho_proto_core::runtime::driving::{CallUpdate, StartupOutcome};
 
 /// Extra time the host waits beyond a server's own startup budget before
 /// it stops waiting for the task: covers spawning and the shutdown grace.

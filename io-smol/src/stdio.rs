@@ -5,7 +5,7 @@
 //! write stdin from a queue, and drain stderr into tracing and a bounded
 //! tail. Shutdown closes stdin, waits the grace period, kills the group and
 //! reaps the child. Both pipes are bounded without dropping a byte, exactly
-//! as on threads (`rho_proto_core::backlog`): the reader runs on credits
+//! as on threads (`rho_proto_core::runtime::backlog`): the reader runs on credits
 //! the session task returns, and the stdin queue is counted so that callers
 //! and the reader can wait for it.
 
@@ -15,11 +15,13 @@ use std::time::{Duration, Instant};
 use rho_os::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
-use rho_proto_core::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS};
 use rho_proto_core::config::StdioConfig;
-use rho_proto_core::driving::PipeEvent;
-use rho_proto_core::redact::Redactor;
-use rho_proto_core::stderr::StderrTail;
+use rho_proto_core::runtime::backlog::{
+    BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS,
+};
+use rho_proto_core::runtime::driving::PipeEvent;
+use rho_proto_core::text::redact::Redactor;
+use rho_proto_core::text::stderr::StderrTail;
 use smol::channel::{Receiver, Sender};
 use smol::io::{AsyncReadExt, AsyncWriteExt};
 use smol::process::Stdio;
@@ -233,7 +235,7 @@ impl StdioChild {
         self.stdin = None;
         self.credits = None;
         self.backlog.close();
-        let first = rho_proto_core::process::terminate_after(grace);
+        let first = rho_proto_core::config::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first).await {
             terminate_group(self.pid);
             if !self.wait_exit(grace.saturating_sub(first)).await {

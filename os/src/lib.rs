@@ -9,7 +9,7 @@
 //! an exit without reaping). Those calls cannot live in the core, which
 //! never touches a process, so they live here once. This crate decides
 //! nothing: what to run and with which environment is computed by the
-//! core (`rho_proto_core::env`, `rho_proto_core::process`); this crate
+//! core (`rho_proto_core::config::env`, `rho_proto_core::config::process`); this crate
 //! turns it into system calls. It also holds the one `unsafe` block of
 //! the workspace, the `pre_exec` hook of [`process::die_with_parent`], and
 //! the one place runtime options are read from the process's environment

@@ -1,5 +1,5 @@
 //! Preparing and ending a stdio server's process: the IO half of
-//! `rho_proto_core::process`, shared by both executors.
+//! `rho_proto_core::config::process`, shared by both executors.
 //!
 //! [`prepare_command`] builds the `std::process::Command` (no shell, a
 //! computed environment, its own process group, piped stdio, and on Linux
@@ -13,8 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, ExitStatus, Stdio};
 
 use rho_proto_core::config::StdioConfig;
-use rho_proto_core::env::{Platform, child_environment};
-use rho_proto_core::process::{ProgramCandidates, not_found_message, program_candidates};
+use rho_proto_core::config::env::{Platform, child_environment};
+use rho_proto_core::config::process::{ProgramCandidates, not_found_message, program_candidates};
 
 /// The command that starts `config` for server `server`, and the
 /// executable it resolved to. Fails with a message naming the server when

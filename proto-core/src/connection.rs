@@ -12,14 +12,14 @@ use std::time::Instant;
 use serde_json::{Value, json};
 
 use crate::config::{ServerConfig, Transport};
-use crate::elicitation::FormAnswer;
+use crate::features::elicitation::FormAnswer;
 use crate::http::{
     ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpTransport, resolve_headers,
 };
-use crate::redact::Redactor;
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
 };
+use crate::text::redact::Redactor;
 use crate::transcript::{self, Recorder};
 
 /// What an executor must do for a connection.

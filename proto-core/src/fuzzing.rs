@@ -33,9 +33,9 @@ use arbitrary::{Arbitrary, Unstructured};
 use serde_json::Value;
 
 use crate::config;
-use crate::framing::{FrameError, LineDecoder, SseDecoder, SseError, SseEvent};
-use crate::jsonrpc::{self, ClientRequestId, Incoming, Message, ServerRequestId};
-use crate::naming;
+use crate::runtime::naming;
+use crate::wire::framing::{FrameError, LineDecoder, SseDecoder, SseError, SseEvent};
+use crate::wire::jsonrpc::{self, ClientRequestId, Incoming, Message, ServerRequestId};
 
 /// The line cap of the `lines` target: small, so that overlong lines and
 /// the discarding state are reached all the time.
@@ -239,7 +239,7 @@ fn lines_model(stream: &[u8], cap: usize) -> Vec<Result<Vec<u8>, FrameError>> {
             out.push(Err(FrameError::TooLong {
                 limit: cap,
                 len: raw.len(),
-                head: raw[..raw.len().min(cap).min(crate::framing::ERROR_HEAD)].to_vec(),
+                head: raw[..raw.len().min(cap).min(crate::wire::framing::ERROR_HEAD)].to_vec(),
             }));
             continue;
         }

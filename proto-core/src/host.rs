@@ -25,18 +25,18 @@ use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
-use crate::driving::Answer;
-use crate::elicitation::{Form, FormAnswer};
+use crate::config::process::SHUTDOWN_GRACE;
+use crate::features::elicitation::{Form, FormAnswer};
+use crate::features::sampling::{SamplingRequest, summary};
 use crate::oauth::challenge::BearerChallenge;
-use crate::process::SHUTDOWN_GRACE;
-use crate::sampling::{SamplingRequest, summary};
+use crate::runtime::driving::Answer;
 use crate::session::{AuthorizationReason, Question, SamplingAnswer};
 
 /// What a runtime takes from its surroundings, on either executor.
 #[derive(Clone)]
 pub struct RuntimeOptions {
     /// The ambient environment stdio servers' environments are computed
-    /// from (see [`crate::env`]).
+    /// from (see [`crate::config::env`]).
     pub ambient: Vec<(String, String)>,
     /// How long a stdio server gets to exit after its input closes.
     pub shutdown_grace: Duration,

@@ -9,7 +9,27 @@
 //! are siblings that each depend on this crate and on `rho-os` (the system
 //! calls both make), never on each other. What they share beyond the
 //! protocol is here too, as data or traits: the host's options and
-//! services ([`host`]) and the backpressure counters ([`backlog`]).
+//! services ([`host`]) and the backpressure counters
+//! ([`runtime::backlog`]).
+//!
+//! # Layers
+//!
+//! From the bottom up; a folder uses only what is above it in this list:
+//!
+//! - [`text`]: what is done to server-controlled text (sanitize, redact,
+//!   bound), and [`config`]: the configuration model, a child's
+//!   environment and the pure half of running a process (redaction reads
+//!   the configured secrets).
+//! - [`wire`]: bytes to JSON-RPC messages and MCP shapes; [`oauth`]: the
+//!   authorization flow's pure building blocks.
+//! - [`features`]: what tool results, elicitation and sampling mean.
+//! - [`session`]: one server's lifecycle over messages; [`http`]:
+//!   Streamable HTTP around a session (it asks [`host`]'s authorizer);
+//!   [`connection`]: either transport behind one face; [`transcript`]:
+//!   record and replay of a connection.
+//! - [`runtime`]: many servers: inventory, exported registry, status, the
+//!   executors' vocabulary and backpressure; [`host`]: what the host lends
+//!   a runtime.
 //!
 //! # The drain rule
 //!
@@ -28,30 +48,17 @@
 //! clock):
 #![doc = include_str!("../doc/drain_loop.md")]
 
-pub mod backlog;
 pub mod config;
 pub mod connection;
-pub mod content;
-pub mod driving;
-pub mod elicitation;
-pub mod env;
-pub mod framing;
+pub mod features;
 #[cfg(feature = "fuzzing")]
 #[doc(hidden)]
 pub mod fuzzing;
 pub mod host;
 pub mod http;
-pub mod jsonrpc;
-pub mod naming;
 pub mod oauth;
-pub mod process;
-pub mod protocol;
-pub mod redact;
-pub mod registry;
 pub mod runtime;
-pub mod sampling;
 pub mod session;
-pub mod status;
-pub mod stderr;
-pub mod terminal;
+pub mod text;
 pub mod transcript;
+pub mod wire;

@@ -24,7 +24,7 @@
 //! Whatever a server echoes of its secrets is hidden too: every line is
 //! written through the server's [`Redactor`] (its configured `headers`,
 //! `headers_from_env`, `env` and `env_from_env` values; see
-//! [`crate::redact`]), so a response head, body, stdout line, failure
+//! [`crate::text::redact`]), so a response head, body, stdout line, failure
 //! reason or event that quotes a token records `<redacted>` in its place.
 //! Replay feeds those redacted inputs to a fresh core, which then produces
 //! `<redacted>` wherever it copied the secret before, so the recorded and
@@ -57,11 +57,11 @@ use serde_json::{Map, Value, json};
 use url::Url;
 
 use crate::connection::{Connection, HttpInput, Output};
-use crate::elicitation::FormAnswer;
+use crate::features::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpRequest};
-use crate::protocol::Implementation;
-use crate::redact::Redactor;
 use crate::session::{CallId, Event, Framing, QuestionId, SamplingAnswer, SessionOptions};
+use crate::text::redact::Redactor;
+use crate::wire::protocol::Implementation;
 
 /// The transcript format version. Version 2 records events as structured
 /// JSON and the due deadline on `timeout` inputs; version 1 transcripts
@@ -70,7 +70,7 @@ pub const VERSION: u64 = 2;
 
 /// What replaces a configured header's value (and any echoed secret) in a
 /// transcript.
-pub const REDACTED: &str = crate::redact::REDACTED;
+pub const REDACTED: &str = crate::text::redact::REDACTED;
 
 /// Records one connection's inputs and outputs as transcript lines.
 #[derive(Debug)]

@@ -14,8 +14,8 @@ use rho_proto_core::http::{
     ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method,
     resolve_headers,
 };
-use rho_proto_core::protocol::CallToolResult;
 use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions, Timer};
+use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::{Value, json};
 use url::Url;
 

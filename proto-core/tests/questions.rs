@@ -12,13 +12,13 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{self, ServerConfig};
 use rho_proto_core::connection::{Connection, HostContext, Output};
-use rho_proto_core::elicitation::{FieldKind, FormAnswer};
-use rho_proto_core::jsonrpc::{Incoming, Message, RequestId};
-use rho_proto_core::protocol::CallToolResult;
+use rho_proto_core::features::elicitation::{FieldKind, FormAnswer};
 use rho_proto_core::session::{
     CallError, CallId, Event, Question, QuestionId, SamplingAnswer, Session, SessionOptions,
     SessionState,
 };
+use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
+use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::{Value, json};
 
 /// A session with a fake clock and helpers to read what it sent.

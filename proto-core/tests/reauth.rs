@@ -210,7 +210,7 @@ impl Harness {
     fn completion(
         &self,
         call: CallId,
-    ) -> Option<&Result<rho_proto_core::protocol::CallToolResult, CallError>> {
+    ) -> Option<&Result<rho_proto_core::wire::protocol::CallToolResult, CallError>> {
         self.events.iter().find_map(|e| match e {
             Event::CallCompleted { call: c, result } if *c == call => Some(result),
             _ => None,

@@ -54,10 +54,10 @@ fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
 
 #[test]
 fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
-    use rho_proto_core::jsonrpc::ErrorObject;
+    use rho_proto_core::runtime::status::ServerStatus;
     use rho_proto_core::runtime::{Health, Inventory, ToolCallError};
     use rho_proto_core::session::CallError;
-    use rho_proto_core::status::ServerStatus;
+    use rho_proto_core::wire::jsonrpc::ErrorObject;
 
     let config = config::parse(
         "[mcp.servers.local]\ntransport = \"stdio\"\ncommand = \"x\"\nenv = { KEY = \"literal-secret-1\" }\nenv_from_env = { TOKEN = \"AMBIENT\" }\n",

@@ -7,11 +7,11 @@
 
 use std::time::{Duration, Instant};
 
-use rho_proto_core::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::session::{
     ApiMisuse, CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
     Timer,
 };
+use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use serde_json::{Value, json};
 
 /// A session with a fake clock and helpers to read what it sent.

@@ -8,10 +8,10 @@ use std::sync::Arc;
 
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::protocol::CallToolResult;
-use rho_proto_core::registry::{ExportedTool, ToolRegistry};
+use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{ServerView, ToolCallError};
 use rho_proto_core::session::Progress;
+use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 use std::sync::atomic::{AtomicBool, Ordering};
 

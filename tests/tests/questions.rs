@@ -8,12 +8,12 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
-use rho_proto_core::elicitation::{FieldKind, Form, FormAnswer};
+use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::host::{HostServices, Model, ModelError, Responder, UsageLedger};
 use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_proto_core::session::CallError;
-use rho_proto_core::status::{ReadyReport, ServerStatus};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;

@@ -9,7 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::status::ServerStatus;
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;

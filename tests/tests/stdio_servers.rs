@@ -3,13 +3,13 @@
 //! pagination, and failure isolation with nothing left running.
 
 use rho_io_blocking::ToolCallError;
-use rho_proto_core::status::ServerStatus;
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
 use serde_json::{Value, json};
 
-fn ready<R: TestRuntime>(runtime: &R, id: &str) -> rho_proto_core::status::ReadyReport {
+fn ready<R: TestRuntime>(runtime: &R, id: &str) -> rho_proto_core::runtime::status::ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),

@@ -7,10 +7,10 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::content::{CardBlock, render};
+use rho_proto_core::features::content::{CardBlock, render};
 use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_proto_core::session::{CallError, Progress};
-use rho_proto_core::status::{ReadyReport, ServerStatus};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
@@ -649,7 +649,7 @@ function call(name) {
 "#;
 
 fn structured_content_breaking_its_output_schema_is_refused<R: TestRuntime>() {
-    use rho_proto_core::content::{OutputError, SchemaError};
+    use rho_proto_core::features::content::{OutputError, SchemaError};
     let dir = scratch_dir("schema");
     let text = fixture_server(&dir, "weather", SCHEMA_DEFS, &[]);
     let runtime = R::start(&parse_config(&text), options_with(&[]));

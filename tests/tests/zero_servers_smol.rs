@@ -8,7 +8,7 @@
 use std::sync::Arc;
 
 use rho_io_smol::Runtime;
-use rho_proto_core::status::ServerStatus;
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::{options_with, parse_config};
 
 fn threads() -> usize {

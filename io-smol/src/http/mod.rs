@@ -67,10 +67,10 @@ use std::time::Duration;
 
 use event_listener::Event;
 use http_body_util::BodyExt;
-use rho_proto_core::backlog::BODY_IN_FLIGHT;
 use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest};
+use rho_proto_core::runtime::backlog::BODY_IN_FLIGHT;
 use smol::channel::Sender;
 use smol::{Executor, Task, Timer};
 

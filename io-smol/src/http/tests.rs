@@ -11,9 +11,9 @@ use std::sync::{Arc, Mutex, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
-use rho_proto_core::backlog::BODY_IN_FLIGHT;
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
+use rho_proto_core::runtime::backlog::BODY_IN_FLIGHT;
 use smol::channel::Receiver;
 use smol::{Executor, Timer};
 

@@ -28,9 +28,9 @@ use super::session::{
     Arguments, ElicitAnswer, Host, Log, QUEUE_BOUND, Ref, SamplingReply, Setup, Wait, options,
     record,
 };
-use crate::framing::SseDecoder;
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, Method};
 use crate::session::{Event, Framing};
+use crate::wire::framing::SseDecoder;
 
 /// The endpoint every session of this target talks to.
 pub const ENDPOINT: &str = "https://mcp.example.com/mcp";

@@ -31,13 +31,13 @@ use serde_json::{Map, Value, json};
 use super::encode::{Encode, tag};
 use super::script::{Leaf, Peer, ServerMessage, Text};
 use crate::config::LogLevel;
-use crate::elicitation::{Form, FormAnswer};
-use crate::framing::LineDecoder;
-use crate::jsonrpc::{ClientRequestId, Incoming, Message, RequestId};
+use crate::features::elicitation::{Form, FormAnswer};
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
     SessionState, Transmit, TransmitKind,
 };
+use crate::wire::framing::LineDecoder;
+use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, RequestId};
 
 /// A drain that yields this many transmits or events is a runaway queue.
 pub const QUEUE_BOUND: usize = 10_000;

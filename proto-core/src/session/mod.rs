@@ -49,7 +49,7 @@ mod questions;
 mod tally;
 mod timer;
 
-pub(crate) use tally::grouped;
+pub(crate) use crate::text::grouped;
 use tally::{Tally, Verdict};
 
 pub use questions::{AuthorizationReason, Question, QuestionId, SamplingAnswer};
@@ -64,13 +64,13 @@ use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
-use crate::content::{OutputError, OutputSchema, check_output};
-use crate::framing::{FrameError, LineDecoder, byte_size};
-use crate::jsonrpc::{
+use crate::features::content::{OutputError, OutputSchema, check_output};
+use crate::wire::framing::{FrameError, LineDecoder, byte_size};
+use crate::wire::jsonrpc::{
     self, ClientRequestId, ErrorObject, Incoming, Message, ParseError, Peek, RequestId,
     ServerRequestId,
 };
-use crate::protocol::{
+use crate::wire::protocol::{
     CallToolParams, CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
     RequestMeta, SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
 };
@@ -160,8 +160,8 @@ pub struct SessionOptions {
     /// not: a dead child is observable directly.
     pub ping_interval: Option<Duration>,
     /// Hides the server's configured secrets in the server log messages
-    /// the session writes to tracing (see [`crate::redact`]).
-    pub redactor: crate::redact::Redactor,
+    /// the session writes to tracing (see [`crate::text::redact`]).
+    pub redactor: crate::text::redact::Redactor,
 }
 
 impl SessionOptions {
@@ -178,13 +178,13 @@ impl SessionOptions {
             tool_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(30),
             framing: Framing::Lines,
-            max_line: crate::framing::DEFAULT_MAX_LINE,
+            max_line: crate::wire::framing::DEFAULT_MAX_LINE,
             ping_interval: None,
             workspace_root: None,
             progress_extends_up_to: Some(Duration::from_secs(30 * 60)),
             elicitation: false,
             sampling: false,
-            redactor: crate::redact::Redactor::default(),
+            redactor: crate::text::redact::Redactor::default(),
         }
     }
 
@@ -273,7 +273,7 @@ pub struct ServerReady {
     /// The server's name and version.
     pub server_info: Implementation,
     /// Capabilities the server declared.
-    pub capabilities: crate::protocol::ServerCapabilities,
+    pub capabilities: crate::wire::protocol::ServerCapabilities,
     /// Instructions for the model, when the server sent them.
     pub instructions: Option<String>,
     /// Every tool the server listed (before any allow/deny filter).
@@ -1168,10 +1168,13 @@ impl Session {
                 map.insert("roots".into(), json!({"listChanged": false}));
             }
             if self.options.elicitation {
-                map.insert("elicitation".into(), crate::elicitation::capability());
+                map.insert(
+                    "elicitation".into(),
+                    crate::features::elicitation::capability(),
+                );
             }
             if self.options.sampling {
-                map.insert("sampling".into(), crate::sampling::capability());
+                map.insert("sampling".into(), crate::features::sampling::capability());
             }
         }
         json!({

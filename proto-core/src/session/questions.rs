@@ -18,10 +18,10 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{CallId, Event, Purpose, Session, TransmitKind};
-use crate::elicitation::{self, Form, FormAnswer};
-use crate::jsonrpc::{self, ErrorObject, RequestId, ServerRequestId};
+use crate::features::elicitation::{self, Form, FormAnswer};
+use crate::features::sampling::{self, SamplingRequest};
 use crate::oauth::challenge::BearerChallenge;
-use crate::sampling::{self, SamplingRequest};
+use crate::wire::jsonrpc::{self, ErrorObject, RequestId, ServerRequestId};
 
 /// Identifies a question put to the host. Small and `Copy`, like a call id.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]

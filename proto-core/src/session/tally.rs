@@ -72,32 +72,5 @@ impl Tally {
     }
 }
 
-/// `n` with thousands separators: `163,838`.
-pub(crate) fn grouped(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    // The windows themselves are pinned through the session with a fake
-    // clock in `tests/misbehaving_peer.rs`: the core's source names no clock.
-
-    #[test]
-    fn counts_read_with_thousands_separators() {
-        assert_eq!(grouped(0), "0");
-        assert_eq!(grouped(999), "999");
-        assert_eq!(grouped(1000), "1,000");
-        assert_eq!(grouped(163_838), "163,838");
-        assert_eq!(grouped(16_777_316), "16,777,316");
-    }
-}
+// The windows themselves are pinned through the session with a fake clock
+// in `tests/misbehaving_peer.rs`: the core's source names no clock.

@@ -22,7 +22,9 @@ use std::time::Duration;
 use serde::Serialize;
 use toml::Spanned;
 
+pub mod env;
 mod plugin;
+pub mod process;
 
 pub use plugin::{Plugin, PluginDir, read_plugin};
 use toml::de::{DeString, DeTable, DeValue};

@@ -78,7 +78,7 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::jsonrpc::ErrorObject;
+use crate::wire::jsonrpc::ErrorObject;
 
 /// The error code for a sampling request the user (or rho on the user's
 /// behalf) refused, as in the MCP sampling specification's examples.

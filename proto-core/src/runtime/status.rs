@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 
-use crate::protocol::Implementation;
+use crate::wire::protocol::Implementation;
 
 /// Where one configured server stands.
 // A status is built once per server and cloned only for reports, so the

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::env::Platform;
+use crate::config::env::Platform;
 
 /// How long a stdio server gets, in all, to exit after its input closes
 /// before its process group is killed (SIGKILL).

@@ -27,7 +27,7 @@ use std::collections::VecDeque;
 pub const DEFAULT_MAX_LINE: usize = 16 * 1024 * 1024;
 
 /// How many of the first bytes of a rejected line its error keeps: enough
-/// to read the `id` of an answer (see [`crate::jsonrpc::Peek`]) and fail
+/// to read the `id` of an answer (see [`crate::wire::jsonrpc::Peek`]) and fail
 /// the request it answers at once.
 pub const ERROR_HEAD: usize = 4096;
 
@@ -42,7 +42,7 @@ pub enum FrameError {
     #[error(
         "the server wrote a {}-byte line, over the {} limit (`max_message_bytes`); it was discarded. \
          Each JSON-RPC message must be on one line under that limit",
-        crate::session::grouped(*len as u64),
+        crate::text::grouped(*len as u64),
         byte_size(*limit)
     )]
     TooLong {

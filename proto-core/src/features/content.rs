@@ -84,7 +84,7 @@ use std::fmt::Write as _;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::protocol::{CallToolResult, Tool};
+use crate::wire::protocol::{CallToolResult, Tool};
 
 /// The largest image, in base64-encoded bytes as sent, that the card keeps.
 pub const IMAGE_BUDGET: usize = 4 * 1024 * 1024;

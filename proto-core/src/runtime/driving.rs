@@ -14,13 +14,13 @@ use std::time::Duration;
 use serde_json::Value;
 
 use crate::connection::HttpInput;
-use crate::elicitation::FormAnswer;
+use crate::features::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HeaderError};
-use crate::protocol::CallToolResult;
 use crate::runtime::{Health, ToolCallError};
 use crate::session::{
     CallId, CloseReason, Event, Progress, QuestionId, SamplingAnswer, ServerReady,
 };
+use crate::wire::protocol::CallToolResult;
 
 /// What a stdio child's pipes tell its driver.
 #[derive(Debug)]

@@ -8,7 +8,7 @@
 
 use std::collections::VecDeque;
 
-use crate::redact::Redactor;
+use crate::text::redact::Redactor;
 
 /// Marks a line cut to the byte limit.
 const ELLIPSIS: char = '…';

@@ -61,15 +61,15 @@ use std::time::{Duration, Instant};
 use url::Url;
 
 use crate::config::HttpConfig;
-use crate::elicitation::FormAnswer;
-use crate::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
-use crate::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
+use crate::features::elicitation::FormAnswer;
 use crate::oauth::challenge::{BearerChallenge, bearer_challenge};
 use crate::session::{
     ApiMisuse, AuthorizationReason, CallId, CloseReason, Event, Framing, Question, QuestionId,
     SamplingAnswer, Session, SessionOptions, SessionState, Timer, TransmitKind,
 };
 use crate::session::{Clock, TimerTable};
+use crate::wire::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
+use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 
 /// Limits and timings of one HTTP session.
 #[derive(Clone)]

@@ -2,7 +2,7 @@
 //!
 //! After discovery, each server's `tools/list` result passes through its
 //! configured [`ToolFilter`] and lands here under its exported name (see
-//! [`crate::naming`]), with the description the model will read. This is
+//! [`crate::runtime::naming`]), with the description the model will read. This is
 //! the pure part of the runtime's tool table: which tools exist, what they
 //! are called, and which server answers each one. Calling them is the
 //! session's job.
@@ -10,8 +10,8 @@
 use serde::Serialize;
 
 use crate::config::ToolFilter;
-use crate::naming::{MAX_MODEL_NAME_LEN, exported_name, model_name};
-use crate::protocol::Tool;
+use crate::runtime::naming::{MAX_MODEL_NAME_LEN, exported_name, model_name};
+use crate::wire::protocol::Tool;
 
 /// The behaviour hints shown on a tool's card. Only values the server set
 /// explicitly appear; `None` means the server said nothing.
@@ -37,7 +37,7 @@ pub struct ToolHints {
 pub struct ExportedTool {
     /// The name the model is offered: `mcp__<server>__<tool>`, or its
     /// 64-character short form when that is longer (see
-    /// [`crate::naming::model_name`]).
+    /// [`crate::runtime::naming::model_name`]).
     pub name: String,
     /// The full `mcp__<server>__<tool>` name when `name` is its short form;
     /// calls by either name route to this tool.
@@ -244,7 +244,7 @@ pub fn exported_description(server: &str, tool: &Tool) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::protocol::ToolAnnotations;
+    use crate::wire::protocol::ToolAnnotations;
     use serde_json::json;
 
     fn tool(name: &str) -> Tool {

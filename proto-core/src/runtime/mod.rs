@@ -6,15 +6,26 @@
 //! ask [`Inventory::route_exported`] or [`Inventory::route_server_tool`]
 //! where a call goes. So failure isolation, allow/deny and the
 //! not-ready messages behave the same on every executor.
+//!
+//! Its submodules are the pieces of that picture: [`registry`] and
+//! [`naming`] for exported tools, [`status`] for what each server reports,
+//! [`driving`] for the vocabulary executors speak, and [`backlog`] for
+//! backpressure on a server's transport.
+
+pub mod backlog;
+pub mod driving;
+pub mod naming;
+pub mod registry;
+pub mod status;
 
 use std::time::Duration;
 
 use crate::config::{Config, ServerConfig};
-use crate::protocol::Tool;
-use crate::redact::Redactor;
-use crate::registry::{ExportedTool, ToolRegistry};
+use crate::runtime::registry::{ExportedTool, ToolRegistry};
+use crate::runtime::status::{ReadyReport, ServerStatus};
 use crate::session::{CallError, ServerReady};
-use crate::status::{ReadyReport, ServerStatus};
+use crate::text::redact::Redactor;
+use crate::wire::protocol::Tool;
 
 /// Why a tool call did not produce a result.
 #[derive(Debug, thiserror::Error)]
@@ -551,7 +562,7 @@ fn diff_tools(startup: &[Tool], now: &[Tool]) -> (Vec<String>, Vec<String>) {
 mod tests {
     use super::*;
     use crate::config;
-    use crate::protocol::{Implementation, ServerCapabilities};
+    use crate::wire::protocol::{Implementation, ServerCapabilities};
     use serde_json::json;
 
     fn ready(tools: &[&str]) -> ServerReady {

@@ -1,0 +1,12 @@
+//! What MCP's features mean to rho, one module each, as pure models.
+//!
+//! A feature module turns a server's words into what a person or the
+//! model sees, and a person's answer back into the server's shape:
+//! [`content`] for `tools/call` results, [`elicitation`] for questions a
+//! server asks a person, [`sampling`] for a server's requests of rho's
+//! model. They hold no session state; the session routes messages to them
+//! and carries their answers back.
+
+pub mod content;
+pub mod elicitation;
+pub mod sampling;

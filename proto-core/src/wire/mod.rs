@@ -1,0 +1,11 @@
+//! The wire: bytes to messages and back.
+//!
+//! [`framing`] cuts transport byte streams into messages, bounded in
+//! memory; [`jsonrpc`] parses and writes JSON-RPC 2.0 envelopes; and
+//! [`protocol`] holds the MCP message shapes the client reads and writes.
+//! Nothing here knows which server it talks to or what state a session is
+//! in: that is [`crate::session`]'s business.
+
+pub mod framing;
+pub mod jsonrpc;
+pub mod protocol;
