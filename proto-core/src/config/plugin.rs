@@ -41,10 +41,10 @@ use std::path::Path;
 use toml::Spanned;
 use toml::de::{DeArray, DeTable, DeValue};
 
+use super::parse::{Fault, HTTP_KEYS, STDIO_KEYS, Scope, key_path, read_http, read_stdio};
 use super::{
-    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, EntryError, Fault, HTTP_KEYS, PluginOrigin,
-    STDIO_KEYS, SamplingPolicy, Scope, ServerConfig, ServerEntry, ServerId, ToolFilter, Transport,
-    key_path, line_column, read_http, read_stdio,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, EntryError, PluginOrigin, SamplingPolicy,
+    ServerConfig, ServerEntry, ServerId, ToolFilter, Transport, line_column,
 };
 
 /// One plugin directory's files, as the host read them.

@@ -1,0 +1,976 @@
+//! Reading rho's `[mcp]` table out of TOML text: every key checked against
+//! the model in [`super`], with spans kept so each fault names its
+//! `file:line:column`, typos suggested, and one bad server entry disabling
+//! only that server.
+
+use super::*;
+
+const TRANSPORT_STDIO: &str = "stdio";
+const TRANSPORT_HTTP: &str = "streamable_http";
+const COMMON_KEYS: &[&str] = &[
+    "transport",
+    "enabled",
+    "log_level",
+    "sampling",
+    "tools",
+    "startup_timeout_secs",
+    "tool_timeout_secs",
+    "max_message_bytes",
+];
+pub(super) const STDIO_KEYS: &[&str] = &["command", "args", "cwd", "env", "env_from_env"];
+pub(super) const HTTP_KEYS: &[&str] = &["url", "headers", "headers_from_env", "oauth"];
+pub(super) const HTTP_LOOPBACK_ONLY: &str = "non-loopback endpoints must use https; http is allowed only for localhost, 127.0.0.0/8 and [::1]";
+
+/// Reads the `[mcp]` part of rho's config file.
+///
+/// `file_name` is used only in error positions. A file without `[mcp]` or
+/// `[mcp.servers]` yields a config with no servers. Per-entry problems land
+/// in [`ServerEntry::config`]; only problems that make the whole file
+/// untrustworthy are returned as [`ConfigFileError`].
+pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
+    let file_error = |span: Range<usize>, kind: ConfigFileErrorKind| {
+        let (line, column) = line_column(text, span.start);
+        ConfigFileError {
+            file: file_name.to_owned(),
+            line,
+            column,
+            kind,
+        }
+    };
+
+    let document = DeTable::parse(text).map_err(|error| {
+        file_error(
+            error.span().unwrap_or(0..0),
+            ConfigFileErrorKind::Syntax {
+                message: error.message().trim().to_owned(),
+            },
+        )
+    })?;
+    let sampling_command = match document.get_ref().get("sampling") {
+        None => None,
+        Some(sampling) => Some(read_sampling(sampling).map_err(|(span, message)| {
+            file_error(span, ConfigFileErrorKind::Sampling { message })
+        })?),
+    };
+    let plugin_dirs = match document.get_ref().get("plugins") {
+        None => None,
+        Some(plugins) => read_plugin_dirs(plugins).map_err(|(span, message)| {
+            file_error(span, ConfigFileErrorKind::Plugins { message })
+        })?,
+    };
+    let Some(mcp) = document.get_ref().get("mcp") else {
+        return Ok(Config {
+            sampling_command,
+            plugin_dirs,
+            ..Config::default()
+        });
+    };
+    let DeValue::Table(mcp) = mcp.get_ref() else {
+        return Err(file_error(
+            mcp.span(),
+            ConfigFileErrorKind::McpNotTable {
+                found: mcp.get_ref().type_str(),
+            },
+        ));
+    };
+    if let Some((key, _)) = source_order(mcp)
+        .into_iter()
+        .find(|(key, _)| key.get_ref() != "servers")
+    {
+        return Err(file_error(
+            key.span(),
+            ConfigFileErrorKind::UnknownMcpKey {
+                key: key_path("mcp", key.get_ref()),
+            },
+        ));
+    }
+    let Some(servers) = mcp.get("servers") else {
+        return Ok(Config {
+            sampling_command,
+            plugin_dirs,
+            ..Config::default()
+        });
+    };
+    let DeValue::Table(servers) = servers.get_ref() else {
+        return Err(file_error(
+            servers.span(),
+            ConfigFileErrorKind::ServersNotTable {
+                found: servers.get_ref().type_str(),
+            },
+        ));
+    };
+    let servers = servers
+        .iter()
+        .map(|(key, value)| {
+            let id = key.get_ref().to_string();
+            let entry_error = |fault: Fault| {
+                let (line, column) = line_column(text, fault.span.start);
+                EntryError {
+                    file: file_name.to_owned(),
+                    id: id.clone(),
+                    line,
+                    column,
+                    message: fault.message,
+                }
+            };
+            // A value that is not a table (`fs = "npx foo"`, `[[mcp.servers.fs]]`)
+            // is still an entry: it disables only itself, like any other
+            // malformed entry.
+            let config = match value.get_ref().as_table() {
+                Some(table) => read_entry(key, value.span(), table).map_err(entry_error),
+                None => Err(entry_error(Fault::new(
+                    value.span(),
+                    format!(
+                        "`{path}` must be a table, found {found}: write `[{path}]` with `transport = ...` and its keys on the lines below",
+                        path = key_path("mcp.servers", key.get_ref()),
+                        found = value.get_ref().type_str(),
+                    ),
+                ))),
+            };
+            ServerEntry {
+                id: id.clone(),
+                config,
+                plugin: None,
+            }
+        })
+        .collect();
+    Ok(Config {
+        servers,
+        sampling_command,
+        plugin_dirs,
+    })
+}
+
+type Key<'i> = Spanned<DeString<'i>>;
+type Value<'i> = Spanned<DeValue<'i>>;
+
+/// One problem, located by byte span, before it becomes an [`EntryError`].
+#[derive(Clone, Debug)]
+pub(super) struct Fault {
+    pub(super) span: Range<usize>,
+    pub(super) message: String,
+}
+
+impl Fault {
+    pub(super) fn new(span: Range<usize>, message: impl Into<String>) -> Self {
+        Self {
+            span,
+            message: message.into(),
+        }
+    }
+}
+
+type Checked<T> = Result<T, Fault>;
+
+/// The earliest (by position in the file) of the given faults, as an error.
+fn first_fault(faults: &[Option<&Fault>]) -> Checked<()> {
+    match faults.iter().flatten().min_by_key(|fault| fault.span.start) {
+        Some(fault) => Err((*fault).clone()),
+        None => Ok(()),
+    }
+}
+
+/// A table's entries in the order they appear in the file, so "the first
+/// error" means the first one a reader would meet.
+fn source_order<'t, 'i>(table: &'t DeTable<'i>) -> Vec<(&'t Key<'i>, &'t Value<'i>)> {
+    let mut entries: Vec<_> = table.iter().collect();
+    entries.sort_by_key(|(key, _)| key.span().start);
+    entries
+}
+
+/// `parent.key`, quoting `key` the way TOML would need it.
+pub(super) fn key_path(parent: &str, key: &str) -> String {
+    let bare = !key.is_empty()
+        && key
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if bare {
+        format!("{parent}.{key}")
+    } else {
+        format!("{parent}.{key:?}")
+    }
+}
+
+/// A known key within two edits of `key`, to suggest for a typo.
+fn suggestion<'k>(key: &str, known: impl IntoIterator<Item = &'k str>) -> Option<&'k str> {
+    known
+        .into_iter()
+        .map(|candidate| (edit_distance(key, candidate), candidate))
+        .filter(|(distance, _)| *distance <= 2)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, candidate)| candidate)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut previous: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut current = Vec::with_capacity(b.len() + 1);
+        current.push(i + 1);
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous[j] + usize::from(ca != *cb);
+            current.push(substitute.min(previous[j + 1] + 1).min(current[j] + 1));
+        }
+        previous = current;
+    }
+    previous[b.len()]
+}
+
+/// A table being read: its key path (for messages), its span (for "missing
+/// key" errors) and its entries.
+pub(super) struct Scope<'t, 'i> {
+    pub(super) path: String,
+    pub(super) span: Range<usize>,
+    pub(super) table: &'t DeTable<'i>,
+}
+
+impl<'t, 'i> Scope<'t, 'i> {
+    pub(super) fn path_of(&self, key: &str) -> String {
+        key_path(&self.path, key)
+    }
+
+    pub(super) fn lookup(&self, key: &str) -> Option<(&'t Key<'i>, &'t Value<'i>)> {
+        self.table.get_key_value(key)
+    }
+
+    /// The first key (in file order) that is not in `known`.
+    pub(super) fn reject_unknown(&self, known: &[&str], extra: &str) -> Checked<()> {
+        for (key, _) in source_order(self.table) {
+            let name = key.get_ref().as_ref();
+            if !known.contains(&name) {
+                let mut message = format!("unknown key `{}`", self.path_of(name));
+                if let Some(near) = suggestion(name, known.iter().copied()) {
+                    message.push_str(&format!("; did you mean `{near}`?"));
+                }
+                message.push_str(extra);
+                return Err(Fault::new(key.span(), message));
+            }
+        }
+        Ok(())
+    }
+
+    pub(super) fn type_fault(&self, key: &str, value: &Value<'_>, expected: &str) -> Fault {
+        Fault::new(
+            value.span(),
+            format!(
+                "`{}` must be {expected}, found {}",
+                self.path_of(key),
+                value.get_ref().type_str()
+            ),
+        )
+    }
+
+    pub(super) fn bool(&self, key: &str) -> Checked<Option<bool>> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(None);
+        };
+        match value.get_ref() {
+            DeValue::Boolean(b) => Ok(Some(*b)),
+            _ => Err(self.type_fault(key, value, "a boolean")),
+        }
+    }
+
+    /// A string value with its span.
+    pub(super) fn string(&self, key: &str) -> Checked<Option<(&'t str, Range<usize>)>> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(None);
+        };
+        match value.get_ref() {
+            DeValue::String(s) => Ok(Some((s.as_ref(), value.span()))),
+            _ => Err(self.type_fault(key, value, "a string")),
+        }
+    }
+
+    /// A string that must be one of `choices`.
+    pub(super) fn choice<T: Copy>(&self, key: &str, choices: &[(&str, T)]) -> Checked<Option<T>> {
+        let listed = choices
+            .iter()
+            .map(|(name, _)| format!("\"{name}\""))
+            .collect::<Vec<_>>()
+            .join(", ");
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(None);
+        };
+        let DeValue::String(s) = value.get_ref() else {
+            return Err(self.type_fault(key, value, &format!("a string, one of {listed}")));
+        };
+        match choices.iter().find(|(name, _)| *name == s.as_ref()) {
+            Some((_, choice)) => Ok(Some(*choice)),
+            None => Err(Fault::new(
+                value.span(),
+                format!(
+                    "`{}` must be one of {listed}, not {:?}",
+                    self.path_of(key),
+                    s.as_ref()
+                ),
+            )),
+        }
+    }
+
+    /// An array of strings, each checked by `check`.
+    pub(super) fn strings(
+        &self,
+        key: &str,
+        check: fn(&str) -> Result<(), String>,
+    ) -> Checked<Option<Vec<String>>> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(None);
+        };
+        let DeValue::Array(items) = value.get_ref() else {
+            return Err(self.type_fault(key, value, "an array of strings"));
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for (index, item) in items.iter().enumerate() {
+            let DeValue::String(s) = item.get_ref() else {
+                return Err(Fault::new(
+                    item.span(),
+                    format!(
+                        "`{}` must be an array of strings, but element {index} is {}",
+                        self.path_of(key),
+                        item.get_ref().type_str()
+                    ),
+                ));
+            };
+            check(s).map_err(|why| {
+                Fault::new(
+                    item.span(),
+                    format!("`{}` element {index}: {why}", self.path_of(key)),
+                )
+            })?;
+            out.push(s.to_string());
+        }
+        Ok(Some(out))
+    }
+
+    /// A table of string values; keys checked by `check_key`, values by
+    /// `check_value`. `what` names keys in messages ("variable name").
+    pub(super) fn string_map(
+        &self,
+        key: &str,
+        what: &str,
+        check_key: fn(&str) -> Result<(), String>,
+        check_value: fn(&str) -> Result<(), String>,
+    ) -> Checked<BTreeMap<String, String>> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(BTreeMap::new());
+        };
+        let DeValue::Table(table) = value.get_ref() else {
+            return Err(self.type_fault(key, value, "a table of strings"));
+        };
+        let path = self.path_of(key);
+        let mut out = BTreeMap::new();
+        for (name, item) in source_order(table) {
+            let name_str: &str = name.get_ref();
+            check_key(name_str).map_err(|why| {
+                Fault::new(
+                    name.span(),
+                    format!("`{path}`: {name_str:?} is not a valid {what}: {why}"),
+                )
+            })?;
+            let DeValue::String(s) = item.get_ref() else {
+                return Err(Fault::new(
+                    item.span(),
+                    format!(
+                        "`{}` must be a string, found {}",
+                        key_path(&path, name_str),
+                        item.get_ref().type_str()
+                    ),
+                ));
+            };
+            check_value(s).map_err(|why| {
+                Fault::new(
+                    item.span(),
+                    format!("`{}`: {why}", key_path(&path, name_str)),
+                )
+            })?;
+            out.insert(name_str.to_owned(), s.to_string());
+        }
+        Ok(out)
+    }
+
+    /// A sub-table, as a scope of its own.
+    pub(super) fn table(&self, key: &str) -> Checked<Option<Scope<'t, 'i>>> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(None);
+        };
+        match value.get_ref() {
+            DeValue::Table(table) => Ok(Some(Scope {
+                path: self.path_of(key),
+                span: value.span(),
+                table,
+            })),
+            _ => Err(self.type_fault(key, value, "a table")),
+        }
+    }
+
+    /// A positive, finite number of seconds, at most [`MAX_TIMEOUT`];
+    /// [`DEFAULT_TIMEOUT`] when absent.
+    pub(super) fn timeout(&self, key: &str) -> Checked<Duration> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(DEFAULT_TIMEOUT);
+        };
+        let path = self.path_of(key);
+        let fault = |shown: String| {
+            Fault::new(
+                value.span(),
+                format!(
+                    "`{path}` must be a positive number of seconds no greater than {}, not {shown}",
+                    MAX_TIMEOUT.as_secs()
+                ),
+            )
+        };
+        let duration = match value.get_ref() {
+            DeValue::Integer(integer) => i128::from_str_radix(integer.as_str(), integer.radix())
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|n| *n > 0)
+                .map(Duration::from_secs)
+                .ok_or_else(|| fault(integer.to_string()))?,
+            DeValue::Float(float) => float
+                .as_str()
+                .parse::<f64>()
+                .ok()
+                .filter(|f| f.is_finite() && *f > 0.0)
+                .and_then(|f| Duration::try_from_secs_f64(f).ok())
+                .filter(|d| !d.is_zero())
+                .ok_or_else(|| fault(float.to_string()))?,
+            _ => return Err(self.type_fault(key, value, "a number of seconds")),
+        };
+        if duration > MAX_TIMEOUT {
+            return Err(fault(value_text(value.get_ref())));
+        }
+        Ok(duration)
+    }
+
+    /// `max_message_bytes`: a whole number of bytes within the sane range.
+    pub(super) fn max_message_bytes(&self) -> Checked<usize> {
+        const KEY: &str = "max_message_bytes";
+        let Some((_, value)) = self.lookup(KEY) else {
+            return Ok(DEFAULT_MAX_MESSAGE_BYTES);
+        };
+        let DeValue::Integer(integer) = value.get_ref() else {
+            return Err(self.type_fault(KEY, value, "a whole number of bytes"));
+        };
+        i128::from_str_radix(integer.as_str(), integer.radix())
+            .ok()
+            .and_then(|n| usize::try_from(n).ok())
+            .filter(|n| (MIN_MAX_MESSAGE_BYTES..=MAX_MAX_MESSAGE_BYTES).contains(n))
+            .ok_or_else(|| {
+                Fault::new(
+                    value.span(),
+                    format!(
+                        "`{}` must be a number of bytes from {MIN_MAX_MESSAGE_BYTES} (64 KiB) to {MAX_MAX_MESSAGE_BYTES} (1 GiB), not {integer}",
+                        self.path_of(KEY)
+                    ),
+                )
+            })
+    }
+}
+
+/// A scalar as the user wrote it (near enough), for messages.
+fn value_text(value: &DeValue<'_>) -> String {
+    match value {
+        DeValue::Integer(integer) => integer.to_string(),
+        DeValue::Float(float) => float.to_string(),
+        other => other.type_str().to_owned(),
+    }
+}
+
+/// Reads and validates one `[mcp.servers.<id>]` table.
+///
+/// Structural problems come first, in this order: the identity, unknown
+/// keys, then the transport. After that, the earliest problem in the file
+/// wins.
+fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Checked<ServerConfig> {
+    let id = ServerId::new(id_key.get_ref().as_ref())
+        .map_err(|error| Fault::new(id_key.span(), error.to_string()))?;
+    let scope = Scope {
+        path: key_path("mcp.servers", id.as_str()),
+        span,
+        table,
+    };
+    let all_keys: Vec<&str> = COMMON_KEYS
+        .iter()
+        .chain(STDIO_KEYS)
+        .chain(HTTP_KEYS)
+        .copied()
+        .collect();
+    scope.reject_unknown(&all_keys, "")?;
+
+    let transports = [(TRANSPORT_STDIO, false), (TRANSPORT_HTTP, true)];
+    let Some(is_http) = scope.choice("transport", &transports)? else {
+        return Err(Fault::new(
+            scope.span.clone(),
+            format!(
+                "missing required key `{}` (\"stdio\" or \"streamable_http\")",
+                scope.path_of("transport")
+            ),
+        ));
+    };
+    let (this_kind, other_kind, other_keys) = if is_http {
+        (TRANSPORT_HTTP, TRANSPORT_STDIO, STDIO_KEYS)
+    } else {
+        (TRANSPORT_STDIO, TRANSPORT_HTTP, HTTP_KEYS)
+    };
+    let misplaced = source_order(table)
+        .into_iter()
+        .find(|(key, _)| other_keys.contains(&key.get_ref().as_ref()))
+        .map(|(key, _)| {
+            Fault::new(
+                key.span(),
+                format!(
+                    "`{}` is for transport = \"{other_kind}\"; this server has transport = \"{this_kind}\"",
+                    key.get_ref()
+                ),
+            )
+        });
+
+    let enabled = scope.bool("enabled").map(|b| b.unwrap_or(true));
+    let log_level = scope.choice(
+        "log_level",
+        &LogLevel::ALL.map(|level| (level.as_str(), level)),
+    );
+    let sampling = scope
+        .choice(
+            "sampling",
+            &[("deny", SamplingPolicy::Deny), ("ask", SamplingPolicy::Ask)],
+        )
+        .map(Option::unwrap_or_default);
+    let tools = read_tools(&scope);
+    let startup_timeout = scope.timeout("startup_timeout_secs");
+    let tool_timeout = scope.timeout("tool_timeout_secs");
+    let max_message_bytes = scope.max_message_bytes();
+    let transport = match misplaced {
+        Some(fault) => Err(fault),
+        None if is_http => read_http(&scope).map(Transport::StreamableHttp),
+        None => read_stdio(&scope).map(Transport::Stdio),
+    };
+    first_fault(&[
+        enabled.as_ref().err(),
+        log_level.as_ref().err(),
+        sampling.as_ref().err(),
+        tools.as_ref().err(),
+        startup_timeout.as_ref().err(),
+        tool_timeout.as_ref().err(),
+        max_message_bytes.as_ref().err(),
+        transport.as_ref().err(),
+    ])?;
+    Ok(ServerConfig {
+        id,
+        enabled: enabled?,
+        transport: transport?,
+        log_level: log_level?,
+        sampling: sampling?,
+        tools: tools?,
+        startup_timeout: startup_timeout?,
+        tool_timeout: tool_timeout?,
+        max_message_bytes: max_message_bytes?,
+        plugin: None,
+    })
+}
+
+fn read_tools(server: &Scope<'_, '_>) -> Checked<ToolFilter> {
+    let Some(tools) = server.table("tools")? else {
+        return Ok(ToolFilter::default());
+    };
+    tools.reject_unknown(&["allow", "deny"], "")?;
+    let allow = tools.strings("allow", any_string);
+    let deny = tools.strings("deny", any_string);
+    first_fault(&[allow.as_ref().err(), deny.as_ref().err()])?;
+    Ok(ToolFilter {
+        allow: allow?,
+        deny: deny?.unwrap_or_default(),
+    })
+}
+
+pub(super) fn read_stdio(server: &Scope<'_, '_>) -> Checked<StdioConfig> {
+    let command = server.string("command").and_then(|command| match command {
+        None => Err(Fault::new(
+            server.span.clone(),
+            format!(
+                "missing required key `{}`: a stdio server needs the executable to run",
+                server.path_of("command")
+            ),
+        )),
+        Some((command, span)) => non_empty_os_string(command)
+            .map(|()| command.to_owned())
+            .map_err(|why| Fault::new(span, format!("`{}`: {why}", server.path_of("command")))),
+    });
+    let args = server
+        .strings("args", os_string)
+        .map(Option::unwrap_or_default);
+    let cwd = server.string("cwd").and_then(|cwd| match cwd {
+        None => Ok(None),
+        Some((cwd, span)) => non_empty_os_string(cwd)
+            .map(|()| Some(cwd.to_owned()))
+            .map_err(|why| Fault::new(span, format!("`{}`: {why}", server.path_of("cwd")))),
+    });
+    let env = server.string_map("env", "variable name", variable_name, os_string);
+    let env_from_env = server.string_map(
+        "env_from_env",
+        "variable name",
+        variable_name,
+        ambient_variable_name,
+    );
+    first_fault(&[
+        command.as_ref().err(),
+        args.as_ref().err(),
+        cwd.as_ref().err(),
+        env.as_ref().err(),
+        env_from_env.as_ref().err(),
+    ])?;
+    Ok(StdioConfig {
+        command: command?,
+        args: args?,
+        cwd: cwd?,
+        env: env?,
+        env_from_env: env_from_env?,
+    })
+}
+
+pub(super) fn read_http(server: &Scope<'_, '_>) -> Checked<HttpConfig> {
+    let url = server.string("url").and_then(|url| match url {
+        None => Err(Fault::new(
+            server.span.clone(),
+            format!(
+                "missing required key `{}`: a streamable_http server needs its endpoint",
+                server.path_of("url")
+            ),
+        )),
+        Some((url, span)) => endpoint(url).map_err(|why| Fault::new(span, why)),
+    });
+    let headers = server
+        .string_map("headers", "header name", header_name, header_value)
+        .and_then(|headers| distinct_header_names(server, "headers", headers));
+    let headers_from_env = server
+        .string_map(
+            "headers_from_env",
+            "header name",
+            header_name,
+            ambient_variable_name,
+        )
+        .and_then(|headers| distinct_header_names(server, "headers_from_env", headers));
+    let oauth = read_oauth(server);
+    first_fault(&[
+        url.as_ref().err(),
+        headers.as_ref().err(),
+        headers_from_env.as_ref().err(),
+        oauth.as_ref().err(),
+    ])?;
+    Ok(HttpConfig {
+        url: url?,
+        headers: headers?,
+        headers_from_env: headers_from_env?,
+        oauth: oauth?,
+    })
+}
+
+fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
+    let Some(oauth) = server.table("oauth")? else {
+        return Ok(None);
+    };
+    oauth.reject_unknown(
+        &[
+            "client_id",
+            "scopes",
+            "grant",
+            "client_secret_from_env",
+            "client_metadata_url",
+        ],
+        "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`)",
+    )?;
+    let client_id = oauth.string("client_id").and_then(|id| match id {
+        Some(("", span)) => Err(Fault::new(
+            span,
+            format!(
+                "`{}` must not be empty; leave it out to register dynamically",
+                oauth.path_of("client_id")
+            ),
+        )),
+        other => Ok(other.map(|(id, _)| id.to_owned())),
+    });
+    let scopes = oauth.strings("scopes", scope_token);
+    let grant = oauth.string("grant").and_then(|grant| match grant {
+        None | Some(("authorization_code", _)) => Ok(OAuthGrant::AuthorizationCode),
+        Some(("client_credentials", _)) => Ok(OAuthGrant::ClientCredentials),
+        Some((other, span)) => Err(Fault::new(
+            span,
+            format!(
+                "`{}` must be \"authorization_code\" or \"client_credentials\", not {other:?}",
+                oauth.path_of("grant")
+            ),
+        )),
+    });
+    let secret = oauth
+        .string("client_secret_from_env")
+        .and_then(|name| match name {
+            Some((name, span)) => {
+                variable_name(name)
+                    .map(|()| Some(name.to_owned()))
+                    .map_err(|e| {
+                        Fault::new(
+                            span,
+                            format!("`{}`: {e}", oauth.path_of("client_secret_from_env")),
+                        )
+                    })
+            }
+            None => Ok(None),
+        });
+    let metadata_url = oauth
+        .string("client_metadata_url")
+        .and_then(|url| match url {
+            Some((text, span)) => match Url::parse(text) {
+                Ok(parsed) if parsed.scheme() == "https" && parsed.path() != "/" => {
+                    Ok(Some(text.to_owned()))
+                }
+                _ => Err(Fault::new(
+                    span,
+                    format!(
+                        "`{}` must be an https URL with a path (a client ID metadata document)",
+                        oauth.path_of("client_metadata_url")
+                    ),
+                )),
+            },
+            None => Ok(None),
+        });
+    first_fault(&[
+        client_id.as_ref().err(),
+        scopes.as_ref().err(),
+        grant.as_ref().err(),
+        secret.as_ref().err(),
+        metadata_url.as_ref().err(),
+    ])?;
+    let config = OAuthConfig {
+        client_id: client_id?,
+        scopes: scopes?,
+        grant: grant?,
+        client_secret_from_env: secret?,
+        client_metadata_url: metadata_url?,
+    };
+    if config.grant == OAuthGrant::ClientCredentials
+        && (config.client_id.is_none() || config.client_secret_from_env.is_none())
+    {
+        return Err(Fault::new(
+            server.span.clone(),
+            format!(
+                "`{}` = \"client_credentials\" needs `client_id` and `client_secret_from_env` in the same table",
+                oauth.path_of("grant")
+            ),
+        ));
+    }
+    Ok(Some(config))
+}
+
+/// Header names are case-insensitive, so `X-A` and `x-a` in one table would
+/// leave it to chance which value is sent.
+fn distinct_header_names(
+    server: &Scope<'_, '_>,
+    key: &str,
+    headers: BTreeMap<String, String>,
+) -> Checked<BTreeMap<String, String>> {
+    let mut seen = BTreeMap::new();
+    for name in headers.keys() {
+        if let Some(earlier) = seen.insert(name.to_ascii_lowercase(), name) {
+            let span = server
+                .lookup(key)
+                .and_then(|(_, value)| value.get_ref().as_table())
+                .and_then(|table| table.get_key_value(name.as_str()))
+                .map_or_else(|| server.span.clone(), |(k, _)| k.span());
+            return Err(Fault::new(
+                span,
+                format!(
+                    "`{}` names header `{name}` twice (also as `{earlier}`); header names are case-insensitive",
+                    server.path_of(key)
+                ),
+            ));
+        }
+    }
+    Ok(headers)
+}
+
+fn any_string(_: &str) -> Result<(), String> {
+    Ok(())
+}
+
+/// Strings handed to the operating system cannot carry NUL.
+fn os_string(s: &str) -> Result<(), String> {
+    if s.contains('\0') {
+        return Err("must not contain a NUL character".to_owned());
+    }
+    Ok(())
+}
+
+fn non_empty_os_string(s: &str) -> Result<(), String> {
+    if s.is_empty() {
+        return Err("must not be empty".to_owned());
+    }
+    os_string(s)
+}
+
+/// A name an environment block can carry: non-empty, no `=`, no NUL.
+fn variable_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a variable name must not be empty".to_owned());
+    }
+    if name.contains('=') {
+        return Err("a variable name must not contain `=`".to_owned());
+    }
+    if name.contains('\0') {
+        return Err("a variable name must not contain a NUL character".to_owned());
+    }
+    Ok(())
+}
+
+fn ambient_variable_name(name: &str) -> Result<(), String> {
+    variable_name(name).map_err(|why| format!("the value must name an ambient variable: {why}"))
+}
+
+/// An RFC 7230 `token`: one or more `tchar`.
+fn header_name(name: &str) -> Result<(), String> {
+    if name.is_empty() {
+        return Err("a header name must not be empty".to_owned());
+    }
+    match name.chars().find(|c| !is_tchar(*c)) {
+        Some(c) => Err(format!(
+            "{c:?} is not allowed in a header name (letters, digits and !#$%&'*+-.^_`|~ are)"
+        )),
+        None => Ok(()),
+    }
+}
+
+fn is_tchar(c: char) -> bool {
+    c.is_ascii_alphanumeric() || "!#$%&'*+-.^_`|~".contains(c)
+}
+
+/// CR and LF would let a value start a new header; NUL is never valid.
+fn header_value(value: &str) -> Result<(), String> {
+    if value.contains(['\r', '\n', '\0']) {
+        return Err("a header value must not contain CR, LF or NUL".to_owned());
+    }
+    Ok(())
+}
+
+/// OAuth scopes travel space-separated, so one scope cannot hold a space.
+fn scope_token(scope: &str) -> Result<(), String> {
+    if scope.is_empty() || scope.contains(char::is_whitespace) {
+        return Err("a scope must be non-empty and contain no whitespace".to_owned());
+    }
+    Ok(())
+}
+
+/// An MCP endpoint: https, or http on loopback; never with userinfo.
+fn endpoint(raw: &str) -> Result<Url, String> {
+    let url = Url::parse(raw).map_err(|error| format!("`url` is not a valid URL: {error}"))?;
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(
+            "`url` must not contain credentials (user:pass@); send them with `headers_from_env`"
+                .to_owned(),
+        );
+    }
+    match url.scheme() {
+        "https" => Ok(url),
+        "http" if is_loopback(&url) => Ok(url),
+        "http" => Err(HTTP_LOOPBACK_ONLY.to_owned()),
+        other => Err(format!(
+            "`url` must be an https URL (or http on loopback), not `{other}:`"
+        )),
+    }
+}
+
+/// Reads `[sampling]`: only `command`, a non-empty array of strings.
+fn read_sampling(value: &Spanned<DeValue<'_>>) -> Result<Vec<String>, (Range<usize>, String)> {
+    const SHAPE: &str = "write `[sampling]` with `command = [\"program\", \"arg\", ...]`";
+    let DeValue::Table(table) = value.get_ref() else {
+        return Err((value.span(), format!("`sampling` must be a table: {SHAPE}")));
+    };
+    if let Some((key, _)) = source_order(table)
+        .into_iter()
+        .find(|(key, _)| key.get_ref() != "command")
+    {
+        return Err((
+            key.span(),
+            format!("unknown key `sampling.{}`: {SHAPE}", key.get_ref()),
+        ));
+    }
+    let Some(command) = table.get("command") else {
+        return Err((
+            value.span(),
+            format!("`sampling` has no `command`: {SHAPE}"),
+        ));
+    };
+    let DeValue::Array(items) = command.get_ref() else {
+        return Err((
+            command.span(),
+            format!("`sampling.command` must be an array: {SHAPE}"),
+        ));
+    };
+    let mut out = Vec::new();
+    for item in items.iter() {
+        match item.get_ref().as_str() {
+            Some(s) if !s.is_empty() || !out.is_empty() => out.push(s.to_owned()),
+            _ => {
+                return Err((
+                    item.span(),
+                    format!("`sampling.command` must hold strings, the first non-empty: {SHAPE}"),
+                ));
+            }
+        }
+    }
+    if out.is_empty() {
+        return Err((
+            command.span(),
+            format!("`sampling.command` is empty: {SHAPE}"),
+        ));
+    }
+    Ok(out)
+}
+
+/// `[plugins] dirs = ["..."]`: `None` when `dirs` is absent. Other keys of
+/// `[plugins]` belong to other parts of rho and are left alone.
+fn read_plugin_dirs(
+    value: &Spanned<DeValue<'_>>,
+) -> Result<Option<Vec<String>>, (Range<usize>, String)> {
+    const SHAPE: &str = "write `[plugins]` with `dirs = [\"~/.rho/plugins\", ...]`";
+    let DeValue::Table(table) = value.get_ref() else {
+        return Err((value.span(), format!("`plugins` must be a table: {SHAPE}")));
+    };
+    let Some(dirs) = table.get("dirs") else {
+        return Ok(None);
+    };
+    let DeValue::Array(items) = dirs.get_ref() else {
+        return Err((
+            dirs.span(),
+            format!(
+                "`plugins.dirs` must be an array of directories, found {}: {SHAPE}",
+                dirs.get_ref().type_str()
+            ),
+        ));
+    };
+    items
+        .iter()
+        .map(|item| match item.get_ref().as_str() {
+            Some(dir) if !dir.is_empty() && !dir.contains('\0') => Ok(dir.to_owned()),
+            _ => Err((
+                item.span(),
+                format!("`plugins.dirs` must hold non-empty directory paths: {SHAPE}"),
+            )),
+        })
+        .collect::<Result<Vec<_>, _>>()
+        .map(Some)
+}
+
+/// The URL policy every URL the HTTP transport touches must meet: https,
+/// or http on a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and
+/// no credentials in the URL. The error says what to change.
+pub fn check_url_policy(url: &Url) -> Result<(), String> {
+    endpoint(url.as_str()).map(|_| ())
+}
+
+fn is_loopback(url: &Url) -> bool {
+    match url.host() {
+        Some(Host::Domain(domain)) => domain.eq_ignore_ascii_case("localhost"),
+        Some(Host::Ipv4(address)) => address.is_loopback(),
+        Some(Host::Ipv6(address)) => address == Ipv6Addr::LOCALHOST,
+        None => false,
+    }
+}
