@@ -195,7 +195,7 @@ pub(crate) fn run(
 /// `tool` (its own or exported name) as server `id` listed it. A tool the
 /// registry does not hold gets its words as JSON-or-string values: the
 /// call then fails with the server's own reason (unknown, filtered).
-fn typed_arguments(
+pub(crate) fn typed_arguments(
     runtime: &Host,
     id: &str,
     tool: &str,

@@ -13,7 +13,8 @@
 
 use std::ffi::OsStr;
 use std::fmt::{self, Write as _};
-use std::sync::OnceLock;
+use std::io::Write as _;
+use std::sync::{Arc, Mutex, OnceLock};
 
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::terminal;
@@ -27,6 +28,13 @@ use tracing_subscriber::fmt::format::Writer;
 /// loaded (log lines written before that cannot hold server text).
 static SECRETS: OnceLock<Redactor> = OnceLock::new();
 
+/// Where finished log lines go instead of stderr (the shell prints them
+/// above its prompt line).
+type Route = Arc<dyn Fn(&str) + Send + Sync>;
+
+/// The current route, when one is set.
+static ROUTE: Mutex<Option<Route>> = Mutex::new(None);
+
 /// Installs the stderr logger: `debug` with `verbose`, else `warn`;
 /// `RUST_LOG` overrides the filter.
 pub(crate) fn init(verbose: bool) {
@@ -38,11 +46,52 @@ pub(crate) fn init(verbose: bool) {
     );
     tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
+        .with_writer(|| LogLine(Vec::new()))
         .with_ansi(ansi)
         .with_target(verbose)
         .fmt_fields(SafeFields)
         .init();
+}
+
+/// Sends every later log line to `route` (or, with `None`, to stderr
+/// again).
+pub(crate) fn route_to(route: Option<Route>) {
+    *ROUTE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner) = route;
+}
+
+/// One log line being formatted; written whole when dropped, to the
+/// route or to stderr.
+struct LogLine(Vec<u8>);
+
+impl std::io::Write for LogLine {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Drop for LogLine {
+    fn drop(&mut self) {
+        if self.0.is_empty() {
+            return;
+        }
+        let route = ROUTE
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .clone();
+        match route {
+            Some(route) => route(String::from_utf8_lossy(&self.0).trim_end()),
+            None => {
+                let _ = std::io::stderr().lock().write_all(&self.0);
+            }
+        }
+    }
 }
 
 /// Hides these secrets in every later log line (the first call wins; a

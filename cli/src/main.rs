@@ -30,6 +30,7 @@ mod plugins;
 mod questions;
 mod reauth;
 mod sampling;
+mod shell;
 mod signals;
 mod tool_args;
 
@@ -104,6 +105,9 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// An interactive session over every enabled server: status, tools,
+    /// calls and the servers' questions, with completion (no model).
+    Shell,
     /// Add a server to the config file (a command after `--`, or --url),
     /// keeping the file's comments and layout.
     Add(manage::AddArgs),
@@ -421,6 +425,7 @@ fn run_mcp(
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
+        McpCommand::Shell => shell::run(&loaded, kind, options),
         McpCommand::Login(args) => login(&loaded, &args),
         McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
@@ -505,7 +510,7 @@ fn show(
 }
 
 /// How each configured server authenticates, for `list` and `show`.
-fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
+pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
     let store = credentials::FileStore::default_location();
     let now = credentials::now_unix();
     loaded

@@ -50,6 +50,15 @@ pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -
     } else {
         None
     };
+    services_with(responder, model_command)
+}
+
+/// The host services with this `responder`: the sampling model is the
+/// configured command, and usage goes to the ledger under `~/.rho/`.
+pub(crate) fn services_with(
+    responder: Option<Arc<dyn Responder>>,
+    model_command: Option<Vec<String>>,
+) -> HostServices {
     let model = model_command
         .filter(|c| !c.is_empty())
         .map(|command| Arc::new(CommandModel::new(command)) as Arc<dyn Model>);
@@ -98,43 +107,69 @@ struct Terminal {
 impl Responder for Terminal {
     fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
         let _one = self.lock.lock();
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(err, "\n── MCP server `{}` asks ──", sanitize_line(server));
-        write_indented(&mut err, &form.message);
-        let _ = writeln!(
-            err,
-            "(Enter keeps a [default]; type `!cancel` to dismiss the form)"
-        );
-        let mut answers = std::collections::BTreeMap::new();
-        for field in &form.fields {
-            match ask_field(&mut err, &mut read_line, field) {
-                Asked::Values(values) => {
-                    answers.insert(field.name.clone(), values);
-                }
-                Asked::Skip => {}
-                Asked::Dismiss => return FormAnswer::Dismissed,
-                Asked::Unavailable => return FormAnswer::CouldNotAsk,
-            }
-        }
-        FormAnswer::Submitted(answers)
+        ask_form(&mut std::io::stderr().lock(), &mut read_line, server, form)
     }
 
     fn confirm_sampling(&self, server: &str, question: &str) -> bool {
         let _one = self.lock.lock();
-        let mut err = std::io::stderr().lock();
-        let _ = writeln!(
-            err,
-            "\n── MCP server `{}` asks to use your model ──",
-            sanitize_line(server)
-        );
-        write_indented(&mut err, question);
-        let _ = write!(err, "Allow? [y/N] ");
-        let _ = err.flush();
-        matches!(
-            read_line().as_deref().map(str::trim),
-            Some("y" | "Y" | "yes" | "Yes")
+        ask_sampling(
+            &mut std::io::stderr().lock(),
+            &mut read_line,
+            server,
+            question,
         )
     }
+}
+
+/// Asks `form` of a person: writes on `err`, reads each answer with `read`
+/// (a line, or `None` when there is no more input). The shell asks through
+/// its own line editor with the same words.
+pub(crate) fn ask_form(
+    err: &mut impl Write,
+    read: &mut dyn FnMut() -> Option<String>,
+    server: &str,
+    form: &Form,
+) -> FormAnswer {
+    let _ = writeln!(err, "\n── MCP server `{}` asks ──", sanitize_line(server));
+    write_indented(err, &form.message);
+    let _ = writeln!(
+        err,
+        "(Enter keeps a [default]; type `!cancel` to dismiss the form)"
+    );
+    let mut answers = std::collections::BTreeMap::new();
+    for field in &form.fields {
+        match ask_field(err, read, field) {
+            Asked::Values(values) => {
+                answers.insert(field.name.clone(), values);
+            }
+            Asked::Skip => {}
+            Asked::Dismiss => return FormAnswer::Dismissed,
+            Asked::Unavailable => return FormAnswer::CouldNotAsk,
+        }
+    }
+    FormAnswer::Submitted(answers)
+}
+
+/// Asks whether `server` may use the model for `question`; only a typed
+/// yes allows it.
+pub(crate) fn ask_sampling(
+    err: &mut impl Write,
+    read: &mut dyn FnMut() -> Option<String>,
+    server: &str,
+    question: &str,
+) -> bool {
+    let _ = writeln!(
+        err,
+        "\n── MCP server `{}` asks to use your model ──",
+        sanitize_line(server)
+    );
+    write_indented(err, question);
+    let _ = write!(err, "Allow? [y/N] ");
+    let _ = err.flush();
+    matches!(
+        read().as_deref().map(str::trim),
+        Some("y" | "Y" | "yes" | "Yes")
+    )
 }
 
 enum Asked {

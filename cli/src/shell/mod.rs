@@ -1,0 +1,744 @@
+//! `rho mcp shell`: one long-lived runtime over every enabled server, and
+//! a person's seat at it: status, tools, calls, and the servers' own
+//! questions, from a line editor with a completion menu. There is no model
+//! here; it is the MCP Inspector's job done in a terminal.
+//!
+//! On a terminal the line editor ([`editor`], [`keys`], [`screen`]) runs
+//! in raw mode: Ctrl-C is a key, so it cancels the running call (the
+//! server is told) instead of ending rho; Ctrl-D on an empty line or
+//! `/quit` shuts every session down in order. Everything that happens
+//! while a line is being typed — progress of the running call, rho's log
+//! lines (server log messages at or above the `--verbose`/`RUST_LOG`
+//! level, list changes, ping failures), a server's form — is printed above
+//! the prompt line, which is then drawn again. A server's form is asked
+//! with the same words and rules as `rho mcp call`, answered through the
+//! same editor; the prompt shows the field being asked.
+//!
+//! Not on a terminal (input from a pipe or a file), the shell reads one
+//! command per line and prints plain output: the same commands, scriptable.
+//! No person is present then, so forms are declined as in `rho mcp call`.
+//!
+//! Why an editor written here rather than rustyline or reedline: the
+//! shell must print above the line from other threads while a key is
+//! being read, and later redraw suggestions that arrive from a server
+//! without a key press; both crates own the terminal during a read and
+//! offer at most an external printer for the first. The editor is one
+//! small pure model (tested key by key) over rustix's termios, which rho
+//! already depends on, so the binary grows by kilobytes, not by a
+//! terminal library.
+//!
+//! History is kept in `~/.rho/shell_history` (the last
+//! [`editor::HISTORY_LINES`] lines, owner-only permissions), written after
+//! every command so a killed shell loses nothing.
+
+mod commands;
+mod editor;
+mod keys;
+mod screen;
+
+use std::cell::RefCell;
+use std::io::{BufRead as _, IsTerminal as _, Write as _};
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use rho_proto_core::features::content;
+use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::host::{Responder, RuntimeOptions};
+use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::session::{CallError, Progress};
+use rho_proto_core::text::terminal::{sanitize, sanitize_line};
+
+use self::commands::{Catalog, CatalogTool, Command};
+use self::editor::Editor;
+use self::screen::Screen;
+use crate::config_file::LoadedConfig;
+use crate::host::{Host, RuntimeKind};
+use crate::{Failure, unless_stopped};
+
+/// The prompt in front of a command line.
+const PROMPT: &str = "rho> ";
+
+/// How often progress of one call may print a line.
+const PROGRESS_EVERY: Duration = Duration::from_millis(250);
+
+/// Runs `rho mcp shell`.
+pub(crate) fn run(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    mut options: RuntimeOptions,
+) -> Result<ExitCode, Failure> {
+    let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
+    let history_path = history_path();
+    let history = history_path
+        .as_deref()
+        .map(load_history)
+        .unwrap_or_default();
+    let screen = Arc::new(Screen::new(Editor::new(PROMPT, history)));
+    let answers: Arc<Mutex<Option<mpsc::Sender<Option<String>>>>> = Arc::default();
+    let responder: Option<Arc<dyn Responder>> = if interactive && crate::questions::person_present()
+    {
+        Some(Arc::new(ShellResponder {
+            screen: Arc::clone(&screen),
+            answers: Arc::clone(&answers),
+            one: Mutex::new(()),
+        }))
+    } else {
+        None
+    };
+    options.host =
+        crate::questions::services_with(responder, loaded.config.sampling_command.clone());
+    let store = crate::credentials::FileStore::default_location();
+    let config = crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|_| true);
+    options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
+        &loaded.config,
+        store.map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
+        if interactive {
+            crate::reauth::LoginMode::Person
+        } else {
+            crate::reauth::LoginMode::Never
+        },
+        &|_| true,
+    );
+    let stop = crate::signals::install();
+    options.interrupt = Some(Arc::clone(&stop));
+    if interactive {
+        let _ = writeln!(
+            std::io::stderr(),
+            "rho: starting {} server(s); Ctrl-C stops the startup",
+            config
+                .servers
+                .iter()
+                .filter(|e| e.config.as_ref().is_ok_and(|c| c.enabled))
+                .count()
+        );
+    }
+    let host = unless_stopped(Host::start(kind, &config, options, |_| true))?;
+    let keeper = Keeper::start(&host);
+    let shell = Shell {
+        loaded,
+        host: &host,
+        out: if interactive {
+            Out::Screen(Arc::clone(&screen))
+        } else {
+            Out::Plain
+        },
+        running: Mutex::new(None),
+    };
+    let status = shell.status_text();
+    shell.out.print(&status);
+    let outcome = if interactive {
+        crate::logging::route_to(Some(Arc::new({
+            let screen = Arc::clone(&screen);
+            move |line: &str| screen.print(line)
+        })));
+        let result = interactive_loop(&shell, &screen, &answers, &stop, history_path.as_deref());
+        crate::logging::route_to(None);
+        result
+    } else {
+        plain_loop(&shell, &stop);
+        Ok(())
+    };
+    keeper.stop();
+    host.shutdown();
+    outcome?;
+    crate::check_stopped()?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// Keeps smol sessions running between commands: the host runs its
+/// executor only inside a call, so an idle shell would leave pings
+/// unanswered and server output unread. A thread runs the executor until
+/// the shell ends. The blocking runtime needs nothing: its sessions have
+/// threads of their own.
+struct Keeper {
+    stop: Option<(smol::channel::Sender<()>, std::thread::JoinHandle<()>)>,
+}
+
+impl Keeper {
+    fn start(host: &Host) -> Keeper {
+        let Host::Smol {
+            executor,
+            reactor: true,
+            ..
+        } = host
+        else {
+            return Keeper { stop: None };
+        };
+        let executor = Arc::clone(executor);
+        let (tx, rx) = smol::channel::bounded::<()>(1);
+        let thread = std::thread::Builder::new()
+            .name("rho-shell-executor".into())
+            .spawn(move || {
+                smol::block_on(executor.run(async move {
+                    let _ = rx.recv().await;
+                }));
+            })
+            .expect("spawn the shell's executor thread");
+        Keeper {
+            stop: Some((tx, thread)),
+        }
+    }
+
+    fn stop(self) {
+        if let Some((tx, thread)) = self.stop {
+            let _ = tx.try_send(());
+            drop(tx);
+            let _ = thread.join();
+        }
+    }
+}
+
+/// Where the shell's output goes.
+enum Out {
+    /// Above the prompt line.
+    Screen(Arc<Screen>),
+    /// Plainly to stdout.
+    Plain,
+}
+
+impl Out {
+    fn print(&self, text: &str) {
+        match self {
+            Out::Screen(screen) => screen.print(text),
+            Out::Plain => {
+                let mut stdout = std::io::stdout().lock();
+                let _ = stdout.write_all(text.as_bytes());
+                if !text.ends_with('\n') {
+                    let _ = stdout.write_all(b"\n");
+                }
+                let _ = stdout.flush();
+            }
+        }
+    }
+}
+
+/// The shell's state while it runs.
+struct Shell<'a> {
+    loaded: &'a LoadedConfig,
+    host: &'a Host,
+    out: Out,
+    /// The running call's cancel flag.
+    running: Mutex<Option<Arc<AtomicBool>>>,
+}
+
+impl Shell<'_> {
+    fn catalog(&self) -> Catalog {
+        Catalog {
+            servers: self.host.servers().into_iter().map(|s| s.id).collect(),
+            tools: self
+                .host
+                .tools()
+                .tools()
+                .iter()
+                .map(|t| CatalogTool {
+                    exported: t.name.clone(),
+                    server: t.server.clone(),
+                    name: t.tool.clone(),
+                    summary: sanitize_line(
+                        t.title
+                            .as_deref()
+                            .unwrap_or_else(|| t.description.lines().next().unwrap_or("")),
+                    )
+                    .chars()
+                    .take(60)
+                    .collect(),
+                })
+                .collect(),
+        }
+    }
+
+    /// `/mcp`: the table `rho mcp list --connect` prints.
+    fn status_text(&self) -> String {
+        let servers = self.host.servers();
+        let auth = crate::auth_statuses(self.loaded);
+        crate::output::list_text(self.loaded, &servers, self.host.tools(), &auth)
+    }
+
+    /// `/doctor`: one row per server, what is wrong and what to do.
+    fn doctor_text(&self) -> String {
+        let mut text = String::new();
+        for server in self.host.servers() {
+            let id = sanitize_line(&server.id);
+            let row = match &server.status {
+                ServerStatus::Ready(_) => {
+                    let tools = self.host.tools().server_tools(&server.id).count();
+                    format!("ok    {id}: ready, {tools} tool(s) exported")
+                }
+                ServerStatus::Disabled => format!("off   {id}: disabled (enabled = false)"),
+                ServerStatus::NotStarted => format!("off   {id}: not started"),
+                ServerStatus::Invalid { error } => {
+                    format!("bad   {id}: {}", sanitize_line(error))
+                }
+                ServerStatus::Failed { error } => {
+                    format!("fail  {id}: {}", sanitize_line(error))
+                }
+            };
+            text.push_str(&row);
+            text.push('\n');
+        }
+        if text.is_empty() {
+            text.push_str("no servers are configured\n");
+        }
+        text
+    }
+
+    /// `/tools [server]`.
+    fn tools_text(&self, server: Option<&str>) -> String {
+        if let Some(id) = server
+            && self.host.server(id).is_none()
+        {
+            return format!("no server `{}` is configured", sanitize_line(id));
+        }
+        let mut text = String::new();
+        for tool in self.host.tools().tools() {
+            if server.is_some_and(|s| s != tool.server) {
+                continue;
+            }
+            let summary = tool
+                .title
+                .as_deref()
+                .unwrap_or_else(|| tool.description.lines().next().unwrap_or(""));
+            text.push_str(&format!(
+                "{}  ({}:{})  {}\n",
+                sanitize_line(&tool.name),
+                sanitize_line(&tool.server),
+                sanitize_line(&tool.tool),
+                sanitize_line(summary)
+            ));
+        }
+        if text.is_empty() {
+            text.push_str("no tools are exported\n");
+        }
+        text
+    }
+
+    /// Where a `/call` target goes: `(server, tool)`.
+    fn route(&self, target: &str) -> Result<(String, String), String> {
+        if let Some(tool) = self.host.tools().get(target) {
+            return Ok((tool.server.clone(), tool.tool.clone()));
+        }
+        match target.split_once(':') {
+            Some((server, tool)) if self.host.server(server).is_some() => {
+                Ok((server.to_owned(), tool.to_owned()))
+            }
+            Some((server, _)) => Err(format!(
+                "no server `{}` is configured",
+                sanitize_line(server)
+            )),
+            None => Err(format!(
+                "no exported tool `{}`; use an exported name (Tab lists them) or server:tool",
+                sanitize_line(target)
+            )),
+        }
+    }
+
+    /// The arguments of a call: a JSON object, or `key=value` words typed
+    /// by the tool's input schema.
+    fn arguments(&self, server: &str, tool: &str, text: &str) -> Result<serde_json::Value, String> {
+        if text.starts_with('{') {
+            return match serde_json::from_str::<serde_json::Value>(text) {
+                Ok(value @ serde_json::Value::Object(_)) => Ok(value),
+                Ok(_) => Err("the arguments must be a JSON object".into()),
+                Err(e) => Err(format!("the arguments are not JSON: {e}")),
+            };
+        }
+        let words = crate::adhoc::split(text)?;
+        let arguments = crate::tool_args::parse_words(&words)?;
+        crate::call::typed_arguments(self.host, server, tool, arguments)
+    }
+
+    /// Runs one call to its end, printing progress and then the result.
+    fn call(&self, server: &str, tool: &str, arguments: serde_json::Value, cancel: &AtomicBool) {
+        let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
+        let mut last = Instant::now() - PROGRESS_EVERY;
+        let mut on_progress = |progress: Progress| {
+            if last.elapsed() < PROGRESS_EVERY {
+                return;
+            }
+            last = Instant::now();
+            self.out
+                .print(&format!("  … {label}: {}", progress_text(&progress)));
+        };
+        let outcome = self
+            .host
+            .call_with(server, tool, arguments, &mut on_progress, cancel);
+        let text = match outcome {
+            Ok(result) => {
+                let rendered = content::render(&result);
+                let body = sanitize(&rendered.model_text).into_owned();
+                if rendered.is_error {
+                    format!("{label} reported an error:\n{body}")
+                } else if body.is_empty() {
+                    format!("{label}: (no content)")
+                } else {
+                    body
+                }
+            }
+            Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
+                format!("{label}: cancelled; the server was told to stop")
+            }
+            Err(error) => sanitize(&error.to_string()).into_owned(),
+        };
+        self.out.print(&text);
+    }
+
+    /// Runs a command that does not call a tool; `None` for `/call`.
+    fn quick(&self, command: &Command) -> Option<String> {
+        Some(match command {
+            Command::Nothing => return Some(String::new()),
+            Command::Status => self.status_text(),
+            Command::Doctor => self.doctor_text(),
+            Command::Tools(server) => self.tools_text(server.as_deref()),
+            Command::Help => commands::help(),
+            Command::Refused(why) => why.clone(),
+            Command::Call { .. } | Command::Quit => return None,
+        })
+    }
+}
+
+/// A call's progress as one line: a percentage with a total, a count
+/// without, and the server's message.
+fn progress_text(progress: &Progress) -> String {
+    let amount = match progress.total {
+        Some(total) if total > 0.0 => format!(
+            "{:.0}%",
+            (progress.progress / total * 100.0).clamp(0.0, 100.0)
+        ),
+        _ => format!("{}", progress.progress),
+    };
+    match &progress.message {
+        Some(message) => format!("{amount} {}", sanitize_line(message)),
+        None => amount,
+    }
+}
+
+/// The loop on a terminal: keys in, the line drawn, commands run; a call
+/// runs on its own thread so Ctrl-C can reach it.
+fn interactive_loop(
+    shell: &Shell<'_>,
+    screen: &Arc<Screen>,
+    answers: &Arc<Mutex<Option<mpsc::Sender<Option<String>>>>>,
+    stop: &AtomicBool,
+    history_path: Option<&std::path::Path>,
+) -> Result<(), Failure> {
+    let raw = screen::RawMode::enter()
+        .map_err(|e| Failure::Runtime(format!("cannot set up the terminal: {e}")))?;
+    screen.edit(|_| ());
+    let mut decoder = keys::Decoder::default();
+    std::thread::scope(|scope| {
+        let mut worker: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
+        'keys: loop {
+            if stop.load(Ordering::Relaxed) {
+                cancel_running(shell);
+                break;
+            }
+            if worker.as_ref().is_some_and(|w| w.is_finished()) {
+                let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
+            }
+            let Some(bytes) = read_keys() else {
+                cancel_running(shell);
+                break;
+            };
+            for key in decoder.feed(&bytes, bytes.len() < READ_SIZE) {
+                match screen.edit(|editor| editor.key(key)) {
+                    editor::Action::Redraw => {}
+                    editor::Action::Complete {
+                        line,
+                        word_start,
+                        cursor,
+                    } => {
+                        let candidates =
+                            commands::complete(&shell.catalog(), &line, word_start, cursor);
+                        screen.offer(&line, word_start, candidates);
+                    }
+                    editor::Action::Interrupt => {
+                        if let Some(tx) = take(answers) {
+                            let _ = tx.send(None);
+                        }
+                        if !cancel_running(shell) {
+                            screen.print("(Ctrl-D or /quit leaves the shell)");
+                        }
+                    }
+                    editor::Action::EndOfInput => {
+                        if let Some(tx) = take(answers) {
+                            let _ = tx.send(None);
+                        }
+                        cancel_running(shell);
+                        break 'keys;
+                    }
+                    editor::Action::Submit(line) => {
+                        if let Some(tx) = take(answers) {
+                            screen.print(&format!("> {}", sanitize_line(&line)));
+                            let _ = tx.send(Some(line));
+                            continue;
+                        }
+                        screen.print(&format!("{PROMPT}{}", sanitize_line(&line)));
+                        if let Some(path) = history_path {
+                            save_history(path, &screen.history());
+                        }
+                        let command = commands::parse(&line);
+                        if let Some(text) = shell.quick(&command) {
+                            if !text.is_empty() {
+                                screen.print(&text);
+                            }
+                            continue;
+                        }
+                        match command {
+                            Command::Quit => {
+                                cancel_running(shell);
+                                break 'keys;
+                            }
+                            Command::Call { target, arguments } => {
+                                if worker.as_ref().is_some_and(|w| !w.is_finished()) {
+                                    screen.print("a call is running; Ctrl-C cancels it");
+                                    continue;
+                                }
+                                let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
+                                let prepared = shell.route(&target).and_then(|(server, tool)| {
+                                    let args = shell.arguments(&server, &tool, &arguments)?;
+                                    Ok((server, tool, args))
+                                });
+                                let (server, tool, args) = match prepared {
+                                    Ok(prepared) => prepared,
+                                    Err(why) => {
+                                        screen.print(&why);
+                                        continue;
+                                    }
+                                };
+                                let cancel = Arc::new(AtomicBool::new(false));
+                                *lock(&shell.running) = Some(Arc::clone(&cancel));
+                                worker = Some(scope.spawn(move || {
+                                    shell.call(&server, &tool, args, &cancel);
+                                    lock(&shell.running).take();
+                                }));
+                            }
+                            _ => {}
+                        }
+                    }
+                }
+            }
+        }
+        if let Some(worker) = worker {
+            let _ = worker.join();
+        }
+    });
+    screen.erase();
+    drop(raw);
+    if let Some(path) = history_path {
+        save_history(path, &screen.history());
+    }
+    Ok(())
+}
+
+/// Sets the running call's cancel flag; whether a call was running.
+fn cancel_running(shell: &Shell<'_>) -> bool {
+    match lock(&shell.running).as_ref() {
+        Some(cancel) => {
+            cancel.store(true, Ordering::Relaxed);
+            shell.out.print("cancelling the call…");
+            true
+        }
+        None => false,
+    }
+}
+
+fn take<T>(slot: &Mutex<Option<T>>) -> Option<T> {
+    lock(slot).take()
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// How many bytes one read of the terminal asks for.
+const READ_SIZE: usize = 1024;
+
+/// The next bytes from the terminal, waiting at most a tenth of a second
+/// (an empty read then, so the loop sees stop signals and finished calls);
+/// `None` at end of input or on an error.
+#[cfg(unix)]
+fn read_keys() -> Option<Vec<u8>> {
+    use std::os::fd::AsFd as _;
+
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    const SLICE: Timespec = Timespec {
+        tv_sec: 0,
+        tv_nsec: 100_000_000,
+    };
+    let stdin = std::io::stdin();
+    let fd = stdin.as_fd();
+    let mut fds = [PollFd::new(&fd, PollFlags::IN)];
+    match poll(&mut fds, Some(&SLICE)) {
+        Ok(0) | Err(rustix::io::Errno::INTR) => return Some(Vec::new()),
+        Ok(_) => {}
+        Err(_) => return None,
+    }
+    let mut buf = [0u8; READ_SIZE];
+    match rustix::io::read(fd, &mut buf) {
+        Ok(0) => None,
+        Ok(n) => Some(buf[..n].to_vec()),
+        Err(rustix::io::Errno::INTR | rustix::io::Errno::AGAIN) => Some(Vec::new()),
+        Err(_) => None,
+    }
+}
+
+#[cfg(not(unix))]
+fn read_keys() -> Option<Vec<u8>> {
+    None
+}
+
+/// The loop without a terminal: one command per line, run in turn.
+fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
+    let stdin = std::io::stdin();
+    for line in stdin.lock().lines() {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let Ok(line) = line else { break };
+        let command = commands::parse(&line);
+        if let Some(text) = shell.quick(&command) {
+            if !text.is_empty() {
+                shell.out.print(&text);
+            }
+            continue;
+        }
+        match command {
+            Command::Quit => break,
+            Command::Call { target, arguments } => {
+                let prepared = shell.route(&target).and_then(|(server, tool)| {
+                    let args = shell.arguments(&server, &tool, &arguments)?;
+                    Ok((server, tool, args))
+                });
+                match prepared {
+                    Ok((server, tool, args)) => shell.call(&server, &tool, args, stop),
+                    Err(why) => shell.out.print(&why),
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Asks a server's questions through the shell's line editor.
+struct ShellResponder {
+    screen: Arc<Screen>,
+    answers: Arc<Mutex<Option<mpsc::Sender<Option<String>>>>>,
+    /// One form at a time, even when two servers ask at once.
+    one: Mutex<()>,
+}
+
+impl ShellResponder {
+    /// Shows what `text` holds so far above the line, with its unfinished
+    /// last line as the prompt, and waits for the person's answer.
+    fn read(&self, text: &RefCell<Vec<u8>>) -> Option<String> {
+        let shown = String::from_utf8_lossy(&text.take()).into_owned();
+        let (lines, prompt) = match shown.rfind('\n') {
+            Some(end) => (&shown[..end], &shown[end + 1..]),
+            None => ("", shown.as_str()),
+        };
+        if !lines.trim().is_empty() {
+            self.screen.print(lines.trim_start_matches('\n'));
+        }
+        let (tx, rx) = mpsc::channel();
+        *lock(&self.answers) = Some(tx);
+        self.screen.edit(|editor| {
+            editor.set_prompt(if prompt.is_empty() { "> " } else { prompt });
+        });
+        let answer = rx.recv().ok().flatten();
+        self.screen.edit(|editor| editor.set_prompt(PROMPT));
+        answer
+    }
+}
+
+/// The words of a question, gathered until the person is asked.
+struct Gathered<'a>(&'a RefCell<Vec<u8>>);
+
+impl std::io::Write for Gathered<'_> {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        self.0.borrow_mut().extend_from_slice(bytes);
+        Ok(bytes.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
+    }
+}
+
+impl Responder for ShellResponder {
+    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+        let _one = lock(&self.one);
+        let text = RefCell::new(Vec::new());
+        let answer = crate::questions::ask_form(
+            &mut Gathered(&text),
+            &mut || self.read(&text),
+            server,
+            form,
+        );
+        let rest = text.take();
+        if !rest.is_empty() {
+            self.screen.print(&String::from_utf8_lossy(&rest));
+        }
+        answer
+    }
+
+    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+        let _one = lock(&self.one);
+        let text = RefCell::new(Vec::new());
+        crate::questions::ask_sampling(
+            &mut Gathered(&text),
+            &mut || self.read(&text),
+            server,
+            question,
+        )
+    }
+}
+
+/// `~/.rho/shell_history`, when there is a home directory.
+fn history_path() -> Option<PathBuf> {
+    let home = std::env::var_os("HOME")?;
+    Some(PathBuf::from(home).join(".rho").join("shell_history"))
+}
+
+fn load_history(path: &std::path::Path) -> Vec<String> {
+    let Ok(text) = std::fs::read_to_string(path) else {
+        return Vec::new();
+    };
+    let mut lines: Vec<String> = text
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(str::to_owned)
+        .collect();
+    if lines.len() > editor::HISTORY_LINES {
+        lines.drain(..lines.len() - editor::HISTORY_LINES);
+    }
+    lines
+}
+
+/// Writes the history whole (owner-only), through a temporary file so a
+/// crash never leaves half of it.
+fn save_history(path: &std::path::Path, lines: &[String]) {
+    let Some(dir) = path.parent() else { return };
+    if std::fs::create_dir_all(dir).is_err() {
+        return;
+    }
+    let tmp = path.with_extension("tmp");
+    let mut options = std::fs::OpenOptions::new();
+    options.write(true).create(true).truncate(true);
+    #[cfg(unix)]
+    std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+    let Ok(mut file) = options.open(&tmp) else {
+        return;
+    };
+    let mut text = lines.join("\n");
+    text.push('\n');
+    if file.write_all(text.as_bytes()).is_ok() {
+        let _ = std::fs::rename(&tmp, path);
+    }
+}
