@@ -860,12 +860,9 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
                 .collect();
             let bare = group.iter().find(|s| s.client == "bare").cloned();
             for s in &mut group {
-                if let Some(b) = &bare {
-                    if b.rounds_ok > 0 && s.rounds_ok > 0 {
-                        s.cpu_ratio_to_bare =
-                            Some(s.cpu_per_call_us.median / b.cpu_per_call_us.median);
-                        s.latency_ratio_to_bare = Some(s.latency_median_us / b.latency_median_us);
-                    }
+                if let Some(b) = bare.as_ref().filter(|b| b.rounds_ok > 0 && s.rounds_ok > 0) {
+                    s.cpu_ratio_to_bare = Some(s.cpu_per_call_us.median / b.cpu_per_call_us.median);
+                    s.latency_ratio_to_bare = Some(s.latency_median_us / b.latency_median_us);
                 }
                 for e in &s.errors {
                     notes.push(format!(
@@ -987,7 +984,11 @@ fn run_rho(rho: &Path, dir: &Path, config: &Path, args: &[&str]) -> Result<RhoRu
             .filter(|all| !all.is_empty())
             .map(|all| all.into_iter().fold(0.0, f64::max) / 1e3)
     });
-    Ok(RhoRun { wall, report, ready })
+    Ok(RhoRun {
+        wall,
+        report,
+        ready,
+    })
 }
 
 /// Starts `k` servers at once, each with a bare handshake (initialize,
@@ -1029,7 +1030,6 @@ fn bare_startup(k: usize) -> Result<(f64, f64), String> {
                 send(r#"{"jsonrpc":"2.0","id":1,"method":"tools/list"}"#)?;
                 wait_for(1)?;
                 let ready = start.elapsed().as_secs_f64();
-                drop(send);
                 drop(stdin);
                 let _ = child.wait();
                 Ok((ready, start.elapsed().as_secs_f64()))
@@ -1403,11 +1403,9 @@ fn large(options: &Options, env: &Env, notes: &mut Vec<String>) -> (Vec<LargeSta
             .find(|s| s.client == "bare")
             .map(|b| (b.latency_s.median, b.cpu_s.median));
         for s in &mut group {
-            if let Some((lat, cpu)) = bare {
-                if s.rounds_ok > 0 {
-                    s.latency_ratio_to_bare = Some(s.latency_s.median / lat);
-                    s.cpu_ratio_to_bare = Some(s.cpu_s.median / cpu);
-                }
+            if let Some((lat, cpu)) = bare.filter(|_| s.rounds_ok > 0) {
+                s.latency_ratio_to_bare = Some(s.latency_s.median / lat);
+                s.cpu_ratio_to_bare = Some(s.cpu_s.median / cpu);
             }
             if let Some(e) = s.errors.first() {
                 notes.push(format!(

@@ -289,9 +289,7 @@ impl Shell<'_> {
 
     /// `/tools [server]`.
     fn tools_text(&self, server: Option<&str>) -> String {
-        if let Some(id) = server
-            && self.host.server(id).is_none()
-        {
+        if let Some(id) = server.filter(|id| self.host.server(id).is_none()) {
             return format!("no server `{}` is configured", sanitize_line(id));
         }
         let mut text = String::new();
