@@ -32,7 +32,7 @@ use std::collections::{BTreeMap, VecDeque};
 use std::io::Read;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError, Sender};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -376,10 +376,16 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 /// The ureq agent every exchange uses: no redirects, statuses as data,
-/// connect and send timeouts, no body timeout. Its pool keeps idle
-/// keep-alive connections (ureq's defaults: 3 per host, 15 s).
+/// connect and send timeouts, no body timeout, TLS by rustls (ring) with
+/// the platform's trusted roots. Its pool keeps idle keep-alive
+/// connections (ureq's defaults: 3 per host, 15 s).
 pub fn new_agent() -> ureq::Agent {
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(platform_roots())
+        .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+        .build();
     ureq::Agent::config_builder()
+        .tls_config(tls)
         .max_redirects(0)
         .http_status_as_error(false)
         .timeout_connect(Some(CONNECT_TIMEOUT))
@@ -387,6 +393,33 @@ pub fn new_agent() -> ureq::Agent {
         .timeout_send_body(Some(SEND_TIMEOUT))
         .build()
         .into()
+}
+
+/// The platform's trusted roots (as `rustls-native-certs` finds them,
+/// `SSL_CERT_FILE` and `SSL_CERT_DIR` included), loaded once. None found
+/// is said once in the log: every HTTPS server then fails its handshake
+/// with an unknown-issuer error, while plain loopback HTTP still works.
+fn platform_roots() -> ureq::tls::RootCerts {
+    static ROOTS: OnceLock<ureq::tls::RootCerts> = OnceLock::new();
+    ROOTS
+        .get_or_init(|| {
+            let found = rustls_native_certs::load_native_certs();
+            if found.certs.is_empty() {
+                let why: Vec<String> = found.errors.iter().map(ToString::to_string).collect();
+                tracing::warn!(
+                    "no trusted root certificates were found on this system{}{}; HTTPS servers will fail",
+                    if why.is_empty() { "" } else { ": " },
+                    why.join("; ")
+                );
+            }
+            found
+                .certs
+                .iter()
+                .map(|der| ureq::tls::Certificate::from_der(der.as_ref()).to_owned())
+                .collect::<Vec<_>>()
+                .into()
+        })
+        .clone()
 }
 
 /// Performs one exchange, blocking, and reports what happens to it through

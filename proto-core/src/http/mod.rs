@@ -745,7 +745,12 @@ impl HttpTransport {
                 );
             }
             (Role::Post { kind, .. }, _) => {
-                self.fail_transmit(now, kind, format!("could not reach the server: {reason}"));
+                let hint = unreachable_hint(&reason);
+                self.fail_transmit(
+                    now,
+                    kind,
+                    format!("could not reach the server: {reason}{hint}"),
+                );
             }
             (
                 Role::Stream {
@@ -1706,4 +1711,15 @@ fn excerpt_line(text: &str) -> String {
         out.push('…');
     }
     out
+}
+
+/// What a person can do about a connection failure, when its words say:
+/// an unknown issuer means a certificate no trusted root vouches for.
+fn unreachable_hint(reason: &str) -> &'static str {
+    if reason.contains("UnknownIssuer") {
+        " (the server's certificate does not chain to a root this system trusts; \
+         a private CA can be trusted with SSL_CERT_FILE)"
+    } else {
+        ""
+    }
 }
