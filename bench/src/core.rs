@@ -6,6 +6,7 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use rho_proto_core::session::{Event, Session, SessionOptions};
 use serde_json::{Value, json};
 
@@ -18,6 +19,7 @@ pub const READ_CHUNK: usize = 64 * 1024;
 pub fn ready_session(max_line: usize) -> Session {
     let now = Instant::now();
     let mut options = SessionOptions::stdio("bench");
+    options.protocol_version = LATEST_PROTOCOL_VERSION.into();
     options.max_line = max_line;
     let mut session = Session::new(options, now);
     while session.poll_transmit().is_some() {}

@@ -11,24 +11,40 @@
 use std::process::ExitCode;
 
 use rho_proto_core::config;
+use rho_proto_core::runtime::registry::ExportedTool;
 use rho_proto_core::runtime::status::ServerStatus;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::Failure;
 use crate::host::{Host, RuntimeKind};
 
 /// What a scenario asks of the client once it is connected.
 enum Action {
-    /// Connect (initialize, list tools) and disconnect.
+    /// Connect (discover or initialize, list tools) and disconnect.
     Connect,
     /// Call this tool with these arguments.
     Call(&'static str, fn() -> Value),
+    /// Call what this picks from the tools the server listed (as rho's
+    /// registry holds them) and the scenario's `MCP_CONFORMANCE_CONTEXT`:
+    /// server tool names with their arguments, in order.
+    Calls(PickCalls),
 }
+
+/// Picks calls from the listed tools and the scenario's context.
+type PickCalls = fn(&[&ExportedTool], &Value) -> Vec<ToolCall>;
+
+/// A server tool name and the arguments to call it with.
+type ToolCall = (String, Value);
 
 /// The client scenarios this build takes part in.
 fn action(scenario: &str) -> Option<Action> {
     match scenario {
-        "initialize" => Some(Action::Connect),
+        "initialize" | "request-metadata" | "json-schema-ref-no-deref" => Some(Action::Connect),
+        // Every tool that reached the registry: a header scenario's tools
+        // with invalid `x-mcp-header` annotations never do.
+        "http-standard-headers" | "http-invalid-tool-headers" => Some(Action::Calls(every_tool)),
+        "http-custom-headers" => Some(Action::Calls(context_tool_calls)),
+        "json-schema-2020-12-preservation" => Some(Action::Calls(echo_schema)),
         "tools_call" => Some(Action::Call("add_numbers", || json!({"a": 2, "b": 3}))),
         "sse-retry" => Some(Action::Call("test_reconnection", || json!({}))),
         "elicitation-sep1034-client-defaults" => {
@@ -83,23 +99,15 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),
-            Action::Call(tool, arguments) => runtime
-                .call_with("conformance", tool, arguments(), &mut |_| {}, &cancel)
-                .map_err(|e| e.to_string())
-                .and_then(|result| {
-                    if result.is_error {
-                        Err(format!(
-                            "tool `{tool}` reported an error: {}",
-                            result.text()
-                        ))
-                    } else {
-                        eprintln!(
-                            "{}",
-                            rho_proto_core::text::terminal::sanitize(&result.text())
-                        );
-                        Ok(())
-                    }
-                }),
+            Action::Call(tool, arguments) => call(&runtime, tool, arguments(), &cancel),
+            Action::Calls(pick) => {
+                let listed: Vec<&ExportedTool> =
+                    runtime.tools().server_tools("conformance").collect();
+                let context = scenario_context();
+                pick(&listed, &context)
+                    .into_iter()
+                    .try_for_each(|(tool, arguments)| call(&runtime, &tool, arguments, &cancel))
+            }
         },
         Some(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => Err(error),
         other => Err(format!("server did not start: {other:?}")),
@@ -109,6 +117,90 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     outcome
         .map(|()| ExitCode::SUCCESS)
         .map_err(Failure::Runtime)
+}
+
+/// Calls `tool` by the server's name; a result marked `isError` fails.
+fn call(
+    runtime: &Host,
+    tool: &str,
+    arguments: Value,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<(), String> {
+    let result = runtime
+        .call_with("conformance", tool, arguments, &mut |_| {}, cancel)
+        .map_err(|e| e.to_string())?;
+    let text = rho_proto_core::text::terminal::sanitize(&result.text()).into_owned();
+    if result.is_error {
+        return Err(format!("tool `{tool}` reported an error: {text}"));
+    }
+    eprintln!("{text}");
+    Ok(())
+}
+
+/// `MCP_CONFORMANCE_CONTEXT`, or `null`.
+fn scenario_context() -> Value {
+    std::env::var("MCP_CONFORMANCE_CONTEXT")
+        .ok()
+        .and_then(|c| serde_json::from_str(&c).ok())
+        .unwrap_or(Value::Null)
+}
+
+/// Every listed tool, with arguments made from its schema's required
+/// properties (see [`placeholder_arguments`]).
+fn every_tool(tools: &[&ExportedTool], _: &Value) -> Vec<ToolCall> {
+    tools
+        .iter()
+        .map(|t| (t.tool.clone(), placeholder_arguments(&t.input_schema)))
+        .collect()
+}
+
+/// A value for each required property of an object schema, by its type:
+/// what a model would fill in, minus the thought.
+fn placeholder_arguments(schema: &Value) -> Value {
+    let mut out = Map::new();
+    let required = schema["required"].as_array().cloned().unwrap_or_default();
+    for name in required.iter().filter_map(Value::as_str) {
+        let value = match schema["properties"][name]["type"].as_str() {
+            Some("string") => json!("us-west1"),
+            Some("integer") => json!(1),
+            Some("number") => json!(1.5),
+            Some("boolean") => json!(true),
+            Some("array") => json!([]),
+            Some("object") => json!({}),
+            _ => Value::Null,
+        };
+        out.insert(name.to_owned(), value);
+    }
+    Value::Object(out)
+}
+
+/// The calls the scenario's context lists (`toolCalls`: name and
+/// arguments), as the suite hands them to a client.
+fn context_tool_calls(_: &[&ExportedTool], context: &Value) -> Vec<ToolCall> {
+    context["toolCalls"]
+        .as_array()
+        .map(|calls| {
+            calls
+                .iter()
+                .filter_map(|c| Some((c["name"].as_str()?.to_owned(), c["arguments"].clone())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// The focal tool's `inputSchema`, as rho holds it, echoed back through
+/// `json_schema_echo`: what rho kept of a JSON Schema 2020-12 schema.
+fn echo_schema(tools: &[&ExportedTool], _: &Value) -> Vec<ToolCall> {
+    tools
+        .iter()
+        .find(|t| t.tool == "json_schema_2020_12_tool")
+        .map(|focal| {
+            vec![(
+                "json_schema_echo".to_owned(),
+                json!({ "schema": focal.input_schema }),
+            )]
+        })
+        .unwrap_or_default()
 }
 
 /// The suite's client ID metadata document URL: the conformance client is
@@ -147,7 +239,14 @@ fn authorize(
     let url = url::Url::parse(url).map_err(|e| Failure::Usage(format!("{url}: {e}")))?;
     let agent = rho_io_blocking::http_client::new_agent();
     let fail = |e: String| Failure::Runtime(format!("OAuth login failed: {e}"));
-    let challenge = crate::oauth_login::probe(&agent, &url, &[]).map_err(fail)?;
+    // Only the authorization scenarios' servers refuse a first request;
+    // the others would see the probe (an unauthenticated initialize) as
+    // the client's first message, which the 2026 scenarios check.
+    let challenge = if scenario.starts_with("auth/") {
+        crate::oauth_login::probe(&agent, &url, &[]).map_err(fail)?
+    } else {
+        None
+    };
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -212,4 +311,39 @@ fn toml_string(s: &str) -> String {
     }
     out.push('"');
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn placeholders_fill_required_properties_by_type_only() {
+        let schema = json!({"type": "object", "properties": {
+            "region": {"type": "string"}, "n": {"type": "integer"}, "flag": {"type": "boolean"},
+            "free": {}, "optional": {"type": "string"}
+        }, "required": ["region", "n", "flag", "free"]});
+        assert_eq!(
+            placeholder_arguments(&schema),
+            json!({"region": "us-west1", "n": 1, "flag": true, "free": null})
+        );
+        assert_eq!(placeholder_arguments(&json!({"type": "object"})), json!({}));
+    }
+
+    #[test]
+    fn context_calls_are_taken_in_order_and_nameless_ones_skipped() {
+        let context = json!({"toolCalls": [
+            {"name": "a", "arguments": {"x": 1}},
+            {"arguments": {}},
+            {"name": "b", "arguments": {"verbose": null}}
+        ]});
+        assert_eq!(
+            context_tool_calls(&[], &context),
+            vec![
+                ("a".to_owned(), json!({"x": 1})),
+                ("b".to_owned(), json!({"verbose": null}))
+            ]
+        );
+        assert!(context_tool_calls(&[], &Value::Null).is_empty());
+    }
 }

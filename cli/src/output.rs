@@ -26,7 +26,8 @@
 //! | `startup_timeout_secs`, `tool_timeout_secs`, `max_message_bytes` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
 //! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error", "expires_in_secs", "refreshable", "error"}`: never a token |
-//! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake |
+//! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake (or, 2026-07-28, from `server/discover`) |
+//! | `era` | ready | the protocol era the server is driven in: `"2026-07-28"` (stateless, after `server/discover`) or the 2025 version its `initialize` negotiated |
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
 //! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
 //! | `filtered_tools` | ready | server tool names kept out by allow/deny |
@@ -210,6 +211,7 @@ pub(crate) fn server_json(
         }
         ServerStatus::Ready(report) => {
             obj.insert("protocol_version".into(), json!(report.protocol_version));
+            obj.insert("era".into(), json!(report.era()));
             obj.insert("server_info".into(), json!(report.server_info));
             obj.insert("elapsed_ms".into(), json!(report.elapsed_ms));
             obj.insert("pid".into(), json!(report.pid));
@@ -338,17 +340,28 @@ pub(crate) fn list_text(
     out
 }
 
+/// ` stateless` after the version of a server driven in the 2026-07-28
+/// era, else nothing (the handshake is the default a reader expects).
+fn era_note(report: &rho_proto_core::runtime::status::ReadyReport) -> &'static str {
+    if report.is_stateless() {
+        " stateless"
+    } else {
+        ""
+    }
+}
+
 /// The one-line (or, for failures with stderr, multi-line) detail column.
 fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
     match &server.status {
         ServerStatus::Ready(report) => {
             let count = tools.server_tools(&server.id).count();
             let mut text = format!(
-                "{count} tool{} · {} {} · protocol {} · {} ms",
+                "{count} tool{} · {} {} · protocol {}{} · {} ms",
                 if count == 1 { "" } else { "s" },
                 sanitize_line(&report.server_info.name),
                 sanitize_line(&report.server_info.version),
                 sanitize_line(&report.protocol_version),
+                era_note(report),
                 report.elapsed_ms
             );
             if !report.filtered_tools.is_empty() {
@@ -448,10 +461,11 @@ pub(crate) fn show_text(
         ServerStatus::Ready(report) => {
             let _ = writeln!(
                 out,
-                "  server:     {} {} (protocol {}, ready in {} ms)",
+                "  server:     {} {} (protocol {}{}, ready in {} ms)",
                 sanitize_line(&report.server_info.name),
                 sanitize_line(&report.server_info.version),
                 sanitize_line(&report.protocol_version),
+                era_note(report),
                 report.elapsed_ms
             );
             if let Some(error) = &report.last_ping_error {

@@ -211,6 +211,7 @@ fn session_json(o: &SessionOptions) -> Value {
         "client_info": o.client_info,
         "capabilities": o.capabilities,
         "protocol_version": o.protocol_version,
+        "discover_wait_ms": o.discover_wait.map(ms),
         "log_level": o.log_level.map(|l| l.as_str()),
         "startup_timeout_ms": ms(o.startup_timeout),
         "tool_timeout_ms": ms(o.tool_timeout),
@@ -550,6 +551,7 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
     };
     options.capabilities = s.get("capabilities").cloned().unwrap_or_else(|| json!({}));
     options.protocol_version = str_of("protocol_version").ok_or("no protocol_version")?;
+    options.discover_wait = ms_of("discover_wait_ms");
     options.log_level = str_of("log_level").and_then(|l| crate::config::LogLevel::from_name(&l));
     options.startup_timeout = ms_of("startup_timeout_ms").ok_or("no startup_timeout_ms")?;
     options.tool_timeout = ms_of("tool_timeout_ms").ok_or("no tool_timeout_ms")?;

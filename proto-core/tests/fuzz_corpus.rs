@@ -464,6 +464,7 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                     ping: true,
                     progress_extends: true,
                     short_lines: false,
+                    stateless: false,
                 },
                 vec![
                     say(vec![initialize(Some(true), true)]),
@@ -541,7 +542,83 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                 ],
             ),
         ),
+        (
+            "stateless-discover-call-version-retry-stale-relist-input-required",
+            with(
+                stateless(),
+                vec![
+                    say(vec![discover(0, Some(0))]),
+                    say(vec![page(&["echo"], None)]),
+                    call("echo"),
+                    say(vec![S::UnsupportedVersion {
+                        id: Reply::Latest,
+                        versions: 0,
+                    }]),
+                    say(vec![result("after the retry")]),
+                    call("echo"),
+                    say(vec![page(&["echo", "new"], None)]),
+                    say(vec![S::CallResult {
+                        id: Reply::Latest,
+                        result: CallResultTemplate {
+                            content: 4,
+                            text: t("which colour?"),
+                            structured: None,
+                            is_error: false,
+                        },
+                    }]),
+                ],
+            ),
+        ),
+        (
+            "stateless-probe-ignored-then-handshake",
+            with(
+                stateless(),
+                [
+                    vec![Action::Wait(Wait::NextDeadline)],
+                    ready(),
+                    vec![call("echo"), say(vec![result("legacy")])],
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "stateless-probe-not-found-then-handshake",
+            with(
+                stateless(),
+                [
+                    vec![say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32601,
+                        message: t("Method not found"),
+                    }])],
+                    ready(),
+                ]
+                .concat(),
+            ),
+        ),
     ]
+}
+
+/// A session offered 2026-07-28: it probes first.
+fn stateless() -> Setup {
+    Setup {
+        stateless: true,
+        ..Setup::default()
+    }
+}
+
+/// A `server/discover` result: `versions` as the script numbers them.
+fn discover(versions: u8, ttl_ms: Option<u16>) -> S {
+    S::Discover {
+        id: Reply::Latest,
+        versions,
+        capabilities: Capabilities {
+            tools: Some(false),
+            logging: true,
+            prompts: false,
+        },
+        ttl_ms,
+    }
 }
 
 fn answer(body: Body, session_id: Option<u8>) -> HttpAction {
@@ -605,6 +682,22 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
         actions,
     };
     vec![
+        (
+            "stateless-discover-list-call-over-sse",
+            HttpInput {
+                setup: stateless(),
+                actions: vec![
+                    answer(Body::Json(discover(1, Some(60_000))), None),
+                    answer(Body::Json(page(&["echo"], None)), None),
+                    HttpAction::CallTool {
+                        tool: t("echo"),
+                        arguments: Arguments::Object(vec![(t("message"), Leaf::Text(t("hi")))]),
+                    },
+                    answer(sse(vec![progress(1), result("Echo: hi")]), None),
+                    HttpAction::Close,
+                ],
+            },
+        ),
         (
             "handshake-call-over-sse-close",
             with(

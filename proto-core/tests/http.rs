@@ -16,6 +16,7 @@ use rho_proto_core::http::{
 };
 use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions, Timer};
 use rho_proto_core::wire::protocol::CallToolResult;
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 use url::Url;
 
@@ -45,6 +46,8 @@ fn options() -> HttpOptions {
 
 fn session_options() -> SessionOptions {
     let mut o = SessionOptions::stdio("remote");
+    // These tests pin the 2025 handshake; tests/era.rs drives 2026-07-28.
+    o.protocol_version = LATEST_PROTOCOL_VERSION.into();
     o.startup_timeout = Duration::from_secs(10);
     o.tool_timeout = Duration::from_secs(5);
     o.request_timeout = Duration::from_secs(3);

@@ -9,6 +9,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::session::{Event, Session, SessionOptions, SessionState};
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// Collects every tracing event's level and message.
@@ -58,6 +59,8 @@ struct Peer {
 impl Peer {
     fn new() -> Self {
         let mut options = SessionOptions::stdio("demo");
+        // The 2025 handshake, as the scripted server speaks it.
+        options.protocol_version = LATEST_PROTOCOL_VERSION.into();
         options.startup_timeout = Duration::from_secs(10);
         options.tool_timeout = Duration::from_secs(120);
         let now = Instant::now();
@@ -197,6 +200,7 @@ impl Peer {
     fn with_max_line(max_line: usize) -> Self {
         let mut peer = Self::new();
         let mut options = SessionOptions::stdio("demo");
+        options.protocol_version = LATEST_PROTOCOL_VERSION.into();
         options.startup_timeout = Duration::from_secs(10);
         options.tool_timeout = Duration::from_secs(120);
         options.max_line = max_line;

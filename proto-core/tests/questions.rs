@@ -19,6 +19,7 @@ use rho_proto_core::session::{
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::wire::protocol::CallToolResult;
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// A session with a fake clock and helpers to read what it sent.
@@ -50,6 +51,8 @@ impl Harness {
     /// budget.
     fn options(server: &str) -> SessionOptions {
         let mut o = SessionOptions::stdio(server);
+        // The 2025 handshake, whose server requests these questions answer.
+        o.protocol_version = LATEST_PROTOCOL_VERSION.into();
         o.startup_timeout = Duration::from_secs(10);
         o.tool_timeout = Duration::from_secs(5);
         o.elicitation = true;
@@ -293,13 +296,19 @@ fn string_id(s: &str) -> RequestId {
 }
 
 /// The capabilities rho declared in the `initialize` it sent first.
+/// The capabilities the first message declares: `initialize`'s, or (the
+/// 2026 era's probe) `server/discover`'s per-request `_meta`.
 fn declared_capabilities(sent: &[Message]) -> Value {
     match sent.first() {
         Some(Message::Request { method, params, .. }) if method == "initialize" => params
             .as_ref()
             .map(|p| p["capabilities"].clone())
             .expect("initialize has params"),
-        other => panic!("the first message is not initialize: {other:?}"),
+        Some(Message::Request { method, params, .. }) if method == "server/discover" => params
+            .as_ref()
+            .map(|p| p["_meta"]["io.modelcontextprotocol/clientCapabilities"].clone())
+            .expect("server/discover has params"),
+        other => panic!("the first message is neither initialize nor server/discover: {other:?}"),
     }
 }
 
@@ -945,13 +954,11 @@ fn server_config(text: &str, id: &str) -> ServerConfig {
 fn connection_capabilities(config: &ServerConfig, host: &HostContext<'_>) -> Value {
     let mut conn = Connection::new(config, host, Instant::now()).expect("connection");
     let Some(Output::Write(bytes)) = conn.poll_output() else {
-        panic!("a stdio connection writes initialize first");
+        panic!("a stdio connection writes its probe first");
     };
     match Incoming::parse(&bytes).expect("valid JSON-RPC") {
-        Incoming::Single(Message::Request { method, params, .. }) if method == "initialize" => {
-            params.expect("params")["capabilities"].clone()
-        }
-        other => panic!("expected initialize, got {other:?}"),
+        Incoming::Single(message) => declared_capabilities(&[message]),
+        other => panic!("expected one message, got {other:?}"),
     }
 }
 

@@ -14,6 +14,7 @@ use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport, 
 use rho_proto_core::session::{
     AuthorizationReason, CallError, CallId, Event, Question, QuestionId, SessionOptions,
 };
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 use url::Url;
 
@@ -64,6 +65,7 @@ impl Harness {
     fn new(reauthorize: bool) -> Self {
         let now = Instant::now();
         let mut session = SessionOptions::stdio("remote");
+        session.protocol_version = LATEST_PROTOCOL_VERSION.into();
         session.startup_timeout = Duration::from_secs(10);
         session.tool_timeout = Duration::from_secs(5);
         let transport = HttpTransport::new(session, options(reauthorize), now);

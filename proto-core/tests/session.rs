@@ -12,6 +12,7 @@ use rho_proto_core::session::{
     Timer,
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// A session with a fake clock and helpers to read what it sent.
@@ -38,6 +39,8 @@ impl Harness {
 
     fn options() -> SessionOptions {
         let mut o = SessionOptions::stdio("demo");
+        // These tests pin the 2025 handshake; tests/era.rs drives 2026-07-28.
+        o.protocol_version = LATEST_PROTOCOL_VERSION.into();
         o.startup_timeout = Duration::from_secs(10);
         o.tool_timeout = Duration::from_secs(5);
         o

@@ -107,8 +107,9 @@ fn secrets_a_server_echoes_are_redacted_in_inputs_and_events_and_still_replay() 
     assert!(summary.polls > 3, "{summary:?}");
 }
 
-/// A stdio connection to a server that never answers, recorded, driven to
-/// its startup timeout; returns the transcript.
+/// A stdio connection to a server that never answers, recorded, driven
+/// through its `server/discover` probe's wait and the fallback handshake
+/// to its startup timeout; returns the transcript.
 fn startup_timeout_transcript(now: Instant) -> String {
     let config = config::parse(
         "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\nstartup_timeout_secs = 5\n",
@@ -127,9 +128,15 @@ fn startup_timeout_transcript(now: Instant) -> String {
         conn.take_transcript().is_empty(),
         "poll_timeout writes nothing"
     );
+    // The probe's wait, then the startup budget.
     conn.handle_timeout(due);
     while conn.poll_output().is_some() {}
     while conn.poll_event().is_some() {}
+    let due = conn.poll_timeout().expect("the startup budget");
+    conn.handle_timeout(due);
+    while conn.poll_output().is_some() {}
+    while conn.poll_event().is_some() {}
+    assert_eq!(conn.poll_timeout(), None, "closed");
     lines.extend(conn.take_transcript());
     lines.join("\n")
 }
@@ -141,7 +148,7 @@ fn a_timeout_input_records_the_deadline_and_timer_that_were_due() {
     let line = text
         .lines()
         .map(|l| serde_json::from_str::<serde_json::Value>(l).expect("json line"))
-        .find(|v| v["in"] == "timeout")
+        .find(|v| v["in"] == "timeout" && v["timer"] == "startup")
         .expect("a timeout input");
     assert_eq!(line["due"], serde_json::json!(5_000_000));
     assert_eq!(line["timer"], "startup");
@@ -244,13 +251,16 @@ fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
         conn.handle_http(now, req.exchange, HttpInput::End);
     };
     let json = ("content-type", "application/json");
+    // A 2025 server: the probe meets a 400 that is no 2026 error.
+    let (sent, _) = drain(&mut conn);
+    respond(&mut conn, &sent[0], 400, &[], "Bad Request: no session");
     let (sent, _) = drain(&mut conn);
     respond(
         &mut conn,
         &sent[0],
         200,
         &[json],
-        r#"{"jsonrpc":"2.0","id":0,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#,
+        r#"{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":"2025-11-25","capabilities":{"tools":{}},"serverInfo":{"name":"s","version":"1"}}}"#,
     );
     let (sent, _) = drain(&mut conn);
     respond(&mut conn, &sent[0], 202, &[], "");

@@ -14,7 +14,10 @@
 //!   and events;
 //! - [`HttpTransport::poll_timeout`] is never before `now`, and after
 //!   `handle_timeout(now)` it is later than `now` or `None`;
-//! - after [`Event::Closed`] nothing more is sent.
+//! - after [`Event::Closed`] nothing more is sent;
+//! - in the stateless era every POST carries `MCP-Protocol-Version` equal
+//!   to its body's `_meta` version and `Mcp-Method` equal to its method,
+//!   and never `Mcp-Session-Id`; no GET or DELETE is made.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -31,6 +34,28 @@ use super::session::{
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, Method};
 use crate::session::{Event, Framing};
 use crate::wire::framing::SseDecoder;
+
+/// The stateless era's header rules for one request (see the module docs).
+fn stateless_headers(req: &crate::http::HttpRequest) {
+    assert_eq!(req.method, Method::Post, "{req:?} in the stateless era");
+    let header = |name: &str| {
+        req.headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(name))
+            .map(|(_, v)| v.as_str())
+    };
+    assert!(header("mcp-session-id").is_none(), "{req:?}");
+    let body: serde_json::Value = serde_json::from_slice(&req.body).unwrap_or_default();
+    let Some(method) = body.get("method").and_then(serde_json::Value::as_str) else {
+        return;
+    };
+    assert_eq!(header("mcp-method"), Some(method), "{req:?}");
+    if body.get("id").is_some() {
+        let version = body["params"]["_meta"]["io.modelcontextprotocol/protocolVersion"].as_str();
+        assert!(version.is_some(), "{method} without its version");
+        assert_eq!(header("mcp-protocol-version"), version, "{req:?}");
+    }
+}
 
 /// The endpoint every session of this target talks to.
 pub const ENDPOINT: &str = "https://mcp.example.com/mcp";
@@ -447,6 +472,7 @@ impl Harness {
 
     fn drain(&mut self) {
         let was_closed = self.host.closed;
+        self.host.stateless = self.transport.session().is_stateless();
         let mut count = 0;
         while let Some(output) = self.transport.poll_output() {
             count += 1;
@@ -463,6 +489,9 @@ impl Harness {
                                 && !value.contains(['\r', '\n', '\0']),
                             "header {name:?}: {value:?}"
                         );
+                    }
+                    if self.host.stateless {
+                        stateless_headers(&req);
                     }
                     match req.method {
                         Method::Post => {

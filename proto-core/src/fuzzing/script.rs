@@ -203,7 +203,9 @@ fn schema(n: u8) -> Value {
 /// A `tools/call` result.
 #[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
 pub struct CallResultTemplate {
-    /// `content`: 0 one text block, 1 empty, 2 absent, 3 not an array.
+    /// `content`: 0 one text block, 1 empty, 2 absent, 3 not an array;
+    /// 4 one text block with `resultType: "input_required"`, 5 with a
+    /// `resultType` rho does not know.
     pub content: u8,
     /// The text block's text.
     pub text: Text,
@@ -396,6 +398,25 @@ pub enum ServerMessage {
     },
     /// Any JSON at all, as a message.
     Raw(Json),
+    /// A `server/discover` result.
+    Discover {
+        /// Its id.
+        id: Reply,
+        /// `supportedVersions`: 0 the stateless one, 1 it and 2025-11-25,
+        /// 2 only 2025-06-18, 3 only `2030-01-01`, 4 empty, 5 not a list.
+        versions: u8,
+        /// Declared capabilities.
+        capabilities: Capabilities,
+        /// `ttlMs`.
+        ttl_ms: Option<u16>,
+    },
+    /// An `UnsupportedProtocolVersionError` (-32022).
+    UnsupportedVersion {
+        /// Its id.
+        id: Reply,
+        /// `data.supported`, chosen as for [`ServerMessage::Discover`].
+        versions: u8,
+    },
 }
 
 /// What the scripted server knows: the client's requests so far, to
@@ -493,11 +514,16 @@ impl Peer {
             }
             ServerMessage::CallResult { id, result } => {
                 let mut value = json!({});
-                match result.content % 4 {
+                match result.content % 6 {
                     0 => value["content"] = json!([{"type": "text", "text": result.text.text()}]),
                     1 => value["content"] = json!([]),
                     2 => {}
-                    _ => value["content"] = json!("not an array"),
+                    3 => value["content"] = json!("not an array"),
+                    n => {
+                        value["content"] = json!([{"type": "text", "text": result.text.text()}]);
+                        value["resultType"] =
+                            json!(if n == 4 { "input_required" } else { "later" });
+                    }
                 }
                 if let Some(structured) = &result.structured {
                     value["structuredContent"] = structured.value();
@@ -574,7 +600,52 @@ impl Peer {
                 notification(&method.text(), Some(params.value()))
             }
             ServerMessage::Raw(value) => value.value(),
+            ServerMessage::Discover {
+                id,
+                versions,
+                capabilities,
+                ttl_ms,
+            } => {
+                let mut caps = Map::new();
+                if let Some(list_changed) = capabilities.tools {
+                    caps.insert("tools".into(), json!({"listChanged": list_changed}));
+                }
+                if capabilities.logging {
+                    caps.insert("logging".into(), json!({}));
+                }
+                let mut result = json!({
+                    "resultType": "complete",
+                    "supportedVersions": versions_json(*versions),
+                    "capabilities": caps,
+                    "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fuzz", "version": "1.0"}},
+                });
+                if let Some(ttl) = ttl_ms {
+                    result["ttlMs"] = json!(ttl);
+                }
+                response(self.reply_id(id, "server/discover"), result)
+            }
+            ServerMessage::UnsupportedVersion { id, versions } => json!({
+                "jsonrpc": "2.0",
+                "id": self.reply_id(id, ""),
+                "error": {
+                    "code": -32022,
+                    "message": "Unsupported protocol version",
+                    "data": {"supported": versions_json(*versions), "requested": "2026-07-28"},
+                },
+            }),
         }
+    }
+}
+
+/// A `supportedVersions` list, by number (see [`ServerMessage::Discover`]).
+fn versions_json(n: u8) -> Value {
+    match n % 6 {
+        0 => json!(["2026-07-28"]),
+        1 => json!(["2026-07-28", "2025-11-25"]),
+        2 => json!(["2025-06-18"]),
+        3 => json!(["2030-01-01"]),
+        4 => json!([]),
+        _ => json!("2026-07-28"),
     }
 }
 
@@ -982,7 +1053,7 @@ impl Encode for SamplingMessage {
 
 impl Encode for ServerMessage {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u32 = 16;
+        const N: u32 = 18;
         match self {
             ServerMessage::Initialize {
                 id,
@@ -1072,6 +1143,23 @@ impl Encode for ServerMessage {
             ServerMessage::Raw(json) => {
                 tag(out, 15, N);
                 json.encode(out);
+            }
+            ServerMessage::Discover {
+                id,
+                versions,
+                capabilities,
+                ttl_ms,
+            } => {
+                tag(out, 16, N);
+                id.encode(out);
+                versions.encode(out);
+                capabilities.encode(out);
+                ttl_ms.encode(out);
+            }
+            ServerMessage::UnsupportedVersion { id, versions } => {
+                tag(out, 17, N);
+                id.encode(out);
+                versions.encode(out);
             }
         }
     }

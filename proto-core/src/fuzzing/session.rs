@@ -17,7 +17,11 @@
 //!   deadline on, and a driver never spins);
 //! - the getters agree with what was drained (state, calls in flight,
 //!   open questions);
-//! - after [`Event::Closed`] nothing more comes out.
+//! - after [`Event::Closed`] nothing more comes out;
+//! - in the stateless era (2026-07-28, [`Setup::stateless`]; probing
+//!   included) every request carries its `_meta` protocol version and
+//!   client capabilities, and none is `initialize`, `ping` or
+//!   `logging/setLevel`, nor any notification `notifications/initialized`.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -65,6 +69,9 @@ pub struct Setup {
     pub progress_extends: bool,
     /// A 256-byte line cap rather than 64 KiB.
     pub short_lines: bool,
+    /// Offer 2026-07-28 (probe with `server/discover`, fall back to the
+    /// handshake) rather than go straight to the 2025-11-25 handshake.
+    pub stateless: bool,
 }
 
 /// One step of a script.
@@ -251,6 +258,9 @@ pub fn options(setup: &Setup, framing: Framing) -> SessionOptions {
     o.ping_interval = setup.ping.then_some(Duration::from_secs(20));
     o.progress_extends_up_to = setup.progress_extends.then_some(Duration::from_secs(30));
     o.max_line = if setup.short_lines { 256 } else { 64 * 1024 };
+    if !setup.stateless {
+        o.protocol_version = crate::wire::protocol::LATEST_PROTOCOL_VERSION.into();
+    }
     o
 }
 
@@ -324,6 +334,9 @@ pub(crate) struct Host {
     pub(crate) open: BTreeSet<QuestionId>,
     /// Whether keep-alive pings are on.
     pub(crate) pings: bool,
+    /// Whether the session was stateless when the messages being checked
+    /// were drained (set by the harness before each drain).
+    pub(crate) stateless: bool,
     pub(crate) ready: bool,
     pub(crate) closed: bool,
     /// A transcript, when asked for ([`transcript`]); shared, so that it
@@ -366,7 +379,7 @@ impl Host {
             ),
         };
         match message {
-            Message::Request { id, method, .. } => {
+            Message::Request { id, method, params } => {
                 let Some(ClientRequestId(n)) = ClientRequestId::from_wire(&id) else {
                     panic!("request id {id} is not ours");
                 };
@@ -381,6 +394,7 @@ impl Host {
                 assert!(kind.is_none_or(|k| k == want), "{method} sent as {kind:?}");
                 assert!(
                     [
+                        "server/discover",
                         "initialize",
                         "tools/list",
                         "tools/call",
@@ -390,9 +404,35 @@ impl Host {
                     .contains(&method.as_str()),
                     "unexpected request {method}"
                 );
+                if self.stateless {
+                    assert!(
+                        !["initialize", "ping", "logging/setLevel"].contains(&method.as_str()),
+                        "{method} in the stateless era"
+                    );
+                    let meta = params.as_ref().and_then(|p| p.get("_meta"));
+                    for key in [
+                        "io.modelcontextprotocol/protocolVersion",
+                        "io.modelcontextprotocol/clientCapabilities",
+                        "io.modelcontextprotocol/clientInfo",
+                    ] {
+                        assert!(
+                            meta.and_then(|m| m.get(key)).is_some(),
+                            "{method} without _meta {key}: {params:?}"
+                        );
+                    }
+                } else {
+                    assert_ne!(
+                        method, "server/discover",
+                        "a probe outside the stateless era"
+                    );
+                }
                 self.peer.sent.push((n, method));
             }
             Message::Notification { method, params } => {
+                assert!(
+                    !(self.stateless && method == "notifications/initialized"),
+                    "notifications/initialized in the stateless era"
+                );
                 if method == "notifications/initialized" {
                     assert!(kind.is_none_or(|k| k == TransmitKind::Initialized));
                 } else {
@@ -712,6 +752,7 @@ impl Harness {
 
     fn drain(&mut self) {
         let was_closed = self.host.closed;
+        self.host.stateless = self.session.is_stateless();
         let mut count = 0;
         while let Some(Transmit { bytes, kind }) = self.session.poll_transmit() {
             count += 1;
@@ -767,12 +808,14 @@ impl Encode for Setup {
             ping,
             progress_extends,
             short_lines,
+            stateless,
         } = self;
         log_level.encode(out);
         roots.encode(out);
         ping.encode(out);
         progress_extends.encode(out);
         short_lines.encode(out);
+        stateless.encode(out);
     }
 }
 

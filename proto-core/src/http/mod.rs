@@ -51,6 +51,22 @@
 //!   login's) keep a re-authorization shorter than a person's patience.
 //! - At close, DELETE with the session id, bounded in time (405 is fine).
 //!
+//! In the stateless 2026-07-28 era (the session probes for it with
+//! `server/discover`, the first POST; see [`crate::session`]):
+//! - Every POST carries `MCP-Protocol-Version` (the probe's too) and the
+//!   standard headers of [`headers`]: `Mcp-Method`, `Mcp-Name`, and the
+//!   `Mcp-Param-*` a called tool's `x-mcp-header` annotations ask for.
+//!   Tools whose annotations are invalid never reach the tool list.
+//! - No session: no `Mcp-Session-Id` (one a server sends is ignored), no
+//!   GET stream, no DELETE, no ping, and no notifications at all — closing
+//!   a request's response stream is its cancellation.
+//! - A response stream is never resumed: one that breaks before its answer
+//!   fails the request.
+//! - The probe answered HTTP 4xx without a JSON-RPC error the 2026 era
+//!   defines means a legacy server: the session falls back to
+//!   `initialize`. A 401 or 403 is no such sign: it fails (or
+//!   re-authorizes) as any request would.
+//!
 //! Header values (configured credentials, the session id) never appear in
 //! `Debug` output or logs.
 
@@ -70,6 +86,8 @@ use crate::session::{
 use crate::session::{Clock, TimerTable};
 use crate::wire::framing::{DEFAULT_MAX_LINE, SseDecoder, SseError, byte_size};
 use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
+
+pub mod headers;
 
 /// Limits and timings of one HTTP session.
 #[derive(Clone)]
@@ -448,6 +466,10 @@ impl HttpTransport {
     pub fn new(mut session_options: SessionOptions, options: HttpOptions, now: Instant) -> Self {
         session_options.framing = Framing::Messages;
         session_options.ping_interval = Some(options.ping_interval);
+        // Every request gets an answer over HTTP: the probe needs no wait
+        // of its own.
+        session_options.discover_wait = None;
+        session_options.check_tool_headers = true;
         let mut transport = Self {
             session: Session::new(session_options, now),
             options,
@@ -688,6 +710,19 @@ impl HttpTransport {
                 }
                 // A 202 to a request means the answer comes on another
                 // stream; the request stays pending under its deadline.
+                // Not so in the stateless era, which has no other stream:
+                // the answer will never come (a probe meeting this is
+                // talking to a legacy server).
+                if let (TransmitKind::Request(_), true) = (kind, self.session.is_stateless()) {
+                    self.fail_transmit(
+                        now,
+                        kind,
+                        format!(
+                            "the server accepted the request without answering it (HTTP {}), which the 2026-07-28 protocol does not allow",
+                            x.status
+                        ),
+                    );
+                }
             }
             (
                 Role::Stream {
@@ -980,6 +1015,10 @@ impl HttpTransport {
                     let until = self.stream_wait_until(now);
                     self.timers.set(Timer::ServerStreamWait, until);
                 }
+                // Stateless HTTP has no client notifications: a call is
+                // cancelled by dropping its response stream (done when it
+                // completes, below).
+                TransmitKind::Notification if self.session.is_stateless() => {}
                 kind if self.reinitializing || self.stream_waiting() => {
                     self.parked.push((transmit.bytes, kind, false))
                 }
@@ -990,8 +1029,10 @@ impl HttpTransport {
             match event {
                 Event::Closed(reason) => self.begin_close(now, reason),
                 Event::CallCompleted { call, result } => {
-                    // A finished call needs no stream any more.
-                    self.abort_request_streams(ClientRequestId(call.0));
+                    // A finished call needs no stream any more (its request
+                    // may have gone again under another id: every exchange
+                    // of a request no longer pending goes).
+                    self.abort_abandoned();
                     self.events.push_back(Event::CallCompleted { call, result });
                 }
                 other => self.events.push_back(other),
@@ -1054,18 +1095,23 @@ impl HttpTransport {
         last_event_id: Option<&str>,
         fresh: bool,
     ) -> Vec<(String, String)> {
-        const OWN: [&str; 5] = [
+        const OWN: [&str; 7] = [
             "accept",
             "content-type",
             "mcp-session-id",
             "mcp-protocol-version",
             "last-event-id",
+            "mcp-method",
+            "mcp-name",
         ];
         let mut headers: Vec<(String, String)> = self
             .options
             .headers
             .iter()
-            .filter(|(k, _)| !OWN.contains(&k.to_ascii_lowercase().as_str()))
+            .filter(|(k, _)| {
+                let k = k.to_ascii_lowercase();
+                !OWN.contains(&k.as_str()) && !k.starts_with("mcp-param-")
+            })
             .cloned()
             .collect();
         match method {
@@ -1083,7 +1129,7 @@ impl HttpTransport {
             if let Some(id) = &self.session_id {
                 headers.push(("Mcp-Session-Id".into(), id.clone()));
             }
-            if let Some(version) = self.session.negotiated_version() {
+            if let Some(version) = self.session.wire_version() {
                 headers.push(("MCP-Protocol-Version".into(), version.to_owned()));
             }
         }
@@ -1110,7 +1156,15 @@ impl HttpTransport {
             }
         }
         let fresh = matches!(kind, TransmitKind::Initialize(_));
-        let headers = self.headers(Method::Post, None, fresh);
+        let mut headers = self.headers(Method::Post, None, fresh);
+        if self.session.is_stateless() {
+            let tools = self
+                .session
+                .server_ready()
+                .map(|ready| ready.tools.as_slice())
+                .unwrap_or_default();
+            headers.extend(headers::request_headers(&body, tools));
+        }
         let with_session = !fresh && self.session_id.is_some();
         let exchange = self.new_exchange(Role::Post {
             kind,
@@ -1169,6 +1223,15 @@ impl HttpTransport {
         }
         if let Some(request) = for_request {
             if !self.session.is_pending(request) {
+                return;
+            }
+            if self.session.is_stateless() {
+                // The 2026 era has no resumption: the answer is lost.
+                self.session.handle_request_failed(
+                    now,
+                    request,
+                    "the server closed the response stream before answering (the 2026-07-28 protocol does not resume streams)".into(),
+                );
                 return;
             }
         } else if self.server_stream != ServerStream::Open {
@@ -1347,6 +1410,7 @@ impl HttpTransport {
             self.session.handle_message_bytes(now, body);
             return;
         }
+        let probe = request_of(kind).filter(|r| self.session.probe_request() == Some(*r));
         let hint = match status {
             401 | 403 if self.options.oauth => format!(
                 "; the server requires authorization: run `rho mcp login {}` to log in",
@@ -1365,6 +1429,12 @@ impl HttpTransport {
         } else {
             format!("the server answered HTTP {status}: {detail}{hint}")
         };
+        if probe.is_some() && matches!(status, 401 | 403) {
+            // Refused for its credentials, not for its era: falling back
+            // would only meet the same refusal.
+            self.session.handle_transport_failed(now, reason);
+            return;
+        }
         self.fail_transmit(now, kind, reason);
     }
 
@@ -1544,24 +1614,6 @@ impl HttpTransport {
                 tracing::warn!(server = %self.session.server(), "a message was not delivered: {reason}")
             }
         }
-    }
-
-    fn abort_request_streams(&mut self, request: ClientRequestId) {
-        let ids: Vec<ExchangeId> = self
-            .exchanges
-            .iter()
-            .filter(|(_, x)| match &x.role {
-                Role::Post { kind, .. } => request_of(*kind) == Some(request),
-                Role::Stream { for_request, .. } => *for_request == Some(request),
-                Role::Delete => false,
-            })
-            .map(|(id, _)| *id)
-            .collect();
-        for id in ids {
-            self.exchanges.remove(&id);
-            self.outputs.push_back(HttpOutput::Abort(id));
-        }
-        self.resumes.retain(|r| r.for_request != Some(request));
     }
 
     /// Drops the exchanges of requests the session stopped waiting for (a

@@ -84,3 +84,19 @@ pub struct ReadyReport {
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub withdrawn_tools: Vec<String>,
 }
+
+impl ReadyReport {
+    /// Which protocol era the server is driven in: its stateless version
+    /// (`2026-07-28`) or the 2025 version its handshake negotiated. (The
+    /// same string as [`ReadyReport::protocol_version`]; the era is named
+    /// by the version that opens it.)
+    pub fn era(&self) -> &str {
+        &self.protocol_version
+    }
+
+    /// Whether the server is driven statelessly (2026-07-28: discovery,
+    /// per-request `_meta`, no session) rather than after a handshake.
+    pub fn is_stateless(&self) -> bool {
+        crate::wire::protocol::is_modern(&self.protocol_version)
+    }
+}

@@ -12,10 +12,19 @@
 //! # Lifecycle
 //!
 //! ```text
-//!  new ──initialize──▶ Initializing ──result──▶ Discovering ──last tools/list page──▶ Ready
-//!   │                       │                        │                                 │
-//!   └── startup budget, transport closed, handshake or discovery error ──▶ Closed ◀── close()
+//!  new ──server/discover──▶ Probing ──DiscoverResult──────────────────┐
+//!   │                          │                                      ▼
+//!   │                          └─any other answer──▶ Initializing ──result──▶ Discovering ──last tools/list page──▶ Ready
+//!   └──initialize (a 2025 version offered)──────────────▲
+//!   startup budget, transport closed, handshake or discovery error ──▶ Closed ◀── close()
 //! ```
+//!
+//! Offered a stateless version (the default, 2026-07-28), the session
+//! probes with `server/discover` and speaks whichever era the answer
+//! shows, all within the one startup budget (see [`era`] for the table).
+//! Offered a 2025 version, it goes straight to `initialize`. Either way
+//! the host sees the same events; [`ServerReady::protocol_version`] says
+//! which era it got.
 //!
 //! The startup budget starts when the session is created, so it covers
 //! whatever connecting the executor does after creating it, the handshake
@@ -45,6 +54,7 @@
 //! one it was given is clamped to that latest one (the input is handled
 //! as if it came then), so a deadline once promised never moves earlier.
 
+pub(crate) mod era;
 mod questions;
 mod tally;
 mod timer;
@@ -61,7 +71,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
 use crate::features::content::{OutputError, OutputSchema, check_output};
@@ -72,8 +82,10 @@ use crate::wire::jsonrpc::{
 };
 use crate::wire::protocol::{
     CallToolParams, CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
-    RequestMeta, SUPPORTED_PROTOCOL_VERSIONS, ShapeError, Tool, ToolsPage,
+    MODERN_PROTOCOL_VERSION, RequestMeta, ResultType, SUPPORTED_PROTOCOL_VERSIONS, ShapeError,
+    Tool, ToolsPage, UnsupportedVersion, describe_error,
 };
+use era::{Era, ProbeOutcome};
 
 /// How many `tools/list` pages a server may return before rho decides it is
 /// looping rather than paginating.
@@ -82,6 +94,10 @@ pub const MAX_TOOL_PAGES: usize = 1000;
 /// The buffer a request is serialized into: a `tools/call` with small
 /// arguments, and the newline after it, fit without a reallocation.
 const REQUEST_CAPACITY: usize = 256;
+
+/// How long a stdio `server/discover` probe waits before the session falls
+/// back to `initialize` (at most half the startup budget).
+pub const DISCOVER_WAIT: Duration = Duration::from_secs(3);
 
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
@@ -123,11 +139,25 @@ pub struct SessionOptions {
     pub client_info: Implementation,
     /// The client capabilities to declare. Only capabilities rho answers.
     pub capabilities: Value,
-    /// The protocol version to offer first.
+    /// The protocol version to offer first. A stateless version
+    /// ([`crate::wire::protocol::MODERN_PROTOCOL_VERSIONS`], the default)
+    /// probes with `server/discover` and falls back to the 2025-11-25
+    /// handshake; a 2025 version goes straight to `initialize`.
     pub protocol_version: String,
-    /// `logging/setLevel` to send after the handshake, when the server
-    /// declares logging.
+    /// The server's log level: `logging/setLevel` after the handshake
+    /// (2025 era, when the server declares logging), or
+    /// `io.modelcontextprotocol/logLevel` on every request (2026 era).
     pub log_level: Option<LogLevel>,
+    /// How long the `server/discover` probe waits for an answer before the
+    /// session takes the server for a legacy one that ignores unknown
+    /// requests and sends `initialize` (stdio; a late discovery result
+    /// still wins). `None`: wait out the startup budget (HTTP, where every
+    /// request gets an answer).
+    pub discover_wait: Option<Duration>,
+    /// Leave out tools whose `x-mcp-header` annotations are invalid, as
+    /// the 2026 Streamable HTTP transport must (set by
+    /// [`crate::http::HttpTransport`]; stdio may ignore the annotations).
+    pub check_tool_headers: bool,
     /// Budget for handshake and discovery.
     pub startup_timeout: Duration,
     /// Budget for each tool call.
@@ -172,8 +202,10 @@ impl SessionOptions {
             server: server.into(),
             client_info: client_info(),
             capabilities: json!({}),
-            protocol_version: LATEST_PROTOCOL_VERSION.into(),
+            protocol_version: MODERN_PROTOCOL_VERSION.into(),
             log_level: None,
+            discover_wait: Some(DISCOVER_WAIT),
+            check_tool_headers: false,
             startup_timeout: Duration::from_secs(120),
             tool_timeout: Duration::from_secs(120),
             request_timeout: Duration::from_secs(30),
@@ -342,7 +374,10 @@ pub enum Event {
 #[non_exhaustive]
 pub enum CallError {
     /// The server answered with a JSON-RPC error.
-    #[error("server `{server}` answered the call with an error: {error}")]
+    #[error(
+        "server `{server}` answered the call with an error: {}",
+        describe_error(error)
+    )]
     Rpc {
         /// The server identity.
         server: String,
@@ -386,6 +421,15 @@ pub enum CallError {
         /// The server identity.
         server: String,
         /// What the transport reported.
+        reason: String,
+    },
+    /// The server needs input before it can finish the call (an
+    /// `InputRequiredResult`, 2026 era) and rho could not give it.
+    #[error("server `{server}` needs more input to finish the call: {reason}")]
+    InputRequired {
+        /// The server identity.
+        server: String,
+        /// Why rho could not go on.
         reason: String,
     },
     /// The session ended before the answer came.
@@ -528,6 +572,8 @@ pub enum ApiMisuse {
 /// What a pending request is for.
 #[derive(Clone, Debug)]
 enum Purpose {
+    /// The `server/discover` probe (or its retry after a -32022).
+    Discover,
     Initialize,
     /// A fresh `initialize` after the transport said the session expired.
     Reinitialize,
@@ -550,10 +596,26 @@ struct Pending {
     /// The budget left when a question paused it; the deadline is out of
     /// the timer table meanwhile.
     paused: Option<Duration>,
+    /// What the request was, to send it again under a new id (2026 era:
+    /// after a -32022, or a multi round-trip request's next round).
+    resend: Option<Box<Resend>>,
+}
+
+/// A stateless request as sent, without its era `_meta`.
+#[derive(Clone, Debug)]
+pub(crate) struct Resend {
+    pub(crate) method: &'static str,
+    /// The params before the era's `_meta` was merged in (a call's
+    /// progress token included).
+    pub(crate) params: Option<Value>,
+    /// It was already sent again after a -32022.
+    pub(crate) version_retried: bool,
 }
 
 #[derive(Debug)]
 enum Phase {
+    /// `server/discover` is out.
+    Probing,
     Initializing,
     Discovering {
         init: Box<InitializeResult>,
@@ -566,6 +628,8 @@ enum Phase {
         /// This is already the listing again; a further change is applied
         /// after ready, like any other.
         relisted: bool,
+        /// The shortest freshness (`ttlMs`) of the pages so far.
+        ttl: Option<std::time::Duration>,
     },
     Ready,
     Closed,
@@ -611,6 +675,21 @@ pub struct Session {
     /// A fresh `initialize` already replaced an expired session during
     /// startup; a second expiry before ready fails the session.
     reinitialized_during_startup: bool,
+    /// Which era the session speaks, or that it is finding out.
+    era: Era,
+    /// The `_meta` entries of every request, while the era is stateless
+    /// (probing included).
+    meta: Option<Map<String, Value>>,
+    /// A probe given up on (no answer in its wait): a late discovery
+    /// result still makes the session stateless, until `initialize` is
+    /// answered.
+    late_probe: Option<u64>,
+    /// Requests whose answers are dropped quietly: an `initialize` a late
+    /// discovery result overtook, a probe the handshake overtook.
+    stale: BTreeSet<u64>,
+    /// Until when the tool list is fresh (2026 era, from the listing's
+    /// `ttlMs`); a call after that re-lists first.
+    tools_fresh_until: Option<Instant>,
 }
 
 /// The tool a call in flight called, for its outputSchema check: its
@@ -631,11 +710,17 @@ struct Relist {
     seen_cursors: BTreeSet<String>,
     /// Another `list_changed` arrived meanwhile: list once more after this.
     again: bool,
+    /// Started because the list went stale (`ttlMs`), not because the
+    /// server said it changed: an unchanged list is not reported.
+    stale: bool,
+    /// The shortest freshness of its pages.
+    ttl: Option<Duration>,
 }
 
 impl Session {
-    /// Creates a session and queues `initialize` at once. The startup
-    /// budget starts at `now`.
+    /// Creates a session and queues its first request at once:
+    /// `server/discover` when offered a stateless version, else
+    /// `initialize`. The startup budget starts at `now`.
     pub fn new(options: SessionOptions, now: Instant) -> Self {
         let startup_deadline = now + options.startup_timeout;
         let mut session = Self {
@@ -661,16 +746,23 @@ impl Session {
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
             unread: None,
             reinitialized_during_startup: false,
+            era: Era::Legacy,
+            meta: None,
+            late_probe: None,
+            stale: BTreeSet::new(),
+            tools_fresh_until: None,
         };
         session.timers.set(Timer::Startup, startup_deadline);
-        let params = session.initialize_params();
-        session.send_request(
-            Purpose::Initialize,
-            "initialize",
-            Some(&params),
-            startup_deadline,
-            session.options.startup_timeout,
-        );
+        match era::modern_version(&session.options.protocol_version) {
+            Some(offered) => {
+                session.phase = Phase::Probing;
+                session.send_probe(now, offered, false);
+            }
+            None => {
+                let offer = session.options.protocol_version.clone();
+                session.send_initialize(&offer);
+            }
+        }
         session
     }
 
@@ -684,7 +776,9 @@ impl Session {
     /// Where the session is in its lifecycle.
     pub fn state(&self) -> SessionState {
         match self.phase {
-            Phase::Initializing | Phase::Discovering { .. } => SessionState::Starting,
+            Phase::Probing | Phase::Initializing | Phase::Discovering { .. } => {
+                SessionState::Starting
+            }
             Phase::Ready => SessionState::Ready,
             Phase::Closed => SessionState::Closed,
         }
@@ -696,9 +790,34 @@ impl Session {
     }
 
     /// The protocol version the server chose, once `initialize` was
-    /// answered (transports echo it on every later request).
+    /// answered or discovery chose a stateless one (transports echo it on
+    /// every later request).
     pub fn negotiated_version(&self) -> Option<&str> {
         self.negotiated_version.as_deref()
+    }
+
+    /// The version the next request carries on the wire (HTTP:
+    /// `MCP-Protocol-Version`): the probe's while probing, else the
+    /// negotiated one.
+    pub fn wire_version(&self) -> Option<&str> {
+        match &self.era {
+            Era::Probing { offered, .. } => Some(offered),
+            _ => self.negotiated_version(),
+        }
+    }
+
+    /// Whether requests are stateless (2026 era, or probing for it): they
+    /// carry `_meta`, there is no session, no ping, no `logging/setLevel`.
+    pub fn is_stateless(&self) -> bool {
+        self.meta.is_some()
+    }
+
+    /// The `server/discover` probe awaiting its answer, if any.
+    pub fn probe_request(&self) -> Option<ClientRequestId> {
+        self.pending
+            .iter()
+            .find(|(_, p)| matches!(p.purpose, Purpose::Discover))
+            .map(|(&n, _)| ClientRequestId(n))
     }
 
     /// The instant handshake and discovery must finish by, while they run.
@@ -845,6 +964,7 @@ impl Session {
         }
         if self.timers.is_due(Timer::Startup, now) {
             let waiting_for = match self.phase {
+                Phase::Probing => "waiting for the server/discover response",
                 Phase::Initializing => "waiting for the initialize response",
                 _ => "listing tools",
             };
@@ -910,6 +1030,16 @@ impl Session {
                         "the server did not answer initialize after its session expired".into(),
                     ));
                 }
+                Purpose::Discover => {
+                    // A legacy server may ignore a request before
+                    // `initialize`; a late discovery result still counts.
+                    self.late_probe = Some(id);
+                    let waited = pending.budget.as_secs_f64();
+                    self.fall_back(
+                        LATEST_PROTOCOL_VERSION,
+                        &format!("no answer to server/discover within {waited} s"),
+                    );
+                }
                 // Startup requests share the startup deadline, handled above.
                 Purpose::Initialize | Purpose::ListTools => {}
             }
@@ -972,6 +1102,10 @@ impl Session {
         self.deadlines.remove(&(pending.deadline, request.0));
         let server = self.options.server.clone();
         match pending.purpose {
+            Purpose::Discover => self.fall_back(
+                LATEST_PROTOCOL_VERSION,
+                &format!("server/discover failed: {reason}"),
+            ),
             Purpose::Initialize | Purpose::ListTools | Purpose::Reinitialize => {
                 self.finish(CloseReason::TransportFailed(reason))
             }
@@ -1012,14 +1146,20 @@ impl Session {
             Phase::Discovering { .. } if !self.reinitialized_during_startup => true,
             _ => return false,
         };
-        if self
-            .pending
-            .values()
-            .any(|p| matches!(p.purpose, Purpose::Reinitialize))
+        if self.is_stateless()
+            || self
+                .pending
+                .values()
+                .any(|p| matches!(p.purpose, Purpose::Reinitialize))
         {
             return false;
         }
-        let params = self.initialize_params();
+        // The fresh session offers what the server chose before.
+        let version = self
+            .negotiated_version
+            .clone()
+            .unwrap_or_else(|| LATEST_PROTOCOL_VERSION.to_owned());
+        let params = self.initialize_params(&version);
         let (deadline, budget) = if during_startup {
             self.reinitialized_during_startup = true;
             let deadline = self.startup_deadline().unwrap_or(now);
@@ -1086,6 +1226,12 @@ impl Session {
             now + budget,
             budget,
         );
+        // A list past its freshness (2026 `ttlMs`) is read again now that
+        // it is needed; the call goes with the definition rho has.
+        if self.tools_fresh_until.is_some_and(|until| now >= until) {
+            self.tools_fresh_until = None;
+            self.start_relist(now, true);
+        }
         Ok(call)
     }
 
@@ -1094,17 +1240,15 @@ impl Session {
     /// answer is dropped. Cancelling a call that already ended does nothing.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
         self.clock.observe(now);
-        let Some(pending) = self.pending.get(&call.0) else {
+        let Some(request) = self.request_of(call) else {
             return;
         };
-        if !matches!(pending.purpose, Purpose::CallTool(c) if c == call) {
+        let Some(pending) = self.pending.remove(&request) else {
             return;
-        }
-        let deadline = pending.deadline;
-        self.pending.remove(&call.0);
+        };
         self.call_tools.remove(&call.0);
-        self.deadlines.remove(&(deadline, call.0));
-        let params = json!({"requestId": call.0, "reason": "cancelled by the user"});
+        self.deadlines.remove(&(pending.deadline, request));
+        let params = json!({"requestId": request, "reason": "cancelled by the user"});
         self.send_notification("notifications/cancelled", Some(&params));
         self.withdraw_questions_of(call);
         self.events.push_back(Event::CallCompleted {
@@ -1161,11 +1305,20 @@ impl Session {
 
     // ----- internals -----
 
-    fn initialize_params(&self) -> Value {
+    /// The client capabilities this run answers: roots with a workspace,
+    /// elicitation where a person can answer, sampling where allowed. The
+    /// stateless era has no roots list-changed notification, so its
+    /// `roots` is bare.
+    fn client_capabilities(&self, stateless: bool) -> Value {
         let mut capabilities = self.options.capabilities.clone();
         if let Value::Object(map) = &mut capabilities {
             if self.options.workspace_root.is_some() {
-                map.insert("roots".into(), json!({"listChanged": false}));
+                let roots = if stateless {
+                    json!({})
+                } else {
+                    json!({"listChanged": false})
+                };
+                map.insert("roots".into(), roots);
             }
             if self.options.elicitation {
                 map.insert(
@@ -1177,21 +1330,198 @@ impl Session {
                 map.insert("sampling".into(), crate::features::sampling::capability());
             }
         }
+        capabilities
+    }
+
+    fn initialize_params(&self, version: &str) -> Value {
         json!({
-            "protocolVersion": self.options.protocol_version,
-            "capabilities": capabilities,
+            "protocolVersion": version,
+            "capabilities": self.client_capabilities(false),
             "clientInfo": self.options.client_info,
         })
+    }
+
+    /// Enters (or re-enters) a stateless era at `version`: every request
+    /// from now on carries its `_meta`.
+    fn set_stateless(&mut self, era: Era) {
+        let version = era.stateless_version().unwrap_or(MODERN_PROTOCOL_VERSION);
+        let capabilities = self.client_capabilities(true);
+        let level = self.options.log_level.map(|l| l.as_str());
+        self.meta = Some(era::meta_map(
+            version,
+            &capabilities,
+            &self.options.client_info,
+            level,
+        ));
+        self.era = era;
+    }
+
+    /// Sends the `server/discover` probe offering `offered`. On stdio it
+    /// waits [`SessionOptions::discover_wait`] (at most half of what is
+    /// left of the startup budget) before falling back; on HTTP it shares
+    /// the startup deadline.
+    fn send_probe(&mut self, now: Instant, offered: &'static str, retried: bool) {
+        self.set_stateless(Era::Probing { offered, retried });
+        let startup = self.startup_deadline().unwrap_or(now);
+        let (deadline, budget) = match self.options.discover_wait {
+            Some(wait) => {
+                let wait = wait.min(startup.saturating_duration_since(now) / 2);
+                (now + wait, wait)
+            }
+            None => (startup, self.options.startup_timeout),
+        };
+        self.send_request(
+            Purpose::Discover,
+            "server/discover",
+            None::<&Value>,
+            deadline,
+            budget,
+        );
+    }
+
+    /// Sends `initialize` offering `version`, under the startup deadline.
+    fn send_initialize(&mut self, version: &str) {
+        let params = self.initialize_params(version);
+        let deadline = self.startup_deadline().unwrap_or(self.clock.latest());
+        self.send_request(
+            Purpose::Initialize,
+            "initialize",
+            Some(&params),
+            deadline,
+            self.options.startup_timeout,
+        );
+    }
+
+    /// The server is not a stateless one (see [`era`]): the 2025
+    /// handshake, offering `offer`, in what is left of the startup budget.
+    fn fall_back(&mut self, offer: &'static str, why: &str) {
+        tracing::debug!(server = %self.options.server, "{why}; trying the initialize handshake ({offer})");
+        self.era = Era::Legacy;
+        self.meta = None;
+        self.phase = Phase::Initializing;
+        self.send_initialize(offer);
+    }
+
+    /// The answer to the `server/discover` probe.
+    fn on_discover(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        let retried = matches!(self.era, Era::Probing { retried: true, .. });
+        match era::probe_outcome(reply, retried) {
+            ProbeOutcome::Modern { result, version } => {
+                self.become_stateless(now, *result, version)
+            }
+            ProbeOutcome::Retry(version) => {
+                tracing::debug!(server = %self.options.server, "server/discover refused the version offered; probing again with {version}");
+                self.send_probe(now, version, true);
+            }
+            ProbeOutcome::Legacy { offer, why } => self.fall_back(offer, &why),
+            ProbeOutcome::Refused(reason) => self.finish(CloseReason::Handshake(reason)),
+        }
+    }
+
+    /// Discovery said the server is stateless at `version`: list its
+    /// tools (when it has any) and be ready.
+    fn become_stateless(
+        &mut self,
+        now: Instant,
+        result: crate::wire::protocol::DiscoverResult,
+        version: &'static str,
+    ) {
+        self.set_stateless(Era::Modern { version });
+        self.negotiated_version = Some(version.to_owned());
+        let init = InitializeResult {
+            protocol_version: version.to_owned(),
+            // Identity is display-only and a SHOULD: absent is blank.
+            server_info: result.server_info.unwrap_or(Implementation {
+                name: String::new(),
+                version: String::new(),
+                title: None,
+            }),
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        };
+        let wants_tools = init.capabilities.tools;
+        self.phase = Phase::Discovering {
+            init: Box::new(init),
+            tools: Vec::new(),
+            pages: 0,
+            seen_cursors: BTreeSet::new(),
+            changed: false,
+            relisted: false,
+            ttl: None,
+        };
+        if wants_tools {
+            self.request_tools_page(None);
+        } else {
+            self.become_ready(now);
+        }
+    }
+
+    /// The request a call is waiting on now (a call keeps its [`CallId`]
+    /// when its request goes again under a new id).
+    fn request_of(&self, call: CallId) -> Option<u64> {
+        if matches!(self.pending.get(&call.0), Some(p) if matches!(p.purpose, Purpose::CallTool(c) if c == call))
+        {
+            return Some(call.0);
+        }
+        self.pending
+            .iter()
+            .find(|(_, p)| matches!(p.purpose, Purpose::CallTool(c) if c == call))
+            .map(|(&n, _)| n)
+    }
+
+    /// Sends a stateless request again under a new JSON-RPC id, keeping
+    /// its purpose, deadline and budget (the multi round-trip retry and the
+    /// -32022 retry go through here). `params` replaces what it sent;
+    /// the era's `_meta` is merged in afresh. Returns the new id.
+    fn reissue(&mut self, pending: Pending, resend: Resend) -> u64 {
+        let id = self.next_id;
+        self.next_id += 1;
+        let meta = self.meta.clone().unwrap_or_default();
+        let params = era::with_meta(resend.params.clone(), &meta);
+        let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
+        jsonrpc::write_request(
+            &mut bytes,
+            ClientRequestId(id),
+            resend.method,
+            Some(&params),
+        );
+        self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
+        self.deadlines.insert((pending.deadline, id));
+        self.pending.insert(
+            id,
+            Pending {
+                resend: Some(Box::new(resend)),
+                ..pending
+            },
+        );
+        id
     }
 
     fn send_request<P: Serialize + ?Sized>(
         &mut self,
         purpose: Purpose,
-        method: &str,
+        method: &'static str,
         params: Option<&P>,
         deadline: Instant,
         budget: Duration,
     ) -> u64 {
+        if self.meta.is_some() {
+            let params = params.and_then(|p| serde_json::to_value(p).ok());
+            let pending = Pending {
+                purpose,
+                deadline,
+                budget,
+                sent: deadline.checked_sub(budget).unwrap_or(deadline),
+                paused: None,
+                resend: None,
+            };
+            let resend = Resend {
+                method,
+                params,
+                version_retried: false,
+            };
+            return self.reissue(pending, resend);
+        }
         let id = self.next_id;
         self.next_id += 1;
         // Room for a small request and its newline in one allocation.
@@ -1212,6 +1542,7 @@ impl Session {
                 budget,
                 sent: deadline.checked_sub(budget).unwrap_or(deadline),
                 paused: None,
+                resend: None,
             },
         );
         self.deadlines.insert((deadline, id));
@@ -1238,7 +1569,15 @@ impl Session {
     fn handle_reply(&mut self, now: Instant, id: RequestId, reply: Result<Value, ErrorObject>) {
         let pending = ClientRequestId::from_wire(&id)
             .and_then(|ClientRequestId(n)| self.pending.remove(&n).map(|p| (n, p)));
-        let Some((n, pending)) = pending else {
+        let Some((n, mut pending)) = pending else {
+            if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
+                if self.stale.remove(&n) {
+                    return;
+                }
+                if self.late_probe == Some(n) {
+                    return self.late_probe_answered(now, reply);
+                }
+            }
             self.peer_error(
                 now,
                 PeerError::UnknownResponse {
@@ -1249,7 +1588,27 @@ impl Session {
             return;
         };
         self.deadlines.remove(&(pending.deadline, n));
+        // A stateless server that does not speak the version asked for
+        // lists the ones it does: the request goes again, once, with one
+        // rho speaks.
+        if let (Err(error), Some(resend)) = (&reply, &mut pending.resend) {
+            let retry = UnsupportedVersion::from_error(error)
+                .and_then(|v| v.modern_choice())
+                .filter(|_| {
+                    !resend.version_retried && !matches!(pending.purpose, Purpose::Discover)
+                });
+            if let Some(version) = retry {
+                tracing::info!(server = %self.options.server, "the server asked for protocol version {version}; sending the request again with it");
+                self.set_stateless(Era::Modern { version });
+                self.negotiated_version = Some(version.to_owned());
+                let mut resend = *pending.resend.take().expect("matched above");
+                resend.version_retried = true;
+                self.reissue(pending, resend);
+                return;
+            }
+        }
         match pending.purpose {
+            Purpose::Discover => self.on_discover(now, reply),
             Purpose::Initialize => self.on_initialize(now, reply),
             Purpose::Reinitialize => self.on_reinitialize(reply),
             Purpose::Relist => self.on_relist_page(now, reply),
@@ -1271,9 +1630,19 @@ impl Session {
                 }
             }
             Purpose::CallTool(call) => {
+                // The one place a call's result is classified: a server
+                // that needs input first says so with `resultType`.
+                let reply = match reply.map(|value| (ResultType::of(&value), value)) {
+                    Ok((Ok(ResultType::InputRequired), value)) => {
+                        return self.input_required(now, call, pending, value);
+                    }
+                    Ok((Ok(_), value)) => Ok(Ok(value)),
+                    Ok((Err(error), _)) => Ok(Err(error)),
+                    Err(error) => Err(error),
+                };
                 let tool = self.call_tools.remove(&call.0);
                 // The server's name is copied only into an error.
-                let result = match reply.map(CallToolResult::from_value) {
+                let result = match reply.map(|r| r.and_then(CallToolResult::from_value)) {
                     Ok(Ok(result)) => match self.check_output(tool.as_ref(), &result) {
                         Ok(()) => Ok(result),
                         Err(error) => Err(CallError::OutputSchema {
@@ -1294,6 +1663,53 @@ impl Session {
                 self.events.push_back(Event::CallCompleted { call, result });
             }
         }
+    }
+
+    /// A call's result asked for input first (`resultType:
+    /// "input_required"`, an `InputRequiredResult`). This is where multi
+    /// round-trip requests hook in: `pending` is the call's request as it
+    /// was sent (its `resend` holds the params to retry with, under a new
+    /// id, through [`Session::reissue`]). Until they are answered, the call
+    /// fails in words rather than pass an interim result off as final.
+    fn input_required(&mut self, now: Instant, call: CallId, pending: Pending, result: Value) {
+        let _ = (now, pending, result);
+        self.call_tools.remove(&call.0);
+        self.withdraw_questions_of(call);
+        self.events.push_back(Event::CallCompleted {
+            call,
+            result: Err(CallError::InputRequired {
+                server: self.options.server.clone(),
+                reason: "it asked for input in a multi round-trip request, which this build of rho does not answer".into(),
+            }),
+        });
+    }
+
+    /// The answer to a probe given up on came after all. A discovery
+    /// result while `initialize` is still unanswered makes the session
+    /// stateless (a slow-starting modern server); anything else is
+    /// dropped, the handshake having gone ahead.
+    fn late_probe_answered(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        self.late_probe = None;
+        if !matches!(self.phase, Phase::Initializing) {
+            return;
+        }
+        let ProbeOutcome::Modern { result, version } = era::probe_outcome(reply, true) else {
+            return;
+        };
+        let initialize: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| matches!(p.purpose, Purpose::Initialize))
+            .map(|(&n, _)| n)
+            .collect();
+        for n in initialize {
+            if let Some(p) = self.pending.remove(&n) {
+                self.deadlines.remove(&(p.deadline, n));
+            }
+            self.stale.insert(n);
+        }
+        tracing::debug!(server = %self.options.server, "server/discover was answered late; the server is stateless after all");
+        self.become_stateless(now, *result, version);
     }
 
     fn on_initialize(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
@@ -1330,6 +1746,10 @@ impl Session {
             );
         }
         let wants_tools = init.capabilities.tools;
+        // The handshake overtook a late probe: its answer is noise now.
+        if let Some(probe) = self.late_probe.take() {
+            self.stale.insert(probe);
+        }
         self.phase = Phase::Discovering {
             init: Box::new(init),
             tools: Vec::new(),
@@ -1337,6 +1757,7 @@ impl Session {
             seen_cursors: BTreeSet::new(),
             changed: false,
             relisted: false,
+            ttl: None,
         };
         if wants_tools {
             self.request_tools_page(None);
@@ -1394,22 +1815,15 @@ impl Session {
             Ok(page) => page,
             Err(e) => return self.finish(CloseReason::Discovery(e.0)),
         };
-        let server = self.options.server.clone();
-        for error in page.rejected {
-            self.peer_error(
-                now,
-                PeerError::MalformedTool {
-                    server: server.clone(),
-                    error,
-                },
-            );
-        }
+        let page = self.screen_page(now, page);
+        let page_ttl = self.is_stateless().then_some(page.cache.ttl);
         let Phase::Discovering {
             tools,
             pages,
             seen_cursors,
             changed,
             relisted,
+            ttl,
             ..
         } = &mut self.phase
         else {
@@ -1417,6 +1831,7 @@ impl Session {
         };
         tools.extend(page.tools);
         *pages += 1;
+        *ttl = shorter(*ttl, page_ttl);
         match page.next_cursor {
             Some(cursor) if *pages >= MAX_TOOL_PAGES || !seen_cursors.insert(cursor.clone()) => {
                 let pages = *pages;
@@ -1434,23 +1849,55 @@ impl Session {
                 seen_cursors.clear();
                 *changed = false;
                 *relisted = true;
+                *ttl = None;
                 self.request_tools_page(None);
             }
             None => {
                 let changed_again = *changed;
+                let ttl = *ttl;
                 self.become_ready(now);
+                self.tools_fresh_until = ttl.map(|ttl| now + ttl);
                 if changed_again {
-                    self.start_relist(now);
+                    self.start_relist(now, false);
                 }
             }
         }
     }
 
-    /// Arms the next keep-alive ping, when pings are configured.
+    /// Reports a page's malformed tools, and in the stateless era over HTTP
+    /// ([`SessionOptions::check_tool_headers`]) leaves out the tools whose
+    /// `x-mcp-header` annotations are invalid, each with its reason; the
+    /// others are kept.
+    fn screen_page(&mut self, now: Instant, mut page: ToolsPage) -> ToolsPage {
+        let server = self.options.server.clone();
+        let mut rejected = std::mem::take(&mut page.rejected);
+        if self.options.check_tool_headers && self.is_stateless() {
+            page.tools.retain(|tool| match tool.header_params() {
+                Ok(_) => true,
+                Err(error) => {
+                    rejected.push(error);
+                    false
+                }
+            });
+        }
+        for error in rejected {
+            self.peer_error(
+                now,
+                PeerError::MalformedTool {
+                    server: server.clone(),
+                    error,
+                },
+            );
+        }
+        page
+    }
+
+    /// Arms the next keep-alive ping, when pings are configured (never in
+    /// the stateless era, which has no `ping`).
     fn arm_ping(&mut self, now: Instant) {
         match self.options.ping_interval {
-            Some(every) => self.timers.set(Timer::Ping, now + every),
-            None => self.timers.stop(Timer::Ping),
+            Some(every) if !self.is_stateless() => self.timers.set(Timer::Ping, now + every),
+            _ => self.timers.stop(Timer::Ping),
         }
     }
 
@@ -1539,7 +1986,7 @@ impl Session {
                     .as_ref()
                     .is_some_and(|r| r.capabilities.tools_list_changed) =>
             {
-                self.start_relist(now)
+                self.start_relist(now, false)
             }
             _ => {
                 tracing::debug!(server = %self.options.server, "tools/list_changed ignored (listChanged not declared, or before initialize was answered)");
@@ -1548,11 +1995,17 @@ impl Session {
     }
 
     /// Starts a re-listing while ready, or queues one after the one running.
-    fn start_relist(&mut self, now: Instant) {
+    /// `stale`: because the list's freshness ran out, not because the
+    /// server said it changed (then one already running will do).
+    fn start_relist(&mut self, now: Instant, stale: bool) {
         match &mut self.relist {
+            Some(_) if stale => {}
             Some(relist) => relist.again = true,
             None => {
-                self.relist = Some(Relist::default());
+                self.relist = Some(Relist {
+                    stale,
+                    ..Relist::default()
+                });
                 self.request_relist_page(now, None);
             }
         }
@@ -1574,23 +2027,16 @@ impl Session {
         let page = match reply.map(|v| ToolsPage::from_value(&v)) {
             Ok(Ok(page)) => page,
             Ok(Err(e)) => return self.relist_failed(&e.0),
-            Err(error) => return self.relist_failed(&error.to_string()),
+            Err(error) => return self.relist_failed(&describe_error(&error)),
         };
-        let server = self.options.server.clone();
-        for error in page.rejected {
-            self.peer_error(
-                now,
-                PeerError::MalformedTool {
-                    server: server.clone(),
-                    error,
-                },
-            );
-        }
+        let page = self.screen_page(now, page);
+        let page_ttl = self.is_stateless().then_some(page.cache.ttl);
         let Some(relist) = &mut self.relist else {
             return;
         };
         relist.tools.extend(page.tools);
         relist.pages += 1;
+        relist.ttl = shorter(relist.ttl, page_ttl);
         match page.next_cursor {
             Some(cursor)
                 if relist.pages >= MAX_TOOL_PAGES
@@ -1603,6 +2049,12 @@ impl Session {
                 let Some(done) = self.relist.take() else {
                     return;
                 };
+                self.tools_fresh_until = done.ttl.map(|ttl| now + ttl);
+                let unchanged = self.ready.as_ref().is_some_and(|r| r.tools == done.tools);
+                if done.stale && unchanged && !done.again {
+                    // Still fresh news: nothing changed, nothing to report.
+                    return;
+                }
                 if let Some(ready) = &mut self.ready {
                     // Calls in flight now hold the name of what they called.
                     for called in self.call_tools.values_mut() {
@@ -1626,6 +2078,11 @@ impl Session {
     fn relist_failed(&mut self, why: &str) {
         tracing::warn!(server = %self.options.server, "re-listing tools failed, keeping the previous list: {why}");
         self.relist = None;
+        if self.is_stateless() {
+            // The stale list serves meanwhile; a call after a pause tries
+            // again (not every call: the server may be down).
+            self.tools_fresh_until = Some(self.clock.latest() + self.options.request_timeout);
+        }
     }
 
     /// Holds a result to the tool's declared outputSchema, if it declared
@@ -1662,25 +2119,26 @@ impl Session {
     fn progress(&mut self, now: Instant, params: Option<&Value>) {
         let Some(params) = params else { return };
         let token = params.get("progressToken");
-        let call = token.and_then(Value::as_u64).map(CallId).filter(|call| {
-            self.pending
-                .get(&call.0)
-                .is_some_and(|p| matches!(p.purpose, Purpose::CallTool(c) if c == *call))
-        });
-        let (Some(call), Some(progress)) = (call, params.get("progress").and_then(Value::as_f64))
-        else {
+        // The token is the call's id, kept when its request goes again.
+        let call = token.and_then(Value::as_u64).map(CallId);
+        let request = call.and_then(|call| self.request_of(call));
+        let (Some(call), Some(request), Some(progress)) = (
+            call,
+            request,
+            params.get("progress").and_then(Value::as_f64),
+        ) else {
             tracing::debug!(server = %self.options.server, ?token, "progress for no call in flight; dropped");
             return;
         };
         if let Some(cap) = self.options.progress_extends_up_to {
             // A call that reports progress is alive: its idle budget starts
             // again, but never past the hard cap from when it was sent.
-            if let Some(p) = self.pending.get_mut(&call.0) {
+            if let Some(p) = self.pending.get_mut(&request) {
                 let extended = (now + p.budget).min(p.sent + cap);
                 if p.paused.is_none() && extended > p.deadline {
-                    self.deadlines.remove(&(p.deadline, call.0));
+                    self.deadlines.remove(&(p.deadline, request));
                     p.deadline = extended;
-                    self.deadlines.insert((extended, call.0));
+                    self.deadlines.insert((extended, request));
                 }
             }
         }
@@ -1904,6 +2362,14 @@ impl Session {
         }
         self.phase = Phase::Closed;
         self.events.push_back(Event::Closed(reason));
+    }
+}
+
+/// The shorter of two freshness times, either unknown.
+fn shorter(a: Option<Duration>, b: Option<Duration>) -> Option<Duration> {
+    match (a, b) {
+        (Some(a), Some(b)) => Some(a.min(b)),
+        (a, b) => a.or(b),
     }
 }
 

@@ -295,9 +295,12 @@ impl Session {
     /// Takes the call's deadline out of the timer table, keeping what was
     /// left of its budget.
     fn pause_budget(&mut self, now: Instant, call: CallId) {
-        if let Some(p) = self.pending.get_mut(&call.0) {
+        let Some(request) = self.request_of(call) else {
+            return;
+        };
+        if let Some(p) = self.pending.get_mut(&request) {
             if p.paused.is_none() {
-                self.deadlines.remove(&(p.deadline, call.0));
+                self.deadlines.remove(&(p.deadline, request));
                 p.paused = Some(p.deadline.saturating_duration_since(now));
             }
         }
@@ -308,10 +311,13 @@ impl Session {
         if self.questions.values().any(|q| q.call == call) {
             return;
         }
-        if let Some(p) = self.pending.get_mut(&call.0) {
+        let Some(request) = self.request_of(call) else {
+            return;
+        };
+        if let Some(p) = self.pending.get_mut(&request) {
             if let Some(left) = p.paused.take() {
                 p.deadline = now + left;
-                self.deadlines.insert((p.deadline, call.0));
+                self.deadlines.insert((p.deadline, request));
             }
         }
     }

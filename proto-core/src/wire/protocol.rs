@@ -1,5 +1,7 @@
 //! MCP message shapes the client reads and writes, named as the
-//! specification names them (`schema/2025-11-25/schema.ts`).
+//! specification names them (`schema/2025-11-25/schema.ts`, and
+//! `schema/2026-07-28/schema.ts` for the stateless era: discovery,
+//! `resultType`, cache hints, per-request `_meta`, `x-mcp-header`).
 //!
 //! Parsing is lenient where the protocol lets servers vary (unknown fields
 //! are ignored, optional fields may be absent) and strict where a missing
@@ -7,8 +9,12 @@
 //! Every parse failure says which field was wrong, so a
 //! [`crate::session::PeerError`] can name it.
 
+use std::time::Duration;
+
 use serde::Serialize;
 use serde_json::{Map, Value};
+
+use crate::wire::jsonrpc::ErrorObject;
 
 /// The protocol revision rho offers first.
 pub const LATEST_PROTOCOL_VERSION: &str = "2025-11-25";
@@ -224,6 +230,8 @@ pub struct ToolsPage {
     pub rejected: Vec<ShapeError>,
     /// `nextCursor`, when the server has more.
     pub next_cursor: Option<String>,
+    /// The page's freshness hints (2026-07-28; defaults otherwise).
+    pub cache: CacheHint,
 }
 
 impl ToolsPage {
@@ -236,6 +244,7 @@ impl ToolsPage {
         };
         let mut page = ToolsPage {
             next_cursor: optional_string(obj, "nextCursor"),
+            cache: CacheHint::from_map(obj),
             ..Self::default()
         };
         for entry in entries {
@@ -321,6 +330,461 @@ impl CallToolResult {
     }
 }
 
+// ----- the 2026-07-28 era (stateless) -----
+
+/// The stateless revision rho offers first: no `initialize`, every request
+/// carries its version, capabilities and identity in `_meta`.
+pub const MODERN_PROTOCOL_VERSION: &str = "2026-07-28";
+
+/// Every stateless revision rho speaks, newest first.
+pub const MODERN_PROTOCOL_VERSIONS: [&str; 1] = [MODERN_PROTOCOL_VERSION];
+
+/// Whether `version` is a stateless revision rho speaks (driven with
+/// `server/discover` and per-request `_meta`, never `initialize`).
+pub fn is_modern(version: &str) -> bool {
+    MODERN_PROTOCOL_VERSIONS.contains(&version)
+}
+
+/// Error codes the 2026-07-28 revision defines (the `-32020..-32099` range
+/// is reserved for the specification).
+pub mod code {
+    /// The HTTP headers do not match the body, or a required one is missing.
+    pub const HEADER_MISMATCH: i64 = -32020;
+    /// The request needs a client capability it did not declare.
+    pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
+    /// The server does not speak the requested protocol version.
+    pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+}
+
+/// Whether an error is one the 2026-07-28 revision defines: a server that
+/// answers with one speaks that revision, whatever else it got wrong.
+pub fn is_modern_error(error: &ErrorObject) -> bool {
+    matches!(
+        error.code,
+        code::HEADER_MISMATCH
+            | code::MISSING_REQUIRED_CLIENT_CAPABILITY
+            | code::UNSUPPORTED_PROTOCOL_VERSION
+    )
+}
+
+/// The `data` of an `UnsupportedProtocolVersionError` (-32022).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct UnsupportedVersion {
+    /// The versions the server says it speaks, as sent (strings only).
+    pub supported: Vec<String>,
+    /// The version it says was asked for.
+    pub requested: Option<String>,
+}
+
+impl UnsupportedVersion {
+    /// Reads a -32022 error; `None` for any other code. A missing or
+    /// malformed `data` reads as an empty list.
+    pub fn from_error(error: &ErrorObject) -> Option<Self> {
+        if error.code != code::UNSUPPORTED_PROTOCOL_VERSION {
+            return None;
+        }
+        let data = error.data.as_ref();
+        let supported = data
+            .and_then(|d| d.get("supported"))
+            .and_then(Value::as_array)
+            .map(|list| {
+                list.iter()
+                    .filter_map(Value::as_str)
+                    .map(str::to_owned)
+                    .collect()
+            })
+            .unwrap_or_default();
+        let requested = data
+            .and_then(|d| d.get("requested"))
+            .and_then(Value::as_str)
+            .map(str::to_owned);
+        Some(Self {
+            supported,
+            requested,
+        })
+    }
+
+    /// The newest stateless version rho speaks that the server listed.
+    pub fn modern_choice(&self) -> Option<&'static str> {
+        newest_common(&MODERN_PROTOCOL_VERSIONS, &self.supported)
+    }
+
+    /// The newest handshake version rho speaks that the server listed.
+    pub fn legacy_choice(&self) -> Option<&'static str> {
+        newest_common(&SUPPORTED_PROTOCOL_VERSIONS, &self.supported)
+    }
+}
+
+/// The first of `ours` (newest first) that `theirs` lists.
+fn newest_common(ours: &[&'static str], theirs: &[String]) -> Option<&'static str> {
+    ours.iter().copied().find(|v| theirs.iter().any(|t| t == v))
+}
+
+/// What an error means in words a person can act on, for the codes the
+/// 2026-07-28 revision defines; the server's own message and code follow.
+/// Other errors read as the server wrote them.
+pub fn describe_error(error: &ErrorObject) -> String {
+    match error.code {
+        code::HEADER_MISMATCH => format!(
+            "the server says the request's HTTP headers do not match its body or one is missing \
+             (a proxy may have rewritten them, or the tool's x-mcp-header annotations changed): {error}"
+        ),
+        code::MISSING_REQUIRED_CLIENT_CAPABILITY => {
+            let wanted = error
+                .data
+                .as_ref()
+                .and_then(|d| d.get("requiredCapabilities"))
+                .and_then(Value::as_object)
+                .map(|caps| caps.keys().cloned().collect::<Vec<_>>().join(", "))
+                .filter(|names| !names.is_empty());
+            let what = match wanted {
+                Some(names) => format!("client capabilities rho did not declare ({names})"),
+                None => "a client capability rho did not declare".to_owned(),
+            };
+            format!(
+                "the server needs {what}; rho declares elicitation only where a person can answer, \
+                 sampling only for servers with `sampling = \"ask\"`, and roots only with a workspace: {error}"
+            )
+        }
+        code::UNSUPPORTED_PROTOCOL_VERSION => {
+            let versions = UnsupportedVersion::from_error(error).unwrap_or_default();
+            let listed = if versions.supported.is_empty() {
+                "none".to_owned()
+            } else {
+                versions.supported.join(", ")
+            };
+            format!(
+                "the server does not speak the protocol version rho asked for (it lists {listed}; \
+                 rho speaks {} and {}): {error}",
+                MODERN_PROTOCOL_VERSIONS.join(", "),
+                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            )
+        }
+        _ => error.to_string(),
+    }
+}
+
+/// How a result is to be read (`resultType`, 2026-07-28). Results from
+/// servers of earlier revisions have none and read as complete.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum ResultType {
+    /// The request is done; the result is final.
+    Complete,
+    /// The server needs input first (an `InputRequiredResult`: a multi
+    /// round-trip request).
+    InputRequired,
+}
+
+impl ResultType {
+    /// Reads the `resultType` of a result: absent is complete; a value rho
+    /// does not know is invalid (the spec says so, since extensions only
+    /// add values a client advertised).
+    pub fn of(result: &Value) -> Result<Self, ShapeError> {
+        match result.get("resultType") {
+            None | Some(Value::Null) => Ok(Self::Complete),
+            Some(Value::String(s)) if s == "complete" => Ok(Self::Complete),
+            Some(Value::String(s)) if s == "input_required" => Ok(Self::InputRequired),
+            Some(Value::String(s)) => Err(ShapeError(format!(
+                "the result has resultType `{}`, which rho does not know",
+                s.chars().take(64).collect::<String>()
+            ))),
+            Some(_) => Err(ShapeError(
+                "the result's `resultType` is not a string".into(),
+            )),
+        }
+    }
+}
+
+/// Who may cache a result (`cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum CacheScope {
+    /// Not user-specific: shared caches may keep it.
+    Public,
+    /// For this authorization context only (the default when absent).
+    #[default]
+    Private,
+}
+
+/// The freshness hints of a `CacheableResult` (`ttlMs`, `cacheScope`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheHint {
+    /// How long the result may be considered fresh after it arrived.
+    /// Absent or negative reads as zero: stale at once.
+    pub ttl: Duration,
+    /// Who may keep it.
+    pub scope: CacheScope,
+    /// Whether the server sent `ttlMs` at all (servers of earlier
+    /// revisions do not, and rely on list-changed notifications).
+    pub given: bool,
+}
+
+impl CacheHint {
+    /// Reads the hints of a result object; anything malformed reads as the
+    /// defaults (stale at once, private).
+    pub fn from_map(obj: &Map<String, Value>) -> Self {
+        let ttl_ms = obj.get("ttlMs").and_then(Value::as_f64);
+        let ttl = match ttl_ms {
+            Some(ms) if ms.is_finite() && ms > 0.0 => {
+                // Past a year is as good as forever for a session.
+                Duration::from_millis(ms.min(365.0 * 24.0 * 3600.0 * 1000.0) as u64)
+            }
+            _ => Duration::ZERO,
+        };
+        let scope = match obj.get("cacheScope").and_then(Value::as_str) {
+            Some("public") => CacheScope::Public,
+            _ => CacheScope::Private,
+        };
+        Self {
+            ttl,
+            scope,
+            given: ttl_ms.is_some(),
+        }
+    }
+}
+
+/// The parts of a `DiscoverResult` (`server/discover`) rho acts on.
+#[derive(Clone, Debug, PartialEq)]
+pub struct DiscoverResult {
+    /// The versions the server speaks, as sent.
+    pub supported_versions: Vec<String>,
+    /// Who the server says it is (`_meta` `io.modelcontextprotocol/serverInfo`,
+    /// or a top-level `serverInfo` as some servers send it), when given.
+    pub server_info: Option<Implementation>,
+    /// The server's declared capabilities.
+    pub capabilities: ServerCapabilities,
+    /// Usage notes for the model, when sent.
+    pub instructions: Option<String>,
+    /// Its freshness hints.
+    pub cache: CacheHint,
+}
+
+impl DiscoverResult {
+    /// Reads a `server/discover` result. Without a `supportedVersions`
+    /// list of strings it is not one (a legacy server that answers unknown
+    /// methods with an empty result, say).
+    pub fn from_value(value: &Value) -> Result<Self, ShapeError> {
+        let obj = object(value, "server/discover result")?;
+        let Some(Value::Array(list)) = obj.get("supportedVersions") else {
+            return Err(ShapeError(
+                "server/discover result has no `supportedVersions` array".into(),
+            ));
+        };
+        let supported_versions = list
+            .iter()
+            .filter_map(Value::as_str)
+            .map(str::to_owned)
+            .collect();
+        let capabilities = match obj.get("capabilities") {
+            Some(Value::Object(caps)) => ServerCapabilities::from_map(caps),
+            Some(_) => {
+                return Err(ShapeError(
+                    "server/discover result `capabilities` is not an object".into(),
+                ));
+            }
+            None => {
+                return Err(ShapeError(
+                    "server/discover result has no `capabilities`".into(),
+                ));
+            }
+        };
+        let info = obj
+            .get("_meta")
+            .and_then(|m| m.get(SERVER_INFO_META))
+            .or_else(|| obj.get("serverInfo"));
+        Ok(Self {
+            supported_versions,
+            // Identity is a SHOULD, and display-only: a malformed one is
+            // dropped rather than failing the server.
+            server_info: info.and_then(|i| Implementation::from_value(i).ok()),
+            capabilities,
+            instructions: optional_string(obj, "instructions"),
+            cache: CacheHint::from_map(obj),
+        })
+    }
+
+    /// The newest stateless version rho speaks that the server listed.
+    pub fn modern_choice(&self) -> Option<&'static str> {
+        newest_common(&MODERN_PROTOCOL_VERSIONS, &self.supported_versions)
+    }
+
+    /// The newest handshake version rho speaks that the server listed.
+    pub fn legacy_choice(&self) -> Option<&'static str> {
+        newest_common(&SUPPORTED_PROTOCOL_VERSIONS, &self.supported_versions)
+    }
+}
+
+/// The `_meta` key of a result's server identity (2026-07-28).
+pub const SERVER_INFO_META: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The `_meta` entries every request of the 2026-07-28 era carries:
+/// the protocol version, the client capabilities this run answers, rho's
+/// identity, and the log level when one is configured (the era has no
+/// `logging/setLevel`).
+#[derive(Debug, Serialize)]
+pub(crate) struct ModernMeta<'a> {
+    #[serde(rename = "io.modelcontextprotocol/protocolVersion")]
+    pub(crate) protocol_version: &'a str,
+    #[serde(rename = "io.modelcontextprotocol/clientCapabilities")]
+    pub(crate) client_capabilities: &'a Value,
+    #[serde(rename = "io.modelcontextprotocol/clientInfo")]
+    pub(crate) client_info: &'a Implementation,
+    #[serde(
+        rename = "io.modelcontextprotocol/logLevel",
+        skip_serializing_if = "Option::is_none"
+    )]
+    pub(crate) log_level: Option<&'a str>,
+}
+
+/// One tool parameter mirrored into an `Mcp-Param-{name}` HTTP header
+/// (`x-mcp-header`, 2026-07-28).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct HeaderParam {
+    /// The header's name after `Mcp-Param-`, as the server wrote it.
+    pub name: String,
+    /// The chain of `properties` keys from the schema root to the property.
+    pub path: Vec<String>,
+}
+
+/// How deep a schema is walked for `x-mcp-header` annotations; deeper
+/// nesting fails the tool rather than the stack.
+const MAX_SCHEMA_DEPTH: usize = 64;
+
+/// Keywords whose values are instance data, not schemas: an
+/// `x-mcp-header` key inside them is data, not an annotation.
+const DATA_KEYWORDS: [&str; 4] = ["const", "enum", "default", "examples"];
+
+impl Tool {
+    /// The `x-mcp-header` annotations of the tool's `inputSchema`, in
+    /// schema order, or why they make the tool invalid (the spec's
+    /// constraints: a non-empty HTTP token, unique ignoring case, on a
+    /// `string`, `integer` or `boolean` property reached from the root
+    /// through `properties` alone).
+    pub fn header_params(&self) -> Result<Vec<HeaderParam>, ShapeError> {
+        let mut found = Vec::new();
+        walk_schema(&self.input_schema, &mut Vec::new(), true, 0, &mut found)
+            .map_err(|why| ShapeError(format!("tool `{}`: {why}", self.name)))?;
+        for (i, param) in found.iter().enumerate() {
+            if found[..i]
+                .iter()
+                .any(|p| p.name.eq_ignore_ascii_case(&param.name))
+            {
+                return Err(ShapeError(format!(
+                    "tool `{}`: x-mcp-header `{}` is used twice (names compare ignoring case)",
+                    self.name,
+                    shown(&param.name)
+                )));
+            }
+        }
+        Ok(found)
+    }
+}
+
+/// Walks a schema for `x-mcp-header`. `path` is the chain of `properties`
+/// keys to `schema`; `reachable` whether only `properties` led here.
+fn walk_schema(
+    schema: &Value,
+    path: &mut Vec<String>,
+    reachable: bool,
+    depth: usize,
+    found: &mut Vec<HeaderParam>,
+) -> Result<(), String> {
+    if depth > MAX_SCHEMA_DEPTH {
+        return Err(format!(
+            "its inputSchema nests deeper than {MAX_SCHEMA_DEPTH} levels"
+        ));
+    }
+    match schema {
+        Value::Object(obj) => {
+            if let Some(header) = obj.get("x-mcp-header") {
+                // The root is not a property.
+                if !reachable || path.is_empty() {
+                    return Err(
+                        "x-mcp-header is only allowed on a property reached from the schema root \
+                         through `properties` alone (not through items, $ref, $defs, anyOf, ...)"
+                            .into(),
+                    );
+                }
+                let Value::String(name) = header else {
+                    return Err("an x-mcp-header value is not a string".into());
+                };
+                if name.is_empty() {
+                    return Err("an x-mcp-header value is empty".into());
+                }
+                if !name.bytes().all(is_tchar) {
+                    return Err(format!(
+                        "x-mcp-header `{}` is not an HTTP header token (letters, digits and !#$%&'*+-.^_`|~ only)",
+                        shown(name)
+                    ));
+                }
+                match obj.get("type").and_then(Value::as_str) {
+                    Some("string" | "integer" | "boolean") => {}
+                    other => {
+                        return Err(format!(
+                            "x-mcp-header `{name}` is on a property of type {}; only string, integer and boolean properties may be mirrored",
+                            other.map_or("(none)".to_owned(), |t| format!("`{}`", shown(t)))
+                        ));
+                    }
+                }
+                found.push(HeaderParam {
+                    name: name.clone(),
+                    path: path.clone(),
+                });
+            }
+            for (key, value) in obj {
+                if DATA_KEYWORDS.contains(&key.as_str()) || key == "x-mcp-header" {
+                    continue;
+                }
+                if key == "properties" {
+                    if let Value::Object(props) = value {
+                        for (name, sub) in props {
+                            path.push(name.clone());
+                            let walked = walk_schema(sub, path, reachable, depth + 1, found);
+                            path.pop();
+                            walked?;
+                        }
+                        continue;
+                    }
+                }
+                // Any other keyword leaves the statically reachable chain;
+                // maps of named subschemas ($defs, patternProperties, ...)
+                // are walked like any object.
+                walk_schema(value, path, false, depth + 1, found)?;
+            }
+            Ok(())
+        }
+        Value::Array(items) => {
+            for item in items {
+                walk_schema(item, path, false, depth + 1, found)?;
+            }
+            Ok(())
+        }
+        _ => Ok(()),
+    }
+}
+
+/// RFC 9110 `tchar`.
+fn is_tchar(b: u8) -> bool {
+    b.is_ascii_alphanumeric() || b"!#$%&'*+-.^_`|~".contains(&b)
+}
+
+/// A server-chosen name for a message: control characters escaped,
+/// bounded.
+fn shown(text: &str) -> String {
+    let mut out: String = text
+        .chars()
+        .take(64)
+        .flat_map(char::escape_default)
+        .collect();
+    if text.chars().nth(64).is_some() {
+        out.push('…');
+    }
+    out
+}
+
 fn object<'a>(value: &'a Value, what: &str) -> Result<&'a Map<String, Value>, ShapeError> {
     value
         .as_object()
@@ -386,6 +850,169 @@ mod tests {
         .expect("result");
         assert_eq!(result.text(), "a\nb");
         assert!(result.is_error);
+    }
+
+    fn header_tool(properties: Value) -> Tool {
+        Tool::from_value(
+            &json!({"name": "t", "inputSchema": {"type": "object", "properties": properties}}),
+        )
+        .expect("tool")
+    }
+
+    #[test]
+    fn valid_x_mcp_headers_are_read_with_their_paths() {
+        let tool = header_tool(json!({
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "deep": {"type": "object", "properties": {"n": {"type": "integer", "x-mcp-header": "N"}}},
+            "query": {"type": "string"}
+        }));
+        let params = tool.header_params().expect("valid");
+        assert_eq!(
+            params,
+            [
+                HeaderParam {
+                    name: "Region".into(),
+                    path: vec!["region".into()]
+                },
+                HeaderParam {
+                    name: "N".into(),
+                    path: vec!["deep".into(), "n".into()]
+                },
+            ]
+        );
+    }
+
+    #[test]
+    fn each_invalid_x_mcp_header_makes_the_tool_invalid_with_a_reason() {
+        let cases = [
+            (
+                json!({"v": {"type": "string", "x-mcp-header": ""}}),
+                "empty",
+            ),
+            (
+                json!({"v": {"type": "object", "x-mcp-header": "D"}}),
+                "type `object`",
+            ),
+            (
+                json!({"v": {"type": "array", "x-mcp-header": "I"}}),
+                "type `array`",
+            ),
+            (
+                json!({"v": {"type": "null", "x-mcp-header": "N"}}),
+                "type `null`",
+            ),
+            (
+                json!({"v": {"type": "number", "x-mcp-header": "F"}}),
+                "type `number`",
+            ),
+            (json!({"v": {"x-mcp-header": "T"}}), "(none)"),
+            (
+                json!({"a": {"type": "string", "x-mcp-header": "Region"}, "b": {"type": "string", "x-mcp-header": "Region"}}),
+                "twice",
+            ),
+            (
+                json!({"a": {"type": "string", "x-mcp-header": "MyField"}, "b": {"type": "string", "x-mcp-header": "myfield"}}),
+                "twice",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "My Region"}}),
+                "token",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "Region:Primary"}}),
+                "token",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "Région"}}),
+                "token",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": "Region\t1"}}),
+                "token",
+            ),
+            (
+                json!({"v": {"type": "string", "x-mcp-header": 7}}),
+                "not a string",
+            ),
+            (
+                json!({"v": {"type": "array", "items": {"type": "string", "x-mcp-header": "I"}}}),
+                "through `properties` alone",
+            ),
+            (
+                json!({"v": {"anyOf": [{"type": "string", "x-mcp-header": "A"}]}}),
+                "through `properties` alone",
+            ),
+        ];
+        for (properties, why) in cases {
+            let error = header_tool(properties.clone())
+                .header_params()
+                .expect_err("invalid");
+            assert!(error.0.contains(why), "{properties}: {error}");
+            assert!(error.0.starts_with("tool `t`"), "{error}");
+        }
+        // On the schema root, or in $defs, is not on a property either.
+        let root = Tool::from_value(
+            &json!({"name": "t", "inputSchema": {"type": "string", "x-mcp-header": "R"}}),
+        )
+        .expect("tool");
+        assert!(root.header_params().is_err());
+        let defs = Tool::from_value(&json!({"name": "t", "inputSchema": {"type": "object",
+            "$defs": {"r": {"type": "string", "x-mcp-header": "R"}}}}))
+        .expect("tool");
+        assert!(defs.header_params().is_err());
+        // Instance data that happens to hold the key is not an annotation.
+        let data = header_tool(json!({"v": {"type": "object", "default": {"x-mcp-header": "X"}}}));
+        assert_eq!(data.header_params(), Ok(vec![]));
+    }
+
+    #[test]
+    fn result_type_absent_is_complete_and_unknown_is_invalid() {
+        assert_eq!(ResultType::of(&json!({})), Ok(ResultType::Complete));
+        assert_eq!(
+            ResultType::of(&json!({"resultType": "complete"})),
+            Ok(ResultType::Complete)
+        );
+        assert_eq!(
+            ResultType::of(&json!({"resultType": "input_required"})),
+            Ok(ResultType::InputRequired)
+        );
+        assert!(ResultType::of(&json!({"resultType": "task"})).is_err());
+        assert!(ResultType::of(&json!({"resultType": 1})).is_err());
+    }
+
+    #[test]
+    fn cache_hints_default_to_stale_and_private() {
+        let hint = |v: Value| CacheHint::from_map(v.as_object().expect("object"));
+        assert_eq!(hint(json!({})), CacheHint::default());
+        assert_eq!(hint(json!({"ttlMs": -5})).ttl, Duration::ZERO);
+        let fresh = hint(json!({"ttlMs": 1500, "cacheScope": "public"}));
+        assert_eq!(fresh.ttl, Duration::from_millis(1500));
+        assert_eq!(fresh.scope, CacheScope::Public);
+        assert!(fresh.given);
+    }
+
+    #[test]
+    fn the_2026_error_codes_read_in_words() {
+        let error = |code, data| ErrorObject {
+            code,
+            message: "m".into(),
+            data,
+        };
+        let header = describe_error(&error(-32020, None));
+        assert!(header.contains("headers do not match"), "{header}");
+        let missing = describe_error(&error(
+            -32021,
+            Some(json!({"requiredCapabilities": {"elicitation": {}}})),
+        ));
+        assert!(missing.contains("(elicitation)"), "{missing}");
+        assert!(missing.contains("where a person can answer"), "{missing}");
+        let version = describe_error(&error(
+            -32022,
+            Some(json!({"supported": ["2027-01-01"], "requested": "2026-07-28"})),
+        ));
+        assert!(version.contains("it lists 2027-01-01"), "{version}");
+        assert!(version.contains("rho speaks 2026-07-28"), "{version}");
+        assert_eq!(describe_error(&error(-1, None)), "m (code -1)");
     }
 
     #[test]

@@ -1,0 +1,843 @@
+//! The 2026-07-28 era behind the session seam: version selection with
+//! `server/discover` and the fallback to the 2025 handshake in the same
+//! budget, stateless `_meta` on every request, the -32022 retry,
+//! `resultType`, `ttlMs` re-listing, and over HTTP the standard headers,
+//! `x-mcp-header` mirroring and the tools dropped for bad annotations.
+//! Scripted servers and a fake clock.
+
+// The fake clock needs one real `Instant` as its origin.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::config::LogLevel;
+use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport};
+use rho_proto_core::session::{
+    CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState, Timer,
+};
+use rho_proto_core::wire::jsonrpc::{Incoming, Message};
+use serde_json::{Value, json};
+use url::Url;
+
+const MODERN: &str = "2026-07-28";
+
+fn options() -> SessionOptions {
+    let mut o = SessionOptions::stdio("demo");
+    o.startup_timeout = Duration::from_secs(10);
+    o.tool_timeout = Duration::from_secs(5);
+    o.request_timeout = Duration::from_secs(3);
+    o
+}
+
+/// A stdio session against a scripted server.
+struct Stdio {
+    now: Instant,
+    start: Instant,
+    session: Session,
+    sent: Vec<Message>,
+    events: Vec<Event>,
+}
+
+impl Stdio {
+    fn new(options: SessionOptions) -> Self {
+        let now = Instant::now();
+        let mut h = Self {
+            now,
+            start: now,
+            session: Session::new(options, now),
+            sent: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(t) = self.session.poll_transmit() {
+            match Incoming::parse(&t.bytes).expect("one JSON-RPC message") {
+                Incoming::Single(m) => self.sent.push(m),
+                other => panic!("{other:?}"),
+            }
+        }
+        while let Some(e) = self.session.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    fn say(&mut self, message: Value) {
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        self.session.handle_stdio_bytes(self.now, &line);
+        self.drain();
+    }
+
+    fn reply(&mut self, id: u64, result: Value) {
+        self.say(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn error(&mut self, id: u64, code: i64, data: Value) {
+        self.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "no", "data": data}}));
+    }
+
+    fn call(&mut self, tool: &str, arguments: Value) -> rho_proto_core::session::CallId {
+        let call = self
+            .session
+            .call_tool(self.now, tool, arguments)
+            .expect("ready");
+        self.drain();
+        call
+    }
+
+    fn wait_until(&mut self, at: Instant) {
+        self.now = at;
+        self.session.handle_timeout(at);
+        self.drain();
+    }
+
+    /// The last request sent: id, method, params.
+    fn last_request(&self) -> (u64, String, Value) {
+        self.sent
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Request { id, method, params } => Some((
+                    id.to_string().parse().expect("numeric id"),
+                    method.clone(),
+                    params.clone().unwrap_or(Value::Null),
+                )),
+                _ => None,
+            })
+            .expect("a request")
+    }
+
+    fn methods(&self) -> Vec<String> {
+        self.sent
+            .iter()
+            .map(|m| match m {
+                Message::Request { method, .. } | Message::Notification { method, .. } => {
+                    method.clone()
+                }
+                _ => "(response)".into(),
+            })
+            .collect()
+    }
+
+    fn ready(&self) -> bool {
+        self.events.iter().any(|e| matches!(e, Event::Ready(_)))
+    }
+
+    fn closed(&self) -> Option<&CloseReason> {
+        self.events.iter().find_map(|e| match e {
+            Event::Closed(r) => Some(r),
+            _ => None,
+        })
+    }
+
+    fn call_result(
+        &self,
+    ) -> Option<&Result<rho_proto_core::wire::protocol::CallToolResult, CallError>> {
+        self.events.iter().rev().find_map(|e| match e {
+            Event::CallCompleted { result, .. } => Some(result),
+            _ => None,
+        })
+    }
+}
+
+fn discover_result(versions: Value, capabilities: Value) -> Value {
+    json!({
+        "resultType": "complete",
+        "supportedVersions": versions,
+        "capabilities": capabilities,
+        "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "modern", "version": "2.0"}},
+        "instructions": "be kind",
+        "ttlMs": 0,
+        "cacheScope": "public"
+    })
+}
+
+fn tools_page(names: &[&str], ttl_ms: u64) -> Value {
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+        .collect();
+    json!({"resultType": "complete", "tools": tools, "ttlMs": ttl_ms, "cacheScope": "public"})
+}
+
+/// A stdio session made ready in the stateless era with `echo`.
+fn modern_ready(ttl_ms: u64) -> Stdio {
+    let mut h = Stdio::new(options());
+    h.reply(0, discover_result(json!([MODERN]), json!({"tools": {}})));
+    h.reply(1, tools_page(&["echo"], ttl_ms));
+    assert!(h.ready(), "{:?}", h.events);
+    h
+}
+
+#[test]
+fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
+    let mut o = options();
+    o.log_level = Some(LogLevel::Debug);
+    o.workspace_root = Some("file:///work".into());
+    o.elicitation = true;
+    let mut h = Stdio::new(o);
+    let (id, method, params) = h.last_request();
+    assert_eq!((id, method.as_str()), (0, "server/discover"));
+    let meta = &params["_meta"];
+    assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], MODERN);
+    assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "rho");
+    assert_eq!(meta["io.modelcontextprotocol/logLevel"], "debug");
+    // Only what this run answers; the era's roots carry no listChanged.
+    assert_eq!(
+        meta["io.modelcontextprotocol/clientCapabilities"],
+        json!({"roots": {}, "elicitation": {"form": {}}})
+    );
+    h.reply(
+        0,
+        discover_result(
+            json!(["2025-11-25", MODERN]),
+            json!({"tools": {}, "logging": {}}),
+        ),
+    );
+    let (id, method, params) = h.last_request();
+    assert_eq!((id, method.as_str()), (1, "tools/list"));
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        MODERN
+    );
+    h.reply(1, tools_page(&["echo"], 0));
+    let ready = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Ready(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("ready");
+    assert_eq!(ready.protocol_version, MODERN);
+    assert_eq!(ready.server_info.name, "modern");
+    assert_eq!(ready.instructions.as_deref(), Some("be kind"));
+    assert_eq!(h.session.negotiated_version(), Some(MODERN));
+    assert!(h.session.is_stateless());
+    // No handshake notification, no logging/setLevel (the level rides on
+    // each request), and no ping timer.
+    assert_eq!(h.methods(), ["server/discover", "tools/list"]);
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+#[test]
+fn a_method_not_found_probe_falls_back_to_initialize_within_the_same_budget() {
+    let mut h = Stdio::new(options());
+    h.now += Duration::from_millis(30);
+    h.error(0, -32601, json!(null));
+    let (id, method, params) = h.last_request();
+    assert_eq!((id, method.as_str()), (1, "initialize"));
+    assert_eq!(params["protocolVersion"], "2025-11-25");
+    assert!(params.get("_meta").is_none(), "{params}");
+    assert!(!h.session.is_stateless());
+    assert_eq!(
+        h.session.startup_deadline(),
+        Some(h.start + Duration::from_secs(10)),
+        "the one startup budget"
+    );
+    h.reply(
+        1,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),
+    );
+    assert!(h.ready());
+    assert_eq!(
+        h.methods(),
+        ["server/discover", "initialize", "notifications/initialized"]
+    );
+}
+
+#[test]
+fn a_silent_probe_falls_back_after_its_wait_and_a_late_discovery_result_still_wins() {
+    let mut h = Stdio::new(options());
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    let wait = h.session.poll_timeout().expect("the probe's wait");
+    assert_eq!(wait, h.start + Duration::from_secs(3));
+    h.wait_until(wait);
+    assert_eq!(h.last_request().1, "initialize");
+    // A slow modern server answers the probe now: it is stateless after all.
+    h.reply(0, discover_result(json!([MODERN]), json!({})));
+    assert!(h.ready(), "{:?}", h.events);
+    assert!(h.session.is_stateless());
+    // Its error to the initialize it was sent meanwhile is dropped quietly.
+    h.error(1, -32601, json!(null));
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+}
+
+#[test]
+fn a_late_probe_error_after_the_handshake_answered_is_dropped_quietly() {
+    let mut h = Stdio::new(options());
+    let wait = h.session.poll_timeout().expect("wait");
+    h.wait_until(wait);
+    h.reply(
+        1,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),
+    );
+    assert!(h.ready());
+    h.error(0, -32601, json!(null));
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn an_unsupported_version_probe_is_retried_once_then_fails_in_words() {
+    let mut h = Stdio::new(options());
+    h.error(
+        0,
+        -32022,
+        json!({"supported": [MODERN], "requested": MODERN}),
+    );
+    let (id, method, _) = h.last_request();
+    assert_eq!((id, method.as_str()), (1, "server/discover"));
+    h.error(
+        1,
+        -32022,
+        json!({"supported": ["2099-01-01"], "requested": MODERN}),
+    );
+    let Some(CloseReason::Handshake(why)) = h.closed() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(why.contains("it lists 2099-01-01"), "{why}");
+    assert!(!h.methods().contains(&"initialize".to_owned()));
+}
+
+#[test]
+fn an_unsupported_version_listing_only_a_handshake_version_offers_it_in_initialize() {
+    let mut h = Stdio::new(options());
+    h.error(
+        0,
+        -32022,
+        json!({"supported": ["2025-06-18"], "requested": MODERN}),
+    );
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "initialize");
+    assert_eq!(params["protocolVersion"], "2025-06-18");
+}
+
+#[test]
+fn a_discovery_result_naming_no_version_rho_speaks_fails_naming_them() {
+    let mut h = Stdio::new(options());
+    h.reply(0, discover_result(json!(["2030-01-01"]), json!({})));
+    let Some(CloseReason::Handshake(why)) = h.closed() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(
+        why.contains("2030-01-01") && why.contains("rho speaks"),
+        "{why}"
+    );
+}
+
+#[test]
+fn a_header_mismatch_on_the_probe_is_a_modern_refusal_not_a_fallback() {
+    let mut h = Stdio::new(options());
+    h.error(0, -32020, json!(null));
+    assert!(
+        matches!(h.closed(), Some(CloseReason::Handshake(_))),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(h.methods(), ["server/discover"]);
+}
+
+#[test]
+fn a_call_refused_for_its_version_is_sent_again_once_under_a_new_id() {
+    let mut h = modern_ready(60_000);
+    let call = h.call("echo", json!({"m": 1}));
+    let (first, method, params) = h.last_request();
+    assert_eq!(method, "tools/call");
+    assert_eq!(params["_meta"]["progressToken"], json!(call.wire_id()));
+    h.error(
+        first,
+        -32022,
+        json!({"supported": [MODERN], "requested": MODERN}),
+    );
+    let (second, method, params) = h.last_request();
+    assert_eq!(method, "tools/call");
+    assert!(second > first);
+    assert_eq!(params["arguments"], json!({"m": 1}));
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        MODERN
+    );
+    // Progress still finds the call by its token.
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                 "params": {"progressToken": call.wire_id(), "progress": 1}}));
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::Progress { call: c, .. } if *c == call))
+    );
+    // Refused again: no loop, the error reads in words.
+    h.error(
+        second,
+        -32022,
+        json!({"supported": [MODERN], "requested": MODERN}),
+    );
+    let Some(Err(error)) = h.call_result() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(matches!(error, CallError::Rpc { .. }));
+    assert!(
+        error
+            .to_string()
+            .contains("does not speak the protocol version"),
+        "{error}"
+    );
+}
+
+#[test]
+fn cancelling_a_resent_call_names_its_current_request() {
+    let mut h = modern_ready(60_000);
+    let call = h.call("echo", json!({}));
+    let (first, _, _) = h.last_request();
+    h.error(
+        first,
+        -32022,
+        json!({"supported": [MODERN], "requested": MODERN}),
+    );
+    let (second, _, _) = h.last_request();
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    let cancelled = h
+        .sent
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Notification { method, params } if method == "notifications/cancelled" => {
+                params.clone()
+            }
+            _ => None,
+        })
+        .expect("cancelled");
+    assert_eq!(cancelled["requestId"], json!(second));
+    assert!(matches!(
+        h.call_result(),
+        Some(Err(CallError::Cancelled { .. }))
+    ));
+}
+
+#[test]
+fn an_input_required_result_is_not_passed_off_as_final() {
+    let mut h = modern_ready(60_000);
+    h.call("echo", json!({}));
+    let (id, _, _) = h.last_request();
+    h.reply(
+        id,
+        json!({"resultType": "input_required", "inputRequests": {}, "content": [{"type": "text", "text": "partial"}]}),
+    );
+    let Some(Err(error)) = h.call_result() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(matches!(error, CallError::InputRequired { .. }), "{error}");
+    assert!(error.to_string().contains("multi round-trip"), "{error}");
+}
+
+#[test]
+fn an_unknown_result_type_is_malformed_and_an_absent_one_is_complete() {
+    let mut h = modern_ready(60_000);
+    h.call("echo", json!({}));
+    let (id, _, _) = h.last_request();
+    h.reply(id, json!({"resultType": "task", "content": []}));
+    assert!(
+        matches!(h.call_result(), Some(Err(CallError::Malformed { error, .. })) if error.0.contains("`task`")),
+        "{:?}",
+        h.events
+    );
+    h.call("echo", json!({}));
+    let (id, _, _) = h.last_request();
+    h.reply(id, json!({"content": [{"type": "text", "text": "ok"}]}));
+    assert!(matches!(h.call_result(), Some(Ok(r)) if r.text() == "ok"));
+}
+
+#[test]
+fn a_stale_tool_list_is_read_again_when_a_call_needs_it() {
+    let mut h = modern_ready(60_000);
+    // Fresh: a call lists nothing.
+    h.call("echo", json!({}));
+    assert_eq!(h.last_request().1, "tools/call");
+    let (call_id, _, _) = h.last_request();
+    h.reply(call_id, json!({"content": []}));
+    // Past its ttlMs: the next call re-lists, once even for two calls.
+    h.now += Duration::from_secs(61);
+    h.call("echo", json!({}));
+    h.call("echo", json!({}));
+    let lists = h.methods().iter().filter(|m| *m == "tools/list").count();
+    assert_eq!(lists, 2, "discovery and one re-listing: {:?}", h.methods());
+    let relist = h
+        .sent
+        .iter()
+        .rev()
+        .find_map(|m| match m {
+            Message::Request { id, method, .. } if method == "tools/list" => {
+                Some(id.to_string().parse::<u64>().expect("id"))
+            }
+            _ => None,
+        })
+        .expect("relist");
+    // The same list: nothing to report.
+    h.reply(relist, tools_page(&["echo"], 0));
+    assert!(!h.events.iter().any(|e| matches!(e, Event::ToolsChanged(_))));
+    // ttlMs 0: stale at once, so the next call re-lists and a change shows.
+    h.call("echo", json!({}));
+    let (relist, method, _) = h.last_request();
+    assert_eq!(method, "tools/list");
+    h.reply(relist, tools_page(&["echo", "new"], 60_000));
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::ToolsChanged(t) if t.len() == 2))
+    );
+}
+
+#[test]
+fn a_failed_re_listing_keeps_the_stale_list_and_tries_again_after_a_pause() {
+    let mut h = modern_ready(0);
+    h.call("echo", json!({}));
+    let (relist, method, _) = h.last_request();
+    assert_eq!(method, "tools/list");
+    h.error(relist, -32603, json!(null));
+    h.call("echo", json!({}));
+    assert_eq!(h.last_request().1, "tools/call", "no second try at once");
+    h.now += Duration::from_secs(4);
+    h.call("echo", json!({}));
+    assert_eq!(h.last_request().1, "tools/list");
+}
+
+#[test]
+fn a_2025_version_offered_goes_straight_to_initialize() {
+    let mut o = options();
+    o.protocol_version = "2025-06-18".into();
+    let h = Stdio::new(o);
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "initialize");
+    assert_eq!(params["protocolVersion"], "2025-06-18");
+}
+
+// ----- Streamable HTTP -----
+
+/// An HTTP session against a scripted server.
+struct Http {
+    now: Instant,
+    transport: HttpTransport,
+    requests: Vec<HttpRequest>,
+    aborted: Vec<rho_proto_core::http::ExchangeId>,
+    events: Vec<Event>,
+}
+
+fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
+    req.headers
+        .iter()
+        .find(|(k, _)| k.eq_ignore_ascii_case(name))
+        .map(|(_, v)| v.as_str())
+}
+
+fn body(req: &HttpRequest) -> Value {
+    serde_json::from_slice(&req.body).expect("json body")
+}
+
+impl Http {
+    fn new() -> Self {
+        let now = Instant::now();
+        let http = HttpOptions::new(
+            Url::parse("http://127.0.0.1:9/mcp").expect("url"),
+            vec![("Mcp-Method".into(), "configured-never-wins".into())],
+        );
+        let mut h = Self {
+            now,
+            transport: HttpTransport::new(options(), http, now),
+            requests: Vec::new(),
+            aborted: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(out) = self.transport.poll_output() {
+            match out {
+                HttpOutput::Send(req) => self.requests.push(req),
+                HttpOutput::Abort(x) => self.aborted.push(x),
+            }
+        }
+        while let Some(e) = self.transport.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    fn last(&self) -> HttpRequest {
+        self.requests.last().expect("a request").clone()
+    }
+
+    fn answer(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)], body: &str) {
+        let headers: Vec<(String, String)> = headers
+            .iter()
+            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
+            .collect();
+        self.transport
+            .handle_response_head(self.now, req.exchange, status, &headers);
+        if !body.is_empty() {
+            self.transport
+                .handle_response_body(self.now, req.exchange, body.as_bytes());
+        }
+        self.transport.handle_response_end(self.now, req.exchange);
+        self.drain();
+    }
+
+    fn result(&mut self, req: &HttpRequest, result: Value) {
+        let id = body(req)["id"].clone();
+        let text = json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string();
+        // Servers of this era still send one; it must never come back.
+        self.answer(
+            req,
+            200,
+            &[
+                ("content-type", "application/json"),
+                ("mcp-session-id", "s-1"),
+            ],
+            &text,
+        );
+    }
+
+    fn ready(&mut self, tools: Value) {
+        let probe = self.last();
+        self.result(
+            &probe,
+            discover_result(json!([MODERN]), json!({"tools": {}})),
+        );
+        let list = self.last();
+        assert_eq!(body(&list)["method"], "tools/list");
+        self.result(
+            &list,
+            json!({"tools": tools, "ttlMs": 60000, "cacheScope": "private"}),
+        );
+        assert!(
+            self.events.iter().any(|e| matches!(e, Event::Ready(_))),
+            "{:?}",
+            self.events
+        );
+    }
+}
+
+#[test]
+fn every_post_carries_the_version_and_standard_headers_and_no_session() {
+    let mut h = Http::new();
+    let probe = h.last();
+    assert_eq!(body(&probe)["method"], "server/discover");
+    assert_eq!(header(&probe, "mcp-protocol-version"), Some(MODERN));
+    assert_eq!(header(&probe, "mcp-method"), Some("server/discover"));
+    assert_eq!(
+        probe
+            .headers
+            .iter()
+            .filter(|(k, _)| k.eq_ignore_ascii_case("mcp-method"))
+            .count(),
+        1,
+        "the configured Mcp-Method is dropped: {:?}",
+        probe.headers
+    );
+    h.ready(
+        json!([{"name": "my-tool", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"},
+            "greeting": {"type": "string", "x-mcp-header": "Greeting"},
+            "count": {"type": "integer", "x-mcp-header": "Count"},
+            "gone": {"type": "boolean", "x-mcp-header": "Gone"}
+        }}}]),
+    );
+    h.transport
+        .call_tool(
+            h.now,
+            "my-tool",
+            json!({"region": "us-west1", "greeting": "Hello, 世界", "count": 42, "gone": null}),
+        )
+        .expect("ready");
+    h.drain();
+    let call = h.last();
+    assert_eq!(body(&call)["method"], "tools/call");
+    assert_eq!(header(&call, "mcp-session-id"), None);
+    assert_eq!(header(&call, "mcp-protocol-version"), Some(MODERN));
+    assert_eq!(header(&call, "mcp-method"), Some("tools/call"));
+    assert_eq!(header(&call, "mcp-name"), Some("my-tool"));
+    assert_eq!(header(&call, "mcp-param-region"), Some("us-west1"));
+    assert_eq!(
+        header(&call, "mcp-param-greeting"),
+        Some("=?base64?SGVsbG8sIOS4lueVjA==?=")
+    );
+    assert_eq!(header(&call, "mcp-param-count"), Some("42"));
+    assert_eq!(header(&call, "mcp-param-gone"), None, "null is omitted");
+    assert!(
+        !h.requests
+            .iter()
+            .any(|r| r.method != rho_proto_core::http::Method::Post),
+        "no GET stream, no DELETE"
+    );
+}
+
+#[test]
+fn tools_with_invalid_header_annotations_are_left_out_with_the_reason() {
+    let mut h = Http::new();
+    h.ready(json!([
+        {"name": "valid_tool", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": "Region"}}}},
+        {"name": "invalid_space", "inputSchema": {"type": "object", "properties": {
+            "v": {"type": "string", "x-mcp-header": "My Region"}}}}
+    ]));
+    let ready = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Ready(r) => Some(r.clone()),
+            _ => None,
+        })
+        .expect("ready");
+    let names: Vec<&str> = ready.tools.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["valid_tool"]);
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::PeerMisbehaved(PeerError::MalformedTool { error, .. })
+            if error.0.contains("invalid_space") && error.0.contains("token")
+    )));
+}
+
+#[test]
+fn cancelling_a_call_drops_its_stream_and_posts_no_notification() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
+    let call = h
+        .transport
+        .call_tool(h.now, "echo", json!({}))
+        .expect("ready");
+    h.drain();
+    let post = h.last();
+    let before = h.requests.len();
+    h.transport.cancel_call(h.now, call);
+    h.drain();
+    assert_eq!(h.requests.len(), before, "no notifications/cancelled POST");
+    assert!(h.aborted.contains(&post.exchange));
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::CallCompleted {
+            result: Err(CallError::Cancelled { .. }),
+            ..
+        }
+    )));
+}
+
+#[test]
+fn a_response_stream_that_breaks_is_not_resumed_in_this_era() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
+    h.transport
+        .call_tool(h.now, "echo", json!({}))
+        .expect("ready");
+    h.drain();
+    let post = h.last();
+    h.transport.handle_response_head(
+        h.now,
+        post.exchange,
+        200,
+        &[("content-type".into(), "text/event-stream".into())],
+    );
+    h.transport
+        .handle_response_body(h.now, post.exchange, b"id: 7\ndata: \n\n");
+    h.transport
+        .handle_exchange_failed(h.now, post.exchange, "reset".into());
+    h.drain();
+    let Some(Event::CallCompleted {
+        result: Err(error), ..
+    }) = h.events.last()
+    else {
+        panic!("{:?}", h.events)
+    };
+    assert!(error.to_string().contains("does not resume"), "{error}");
+    assert!(
+        !h.requests
+            .iter()
+            .any(|r| header(r, "last-event-id").is_some()),
+        "no resumption"
+    );
+}
+
+#[test]
+fn a_202_to_a_request_fails_it_since_no_other_stream_will_answer() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
+    h.transport
+        .call_tool(h.now, "echo", json!({}))
+        .expect("ready");
+    h.drain();
+    let post = h.last();
+    h.answer(&post, 202, &[], "");
+    let Some(Event::CallCompleted {
+        result: Err(error), ..
+    }) = h.events.last()
+    else {
+        panic!("{:?}", h.events)
+    };
+    assert!(error.to_string().contains("HTTP 202"), "{error}");
+}
+
+#[test]
+fn a_legacy_server_refusing_the_probe_with_400_gets_initialize() {
+    let mut h = Http::new();
+    let probe = h.last();
+    h.answer(
+        &probe,
+        400,
+        &[("content-type", "application/json")],
+        r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}"#,
+    );
+    let init = h.last();
+    assert_eq!(body(&init)["method"], "initialize");
+    assert_eq!(header(&init, "mcp-protocol-version"), None);
+    assert_eq!(header(&init, "mcp-method"), None);
+    assert!(!h.transport.session().is_stateless());
+}
+
+#[test]
+fn an_unsupported_version_in_a_400_body_probes_again_rather_than_falling_back() {
+    let mut h = Http::new();
+    let probe = h.last();
+    let id = body(&probe)["id"].clone();
+    h.answer(
+        &probe,
+        400,
+        &[("content-type", "application/json")],
+        &json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32022, "message": "Unsupported protocol version",
+                "data": {"supported": [MODERN], "requested": "1900-01-01"}}})
+        .to_string(),
+    );
+    let again = h.last();
+    assert_eq!(body(&again)["method"], "server/discover");
+    assert_ne!(again.exchange, probe.exchange);
+    assert_eq!(header(&again, "mcp-protocol-version"), Some(MODERN));
+}
+
+#[test]
+fn a_401_to_the_probe_fails_naming_authorization_without_a_fallback() {
+    let mut h = Http::new();
+    let probe = h.last();
+    h.answer(&probe, 401, &[], "");
+    let Some(Event::Closed(CloseReason::TransportFailed(why))) = h.events.last() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(
+        why.contains("401") && why.contains("authorization"),
+        "{why}"
+    );
+    assert_eq!(h.requests.len(), 1, "no initialize after a 401");
+}
