@@ -7,6 +7,29 @@
 //!
 //! Nothing from this file is ever printed: `list` and `show` report only
 //! whether a login exists and when it expires.
+//!
+//! # Why a file and not the OS keyring
+//!
+//! Decided in issue 13: the store is this file only; there is no keyring
+//! backend (the `keyring` crate) and no config key choosing one.
+//! - **Binary size.** The stripped release `rho` is about 7.9 MiB, just
+//!   under the 8 MiB bar. A keyring backend that keeps a login across a
+//!   reboot on Linux is the Secret Service over D-Bus: either libdbus (a C
+//!   library to link and ship) or zbus with its async runtime and crypto.
+//!   Either costs more than the room that is left. (The kernel keyring is
+//!   smaller but forgets everything at logout.)
+//! - **CI and servers.** Headless machines, containers and SSH sessions
+//!   have no Secret Service running, so a keyring store would need this
+//!   file as its fallback anyway; `client_credentials` runs in CI are the
+//!   main headless users.
+//! - **Refresh rotation.** The lock below makes read-modify-write atomic
+//!   across rho processes, so a rotated refresh token is never lost. A
+//!   keyring offers get and set, not a transaction.
+//!
+//! What the file gives up is encryption at rest; the 0600 file in a 0700
+//! directory is the same protection `~/.ssh` keys and most CLIs' token
+//! caches have. The core's `CredentialStore` trait is where a keyring
+//! store would plug in, behind a cargo feature, if the size bar moves.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;

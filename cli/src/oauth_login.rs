@@ -206,6 +206,8 @@ pub(crate) fn run(
                 LoginEvent::Authorize { url } => authorize = Some(url),
                 LoginEvent::Done(credentials) => return Ok(*credentials),
                 LoginEvent::Failed(error) => return Err(error.to_string()),
+                // An event a newer core adds is not this loop's business.
+                _ => {}
             }
         }
         if let Some(url) = authorize {

@@ -139,7 +139,7 @@ impl StoreAuthorizer {
     ) -> Self {
         let grant = match settings.grant {
             GrantKind::ClientCredentials => OAuthGrant::ClientCredentials,
-            GrantKind::AuthorizationCode { .. } => OAuthGrant::AuthorizationCode,
+            _ => OAuthGrant::AuthorizationCode,
         };
         let mut servers = BTreeMap::new();
         servers.insert(
@@ -262,18 +262,19 @@ impl Authorizer for StoreAuthorizer {
                 let scopes = union(held_scopes(stored.as_ref()), challenge.scope.as_deref());
                 self.login(server, entry, stored.as_ref(), challenge, Some(scopes))
             }
+            other => Err(format!(
+                "rho does not know how to answer the refusal {other:?}"
+            )),
         };
         token
             .map(|t| format!("Bearer {t}"))
             .map_err(|why| match reason {
-                AuthorizationReason::Unauthorized => {
-                    format!("{why}: run `rho mcp login {server}`")
-                }
                 // `rho mcp login` alone would ask for the same scopes again.
                 AuthorizationReason::InsufficientScope => format!(
                     "{why}{}: log in with it at a terminal (`rho mcp call` does), or add it to `oauth.scopes` and run `rho mcp login {server}`",
                     wanted(challenge)
                 ),
+                _ => format!("{why}: run `rho mcp login {server}`"),
             })
     }
 }

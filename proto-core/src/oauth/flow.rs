@@ -43,6 +43,7 @@ pub const LOGIN_BUDGET: Duration = Duration::from_secs(300);
 
 /// Which grant a login uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GrantKind {
     /// Authorization code with PKCE, through a person's browser; the
     /// adapter's loopback listener answers `redirect_uri`.
@@ -107,6 +108,7 @@ impl std::fmt::Debug for OAuthRequest {
 
 /// What the login has for the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LoginEvent {
     /// Open `url` in a browser (and print it for a person elsewhere); the
     /// callback goes to [`Login::handle_callback`].
@@ -147,6 +149,7 @@ pub struct Credentials {
 
 /// Why a login failed, in words a person can act on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoginError {
     /// A metadata document or URL failed its checks.
     #[error(transparent)]
