@@ -54,6 +54,9 @@ fn action(scenario: &str) -> Option<Action> {
         }
         // Step-up: `tools/call` needs a wider scope than `tools/list`.
         "auth/scope-step-up" => Some(Action::Call("test-tool", || json!({}))),
+        // Migration: the server moves to another authorization server after
+        // the first authorized request, so a second one meets a 401.
+        "auth/authorization-server-migration" => Some(Action::Call("test-tool", || json!({}))),
         // Authorization scenarios: the login happens before connecting, or
         // when the server first refuses a request.
         s if s.starts_with("auth/") => Some(Action::Connect),
@@ -278,6 +281,8 @@ fn authorize(
         stored_client: None,
         client_metadata_url: Some(CLIENT_METADATA_URL.to_owned()),
         scopes: None,
+        extra_scopes: Vec::new(),
+        previous: None,
         client_name: "rho".into(),
     };
     let authorizer = crate::reauth::StoreAuthorizer::for_one(

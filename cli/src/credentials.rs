@@ -66,6 +66,8 @@ struct Entry {
     client_auth: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tokens: Option<Tokens>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wanted_scope: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -105,6 +107,7 @@ impl Entry {
                 resource: t.resource.clone(),
                 token_endpoint: t.token_endpoint.clone(),
             }),
+            wanted_scope: self.wanted_scope.clone(),
         }
     }
 
@@ -124,6 +127,7 @@ impl Entry {
                 resource: t.resource,
                 token_endpoint: t.token_endpoint,
             }),
+            wanted_scope: login.wanted_scope,
         }
     }
 }
@@ -310,6 +314,7 @@ mod tests {
                 resource: "https://mcp.example.com/mcp".into(),
                 token_endpoint: "https://auth.example.com/token".into(),
             }),
+            wanted_scope: Some("mcp:admin".into()),
         }
     }
 
@@ -683,7 +688,7 @@ fn machine_token(
             settings,
             challenge,
             &crate::oauth_login::Browser::Headless,
-            &mut |_, _| {},
+            &mut |_| {},
         )
     });
     match result {

@@ -3,7 +3,11 @@
 //! on an ephemeral loopback port): the headless login, the stored token on
 //! connect, a silent refresh, a revoked login, and connecting without one;
 //! mid-session, a token that expires is refreshed and the call resent, and
-//! a tool that needs a wider scope steps up (headless) or says how to.
+//! a tool that needs a wider scope steps up (headless) or says how to,
+//! and the `rho mcp login` it suggests asks for that scope; a server that
+//! moves to another authorization server gets a new client there and the
+//! old login is forgotten; a token refused at `initialize` takes the same
+//! re-authorization path as one refused later.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -330,15 +334,31 @@ fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
         assert!(
             run.stderr.contains("HTTP 403")
                 && run.stderr.contains("\"mcp mcp:admin\"")
-                && run.stderr.contains("oauth.scopes")
                 && run.stderr.contains("rho mcp login fx"),
             "{run}"
         );
         let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
         assert!(
-            stored.contains("\"access_token\": \"at-1-"),
-            "kept: {stored}"
+            stored.contains("\"access_token\": \"at-1-")
+                && stored.contains("\"wanted_scope\": \"mcp mcp:admin\""),
+            "kept, with the scope wanted: {stored}"
         );
+        // The login the reason suggests asks for the wanted scope too, and
+        // keeps what was held.
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "admin"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(
+            run.stdout, "token #2 (mcp offline_access mcp:admin)\n",
+            "{run}"
+        );
+        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        assert!(!stored.contains("wanted_scope"), "granted now: {stored}");
     });
 }
 
@@ -365,5 +385,83 @@ fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() 
             !home.join(".rho/mcp-oauth.json").exists(),
             "nothing stored on disk"
         );
+    });
+}
+
+#[test]
+fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
+    for_both(|rt| {
+        // After tools/list the resource trusts only /auth2: its PRM names
+        // it and tokens of /auth are refused.
+        let (home, config, server) = setup_with(
+            &format!("migrate-{rt}"),
+            3600,
+            &["--migrate-on", "tools/list"],
+        );
+        let cfg = config.to_str().expect("utf-8");
+        let store = home.join(".rho/mcp-oauth.json");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let old_issuer = format!("http://127.0.0.1:{}/auth", server.port);
+        assert!(run.stdout.contains(&format!("with {old_issuer};")), "{run}");
+        // No one to log in: the old login (tokens and client) is dropped,
+        // the new server is not registered with, and the reason says so.
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(
+            run.stderr
+                .contains(&format!("moved from {old_issuer} to {old_issuer}2"))
+                && run.stderr.contains("rho mcp login fx"),
+            "{run}"
+        );
+        let stored = std::fs::read_to_string(&store).expect("stored");
+        assert!(
+            !stored.contains("at-1-")
+                && !stored.contains("client-1")
+                && !stored.contains("client2"),
+            "{stored}"
+        );
+        // A new login registers at the new server, and calls work again.
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(run.stdout, "token #2\n", "{run}");
+        let stored = std::fs::read_to_string(&store).expect("stored");
+        assert!(
+            stored.contains("\"client_id\": \"client2-")
+                && stored.contains(&format!("\"issuer\": \"{old_issuer}2\"")),
+            "{stored}"
+        );
+    });
+}
+
+#[test]
+fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
+    for_both(|rt| {
+        let (home, _config, server) = setup_with(
+            &format!("migrate-headless-{rt}"),
+            3600,
+            &["--migrate-on", "tools/list"],
+        );
+        let run = rho_env(
+            &home,
+            rt,
+            &["mcp", "conformance-client", &server.url()],
+            &[(
+                "MCP_CONFORMANCE_SCENARIO",
+                "auth/authorization-server-migration",
+            )],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        assert!(run.stderr.contains("token #2"), "{run}");
     });
 }
