@@ -465,3 +465,50 @@ fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
         assert!(run.stderr.contains("token #2"), "{run}");
     });
 }
+
+#[test]
+fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_later() {
+    for_both(|rt| {
+        let (home, config, server) = setup(&format!("init-401-{rt}"), 3600);
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        // The stored token is not due by its clock, but the server has
+        // dropped it: the connection's first request meets the 401.
+        server.control("expire");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "list", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        assert_eq!(doc["servers"][0]["status"], "ready", "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(
+            run.stdout, "token #2\n",
+            "refreshed once, at connect: {run}"
+        );
+        // Revoked too: startup fails with what to run, no browser opened.
+        server.control("revoke");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "list", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(1), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        let error = doc["servers"][0]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("HTTP 401")
+                && error.contains("refreshing the token failed")
+                && error.contains("rho mcp login fx"),
+            "{run}"
+        );
+    });
+}
