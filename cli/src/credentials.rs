@@ -560,7 +560,8 @@ pub(crate) fn now_unix() -> u64 {
 /// usable stored login; an access token that has expired (or expires
 /// within a minute) is refreshed first, without a person, and the refreshed
 /// login is stored before it is used. A server without a usable login is
-/// left as it is: its 401 then says to run `rho mcp login`.
+/// left as it is: its 401 then goes to the session's authorizer
+/// ([`crate::reauth`]), like a token refused mid-session.
 pub(crate) fn with_stored_tokens(
     config: &rho_proto_core::config::Config,
     store: Option<&FileStore>,
@@ -604,9 +605,9 @@ pub(crate) fn with_stored_tokens(
             Some(login) => usable_token(&entry.id, &key, login, store),
             None => None,
         };
-        // Client credentials need no person: a missing or dead token is
-        // replaced by a fresh grant here.
-        let token = token.or_else(|| machine_token(&entry.id, http, &key, store));
+        // Without one, the server's 401 asks the session's authorizer,
+        // which runs a client-credentials grant (no person needed) or says
+        // to run `rho mcp login`.
         if let Some(token) = token {
             http.headers
                 .insert("Authorization".into(), format!("Bearer {token}"));
@@ -661,45 +662,6 @@ fn usable_token(id: &str, key: &StoreKey, login: StoredLogin, store: &FileStore)
         }
         Err(e) => {
             tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}; run `rho mcp login {id}`");
-            None
-        }
-    }
-}
-
-/// A fresh client-credentials token for a server whose `oauth.grant` is
-/// `client_credentials`, stored for the next run; `None` for other grants
-/// or when the grant fails (logged, naming the server).
-fn machine_token(
-    id: &str,
-    http: &rho_proto_core::config::HttpConfig,
-    key: &StoreKey,
-    store: &FileStore,
-) -> Option<String> {
-    use rho_proto_core::config::OAuthGrant;
-    let oauth = http.oauth.as_ref()?;
-    if oauth.grant != OAuthGrant::ClientCredentials {
-        return None;
-    }
-    let agent = rho_io_blocking::http_client::new_agent();
-    let result = crate::oauth_login::probe(&agent, &http.url, &[]).and_then(|challenge| {
-        let settings = crate::oauth_login::settings_for(id, http, oauth, None, String::new())?;
-        crate::oauth_login::run(
-            &agent,
-            settings,
-            challenge,
-            &crate::oauth_login::Browser::Headless,
-            &mut |_| {},
-        )
-    });
-    match result {
-        Ok(credentials) => {
-            if let Err(e) = crate::oauth_login::save(store, key, &credentials) {
-                tracing::warn!(server = %id, "{e}");
-            }
-            Some(credentials.tokens.access_token)
-        }
-        Err(e) => {
-            tracing::warn!(server = %id, "client credentials grant failed: {e}");
             None
         }
     }
