@@ -193,7 +193,12 @@ impl StoreAuthorizer {
             }
             // Only a refresh can help; the login stops before anything else.
             (false, LoginMode::Never) if refreshable => Browser::Never,
-            (false, LoginMode::Never) => return Err("no one is here to log in".to_owned()),
+            (false, LoginMode::Never) => {
+                return Err(match stored.and_then(|s| s.tokens.as_ref()) {
+                    Some(_) => "no one is here to log in again".to_owned(),
+                    None => "no login is stored and no one is here to log in".to_owned(),
+                });
+            }
         };
         let agent = rho_io_blocking::http_client::new_agent();
         let mut on_event = oauth_login::store_events(self.store.as_ref(), &server.key, id);
@@ -280,7 +285,7 @@ impl Authorizer for StoreAuthorizer {
                     "{why}{}: log in with it at a terminal (`rho mcp call` does), or run `rho mcp login {server}`, which asks for it too",
                     wanted(challenge)
                 ),
-                _ => format!("{why}: run `rho mcp login {server}`"),
+                _ => format!("{why}: run `rho mcp login {server}` to log in"),
             })
     }
 }

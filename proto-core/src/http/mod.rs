@@ -928,9 +928,13 @@ impl HttpTransport {
             Err(why) => {
                 let scope = scope_words(waiting.scope.as_deref());
                 for parked in waiting.parked {
+                    let again = match parked.kind {
+                        TransmitKind::Initialize(_) => "",
+                        _ => " again",
+                    };
                     let reason = match parked.refusal {
                         Some((status, _)) => format!(
-                            "the server answered HTTP {status}{scope} and rho could not authorize again: {why}"
+                            "the server answered HTTP {status}{scope} and rho could not authorize{again}: {why}"
                         ),
                         None => format!(
                             "it waited for a new authorization{scope}, which rho could not get: {why}"
