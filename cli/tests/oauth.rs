@@ -7,7 +7,10 @@
 //! and the `rho mcp login` it suggests asks for that scope; a server that
 //! moves to another authorization server gets a new client there and the
 //! old login is forgotten; a token refused at `initialize` takes the same
-//! re-authorization path as one refused later.
+//! re-authorization path as one refused later. And interop with a real
+//! authorization server: oidc-provider (OpenID discovery only, dynamic
+//! registration, PKCE, resource indicators, `iss`), logged in through a
+//! browser that follows its login and consent redirects.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -58,18 +61,22 @@ impl OAuthServer {
 
     /// POSTs to a control path (`expire`, `revoke`).
     fn control(&self, what: &str) {
-        use std::io::{Read, Write};
-        let mut stream =
-            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to fixture");
-        write!(
-            stream,
-            "POST /control/{what} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-        .expect("write");
-        let mut answer = String::new();
-        let _ = stream.read_to_string(&mut answer);
-        assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+        control(self.port, what);
     }
+}
+
+/// POSTs to a fixture's control path on `port`.
+fn control(port: u16, what: &str) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to fixture");
+    write!(
+        stream,
+        "POST /control/{what} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
 }
 
 impl Drop for OAuthServer {
@@ -511,4 +518,142 @@ fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_late
             "{run}"
         );
     });
+}
+
+/// The MCP server behind oidc-provider (tests/servers/fixtures/
+/// oidc-server.mjs), stopped on drop: `(fixture, MCP port)`.
+fn oidc_server(dir: &Path) -> (OAuthServer, u16) {
+    let port_file = dir.join("ports");
+    let child = Command::new("node")
+        .arg(tests_dir().join("servers/fixtures/oidc-server.mjs"))
+        .arg("--port-file")
+        .arg(&port_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the oidc-provider fixture");
+    let until = Instant::now() + Duration::from_secs(20);
+    let ports: Vec<u16> = loop {
+        let ports: Vec<u16> = std::fs::read_to_string(&port_file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if ports.len() == 2 {
+            break ports;
+        }
+        assert!(
+            Instant::now() < until,
+            "the oidc-provider fixture did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        OAuthServer {
+            child,
+            port: ports[0],
+        },
+        ports[1],
+    )
+}
+
+#[test]
+fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_in_again() {
+    use std::io::BufRead as _;
+    for_both(|rt| {
+        let dir = scratch_dir(&format!("oauth-oidc-{rt}"));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        let (_provider, mcp_port) = oidc_server(&dir);
+        let mcp = format!("http://127.0.0.1:{mcp_port}");
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n",
+                toml_str(&format!("{mcp}/mcp"))
+            ),
+        )
+        .expect("config");
+        let cfg = config.to_str().expect("utf-8");
+        // A person's login without a terminal: rho prints the URL (it opens
+        // no browser here) and waits on its loopback listener.
+        let mut login = Command::new(env!("CARGO_BIN_EXE_rho"))
+            .args(["--config", cfg, "mcp", "login", "fx"])
+            .env("HOME", &home)
+            .env("RHO_RUNTIME", rt)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rho mcp login");
+        let stderr = login.stderr.take().expect("stderr");
+        let url = std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                let line = line.trim();
+                line.starts_with("http://").then(|| line.to_owned())
+            })
+            .expect("the authorization URL");
+        // Discovered from the OpenID document (the provider publishes no
+        // RFC 8414 one), with PKCE, the resource and the PRM's scope.
+        for part in [
+            "/auth?",
+            "code_challenge_method=S256",
+            &format!("resource={}", url_encoded(&format!("{mcp}/mcp"))),
+            "scope=mcp+offline_access",
+        ] {
+            assert!(url.contains(part), "{part} in {url}");
+        }
+        // The browser: login and consent are real redirects with cookies.
+        let browser = Command::new("node")
+            .arg(tests_dir().join("servers/fixtures/browser.mjs"))
+            .arg(&url)
+            .output()
+            .expect("run the browser");
+        let hops = String::from_utf8_lossy(&browser.stdout).into_owned();
+        assert!(browser.status.success(), "{hops}");
+        assert!(
+            hops.contains("/interaction/") && hops.ends_with("200 /callback  \n"),
+            "{hops}"
+        );
+        let done = login.wait_with_output().expect("login ends");
+        let stdout = String::from_utf8_lossy(&done.stdout).into_owned();
+        assert!(done.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("logged in to server `fx` with http://127.0.0.1:"),
+            "{stdout}"
+        );
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (Some(0), "token #1\n"),
+            "{run}"
+        );
+        // The provider drops the access token: refreshed without anyone.
+        control(mcp_port, "expire");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (Some(0), "token #2\n"),
+            "{run}"
+        );
+        // Revoked: a clear "log in again".
+        control(mcp_port, "revoke");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(
+            run.stderr.contains("invalid_grant")
+                && run.stderr.contains("run `rho mcp login fx` to log in"),
+            "{run}"
+        );
+    });
+}
+
+/// `s` as a form-urlencoded value.
+fn url_encoded(s: &str) -> String {
+    s.replace(':', "%3A").replace('/', "%2F")
 }
