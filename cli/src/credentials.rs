@@ -405,6 +405,55 @@ mod tests {
     }
 
     #[test]
+    fn only_a_code_grant_server_left_without_a_token_needs_a_browser_login() {
+        let text = r#"
+[mcp.servers.a]
+transport = "streamable_http"
+url = "https://mcp.example.com/mcp"
+[mcp.servers.a.oauth]
+
+[mcp.servers.b]
+transport = "streamable_http"
+url = "https://b.example.com/mcp"
+[mcp.servers.b.oauth]
+
+[mcp.servers.keyed]
+transport = "streamable_http"
+url = "https://keyed.example.com/mcp"
+headers = { Authorization = "Bearer configured" }
+[mcp.servers.keyed.oauth]
+
+[mcp.servers.m2m]
+transport = "streamable_http"
+url = "https://m2m.example.com/mcp"
+[mcp.servers.m2m.oauth]
+grant = "client_credentials"
+client_id = "m2m"
+
+[mcp.servers.local]
+command = "true"
+"#;
+        let config = rho_proto_core::config::parse(text, "<test>").expect("config");
+        let d = dir("browser-login");
+        let store = FileStore::in_dir(&d);
+        let mut live = login("at-live", Some("rt"));
+        if let Some(tokens) = &mut live.tokens {
+            tokens.expires_at = Some(now_unix() + 3600);
+        }
+        store
+            .update(&key("a"), &mut |_| Some(live.clone()))
+            .expect("saved");
+        let with = with_stored_tokens(&config, Some(&store), &|_| true);
+        assert!(!needs_browser_login(&with, "a"), "a usable stored login");
+        assert!(needs_browser_login(&with, "b"), "nothing stored");
+        assert!(!needs_browser_login(&with, "keyed"), "a configured header");
+        assert!(!needs_browser_login(&with, "m2m"), "no person needed");
+        assert!(!needs_browser_login(&with, "local"), "stdio");
+        assert!(!needs_browser_login(&with, "nope"), "unknown");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn secrets_never_reach_debug_output() {
         let text = format!(
             "{:?}",
@@ -614,6 +663,29 @@ pub(crate) fn with_stored_tokens(
         }
     }
     config
+}
+
+/// Whether server `id` of `config` (as [`with_stored_tokens`] left it)
+/// can only get a token through a person's browser login: an `oauth`
+/// table with the authorization code grant and no `Authorization` header,
+/// neither configured nor from a usable stored login.
+pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
+    use rho_proto_core::config::{OAuthGrant, Transport};
+    let Some(Ok(server)) = config.get(id).map(|e| e.config.as_ref()) else {
+        return false;
+    };
+    let Transport::StreamableHttp(http) = &server.transport else {
+        return false;
+    };
+    let has_header = http
+        .headers
+        .keys()
+        .chain(http.headers_from_env.keys())
+        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    http.oauth
+        .as_ref()
+        .is_some_and(|o| o.grant == OAuthGrant::AuthorizationCode)
+        && !has_header
 }
 
 /// The access token to send for a stored login, refreshing it when it
