@@ -501,6 +501,26 @@ fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_late
             run.stdout, "token #2\n",
             "refreshed once, at connect: {run}"
         );
+        // Recorded, the refusal and the resend keep every token out.
+        server.control("expire");
+        let record = home.join("session.jsonl");
+        let record_arg = record.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &[
+                "--config", cfg, "--record", record_arg, "mcp", "call", "fx", "whoami",
+            ],
+        );
+        assert_eq!(run.stdout, "token #3\n", "{run}");
+        let transcript = std::fs::read_to_string(&record).expect("transcript");
+        assert!(
+            transcript.contains("answer_authorization") && transcript.contains("<redacted>"),
+            "{transcript}"
+        );
+        for secret in ["at-1-", "at-2-", "at-3-", "rt-1-", "rt-2-", "rt-3-"] {
+            assert!(!transcript.contains(secret), "{secret} in {transcript}");
+        }
         // Revoked too: startup fails with what to run, no browser opened.
         server.control("revoke");
         let run = rho(
