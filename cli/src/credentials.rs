@@ -502,11 +502,7 @@ pub(crate) fn auth_status(
     let Transport::StreamableHttp(http) = &config.transport else {
         return None;
     };
-    let header = http
-        .headers
-        .keys()
-        .chain(http.headers_from_env.keys())
-        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    let header = has_authorization_header(http);
     if header {
         return Some(AuthStatus::Header);
     }
@@ -631,11 +627,7 @@ pub(crate) fn with_stored_tokens(
         let Transport::StreamableHttp(http) = &mut server.transport else {
             continue;
         };
-        let has_header = http
-            .headers
-            .keys()
-            .chain(http.headers_from_env.keys())
-            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        let has_header = has_authorization_header(http);
         if http.oauth.is_none() || has_header {
             continue;
         }
@@ -665,6 +657,15 @@ pub(crate) fn with_stored_tokens(
     config
 }
 
+/// Whether `http` has an `Authorization` header, configured or from the
+/// environment (a stored token [`with_stored_tokens`] added counts too).
+pub(crate) fn has_authorization_header(http: &rho_proto_core::config::HttpConfig) -> bool {
+    http.headers
+        .keys()
+        .chain(http.headers_from_env.keys())
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+}
+
 /// Whether server `id` of `config` (as [`with_stored_tokens`] left it)
 /// can only get a token through a person's browser login: an `oauth`
 /// table with the authorization code grant and no `Authorization` header,
@@ -677,11 +678,7 @@ pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &
     let Transport::StreamableHttp(http) = &server.transport else {
         return false;
     };
-    let has_header = http
-        .headers
-        .keys()
-        .chain(http.headers_from_env.keys())
-        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    let has_header = has_authorization_header(http);
     http.oauth
         .as_ref()
         .is_some_and(|o| o.grant == OAuthGrant::AuthorizationCode)

@@ -103,11 +103,7 @@ impl StoreAuthorizer {
                 continue;
             };
             let Some(oauth) = &http.oauth else { continue };
-            let has_header = http
-                .headers
-                .keys()
-                .chain(http.headers_from_env.keys())
-                .any(|k| k.eq_ignore_ascii_case("authorization"));
+            let has_header = crate::credentials::has_authorization_header(http);
             if has_header || !select(&entry.id) {
                 continue;
             }
