@@ -508,6 +508,11 @@ fn a_reauthorization_refreshes_at_the_discovered_endpoint_when_the_issuer_is_the
     let mut reauth = settings(code_grant());
     reauth.previous = Some(earlier(ISSUER));
     let mut login = Login::new(reauth, None, [3; RANDOM_BYTES], now);
+    let debug = format!("{login:?}");
+    assert!(
+        !debug.contains("rt-1") && !debug.contains("at-1"),
+        "the stored tokens stay out of Debug: {debug}"
+    );
     let mut refresh_body = String::new();
     let seen = drive(&mut login, now, &mut |r| match r.url.path() {
         "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
