@@ -71,27 +71,20 @@ pub(crate) fn run(
         Ok(_) => {}
     }
     let store = crate::credentials::FileStore::default_location();
-    // A person at a terminal whose server needs a login gets it now,
-    // rather than a failed call and a command to run.
-    if let Ok(server) = &entry.config {
-        let status = crate::credentials::auth_status(
-            id,
-            server,
-            store.as_ref(),
-            crate::credentials::now_unix(),
-        );
-        if status
-            == Some(crate::credentials::AuthStatus::OAuth(
-                crate::credentials::OAuthState::NeedsLogin,
-            ))
-            && crate::questions::person_present()
-        {
-            let summary = crate::login_server(loaded, id, false)?;
-            eprintln!("rho: {summary}");
-        }
-    }
     let config = with_tool_timeout(&loaded.config, id, timeout);
-    let config = crate::credentials::with_stored_tokens(&config, store.as_ref(), &|s| s == id);
+    let mut with_tokens =
+        crate::credentials::with_stored_tokens(&config, store.as_ref(), &|s| s == id);
+    // A person at a terminal whose server has no usable login (none stored,
+    // or one whose refresh failed) logs in now, before connecting: the 401
+    // at connect would give a browser login only the startup budget.
+    if crate::questions::person_present()
+        && crate::credentials::needs_browser_login(&with_tokens, id)
+    {
+        let summary = crate::login_server(loaded, id, false)?;
+        eprintln!("rho: {summary}");
+        with_tokens = crate::credentials::with_stored_tokens(&config, store.as_ref(), &|s| s == id);
+    }
+    let config = with_tokens;
     let mut options = options;
     options.host =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());

@@ -54,6 +54,9 @@ fn action(scenario: &str) -> Option<Action> {
         }
         // Step-up: `tools/call` needs a wider scope than `tools/list`.
         "auth/scope-step-up" => Some(Action::Call("test-tool", || json!({}))),
+        // Migration: the server moves to another authorization server after
+        // the first authorized request, so a second one meets a 401.
+        "auth/authorization-server-migration" => Some(Action::Call("test-tool", || json!({}))),
         // Authorization scenarios: the login happens before connecting, or
         // when the server first refuses a request.
         s if s.starts_with("auth/") => Some(Action::Connect),
@@ -73,14 +76,10 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         "[mcp.servers.conformance]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\ntool_timeout_secs = 20\n",
         toml_string(url)
     );
-    let (header, authorizer) = authorize(&scenario, url)?;
-    if let Some(header) = header {
-        text.push_str(&format!(
-            "headers = {{ Authorization = {} }}\n",
-            toml_string(&header)
-        ));
-    }
-    // As an OAuth server: a request refused mid-session re-authorizes.
+    let authorizer = authorizer(&scenario, url)?;
+    // As an OAuth server with no stored login: the 401 to `initialize` (or
+    // to a later request, where a server lets initialize through) asks the
+    // authorizer, which logs in; a request refused later re-authorizes.
     text.push_str("[mcp.servers.conformance.oauth]\n");
     let config =
         config::parse(&text, "<conformance>").map_err(|e| Failure::Usage(e.to_string()))?;
@@ -208,45 +207,26 @@ fn echo_schema(tools: &[&ExportedTool], _: &Value) -> Vec<ToolCall> {
 /// would be with its own.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// For every scenario (a server that needs no token answers the probe
-/// without a 401): the [`Authorizer`] of the session — the
-/// CLI's own, headless (the suite's mock authorization server approves at
-/// once with a redirect), over a credential store in memory — and, when
-/// the server demands a token at once (a 401 to an unauthenticated
-/// initialize), the `Authorization` header of the login it ran. Servers
-/// that let initialize through unauthenticated (step-up, retry-limit) get
-/// their login when they first refuse a request, through the same
-/// authorizer. Pre-registered and client-credentials scenarios pass their
-/// client in `MCP_CONFORMANCE_CONTEXT`, as a user would configure
-/// `oauth.client_id` and `oauth.client_secret_from_env`.
+/// For every scenario (a server that needs no token never asks): the
+/// [`Authorizer`] of the session — the CLI's own, headless (the suite's
+/// mock authorization server approves at once with a redirect), over a
+/// credential store in memory. The session asks it when the server first
+/// refuses a request, `initialize` included: there is no login before
+/// connecting, so the suite exercises the same path as a token that
+/// expires, is revoked or is refused mid-session. Pre-registered and
+/// client-credentials scenarios pass their client in
+/// `MCP_CONFORMANCE_CONTEXT`, as a user would configure `oauth.client_id`
+/// and `oauth.client_secret_from_env`.
 ///
 /// [`Authorizer`]: rho_proto_core::host::Authorizer
-fn authorize(
+fn authorizer(
     scenario: &str,
     url: &str,
-) -> Result<
-    (
-        Option<String>,
-        std::sync::Arc<dyn rho_proto_core::host::Authorizer>,
-    ),
-    Failure,
-> {
-    use rho_proto_core::host::Authorizer as _;
+) -> Result<std::sync::Arc<dyn rho_proto_core::host::Authorizer>, Failure> {
     use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
     use rho_proto_core::oauth::store::StoreKey;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
-    use rho_proto_core::session::AuthorizationReason;
     let url = url::Url::parse(url).map_err(|e| Failure::Usage(format!("{url}: {e}")))?;
-    let agent = rho_io_blocking::http_client::new_agent();
-    let fail = |e: String| Failure::Runtime(format!("OAuth login failed: {e}"));
-    // Only the authorization scenarios' servers refuse a first request;
-    // the others would see the probe (an unauthenticated initialize) as
-    // the client's first message, which the 2026 scenarios check.
-    let challenge = if scenario.starts_with("auth/") {
-        crate::oauth_login::probe(&agent, &url, &[]).map_err(fail)?
-    } else {
-        None
-    };
     let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
@@ -278,6 +258,8 @@ fn authorize(
         stored_client: None,
         client_metadata_url: Some(CLIENT_METADATA_URL.to_owned()),
         scopes: None,
+        extra_scopes: Vec::new(),
+        previous: None,
         client_name: "rho".into(),
     };
     let authorizer = crate::reauth::StoreAuthorizer::for_one(
@@ -287,15 +269,7 @@ fn authorize(
         settings,
         crate::reauth::LoginMode::Headless,
     );
-    let header = match challenge {
-        Some(challenge) => Some(
-            authorizer
-                .authorize("conformance", AuthorizationReason::Unauthorized, &challenge)
-                .map_err(fail)?,
-        ),
-        None => None,
-    };
-    Ok((header, std::sync::Arc::new(authorizer)))
+    Ok(std::sync::Arc::new(authorizer))
 }
 
 /// A TOML basic string for `s`.

@@ -7,6 +7,29 @@
 //!
 //! Nothing from this file is ever printed: `list` and `show` report only
 //! whether a login exists and when it expires.
+//!
+//! # Why a file and not the OS keyring
+//!
+//! Decided in issue 13: the store is this file only; there is no keyring
+//! backend (the `keyring` crate) and no config key choosing one.
+//! - **Binary size.** The stripped release `rho` is about 7.9 MiB, just
+//!   under the 8 MiB bar. A keyring backend that keeps a login across a
+//!   reboot on Linux is the Secret Service over D-Bus: either libdbus (a C
+//!   library to link and ship) or zbus with its async runtime and crypto.
+//!   Either costs more than the room that is left. (The kernel keyring is
+//!   smaller but forgets everything at logout.)
+//! - **CI and servers.** Headless machines, containers and SSH sessions
+//!   have no Secret Service running, so a keyring store would need this
+//!   file as its fallback anyway; `client_credentials` runs in CI are the
+//!   main headless users.
+//! - **Refresh rotation.** The lock below makes read-modify-write atomic
+//!   across rho processes, so a rotated refresh token is never lost. A
+//!   keyring offers get and set, not a transaction.
+//!
+//! What the file gives up is encryption at rest; the 0600 file in a 0700
+//! directory is the same protection `~/.ssh` keys and most CLIs' token
+//! caches have. The core's `CredentialStore` trait is where a keyring
+//! store would plug in, behind a cargo feature, if the size bar moves.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::Write as _;
@@ -43,6 +66,8 @@ struct Entry {
     client_auth: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     tokens: Option<Tokens>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    wanted_scope: Option<String>,
 }
 
 #[derive(Serialize, Deserialize)]
@@ -82,6 +107,7 @@ impl Entry {
                 resource: t.resource.clone(),
                 token_endpoint: t.token_endpoint.clone(),
             }),
+            wanted_scope: self.wanted_scope.clone(),
         }
     }
 
@@ -101,6 +127,7 @@ impl Entry {
                 resource: t.resource,
                 token_endpoint: t.token_endpoint,
             }),
+            wanted_scope: login.wanted_scope,
         }
     }
 }
@@ -287,6 +314,7 @@ mod tests {
                 resource: "https://mcp.example.com/mcp".into(),
                 token_endpoint: "https://auth.example.com/token".into(),
             }),
+            wanted_scope: Some("mcp:admin".into()),
         }
     }
 
@@ -377,6 +405,55 @@ mod tests {
     }
 
     #[test]
+    fn only_a_code_grant_server_left_without_a_token_needs_a_browser_login() {
+        let text = r#"
+[mcp.servers.a]
+transport = "streamable_http"
+url = "https://mcp.example.com/mcp"
+[mcp.servers.a.oauth]
+
+[mcp.servers.b]
+transport = "streamable_http"
+url = "https://b.example.com/mcp"
+[mcp.servers.b.oauth]
+
+[mcp.servers.keyed]
+transport = "streamable_http"
+url = "https://keyed.example.com/mcp"
+headers = { Authorization = "Bearer configured" }
+[mcp.servers.keyed.oauth]
+
+[mcp.servers.m2m]
+transport = "streamable_http"
+url = "https://m2m.example.com/mcp"
+[mcp.servers.m2m.oauth]
+grant = "client_credentials"
+client_id = "m2m"
+
+[mcp.servers.local]
+command = "true"
+"#;
+        let config = rho_proto_core::config::parse(text, "<test>").expect("config");
+        let d = dir("browser-login");
+        let store = FileStore::in_dir(&d);
+        let mut live = login("at-live", Some("rt"));
+        if let Some(tokens) = &mut live.tokens {
+            tokens.expires_at = Some(now_unix() + 3600);
+        }
+        store
+            .update(&key("a"), &mut |_| Some(live.clone()))
+            .expect("saved");
+        let with = with_stored_tokens(&config, Some(&store), &|_| true);
+        assert!(!needs_browser_login(&with, "a"), "a usable stored login");
+        assert!(needs_browser_login(&with, "b"), "nothing stored");
+        assert!(!needs_browser_login(&with, "keyed"), "a configured header");
+        assert!(!needs_browser_login(&with, "m2m"), "no person needed");
+        assert!(!needs_browser_login(&with, "local"), "stdio");
+        assert!(!needs_browser_login(&with, "nope"), "unknown");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    #[test]
     fn secrets_never_reach_debug_output() {
         let text = format!(
             "{:?}",
@@ -425,11 +502,7 @@ pub(crate) fn auth_status(
     let Transport::StreamableHttp(http) = &config.transport else {
         return None;
     };
-    let header = http
-        .headers
-        .keys()
-        .chain(http.headers_from_env.keys())
-        .any(|k| k.eq_ignore_ascii_case("authorization"));
+    let header = has_authorization_header(http);
     if header {
         return Some(AuthStatus::Header);
     }
@@ -532,7 +605,8 @@ pub(crate) fn now_unix() -> u64 {
 /// usable stored login; an access token that has expired (or expires
 /// within a minute) is refreshed first, without a person, and the refreshed
 /// login is stored before it is used. A server without a usable login is
-/// left as it is: its 401 then says to run `rho mcp login`.
+/// left as it is: its 401 then goes to the session's authorizer
+/// ([`crate::reauth`]), like a token refused mid-session.
 pub(crate) fn with_stored_tokens(
     config: &rho_proto_core::config::Config,
     store: Option<&FileStore>,
@@ -553,11 +627,7 @@ pub(crate) fn with_stored_tokens(
         let Transport::StreamableHttp(http) = &mut server.transport else {
             continue;
         };
-        let has_header = http
-            .headers
-            .keys()
-            .chain(http.headers_from_env.keys())
-            .any(|k| k.eq_ignore_ascii_case("authorization"));
+        let has_header = has_authorization_header(http);
         if http.oauth.is_none() || has_header {
             continue;
         }
@@ -576,15 +646,43 @@ pub(crate) fn with_stored_tokens(
             Some(login) => usable_token(&entry.id, &key, login, store),
             None => None,
         };
-        // Client credentials need no person: a missing or dead token is
-        // replaced by a fresh grant here.
-        let token = token.or_else(|| machine_token(&entry.id, http, &key, store));
+        // Without one, the server's 401 asks the session's authorizer,
+        // which runs a client-credentials grant (no person needed) or says
+        // to run `rho mcp login`.
         if let Some(token) = token {
             http.headers
                 .insert("Authorization".into(), format!("Bearer {token}"));
         }
     }
     config
+}
+
+/// Whether `http` has an `Authorization` header, configured or from the
+/// environment (a stored token [`with_stored_tokens`] added counts too).
+pub(crate) fn has_authorization_header(http: &rho_proto_core::config::HttpConfig) -> bool {
+    http.headers
+        .keys()
+        .chain(http.headers_from_env.keys())
+        .any(|k| k.eq_ignore_ascii_case("authorization"))
+}
+
+/// Whether server `id` of `config` (as [`with_stored_tokens`] left it)
+/// can only get a token through a person's browser login: an `oauth`
+/// table with the authorization code grant and no `Authorization` header,
+/// neither configured nor from a usable stored login.
+pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
+    use rho_proto_core::config::{OAuthGrant, Transport};
+    let Some(Ok(server)) = config.get(id).map(|e| e.config.as_ref()) else {
+        return false;
+    };
+    let Transport::StreamableHttp(http) = &server.transport else {
+        return false;
+    };
+    let has_header = has_authorization_header(http);
+    http.oauth
+        .as_ref()
+        .is_some_and(|o| o.grant == OAuthGrant::AuthorizationCode)
+        && !has_header
 }
 
 /// The access token to send for a stored login, refreshing it when it
@@ -633,45 +731,6 @@ fn usable_token(id: &str, key: &StoreKey, login: StoredLogin, store: &FileStore)
         }
         Err(e) => {
             tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}; run `rho mcp login {id}`");
-            None
-        }
-    }
-}
-
-/// A fresh client-credentials token for a server whose `oauth.grant` is
-/// `client_credentials`, stored for the next run; `None` for other grants
-/// or when the grant fails (logged, naming the server).
-fn machine_token(
-    id: &str,
-    http: &rho_proto_core::config::HttpConfig,
-    key: &StoreKey,
-    store: &FileStore,
-) -> Option<String> {
-    use rho_proto_core::config::OAuthGrant;
-    let oauth = http.oauth.as_ref()?;
-    if oauth.grant != OAuthGrant::ClientCredentials {
-        return None;
-    }
-    let agent = rho_io_blocking::http_client::new_agent();
-    let result = crate::oauth_login::probe(&agent, &http.url, &[]).and_then(|challenge| {
-        let settings = crate::oauth_login::settings_for(id, http, oauth, None, String::new())?;
-        crate::oauth_login::run(
-            &agent,
-            settings,
-            challenge,
-            &crate::oauth_login::Browser::Headless,
-            &mut |_, _| {},
-        )
-    });
-    match result {
-        Ok(credentials) => {
-            if let Err(e) = crate::oauth_login::save(store, key, &credentials) {
-                tracing::warn!(server = %id, "{e}");
-            }
-            Some(credentials.tokens.access_token)
-        }
-        Err(e) => {
-            tracing::warn!(server = %id, "client credentials grant failed: {e}");
             None
         }
     }

@@ -543,7 +543,6 @@ pub(crate) fn login_server(
 ) -> Result<String, Failure> {
     use rho_proto_core::config::Transport;
     use rho_proto_core::oauth::store::{CredentialStore as _, StoreKey};
-    use rho_proto_core::oauth::token::Client;
     let Some(entry) = loaded.config.get(id) else {
         return Err(Failure::Usage(unknown_server(loaded, id)));
     };
@@ -586,18 +585,9 @@ pub(crate) fn login_server(
     };
     let settings =
         oauth_login::settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
-    let mut on_registered = |issuer: &str, client: &Client| {
-        let login = rho_proto_core::oauth::store::StoredLogin {
-            issuer: issuer.to_owned(),
-            client: client.clone(),
-            tokens: None,
-        };
-        if let Err(e) = store.update(&key, &mut |_| Some(login.clone())) {
-            tracing::warn!(server = %id, "{e}");
-        }
-    };
-    let credentials = oauth_login::run(&agent, settings, challenge, &browser, &mut on_registered)
-        .map_err(fail)?;
+    let mut on_event = oauth_login::store_events(&store, &key, id);
+    let credentials =
+        oauth_login::run(&agent, settings, challenge, &browser, &mut on_event).map_err(fail)?;
     oauth_login::save(&store, &key, &credentials).map_err(Failure::Runtime)?;
     let expiry = credentials
         .tokens

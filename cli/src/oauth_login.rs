@@ -154,6 +154,11 @@ pub(crate) enum Browser {
     Person(TcpListener),
     /// Fetch the URL and read the callback from the redirect.
     Headless,
+    /// No one can take it: a re-authorization that only a refresh can
+    /// finish. The login stops, before any registration or browser step,
+    /// as soon as the refresh failed or the server moved to another
+    /// authorization server.
+    Never,
 }
 
 impl Browser {
@@ -185,30 +190,62 @@ fn random() -> Result<[u8; RANDOM_BYTES], String> {
     Ok(bytes)
 }
 
-/// Runs a login to its end. `on_registered` hears of a new client as soon
-/// as it is registered (so a failed browser step does not register again).
+/// Runs a login to its end. `on_event` hears of what the store must
+/// know at once — a client registered (so a failed browser step does not
+/// register again), a login of a previous issuer to forget — before the
+/// next request goes out.
 pub(crate) fn run(
     agent: &ureq::Agent,
     settings: LoginSettings,
     challenge: Option<BearerChallenge>,
     browser: &Browser,
-    on_registered: &mut dyn FnMut(&str, &rho_proto_core::oauth::token::Client),
+    on_event: &mut dyn FnMut(&LoginEvent),
 ) -> Result<Credentials, String> {
     let mut login = Login::new(settings, challenge, random()?, Instant::now());
+    let mut authorize = None;
+    let mut refresh_failed = None;
     loop {
-        while let Some(request) = login.poll_request() {
-            send(agent, &mut login, request);
-        }
-        let mut authorize = None;
+        // Events before the next request: the store hears of a change of
+        // issuer before the new one is contacted, and a login no one can
+        // finish stops before it registers anywhere.
         while let Some(event) = login.poll_event() {
+            on_event(&event);
             match event {
-                LoginEvent::Registered { issuer, client } => on_registered(&issuer, &client),
                 LoginEvent::Authorize { url } => authorize = Some(url),
                 LoginEvent::Done(credentials) => return Ok(*credentials),
-                LoginEvent::Failed(error) => return Err(error.to_string()),
+                LoginEvent::Failed(error) => {
+                    return Err(match refresh_failed {
+                        Some(why) => format!("{why}; {error}"),
+                        None => error.to_string(),
+                    });
+                }
+                LoginEvent::RefreshFailed(error) => {
+                    let why = format!("refreshing the token failed: {error}");
+                    if matches!(browser, Browser::Never) {
+                        return Err(format!("{why}; no one is here to log in"));
+                    }
+                    tracing::info!("{why}; logging in again");
+                    refresh_failed = Some(why);
+                }
+                LoginEvent::IssuerChanged { previous, current } => {
+                    let why = format!(
+                        "the server's authorization server moved from {previous} to {current}, so the old login was discarded"
+                    );
+                    if matches!(browser, Browser::Never) {
+                        return Err(format!("{why}; no one is here to log in"));
+                    }
+                    tracing::info!("{why}");
+                }
+                // Registered is the store's (above); an event a newer core
+                // adds is not this loop's business.
+                _ => {}
             }
         }
-        if let Some(url) = authorize {
+        if let Some(request) = login.poll_request() {
+            send(agent, &mut login, request);
+            continue;
+        }
+        if let Some(url) = authorize.take() {
             browser_step(agent, &mut login, browser, &url)?;
             continue;
         }
@@ -242,6 +279,7 @@ fn browser_step(
     url: &Url,
 ) -> Result<(), String> {
     match browser {
+        Browser::Never => Err("no one is here to log in".into()),
         Browser::Headless => {
             let answer = exchange(agent, Method::Get, url, Vec::new(), Vec::new())?;
             let location = answer
@@ -365,6 +403,7 @@ pub(crate) fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
     StoredLogin {
         issuer: credentials.issuer.clone(),
         client: credentials.client.clone(),
+        wanted_scope: None,
         tokens: Some(StoredTokens {
             access_token: credentials.tokens.access_token.clone(),
             refresh_token: credentials.tokens.refresh_token.clone(),
@@ -381,6 +420,52 @@ pub(crate) fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
             token_endpoint: credentials.token_endpoint.to_string(),
         }),
     }
+}
+
+/// What the store must hear of during a login of server `id` under
+/// `key`: a newly registered client is kept (without tokens) at once, and
+/// a stored login of an issuer the server no longer uses is forgotten.
+pub(crate) fn store_events<'a>(
+    store: &'a dyn CredentialStore,
+    key: &'a StoreKey,
+    id: &'a str,
+) -> impl FnMut(&LoginEvent) + 'a {
+    move |event| {
+        let change = match event {
+            LoginEvent::Registered { issuer, client } => Some(StoredLogin {
+                issuer: issuer.clone(),
+                client: client.clone(),
+                tokens: None,
+                wanted_scope: None,
+            }),
+            LoginEvent::IssuerChanged { .. } => None,
+            _ => return,
+        };
+        if let Err(e) = store.update(key, &mut |_| change.clone()) {
+            tracing::warn!(server = %id, "{e}");
+        }
+    }
+}
+
+/// The scopes a stored login holds or asked for, and those a refused
+/// step-up wanted: a new login asks for them too, so it never loses what
+/// was granted before (the union the 2025-11-25 spec asks of a step-up).
+pub(crate) fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
+    let Some(stored) = stored else {
+        return Vec::new();
+    };
+    let mut out: Vec<String> = Vec::new();
+    let held = stored.tokens.as_ref().and_then(|t| t.scope.as_deref());
+    for scope in [held, stored.wanted_scope.as_deref()]
+        .into_iter()
+        .flatten()
+        .flat_map(str::split_ascii_whitespace)
+    {
+        if !out.iter().any(|s| s == scope) {
+            out.push(scope.to_owned());
+        }
+    }
+    out
 }
 
 /// Saves `credentials` under `key`.
@@ -435,6 +520,8 @@ pub(crate) fn settings_for(
         stored_client: stored.map(|s| (s.issuer.clone(), s.client.clone())),
         client_metadata_url: oauth.client_metadata_url.clone(),
         scopes: oauth.scopes.clone(),
+        extra_scopes: remembered_scopes(stored),
+        previous: None,
         client_name: "rho".into(),
     })
 }
@@ -460,6 +547,8 @@ mod tests {
             stored_client: None,
             client_metadata_url: None,
             scopes: None,
+            extra_scopes: Vec::new(),
+            previous: None,
             client_name: "rho".into(),
         };
         let mut login = Login::new(settings, None, [4; RANDOM_BYTES], Instant::now());

@@ -2,12 +2,19 @@
 //! asks when an OAuth server refuses a request's token (see
 //! `rho_proto_core::http` for how the request waits and is resent).
 //!
-//! - 401 (the token expired or was revoked): the stored refresh token
-//!   first (no person), else a fresh client-credentials grant for
-//!   `oauth.grant = "client_credentials"`, else a new login.
+//! - 401 (the token expired or was revoked), on any request including
+//!   `initialize`: the core's login with the stored credentials as
+//!   `previous`. It rediscovers the authorization server first; while that
+//!   is still the issuer of the stored login, its refresh token is used (no
+//!   person); when the server has moved to another, the stored login is
+//!   forgotten and a new client registered there. Else a fresh
+//!   client-credentials grant for `oauth.grant = "client_credentials"`,
+//!   else a new login.
 //! - 403 `insufficient_scope` (a step-up): a new login asking for the union
 //!   of the scopes the stored login holds and the scopes the challenge
-//!   names, so a step-up never loses what was granted before.
+//!   names, so a step-up never loses what was granted before. When no one
+//!   can log in, the wanted scope is kept with the stored login, and the
+//!   `rho mcp login` the reason suggests asks for it.
 //!
 //! A new login runs only where it may: with a person at a terminal (the
 //! same rule as `rho mcp call` logging in first), or headless for the
@@ -27,7 +34,7 @@ use rho_proto_core::host::Authorizer;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
 use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, StoredLogin};
-use rho_proto_core::oauth::token::{Client, TokenResponse};
+use rho_proto_core::oauth::token::TokenResponse;
 use rho_proto_core::session::AuthorizationReason;
 
 use crate::oauth_login::{self, Browser};
@@ -96,11 +103,7 @@ impl StoreAuthorizer {
                 continue;
             };
             let Some(oauth) = &http.oauth else { continue };
-            let has_header = http
-                .headers
-                .keys()
-                .chain(http.headers_from_env.keys())
-                .any(|k| k.eq_ignore_ascii_case("authorization"));
+            let has_header = crate::credentials::has_authorization_header(http);
             if has_header || !select(&entry.id) {
                 continue;
             }
@@ -139,7 +142,7 @@ impl StoreAuthorizer {
     ) -> Self {
         let grant = match settings.grant {
             GrantKind::ClientCredentials => OAuthGrant::ClientCredentials,
-            GrantKind::AuthorizationCode { .. } => OAuthGrant::AuthorizationCode,
+            _ => OAuthGrant::AuthorizationCode,
         };
         let mut servers = BTreeMap::new();
         servers.insert(
@@ -153,29 +156,10 @@ impl StoreAuthorizer {
         Self::new(store, servers, mode)
     }
 
-    /// Refreshes the stored access token; the new one, stored.
-    fn refresh(&self, key: &StoreKey, login: &StoredLogin) -> Result<String, String> {
-        let credentials = credentials_of(login).ok_or("no refresh token is stored")?;
-        let request = rho_proto_core::oauth::flow::refresh_request(&credentials)
-            .ok_or("no refresh token is stored")?;
-        let agent = rho_io_blocking::http_client::new_agent();
-        let answer = oauth_login::exchange(
-            &agent,
-            rho_proto_core::http::Method::Post,
-            &request.url,
-            request.headers,
-            request.body,
-        )
-        .map_err(|e| format!("refreshing the token failed: {e}"))?;
-        let refreshed =
-            rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body)
-                .map_err(|e| format!("refreshing the token failed: {e}"))?;
-        oauth_login::save(self.store.as_ref(), key, &refreshed)?;
-        Ok(refreshed.tokens.access_token)
-    }
-
-    /// Runs a new login asking for `scopes` (when set), stores it, and
-    /// returns the access token.
+    /// Re-authorizes: a new login asking for `scopes` (when set), which
+    /// first refreshes `previous` (a 401's stored credentials) where the
+    /// authorization server is still their issuer, and discards them where
+    /// it is not. Stores what it yields and returns the access token.
     fn login(
         &self,
         id: &str,
@@ -183,46 +167,71 @@ impl StoreAuthorizer {
         stored: Option<&StoredLogin>,
         challenge: &BearerChallenge,
         scopes: Option<Vec<String>>,
+        previous: Option<Credentials>,
     ) -> Result<String, String> {
         let mut settings = server.settings.clone()?;
         settings.stored_client = stored.map(|s| (s.issuer.clone(), s.client.clone()));
+        settings.extra_scopes = oauth_login::remembered_scopes(stored);
         if scopes.is_some() {
             settings.scopes = scopes;
         }
+        let refreshable = previous
+            .as_ref()
+            .is_some_and(|p| p.tokens.refresh_token.is_some());
+        settings.previous = previous;
         let machine = server.grant == OAuthGrant::ClientCredentials;
         let browser = match (machine, self.mode) {
             (true, _) | (false, LoginMode::Headless) => Browser::Headless,
             (false, LoginMode::Person) => {
                 let (browser, redirect_uri) = Browser::person()?;
                 settings.grant = GrantKind::AuthorizationCode { redirect_uri };
-                eprintln!("rho: server `{id}` needs a new login{}", wanted(challenge));
                 browser
             }
-            (false, LoginMode::Never) => return Err("no one is here to log in".to_owned()),
-        };
-        let key = server.key.clone();
-        let store = Arc::clone(&self.store);
-        let mut on_registered = |issuer: &str, client: &Client| {
-            let login = StoredLogin {
-                issuer: issuer.to_owned(),
-                client: client.clone(),
-                tokens: None,
-            };
-            if let Err(e) = store.update(&key, &mut |_| Some(login.clone())) {
-                tracing::warn!(server = %id, "{e}");
+            // Only a refresh can help; the login stops before anything else.
+            (false, LoginMode::Never) if refreshable => Browser::Never,
+            (false, LoginMode::Never) => {
+                return Err(match stored.and_then(|s| s.tokens.as_ref()) {
+                    Some(_) => "no one is here to log in again".to_owned(),
+                    None => "no login is stored and no one is here to log in".to_owned(),
+                });
             }
         };
         let agent = rho_io_blocking::http_client::new_agent();
+        let mut on_event = oauth_login::store_events(self.store.as_ref(), &server.key, id);
         let credentials = oauth_login::run(
             &agent,
             settings,
             Some(challenge.clone()),
             &browser,
-            &mut on_registered,
+            &mut on_event,
         )
-        .map_err(|e| format!("the login failed: {e}"))?;
+        .map_err(|e| match browser {
+            Browser::Never => e,
+            _ => format!("the login failed: {e}"),
+        })?;
         oauth_login::save(self.store.as_ref(), &server.key, &credentials)?;
         Ok(credentials.tokens.access_token)
+    }
+
+    /// Keeps the scope a refused step-up wanted with the stored login, so
+    /// the `rho mcp login` its reason suggests asks for it.
+    fn remember_wanted(&self, id: &str, key: &StoreKey, challenge: &BearerChallenge) {
+        let Some(asked) = challenge.scope.as_deref().filter(|s| !s.is_empty()) else {
+            return;
+        };
+        let result = self.store.update(key, &mut |current| {
+            let mut login = current?;
+            let held = login
+                .wanted_scope
+                .as_deref()
+                .map(|w| w.split_ascii_whitespace().map(str::to_owned).collect())
+                .unwrap_or_default();
+            login.wanted_scope = Some(union(held, Some(asked)).join(" "));
+            Some(login)
+        });
+        if let Err(e) = result {
+            tracing::warn!(server = %id, "{e}");
+        }
     }
 }
 
@@ -242,38 +251,37 @@ impl Authorizer for StoreAuthorizer {
         let stored = self.store.load(&entry.key).map_err(|e| e.to_string())?;
         let token = match reason {
             AuthorizationReason::Unauthorized => {
-                let refreshed = match &stored {
-                    Some(login) if has_refresh_token(login) => {
-                        Some(self.refresh(&entry.key, login))
-                    }
-                    _ => None,
-                };
-                match refreshed {
-                    Some(Ok(token)) => Ok(token),
-                    Some(Err(why)) => {
-                        tracing::info!(server, "{why}; trying a new login");
-                        self.login(server, entry, stored.as_ref(), challenge, None)
-                            .map_err(|e| format!("{why}; {e}"))
-                    }
-                    None => self.login(server, entry, stored.as_ref(), challenge, None),
-                }
+                let previous = stored.as_ref().and_then(credentials_of);
+                self.login(server, entry, stored.as_ref(), challenge, None, previous)
             }
             AuthorizationReason::InsufficientScope => {
                 let scopes = union(held_scopes(stored.as_ref()), challenge.scope.as_deref());
-                self.login(server, entry, stored.as_ref(), challenge, Some(scopes))
+                let token = self.login(
+                    server,
+                    entry,
+                    stored.as_ref(),
+                    challenge,
+                    Some(scopes),
+                    None,
+                );
+                if token.is_err() {
+                    self.remember_wanted(server, &entry.key, challenge);
+                }
+                token
             }
+            other => Err(format!(
+                "rho does not know how to answer the refusal {other:?}"
+            )),
         };
         token
             .map(|t| format!("Bearer {t}"))
             .map_err(|why| match reason {
-                AuthorizationReason::Unauthorized => {
-                    format!("{why}: run `rho mcp login {server}`")
-                }
-                // `rho mcp login` alone would ask for the same scopes again.
+                // The wanted scope is remembered: `rho mcp login` asks for it.
                 AuthorizationReason::InsufficientScope => format!(
-                    "{why}{}: log in with it at a terminal (`rho mcp call` does), or add it to `oauth.scopes` and run `rho mcp login {server}`",
+                    "{why}{}: log in with it at a terminal (`rho mcp call` does), or run `rho mcp login {server}`, which asks for it too",
                     wanted(challenge)
                 ),
+                _ => format!("{why}: run `rho mcp login {server}` to log in"),
             })
     }
 }
@@ -286,13 +294,6 @@ fn wanted(challenge: &BearerChallenge) -> String {
         }
         _ => String::new(),
     }
-}
-
-fn has_refresh_token(login: &StoredLogin) -> bool {
-    login
-        .tokens
-        .as_ref()
-        .is_some_and(|t| t.refresh_token.is_some())
 }
 
 /// The scopes a stored login was granted (or asked for).
@@ -366,7 +367,7 @@ impl CredentialStore for MemoryStore {
 mod tests {
     use super::*;
     use rho_proto_core::oauth::store::StoredTokens;
-    use rho_proto_core::oauth::token::ClientAuth;
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
 
     fn strings(s: &[&str]) -> Vec<String> {
         s.iter().map(|s| (*s).to_owned()).collect()
@@ -397,7 +398,8 @@ mod tests {
 
     fn settings() -> LoginSettings {
         LoginSettings {
-            server_url: url::Url::parse("https://mcp.example.com/mcp").expect("url"),
+            // Nothing listens here: discovery fails to connect.
+            server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
             grant: GrantKind::AuthorizationCode {
                 redirect_uri: oauth_login::redirect_uri(8976),
             },
@@ -405,6 +407,8 @@ mod tests {
             stored_client: None,
             client_metadata_url: None,
             scopes: None,
+            extra_scopes: Vec::new(),
+            previous: None,
             client_name: "rho".into(),
         }
     }
@@ -423,9 +427,9 @@ mod tests {
                 expires_at: None,
                 scope: Some(scope.into()),
                 resource: "https://mcp.example.com/mcp".into(),
-                // Nothing listens here: a refresh fails to connect.
                 token_endpoint: "http://127.0.0.1:9/token".into(),
             }),
+            wanted_scope: None,
         }
     }
 
@@ -435,7 +439,8 @@ mod tests {
         store
             .update(&key(), &mut |_| Some(stored("mcp:basic", None)))
             .expect("stored");
-        let authorizer = StoreAuthorizer::for_one(store, "s", key(), settings(), LoginMode::Never);
+        let authorizer =
+            StoreAuthorizer::for_one(store.clone(), "s", key(), settings(), LoginMode::Never);
         let challenge = BearerChallenge {
             scope: Some(strings(&["mcp:write"])),
             error: Some("insufficient_scope".into()),
@@ -448,6 +453,13 @@ mod tests {
             why.contains("rho mcp login s") && why.contains("\"mcp:write\""),
             "{why}"
         );
+        // The wanted scope is kept for that login, beside what is held.
+        let kept = store.load(&key()).expect("loads").expect("entry");
+        assert_eq!(kept.wanted_scope.as_deref(), Some("mcp:write"));
+        assert_eq!(
+            oauth_login::remembered_scopes(Some(&kept)),
+            strings(&["mcp:basic", "mcp:write"])
+        );
         let why = authorizer
             .authorize("s", AuthorizationReason::Unauthorized, &challenge)
             .expect_err("no refresh token, nobody to log in");
@@ -459,7 +471,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failed_refresh_is_named_in_the_reason() {
+    fn a_reauthorization_that_cannot_reach_the_server_keeps_the_stored_login() {
         let store = Arc::new(MemoryStore::default());
         store
             .update(&key(), &mut |_| Some(stored("mcp:basic", Some("rt"))))
@@ -472,9 +484,10 @@ mod tests {
                 AuthorizationReason::Unauthorized,
                 &BearerChallenge::default(),
             )
-            .expect_err("the token endpoint is not there");
+            .expect_err("the server is not there");
         assert!(
-            why.contains("refreshing the token failed") && why.contains("rho mcp login s"),
+            why.contains("fetching the protected resource metadata failed")
+                && why.contains("rho mcp login s"),
             "{why}"
         );
         // The old login is still stored: nothing was lost.

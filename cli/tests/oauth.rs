@@ -3,7 +3,14 @@
 //! on an ephemeral loopback port): the headless login, the stored token on
 //! connect, a silent refresh, a revoked login, and connecting without one;
 //! mid-session, a token that expires is refreshed and the call resent, and
-//! a tool that needs a wider scope steps up (headless) or says how to.
+//! a tool that needs a wider scope steps up (headless) or says how to,
+//! and the `rho mcp login` it suggests asks for that scope; a server that
+//! moves to another authorization server gets a new client there and the
+//! old login is forgotten; a token refused at `initialize` takes the same
+//! re-authorization path as one refused later. And interop with a real
+//! authorization server: oidc-provider (OpenID discovery only, dynamic
+//! registration, PKCE, resource indicators, `iss`), logged in through a
+//! browser that follows its login and consent redirects.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -54,18 +61,22 @@ impl OAuthServer {
 
     /// POSTs to a control path (`expire`, `revoke`).
     fn control(&self, what: &str) {
-        use std::io::{Read, Write};
-        let mut stream =
-            std::net::TcpStream::connect(("127.0.0.1", self.port)).expect("connect to fixture");
-        write!(
-            stream,
-            "POST /control/{what} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-        )
-        .expect("write");
-        let mut answer = String::new();
-        let _ = stream.read_to_string(&mut answer);
-        assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+        control(self.port, what);
     }
+}
+
+/// POSTs to a fixture's control path on `port`.
+fn control(port: u16, what: &str) {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to fixture");
+    write!(
+        stream,
+        "POST /control/{what} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
+    )
+    .expect("write");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
 }
 
 impl Drop for OAuthServer {
@@ -330,15 +341,31 @@ fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
         assert!(
             run.stderr.contains("HTTP 403")
                 && run.stderr.contains("\"mcp mcp:admin\"")
-                && run.stderr.contains("oauth.scopes")
                 && run.stderr.contains("rho mcp login fx"),
             "{run}"
         );
         let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
         assert!(
-            stored.contains("\"access_token\": \"at-1-"),
-            "kept: {stored}"
+            stored.contains("\"access_token\": \"at-1-")
+                && stored.contains("\"wanted_scope\": \"mcp mcp:admin\""),
+            "kept, with the scope wanted: {stored}"
         );
+        // The login the reason suggests asks for the wanted scope too, and
+        // keeps what was held.
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "admin"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(
+            run.stdout, "token #2 (mcp offline_access mcp:admin)\n",
+            "{run}"
+        );
+        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        assert!(!stored.contains("wanted_scope"), "granted now: {stored}");
     });
 }
 
@@ -366,4 +393,287 @@ fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() 
             "nothing stored on disk"
         );
     });
+}
+
+#[test]
+fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
+    for_both(|rt| {
+        // After tools/list the resource trusts only /auth2: its PRM names
+        // it and tokens of /auth are refused.
+        let (home, config, server) = setup_with(
+            &format!("migrate-{rt}"),
+            3600,
+            &["--migrate-on", "tools/list"],
+        );
+        let cfg = config.to_str().expect("utf-8");
+        let store = home.join(".rho/mcp-oauth.json");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let old_issuer = format!("http://127.0.0.1:{}/auth", server.port);
+        assert!(run.stdout.contains(&format!("with {old_issuer};")), "{run}");
+        // No one to log in: the old login (tokens and client) is dropped,
+        // the new server is not registered with, and the reason says so.
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(
+            run.stderr
+                .contains(&format!("moved from {old_issuer} to {old_issuer}2"))
+                && run.stderr.contains("rho mcp login fx"),
+            "{run}"
+        );
+        let stored = std::fs::read_to_string(&store).expect("stored");
+        assert!(
+            !stored.contains("at-1-")
+                && !stored.contains("client-1")
+                && !stored.contains("client2"),
+            "{stored}"
+        );
+        // A new login registers at the new server, and calls work again.
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(run.stdout, "token #2\n", "{run}");
+        let stored = std::fs::read_to_string(&store).expect("stored");
+        assert!(
+            stored.contains("\"client_id\": \"client2-")
+                && stored.contains(&format!("\"issuer\": \"{old_issuer}2\"")),
+            "{stored}"
+        );
+    });
+}
+
+#[test]
+fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
+    for_both(|rt| {
+        let (home, _config, server) = setup_with(
+            &format!("migrate-headless-{rt}"),
+            3600,
+            &["--migrate-on", "tools/list"],
+        );
+        let run = rho_env(
+            &home,
+            rt,
+            &["mcp", "conformance-client", &server.url()],
+            &[(
+                "MCP_CONFORMANCE_SCENARIO",
+                "auth/authorization-server-migration",
+            )],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        assert!(run.stderr.contains("token #2"), "{run}");
+    });
+}
+
+#[test]
+fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_later() {
+    for_both(|rt| {
+        let (home, config, server) = setup(&format!("init-401-{rt}"), 3600);
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "login", "fx", "--headless"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        // The stored token is not due by its clock, but the server has
+        // dropped it: the connection's first request meets the 401.
+        server.control("expire");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "list", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        assert_eq!(doc["servers"][0]["status"], "ready", "{run}");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(0), "{run}");
+        assert_eq!(
+            run.stdout, "token #2\n",
+            "refreshed once, at connect: {run}"
+        );
+        // Recorded, the refusal and the resend keep every token out.
+        server.control("expire");
+        let record = home.join("session.jsonl");
+        let record_arg = record.to_str().expect("utf-8");
+        let run = rho(
+            &home,
+            rt,
+            &[
+                "--config", cfg, "--record", record_arg, "mcp", "call", "fx", "whoami",
+            ],
+        );
+        assert_eq!(run.stdout, "token #3\n", "{run}");
+        let transcript = std::fs::read_to_string(&record).expect("transcript");
+        assert!(
+            transcript.contains("answer_authorization") && transcript.contains("<redacted>"),
+            "{transcript}"
+        );
+        for secret in ["at-1-", "at-2-", "at-3-", "rt-1-", "rt-2-", "rt-3-"] {
+            assert!(!transcript.contains(secret), "{secret} in {transcript}");
+        }
+        // Revoked too: startup fails with what to run, no browser opened.
+        server.control("revoke");
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "list", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(1), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        let error = doc["servers"][0]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.contains("HTTP 401")
+                && error.contains("refreshing the token failed")
+                && error.contains("rho mcp login fx"),
+            "{run}"
+        );
+    });
+}
+
+/// The MCP server behind oidc-provider (tests/servers/fixtures/
+/// oidc-server.mjs), stopped on drop: `(fixture, MCP port)`.
+fn oidc_server(dir: &Path) -> (OAuthServer, u16) {
+    let port_file = dir.join("ports");
+    let child = Command::new("node")
+        .arg(tests_dir().join("servers/fixtures/oidc-server.mjs"))
+        .arg("--port-file")
+        .arg(&port_file)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("start the oidc-provider fixture");
+    let until = Instant::now() + Duration::from_secs(20);
+    let ports: Vec<u16> = loop {
+        let ports: Vec<u16> = std::fs::read_to_string(&port_file)
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse().ok())
+            .collect();
+        if ports.len() == 2 {
+            break ports;
+        }
+        assert!(
+            Instant::now() < until,
+            "the oidc-provider fixture did not start"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    (
+        OAuthServer {
+            child,
+            port: ports[0],
+        },
+        ports[1],
+    )
+}
+
+#[test]
+fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_in_again() {
+    use std::io::BufRead as _;
+    for_both(|rt| {
+        let dir = scratch_dir(&format!("oauth-oidc-{rt}"));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        let (_provider, mcp_port) = oidc_server(&dir);
+        let mcp = format!("http://127.0.0.1:{mcp_port}");
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n",
+                toml_str(&format!("{mcp}/mcp"))
+            ),
+        )
+        .expect("config");
+        let cfg = config.to_str().expect("utf-8");
+        // A person's login without a terminal: rho prints the URL (it opens
+        // no browser here) and waits on its loopback listener.
+        let mut login = Command::new(env!("CARGO_BIN_EXE_rho"))
+            .args(["--config", cfg, "mcp", "login", "fx"])
+            .env("HOME", &home)
+            .env("RHO_RUNTIME", rt)
+            .env_remove("RUST_LOG")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("run rho mcp login");
+        let stderr = login.stderr.take().expect("stderr");
+        let url = std::io::BufReader::new(stderr)
+            .lines()
+            .map_while(Result::ok)
+            .find_map(|line| {
+                let line = line.trim();
+                line.starts_with("http://").then(|| line.to_owned())
+            })
+            .expect("the authorization URL");
+        // Discovered from the OpenID document (the provider publishes no
+        // RFC 8414 one), with PKCE, the resource and the PRM's scope.
+        for part in [
+            "/auth?",
+            "code_challenge_method=S256",
+            &format!("resource={}", url_encoded(&format!("{mcp}/mcp"))),
+            "scope=mcp+offline_access",
+        ] {
+            assert!(url.contains(part), "{part} in {url}");
+        }
+        // The browser: login and consent are real redirects with cookies.
+        let browser = Command::new("node")
+            .arg(tests_dir().join("servers/fixtures/browser.mjs"))
+            .arg(&url)
+            .output()
+            .expect("run the browser");
+        let hops = String::from_utf8_lossy(&browser.stdout).into_owned();
+        assert!(browser.status.success(), "{hops}");
+        assert!(
+            hops.contains("/interaction/") && hops.ends_with("200 /callback  \n"),
+            "{hops}"
+        );
+        let done = login.wait_with_output().expect("login ends");
+        let stdout = String::from_utf8_lossy(&done.stdout).into_owned();
+        assert!(done.status.success(), "{stdout}");
+        assert!(
+            stdout.contains("logged in to server `fx` with http://127.0.0.1:"),
+            "{stdout}"
+        );
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (Some(0), "token #1\n"),
+            "{run}"
+        );
+        // The provider drops the access token: refreshed without anyone.
+        control(mcp_port, "expire");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(
+            (run.code, run.stdout.as_str()),
+            (Some(0), "token #2\n"),
+            "{run}"
+        );
+        // Revoked: a clear "log in again".
+        control(mcp_port, "revoke");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!(run.code, Some(1), "{run}");
+        assert!(
+            run.stderr.contains("invalid_grant")
+                && run.stderr.contains("run `rho mcp login fx` to log in"),
+            "{run}"
+        );
+    });
+}
+
+/// `s` as a form-urlencoded value.
+fn url_encoded(s: &str) -> String {
+    s.replace(':', "%3A").replace('/', "%2F")
 }

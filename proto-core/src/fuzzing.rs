@@ -21,7 +21,7 @@
 //! | `naming` | `server\0tool` (lossy) | [`check_naming`] |
 //! | `session` | [`session::SessionInput`] | [`session::check_session`] |
 //! | `http_session` | [`http::HttpInput`] | [`http::check_http_session`] |
-//! | `oauth` | selector byte + text | [`check_oauth`] |
+//! | `oauth` | selector byte + text (or answers) | [`check_oauth`] |
 
 pub mod encode;
 pub mod http;
@@ -406,13 +406,14 @@ pub fn check_naming(data: &[u8]) {
 
 /// The `oauth` target: the first byte picks the parser, the rest is its
 /// input. 0: `WWW-Authenticate` text; 1: a protected resource metadata
-/// document; 2: an authorization server metadata document; else a
-/// callback query. Every parser is total, and whatever it accepts holds
-/// the checks rho relies on: challenge schemes and parameter names are
-/// tokens, an accepted document names this server (or a parent) and the
-/// expected issuer with S256 and an https token endpoint, an accepted
-/// callback carried this login's state.
-pub fn check_oauth(data: &[u8]) {
+/// document; 2: an authorization server metadata document; `R`: a
+/// re-authorization ([`check_reauthorization`]); else a callback query.
+/// Every parser is total, and whatever it accepts holds the checks rho
+/// relies on: challenge schemes and parameter names are tokens, an
+/// accepted document names this server (or a parent) and the expected
+/// issuer with S256 and an https token endpoint, an accepted callback
+/// carried this login's state. `origin` is the login's clock origin.
+pub fn check_oauth(data: &[u8], origin: std::time::Instant) {
     use crate::oauth::{authorize, challenge, discovery, pkce};
     let Some((&kind, rest)) = data.split_first() else {
         return;
@@ -474,6 +475,7 @@ pub fn check_oauth(data: &[u8]) {
                 );
             }
         }
+        b'R' => check_reauthorization(rest, origin),
         _ => {
             let login = pkce::Pkce::from_random(&[5; pkce::RANDOM_BYTES]);
             let issuer = "https://auth.example.com";
@@ -485,4 +487,117 @@ pub fn check_oauth(data: &[u8]) {
             }
         }
     }
+}
+
+/// A login that re-authorizes with stored credentials, against answers the
+/// input scripts: the first byte says whether the stored login's issuer is
+/// the one the well-formed seeds name (even) or another (odd); then each
+/// request gets the next NUL-separated answer (its first byte: below 128
+/// is 200, else a 4xx; none left: 404). Invariants: every request goes
+/// over https, the login ends within a bounded number of requests, and
+/// once it reported that the server moved to another issuer
+/// ([`LoginEvent::IssuerChanged`](crate::oauth::flow::LoginEvent)) nothing
+/// of the old login (refresh token, client id, secret) is sent anywhere
+/// and what it finishes with is not the old issuer's.
+pub fn check_reauthorization(data: &[u8], origin: std::time::Instant) {
+    use crate::oauth::flow::{Credentials, GrantKind, Login, LoginEvent, LoginSettings};
+    use crate::oauth::pkce::RANDOM_BYTES;
+    use crate::oauth::token::{Client, ClientAuth, TokenResponse};
+    let Some((&mode, answers)) = data.split_first() else {
+        return;
+    };
+    let old = if mode % 2 == 0 {
+        "https://auth.example.com"
+    } else {
+        "https://old.example.com"
+    };
+    let (Ok(server), Ok(token_endpoint)) = (
+        url::Url::parse("https://mcp.example.com/mcp"),
+        url::Url::parse(&format!("{old}/token")),
+    ) else {
+        return;
+    };
+    let client = Client {
+        id: "old-client-id".into(),
+        secret: Some("old-secret".into()),
+        auth: ClientAuth::ClientSecretPost,
+    };
+    let previous = Credentials {
+        issuer: old.into(),
+        client: client.clone(),
+        resource: "https://mcp.example.com/mcp".into(),
+        token_endpoint,
+        scope: None,
+        tokens: TokenResponse {
+            access_token: "old-access".into(),
+            token_type: "Bearer".into(),
+            expires_in: None,
+            refresh_token: Some("old-refresh".into()),
+            scope: None,
+        },
+    };
+    let settings = LoginSettings {
+        server_url: server,
+        grant: GrantKind::AuthorizationCode {
+            redirect_uri: "http://127.0.0.1:1/callback".into(),
+        },
+        client: None,
+        stored_client: Some((old.into(), client)),
+        client_metadata_url: None,
+        scopes: None,
+        extra_scopes: Vec::new(),
+        previous: Some(previous),
+        client_name: "rho".into(),
+    };
+    let mut login = Login::new(settings, None, [7; RANDOM_BYTES], origin);
+    let mut answers = answers.split(|&b| b == 0);
+    let mut moved = false;
+    let old_basic = "b2xkLWNsaWVudC1pZDpvbGQtc2VjcmV0"; // old-client-id:old-secret
+    for _ in 0..16 {
+        while let Some(event) = login.poll_event() {
+            match event {
+                LoginEvent::IssuerChanged { previous, current } => {
+                    assert_eq!(previous, old);
+                    assert_ne!(current, old);
+                    moved = true;
+                }
+                LoginEvent::Authorize { url } => {
+                    let client = url.query_pairs().find(|(k, _)| k == "client_id");
+                    assert!(
+                        !moved || client.is_some_and(|(_, v)| v != "old-client-id"),
+                        "{url}"
+                    );
+                    return;
+                }
+                LoginEvent::Done(done) => {
+                    assert!(!moved || (done.issuer != old && done.client.id != "old-client-id"));
+                    return;
+                }
+                LoginEvent::Failed(_) => return,
+                _ => {}
+            }
+        }
+        let Some(request) = login.poll_request() else {
+            return;
+        };
+        assert_eq!(request.url.scheme(), "https", "{}", request.url);
+        if moved {
+            let body = String::from_utf8_lossy(&request.body);
+            for secret in ["old-refresh", "old-client-id", "old-secret"] {
+                assert!(!body.contains(secret), "{secret} sent to {}", request.url);
+            }
+            assert!(
+                !request.headers.iter().any(|(_, v)| v.contains(old_basic)),
+                "the old client's credentials sent to {}",
+                request.url
+            );
+        }
+        let (status, body) = match answers.next().and_then(|a| a.split_first()) {
+            Some((&first, body)) if first < 128 => (200, body),
+            Some((&first, body)) => (400 + u16::from(first % 100), body),
+            None => (404, &[][..]),
+        };
+        login.handle_response(origin, request.id, status, body);
+    }
+    panic!("a login that never ends");
 }

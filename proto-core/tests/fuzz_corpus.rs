@@ -56,7 +56,7 @@ fn check(target: &str, data: &[u8], origin: Instant) {
         "naming" => check_naming(data),
         "session" => check_session(data, origin),
         "http_session" => check_http_session(data, origin),
-        "oauth" => check_oauth(data),
+        "oauth" => check_oauth(data, origin),
         other => panic!("no check for {other}"),
     }
 }

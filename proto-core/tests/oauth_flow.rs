@@ -10,8 +10,8 @@ use rho_proto_core::oauth::authorize::CallbackError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::oauth::discovery::DiscoveryError;
 use rho_proto_core::oauth::flow::{
-    DISCOVERY_BUDGET, GrantKind, LOGIN_BUDGET, Login, LoginError, LoginEvent, LoginSettings,
-    OAuthRequest,
+    Credentials, DISCOVERY_BUDGET, GrantKind, LOGIN_BUDGET, Login, LoginError, LoginEvent,
+    LoginSettings, OAuthRequest,
 };
 use rho_proto_core::oauth::pkce::{Pkce, RANDOM_BYTES};
 use rho_proto_core::oauth::token::{Client, ClientAuth};
@@ -28,6 +28,8 @@ fn settings(grant: GrantKind) -> LoginSettings {
         stored_client: None,
         client_metadata_url: None,
         scopes: None,
+        extra_scopes: Vec::new(),
+        previous: None,
         client_name: "rho".into(),
     }
 }
@@ -406,7 +408,7 @@ fn a_refused_callback_and_a_transport_failure_fail_with_their_reason() {
 
 #[test]
 fn refresh_needs_no_person_and_keeps_an_unrotated_refresh_token() {
-    use rho_proto_core::oauth::flow::{Credentials, read_refresh, refresh_request};
+    use rho_proto_core::oauth::flow::{read_refresh, refresh_request};
     use rho_proto_core::oauth::token::read_token_response;
     let credentials = Credentials {
         issuer: ISSUER.into(),
@@ -481,4 +483,172 @@ fn a_2025_03_26_server_may_mount_its_own_authorization_server_under_a_path() {
             DiscoveryError::IssuerMismatch { .. }
         ))]
     ));
+}
+
+/// Credentials an earlier login left, minted by `issuer`.
+fn earlier(issuer: &str) -> Credentials {
+    use rho_proto_core::oauth::token::read_token_response;
+    Credentials {
+        issuer: issuer.into(),
+        client: Client {
+            id: "old-client".into(),
+            secret: None,
+            auth: ClientAuth::None,
+        },
+        resource: SERVER.into(),
+        token_endpoint: Url::parse(&format!("{issuer}/old-token")).expect("url"),
+        scope: Some("mcp:basic".into()),
+        tokens: read_token_response(200, TOKENS.as_bytes()).expect("tokens"),
+    }
+}
+
+#[test]
+fn a_reauthorization_refreshes_at_the_discovered_endpoint_when_the_issuer_is_the_same() {
+    let now = Instant::now();
+    let mut reauth = settings(code_grant());
+    reauth.previous = Some(earlier(ISSUER));
+    let mut login = Login::new(reauth, None, [3; RANDOM_BYTES], now);
+    let debug = format!("{login:?}");
+    assert!(
+        !debug.contains("rt-1") && !debug.contains("at-1"),
+        "the stored tokens stay out of Debug: {debug}"
+    );
+    let mut refresh_body = String::new();
+    let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        "/token" => {
+            refresh_body = String::from_utf8_lossy(&r.body).into_owned();
+            (
+                200,
+                r#"{"access_token":"at-2","token_type":"Bearer","refresh_token":"rt-2"}"#.into(),
+            )
+        }
+        other => panic!("unexpected {other}"),
+    });
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("POST https://auth.example.com/token"),
+        "the metadata's token endpoint, not the stored one: {seen:?}"
+    );
+    assert!(
+        refresh_body.contains("grant_type=refresh_token") && refresh_body.contains("rt-1"),
+        "{refresh_body}"
+    );
+    let evs = events(&mut login);
+    let [LoginEvent::Done(done)] = evs.as_slice() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(done.issuer, ISSUER);
+    assert_eq!(done.client.id, "old-client");
+    assert_eq!(done.tokens.access_token, "at-2");
+    assert_eq!(
+        done.token_endpoint.as_str(),
+        "https://auth.example.com/token"
+    );
+    assert!(login.poll_timeout().is_none(), "finished");
+}
+
+#[test]
+fn a_refused_refresh_goes_on_to_the_browser_with_the_same_client() {
+    let now = Instant::now();
+    let mut reauth = settings(code_grant());
+    let old = earlier(ISSUER);
+    reauth.stored_client = Some((ISSUER.into(), old.client.clone()));
+    reauth.previous = Some(old);
+    let mut login = Login::new(reauth, None, [3; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        "/token" => (400, r#"{"error":"invalid_grant"}"#.into()),
+        other => panic!("unexpected {other}"),
+    });
+    assert!(!seen.iter().any(|s| s.contains("/register")), "{seen:?}");
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[0], LoginEvent::RefreshFailed(e) if e.grant_is_dead()),
+        "{evs:?}"
+    );
+    let LoginEvent::Authorize { url } = &evs[1] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(query_of(url, "client_id").as_deref(), Some("old-client"));
+}
+
+#[test]
+fn a_server_moved_to_another_issuer_discards_the_old_login_and_registers_again() {
+    let now = Instant::now();
+    let old_issuer = "https://old-auth.example.com";
+    let mut reauth = settings(code_grant());
+    let old = earlier(old_issuer);
+    reauth.stored_client = Some((old_issuer.into(), old.client.clone()));
+    reauth.previous = Some(old);
+    let mut login = Login::new(reauth, None, [3; RANDOM_BYTES], now);
+    let mut bodies = Vec::new();
+    let seen = drive(&mut login, now, &mut |r| {
+        bodies.push(String::from_utf8_lossy(&r.body).into_owned());
+        match r.url.path() {
+            "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+            "/.well-known/oauth-authorization-server" => (200, asm("")),
+            "/register" => (201, r#"{"client_id":"new-client"}"#.into()),
+            other => panic!("unexpected {other}"),
+        }
+    });
+    assert!(
+        !seen.iter().any(|s| s.contains("token")),
+        "no refresh at either issuer: {seen:?}"
+    );
+    assert!(
+        !bodies
+            .iter()
+            .any(|b| b.contains("rt-1") || b.contains("old-client")),
+        "nothing of the old login reaches the new issuer: {bodies:?}"
+    );
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[0], LoginEvent::IssuerChanged { previous, current }
+            if previous == old_issuer && current == ISSUER),
+        "{evs:?}"
+    );
+    assert!(
+        matches!(&evs[1], LoginEvent::Registered { issuer, client }
+            if issuer == ISSUER && client.id == "new-client"),
+        "{evs:?}"
+    );
+    let LoginEvent::Authorize { url } = &evs[2] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(query_of(url, "client_id").as_deref(), Some("new-client"));
+}
+
+#[test]
+fn remembered_scopes_are_asked_for_beside_the_selected_ones() {
+    let now = Instant::now();
+    let challenge = BearerChallenge {
+        scope: Some(vec!["mcp:basic".into()]),
+        ..BearerChallenge::default()
+    };
+    let mut wider = settings(code_grant());
+    wider.client = Some(Client {
+        id: "c".into(),
+        secret: None,
+        auth: ClientAuth::None,
+    });
+    wider.extra_scopes = vec!["mcp:basic".into(), "mcp:admin".into()];
+    let mut login = Login::new(wider, Some(challenge), [3; RANDOM_BYTES], now);
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => {
+            (200, asm(r#","scopes_supported":["offline_access"]"#))
+        }
+        other => panic!("unexpected {other}"),
+    });
+    let evs = events(&mut login);
+    let [LoginEvent::Authorize { url }] = evs.as_slice() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(
+        query_of(url, "scope").as_deref(),
+        Some("mcp:basic offline_access mcp:admin")
+    );
 }

@@ -443,3 +443,80 @@ fn closing_while_asking_withdraws_the_question_and_a_late_answer_does_nothing() 
         &h.sent[before..]
     );
 }
+
+#[test]
+fn an_initialize_refused_401_takes_the_same_path_and_is_resent_with_the_new_header() {
+    let mut h = Harness::new(true);
+    let init = h.last_post("initialize");
+    assert_eq!(authorization(&init), [OLD]);
+    h.refuse_401(&init);
+    let questions = h.questions();
+    assert_eq!(questions.len(), 1, "{:?}", h.events);
+    let (question, reason, scope) = questions[0].clone();
+    assert_eq!(reason, AuthorizationReason::Unauthorized);
+    assert_eq!(scope, Some(vec!["mcp".to_owned()]));
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::Closed(_) | Event::Ready(_))),
+        "startup waits: {:?}",
+        h.events
+    );
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    let resent = h.posts("initialize");
+    assert_eq!(resent.len(), 2);
+    assert_eq!(authorization(&resent[1]), [NEW], "one header, the new one");
+    assert_eq!(rpc(&resent[1])["id"], rpc(&init)["id"]);
+    // The handshake goes on with the new header, to ready.
+    h.ready();
+    assert_eq!(authorization(&h.last_post("tools/list")), [NEW]);
+    // Refused again with the new token: startup fails, once, saying so.
+    let mut h = Harness::new(true);
+    h.refuse_401(&h.last_post("initialize"));
+    let (question, _, _) = h.questions()[0].clone();
+    h.answer_authorization(question, Ok(NEW.to_owned()));
+    h.refuse_401(&h.last_post("initialize"));
+    assert_eq!(h.questions().len(), 1, "no second renewal");
+    assert_eq!(h.posts("initialize").len(), 2);
+    let closed = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Closed(reason) => Some(format!("{reason:?}")),
+            _ => None,
+        })
+        .expect("startup failed");
+    assert!(
+        closed.contains("HTTP 401") && closed.contains("refused the new token"),
+        "{closed}"
+    );
+}
+
+#[test]
+fn an_initialize_refused_401_fails_startup_with_the_hosts_reason() {
+    let mut h = Harness::new(true);
+    h.refuse_401(&h.last_post("initialize"));
+    let (question, _, _) = h.questions()[0].clone();
+    h.answer_authorization(
+        question,
+        Err("no one is here to log in: run `rho mcp login remote`".to_owned()),
+    );
+    assert_eq!(h.posts("initialize").len(), 1, "not resent");
+    let closed = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Closed(reason) => Some(format!("{reason:?}")),
+            _ => None,
+        })
+        .expect("startup failed");
+    assert!(
+        closed.contains("HTTP 401") && closed.contains("rho mcp login remote"),
+        "{closed}"
+    );
+    // A host that cannot re-authorize fails at once, as before.
+    let mut h = Harness::new(false);
+    h.refuse_401(&h.last_post("initialize"));
+    assert!(h.questions().is_empty());
+    assert!(h.events.iter().any(|e| matches!(e, Event::Closed(_))));
+}

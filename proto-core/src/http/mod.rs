@@ -36,9 +36,10 @@
 //!   most once; a second expiry before the session is ready fails it.
 //! - Redirects are never followed: a 3xx fails with the status and the
 //!   target's origin, and nothing is sent there.
-//! - A request answered 401 (its token expired or was revoked) or 403 with
-//!   a Bearer `error="insufficient_scope"`, on a server with an `oauth`
-//!   table whose host can re-authorize ([`HttpOptions::reauthorize`]), does
+//! - A request (`initialize` included) answered 401 (its token expired or
+//!   was revoked, or there is none yet) or 403 with a Bearer
+//!   `error="insufficient_scope"`, on a server with an `oauth` table
+//!   whose host can re-authorize ([`HttpOptions::reauthorize`]), does
 //!   not fail at once: it waits, with every message sent meanwhile, while
 //!   the host is asked ([`Question::Authorization`], through the same
 //!   question path as a form). A new `Authorization` header resends them,
@@ -927,9 +928,13 @@ impl HttpTransport {
             Err(why) => {
                 let scope = scope_words(waiting.scope.as_deref());
                 for parked in waiting.parked {
+                    let again = match parked.kind {
+                        TransmitKind::Initialize(_) => "",
+                        _ => " again",
+                    };
                     let reason = match parked.refusal {
                         Some((status, _)) => format!(
-                            "the server answered HTTP {status}{scope} and rho could not authorize again: {why}"
+                            "the server answered HTTP {status}{scope} and rho could not authorize{again}: {why}"
                         ),
                         None => format!(
                             "it waited for a new authorization{scope}, which rho could not get: {why}"
@@ -1452,8 +1457,11 @@ impl HttpTransport {
         if !(self.options.oauth && self.options.reauthorize) || self.closing.is_some() {
             return false;
         }
+        // `initialize` too: a stored token refused at connect (revoked,
+        // expired early, minted by an issuer the server left) takes the
+        // same path as one refused later.
         let Some(Role::Post {
-            kind: TransmitKind::Request(request),
+            kind: TransmitKind::Request(request) | TransmitKind::Initialize(request),
             ..
         }) = self.exchanges.get(&exchange).map(|x| &x.role)
         else {

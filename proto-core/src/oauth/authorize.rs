@@ -83,6 +83,7 @@ impl AuthorizationRequest<'_> {
 
 /// Why a callback does not finish the login.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CallbackError {
     /// No `state`, or another one: not the answer to this login (a stray or
     /// forged request). The listener ignores it and keeps waiting.

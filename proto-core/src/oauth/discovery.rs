@@ -19,6 +19,7 @@ use url::Url;
 
 /// Why a discovery step refused what it found.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DiscoveryError {
     /// A URL that is not https (or allowed loopback http).
     #[error(

@@ -10,10 +10,17 @@
 //!    falling back to the 2025-03-26 rule (the MCP server's origin is the
 //!    issuer) only when no document exists at all;
 //! 2. authorization server metadata, each candidate URL in turn;
-//! 3. the client: a configured `client_id`, else a stored registration for
+//! 3. a re-authorization (a 401 with stored credentials) refreshes them
+//!    without a person when the authorization server just discovered is
+//!    still the issuer that minted them; when the server has moved to
+//!    another one, the old login is discarded
+//!    ([`LoginEvent::IssuerChanged`]: tokens and a registered client are
+//!    bound to their issuer and never shown to another) and the login
+//!    starts afresh;
+//! 4. the client: a configured `client_id`, else a stored registration for
 //!    this issuer, else a client ID metadata document when the server
 //!    accepts one and it is configured, else dynamic registration;
-//! 4. the browser step with PKCE, then the code redeemed — or, for
+//! 5. the browser step with PKCE, then the code redeemed — or, for
 //!    `client_credentials`, the token request at once.
 //!
 //! Bounds: discovery and registration share 60 s from the start; the
@@ -25,7 +32,9 @@ use std::time::{Duration, Instant};
 
 use url::Url;
 
-use super::authorize::{AuthorizationRequest, CallbackError, read_callback, select_scope};
+use super::authorize::{
+    AuthorizationRequest, CallbackError, read_callback, select_scope, union_scope,
+};
 use super::challenge::BearerChallenge;
 use super::discovery::{
     self, AuthorizationServerMetadata, DiscoveryError, ResourceMetadata, canonical_resource,
@@ -43,6 +52,7 @@ pub const LOGIN_BUDGET: Duration = Duration::from_secs(300);
 
 /// Which grant a login uses.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum GrantKind {
     /// Authorization code with PKCE, through a person's browser; the
     /// adapter's loopback listener answers `redirect_uri`.
@@ -75,6 +85,13 @@ pub struct LoginSettings {
     pub client_metadata_url: Option<String>,
     /// `oauth.scopes`: when set, asked for instead of the discovered ones.
     pub scopes: Option<Vec<String>>,
+    /// Scopes asked for besides those (a step-up the server asked for
+    /// earlier, remembered so a new login does not lose it).
+    pub extra_scopes: Vec<String>,
+    /// The credentials of an earlier login, when this one re-authorizes
+    /// after a 401: refreshed first (no person) if the discovered
+    /// authorization server is still their issuer, discarded if not.
+    pub previous: Option<Credentials>,
     /// The `client_name` to register under.
     pub client_name: String,
 }
@@ -107,6 +124,7 @@ impl std::fmt::Debug for OAuthRequest {
 
 /// What the login has for the host.
 #[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum LoginEvent {
     /// Open `url` in a browser (and print it for a person elsewhere); the
     /// callback goes to [`Login::handle_callback`].
@@ -121,6 +139,18 @@ pub enum LoginEvent {
         /// The registered client.
         client: Client,
     },
+    /// The server's authorization server is no longer the issuer of the
+    /// stored login (its PRM now names another): forget that login's
+    /// tokens and registered client. The login goes on with the new one.
+    IssuerChanged {
+        /// The issuer of the stored login.
+        previous: String,
+        /// The issuer discovered now.
+        current: String,
+    },
+    /// Refreshing the previous credentials failed; the login goes on to
+    /// the grant (a browser step for the authorization code grant).
+    RefreshFailed(TokenError),
     /// The login finished.
     Done(Box<Credentials>),
     /// The login failed; nothing more will come.
@@ -147,6 +177,7 @@ pub struct Credentials {
 
 /// Why a login failed, in words a person can act on.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum LoginError {
     /// A metadata document or URL failed its checks.
     #[error(transparent)]
@@ -211,6 +242,10 @@ enum Step {
         issuer: String,
         candidates: VecDeque<Url>,
         tried: Vec<String>,
+    },
+    Refreshing {
+        context: Box<Context>,
+        previous: Box<Credentials>,
     },
     Registering {
         context: Box<Context>,
@@ -334,6 +369,7 @@ impl Login {
             Step::ResourceMetadata { .. } => "fetching the protected resource metadata",
             Step::ServerMetadata { .. } => "fetching the authorization server metadata",
             Step::Registering { .. } => "registering with the authorization server",
+            Step::Refreshing { .. } => "refreshing the token",
             Step::Redeeming { .. } | Step::Authorizing { .. } => "the token request",
             Step::Finished => return,
         };
@@ -398,6 +434,19 @@ impl Login {
                     self.next_request();
                 }
             }
+            Step::Refreshing { context, previous } => match read_refresh(&previous, status, body) {
+                Ok(refreshed) => {
+                    self.events
+                        .push_back(LoginEvent::Done(Box::new(Credentials {
+                            token_endpoint: context.token_endpoint,
+                            ..refreshed
+                        })));
+                }
+                Err(e) => {
+                    self.events.push_back(LoginEvent::RefreshFailed(e));
+                    self.pick_client(now, *context);
+                }
+            },
             Step::Registering { context, requested } => {
                 match read_registration(status, body, requested) {
                     Ok(client) => {
@@ -530,6 +579,10 @@ impl Login {
                 &server,
             ),
         };
+        let scope = match (scope, self.settings.extra_scopes.is_empty()) {
+            (scope, true) => scope,
+            (scope, false) => Some(union_scope(scope.as_deref(), &self.settings.extra_scopes)),
+        };
         let Some(token) = server.token_endpoint.as_deref() else {
             return self.fail(DiscoveryError::MissingEndpoint("token_endpoint").into());
         };
@@ -551,6 +604,42 @@ impl Login {
             scope,
             token_endpoint,
         };
+        // A login of another issuer is discarded, never shown to this one.
+        let known = self
+            .settings
+            .previous
+            .as_ref()
+            .map(|p| p.issuer.clone())
+            .or_else(|| self.settings.stored_client.as_ref().map(|(i, _)| i.clone()));
+        if let Some(previous) = known.filter(|i| *i != context.server.issuer) {
+            self.settings.previous = None;
+            self.settings.stored_client = None;
+            self.events.push_back(LoginEvent::IssuerChanged {
+                previous,
+                current: context.server.issuer.clone(),
+            });
+        }
+        if let Some(previous) = self.settings.previous.take() {
+            // Same issuer: its refresh token, at the endpoint it now names.
+            let moved = Credentials {
+                token_endpoint: context.token_endpoint.clone(),
+                ..previous.clone()
+            };
+            if let Some(request) = refresh_request(&moved) {
+                let id = self.issue(request);
+                self.in_flight = Some(id);
+                self.step = Step::Refreshing {
+                    context: Box::new(context),
+                    previous: Box::new(previous),
+                };
+                return;
+            }
+        }
+        self.pick_client(now, context);
+    }
+
+    /// Step 4: the client this login uses, then the grant.
+    fn pick_client(&mut self, now: Instant, context: Context) {
         if let Some(mut client) = self.settings.client.clone() {
             // A configured secret is sent the way this server takes it:
             // client_secret_basic unless it lists only client_secret_post.

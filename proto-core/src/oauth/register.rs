@@ -45,6 +45,7 @@ pub fn registration_request(client_name: &str, redirect_uri: &str, auth: ClientA
 
 /// Why a registration answer is unusable.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegistrationError {
     /// The server refused (RFC 7591 §3.2.2).
     #[error("the authorization server refused to register rho: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]

@@ -29,6 +29,10 @@ pub struct StoredLogin {
     /// The tokens, when a login finished (a registration alone is kept
     /// too, so the next login does not register again).
     pub tokens: Option<StoredTokens>,
+    /// Scopes a server asked for in a step-up (403 `insufficient_scope`)
+    /// that no one could log in for: the next login asks for them too, so
+    /// `rho mcp login` after "log in again" gets the wider token.
+    pub wanted_scope: Option<String>,
 }
 
 impl std::fmt::Debug for StoredLogin {
@@ -37,6 +41,7 @@ impl std::fmt::Debug for StoredLogin {
             .field("issuer", &self.issuer)
             .field("client", &self.client)
             .field("tokens", &self.tokens.as_ref().map(|_| "<redacted>"))
+            .field("wanted_scope", &self.wanted_scope)
             .finish()
     }
 }

@@ -10,6 +10,7 @@ use serde::Deserialize;
 /// How the client authenticates at the token endpoint (RFC 7591 §2
 /// `token_endpoint_auth_method`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ClientAuth {
     /// A public client: `client_id` in the body, no secret.
     None,
@@ -64,6 +65,7 @@ impl std::fmt::Debug for Client {
 
 /// The grant a token request redeems.
 #[derive(Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Grant<'a> {
     /// An authorization code with its PKCE verifier and redirect URI.
     AuthorizationCode {
@@ -194,6 +196,7 @@ impl std::fmt::Debug for TokenResponse {
 
 /// Why a token response is unusable.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum TokenError {
     /// An OAuth error response (RFC 6749 §5.2).
     #[error("the token endpoint refused: {error}{}", description.as_deref().map(|d| format!(" ({d})")).unwrap_or_default())]

@@ -47,8 +47,11 @@ pub enum Question {
     },
 }
 
-/// Why a server refused a request's credentials.
+/// Why a server refused a request's credentials. Non-exhaustive: a later
+/// spec may add causes (a host should treat an unknown one as a refusal it
+/// cannot fix by itself).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[non_exhaustive]
 #[serde(rename_all = "snake_case")]
 pub enum AuthorizationReason {
     /// HTTP 401: no token, or one that expired or was revoked.
