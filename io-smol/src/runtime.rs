@@ -248,6 +248,26 @@ impl Runtime {
         self.call(slot, tool, arguments, on_progress, cancel).await
     }
 
+    /// Like [`Runtime::call_server_tool_until`], until `cancel` is set
+    /// (checked every 50 ms): the same surface as the thread runtime's
+    /// `call_server_tool_with`, so a host drives either the same way.
+    pub async fn call_server_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let watch = async {
+            while !cancel.load(Ordering::Relaxed) {
+                Timer::after(CANCEL_POLL).await;
+            }
+        };
+        self.call_server_tool_until(server, tool, arguments, on_progress, watch)
+            .await
+    }
+
     async fn call(
         &self,
         slot: SlotId,
@@ -371,6 +391,9 @@ impl Runtime {
 
 /// How often startup checks [`RuntimeOptions::interrupt`].
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
+
+/// How often a cancellable call checks its flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 /// Waits for a task's startup outcome until `until`, or until `interrupt`
 /// is set.
