@@ -8,8 +8,7 @@
 //! runs its executor with futures-lite's reactor-free `block_on` instead.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::sync::atomic::AtomicBool;
 
 use clap::ValueEnum;
 use rho_proto_core::config::Config;
@@ -116,15 +115,10 @@ impl Host {
                 runtime,
                 reactor,
             } => {
-                let watch = async {
-                    while !cancel.load(Ordering::Relaxed) {
-                        smol::Timer::after(Duration::from_millis(50)).await;
-                    }
-                };
                 // The session ends a cancelled call with the core's own
                 // `Cancelled`, as on threads.
                 let call =
-                    runtime.call_server_tool_until(server, tool, arguments, on_progress, watch);
+                    runtime.call_server_tool_with(server, tool, arguments, on_progress, cancel);
                 run_smol(executor, *reactor, call)
             }
             Host::Blocking(runtime) => {

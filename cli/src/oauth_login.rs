@@ -48,7 +48,7 @@ pub(crate) fn exchange(
     body: Vec<u8>,
 ) -> Result<Answer, String> {
     let request = HttpRequest {
-        exchange: ExchangeId(0),
+        exchange: ExchangeId::new(0),
         method,
         url: url.clone(),
         headers,

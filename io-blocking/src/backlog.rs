@@ -1,60 +1,65 @@
-//! Waiting for room in a [`Backlog`] on threads: the blocking half of
-//! `rho_proto_core::runtime::backlog`, whose counters and limits both executors
-//! share (the smol executor awaits a timer instead of sleeping).
+//! Waiting for room in a stdio server's [`Backlog`] on threads: the
+//! sleeping half of the core's
+//! [`Admission`](rho_proto_core::runtime::driving::Admission), which
+//! decides whether a call may go and what it ends with if not (the smol
+//! executor awaits a timer instead of sleeping).
 
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
-use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog};
+use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::runtime::backlog::Backlog;
+use rho_proto_core::runtime::driving::{Admission, Admit};
 
-/// Blocks until at most `limit` bytes wait in `backlog`, it closes,
-/// `until` passes or `cancel` is set; returns which.
+/// Blocks until the call to `server` may go: `Ok` once `backlog` has room
+/// (or nobody drains it), the core's error once the call `budget` passed
+/// or `cancel` was set.
 pub(crate) fn wait_for_room(
     backlog: &Backlog,
-    limit: usize,
-    until: Instant,
+    budget: Duration,
+    server: &str,
     cancel: Option<&AtomicBool>,
-) -> Room {
+) -> Result<(), ToolCallError> {
+    let admission = Admission::new(Instant::now(), budget);
     loop {
-        if backlog.has_room(limit) {
-            return Room::Ready;
+        match admission.check(Instant::now(), backlog, server) {
+            Admit::Send => return Ok(()),
+            Admit::Refused(error) => return Err(error),
+            Admit::Wait(pause) => {
+                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                    return Err(admission.gave_up(server));
+                }
+                std::thread::sleep(pause);
+            }
+            // An answer added to the core later: waiting cannot help.
+            _ => return Err(admission.gave_up(server)),
         }
-        if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
-            return Room::Cancelled;
-        }
-        if Instant::now() >= until {
-            return Room::TimedOut;
-        }
-        std::thread::sleep(BACKLOG_POLL);
     }
-}
-
-/// How a wait for room ended.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Room {
-    /// There is room (or waiting is pointless).
-    Ready,
-    /// The deadline passed first.
-    TimedOut,
-    /// The caller gave up first.
-    Cancelled,
 }
 
 #[cfg(test)]
 mod tests {
-    use std::time::Duration;
+    use rho_proto_core::session::CallError;
 
     use super::*;
 
     #[test]
-    fn a_wait_ends_on_the_deadline_the_cancel_flag_or_the_close() {
+    fn a_wait_ends_on_the_budget_the_cancel_flag_or_the_close() {
         let b = Backlog::default();
-        b.add(1000);
-        assert_eq!(wait_for_room(&b, 10, Instant::now(), None), Room::TimedOut);
+        b.add(2 * 1024 * 1024);
+        match wait_for_room(&b, Duration::ZERO, "s", None) {
+            Err(ToolCallError::Call(CallError::Transport { server, reason })) => {
+                assert_eq!(server, "s");
+                assert!(reason.contains("has not read its input"), "{reason}");
+            }
+            other => panic!("expected the not-reading error, got {other:?}"),
+        }
         let cancel = AtomicBool::new(true);
-        let later = Instant::now() + Duration::from_secs(60);
-        assert_eq!(wait_for_room(&b, 10, later, Some(&cancel)), Room::Cancelled);
+        match wait_for_room(&b, Duration::from_secs(60), "s", Some(&cancel)) {
+            Err(ToolCallError::Call(CallError::Cancelled { server })) => assert_eq!(server, "s"),
+            other => panic!("expected the core's Cancelled, got {other:?}"),
+        }
         b.close();
-        assert_eq!(wait_for_room(&b, 10, later, None), Room::Ready);
+        assert!(wait_for_room(&b, Duration::from_secs(60), "s", None).is_ok());
     }
 }

@@ -1,8 +1,11 @@
-//! The driver of one server on threads: its [`Connection`] behind a lock,
-//! driven by whichever thread has something for it. It does exactly what
-//! the core's contract asks — feed transport input and host commands in,
-//! carry outputs out, wake for `poll_timeout`, hand events to the host —
-//! and makes no protocol decision.
+//! The driver of one server on threads: the core's pure
+//! [`Driver`](rho_proto_core::runtime::driver::Driver) behind a lock,
+//! driven by whichever thread has something for it. This module only
+//! waits and does IO: it feeds transport input and host commands in,
+//! carries the driver's effects out, sleeps towards the next deadline, and
+//! ends the transport when the driver says the session closed. Every
+//! decision (what a call hears, when startup is over, what health says)
+//! is the core's.
 //!
 //! Nothing is relayed through a thread of its own: a caller's thread turns
 //! its call into bytes and writes them to the child (or hands the request
@@ -10,9 +13,9 @@
 //! arrives into the session and replies to the waiting caller itself. So a
 //! stdio call costs two thread hops: the child's answer wakes the reader,
 //! the reader wakes the caller (once it released the session's lock, so
-//! the caller's next call does not wait for it). The driver thread only starts the session,
-//! sleeps until the next deadline (re-armed only when a deadline moves
-//! earlier) and tears the session down once it closes.
+//! the caller's next call does not wait for it). The driver thread only
+//! starts the session, sleeps until the next deadline (re-armed only when
+//! a deadline moves earlier) and tears the session down once it closes.
 //!
 //! Locks are taken in one order: the session, then the transport's own
 //! (stdin queue, HTTP pool). No transport thread holds its own lock while
@@ -25,16 +28,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, HttpInput, Output};
-use rho_proto_core::http::{ExchangeId, HttpOutput};
-use rho_proto_core::runtime::driving::{
-    Answer, CallTable, CallUpdate, Started, StartupError, StartupOutcome,
-};
-use rho_proto_core::runtime::{Health, ToolCallError};
-use rho_proto_core::session::{CallError, CloseReason, Event};
-
+use rho_proto_core::connection::{HttpInput, Output};
 use rho_proto_core::host::{HostServices, TranscriptSink};
+use rho_proto_core::http::{ExchangeId, HttpOutput};
+use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
+use rho_proto_core::runtime::driver::{self, Effect, Setup};
+use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
+use rho_proto_core::session::{Progress, Question, QuestionId};
 
 use crate::http_client::{HttpClient, NotStarted};
 use crate::reply::{ProgressTx, ReplyTx};
@@ -72,19 +73,12 @@ struct State {
 }
 
 struct Live {
-    conn: Connection,
+    core: driver::Driver<ReplyTx>,
     /// Taken at teardown.
     io: Option<Io>,
-    calls: CallTable<ReplyTx>,
     startup: Option<Sender<StartupOutcome>>,
-    started_at: Instant,
-    pid: Option<u32>,
-    /// Set by the `Closed` event; the driver thread tears down.
-    closed: Option<CloseReason>,
-    /// The next deadline, as `poll_timeout` last said.
-    next: Option<Instant>,
-    /// The deadline the driver thread sleeps towards (`None`: none).
-    armed: Option<Instant>,
+    /// The driver said the session closed: the driver thread tears down.
+    ending: bool,
     /// What callers are to hear, sent once the session's lock is released
     /// so that a woken caller does not wait for it.
     outbox: Vec<Outgoing>,
@@ -93,7 +87,7 @@ struct Live {
 /// An update for a caller, waiting for the session's lock to be released.
 enum Outgoing {
     Update(ReplyTx, CallUpdate),
-    Progress(ProgressTx, rho_proto_core::session::Progress),
+    Progress(ProgressTx, Progress),
 }
 
 impl Outgoing {
@@ -157,12 +151,8 @@ impl Live {
     }
 
     fn write_failed(&mut self, now: Instant, error: &str) {
-        match self.exit_detail() {
-            Some(detail) => self.conn.handle_stdio_closed(now, Some(detail)),
-            None => self
-                .conn
-                .handle_transport_failed(now, format!("writing to the server failed: {error}")),
-        }
+        let exit = self.exit_detail();
+        self.core.handle_write_failed(now, error, exit);
     }
 
     /// Tells callers what waits for them (where the lock is held anyway).
@@ -170,16 +160,6 @@ impl Live {
         for outgoing in self.outbox.drain(..) {
             outgoing.send();
         }
-    }
-
-    /// Input that is always ready (a flooding server) must not keep a
-    /// deadline from firing: a due timer goes first.
-    fn due_first(&mut self, now: Instant) -> bool {
-        if self.next.is_some_and(|d| d <= now) {
-            self.conn.handle_timeout(now);
-            return true;
-        }
-        false
     }
 }
 
@@ -219,28 +199,17 @@ impl Driver {
         startup: Sender<StartupOutcome>,
         backlog: Arc<Backlog>,
     ) {
-        let started_at = Instant::now();
-        let connect = if self.record.is_some() {
-            Connection::new_recorded
-        } else {
-            Connection::new
+        let setup = Setup {
+            config,
+            ambient,
+            workspace_root: root,
+            host: &self.host,
+            record: self.record.is_some(),
         };
         // Held while the transport starts, so that whatever it delivers
         // finds the session in place.
         let mut state = self.lock();
-        let connected = connect(
-            config,
-            &HostContext {
-                ambient,
-                workspace_root: root,
-                can_elicit: self.host.can_elicit(),
-                can_reauthorize: self.host.can_reauthorize(),
-                can_sample: self.host.can_sample(),
-            },
-            started_at,
-        )
-        .map_err(StartupError::from)
-        .and_then(|conn| {
+        let connected = driver::Driver::connect(setup, Instant::now()).and_then(|core| {
             let io = match &config.transport {
                 Transport::Stdio(stdio) => {
                     let driver = Arc::clone(self);
@@ -265,9 +234,9 @@ impl Driver {
                     ))
                 }
             };
-            Ok((conn, io))
+            Ok((core, io))
         });
-        let (conn, io) = match connected {
+        let (mut core, io) = match connected {
             Ok(pair) => pair,
             Err(reason) => {
                 state.ended = true;
@@ -276,25 +245,20 @@ impl Driver {
                 return;
             }
         };
-        let pid = match &io {
+        core.transport_started(match &io {
             Io::Stdio(child) => Some(child.pid()),
             Io::Http(_) => None,
-        };
+        });
         let close_early = state.close_early;
         let live = state.live.insert(Live {
-            conn,
+            core,
             io: Some(io),
-            calls: CallTable::default(),
             startup: Some(startup),
-            started_at,
-            pid,
-            closed: None,
-            next: None,
-            armed: None,
+            ending: false,
             outbox: Vec::new(),
         });
         if close_early {
-            live.conn.close(Instant::now());
+            let _ = live.core.handle_command(Instant::now(), Command::Close);
         }
         self.settle(live);
         live.send_outbox();
@@ -312,48 +276,42 @@ impl Driver {
             let Some(live) = state.live.as_mut() else {
                 return state;
             };
-            if live.closed.is_some() {
+            if live.ending {
                 return state;
             }
+            // This thread is the timer: it sleeps until the instant the
+            // core set it to.
             let now = Instant::now();
-            state = match live.next {
-                Some(deadline) if deadline <= now => {
-                    live.conn.handle_timeout(now);
-                    self.settle(live);
-                    live.send_outbox();
-                    continue;
-                }
+            if live.core.timer().is_some_and(|at| at <= now) || live.core.is_due(now) {
+                live.core.handle_timeout(now);
+                self.settle(live);
+                live.send_outbox();
+                continue;
+            }
+            let _ = live.core.rearm();
+            state = match live.core.timer() {
                 Some(deadline) => {
-                    live.armed = Some(deadline);
                     self.wake
                         .wait_timeout(state, deadline - now)
                         .unwrap_or_else(std::sync::PoisonError::into_inner)
                         .0
                 }
-                None => {
-                    live.armed = None;
-                    self.wake
-                        .wait(state)
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                }
+                None => self
+                    .wake
+                    .wait(state)
+                    .unwrap_or_else(std::sync::PoisonError::into_inner),
             };
         }
     }
 
     /// Ends the transport (unlocked: its threads may be waiting for the
-    /// session), then tells every caller still waiting, startup and health.
-    fn teardown(&self, mut state: MutexGuard<'_, State>, grace: Duration) {
+    /// session), then lets the core tell every caller still waiting,
+    /// startup and health.
+    fn teardown(self: &Arc<Self>, mut state: MutexGuard<'_, State>, grace: Duration) {
         state.ended = true;
         let Some(live) = state.live.as_mut() else {
             return;
         };
-        while let Some(output) = live.conn.poll_output() {
-            if let Some(io) = &mut live.io {
-                let _ = io.carry(output);
-            }
-        }
-        self.write_transcript(live);
-        let reason = live.closed.take().unwrap_or(CloseReason::Requested);
         let io = live.io.take();
         drop(state);
         let stderr = io.and_then(|io| io.shutdown(grace));
@@ -362,36 +320,9 @@ impl Driver {
             return;
         };
         live.send_outbox();
-        // What the server wrote to stderr explains a failure, not a close
-        // rho asked for.
-        let stderr = stderr.filter(|_| !matches!(reason, CloseReason::Requested));
-        let mut text = reason.to_string();
-        if let Some(stderr) = &stderr {
-            text.push('\n');
-            text.push_str(stderr);
-        }
-        for reply in live.calls.drain() {
-            reply.send(CallUpdate::Done(Err(ToolCallError::Call(
-                CallError::SessionClosed {
-                    server: self.server.clone(),
-                    reason: text.clone(),
-                },
-            ))));
-        }
-        match live.startup.take() {
-            Some(tx) => {
-                let _ = tx.send(Err(StartupError::Closed {
-                    server: self.server.clone(),
-                    reason,
-                    stderr,
-                }));
-            }
-            None if !matches!(reason, CloseReason::Requested) => {
-                tracing::warn!(server = %self.server, "session ended: {text}");
-                update(&self.health, |h| h.failure = Some(text));
-            }
-            None => {}
-        }
+        live.core.finish(stderr);
+        self.settle(live);
+        deliver(state);
     }
 
     /// Does what the host asks, on the caller's thread. Hands the command
@@ -408,41 +339,7 @@ impl Driver {
             }
             return Err(command);
         };
-        if live.closed.is_some() {
-            return match command {
-                Command::Close => Ok(()),
-                other => Err(other),
-            };
-        }
-        let now = Instant::now();
-        match command {
-            Command::CallTool {
-                ticket,
-                tool,
-                arguments,
-                reply,
-            } => match live.conn.call_tool(now, &tool, arguments) {
-                Ok(call) => live.calls.insert(ticket, call, reply),
-                Err(misuse) => {
-                    reply.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
-                        misuse.to_string(),
-                    ))));
-                }
-            },
-            Command::Cancel { ticket } => {
-                if let Some(call) = live.calls.cancel(ticket) {
-                    live.conn.cancel_call(now, call);
-                }
-            }
-            Command::Answer { question, answer } => match answer {
-                Answer::Form(answer) => live.conn.answer_elicitation(now, question, answer),
-                Answer::Sampling(answer) => live.conn.answer_sampling(now, question, answer),
-                Answer::Authorization(answer) => {
-                    live.conn.answer_authorization(now, question, answer)
-                }
-            },
-            Command::Close => live.conn.close(now),
-        }
+        live.core.handle_command(Instant::now(), command)?;
         self.settle(live);
         deliver(state);
         Ok(())
@@ -455,22 +352,15 @@ impl Driver {
         if state.ended {
             return false;
         }
-        let Some(live) = state.live.as_mut().filter(|l| l.closed.is_none()) else {
+        let Some(live) = state.live.as_mut().filter(|l| !l.core.is_closed()) else {
             return false;
         };
         let now = Instant::now();
-        if live.due_first(now) {
-            self.settle(live);
-            if live.closed.is_some() {
-                deliver(state);
-                return false;
-            }
-        }
         match pipe {
-            Pipe::Stdout(bytes) => live.conn.handle_stdio_bytes(now, bytes),
+            Pipe::Stdout(bytes) => live.core.handle_stdout(now, bytes),
             Pipe::Closed => {
-                let detail = live.exit_detail();
-                live.conn.handle_stdio_closed(now, detail);
+                let exit = live.exit_detail();
+                live.core.handle_stdout_closed(now, exit);
             }
             Pipe::WriteFailed(error) => live.write_failed(now, &error),
         }
@@ -493,44 +383,64 @@ impl Driver {
         if state.ended {
             return false;
         }
-        let Some(live) = state.live.as_mut().filter(|l| l.closed.is_none()) else {
+        let Some(live) = state.live.as_mut().filter(|l| !l.core.is_closed()) else {
             return false;
         };
-        let now = Instant::now();
-        if live.due_first(now) {
-            self.settle(live);
-            if live.closed.is_some() {
-                deliver(state);
-                return false;
-            }
-        }
         if aborted.load(Ordering::Acquire) {
             deliver(state);
             return false;
         }
-        live.conn.handle_http(now, exchange, input);
+        live.core.handle_http(Instant::now(), exchange, input);
         self.settle(live);
         deliver(state);
         true
     }
 
-    /// After an input: carries the outputs, hands the events over, fires
-    /// deadlines that are due, records, and wakes the driver thread when
-    /// the next deadline is earlier than the one it sleeps towards (or the
-    /// session closed).
+    /// After an input: carries the core's effects out, feeds back what the
+    /// transport refused on the spot, fires deadlines that are due, and
+    /// wakes the driver thread when the next deadline is earlier than the
+    /// one it sleeps towards (or the session closed).
     fn settle(self: &Arc<Self>, live: &mut Live) {
         loop {
             let mut deferred = Vec::new();
-            while let Some(output) = live.conn.poll_output() {
-                if let Some(io) = &mut live.io {
-                    deferred.extend(io.carry(output));
+            while let Some(effect) = live.core.poll_effect() {
+                match effect {
+                    Effect::Transmit(output) => {
+                        if let Some(io) = &mut live.io {
+                            deferred.extend(io.carry(output));
+                        }
+                    }
+                    Effect::Reply(reply, update) => {
+                        live.outbox.push(Outgoing::Update(reply, update));
+                    }
+                    Effect::Progress { call, progress } => {
+                        if let Some(reply) = live.core.caller(call) {
+                            live.outbox
+                                .push(Outgoing::Progress(reply.progress_handle(), progress));
+                        }
+                    }
+                    Effect::Startup(outcome) => {
+                        if let Some(tx) = live.startup.take() {
+                            let _ = tx.send(outcome);
+                        }
+                    }
+                    Effect::Ask { question, kind } => self.ask(question, kind),
+                    Effect::Health(now) => match self.health.lock() {
+                        Ok(mut health) => *health = now,
+                        Err(poisoned) => *poisoned.into_inner() = now,
+                    },
+                    Effect::Record(lines) => {
+                        if let Some(sink) = &self.record {
+                            sink.write(lines);
+                        }
+                    }
+                    Effect::EndTransport => live.ending = true,
+                    // An effect added to the core later asks nothing of
+                    // this executor until it is carried out here.
+                    _ => {}
                 }
             }
-            while let Some(event) = live.conn.poll_event() {
-                self.on_event(live, event);
-            }
-            if live.closed.is_some() {
-                self.write_transcript(live);
+            if live.ending {
                 self.wake.notify_all();
                 return;
             }
@@ -540,89 +450,37 @@ impl Driver {
                     match input {
                         Deferred::WriteFailed(error) => live.write_failed(now, &error),
                         Deferred::NotStarted(x) => {
-                            live.conn
+                            live.core
                                 .handle_http(now, x.exchange, HttpInput::Failed(x.reason));
                         }
                     }
                 }
                 continue;
             }
-            let next = live.conn.poll_timeout();
             let now = Instant::now();
-            if next.is_some_and(|d| d <= now) {
-                live.conn.handle_timeout(now);
+            if live.core.is_due(now) {
+                live.core.handle_timeout(now);
                 continue;
             }
-            live.next = next;
-            self.write_transcript(live);
-            if let Some(deadline) = next {
-                if live.armed.is_none_or(|armed| deadline < armed) {
-                    live.armed = Some(deadline);
-                    self.wake.notify_one();
-                }
+            if live.core.rearm().is_some() {
+                self.wake.notify_one();
             }
             return;
         }
     }
 
-    fn write_transcript(&self, live: &mut Live) {
-        if let Some(sink) = &self.record {
-            sink.write(live.conn.take_transcript());
-        }
-    }
-
-    fn on_event(self: &Arc<Self>, live: &mut Live, event: Event) {
-        match event {
-            Event::Ready(ready) => {
-                if let Some(tx) = live.startup.take() {
-                    let _ = tx.send(Ok(Started {
-                        ready: *ready,
-                        elapsed: live.started_at.elapsed(),
-                        pid: live.pid,
-                    }));
-                }
-            }
-            Event::CallCompleted { call, result } => {
-                if let Some(reply) = live.calls.complete(call) {
-                    let update = CallUpdate::Done(result.map_err(ToolCallError::Call));
-                    live.outbox.push(Outgoing::Update(reply, update));
-                }
-            }
-            Event::Progress { call, progress } => {
-                if let Some(reply) = live.calls.get(call) {
-                    live.outbox
-                        .push(Outgoing::Progress(reply.progress_handle(), progress));
-                }
-            }
-            Event::Question { question, kind, .. } => {
-                // A person may take minutes: answer off every session thread.
-                let driver = Arc::clone(self);
-                let spawned = std::thread::Builder::new()
-                    .name(format!("rho-mcp-{}-ask", self.server))
-                    .spawn(move || {
-                        let answer =
-                            rho_proto_core::host::answer(&driver.host, &driver.server, &kind);
-                        let _ = driver.command(Command::Answer { question, answer });
-                    });
-                if let Err(e) = spawned {
-                    tracing::warn!(server = %self.server, "could not ask: {e}");
-                }
-            }
-            Event::QuestionWithdrawn(_) => {}
-            Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
-                if let Event::PingFailed(reason) = &event {
-                    tracing::warn!(server = %self.server, "ping failed: {reason}");
-                }
-                update(&self.health, |h| {
-                    h.observe(&event);
-                });
-            }
-            // Already logged by the core; nothing for the host to decide.
-            Event::PeerMisbehaved(_) => {}
-            Event::Closed(reason) => live.closed = Some(reason),
-            // An event added to the core later asks nothing of the
-            // executor until it is handled here.
-            _ => {}
+    /// A person may take minutes: the question is answered off every
+    /// session thread, and the answer comes back as a command.
+    fn ask(self: &Arc<Self>, question: QuestionId, kind: Question) {
+        let driver = Arc::clone(self);
+        let spawned = std::thread::Builder::new()
+            .name(format!("rho-mcp-{}-ask", self.server))
+            .spawn(move || {
+                let answer = rho_proto_core::host::answer(&driver.host, &driver.server, &kind);
+                let _ = driver.command(Command::Answer { question, answer });
+            });
+        if let Err(e) = spawned {
+            tracing::warn!(server = %self.server, "could not ask: {e}");
         }
     }
 }
@@ -636,12 +494,5 @@ fn deliver(mut state: MutexGuard<'_, State>) {
     drop(state);
     for outgoing in outbox {
         outgoing.send();
-    }
-}
-
-fn update(health: &SharedHealth, f: impl FnOnce(&mut Health)) {
-    match health.lock() {
-        Ok(mut state) => f(&mut state),
-        Err(poisoned) => f(&mut poisoned.into_inner()),
     }
 }

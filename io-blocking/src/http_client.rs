@@ -531,7 +531,7 @@ fn start(
 ) -> Result<ureq::http::Response<ureq::Body>, String> {
     // Defence in depth: the core only ever asks for the configured URL,
     // which passed this policy when the config was read.
-    check_url_policy(&request.url)?;
+    check_url_policy(&request.url).map_err(|e| e.to_string())?;
     let mut builder = ureq::http::Request::builder()
         .method(request.method.as_str())
         .uri(request.url.as_str());
@@ -660,7 +660,7 @@ mod tests {
 
     fn request(server: &Server, exchange: u64, path: &str) -> HttpRequest {
         HttpRequest {
-            exchange: ExchangeId(exchange),
+            exchange: ExchangeId::new(exchange),
             method: rho_proto_core::http::Method::Post,
             url: format!("{}{}", server.url, path.trim_start_matches('/'))
                 .parse()
@@ -677,7 +677,7 @@ mod tests {
             let (x, input) = rx
                 .recv_timeout(Duration::from_secs(10))
                 .expect("the exchange ends");
-            assert_eq!(x, ExchangeId(exchange), "{input:?}");
+            assert_eq!(x, ExchangeId::new(exchange), "{input:?}");
             match input {
                 HttpInput::Head { status, .. } => assert_eq!(status, 200),
                 HttpInput::Body(bytes) => body.extend(bytes),
@@ -763,7 +763,7 @@ mod tests {
         assert_eq!(started(&client), MAX_WORKERS);
         assert_eq!(client.pool.lock().queue.len(), 1, "the last one queues");
         // Aborting a slow one frees its place at once, before its read ends.
-        client.abort(ExchangeId(0));
+        client.abort(ExchangeId::new(0));
         assert_eq!(body_of(&rx, queued), "answer to /fast");
         assert_eq!(started(&client), MAX_WORKERS + 1);
         for _ in 0..MAX_WORKERS {
@@ -774,7 +774,7 @@ mod tests {
             let (x, input) = rx.recv_timeout(Duration::from_secs(10)).expect("ends");
             assert_ne!(
                 x,
-                ExchangeId(0),
+                ExchangeId::new(0),
                 "nothing of an aborted exchange: {input:?}"
             );
             if matches!(input, HttpInput::End) {

@@ -12,21 +12,22 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
-use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
-use crate::backlog::{Room, wait_for_room};
+use crate::backlog::wait_for_room;
 use crate::driver::{Command, Driver, SharedHealth};
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
-use rho_proto_core::runtime::backlog::{Backlog, CALLER_ROOM, not_reading_reason};
-use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
+use rho_proto_core::runtime::backlog::Backlog;
+use rho_proto_core::runtime::driving::{
+    CallUpdate, Heard, StartupError, StartupOutcome, StartupStep, StartupWait,
+};
 
 /// Every configured server of one run. Dropping it shuts them all down.
 pub struct Runtime {
@@ -49,10 +50,6 @@ struct DriverHandle {
     tool_timeout: Duration,
 }
 
-/// Extra time the host waits beyond a server's own startup budget before
-/// it stops waiting for the driver: covers spawning and the shutdown grace.
-const STARTUP_MARGIN: Duration = Duration::from_secs(10);
-
 impl Runtime {
     /// Starts every enabled server in `config` concurrently and returns
     /// once each is ready or failed.
@@ -73,74 +70,44 @@ impl Runtime {
         let root = options.workspace_root();
         let ambient = Arc::new(options.ambient);
         let mut drivers = BTreeMap::new();
-        let mut waiting = Vec::new();
+        let mut outcomes = BTreeMap::new();
         for (slot, server) in inventory.to_start() {
-            match spawn_driver(
+            let outcome = match spawn_driver(
                 server,
                 &ambient,
                 (root.clone(), options.host.clone(), options.record.clone()),
                 options.shutdown_grace,
             ) {
                 Ok((handle, outcome)) => {
-                    waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
                     drivers.insert(slot, handle);
+                    outcome
                 }
-                Err(error) => waiting.push((
-                    slot,
-                    failed_now(StartupError::Transport(error)),
-                    Duration::ZERO,
-                    String::new(),
-                )),
-            }
+                Err(error) => failed_now(StartupError::Transport(error)),
+            };
+            outcomes.insert(slot, outcome);
         }
         let interrupt = options.interrupt.as_deref();
-        let mut interrupted = false;
-        for (slot, outcome, budget, id) in waiting {
-            let received = if interrupted {
-                None
-            } else {
-                wait_startup(&outcome, budget + STARTUP_MARGIN, interrupt)
-            };
-            match received {
-                Some(Ok(Ok(started))) => {
-                    inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
+        let mut wait = StartupWait::new(&inventory);
+        while let Some(step) = wait.next(&mut inventory, Instant::now()) {
+            match step {
+                StartupStep::Wait { slot, until } => {
+                    let heard = match outcomes.get(&slot) {
+                        Some(outcome) => wait_startup(outcome, until, interrupt),
+                        None => Heard::Gone,
+                    };
+                    wait.heard(&mut inventory, slot, heard);
                 }
-                Some(Ok(Err(error))) => inventory.record_failed(slot, error.to_string()),
-                Some(Err(RecvTimeoutError::Timeout)) => inventory.record_failed(
-                    slot,
-                    format!(
-                        "server `{id}`: did not finish starting within {} s",
-                        budget.as_secs_f64()
-                    ),
-                ),
-                Some(Err(RecvTimeoutError::Disconnected)) => inventory.record_failed(
-                    slot,
-                    format!("server `{id}`: its driver stopped unexpectedly"),
-                ),
-                None => {
-                    if !interrupted {
-                        // Every server still starting closes at once, so
-                        // their shutdowns overlap instead of queueing.
-                        interrupted = true;
-                        for (other, driver) in &drivers {
-                            let ready = inventory
-                                .view(*other, None)
-                                .is_some_and(|v| matches!(v.status, ServerStatus::Ready(_)));
-                            if !ready {
-                                let _ = driver.driver.command(Command::Close);
-                            }
-                        }
+                StartupStep::Close(slot) => {
+                    if let Some(driver) = drivers.get(&slot) {
+                        let _ = driver.driver.command(Command::Close);
                     }
-                    inventory.record_failed(slot, interrupted_reason(&id));
                 }
-            }
-            let failed = inventory
-                .view(slot, None)
-                .is_some_and(|v| v.status.is_failure());
-            if failed {
-                if let Some(mut driver) = drivers.remove(&slot) {
-                    driver.stop();
+                StartupStep::Stop(slot) => {
+                    if let Some(mut driver) = drivers.remove(&slot) {
+                        driver.stop();
+                    }
                 }
+                _ => {}
             }
         }
         inventory.finish_startup();
@@ -268,41 +235,15 @@ impl Runtime {
         mut on_progress: impl FnMut(Progress),
         cancel: Option<&AtomicBool>,
     ) -> Result<CallToolResult, ToolCallError> {
+        let server = || self.inventory.id(slot).unwrap_or_default();
         let not_running = || ToolCallError::ServerNotReady {
-            server: self
-                .inventory
-                .view(slot, None)
-                .map(|v| v.id)
-                .unwrap_or_default(),
+            server: server().to_owned(),
             reason: "its session has ended".into(),
         };
         let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
-        // Backpressure: a server that is not reading its input gets no more
-        // calls queued for it until it catches up, within the call budget.
-        let budget = driver.tool_timeout;
-        let until = std::time::Instant::now() + budget;
-        let server = || {
-            self.inventory
-                .view(slot, None)
-                .map(|v| v.id)
-                .unwrap_or_default()
-        };
-        match wait_for_room(&driver.backlog, CALLER_ROOM, until, cancel) {
-            Room::Ready => {}
-            Room::Cancelled => {
-                return Err(ToolCallError::Call(
-                    rho_proto_core::session::CallError::Cancelled { server: server() },
-                ));
-            }
-            Room::TimedOut => {
-                return Err(ToolCallError::Call(
-                    rho_proto_core::session::CallError::Transport {
-                        server: server(),
-                        reason: not_reading_reason(budget, &driver.backlog),
-                    },
-                ));
-            }
-        }
+        // Backpressure: the core says whether the call may go yet, and
+        // what it ends with if not.
+        wait_for_room(&driver.backlog, driver.tool_timeout, server(), cancel)?;
         let (reply, answer) = crate::reply::mailbox();
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         driver
@@ -381,32 +322,31 @@ impl DriverHandle {
     }
 }
 
-/// Waits for a driver's startup outcome for at most `budget`; `None` when
-/// `interrupt` was set first (checked every [`CANCEL_POLL`]).
+/// Waits for a driver's startup outcome until `until`, or until
+/// `interrupt` is set (checked every [`CANCEL_POLL`]).
 fn wait_startup(
     outcome: &Receiver<StartupOutcome>,
-    budget: Duration,
+    until: Instant,
     interrupt: Option<&AtomicBool>,
-) -> Option<Result<StartupOutcome, RecvTimeoutError>> {
-    let Some(flag) = interrupt else {
-        return Some(outcome.recv_timeout(budget));
-    };
-    let until = std::time::Instant::now() + budget;
+) -> Heard {
     loop {
-        if flag.load(Ordering::Relaxed) {
-            return None;
+        if interrupt.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
+            return Heard::Interrupted;
         }
-        let left = until.saturating_duration_since(std::time::Instant::now());
-        match outcome.recv_timeout(left.min(CANCEL_POLL)) {
-            Err(RecvTimeoutError::Timeout) if !left.is_zero() => {}
-            other => return Some(other),
+        let left = until.saturating_duration_since(Instant::now());
+        let slice = match interrupt {
+            Some(_) => left.min(CANCEL_POLL),
+            None => left,
+        };
+        match outcome.recv_timeout(slice) {
+            Ok(outcome) => return Heard::Outcome(outcome),
+            Err(RecvTimeoutError::Disconnected) => return Heard::Gone,
+            Err(RecvTimeoutError::Timeout) if left.is_zero() || slice == left => {
+                return Heard::TimedOut;
+            }
+            Err(RecvTimeoutError::Timeout) => {}
         }
     }
-}
-
-/// The failure reason of a server whose startup an interrupt ended.
-fn interrupted_reason(id: &str) -> String {
-    format!("server `{id}`: startup was interrupted (rho is stopping)")
 }
 
 /// A startup outcome that is already known.

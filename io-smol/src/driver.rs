@@ -1,24 +1,23 @@
-//! The session task: one per server, owning its [`Connection`] (no lock
-//! around the core). It races three things — transport input, host
-//! commands (both on one channel) and a single timer set to
-//! `poll_timeout()` — and after each input drains the core's outputs. The
-//! timer is re-armed only when the deadline moves earlier, and the task yields
-//! after a burst of inputs so one busy server cannot starve the others
-//! sharing the executor thread.
+//! The session task: one per server, owning the core's pure
+//! [`Driver`](rho_proto_core::runtime::driver::Driver) (no lock around
+//! it). The task only waits and does IO: it races transport input and host
+//! commands (both on one channel) against a single timer, feeds whichever
+//! wins into the driver, and carries the driver's effects out. The timer is
+//! re-armed only when the driver says the deadline moved earlier, and the
+//! task yields after a burst of inputs so one busy server cannot starve
+//! the others sharing the executor thread.
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
-use rho_proto_core::connection::{Connection, HostContext, Output};
+use rho_proto_core::connection::Output;
 use rho_proto_core::host::{HostServices, TranscriptSink};
 use rho_proto_core::http::HttpOutput;
+use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::driving::{
-    Answer, CallTable, CallUpdate, PipeEvent, Started, StartupError, StartupOutcome,
-};
-use rho_proto_core::runtime::{Health, ToolCallError};
-use rho_proto_core::session::{CallError, CloseReason, Event};
+use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
+use rho_proto_core::runtime::driving::{CallUpdate, PipeEvent, StartupError, StartupOutcome};
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Timer};
 
@@ -45,10 +44,10 @@ enum Io {
 }
 
 impl Io {
-    /// A chunk of stdout was handled: let the reader read the next.
-    fn chunk_handled(&self) {
-        if let Io::Stdio(child) = self {
-            child.chunk_handled();
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Io::Stdio(child) => Some(child.pid()),
+            Io::Http(_) => None,
         }
     }
 
@@ -95,6 +94,78 @@ pub(crate) struct TaskArgs {
     pub(crate) backlog: Arc<Backlog>,
 }
 
+/// Where a task carries the driver's effects that are not transport IO.
+struct Host {
+    executor: Arc<Executor<'static>>,
+    services: HostServices,
+    record: Option<Arc<dyn TranscriptSink>>,
+    startup: Option<Sender<StartupOutcome>>,
+    health: SharedHealth,
+    /// Where the host's answers to questions come back in.
+    answers: Sender<Input>,
+}
+
+impl Host {
+    /// Carries out every effect the driver has, handing transport outputs
+    /// to `transmit`; returns whether the driver said to end the transport.
+    fn carry(
+        &mut self,
+        driver: &mut Driver<Sender<CallUpdate>>,
+        mut transmit: impl FnMut(Output),
+    ) -> bool {
+        let mut end = false;
+        while let Some(effect) = driver.poll_effect() {
+            match effect {
+                Effect::Transmit(output) => transmit(output),
+                Effect::Reply(reply, update) => {
+                    let _ = reply.try_send(update);
+                }
+                Effect::Progress { call, progress } => {
+                    if let Some(reply) = driver.caller(call) {
+                        let _ = reply.try_send(CallUpdate::Progress(progress));
+                    }
+                }
+                Effect::Startup(outcome) => {
+                    if let Some(tx) = self.startup.take() {
+                        let _ = tx.try_send(outcome);
+                    }
+                }
+                Effect::Ask { question, kind } => {
+                    // A person may take minutes: answer on the blocking pool.
+                    let services = self.services.clone();
+                    let server = driver.server().to_owned();
+                    let answers = self.answers.clone();
+                    self.executor
+                        .spawn(async move {
+                            let answer = smol::unblock(move || {
+                                rho_proto_core::host::answer(&services, &server, &kind)
+                            })
+                            .await;
+                            let _ = answers
+                                .send(Input::Command(Command::Answer { question, answer }))
+                                .await;
+                        })
+                        .detach();
+                }
+                Effect::Health(now) => match self.health.lock() {
+                    Ok(mut health) => *health = now,
+                    Err(poisoned) => *poisoned.into_inner() = now,
+                },
+                Effect::Record(lines) => {
+                    if let Some(sink) = &self.record {
+                        sink.write(lines);
+                    }
+                }
+                Effect::EndTransport => end = true,
+                // An effect added to the core later asks nothing of this
+                // executor until it is carried out here.
+                _ => {}
+            }
+        }
+        end
+    }
+}
+
 /// Runs one server to completion.
 pub(crate) async fn run(args: TaskArgs) {
     let TaskArgs {
@@ -110,126 +181,52 @@ pub(crate) async fn run(args: TaskArgs) {
         health,
         backlog,
     } = args;
-    let started_at = Instant::now();
-    let server = config.id.as_str().to_owned();
-    let connect = if record.is_some() {
-        Connection::new_recorded
-    } else {
-        Connection::new
+    let setup = Setup {
+        config: &config,
+        ambient: &ambient,
+        workspace_root: root.as_deref(),
+        host: &host,
+        record: record.is_some(),
     };
-    let connected = connect(
-        &config,
-        &HostContext {
-            ambient: &ambient,
-            workspace_root: root.as_deref(),
-            can_elicit: host.can_elicit(),
-            can_reauthorize: host.can_reauthorize(),
-            can_sample: host.can_sample(),
-        },
-        started_at,
-    )
-    .map_err(StartupError::from)
-    .and_then(|conn| {
-        let io = match &config.transport {
-            Transport::Stdio(stdio) => Io::Stdio(
-                StdioChild::spawn(&executor, &server, stdio, &ambient, (tx.clone(), backlog))
-                    .map_err(StartupError::Transport)?,
-            ),
-            Transport::StreamableHttp(_) => Io::Http(HttpIo::new(&executor, tx.clone())),
-        };
-        Ok((conn, io))
-    });
-    let answers = tx.clone();
-    drop(tx);
-    let (mut conn, mut io) = match connected {
-        Ok(pair) => pair,
-        Err(reason) => {
-            let _ = startup.try_send(Err(reason));
+    let mut driver = match Driver::connect(setup, Instant::now()) {
+        Ok(driver) => driver,
+        Err(error) => {
+            let _ = startup.try_send(Err(error));
             return;
         }
     };
-    let pid = match &io {
-        Io::Stdio(child) => Some(child.pid()),
-        Io::Http(_) => None,
+    let io = match &config.transport {
+        Transport::Stdio(stdio) => StdioChild::spawn(
+            &executor,
+            driver.server(),
+            stdio,
+            &ambient,
+            (tx.clone(), backlog),
+        )
+        .map(Io::Stdio),
+        Transport::StreamableHttp(_) => Ok(Io::Http(HttpIo::new(&executor, tx.clone()))),
     };
-    let mut startup = Some(startup);
-    let mut calls: CallTable<Sender<CallUpdate>> = CallTable::default();
+    let mut io = match io {
+        Ok(io) => io,
+        Err(error) => {
+            let _ = startup.try_send(Err(StartupError::Transport(error)));
+            return;
+        }
+    };
+    driver.transport_started(io.pid());
+    let mut host = Host {
+        executor,
+        services: host,
+        record,
+        startup: Some(startup),
+        health,
+        answers: tx,
+    };
     let mut timer = Timer::never();
-    let mut armed: Option<Instant> = None;
     let mut burst = 0u32;
-    let reason = loop {
-        while let Some(output) = conn.poll_output() {
-            io.carry(output);
-        }
-        let mut closed = None;
-        while let Some(event) = conn.poll_event() {
-            match event {
-                Event::Ready(ready) => {
-                    if let Some(tx) = startup.take() {
-                        let _ = tx.try_send(Ok(Started {
-                            ready: *ready,
-                            elapsed: started_at.elapsed(),
-                            pid,
-                        }));
-                    }
-                }
-                Event::CallCompleted { call, result } => {
-                    if let Some(reply) = calls.complete(call) {
-                        let _ =
-                            reply.try_send(CallUpdate::Done(result.map_err(ToolCallError::Call)));
-                    }
-                }
-                Event::Progress { call, progress } => {
-                    if let Some(reply) = calls.get(call) {
-                        let _ = reply.try_send(CallUpdate::Progress(progress));
-                    }
-                }
-                Event::Question { question, kind, .. } => {
-                    // A person may take minutes: answer on the blocking pool.
-                    let (host, server, answers) = (host.clone(), server.clone(), answers.clone());
-                    executor
-                        .spawn(async move {
-                            let answer = smol::unblock(move || {
-                                rho_proto_core::host::answer(&host, &server, &kind)
-                            })
-                            .await;
-                            let _ = answers
-                                .send(Input::Command(Command::Answer { question, answer }))
-                                .await;
-                        })
-                        .detach();
-                }
-                Event::QuestionWithdrawn(_) => {}
-                Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
-                    if let Event::PingFailed(reason) = &event {
-                        tracing::warn!(server = %server, "ping failed: {reason}");
-                    }
-                    update(&health, |h| {
-                        h.observe(&event);
-                    });
-                }
-                Event::PeerMisbehaved(_) => {}
-                Event::Closed(reason) => closed = Some(reason),
-                // An event added to the core later asks nothing of the
-                // executor until it is handled here.
-                _ => {}
-            }
-        }
-        if let Some(reason) = closed {
-            break reason;
-        }
-        if let Some(sink) = &record {
-            sink.write(conn.take_transcript());
-        }
-        let deadline = conn.poll_timeout();
-        // Re-arm only when the deadline moves earlier: every `set_at`
-        // wakes the reactor, and a timer armed for an earlier instant than
-        // needed merely fires early, which `handle_timeout` shrugs off.
-        if let Some(at) = deadline {
-            if armed.is_none_or(|current| at < current) {
-                timer.set_at(at);
-                armed = Some(at);
-            }
+    while !host.carry(&mut driver, |output| io.carry(output)) {
+        if let Some(at) = driver.rearm() {
+            timer.set_at(at);
         }
         burst += 1;
         if burst >= BURST {
@@ -239,9 +236,9 @@ pub(crate) async fn run(args: TaskArgs) {
         // Input that is always ready (a flooding server) must not keep a
         // deadline from firing: `or` polls the channel first, so a due
         // timer is handled here.
-        if deadline.is_some_and(|at| at <= Instant::now()) {
-            armed = None;
-            conn.handle_timeout(Instant::now());
+        let now = Instant::now();
+        if driver.is_due(now) {
+            driver.handle_timeout(now);
             continue;
         }
         let woke = smol::future::or(async { rx.recv().await.ok() }, async {
@@ -251,107 +248,43 @@ pub(crate) async fn run(args: TaskArgs) {
         .await;
         let now = Instant::now();
         let Some(input) = woke else {
-            if rx.is_closed() && rx.is_empty() && conn.poll_timeout().is_none_or(|d| d > now) {
+            if rx.is_closed() && rx.is_empty() && !driver.is_due(now) {
                 // Every sender is gone: the host dropped the runtime.
-                conn.close(now);
+                let _ = driver.handle_command(now, Command::Close);
             } else {
-                armed = None;
-                conn.handle_timeout(now);
+                driver.handle_timeout(now);
             }
             continue;
         };
         match input {
-            Input::Command(Command::CallTool {
-                ticket,
-                tool,
-                arguments,
-                reply,
-            }) => match conn.call_tool(now, &tool, arguments) {
-                Ok(call) => {
-                    calls.insert(ticket, call, reply);
-                }
-                Err(misuse) => {
-                    let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::NotCallable(
-                        misuse.to_string(),
-                    ))));
-                }
-            },
-            Input::Command(Command::Cancel { ticket }) => {
-                if let Some(call) = calls.cancel(ticket) {
-                    conn.cancel_call(now, call);
-                }
-            }
-            Input::Command(Command::Answer { question, answer }) => match answer {
-                Answer::Form(answer) => conn.answer_elicitation(now, question, answer),
-                Answer::Sampling(answer) => conn.answer_sampling(now, question, answer),
-                Answer::Authorization(answer) => conn.answer_authorization(now, question, answer),
-            },
-            Input::Command(Command::Close) => conn.close(now),
+            // A command the closed session hands back is dropped with its
+            // reply channel: the caller hears the session is gone.
+            Input::Command(command) => drop(driver.handle_command(now, command)),
             Input::Pipe(PipeEvent::Stdout(bytes)) => {
-                conn.handle_stdio_bytes(now, &bytes);
-                io.chunk_handled();
+                driver.handle_stdout(now, &bytes);
+                if let Io::Stdio(child) = &io {
+                    child.chunk_handled();
+                }
             }
             Input::Pipe(PipeEvent::StdoutClosed) => {
-                let detail = io.exit_detail().await;
-                conn.handle_stdio_closed(Instant::now(), detail);
+                let exit = io.exit_detail().await;
+                driver.handle_stdout_closed(Instant::now(), exit);
             }
-            Input::Pipe(PipeEvent::WriteFailed(error)) => match io.exit_detail().await {
-                Some(detail) => conn.handle_stdio_closed(Instant::now(), Some(detail)),
-                None => conn.handle_transport_failed(
-                    Instant::now(),
-                    format!("writing to the server failed: {error}"),
-                ),
-            },
+            Input::Pipe(PipeEvent::WriteFailed(error)) => {
+                let exit = io.exit_detail().await;
+                driver.handle_write_failed(Instant::now(), &error, exit);
+            }
             Input::Http(exchange, input) => {
                 if let Io::Http(http) = &mut io {
                     http.handled(exchange, &input);
                 }
-                conn.handle_http(now, exchange, input);
+                driver.handle_http(now, exchange, input);
             }
         }
-    };
-    while let Some(output) = conn.poll_output() {
-        io.carry(output);
-    }
-    if let Some(sink) = &record {
-        sink.write(conn.take_transcript());
     }
     let stderr = io.shutdown(grace).await;
-    // What the server wrote to stderr explains a failure, not a close rho
-    // asked for.
-    let stderr = stderr.filter(|_| !matches!(reason, CloseReason::Requested));
-    let mut text = reason.to_string();
-    if let Some(stderr) = &stderr {
-        text.push('\n');
-        text.push_str(stderr);
-    }
-    for reply in calls.drain() {
-        let _ = reply.try_send(CallUpdate::Done(Err(ToolCallError::Call(
-            CallError::SessionClosed {
-                server: server.clone(),
-                reason: text.clone(),
-            },
-        ))));
-    }
-    match startup.take() {
-        Some(tx) => {
-            let _ = tx.try_send(Err(StartupError::Closed {
-                server,
-                reason,
-                stderr,
-            }));
-        }
-        None if !matches!(reason, CloseReason::Requested) => {
-            tracing::warn!(server = %server, "session ended: {text}");
-            update(&health, |h| h.failure = Some(text));
-        }
-        None => {}
-    }
-}
-
-fn update(health: &SharedHealth, f: impl FnOnce(&mut Health)) {
-    match health.lock() {
-        Ok(mut state) => f(&mut state),
-        Err(poisoned) => f(&mut poisoned.into_inner()),
-    }
+    driver.finish(stderr);
+    // What is left are the callers' and startup's answers: the transport
+    // is gone.
+    host.carry(&mut driver, |_| {});
 }

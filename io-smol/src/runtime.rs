@@ -18,13 +18,12 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
+use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
-use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
@@ -33,11 +32,9 @@ use smol::channel::{Receiver, Sender};
 use smol::{Executor, Task, Timer};
 
 use crate::driver::{self, Command, Input, SharedHealth, TaskArgs};
-use rho_proto_core::runtime::driving::{CallUpdate, StartupOutcome};
-
-/// Extra time the host waits beyond a server's own startup budget before
-/// it stops waiting for the task: covers spawning and the shutdown grace.
-const STARTUP_MARGIN: Duration = Duration::from_secs(10);
+use rho_proto_core::runtime::driving::{
+    Admission, Admit, CallUpdate, Heard, StartupOutcome, StartupStep, StartupWait,
+};
 
 struct TaskHandle {
     commands: Sender<Input>,
@@ -84,7 +81,7 @@ impl Runtime {
         let root = options.workspace_root();
         let ambient = Arc::new(options.ambient);
         let mut tasks = BTreeMap::new();
-        let mut waiting: Vec<(SlotId, Receiver<StartupOutcome>, Duration, String)> = Vec::new();
+        let mut outcomes = BTreeMap::new();
         for (slot, server) in inventory.to_start() {
             let (commands, inputs) = smol::channel::unbounded();
             let (startup, outcome) = smol::channel::bounded(1);
@@ -113,61 +110,30 @@ impl Runtime {
                     tool_timeout: server.tool_timeout,
                 },
             );
-            waiting.push((slot, outcome, server.startup_timeout, server.id.to_string()));
+            outcomes.insert(slot, outcome);
         }
         let interrupt = options.interrupt.clone();
-        let mut interrupted = false;
-        for (slot, outcome, budget, id) in waiting {
-            let received = if interrupted {
-                Startup::Interrupted
-            } else {
-                wait_startup(&outcome, budget + STARTUP_MARGIN, interrupt.as_deref()).await
-            };
-            match received {
-                Startup::Outcome(Ok(Ok(started))) => {
-                    inventory.record_ready(slot, started.ready, started.elapsed, started.pid)
+        let mut wait = StartupWait::new(&inventory);
+        while let Some(step) = wait.next(&mut inventory, Instant::now()) {
+            match step {
+                StartupStep::Wait { slot, until } => {
+                    let heard = match outcomes.get(&slot) {
+                        Some(outcome) => wait_startup(outcome, until, interrupt.as_deref()).await,
+                        None => Heard::Gone,
+                    };
+                    wait.heard(&mut inventory, slot, heard);
                 }
-                Startup::Outcome(Ok(Err(error))) => {
-                    inventory.record_failed(slot, error.to_string())
-                }
-                Startup::Outcome(Err(_)) => inventory.record_failed(
-                    slot,
-                    format!("server `{id}`: its task stopped unexpectedly"),
-                ),
-                Startup::TimedOut => inventory.record_failed(
-                    slot,
-                    format!(
-                        "server `{id}`: did not finish starting within {} s",
-                        budget.as_secs_f64()
-                    ),
-                ),
-                Startup::Interrupted => {
-                    if !interrupted {
-                        // Every server still starting closes at once, so
-                        // their shutdowns overlap instead of queueing.
-                        interrupted = true;
-                        for (other, handle) in &tasks {
-                            let ready = inventory
-                                .view(*other, None)
-                                .is_some_and(|v| matches!(v.status, ServerStatus::Ready(_)));
-                            if !ready {
-                                let _ = handle.commands.try_send(Input::Command(Command::Close));
-                            }
-                        }
+                StartupStep::Close(slot) => {
+                    if let Some(handle) = tasks.get(&slot) {
+                        let _ = handle.commands.try_send(Input::Command(Command::Close));
                     }
-                    inventory.record_failed(
-                        slot,
-                        format!("server `{id}`: startup was interrupted (rho is stopping)"),
-                    );
                 }
-            }
-            let failed = inventory
-                .view(slot, None)
-                .is_some_and(|v| v.status.is_failure());
-            if failed {
-                if let Some(handle) = tasks.remove(&slot) {
-                    handle.stop().await;
+                StartupStep::Stop(slot) => {
+                    if let Some(handle) = tasks.remove(&slot) {
+                        handle.stop().await;
+                    }
                 }
+                _ => {}
             }
         }
         inventory.finish_startup();
@@ -282,6 +248,26 @@ impl Runtime {
         self.call(slot, tool, arguments, on_progress, cancel).await
     }
 
+    /// Like [`Runtime::call_server_tool_until`], until `cancel` is set
+    /// (checked every 50 ms): the same surface as the thread runtime's
+    /// `call_server_tool_with`, so a host drives either the same way.
+    pub async fn call_server_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let watch = async {
+            while !cancel.load(Ordering::Relaxed) {
+                Timer::after(CANCEL_POLL).await;
+            }
+        };
+        self.call_server_tool_until(server, tool, arguments, on_progress, watch)
+            .await
+    }
+
     async fn call(
         &self,
         slot: SlotId,
@@ -303,55 +289,37 @@ impl Runtime {
         mut on_progress: impl FnMut(Progress),
         cancel: impl Future<Output = ()>,
     ) -> Result<CallToolResult, ToolCallError> {
+        let server = || self.inventory.id(slot).unwrap_or_default();
         let not_running = || ToolCallError::ServerNotReady {
-            server: self
-                .inventory
-                .view(slot, None)
-                .map(|v| v.id)
-                .unwrap_or_default(),
+            server: server().to_owned(),
             reason: "its session has ended".into(),
         };
         let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
         let mut cancel = std::pin::pin!(cancel);
-        // Backpressure: a server that is not reading its input gets no more
-        // calls queued for it until it catches up, within the call budget.
-        // A caller that gives up meanwhile is cancelled at once: nothing was
-        // sent, so there is no session call to abandon.
-        let until = std::time::Instant::now() + handle.tool_timeout;
-        while !handle.backlog.has_room(CALLER_ROOM) {
-            if std::time::Instant::now() >= until {
-                let server = self
-                    .inventory
-                    .view(slot, None)
-                    .map(|v| v.id)
-                    .unwrap_or_default();
-                return Err(ToolCallError::Call(
-                    rho_proto_core::session::CallError::Transport {
-                        server,
-                        reason: not_reading_reason(handle.tool_timeout, &handle.backlog),
-                    },
-                ));
-            }
-            let gave_up = smol::future::or(
-                async {
-                    Timer::after(BACKLOG_POLL).await;
-                    false
-                },
-                async {
-                    cancel.as_mut().await;
-                    true
-                },
-            )
-            .await;
-            if gave_up {
-                let server = self
-                    .inventory
-                    .view(slot, None)
-                    .map(|v| v.id)
-                    .unwrap_or_default();
-                return Err(ToolCallError::Call(
-                    rho_proto_core::session::CallError::Cancelled { server },
-                ));
+        // Backpressure: the core says whether the call may go yet. A caller
+        // that gives up while it waits hears the core's `Cancelled`.
+        let admission = Admission::new(Instant::now(), handle.tool_timeout);
+        loop {
+            match admission.check(Instant::now(), &handle.backlog, server()) {
+                Admit::Send => break,
+                Admit::Refused(error) => return Err(error),
+                Admit::Wait(pause) => {
+                    let gave_up = smol::future::or(
+                        async {
+                            Timer::after(pause).await;
+                            false
+                        },
+                        async {
+                            cancel.as_mut().await;
+                            true
+                        },
+                    )
+                    .await;
+                    if gave_up {
+                        return Err(admission.gave_up(server()));
+                    }
+                }
+                _ => return Err(not_running()),
             }
         }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
@@ -421,27 +389,28 @@ impl Runtime {
     }
 }
 
-/// How a wait for one server's startup ended.
-enum Startup {
-    Outcome(Result<StartupOutcome, smol::channel::RecvError>),
-    TimedOut,
-    Interrupted,
-}
-
 /// How often startup checks [`RuntimeOptions::interrupt`].
 const INTERRUPT_POLL: Duration = Duration::from_millis(50);
 
-/// Waits for a task's startup outcome for at most `budget`, or until
-/// `interrupt` is set.
+/// How often a cancellable call checks its flag.
+const CANCEL_POLL: Duration = Duration::from_millis(50);
+
+/// Waits for a task's startup outcome until `until`, or until `interrupt`
+/// is set.
 async fn wait_startup(
     outcome: &Receiver<StartupOutcome>,
-    budget: Duration,
+    until: Instant,
     interrupt: Option<&AtomicBool>,
-) -> Startup {
-    let received = async { Startup::Outcome(outcome.recv().await) };
+) -> Heard {
+    let received = async {
+        match outcome.recv().await {
+            Ok(outcome) => Heard::Outcome(outcome),
+            Err(_) => Heard::Gone,
+        }
+    };
     let timed_out = async {
-        Timer::after(budget).await;
-        Startup::TimedOut
+        Timer::at(until).await;
+        Heard::TimedOut
     };
     let watch = async {
         match interrupt {
@@ -449,7 +418,7 @@ async fn wait_startup(
                 while !flag.load(Ordering::Relaxed) {
                     Timer::after(INTERRUPT_POLL).await;
                 }
-                Startup::Interrupted
+                Heard::Interrupted
             }
             None => std::future::pending().await,
         }

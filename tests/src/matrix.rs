@@ -13,7 +13,7 @@ use rho_proto_core::runtime::{ServerView, ToolCallError};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::AtomicBool;
 
 /// A runtime a test can drive synchronously.
 pub trait TestRuntime: Sized + Sync {
@@ -193,18 +193,13 @@ impl TestRuntime for SmolRuntime {
         on_progress: &mut dyn FnMut(Progress),
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError> {
-        let watch = async {
-            while !cancel.load(Ordering::Relaxed) {
-                smol::Timer::after(std::time::Duration::from_millis(20)).await;
-            }
-        };
         // The `Cancelled` a test sees is the session's, never made here.
-        smol::block_on(self.runtime().call_server_tool_until(
+        smol::block_on(self.runtime().call_server_tool_with(
             server,
             tool,
             arguments,
             on_progress,
-            watch,
+            cancel,
         ))
     }
     fn instructions_prompt(&self) -> Option<String> {

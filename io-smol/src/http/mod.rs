@@ -255,7 +255,7 @@ impl Exchange<'_> {
         // Defence in depth: the core only ever asks for the configured URL,
         // which passed this policy when the config was read.
         if let Err(e) = check_url_policy(&request.url) {
-            report(HttpInput::Failed(e));
+            report(HttpInput::Failed(e.to_string()));
             return;
         }
         let origin = match Origin::of(&request.url) {

@@ -142,7 +142,7 @@ impl Client {
 
     fn send(&mut self, method: Method, url: &str, body: Vec<u8>) -> ExchangeId {
         self.next += 1;
-        let exchange = ExchangeId(self.next);
+        let exchange = ExchangeId::new(self.next);
         self.io.send(HttpRequest {
             exchange,
             method,

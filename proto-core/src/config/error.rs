@@ -1,6 +1,7 @@
 //! What goes wrong in a config file, and where: a [`ConfigFileError`] for
 //! the file as a whole, an [`EntryError`] for one server, both with a
-//! `file:line:column` a person can go straight to.
+//! `file:line:column` a person can go straight to; and a
+//! [`UrlPolicyError`] for a URL rho may not send MCP requests to.
 
 use super::*;
 
@@ -121,4 +122,23 @@ pub fn line_column(text: &str, byte_offset: usize) -> (usize, usize) {
     let line = before.matches('\n').count() + 1;
     let column = before[line_start..].chars().count() + 1;
     (line, column)
+}
+
+/// Why a URL is not one rho may send MCP requests to (see
+/// [`check_url_policy`]); the text says what to change.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum UrlPolicyError {
+    /// The text does not parse as a URL (the parser's reason).
+    #[error("`url` is not a valid URL: {0}")]
+    Invalid(String),
+    /// The URL carries a user name or password.
+    #[error("`url` must not contain credentials (user:pass@); send them with `headers_from_env`")]
+    Credentials,
+    /// Plain http to a host that is not loopback.
+    #[error("{}", super::parse::HTTP_LOOPBACK_ONLY)]
+    PlainHttp,
+    /// Neither https nor http (the scheme given).
+    #[error("`url` must be an https URL (or http on loopback), not `{0}:`")]
+    Scheme(String),
 }

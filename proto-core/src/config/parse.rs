@@ -637,7 +637,7 @@ pub(super) fn read_http(server: &Scope<'_, '_>) -> Checked<HttpConfig> {
                 server.path_of("url")
             ),
         )),
-        Some((url, span)) => endpoint(url).map_err(|why| Fault::new(span, why)),
+        Some((url, span)) => endpoint(url).map_err(|why| Fault::new(span, why.to_string())),
     });
     let headers = server
         .string_map("headers", "header name", header_name, header_value)
@@ -859,21 +859,16 @@ fn scope_token(scope: &str) -> Result<(), String> {
 }
 
 /// An MCP endpoint: https, or http on loopback; never with userinfo.
-fn endpoint(raw: &str) -> Result<Url, String> {
-    let url = Url::parse(raw).map_err(|error| format!("`url` is not a valid URL: {error}"))?;
+fn endpoint(raw: &str) -> Result<Url, UrlPolicyError> {
+    let url = Url::parse(raw).map_err(|error| UrlPolicyError::Invalid(error.to_string()))?;
     if !url.username().is_empty() || url.password().is_some() {
-        return Err(
-            "`url` must not contain credentials (user:pass@); send them with `headers_from_env`"
-                .to_owned(),
-        );
+        return Err(UrlPolicyError::Credentials);
     }
     match url.scheme() {
         "https" => Ok(url),
         "http" if is_loopback(&url) => Ok(url),
-        "http" => Err(HTTP_LOOPBACK_ONLY.to_owned()),
-        other => Err(format!(
-            "`url` must be an https URL (or http on loopback), not `{other}:`"
-        )),
+        "http" => Err(UrlPolicyError::PlainHttp),
+        other => Err(UrlPolicyError::Scheme(other.to_owned())),
     }
 }
 
@@ -962,7 +957,7 @@ fn read_plugin_dirs(
 /// The URL policy every URL the HTTP transport touches must meet: https,
 /// or http on a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and
 /// no credentials in the URL. The error says what to change.
-pub fn check_url_policy(url: &Url) -> Result<(), String> {
+pub fn check_url_policy(url: &Url) -> Result<(), UrlPolicyError> {
     endpoint(url.as_str()).map(|_| ())
 }
 

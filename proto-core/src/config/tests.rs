@@ -667,6 +667,26 @@ fn url_result(url: &str) -> Result<ServerConfig, EntryError> {
 }
 
 #[test]
+fn the_url_policy_says_which_rule_a_url_breaks() {
+    let check = |raw: &str| check_url_policy(&Url::parse(raw).expect("a URL"));
+    assert_eq!(check("https://mcp.example.com/mcp"), Ok(()));
+    assert_eq!(check("http://127.0.0.1:9/mcp"), Ok(()));
+    assert_eq!(
+        check("http://mcp.example.com/mcp"),
+        Err(UrlPolicyError::PlainHttp)
+    );
+    assert_eq!(
+        check("https://user:secret@mcp.example.com/mcp"),
+        Err(UrlPolicyError::Credentials)
+    );
+    assert_eq!(
+        check("ftp://mcp.example.com/"),
+        Err(UrlPolicyError::Scheme("ftp".into()))
+    );
+    assert_eq!(UrlPolicyError::PlainHttp.to_string(), HTTP_LOOPBACK_ONLY);
+}
+
+#[test]
 fn non_loopback_http_is_refused_and_loopback_or_https_allowed() {
     for ok in [
         "https://mcp.example.com/mcp",

@@ -224,9 +224,19 @@ pub fn resolve_headers(
     Ok(out)
 }
 
-/// Identifies one HTTP exchange (a request and its response).
+/// Identifies one HTTP exchange (a request and its response). Opaque: a
+/// session numbers its own exchanges; an executor only hands them back.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ExchangeId(pub u64);
+pub struct ExchangeId(pub(crate) u64);
+
+impl ExchangeId {
+    /// The id of exchange number `n` of some other numbering than a
+    /// session's: a request the host makes on its own (an OAuth login
+    /// step), or a test's.
+    pub fn new(n: u64) -> Self {
+        Self(n)
+    }
+}
 
 /// An HTTP method the transport uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

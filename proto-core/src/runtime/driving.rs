@@ -1,24 +1,28 @@
 //! The vocabulary every executor's driver speaks, and the bookkeeping
 //! they share: what wakes a driver ([`Input`]), what the host asks of a
 //! running server ([`Command`]), what a caller hears about its call
-//! ([`CallUpdate`]), and the table of calls in flight ([`CallTable`]).
+//! ([`CallUpdate`]), the table of calls in flight ([`CallTable`]), whether
+//! a caller's call may be sent yet ([`Admission`]), and the runtime's wait
+//! for its servers' startup ([`StartupWait`], with its [`STARTUP_MARGIN`]).
 //!
-//! The types are generic over `R`, the executor's reply channel (a std
-//! `mpsc::Sender` on threads, a smol channel sender on smol), so each
-//! driver keeps only its own waiting and sending, and nothing else is
-//! written twice.
+//! The types are generic over `R`, the executor's reply channel (a one-call
+//! mailbox on threads, a smol channel sender on smol), so each executor
+//! keeps only its own waiting and sending, and nothing else is written
+//! twice. Like the rest of the core, nothing here reads a clock: `now` is
+//! passed in.
 
-use std::collections::BTreeMap;
-use std::time::Duration;
+use std::collections::{BTreeMap, VecDeque};
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
 use crate::connection::HttpInput;
 use crate::features::elicitation::FormAnswer;
 use crate::http::{ExchangeId, HeaderError};
-use crate::runtime::{Health, ToolCallError};
+use crate::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
+use crate::runtime::{Health, Inventory, SlotId, ToolCallError};
 use crate::session::{
-    CallId, CloseReason, Event, Progress, QuestionId, SamplingAnswer, ServerReady,
+    CallError, CallId, CloseReason, Event, Progress, QuestionId, SamplingAnswer, ServerReady,
 };
 use crate::wire::protocol::CallToolResult;
 
@@ -182,6 +186,200 @@ impl<R> CallTable<R> {
         self.tickets.clear();
         std::mem::take(&mut self.calls).into_values()
     }
+}
+
+/// Whether a caller's call may go to its server yet. Backpressure: a
+/// server that leaves its input unread gets no more calls queued for it
+/// until it catches up, within the call budget. Pure: the executor looks
+/// again after [`Admit::Wait`] (a thread sleeps, a task awaits a timer)
+/// and passes `now` in.
+#[derive(Clone, Copy, Debug)]
+pub struct Admission {
+    budget: Duration,
+    until: Instant,
+}
+
+/// What a caller does with its call now.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Admit {
+    /// Send it.
+    Send,
+    /// Look again after this long (sooner if the caller gives up).
+    Wait(Duration),
+    /// The call ends here, unsent, with this error.
+    Refused(ToolCallError),
+}
+
+impl Admission {
+    /// A caller starts waiting at `now`, for at most the call `budget`.
+    pub fn new(now: Instant, budget: Duration) -> Self {
+        Self {
+            budget,
+            until: now + budget,
+        }
+    }
+
+    /// Whether the call to `server` may go now that `backlog` holds what it
+    /// holds (at most [`CALLER_ROOM`] bytes waiting, or nobody left to
+    /// drain them).
+    pub fn check(&self, now: Instant, backlog: &Backlog, server: &str) -> Admit {
+        if backlog.has_room(CALLER_ROOM) {
+            return Admit::Send;
+        }
+        if now >= self.until {
+            return Admit::Refused(ToolCallError::Call(CallError::Transport {
+                server: server.to_owned(),
+                reason: not_reading_reason(self.budget, backlog),
+            }));
+        }
+        Admit::Wait(BACKLOG_POLL.min(self.until - now))
+    }
+
+    /// The caller gave up while it waited: nothing was sent, so there is no
+    /// session call to abandon, and the call ends as cancelled here.
+    pub fn gave_up(&self, server: &str) -> ToolCallError {
+        ToolCallError::Call(CallError::Cancelled {
+            server: server.to_owned(),
+        })
+    }
+}
+
+/// Extra time a runtime waits beyond a server's own startup budget before
+/// it stops waiting for that server's driver. The core enforces the
+/// budget itself, so the margin covers only spawning and the shutdown
+/// grace of a server that did not make it.
+pub const STARTUP_MARGIN: Duration = Duration::from_secs(10);
+
+/// How a runtime's wait for one server's startup ended, as its executor
+/// saw it.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Heard {
+    /// The driver reported startup.
+    Outcome(StartupOutcome),
+    /// The driver is gone without a report (its task or thread stopped).
+    Gone,
+    /// The wait reached the instant [`StartupStep::Wait`] gave.
+    TimedOut,
+    /// The host's interrupt was set first.
+    Interrupted,
+}
+
+/// What a runtime does next while its servers start.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum StartupStep {
+    /// Wait for this server's startup report until `until` (or the host's
+    /// interrupt), then tell [`StartupWait::heard`] what came.
+    Wait {
+        /// The server.
+        slot: SlotId,
+        /// When to stop waiting: its budget plus [`STARTUP_MARGIN`] from
+        /// when this wait began.
+        until: Instant,
+    },
+    /// Ask this server's driver to close now, without waiting for it: rho
+    /// is stopping, and the shutdowns of every server still starting
+    /// overlap instead of queueing.
+    Close(SlotId),
+    /// This server failed: close its driver and wait for it to end.
+    Stop(SlotId),
+}
+
+/// The runtime's wait for its servers' startup, recording each outcome in
+/// the [`Inventory`]. The servers all start at once; the runtime waits for
+/// them one after the other, each within its own budget plus
+/// [`STARTUP_MARGIN`] from when its wait begins. Once the host's interrupt
+/// is heard, every server still starting is closed at once and reported
+/// as interrupted without further waiting.
+#[derive(Debug)]
+pub struct StartupWait {
+    waiting: VecDeque<(SlotId, Duration)>,
+    steps: VecDeque<StartupStep>,
+    /// The server being waited for, its budget and the wait's end.
+    current: Option<(SlotId, Duration, Instant)>,
+    interrupted: bool,
+}
+
+impl StartupWait {
+    /// A wait for every server `inventory` starts.
+    pub fn new(inventory: &Inventory) -> Self {
+        Self {
+            waiting: inventory
+                .to_start()
+                .into_iter()
+                .map(|(slot, config)| (slot, config.startup_timeout))
+                .collect(),
+            steps: VecDeque::new(),
+            current: None,
+            interrupted: false,
+        }
+    }
+
+    /// What to do next; `None` once every server is accounted for (then
+    /// call [`Inventory::finish_startup`]). While a [`StartupStep::Wait`]
+    /// is unanswered, the same wait comes again.
+    pub fn next(&mut self, inventory: &mut Inventory, now: Instant) -> Option<StartupStep> {
+        if let Some(step) = self.steps.pop_front() {
+            return Some(step);
+        }
+        if let Some((slot, _, until)) = self.current {
+            return Some(StartupStep::Wait { slot, until });
+        }
+        let (slot, budget) = self.waiting.pop_front()?;
+        if self.interrupted {
+            inventory.record_failed(slot, interrupted_reason(inventory, slot));
+            return Some(StartupStep::Stop(slot));
+        }
+        let until = now + budget + STARTUP_MARGIN;
+        self.current = Some((slot, budget, until));
+        Some(StartupStep::Wait { slot, until })
+    }
+
+    /// What the wait for `slot` came to. Anything but a ready server is
+    /// recorded as failed, with its reason, and stopped next.
+    pub fn heard(&mut self, inventory: &mut Inventory, slot: SlotId, heard: Heard) {
+        let budget = match self.current {
+            Some((current, budget, _)) if current == slot => budget,
+            // Not the server waited for: nothing to record.
+            _ => return,
+        };
+        self.current = None;
+        let id = inventory.id(slot).unwrap_or_default().to_owned();
+        match heard {
+            Heard::Outcome(Ok(started)) => {
+                inventory.record_ready(slot, started.ready, started.elapsed, started.pid);
+                return;
+            }
+            Heard::Outcome(Err(error)) => inventory.record_failed(slot, error.to_string()),
+            Heard::Gone => inventory.record_failed(
+                slot,
+                format!("server `{id}`: its driver stopped before it reported startup"),
+            ),
+            Heard::TimedOut => inventory.record_failed(
+                slot,
+                format!(
+                    "server `{id}`: did not finish starting within {} s",
+                    budget.as_secs_f64()
+                ),
+            ),
+            Heard::Interrupted => {
+                self.interrupted = true;
+                inventory.record_failed(slot, interrupted_reason(inventory, slot));
+                self.steps.push_back(StartupStep::Close(slot));
+                self.steps
+                    .extend(self.waiting.iter().map(|&(s, _)| StartupStep::Close(s)));
+            }
+        }
+        self.steps.push_back(StartupStep::Stop(slot));
+    }
+}
+
+/// The failure reason of a server whose startup an interrupt ended.
+fn interrupted_reason(inventory: &Inventory, slot: SlotId) -> String {
+    let id = inventory.id(slot).unwrap_or_default();
+    format!("server `{id}`: startup was interrupted (rho is stopping)")
 }
 
 impl Health {

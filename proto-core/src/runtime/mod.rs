@@ -9,10 +9,12 @@
 //!
 //! Its submodules are the pieces of that picture: [`registry`] and
 //! [`naming`] for exported tools, [`status`] for what each server reports,
-//! [`driving`] for the vocabulary executors speak, and [`backlog`] for
-//! backpressure on a server's transport.
+//! [`driver`] for the one driver of a server every executor runs,
+//! [`driving`] for the vocabulary executors speak and the startup wait,
+//! and [`backlog`] for backpressure on a server's transport.
 
 pub mod backlog;
+pub mod driver;
 pub mod driving;
 pub mod naming;
 pub mod registry;
@@ -336,6 +338,11 @@ impl Inventory {
     /// One server by identity, with its slot.
     pub fn find(&self, id: &str) -> Option<SlotId> {
         self.slots.iter().position(|s| s.id == id).map(SlotId)
+    }
+
+    /// A server's identity.
+    pub fn id(&self, slot: SlotId) -> Option<&str> {
+        self.slots.get(slot.0).map(|s| s.id.as_str())
     }
 
     /// One server's view, given what its driver reported.

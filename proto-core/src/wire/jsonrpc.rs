@@ -33,9 +33,10 @@ impl fmt::Display for RequestId {
 }
 
 /// The id of a request this client sent. Always a non-negative number on
-/// the wire.
+/// the wire. Opaque: only the session numbers its requests; a wire id is
+/// read back with [`ClientRequestId::from_wire`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ClientRequestId(pub u64);
+pub struct ClientRequestId(pub(crate) u64);
 
 impl ClientRequestId {
     /// Reads a wire id back into a client id; `None` for any id this client
@@ -55,9 +56,10 @@ impl fmt::Display for ClientRequestId {
 }
 
 /// The id of a request a server sent to this client, kept exactly as sent
-/// so the response echoes it.
+/// so the response echoes it. Opaque: only the session reads it off the
+/// wire.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct ServerRequestId(pub RequestId);
+pub struct ServerRequestId(pub(crate) RequestId);
 
 impl fmt::Display for ServerRequestId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

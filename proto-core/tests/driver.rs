@@ -1,0 +1,915 @@
+//! The one driver every executor runs, driven here by a scripted server, a
+//! fake clock and a reply "channel" that is just the call's ticket: what
+//! each input turns into, in which order the effects come, how teardown
+//! ends, and the runtime's startup wait and call admission.
+
+// The fake clock needs one real `Instant` as its origin; after that, time
+// only moves when a test says so.
+#![allow(clippy::disallowed_methods)]
+
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rho_proto_core::config::{self, Config, ServerConfig};
+use rho_proto_core::connection::{HttpInput, Output};
+use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::host::{HostServices, Responder};
+use rho_proto_core::http::HttpOutput;
+use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM};
+use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
+use rho_proto_core::runtime::driving::{
+    Admission, Admit, Answer, CallUpdate, Command, Heard, STARTUP_MARGIN, Started, StartupError,
+    StartupStep, StartupWait,
+};
+use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::runtime::{Inventory, ToolCallError};
+use rho_proto_core::session::{CallError, CloseReason, Question, QuestionId, Timer};
+use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
+use serde_json::{Value, json};
+
+/// A caller's reply channel in these tests: the ticket of its call.
+type Tag = u64;
+
+const STDIO: &str = "[mcp.servers.demo]\ntransport = \"stdio\"\ncommand = \"demo-server\"\n\
+                     startup_timeout_secs = 10\ntool_timeout_secs = 5\n";
+
+fn parse(text: &str) -> Config {
+    config::parse(text, "test.toml").unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+fn server_config(text: &str) -> ServerConfig {
+    parse(text).servers[0]
+        .config
+        .clone()
+        .unwrap_or_else(|e| panic!("{e}\n{text}"))
+}
+
+/// A person who declines every form.
+struct Decliner;
+
+impl Responder for Decliner {
+    fn elicit(&self, _server: &str, _form: &Form) -> FormAnswer {
+        FormAnswer::Dismissed
+    }
+    fn confirm_sampling(&self, _server: &str, _question: &str) -> bool {
+        false
+    }
+}
+
+/// One effect, as a test reads it.
+#[derive(Debug)]
+enum Seen {
+    Sent(Message),
+    Http(HttpOutput),
+    Reply(Tag, CallUpdate),
+    /// Progress, with the channel `caller` returned for it at the time.
+    Progress(Option<Tag>),
+    Startup(Result<Started, StartupError>),
+    Ask(QuestionId, Question),
+    Health(rho_proto_core::runtime::Health),
+    Record,
+    EndTransport,
+}
+
+impl Seen {
+    fn label(&self) -> String {
+        match self {
+            Seen::Sent(Message::Request { method, .. })
+            | Seen::Sent(Message::Notification { method, .. }) => format!("send {method}"),
+            Seen::Sent(_) => "send response".into(),
+            Seen::Http(HttpOutput::Send(request)) => format!("http {}", request.method.as_str()),
+            Seen::Http(_) => "http abort".into(),
+            Seen::Reply(tag, CallUpdate::Done(Ok(_))) => format!("reply {tag} ok"),
+            Seen::Reply(tag, CallUpdate::Done(Err(_))) => format!("reply {tag} err"),
+            Seen::Reply(tag, CallUpdate::Progress(_)) => format!("reply {tag} progress"),
+            Seen::Progress(tag) => format!("progress {tag:?}"),
+            Seen::Startup(Ok(_)) => "startup ok".into(),
+            Seen::Startup(Err(_)) => "startup err".into(),
+            Seen::Ask(..) => "ask".into(),
+            Seen::Health(_) => "health".into(),
+            Seen::Record => "record".into(),
+            Seen::EndTransport => "end".into(),
+        }
+    }
+}
+
+struct Harness {
+    now: Instant,
+    start: Instant,
+    driver: Driver<Tag>,
+    seen: Vec<Seen>,
+}
+
+impl Harness {
+    fn stdio() -> Self {
+        Self::with(STDIO, &HostServices::default(), false)
+    }
+
+    fn with(text: &str, host: &HostServices, record: bool) -> Self {
+        let config = server_config(text);
+        let start = Instant::now();
+        let setup = Setup {
+            config: &config,
+            ambient: &[],
+            workspace_root: None,
+            host,
+            record,
+        };
+        let driver = Driver::connect(setup, start).expect("the connection builds");
+        let mut h = Self {
+            now: start,
+            start,
+            driver,
+            seen: Vec::new(),
+        };
+        h.drain();
+        // A stdio server that does not know the 2026 era: the session
+        // falls back to the 2025 handshake.
+        if h.seen.iter().any(|s| s.label() == "send server/discover") {
+            let (id, _, _) = h.last_request();
+            h.server_says(json!({
+                "jsonrpc": "2.0", "id": id,
+                "error": {"code": -32601, "message": "Method not found"}
+            }));
+        }
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(effect) = self.driver.poll_effect() {
+            let seen = match effect {
+                Effect::Transmit(Output::Write(bytes)) => {
+                    assert_eq!(bytes.last(), Some(&b'\n'), "stdio writes end a line");
+                    match Incoming::parse(&bytes).expect("valid JSON-RPC") {
+                        Incoming::Single(message) => Seen::Sent(message),
+                        Incoming::Batch(_) => panic!("never a batch"),
+                    }
+                }
+                Effect::Transmit(Output::Http(output)) => Seen::Http(output),
+                Effect::Reply(tag, update) => Seen::Reply(tag, update),
+                Effect::Progress { call, progress } => {
+                    let _ = progress;
+                    Seen::Progress(self.driver.caller(call).copied())
+                }
+                Effect::Startup(outcome) => Seen::Startup(outcome),
+                Effect::Ask { question, kind } => Seen::Ask(question, kind),
+                Effect::Health(health) => Seen::Health(health),
+                Effect::Record(lines) => {
+                    assert!(!lines.is_empty(), "a record effect has lines");
+                    Seen::Record
+                }
+                Effect::EndTransport => Seen::EndTransport,
+                other => panic!("an effect these tests do not know: {other:?}"),
+            };
+            self.seen.push(seen);
+        }
+    }
+
+    /// Labels of everything seen since the last call.
+    fn take(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.seen)
+            .iter()
+            .map(Seen::label)
+            .collect()
+    }
+
+    fn advance(&mut self, by: Duration) {
+        self.now += by;
+    }
+
+    fn server_says(&mut self, line: Value) {
+        let mut bytes = serde_json::to_vec(&line).expect("json");
+        bytes.push(b'\n');
+        self.driver.handle_stdout(self.now, &bytes);
+        self.drain();
+    }
+
+    fn command(&mut self, command: Command<Tag>) {
+        assert!(
+            self.driver.handle_command(self.now, command).is_ok(),
+            "the open session takes the command"
+        );
+        self.drain();
+    }
+
+    fn call(&mut self, ticket: u64) {
+        self.command(Command::CallTool {
+            ticket,
+            tool: "echo".into(),
+            arguments: json!({"text": "hi"}),
+            reply: ticket,
+        });
+    }
+
+    /// The id and params of the last request sent.
+    fn last_request(&self) -> (RequestId, String, Value) {
+        self.seen
+            .iter()
+            .rev()
+            .find_map(|s| match s {
+                Seen::Sent(Message::Request { id, method, params }) => Some((
+                    id.clone(),
+                    method.clone(),
+                    params.clone().unwrap_or(Value::Null),
+                )),
+                _ => None,
+            })
+            .expect("a request was sent")
+    }
+
+    fn answer_last(&mut self, result: Value) {
+        let (id, _, _) = self.last_request();
+        self.server_says(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn ready(&mut self, capabilities: Value) {
+        self.answer_last(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": capabilities,
+            "serverInfo": {"name": "scripted", "version": "1.0"}
+        }));
+        self.answer_last(json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}));
+    }
+
+    /// Readies the server and drops what that produced.
+    fn ready_quietly(&mut self) {
+        self.ready(json!({"tools": {}}));
+        self.seen.clear();
+    }
+
+    fn finish(&mut self, stderr: Option<&str>) {
+        self.driver.finish(stderr.map(str::to_owned));
+        self.drain();
+    }
+
+    fn startup(&mut self) -> Result<Started, StartupError> {
+        let at = self
+            .seen
+            .iter()
+            .position(|s| matches!(s, Seen::Startup(_)))
+            .unwrap_or_else(|| panic!("no startup report in {:?}", self.seen));
+        match self.seen.remove(at) {
+            Seen::Startup(outcome) => outcome,
+            _ => unreachable!(),
+        }
+    }
+}
+
+// ----- connection setup -----
+
+#[test]
+fn connecting_probes_the_era_then_falls_back_to_initialize_and_nothing_else() {
+    let mut h = Harness::stdio();
+    assert_eq!(h.take(), ["send server/discover", "send initialize"]);
+    assert!(!h.driver.is_closed());
+    assert_eq!(h.driver.server(), "demo");
+}
+
+#[test]
+fn a_header_from_an_unset_variable_fails_before_anything_starts() {
+    let config = server_config(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://example.test/mcp\"\n\
+         headers_from_env = { Authorization = \"MCP_TOKEN\" }\n",
+    );
+    let setup = Setup {
+        config: &config,
+        ambient: &[],
+        workspace_root: None,
+        host: &HostServices::default(),
+        record: false,
+    };
+    match Driver::<Tag>::connect(setup, Instant::now()) {
+        Err(StartupError::Headers(error)) => {
+            assert!(error.to_string().contains("MCP_TOKEN"), "{error}")
+        }
+        other => panic!("expected a header error, got {other:?}"),
+    }
+}
+
+#[test]
+fn startup_reports_ready_once_with_the_fake_clocks_elapsed_time_and_the_pid() {
+    let mut h = Harness::stdio();
+    h.driver.transport_started(Some(4242));
+    h.advance(Duration::from_millis(1500));
+    h.ready(json!({"tools": {}}));
+    let started = h.startup().expect("ready");
+    assert_eq!(started.elapsed, Duration::from_millis(1500));
+    assert_eq!(started.pid, Some(4242));
+    assert_eq!(started.ready.tools[0].name, "echo");
+    assert_eq!(
+        h.take(),
+        [
+            "send server/discover",
+            "send initialize",
+            "send notifications/initialized",
+            "send tools/list"
+        ]
+    );
+    // Closing afterwards reports nothing more to startup.
+    h.command(Command::Close);
+    h.finish(None);
+    assert!(h.take().iter().all(|l| !l.starts_with("startup")));
+}
+
+// ----- dispatch -----
+
+#[test]
+fn a_call_hears_its_progress_then_its_result_and_then_the_table_forgets_it() {
+    let mut h = Harness::stdio();
+    h.ready_quietly();
+    h.call(7);
+    let (id, method, params) = h.last_request();
+    assert_eq!(method, "tools/call");
+    let token = params["_meta"]["progressToken"].clone();
+    assert!(!token.is_null(), "every call asks for progress: {params}");
+    h.take();
+    h.server_says(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/progress",
+        "params": {"progressToken": token, "progress": 1, "total": 2}
+    }));
+    h.server_says(json!({
+        "jsonrpc": "2.0", "id": id,
+        "result": {"content": [{"type": "text", "text": "hi"}]}
+    }));
+    assert_eq!(h.take(), ["progress Some(7)", "reply 7 ok"]);
+    // The same ticket no longer names a call: cancelling it sends nothing.
+    h.command(Command::Cancel { ticket: 7 });
+    assert!(h.take().is_empty());
+}
+
+#[test]
+fn a_call_before_ready_hands_its_channel_back_as_not_callable() {
+    let mut h = Harness::stdio();
+    h.take();
+    h.call(3);
+    match h.seen.as_slice() {
+        [Seen::Reply(3, CallUpdate::Done(Err(ToolCallError::NotCallable(why))))] => {
+            assert!(why.contains("demo"), "{why}")
+        }
+        other => panic!("expected NotCallable for ticket 3, got {other:?}"),
+    }
+}
+
+#[test]
+fn cancelling_a_call_tells_the_server_and_the_call_ends_with_the_cores_cancelled() {
+    let mut h = Harness::stdio();
+    h.ready_quietly();
+    h.call(5);
+    let (id, _, _) = h.last_request();
+    h.seen.clear();
+    h.command(Command::Cancel { ticket: 5 });
+    let mut told = false;
+    let mut ended = false;
+    for seen in std::mem::take(&mut h.seen) {
+        match seen {
+            Seen::Sent(Message::Notification { method, params })
+                if method == "notifications/cancelled" =>
+            {
+                let params = params.as_ref().expect("params");
+                assert_eq!(params["requestId"], json!(id));
+                told = true;
+            }
+            Seen::Reply(
+                5,
+                CallUpdate::Done(Err(ToolCallError::Call(CallError::Cancelled { server }))),
+            ) => {
+                assert_eq!(server, "demo");
+                assert!(told, "the server is told before the caller hears");
+                ended = true;
+            }
+            other => panic!("unexpected {other:?}"),
+        }
+    }
+    assert!(told && ended, "the server told and the caller answered");
+    // A late answer from the server reaches nobody.
+    h.server_says(json!({"jsonrpc": "2.0", "id": id, "result": {"content": []}}));
+    let late = h.take();
+    assert!(late.is_empty(), "{late:?}");
+}
+
+#[test]
+fn a_question_goes_to_the_host_and_its_answer_comes_back_as_a_command() {
+    let host = HostServices {
+        responder: Some(Arc::new(Decliner)),
+        ..HostServices::default()
+    };
+    let mut h = Harness::with(STDIO, &host, false);
+    h.ready_quietly();
+    h.call(1);
+    h.seen.clear();
+    h.server_says(json!({
+        "jsonrpc": "2.0", "id": "q1", "method": "elicitation/create",
+        "params": {"message": "Which one?", "requestedSchema": {
+            "type": "object", "properties": {"name": {"type": "string"}}
+        }}
+    }));
+    let (question, kind) = match std::mem::take(&mut h.seen).as_slice() {
+        [Seen::Ask(question, kind)] => (*question, kind.clone()),
+        other => panic!("expected one question, got {other:?}"),
+    };
+    // What the executor runs off the session, then feeds back.
+    let answer = rho_proto_core::host::answer(&host, h.driver.server(), &kind);
+    assert!(matches!(answer, Answer::Form(FormAnswer::Dismissed)));
+    h.command(Command::Answer { question, answer });
+    // Dismissing the form also ends the turn: the call is cancelled, and
+    // its caller hears the core's `Cancelled`.
+    match h.seen.as_slice() {
+        [
+            Seen::Sent(Message::Response { id, result }),
+            Seen::Sent(Message::Notification { method, .. }),
+            Seen::Reply(1, CallUpdate::Done(Err(ToolCallError::Call(CallError::Cancelled { .. })))),
+        ] => {
+            assert_eq!(id, &RequestId::String("q1".into()));
+            assert_eq!(result["action"], "cancel");
+            assert_eq!(method, "notifications/cancelled");
+        }
+        other => panic!("expected the answer, the cancel and the call's end, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_changed_tool_list_reaches_health() {
+    let mut h = Harness::stdio();
+    h.ready(json!({"tools": {"listChanged": true}}));
+    h.seen.clear();
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    let (id, method, _) = h.last_request();
+    assert_eq!(method, "tools/list");
+    h.seen.clear();
+    h.server_says(json!({"jsonrpc": "2.0", "id": id, "result": {"tools": []}}));
+    match h.seen.as_slice() {
+        [Seen::Health(health)] => {
+            let tools = health.tools_now.as_ref().expect("the re-listed tools");
+            assert!(tools.is_empty());
+            assert_eq!(health.failure, None);
+        }
+        other => panic!("expected one health report, got {other:?}"),
+    }
+}
+
+#[test]
+fn http_inputs_reach_the_session_by_exchange() {
+    let text = "[mcp.servers.remote]\ntransport = \"streamable_http\"\n\
+                url = \"http://127.0.0.1:9/mcp\"\n";
+    let mut h = Harness::with(text, &HostServices::default(), false);
+    let request = match h.seen.as_slice() {
+        [Seen::Http(HttpOutput::Send(request))] => request.clone(),
+        other => panic!("expected the discovery POST, got {other:?}"),
+    };
+    h.seen.clear();
+    let body: Value = serde_json::from_slice(&request.body).expect("json");
+    assert_eq!(body["method"], "server/discover");
+    // A 2025 server: the session falls back to initialize.
+    let answer = json!({
+        "jsonrpc": "2.0", "id": body["id"],
+        "error": {"code": -32601, "message": "Method not found"}
+    });
+    let now = h.now;
+    h.driver.handle_http(
+        now,
+        request.exchange,
+        HttpInput::Head {
+            status: 200,
+            headers: vec![("content-type".into(), "application/json".into())],
+        },
+    );
+    h.driver.handle_http(
+        now,
+        request.exchange,
+        HttpInput::Body(serde_json::to_vec(&answer).expect("json")),
+    );
+    h.driver.handle_http(now, request.exchange, HttpInput::End);
+    h.drain();
+    let methods: Vec<String> = h
+        .seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Http(HttpOutput::Send(request)) => {
+                let body: Value = serde_json::from_slice(&request.body).expect("json");
+                body["method"].as_str().map(str::to_owned)
+            }
+            _ => None,
+        })
+        .collect();
+    assert_eq!(methods, ["initialize"], "{:?}", h.seen);
+}
+
+// ----- teardown -----
+
+#[test]
+fn close_carries_every_output_and_record_before_ending_the_transport() {
+    let mut h = Harness::with(STDIO, &HostServices::default(), true);
+    h.ready_quietly();
+    h.call(9);
+    h.take();
+    h.command(Command::Close);
+    let labels = h.take();
+    assert_eq!(labels.last().map(String::as_str), Some("end"), "{labels:?}");
+    let reply = labels
+        .iter()
+        .position(|l| l == "reply 9 err")
+        .expect("the call ends");
+    let record = labels
+        .iter()
+        .rposition(|l| l == "record")
+        .expect("recorded");
+    assert!(
+        reply < record,
+        "the transcript has the call's end: {labels:?}"
+    );
+    assert!(h.driver.is_closed());
+    assert_eq!(
+        h.driver.poll_timeout(),
+        None,
+        "a closed session wants no wakeup"
+    );
+    // After the transport ended: no stderr for a close rho asked for, no
+    // health failure, no second startup report.
+    h.finish(Some("stderr: bye"));
+    assert!(h.take().is_empty());
+    assert!(h.driver.poll_effect().is_none());
+}
+
+#[test]
+fn a_closed_session_hands_commands_back_but_takes_a_second_close() {
+    let mut h = Harness::stdio();
+    h.ready_quietly();
+    h.command(Command::Close);
+    let refused = h.driver.handle_command(
+        h.now,
+        Command::CallTool {
+            ticket: 1,
+            tool: "echo".into(),
+            arguments: json!({}),
+            reply: 1,
+        },
+    );
+    assert!(
+        matches!(refused, Err(Command::CallTool { reply: 1, .. })),
+        "the call and its channel come back"
+    );
+    assert!(h.driver.handle_command(h.now, Command::Close).is_ok());
+}
+
+#[test]
+fn a_server_that_exits_after_ready_fails_its_health_with_its_stderr() {
+    let mut h = Harness::stdio();
+    h.ready_quietly();
+    h.call(2);
+    h.seen.clear();
+    h.driver
+        .handle_stdout_closed(h.now, Some("exit status: 3".into()));
+    h.drain();
+    match h.seen.as_slice() {
+        [
+            Seen::Reply(
+                2,
+                CallUpdate::Done(Err(ToolCallError::Call(CallError::SessionClosed {
+                    reason, ..
+                }))),
+            ),
+            Seen::EndTransport,
+        ] => {
+            assert!(
+                reason.contains("server exited (exit status: 3)"),
+                "{reason}"
+            )
+        }
+        other => panic!("expected the call's end, then the transport's, got {other:?}"),
+    }
+    h.seen.clear();
+    h.finish(Some("stderr: boom"));
+    match h.seen.as_slice() {
+        [Seen::Health(health)] => assert_eq!(
+            health.failure.as_deref(),
+            Some("server exited (exit status: 3)\nstderr: boom")
+        ),
+        other => panic!("expected a health failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_server_that_exits_during_startup_fails_startup_with_its_stderr() {
+    let mut h = Harness::stdio();
+    h.take();
+    h.driver.handle_stdout_closed(h.now, None);
+    h.drain();
+    assert_eq!(h.take(), ["end"]);
+    h.finish(Some("stderr: no such file"));
+    match h.startup() {
+        Err(StartupError::Closed {
+            server,
+            reason: CloseReason::TransportClosed { during_startup, .. },
+            stderr,
+        }) => {
+            assert_eq!(server, "demo");
+            assert!(during_startup);
+            assert_eq!(stderr.as_deref(), Some("stderr: no such file"));
+        }
+        other => panic!("expected a startup failure, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_close_during_startup_reports_it_without_stderr() {
+    let mut h = Harness::stdio();
+    h.command(Command::Close);
+    h.finish(Some("stderr: noise"));
+    match h.startup() {
+        Err(StartupError::Closed {
+            reason: CloseReason::Requested,
+            stderr: None,
+            ..
+        }) => {}
+        other => panic!("expected a requested close without stderr, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_failed_write_is_an_exit_when_the_child_exited_and_a_transport_failure_otherwise() {
+    let mut exited = Harness::stdio();
+    exited
+        .driver
+        .handle_write_failed(exited.now, "Broken pipe", Some("exit status: 1".into()));
+    exited.drain();
+    exited.finish(None);
+    match exited.startup() {
+        Err(StartupError::Closed {
+            reason: CloseReason::TransportClosed { detail, .. },
+            ..
+        }) => assert_eq!(detail.as_deref(), Some("exit status: 1")),
+        other => panic!("expected an exit, got {other:?}"),
+    }
+    let mut failed = Harness::stdio();
+    failed
+        .driver
+        .handle_write_failed(failed.now, "Broken pipe", None);
+    failed.drain();
+    failed.finish(None);
+    match failed.startup() {
+        Err(StartupError::Closed {
+            reason: CloseReason::TransportFailed(why),
+            ..
+        }) => assert_eq!(why, "writing to the server failed: Broken pipe"),
+        other => panic!("expected a transport failure, got {other:?}"),
+    }
+}
+
+// ----- time -----
+
+#[test]
+fn the_timer_moves_only_earlier_and_one_that_fires_early_changes_nothing() {
+    let mut h = Harness::with(STDIO, &HostServices::default(), true);
+    let deadline = h.start + Duration::from_secs(10);
+    assert_eq!(h.driver.poll_timeout(), Some(deadline));
+    assert_eq!(h.driver.timeout_reason(), Some(Timer::Startup));
+    assert_eq!(h.driver.rearm(), Some(deadline));
+    assert_eq!(h.driver.timer(), Some(deadline));
+    assert_eq!(h.driver.rearm(), None, "already set there");
+    h.take();
+    // Early: nothing happens, nothing is recorded, the timer stays set.
+    h.driver.handle_timeout(h.start + Duration::from_secs(1));
+    h.drain();
+    assert!(h.take().is_empty());
+    assert_eq!(h.driver.timer(), Some(deadline));
+    // On time: the startup budget ran out.
+    h.now = deadline;
+    h.driver.handle_timeout(deadline);
+    h.drain();
+    assert_eq!(h.driver.timer(), None);
+    let labels = h.take();
+    assert_eq!(labels.last().map(String::as_str), Some("end"), "{labels:?}");
+    h.finish(None);
+    match h.startup() {
+        Err(StartupError::Closed {
+            reason: CloseReason::StartupTimeout { budget, .. },
+            ..
+        }) => assert_eq!(budget, Duration::from_secs(10)),
+        other => panic!("expected a startup timeout, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_timer_set_for_a_deadline_that_went_away_is_cleared_when_it_fires() {
+    let mut h = Harness::stdio();
+    let startup = h.driver.rearm().expect("the startup deadline");
+    h.ready_quietly();
+    assert_eq!(
+        h.driver.poll_timeout(),
+        None,
+        "a ready idle session waits for nothing"
+    );
+    assert_eq!(h.driver.rearm(), None);
+    h.driver.handle_timeout(startup);
+    assert_eq!(h.driver.timer(), None);
+    h.drain();
+    assert!(h.take().is_empty());
+}
+
+#[test]
+fn a_due_deadline_goes_before_input_that_is_always_ready() {
+    let mut h = Harness::stdio();
+    let (id, _, _) = h.last_request();
+    h.take();
+    // The answer arrives, but only once the budget is already over.
+    h.advance(Duration::from_secs(11));
+    h.server_says(json!({
+        "jsonrpc": "2.0", "id": id,
+        "result": {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                   "serverInfo": {"name": "late", "version": "1"}}
+    }));
+    assert_eq!(
+        h.take(),
+        ["end"],
+        "no handshake continues after the timeout"
+    );
+    h.finish(None);
+    assert!(matches!(
+        h.startup(),
+        Err(StartupError::Closed {
+            reason: CloseReason::StartupTimeout { .. },
+            ..
+        })
+    ));
+}
+
+// ----- the startup wait -----
+
+const TWO: &str = "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"a\"\nstartup_timeout_secs = 5\n\
+                   [mcp.servers.b]\ntransport = \"stdio\"\ncommand = \"b\"\nstartup_timeout_secs = 7\n";
+
+const THREE: &str = "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"a\"\n\
+                     [mcp.servers.b]\ntransport = \"stdio\"\ncommand = \"b\"\n\
+                     [mcp.servers.c]\ntransport = \"stdio\"\ncommand = \"c\"\n";
+
+fn error_of(inventory: &Inventory, id: &str) -> String {
+    let slot = inventory.find(id).expect("configured");
+    match inventory.view(slot, None).expect("a view").status {
+        ServerStatus::Failed { error } => error,
+        other => panic!("`{id}` is {other:?}, not failed"),
+    }
+}
+
+/// A real startup report, from a driver run to ready.
+fn started() -> Started {
+    let mut h = Harness::stdio();
+    h.ready(json!({"tools": {}}));
+    h.startup().expect("ready")
+}
+
+#[test]
+fn each_server_gets_its_budget_plus_the_margin_from_when_its_wait_begins() {
+    let config = parse(TWO);
+    let mut inventory = Inventory::new(&config, |_| true);
+    let (a, b) = (inventory.find("a").unwrap(), inventory.find("b").unwrap());
+    let mut wait = StartupWait::new(&inventory);
+    let t0 = Instant::now();
+    let first = Some(StartupStep::Wait {
+        slot: a,
+        until: t0 + Duration::from_secs(5) + STARTUP_MARGIN,
+    });
+    assert_eq!(wait.next(&mut inventory, t0), first);
+    // Asked again before it heard anything: the same wait, not a new one.
+    assert_eq!(
+        wait.next(&mut inventory, t0 + Duration::from_secs(1)),
+        first
+    );
+    wait.heard(&mut inventory, a, Heard::TimedOut);
+    assert_eq!(wait.next(&mut inventory, t0), Some(StartupStep::Stop(a)));
+    assert_eq!(
+        error_of(&inventory, "a"),
+        "server `a`: did not finish starting within 5 s"
+    );
+    let t1 = t0 + Duration::from_secs(15);
+    assert_eq!(
+        wait.next(&mut inventory, t1),
+        Some(StartupStep::Wait {
+            slot: b,
+            until: t1 + Duration::from_secs(7) + STARTUP_MARGIN,
+        })
+    );
+    wait.heard(&mut inventory, b, Heard::Outcome(Ok(started())));
+    assert_eq!(wait.next(&mut inventory, t1), None);
+    inventory.finish_startup();
+    let view = inventory.view(b, None).expect("b");
+    assert!(matches!(view.status, ServerStatus::Ready(_)), "{view:?}");
+    assert_eq!(inventory.tools().len(), 1, "b's one tool is exported");
+}
+
+#[test]
+fn a_driver_that_went_away_or_failed_is_recorded_with_its_reason_and_stopped() {
+    let config = parse(TWO);
+    let mut inventory = Inventory::new(&config, |_| true);
+    let (a, b) = (inventory.find("a").unwrap(), inventory.find("b").unwrap());
+    let mut wait = StartupWait::new(&inventory);
+    let now = Instant::now();
+    wait.next(&mut inventory, now);
+    // What the wait hears for a server it is not waiting for is ignored.
+    wait.heard(&mut inventory, b, Heard::Gone);
+    wait.heard(&mut inventory, a, Heard::Gone);
+    assert_eq!(wait.next(&mut inventory, now), Some(StartupStep::Stop(a)));
+    assert_eq!(
+        error_of(&inventory, "a"),
+        "server `a`: its driver stopped before it reported startup"
+    );
+    assert!(
+        matches!(wait.next(&mut inventory, now), Some(StartupStep::Wait { slot, .. }) if slot == b)
+    );
+    wait.heard(
+        &mut inventory,
+        b,
+        Heard::Outcome(Err(StartupError::Transport(
+            "server `b`: could not start `b`: not found".into(),
+        ))),
+    );
+    assert_eq!(wait.next(&mut inventory, now), Some(StartupStep::Stop(b)));
+    assert_eq!(
+        error_of(&inventory, "b"),
+        "server `b`: could not start `b`: not found"
+    );
+    assert_eq!(wait.next(&mut inventory, now), None);
+}
+
+#[test]
+fn an_interrupt_closes_every_server_still_starting_at_once_and_waits_for_none() {
+    let config = parse(THREE);
+    let mut inventory = Inventory::new(&config, |_| true);
+    let [a, b, c] = ["a", "b", "c"].map(|id| inventory.find(id).unwrap());
+    let mut wait = StartupWait::new(&inventory);
+    let now = Instant::now();
+    wait.next(&mut inventory, now);
+    wait.heard(&mut inventory, a, Heard::Outcome(Ok(started())));
+    wait.next(&mut inventory, now);
+    wait.heard(&mut inventory, b, Heard::Interrupted);
+    let mut steps = Vec::new();
+    while let Some(step) = wait.next(&mut inventory, now) {
+        steps.push(step);
+    }
+    assert_eq!(
+        steps,
+        [
+            StartupStep::Close(b),
+            StartupStep::Close(c),
+            StartupStep::Stop(b),
+            StartupStep::Stop(c),
+        ],
+        "both close before either is waited for; c is never waited for"
+    );
+    for id in ["b", "c"] {
+        assert_eq!(
+            error_of(&inventory, id),
+            format!("server `{id}`: startup was interrupted (rho is stopping)")
+        );
+    }
+    assert!(matches!(
+        inventory.view(a, None).expect("a").status,
+        ServerStatus::Ready(_)
+    ));
+}
+
+// ----- admission -----
+
+#[test]
+fn a_call_waits_for_room_within_its_budget_and_then_fails_as_not_read() {
+    let backlog = Backlog::default();
+    let t0 = Instant::now();
+    let admission = Admission::new(t0, Duration::from_secs(1));
+    assert!(matches!(admission.check(t0, &backlog, "demo"), Admit::Send));
+    backlog.add(CALLER_ROOM + 1);
+    assert!(matches!(
+        admission.check(t0, &backlog, "demo"),
+        Admit::Wait(pause) if pause == BACKLOG_POLL
+    ));
+    // Never past the budget.
+    let almost = t0 + Duration::from_secs(1) - Duration::from_micros(500);
+    assert!(matches!(
+        admission.check(almost, &backlog, "demo"),
+        Admit::Wait(pause) if pause == Duration::from_micros(500)
+    ));
+    match admission.check(t0 + Duration::from_secs(1), &backlog, "demo") {
+        Admit::Refused(ToolCallError::Call(CallError::Transport { server, reason })) => {
+            assert_eq!(server, "demo");
+            assert!(
+                reason.contains("has not read its input for 1 s"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the not-reading error, got {other:?}"),
+    }
+    // Nobody left to drain it: waiting is pointless, the call goes.
+    backlog.close();
+    assert!(matches!(
+        admission.check(t0 + Duration::from_secs(2), &backlog, "demo"),
+        Admit::Send
+    ));
+}
+
+#[test]
+fn a_caller_that_gives_up_while_waiting_hears_the_cores_cancelled() {
+    let admission = Admission::new(Instant::now(), Duration::from_secs(1));
+    match admission.gave_up("demo") {
+        ToolCallError::Call(CallError::Cancelled { server }) => assert_eq!(server, "demo"),
+        other => panic!("expected Cancelled, got {other:?}"),
+    }
+}
