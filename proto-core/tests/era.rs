@@ -737,15 +737,8 @@ fn cancelling_a_call_drops_its_stream_and_posts_no_notification() {
     )));
 }
 
-#[test]
-fn a_response_stream_that_breaks_is_not_resumed_in_this_era() {
-    let mut h = Http::new();
-    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
-    h.transport
-        .call_tool(h.now, "echo", json!({}))
-        .expect("ready");
-    h.drain();
-    let post = h.last();
+/// Breaks the SSE response stream of `post` after a priming event.
+fn break_stream(h: &mut Http, post: &HttpRequest) {
     h.transport.handle_response_head(
         h.now,
         post.exchange,
@@ -757,19 +750,78 @@ fn a_response_stream_that_breaks_is_not_resumed_in_this_era() {
     h.transport
         .handle_exchange_failed(h.now, post.exchange, "reset".into());
     h.drain();
+}
+
+#[test]
+fn a_broken_stream_fails_a_call_that_may_have_had_its_effect_and_is_never_resumed() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
+    h.transport
+        .call_tool(h.now, "echo", json!({}))
+        .expect("ready");
+    h.drain();
+    let post = h.last();
+    let before = h.requests.len();
+    break_stream(&mut h, &post);
     let Some(Event::CallCompleted {
         result: Err(error), ..
     }) = h.events.last()
     else {
         panic!("{:?}", h.events)
     };
-    assert!(error.to_string().contains("does not resume"), "{error}");
-    assert!(
-        !h.requests
-            .iter()
-            .any(|r| header(r, "last-event-id").is_some()),
-        "no resumption"
+    let text = error.to_string();
+    assert!(text.contains("does not resume"), "{text}");
+    assert!(text.contains("read-only or idempotent"), "{text}");
+    assert_eq!(
+        h.requests.len(),
+        before,
+        "nothing sent again, no Last-Event-ID GET"
     );
+}
+
+#[test]
+fn a_broken_stream_re_issues_a_read_only_call_once_under_a_new_id() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "look", "inputSchema": {"type": "object"},
+                    "annotations": {"readOnlyHint": true}}]));
+    h.transport
+        .call_tool(h.now, "look", json!({"q": 1}))
+        .expect("ready");
+    h.drain();
+    let first = h.last();
+    break_stream(&mut h, &first);
+    let again = h.last();
+    assert_ne!(again.exchange, first.exchange);
+    assert_eq!(body(&again)["method"], "tools/call");
+    assert_eq!(body(&again)["params"]["arguments"], json!({"q": 1}));
+    assert_ne!(body(&again)["id"], body(&first)["id"], "a new id");
+    // Broken again: once is enough.
+    break_stream(&mut h, &again);
+    assert_eq!(h.last().exchange, again.exchange, "not a third time");
+    assert!(matches!(
+        h.events.last(),
+        Some(Event::CallCompleted {
+            result: Err(CallError::Transport { .. }),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_broken_stream_during_discovery_lists_again() {
+    let mut h = Http::new();
+    let probe = h.last();
+    h.result(
+        &probe,
+        discover_result(json!([MODERN]), json!({"tools": {}})),
+    );
+    let list = h.last();
+    break_stream(&mut h, &list);
+    let again = h.last();
+    assert_eq!(body(&again)["method"], "tools/list");
+    assert_ne!(again.exchange, list.exchange);
+    h.result(&again, json!({"tools": [], "ttlMs": 0}));
+    assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
 }
 
 #[test]

@@ -610,6 +610,8 @@ pub(crate) struct Resend {
     pub(crate) params: Option<Value>,
     /// It was already sent again after a -32022.
     pub(crate) version_retried: bool,
+    /// It was already sent again after its response stream broke.
+    pub(crate) stream_retried: bool,
 }
 
 #[derive(Debug)]
@@ -1125,6 +1127,64 @@ impl Session {
         }
     }
 
+    /// The transport lost a stateless request's answer: its response stream
+    /// broke before the answer came (2026 era, where streams are not
+    /// resumed). The spec has the client re-issue it under a new id; rho
+    /// does, once, for what is safe to run twice — discovery, listings,
+    /// and calls to tools the server marks read-only or idempotent. Any
+    /// other call may already have had its effect, so it fails with
+    /// `reason` rather than run twice unasked.
+    pub fn handle_stream_lost(&mut self, now: Instant, request: ClientRequestId, reason: String) {
+        let now = self.clock.observe(now);
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        let Some(pending) = self.pending.get(&request.0) else {
+            return;
+        };
+        let safe = match pending.purpose {
+            Purpose::Discover | Purpose::ListTools | Purpose::Relist => true,
+            Purpose::CallTool(call) => self.called_tool_is_repeatable(call),
+            _ => false,
+        };
+        let retried = pending.resend.as_ref().is_none_or(|r| r.stream_retried);
+        if !safe || retried {
+            let why = if retried || !matches!(pending.purpose, Purpose::CallTool(_)) {
+                reason
+            } else {
+                format!(
+                    "{reason}; the call may have run, and rho sends a call again only to a tool                      the server marks read-only or idempotent"
+                )
+            };
+            return self.handle_request_failed(now, request, why);
+        }
+        let Some(mut pending) = self.pending.remove(&request.0) else {
+            return;
+        };
+        self.deadlines.remove(&(pending.deadline, request.0));
+        let Some(mut resend) = pending.resend.take().map(|r| *r) else {
+            return;
+        };
+        resend.stream_retried = true;
+        tracing::info!(server = %self.options.server, "the response stream broke before the answer; sending the request again under a new id");
+        self.reissue(pending, resend);
+    }
+
+    /// Whether the tool a call called says running it twice is harmless.
+    fn called_tool_is_repeatable(&self, call: CallId) -> bool {
+        let Some(tools) = self.ready.as_ref().map(|r| &r.tools) else {
+            return false;
+        };
+        let tool = match self.call_tools.get(&call.0) {
+            Some(CalledTool::Listed(at)) => tools.get(*at),
+            Some(CalledTool::Named(name)) => tools.iter().find(|t| &t.name == name),
+            None => None,
+        };
+        tool.is_some_and(|t| {
+            t.annotations.read_only == Some(true) || t.annotations.idempotent == Some(true)
+        })
+    }
+
     /// The transport says the server forgot this session (Streamable HTTP:
     /// 404, or 400 naming the session). The session runs a fresh
     /// `initialize`; requests in flight stay pending, and the transport
@@ -1519,6 +1579,7 @@ impl Session {
                 method,
                 params,
                 version_retried: false,
+                stream_retried: false,
             };
             return self.reissue(pending, resend);
         }
