@@ -825,6 +825,67 @@ fn a_broken_stream_during_discovery_lists_again() {
 }
 
 #[test]
+fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
+    let mut h = Http::new();
+    let tool = |header: &str| {
+        json!([{"name": "sql", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": header}}}}])
+    };
+    h.ready(tool("Region"));
+    h.transport
+        .call_tool(h.now, "sql", json!({"region": "eu"}))
+        .expect("ready");
+    h.drain();
+    let first = h.last();
+    assert_eq!(header(&first, "mcp-param-region"), Some("eu"));
+    let mismatch = |req: &HttpRequest| {
+        json!({"jsonrpc": "2.0", "id": body(req)["id"], "error": {"code": -32020,
+               "message": "Header mismatch: Mcp-Param-Zone missing"}})
+        .to_string()
+    };
+    h.answer(
+        &first,
+        400,
+        &[("content-type", "application/json")],
+        &mismatch(&first),
+    );
+    let list = h.last();
+    assert_eq!(
+        body(&list)["method"],
+        "tools/list",
+        "the call waits for a fresh list"
+    );
+    h.result(&list, json!({"tools": tool("Zone"), "ttlMs": 60000}));
+    let again = h.last();
+    assert_eq!(body(&again)["method"], "tools/call");
+    assert_ne!(body(&again)["id"], body(&first)["id"]);
+    assert_eq!(
+        header(&again, "mcp-param-zone"),
+        Some("eu"),
+        "the new annotation"
+    );
+    assert_eq!(header(&again, "mcp-param-region"), None);
+    // Refused again: once is the bound; the error reads in words.
+    h.answer(
+        &again,
+        400,
+        &[("content-type", "application/json")],
+        &mismatch(&again),
+    );
+    let Some(Event::CallCompleted {
+        result: Err(error), ..
+    }) = h.events.last()
+    else {
+        panic!("{:?}", h.events)
+    };
+    assert!(
+        error.to_string().contains("headers do not match"),
+        "{error}"
+    );
+    assert_eq!(body(&h.last())["method"], "tools/call", "no third listing");
+}
+
+#[test]
 fn a_202_to_a_request_fails_it_since_no_other_stream_will_answer() {
     let mut h = Http::new();
     h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));

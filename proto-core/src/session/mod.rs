@@ -612,6 +612,9 @@ pub(crate) struct Resend {
     pub(crate) version_retried: bool,
     /// It was already sent again after its response stream broke.
     pub(crate) stream_retried: bool,
+    /// It was already sent again after a -32020 (header mismatch) and a
+    /// fresh tool list.
+    pub(crate) header_retried: bool,
 }
 
 #[derive(Debug)]
@@ -692,6 +695,9 @@ pub struct Session {
     /// Until when the tool list is fresh (2026 era, from the listing's
     /// `ttlMs`); a call after that re-lists first.
     tools_fresh_until: Option<Instant>,
+    /// Calls refused for their headers (-32020), still pending under
+    /// their old id: sent again once the tool list was read afresh.
+    held_for_list: BTreeSet<u64>,
 }
 
 /// The tool a call in flight called, for its outputSchema check: its
@@ -753,6 +759,7 @@ impl Session {
             late_probe: None,
             stale: BTreeSet::new(),
             tools_fresh_until: None,
+            held_for_list: BTreeSet::new(),
         };
         session.timers.set(Timer::Startup, startup_deadline);
         match era::modern_version(&session.options.protocol_version) {
@@ -1580,6 +1587,7 @@ impl Session {
                 params,
                 version_retried: false,
                 stream_retried: false,
+                header_retried: false,
             };
             return self.reissue(pending, resend);
         }
@@ -1665,6 +1673,23 @@ impl Session {
                 let mut resend = *pending.resend.take().expect("matched above");
                 resend.version_retried = true;
                 self.reissue(pending, resend);
+                return;
+            }
+        }
+        // A call whose headers the server refused: the tool's annotations
+        // may have changed. It waits (pending, its budget running) for the
+        // tool list to be read again, then goes once more.
+        if let (Err(error), Some(resend), Purpose::CallTool(_)) =
+            (&reply, &mut pending.resend, &pending.purpose)
+        {
+            if error.code == crate::wire::protocol::code::HEADER_MISMATCH && !resend.header_retried
+            {
+                tracing::info!(server = %self.options.server, "the server refused a call's headers; listing tools again before sending it again");
+                resend.header_retried = true;
+                self.deadlines.insert((pending.deadline, n));
+                self.pending.insert(n, pending);
+                self.held_for_list.insert(n);
+                self.start_relist(now, false);
                 return;
             }
         }
@@ -2114,7 +2139,7 @@ impl Session {
                 let unchanged = self.ready.as_ref().is_some_and(|r| r.tools == done.tools);
                 if done.stale && unchanged && !done.again {
                     // Still fresh news: nothing changed, nothing to report.
-                    return;
+                    return self.send_held();
                 }
                 if let Some(ready) = &mut self.ready {
                     // Calls in flight now hold the name of what they called.
@@ -2125,6 +2150,9 @@ impl Session {
                     }
                     ready.tools = done.tools.clone();
                 }
+                // Calls refused for their headers go again, now that the
+                // list their headers follow is the new one.
+                self.send_held();
                 // Revised tools may declare new schemas.
                 self.output_schemas.clear();
                 self.events.push_back(Event::ToolsChanged(done.tools));
@@ -2136,9 +2164,32 @@ impl Session {
         }
     }
 
+    /// Sends the calls held for a fresh tool list (after a -32020) again,
+    /// each under a new id; one that ended meanwhile (timed out,
+    /// cancelled) is gone.
+    fn send_held(&mut self) {
+        for n in std::mem::take(&mut self.held_for_list) {
+            let Some(mut pending) = self.pending.remove(&n) else {
+                continue;
+            };
+            self.deadlines.remove(&(pending.deadline, n));
+            match pending.resend.take() {
+                Some(resend) => {
+                    self.reissue(pending, *resend);
+                }
+                None => {
+                    self.pending.insert(n, pending);
+                }
+            }
+        }
+    }
+
     fn relist_failed(&mut self, why: &str) {
         tracing::warn!(server = %self.options.server, "re-listing tools failed, keeping the previous list: {why}");
         self.relist = None;
+        // The held calls go with the list there is; a second refusal fails
+        // them.
+        self.send_held();
         if self.is_stateless() {
             // The stale list serves meanwhile; a call after a pause tries
             // again (not every call: the server may be down).
@@ -2404,6 +2455,7 @@ impl Session {
         }
         let server = self.options.server.clone();
         let pending = std::mem::take(&mut self.pending);
+        self.held_for_list.clear();
         self.deadlines.clear();
         self.timers.clear();
         self.call_tools.clear();
