@@ -630,6 +630,9 @@ impl Http {
             "{:?}",
             self.events
         );
+        // Nothing is due: no keep-alive ping in this era (HTTP sessions of
+        // the 2025 era ping each minute).
+        assert_eq!(self.transport.poll_timeout(), None);
     }
 }
 

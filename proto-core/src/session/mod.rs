@@ -1893,7 +1893,8 @@ impl Session {
             Ok(value) => value,
             Err(error) => {
                 return self.finish(CloseReason::Discovery(format!(
-                    "the server answered tools/list with an error: {error}"
+                    "the server answered tools/list with an error: {}",
+                    describe_error(&error)
                 )));
             }
         };
