@@ -551,11 +551,16 @@ fn body(req: &HttpRequest) -> Value {
 
 impl Http {
     fn new() -> Self {
+        Self::with(|_| {})
+    }
+
+    fn with(adjust: impl FnOnce(&mut HttpOptions)) -> Self {
         let now = Instant::now();
-        let http = HttpOptions::new(
+        let mut http = HttpOptions::new(
             Url::parse("http://127.0.0.1:9/mcp").expect("url"),
             vec![("Mcp-Method".into(), "configured-never-wins".into())],
         );
+        adjust(&mut http);
         let mut h = Self {
             now,
             transport: HttpTransport::new(options(), http, now),
@@ -886,6 +891,68 @@ fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
         "{error}"
     );
     assert_eq!(body(&h.last())["method"], "tools/call", "no third listing");
+}
+
+#[test]
+fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
+    for (scope, relists) in [("private", true), ("public", false)] {
+        let mut h = Http::with(|o| {
+            o.oauth = true;
+            o.reauthorize = true;
+        });
+        let probe = h.last();
+        h.result(
+            &probe,
+            discover_result(json!([MODERN]), json!({"tools": {}})),
+        );
+        let list = h.last();
+        h.result(
+            &list,
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+                   "ttlMs": 3_600_000, "cacheScope": scope}),
+        );
+        h.transport
+            .call_tool(h.now, "echo", json!({}))
+            .expect("ready");
+        h.drain();
+        let call = h.last();
+        h.answer(
+            &call,
+            401,
+            &[("www-authenticate", "Bearer error=\"invalid_token\"")],
+            "",
+        );
+        let question = h
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::Question { question, .. } => Some(*question),
+                _ => None,
+            })
+            .expect("asked to re-authorize");
+        h.transport
+            .answer_authorization(h.now, question, Ok("Bearer new".into()));
+        h.drain();
+        let resent = h.last();
+        assert_eq!(body(&resent)["method"], "tools/call");
+        h.result(&resent, json!({"content": []}));
+        h.transport
+            .call_tool(h.now, "echo", json!({}))
+            .expect("ready");
+        h.drain();
+        let methods: Vec<Value> = h
+            .requests
+            .iter()
+            .rev()
+            .take(2)
+            .map(|r| body(r)["method"].clone())
+            .collect();
+        assert_eq!(
+            methods.contains(&json!("tools/list")),
+            relists,
+            "{scope}: {methods:?}"
+        );
+    }
 }
 
 #[test]

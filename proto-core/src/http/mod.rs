@@ -921,6 +921,7 @@ impl HttpTransport {
                     .headers
                     .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
                 self.options.headers.push(("Authorization".into(), header));
+                self.session.handle_authorization_changed(now);
                 for parked in waiting.parked {
                     if request_of(parked.kind).is_some_and(|r| !self.session.is_pending(r)) {
                         continue;

@@ -698,6 +698,10 @@ pub struct Session {
     /// Calls refused for their headers (-32020), still pending under
     /// their old id: sent again once the tool list was read afresh.
     held_for_list: BTreeSet<u64>,
+    /// The tool list rho holds was sent with `cacheScope: "private"` (or
+    /// none): it belongs to one authorization context, and a new token
+    /// makes it stale.
+    tools_private: bool,
 }
 
 /// The tool a call in flight called, for its outputSchema check: its
@@ -723,6 +727,8 @@ struct Relist {
     stale: bool,
     /// The shortest freshness of its pages.
     ttl: Option<Duration>,
+    /// A page of it was private (`cacheScope`).
+    private: bool,
 }
 
 impl Session {
@@ -760,6 +766,7 @@ impl Session {
             stale: BTreeSet::new(),
             tools_fresh_until: None,
             held_for_list: BTreeSet::new(),
+            tools_private: true,
         };
         session.timers.set(Timer::Startup, startup_deadline);
         match era::modern_version(&session.options.protocol_version) {
@@ -1175,6 +1182,16 @@ impl Session {
         resend.stream_retried = true;
         tracing::info!(server = %self.options.server, "the response stream broke before the answer; sending the request again under a new id");
         self.reissue(pending, resend);
+    }
+
+    /// The transport now sends another `Authorization` (a re-authorized
+    /// token): a tool list the server marked private (`cacheScope`, 2026
+    /// era) belonged to the old one, so the next call lists it again.
+    pub fn handle_authorization_changed(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.is_stateless() && self.tools_private && self.tools_fresh_until.is_some() {
+            self.tools_fresh_until = Some(now);
+        }
     }
 
     /// Whether the tool a call called says running it twice is harmless.
@@ -1904,6 +1921,9 @@ impl Session {
         };
         let page = self.screen_page(now, page);
         let page_ttl = self.is_stateless().then_some(page.cache.ttl);
+        let private = page.cache.scope == crate::wire::protocol::CacheScope::Private;
+        let first = matches!(self.phase, Phase::Discovering { pages: 0, .. });
+        self.tools_private = private || (self.tools_private && !first);
         let Phase::Discovering {
             tools,
             pages,
@@ -2118,9 +2138,11 @@ impl Session {
         };
         let page = self.screen_page(now, page);
         let page_ttl = self.is_stateless().then_some(page.cache.ttl);
+        let private = page.cache.scope == crate::wire::protocol::CacheScope::Private;
         let Some(relist) = &mut self.relist else {
             return;
         };
+        relist.private = private || (relist.private && relist.pages > 0);
         relist.tools.extend(page.tools);
         relist.pages += 1;
         relist.ttl = shorter(relist.ttl, page_ttl);
@@ -2137,6 +2159,7 @@ impl Session {
                     return;
                 };
                 self.tools_fresh_until = done.ttl.map(|ttl| now + ttl);
+                self.tools_private = done.private;
                 let unchanged = self.ready.as_ref().is_some_and(|r| r.tools == done.tools);
                 if done.stale && unchanged && !done.again {
                     // Still fresh news: nothing changed, nothing to report.
