@@ -551,11 +551,16 @@ fn body(req: &HttpRequest) -> Value {
 
 impl Http {
     fn new() -> Self {
+        Self::with(|_| {})
+    }
+
+    fn with(adjust: impl FnOnce(&mut HttpOptions)) -> Self {
         let now = Instant::now();
-        let http = HttpOptions::new(
+        let mut http = HttpOptions::new(
             Url::parse("http://127.0.0.1:9/mcp").expect("url"),
             vec![("Mcp-Method".into(), "configured-never-wins".into())],
         );
+        adjust(&mut http);
         let mut h = Self {
             now,
             transport: HttpTransport::new(options(), http, now),
@@ -630,6 +635,9 @@ impl Http {
             "{:?}",
             self.events
         );
+        // Nothing is due: no keep-alive ping in this era (HTTP sessions of
+        // the 2025 era ping each minute).
+        assert_eq!(self.transport.poll_timeout(), None);
     }
 }
 
@@ -737,15 +745,8 @@ fn cancelling_a_call_drops_its_stream_and_posts_no_notification() {
     )));
 }
 
-#[test]
-fn a_response_stream_that_breaks_is_not_resumed_in_this_era() {
-    let mut h = Http::new();
-    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
-    h.transport
-        .call_tool(h.now, "echo", json!({}))
-        .expect("ready");
-    h.drain();
-    let post = h.last();
+/// Breaks the SSE response stream of `post` after a priming event.
+fn break_stream(h: &mut Http, post: &HttpRequest) {
     h.transport.handle_response_head(
         h.now,
         post.exchange,
@@ -757,19 +758,201 @@ fn a_response_stream_that_breaks_is_not_resumed_in_this_era() {
     h.transport
         .handle_exchange_failed(h.now, post.exchange, "reset".into());
     h.drain();
+}
+
+#[test]
+fn a_broken_stream_fails_a_call_that_may_have_had_its_effect_and_is_never_resumed() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
+    h.transport
+        .call_tool(h.now, "echo", json!({}))
+        .expect("ready");
+    h.drain();
+    let post = h.last();
+    let before = h.requests.len();
+    break_stream(&mut h, &post);
     let Some(Event::CallCompleted {
         result: Err(error), ..
     }) = h.events.last()
     else {
         panic!("{:?}", h.events)
     };
-    assert!(error.to_string().contains("does not resume"), "{error}");
-    assert!(
-        !h.requests
-            .iter()
-            .any(|r| header(r, "last-event-id").is_some()),
-        "no resumption"
+    let text = error.to_string();
+    assert!(text.contains("does not resume"), "{text}");
+    assert!(text.contains("read-only or idempotent"), "{text}");
+    assert_eq!(
+        h.requests.len(),
+        before,
+        "nothing sent again, no Last-Event-ID GET"
     );
+}
+
+#[test]
+fn a_broken_stream_re_issues_a_read_only_call_once_under_a_new_id() {
+    let mut h = Http::new();
+    h.ready(json!([{"name": "look", "inputSchema": {"type": "object"},
+                    "annotations": {"readOnlyHint": true}}]));
+    h.transport
+        .call_tool(h.now, "look", json!({"q": 1}))
+        .expect("ready");
+    h.drain();
+    let first = h.last();
+    break_stream(&mut h, &first);
+    let again = h.last();
+    assert_ne!(again.exchange, first.exchange);
+    assert_eq!(body(&again)["method"], "tools/call");
+    assert_eq!(body(&again)["params"]["arguments"], json!({"q": 1}));
+    assert_ne!(body(&again)["id"], body(&first)["id"], "a new id");
+    // Broken again: once is enough.
+    break_stream(&mut h, &again);
+    assert_eq!(h.last().exchange, again.exchange, "not a third time");
+    assert!(matches!(
+        h.events.last(),
+        Some(Event::CallCompleted {
+            result: Err(CallError::Transport { .. }),
+            ..
+        })
+    ));
+}
+
+#[test]
+fn a_broken_stream_during_discovery_lists_again() {
+    let mut h = Http::new();
+    let probe = h.last();
+    h.result(
+        &probe,
+        discover_result(json!([MODERN]), json!({"tools": {}})),
+    );
+    let list = h.last();
+    break_stream(&mut h, &list);
+    let again = h.last();
+    assert_eq!(body(&again)["method"], "tools/list");
+    assert_ne!(again.exchange, list.exchange);
+    h.result(&again, json!({"tools": [], "ttlMs": 0}));
+    assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+}
+
+#[test]
+fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
+    let mut h = Http::new();
+    let tool = |header: &str| {
+        json!([{"name": "sql", "inputSchema": {"type": "object", "properties": {
+            "region": {"type": "string", "x-mcp-header": header}}}}])
+    };
+    h.ready(tool("Region"));
+    h.transport
+        .call_tool(h.now, "sql", json!({"region": "eu"}))
+        .expect("ready");
+    h.drain();
+    let first = h.last();
+    assert_eq!(header(&first, "mcp-param-region"), Some("eu"));
+    let mismatch = |req: &HttpRequest| {
+        json!({"jsonrpc": "2.0", "id": body(req)["id"], "error": {"code": -32020,
+               "message": "Header mismatch: Mcp-Param-Zone missing"}})
+        .to_string()
+    };
+    h.answer(
+        &first,
+        400,
+        &[("content-type", "application/json")],
+        &mismatch(&first),
+    );
+    let list = h.last();
+    assert_eq!(
+        body(&list)["method"],
+        "tools/list",
+        "the call waits for a fresh list"
+    );
+    h.result(&list, json!({"tools": tool("Zone"), "ttlMs": 60000}));
+    let again = h.last();
+    assert_eq!(body(&again)["method"], "tools/call");
+    assert_ne!(body(&again)["id"], body(&first)["id"]);
+    assert_eq!(
+        header(&again, "mcp-param-zone"),
+        Some("eu"),
+        "the new annotation"
+    );
+    assert_eq!(header(&again, "mcp-param-region"), None);
+    // Refused again: once is the bound; the error reads in words.
+    h.answer(
+        &again,
+        400,
+        &[("content-type", "application/json")],
+        &mismatch(&again),
+    );
+    let Some(Event::CallCompleted {
+        result: Err(error), ..
+    }) = h.events.last()
+    else {
+        panic!("{:?}", h.events)
+    };
+    assert!(
+        error.to_string().contains("headers do not match"),
+        "{error}"
+    );
+    assert_eq!(body(&h.last())["method"], "tools/call", "no third listing");
+}
+
+#[test]
+fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
+    for (scope, relists) in [("private", true), ("public", false)] {
+        let mut h = Http::with(|o| {
+            o.oauth = true;
+            o.reauthorize = true;
+        });
+        let probe = h.last();
+        h.result(
+            &probe,
+            discover_result(json!([MODERN]), json!({"tools": {}})),
+        );
+        let list = h.last();
+        h.result(
+            &list,
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
+                   "ttlMs": 3_600_000, "cacheScope": scope}),
+        );
+        h.transport
+            .call_tool(h.now, "echo", json!({}))
+            .expect("ready");
+        h.drain();
+        let call = h.last();
+        h.answer(
+            &call,
+            401,
+            &[("www-authenticate", "Bearer error=\"invalid_token\"")],
+            "",
+        );
+        let question = h
+            .events
+            .iter()
+            .find_map(|e| match e {
+                Event::Question { question, .. } => Some(*question),
+                _ => None,
+            })
+            .expect("asked to re-authorize");
+        h.transport
+            .answer_authorization(h.now, question, Ok("Bearer new".into()));
+        h.drain();
+        let resent = h.last();
+        assert_eq!(body(&resent)["method"], "tools/call");
+        h.result(&resent, json!({"content": []}));
+        h.transport
+            .call_tool(h.now, "echo", json!({}))
+            .expect("ready");
+        h.drain();
+        let methods: Vec<Value> = h
+            .requests
+            .iter()
+            .rev()
+            .take(2)
+            .map(|r| body(r)["method"].clone())
+            .collect();
+        assert_eq!(
+            methods.contains(&json!("tools/list")),
+            relists,
+            "{scope}: {methods:?}"
+        );
+    }
 }
 
 #[test]

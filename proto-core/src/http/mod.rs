@@ -62,7 +62,10 @@
 //!   GET stream, no DELETE, no ping, and no notifications at all — closing
 //!   a request's response stream is its cancellation.
 //! - A response stream is never resumed: one that breaks before its answer
-//!   fails the request.
+//!   re-issues the request under a new id, once, when it is safe to run
+//!   twice (discovery, listings, a tool marked read-only or idempotent);
+//!   any other call fails, saying why (see
+//!   [`Session::handle_stream_lost`]).
 //! - The probe answered HTTP 4xx without a JSON-RPC error the 2026 era
 //!   defines means a legacy server: the session falls back to
 //!   `initialize`. A 401 or 403 is no such sign: it fails (or
@@ -928,6 +931,7 @@ impl HttpTransport {
                     .headers
                     .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
                 self.options.headers.push(("Authorization".into(), header));
+                self.session.handle_authorization_changed(now);
                 for parked in waiting.parked {
                     if request_of(parked.kind).is_some_and(|r| !self.session.is_pending(r)) {
                         continue;
@@ -1241,8 +1245,9 @@ impl HttpTransport {
                 return;
             }
             if self.session.is_stateless() {
-                // The 2026 era has no resumption: the answer is lost.
-                self.session.handle_request_failed(
+                // The 2026 era has no resumption: the answer is lost, and
+                // the session decides whether to ask again.
+                self.session.handle_stream_lost(
                     now,
                     request,
                     "the server closed the response stream before answering (the 2026-07-28 protocol does not resume streams)".into(),

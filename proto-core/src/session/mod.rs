@@ -610,6 +610,11 @@ pub(crate) struct Resend {
     pub(crate) params: Option<Value>,
     /// It was already sent again after a -32022.
     pub(crate) version_retried: bool,
+    /// It was already sent again after its response stream broke.
+    pub(crate) stream_retried: bool,
+    /// It was already sent again after a -32020 (header mismatch) and a
+    /// fresh tool list.
+    pub(crate) header_retried: bool,
 }
 
 #[derive(Debug)]
@@ -690,6 +695,13 @@ pub struct Session {
     /// Until when the tool list is fresh (2026 era, from the listing's
     /// `ttlMs`); a call after that re-lists first.
     tools_fresh_until: Option<Instant>,
+    /// Calls refused for their headers (-32020), still pending under
+    /// their old id: sent again once the tool list was read afresh.
+    held_for_list: BTreeSet<u64>,
+    /// The tool list rho holds was sent with `cacheScope: "private"` (or
+    /// none): it belongs to one authorization context, and a new token
+    /// makes it stale.
+    tools_private: bool,
 }
 
 /// The tool a call in flight called, for its outputSchema check: its
@@ -715,6 +727,8 @@ struct Relist {
     stale: bool,
     /// The shortest freshness of its pages.
     ttl: Option<Duration>,
+    /// A page of it was private (`cacheScope`).
+    private: bool,
 }
 
 impl Session {
@@ -751,6 +765,8 @@ impl Session {
             late_probe: None,
             stale: BTreeSet::new(),
             tools_fresh_until: None,
+            held_for_list: BTreeSet::new(),
+            tools_private: true,
         };
         session.timers.set(Timer::Startup, startup_deadline);
         match era::modern_version(&session.options.protocol_version) {
@@ -1123,6 +1139,74 @@ impl Session {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
         }
+    }
+
+    /// The transport lost a stateless request's answer: its response stream
+    /// broke before the answer came (2026 era, where streams are not
+    /// resumed). The spec has the client re-issue it under a new id; rho
+    /// does, once, for what is safe to run twice — discovery, listings,
+    /// and calls to tools the server marks read-only or idempotent. Any
+    /// other call may already have had its effect, so it fails with
+    /// `reason` rather than run twice unasked.
+    pub fn handle_stream_lost(&mut self, now: Instant, request: ClientRequestId, reason: String) {
+        let now = self.clock.observe(now);
+        if matches!(self.phase, Phase::Closed) {
+            return;
+        }
+        let Some(pending) = self.pending.get(&request.0) else {
+            return;
+        };
+        let safe = match pending.purpose {
+            Purpose::Discover | Purpose::ListTools | Purpose::Relist => true,
+            Purpose::CallTool(call) => self.called_tool_is_repeatable(call),
+            _ => false,
+        };
+        let retried = pending.resend.as_ref().is_none_or(|r| r.stream_retried);
+        if !safe || retried {
+            let why = if retried || !matches!(pending.purpose, Purpose::CallTool(_)) {
+                reason
+            } else {
+                format!(
+                    "{reason}; the call may have run, and rho sends a call again only to a tool                      the server marks read-only or idempotent"
+                )
+            };
+            return self.handle_request_failed(now, request, why);
+        }
+        let Some(mut pending) = self.pending.remove(&request.0) else {
+            return;
+        };
+        self.deadlines.remove(&(pending.deadline, request.0));
+        let Some(mut resend) = pending.resend.take().map(|r| *r) else {
+            return;
+        };
+        resend.stream_retried = true;
+        tracing::info!(server = %self.options.server, "the response stream broke before the answer; sending the request again under a new id");
+        self.reissue(pending, resend);
+    }
+
+    /// The transport now sends another `Authorization` (a re-authorized
+    /// token): a tool list the server marked private (`cacheScope`, 2026
+    /// era) belonged to the old one, so the next call lists it again.
+    pub fn handle_authorization_changed(&mut self, now: Instant) {
+        let now = self.clock.observe(now);
+        if self.is_stateless() && self.tools_private && self.tools_fresh_until.is_some() {
+            self.tools_fresh_until = Some(now);
+        }
+    }
+
+    /// Whether the tool a call called says running it twice is harmless.
+    fn called_tool_is_repeatable(&self, call: CallId) -> bool {
+        let Some(tools) = self.ready.as_ref().map(|r| &r.tools) else {
+            return false;
+        };
+        let tool = match self.call_tools.get(&call.0) {
+            Some(CalledTool::Listed(at)) => tools.get(*at),
+            Some(CalledTool::Named(name)) => tools.iter().find(|t| &t.name == name),
+            None => None,
+        };
+        tool.is_some_and(|t| {
+            t.annotations.read_only == Some(true) || t.annotations.idempotent == Some(true)
+        })
     }
 
     /// The transport says the server forgot this session (Streamable HTTP:
@@ -1519,6 +1603,8 @@ impl Session {
                 method,
                 params,
                 version_retried: false,
+                stream_retried: false,
+                header_retried: false,
             };
             return self.reissue(pending, resend);
         }
@@ -1604,6 +1690,23 @@ impl Session {
                 let mut resend = *pending.resend.take().expect("matched above");
                 resend.version_retried = true;
                 self.reissue(pending, resend);
+                return;
+            }
+        }
+        // A call whose headers the server refused: the tool's annotations
+        // may have changed. It waits (pending, its budget running) for the
+        // tool list to be read again, then goes once more.
+        if let (Err(error), Some(resend), Purpose::CallTool(_)) =
+            (&reply, &mut pending.resend, &pending.purpose)
+        {
+            if error.code == crate::wire::protocol::code::HEADER_MISMATCH && !resend.header_retried
+            {
+                tracing::info!(server = %self.options.server, "the server refused a call's headers; listing tools again before sending it again");
+                resend.header_retried = true;
+                self.deadlines.insert((pending.deadline, n));
+                self.pending.insert(n, pending);
+                self.held_for_list.insert(n);
+                self.start_relist(now, false);
                 return;
             }
         }
@@ -1807,7 +1910,8 @@ impl Session {
             Ok(value) => value,
             Err(error) => {
                 return self.finish(CloseReason::Discovery(format!(
-                    "the server answered tools/list with an error: {error}"
+                    "the server answered tools/list with an error: {}",
+                    describe_error(&error)
                 )));
             }
         };
@@ -1817,6 +1921,9 @@ impl Session {
         };
         let page = self.screen_page(now, page);
         let page_ttl = self.is_stateless().then_some(page.cache.ttl);
+        let private = page.cache.scope == crate::wire::protocol::CacheScope::Private;
+        let first = matches!(self.phase, Phase::Discovering { pages: 0, .. });
+        self.tools_private = private || (self.tools_private && !first);
         let Phase::Discovering {
             tools,
             pages,
@@ -2031,9 +2138,11 @@ impl Session {
         };
         let page = self.screen_page(now, page);
         let page_ttl = self.is_stateless().then_some(page.cache.ttl);
+        let private = page.cache.scope == crate::wire::protocol::CacheScope::Private;
         let Some(relist) = &mut self.relist else {
             return;
         };
+        relist.private = private || (relist.private && relist.pages > 0);
         relist.tools.extend(page.tools);
         relist.pages += 1;
         relist.ttl = shorter(relist.ttl, page_ttl);
@@ -2050,10 +2159,11 @@ impl Session {
                     return;
                 };
                 self.tools_fresh_until = done.ttl.map(|ttl| now + ttl);
+                self.tools_private = done.private;
                 let unchanged = self.ready.as_ref().is_some_and(|r| r.tools == done.tools);
                 if done.stale && unchanged && !done.again {
                     // Still fresh news: nothing changed, nothing to report.
-                    return;
+                    return self.send_held();
                 }
                 if let Some(ready) = &mut self.ready {
                     // Calls in flight now hold the name of what they called.
@@ -2064,6 +2174,9 @@ impl Session {
                     }
                     ready.tools = done.tools.clone();
                 }
+                // Calls refused for their headers go again, now that the
+                // list their headers follow is the new one.
+                self.send_held();
                 // Revised tools may declare new schemas.
                 self.output_schemas.clear();
                 self.events.push_back(Event::ToolsChanged(done.tools));
@@ -2075,9 +2188,32 @@ impl Session {
         }
     }
 
+    /// Sends the calls held for a fresh tool list (after a -32020) again,
+    /// each under a new id; one that ended meanwhile (timed out,
+    /// cancelled) is gone.
+    fn send_held(&mut self) {
+        for n in std::mem::take(&mut self.held_for_list) {
+            let Some(mut pending) = self.pending.remove(&n) else {
+                continue;
+            };
+            self.deadlines.remove(&(pending.deadline, n));
+            match pending.resend.take() {
+                Some(resend) => {
+                    self.reissue(pending, *resend);
+                }
+                None => {
+                    self.pending.insert(n, pending);
+                }
+            }
+        }
+    }
+
     fn relist_failed(&mut self, why: &str) {
         tracing::warn!(server = %self.options.server, "re-listing tools failed, keeping the previous list: {why}");
         self.relist = None;
+        // The held calls go with the list there is; a second refusal fails
+        // them.
+        self.send_held();
         if self.is_stateless() {
             // The stale list serves meanwhile; a call after a pause tries
             // again (not every call: the server may be down).
@@ -2343,6 +2479,7 @@ impl Session {
         }
         let server = self.options.server.clone();
         let pending = std::mem::take(&mut self.pending);
+        self.held_for_list.clear();
         self.deadlines.clear();
         self.timers.clear();
         self.call_tools.clear();

@@ -239,6 +239,7 @@ impl ToolsPage {
     /// result without a `tools` array is an error.
     pub fn from_value(value: &Value) -> Result<Self, ShapeError> {
         let obj = object(value, "tools/list result")?;
+        final_result(value, "tools/list")?;
         let Some(Value::Array(entries)) = obj.get("tools") else {
             return Err(ShapeError("tools/list result has no `tools` array".into()));
         };
@@ -497,6 +498,18 @@ impl ResultType {
     }
 }
 
+/// Fails a result of `method` that is not final: one asking for input
+/// (rho answers that only for tool calls) or of a `resultType` rho does
+/// not know.
+fn final_result(value: &Value, method: &str) -> Result<(), ShapeError> {
+    match ResultType::of(value)? {
+        ResultType::Complete => Ok(()),
+        ResultType::InputRequired => Err(ShapeError(format!(
+            "the server asked for input to answer {method} (a multi round-trip request), which rho answers only for tool calls"
+        ))),
+    }
+}
+
 /// Who may cache a result (`cacheScope`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -568,6 +581,7 @@ impl DiscoverResult {
     /// methods with an empty result, say).
     pub fn from_value(value: &Value) -> Result<Self, ShapeError> {
         let obj = object(value, "server/discover result")?;
+        final_result(value, "server/discover")?;
         let Some(Value::Array(list)) = obj.get("supportedVersions") else {
             return Err(ShapeError(
                 "server/discover result has no `supportedVersions` array".into(),
@@ -978,6 +992,23 @@ mod tests {
         );
         assert!(ResultType::of(&json!({"resultType": "task"})).is_err());
         assert!(ResultType::of(&json!({"resultType": 1})).is_err());
+    }
+
+    #[test]
+    fn a_listing_or_discovery_that_is_not_final_is_refused() {
+        let err = ToolsPage::from_value(&json!({"resultType": "input_required", "tools": []}))
+            .expect_err("interim");
+        assert!(
+            err.0.contains("tools/list") && err.0.contains("input"),
+            "{err}"
+        );
+        assert!(
+            DiscoverResult::from_value(
+                &json!({"resultType": "soon", "supportedVersions": [], "capabilities": {}})
+            )
+            .is_err()
+        );
+        assert!(ToolsPage::from_value(&json!({"resultType": "complete", "tools": []})).is_ok());
     }
 
     #[test]
