@@ -5,10 +5,12 @@
 //! [`content`] for `tools/call` results, [`elicitation`] for questions a
 //! server asks a person, [`sampling`] for a server's requests of rho's
 //! model, [`mrtr`] for the 2026 era's multi round-trip requests, which
-//! carry those same questions inside a result. They hold no session state;
+//! carry those same questions inside a result, and [`subscriptions`] for
+//! the 2026 era's `subscriptions/listen` stream. They hold no session state;
 //! the session routes messages to them and carries their answers back.
 
 pub mod content;
 pub mod elicitation;
 pub mod mrtr;
 pub mod sampling;
+pub mod subscriptions;
