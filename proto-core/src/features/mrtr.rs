@@ -291,7 +291,7 @@ enum Open {
 
 /// One request's input rounds: how many there were, and the answers and
 /// open questions of the one under way.
-#[derive(Debug, Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Rounds {
     /// `InputRequiredResult`s taken so far.
     rounds: u32,

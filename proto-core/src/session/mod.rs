@@ -610,6 +610,9 @@ pub(crate) struct Resend {
     pub(crate) params: Option<Value>,
     /// It was already sent again after a -32022.
     pub(crate) version_retried: bool,
+    /// Its multi round-trip rounds, once the server asked for input: the
+    /// retry carries their answers and state.
+    pub(crate) rounds: Option<Box<crate::features::mrtr::Rounds>>,
 }
 
 #[derive(Debug)]
@@ -675,6 +678,9 @@ pub struct Session {
     /// A fresh `initialize` already replaced an expired session during
     /// startup; a second expiry before ready fails the session.
     reinitialized_during_startup: bool,
+    /// The raw `requestState` of the multi round-trip result being
+    /// handled, taken from its frame (see [`crate::features::mrtr`]).
+    raw_request_state: Option<Box<serde_json::value::RawValue>>,
     /// Which era the session speaks, or that it is finding out.
     era: Era,
     /// The `_meta` entries of every request, while the era is stateless
@@ -746,6 +752,7 @@ impl Session {
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
             unread: None,
             reinitialized_during_startup: false,
+            raw_request_state: None,
             era: Era::Legacy,
             meta: None,
             late_probe: None,
@@ -910,7 +917,20 @@ impl Session {
     /// A parsed frame: one message, or a batch element by element.
     fn handle_incoming(&mut self, now: Instant, incoming: Incoming, frame: &[u8]) {
         match incoming {
-            Incoming::Single(message) => self.handle_message(now, message),
+            Incoming::Single(message) => {
+                // A multi round-trip result's `requestState` is echoed as
+                // the exact text the server wrote, so it is taken from the
+                // frame (only for such a result: a second, borrowed parse).
+                if let Message::Response { result, .. } = &message {
+                    if result.get("requestState").is_some()
+                        && crate::features::mrtr::is_input_required(result)
+                    {
+                        self.raw_request_state = crate::features::mrtr::raw_request_state(frame);
+                    }
+                }
+                self.handle_message(now, message);
+                self.raw_request_state = None;
+            }
             Incoming::Batch(items) => {
                 for item in items {
                     // An element may have closed the session; Closed is last.
@@ -1243,13 +1263,18 @@ impl Session {
         let Some(request) = self.request_of(call) else {
             return;
         };
+        // A request held for its input questions was answered already:
+        // there is nothing on the server to cancel.
+        let answered = self.is_held_for_input(request);
         let Some(pending) = self.pending.remove(&request) else {
             return;
         };
         self.call_tools.remove(&call.0);
         self.deadlines.remove(&(pending.deadline, request));
-        let params = json!({"requestId": request, "reason": "cancelled by the user"});
-        self.send_notification("notifications/cancelled", Some(&params));
+        if !answered {
+            let params = json!({"requestId": request, "reason": "cancelled by the user"});
+            self.send_notification("notifications/cancelled", Some(&params));
+        }
         self.withdraw_questions_of(call);
         self.events.push_back(Event::CallCompleted {
             call,
@@ -1479,12 +1504,22 @@ impl Session {
         let meta = self.meta.clone().unwrap_or_default();
         let params = era::with_meta(resend.params.clone(), &meta);
         let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
-        jsonrpc::write_request(
-            &mut bytes,
-            ClientRequestId(id),
-            resend.method,
-            Some(&params),
-        );
+        match resend.rounds.as_deref() {
+            // A multi round-trip retry: the round's answers and the
+            // server's state, exactly as it sent it.
+            Some(rounds) => jsonrpc::write_request(
+                &mut bytes,
+                ClientRequestId(id),
+                resend.method,
+                Some(&rounds.retry_params(&params)),
+            ),
+            None => jsonrpc::write_request(
+                &mut bytes,
+                ClientRequestId(id),
+                resend.method,
+                Some(&params),
+            ),
+        }
         self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
         self.deadlines.insert((pending.deadline, id));
         self.pending.insert(
@@ -1519,6 +1554,7 @@ impl Session {
                 method,
                 params,
                 version_retried: false,
+                rounds: None,
             };
             return self.reissue(pending, resend);
         }
@@ -1568,6 +1604,7 @@ impl Session {
 
     fn handle_reply(&mut self, now: Instant, id: RequestId, reply: Result<Value, ErrorObject>) {
         let pending = ClientRequestId::from_wire(&id)
+            .filter(|ClientRequestId(n)| !self.is_held_for_input(*n))
             .and_then(|ClientRequestId(n)| self.pending.remove(&n).map(|p| (n, p)));
         let Some((n, mut pending)) = pending else {
             if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
@@ -1634,7 +1671,7 @@ impl Session {
                 // that needs input first says so with `resultType`.
                 let reply = match reply.map(|value| (ResultType::of(&value), value)) {
                     Ok((Ok(ResultType::InputRequired), value)) => {
-                        return self.input_required(now, call, pending, value);
+                        return self.input_required(now, n, call, pending, value);
                     }
                     Ok((Ok(_), value)) => Ok(Ok(value)),
                     Ok((Err(error), _)) => Ok(Err(error)),
@@ -1663,25 +1700,6 @@ impl Session {
                 self.events.push_back(Event::CallCompleted { call, result });
             }
         }
-    }
-
-    /// A call's result asked for input first (`resultType:
-    /// "input_required"`, an `InputRequiredResult`). This is where multi
-    /// round-trip requests hook in: `pending` is the call's request as it
-    /// was sent (its `resend` holds the params to retry with, under a new
-    /// id, through [`Session::reissue`]). Until they are answered, the call
-    /// fails in words rather than pass an interim result off as final.
-    fn input_required(&mut self, now: Instant, call: CallId, pending: Pending, result: Value) {
-        let _ = (now, pending, result);
-        self.call_tools.remove(&call.0);
-        self.withdraw_questions_of(call);
-        self.events.push_back(Event::CallCompleted {
-            call,
-            result: Err(CallError::InputRequired {
-                server: self.options.server.clone(),
-                reason: "it asked for input in a multi round-trip request, which this build of rho does not answer".into(),
-            }),
-        });
     }
 
     /// The answer to a probe given up on came after all. A discovery
