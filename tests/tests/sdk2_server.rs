@@ -3,17 +3,19 @@
 //! 2.4.0), over stdio and Streamable HTTP on a loopback port, on both
 //! executors: list, call, a form question answered through the responder,
 //! two rounds of questions (the second carried in a sealed `requestState`),
-//! a declined and a dismissed form.
+//! a declined and a dismissed form, and a tool-list change seen while ready.
 //!
-//! rho finds the 2026-07-28 era with `server/discover`, so the questions
-//! are multi round-trip requests: the tool's result asks for input, rho asks
-//! the person, and retries the call with the answers (and the SDK's sealed
-//! `requestState`, which it refuses if not echoed exactly).
+//! rho finds the 2026-07-28 era with `server/discover` on both transports,
+//! so the questions are multi round-trip requests: the tool's result asks
+//! for input, rho asks the person, and retries the call with the answers
+//! (and the SDK's sealed `requestState`, which it refuses if not echoed
+//! exactly). Rounds are bounded: `count-rounds` asks to be retried as
+//! often as told.
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::host::{HostServices, Responder, RuntimeOptions};
@@ -42,8 +44,12 @@ struct Sdk2Http {
 }
 
 impl Sdk2Http {
-    fn start() -> Self {
-        let mut child = Command::new("node")
+    fn start(tools_ttl_ms: Option<u64>) -> Self {
+        let mut command = Command::new("node");
+        if let Some(ttl) = tools_ttl_ms {
+            command.env("SDK2_TOOLS_TTL_MS", ttl.to_string());
+        }
+        let mut child = command
             .arg(sdk2_js())
             .arg("http")
             .stdin(Stdio::null())
@@ -97,10 +103,25 @@ struct Connected<R> {
 }
 
 fn connect<R: TestRuntime>(over: Over, host: HostServices) -> Connected<R> {
+    connect_with_ttl(over, host, None)
+}
+
+/// Like [`connect`], the server's `tools/list` fresh for `tools_ttl_ms`.
+fn connect_with_ttl<R: TestRuntime>(
+    over: Over,
+    host: HostServices,
+    tools_ttl_ms: Option<u64>,
+) -> Connected<R> {
     let (config, http) = match over {
-        Over::Stdio => (node_server("sdk", &sdk2_js(), &["stdio"]), None),
+        Over::Stdio => {
+            let mut table = node_server("sdk", &sdk2_js(), &["stdio"]);
+            if let Some(ttl) = tools_ttl_ms {
+                table.push_str(&format!("env = {{ SDK2_TOOLS_TTL_MS = \"{ttl}\" }}\n"));
+            }
+            (table, None)
+        }
         Over::Http => {
-            let http = Sdk2Http::start();
+            let http = Sdk2Http::start(tools_ttl_ms);
             (http.config("sdk"), Some(http))
         }
     };
@@ -200,6 +221,10 @@ fn lists_and_calls(over: Over, runtime: &impl TestRuntime) {
     let report = ready(runtime);
     assert_eq!(report.server_info.name, "rho-sdk2-fixture", "{over:?}");
     assert_eq!(
+        report.protocol_version, "2026-07-28",
+        "{over:?}: discovered"
+    );
+    assert_eq!(
         server_tools(runtime),
         [
             "ask-name",
@@ -256,6 +281,13 @@ fn form_question_over_stdio<R: TestRuntime>() {
     c.runtime.shutdown();
 }
 
+fn form_question_over_http<R: TestRuntime>() {
+    let person = Person::answering(&[("name", "Ada")]);
+    let c = connect::<R>(Over::Http, person.host());
+    a_form_question_is_answered_through_the_responder(Over::Http, &c.runtime, &person);
+    c.runtime.shutdown();
+}
+
 fn two_rounds(over: Over, runtime: &impl TestRuntime, person: &Person) {
     let result = runtime
         .call_server_tool("sdk", "confirm-then-name", json!({}))
@@ -269,6 +301,13 @@ fn two_rounds_over_stdio<R: TestRuntime>() {
     let person = Person::answering(&[("confirm", "yes"), ("name", "Bo")]);
     let c = connect::<R>(Over::Stdio, person.host());
     two_rounds(Over::Stdio, &c.runtime, &person);
+    c.runtime.shutdown();
+}
+
+fn two_rounds_over_http<R: TestRuntime>() {
+    let person = Person::answering(&[("confirm", "yes"), ("name", "Bo")]);
+    let c = connect::<R>(Over::Http, person.host());
+    two_rounds(Over::Http, &c.runtime, &person);
     c.runtime.shutdown();
 }
 
@@ -288,13 +327,76 @@ fn declined_and_dismissed(over: Over, declined: &impl TestRuntime, dismissing: &
     assert_eq!(echo.text(), "Echo: still here");
 }
 
-fn declined_and_dismissed_forms_over_stdio<R: TestRuntime>() {
-    let declining = connect::<R>(Over::Stdio, Person::declining().host());
-    // No scripted answer for `name`: the form is dismissed.
-    let dismissing = connect::<R>(Over::Stdio, Person::answering(&[("other", "x")]).host());
-    declined_and_dismissed(Over::Stdio, &declining.runtime, &dismissing.runtime);
-    declining.runtime.shutdown();
-    dismissing.runtime.shutdown();
+fn declined_and_dismissed_forms<R: TestRuntime>() {
+    for over in [Over::Stdio, Over::Http] {
+        let declining = connect::<R>(over, Person::declining().host());
+        // No scripted answer for `name`: the form is dismissed.
+        let dismissing = connect::<R>(over, Person::answering(&[("other", "x")]).host());
+        declined_and_dismissed(over, &declining.runtime, &dismissing.runtime);
+        declining.runtime.shutdown();
+        dismissing.runtime.shutdown();
+    }
+}
+
+fn rounds_up_to_the_bound_and_no_further<R: TestRuntime>() {
+    for over in [Over::Stdio, Over::Http] {
+        let c = connect::<R>(over, HostServices::default());
+        // Entered 9 times: 8 rounds of retries, the bound.
+        let result = c
+            .runtime
+            .call_server_tool("sdk", "count-rounds", json!({"rounds": 9}))
+            .expect("eight rounds are answered");
+        assert_eq!(result.text(), "rounds: 9", "{over:?}");
+        match c
+            .runtime
+            .call_server_tool("sdk", "count-rounds", json!({"rounds": 10}))
+        {
+            Err(ToolCallError::Call(error @ CallError::InputRequired { .. })) => {
+                assert!(error.to_string().contains("after 8 rounds"), "{error}")
+            }
+            other => panic!("{over:?}: a ninth round fails the call, got {other:?}"),
+        }
+        c.runtime.shutdown();
+    }
+}
+
+/// Waits up to ten seconds for the server's status to report `tool` as
+/// added since startup (a session's exported tool set is fixed once it
+/// starts; an added tool is reported, never joined).
+fn wait_for_added<R: TestRuntime>(runtime: &R, tool: &str) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let added = ready(runtime).added_tools;
+        if added.iter().any(|t| t == tool) || Instant::now() >= until {
+            return added;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn a_tool_list_change_is_applied(over: Over, runtime: &impl TestRuntime) {
+    assert!(ready(runtime).added_tools.is_empty(), "{over:?}");
+    let toggled = runtime
+        .call_server_tool("sdk", "toggle-extra", json!({}))
+        .expect("toggle-extra succeeds");
+    assert_eq!(toggled.text(), "extra enabled");
+    let added = wait_for_added(runtime, "extra");
+    assert_eq!(added, ["extra"], "{over:?}: the server re-listed its tools");
+    // The exported set stays the startup one.
+    assert!(
+        !server_tools(runtime).iter().any(|t| t == "extra"),
+        "{over:?}"
+    );
+}
+
+/// The list is fresh for ten minutes, so no re-listing on a call finds
+/// the change: only the `subscriptions/listen` stream tells rho.
+fn a_tool_list_change_arrives_through_subscriptions_listen<R: TestRuntime>() {
+    for over in [Over::Stdio, Over::Http] {
+        let c = connect_with_ttl::<R>(over, HostServices::default(), Some(600_000));
+        a_tool_list_change_is_applied(over, &c.runtime);
+        c.runtime.shutdown();
+    }
 }
 
 both_executors!(
@@ -302,5 +404,9 @@ both_executors!(
     list_and_call_over_http,
     form_question_over_stdio,
     two_rounds_over_stdio,
-    declined_and_dismissed_forms_over_stdio,
+    form_question_over_http,
+    two_rounds_over_http,
+    declined_and_dismissed_forms,
+    rounds_up_to_the_bound_and_no_further,
+    a_tool_list_change_arrives_through_subscriptions_listen,
 );

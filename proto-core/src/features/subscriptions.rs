@@ -32,16 +32,21 @@
 //! at once: sending the same request again would get the same answer.
 //!
 //! Re-issuing is safe because `subscriptions/listen` is idempotent: it only
-//! opens a stream, and a change missed while it was down is caught by
-//! listing again once the new stream is acknowledged ([`Delivered::Acknowledged`]
-//! after a re-issue asks for that). No other request is re-issued after a
-//! broken stream: a `tools/call` whose response stream breaks fails with
-//! the transport's reason, because running a tool twice is not rho's call
-//! to make.
+//! opens a stream. No other request is re-issued after a broken stream: a
+//! `tools/call` whose response stream breaks fails with the transport's
+//! reason, because running a tool twice is not rho's call to make.
+//!
+//! # Listing again on every acknowledgement
+//!
+//! A change made after the session listed its tools but before a stream
+//! was open reaches no stream: the first one opens only once the session is
+//! ready, and a re-issued one after a gap. So every acknowledgement is
+//! followed by listing again ([`Delivered::Acknowledged`]); the session
+//! reports the result only if the list did change.
 //!
 //! Notifications tagged with another id (an earlier stream's, a stranger's)
-//! and untagged list changes are ignored in this era: only the open
-//! subscription speaks for the server's lists.
+//! are ignored: only the open subscription speaks for it. An untagged list
+//! change is not the subscription's; the session applies it as before.
 
 use serde::Serialize;
 use serde_json::Value;
@@ -148,15 +153,9 @@ impl List {
 #[must_use]
 #[non_exhaustive]
 pub enum Delivered {
-    /// The server acknowledged the open stream with what it agreed to.
-    /// `relist` is set after a re-issue: changes may have been missed
-    /// while the stream was down, so the lists it covers are read again.
-    Acknowledged {
-        /// The kinds it agreed to, of those asked for.
-        agreed: Filter,
-        /// List again now.
-        relist: bool,
-    },
+    /// The server acknowledged the open stream with what it agreed to:
+    /// list those lists again now (see the module docs).
+    Acknowledged(Filter),
     /// A list changed: apply it as a 2025 `list_changed` is applied.
     Changed(List),
     /// Not for this subscription, or not a kind it asked for: ignore it.
@@ -251,10 +250,7 @@ impl Subscription {
                 params.and_then(|p| p.get("notifications")),
             ));
             self.acknowledged = Some(agreed);
-            return Delivered::Acknowledged {
-                agreed,
-                relist: self.reissues > 0,
-            };
+            return Delivered::Acknowledged(agreed);
         }
         match (List::of_method(method), self.acknowledged) {
             (Some(list), Some(agreed)) if agreed.has(list) => Delivered::Changed(list),
@@ -346,13 +342,7 @@ mod tests {
             )),
         );
         // Prompts were not agreed; resources were not asked for.
-        assert_eq!(
-            agreed,
-            Delivered::Acknowledged {
-                agreed: tools(),
-                relist: false
-            }
-        );
+        assert_eq!(agreed, Delivered::Acknowledged(tools()));
         assert_eq!(s.agreed(), Some(tools()));
         assert_eq!(
             s.deliver(
@@ -414,7 +404,7 @@ mod tests {
     }
 
     #[test]
-    fn a_broken_stream_is_reissued_once_and_relists_when_acknowledged() {
+    fn a_broken_stream_is_reissued_once_under_a_new_id() {
         let mut s = open(tools(), 3);
         let _ = s.deliver(ACK, Some(&ack(3, json!({"toolsListChanged": true}))));
         assert_eq!(s.ended(Ending::Broken), Ended::Reissue);
@@ -428,10 +418,7 @@ mod tests {
         );
         assert_eq!(
             s.deliver(ACK, Some(&ack(9, json!({"toolsListChanged": true})))),
-            Delivered::Acknowledged {
-                agreed: tools(),
-                relist: true
-            }
+            Delivered::Acknowledged(tools())
         );
         assert_eq!(s.ended(Ending::Broken), Ended::GiveUp);
     }

@@ -55,6 +55,7 @@
 //! as if it came then), so a deadline once promised never moves earlier.
 
 pub(crate) mod era;
+mod listen;
 mod questions;
 mod tally;
 mod timer;
@@ -583,6 +584,8 @@ enum Purpose {
     Relist,
     ListTools,
     CallTool(CallId),
+    /// `subscriptions/listen` (2026 era), open for the session's life.
+    Listen,
 }
 
 #[derive(Clone, Debug)]
@@ -681,6 +684,8 @@ pub struct Session {
     /// The raw `requestState` of the multi round-trip result being
     /// handled, taken from its frame (see [`crate::features::mrtr`]).
     raw_request_state: Option<Box<serde_json::value::RawValue>>,
+    /// The `subscriptions/listen` request, once opened (2026 era).
+    subscription: Option<crate::features::subscriptions::Subscription>,
     /// Which era the session speaks, or that it is finding out.
     era: Era,
     /// The `_meta` entries of every request, while the era is stateless
@@ -753,6 +758,7 @@ impl Session {
             unread: None,
             reinitialized_during_startup: false,
             raw_request_state: None,
+            subscription: None,
             era: Era::Legacy,
             meta: None,
             late_probe: None,
@@ -1060,8 +1066,9 @@ impl Session {
                         &format!("no answer to server/discover within {waited} s"),
                     );
                 }
-                // Startup requests share the startup deadline, handled above.
-                Purpose::Initialize | Purpose::ListTools => {}
+                // Startup requests share the startup deadline, handled
+                // above; a listen request has none.
+                Purpose::Initialize | Purpose::ListTools | Purpose::Listen => {}
             }
         }
     }
@@ -1112,7 +1119,7 @@ impl Session {
         request: ClientRequestId,
         reason: String,
     ) {
-        self.clock.observe(now);
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -1139,6 +1146,9 @@ impl Session {
             }
             Purpose::Ping => self.events.push_back(Event::PingFailed(reason)),
             Purpose::Relist => self.relist_failed(&reason),
+            Purpose::Listen => {
+                self.listen_ended(now, crate::features::subscriptions::Ending::Broken, &reason)
+            }
             Purpose::SetLevel => {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
@@ -1649,6 +1659,7 @@ impl Session {
             Purpose::Initialize => self.on_initialize(now, reply),
             Purpose::Reinitialize => self.on_reinitialize(reply),
             Purpose::Relist => self.on_relist_page(now, reply),
+            Purpose::Listen => self.listen_answered(now, reply),
             Purpose::Ping => self.events.push_back(match reply {
                 Ok(_) => Event::PingAnswered,
                 Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
@@ -1937,6 +1948,7 @@ impl Session {
         self.timers.stop(Timer::Startup);
         self.arm_ping(now);
         self.events.push_back(Event::Ready(Box::new(ready)));
+        self.listen_if_wanted(now);
     }
 
     fn handle_server_request(
@@ -1975,6 +1987,9 @@ impl Session {
     }
 
     fn handle_notification(&mut self, now: Instant, method: &str, params: Option<&Value>) {
+        if self.subscription_delivers(now, method, params) {
+            return;
+        }
         match method {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
             "notifications/message" => self.server_log(now, params),
