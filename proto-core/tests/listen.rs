@@ -258,3 +258,19 @@ fn a_refused_listen_is_not_sent_again() {
     assert_eq!(h.listen().len(), 1, "{:?}", h.sent);
     assert!(h.session.poll_timeout().is_none());
 }
+
+#[test]
+fn a_server_cancelling_the_listen_request_ends_it_and_it_is_reopened_once() {
+    let mut h = Stdio::ready(list_changing());
+    let first = h.listen()[0];
+    h.acknowledge_and_relist(first);
+    h.notify("notifications/cancelled", json!({"requestId": first}));
+    let listens = h.listen();
+    assert_eq!(listens.len(), 2, "{:?}", h.sent);
+    assert_ne!(listens[1], first);
+    // A late answer to the cancelled request is not the new stream's end.
+    h.reply(first, json!({"resultType": "complete"}));
+    assert_eq!(h.listen().len(), 2);
+    h.notify("notifications/cancelled", json!({"requestId": listens[1]}));
+    assert_eq!(h.listen().len(), 2, "no third: {:?}", h.sent);
+}

@@ -97,6 +97,27 @@ impl Session {
         true
     }
 
+    /// A server's `notifications/cancelled` naming the listen request: on
+    /// stdio, that is how a server ends a subscription. Returns whether it
+    /// did name it.
+    pub(super) fn listen_cancelled(&mut self, now: Instant, params: Option<&Value>) -> bool {
+        let named = params
+            .and_then(|p| p.get("requestId"))
+            .and_then(Value::as_u64);
+        let open = self.subscription.as_ref().and_then(Subscription::request);
+        let (Some(named), Some(open)) = (named, open) else {
+            return false;
+        };
+        if named != open {
+            return false;
+        }
+        if let Some(pending) = self.pending.remove(&open) {
+            self.deadlines.remove(&(pending.deadline, open));
+        }
+        self.listen_ended(now, Ending::Closed, "the server cancelled the subscription");
+        true
+    }
+
     /// The server answered the listen request: it ended the subscription
     /// (a result) or refused it (an error).
     pub(super) fn listen_answered(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {

@@ -1994,7 +1994,11 @@ impl Session {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
-            "notifications/cancelled" => self.server_cancelled(now, params),
+            "notifications/cancelled" => {
+                if !self.listen_cancelled(now, params) {
+                    self.server_cancelled(now, params)
+                }
+            }
             _ => {
                 tracing::trace!(server = %self.options.server, method, "notification ignored");
             }
