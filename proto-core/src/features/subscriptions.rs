@@ -32,9 +32,10 @@
 //! at once: sending the same request again would get the same answer.
 //!
 //! Re-issuing is safe because `subscriptions/listen` is idempotent: it only
-//! opens a stream. No other request is re-issued after a broken stream: a
-//! `tools/call` whose response stream breaks fails with the transport's
-//! reason, because running a tool twice is not rho's call to make.
+//! opens a stream. The rule for other requests is the session's, and
+//! stricter: a `tools/call` whose response stream breaks is never sent
+//! again unless running it twice is known to be harmless, because that is
+//! not rho's call to make.
 //!
 //! # Listing again on every acknowledgement
 //!
