@@ -43,6 +43,11 @@ fn action(scenario: &str) -> Option<Action> {
         // Every tool that reached the registry: a header scenario's tools
         // with invalid `x-mcp-header` annotations never do.
         "http-standard-headers" | "http-invalid-tool-headers" => Some(Action::Calls(every_tool)),
+        // Multi round-trip requests: each tool asks for input (a form the
+        // headless responder answers with its defaults) and checks the
+        // retry; one is called between them, one answers without
+        // `resultType`.
+        "sep-2322-client-request-state" => Some(Action::Calls(every_tool)),
         "http-custom-headers" => Some(Action::Calls(context_tool_calls)),
         "json-schema-2020-12-preservation" => Some(Action::Calls(echo_schema)),
         "tools_call" => Some(Action::Call("add_numbers", || json!({"a": 2, "b": 3}))),

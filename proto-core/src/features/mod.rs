@@ -4,9 +4,13 @@
 //! model sees, and a person's answer back into the server's shape:
 //! [`content`] for `tools/call` results, [`elicitation`] for questions a
 //! server asks a person, [`sampling`] for a server's requests of rho's
-//! model. They hold no session state; the session routes messages to them
-//! and carries their answers back.
+//! model, [`mrtr`] for the 2026 era's multi round-trip requests, which
+//! carry those same questions inside a result, and [`subscriptions`] for
+//! the 2026 era's `subscriptions/listen` stream. They hold no session state;
+//! the session routes messages to them and carries their answers back.
 
 pub mod content;
 pub mod elicitation;
+pub mod mrtr;
 pub mod sampling;
+pub mod subscriptions;

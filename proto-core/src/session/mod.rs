@@ -55,6 +55,7 @@
 //! as if it came then), so a deadline once promised never moves earlier.
 
 pub(crate) mod era;
+mod listen;
 mod questions;
 mod tally;
 mod timer;
@@ -583,6 +584,8 @@ enum Purpose {
     Relist,
     ListTools,
     CallTool(CallId),
+    /// `subscriptions/listen` (2026 era), open for the session's life.
+    Listen,
 }
 
 #[derive(Clone, Debug)]
@@ -615,6 +618,9 @@ pub(crate) struct Resend {
     /// It was already sent again after a -32020 (header mismatch) and a
     /// fresh tool list.
     pub(crate) header_retried: bool,
+    /// Its multi round-trip rounds, once the server asked for input: the
+    /// retry carries their answers and state.
+    pub(crate) rounds: Option<Box<crate::features::mrtr::Rounds>>,
 }
 
 #[derive(Debug)]
@@ -680,6 +686,11 @@ pub struct Session {
     /// A fresh `initialize` already replaced an expired session during
     /// startup; a second expiry before ready fails the session.
     reinitialized_during_startup: bool,
+    /// The raw `requestState` of the multi round-trip result being
+    /// handled, taken from its frame (see [`crate::features::mrtr`]).
+    raw_request_state: Option<Box<serde_json::value::RawValue>>,
+    /// The `subscriptions/listen` request, once opened (2026 era).
+    subscription: Option<crate::features::subscriptions::Subscription>,
     /// Which era the session speaks, or that it is finding out.
     era: Era,
     /// The `_meta` entries of every request, while the era is stateless
@@ -760,6 +771,8 @@ impl Session {
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
             unread: None,
             reinitialized_during_startup: false,
+            raw_request_state: None,
+            subscription: None,
             era: Era::Legacy,
             meta: None,
             late_probe: None,
@@ -926,7 +939,20 @@ impl Session {
     /// A parsed frame: one message, or a batch element by element.
     fn handle_incoming(&mut self, now: Instant, incoming: Incoming, frame: &[u8]) {
         match incoming {
-            Incoming::Single(message) => self.handle_message(now, message),
+            Incoming::Single(message) => {
+                // A multi round-trip result's `requestState` is echoed as
+                // the exact text the server wrote, so it is taken from the
+                // frame (only for such a result: a second, borrowed parse).
+                if let Message::Response { result, .. } = &message {
+                    if result.get("requestState").is_some()
+                        && crate::features::mrtr::is_input_required(result)
+                    {
+                        self.raw_request_state = crate::features::mrtr::raw_request_state(frame);
+                    }
+                }
+                self.handle_message(now, message);
+                self.raw_request_state = None;
+            }
             Incoming::Batch(items) => {
                 for item in items {
                     // An element may have closed the session; Closed is last.
@@ -1056,8 +1082,9 @@ impl Session {
                         &format!("no answer to server/discover within {waited} s"),
                     );
                 }
-                // Startup requests share the startup deadline, handled above.
-                Purpose::Initialize | Purpose::ListTools => {}
+                // Startup requests share the startup deadline, handled
+                // above; a listen request has none.
+                Purpose::Initialize | Purpose::ListTools | Purpose::Listen => {}
             }
         }
     }
@@ -1108,7 +1135,7 @@ impl Session {
         request: ClientRequestId,
         reason: String,
     ) {
-        self.clock.observe(now);
+        let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
             return;
         }
@@ -1135,6 +1162,9 @@ impl Session {
             }
             Purpose::Ping => self.events.push_back(Event::PingFailed(reason)),
             Purpose::Relist => self.relist_failed(&reason),
+            Purpose::Listen => {
+                self.listen_ended(now, crate::features::subscriptions::Ending::Broken, &reason)
+            }
             Purpose::SetLevel => {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
@@ -1327,13 +1357,18 @@ impl Session {
         let Some(request) = self.request_of(call) else {
             return;
         };
+        // A request held for its input questions was answered already:
+        // there is nothing on the server to cancel.
+        let answered = self.is_held_for_input(request);
         let Some(pending) = self.pending.remove(&request) else {
             return;
         };
         self.call_tools.remove(&call.0);
         self.deadlines.remove(&(pending.deadline, request));
-        let params = json!({"requestId": request, "reason": "cancelled by the user"});
-        self.send_notification("notifications/cancelled", Some(&params));
+        if !answered {
+            let params = json!({"requestId": request, "reason": "cancelled by the user"});
+            self.send_notification("notifications/cancelled", Some(&params));
+        }
         self.withdraw_questions_of(call);
         self.events.push_back(Event::CallCompleted {
             call,
@@ -1563,12 +1598,22 @@ impl Session {
         let meta = self.meta.clone().unwrap_or_default();
         let params = era::with_meta(resend.params.clone(), &meta);
         let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
-        jsonrpc::write_request(
-            &mut bytes,
-            ClientRequestId(id),
-            resend.method,
-            Some(&params),
-        );
+        match resend.rounds.as_deref() {
+            // A multi round-trip retry: the round's answers and the
+            // server's state, exactly as it sent it.
+            Some(rounds) => jsonrpc::write_request(
+                &mut bytes,
+                ClientRequestId(id),
+                resend.method,
+                Some(&rounds.retry_params(&params)),
+            ),
+            None => jsonrpc::write_request(
+                &mut bytes,
+                ClientRequestId(id),
+                resend.method,
+                Some(&params),
+            ),
+        }
         self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
         self.deadlines.insert((pending.deadline, id));
         self.pending.insert(
@@ -1605,6 +1650,7 @@ impl Session {
                 version_retried: false,
                 stream_retried: false,
                 header_retried: false,
+                rounds: None,
             };
             return self.reissue(pending, resend);
         }
@@ -1654,6 +1700,7 @@ impl Session {
 
     fn handle_reply(&mut self, now: Instant, id: RequestId, reply: Result<Value, ErrorObject>) {
         let pending = ClientRequestId::from_wire(&id)
+            .filter(|ClientRequestId(n)| !self.is_held_for_input(*n))
             .and_then(|ClientRequestId(n)| self.pending.remove(&n).map(|p| (n, p)));
         let Some((n, mut pending)) = pending else {
             if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
@@ -1715,6 +1762,7 @@ impl Session {
             Purpose::Initialize => self.on_initialize(now, reply),
             Purpose::Reinitialize => self.on_reinitialize(reply),
             Purpose::Relist => self.on_relist_page(now, reply),
+            Purpose::Listen => self.listen_answered(now, reply),
             Purpose::Ping => self.events.push_back(match reply {
                 Ok(_) => Event::PingAnswered,
                 Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
@@ -1737,7 +1785,7 @@ impl Session {
                 // that needs input first says so with `resultType`.
                 let reply = match reply.map(|value| (ResultType::of(&value), value)) {
                     Ok((Ok(ResultType::InputRequired), value)) => {
-                        return self.input_required(now, call, pending, value);
+                        return self.input_required(now, n, call, pending, value);
                     }
                     Ok((Ok(_), value)) => Ok(Ok(value)),
                     Ok((Err(error), _)) => Ok(Err(error)),
@@ -1766,25 +1814,6 @@ impl Session {
                 self.events.push_back(Event::CallCompleted { call, result });
             }
         }
-    }
-
-    /// A call's result asked for input first (`resultType:
-    /// "input_required"`, an `InputRequiredResult`). This is where multi
-    /// round-trip requests hook in: `pending` is the call's request as it
-    /// was sent (its `resend` holds the params to retry with, under a new
-    /// id, through [`Session::reissue`]). Until they are answered, the call
-    /// fails in words rather than pass an interim result off as final.
-    fn input_required(&mut self, now: Instant, call: CallId, pending: Pending, result: Value) {
-        let _ = (now, pending, result);
-        self.call_tools.remove(&call.0);
-        self.withdraw_questions_of(call);
-        self.events.push_back(Event::CallCompleted {
-            call,
-            result: Err(CallError::InputRequired {
-                server: self.options.server.clone(),
-                reason: "it asked for input in a multi round-trip request, which this build of rho does not answer".into(),
-            }),
-        });
     }
 
     /// The answer to a probe given up on came after all. A discovery
@@ -2026,6 +2055,7 @@ impl Session {
         self.timers.stop(Timer::Startup);
         self.arm_ping(now);
         self.events.push_back(Event::Ready(Box::new(ready)));
+        self.listen_if_wanted(now);
     }
 
     fn handle_server_request(
@@ -2064,11 +2094,18 @@ impl Session {
     }
 
     fn handle_notification(&mut self, now: Instant, method: &str, params: Option<&Value>) {
+        if self.subscription_delivers(now, method, params) {
+            return;
+        }
         match method {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
-            "notifications/cancelled" => self.server_cancelled(now, params),
+            "notifications/cancelled" => {
+                if !self.listen_cancelled(now, params) {
+                    self.server_cancelled(now, params)
+                }
+            }
             _ => {
                 tracing::trace!(server = %self.options.server, method, "notification ignored");
             }

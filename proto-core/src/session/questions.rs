@@ -12,6 +12,11 @@
 //! While a question is open, its call's budget is paused: the budget bounds
 //! an unresponsive server, and a call waiting on a person is not that. The
 //! budget resumes with what was left when the last question is answered.
+//!
+//! In the 2026 era the same questions come inside a call's result (an
+//! `InputRequiredResult`, see [`crate::features::mrtr`]): they belong to
+//! that call without any routing, and their answers go into the call's
+//! retry rather than into responses. The budget pauses the same way.
 
 use std::time::Instant;
 
@@ -19,6 +24,7 @@ use serde_json::Value;
 
 use super::{CallId, Event, Purpose, Session, TransmitKind};
 use crate::features::elicitation::{self, Form, FormAnswer};
+use crate::features::mrtr::{self, Answered};
 use crate::features::sampling::{self, SamplingRequest};
 use crate::oauth::challenge::BearerChallenge;
 use crate::wire::jsonrpc::{self, ErrorObject, RequestId, ServerRequestId};
@@ -77,11 +83,21 @@ pub enum SamplingAnswer {
     Failed(String),
 }
 
+/// Where the answer to a question goes.
+#[derive(Debug)]
+enum Asker {
+    /// A server request (2025 era): answered with a response to its id.
+    Request(ServerRequestId),
+    /// An input request of a call's `InputRequiredResult` (2026 era):
+    /// answered into the call's retry, under the server's key.
+    Input(String),
+}
+
 /// A question waiting for the host.
 #[derive(Debug)]
 pub(super) struct OpenQuestion {
-    /// The server's request id, for the answer.
-    request: ServerRequestId,
+    /// Who asked: where the answer goes.
+    asker: Asker,
     /// The call it is attached to.
     call: CallId,
     /// The form, to type the answers back (elicitation only).
@@ -98,12 +114,20 @@ impl Session {
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
+        let request = match open.asker {
+            Asker::Request(request) => request,
+            Asker::Input(key) => {
+                return self.input_answered(now, open.call, |rounds| {
+                    rounds.answer_elicitation(&key, &answer)
+                });
+            }
+        };
         let result = match &open.form {
             Some(form) => elicitation::result_for(form, &answer),
             None => elicitation::declined(),
         };
         self.push_transmit(
-            jsonrpc::response_bytes(&open.request, &result),
+            jsonrpc::response_bytes(&request, &result),
             TransmitKind::Response,
         );
         self.resume_budget(now, open.call);
@@ -119,13 +143,21 @@ impl Session {
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
+        let request = match open.asker {
+            Asker::Request(request) => request,
+            Asker::Input(key) => {
+                return self.input_answered(now, open.call, |rounds| {
+                    rounds.answer_sampling(&key, answer)
+                });
+            }
+        };
         let bytes = match answer {
             SamplingAnswer::Completed { text, model } => {
-                jsonrpc::response_bytes(&open.request, &sampling::result_value(&text, &model))
+                jsonrpc::response_bytes(&request, &sampling::result_value(&text, &model))
             }
-            SamplingAnswer::Refused => jsonrpc::error_bytes(&open.request, &sampling::rejected()),
+            SamplingAnswer::Refused => jsonrpc::error_bytes(&request, &sampling::rejected()),
             SamplingAnswer::Failed(reason) => jsonrpc::error_bytes(
-                &open.request,
+                &request,
                 &ErrorObject {
                     code: jsonrpc::code::INTERNAL_ERROR,
                     message: format!("the model failed: {reason}"),
@@ -172,7 +204,7 @@ impl Session {
         match self.the_one_call() {
             Ok(call) => self.open(
                 now,
-                id,
+                Asker::Request(id),
                 call,
                 Some(form.clone()),
                 Question::Elicitation(form),
@@ -210,7 +242,13 @@ impl Session {
             }
         };
         match self.the_one_call() {
-            Ok(call) => self.open(now, id, call, None, Question::Sampling(request)),
+            Ok(call) => self.open(
+                now,
+                Asker::Request(id),
+                call,
+                None,
+                Question::Sampling(request),
+            ),
             Err(running) => {
                 tracing::info!(server = %server, running, "sampling rejected: it must come during exactly one call");
                 self.respond_error(&id, &sampling::rejected());
@@ -227,7 +265,7 @@ impl Session {
         let found = self
             .questions
             .iter()
-            .find(|(_, q)| q.request.0 == request)
+            .find(|(_, q)| matches!(&q.asker, Asker::Request(r) if r.0 == request))
             .map(|(id, q)| (*id, q.call));
         if let Some((question, call)) = found {
             self.questions.remove(&question);
@@ -247,13 +285,139 @@ impl Session {
             .collect();
         for question in ids {
             if let Some(open) = self.questions.remove(&question) {
-                match open.form {
-                    Some(_) => self.respond(&open.request, &elicitation::declined()),
-                    None => self.respond_error(&open.request, &sampling::rejected()),
+                // An input request needs no answer: the call it was for
+                // is over, and nothing waits on the server's side.
+                if let Asker::Request(request) = &open.asker {
+                    match open.form {
+                        Some(_) => self.respond(request, &elicitation::declined()),
+                        None => self.respond_error(request, &sampling::rejected()),
+                    }
                 }
                 self.events.push_back(Event::QuestionWithdrawn(question));
             }
         }
+    }
+
+    /// A call's request `request` was answered with an
+    /// `InputRequiredResult` (`result`; `pending` is the request, already
+    /// out of the table). Its input requests become questions for the
+    /// host, behind the 2025 gates, and the request waits under its old id
+    /// with its budget paused until they are answered; then it is retried
+    /// under a new id. With nothing to ask, the retry goes at once. A
+    /// malformed result, or one round too many, ends the call.
+    pub(super) fn input_required(
+        &mut self,
+        now: Instant,
+        request: u64,
+        call: CallId,
+        mut pending: super::Pending,
+        result: Value,
+    ) {
+        let raw_state = self.raw_request_state.take();
+        let gates = mrtr::Gates {
+            server: &self.options.server,
+            elicitation: self.options.elicitation,
+            sampling: self.options.sampling,
+            workspace_root: self.options.workspace_root.as_deref(),
+        };
+        let asked = match pending.resend.as_deref_mut() {
+            // Only a stateless request can be retried with inputs.
+            None => Err(
+                "it asked for input in a multi round-trip request outside the 2026 era".to_owned(),
+            ),
+            Some(resend) => mrtr::InputRequired::from_result(&result, raw_state.as_deref())
+                .and_then(|required| {
+                    resend
+                        .rounds
+                        .get_or_insert_with(Default::default)
+                        .begin(required, &gates)
+                })
+                .map_err(|e| e.to_string()),
+        };
+        let asks = match asked {
+            Ok(asks) => asks,
+            Err(reason) => {
+                self.call_tools.remove(&call.0);
+                self.withdraw_questions_of(call);
+                self.events.push_back(Event::CallCompleted {
+                    call,
+                    result: Err(super::CallError::InputRequired {
+                        server: self.options.server.clone(),
+                        reason,
+                    }),
+                });
+                return;
+            }
+        };
+        if asks.is_empty() {
+            return self.retry_with_inputs(pending);
+        }
+        // Held under the id it was answered on; `open` pauses its budget
+        // (the deadline is already out of the timer table).
+        self.pending.insert(request, pending);
+        for ask in asks {
+            self.open(now, Asker::Input(ask.key), call, None, ask.question);
+        }
+    }
+
+    /// An answer to one of a call's input requests; `answer` applies it to
+    /// the call's rounds. The last answer sends the retry; a dismissed
+    /// form ends the call as cancelled (the server is waiting on nothing,
+    /// so nothing is sent).
+    fn input_answered(
+        &mut self,
+        now: Instant,
+        call: CallId,
+        answer: impl FnOnce(&mut mrtr::Rounds) -> Answered,
+    ) {
+        let Some(request) = self.request_of(call) else {
+            return;
+        };
+        let answered = self
+            .pending
+            .get_mut(&request)
+            .and_then(|p| p.resend.as_deref_mut())
+            .and_then(|r| r.rounds.as_deref_mut())
+            .map(answer);
+        match answered {
+            Some(Answered::Ready) => {
+                self.resume_budget(now, call);
+                if let Some(pending) = self.pending.remove(&request) {
+                    self.deadlines.remove(&(pending.deadline, request));
+                    self.retry_with_inputs(pending);
+                }
+            }
+            Some(Answered::Cancelled) => {
+                self.pending.remove(&request);
+                self.call_tools.remove(&call.0);
+                self.withdraw_questions_of(call);
+                self.events.push_back(Event::CallCompleted {
+                    call,
+                    result: Err(super::CallError::Cancelled {
+                        server: self.options.server.clone(),
+                    }),
+                });
+            }
+            _ => {}
+        }
+    }
+
+    /// Sends a request again under a new id with its round's inputs.
+    fn retry_with_inputs(&mut self, mut pending: super::Pending) {
+        if let Some(resend) = pending.resend.take() {
+            self.reissue(pending, *resend);
+        }
+    }
+
+    /// Whether `request` is a call's request held while its input
+    /// questions are open: it was answered already, so a second answer to
+    /// it is not the call's.
+    pub(super) fn is_held_for_input(&self, request: u64) -> bool {
+        self.pending
+            .get(&request)
+            .and_then(|p| p.resend.as_deref())
+            .and_then(|r| r.rounds.as_deref())
+            .is_some_and(|rounds| !rounds.is_ready())
     }
 
     /// The one tool call in flight, or how many there are.
@@ -272,21 +436,15 @@ impl Session {
     fn open(
         &mut self,
         now: Instant,
-        request: ServerRequestId,
+        asker: Asker,
         call: CallId,
         form: Option<Form>,
         kind: Question,
     ) {
         let question = QuestionId(self.next_question);
         self.next_question += 1;
-        self.questions.insert(
-            question,
-            OpenQuestion {
-                request,
-                call,
-                form,
-            },
-        );
+        self.questions
+            .insert(question, OpenQuestion { asker, call, form });
         self.pause_budget(now, call);
         self.events.push_back(Event::Question {
             question,

@@ -1,0 +1,276 @@
+//! `subscriptions/listen` through the session (2026-07-28 era): opened
+//! once ready for the list changes the server declared, changes tagged
+//! with its id applied as `list_changed` is, a quiet re-listing after each
+//! acknowledgement, and a stream that ends re-issued once under a new id.
+//! A scripted stdio server and a fake clock.
+
+// The fake clock needs one real `Instant` as its origin.
+#![allow(clippy::disallowed_methods)]
+
+use std::time::{Duration, Instant};
+
+use rho_proto_core::session::{Event, Session, SessionOptions};
+use rho_proto_core::wire::jsonrpc::{ClientRequestId, Incoming, Message};
+use serde_json::{Value, json};
+
+const MODERN: &str = "2026-07-28";
+const SUB: &str = "io.modelcontextprotocol/subscriptionId";
+
+struct Stdio {
+    now: Instant,
+    session: Session,
+    sent: Vec<Message>,
+    events: Vec<Event>,
+}
+
+impl Stdio {
+    /// Ready in the 2026 era with `capabilities`, tools fresh for ten
+    /// minutes.
+    fn ready(capabilities: Value) -> Self {
+        let mut o = SessionOptions::stdio("demo");
+        o.request_timeout = Duration::from_secs(3);
+        let now = Instant::now();
+        let mut h = Self {
+            now,
+            session: Session::new(o, now),
+            sent: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h.reply(
+            0,
+            json!({"resultType": "complete", "supportedVersions": [MODERN],
+                   "capabilities": capabilities, "ttlMs": 0, "cacheScope": "public"}),
+        );
+        h.reply(1, tools(&["a"]));
+        assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(t) = self.session.poll_transmit() {
+            match Incoming::parse(&t.bytes).expect("one JSON-RPC message") {
+                Incoming::Single(m) => self.sent.push(m),
+                other => panic!("{other:?}"),
+            }
+        }
+        while let Some(e) = self.session.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    fn say(&mut self, message: Value) {
+        let mut line = message.to_string().into_bytes();
+        line.push(b'\n');
+        self.session.handle_stdio_bytes(self.now, &line);
+        self.drain();
+    }
+
+    fn reply(&mut self, id: u64, result: Value) {
+        self.say(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        self.say(json!({"jsonrpc": "2.0", "method": method, "params": params}));
+    }
+
+    /// Every request sent with `method`: id and params.
+    fn requests(&self, method: &str) -> Vec<(u64, Value)> {
+        self.sent
+            .iter()
+            .filter_map(|m| match m {
+                Message::Request {
+                    id,
+                    method: m,
+                    params,
+                } if m == method => Some((
+                    id.to_string().parse().expect("numeric id"),
+                    params.clone().unwrap_or(Value::Null),
+                )),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn listen(&self) -> Vec<u64> {
+        self.requests("subscriptions/listen")
+            .into_iter()
+            .map(|(id, _)| id)
+            .collect()
+    }
+
+    fn acknowledge(&mut self, id: u64) {
+        self.notify(
+            "notifications/subscriptions/acknowledged",
+            json!({"_meta": {SUB: id}, "notifications": {"toolsListChanged": true}}),
+        );
+    }
+
+    fn changed(&mut self, id: Value) {
+        self.notify(
+            "notifications/tools/list_changed",
+            json!({"_meta": {SUB: id}}),
+        );
+    }
+
+    /// Acknowledges `id` and answers the re-listing that follows with the
+    /// unchanged list.
+    fn acknowledge_and_relist(&mut self, id: u64) {
+        let before = self.requests("tools/list").len();
+        self.acknowledge(id);
+        let lists = self.requests("tools/list");
+        assert_eq!(lists.len(), before + 1, "a re-listing: {:?}", self.sent);
+        self.reply(lists[before].0, tools(&["a"]));
+    }
+
+    fn tools_changed(&self) -> Vec<Vec<String>> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ToolsChanged(tools) => Some(tools.iter().map(|t| t.name.clone()).collect()),
+                _ => None,
+            })
+            .collect()
+    }
+}
+
+fn tools(names: &[&str]) -> Value {
+    let tools: Vec<Value> = names
+        .iter()
+        .map(|n| json!({"name": n, "inputSchema": {"type": "object"}}))
+        .collect();
+    json!({"resultType": "complete", "tools": tools, "ttlMs": 600_000, "cacheScope": "public"})
+}
+
+fn list_changing() -> Value {
+    json!({"tools": {"listChanged": true}})
+}
+
+#[test]
+fn once_ready_the_session_listens_for_tool_list_changes_with_its_meta() {
+    let h = Stdio::ready(list_changing());
+    let listen = h.requests("subscriptions/listen");
+    let [(_, params)] = listen.as_slice() else {
+        panic!("{:?}", h.sent)
+    };
+    assert_eq!(params["notifications"], json!({"toolsListChanged": true}));
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        MODERN
+    );
+}
+
+#[test]
+fn no_listen_without_list_changed_or_in_the_2025_era() {
+    let h = Stdio::ready(json!({"tools": {}}));
+    assert!(h.listen().is_empty(), "{:?}", h.sent);
+
+    let mut o = SessionOptions::stdio("old");
+    o.protocol_version = "2025-11-25".into();
+    let now = Instant::now();
+    let mut h = Stdio {
+        now,
+        session: Session::new(o, now),
+        sent: Vec::new(),
+        events: Vec::new(),
+    };
+    h.drain();
+    h.reply(
+        0,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": true}},
+               "serverInfo": {"name": "s", "version": "1"}}),
+    );
+    h.reply(1, json!({"tools": []}));
+    assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+    assert!(h.listen().is_empty(), "{:?}", h.sent);
+}
+
+#[test]
+fn a_tagged_change_is_applied_as_list_changed_and_others_are_not() {
+    let mut h = Stdio::ready(list_changing());
+    let id = h.listen()[0];
+    // Before the acknowledgement: ignored.
+    h.changed(json!(id));
+    assert_eq!(h.requests("tools/list").len(), 1, "{:?}", h.sent);
+    // The acknowledgement lists again; the list is unchanged, so quietly.
+    h.acknowledge_and_relist(id);
+    assert!(h.tools_changed().is_empty(), "{:?}", h.events);
+    // Another subscription's change: ignored.
+    h.changed(json!(id + 100));
+    assert_eq!(h.requests("tools/list").len(), 2, "{:?}", h.sent);
+    h.changed(json!(id));
+    let lists = h.requests("tools/list");
+    assert_eq!(lists.len(), 3, "{:?}", h.sent);
+    h.reply(lists[2].0, tools(&["a", "b"]));
+    assert_eq!(h.tools_changed(), [vec!["a".to_owned(), "b".to_owned()]]);
+}
+
+#[test]
+fn the_listen_request_has_no_deadline() {
+    let mut h = Stdio::ready(list_changing());
+    let id = h.listen()[0];
+    h.acknowledge_and_relist(id);
+    assert!(h.session.poll_timeout().is_none(), "nothing to time out");
+    h.now += Duration::from_secs(3600);
+    h.session.handle_timeout(h.now);
+    h.drain();
+    assert_eq!(h.listen(), [id]);
+    h.changed(json!(id));
+    assert_eq!(h.requests("tools/list").len(), 3);
+}
+
+#[test]
+fn an_ended_stream_is_reissued_once_and_lists_again_when_acknowledged() {
+    let mut h = Stdio::ready(list_changing());
+    let first = h.listen()[0];
+    h.acknowledge_and_relist(first);
+    // The server ends the subscription: opened again under a new id.
+    h.reply(
+        first,
+        json!({"resultType": "complete", "_meta": {SUB: first}}),
+    );
+    let listens = h.listen();
+    assert_eq!(listens.len(), 2, "{:?}", h.sent);
+    let second = listens[1];
+    assert_ne!(second, first);
+    // The old id no longer counts; the new one, acknowledged, lists again.
+    h.changed(json!(first));
+    assert_eq!(h.requests("tools/list").len(), 2);
+    h.acknowledge_and_relist(second);
+    // The transport loses the second stream: no third.
+    h.session.handle_request_failed(
+        h.now,
+        ClientRequestId::from_wire(&rho_proto_core::wire::jsonrpc::RequestId::Number(
+            second as i64,
+        ))
+        .expect("our id"),
+        "the stream broke".into(),
+    );
+    h.drain();
+    assert_eq!(h.listen().len(), 2, "{:?}", h.sent);
+}
+
+#[test]
+fn a_refused_listen_is_not_sent_again() {
+    let mut h = Stdio::ready(list_changing());
+    let id = h.listen()[0];
+    h.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "no"}}));
+    assert_eq!(h.listen().len(), 1, "{:?}", h.sent);
+    assert!(h.session.poll_timeout().is_none());
+}
+
+#[test]
+fn a_server_cancelling_the_listen_request_ends_it_and_it_is_reopened_once() {
+    let mut h = Stdio::ready(list_changing());
+    let first = h.listen()[0];
+    h.acknowledge_and_relist(first);
+    h.notify("notifications/cancelled", json!({"requestId": first}));
+    let listens = h.listen();
+    assert_eq!(listens.len(), 2, "{:?}", h.sent);
+    assert_ne!(listens[1], first);
+    // A late answer to the cancelled request is not the new stream's end.
+    h.reply(first, json!({"resultType": "complete"}));
+    assert_eq!(h.listen().len(), 2);
+    h.notify("notifications/cancelled", json!({"requestId": listens[1]}));
+    assert_eq!(h.listen().len(), 2, "no third: {:?}", h.sent);
+}
