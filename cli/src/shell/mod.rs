@@ -93,7 +93,38 @@ pub(crate) fn run(
     options.host =
         crate::questions::services_with(responder, loaded.config.sampling_command.clone());
     let store = crate::credentials::FileStore::default_location();
-    let config = crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|_| true);
+    let mut config =
+        crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|_| true);
+    // A server with no usable login gets it now, as `rho mcp call` does: the
+    // 401 at connect would give a browser login only the startup budget. A
+    // login that fails is said, and that server then fails at connect;
+    // the others still start.
+    if interactive && crate::questions::person_present() {
+        let ids: Vec<String> = config
+            .servers
+            .iter()
+            .filter(|e| e.config.as_ref().is_ok_and(|c| c.enabled))
+            .map(|e| e.id.clone())
+            .filter(|id| crate::credentials::needs_browser_login(&config, id))
+            .collect();
+        for id in &ids {
+            match crate::login_server(loaded, id, false) {
+                Ok(summary) => eprintln!("rho: {summary}"),
+                Err(crate::Failure::Stopped(signal)) => {
+                    return Err(crate::Failure::Stopped(signal));
+                }
+                Err(crate::Failure::Usage(why) | crate::Failure::Runtime(why)) => eprintln!(
+                    "rho: server `{}` was not logged in: {}",
+                    sanitize_line(id),
+                    sanitize_line(&why)
+                ),
+            }
+        }
+        if !ids.is_empty() {
+            config =
+                crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|_| true);
+        }
+    }
     options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
         &loaded.config,
         store.map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
