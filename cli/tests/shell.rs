@@ -9,15 +9,15 @@
 
 #![cfg(target_os = "linux")]
 
-use std::io::{Read, Write};
-use std::os::fd::OwnedFd;
-use std::path::{Path, PathBuf};
+use std::io::Write;
+use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
+use rho_tests::pty::Pty;
 use rho_tests::{everything_js, node_server, scratch_dir};
 
 /// A shell under test: rho on a pseudo-terminal.
@@ -38,11 +38,7 @@ impl Shell {
             .expect("write the config");
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("make a home");
-        let (master, slave) = open_pty();
-        let stdio = |slave: &Path| {
-            use rustix::fs::{Mode, OFlags, open};
-            Stdio::from(open(slave, OFlags::RDWR | OFlags::NOCTTY, Mode::empty()).expect("pts"))
-        };
+        let pty = Pty::open();
         let child = Command::new(env!("CARGO_BIN_EXE_rho"))
             .args(["--config"])
             .arg(&config)
@@ -50,28 +46,12 @@ impl Shell {
             .env("HOME", &home)
             .env_remove("CI")
             .env_remove("RUST_LOG")
-            .stdin(stdio(&slave))
-            .stdout(stdio(&slave))
-            .stderr(stdio(&slave))
+            .stdin(pty.slave())
+            .stdout(pty.slave())
+            .stderr(pty.slave())
             .spawn()
             .expect("start rho mcp shell");
-        let screen = Arc::new(Mutex::new(String::new()));
-        let into = Arc::clone(&screen);
-        let mut reader = std::fs::File::from(master);
-        let keyboard = reader.try_clone().expect("dup the pty master");
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // EIO once rho, the last holder of the slave, has exited.
-            while let Ok(n) = reader.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-                into.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push_str(&text);
-            }
-        });
+        let (screen, keyboard) = pty.record();
         let mut shell = Shell {
             child,
             screen,
@@ -149,15 +129,6 @@ impl Drop for Shell {
             let _ = self.child.wait();
         }
     }
-}
-
-fn open_pty() -> (OwnedFd, PathBuf) {
-    use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-    let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
-    grantpt(&master).expect("grantpt");
-    unlockpt(&master).expect("unlockpt");
-    let name = ptsname(&master, Vec::new()).expect("ptsname");
-    (master, PathBuf::from(name.to_string_lossy().into_owned()))
 }
 
 const SOON: Duration = Duration::from_secs(20);

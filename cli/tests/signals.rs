@@ -30,6 +30,7 @@ use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
+use rho_tests::pty::Pty;
 use rho_tests::{process_alive, scratch_dir, tests_dir, toml_path, toml_str};
 use rustix::process::{Pid, Signal};
 
@@ -131,54 +132,6 @@ impl Drop for Scene {
         if !std::thread::panicking() {
             let _ = std::fs::remove_dir_all(&self.dir);
         }
-    }
-}
-
-/// A pseudo-terminal: the master for the test, the slave for rho.
-struct Pty {
-    master: OwnedFd,
-    slave: PathBuf,
-}
-
-impl Pty {
-    fn open() -> Self {
-        use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
-        let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
-        grantpt(&master).expect("grantpt");
-        unlockpt(&master).expect("unlockpt");
-        let name = ptsname(&master, Vec::new()).expect("ptsname");
-        let slave = PathBuf::from(name.to_string_lossy().into_owned());
-        Self { master, slave }
-    }
-
-    /// A fresh descriptor of the slave side, for one of rho's stdio.
-    fn slave(&self) -> Stdio {
-        use rustix::fs::{Mode, OFlags, open};
-        let fd = open(&self.slave, OFlags::RDWR | OFlags::NOCTTY, Mode::empty()).expect("open pts");
-        Stdio::from(fd)
-    }
-
-    /// Collects everything rho writes to the terminal, on a thread; the
-    /// file returned types on it.
-    fn record(self) -> (Arc<Mutex<String>>, std::fs::File) {
-        let screen = Arc::new(Mutex::new(String::new()));
-        let into = Arc::clone(&screen);
-        let mut master = std::fs::File::from(self.master);
-        let keyboard = master.try_clone().expect("dup the pty master");
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            // EIO once rho, the last holder of the slave, has exited.
-            while let Ok(n) = master.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                let text = String::from_utf8_lossy(&buf[..n]).into_owned();
-                into.lock()
-                    .unwrap_or_else(|p| p.into_inner())
-                    .push_str(&text);
-            }
-        });
-        (screen, keyboard)
     }
 }
 

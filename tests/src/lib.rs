@@ -7,6 +7,8 @@
 //! failing obscurely.
 
 pub mod matrix;
+#[cfg(target_os = "linux")]
+pub mod pty;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
