@@ -9,8 +9,9 @@
 //! old login is forgotten; a token refused at `initialize` takes the same
 //! re-authorization path as one refused later. And interop with a real
 //! authorization server: oidc-provider (OpenID discovery only, dynamic
-//! registration, PKCE, resource indicators, `iss`), logged in through a
-//! browser that follows its login and consent redirects.
+//! registration, PKCE, resource indicators, `iss`) in front of the official
+//! TypeScript SDK's server, logged in through a browser that follows its
+//! login and consent redirects.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -651,6 +652,20 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
         assert_eq!(
             (run.code, run.stdout.as_str()),
             (Some(0), "token #1\n"),
+            "{run}"
+        );
+        // Behind the bearer check is the official TypeScript SDK's server,
+        // which rho drives in the 2026-07-28 era with the same token.
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "show", "fx", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        assert_eq!(
+            (doc["era"].as_str(), doc["server_info"]["name"].as_str()),
+            (Some("2026-07-28"), Some("oidc-fixture")),
             "{run}"
         );
         // The provider drops the access token: refreshed without anyone.
