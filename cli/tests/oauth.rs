@@ -9,8 +9,10 @@
 //! old login is forgotten; a token refused at `initialize` takes the same
 //! re-authorization path as one refused later. And interop with a real
 //! authorization server: oidc-provider (OpenID discovery only, dynamic
-//! registration, PKCE, resource indicators, `iss`), logged in through a
-//! browser that follows its login and consent redirects.
+//! registration, PKCE, resource indicators, `iss`) in front of the official
+//! TypeScript SDK's server (which refuses a token the provider did not
+//! mint), logged in through a browser that follows its login and consent
+//! redirects.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -653,6 +655,20 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
             (Some(0), "token #1\n"),
             "{run}"
         );
+        // Behind the bearer check is the official TypeScript SDK's server,
+        // which rho drives in the 2026-07-28 era with the same token.
+        let run = rho(
+            &home,
+            rt,
+            &["--config", cfg, "mcp", "show", "fx", "--connect", "--json"],
+        );
+        assert_eq!(run.code, Some(0), "{run}");
+        let doc: Value = serde_json::from_str(&run.stdout).expect("json");
+        assert_eq!(
+            (doc["era"].as_str(), doc["server_info"]["name"].as_str()),
+            (Some("2026-07-28"), Some("oidc-fixture")),
+            "{run}"
+        );
         // The provider drops the access token: refreshed without anyone.
         control(mcp_port, "expire");
         let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
@@ -668,6 +684,38 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
         assert!(
             run.stderr.contains("invalid_grant")
                 && run.stderr.contains("run `rho mcp login fx` to log in"),
+            "{run}"
+        );
+    });
+}
+
+#[test]
+fn a_bearer_token_the_openid_provider_did_not_mint_is_refused_by_the_sdk_server() {
+    for_both(|rt| {
+        let dir = scratch_dir(&format!("oauth-oidc-forged-{rt}"));
+        let home = dir.join("home");
+        std::fs::create_dir_all(&home).expect("home");
+        let (_provider, mcp_port) = oidc_server(&dir);
+        let config = dir.join("config.toml");
+        std::fs::write(
+            &config,
+            format!(
+                "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\nheaders = {{ Authorization = \"Bearer forged-token\" }}\n",
+                toml_str(&format!("http://127.0.0.1:{mcp_port}/mcp"))
+            ),
+        )
+        .expect("config");
+        let cfg = config.to_str().expect("utf-8");
+        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        assert_eq!((run.code, run.stdout.as_str()), (Some(1), ""), "{run}");
+        // The fixture's verifier found no such token in oidc-provider, and
+        // the SDK answered 401 with its challenge.
+        assert!(
+            run.stderr.contains("HTTP 401")
+                && run
+                    .stderr
+                    .contains("unknown, expired or revoked access token")
+                && run.stderr.contains("rho mcp login fx"),
             "{run}"
         );
     });
