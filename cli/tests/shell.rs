@@ -32,10 +32,14 @@ impl Shell {
     /// Starts `rho mcp shell` over server-everything and waits for its
     /// first prompt.
     fn start(rt: Runtime, name: &str) -> Shell {
+        Shell::start_with(rt, name, &node_server("everything", &everything_js(), &[]))
+    }
+
+    /// Starts `rho mcp shell` over the servers of `config_text`.
+    fn start_with(rt: Runtime, name: &str, config_text: &str) -> Shell {
         let dir = scratch_dir(&format!("shell-{name}-{}", rt.name()));
         let config = dir.join("rho.toml");
-        std::fs::write(&config, node_server("everything", &everything_js(), &[]))
-            .expect("write the config");
+        std::fs::write(&config, config_text).expect("write the config");
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("make a home");
         let pty = Pty::open();
@@ -139,6 +143,7 @@ both_executors!(
     ctrl_c_cancels_a_long_call_and_the_shell_goes_on,
     a_form_is_answered_through_the_editor,
     history_survives_the_session,
+    a_tool_the_server_adds_mid_session_is_announced,
 );
 
 fn slash_completes_commands_and_doctor_reports_each_server(rt: Runtime) {
@@ -284,4 +289,21 @@ fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
     assert!(stdout.contains("commands start with `/`"), "{stdout}");
     // No terminal: nothing that draws a prompt line.
     assert!(!stdout.contains("\x1b["), "plain output:\n{stdout:?}");
+}
+
+fn a_tool_the_server_adds_mid_session_is_announced(rt: Runtime) {
+    // The SDK 2.x fixture over stdio: `toggle-extra` adds the tool `extra`
+    // and says so with tools/list_changed; added tools join only after a
+    // restart, which the line says.
+    let script = rho_tests::tests_dir().join("servers/fixtures/sdk2-server.js");
+    let mut shell = Shell::start_with(rt, "added", &node_server("sdk2", &script, &["stdio"]));
+    let at = shell.mark();
+    shell.keys("/call sdk2:toggle-extra\r");
+    let enabled = shell.wait_for_after(at, "extra enabled", SOON);
+    shell.wait_for_after(
+        enabled,
+        "server `sdk2` added tool `extra`: restart to use it",
+        SOON,
+    );
+    assert!(shell.quit().success());
 }

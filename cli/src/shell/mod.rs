@@ -35,6 +35,7 @@ mod commands;
 mod editor;
 mod keys;
 mod screen;
+mod watch;
 
 use std::cell::RefCell;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
@@ -461,7 +462,19 @@ fn interactive_loop(
     let mut decoder = keys::Decoder::default();
     std::thread::scope(|scope| {
         let mut worker: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
+        // What the servers looked like when last checked, for the
+        // list-change, ping and failure lines (about once a second).
+        let mut seen = shell.host.servers();
+        let mut ticks = 0u32;
         'keys: loop {
+            ticks = ticks.wrapping_add(1);
+            if ticks % 10 == 0 {
+                let now = shell.host.servers();
+                for line in watch::changes(&seen, &now) {
+                    screen.print(&line);
+                }
+                seen = now;
+            }
             if stop.load(Ordering::Relaxed) {
                 cancel_running(shell);
                 break;

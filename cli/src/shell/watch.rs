@@ -1,0 +1,131 @@
+//! What changed on the servers while the shell ran, as lines for the
+//! person: tools a server added (which join only after a restart, as the
+//! reference says), tools it withdrew, a keep-alive ping that failed, and a
+//! server that failed. Pure: the shell hands it two snapshots of
+//! [`ServerView`]s and prints what it returns.
+
+use rho_proto_core::runtime::ServerView;
+use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::text::terminal::sanitize_line;
+
+/// The lines that tell what changed from `before` to `after`.
+pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for now in after {
+        let Some(was) = before.iter().find(|v| v.id == now.id) else {
+            continue;
+        };
+        let id = sanitize_line(&now.id);
+        match (&was.status, &now.status) {
+            (ServerStatus::Ready(old), ServerStatus::Ready(new)) => {
+                for tool in new
+                    .added_tools
+                    .iter()
+                    .filter(|t| !old.added_tools.contains(t))
+                {
+                    lines.push(format!(
+                        "server `{id}` added tool `{}`: restart to use it",
+                        sanitize_line(tool)
+                    ));
+                }
+                for tool in new
+                    .withdrawn_tools
+                    .iter()
+                    .filter(|t| !old.withdrawn_tools.contains(t))
+                {
+                    lines.push(format!(
+                        "server `{id}` withdrew tool `{}`",
+                        sanitize_line(tool)
+                    ));
+                }
+                if new.last_ping_error != old.last_ping_error {
+                    match &new.last_ping_error {
+                        Some(why) => lines.push(format!(
+                            "server `{id}` did not answer a ping: {}",
+                            sanitize_line(why)
+                        )),
+                        None => lines.push(format!("server `{id}` answers pings again")),
+                    }
+                }
+            }
+            (ServerStatus::Ready(_), ServerStatus::Failed { error }) => {
+                lines.push(format!("server `{id}` failed: {}", sanitize_line(error)));
+            }
+            _ => {}
+        }
+    }
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rho_proto_core::runtime::status::ReadyReport;
+    use rho_proto_core::wire::protocol::Implementation;
+
+    fn ready(added: &[&str], withdrawn: &[&str], ping: Option<&str>) -> ServerView {
+        let report = ReadyReport {
+            protocol_version: "2025-11-25".into(),
+            server_info: Implementation {
+                name: "x".into(),
+                version: "1".into(),
+                title: None,
+            },
+            instructions: None,
+            elapsed_ms: 1,
+            pid: None,
+            filtered_tools: Vec::new(),
+            last_ping_error: ping.map(str::to_owned),
+            added_tools: added.iter().map(|s| (*s).to_owned()).collect(),
+            withdrawn_tools: withdrawn.iter().map(|s| (*s).to_owned()).collect(),
+        };
+        ServerView {
+            id: "x".into(),
+            config: None,
+            status: ServerStatus::Ready(report),
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn added_and_withdrawn_tools_are_said_once() {
+        let before = [ready(&[], &[], None)];
+        let after = [ready(&["extra"], &["old"], None)];
+        assert_eq!(
+            changes(&before, &after),
+            [
+                "server `x` added tool `extra`: restart to use it",
+                "server `x` withdrew tool `old`"
+            ]
+        );
+        assert!(changes(&after, &after).is_empty());
+    }
+
+    #[test]
+    fn a_failed_ping_and_its_recovery_are_said() {
+        let fine = [ready(&[], &[], None)];
+        let failing = [ready(&[], &[], Some("timed out after 10 s"))];
+        assert_eq!(
+            changes(&fine, &failing),
+            ["server `x` did not answer a ping: timed out after 10 s"]
+        );
+        assert_eq!(changes(&failing, &fine), ["server `x` answers pings again"]);
+    }
+
+    #[test]
+    fn a_server_that_fails_is_said_and_its_text_is_sanitized() {
+        let before = [ready(&[], &[], None)];
+        let after = [ServerView {
+            id: "x".into(),
+            config: None,
+            status: ServerStatus::Failed {
+                error: "gone\x1b[2J".into(),
+            },
+            tools: Vec::new(),
+        }];
+        let lines = changes(&before, &after);
+        assert_eq!(lines.len(), 1);
+        assert!(lines[0].starts_with("server `x` failed: gone"));
+        assert!(!lines[0].contains('\x1b'));
+    }
+}
