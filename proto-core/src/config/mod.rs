@@ -76,6 +76,11 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// `max_message_bytes`.)
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// How much text one tool result, prompt turn or resource may put in
+/// front of the model when neither `[mcp] max_output_bytes` nor the
+/// server's own says: 64 KiB (see [`crate::features::limit`] for why).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
 /// The smallest `max_message_bytes` accepted: 64 KiB. Below it, ordinary
 /// `initialize` and `tools/list` answers no longer fit.
 pub const MIN_MAX_MESSAGE_BYTES: usize = 64 * 1024;
