@@ -33,7 +33,7 @@ use serde_json::Value;
 use crate::wire::protocol::ShapeError;
 
 /// What is being completed: a prompt's argument or a template's variable.
-#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, serde::Deserialize)]
 #[serde(tag = "type")]
 #[non_exhaustive]
 pub enum CompletionRef {
@@ -65,7 +65,7 @@ pub struct Query {
 }
 
 /// The params of a `completion/complete` request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CompleteParams {
     /// What is completed.
     #[serde(rename = "ref")]
@@ -73,12 +73,12 @@ pub struct CompleteParams {
     /// The argument and its partial value.
     pub argument: CompleteArgument,
     /// The arguments already given, when there are any.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<CompleteContext>,
 }
 
 /// `argument` of a `completion/complete` request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CompleteArgument {
     /// The argument's name.
     pub name: String,
@@ -87,7 +87,7 @@ pub struct CompleteArgument {
 }
 
 /// `context` of a `completion/complete` request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct CompleteContext {
     /// The arguments already given.
     pub arguments: BTreeMap<String, String>,

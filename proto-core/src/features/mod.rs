@@ -25,3 +25,52 @@ pub mod resources;
 pub mod sampling;
 pub mod subscriptions;
 pub mod uri_template;
+
+use serde::Serialize;
+
+/// A request a host sends a ready server through
+/// [`crate::session::Session::request`]: each carries the typed params of
+/// its method, serialized as they are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum FeatureRequest {
+    /// `prompts/get`.
+    GetPrompt(prompts::GetPromptParams),
+    /// `resources/read`.
+    ReadResource(resources::ReadResourceParams),
+    /// `completion/complete`.
+    Complete(completions::CompleteParams),
+}
+
+impl FeatureRequest {
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            FeatureRequest::GetPrompt(_) => "prompts/get",
+            FeatureRequest::ReadResource(_) => "resources/read",
+            FeatureRequest::Complete(_) => "completion/complete",
+        }
+    }
+
+    /// The request `method` with `params` names, as a transcript holds
+    /// it; `None` for another method or params that do not fit.
+    pub fn from_wire(method: &str, params: &serde_json::Value) -> Option<Self> {
+        let params = params.clone();
+        Some(match method {
+            "prompts/get" => FeatureRequest::GetPrompt(serde_json::from_value(params).ok()?),
+            "resources/read" => FeatureRequest::ReadResource(serde_json::from_value(params).ok()?),
+            "completion/complete" => FeatureRequest::Complete(serde_json::from_value(params).ok()?),
+            _ => return None,
+        })
+    }
+
+    /// The server capability it needs, as the protocol names it.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            FeatureRequest::GetPrompt(_) => "prompts",
+            FeatureRequest::ReadResource(_) => "resources",
+            FeatureRequest::Complete(_) => "completions",
+        }
+    }
+}

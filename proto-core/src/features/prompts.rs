@@ -157,12 +157,12 @@ fn text(value: &Value, key: &str) -> Option<String> {
 }
 
 /// The params of a `prompts/get` request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct GetPromptParams {
     /// The prompt's name, as the server listed it.
     pub name: String,
     /// The argument values, by argument name.
-    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
     pub arguments: BTreeMap<String, String>,
 }
 

@@ -176,7 +176,7 @@ pub fn match_fragment(
 }
 
 /// The params of a `resources/read` request.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 pub struct ReadResourceParams {
     /// The resource's URI.
     pub uri: String,

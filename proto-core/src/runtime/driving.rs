@@ -388,6 +388,9 @@ impl Health {
     pub fn observe(&mut self, event: &Event) -> bool {
         match event {
             Event::ToolsChanged(tools) => self.tools_now = Some(std::sync::Arc::new(tools.clone())),
+            Event::CatalogChanged(catalog) => {
+                self.catalog_now = Some(std::sync::Arc::new((**catalog).clone()))
+            }
             Event::PingAnswered => self.ping_failure = None,
             Event::PingFailed(reason) => self.ping_failure = Some(reason.clone()),
             _ => return false,

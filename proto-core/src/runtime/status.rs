@@ -83,6 +83,9 @@ pub struct ReadyReport {
     /// Tools the server withdrew after startup; calls to them fail.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub withdrawn_tools: Vec<String>,
+    /// Its prompts, resources and templates, as held for the session;
+    /// a listing that failed carries its error here.
+    pub catalog: crate::features::catalog::Catalog,
 }
 
 impl ReadyReport {
