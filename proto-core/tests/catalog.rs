@@ -153,7 +153,7 @@ impl Harness {
         self.events
             .iter()
             .find_map(|e| match e {
-                Event::Ready(ready) => Some(ready.catalog.clone()),
+                Event::Ready(ready) => Some((*ready.catalog).clone()),
                 _ => None,
             })
             .expect("ready")

@@ -302,7 +302,8 @@ impl Inventory {
             last_ping_error: None,
             added_tools: Vec::new(),
             withdrawn_tools: Vec::new(),
-            catalog: ready.catalog,
+            catalog: *ready.catalog,
+            capabilities: ready.capabilities,
         });
     }
 
@@ -494,6 +495,16 @@ impl Inventory {
         }
         self.still_listed(slot, tool, &health)?;
         Ok((slot, tool.to_owned()))
+    }
+
+    /// Where a prompt, resource or completion request for `server` goes:
+    /// its slot, when it is ready.
+    pub fn route_server(
+        &self,
+        server: &str,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<SlotId, ToolCallError> {
+        self.ready_slot(server, &health)
     }
 
     fn ready_slot(

@@ -315,8 +315,9 @@ pub struct ServerReady {
     pub tools: Vec<Tool>,
     /// Its prompts, resources and templates as listed at connect (see
     /// [`crate::features::catalog`]); a listing that failed says why
-    /// there without failing the server.
-    pub catalog: Catalog,
+    /// there without failing the server. Boxed: it is seldom read and
+    /// would double what every startup outcome carries.
+    pub catalog: Box<Catalog>,
 }
 
 /// Something the host must know.
@@ -2317,7 +2318,7 @@ impl Session {
             capabilities: init.capabilities,
             instructions: init.instructions,
             tools,
-            catalog: self.catalog.catalog().clone(),
+            catalog: Box::new(self.catalog.catalog().clone()),
         };
         self.ready = Some(ready.clone());
         self.timers.stop(Timer::Startup);
