@@ -480,3 +480,46 @@ fn the_stateless_era_lists_the_same_catalog_after_discovery() {
         Event::RequestCompleted { call: c, result: Ok(_) } if *c == call
     )));
 }
+
+#[test]
+fn the_stateless_era_listens_for_catalog_changes_and_relists() {
+    let mut h = Harness::with("2026-07-28");
+    h.answer(
+        "server/discover",
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"prompts": {"listChanged": true}},
+            "ttlMs": 0,
+            "cacheScope": "public"
+        }),
+    );
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "old"}]}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+    let (listen, params) = h.request("subscriptions/listen");
+    let asked = &params.expect("params")["notifications"];
+    assert_eq!(asked["promptsListChanged"], true, "{asked}");
+    let before = h.count("prompts/list");
+    let tag = json!({"io.modelcontextprotocol/subscriptionId": listen});
+    h.say(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": tag, "notifications": {"promptsListChanged": true}}
+    }));
+    // A change before the stream opened reached no stream: read again.
+    assert_eq!(h.count("prompts/list"), before + 1, "acknowledged: re-read");
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "mid"}]}),
+    );
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed", "params": {"_meta": tag}}));
+    assert_eq!(h.count("prompts/list"), before + 2, "the change re-lists");
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "new"}]}),
+    );
+    assert_eq!(h.session.catalog().prompts.items[0].name, "new");
+}

@@ -2419,7 +2419,7 @@ impl Session {
     /// `listChanged`: the notification only ever asks for a fresh read.
     /// Before `initialize` is answered nothing is offered yet, so nothing
     /// happens.
-    fn catalog_list_changed(&mut self, now: Instant, kinds: &[CatalogKind]) {
+    pub(super) fn catalog_list_changed(&mut self, now: Instant, kinds: &[CatalogKind]) {
         for &kind in kinds {
             if let Some(page) = self.catalog.relist(kind) {
                 self.request_catalog_page(now, &page);
