@@ -146,7 +146,19 @@ pub(crate) fn run(
         }
         Err(error) => return Err(Failure::Runtime(error.to_string())),
     };
-    let rendered = content::render(&result);
+    let mut rendered = content::render(&result);
+    // What the model reads is capped, as every server answer is.
+    let cap = entry
+        .config
+        .as_ref()
+        .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
+            c.max_output_bytes
+        });
+    if let std::borrow::Cow::Owned(capped) =
+        rho_proto_core::features::limit::cap_output(&rendered.model_text, cap)
+    {
+        rendered.model_text = capped;
+    }
     if args.json {
         let doc = json!({
             "schema": 1,

@@ -12,6 +12,7 @@ use std::sync::atomic::AtomicBool;
 
 use clap::ValueEnum;
 use rho_proto_core::config::Config;
+use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::registry::ToolRegistry;
 use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
@@ -124,6 +125,29 @@ impl Host {
             Host::Blocking(runtime) => {
                 runtime.call_server_tool_with(server, tool, arguments, on_progress, cancel)
             }
+        }
+    }
+
+    /// Sends a prompt, resource or completion request to `server` and
+    /// waits for the result as sent, until it ends or `cancel` is set
+    /// (then the server is told and it ends as cancelled).
+    pub(crate) fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: &AtomicBool,
+    ) -> Result<Value, ToolCallError> {
+        match self {
+            Host::Smol {
+                executor,
+                runtime,
+                reactor,
+            } => run_smol(
+                executor,
+                *reactor,
+                runtime.request(server, request, Some(cancel)),
+            ),
+            Host::Blocking(runtime) => runtime.request(server, request, Some(cancel)),
         }
     }
 

@@ -16,6 +16,7 @@
 
 mod adhoc;
 mod call;
+mod complete;
 mod config_edit;
 mod config_file;
 mod conformance;
@@ -27,7 +28,9 @@ mod manage;
 mod oauth_login;
 mod output;
 mod plugins;
+mod prompt;
 mod questions;
+mod read;
 mod reauth;
 mod sampling;
 mod shell;
@@ -108,6 +111,15 @@ enum McpCommand {
     /// An interactive session over every enabled server: status, tools,
     /// calls and the servers' questions, with completion (no model).
     Shell,
+    /// Start one server, get one of its prompts, and print the user turn
+    /// the model would get.
+    Prompt(prompt::PromptArgs),
+    /// Start one server, read one of its resources, and print what a
+    /// message would carry.
+    Read(read::ReadArgs),
+    /// Start one server and print the values it suggests for an argument
+    /// of a prompt or a variable of a resource template.
+    Complete(complete::CompleteArgs),
     /// Add a server to the config file (a command after `--`, or --url),
     /// keeping the file's comments and layout.
     Add(manage::AddArgs),
@@ -252,6 +264,9 @@ impl TopCommand {
             TopCommand::Mcp(McpCommand::List(args)) => args.json,
             TopCommand::Mcp(McpCommand::Show(args)) => args.json,
             TopCommand::Mcp(McpCommand::Call(args)) => args.json,
+            TopCommand::Mcp(McpCommand::Prompt(args)) => args.json,
+            TopCommand::Mcp(McpCommand::Read(args)) => args.json,
+            TopCommand::Mcp(McpCommand::Complete(args)) => args.json,
             TopCommand::Mcp(_) | TopCommand::Completions(_) => false,
         }
     }
@@ -426,6 +441,9 @@ fn run_mcp(
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
         McpCommand::Shell => shell::run(&loaded, kind, options),
+        McpCommand::Prompt(args) => prompt::run(&loaded, kind, options, &args),
+        McpCommand::Read(args) => read::run(&loaded, kind, options, &args),
+        McpCommand::Complete(args) => complete::run(&loaded, kind, options, &args),
         McpCommand::Login(args) => login(&loaded, &args),
         McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),

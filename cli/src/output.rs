@@ -23,7 +23,7 @@
 //! | `url` | streamable_http | as configured |
 //! | `env_names`, `header_names` | always on valid entries | names only, never values |
 //! | `tool_filter` | valid entries | `{"allow": [..]?, "deny": [..]?}` |
-//! | `startup_timeout_secs`, `tool_timeout_secs`, `max_message_bytes` | valid entries | numbers |
+//! | `startup_timeout_secs`, `tool_timeout_secs`, `max_message_bytes`, `max_output_bytes` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
 //! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error", "expires_in_secs", "refreshable", "error"}`: never a token |
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake (or, 2026-07-28, from `server/discover`) |
@@ -32,6 +32,10 @@
 //! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
 //! | `filtered_tools` | ready | server tool names kept out by allow/deny |
 //! | `added_tools`, `withdrawn_tools` | ready | tools the server added (need a restart) or withdrew since startup |
+//! | `prompts` | ready | `name`, `title`, `description`, `arguments` (`name`, `title`, `description`, `required`); empty when the server offers none |
+//! | `resources` | ready | `uri`, `name`, `title`, `description`, `mime_type`, `size` |
+//! | `resource_templates` | ready | `uri_template`, `name`, `title`, `description`, `mime_type` |
+//! | `catalog_errors` | ready | `"<method>: <reason>"` for each listing that failed (the server still loads) |
 
 use std::fmt::Write as _;
 
@@ -199,6 +203,7 @@ pub(crate) fn server_json(
             json!(config.tool_timeout.as_secs_f64()),
         );
         obj.insert("max_message_bytes".into(), json!(config.max_message_bytes));
+        obj.insert("max_output_bytes".into(), json!(config.max_output_bytes));
         obj.insert("log_level".into(), json!(config.log_level));
         obj.insert("sampling".into(), json!(config.sampling));
         if let Some(status) = auth.get(&server.id) {
@@ -243,6 +248,11 @@ pub(crate) fn server_json(
             obj.insert("filtered_tools".into(), json!(report.filtered_tools));
             obj.insert("added_tools".into(), json!(report.added_tools));
             obj.insert("withdrawn_tools".into(), json!(report.withdrawn_tools));
+            let catalog = &report.catalog;
+            obj.insert("prompts".into(), json!(catalog.prompts.items));
+            obj.insert("resources".into(), json!(catalog.resources.items));
+            obj.insert("resource_templates".into(), json!(catalog.templates.items));
+            obj.insert("catalog_errors".into(), json!(catalog.errors()));
         }
         ServerStatus::NotStarted | ServerStatus::Disabled => {}
     }
@@ -518,6 +528,7 @@ pub(crate) fn show_text(
                     names(&report.withdrawn_tools)
                 );
             }
+            catalog_text(&mut out, &report.catalog);
         }
         ServerStatus::NotStarted => {
             let _ = writeln!(out, "  (pass --connect to start it and list its tools)");
@@ -525,6 +536,77 @@ pub(crate) fn show_text(
         ServerStatus::Disabled => {}
     }
     out
+}
+
+/// A ready server's prompts (name, title, arguments with `*` marking the
+/// required ones), resources and templates (URI, name, MIME type), and
+/// the listings that failed. Lists the server does not offer are left out.
+fn catalog_text(out: &mut String, catalog: &rho_proto_core::features::catalog::Catalog) {
+    if catalog.prompts.offered {
+        let prompts = &catalog.prompts.items;
+        let _ = writeln!(out, "  prompts ({}):", prompts.len());
+        for prompt in prompts {
+            let title = prompt
+                .title
+                .as_deref()
+                .map(|t| format!(" — {}", sanitize_line(t)))
+                .unwrap_or_default();
+            let args: Vec<String> = prompt
+                .arguments
+                .iter()
+                .map(|a| {
+                    let mark = if a.required { "*" } else { "" };
+                    format!("{}{mark}", sanitize_line(&a.name))
+                })
+                .collect();
+            let args = if args.is_empty() {
+                String::new()
+            } else {
+                format!(" ({})", args.join(", "))
+            };
+            let _ = writeln!(out, "    {}{args}{title}", sanitize_line(&prompt.name));
+        }
+        if prompts
+            .iter()
+            .any(|p| p.arguments.iter().any(|a| a.required))
+        {
+            let _ = writeln!(out, "    (* required)");
+        }
+    }
+    let mime = |m: &Option<String>| {
+        m.as_deref()
+            .map(|m| format!(" [{}]", sanitize_line(m)))
+            .unwrap_or_default()
+    };
+    if catalog.resources.offered {
+        let resources = &catalog.resources.items;
+        let _ = writeln!(out, "  resources ({}):", resources.len());
+        for r in resources {
+            let _ = writeln!(
+                out,
+                "    {}  {}{}",
+                sanitize_line(&r.uri),
+                sanitize_line(&r.name),
+                mime(&r.mime_type)
+            );
+        }
+    }
+    if catalog.templates.offered {
+        let templates = &catalog.templates.items;
+        let _ = writeln!(out, "  resource templates ({}):", templates.len());
+        for t in templates {
+            let _ = writeln!(
+                out,
+                "    {}  {}{}",
+                sanitize_line(&t.uri_template),
+                sanitize_line(&t.name),
+                mime(&t.mime_type)
+            );
+        }
+    }
+    for error in catalog.errors() {
+        let _ = writeln!(out, "  listing failed: {}", sanitize_line(&error));
+    }
 }
 
 /// Server tool names, comma-separated, each on one safe line.

@@ -8,10 +8,8 @@ use std::sync::mpsc::{RecvError, RecvTimeoutError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::driving::CallUpdate;
 use rho_proto_core::session::Progress;
-use rho_proto_core::wire::protocol::CallToolResult;
 
 /// A new mailbox: the session's end and the caller's.
 pub(crate) fn mailbox() -> (ReplyTx, ReplyRx) {
@@ -37,7 +35,8 @@ struct Slot {
 #[derive(Debug, Default)]
 struct State {
     progress: VecDeque<Progress>,
-    done: Option<Result<CallToolResult, ToolCallError>>,
+    /// The end: [`CallUpdate::Done`] or [`CallUpdate::Answered`].
+    done: Option<CallUpdate>,
     /// The session's end is gone.
     dropped: bool,
 }
@@ -53,7 +52,7 @@ impl Slot {
         let mut state = self.lock();
         match update {
             CallUpdate::Progress(progress) => state.progress.push_back(progress),
-            CallUpdate::Done(result) => state.done = Some(result),
+            end => state.done = Some(end),
         }
         drop(state);
         self.ready.notify_one();
@@ -141,12 +140,13 @@ fn take(state: &mut State) -> Option<CallUpdate> {
     if let Some(progress) = state.progress.pop_front() {
         return Some(CallUpdate::Progress(progress));
     }
-    state.done.take().map(CallUpdate::Done)
+    state.done.take()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rho_proto_core::runtime::ToolCallError;
 
     #[test]
     fn progress_comes_in_order_then_the_end_and_a_dropped_end_is_reported() {
@@ -170,6 +170,7 @@ mod tests {
                     assert!(matches!(result, Err(ToolCallError::NotCallable(_))));
                     break;
                 }
+                Ok(CallUpdate::Answered(_)) => panic!("a call's end is Done"),
                 Err(e) => panic!("the end was sent: {e}"),
             }
         }

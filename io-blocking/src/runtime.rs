@@ -15,6 +15,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{Config, ServerConfig};
+use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
 use rho_proto_core::session::Progress;
@@ -278,6 +279,72 @@ impl Runtime {
             match update {
                 CallUpdate::Progress(progress) => on_progress(progress),
                 CallUpdate::Done(result) => return result,
+                CallUpdate::Answered(_) => {
+                    return Err(ToolCallError::NotCallable(
+                        "a tool call was answered as a request".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Sends a prompt, resource or completion request to `server` and
+    /// waits for the server's result, as sent (the feature modules read
+    /// it), until it ends or `cancel` is set: then the server is told and
+    /// the request ends as cancelled. `cancel` is checked every 50 ms.
+    pub fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Value, ToolCallError> {
+        let slot = self.inventory.route_server(server, self.health())?;
+        self.request_unredacted(slot, server, request, cancel)
+            .map_err(|e| self.inventory.redact_call_error(slot, e))
+    }
+
+    fn request_unredacted(
+        &self,
+        slot: SlotId,
+        server: &str,
+        request: FeatureRequest,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Value, ToolCallError> {
+        let not_running = || ToolCallError::ServerNotReady {
+            server: server.to_owned(),
+            reason: "its session has ended".into(),
+        };
+        let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
+        let (reply, answer) = crate::reply::mailbox();
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        driver
+            .driver
+            .command(Command::Request {
+                ticket,
+                request: Box::new(request),
+                reply,
+            })
+            .map_err(|_| not_running())?;
+        // The core completes every accepted request exactly once, within
+        // its budget; a dropped sender means the driver is gone.
+        let mut cancelled = false;
+        loop {
+            let update = match cancel {
+                None => answer.recv().map_err(|_| not_running())?,
+                Some(flag) => match answer.recv_timeout(CANCEL_POLL) {
+                    Ok(update) => update,
+                    Err(RecvTimeoutError::Timeout) => {
+                        if !cancelled && flag.load(Ordering::Relaxed) {
+                            cancelled = true;
+                            let _ = driver.driver.command(Command::Cancel { ticket });
+                        }
+                        continue;
+                    }
+                    Err(RecvTimeoutError::Disconnected) => return Err(not_running()),
+                },
+            };
+            if let Some(answer) = update.into_answer(server) {
+                return answer;
             }
         }
     }

@@ -21,6 +21,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::Config;
+use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
@@ -373,6 +374,111 @@ impl Runtime {
                     guard.armed = false;
                     return result;
                 }
+                CallUpdate::Answered(_) => {
+                    guard.armed = false;
+                    return Err(ToolCallError::NotCallable(
+                        "a tool call was answered as a request".into(),
+                    ));
+                }
+            }
+        }
+    }
+
+    /// Sends a prompt, resource or completion request to `server` and
+    /// waits for the server's result, as sent (the feature modules read
+    /// it), until it ends or `cancel` completes: then the server is told
+    /// and the request ends as cancelled. Dropping the future abandons
+    /// the request the same way.
+    pub async fn request_until(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Value, ToolCallError> {
+        let slot = self.inventory.route_server(server, self.health())?;
+        self.request_unredacted(slot, server, request, cancel)
+            .await
+            .map_err(|e| self.inventory.redact_call_error(slot, e))
+    }
+
+    /// Like [`Runtime::request_until`], until `cancel` is set (checked
+    /// every 50 ms): the thread runtime's `request`, so a host drives
+    /// either the same way.
+    pub async fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Value, ToolCallError> {
+        let watch = async {
+            match cancel {
+                None => std::future::pending::<()>().await,
+                Some(flag) => {
+                    while !flag.load(Ordering::Relaxed) {
+                        Timer::after(CANCEL_POLL).await;
+                    }
+                }
+            }
+        };
+        self.request_until(server, request, watch).await
+    }
+
+    async fn request_unredacted(
+        &self,
+        slot: SlotId,
+        server: &str,
+        request: FeatureRequest,
+        cancel: impl Future<Output = ()>,
+    ) -> Result<Value, ToolCallError> {
+        let not_running = || ToolCallError::ServerNotReady {
+            server: server.to_owned(),
+            reason: "its session has ended".into(),
+        };
+        let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
+        let mut cancel = std::pin::pin!(cancel);
+        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let (reply, answer) = smol::channel::unbounded();
+        handle
+            .commands
+            .send(Input::Command(Command::Request {
+                ticket,
+                request: Box::new(request),
+                reply,
+            }))
+            .await
+            .map_err(|_| not_running())?;
+        let mut guard = CancelOnDrop {
+            commands: &handle.commands,
+            ticket,
+            armed: true,
+        };
+        let mut cancelled = false;
+        loop {
+            let update = if cancelled {
+                answer.recv().await
+            } else {
+                let next = async { Some(answer.recv().await) };
+                let cancel = async {
+                    cancel.as_mut().await;
+                    None
+                };
+                match smol::future::or(next, cancel).await {
+                    Some(update) => update,
+                    None => {
+                        cancelled = true;
+                        guard.armed = false;
+                        handle
+                            .commands
+                            .send(Input::Command(Command::Cancel { ticket }))
+                            .await
+                            .map_err(|_| not_running())?;
+                        continue;
+                    }
+                }
+            };
+            if let Some(answer) = update.map_err(|_| not_running())?.into_answer(server) {
+                guard.armed = false;
+                return answer;
             }
         }
     }

@@ -297,6 +297,32 @@ impl Connection {
         result
     }
 
+    /// Sends a prompt, resource or completion request; see
+    /// [`Session::request`]. [`Connection::cancel_call`] abandons it.
+    pub fn request(
+        &mut self,
+        now: Instant,
+        request: &crate::features::FeatureRequest,
+    ) -> Result<CallId, ApiMisuse> {
+        self.record(now, "request", || {
+            [
+                ("method", json!(request.method())),
+                ("params", json!(request)),
+            ]
+        });
+        let result = match &mut self.inner {
+            Inner::Stdio(session) => session.request(now, request),
+            Inner::Http(transport) => transport.request(now, request),
+        };
+        if let Some(r) = &mut self.recorder {
+            r.poll(
+                "call_id",
+                result.as_ref().map_or(Value::Null, |c| json!(c.0)),
+            );
+        }
+        result
+    }
+
     /// Abandons a call: the server is told, and the call completes as
     /// cancelled.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {

@@ -666,6 +666,13 @@ fn apply(
             let args = e.get("args").cloned().unwrap_or(Value::Null);
             calls.push_back(c.call_tool(now, &tool, args).ok());
         }
+        "request" => {
+            let method = str_of("method").ok_or("no method")?;
+            let params = e.get("params").cloned().unwrap_or(Value::Null);
+            let request = crate::features::FeatureRequest::from_wire(&method, &params)
+                .ok_or("bad request")?;
+            calls.push_back(c.request(now, &request).ok());
+        }
         "cancel" => c.cancel_call(
             now,
             CallId(e.get("call").and_then(Value::as_u64).ok_or("no call")?),

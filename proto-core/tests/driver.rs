@@ -82,6 +82,8 @@ impl Seen {
             Seen::Reply(tag, CallUpdate::Done(Ok(_))) => format!("reply {tag} ok"),
             Seen::Reply(tag, CallUpdate::Done(Err(_))) => format!("reply {tag} err"),
             Seen::Reply(tag, CallUpdate::Progress(_)) => format!("reply {tag} progress"),
+            Seen::Reply(tag, CallUpdate::Answered(Ok(_))) => format!("reply {tag} answered"),
+            Seen::Reply(tag, CallUpdate::Answered(Err(_))) => format!("reply {tag} answer err"),
             Seen::Progress(tag) => format!("progress {tag:?}"),
             Seen::Startup(Ok(_)) => "startup ok".into(),
             Seen::Startup(Err(_)) => "startup err".into(),

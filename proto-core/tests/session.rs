@@ -207,6 +207,9 @@ fn unknown_protocol_version_fails_the_handshake_clearly() {
 fn server_without_tools_capability_is_not_asked_for_tools() {
     let mut h = Harness::new(Harness::options());
     h.handshake("2025-11-25", json!({"prompts": {}}));
+    // Ready waits for the prompts it declared, not for tools.
+    assert_eq!(h.last_request().1, "prompts/list");
+    h.answer_last(json!({"prompts": []}));
     assert_eq!(h.session.state(), SessionState::Ready);
     assert!(!h.methods().contains(&"tools/list".to_string()));
 }

@@ -78,6 +78,8 @@ mod tests {
             last_ping_error: ping.map(str::to_owned),
             added_tools: added.iter().map(|s| (*s).to_owned()).collect(),
             withdrawn_tools: withdrawn.iter().map(|s| (*s).to_owned()).collect(),
+            capabilities: Default::default(),
+            catalog: Default::default(),
         };
         ServerView {
             id: "x".into(),

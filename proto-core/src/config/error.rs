@@ -53,13 +53,20 @@ pub enum ConfigFileErrorKind {
         /// The TOML type found instead.
         found: &'static str,
     },
-    /// A key directly under `[mcp]` other than `servers`.
+    /// `[mcp] max_output_bytes` is not a number of bytes in range.
+    #[error("{message}")]
+    McpValue {
+        /// What is wrong and what to write instead.
+        message: String,
+    },
+    /// A key directly under `[mcp]` other than `servers` and
+    /// `max_output_bytes`.
     ///
     /// This fails the whole file rather than one entry because it is almost
     /// always a misspelt table: `[mcp.server.fs]` would otherwise be ignored
     /// and the user would silently get no servers at all.
     #[error(
-        "unknown key `{key}`: rho reads only `mcp.servers` under [mcp]{}",
+        "unknown key `{key}`: rho reads only `mcp.servers` and `mcp.max_output_bytes` under [mcp]{}",
         if .key == "mcp.server" { "; did you mean `mcp.servers`?" } else { "" }
     )]
     UnknownMcpKey {

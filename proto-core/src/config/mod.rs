@@ -76,6 +76,15 @@ pub const MAX_TIMEOUT: Duration = Duration::from_secs(7 * 24 * 60 * 60);
 /// `max_message_bytes`.)
 pub const DEFAULT_MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
 
+/// How much text one tool result, prompt turn or resource may put in
+/// front of the model when neither `[mcp] max_output_bytes` nor the
+/// server's own says: 64 KiB (see [`crate::features::limit`] for why).
+pub const DEFAULT_MAX_OUTPUT_BYTES: usize = 64 * 1024;
+
+/// The smallest `max_output_bytes` accepted: 1 KiB. Below it even a
+/// short answer and the note saying it was cut do not fit.
+pub const MIN_MAX_OUTPUT_BYTES: usize = 1024;
+
 /// The smallest `max_message_bytes` accepted: 64 KiB. Below it, ordinary
 /// `initialize` and `tools/list` answers no longer fit.
 pub const MIN_MAX_MESSAGE_BYTES: usize = 64 * 1024;
@@ -253,6 +262,11 @@ pub struct ServerConfig {
     /// The largest message accepted from the server, in bytes
     /// (`max_message_bytes`): a stdio line, an SSE event or a JSON body.
     pub max_message_bytes: usize,
+    /// How much text one tool result, prompt turn or resource from this
+    /// server may put in front of the model (`max_output_bytes`: the
+    /// server's own, else `[mcp] max_output_bytes`, else
+    /// [`DEFAULT_MAX_OUTPUT_BYTES`]); see [`crate::features::limit`].
+    pub max_output_bytes: usize,
     /// The Agent Plugin that contributed this server, or `None` for a
     /// server of the selected config file. A plugin's server can never opt
     /// into sampling: only the user's own config can spend the user's

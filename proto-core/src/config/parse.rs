@@ -16,6 +16,7 @@ const COMMON_KEYS: &[&str] = &[
     "startup_timeout_secs",
     "tool_timeout_secs",
     "max_message_bytes",
+    "max_output_bytes",
 ];
 pub(super) const STDIO_KEYS: &[&str] = &["command", "args", "cwd", "env", "env_from_env"];
 pub(super) const HTTP_KEYS: &[&str] = &["url", "headers", "headers_from_env", "oauth"];
@@ -75,7 +76,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
     };
     if let Some((key, _)) = source_order(mcp)
         .into_iter()
-        .find(|(key, _)| key.get_ref() != "servers")
+        .find(|(key, _)| !matches!(key.get_ref().as_ref(), "servers" | "max_output_bytes"))
     {
         return Err(file_error(
             key.span(),
@@ -84,6 +85,19 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             },
         ));
     }
+    let output_cap = match mcp.get("max_output_bytes") {
+        None => None,
+        Some(value) => Some(
+            output_bytes(value, "mcp.max_output_bytes").map_err(|fault| {
+                file_error(
+                    fault.span,
+                    ConfigFileErrorKind::McpValue {
+                        message: fault.message,
+                    },
+                )
+            })?,
+        ),
+    };
     let Some(servers) = mcp.get("servers") else {
         return Ok(Config {
             sampling_command,
@@ -117,7 +131,16 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
             // is still an entry: it disables only itself, like any other
             // malformed entry.
             let config = match value.get_ref().as_table() {
-                Some(table) => read_entry(key, value.span(), table).map_err(entry_error),
+                Some(table) => read_entry(key, value.span(), table)
+                    .map(|mut server| {
+                        if let (false, Some(cap)) =
+                            (table.contains_key("max_output_bytes"), output_cap)
+                        {
+                            server.max_output_bytes = cap;
+                        }
+                        server
+                    })
+                    .map_err(entry_error),
                 None => Err(entry_error(Fault::new(
                     value.span(),
                     format!(
@@ -443,6 +466,15 @@ impl<'t, 'i> Scope<'t, 'i> {
     }
 
     /// `max_message_bytes`: a whole number of bytes within the sane range.
+    pub(super) fn max_output_bytes(&self) -> Checked<usize> {
+        const KEY: &str = "max_output_bytes";
+        match self.lookup(KEY) {
+            None => Ok(DEFAULT_MAX_OUTPUT_BYTES),
+            Some((_, value)) => output_bytes(value, &self.path_of(KEY)),
+        }
+    }
+
+    /// `max_message_bytes`: a whole number of bytes within the sane range.
     pub(super) fn max_message_bytes(&self) -> Checked<usize> {
         const KEY: &str = "max_message_bytes";
         let Some((_, value)) = self.lookup(KEY) else {
@@ -468,6 +500,29 @@ impl<'t, 'i> Scope<'t, 'i> {
 }
 
 /// A scalar as the user wrote it (near enough), for messages.
+/// A `max_output_bytes` value (at `path`, for the message): a whole number
+/// of bytes from [`MIN_MAX_OUTPUT_BYTES`] to [`MAX_MAX_MESSAGE_BYTES`]
+/// (more than one message can hold would cap nothing).
+fn output_bytes(value: &Value<'_>, path: &str) -> Checked<usize> {
+    let fault = || {
+        Fault::new(
+            value.span(),
+            format!(
+                "`{path}` must be a whole number of bytes from {MIN_MAX_OUTPUT_BYTES} (1 KiB) to {MAX_MAX_MESSAGE_BYTES} (1 GiB), not {}",
+                value_text(value.get_ref())
+            ),
+        )
+    };
+    let DeValue::Integer(integer) = value.get_ref() else {
+        return Err(fault());
+    };
+    i128::from_str_radix(integer.as_str(), integer.radix())
+        .ok()
+        .and_then(|n| usize::try_from(n).ok())
+        .filter(|n| (MIN_MAX_OUTPUT_BYTES..=MAX_MAX_MESSAGE_BYTES).contains(n))
+        .ok_or_else(fault)
+}
+
 fn value_text(value: &DeValue<'_>) -> String {
     match value {
         DeValue::Integer(integer) => integer.to_string(),
@@ -540,6 +595,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
     let startup_timeout = scope.timeout("startup_timeout_secs");
     let tool_timeout = scope.timeout("tool_timeout_secs");
     let max_message_bytes = scope.max_message_bytes();
+    let max_output_bytes = scope.max_output_bytes();
     let transport = match misplaced {
         Some(fault) => Err(fault),
         None if is_http => read_http(&scope).map(Transport::StreamableHttp),
@@ -553,6 +609,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         startup_timeout.as_ref().err(),
         tool_timeout.as_ref().err(),
         max_message_bytes.as_ref().err(),
+        max_output_bytes.as_ref().err(),
         transport.as_ref().err(),
     ])?;
     Ok(ServerConfig {
@@ -565,6 +622,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         startup_timeout: startup_timeout?,
         tool_timeout: tool_timeout?,
         max_message_bytes: max_message_bytes?,
+        max_output_bytes: max_output_bytes?,
         plugin: None,
     })
 }

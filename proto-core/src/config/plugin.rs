@@ -407,6 +407,7 @@ fn read_server(
         startup_timeout: DEFAULT_TIMEOUT,
         tool_timeout: DEFAULT_TIMEOUT,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
+        max_output_bytes: super::DEFAULT_MAX_OUTPUT_BYTES,
         plugin: Some(plugin.as_str().to_owned()),
     })
 }

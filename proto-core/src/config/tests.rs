@@ -220,6 +220,43 @@ fn timeouts_default_to_120_seconds() {
 }
 
 #[test]
+fn max_output_bytes_is_global_with_a_per_server_override() {
+    let text = "[mcp]\nmax_output_bytes = 2048\n[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\n[mcp.servers.b]\ntransport = \"stdio\"\ncommand = \"x\"\nmax_output_bytes = 0x1000\n";
+    assert_eq!(server(text, "a").max_output_bytes, 2048);
+    assert_eq!(server(text, "b").max_output_bytes, 4096);
+    let plain = "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\n";
+    assert_eq!(
+        server(plain, "a").max_output_bytes,
+        DEFAULT_MAX_OUTPUT_BYTES
+    );
+}
+
+#[test]
+fn max_output_bytes_out_of_range_is_refused_where_it_is_written() {
+    for bad in ["1023", "\"64k\"", "1.5", "2147483648"] {
+        let global = format!("[mcp]\nmax_output_bytes = {bad}\n");
+        let error = parse(&global, "t.toml").expect_err(bad);
+        assert!(
+            error.to_string().contains(
+                "`mcp.max_output_bytes` must be a whole number of bytes from 1024 (1 KiB)"
+            ),
+            "{error}"
+        );
+        let entry = format!(
+            "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\nmax_output_bytes = {bad}\n"
+        );
+        let config = parse_ok(&entry);
+        let error = config.get("a").expect("a").config.clone().expect_err(bad);
+        assert!(
+            error
+                .to_string()
+                .contains("`mcp.servers.a.max_output_bytes` must be"),
+            "{error}"
+        );
+    }
+}
+
+#[test]
 fn max_message_bytes_is_read_and_held_to_a_sane_range() {
     let with = |value: &str| {
         format!(
@@ -293,7 +330,7 @@ fn unknown_key_under_mcp_is_a_file_error() {
     assert_eq!((error.line, error.column), (1, 6), "{error}");
     assert_eq!(
         error.to_string(),
-        "config.toml:1:6: unknown key `mcp.server`: rho reads only `mcp.servers` under [mcp]; did you mean `mcp.servers`?"
+        "config.toml:1:6: unknown key `mcp.server`: rho reads only `mcp.servers` and `mcp.max_output_bytes` under [mcp]; did you mean `mcp.servers`?"
     );
     let error = file_error("[mcp]\nservers = {}\ntimeout = 3\n");
     assert_eq!((error.line, error.column), (3, 1));

@@ -6,11 +6,71 @@
 //! server asks a person, [`sampling`] for a server's requests of rho's
 //! model, [`mrtr`] for the 2026 era's multi round-trip requests, which
 //! carry those same questions inside a result, and [`subscriptions`] for
-//! the 2026 era's `subscriptions/listen` stream. They hold no session state;
-//! the session routes messages to them and carries their answers back.
+//! the 2026 era's `subscriptions/listen` stream; [`catalog`] for the
+//! prompts, resources and templates a server lists, [`prompts`] for
+//! prompt commands and their turns, [`resources`] for `@` matching and
+//! reads (with [`uri_template`] for RFC 6570 templates), [`completions`]
+//! for argument suggestions, and [`limit`] for the `max_output_bytes` cap
+//! they share with tool output. They hold no session state; the session
+//! routes messages to them and carries their answers back.
 
+pub mod catalog;
+pub mod completions;
 pub mod content;
 pub mod elicitation;
+pub mod limit;
 pub mod mrtr;
+pub mod prompts;
+pub mod resources;
 pub mod sampling;
 pub mod subscriptions;
+pub mod uri_template;
+
+use serde::Serialize;
+
+/// A request a host sends a ready server through
+/// [`crate::session::Session::request`]: each carries the typed params of
+/// its method, serialized as they are.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(untagged)]
+#[non_exhaustive]
+pub enum FeatureRequest {
+    /// `prompts/get`.
+    GetPrompt(prompts::GetPromptParams),
+    /// `resources/read`.
+    ReadResource(resources::ReadResourceParams),
+    /// `completion/complete`.
+    Complete(completions::CompleteParams),
+}
+
+impl FeatureRequest {
+    /// The JSON-RPC method.
+    pub fn method(&self) -> &'static str {
+        match self {
+            FeatureRequest::GetPrompt(_) => "prompts/get",
+            FeatureRequest::ReadResource(_) => "resources/read",
+            FeatureRequest::Complete(_) => "completion/complete",
+        }
+    }
+
+    /// The request `method` with `params` names, as a transcript holds
+    /// it; `None` for another method or params that do not fit.
+    pub fn from_wire(method: &str, params: &serde_json::Value) -> Option<Self> {
+        let params = params.clone();
+        Some(match method {
+            "prompts/get" => FeatureRequest::GetPrompt(serde_json::from_value(params).ok()?),
+            "resources/read" => FeatureRequest::ReadResource(serde_json::from_value(params).ok()?),
+            "completion/complete" => FeatureRequest::Complete(serde_json::from_value(params).ok()?),
+            _ => return None,
+        })
+    }
+
+    /// The server capability it needs, as the protocol names it.
+    pub fn capability(&self) -> &'static str {
+        match self {
+            FeatureRequest::GetPrompt(_) => "prompts",
+            FeatureRequest::ReadResource(_) => "resources",
+            FeatureRequest::Complete(_) => "completions",
+        }
+    }
+}

@@ -524,7 +524,9 @@ impl Host {
                 );
                 assert!(self.open.is_empty(), "closed with questions open");
             }
-            Event::PeerMisbehaved(_) | Event::ToolsChanged(_) => {}
+            Event::PeerMisbehaved(_) | Event::ToolsChanged(_) | Event::CatalogChanged(_) => {}
+            // The harness sends no prompt, resource or completion request.
+            Event::RequestCompleted { call, .. } => panic!("{call} completed as a request"),
         }
     }
 
@@ -584,6 +586,9 @@ impl Host {
                     state == SessionState::Ready && !object,
                     "{state:?} {arguments}"
                 )
+            }
+            Err(misuse @ ApiMisuse::NotOffered { .. }) => {
+                panic!("call_tool refused with {misuse}")
             }
         }
     }

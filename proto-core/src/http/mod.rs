@@ -881,6 +881,19 @@ impl HttpTransport {
         Ok(call)
     }
 
+    /// Sends a prompt, resource or completion request; see
+    /// [`Session::request`].
+    pub fn request(
+        &mut self,
+        now: Instant,
+        request: &crate::features::FeatureRequest,
+    ) -> Result<CallId, ApiMisuse> {
+        let now = self.clock.observe(now);
+        let call = self.session.request(now, request)?;
+        self.pump(now);
+        Ok(call)
+    }
+
     /// Abandons a call; see [`Session::cancel_call`]. Its exchange is
     /// aborted.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
@@ -1053,6 +1066,11 @@ impl HttpTransport {
                     // of a request no longer pending goes).
                     self.abort_abandoned();
                     self.events.push_back(Event::CallCompleted { call, result });
+                }
+                Event::RequestCompleted { call, result } => {
+                    self.abort_abandoned();
+                    self.events
+                        .push_back(Event::RequestCompleted { call, result });
                 }
                 other => self.events.push_back(other),
             }

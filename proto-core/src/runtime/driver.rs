@@ -59,7 +59,8 @@ pub enum Effect<R> {
     /// Carry this out on the transport (write to stdin, send or abort an
     /// HTTP exchange).
     Transmit(Output),
-    /// Hand this update to a caller. A [`CallUpdate::Done`] is the last the
+    /// Hand this update to a caller. A [`CallUpdate::Done`] (or, for a
+    /// request, [`CallUpdate::Answered`]) is the last the
     /// caller hears: the reply channel is handed back to be dropped.
     Reply(R, CallUpdate),
     /// A call in flight made progress: hand it to the caller whose channel
@@ -218,6 +219,17 @@ impl<R> Driver<R> {
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
                     CallUpdate::Done(Err(ToolCallError::NotCallable(misuse.to_string()))),
+                )),
+            },
+            Command::Request {
+                ticket,
+                request,
+                reply,
+            } => match self.conn.request(now, &request) {
+                Ok(call) => self.calls.insert(ticket, call, reply),
+                Err(misuse) => self.pending.push_back(Effect::Reply(
+                    reply,
+                    CallUpdate::Answered(Err(ToolCallError::NotCallable(misuse.to_string()))),
                 )),
             },
             Command::Cancel { ticket } => {
@@ -411,12 +423,22 @@ impl<R> Driver<R> {
                     CallUpdate::Done(result.map_err(ToolCallError::Call)),
                 ))
             }
+            Event::RequestCompleted { call, result } => {
+                let reply = self.calls.complete(call)?;
+                Some(Effect::Reply(
+                    reply,
+                    CallUpdate::Answered(result.map_err(ToolCallError::Call)),
+                ))
+            }
             Event::Progress { call, progress } => {
                 self.calls.get(call)?;
                 Some(Effect::Progress { call, progress })
             }
             Event::Question { question, kind, .. } => Some(Effect::Ask { question, kind }),
-            Event::ToolsChanged(_) | Event::PingAnswered | Event::PingFailed(_) => {
+            Event::ToolsChanged(_)
+            | Event::CatalogChanged(_)
+            | Event::PingAnswered
+            | Event::PingFailed(_) => {
                 if let Event::PingFailed(reason) = &event {
                     tracing::warn!(server = %self.server, "ping failed: {reason}");
                 }

@@ -63,6 +63,19 @@ pub enum Command<R> {
         /// Where [`CallUpdate`]s go.
         reply: R,
     },
+    /// Send a prompt, resource or completion request; `ticket` names it
+    /// for a later [`Command::Cancel`]. The caller hears
+    /// [`CallUpdate::Answered`] (or, if the session ends first,
+    /// [`CallUpdate::Done`] with the error).
+    Request {
+        /// The host's name for this request.
+        ticket: u64,
+        /// What to ask (boxed: completion params are large beside the
+        /// other commands).
+        request: Box<crate::features::FeatureRequest>,
+        /// Where the answer goes.
+        reply: R,
+    },
     /// The caller gave up on a call: abandon it (the server is told).
     Cancel {
         /// The call's ticket.
@@ -98,6 +111,25 @@ pub enum CallUpdate {
     Progress(Progress),
     /// The call ended; nothing follows.
     Done(Result<CallToolResult, ToolCallError>),
+    /// A [`Command::Request`] ended: the server's result as sent, or why
+    /// there is none; nothing follows.
+    Answered(Result<Value, ToolCallError>),
+}
+
+impl CallUpdate {
+    /// What a waiting [`Command::Request`] caller makes of an update:
+    /// `None` for progress (keep waiting). A `Done` reaches such a caller
+    /// only when the session ended first, with the reason.
+    pub fn into_answer(self, server: &str) -> Option<Result<Value, ToolCallError>> {
+        match self {
+            CallUpdate::Progress(_) => None,
+            CallUpdate::Answered(answer) => Some(answer),
+            CallUpdate::Done(Err(error)) => Some(Err(error)),
+            CallUpdate::Done(Ok(_)) => Some(Err(ToolCallError::NotCallable(format!(
+                "server `{server}`: a request was answered as a tool call"
+            )))),
+        }
+    }
 }
 
 /// A server that finished its handshake and discovery.
@@ -388,6 +420,9 @@ impl Health {
     pub fn observe(&mut self, event: &Event) -> bool {
         match event {
             Event::ToolsChanged(tools) => self.tools_now = Some(std::sync::Arc::new(tools.clone())),
+            Event::CatalogChanged(catalog) => {
+                self.catalog_now = Some(std::sync::Arc::new((**catalog).clone()))
+            }
             Event::PingAnswered => self.ping_failure = None,
             Event::PingFailed(reason) => self.ping_failure = Some(reason.clone()),
             _ => return false,

@@ -184,6 +184,9 @@ pub struct Health {
     /// `None` while the startup list still stands.
     /// Shared, so reading a server's health on every call is cheap.
     pub tools_now: Option<std::sync::Arc<Vec<Tool>>>,
+    /// The server's prompts, resources and templates as last re-listed
+    /// after a `list_changed`; `None` while the startup listing stands.
+    pub catalog_now: Option<std::sync::Arc<crate::features::catalog::Catalog>>,
 }
 
 /// A server's position in the inventory.
@@ -299,6 +302,8 @@ impl Inventory {
             last_ping_error: None,
             added_tools: Vec::new(),
             withdrawn_tools: Vec::new(),
+            catalog: *ready.catalog,
+            capabilities: ready.capabilities,
         });
     }
 
@@ -352,6 +357,9 @@ impl Inventory {
         if let Some(health) = health {
             if let ServerStatus::Ready(report) = &mut status {
                 report.last_ping_error = health.ping_failure.map(|e| s.redactor.redact_owned(e));
+                if let Some(catalog) = &health.catalog_now {
+                    report.catalog = (**catalog).clone();
+                }
                 if let Some(now) = &health.tools_now {
                     let (added, withdrawn) = diff_tools(&s.tools, now);
                     report.added_tools = added;
@@ -489,6 +497,16 @@ impl Inventory {
         Ok((slot, tool.to_owned()))
     }
 
+    /// Where a prompt, resource or completion request for `server` goes:
+    /// its slot, when it is ready.
+    pub fn route_server(
+        &self,
+        server: &str,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<SlotId, ToolCallError> {
+        self.ready_slot(server, &health)
+    }
+
     fn ready_slot(
         &self,
         server: &str,
@@ -582,6 +600,7 @@ mod tests {
             },
             capabilities: ServerCapabilities::default(),
             instructions: None,
+            catalog: Default::default(),
             tools: tools
                 .iter()
                 .map(|name| {

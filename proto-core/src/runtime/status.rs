@@ -83,6 +83,11 @@ pub struct ReadyReport {
     /// Tools the server withdrew after startup; calls to them fail.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub withdrawn_tools: Vec<String>,
+    /// The capabilities it declared.
+    pub capabilities: crate::wire::protocol::ServerCapabilities,
+    /// Its prompts, resources and templates, as held for the session;
+    /// a listing that failed carries its error here.
+    pub catalog: crate::features::catalog::Catalog,
 }
 
 impl ReadyReport {

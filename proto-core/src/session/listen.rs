@@ -13,6 +13,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{Purpose, Session};
+use crate::features::catalog::CatalogKind;
 use crate::features::subscriptions::{
     Delivered, Ended, Ending, Filter, List, SUBSCRIPTION_ID, Subscription,
 };
@@ -20,17 +21,19 @@ use crate::wire::jsonrpc::ErrorObject;
 
 impl Session {
     /// Once ready in the 2026 era: opens the subscription for the list
-    /// changes the server declared and rho applies (tools, today).
+    /// changes rho applies: tools when the server declared
+    /// `tools.listChanged`, and prompts and resources (with templates)
+    /// when it declared those capabilities at all, as the 2025
+    /// `list_changed` of a declared list is honoured.
     pub(super) fn listen_if_wanted(&mut self, now: Instant) {
         if !self.is_stateless() || self.subscription.is_some() {
             return;
         }
+        let caps = self.ready.as_ref().map(|r| &r.capabilities);
         let filter = Filter {
-            tools_list_changed: self
-                .ready
-                .as_ref()
-                .is_some_and(|r| r.capabilities.tools_list_changed),
-            ..Filter::default()
+            tools_list_changed: caps.is_some_and(|c| c.tools_list_changed),
+            prompts_list_changed: caps.is_some_and(|c| c.prompts),
+            resources_list_changed: caps.is_some_and(|c| c.resources),
         };
         if filter.is_empty() {
             return;
@@ -85,10 +88,23 @@ impl Session {
                     // read the list again, reported only if it changed.
                     self.start_relist(now, true);
                 }
+                // The same holds for the catalog.
+                if agreed.prompts_list_changed {
+                    self.catalog_list_changed(now, &[CatalogKind::Prompts]);
+                }
+                if agreed.resources_list_changed {
+                    self.catalog_list_changed(
+                        now,
+                        &[CatalogKind::Resources, CatalogKind::Templates],
+                    );
+                }
             }
             Delivered::Changed(List::Tools) => self.tools_list_changed(now),
-            Delivered::Changed(list) => {
-                tracing::debug!(server = %self.options.server, ?list, "list change not used by rho; ignored");
+            Delivered::Changed(List::Prompts) => {
+                self.catalog_list_changed(now, &[CatalogKind::Prompts])
+            }
+            Delivered::Changed(List::Resources) => {
+                self.catalog_list_changed(now, &[CatalogKind::Resources, CatalogKind::Templates])
             }
             Delivered::Ignored => {
                 tracing::debug!(server = %self.options.server, method, "notification for another subscription, or not asked for; ignored");

@@ -75,6 +75,8 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
+use crate::features::FeatureRequest;
+use crate::features::catalog::{Catalog, CatalogKind, Lister, PageOutcome, PageRequest};
 use crate::features::content::{OutputError, OutputSchema, check_output};
 use crate::wire::framing::{FrameError, LineDecoder, byte_size};
 use crate::wire::jsonrpc::{
@@ -311,6 +313,11 @@ pub struct ServerReady {
     pub instructions: Option<String>,
     /// Every tool the server listed (before any allow/deny filter).
     pub tools: Vec<Tool>,
+    /// Its prompts, resources and templates as listed at connect (see
+    /// [`crate::features::catalog`]); a listing that failed says why
+    /// there without failing the server. Boxed: it is seldom read and
+    /// would double what every startup outcome carries.
+    pub catalog: Box<Catalog>,
 }
 
 /// Something the host must know.
@@ -341,6 +348,17 @@ pub enum Event {
     /// The server changed its tool list (`notifications/tools/list_changed`)
     /// and the session listed it again: these are all its tools now.
     ToolsChanged(Vec<Tool>),
+    /// A prompt or resource listing after ready ended (a re-listing after
+    /// `list_changed`): this is the whole catalog now.
+    CatalogChanged(Box<Catalog>),
+    /// A request sent with [`Session::request`] ended, one way or
+    /// another. Every accepted request ends with exactly one of these.
+    RequestCompleted {
+        /// Which request ([`Session::request`] returned it).
+        call: CallId,
+        /// The server's result, as sent, or why there is none.
+        result: Result<Value, CallError>,
+    },
     /// The server asked a question (elicitation or sampling) during the one
     /// call in flight; the host answers with
     /// [`Session::answer_elicitation`] or [`Session::answer_sampling`].
@@ -482,6 +500,17 @@ pub enum PeerError {
         /// What was wrong.
         error: ShapeError,
     },
+    /// A prompt, resource or template in a listing that could not be
+    /// read; the others are kept.
+    #[error("server `{server}` listed a malformed entry in {list}, skipped: {error}")]
+    MalformedEntry {
+        /// The server identity.
+        server: String,
+        /// The listing method.
+        list: &'static str,
+        /// What was wrong.
+        error: ShapeError,
+    },
     /// An error response the session could not attribute, or to a request
     /// whose failure is not fatal (`logging/setLevel`).
     #[error("server `{server}` answered {what} with an error: {error}")]
@@ -568,6 +597,14 @@ pub enum ApiMisuse {
     /// `tools/call` arguments must be a JSON object.
     #[error("tool arguments must be a JSON object")]
     ArgumentsNotObject,
+    /// The server did not declare the capability a request needs.
+    #[error("server `{server}` does not offer {capability}")]
+    NotOffered {
+        /// The server identity.
+        server: String,
+        /// The capability, as the protocol names it.
+        capability: &'static str,
+    },
 }
 
 /// What a pending request is for.
@@ -586,6 +623,10 @@ enum Purpose {
     CallTool(CallId),
     /// `subscriptions/listen` (2026 era), open for the session's life.
     Listen,
+    /// A page of a prompt or resource listing.
+    Catalog(CatalogKind),
+    /// A request from [`Session::request`].
+    Feature(CallId),
 }
 
 #[derive(Clone, Debug)]
@@ -641,6 +682,8 @@ enum Phase {
         relisted: bool,
         /// The shortest freshness (`ttlMs`) of the pages so far.
         ttl: Option<std::time::Duration>,
+        /// The last tools page is in; ready waits for the catalog only.
+        tools_done: bool,
     },
     Ready,
     Closed,
@@ -669,6 +712,8 @@ pub struct Session {
     negotiated_version: Option<String>,
     /// A re-listing of tools under way after `list_changed`.
     relist: Option<Relist>,
+    /// The prompts, resources and templates, and their listings.
+    catalog: Lister,
     /// The tool each call in flight called, for its outputSchema check.
     call_tools: BTreeMap<u64, CalledTool>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
@@ -763,6 +808,7 @@ impl Session {
             peer_errors: Vec::new(),
             negotiated_version: None,
             relist: None,
+            catalog: Lister::new(MAX_TOOL_PAGES),
             call_tools: BTreeMap::new(),
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
@@ -852,6 +898,12 @@ impl Session {
     /// The instant handshake and discovery must finish by, while they run.
     pub fn startup_deadline(&self) -> Option<Instant> {
         self.timers.get(Timer::Startup)
+    }
+
+    /// The prompts, resources and templates as held now (listed at
+    /// connect, re-listed after `list_changed`).
+    pub fn catalog(&self) -> &Catalog {
+        self.catalog.catalog()
     }
 
     /// Whether a request this session sent still awaits its answer.
@@ -1004,6 +1056,19 @@ impl Session {
         if matches!(self.phase, Phase::Closed) {
             return;
         }
+        if self.timers.is_due(Timer::Startup, now)
+            && matches!(
+                self.phase,
+                Phase::Discovering {
+                    tools_done: true,
+                    ..
+                }
+            )
+        {
+            // The tools are in: listings still running do not fail the
+            // server, they fail alone and the server becomes ready.
+            self.catalog_startup_expired(now);
+        }
         if self.timers.is_due(Timer::Startup, now) {
             let waiting_for = match self.phase {
                 Phase::Probing => "waiting for the server/discover response",
@@ -1063,6 +1128,22 @@ impl Session {
                     tracing::warn!(server = %server, "logging/setLevel got no answer in time");
                 }
                 Purpose::Relist => self.relist_failed("no answer in time"),
+                Purpose::Catalog(kind) => {
+                    let why = format!("no answer within {} s", pending.budget.as_secs_f64());
+                    let outcome = self.catalog.fail(kind, why);
+                    self.after_catalog_page(now, outcome);
+                }
+                Purpose::Feature(call) => {
+                    let params = json!({"requestId": id, "reason": "timed out"});
+                    self.send_notification("notifications/cancelled", Some(&params));
+                    self.events.push_back(Event::RequestCompleted {
+                        call,
+                        result: Err(CallError::Timeout {
+                            server,
+                            budget: pending.budget,
+                        }),
+                    });
+                }
                 Purpose::Ping => self.events.push_back(Event::PingFailed(format!(
                     "no answer to ping within {} s",
                     pending.budget.as_secs_f64()
@@ -1165,6 +1246,14 @@ impl Session {
             Purpose::Listen => {
                 self.listen_ended(now, crate::features::subscriptions::Ending::Broken, &reason)
             }
+            Purpose::Catalog(kind) => {
+                let outcome = self.catalog.fail(kind, reason);
+                self.after_catalog_page(now, outcome);
+            }
+            Purpose::Feature(call) => self.events.push_back(Event::RequestCompleted {
+                call,
+                result: Err(CallError::Transport { server, reason }),
+            }),
             Purpose::SetLevel => {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
@@ -1363,19 +1452,71 @@ impl Session {
         let Some(pending) = self.pending.remove(&request) else {
             return;
         };
+        let feature = matches!(pending.purpose, Purpose::Feature(_));
         self.call_tools.remove(&call.0);
         self.deadlines.remove(&(pending.deadline, request));
         if !answered {
             let params = json!({"requestId": request, "reason": "cancelled by the user"});
             self.send_notification("notifications/cancelled", Some(&params));
         }
+        let error = CallError::Cancelled {
+            server: self.options.server.clone(),
+        };
+        if feature {
+            self.events.push_back(Event::RequestCompleted {
+                call,
+                result: Err(error),
+            });
+            return;
+        }
         self.withdraw_questions_of(call);
         self.events.push_back(Event::CallCompleted {
             call,
-            result: Err(CallError::Cancelled {
-                server: self.options.server.clone(),
-            }),
+            result: Err(error),
         });
+    }
+
+    /// Sends a prompt, resource or completion request
+    /// (`prompts/get`, `resources/read`, `completion/complete`). The
+    /// answer arrives as [`Event::RequestCompleted`] with the returned id,
+    /// as sent (the feature modules read it); [`Session::cancel_call`]
+    /// abandons it. A server that did not declare the capability the
+    /// request needs is not asked.
+    pub fn request(&mut self, now: Instant, request: &FeatureRequest) -> Result<CallId, ApiMisuse> {
+        let now = self.clock.observe(now);
+        match self.phase {
+            Phase::Ready => {}
+            Phase::Closed => return Err(ApiMisuse::Closed(self.options.server.clone())),
+            _ => return Err(ApiMisuse::NotReady(self.options.server.clone())),
+        }
+        let capabilities = self.ready.as_ref().map(|r| &r.capabilities);
+        let capability = request.capability();
+        let offered = capabilities.is_some_and(|c| match capability {
+            "prompts" => c.prompts,
+            "resources" => c.resources,
+            "completions" => c.completions,
+            _ => false,
+        });
+        if !offered {
+            return Err(ApiMisuse::NotOffered {
+                server: self.options.server.clone(),
+                capability,
+            });
+        }
+        let call = CallId(self.next_id);
+        // Completions are keystroke-sized: the short budget.
+        let budget = match request {
+            FeatureRequest::Complete(_) => self.options.request_timeout,
+            _ => self.options.tool_timeout,
+        };
+        self.send_request(
+            Purpose::Feature(call),
+            request.method(),
+            Some(request),
+            now + budget,
+            budget,
+        );
+        Ok(call)
     }
 
     /// Ends the session: every call still in flight completes with
@@ -1559,6 +1700,7 @@ impl Session {
             instructions: result.instructions,
         };
         let wants_tools = init.capabilities.tools;
+        let (prompts, resources) = (init.capabilities.prompts, init.capabilities.resources);
         self.phase = Phase::Discovering {
             init: Box::new(init),
             tools: Vec::new(),
@@ -1567,24 +1709,27 @@ impl Session {
             changed: false,
             relisted: false,
             ttl: None,
+            tools_done: !wants_tools,
         };
         if wants_tools {
             self.request_tools_page(None);
-        } else {
-            self.become_ready(now);
         }
+        for page in self.catalog.start(prompts, resources) {
+            self.request_catalog_page(now, &page);
+        }
+        self.maybe_ready(now);
     }
 
     /// The request a call is waiting on now (a call keeps its [`CallId`]
     /// when its request goes again under a new id).
     fn request_of(&self, call: CallId) -> Option<u64> {
-        if matches!(self.pending.get(&call.0), Some(p) if matches!(p.purpose, Purpose::CallTool(c) if c == call))
-        {
+        let of_call = |p: &Pending| matches!(p.purpose, Purpose::CallTool(c) | Purpose::Feature(c) if c == call);
+        if self.pending.get(&call.0).is_some_and(of_call) {
             return Some(call.0);
         }
         self.pending
             .iter()
-            .find(|(_, p)| matches!(p.purpose, Purpose::CallTool(c) if c == call))
+            .find(|(_, p)| of_call(p))
             .map(|(&n, _)| n)
     }
 
@@ -1768,6 +1913,15 @@ impl Session {
                 Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
             }),
             Purpose::ListTools => self.on_tools_page(now, reply),
+            Purpose::Catalog(kind) => self.on_catalog_page(now, kind, reply),
+            Purpose::Feature(call) => {
+                let result = reply.map_err(|error| CallError::Rpc {
+                    server: self.options.server.clone(),
+                    error: Box::new(error),
+                });
+                self.events
+                    .push_back(Event::RequestCompleted { call, result });
+            }
             Purpose::SetLevel => {
                 if let Err(error) = reply {
                     self.peer_error(
@@ -1882,6 +2036,7 @@ impl Session {
         if let Some(probe) = self.late_probe.take() {
             self.stale.insert(probe);
         }
+        let (prompts, resources) = (init.capabilities.prompts, init.capabilities.resources);
         self.phase = Phase::Discovering {
             init: Box::new(init),
             tools: Vec::new(),
@@ -1890,11 +2045,128 @@ impl Session {
             changed: false,
             relisted: false,
             ttl: None,
+            tools_done: !wants_tools,
         };
         if wants_tools {
             self.request_tools_page(None);
-        } else {
-            self.become_ready(now);
+        }
+        for page in self.catalog.start(prompts, resources) {
+            self.request_catalog_page(now, &page);
+        }
+        self.maybe_ready(now);
+    }
+
+    /// Asks for one page of a prompt or resource listing: during startup
+    /// within the startup budget, after it within the request budget.
+    fn request_catalog_page(&mut self, now: Instant, page: &PageRequest) {
+        let (deadline, budget) = match self.startup_deadline() {
+            Some(deadline) => (deadline, self.options.startup_timeout),
+            None => (
+                now + self.options.request_timeout,
+                self.options.request_timeout,
+            ),
+        };
+        let params = page.params();
+        self.send_request(
+            Purpose::Catalog(page.kind),
+            page.kind.method(),
+            params.as_ref(),
+            deadline,
+            budget,
+        );
+    }
+
+    fn on_catalog_page(
+        &mut self,
+        now: Instant,
+        kind: CatalogKind,
+        reply: Result<Value, ErrorObject>,
+    ) {
+        let answer = reply.map_err(|error| format!("the server answered with an error: {error}"));
+        let (outcome, rejected) = self
+            .catalog
+            .handle_page(kind, answer.as_ref().map_err(Clone::clone));
+        for error in rejected {
+            let server = self.options.server.clone();
+            self.peer_error(
+                now,
+                PeerError::MalformedEntry {
+                    server,
+                    list: kind.method(),
+                    error,
+                },
+            );
+        }
+        self.after_catalog_page(now, outcome);
+    }
+
+    /// Carries on after a listing page: the next page, a queued re-listing,
+    /// and, once a listing settled, ready (during startup) or
+    /// [`Event::CatalogChanged`].
+    fn after_catalog_page(&mut self, now: Instant, outcome: PageOutcome) {
+        match outcome {
+            PageOutcome::Next(page) => self.request_catalog_page(now, &page),
+            PageOutcome::Settled { again } => {
+                if let Some(page) = again {
+                    self.request_catalog_page(now, &page);
+                }
+                match self.phase {
+                    Phase::Ready => self.events.push_back(Event::CatalogChanged(Box::new(
+                        self.catalog.catalog().clone(),
+                    ))),
+                    Phase::Discovering { .. } => self.maybe_ready(now),
+                    _ => {}
+                }
+            }
+        }
+    }
+
+    /// At the startup deadline with the tools in: every listing still
+    /// running fails alone (the server is told to stop), and the server
+    /// becomes ready without it.
+    fn catalog_startup_expired(&mut self, now: Instant) {
+        let running: Vec<(u64, CatalogKind, Instant)> = self
+            .pending
+            .iter()
+            .filter_map(|(&id, p)| match p.purpose {
+                Purpose::Catalog(kind) => Some((id, kind, p.deadline)),
+                _ => None,
+            })
+            .collect();
+        for (id, kind, deadline) in running {
+            self.pending.remove(&id);
+            self.deadlines.remove(&(deadline, id));
+            let params = json!({"requestId": id, "reason": "timed out"});
+            self.send_notification("notifications/cancelled", Some(&params));
+            let why = format!(
+                "not listed within the {} s startup budget",
+                self.options.startup_timeout.as_secs_f64()
+            );
+            // Ready comes below; a queued re-listing would outlive startup.
+            let _ = self.catalog.fail(kind, why);
+        }
+        self.maybe_ready(now);
+    }
+
+    /// Becomes ready once the tools are in and no listing runs; a tool
+    /// change that came meanwhile is re-listed after.
+    fn maybe_ready(&mut self, now: Instant) {
+        let Phase::Discovering {
+            tools_done: true,
+            changed,
+            ttl,
+            ..
+        } = self.phase
+        else {
+            return;
+        };
+        if !self.catalog.settled() {
+            return;
+        }
+        self.become_ready(now);
+        self.tools_fresh_until = ttl.map(|ttl| now + ttl);
+        if changed {
+            self.start_relist(now, false);
         }
     }
 
@@ -1960,6 +2232,7 @@ impl Session {
             changed,
             relisted,
             ttl,
+            tools_done,
             ..
         } = &mut self.phase
         else {
@@ -1989,13 +2262,8 @@ impl Session {
                 self.request_tools_page(None);
             }
             None => {
-                let changed_again = *changed;
-                let ttl = *ttl;
-                self.become_ready(now);
-                self.tools_fresh_until = ttl.map(|ttl| now + ttl);
-                if changed_again {
-                    self.start_relist(now, false);
-                }
+                *tools_done = true;
+                self.maybe_ready(now);
             }
         }
     }
@@ -2050,6 +2318,7 @@ impl Session {
             capabilities: init.capabilities,
             instructions: init.instructions,
             tools,
+            catalog: Box::new(self.catalog.catalog().clone()),
         };
         self.ready = Some(ready.clone());
         self.timers.stop(Timer::Startup);
@@ -2099,6 +2368,12 @@ impl Session {
         }
         match method {
             "notifications/tools/list_changed" => self.tools_list_changed(now),
+            "notifications/prompts/list_changed" => {
+                self.catalog_list_changed(now, &[CatalogKind::Prompts])
+            }
+            "notifications/resources/list_changed" => {
+                self.catalog_list_changed(now, &[CatalogKind::Resources, CatalogKind::Templates])
+            }
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
             "notifications/cancelled" => {
@@ -2134,6 +2409,20 @@ impl Session {
             }
             _ => {
                 tracing::debug!(server = %self.options.server, "tools/list_changed ignored (listChanged not declared, or before initialize was answered)");
+            }
+        }
+    }
+
+    /// Lists prompts or resources (and templates) again after their
+    /// `list_changed`, or queues one more listing after the one running.
+    /// A server that declared the capability is re-listed even without
+    /// `listChanged`: the notification only ever asks for a fresh read.
+    /// Before `initialize` is answered nothing is offered yet, so nothing
+    /// happens.
+    pub(super) fn catalog_list_changed(&mut self, now: Instant, kinds: &[CatalogKind]) {
+        for &kind in kinds {
+            if let Some(page) = self.catalog.relist(kind) {
+                self.request_catalog_page(now, &page);
             }
         }
     }
@@ -2524,14 +2813,20 @@ impl Session {
             self.events.push_back(Event::QuestionWithdrawn(question));
         }
         for (_, p) in pending {
-            if let Purpose::CallTool(call) = p.purpose {
-                self.events.push_back(Event::CallCompleted {
+            let error = CallError::SessionClosed {
+                server: server.clone(),
+                reason: reason.to_string(),
+            };
+            match p.purpose {
+                Purpose::CallTool(call) => self.events.push_back(Event::CallCompleted {
                     call,
-                    result: Err(CallError::SessionClosed {
-                        server: server.clone(),
-                        reason: reason.to_string(),
-                    }),
-                });
+                    result: Err(error),
+                }),
+                Purpose::Feature(call) => self.events.push_back(Event::RequestCompleted {
+                    call,
+                    result: Err(error),
+                }),
+                _ => {}
             }
         }
         self.phase = Phase::Closed;

@@ -1,0 +1,217 @@
+//! `rho mcp prompt <id> <prompt> [ARGS...]`: start one server, fetch one
+//! of its prompts with `prompts/get`, and print the one user turn the
+//! model would get (`--json`: the messages as the server sent them, and
+//! that turn).
+//!
+//! The arguments follow the palette's rules exactly
+//! ([`rho_proto_core::features::prompts`]): a prompt with one argument
+//! takes every word as its value, joined by blanks; one with several reads
+//! `key=value` words (quote a value with blanks for the shell). A missing
+//! required argument, an unknown key, a word without `=` or a repeated key
+//! is a usage error (exit 2) that names the prompt's arguments, and no
+//! `prompts/get` is sent. The turn is capped by the server's
+//! `max_output_bytes`.
+//!
+//! [`connect`] is the startup the prompt, read and complete commands
+//! share: one configured, enabled server started alone, with its stored
+//! login, stopped by a signal like every other command.
+
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::prompts::{self, GetPromptParams, GetPromptResult};
+use rho_proto_core::host::RuntimeOptions;
+use rho_proto_core::runtime::ServerView;
+use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
+use rho_proto_core::text::terminal::sanitize;
+use serde_json::json;
+
+use crate::config_file::LoadedConfig;
+use crate::host::{Host, RuntimeKind};
+use crate::{Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
+
+/// `rho mcp prompt` arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct PromptArgs {
+    /// The server identity.
+    pub(crate) id: String,
+    /// The prompt's name, as the server lists it (`rho mcp show <id>
+    /// --connect` lists them).
+    pub(crate) prompt: String,
+    /// Its arguments: the value of a one-argument prompt (every word,
+    /// joined by blanks), or key=value words.
+    #[arg(
+        value_name = "ARGS",
+        trailing_var_arg = true,
+        allow_hyphen_values = true
+    )]
+    pub(crate) args: Vec<String>,
+    /// Print the messages as the server sent them, and the turn, as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// One started server and what it said at startup.
+pub(crate) struct Connected {
+    /// The runtime, with only this server started.
+    pub(crate) host: Host,
+    /// The server's view.
+    pub(crate) view: ServerView,
+    /// Its cancel flag: the first stop signal sets it.
+    pub(crate) cancel: Arc<AtomicBool>,
+}
+
+impl Connected {
+    /// The ready report (checked by [`connect`]).
+    pub(crate) fn report(&self) -> &ReadyReport {
+        match &self.view.status {
+            ServerStatus::Ready(report) => report,
+            _ => unreachable!("connect returns only ready servers"),
+        }
+    }
+
+    /// The server's `max_output_bytes`.
+    pub(crate) fn max_output_bytes(&self) -> usize {
+        self.view
+            .config
+            .as_ref()
+            .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
+                c.max_output_bytes
+            })
+    }
+
+    /// Sends `request`, shuts the server down, and hands back the answer
+    /// (a stop signal meanwhile ends the command).
+    pub(crate) fn request_then_shut_down(
+        self,
+        request: FeatureRequest,
+    ) -> Result<serde_json::Value, Failure> {
+        let outcome = self.host.request(&self.view.id, request, &self.cancel);
+        self.host.shutdown();
+        check_stopped()?;
+        outcome.map_err(|e| Failure::Runtime(e.to_string()))
+    }
+}
+
+/// Starts server `id` alone and waits until it is ready; a server that
+/// is unknown (exit 2), invalid, disabled or failed (exit 1) is an error.
+pub(crate) fn connect(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    mut options: RuntimeOptions,
+    id: &str,
+) -> Result<Connected, Failure> {
+    let Some(entry) = loaded.config.get(id) else {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
+    };
+    match &entry.config {
+        Err(error) => return Err(Failure::Runtime(error.to_string())),
+        Ok(server) if !server.enabled => {
+            return Err(Failure::Runtime(format!(
+                "server `{id}` is disabled (enabled = false in {})",
+                loaded.describe()
+            )));
+        }
+        Ok(_) => {}
+    }
+    let store = crate::credentials::FileStore::default_location();
+    let config =
+        crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|s| s == id);
+    options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
+        &loaded.config,
+        crate::credentials::FileStore::default_location()
+            .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
+        crate::reauth::LoginMode::Never,
+        &|s| s == id,
+    );
+    let cancel = crate::signals::install();
+    options.interrupt = Some(Arc::clone(&cancel));
+    let host = unless_stopped(Host::start(kind, &config, options, |s| s == id))?;
+    let Some(view) = host.server(id) else {
+        host.shutdown();
+        return Err(Failure::Usage(unknown_server(loaded, id)));
+    };
+    if let ServerStatus::Failed { error } | ServerStatus::Invalid { error } = &view.status {
+        let error = error.clone();
+        host.shutdown();
+        return Err(Failure::Runtime(error));
+    }
+    if !matches!(view.status, ServerStatus::Ready(_)) {
+        host.shutdown();
+        return Err(Failure::Runtime(format!("server `{id}` did not start")));
+    }
+    Ok(Connected { host, view, cancel })
+}
+
+/// Runs `rho mcp prompt`.
+pub(crate) fn run(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    options: RuntimeOptions,
+    args: &PromptArgs,
+) -> Result<ExitCode, Failure> {
+    let connected = connect(loaded, kind, options, &args.id)?;
+    let catalog = &connected.report().catalog;
+    let id = &args.id;
+    let refuse = |connected: Connected, failure: Failure| {
+        connected.host.shutdown();
+        Err(failure)
+    };
+    if !catalog.prompts.offered {
+        return refuse(
+            connected,
+            Failure::Usage(format!("server `{id}` offers no prompts")),
+        );
+    }
+    let Some(prompt) = catalog.prompt(&args.prompt) else {
+        let names: Vec<&str> = catalog
+            .prompts
+            .items
+            .iter()
+            .map(|p| p.name.as_str())
+            .collect();
+        let listed = match (&catalog.prompts.error, names.is_empty()) {
+            (Some(error), _) => format!(" (its prompts could not be listed: {error})"),
+            (None, true) => " (it lists none)".into(),
+            (None, false) => format!("; its prompts: {}", names.join(", ")),
+        };
+        return refuse(
+            connected,
+            Failure::Usage(format!(
+                "server `{id}` has no prompt `{}`{listed}",
+                args.prompt
+            )),
+        );
+    };
+    let arguments = match prompts::arguments_from_words(prompt, &args.args) {
+        Ok(arguments) => arguments,
+        Err(error) => return refuse(connected, Failure::Usage(error.to_string())),
+    };
+    let cap = connected.max_output_bytes();
+    let request = FeatureRequest::GetPrompt(GetPromptParams {
+        name: prompt.name.clone(),
+        arguments,
+    });
+    let value = connected.request_then_shut_down(request)?;
+    let result = GetPromptResult::from_value(&value)
+        .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed prompt: {e}")))?;
+    let turn = prompts::flatten(&result, cap);
+    if args.json {
+        let doc = json!({
+            "schema": 1,
+            "server": id,
+            "prompt": args.prompt,
+            "description": result.description,
+            "messages": result.messages,
+            "turn": turn,
+        });
+        write_stdout(&crate::output::json_text(&doc))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = sanitize(&turn).into_owned();
+    text.push('\n');
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}

@@ -1,0 +1,196 @@
+//! `rho mcp read <id> <URI> [VAR=VALUE...]`: start one server, read one
+//! of its resources, and print what a message would carry
+//! ([`rho_proto_core::features::resources::attachment`]): a text body as
+//! it is, one image blob as a descriptor (the model would get the image
+//! itself), any other blob as `[resource <mime>, <size>]`, several bodies
+//! one after another, capped by the server's `max_output_bytes`.
+//! `--output FILE` writes the body's bytes instead (a blob decoded, text
+//! as UTF-8); `--json` prints the bodies as sent and the attachment.
+//!
+//! A URI template (`demo://resource/dynamic/text/{resourceId}`) names
+//! nothing to read until its variables are filled in: its values follow
+//! as `VAR=VALUE` words and are expanded by RFC 6570. A template with a
+//! variable left unfilled is refused with its variables named (exit 2),
+//! before any server is started.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::process::ExitCode;
+
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::content::human_size;
+use rho_proto_core::features::resources::{
+    Attachment, ReadResourceParams, ReadResourceResult, ResourceContents, attachment,
+};
+use rho_proto_core::features::uri_template::{TemplateError, UriTemplate};
+use rho_proto_core::host::RuntimeOptions;
+use rho_proto_core::text::terminal::sanitize;
+use serde_json::json;
+
+use crate::config_file::LoadedConfig;
+use crate::host::RuntimeKind;
+use crate::{Failure, unknown_server, write_stdout};
+
+/// `rho mcp read` arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ReadArgs {
+    /// The server identity.
+    pub(crate) id: String,
+    /// The resource's URI, or a URI template (quote it for the shell).
+    pub(crate) uri: String,
+    /// Values for a template's variables, as VAR=VALUE words.
+    #[arg(value_name = "VAR=VALUE")]
+    pub(crate) values: Vec<String>,
+    /// Write the body's bytes to FILE (a blob decoded) instead of
+    /// printing it.
+    #[arg(long, value_name = "FILE")]
+    pub(crate) output: Option<PathBuf>,
+    /// Print the bodies as sent and the attachment as JSON.
+    #[arg(long)]
+    pub(crate) json: bool,
+}
+
+/// The URI to read: `uri` itself, or a template expanded with `values`.
+pub(crate) fn resolve(uri: &str, values: &[String]) -> Result<String, String> {
+    if !UriTemplate::is_template(uri) {
+        if let Some(word) = values.first() {
+            return Err(format!(
+                "`{uri}` is not a URI template, so it takes no values (got `{word}`)"
+            ));
+        }
+        return Ok(uri.to_owned());
+    }
+    let template = UriTemplate::parse(uri).map_err(|e| e.to_string())?;
+    let variables = template.variables();
+    let mut given = BTreeMap::new();
+    for word in values {
+        let Some((key, value)) = word.split_once('=') else {
+            return Err(format!(
+                "template values are VAR=VALUE words, not `{word}`; its variables: {}",
+                variables.join(", ")
+            ));
+        };
+        if !variables.iter().any(|v| v == key) {
+            return Err(format!(
+                "URI template `{uri}` has no variable `{key}`; its variables: {}",
+                variables.join(", ")
+            ));
+        }
+        given.insert(key.to_owned(), value.to_owned());
+    }
+    template.expand(uri, &given).map_err(|e| match e {
+        TemplateError::Unfilled { missing, .. } => format!(
+            "`{uri}` is a URI template: fill in {} (e.g. {}=VALUE) to name a resource",
+            missing.join(", "),
+            missing[0]
+        ),
+        other => other.to_string(),
+    })
+}
+
+/// Runs `rho mcp read`.
+pub(crate) fn run(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    options: RuntimeOptions,
+    args: &ReadArgs,
+) -> Result<ExitCode, Failure> {
+    if loaded.config.get(&args.id).is_none() {
+        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    }
+    let uri = resolve(&args.uri, &args.values).map_err(Failure::Usage)?;
+    let connected = crate::prompt::connect(loaded, kind, options, &args.id)?;
+    if !connected.report().capabilities.resources {
+        let id = connected.view.id.clone();
+        connected.host.shutdown();
+        return Err(Failure::Usage(format!("server `{id}` offers no resources")));
+    }
+    let cap = connected.max_output_bytes();
+    let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
+    let value = connected.request_then_shut_down(request)?;
+    let id = &args.id;
+    let result = ReadResourceResult::from_value(&value)
+        .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed resource: {e}")))?;
+    if result.contents.is_empty() {
+        return Err(Failure::Runtime(format!(
+            "server `{id}` returned nothing for `{uri}`"
+        )));
+    }
+    if let Some(path) = &args.output {
+        let [body] = result.contents.as_slice() else {
+            return Err(Failure::Runtime(format!(
+                "`{uri}` has {} bodies; --output writes one",
+                result.contents.len()
+            )));
+        };
+        let bytes = match body {
+            ResourceContents::Text { text, .. } => text.as_bytes().to_vec(),
+            blob => blob.decoded().ok_or_else(|| {
+                Failure::Runtime(format!("server `{id}` sent a blob that is not base64"))
+            })?,
+        };
+        std::fs::write(path, &bytes)
+            .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
+        write_stdout(&format!(
+            "wrote {} ({} bytes) to {}\n",
+            human_size(bytes.len()),
+            bytes.len(),
+            path.display()
+        ))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let carried = attachment(&result, cap);
+    if args.json {
+        let doc = json!({
+            "schema": 1,
+            "server": id,
+            "uri": uri,
+            "contents": result.contents,
+            "attachment": carried,
+        });
+        write_stdout(&crate::output::json_text(&doc))?;
+        return Ok(ExitCode::SUCCESS);
+    }
+    let mut text = match carried {
+        Attachment::Text { text } => sanitize(&text).into_owned(),
+        Attachment::Image {
+            mime_type,
+            data_base64,
+        } => format!(
+            "[image {}, {}] (the message carries the image itself; --output FILE saves it)",
+            sanitize(&mime_type),
+            human_size(data_base64.len() / 4 * 3)
+        ),
+        _ => String::new(),
+    };
+    text.push('\n');
+    write_stdout(&text)?;
+    Ok(ExitCode::SUCCESS)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn plain_uris_pass_and_take_no_values() {
+        assert_eq!(resolve("demo://a", &[]).as_deref(), Ok("demo://a"));
+        assert!(resolve("demo://a", &["x=1".into()]).is_err());
+    }
+
+    #[test]
+    fn templates_are_filled_or_refused_naming_their_variables() {
+        let t = "demo://resource/dynamic/text/{resourceId}";
+        assert_eq!(
+            resolve(t, &["resourceId=7".into()]).as_deref(),
+            Ok("demo://resource/dynamic/text/7")
+        );
+        let refused = resolve(t, &[]).expect_err("unfilled");
+        assert!(refused.contains("fill in resourceId"), "{refused}");
+        let unknown = resolve(t, &["id=7".into()]).expect_err("unknown");
+        assert!(unknown.contains("its variables: resourceId"), "{unknown}");
+        let bare = resolve(t, &["7".into()]).expect_err("no =");
+        assert!(bare.contains("VAR=VALUE"), "{bare}");
+        assert!(resolve("demo://{open", &[]).is_err());
+    }
+}

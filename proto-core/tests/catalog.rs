@@ -1,0 +1,525 @@
+//! The session's catalog and feature requests against a scripted server
+//! and a fake clock: prompts, resources and templates listed at connect
+//! (paginated, bounded, failing alone), re-listed on `list_changed`
+//! (queued behind a listing that runs), and `prompts/get`,
+//! `resources/read` and `completion/complete` sent, answered, timed out,
+//! cancelled and refused.
+
+// The fake clock needs one real `Instant` as its origin.
+#![allow(clippy::disallowed_methods)]
+
+use std::collections::BTreeMap;
+use std::time::{Duration, Instant};
+
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::completions::{CompleteArgument, CompleteParams, CompletionRef};
+use rho_proto_core::features::prompts::GetPromptParams;
+use rho_proto_core::features::resources::ReadResourceParams;
+use rho_proto_core::session::{
+    ApiMisuse, CallError, Event, PeerError, Session, SessionOptions, SessionState,
+};
+use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
+use serde_json::{Value, json};
+
+struct Harness {
+    now: Instant,
+    session: Session,
+    sent: Vec<Message>,
+    events: Vec<Event>,
+}
+
+impl Harness {
+    fn new() -> Self {
+        Self::with(LATEST_PROTOCOL_VERSION)
+    }
+
+    /// A session offering `version` first: the 2025 handshake, or the
+    /// 2026-07-28 discovery.
+    fn with(version: &str) -> Self {
+        let mut o = SessionOptions::stdio("demo");
+        o.protocol_version = version.into();
+        o.startup_timeout = Duration::from_secs(10);
+        o.tool_timeout = Duration::from_secs(5);
+        o.request_timeout = Duration::from_secs(3);
+        let now = Instant::now();
+        let mut h = Self {
+            now,
+            session: Session::new(o, now),
+            sent: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        h
+    }
+
+    fn drain(&mut self) {
+        while let Some(t) = self.session.poll_transmit() {
+            match Incoming::parse(&t.bytes).expect("valid JSON-RPC") {
+                Incoming::Single(m) => self.sent.push(m),
+                Incoming::Batch(_) => panic!("no batches"),
+            }
+        }
+        while let Some(e) = self.session.poll_event() {
+            self.events.push(e);
+        }
+    }
+
+    fn say(&mut self, line: Value) {
+        let mut bytes = serde_json::to_vec(&line).expect("json");
+        bytes.push(b'\n');
+        self.session.handle_stdio_bytes(self.now, &bytes);
+        self.drain();
+    }
+
+    fn send(&mut self, request: &FeatureRequest) -> rho_proto_core::session::CallId {
+        let call = self.session.request(self.now, request).expect("accepted");
+        self.drain();
+        call
+    }
+
+    fn step(&mut self) {
+        let deadline = self.session.poll_timeout().expect("a deadline");
+        self.now = deadline.max(self.now);
+        self.session.handle_timeout(self.now);
+        self.drain();
+    }
+
+    /// The id and params of the latest request for `method`.
+    fn request(&self, method: &str) -> (RequestId, Option<Value>) {
+        self.sent
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Request {
+                    id,
+                    method: m,
+                    params,
+                } if m == method => Some((id.clone(), params.clone())),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {method} sent"))
+    }
+
+    fn count(&self, method: &str) -> usize {
+        self.sent
+            .iter()
+            .filter(|m| {
+                matches!(m, Message::Request { method: m, .. } | Message::Notification { method: m, .. } if m == method)
+            })
+            .count()
+    }
+
+    fn answer(&mut self, method: &str, result: Value) {
+        let (id, _) = self.request(method);
+        self.say(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    fn fail(&mut self, method: &str) {
+        let (id, _) = self.request(method);
+        self.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "nope"}}));
+    }
+
+    fn initialize(&mut self, capabilities: Value) {
+        self.answer(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "scripted", "version": "1"}
+            }),
+        );
+    }
+
+    fn everything(&mut self) {
+        self.initialize(json!({"tools": {}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}}));
+        self.answer("tools/list", json!({"tools": []}));
+        self.answer(
+            "prompts/list",
+            json!({"prompts": [{"name": "args-prompt", "arguments": [{"name": "city", "required": true}]}]}),
+        );
+        self.answer(
+            "resources/list",
+            json!({"resources": [{"uri": "demo://a", "name": "a"}]}),
+        );
+        self.answer(
+            "resources/templates/list",
+            json!({"resourceTemplates": [{"uriTemplate": "demo://t/{id}", "name": "t"}]}),
+        );
+        assert_eq!(self.session.state(), SessionState::Ready);
+    }
+
+    fn ready_catalog(&self) -> rho_proto_core::features::catalog::Catalog {
+        self.events
+            .iter()
+            .find_map(|e| match e {
+                Event::Ready(ready) => Some((*ready.catalog).clone()),
+                _ => None,
+            })
+            .expect("ready")
+    }
+}
+
+#[test]
+fn ready_waits_for_every_declared_list_and_carries_them() {
+    let mut h = Harness::new();
+    h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
+    h.answer("tools/list", json!({"tools": []}));
+    assert_eq!(h.session.state(), SessionState::Starting, "lists still run");
+    h.answer("prompts/list", json!({"prompts": [{"name": "p"}]}));
+    h.answer(
+        "resources/list",
+        json!({"resources": [{"uri": "demo://a", "name": "a"}]}),
+    );
+    assert_eq!(h.session.state(), SessionState::Starting);
+    h.answer(
+        "resources/templates/list",
+        json!({"resourceTemplates": [{"uriTemplate": "demo://t/{id}", "name": "t"}]}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+    let catalog = h.ready_catalog();
+    assert_eq!(catalog.prompts.items[0].name, "p");
+    assert_eq!(catalog.resources.items[0].uri, "demo://a");
+    assert_eq!(catalog.templates.items[0].uri_template, "demo://t/{id}");
+    assert!(catalog.errors().is_empty());
+}
+
+#[test]
+fn undeclared_lists_are_never_asked_for() {
+    let mut h = Harness::new();
+    h.initialize(json!({"tools": {}}));
+    h.answer("tools/list", json!({"tools": []}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    for method in ["prompts/list", "resources/list", "resources/templates/list"] {
+        assert_eq!(h.count(method), 0, "{method}");
+    }
+    let catalog = h.ready_catalog();
+    assert!(!catalog.prompts.offered && !catalog.resources.offered);
+}
+
+#[test]
+fn listings_follow_cursors_and_a_failure_does_not_fail_the_server() {
+    let mut h = Harness::new();
+    h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
+    h.answer(
+        "tools/list",
+        json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+    );
+    h.answer(
+        "prompts/list",
+        json!({"prompts": [{"name": "a"}, {"nameless": 1}], "nextCursor": "p2"}),
+    );
+    let (_, params) = h.request("prompts/list");
+    assert_eq!(params, Some(json!({"cursor": "p2"})));
+    h.answer("prompts/list", json!({"prompts": [{"name": "b"}]}));
+    h.fail("resources/list");
+    h.answer(
+        "resources/templates/list",
+        json!({"resourceTemplates": [], "nextCursor": "x"}),
+    );
+    h.answer(
+        "resources/templates/list",
+        json!({"resourceTemplates": [], "nextCursor": "x"}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready, "tools still load");
+    let catalog = h.ready_catalog();
+    let names: Vec<&str> = catalog
+        .prompts
+        .items
+        .iter()
+        .map(|p| p.name.as_str())
+        .collect();
+    assert_eq!(names, ["a", "b"]);
+    let errors = catalog.errors();
+    assert_eq!(errors.len(), 2, "{errors:?}");
+    assert!(
+        errors[0].starts_with("resources/list: the server answered with an error"),
+        "{errors:?}"
+    );
+    assert!(errors[1].contains("kept paginating"), "{errors:?}");
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::PeerMisbehaved(PeerError::MalformedEntry {
+            list: "prompts/list",
+            ..
+        })
+    )));
+}
+
+#[test]
+fn a_listing_with_no_answer_by_the_startup_deadline_fails_alone() {
+    let mut h = Harness::new();
+    h.initialize(json!({"tools": {}, "prompts": {}}));
+    h.answer("tools/list", json!({"tools": []}));
+    h.step();
+    assert_eq!(h.session.state(), SessionState::Ready);
+    let catalog = h.ready_catalog();
+    assert!(
+        catalog
+            .prompts
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("startup budget")),
+        "{catalog:?}"
+    );
+    assert_eq!(h.count("notifications/cancelled"), 1, "the server is told");
+    // The tools themselves still count against the budget.
+    let mut slow = Harness::new();
+    slow.initialize(json!({"tools": {}, "prompts": {}}));
+    slow.answer("prompts/list", json!({"prompts": []}));
+    slow.step();
+    assert_eq!(slow.session.state(), SessionState::Closed);
+}
+
+#[test]
+fn list_changed_relists_after_ready_and_queues_one_more_behind_a_running_one() {
+    let mut h = Harness::new();
+    h.everything();
+    let before = h.count("prompts/list");
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    assert_eq!(
+        h.count("prompts/list"),
+        before + 1,
+        "one runs, one is queued"
+    );
+    h.answer("prompts/list", json!({"prompts": [{"name": "new"}]}));
+    assert_eq!(h.count("prompts/list"), before + 2, "the queued one runs");
+    h.answer("prompts/list", json!({"prompts": [{"name": "newer"}]}));
+    assert_eq!(h.count("prompts/list"), before + 2);
+    let changed: Vec<String> = h
+        .events
+        .iter()
+        .filter_map(|e| match e {
+            Event::CatalogChanged(c) => Some(c.prompts.items[0].name.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(changed, ["new", "newer"]);
+    assert_eq!(h.session.catalog().prompts.items[0].name, "newer");
+
+    // resources/list_changed re-lists resources and templates both; a
+    // re-listing that gets no answer keeps what was listed.
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/resources/list_changed"}));
+    h.answer("resources/list", json!({"resources": []}));
+    h.step();
+    let catalog = h.session.catalog();
+    assert!(catalog.resources.items.is_empty());
+    assert_eq!(catalog.templates.items.len(), 1, "kept");
+    assert!(
+        catalog
+            .templates
+            .error
+            .as_deref()
+            .is_some_and(|e| e.contains("no answer within 3 s"))
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+}
+
+#[test]
+fn list_changed_during_the_startup_listing_lists_again_before_ready() {
+    let mut h = Harness::new();
+    h.initialize(json!({"prompts": {}}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    h.answer("prompts/list", json!({"prompts": [{"name": "old"}]}));
+    assert_eq!(h.session.state(), SessionState::Starting);
+    h.answer("prompts/list", json!({"prompts": [{"name": "current"}]}));
+    assert_eq!(h.session.state(), SessionState::Ready);
+    assert_eq!(h.ready_catalog().prompts.items[0].name, "current");
+}
+
+fn get_prompt() -> FeatureRequest {
+    FeatureRequest::GetPrompt(GetPromptParams {
+        name: "args-prompt".into(),
+        arguments: BTreeMap::from([("city".to_owned(), "Paris".to_owned())]),
+    })
+}
+
+#[test]
+fn feature_requests_are_sent_and_answered_as_sent() {
+    let mut h = Harness::new();
+    h.everything();
+    let call = h.send(&get_prompt());
+    let (_, params) = h.request("prompts/get");
+    assert_eq!(
+        params,
+        Some(json!({"name": "args-prompt", "arguments": {"city": "Paris"}}))
+    );
+    let result = json!({"messages": []});
+    h.answer("prompts/get", result.clone());
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Ok(v) } if *c == call && *v == result
+    )));
+
+    let read = FeatureRequest::ReadResource(ReadResourceParams {
+        uri: "demo://a".into(),
+    });
+    let call = h.send(&read);
+    h.fail("resources/read");
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Err(CallError::Rpc { .. }) } if *c == call
+    )));
+}
+
+#[test]
+fn feature_requests_time_out_and_cancel_telling_the_server() {
+    let mut h = Harness::new();
+    h.everything();
+    let complete = FeatureRequest::Complete(CompleteParams {
+        reference: CompletionRef::Prompt {
+            name: "args-prompt".into(),
+        },
+        argument: CompleteArgument {
+            name: "city".into(),
+            value: "Pa".into(),
+        },
+        context: None,
+    });
+    let call = h.send(&complete);
+    let sent = h.now;
+    h.step();
+    assert_eq!(
+        h.now - sent,
+        Duration::from_secs(3),
+        "completions get the short budget"
+    );
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Err(CallError::Timeout { .. }) } if *c == call
+    )));
+    assert_eq!(h.count("notifications/cancelled"), 1);
+
+    let call = h.send(&get_prompt());
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    assert_eq!(h.count("notifications/cancelled"), 2);
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Err(CallError::Cancelled { .. }) } if *c == call
+    )));
+    // The late answer is dropped: it completes nothing twice.
+    let before = h.events.len();
+    h.answer("prompts/get", json!({"messages": []}));
+    assert!(
+        h.events[before..]
+            .iter()
+            .all(|e| !matches!(e, Event::RequestCompleted { .. }))
+    );
+
+    let call = h.send(&get_prompt());
+    h.session.close(h.now);
+    h.drain();
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Err(CallError::SessionClosed { .. }) } if *c == call
+    )));
+}
+
+#[test]
+fn requests_need_a_ready_session_and_the_capability() {
+    let mut h = Harness::new();
+    assert!(matches!(
+        h.session.request(h.now, &get_prompt()),
+        Err(ApiMisuse::NotReady(_))
+    ));
+    h.initialize(json!({"tools": {}}));
+    h.answer("tools/list", json!({"tools": []}));
+    match h.session.request(h.now, &get_prompt()) {
+        Err(e @ ApiMisuse::NotOffered { .. }) => {
+            assert_eq!(e.to_string(), "server `demo` does not offer prompts")
+        }
+        other => panic!("{other:?}"),
+    }
+    assert_eq!(h.count("prompts/get"), 0, "never asked");
+}
+
+#[test]
+fn the_stateless_era_lists_the_same_catalog_after_discovery() {
+    let mut h = Harness::with("2026-07-28");
+    h.answer(
+        "server/discover",
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"prompts": {}, "resources": {}},
+            "ttlMs": 0,
+            "cacheScope": "public"
+        }),
+    );
+    let (_, params) = h.request("prompts/list");
+    let meta = params.expect("params")["_meta"].clone();
+    assert_eq!(
+        meta["io.modelcontextprotocol/protocolVersion"],
+        "2026-07-28"
+    );
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "p"}]}),
+    );
+    h.answer(
+        "resources/list",
+        json!({"resultType": "complete", "resources": []}),
+    );
+    assert_eq!(h.session.state(), SessionState::Starting);
+    h.answer(
+        "resources/templates/list",
+        json!({"resultType": "complete", "resourceTemplates": []}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+    assert_eq!(h.ready_catalog().prompts.items[0].name, "p");
+    let call = h.send(&get_prompt());
+    h.answer(
+        "prompts/get",
+        json!({"resultType": "complete", "messages": []}),
+    );
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Ok(_) } if *c == call
+    )));
+}
+
+#[test]
+fn the_stateless_era_listens_for_catalog_changes_and_relists() {
+    let mut h = Harness::with("2026-07-28");
+    h.answer(
+        "server/discover",
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"prompts": {"listChanged": true}},
+            "ttlMs": 0,
+            "cacheScope": "public"
+        }),
+    );
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "old"}]}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+    let (listen, params) = h.request("subscriptions/listen");
+    let asked = &params.expect("params")["notifications"];
+    assert_eq!(asked["promptsListChanged"], true, "{asked}");
+    let before = h.count("prompts/list");
+    let tag = json!({"io.modelcontextprotocol/subscriptionId": listen});
+    h.say(json!({
+        "jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"_meta": tag, "notifications": {"promptsListChanged": true}}
+    }));
+    // A change before the stream opened reached no stream: read again.
+    assert_eq!(h.count("prompts/list"), before + 1, "acknowledged: re-read");
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "mid"}]}),
+    );
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed", "params": {"_meta": tag}}));
+    assert_eq!(h.count("prompts/list"), before + 2, "the change re-lists");
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "new"}]}),
+    );
+    assert_eq!(h.session.catalog().prompts.items[0].name, "new");
+}
