@@ -453,3 +453,125 @@ fn another_call_carries_no_inputs_of_a_call_waiting_for_them() {
     };
     assert_eq!(result.text(), "other");
 }
+
+/// A ready 2026-era session whose server also declares prompts.
+fn ready_with_prompts() -> Stdio {
+    let mut o = SessionOptions::stdio("demo");
+    o.startup_timeout = Duration::from_secs(10);
+    o.tool_timeout = Duration::from_secs(5);
+    o.elicitation = true;
+    let now = Instant::now();
+    let mut h = Stdio {
+        now,
+        session: Session::new(o, now),
+        sent: Vec::new(),
+        events: Vec::new(),
+    };
+    h.drain();
+    h.reply(
+        0,
+        json!({"resultType": "complete", "supportedVersions": [MODERN],
+               "capabilities": {"tools": {}, "prompts": {}}, "ttlMs": 0, "cacheScope": "public"}),
+    );
+    let listings: Vec<(u64, String)> = h
+        .sent
+        .iter()
+        .filter_map(|(m, _)| match m {
+            Message::Request { id, method, .. } if method != "server/discover" => {
+                Some((id.to_string().parse().expect("numeric id"), method.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    for (id, method) in listings {
+        let result = match method.as_str() {
+            "tools/list" => json!({"resultType": "complete", "ttlMs": 600_000,
+                "cacheScope": "public", "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+            "prompts/list" => json!({"resultType": "complete", "prompts": [{"name": "greet"}]}),
+            other => panic!("unexpected {other}"),
+        };
+        h.reply(id, result);
+    }
+    assert!(
+        h.events.iter().any(|e| matches!(e, Event::Ready(_))),
+        "{:?}",
+        h.events
+    );
+    h
+}
+
+#[test]
+fn a_prompt_request_that_needs_input_is_asked_and_retried_like_a_call() {
+    use rho_proto_core::features::FeatureRequest;
+    let mut h = ready_with_prompts();
+    let params = serde_json::from_value(json!({"name": "greet", "arguments": {}}))
+        .expect("prompts/get params");
+    let call = h
+        .session
+        .request(h.now, &FeatureRequest::GetPrompt(params))
+        .expect("ready");
+    h.drain();
+    let (first, _, _) = h.last_request();
+    h.reply(
+        first,
+        input_required(json!({"who": name_form()}), Some("s1")),
+    );
+    let questions = h.questions();
+    let [(question, Question::Elicitation(_))] = questions.as_slice() else {
+        panic!("{:?}", h.events)
+    };
+    h.session.answer_elicitation(h.now, *question, named("Ada"));
+    h.drain();
+    let (retry, params, _) = h.last_request();
+    assert_ne!(retry, first, "a new JSON-RPC id");
+    assert_eq!(params["name"], "greet");
+    assert_eq!(params["requestState"], "s1");
+    assert_eq!(
+        params["inputResponses"]["who"]["content"],
+        json!({"name": "Ada"})
+    );
+    h.reply(
+        retry,
+        json!({"resultType": "complete", "messages": [
+            {"role": "user", "content": {"type": "text", "text": "Hello, Ada"}}]}),
+    );
+    let completed = h.events.iter().rev().find_map(|e| match e {
+        Event::RequestCompleted { call: c, result } if *c == call => Some(result),
+        _ => None,
+    });
+    let Some(Ok(result)) = completed else {
+        panic!("{:?}", h.events)
+    };
+    assert_eq!(result["messages"][0]["content"]["text"], "Hello, Ada");
+}
+
+#[test]
+fn a_prompt_request_whose_form_is_dismissed_ends_as_cancelled() {
+    use rho_proto_core::features::FeatureRequest;
+    let mut h = ready_with_prompts();
+    let params = serde_json::from_value(json!({"name": "greet"})).expect("prompts/get params");
+    let call = h
+        .session
+        .request(h.now, &FeatureRequest::GetPrompt(params))
+        .expect("ready");
+    h.drain();
+    let (first, _, _) = h.last_request();
+    h.reply(first, input_required(json!({"who": name_form()}), None));
+    let questions = h.questions();
+    let [(question, _)] = questions.as_slice() else {
+        panic!("{:?}", h.events)
+    };
+    h.session
+        .answer_elicitation(h.now, *question, FormAnswer::Dismissed);
+    h.drain();
+    let completed = h.events.iter().rev().find_map(|e| match e {
+        Event::RequestCompleted { call: c, result } if *c == call => Some(result),
+        _ => None,
+    });
+    assert!(
+        matches!(completed, Some(Err(CallError::Cancelled { .. }))),
+        "{:?}",
+        h.events
+    );
+    assert!(h.call_result().is_none(), "no tool call ended");
+}

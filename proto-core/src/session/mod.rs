@@ -1915,6 +1915,14 @@ impl Session {
             Purpose::ListTools => self.on_tools_page(now, reply),
             Purpose::Catalog(kind) => self.on_catalog_page(now, kind, reply),
             Purpose::Feature(call) => {
+                // A prompt, resource or completion request may need input
+                // first too, as a tool call may (2026 era, "any request").
+                if let Ok(value) = &reply {
+                    if let Ok(ResultType::InputRequired) = ResultType::of(value) {
+                        let value = reply.expect("matched above");
+                        return self.input_required(now, n, call, pending, value);
+                    }
+                }
                 let result = reply.map_err(|error| CallError::Rpc {
                     server: self.options.server.clone(),
                     error: Box::new(error),

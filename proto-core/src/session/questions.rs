@@ -337,15 +337,11 @@ impl Session {
         let asks = match asked {
             Ok(asks) => asks,
             Err(reason) => {
-                self.call_tools.remove(&call.0);
-                self.withdraw_questions_of(call);
-                self.events.push_back(Event::CallCompleted {
-                    call,
-                    result: Err(super::CallError::InputRequired {
-                        server: self.options.server.clone(),
-                        reason,
-                    }),
-                });
+                let error = super::CallError::InputRequired {
+                    server: self.options.server.clone(),
+                    reason,
+                };
+                self.end_held(call, &pending.purpose, error);
                 return;
             }
         };
@@ -388,18 +384,33 @@ impl Session {
                 }
             }
             Some(Answered::Cancelled) => {
-                self.pending.remove(&request);
-                self.call_tools.remove(&call.0);
-                self.withdraw_questions_of(call);
-                self.events.push_back(Event::CallCompleted {
-                    call,
-                    result: Err(super::CallError::Cancelled {
+                if let Some(pending) = self.pending.remove(&request) {
+                    let error = super::CallError::Cancelled {
                         server: self.options.server.clone(),
-                    }),
-                });
+                    };
+                    self.end_held(call, &pending.purpose, error);
+                }
             }
             _ => {}
         }
+    }
+
+    /// Ends a request that asked for input with `error`: a tool call with
+    /// [`Event::CallCompleted`], a prompt, resource or completion request
+    /// with [`Event::RequestCompleted`].
+    fn end_held(&mut self, call: CallId, purpose: &super::Purpose, error: super::CallError) {
+        self.call_tools.remove(&call.0);
+        self.withdraw_questions_of(call);
+        self.events.push_back(match purpose {
+            super::Purpose::Feature(_) => Event::RequestCompleted {
+                call,
+                result: Err(error),
+            },
+            _ => Event::CallCompleted {
+                call,
+                result: Err(error),
+            },
+        });
     }
 
     /// Sends a request again under a new id with its round's inputs.
