@@ -523,3 +523,53 @@ fn the_stateless_era_listens_for_catalog_changes_and_relists() {
     );
     assert_eq!(h.session.catalog().prompts.items[0].name, "new");
 }
+
+/// A 2026-era session whose prompt list is fresh for `ttl_ms`.
+fn stateless_with_prompt_ttl(ttl_ms: u64) -> Harness {
+    let mut h = Harness::with("2026-07-28");
+    h.answer(
+        "server/discover",
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"prompts": {}},
+            "ttlMs": 0,
+            "cacheScope": "public"
+        }),
+    );
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "p"}], "ttlMs": ttl_ms}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+    h
+}
+
+#[test]
+fn a_prompt_list_past_its_ttl_is_read_again_when_a_prompt_is_asked_for() {
+    let mut h = stateless_with_prompt_ttl(1_000);
+    assert_eq!(h.count("prompts/list"), 1);
+    // Still fresh: the request goes alone.
+    h.send(&get_prompt());
+    assert_eq!(h.count("prompts/list"), 1);
+    h.answer(
+        "prompts/get",
+        json!({"resultType": "complete", "messages": []}),
+    );
+    // Past its freshness: the list is read again beside the request.
+    h.now += std::time::Duration::from_millis(1_500);
+    h.send(&get_prompt());
+    assert_eq!(h.count("prompts/list"), 2);
+    assert_eq!(h.count("prompts/get"), 2);
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "p"}, {"name": "q"}], "ttlMs": 1_000}),
+    );
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::CatalogChanged(catalog) if catalog.prompts.items.len() == 2
+    )));
+    // Fresh again: no third listing.
+    h.send(&get_prompt());
+    assert_eq!(h.count("prompts/list"), 2);
+}

@@ -714,6 +714,9 @@ pub struct Session {
     relist: Option<Relist>,
     /// The prompts, resources and templates, and their listings.
     catalog: Lister,
+    /// Until when each held catalog list is fresh (2026 `ttlMs`); a
+    /// request that uses a list past it has the list read again.
+    catalog_fresh_until: BTreeMap<CatalogKind, Instant>,
     /// The tool each call in flight called, for its outputSchema check.
     call_tools: BTreeMap<u64, CalledTool>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
@@ -809,6 +812,7 @@ impl Session {
             negotiated_version: None,
             relist: None,
             catalog: Lister::new(MAX_TOOL_PAGES),
+            catalog_fresh_until: BTreeMap::new(),
             call_tools: BTreeMap::new(),
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
@@ -1503,6 +1507,26 @@ impl Session {
                 capability,
             });
         }
+        // The lists this request draws on, read again if past their
+        // freshness (2026 `ttlMs`); the request itself does not wait.
+        let uses: &[CatalogKind] = match request {
+            FeatureRequest::GetPrompt(_) => &[CatalogKind::Prompts],
+            FeatureRequest::ReadResource(_) => &[CatalogKind::Resources, CatalogKind::Templates],
+            FeatureRequest::Complete(_) => &[],
+        };
+        let stale: Vec<CatalogKind> = uses
+            .iter()
+            .copied()
+            .filter(|kind| {
+                self.catalog_fresh_until
+                    .get(kind)
+                    .is_some_and(|until| now >= *until)
+            })
+            .collect();
+        for kind in &stale {
+            self.catalog_fresh_until.remove(kind);
+        }
+        self.catalog_list_changed(now, &stale);
         let call = CallId(self.next_id);
         // Completions are keystroke-sized: the short budget.
         let budget = match request {
@@ -2090,6 +2114,24 @@ impl Session {
         kind: CatalogKind,
         reply: Result<Value, ErrorObject>,
     ) {
+        // A 2026-era page says how long it stays fresh; the last page of a
+        // listing sets the list's freshness.
+        if self.is_stateless() {
+            match reply
+                .as_ref()
+                .ok()
+                .and_then(|page| page.get("ttlMs"))
+                .and_then(Value::as_u64)
+            {
+                Some(ttl) => {
+                    self.catalog_fresh_until
+                        .insert(kind, now + Duration::from_millis(ttl));
+                }
+                None => {
+                    self.catalog_fresh_until.remove(&kind);
+                }
+            }
+        }
         let answer = reply.map_err(|error| format!("the server answered with an error: {error}"));
         let (outcome, rejected) = self
             .catalog
