@@ -144,6 +144,7 @@ both_executors!(
     a_form_is_answered_through_the_editor,
     history_survives_the_session,
     a_tool_the_server_adds_mid_session_is_announced,
+    a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing,
 );
 
 fn slash_completes_commands_and_doctor_reports_each_server(rt: Runtime) {
@@ -305,5 +306,26 @@ fn a_tool_the_server_adds_mid_session_is_announced(rt: Runtime) {
         "server `sdk2` added tool `extra`: restart to use it",
         SOON,
     );
+    assert!(shell.quit().success());
+}
+
+fn a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing(rt: Runtime) {
+    let mut shell = Shell::start(rt, "prompt");
+    // `/mcp:` completes to the server's prompts from the lists held since
+    // connect; `args-` narrows to one.
+    let at = shell.mark();
+    shell.keys("/mcp:everything:args-\t");
+    shell.wait_for_after(at, "rho> /mcp:everything:args-prompt ", SOON);
+    let at = shell.mark();
+    shell.keys("city=Paris state=Texas\r");
+    // The turn, not the echo of the typed line (which names Paris too).
+    shell.wait_for_after(at, "weather in Paris, Texas", SOON);
+    // A missing required argument is named, and nothing is sent.
+    let at = shell.mark();
+    shell.keys("/mcp:everything:args-prompt state=Texas\r");
+    shell.wait_for_after(at, "needs argument: city", SOON);
+    let at = shell.mark();
+    shell.keys("/mcp:everything:nosuch\r");
+    shell.wait_for_after(at, "server `everything` has no prompt `nosuch`", SOON);
     assert!(shell.quit().success());
 }

@@ -30,6 +30,9 @@ pub(crate) enum Command {
     Doctor,
     /// `/tools [server]`.
     Tools(Option<String>),
+    /// `/mcp:<server>:<prompt> [arguments]`: the prompt's user turn (the
+    /// whole line, read against the server's prompts).
+    Prompt(String),
     /// `/call <target> [arguments]`.
     Call {
         /// An exported name, or `server:tool`.
@@ -55,6 +58,9 @@ pub(crate) fn parse(line: &str) -> Command {
         Some((word, rest)) => (word, rest.trim()),
         None => (line, ""),
     };
+    if word.starts_with("/mcp:") {
+        return Command::Prompt(line.to_owned());
+    }
     match word {
         "/mcp" if rest.is_empty() => Command::Status,
         "/doctor" if rest.is_empty() => Command::Doctor,
@@ -99,6 +105,9 @@ pub(crate) struct Catalog {
     /// Every exported tool: (exported name, server, the server's tool name,
     /// the first line of its description).
     pub(crate) tools: Vec<CatalogTool>,
+    /// Every prompt command (`/mcp:<server>:<prompt>`), with its arguments
+    /// as the menu shows them.
+    pub(crate) prompts: Vec<(String, String)>,
 }
 
 /// One tool, as completion shows it.
@@ -127,6 +136,16 @@ pub(crate) fn complete(
                 replacement: format!("{name} "),
                 note: (*note).to_owned(),
             })
+            .chain(
+                catalog
+                    .prompts
+                    .iter()
+                    .filter(|(command, _)| command.starts_with(word))
+                    .map(|(command, note)| Candidate {
+                        replacement: format!("{command} "),
+                        note: note.clone(),
+                    }),
+            )
             .collect(),
         ["/tools"] => catalog
             .servers
@@ -182,8 +201,9 @@ pub(crate) fn help() -> String {
     for (name, note) in COMMANDS {
         text.push_str(&format!("  {name:<9} {note}\n"));
     }
+    text.push_str("  /mcp:<server>:<prompt> [arguments]  the prompt's user turn\n");
     text.push_str(
-        "Tab completes commands, servers and tools; Ctrl-C cancels a running call;\n\
+        "Tab completes commands, prompts, servers and tools; Ctrl-C cancels a running call;\n\
          Ctrl-D or /quit leaves.\n",
     );
     text
@@ -210,6 +230,7 @@ mod tests {
                     summary: String::new(),
                 },
             ],
+            prompts: vec![("/mcp:everything:args-prompt".into(), "city*, state".into())],
         }
     }
 
@@ -266,13 +287,10 @@ mod tests {
 
     #[test]
     fn slash_completes_the_built_in_commands() {
-        assert_eq!(
-            replacements("/"),
-            COMMANDS
-                .iter()
-                .map(|(n, _)| format!("{n} "))
-                .collect::<Vec<_>>()
-        );
+        let mut all: Vec<String> = COMMANDS.iter().map(|(n, _)| format!("{n} ")).collect();
+        // Prompt commands come from the lists held since connect.
+        all.push("/mcp:everything:args-prompt ".into());
+        assert_eq!(replacements("/"), all);
         assert_eq!(replacements("/do"), ["/doctor "]);
     }
 
@@ -294,6 +312,15 @@ mod tests {
         assert_eq!(
             replacements("/call everything:echo mes"),
             Vec::<String>::new()
+        );
+    }
+
+    #[test]
+    fn prompt_commands_complete_from_the_held_lists_and_parse_whole() {
+        assert_eq!(replacements("/mcp:ev"), ["/mcp:everything:args-prompt "]);
+        assert_eq!(
+            parse("/mcp:everything:args-prompt city=Paris"),
+            Command::Prompt("/mcp:everything:args-prompt city=Paris".into())
         );
     }
 

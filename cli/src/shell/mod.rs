@@ -46,8 +46,8 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::features::content;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::{FeatureRequest, content, prompts};
 use rho_proto_core::host::{Responder, RuntimeOptions};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -281,7 +281,75 @@ impl Shell<'_> {
                     .collect(),
                 })
                 .collect(),
+            prompts: self
+                .host
+                .servers()
+                .iter()
+                .filter_map(|view| match &view.status {
+                    ServerStatus::Ready(report) => Some((view.id.clone(), report)),
+                    _ => None,
+                })
+                .flat_map(|(id, report)| {
+                    report
+                        .catalog
+                        .prompts
+                        .items
+                        .iter()
+                        .map(move |p| {
+                            (
+                                prompts::command_name(&id, &p.name),
+                                sanitize_line(&p.argument_list()).into_owned(),
+                            )
+                        })
+                        .collect::<Vec<_>>()
+                })
+                .collect(),
         }
+    }
+
+    /// `/mcp:<server>:<prompt> [arguments]`: checks the line against the
+    /// server's prompts (no request for a bad one), then fetches the prompt
+    /// and prints the user turn the model would get.
+    fn prompt(&self, line: &str, cancel: &AtomicBool) -> String {
+        match self.prompt_turn(line, cancel) {
+            Ok(turn) => sanitize(&turn).into_owned(),
+            Err(why) => sanitize(&why).into_owned(),
+        }
+    }
+
+    fn prompt_turn(&self, line: &str, cancel: &AtomicBool) -> Result<String, String> {
+        let command = prompts::parse_command(line).map_err(|e| e.to_string())?;
+        let Some(view) = self.host.server(command.server) else {
+            return Err(format!("no server `{}` is configured", command.server));
+        };
+        let ServerStatus::Ready(report) = &view.status else {
+            return Err(format!("server `{}` is not ready", command.server));
+        };
+        let Some(prompt) = report.catalog.prompt(&command.prompt) else {
+            return Err(format!(
+                "server `{}` has no prompt `{}`",
+                command.server, command.prompt
+            ));
+        };
+        let arguments =
+            prompts::parse_arguments(prompt, command.rest).map_err(|e| e.to_string())?;
+        let cap = view
+            .config
+            .as_ref()
+            .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
+                c.max_output_bytes
+            });
+        let request = FeatureRequest::GetPrompt(prompts::GetPromptParams {
+            name: prompt.name.clone(),
+            arguments,
+        });
+        let value = self
+            .host
+            .request(command.server, request, cancel)
+            .map_err(|e| e.to_string())?;
+        let result = prompts::GetPromptResult::from_value(&value)
+            .map_err(|e| format!("server `{}` sent a malformed prompt: {e}", command.server))?;
+        Ok(prompts::flatten(&result, cap))
     }
 
     /// `/mcp`: the table `rho mcp list --connect` prints.
@@ -382,8 +450,14 @@ impl Shell<'_> {
         crate::call::typed_arguments(self.host, server, tool, arguments)
     }
 
-    /// Runs one call to its end, printing progress and then the result.
-    fn call(&self, server: &str, tool: &str, arguments: serde_json::Value, cancel: &AtomicBool) {
+    /// Runs one call to its end, printing progress; the result's text.
+    fn call(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: serde_json::Value,
+        cancel: &AtomicBool,
+    ) -> String {
         let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
         let mut last = Instant::now() - PROGRESS_EVERY;
         let mut on_progress = |progress: Progress| {
@@ -397,7 +471,7 @@ impl Shell<'_> {
         let outcome = self
             .host
             .call_with(server, tool, arguments, &mut on_progress, cancel);
-        let text = match outcome {
+        match outcome {
             Ok(result) => {
                 let rendered = content::render(&result);
                 let body = sanitize(&rendered.model_text).into_owned();
@@ -413,8 +487,7 @@ impl Shell<'_> {
                 format!("{label}: cancelled; the server was told to stop")
             }
             Err(error) => sanitize(&error.to_string()).into_owned(),
-        };
-        self.out.print(&text);
+        }
     }
 
     /// Runs a command that does not call a tool; `None` for `/call`.
@@ -426,7 +499,7 @@ impl Shell<'_> {
             Command::Tools(server) => self.tools_text(server.as_deref()),
             Command::Help => commands::help(),
             Command::Refused(why) => why.clone(),
-            Command::Call { .. } | Command::Quit => return None,
+            Command::Call { .. } | Command::Prompt(_) | Command::Quit => return None,
         })
     }
 }
@@ -535,8 +608,24 @@ fn interactive_loop(
                                 cancel_running(shell);
                                 break 'keys;
                             }
+                            Command::Prompt(line) => {
+                                if lock(&shell.running).is_some() {
+                                    screen.print("a call is running; Ctrl-C cancels it");
+                                    continue;
+                                }
+                                let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
+                                let cancel = Arc::new(AtomicBool::new(false));
+                                *lock(&shell.running) = Some(Arc::clone(&cancel));
+                                worker = Some(scope.spawn(move || {
+                                    let text = shell.prompt(&line, &cancel);
+                                    // Free before the result shows, so a
+                                    // command typed on seeing it may run.
+                                    lock(&shell.running).take();
+                                    shell.out.print(&text);
+                                }));
+                            }
                             Command::Call { target, arguments } => {
-                                if worker.as_ref().is_some_and(|w| !w.is_finished()) {
+                                if lock(&shell.running).is_some() {
                                     screen.print("a call is running; Ctrl-C cancels it");
                                     continue;
                                 }
@@ -555,8 +644,9 @@ fn interactive_loop(
                                 let cancel = Arc::new(AtomicBool::new(false));
                                 *lock(&shell.running) = Some(Arc::clone(&cancel));
                                 worker = Some(scope.spawn(move || {
-                                    shell.call(&server, &tool, args, &cancel);
+                                    let text = shell.call(&server, &tool, args, &cancel);
                                     lock(&shell.running).take();
+                                    shell.out.print(&text);
                                 }));
                             }
                             _ => {}
@@ -653,13 +743,16 @@ fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
         }
         match command {
             Command::Quit => break,
+            Command::Prompt(line) => shell.out.print(&shell.prompt(&line, stop)),
             Command::Call { target, arguments } => {
                 let prepared = shell.route(&target).and_then(|(server, tool)| {
                     let args = shell.arguments(&server, &tool, &arguments)?;
                     Ok((server, tool, args))
                 });
                 match prepared {
-                    Ok((server, tool, args)) => shell.call(&server, &tool, args, stop),
+                    Ok((server, tool, args)) => {
+                        shell.out.print(&shell.call(&server, &tool, args, stop));
+                    }
                     Err(why) => shell.out.print(&why),
                 }
             }
