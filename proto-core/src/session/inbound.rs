@@ -1,0 +1,294 @@
+//! What a server says beside its answers, and how a session ends: a
+//! result checked against its tool's `outputSchema`, progress, the
+//! server's log messages (rate-limited), lines that are not JSON-RPC,
+//! frame errors and other peer errors, and the final close.
+
+use super::*;
+
+impl Session {
+    /// Holds a result to the tool's declared outputSchema, if it declared
+    /// one: a result without valid `structuredContent` fails the call
+    /// rather than pass a half-answer to the model.
+    pub(super) fn check_output(
+        &mut self,
+        called: Option<&CalledTool>,
+        result: &CallToolResult,
+    ) -> Result<(), OutputError> {
+        let Some(tool) = called.and_then(|called| {
+            let tools = &self.ready.as_ref()?.tools;
+            match called {
+                CalledTool::Listed(at) => tools.get(*at),
+                CalledTool::Named(name) => tools.iter().find(|t| &t.name == name),
+            }
+        }) else {
+            return Ok(());
+        };
+        if tool.output_schema.is_none() || result.is_error {
+            return Ok(());
+        }
+        if !self.output_schemas.contains_key(&tool.name) {
+            if let Some(schema) = &tool.output_schema {
+                let compiled = OutputSchema::compile(&tool.name, schema)?;
+                self.output_schemas.insert(tool.name.clone(), compiled);
+            }
+        }
+        check_output(tool, self.output_schemas.get(&tool.name), result)
+    }
+
+    /// Attaches a `notifications/progress` to the call whose token it
+    /// names; progress for anything else is dropped and logged.
+    pub(super) fn progress(&mut self, now: Instant, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let token = params.get("progressToken");
+        // The token is the call's id, kept when its request goes again.
+        let call = token.and_then(Value::as_u64).map(CallId);
+        let request = call.and_then(|call| self.request_of(call));
+        let (Some(call), Some(request), Some(progress)) = (
+            call,
+            request,
+            params.get("progress").and_then(Value::as_f64),
+        ) else {
+            tracing::debug!(server = %self.options.server, ?token, "progress for no call in flight; dropped");
+            return;
+        };
+        if let Some(cap) = self.options.progress_extends_up_to {
+            // A call that reports progress is alive: its idle budget starts
+            // again, but never past the hard cap from when it was sent.
+            if let Some(p) = self.pending.get_mut(&request) {
+                let extended = (now + p.budget).min(p.sent + cap);
+                if p.paused.is_none() && extended > p.deadline {
+                    self.deadlines.remove(&(p.deadline, request));
+                    p.deadline = extended;
+                    self.deadlines.insert((extended, request));
+                }
+            }
+        }
+        self.events.push_back(Event::Progress {
+            call,
+            progress: Progress {
+                progress,
+                total: params.get("total").and_then(Value::as_f64),
+                message: params
+                    .get("message")
+                    .and_then(Value::as_str)
+                    .map(str::to_owned),
+            },
+        });
+    }
+
+    /// Routes a server's `notifications/message` into tracing under the
+    /// `rho::mcp::server` target. Severities above error map onto error.
+    /// A flood is rate-limited: past the first few of a window, messages
+    /// are only counted, and the count is logged once.
+    pub(super) fn server_log(&mut self, now: Instant, params: Option<&Value>) {
+        let Some(params) = params else { return };
+        let (verdict, hidden) = self.server_logs.admit(now);
+        if let Some(n) = hidden {
+            self.log_hidden_server_logs(n);
+        }
+        if verdict == Verdict::Count {
+            return;
+        }
+        let level = params
+            .get("level")
+            .and_then(Value::as_str)
+            .unwrap_or("info");
+        let logger = params.get("logger").and_then(Value::as_str).unwrap_or("");
+        let data = match params.get("data") {
+            Some(Value::String(s)) => s.clone(),
+            Some(other) => other.to_string(),
+            None => String::new(),
+        };
+        let redactor = &self.options.redactor;
+        let logger = redactor.redact(logger);
+        let logger = logger.as_ref();
+        let data = redactor.redact(&data);
+        let server = self.options.server.as_str();
+        match level {
+            "debug" => tracing::debug!(target: "rho::mcp::server", server, logger, "{data}"),
+            "info" | "notice" => {
+                tracing::info!(target: "rho::mcp::server", server, logger, "{data}")
+            }
+            "warning" => tracing::warn!(target: "rho::mcp::server", server, logger, "{data}"),
+            _ => tracing::error!(target: "rho::mcp::server", server, logger, "{data}"),
+        }
+    }
+
+    pub(super) fn log_hidden_server_logs(&self, n: u64) {
+        let server = self.options.server.as_str();
+        tracing::info!(
+            target: "rho::mcp::server",
+            server,
+            "… {} more log messages from server `{server}` were not shown",
+            grouped(n)
+        );
+    }
+
+    pub(super) fn log_hidden_junk(&self, n: u64) {
+        tracing::warn!(
+            server = %self.options.server,
+            "… {} more lines from server `{}` that were not JSON-RPC or broke the protocol were not logged",
+            grouped(n),
+            self.options.server
+        );
+    }
+
+    pub(super) fn unparseable(&mut self, now: Instant, error: ParseError, frame: &[u8]) {
+        let text = String::from_utf8_lossy(frame);
+        let mut excerpt: String = text.chars().take(120).collect();
+        if text.chars().nth(120).is_some() {
+            excerpt.push('…');
+        }
+        let reason = format!("the answer is not valid JSON-RPC ({error})");
+        self.peer_error(
+            now,
+            PeerError::Unparseable {
+                server: self.options.server.clone(),
+                error,
+                excerpt: format!("{excerpt:?}"),
+            },
+        );
+        let peek = Peek::scan(frame);
+        self.unreadable_answer(now, &peek, peek.response, reason);
+    }
+
+    /// A line the decoder rejected (over the cap, not UTF-8).
+    pub(super) fn frame_error(&mut self, now: Instant, error: FrameError) {
+        let peek = Peek::scan(error.head());
+        let (reason, likely_answer) = match &error {
+            FrameError::TooLong { limit, len, .. } => (
+                format!(
+                    "the answer was {} bytes, over the {} limit (`max_message_bytes`); \
+                     raise `max_message_bytes` for this server if its answers are that large",
+                    grouped(*len as u64),
+                    byte_size(*limit)
+                ),
+                // Only its start is known: an object that is not a request
+                // or a notification is taken for an answer.
+                peek.response
+                    || (!peek.method && error.head().trim_ascii_start().first() == Some(&b'{')),
+            ),
+            FrameError::NotUtf8 { valid_up_to, .. } => (
+                format!("the answer is not valid UTF-8 (first bad byte at offset {valid_up_to})"),
+                peek.response,
+            ),
+        };
+        self.peer_error(
+            now,
+            PeerError::Framing {
+                server: self.options.server.clone(),
+                error,
+            },
+        );
+        self.unreadable_answer(now, &peek, likely_answer, reason);
+    }
+
+    /// An answer rho could not read fails the request it answers at once,
+    /// when that is known: on stdio, by its `id` when readable, else when
+    /// it looks like an answer and exactly one request is in flight. (A
+    /// transport with its own exchanges, HTTP, ties answers itself.)
+    /// Otherwise the next failure names it.
+    pub(super) fn unreadable_answer(
+        &mut self,
+        now: Instant,
+        peek: &Peek,
+        likely_answer: bool,
+        reason: String,
+    ) {
+        if !likely_answer && peek.id.is_none() {
+            return;
+        }
+        let target = if self.options.framing != Framing::Lines {
+            None
+        } else if let Some(id) = &peek.id {
+            ClientRequestId::from_wire(id).filter(|r| self.pending.contains_key(&r.0))
+        } else if self.pending.len() == 1 {
+            self.pending.keys().next().map(|&n| ClientRequestId(n))
+        } else {
+            None
+        };
+        let Some(request) = target else {
+            self.unread = Some(reason);
+            return;
+        };
+        match self.pending.get(&request.0).map(|p| p.purpose.clone()) {
+            Some(Purpose::Initialize | Purpose::Reinitialize) => {
+                self.finish(CloseReason::Handshake(format!(
+                    "its answer to initialize could not be read: {reason}"
+                )))
+            }
+            Some(Purpose::ListTools) => self.finish(CloseReason::Discovery(format!(
+                "its answer to tools/list could not be read: {reason}"
+            ))),
+            Some(_) => self.handle_request_failed(
+                now,
+                request,
+                format!("its answer could not be read: {reason}"),
+            ),
+            None => {}
+        }
+    }
+
+    /// The protocol errors a closing reason names: an answer that could not
+    /// be read first, as the likeliest cause.
+    pub(super) fn failure_notes(&mut self) -> Vec<String> {
+        let mut notes = self.peer_errors.clone();
+        if let Some(unread) = self.unread.take() {
+            notes.insert(0, format!("it sent an answer rho could not read: {unread}"));
+        }
+        notes
+    }
+
+    /// Reports a protocol error: logged (the first few of a window; the
+    /// rest are counted), remembered for a failure reason, and an event.
+    pub(super) fn peer_error(&mut self, now: Instant, error: PeerError) {
+        let (verdict, hidden) = self.junk.admit(now);
+        if let Some(n) = hidden {
+            self.log_hidden_junk(n);
+        }
+        if verdict == Verdict::Log {
+            tracing::warn!("{error}");
+        }
+        if self.peer_errors.len() < REMEMBERED_PEER_ERRORS {
+            self.peer_errors.push(error.to_string());
+        }
+        self.events.push_back(Event::PeerMisbehaved(error));
+    }
+
+    pub(super) fn finish(&mut self, reason: CloseReason) {
+        if let Some(n) = self.junk.take_hidden() {
+            self.log_hidden_junk(n);
+        }
+        if let Some(n) = self.server_logs.take_hidden() {
+            self.log_hidden_server_logs(n);
+        }
+        let server = self.options.server.clone();
+        let pending = std::mem::take(&mut self.pending);
+        self.held_for_list.clear();
+        self.deadlines.clear();
+        self.timers.clear();
+        self.call_tools.clear();
+        for question in std::mem::take(&mut self.questions).into_keys() {
+            self.events.push_back(Event::QuestionWithdrawn(question));
+        }
+        for (_, p) in pending {
+            let error = CallError::SessionClosed {
+                server: server.clone(),
+                reason: reason.to_string(),
+            };
+            match p.purpose {
+                Purpose::CallTool(call) => self.events.push_back(Event::CallCompleted {
+                    call,
+                    result: Err(error),
+                }),
+                Purpose::Feature(call) => self.events.push_back(Event::RequestCompleted {
+                    call,
+                    result: Err(error),
+                }),
+                _ => {}
+            }
+        }
+        self.phase = Phase::Closed;
+        self.events.push_back(Event::Closed(reason));
+    }
+}
