@@ -335,53 +335,26 @@ impl Runtime {
             }))
             .await
             .map_err(|_| not_running())?;
-        // If this future is dropped before the answer, the guard tells the
-        // session to abandon the call.
-        let mut guard = CancelOnDrop {
-            commands: &handle.commands,
+        // If this future is dropped before the answer, the guard in
+        // `follow` tells the session to abandon the call.
+        follow(
+            &handle.commands,
             ticket,
-            armed: true,
-        };
-        let mut cancelled = false;
-        loop {
-            let update = if cancelled {
-                answer.recv().await
-            } else {
-                let next = async { Some(answer.recv().await) };
-                let cancel = async {
-                    cancel.as_mut().await;
+            answer,
+            cancel,
+            not_running,
+            |update| match update {
+                CallUpdate::Progress(progress) => {
+                    on_progress(progress);
                     None
-                };
-                match smol::future::or(next, cancel).await {
-                    Some(update) => update,
-                    None => {
-                        // The session answers the abandoned call itself, with
-                        // the core's `Cancelled`, unless its answer won.
-                        cancelled = true;
-                        guard.armed = false;
-                        handle
-                            .commands
-                            .send(Input::Command(Command::Cancel { ticket }))
-                            .await
-                            .map_err(|_| not_running())?;
-                        continue;
-                    }
                 }
-            };
-            match update.map_err(|_| not_running())? {
-                CallUpdate::Progress(progress) => on_progress(progress),
-                CallUpdate::Done(result) => {
-                    guard.armed = false;
-                    return result;
-                }
-                CallUpdate::Answered(_) => {
-                    guard.armed = false;
-                    return Err(ToolCallError::NotCallable(
-                        "a tool call was answered as a request".into(),
-                    ));
-                }
-            }
-        }
+                CallUpdate::Done(result) => Some(result),
+                CallUpdate::Answered(_) => Some(Err(ToolCallError::NotCallable(
+                    "a tool call was answered as a request".into(),
+                ))),
+            },
+        )
+        .await
     }
 
     /// Sends a prompt, resource or completion request to `server` and
@@ -435,7 +408,7 @@ impl Runtime {
             reason: "its session has ended".into(),
         };
         let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
-        let mut cancel = std::pin::pin!(cancel);
+        let cancel = std::pin::pin!(cancel);
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = smol::channel::unbounded();
         handle
@@ -447,40 +420,15 @@ impl Runtime {
             }))
             .await
             .map_err(|_| not_running())?;
-        let mut guard = CancelOnDrop {
-            commands: &handle.commands,
+        follow(
+            &handle.commands,
             ticket,
-            armed: true,
-        };
-        let mut cancelled = false;
-        loop {
-            let update = if cancelled {
-                answer.recv().await
-            } else {
-                let next = async { Some(answer.recv().await) };
-                let cancel = async {
-                    cancel.as_mut().await;
-                    None
-                };
-                match smol::future::or(next, cancel).await {
-                    Some(update) => update,
-                    None => {
-                        cancelled = true;
-                        guard.armed = false;
-                        handle
-                            .commands
-                            .send(Input::Command(Command::Cancel { ticket }))
-                            .await
-                            .map_err(|_| not_running())?;
-                        continue;
-                    }
-                }
-            };
-            if let Some(answer) = update.map_err(|_| not_running())?.into_answer(server) {
-                guard.armed = false;
-                return answer;
-            }
-        }
+            answer,
+            cancel,
+            not_running,
+            |update| update.into_answer(server),
+        )
+        .await
     }
 
     /// Closes every session and waits for each server to exit (each within
@@ -530,6 +478,54 @@ async fn wait_startup(
         }
     };
     smol::future::or(received, smol::future::or(watch, timed_out)).await
+}
+
+/// Follows one ticket's updates until `outcome` makes one of them the
+/// end. When `cancel` completes first, the session is told to abandon the
+/// ticket and its own answer (the core's `Cancelled`, or the result if
+/// that won) is still awaited; dropping the future abandons it the same
+/// way (the guard).
+async fn follow<T>(
+    commands: &Sender<Input>,
+    ticket: u64,
+    answer: Receiver<CallUpdate>,
+    mut cancel: std::pin::Pin<&mut impl Future<Output = ()>>,
+    not_running: impl Fn() -> ToolCallError,
+    mut outcome: impl FnMut(CallUpdate) -> Option<Result<T, ToolCallError>>,
+) -> Result<T, ToolCallError> {
+    let mut guard = CancelOnDrop {
+        commands,
+        ticket,
+        armed: true,
+    };
+    let mut cancelled = false;
+    loop {
+        let update = if cancelled {
+            answer.recv().await
+        } else {
+            let next = async { Some(answer.recv().await) };
+            let cancel = async {
+                cancel.as_mut().await;
+                None
+            };
+            match smol::future::or(next, cancel).await {
+                Some(update) => update,
+                None => {
+                    cancelled = true;
+                    guard.armed = false;
+                    commands
+                        .send(Input::Command(Command::Cancel { ticket }))
+                        .await
+                        .map_err(|_| not_running())?;
+                    continue;
+                }
+            }
+        };
+        if let Some(end) = outcome(update.map_err(|_| not_running())?) {
+            guard.armed = false;
+            return end;
+        }
+    }
 }
 
 /// Abandons a call whose future was dropped.
