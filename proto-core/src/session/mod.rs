@@ -1254,25 +1254,7 @@ impl Session {
             capabilities: result.capabilities,
             instructions: result.instructions,
         };
-        let wants_tools = init.capabilities.tools;
-        let (prompts, resources) = (init.capabilities.prompts, init.capabilities.resources);
-        self.phase = Phase::Discovering {
-            init: Box::new(init),
-            tools: Vec::new(),
-            pages: 0,
-            seen_cursors: BTreeSet::new(),
-            changed: false,
-            relisted: false,
-            ttl: None,
-            tools_done: !wants_tools,
-        };
-        if wants_tools {
-            self.request_tools_page(None);
-        }
-        for page in self.catalog.start(prompts, resources) {
-            self.request_catalog_page(now, &page);
-        }
-        self.maybe_ready(now);
+        self.begin_discovery(now, init);
     }
 
     /// The request a call is waiting on now (a call keeps its [`CallId`]
@@ -1533,6 +1515,30 @@ impl Session {
         }
     }
 
+    /// Both eras after the server is known: list its tools and the
+    /// catalog lists it declares; ready once every listing settled.
+    fn begin_discovery(&mut self, now: Instant, init: InitializeResult) {
+        let wants_tools = init.capabilities.tools;
+        let (prompts, resources) = (init.capabilities.prompts, init.capabilities.resources);
+        self.phase = Phase::Discovering {
+            init: Box::new(init),
+            tools: Vec::new(),
+            pages: 0,
+            seen_cursors: BTreeSet::new(),
+            changed: false,
+            relisted: false,
+            ttl: None,
+            tools_done: !wants_tools,
+        };
+        if wants_tools {
+            self.request_tools_page(None);
+        }
+        for page in self.catalog.start(prompts, resources) {
+            self.request_catalog_page(now, &page);
+        }
+        self.maybe_ready(now);
+    }
+
     /// The answer to a probe given up on came after all. A discovery
     /// result while `initialize` is still unanswered makes the session
     /// stateless (a slow-starting modern server); anything else is
@@ -1594,29 +1600,11 @@ impl Session {
                 budget,
             );
         }
-        let wants_tools = init.capabilities.tools;
         // The handshake overtook a late probe: its answer is noise now.
         if let Some(probe) = self.late_probe.take() {
             self.stale.insert(probe);
         }
-        let (prompts, resources) = (init.capabilities.prompts, init.capabilities.resources);
-        self.phase = Phase::Discovering {
-            init: Box::new(init),
-            tools: Vec::new(),
-            pages: 0,
-            seen_cursors: BTreeSet::new(),
-            changed: false,
-            relisted: false,
-            ttl: None,
-            tools_done: !wants_tools,
-        };
-        if wants_tools {
-            self.request_tools_page(None);
-        }
-        for page in self.catalog.start(prompts, resources) {
-            self.request_catalog_page(now, &page);
-        }
-        self.maybe_ready(now);
+        self.begin_discovery(now, init);
     }
 }
 
