@@ -81,9 +81,12 @@ use pool::{Origin, Pool, Timeouts};
 pub(crate) const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// A write of a request that makes no progress for this long fails.
 pub(crate) const SEND_TIMEOUT: Duration = Duration::from_secs(30);
-/// The largest response head accepted, status line included; also the
-/// most of a body read at once.
+/// The largest response head accepted, status line included; also
+/// hyper's read buffer bound.
 pub(crate) const MAX_HEAD: usize = 64 * 1024;
+/// The most body bytes handed to the session in one input: what it may
+/// hold unhandled past [`BODY_IN_FLIGHT`].
+pub(crate) const BODY_PIECE: usize = 64 * 1024;
 /// Connections a session keeps open at once, in use or idle. HTTP/1.1
 /// carries one exchange per connection, so this bounds concurrent
 /// exchanges; one more waits for a connection to come free.
@@ -312,7 +315,22 @@ impl Exchange<'_> {
                 None => HttpInput::End,
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) if data.is_empty() => continue,
-                    Ok(data) => {
+                    Ok(mut data) => {
+                        // hyper may yield more than one read's worth at
+                        // once (what was buffered plus a fresh read), so a
+                        // frame is handed over in pieces, each waiting for
+                        // room: the session never holds more than
+                        // BODY_IN_FLIGHT + BODY_PIECE unhandled.
+                        while data.len() > BODY_PIECE {
+                            let piece = data.split_to(BODY_PIECE);
+                            self.bodies.add(piece.len());
+                            if !report(HttpInput::Body(piece.to_vec())) {
+                                return;
+                            }
+                            if self.aborted.unless(self.bodies.room()).await.is_none() {
+                                return;
+                            }
+                        }
                         self.bodies.add(data.len());
                         HttpInput::Body(data.to_vec())
                     }

@@ -18,7 +18,7 @@ use smol::channel::Receiver;
 use smol::{Executor, Timer};
 
 use super::pool::Timeouts;
-use super::{HttpIo, MAX_CONNECTIONS, MAX_HEAD, MAX_IDLE};
+use super::{BODY_PIECE, HttpIo, MAX_CONNECTIONS, MAX_HEAD, MAX_IDLE};
 use crate::driver::Input;
 
 /// How long a test waits for something that should happen.
@@ -463,7 +463,7 @@ fn bodies_stop_while_the_session_has_too_much_unhandled() {
         }
         assert!(bytes > 0, "some body arrived");
         assert!(
-            bytes <= BODY_IN_FLIGHT + MAX_HEAD,
+            bytes <= BODY_IN_FLIGHT + BODY_PIECE,
             "{bytes} bytes handed over while none were handled"
         );
         for (id, input) in unhandled {
