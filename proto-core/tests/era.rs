@@ -13,7 +13,8 @@ use std::time::{Duration, Instant};
 use rho_proto_core::config::LogLevel;
 use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport};
 use rho_proto_core::session::{
-    CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState, Timer,
+    CallError, CloseReason, Event, MIN_FRESHNESS, PeerError, Session, SessionOptions, SessionState,
+    Timer,
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message};
 use serde_json::{Value, json};
@@ -495,7 +496,9 @@ fn a_stale_tool_list_is_read_again_when_a_call_needs_it() {
     // The same list: nothing to report.
     h.reply(relist, tools_page(&["echo"], 0));
     assert!(!h.events.iter().any(|e| matches!(e, Event::ToolsChanged(_))));
-    // ttlMs 0: stale at once, so the next call re-lists and a change shows.
+    // ttlMs 0: stale once the floor passed, so the next call re-lists and
+    // a change shows.
+    h.now += MIN_FRESHNESS;
     h.call("echo", json!({}));
     let (relist, method, _) = h.last_request();
     assert_eq!(method, "tools/list");
@@ -508,8 +511,33 @@ fn a_stale_tool_list_is_read_again_when_a_call_needs_it() {
 }
 
 #[test]
+fn a_list_with_ttl_zero_is_read_again_at_most_once_per_floor() {
+    let mut h = modern_ready(0);
+    // Calls in a burst right after the listing: none re-lists.
+    for _ in 0..3 {
+        h.call("echo", json!({}));
+        assert_eq!(h.last_request().1, "tools/call", "{:?}", h.methods());
+    }
+    // Past the floor: the next call re-lists, once.
+    h.now += MIN_FRESHNESS;
+    h.call("echo", json!({}));
+    let (relist, method, _) = h.last_request();
+    assert_eq!(method, "tools/list");
+    h.reply(relist, tools_page(&["echo"], 0));
+    h.call("echo", json!({}));
+    assert_eq!(
+        h.last_request().1,
+        "tools/call",
+        "fresh again for the floor"
+    );
+    let lists = h.methods().iter().filter(|m| *m == "tools/list").count();
+    assert_eq!(lists, 2, "discovery and one re-listing: {:?}", h.methods());
+}
+
+#[test]
 fn a_failed_re_listing_keeps_the_stale_list_and_tries_again_after_a_pause() {
     let mut h = modern_ready(0);
+    h.now += MIN_FRESHNESS;
     h.call("echo", json!({}));
     let (relist, method, _) = h.last_request();
     assert_eq!(method, "tools/list");

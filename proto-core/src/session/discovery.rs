@@ -41,7 +41,7 @@ impl Session {
             {
                 Some(ttl) => {
                     self.catalog_fresh_until
-                        .insert(kind, now + Duration::from_millis(ttl));
+                        .insert(kind, super::fresh_until(now, Duration::from_millis(ttl)));
                 }
                 None => {
                     self.catalog_fresh_until.remove(&kind);
@@ -130,7 +130,7 @@ impl Session {
             return;
         }
         self.become_ready(now);
-        self.tools_fresh_until = ttl.map(|ttl| now + ttl);
+        self.tools_fresh_until = ttl.map(|ttl| super::fresh_until(now, ttl));
         if changed {
             self.start_relist(now, false);
         }

@@ -183,6 +183,112 @@ pub(crate) fn meta_map(
     }
 }
 
+/// The `_meta` entries every request of a stateless era carries, kept
+/// both as a map (to merge into a value) and rendered once as JSON (to
+/// splice into the bytes of each request without cloning or
+/// re-serializing the client's capabilities every time).
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Meta {
+    map: Map<String, Value>,
+    /// The map's members as JSON, without the braces: `"k":v,"k2":v2`.
+    body: String,
+}
+
+impl Meta {
+    pub(crate) fn new(map: Map<String, Value>) -> Self {
+        let mut body = serde_json::to_string(&map).unwrap_or_else(|_| "{}".into());
+        // `{...}` → `...`: serde_json writes a map with its braces.
+        body.pop();
+        body.remove(0);
+        Self { map, body }
+    }
+
+    pub(crate) fn map(&self) -> &Map<String, Value> {
+        &self.map
+    }
+
+    /// Writes the request `id` `method` with `params`, this `_meta` merged
+    /// into the params' own `_meta` (what it had first, such as a progress
+    /// token; an entry of the same name is replaced by this one). The
+    /// bytes equal `write_request` of `with_meta(params, self.map())`
+    /// whenever no entry is replaced.
+    pub(crate) fn write_request(
+        &self,
+        out: &mut Vec<u8>,
+        id: u64,
+        method: &str,
+        params: Option<&Value>,
+    ) {
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        out.extend_from_slice(id.to_string().as_bytes());
+        out.extend_from_slice(b",\"method\":");
+        json_into(out, method);
+        out.extend_from_slice(b",\"params\":{");
+        let mut first = true;
+        let mut meta_written = false;
+        if let Some(Value::Object(obj)) = params {
+            for (k, v) in obj {
+                if !first {
+                    out.push(b',');
+                }
+                first = false;
+                json_into(out, k);
+                out.push(b':');
+                if k == "_meta" {
+                    self.write_merged(out, v.as_object());
+                    meta_written = true;
+                } else {
+                    json_into(out, v);
+                }
+            }
+        }
+        if !meta_written {
+            if !first {
+                out.push(b',');
+            }
+            out.extend_from_slice(b"\"_meta\":");
+            self.write_merged(out, None);
+        }
+        out.extend_from_slice(b"}}");
+    }
+
+    /// `{` the entries of `existing` this meta does not replace, then this
+    /// meta's own `}`.
+    fn write_merged(&self, out: &mut Vec<u8>, existing: Option<&Map<String, Value>>) {
+        out.push(b'{');
+        let mut first = true;
+        for (k, v) in existing.into_iter().flatten() {
+            if self.map.contains_key(k) {
+                continue;
+            }
+            if !first {
+                out.push(b',');
+            }
+            first = false;
+            json_into(out, k);
+            out.push(b':');
+            json_into(out, v);
+        }
+        if !self.body.is_empty() {
+            if !first {
+                out.push(b',');
+            }
+            out.extend_from_slice(self.body.as_bytes());
+        }
+        out.push(b'}');
+    }
+}
+
+/// Appends `value` as JSON. Strings and `Value`s (string keys, finite
+/// numbers) cannot fail to serialize; were one to, `null` stands in.
+fn json_into<T: serde::Serialize + ?Sized>(out: &mut Vec<u8>, value: &T) {
+    let start = out.len();
+    if serde_json::to_writer(&mut *out, value).is_err() {
+        out.truncate(start);
+        out.extend_from_slice(b"null");
+    }
+}
+
 /// `params` with `meta` merged into its `_meta` (which keeps what it had,
 /// such as a progress token). Absent params become an object.
 pub(crate) fn with_meta(params: Option<Value>, meta: &Map<String, Value>) -> Value {
@@ -322,5 +428,54 @@ mod tests {
             }})
         );
         assert_eq!(with_meta(None, &Map::new()), json!({"_meta": {}}));
+    }
+
+    #[test]
+    fn spliced_meta_writes_the_bytes_of_the_merged_value() {
+        let info = crate::wire::protocol::Implementation {
+            name: "rho".into(),
+            version: "1".into(),
+            title: None,
+        };
+        let meta = Meta::new(meta_map(
+            "2026-07-28",
+            &json!({"roots": {"listChanged": true}, "elicitation": {}}),
+            &info,
+            Some("debug"),
+        ));
+        let cases = [
+            None,
+            Some(json!({})),
+            Some(json!({"name": "t", "arguments": {"q": "a \"b\"\n"}})),
+            Some(json!({"name": "t", "_meta": {"progressToken": 3}, "arguments": {}})),
+            Some(json!({"_meta": "not an object"})),
+        ];
+        for params in cases {
+            let mut spliced = Vec::new();
+            meta.write_request(&mut spliced, 7, "tools/call", params.as_ref());
+            let mut merged = Vec::new();
+            crate::wire::jsonrpc::write_request(
+                &mut merged,
+                crate::wire::jsonrpc::ClientRequestId(7),
+                "tools/call",
+                Some(&with_meta(params.clone(), meta.map())),
+            );
+            assert_eq!(
+                String::from_utf8(spliced).expect("utf-8"),
+                String::from_utf8(merged).expect("utf-8"),
+                "{params:?}"
+            );
+        }
+        // An entry of the same name is replaced, not doubled.
+        let mut out = Vec::new();
+        let clash = json!({"_meta": {"io.modelcontextprotocol/logLevel": "error", "k": 1}});
+        meta.write_request(&mut out, 1, "m", Some(&clash));
+        let written: Value = serde_json::from_slice(&out).expect("json");
+        assert_eq!(
+            written["params"]["_meta"]["io.modelcontextprotocol/logLevel"],
+            "debug"
+        );
+        assert_eq!(written["params"]["_meta"]["k"], 1);
+        assert_eq!(String::from_utf8_lossy(&out).matches("logLevel").count(), 1);
     }
 }

@@ -88,7 +88,7 @@ use std::fmt;
 use std::time::{Duration, Instant};
 
 use serde::Serialize;
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use crate::config::{LogLevel, ServerConfig};
 use crate::features::FeatureRequest;
@@ -117,6 +117,23 @@ const REQUEST_CAPACITY: usize = 256;
 /// How long a stdio `server/discover` probe waits before the session falls
 /// back to `initialize` (at most half the startup budget).
 pub const DISCOVER_WAIT: Duration = Duration::from_secs(3);
+
+/// The least time a 2026-era list counts as fresh, whatever its `ttlMs`.
+///
+/// `ttlMs: 0` (the default of some servers, rmcp's among them) lets a
+/// client re-fetch "every time the result is needed", and the caching
+/// utility leaves the rest to the client's own heuristics. Re-listing
+/// before every call doubles the requests a busy agent makes and the
+/// server's work for nothing a person could notice, so a list is read
+/// again at most once per this span; a list-changed notification, a
+/// `subscriptions/listen` event or a changed authorization still
+/// invalidates it at once.
+pub const MIN_FRESHNESS: Duration = Duration::from_secs(1);
+
+/// Until when a list received at `now` with freshness `ttl` stays fresh.
+fn fresh_until(now: Instant, ttl: Duration) -> Instant {
+    now + ttl.max(MIN_FRESHNESS)
+}
 
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
@@ -274,7 +291,7 @@ pub struct Session {
     era: Era,
     /// The `_meta` entries of every request, while the era is stateless
     /// (probing included).
-    meta: Option<Map<String, Value>>,
+    meta: Option<era::Meta>,
     /// A probe given up on (no answer in its wait): a late discovery
     /// result still makes the session stateless, until `initialize` is
     /// answered.
@@ -1162,12 +1179,12 @@ impl Session {
         let version = era.stateless_version().unwrap_or(MODERN_PROTOCOL_VERSION);
         let capabilities = self.client_capabilities(true);
         let level = self.options.log_level.map(|l| l.as_str());
-        self.meta = Some(era::meta_map(
+        self.meta = Some(era::Meta::new(era::meta_map(
             version,
             &capabilities,
             &self.options.client_info,
             level,
-        ));
+        )));
         self.era = era;
     }
 
@@ -1277,24 +1294,23 @@ impl Session {
     fn reissue(&mut self, pending: Pending, resend: Resend) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
-        let meta = self.meta.clone().unwrap_or_default();
-        let params = era::with_meta(resend.params.clone(), &meta);
+        let no_meta = era::Meta::default();
+        let meta = self.meta.as_ref().unwrap_or(&no_meta);
         let mut bytes = Vec::with_capacity(REQUEST_CAPACITY);
         match resend.rounds.as_deref() {
             // A multi round-trip retry: the round's answers and the
             // server's state, exactly as it sent it.
-            Some(rounds) => jsonrpc::write_request(
-                &mut bytes,
-                ClientRequestId(id),
-                resend.method,
-                Some(&rounds.retry_params(&params)),
-            ),
-            None => jsonrpc::write_request(
-                &mut bytes,
-                ClientRequestId(id),
-                resend.method,
-                Some(&params),
-            ),
+            Some(rounds) => {
+                let params = era::with_meta(resend.params.clone(), meta.map());
+                jsonrpc::write_request(
+                    &mut bytes,
+                    ClientRequestId(id),
+                    resend.method,
+                    Some(&rounds.retry_params(&params)),
+                )
+            }
+            // The era's `_meta` spliced in as rendered once.
+            None => meta.write_request(&mut bytes, id, resend.method, resend.params.as_ref()),
         }
         self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
         self.deadlines.insert((pending.deadline, id));

@@ -166,7 +166,7 @@ impl Session {
                 let Some(done) = self.relist.take() else {
                     return;
                 };
-                self.tools_fresh_until = done.ttl.map(|ttl| now + ttl);
+                self.tools_fresh_until = done.ttl.map(|ttl| super::fresh_until(now, ttl));
                 self.tools_private = done.private;
                 let unchanged = self.ready.as_ref().is_some_and(|r| r.tools == done.tools);
                 if done.stale && unchanged && !done.again {
