@@ -1,13 +1,17 @@
 //! The session task: one per server, owning the core's pure
 //! [`Driver`](rho_proto_core::runtime::driver::Driver) (no lock around
-//! it). The task only waits and does IO: it races transport input and host
-//! commands (both on one channel) against a single timer, feeds whichever
-//! wins into the driver, and carries the driver's effects out. The timer is
+//! it). The task only waits and does IO: it races host commands and HTTP
+//! input (both on one channel), a stdio child's pipes (read and written
+//! by the task itself) and a single timer, feeds whichever wins into the
+//! driver, and carries the driver's effects out. The timer is
 //! re-armed only when the driver says the deadline moved earlier, and the
 //! task yields after a burst of inputs so one busy server cannot starve
 //! the others sharing the executor thread.
 
+use std::future::Future;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
@@ -17,17 +21,18 @@ use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
-use rho_proto_core::runtime::driving::{CallUpdate, PipeEvent, StartupError, StartupOutcome};
+use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
 use smol::channel::{Receiver, Sender};
 use smol::{Executor, Timer};
 
 use crate::http::HttpIo;
-use crate::stdio::StdioChild;
+use crate::reply::ReplySender;
+use crate::stdio::{PipeReady, StdioChild};
 
-/// What wakes a session task on smol: replies go through smol channels.
-pub(crate) type Input = rho_proto_core::runtime::driving::Input<Sender<CallUpdate>>;
+/// What wakes a session task on smol: replies go through [`ReplySender`]s.
+pub(crate) type Input = rho_proto_core::runtime::driving::Input<ReplySender>;
 /// What the host asks of a session task.
-pub(crate) type Command = rho_proto_core::runtime::driving::Command<Sender<CallUpdate>>;
+pub(crate) type Command = rho_proto_core::runtime::driving::Command<ReplySender>;
 
 /// Shared between a session task and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;
@@ -78,6 +83,17 @@ impl Io {
     }
 }
 
+/// What ended a session task's wait.
+enum Woke {
+    /// A command or transport input from the channel (`None`: every
+    /// sender is gone).
+    Input(Option<Input>),
+    /// The stdio child's pipes.
+    Pipe(PipeReady),
+    /// The timer fired.
+    Timer,
+}
+
 /// Everything a session task is given.
 pub(crate) struct TaskArgs {
     pub(crate) executor: Arc<Executor<'static>>,
@@ -110,19 +126,17 @@ impl Host {
     /// to `transmit`; returns whether the driver said to end the transport.
     fn carry(
         &mut self,
-        driver: &mut Driver<Sender<CallUpdate>>,
+        driver: &mut Driver<ReplySender>,
         mut transmit: impl FnMut(Output),
     ) -> bool {
         let mut end = false;
         while let Some(effect) = driver.poll_effect() {
             match effect {
                 Effect::Transmit(output) => transmit(output),
-                Effect::Reply(reply, update) => {
-                    let _ = reply.try_send(update);
-                }
+                Effect::Reply(reply, update) => reply.send(update),
                 Effect::Progress { call, progress } => {
                     if let Some(reply) = driver.caller(call) {
-                        let _ = reply.try_send(CallUpdate::Progress(progress));
+                        reply.send(CallUpdate::Progress(progress));
                     }
                 }
                 Effect::Startup(outcome) => {
@@ -196,14 +210,9 @@ pub(crate) async fn run(args: TaskArgs) {
         }
     };
     let io = match &config.transport {
-        Transport::Stdio(stdio) => StdioChild::spawn(
-            &executor,
-            driver.server(),
-            stdio,
-            &ambient,
-            (tx.clone(), backlog),
-        )
-        .map(Io::Stdio),
+        Transport::Stdio(stdio) => {
+            StdioChild::spawn(&executor, driver.server(), stdio, &ambient, backlog).map(Io::Stdio)
+        }
         Transport::StreamableHttp(_) => Ok(Io::Http(HttpIo::new(&executor, tx.clone()))),
     };
     let mut io = match io {
@@ -224,6 +233,7 @@ pub(crate) async fn run(args: TaskArgs) {
     };
     let mut timer = Timer::never();
     let mut burst = 0u32;
+    let mut reads_first = false;
     while !host.carry(&mut driver, |output| io.carry(output)) {
         if let Some(at) = driver.rearm() {
             timer.set_at(at);
@@ -241,45 +251,79 @@ pub(crate) async fn run(args: TaskArgs) {
             driver.handle_timeout(now);
             continue;
         }
-        let woke = smol::future::or(async { rx.recv().await.ok() }, async {
-            (&mut timer).await;
-            None
-        })
-        .await;
+        // Fairness: a server that floods stdout must not keep commands
+        // (a close, a cancellation) waiting, nor a flood of commands the
+        // server's answers; which goes first alternates.
+        reads_first = !reads_first;
+        let woke = {
+            let mut recv = std::pin::pin!(rx.recv());
+            std::future::poll_fn(|cx| {
+                let mut poll_pipes = |cx: &mut Context<'_>, read: bool| match &mut io {
+                    Io::Stdio(child) => child.poll_pipes(cx, read),
+                    Io::Http(_) => Poll::Pending,
+                };
+                // Writes always go first: they never end the wait by
+                // themselves, only move bytes out.
+                if let Poll::Ready(ready) = poll_pipes(cx, reads_first) {
+                    return Poll::Ready(Woke::Pipe(ready));
+                }
+                if let Poll::Ready(input) = recv.as_mut().poll(cx) {
+                    return Poll::Ready(Woke::Input(input.ok()));
+                }
+                if !reads_first {
+                    if let Poll::Ready(ready) = poll_pipes(cx, true) {
+                        return Poll::Ready(Woke::Pipe(ready));
+                    }
+                }
+                match Pin::new(&mut timer).poll(cx) {
+                    Poll::Ready(_) => Poll::Ready(Woke::Timer),
+                    Poll::Pending => Poll::Pending,
+                }
+            })
+            .await
+        };
         let now = Instant::now();
-        let Some(input) = woke else {
-            if rx.is_closed() && rx.is_empty() && !driver.is_due(now) {
-                // Every sender is gone: the host dropped the runtime.
-                let _ = driver.handle_command(now, Command::Close);
-            } else {
-                driver.handle_timeout(now);
+        let input = match woke {
+            Woke::Input(Some(input)) => input,
+            Woke::Input(None) | Woke::Timer => {
+                if rx.is_closed() && rx.is_empty() && !driver.is_due(now) {
+                    // Every sender is gone: the host dropped the runtime.
+                    let _ = driver.handle_command(now, Command::Close);
+                } else {
+                    driver.handle_timeout(now);
+                }
+                continue;
             }
-            continue;
+            Woke::Pipe(PipeReady::Read(n)) => {
+                if let Io::Stdio(child) = &io {
+                    driver.handle_stdout(now, child.read_bytes(n));
+                }
+                continue;
+            }
+            Woke::Pipe(PipeReady::StdoutClosed) => {
+                let exit = io.exit_detail().await;
+                driver.handle_stdout_closed(Instant::now(), exit);
+                continue;
+            }
+            Woke::Pipe(PipeReady::WriteFailed(error)) => {
+                let exit = io.exit_detail().await;
+                driver.handle_write_failed(Instant::now(), &error, exit);
+                continue;
+            }
         };
         match input {
             // A command the closed session hands back is dropped with its
             // reply channel: the caller hears the session is gone.
             Input::Command(command) => drop(driver.handle_command(now, command)),
-            Input::Pipe(PipeEvent::Stdout(bytes)) => {
-                driver.handle_stdout(now, &bytes);
-                if let Io::Stdio(child) = &io {
-                    child.chunk_handled();
-                }
-            }
-            Input::Pipe(PipeEvent::StdoutClosed) => {
-                let exit = io.exit_detail().await;
-                driver.handle_stdout_closed(Instant::now(), exit);
-            }
-            Input::Pipe(PipeEvent::WriteFailed(error)) => {
-                let exit = io.exit_detail().await;
-                driver.handle_write_failed(Instant::now(), &error, exit);
-            }
             Input::Http(exchange, input) => {
                 if let Io::Http(http) = &mut io {
                     http.handled(exchange, &input);
                 }
                 driver.handle_http(now, exchange, input);
             }
+            // The stdio pipes are this task's own (`Woke::Pipe`): nothing
+            // sends their events through the channel.
+            Input::Pipe(_) => {}
         }
     }
     let stderr = io.shutdown(grace).await;

@@ -45,6 +45,7 @@
 
 mod driver;
 mod http;
+mod reply;
 mod runtime;
 mod stdio;
 

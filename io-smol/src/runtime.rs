@@ -324,7 +324,7 @@ impl Runtime {
             }
         }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = smol::channel::unbounded();
+        let (reply, answer) = crate::reply::reply();
         handle
             .commands
             .send(Input::Command(Command::CallTool {
@@ -410,7 +410,7 @@ impl Runtime {
         let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
         let cancel = std::pin::pin!(cancel);
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
-        let (reply, answer) = smol::channel::unbounded();
+        let (reply, answer) = crate::reply::reply();
         handle
             .commands
             .send(Input::Command(Command::Request {
@@ -488,7 +488,7 @@ async fn wait_startup(
 async fn follow<T>(
     commands: &Sender<Input>,
     ticket: u64,
-    answer: Receiver<CallUpdate>,
+    answer: crate::reply::ReplyReceiver,
     mut cancel: std::pin::Pin<&mut impl Future<Output = ()>>,
     not_running: impl Fn() -> ToolCallError,
     mut outcome: impl FnMut(CallUpdate) -> Option<Result<T, ToolCallError>>,

@@ -1,61 +1,83 @@
 //! A stdio server's child process on smol: the command is prepared exactly
 //! as on threads (`rho_os::process::prepare_command`: no shell, a
 //! computed environment, its own process group), then run with
-//! async-process. Three small tasks pump stdout into the session task,
-//! write stdin from a queue, and drain stderr into tracing and a bounded
-//! tail. Shutdown closes stdin, waits the grace period, kills the group and
-//! reaps the child. Both pipes are bounded without dropping a byte, exactly
-//! as on threads (`rho_proto_core::runtime::backlog`): the reader runs on credits
-//! the session task returns, and the stdin queue is counted so that callers
-//! and the reader can wait for it.
+//! async-process. The session task itself reads stdout and writes stdin
+//! ([`StdioChild::poll_pipes`], raced with its other inputs): a call's
+//! bytes go out and its answer comes in without a hop through another
+//! task or a channel, and without a copy. Only stderr has a task of its
+//! own, draining into tracing and a bounded tail. Shutdown closes stdin,
+//! waits the grace period, kills the group and reaps the child.
+//!
+//! Both pipes are bounded without dropping a byte, as on threads
+//! (`rho_proto_core::runtime::backlog`): stdout is read only when the
+//! session has handled the previous chunk (it reads between inputs, so it
+//! cannot fall behind what it read), and never while more than
+//! [`READ_PAUSE`] bytes wait for stdin; the stdin queue is counted in the
+//! shared backlog, so callers wait for room before sending more.
 
+use std::collections::VecDeque;
+use std::pin::Pin;
 use std::sync::{Arc, Mutex};
+use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use rho_os::process::{
     describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
 };
 use rho_proto_core::config::StdioConfig;
-use rho_proto_core::runtime::backlog::{
-    BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK, STDOUT_CREDITS,
-};
-use rho_proto_core::runtime::driving::PipeEvent;
+use rho_proto_core::runtime::backlog::{Backlog, READ_PAUSE, STDOUT_CHUNK};
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::stderr::StderrTail;
-use smol::channel::{Receiver, Sender};
-use smol::io::{AsyncReadExt, AsyncWriteExt};
-use smol::process::Stdio;
+use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite};
+use smol::process::{ChildStdin, ChildStdout, Stdio};
 use smol::{Executor, Task, Timer};
-
-use crate::driver::Input;
 
 /// A running stdio server.
 pub(crate) struct StdioChild {
     child: smol::process::Child,
     pid: u32,
-    stdin: Option<Sender<Vec<u8>>>,
+    /// Gone once a write failed or shutdown began.
+    stdin: Option<ChildStdin>,
+    /// Bytes for stdin not yet written, oldest first; of the first,
+    /// `written` bytes are out already.
+    pending: VecDeque<Vec<u8>>,
+    written: usize,
+    /// Gone once it closed.
+    stdout: Option<ChildStdout>,
+    /// Where stdout is read into; what [`PipeReady::Read`] reports is
+    /// [`StdioChild::read_bytes`] of it.
+    buf: Box<[u8]>,
     backlog: Arc<Backlog>,
-    /// Returns a stdout credit to the reader; dropped at shutdown.
-    credits: Option<Sender<()>>,
     stderr_tail: Arc<Mutex<StderrTail>>,
-    pumps: Vec<Task<()>>,
+    drain: Option<Task<()>>,
     exit: Option<String>,
 }
 
-/// How long shutdown waits for the pump tasks after the group is killed.
+/// What the pipes have for the session task.
+#[derive(Debug)]
+pub(crate) enum PipeReady {
+    /// This many bytes of stdout are in [`StdioChild::read_bytes`].
+    Read(usize),
+    /// Stdout closed (or failed): the server is gone or going.
+    StdoutClosed,
+    /// Writing stdin failed; nothing more is written.
+    WriteFailed(String),
+}
+
+/// How long shutdown waits for the stderr drain after the group is killed.
 const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
 /// How often an exit is polled for (without reaping).
 const EXIT_POLL: Duration = Duration::from_millis(5);
 
 impl StdioChild {
-    /// Starts the server, its pumps running on `executor`, its stdin queue
-    /// counted in `backlog`.
+    /// Starts the server, its stderr drained on `executor`, its stdin
+    /// queue counted in `backlog`.
     pub(crate) fn spawn(
         executor: &Arc<Executor<'static>>,
         server: &str,
         config: &StdioConfig,
         ambient: &[(String, String)],
-        (events, backlog): (Sender<Input>, Arc<Backlog>),
+        backlog: Arc<Backlog>,
     ) -> Result<Self, String> {
         let (command, program) = prepare_command(server, config, ambient)?;
         // The async command tracks its own stdio choices; restate them.
@@ -71,7 +93,7 @@ impl StdioChild {
                 )
             })?;
         let pid = child.id();
-        let (Some(mut stdout), Some(mut stdin), Some(mut stderr)) =
+        let (Some(stdout), Some(stdin), Some(mut stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())
         else {
             kill_group(pid);
@@ -82,60 +104,6 @@ impl StdioChild {
         let stderr_tail = Arc::new(Mutex::new(
             StderrTail::default().redacting(Redactor::for_stdio(config, ambient)),
         ));
-        let (write_tx, write_rx): (Sender<Vec<u8>>, Receiver<Vec<u8>>) = smol::channel::unbounded();
-        let (credit_tx, credit_rx) = smol::channel::bounded(STDOUT_CREDITS);
-        for _ in 0..STDOUT_CREDITS {
-            let _ = credit_tx.try_send(());
-        }
-        let out_events = events.clone();
-        let read_backlog = Arc::clone(&backlog);
-        let reader = executor.spawn(async move {
-            let mut buf = vec![0u8; STDOUT_CHUNK];
-            loop {
-                // One credit per chunk, returned once the session handled
-                // it; none while the child leaves its input unread.
-                if credit_rx.recv().await.is_err() {
-                    return;
-                }
-                while !read_backlog.has_room(READ_PAUSE) {
-                    Timer::after(BACKLOG_POLL).await;
-                }
-                match stdout.read(&mut buf).await {
-                    Ok(0) | Err(_) => break,
-                    Ok(n) => {
-                        let bytes = buf[..n].to_vec();
-                        if out_events
-                            .send(Input::Pipe(PipeEvent::Stdout(bytes)))
-                            .await
-                            .is_err()
-                        {
-                            return;
-                        }
-                    }
-                }
-            }
-            let _ = out_events.send(Input::Pipe(PipeEvent::StdoutClosed)).await;
-        });
-        let write_backlog = Arc::clone(&backlog);
-        let writer = executor.spawn(async move {
-            // Ends when the queue's sender is dropped, closing the child's stdin.
-            while let Ok(bytes) = write_rx.recv().await {
-                if let Err(e) = async {
-                    stdin.write_all(&bytes).await?;
-                    stdin.flush().await
-                }
-                .await
-                {
-                    write_backlog.close();
-                    let _ = events
-                        .send(Input::Pipe(PipeEvent::WriteFailed(e.to_string())))
-                        .await;
-                    return;
-                }
-                write_backlog.remove(bytes.len());
-            }
-            write_backlog.close();
-        });
         let drain = executor.spawn({
             let tail = Arc::clone(&stderr_tail);
             let server = server.to_owned();
@@ -160,11 +128,14 @@ impl StdioChild {
         Ok(Self {
             child,
             pid,
-            stdin: Some(write_tx),
+            stdin: Some(stdin),
+            pending: VecDeque::new(),
+            written: 0,
+            stdout: Some(stdout),
+            buf: vec![0u8; STDOUT_CHUNK].into_boxed_slice(),
             backlog,
-            credits: Some(credit_tx),
             stderr_tail,
-            pumps: vec![reader, writer, drain],
+            drain: Some(drain),
             exit: None,
         })
     }
@@ -176,24 +147,80 @@ impl StdioChild {
 
     /// Queues bytes for the child's stdin, counted in the backlog; never
     /// waits on the child and never drops (the queue is unbounded; callers
-    /// and the reader wait for the backlog instead).
-    pub(crate) fn write(&self, bytes: Vec<u8>) {
-        if let Some(stdin) = &self.stdin {
-            let len = bytes.len();
-            self.backlog.add(len);
-            if stdin.try_send(bytes).is_err() {
-                // The writer is gone (it reported WriteFailed): nothing drains.
-                self.backlog.remove(len);
-                self.backlog.close();
+    /// wait for the backlog instead). The next [`StdioChild::poll_pipes`]
+    /// writes them, at once when the pipe has room.
+    pub(crate) fn write(&mut self, bytes: Vec<u8>) {
+        if self.stdin.is_some() && !bytes.is_empty() {
+            self.backlog.add(bytes.len());
+            self.pending.push_back(bytes);
+        }
+    }
+
+    /// Writes what is queued as far as stdin takes it, then, when `read`
+    /// and the stdin backlog allows, reads stdout. Ready with what the
+    /// session must handle; pending (woken by either pipe) otherwise.
+    pub(crate) fn poll_pipes(&mut self, cx: &mut Context<'_>, read: bool) -> Poll<PipeReady> {
+        if let Some(failed) = self.poll_write(cx) {
+            return Poll::Ready(failed);
+        }
+        if !read || !self.backlog.has_room(READ_PAUSE) {
+            // Reading resumes once the child takes its input (a write
+            // wakes this task) or the next input arrives.
+            return Poll::Pending;
+        }
+        let Some(stdout) = &mut self.stdout else {
+            return Poll::Pending;
+        };
+        match Pin::new(stdout).poll_read(cx, &mut self.buf) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(n)) if n > 0 => Poll::Ready(PipeReady::Read(n)),
+            Poll::Ready(_) => {
+                self.stdout = None;
+                Poll::Ready(PipeReady::StdoutClosed)
             }
         }
     }
 
-    /// The session handled a chunk of stdout: the reader may read another.
-    pub(crate) fn chunk_handled(&self) {
-        if let Some(credits) = &self.credits {
-            let _ = credits.try_send(());
+    /// What the last [`PipeReady::Read`] of `n` bytes read.
+    pub(crate) fn read_bytes(&self, n: usize) -> &[u8] {
+        &self.buf[..n]
+    }
+
+    /// Writes queued bytes until stdin would block; the failure, when a
+    /// write failed (then nothing more is written, and the backlog is
+    /// closed so nobody waits for it).
+    fn poll_write(&mut self, cx: &mut Context<'_>) -> Option<PipeReady> {
+        let stdin = self.stdin.as_mut()?;
+        while let Some(front) = self.pending.front() {
+            let failure = match Pin::new(&mut *stdin).poll_write(cx, &front[self.written..]) {
+                Poll::Pending => return None,
+                Poll::Ready(Ok(0)) => "the server closed its input".to_owned(),
+                Poll::Ready(Ok(n)) => {
+                    self.backlog.remove(n);
+                    self.written += n;
+                    if self.written == front.len() {
+                        self.pending.pop_front();
+                        self.written = 0;
+                    }
+                    continue;
+                }
+                Poll::Ready(Err(e)) => e.to_string(),
+            };
+            self.stdin = None;
+            self.drop_pending();
+            return Some(PipeReady::WriteFailed(failure));
         }
+        None
+    }
+
+    /// Drops what was queued and not written (stdin is gone), and closes
+    /// the backlog: nothing drains it any more.
+    fn drop_pending(&mut self) {
+        let queued: usize = self.pending.iter().map(Vec::len).sum();
+        self.backlog.remove(queued - self.written);
+        self.pending.clear();
+        self.written = 0;
+        self.backlog.close();
     }
 
     /// Waits up to `within` for the child to exit by itself; when it did,
@@ -232,9 +259,16 @@ impl StdioChild {
     /// Closes stdin, gives the child `grace` to exit, kills its group and
     /// reaps it. Returns the last lines of its stderr.
     pub(crate) async fn shutdown(mut self, grace: Duration) -> Option<String> {
+        // What was queued last (a cancellation, say) goes out if the pipe
+        // takes it now; closing stdin does not wait for a server that
+        // stopped reading.
+        let _ = smol::future::poll_once(std::future::poll_fn(|cx| match self.poll_write(cx) {
+            None if !self.pending.is_empty() => Poll::Pending,
+            _ => Poll::Ready(()),
+        }))
+        .await;
         self.stdin = None;
-        self.credits = None;
-        self.backlog.close();
+        self.drop_pending();
         let first = rho_proto_core::config::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first).await {
             terminate_group(self.pid);
@@ -244,12 +278,12 @@ impl StdioChild {
         }
         self.reap().await;
         // The pipes close once the group is gone; a process that escaped the
-        // group could hold them open, so the pumps get a bounded wait and
-        // are then cancelled by dropping them.
-        let pumps = std::mem::take(&mut self.pumps);
+        // group could hold stderr open, so the drain gets a bounded wait and
+        // is then cancelled by dropping it.
+        let drain = self.drain.take();
         let all = async {
-            for pump in pumps {
-                pump.await;
+            if let Some(drain) = drain {
+                drain.await;
             }
             true
         };
@@ -278,5 +312,129 @@ impl Drop for StdioChild {
         if self.exit.is_none() {
             kill_group(self.pid);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// How long a test waits for a pipe that should become ready.
+    const WAIT: Duration = Duration::from_secs(5);
+
+    fn start(ex: &Arc<Executor<'static>>, command: &str, args: &[&str]) -> StdioChild {
+        let config = StdioConfig {
+            command: command.into(),
+            args: args.iter().map(|a| (*a).to_owned()).collect(),
+            cwd: None,
+            env: Default::default(),
+            env_from_env: Default::default(),
+        };
+        let ambient: Vec<(String, String)> = std::env::vars().collect();
+        StdioChild::spawn(ex, "t", &config, &ambient, Arc::new(Backlog::default()))
+            .expect("the child starts")
+    }
+
+    /// What the pipes have within `within`, `None` if nothing.
+    async fn next(child: &mut StdioChild, read: bool, within: Duration) -> Option<PipeReady> {
+        smol::future::or(
+            async { Some(std::future::poll_fn(|cx| child.poll_pipes(cx, read)).await) },
+            async {
+                Timer::after(within).await;
+                None
+            },
+        )
+        .await
+    }
+
+    fn on_executor<F: std::future::Future>(
+        test: impl FnOnce(Arc<Executor<'static>>) -> F,
+    ) -> F::Output {
+        let executor = Arc::new(Executor::new());
+        smol::block_on(executor.run(test(Arc::clone(&executor))))
+    }
+
+    #[test]
+    fn queued_bytes_go_out_and_the_answer_comes_back_in_the_same_wait() {
+        on_executor(|ex| async move {
+            let mut child = start(&ex, "cat", &[]);
+            child.write(b"hello\n".to_vec());
+            assert_eq!(child.backlog.bytes(), 6, "counted until written");
+            let mut got = Vec::new();
+            while got.len() < 6 {
+                match next(&mut child, true, WAIT).await {
+                    Some(PipeReady::Read(n)) => got.extend_from_slice(child.read_bytes(n)),
+                    other => panic!("expected stdout, got {other:?}"),
+                }
+            }
+            assert_eq!(got, b"hello\n");
+            assert_eq!(child.backlog.bytes(), 0, "written bytes leave the backlog");
+            child.shutdown(Duration::from_secs(1)).await;
+        });
+    }
+
+    #[test]
+    fn a_child_that_does_not_read_keeps_the_rest_queued_and_counted() {
+        on_executor(|ex| async move {
+            let mut child = start(&ex, "sleep", &["10"]);
+            const SENT: usize = 4 * 1024 * 1024;
+            child.write(vec![b'x'; SENT]);
+            assert!(
+                next(&mut child, true, Duration::from_millis(200))
+                    .await
+                    .is_none()
+            );
+            let waiting = child.backlog.bytes();
+            assert!(
+                waiting > 0 && waiting < SENT,
+                "the pipe took some, the rest waits: {waiting}"
+            );
+            let backlog = Arc::clone(&child.backlog);
+            child.shutdown(Duration::from_millis(100)).await;
+            assert!(backlog.is_closed(), "nobody waits for a closed stdin");
+        });
+    }
+
+    #[test]
+    fn stdout_is_not_read_while_stdin_is_over_the_read_pause() {
+        on_executor(|ex| async move {
+            let mut child = start(&ex, "sh", &["-c", "echo ready; sleep 10"]);
+            child.write(vec![b'x'; READ_PAUSE + 1024 * 1024]);
+            // `ready` is on stdout, yet the session reads nothing more
+            // while the server leaves this much of its input unread.
+            assert!(
+                next(&mut child, true, Duration::from_millis(300))
+                    .await
+                    .is_none()
+            );
+            child.shutdown(Duration::from_millis(100)).await;
+        });
+    }
+
+    #[test]
+    fn a_write_to_a_child_that_is_gone_fails_once_and_closes_the_backlog() {
+        on_executor(|ex| async move {
+            let mut child = start(&ex, "true", &[]);
+            let until = Instant::now() + WAIT;
+            while !has_exited_pid(child.pid) && Instant::now() < until {
+                Timer::after(EXIT_POLL).await;
+            }
+            child.write(b"too late\n".to_vec());
+            match next(&mut child, false, WAIT).await {
+                Some(PipeReady::WriteFailed(why)) => assert!(!why.is_empty()),
+                other => panic!("expected a failed write, got {other:?}"),
+            }
+            assert!(child.backlog.is_closed());
+            // Nothing more is queued or reported for stdin; stdout closes.
+            child.write(b"more\n".to_vec());
+            assert_eq!(child.backlog.bytes(), 0);
+            assert!(matches!(
+                next(&mut child, true, WAIT).await,
+                Some(PipeReady::StdoutClosed)
+            ));
+            let detail = child.exit_detail(WAIT).await;
+            assert!(detail.is_some(), "the exit is described");
+            child.shutdown(Duration::from_millis(100)).await;
+        });
     }
 }

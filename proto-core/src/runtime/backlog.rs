@@ -3,18 +3,21 @@
 //!
 //! Three limits keep rho's memory flat whatever a server does:
 //!
-//! - **stdout**: the reader holds a few [`STDOUT_CREDITS`]; it spends one
-//!   per chunk it hands to the session and gets it back once the session
-//!   has handled that chunk. A session that falls behind (a server writing
-//!   `yes`, or a flood of log notifications) stops the reader, the pipe
-//!   fills, and the server blocks in its own `write`. At most
-//!   `STDOUT_CREDITS` chunks are ever in flight.
+//! - **stdout**: never read faster than the session handles it. On
+//!   threads the reader holds a few [`STDOUT_CREDITS`]; it spends one per
+//!   chunk it hands to the session and gets it back once the session has
+//!   handled that chunk, so at most `STDOUT_CREDITS` chunks are ever in
+//!   flight. On smol the session task reads stdout itself, between the
+//!   inputs it handles, one [`STDOUT_CHUNK`] at a time. Either way a
+//!   session that falls behind (a server writing `yes`, or a flood of log
+//!   notifications) stops reading, the pipe fills, and the server blocks in
+//!   its own `write`.
 //! - **stdin**: a [`Backlog`] counts the bytes queued for the child and
 //!   not yet written. Nothing queued is ever dropped. Callers wait for room
 //!   ([`CALLER_ROOM`]) before they send another call, bounded by the call
 //!   budget; and while the backlog is over [`READ_PAUSE`] (the server is
 //!   not reading, yet what it writes keeps causing answers, such as pings)
-//!   the stdout reader pauses too, so neither direction grows without
+//!   stdout reading pauses too, so neither direction grows without
 //!   bound.
 //! - **HTTP bodies**: a [`Backlog`] per session counts the response bytes
 //!   handed to the session and not yet handled; an exchange stops reading
