@@ -927,10 +927,17 @@ fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
 
 #[test]
 fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
-    for (scope, relists) in [("private", true), ("public", false)] {
+    // The same token again is no new credential.
+    for (scope, token, relists) in [
+        ("private", "Bearer new", true),
+        ("public", "Bearer new", false),
+        ("private", "Bearer old", false),
+    ] {
         let mut h = Http::with(|o| {
             o.oauth = true;
             o.reauthorize = true;
+            o.headers
+                .push(("Authorization".into(), "Bearer old".into()));
         });
         let probe = h.last();
         h.result(
@@ -963,7 +970,7 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
             })
             .expect("asked to re-authorize");
         h.transport
-            .answer_authorization(h.now, question, Ok("Bearer new".into()));
+            .answer_authorization(h.now, question, Ok(token.into()));
         h.drain();
         let resent = h.last();
         assert_eq!(body(&resent)["method"], "tools/call");
@@ -982,7 +989,7 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
         assert_eq!(
             methods.contains(&json!("tools/list")),
             relists,
-            "{scope}: {methods:?}"
+            "{scope}, {token}: {methods:?}"
         );
     }
 }
