@@ -1,9 +1,9 @@
 //! `rho mcp show --connect`, `prompt`, `read` and `complete` against real
 //! server-everything, over stdio and Streamable HTTP, on both executors;
 //! and against `tests/servers/fixtures/catalog.js` for what everything
-//! lacks (a one-argument prompt, paginated listings, a list change during
-//! the startup listing, an assistant message, a long prompt, a listing
-//! that fails).
+//! lacks (a one-argument prompt, paginated listings, a prompt and a
+//! resource list change during the startup listing, an assistant
+//! message, a long prompt, a listing that fails).
 //!
 //! Every run gets its own scratch `HOME` and a null stdin.
 
@@ -343,13 +343,15 @@ fn the_fixture_covers_one_argument_pagination_list_changed_and_failures(runtime:
     let s = Scratch::new("fixture", runtime, &config);
     let run = s.rho(&["mcp", "show", "fixture", "--connect"]);
     run.expect_code(0);
-    // Two pages each, and the prompts as listed after the change.
+    // Two pages each, and the prompts and resources as listed after the
+    // change each list saw while it was first listed.
     for line in [
         "  prompts (3):",
         "    search (query*) — Search",
         "    v2",
-        "  resources (2):",
+        "  resources (3):",
         "    fixture://two  two",
+        "    fixture://three  three",
         "  resource templates (1):",
     ] {
         assert!(run.stdout.contains(line), "no `{line}`\n{run}");
