@@ -635,6 +635,32 @@ fn a_changed_tool_list_reaches_health() {
 }
 
 #[test]
+fn a_changed_prompt_list_reaches_health() {
+    let mut h = Harness::stdio();
+    h.ready_with_prompts();
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    let (id, method, _) = h.last_request();
+    assert_eq!(method, "prompts/list");
+    h.seen.clear();
+    h.server_says(
+        json!({"jsonrpc": "2.0", "id": id, "result": {"prompts": [{"name": "a"}, {"name": "b"}]}}),
+    );
+    match h.seen.as_slice() {
+        [Seen::Health(health)] => {
+            let catalog = health.catalog_now.as_ref().expect("the re-listed catalog");
+            let names: Vec<&str> = catalog
+                .prompts
+                .items
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            assert_eq!(names, ["a", "b"]);
+        }
+        other => panic!("expected one health report, got {other:?}"),
+    }
+}
+
+#[test]
 fn http_inputs_reach_the_session_by_exchange() {
     let text = "[mcp.servers.remote]\ntransport = \"streamable_http\"\n\
                 url = \"http://127.0.0.1:9/mcp\"\n";
