@@ -146,7 +146,6 @@ pub(crate) fn run(
         }
         Err(error) => return Err(Failure::Runtime(error.to_string())),
     };
-    let mut rendered = content::render(&result);
     // What the model reads is capped, as every server answer is.
     let cap = entry
         .config
@@ -154,11 +153,7 @@ pub(crate) fn run(
         .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
             c.max_output_bytes
         });
-    if let std::borrow::Cow::Owned(capped) =
-        rho_proto_core::features::limit::cap_output(&rendered.model_text, cap)
-    {
-        rendered.model_text = capped;
-    }
+    let rendered = content::render_capped(&result, cap);
     if args.json {
         let doc = json!({
             "schema": 1,

@@ -57,7 +57,7 @@ fn with_plugins(path: Option<PathBuf>, mut config: Config) -> LoadedConfig {
     let home = home_dir();
     let config_dir = path.as_deref().and_then(std::path::Path::parent);
     let plugin_servers = crate::plugins::discover(&config, config_dir, home.as_deref());
-    config.servers.extend(plugin_servers);
+    config.add_plugin_servers(plugin_servers);
     LoadedConfig {
         path,
         config,

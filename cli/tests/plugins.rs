@@ -283,7 +283,27 @@ fn plugins_without_valid_servers_keep_the_zero_server_fast_path(rt: Runtime) {
     );
 }
 
+/// `[mcp] max_output_bytes` caps plugin servers too (their `mcp.json`
+/// has no key for it); the config's own entry keeps its own.
+fn plugin_servers_take_the_global_output_cap(rt: Runtime) {
+    let scene = Scene::new("cap", rt);
+    let text = std::fs::read_to_string(&scene.config).expect("read config");
+    let text = text.replace(
+        "# the user's own server\n",
+        "[mcp]\nmax_output_bytes = 2048\n",
+    );
+    std::fs::write(&scene.config, text).expect("write config");
+    let (_, list) = scene.json(&["list", "--json"]);
+    assert_eq!(
+        server(&list, "files/fs")["max_output_bytes"],
+        2048,
+        "{list}"
+    );
+    assert_eq!(server(&list, "everything")["max_output_bytes"], 2048);
+}
+
 both_executors!(
+    plugin_servers_take_the_global_output_cap,
     plugins_without_valid_servers_keep_the_zero_server_fast_path,
     list_shows_plugin_servers_with_their_origin_and_creates_nothing,
     connect_creates_plugin_data_then_starts_the_plugin_server,

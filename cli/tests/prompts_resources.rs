@@ -1,9 +1,9 @@
 //! `rho mcp show --connect`, `prompt`, `read` and `complete` against real
 //! server-everything, over stdio and Streamable HTTP, on both executors;
 //! and against `tests/servers/fixtures/catalog.js` for what everything
-//! lacks (a one-argument prompt, paginated listings, a list change during
-//! the startup listing, an assistant message, a long prompt, a listing
-//! that fails).
+//! lacks (a one-argument prompt, paginated listings, a prompt and a
+//! resource list change during the startup listing, an assistant
+//! message, a long prompt, a listing that fails).
 //!
 //! Every run gets its own scratch `HOME` and a null stdin.
 
@@ -343,13 +343,15 @@ fn the_fixture_covers_one_argument_pagination_list_changed_and_failures(runtime:
     let s = Scratch::new("fixture", runtime, &config);
     let run = s.rho(&["mcp", "show", "fixture", "--connect"]);
     run.expect_code(0);
-    // Two pages each, and the prompts as listed after the change.
+    // Two pages each, and the prompts and resources as listed after the
+    // change each list saw while it was first listed.
     for line in [
         "  prompts (3):",
         "    search (query*) — Search",
         "    v2",
-        "  resources (2):",
+        "  resources (3):",
         "    fixture://two  two",
+        "    fixture://three  three",
         "  resource templates (1):",
     ] {
         assert!(run.stdout.contains(line), "no `{line}`\n{run}");
@@ -408,7 +410,39 @@ fn the_fixture_covers_one_argument_pagination_list_changed_and_failures(runtime:
     );
 }
 
+/// `[mcp] max_output_bytes` caps tool output and resource text as it
+/// caps prompt turns, saying where it cut.
+fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
+    let config = format!(
+        "[mcp]\nmax_output_bytes = 1024\n{}",
+        node_server("local", &everything_js(), &["stdio"])
+    );
+    let s = Scratch::new("cap", runtime, &config);
+    let message = "x".repeat(3000);
+    let arguments = serde_json::json!({ "message": message }).to_string();
+    let run = s.rho(&["mcp", "call", "local", "echo", &arguments]);
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("Echo: xxx"), "{run}");
+    assert!(
+        run.stdout
+            .contains("\n[rho cut this at 1.0 KB of 3.0 KB (max_output_bytes)]"),
+        "{run}"
+    );
+    assert!(run.stdout.len() < 1100, "{}", run.stdout.len());
+    let run = s.rho(&[
+        "mcp",
+        "read",
+        "local",
+        "demo://resource/static/document/architecture.md",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("# Everything Server"), "{run}");
+    assert!(run.stdout.contains("(max_output_bytes)]"), "{run}");
+    assert!(run.stdout.len() < 1100, "{}", run.stdout.len());
+}
+
 both_executors!(
+    tool_output_and_resources_share_the_cap,
     show_lists_prompts_resources_and_templates,
     prompts_render_the_turn_and_refuse_bad_arguments_without_a_request,
     resources_read_as_a_message_would_carry_them,

@@ -329,6 +329,143 @@ fn list_changed_during_the_startup_listing_lists_again_before_ready() {
     assert_eq!(h.ready_catalog().prompts.items[0].name, "current");
 }
 
+#[test]
+fn at_connect_one_catalog_list_is_in_flight_at_a_time_beside_the_tools() {
+    let mut h = Harness::new();
+    h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
+    assert_eq!(h.count("tools/list"), 1);
+    assert_eq!(h.count("prompts/list"), 1, "beside tools/list");
+    assert_eq!(h.count("resources/list"), 0, "after prompts/list");
+    h.answer("prompts/list", json!({"prompts": []}));
+    assert_eq!(h.count("resources/list"), 1);
+    assert_eq!(h.count("resources/templates/list"), 0);
+    h.answer("resources/list", json!({"resources": []}));
+    assert_eq!(h.count("resources/templates/list"), 1);
+}
+
+#[test]
+fn a_change_queued_behind_a_startup_listing_that_runs_out_of_time_does_not_fail_the_server() {
+    let mut h = Harness::new();
+    h.initialize(json!({"tools": {}, "prompts": {"listChanged": true}, "resources": {}}));
+    h.answer("tools/list", json!({"tools": []}));
+    // The change queues a second listing behind the one that never ends;
+    // the resource lists still wait their turn.
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    h.step();
+    assert_eq!(h.session.state(), SessionState::Ready, "tools loaded");
+    let errors = h.ready_catalog().errors();
+    assert_eq!(errors.len(), 3, "{errors:?}");
+    assert!(
+        errors.iter().all(|e| e.contains("startup budget")),
+        "{errors:?}"
+    );
+    assert_eq!(
+        h.count("prompts/list"),
+        1,
+        "nothing queued outlives startup"
+    );
+    assert_eq!(h.count("resources/list"), 0);
+}
+
+/// A 2026-era session holding a private prompt list and a public
+/// resource list.
+fn stateless_with_private_prompts() -> Harness {
+    let mut h = Harness::with("2026-07-28");
+    h.answer(
+        "server/discover",
+        json!({
+            "resultType": "complete",
+            "supportedVersions": ["2026-07-28"],
+            "capabilities": {"prompts": {}, "resources": {}},
+            "ttlMs": 0,
+            "cacheScope": "public"
+        }),
+    );
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "alices"}],
+               "ttlMs": 3_600_000, "cacheScope": "private"}),
+    );
+    h.answer(
+        "resources/list",
+        json!({"resultType": "complete", "resources": [{"uri": "demo://a", "name": "a"}],
+               "ttlMs": 3_600_000, "cacheScope": "public"}),
+    );
+    h.answer(
+        "resources/templates/list",
+        json!({"resultType": "complete", "resourceTemplates": [],
+               "ttlMs": 3_600_000, "cacheScope": "public"}),
+    );
+    assert_eq!(h.session.state(), SessionState::Ready);
+    h
+}
+
+#[test]
+fn a_new_credential_drops_a_private_prompt_list_and_lists_it_again() {
+    let mut h = stateless_with_private_prompts();
+    assert_eq!(h.session.catalog().prompts.items[0].name, "alices");
+    h.events.clear();
+    h.session.handle_authorization_changed(h.now);
+    h.drain();
+    // Dropped at once: no host serves the old credential's prompts.
+    assert!(h.session.catalog().prompts.items.is_empty());
+    assert!(
+        matches!(
+            h.events.as_slice(),
+            [Event::CatalogChanged(c)] if c.prompts.items.is_empty() && c.resources.items.len() == 1
+        ),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(h.count("prompts/list"), 2, "listed again under the new one");
+    assert_eq!(h.count("resources/list"), 1, "a public list stands");
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "bobs"}],
+               "ttlMs": 3_600_000, "cacheScope": "private"}),
+    );
+    assert_eq!(h.session.catalog().prompts.items[0].name, "bobs");
+}
+
+#[test]
+fn a_private_listing_answered_across_a_credential_change_is_listed_again() {
+    let mut h = stateless_with_private_prompts();
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    // ... a listing is out under the old credential when it changes.
+    let listing = h.count("prompts/list");
+    h.session.handle_authorization_changed(h.now);
+    h.drain();
+    assert_eq!(
+        h.count("prompts/list"),
+        listing,
+        "queued behind the one out"
+    );
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "alices"}], "cacheScope": "private"}),
+    );
+    assert!(h.session.catalog().prompts.items.is_empty(), "not kept");
+    assert_eq!(h.count("prompts/list"), listing + 1);
+    h.answer(
+        "prompts/list",
+        json!({"resultType": "complete", "prompts": [{"name": "bobs"}], "cacheScope": "private"}),
+    );
+    assert_eq!(h.session.catalog().prompts.items[0].name, "bobs");
+}
+
+#[test]
+fn the_2025_era_keeps_its_lists_across_a_new_credential() {
+    let mut h = Harness::new();
+    h.everything();
+    let before = h.count("prompts/list");
+    h.events.clear();
+    h.session.handle_authorization_changed(h.now);
+    h.drain();
+    assert_eq!(h.count("prompts/list"), before, "no cacheScope in that era");
+    assert_eq!(h.session.catalog().prompts.items.len(), 1);
+    assert!(h.events.is_empty(), "{:?}", h.events);
+}
+
 fn get_prompt() -> FeatureRequest {
     FeatureRequest::GetPrompt(GetPromptParams {
         name: "args-prompt".into(),

@@ -12,7 +12,9 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{self, Config, ServerConfig};
 use rho_proto_core::connection::{HttpInput, Output};
+use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::host::{HostServices, Responder};
 use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM};
@@ -390,6 +392,188 @@ fn cancelling_a_call_tells_the_server_and_the_call_ends_with_the_cores_cancelled
     assert!(late.is_empty(), "{late:?}");
 }
 
+// ----- feature requests (prompts/get, resources/read, completion/complete) -----
+
+impl Harness {
+    /// The id of the latest request for `method`.
+    fn request_id(&self, method: &str) -> RequestId {
+        self.seen
+            .iter()
+            .rev()
+            .find_map(|s| match s {
+                Seen::Sent(Message::Request { id, method: m, .. }) if m == method => {
+                    Some(id.clone())
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {method} sent in {:?}", self.seen))
+    }
+
+    fn answer(&mut self, method: &str, result: Value) {
+        let id = self.request_id(method);
+        self.server_says(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    }
+
+    /// Readies a server offering prompts, with one listed, and drops what
+    /// that produced.
+    fn ready_with_prompts(&mut self) {
+        self.answer_last(json!({
+            "protocolVersion": "2025-11-25",
+            "capabilities": {"tools": {}, "prompts": {}},
+            "serverInfo": {"name": "scripted", "version": "1.0"}
+        }));
+        self.answer("tools/list", json!({"tools": []}));
+        self.answer(
+            "prompts/list",
+            json!({"prompts": [{"name": "greet", "arguments": [{"name": "who"}]}]}),
+        );
+        assert!(
+            matches!(self.startup(), Ok(started) if started.ready.catalog.prompts.items.len() == 1)
+        );
+        self.seen.clear();
+    }
+
+    fn get_prompt(&mut self, ticket: u64) {
+        self.command(Command::Request {
+            ticket,
+            request: Box::new(FeatureRequest::GetPrompt(GetPromptParams {
+                name: "greet".into(),
+                arguments: [("who".to_owned(), "Ada".to_owned())].into(),
+            })),
+            reply: ticket,
+        });
+    }
+}
+
+#[test]
+fn a_request_goes_to_the_session_and_its_answer_comes_back_as_sent() {
+    let mut h = Harness::stdio();
+    h.ready_with_prompts();
+    h.get_prompt(9);
+    let (id, method, params) = h.last_request();
+    assert_eq!(method, "prompts/get");
+    assert_eq!(
+        params,
+        json!({"name": "greet", "arguments": {"who": "Ada"}})
+    );
+    assert_eq!(h.take(), ["send prompts/get"], "nothing answered yet");
+    let result =
+        json!({"messages": [{"role": "user", "content": {"type": "text", "text": "Hi Ada"}}]});
+    h.server_says(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+    match h.seen.as_slice() {
+        [Seen::Reply(9, CallUpdate::Answered(Ok(value)))] => assert_eq!(*value, result),
+        other => panic!("expected the answer for ticket 9, got {other:?}"),
+    }
+    h.seen.clear();
+    // Answered: the ticket names nothing now.
+    h.command(Command::Cancel { ticket: 9 });
+    assert!(h.take().is_empty());
+}
+
+#[test]
+fn a_request_the_server_cannot_take_hands_its_channel_back_and_sends_nothing() {
+    // Not ready yet.
+    let mut h = Harness::stdio();
+    h.take();
+    h.get_prompt(1);
+    match h.seen.as_slice() {
+        [Seen::Reply(1, CallUpdate::Answered(Err(ToolCallError::NotCallable(why))))] => {
+            assert!(why.contains("demo"), "{why}")
+        }
+        other => panic!("expected NotCallable for ticket 1, got {other:?}"),
+    }
+    // Ready, but no prompts capability: never asked.
+    let mut h = Harness::stdio();
+    h.ready_quietly();
+    h.get_prompt(2);
+    match h.seen.as_slice() {
+        [Seen::Reply(2, CallUpdate::Answered(Err(ToolCallError::NotCallable(why))))] => {
+            assert_eq!(why, "server `demo` does not offer prompts")
+        }
+        other => panic!("expected NotCallable for ticket 2, got {other:?}"),
+    }
+}
+
+#[test]
+fn cancelling_a_request_tells_the_server_and_a_late_answer_reaches_nobody() {
+    let mut h = Harness::stdio();
+    h.ready_with_prompts();
+    h.get_prompt(4);
+    let id = h.request_id("prompts/get");
+    h.seen.clear();
+    h.command(Command::Cancel { ticket: 4 });
+    match h.seen.as_slice() {
+        [
+            Seen::Sent(Message::Notification { method, params }),
+            Seen::Reply(
+                4,
+                CallUpdate::Answered(Err(ToolCallError::Call(CallError::Cancelled { server }))),
+            ),
+        ] => {
+            assert_eq!(method, "notifications/cancelled");
+            assert_eq!(params.as_ref().expect("params")["requestId"], json!(id));
+            assert_eq!(server, "demo");
+        }
+        other => panic!("expected the server told, then the caller, got {other:?}"),
+    }
+    h.seen.clear();
+    h.server_says(json!({"jsonrpc": "2.0", "id": id, "result": {"messages": []}}));
+    let late = h.take();
+    assert!(late.is_empty(), "{late:?}");
+}
+
+#[test]
+fn a_request_past_its_budget_times_out_and_the_server_is_told() {
+    let mut h = Harness::stdio();
+    h.ready_with_prompts();
+    h.get_prompt(6);
+    let id = h.request_id("prompts/get");
+    let deadline = h.driver.poll_timeout().expect("the request's deadline");
+    // prompts/get runs on the tool budget (5 s in this config).
+    assert_eq!(deadline, h.now + Duration::from_secs(5));
+    h.seen.clear();
+    h.advance(Duration::from_secs(5));
+    h.driver.handle_timeout(h.now);
+    h.drain();
+    match h.seen.as_slice() {
+        [
+            Seen::Sent(Message::Notification { method, params }),
+            Seen::Reply(
+                6,
+                CallUpdate::Answered(Err(ToolCallError::Call(CallError::Timeout {
+                    budget, ..
+                }))),
+            ),
+        ] => {
+            assert_eq!(method, "notifications/cancelled");
+            assert_eq!(params.as_ref().expect("params")["requestId"], json!(id));
+            assert_eq!(*budget, Duration::from_secs(5));
+        }
+        other => panic!("expected a cancel and the timeout, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_request_in_flight_when_the_server_exits_hears_the_session_closed() {
+    let mut h = Harness::stdio();
+    h.ready_with_prompts();
+    h.get_prompt(8);
+    h.seen.clear();
+    h.driver
+        .handle_stdout_closed(h.now, Some("exit status: 1".into()));
+    h.drain();
+    let update = match std::mem::take(&mut h.seen).into_iter().next() {
+        Some(Seen::Reply(8, update)) => update,
+        other => panic!("expected the request's end first, got {other:?}"),
+    };
+    match update.into_answer("demo") {
+        Some(Err(ToolCallError::Call(CallError::SessionClosed { reason, .. }))) => {
+            assert!(reason.contains("exit status: 1"), "{reason}")
+        }
+        other => panic!("expected the session's close as the answer, got {other:?}"),
+    }
+}
+
 #[test]
 fn a_question_goes_to_the_host_and_its_answer_comes_back_as_a_command() {
     let host = HostServices {
@@ -445,6 +629,32 @@ fn a_changed_tool_list_reaches_health() {
             let tools = health.tools_now.as_ref().expect("the re-listed tools");
             assert!(tools.is_empty());
             assert_eq!(health.failure, None);
+        }
+        other => panic!("expected one health report, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_changed_prompt_list_reaches_health() {
+    let mut h = Harness::stdio();
+    h.ready_with_prompts();
+    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
+    let (id, method, _) = h.last_request();
+    assert_eq!(method, "prompts/list");
+    h.seen.clear();
+    h.server_says(
+        json!({"jsonrpc": "2.0", "id": id, "result": {"prompts": [{"name": "a"}, {"name": "b"}]}}),
+    );
+    match h.seen.as_slice() {
+        [Seen::Health(health)] => {
+            let catalog = health.catalog_now.as_ref().expect("the re-listed catalog");
+            let names: Vec<&str> = catalog
+                .prompts
+                .items
+                .iter()
+                .map(|p| p.name.as_str())
+                .collect();
+            assert_eq!(names, ["a", "b"]);
         }
         other => panic!("expected one health report, got {other:?}"),
     }

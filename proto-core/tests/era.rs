@@ -11,6 +11,8 @@
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::LogLevel;
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport};
 use rho_proto_core::session::{
     CallError, CloseReason, Event, MIN_FRESHNESS, PeerError, Session, SessionOptions, SessionState,
@@ -927,10 +929,17 @@ fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
 
 #[test]
 fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
-    for (scope, relists) in [("private", true), ("public", false)] {
+    // The same token again is no new credential.
+    for (scope, token, relists) in [
+        ("private", "Bearer new", true),
+        ("public", "Bearer new", false),
+        ("private", "Bearer old", false),
+    ] {
         let mut h = Http::with(|o| {
             o.oauth = true;
             o.reauthorize = true;
+            o.headers
+                .push(("Authorization".into(), "Bearer old".into()));
         });
         let probe = h.last();
         h.result(
@@ -963,7 +972,7 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
             })
             .expect("asked to re-authorize");
         h.transport
-            .answer_authorization(h.now, question, Ok("Bearer new".into()));
+            .answer_authorization(h.now, question, Ok(token.into()));
         h.drain();
         let resent = h.last();
         assert_eq!(body(&resent)["method"], "tools/call");
@@ -982,7 +991,7 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
         assert_eq!(
             methods.contains(&json!("tools/list")),
             relists,
-            "{scope}: {methods:?}"
+            "{scope}, {token}: {methods:?}"
         );
     }
 }
@@ -1055,4 +1064,90 @@ fn a_401_to_the_probe_fails_naming_authorization_without_a_fallback() {
         "{why}"
     );
     assert_eq!(h.requests.len(), 1, "no initialize after a 401");
+}
+
+#[test]
+fn a_new_token_drops_a_private_prompt_list_and_lists_it_again_with_the_new_header() {
+    let mut h = Http::with(|o| {
+        o.oauth = true;
+        o.reauthorize = true;
+        o.headers
+            .push(("Authorization".into(), "Bearer old".into()));
+    });
+    let latest = |h: &Http, method: &str| {
+        h.requests
+            .iter()
+            .rev()
+            .find(|r| body(r)["method"] == method)
+            .cloned()
+            .unwrap_or_else(|| panic!("no {method} sent"))
+    };
+    let probe = h.last();
+    h.result(
+        &probe,
+        discover_result(json!([MODERN]), json!({"tools": {}, "prompts": {}})),
+    );
+    let tools = latest(&h, "tools/list");
+    h.result(
+        &tools,
+        json!({"tools": [], "ttlMs": 3_600_000, "cacheScope": "public"}),
+    );
+    let prompts = latest(&h, "prompts/list");
+    h.result(
+        &prompts,
+        json!({"prompts": [{"name": "alices"}], "ttlMs": 3_600_000, "cacheScope": "private"}),
+    );
+    assert_eq!(h.transport.session().catalog().prompts.items.len(), 1);
+    let request = FeatureRequest::GetPrompt(GetPromptParams {
+        name: "alices".into(),
+        arguments: Default::default(),
+    });
+    h.transport.request(h.now, &request).expect("ready");
+    h.drain();
+    let get = latest(&h, "prompts/get");
+    h.answer(
+        &get,
+        401,
+        &[("www-authenticate", "Bearer error=\"invalid_token\"")],
+        "",
+    );
+    let question = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Question { question, .. } => Some(*question),
+            _ => None,
+        })
+        .expect("asked to re-authorize");
+    h.events.clear();
+    h.transport
+        .answer_authorization(h.now, question, Ok("Bearer new".into()));
+    h.drain();
+    assert!(
+        h.transport.session().catalog().prompts.items.is_empty(),
+        "the old token's prompts are not served"
+    );
+    assert!(
+        h.events.iter().any(|e| matches!(
+            e,
+            Event::CatalogChanged(c) if c.prompts.items.is_empty()
+        )),
+        "{:?}",
+        h.events
+    );
+    let relist = latest(&h, "prompts/list");
+    assert_ne!(relist.exchange, prompts.exchange, "listed again");
+    assert_eq!(header(&relist, "authorization"), Some("Bearer new"));
+    assert_eq!(
+        header(&latest(&h, "prompts/get"), "authorization"),
+        Some("Bearer new")
+    );
+    assert_eq!(
+        h.requests
+            .iter()
+            .filter(|r| body(r)["method"] == "tools/list")
+            .count(),
+        1,
+        "the public tool list stands"
+    );
 }

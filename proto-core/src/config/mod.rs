@@ -114,6 +114,10 @@ pub struct Config {
     /// resolve). `None` when the file does not set them: the host's
     /// default, [`DEFAULT_PLUGIN_DIRS`], applies.
     pub plugin_dirs: Option<Vec<String>>,
+    /// `[mcp] max_output_bytes` as written: the cap of every server whose
+    /// entry names none, plugin servers included. `None` when the file
+    /// does not set it ([`DEFAULT_MAX_OUTPUT_BYTES`] applies).
+    pub max_output_bytes: Option<usize>,
 }
 
 /// Where plugins are looked for when the config sets no `[plugins] dirs`.
@@ -128,6 +132,22 @@ impl Config {
             .iter()
             .filter_map(|entry| entry.config.as_ref().ok())
             .filter(|config| config.enabled)
+    }
+
+    /// Adds plugin servers after the file's own. A plugin server gets the
+    /// file's `[mcp] max_output_bytes`: an `mcp.json` entry has no key of
+    /// its own for it (the file is shared with clients that are not rho),
+    /// and a plugin must not put more in front of the model than the user
+    /// allowed every server. (A file's own entry still wins with its own
+    /// `max_output_bytes`.)
+    pub fn add_plugin_servers(&mut self, entries: impl IntoIterator<Item = ServerEntry>) {
+        let cap = self.max_output_bytes;
+        self.servers.extend(entries.into_iter().map(|mut entry| {
+            if let (Some(cap), Ok(server)) = (cap, entry.config.as_mut()) {
+                server.max_output_bytes = cap;
+            }
+            entry
+        }));
     }
 
     /// The entry whose table key is exactly `id`, valid or not.

@@ -102,6 +102,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
         return Ok(Config {
             sampling_command,
             plugin_dirs,
+            max_output_bytes: output_cap,
             ..Config::default()
         });
     };
@@ -161,6 +162,7 @@ pub fn parse(text: &str, file_name: &str) -> Result<Config, ConfigFileError> {
         servers,
         sampling_command,
         plugin_dirs,
+        max_output_bytes: output_cap,
     })
 }
 

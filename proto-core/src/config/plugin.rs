@@ -9,7 +9,9 @@
 //! environment and endpoint go through the very checks a config entry's
 //! do, so transports, budgets, namespacing, isolation and shutdown behave
 //! identically. A plugin's server gets the default budgets and tool
-//! filter, and can never opt into sampling.
+//! filter, and can never opt into sampling. Its `max_output_bytes` is the
+//! selected config's `[mcp] max_output_bytes` once the host adds it with
+//! [`super::Config::add_plugin_servers`] (the default until then).
 //!
 //! The host finds the directories and reads the files; this module only
 //! reads texts, so it is as pure as the rest of the config model. An

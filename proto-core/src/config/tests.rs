@@ -232,6 +232,44 @@ fn max_output_bytes_is_global_with_a_per_server_override() {
 }
 
 #[test]
+fn plugin_servers_inherit_the_global_max_output_bytes() {
+    let mcp_json = r#"{"mcpServers": {"docs": {"command": "docs-mcp"}}}"#;
+    let plugin = || {
+        read_plugin(&PluginDir {
+            root: "/plugins/kit",
+            dir_name: "kit",
+            manifest: None,
+            mcp_json,
+            data_root: "/data",
+        })
+        .entries
+    };
+    let cap_of = |config: &Config, id: &str| match &config.get(id).expect("entry").config {
+        Ok(server) => server.max_output_bytes,
+        Err(error) => panic!("{error}"),
+    };
+    // Set without any [mcp.servers] table, and with one whose entry says
+    // its own: the plugin gets the global cap, the entry keeps its own.
+    for text in [
+        "[mcp]\nmax_output_bytes = 2048\n",
+        "[mcp]\nmax_output_bytes = 2048\n[mcp.servers.own]\ntransport = \"stdio\"\ncommand = \"x\"\nmax_output_bytes = 8192\n",
+    ] {
+        let mut config = parse_ok(text);
+        assert_eq!(config.max_output_bytes, Some(2048), "{text}");
+        config.add_plugin_servers(plugin());
+        assert_eq!(cap_of(&config, "kit/docs"), 2048, "{text}");
+        if config.get("own").is_some() {
+            assert_eq!(cap_of(&config, "own"), 8192, "the entry's own wins");
+        }
+    }
+    // Unset: the default.
+    let mut plain = parse_ok("");
+    assert_eq!(plain.max_output_bytes, None);
+    plain.add_plugin_servers(plugin());
+    assert_eq!(cap_of(&plain, "kit/docs"), DEFAULT_MAX_OUTPUT_BYTES);
+}
+
+#[test]
 fn max_output_bytes_out_of_range_is_refused_where_it_is_written() {
     for bad in ["1023", "\"64k\"", "1.5", "2147483648"] {
         let global = format!("[mcp]\nmax_output_bytes = {bad}\n");

@@ -15,10 +15,25 @@
 //! that arrives while a listing runs queues exactly one more, after it.
 //! A re-listing that fails keeps the items listed before, with the error.
 //!
+//! At connect the catalog lists go one after another (prompts, then
+//! resources, then templates), beside `tools/list` rather than all at
+//! once: over Streamable HTTP each request in flight needs a connection of
+//! its own, and four listings at once would open four connections that a
+//! session of sequential calls never uses again. Two requests in flight
+//! at connect cost two connections; the price is a round-trip per list
+//! before ready, which a server offering no catalog does not pay.
+//!
+//! A list the server marked private (`cacheScope`, 2026 era) belongs to
+//! the credential it was listed with. When the transport's credential
+//! changes ([`Lister::credential_changed`]), a private list is dropped at
+//! once (so no host serves another user's prompts meanwhile) and listed
+//! again; a listing that ran across the change and turns out private is
+//! not kept, and runs again.
+//!
 //! [`Lister`] is the pure bookkeeping: the session asks it what to send
 //! and tells it what came back. Both protocol eras feed it the same way.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, VecDeque};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -158,10 +173,11 @@ pub enum PageOutcome {
     /// Ask for the next page.
     Next(PageRequest),
     /// The listing ended (well or not) and the held catalog changed;
-    /// `again` is a queued listing to send at once.
+    /// `then` are listings to start at once: a re-listing queued while it
+    /// ran, the next list of the connect-time sequence.
     Settled {
-        /// A queued re-listing's first page, if a change came meanwhile.
-        again: Option<PageRequest>,
+        /// First pages to send now, in order.
+        then: Vec<PageRequest>,
     },
 }
 
@@ -174,6 +190,12 @@ struct Run {
     templates: Vec<ResourceTemplate>,
     /// A change arrived meanwhile: list once more after this one.
     again: bool,
+    /// A page of it was marked private (`cacheScope`).
+    private: bool,
+    /// The credential changed while it ran: pages came under both.
+    straddles: bool,
+    /// Part of the connect-time sequence: its end starts the next list.
+    sequence: bool,
 }
 
 /// The listings of one session: what is held and what runs.
@@ -182,6 +204,10 @@ pub struct Lister {
     held: Catalog,
     runs: [Option<Run>; 3],
     max_pages: usize,
+    /// The connect-time lists not started yet, in order.
+    waiting: VecDeque<CatalogKind>,
+    /// Which held lists were marked private when listed.
+    private: [bool; 3],
 }
 
 impl Lister {
@@ -198,9 +224,9 @@ impl Lister {
         &self.held
     }
 
-    /// Whether no listing runs.
+    /// Whether no listing runs or waits to run.
     pub fn settled(&self) -> bool {
-        self.runs.iter().all(Option::is_none)
+        self.runs.iter().all(Option::is_none) && self.waiting.is_empty()
     }
 
     /// Whether the server offers this list (declared its capability).
@@ -213,21 +239,34 @@ impl Lister {
     }
 
     /// At connect: records what the server offers and returns the first
-    /// page of every listing to send.
+    /// page to send; the other offered lists follow one by one, each when
+    /// the one before settles.
     pub fn start(&mut self, prompts: bool, resources: bool) -> Vec<PageRequest> {
         self.held.prompts.offered = prompts;
         self.held.resources.offered = resources;
         self.held.templates.offered = resources;
-        CatalogKind::ALL
+        self.waiting = CatalogKind::ALL
             .into_iter()
-            .filter_map(|kind| self.relist(kind))
-            .collect()
+            .filter(|&kind| self.offers(kind))
+            .collect();
+        self.next_in_sequence().into_iter().collect()
+    }
+
+    /// Starts the next connect-time list, if one waits.
+    fn next_in_sequence(&mut self) -> Option<PageRequest> {
+        let kind = self.waiting.pop_front()?;
+        let page = self.relist(kind);
+        if let Some(run) = self.runs[kind.index()].as_mut() {
+            run.sequence = true;
+        }
+        page
     }
 
     /// A list changed: the first page to send, or `None` when that list
-    /// is not offered or a listing of it runs (then one more is queued).
+    /// is not offered, waits its turn at connect (it is listed then), or
+    /// a listing of it runs (then one more is queued).
     pub fn relist(&mut self, kind: CatalogKind) -> Option<PageRequest> {
-        if !self.offers(kind) {
+        if !self.offers(kind) || self.waiting.contains(&kind) {
             return None;
         }
         match &mut self.runs[kind.index()] {
@@ -242,6 +281,67 @@ impl Lister {
         }
     }
 
+    /// The page about to be handed to [`Lister::handle_page`] was marked
+    /// private (`cacheScope`): the list belongs to the credential it was
+    /// read with.
+    pub fn mark_private(&mut self, kind: CatalogKind) {
+        if let Some(run) = self.runs[kind.index()].as_mut() {
+            run.private = true;
+        }
+    }
+
+    /// The transport now sends another credential. Every held list that
+    /// was private is dropped and listed again (its first page is
+    /// returned to send); a listing running across the change is kept
+    /// only if it turns out public, else it runs again. Returns whether
+    /// the held catalog changed.
+    pub fn credential_changed(&mut self) -> (bool, Vec<PageRequest>) {
+        let mut changed = false;
+        let mut pages = Vec::new();
+        for kind in CatalogKind::ALL {
+            let at = kind.index();
+            if let Some(run) = self.runs[at].as_mut() {
+                run.straddles = true;
+            }
+            if !std::mem::take(&mut self.private[at]) {
+                continue;
+            }
+            changed = true;
+            match kind {
+                CatalogKind::Prompts => self.held.prompts.items.clear(),
+                CatalogKind::Resources => self.held.resources.items.clear(),
+                CatalogKind::Templates => self.held.templates.items.clear(),
+            }
+            pages.extend(self.relist(kind));
+        }
+        (changed, pages)
+    }
+
+    /// Startup ran out of time: every list running or waiting fails with
+    /// `reason`, and nothing is queued after (the session becomes ready
+    /// without them). Returns the lists that were running.
+    pub fn abandon(&mut self, reason: &str) -> Vec<CatalogKind> {
+        let mut running = Vec::new();
+        let waiting: Vec<CatalogKind> = self.waiting.drain(..).collect();
+        for kind in CatalogKind::ALL {
+            if self.runs[kind.index()].take().is_some() {
+                running.push(kind);
+            } else if !waiting.contains(&kind) {
+                continue;
+            }
+            self.record_failure(kind, reason.to_owned());
+        }
+        running
+    }
+
+    fn record_failure(&mut self, kind: CatalogKind, reason: String) {
+        match kind {
+            CatalogKind::Prompts => self.held.prompts.error = Some(reason),
+            CatalogKind::Resources => self.held.resources.error = Some(reason),
+            CatalogKind::Templates => self.held.templates.error = Some(reason),
+        }
+    }
+
     /// Takes in one page's answer (or why there is none). Entries that do
     /// not parse are returned to be reported; the others are kept.
     pub fn handle_page(
@@ -251,7 +351,7 @@ impl Lister {
     ) -> (PageOutcome, Vec<ShapeError>) {
         let mut rejected = Vec::new();
         let Some(run) = self.runs[kind.index()].as_mut() else {
-            return (PageOutcome::Settled { again: None }, rejected);
+            return (PageOutcome::Settled { then: Vec::new() }, rejected);
         };
         let page = answer.and_then(|value| {
             let Some(Value::Array(entries)) = value.get(kind.field()) else {
@@ -307,38 +407,48 @@ impl Lister {
     /// failure (no answer in time, the transport failed).
     pub fn fail(&mut self, kind: CatalogKind, reason: String) -> PageOutcome {
         if self.runs[kind.index()].is_none() {
-            return PageOutcome::Settled { again: None };
+            return PageOutcome::Settled { then: Vec::new() };
         }
         self.finish(kind, Err(reason))
     }
 
     fn finish(&mut self, kind: CatalogKind, result: Result<(), String>) -> PageOutcome {
-        let Some(run) = self.runs[kind.index()].take() else {
-            return PageOutcome::Settled { again: None };
+        let Some(mut run) = self.runs[kind.index()].take() else {
+            return PageOutcome::Settled { then: Vec::new() };
         };
         match result {
-            Ok(()) => match kind {
-                CatalogKind::Prompts => {
-                    self.held.prompts.items = run.prompts;
-                    self.held.prompts.error = None;
+            // Read partly under a credential no longer sent, and private:
+            // not this credential's list. It runs again.
+            Ok(()) if run.straddles && run.private => run.again = true,
+            Ok(()) => {
+                self.private[kind.index()] = run.private;
+                match kind {
+                    CatalogKind::Prompts => {
+                        self.held.prompts.items = run.prompts;
+                        self.held.prompts.error = None;
+                    }
+                    CatalogKind::Resources => {
+                        self.held.resources.items = run.resources;
+                        self.held.resources.error = None;
+                    }
+                    CatalogKind::Templates => {
+                        self.held.templates.items = run.templates;
+                        self.held.templates.error = None;
+                    }
                 }
-                CatalogKind::Resources => {
-                    self.held.resources.items = run.resources;
-                    self.held.resources.error = None;
-                }
-                CatalogKind::Templates => {
-                    self.held.templates.items = run.templates;
-                    self.held.templates.error = None;
-                }
-            },
-            Err(reason) => match kind {
-                CatalogKind::Prompts => self.held.prompts.error = Some(reason),
-                CatalogKind::Resources => self.held.resources.error = Some(reason),
-                CatalogKind::Templates => self.held.templates.error = Some(reason),
-            },
+            }
+            Err(reason) => self.record_failure(kind, reason),
         }
-        let again = run.again.then(|| self.relist(kind)).flatten();
-        PageOutcome::Settled { again }
+        let mut then: Vec<PageRequest> = run
+            .again
+            .then(|| self.relist(kind))
+            .into_iter()
+            .flatten()
+            .collect();
+        if run.sequence {
+            then.extend(self.next_in_sequence());
+        }
+        PageOutcome::Settled { then }
     }
 }
 
@@ -362,7 +472,11 @@ mod tests {
         assert!(!lister.settled());
         assert_eq!(lister.relist(CatalogKind::Resources), None);
         let mut both = Lister::new(10);
-        assert_eq!(both.start(true, true).len(), 3);
+        assert_eq!(
+            both.start(true, true),
+            [first(CatalogKind::Prompts)],
+            "one list at a time at connect"
+        );
         let mut none = Lister::new(10);
         assert!(none.start(false, false).is_empty());
         assert!(none.settled());
@@ -399,7 +513,7 @@ mod tests {
             CatalogKind::Prompts,
             Ok(&json!({"prompts": [{"name": "b"}]})),
         );
-        assert_eq!(done, PageOutcome::Settled { again: None });
+        assert_eq!(done, PageOutcome::Settled { then: vec![] });
         let names: Vec<&str> = lister
             .catalog()
             .prompts
@@ -419,7 +533,13 @@ mod tests {
         let (next, _) = lister.handle_page(CatalogKind::Resources, Ok(&page));
         assert!(matches!(next, PageOutcome::Next(_)));
         let (done, _) = lister.handle_page(CatalogKind::Resources, Ok(&page));
-        assert_eq!(done, PageOutcome::Settled { again: None });
+        assert_eq!(
+            done,
+            PageOutcome::Settled {
+                then: vec![first(CatalogKind::Templates)]
+            },
+            "the failure ends this listing alone"
+        );
         let error = lister.catalog().resources.error.clone().expect("failed");
         assert!(error.contains("kept paginating"), "{error}");
         assert_eq!(
@@ -429,6 +549,11 @@ mod tests {
 
         let mut bounded = Lister::new(2);
         bounded.start(false, true);
+        settle(
+            &mut bounded,
+            CatalogKind::Resources,
+            json!({"resources": []}),
+        );
         for n in 0..2 {
             let page = json!({"resourceTemplates": [], "nextCursor": format!("c{n}")});
             let _ = bounded.handle_page(CatalogKind::Templates, Ok(&page));
@@ -449,7 +574,7 @@ mod tests {
             Some(first(CatalogKind::Prompts))
         );
         let outcome = lister.fail(CatalogKind::Prompts, "no answer in time".into());
-        assert_eq!(outcome, PageOutcome::Settled { again: None });
+        assert_eq!(outcome, PageOutcome::Settled { then: vec![] });
         assert_eq!(lister.catalog().prompts.items.len(), 1);
         assert_eq!(
             lister.catalog().prompts.error.as_deref(),
@@ -473,19 +598,166 @@ mod tests {
         assert_eq!(
             done,
             PageOutcome::Settled {
-                again: Some(first(CatalogKind::Prompts))
+                then: vec![first(CatalogKind::Prompts)]
             }
         );
         let (done, _) = lister.handle_page(CatalogKind::Prompts, Ok(&json!({"prompts": []})));
-        assert_eq!(done, PageOutcome::Settled { again: None });
+        assert_eq!(done, PageOutcome::Settled { then: vec![] });
     }
 
     #[test]
     fn a_result_without_its_array_is_a_failure() {
         let mut lister = Lister::new(10);
         lister.start(false, true);
+        settle(
+            &mut lister,
+            CatalogKind::Resources,
+            json!({"resources": []}),
+        );
         let _ = lister.handle_page(CatalogKind::Templates, Ok(&json!({"templates": []})));
         let error = lister.catalog().templates.error.clone().expect("failed");
         assert!(error.contains("resourceTemplates"), "{error}");
+    }
+
+    fn settle(lister: &mut Lister, kind: CatalogKind, page: Value) -> PageOutcome {
+        lister.handle_page(kind, Ok(&page)).0
+    }
+
+    #[test]
+    fn at_connect_the_lists_go_one_after_another() {
+        let mut lister = Lister::new(10);
+        assert_eq!(lister.start(true, true), [first(CatalogKind::Prompts)]);
+        // A change to a list not started yet: it is listed in its turn.
+        assert_eq!(lister.relist(CatalogKind::Templates), None);
+        let done = settle(&mut lister, CatalogKind::Prompts, json!({"prompts": []}));
+        assert_eq!(
+            done,
+            PageOutcome::Settled {
+                then: vec![first(CatalogKind::Resources)]
+            }
+        );
+        assert!(!lister.settled(), "templates still wait");
+        // A failed list does not stop the sequence.
+        let done = lister.fail(CatalogKind::Resources, "no answer".into());
+        assert_eq!(
+            done,
+            PageOutcome::Settled {
+                then: vec![first(CatalogKind::Templates)]
+            }
+        );
+        let done = settle(
+            &mut lister,
+            CatalogKind::Templates,
+            json!({"resourceTemplates": []}),
+        );
+        assert_eq!(done, PageOutcome::Settled { then: vec![] }, "once only");
+        assert!(lister.settled());
+    }
+
+    #[test]
+    fn abandoning_startup_fails_running_and_waiting_lists_and_queues_nothing() {
+        let mut lister = Lister::new(10);
+        lister.start(true, true);
+        assert_eq!(lister.relist(CatalogKind::Prompts), None, "queued again");
+        assert_eq!(lister.abandon("out of time"), [CatalogKind::Prompts]);
+        assert!(lister.settled(), "nothing runs, nothing waits");
+        let errors = lister.catalog().errors();
+        assert_eq!(errors.len(), 3, "{errors:?}");
+        assert!(errors.iter().all(|e| e.ends_with(": out of time")));
+    }
+
+    #[test]
+    fn a_new_credential_drops_and_relists_private_lists_only() {
+        let mut lister = Lister::new(10);
+        lister.start(true, true);
+        lister.mark_private(CatalogKind::Prompts);
+        settle(
+            &mut lister,
+            CatalogKind::Prompts,
+            json!({"prompts": [{"name": "mine"}]}),
+        );
+        settle(
+            &mut lister,
+            CatalogKind::Resources,
+            json!({"resources": [{"uri": "a://x", "name": "x"}]}),
+        );
+        settle(
+            &mut lister,
+            CatalogKind::Templates,
+            json!({"resourceTemplates": []}),
+        );
+        assert!(lister.settled());
+        let (changed, pages) = lister.credential_changed();
+        assert!(changed);
+        assert_eq!(
+            pages,
+            [first(CatalogKind::Prompts)],
+            "the private list only"
+        );
+        assert!(
+            lister.catalog().prompts.items.is_empty(),
+            "not served meanwhile"
+        );
+        assert_eq!(lister.catalog().resources.items.len(), 1, "public: kept");
+        settle(
+            &mut lister,
+            CatalogKind::Prompts,
+            json!({"prompts": [{"name": "yours"}]}),
+        );
+        assert_eq!(lister.catalog().prompts.items[0].name, "yours");
+        // Listed public this time: a further change leaves it alone.
+        assert_eq!(lister.credential_changed(), (false, vec![]));
+        assert_eq!(lister.catalog().prompts.items.len(), 1);
+    }
+
+    #[test]
+    fn a_private_listing_that_ran_across_a_credential_change_runs_again() {
+        let mut lister = Lister::new(10);
+        lister.start(true, false);
+        let next = settle(
+            &mut lister,
+            CatalogKind::Prompts,
+            json!({"prompts": [{"name": "old"}], "nextCursor": "2"}),
+        );
+        assert!(matches!(next, PageOutcome::Next(_)));
+        assert_eq!(
+            lister.credential_changed(),
+            (false, vec![]),
+            "nothing held yet"
+        );
+        lister.mark_private(CatalogKind::Prompts);
+        let done = settle(
+            &mut lister,
+            CatalogKind::Prompts,
+            json!({"prompts": [{"name": "new"}]}),
+        );
+        assert_eq!(
+            done,
+            PageOutcome::Settled {
+                then: vec![first(CatalogKind::Prompts)]
+            }
+        );
+        assert!(
+            lister.catalog().prompts.items.is_empty(),
+            "the mixed list is not kept"
+        );
+        lister.mark_private(CatalogKind::Prompts);
+        settle(
+            &mut lister,
+            CatalogKind::Prompts,
+            json!({"prompts": [{"name": "new"}]}),
+        );
+        assert_eq!(lister.catalog().prompts.items.len(), 1);
+        // A public listing across a change is kept as it is.
+        let mut public = Lister::new(10);
+        public.start(true, false);
+        public.credential_changed();
+        let done = settle(
+            &mut public,
+            CatalogKind::Prompts,
+            json!({"prompts": [{"name": "p"}]}),
+        );
+        assert_eq!(done, PageOutcome::Settled { then: vec![] });
+        assert_eq!(public.catalog().prompts.items.len(), 1);
     }
 }

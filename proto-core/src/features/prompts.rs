@@ -33,6 +33,17 @@
 //!   error naming the prompt's arguments, and a repeated key or a word
 //!   without `=` an error too: in every case no request is sent.
 //!
+//! # Suggesting a value
+//!
+//! While a person types the arguments, [`value_under_cursor`] says which
+//! argument's value the cursor is in, what of it is typed up to the
+//! cursor, and the other arguments given (the `completion/complete`
+//! context; [`ValueUnderCursor::query`] builds the broker's query). It
+//! reads as leniently as typing needs: a value whose quote is not closed
+//! yet ends where the blank after the cursor is. Picking a suggestion with [`replace_value`] replaces that value
+//! alone, quoted when it needs to be; the command and every other
+//! argument stay as typed.
+//!
 //! # The user turn
 //!
 //! [`flatten`] joins the messages in order, separated by a blank line.
@@ -470,6 +481,212 @@ fn split_words(prompt: &Prompt, line: &str) -> Result<Vec<String>, PromptArgsErr
     Ok(words)
 }
 
+/// The argument value a cursor is in (see the module docs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ValueUnderCursor {
+    /// The argument's name.
+    pub argument: String,
+    /// Its value from its start up to the cursor, quotes removed.
+    pub typed: String,
+    /// Where the whole value is written (bytes of the argument text),
+    /// quotes included: what a pick replaces.
+    pub span: std::ops::Range<usize>,
+    /// The other arguments given, by name.
+    pub context: BTreeMap<String, String>,
+}
+
+impl ValueUnderCursor {
+    /// The completion query for this value of `prompt`'s argument.
+    pub fn query(&self, prompt: &Prompt) -> crate::features::completions::Query {
+        crate::features::completions::Query {
+            reference: crate::features::completions::CompletionRef::Prompt {
+                name: prompt.name.clone(),
+            },
+            argument: self.argument.clone(),
+            value: self.typed.clone(),
+            context: self.context.clone(),
+        }
+    }
+}
+
+/// One word of an argument text as typed: where it is written, and its
+/// characters with quotes removed, each with the byte offset just after
+/// it in the text.
+struct Word {
+    start: usize,
+    end: usize,
+    chars: Vec<(usize, char)>,
+    /// Its last quote is not closed (yet).
+    open: bool,
+}
+
+impl Word {
+    /// The unquoted `=` that splits the word, as an index into `chars`.
+    fn equals(&self) -> Option<usize> {
+        self.chars.iter().position(|&(_, c)| c == '=')
+    }
+
+    fn text(chars: &[(usize, char)]) -> String {
+        chars.iter().map(|&(_, c)| c).collect()
+    }
+}
+
+/// Splits like [`split_words`], but never fails (a quote not closed yet
+/// runs to the end) and keeps where each character was written.
+fn words_with_spans(line: &str) -> Vec<Word> {
+    let mut words = Vec::new();
+    let mut word: Option<Word> = None;
+    let mut chars = line.char_indices().peekable();
+    let after = |at: usize, c: char| at + c.len_utf8();
+    while let Some((at, c)) = chars.next() {
+        if c.is_whitespace() {
+            words.extend(word.take());
+            continue;
+        }
+        let w = word.get_or_insert_with(|| Word {
+            start: at,
+            end: at,
+            chars: Vec::new(),
+            open: false,
+        });
+        w.end = after(at, c);
+        match c {
+            '\'' => {
+                w.open = true;
+                for (at, c) in chars.by_ref() {
+                    w.end = after(at, c);
+                    if c == '\'' {
+                        w.open = false;
+                        break;
+                    }
+                    w.chars.push((w.end, c));
+                }
+            }
+            '"' => {
+                w.open = true;
+                while let Some((at, c)) = chars.next() {
+                    w.end = after(at, c);
+                    match c {
+                        '"' => {
+                            w.open = false;
+                            break;
+                        }
+                        '\\' if matches!(chars.peek(), Some((_, '"' | '\\'))) => {
+                            if let Some((at, c)) = chars.next() {
+                                w.end = after(at, c);
+                                w.chars.push((w.end, c));
+                            }
+                        }
+                        c => w.chars.push((w.end, c)),
+                    }
+                }
+            }
+            '\\' => {
+                if let Some((at, c)) = chars.next() {
+                    w.end = after(at, c);
+                    w.chars.push((w.end, c));
+                }
+            }
+            c => w.chars.push((w.end, c)),
+        }
+    }
+    words.extend(word);
+    words
+}
+
+/// Which argument value of `prompt` the cursor (a byte offset into
+/// `text`, the arguments after the command) is in; `None` when it is in
+/// none: in a key, between words, after an unknown key, or the prompt
+/// takes no arguments.
+pub fn value_under_cursor(prompt: &Prompt, text: &str, cursor: usize) -> Option<ValueUnderCursor> {
+    if cursor > text.len() || !text.is_char_boundary(cursor) {
+        return None;
+    }
+    match prompt.arguments.as_slice() {
+        [] => None,
+        // One argument: the whole text is its value, as typed.
+        [only] => {
+            let start = text.len() - text.trim_start().len();
+            let end = text.trim_end().len().max(cursor);
+            (cursor >= start).then(|| ValueUnderCursor {
+                argument: only.name.clone(),
+                typed: text[start..cursor].to_owned(),
+                span: start..end,
+                context: BTreeMap::new(),
+            })
+        }
+        _ => {
+            let words = words_with_spans(text);
+            let known = |key: &str| prompt.arguments.iter().any(|a| a.name == key);
+            let here = words
+                .iter()
+                .position(|w| w.start <= cursor && cursor <= w.end)?;
+            let word = &words[here];
+            let equals = word.equals()?;
+            let (equals_end, _) = word.chars[equals];
+            if cursor < equals_end {
+                return None;
+            }
+            let argument = Word::text(&word.chars[..equals]);
+            if !known(&argument) {
+                return None;
+            }
+            let value = &word.chars[equals + 1..];
+            let typed_to = value.iter().take_while(|&&(end, _)| end <= cursor).count();
+            // A quote still open runs to the end of the text: what follows
+            // the cursor's own run of non-blanks is other arguments still
+            // to be closed off, not this value.
+            let end = if word.open {
+                cursor
+                    + text[cursor..]
+                        .find(char::is_whitespace)
+                        .unwrap_or(text.len() - cursor)
+            } else {
+                word.end
+            };
+            let context = words
+                .iter()
+                .enumerate()
+                .filter(|&(at, _)| at != here)
+                .filter_map(|(_, w)| {
+                    let eq = w.equals()?;
+                    let key = Word::text(&w.chars[..eq]);
+                    (known(&key) && key != argument).then(|| (key, Word::text(&w.chars[eq + 1..])))
+                })
+                .collect();
+            Some(ValueUnderCursor {
+                typed: Word::text(&value[..typed_to]),
+                argument,
+                span: equals_end..end,
+                context,
+            })
+        }
+    }
+}
+
+/// `text` with the value `at` names replaced by `pick` (double-quoted
+/// when it holds a blank, a quote or a backslash, unless the prompt takes
+/// one argument, whose value is the text as typed), and the cursor's new
+/// place: just after the value.
+pub fn replace_value(
+    prompt: &Prompt,
+    text: &str,
+    at: &ValueUnderCursor,
+    pick: &str,
+) -> (String, usize) {
+    let needs_quotes = prompt.arguments.len() > 1
+        && pick.contains(|c: char| c.is_whitespace() || matches!(c, '"' | '\'' | '\\'));
+    let written = if needs_quotes {
+        format!("\"{}\"", pick.replace('\\', "\\\\").replace('"', "\\\""))
+    } else {
+        pick.to_owned()
+    };
+    let start = at.span.start.min(text.len());
+    let end = at.span.end.clamp(start, text.len());
+    let line = format!("{}{written}{}", &text[..start], &text[end..]);
+    (line, start + written.len())
+}
+
 /// Who a prompt message is from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -600,6 +817,82 @@ mod tests {
             .iter()
             .map(|(k, v)| ((*k).into(), (*v).into()))
             .collect()
+    }
+
+    /// `text` with `|` marking the cursor: the text and the offset.
+    fn at_cursor(marked: &str) -> (String, usize) {
+        let cursor = marked.find('|').expect("a cursor");
+        (marked.replacen('|', "", 1), cursor)
+    }
+
+    #[test]
+    fn the_value_under_the_cursor_is_named_with_what_is_typed_and_the_context() {
+        let triage = prompt(&[("id", true), ("severity", false)]);
+        let (text, cursor) = at_cursor("id=4821 severity=hi|");
+        let at = value_under_cursor(&triage, &text, cursor).expect("in a value");
+        assert_eq!(at.argument, "severity");
+        assert_eq!(at.typed, "hi");
+        assert_eq!(at.context, map(&[("id", "4821")]));
+        let query = at.query(&triage);
+        assert_eq!(query.value, "hi");
+        assert_eq!(query.context, map(&[("id", "4821")]));
+        // Mid-value: typed up to the cursor, the whole value replaced.
+        let (text, cursor) = at_cursor("id=48|21 severity=high");
+        let at = value_under_cursor(&triage, &text, cursor).expect("in a value");
+        assert_eq!((at.argument.as_str(), at.typed.as_str()), ("id", "48"));
+        assert_eq!(&text[at.span.clone()], "4821");
+        // Right after `=`: an empty value is typed.
+        let (text, cursor) = at_cursor("severity=| id=1");
+        let at = value_under_cursor(&triage, &text, cursor).expect("in a value");
+        assert_eq!((at.argument.as_str(), at.typed.as_str()), ("severity", ""));
+        // In a key, between words, after an unknown key: in no value.
+        for marked in ["sev|erity=hi", "id=1 | severity=hi", "town=Par|", "|"] {
+            let (text, cursor) = at_cursor(marked);
+            assert_eq!(value_under_cursor(&triage, &text, cursor), None, "{marked}");
+        }
+        assert_eq!(value_under_cursor(&prompt(&[]), "", 0), None);
+    }
+
+    #[test]
+    fn picking_replaces_that_value_alone_and_quotes_what_needs_it() {
+        let triage = prompt(&[("id", true), ("severity", false), ("title", false)]);
+        let (text, cursor) = at_cursor("id=4821 severity=hi| title='a b'");
+        let at = value_under_cursor(&triage, &text, cursor).expect("in a value");
+        let (line, cursor) = replace_value(&triage, &text, &at, "high");
+        assert_eq!(line, "id=4821 severity=high title='a b'");
+        assert_eq!(&line[..cursor], "id=4821 severity=high");
+        // A quoted value, unclosed as it is being typed.
+        let (text, cursor) = at_cursor("title=\"two wo| id=1");
+        let at = value_under_cursor(&triage, &text, cursor).expect("in a value");
+        assert_eq!(at.typed, "two wo");
+        let (line, _) = replace_value(&triage, &text, &at, "two words, \"quoted\"");
+        assert_eq!(
+            line, "title=\"two words, \\\"quoted\\\"\" id=1",
+            "the rest stays"
+        );
+        let parsed = parse_arguments(&triage, &line).expect("parses");
+        assert_eq!(parsed["title"], "two words, \"quoted\"");
+        assert_eq!(parsed["id"], "1");
+        // A closed quoted value: typed unquoted, replaced quotes and all.
+        let (text, cursor) = at_cursor("id=1 title=\"a |b\"");
+        let at = value_under_cursor(&triage, &text, cursor).expect("in a value");
+        assert_eq!(at.typed, "a ");
+        assert_eq!(&text[at.span.clone()], "\"a b\"");
+        let (line, _) = replace_value(&triage, &text, &at, "c");
+        assert_eq!(line, "id=1 title=c");
+    }
+
+    #[test]
+    fn with_one_argument_the_whole_text_is_the_value_under_the_cursor() {
+        let search = prompt(&[("query", true)]);
+        let (text, cursor) = at_cursor("  how do ses|sions");
+        let at = value_under_cursor(&search, &text, cursor).expect("in the value");
+        assert_eq!(at.argument, "query");
+        assert_eq!(at.typed, "how do ses");
+        assert!(at.context.is_empty());
+        let (line, cursor) = replace_value(&search, &text, &at, "how do sessions resume");
+        assert_eq!(line, "  how do sessions resume", "as typed, no quotes");
+        assert_eq!(cursor, line.len());
     }
 
     #[test]

@@ -9,7 +9,11 @@
 //! template does; resources come first (a pick reads them), templates
 //! after, marked [`ResourceMatch::template`], because picking one only
 //! inserts its URI for the person to fill in. Each match carries the
-//! server's own name for it, shown beside the URI.
+//! server's own name for it, shown beside the URI. [`match_servers`]
+//! does the same over every server's held catalog, each row naming the
+//! server that offers it: every server's resources, then every server's
+//! templates. URIs and names are the servers' words: a host sanitizes a
+//! label ([`crate::text::terminal`]) before it prints one.
 //!
 //! # Reading
 //!
@@ -137,12 +141,36 @@ pub struct ResourceMatch {
 
 impl ResourceMatch {
     /// The row as the palette shows it: `<uri>  <name>` and, for a
-    /// template, ` · template`.
+    /// template, ` · template`. Unsanitized (see the module docs).
     pub fn label(&self) -> String {
         if self.template {
             format!("{}  {} · template", self.uri, self.name)
         } else {
             format!("{}  {}", self.uri, self.name)
+        }
+    }
+}
+
+/// One row of an `@` match over several servers: the match and the
+/// server that offers it.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct ServerMatch {
+    /// The server identity.
+    pub server: String,
+    /// What matched.
+    #[serde(flatten)]
+    pub row: ResourceMatch,
+}
+
+impl ServerMatch {
+    /// The row as the palette shows it: `<uri>  <server> · <name>` and,
+    /// for a template, ` · template`. Unsanitized (see the module docs).
+    pub fn label(&self) -> String {
+        let row = format!("{}  {} · {}", self.row.uri, self.server, self.row.name);
+        if self.row.template {
+            format!("{row} · template")
+        } else {
+            row
         }
     }
 }
@@ -173,6 +201,28 @@ pub fn match_fragment(
             template: true,
         });
     resources.chain(templates).collect()
+}
+
+/// [`match_fragment`] over several servers' held catalogs, in the order
+/// given: every server's matching resources first, then every server's
+/// matching templates.
+pub fn match_servers<'a>(
+    catalogs: impl IntoIterator<Item = (&'a str, &'a crate::features::catalog::Catalog)>,
+    fragment: &str,
+) -> Vec<ServerMatch> {
+    let (templates, mut rows): (Vec<ServerMatch>, Vec<ServerMatch>) = catalogs
+        .into_iter()
+        .flat_map(|(server, catalog)| {
+            match_fragment(&catalog.resources.items, &catalog.templates.items, fragment)
+                .into_iter()
+                .map(move |row| ServerMatch {
+                    server: server.to_owned(),
+                    row,
+                })
+        })
+        .partition(|m| m.row.template);
+    rows.extend(templates);
+    rows
 }
 
 /// The params of a `resources/read` request.
@@ -470,6 +520,39 @@ mod tests {
         );
         assert_eq!(match_fragment(&resources, &templates, "feat").len(), 1);
         assert!(match_fragment(&resources, &templates, "nothing").is_empty());
+    }
+
+    #[test]
+    fn across_servers_every_resource_comes_before_any_template() {
+        use crate::features::catalog::Catalog;
+        let catalog = |uri: &str, template: &str| {
+            let mut c = Catalog::default();
+            c.resources.items = vec![resource(uri, "doc")];
+            c.templates.items = vec![
+                ResourceTemplate::from_value(&json!({"uriTemplate": template, "name": "t"}))
+                    .expect("template"),
+            ];
+            c
+        };
+        let docs = catalog("docs://a", "docs://{id}");
+        let db = catalog("db://a", "db://{id}");
+        let rows = match_servers([("docs", &docs), ("db", &db)], "://");
+        let seen: Vec<(&str, &str, bool)> = rows
+            .iter()
+            .map(|r| (r.server.as_str(), r.row.uri.as_str(), r.row.template))
+            .collect();
+        assert_eq!(
+            seen,
+            [
+                ("docs", "docs://a", false),
+                ("db", "db://a", false),
+                ("docs", "docs://{id}", true),
+                ("db", "db://{id}", true),
+            ]
+        );
+        assert_eq!(rows[0].label(), "docs://a  docs · doc");
+        assert_eq!(rows[3].label(), "db://{id}  db · t · template");
+        assert_eq!(match_servers([("db", &db)], "docs").len(), 0);
     }
 
     #[test]

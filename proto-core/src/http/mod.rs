@@ -940,11 +940,20 @@ impl HttpTransport {
         };
         match answer {
             Ok(header) => {
+                // The same header again is no new credential: what was
+                // listed under it still stands.
+                let changed = !self
+                    .options
+                    .headers
+                    .iter()
+                    .any(|(k, v)| k.eq_ignore_ascii_case("authorization") && *v == header);
                 self.options
                     .headers
                     .retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
                 self.options.headers.push(("Authorization".into(), header));
-                self.session.handle_authorization_changed(now);
+                if changed {
+                    self.session.handle_authorization_changed(now);
+                }
                 for parked in waiting.parked {
                     if request_of(parked.kind).is_some_and(|r| !self.session.is_pending(r)) {
                         continue;

@@ -2,6 +2,7 @@
 //! ready moment they lead to, and the keep-alive ping armed then.
 
 use super::*;
+use crate::wire::protocol::{CacheHint, CacheScope};
 
 impl Session {
     /// Asks for one page of a prompt or resource listing: during startup
@@ -48,6 +49,17 @@ impl Session {
                 }
             }
         }
+        // A 2026-era page says whose it is: private (the default) belongs
+        // to the credential it was read with.
+        let private = self.is_stateless()
+            && reply
+                .as_ref()
+                .ok()
+                .and_then(Value::as_object)
+                .is_some_and(|page| CacheHint::from_map(page).scope == CacheScope::Private);
+        if private {
+            self.catalog.mark_private(kind);
+        }
         let answer = reply.map_err(|error| format!("the server answered with an error: {error}"));
         let (outcome, rejected) = self
             .catalog
@@ -72,8 +84,8 @@ impl Session {
     pub(super) fn after_catalog_page(&mut self, now: Instant, outcome: PageOutcome) {
         match outcome {
             PageOutcome::Next(page) => self.request_catalog_page(now, &page),
-            PageOutcome::Settled { again } => {
-                if let Some(page) = again {
+            PageOutcome::Settled { then } => {
+                for page in then {
                     self.request_catalog_page(now, &page);
                 }
                 match self.phase {
@@ -88,28 +100,28 @@ impl Session {
     }
 
     /// At the startup deadline with the tools in: every listing still
-    /// running fails alone (the server is told to stop), and the server
-    /// becomes ready without it.
+    /// running or waiting its turn fails alone (the server is told to stop
+    /// the running ones), and the server becomes ready without them.
     pub(super) fn catalog_startup_expired(&mut self, now: Instant) {
-        let running: Vec<(u64, CatalogKind, Instant)> = self
+        let why = format!(
+            "not listed within the {} s startup budget",
+            self.options.startup_timeout.as_secs_f64()
+        );
+        // Nothing is queued after: a re-listing would outlive startup.
+        self.catalog.abandon(&why);
+        let running: Vec<(u64, Instant)> = self
             .pending
             .iter()
             .filter_map(|(&id, p)| match p.purpose {
-                Purpose::Catalog(kind) => Some((id, kind, p.deadline)),
+                Purpose::Catalog(_) => Some((id, p.deadline)),
                 _ => None,
             })
             .collect();
-        for (id, kind, deadline) in running {
+        for (id, deadline) in running {
             self.pending.remove(&id);
             self.deadlines.remove(&(deadline, id));
             let params = json!({"requestId": id, "reason": "timed out"});
             self.send_notification("notifications/cancelled", Some(&params));
-            let why = format!(
-                "not listed within the {} s startup budget",
-                self.options.startup_timeout.as_secs_f64()
-            );
-            // Ready comes below; a queued re-listing would outlive startup.
-            let _ = self.catalog.fail(kind, why);
         }
         self.maybe_ready(now);
     }

@@ -857,11 +857,26 @@ impl Session {
 
     /// The transport now sends another `Authorization` (a re-authorized
     /// token): a tool list the server marked private (`cacheScope`, 2026
-    /// era) belonged to the old one, so the next call lists it again.
+    /// era) belonged to the old one, so the next call lists it again; a
+    /// private prompt, resource or template list is dropped at once and
+    /// listed again ([`Event::CatalogChanged`] says so).
     pub fn handle_authorization_changed(&mut self, now: Instant) {
         let now = self.clock.observe(now);
-        if self.is_stateless() && self.tools_private && self.tools_fresh_until.is_some() {
+        if !self.is_stateless() {
+            return;
+        }
+        if self.tools_private && self.tools_fresh_until.is_some() {
             self.tools_fresh_until = Some(now);
+        }
+        let (changed, pages) = self.catalog.credential_changed();
+        for page in &pages {
+            self.catalog_fresh_until.remove(&page.kind);
+            self.request_catalog_page(now, page);
+        }
+        if changed && matches!(self.phase, Phase::Ready) {
+            self.events.push_back(Event::CatalogChanged(Box::new(
+                self.catalog.catalog().clone(),
+            )));
         }
     }
 

@@ -32,6 +32,13 @@
 //! `[unreadable <type> block: <why>]` note instead of failing the result:
 //! one bad block should not cost the model the rest of the answer.
 //!
+//! # The output cap
+//!
+//! [`render_capped`] is [`render`] with the model text cut at the
+//! server's `max_output_bytes` ([`crate::features::limit`]), as every
+//! host puts a tool result in front of the model; the card is not cut
+//! (it costs no context).
+//!
 //! # One image per card
 //!
 //! The card shows one image. The first image candidate (an `image` block,
@@ -204,6 +211,18 @@ pub struct CardImage {
     pub mime: String,
     /// The base64 text, as sent.
     pub data_base64: String,
+}
+
+/// [`render`], the model text capped at `max_output_bytes` (saying so
+/// when it is cut).
+pub fn render_capped(result: &CallToolResult, max_output_bytes: usize) -> RenderedResult {
+    let mut rendered = render(result);
+    if let std::borrow::Cow::Owned(capped) =
+        crate::features::limit::cap_output(&rendered.model_text, max_output_bytes)
+    {
+        rendered.model_text = capped;
+    }
+    rendered
 }
 
 /// Renders a `tools/call` result for the model and for the tool card,

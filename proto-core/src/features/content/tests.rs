@@ -644,3 +644,21 @@ fn output_schema_can_be_shared_across_threads() {
     fn send_sync<T: Send + Sync>() {}
     send_sync::<OutputSchema>();
 }
+
+#[test]
+fn the_capped_rendering_cuts_the_model_text_only() {
+    let long = "y".repeat(5000);
+    let r = result(json!([{"type": "text", "text": long}]));
+    let capped = render_capped(&r, 1024);
+    assert!(capped.model_text.starts_with(&"y".repeat(1024)));
+    assert!(
+        capped
+            .model_text
+            .ends_with("\n[rho cut this at 1.0 KB of 5.0 KB (max_output_bytes)]"),
+        "{}",
+        capped.model_text
+    );
+    assert_eq!(capped.card, render(&r).card, "the card is not cut");
+    let short = result(json!([{"type": "text", "text": "hi"}]));
+    assert_eq!(render_capped(&short, 1024), render(&short));
+}
