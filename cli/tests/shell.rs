@@ -377,6 +377,18 @@ both_executors!(
 
 fn a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed(rt: Runtime) {
     let mut shell = Shell::start(rt, "suggest");
+    // `/mcp:everything:` and Tab: the server's prompts, from the lists
+    // held since connect.
+    let at = shell.mark();
+    shell.keys("/mcp:everything:\t");
+    shell.wait_for_after(at, "\x1b[7m  /mcp:everything:", SOON);
+    shell.wait_for_after(
+        at,
+        "  /mcp:everything:completable-prompt   department (required), name (required)",
+        SOON,
+    );
+    shell.wait_for_after(at, "  /mcp:everything:simple-prompt ", SOON);
+    shell.keys("\x1b\x15");
     // `department=`: the server's four departments arrive under the line,
     // none highlighted, while the line stays as typed.
     let at = shell.mark();
@@ -573,4 +585,91 @@ fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
     assert!(!shown.contains("fixture says info"), "{shown}");
     assert!(!shown.contains("fixture says notice"), "{shown}");
     assert!(shell.quit().success());
+}
+
+both_executors!(a_server_that_needs_a_login_gets_it_before_the_shell_connects);
+
+fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
+    // The OAuth fixture (an MCP server with its own authorization server,
+    // auto-approving) on an ephemeral loopback port.
+    let dir = scratch_dir(&format!("shell-login-fixture-{}", rt.name()));
+    let port_file = dir.join("port");
+    let server = Stopped(
+        Command::new("node")
+            .arg(rho_tests::tests_dir().join("servers/fixtures/oauth-server.js"))
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the OAuth fixture"),
+    );
+    let until = Instant::now() + SOON;
+    let port: u16 = loop {
+        if let Some(port) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+        {
+            break port;
+        }
+        assert!(Instant::now() < until, "the OAuth fixture did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The person's browser: rho opens the authorization URL with
+    // xdg-open, which here is a script that follows the redirects back to
+    // rho's loopback callback as a browser would.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("make bin");
+    let opener = bin.join("xdg-open");
+    let browser = rho_tests::tests_dir().join("servers/fixtures/browser.mjs");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+            browser.display(),
+            dir.join("browser.log").display()
+        ),
+    )
+    .expect("write the opener");
+    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let config = format!(
+        "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n"
+    );
+    let mut shell = Shell::launch(
+        rt,
+        "login",
+        &config,
+        &Launch {
+            env: vec![("PATH".into(), path)],
+            ..Launch::default()
+        },
+    );
+    let screen = shell.screen();
+    assert!(
+        screen.contains("logged in to server `fx`"),
+        "the login came first:\n{screen}"
+    );
+    let at = shell.mark();
+    shell.keys("/call fx:whoami\r");
+    shell.wait_for_after(at, "token #1", SOON);
+    assert!(shell.quit().success());
+    drop(server);
+}
+
+/// A child process killed when dropped (a test that fails stops it too).
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

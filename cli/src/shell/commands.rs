@@ -134,7 +134,7 @@ pub(crate) struct CatalogPrompt {
     pub(crate) name: String,
     /// Its arguments' names, in the server's order.
     pub(crate) arguments: Vec<String>,
-    /// Its arguments as the menu shows them (`city*, state`).
+    /// Its arguments as the menu shows them (`city (required), state`).
     pub(crate) note: String,
 }
 
