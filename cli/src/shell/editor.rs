@@ -38,6 +38,7 @@
 use std::fmt::Write as _;
 
 use rho_proto_core::features::resources::ResourceRead;
+use rho_proto_core::text::terminal::sanitize_line;
 
 use super::keys::Key;
 
@@ -389,7 +390,8 @@ impl Editor {
         match choice.pick {
             Pick::Insert => self.splice(menu.word_start, menu.word_end, &choice.replacement),
             Pick::Attach { server, uri } => {
-                let label = ResourceRead::new(uri.as_str(), 0).label();
+                // The URI is the server's: drawn only once made safe.
+                let label = sanitize_line(&ResourceRead::new(uri.as_str(), 0).label()).into_owned();
                 self.splice(menu.word_start, menu.word_end, &label);
                 let id = self.next_chip;
                 self.next_chip += 1;
@@ -1048,6 +1050,23 @@ mod tests {
             }
         );
         assert_eq!(editor.history(), ["read it"]);
+    }
+
+    #[test]
+    fn a_hostile_uri_is_drawn_safe_and_still_read_as_sent() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "@x");
+        editor.suggest("@x", 2, (0, 2), vec![attach("a://x\x1b[2J")]);
+        editor.key(Key::Tab);
+        assert!(!editor.line().contains('\x1b'), "{:?}", editor.line());
+        assert_eq!(
+            editor.take_events(),
+            [Event::Attach {
+                chip: 0,
+                server: "s".into(),
+                uri: "a://x\x1b[2J".into()
+            }]
+        );
     }
 
     #[test]
