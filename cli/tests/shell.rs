@@ -373,6 +373,7 @@ both_executors!(
     a_read_that_fails_removes_the_attachment_and_says_why,
     revised_and_withdrawn_tools_are_said_and_marked,
     server_logs_show_from_the_level_chosen_with_log_level,
+    a_command_line_takes_no_attachments,
 );
 
 fn a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed(rt: Runtime) {
@@ -672,4 +673,37 @@ impl Drop for Stopped {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+fn a_command_line_takes_no_attachments(rt: Runtime) {
+    let mut shell = Shell::start_with(rt, "command-attach", &fixture_config());
+    let at = shell.mark();
+    shell.keys("/tools @fine");
+    shell.wait_for_after(at, "\n  fixture://fine  fixture · fine", SOON);
+    shell.keys("\t");
+    shell.wait_for_after(at, "rho> /tools [resource: fixture://fine] ", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    shell.wait_for_after(at, "a command takes no attachments", SOON);
+    // Nothing of it is left for the next line: a message now carries no
+    // attachment, so it is refused as text.
+    let at = shell.mark();
+    shell.keys("hello\r");
+    shell.wait_for_after(at, "commands start with `/`", SOON);
+    assert!(shell.quit().success());
+}
+
+#[test]
+fn a_log_level_that_is_not_one_is_a_usage_error_naming_the_levels() {
+    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .args(["mcp", "shell", "--log-level", "loud"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rho");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("one of debug, info, notice, warning, error, critical, alert, emergency"),
+        "{stderr}"
+    );
 }

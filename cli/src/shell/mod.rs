@@ -1403,3 +1403,34 @@ fn save_history(path: &std::path::Path, lines: &[String]) {
         let _ = std::fs::rename(&tmp, path);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_files_are_listed_shallow_first_bounded_and_without_hidden_ones() {
+        let root = std::env::temp_dir().join(format!("rho-shell-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut deep = root.clone();
+        for level in 0..FILE_DEPTH + 2 {
+            deep = deep.join(format!("d{level}"));
+        }
+        std::fs::create_dir_all(&deep).expect("make the tree");
+        std::fs::create_dir_all(root.join(".git")).expect("hidden dir");
+        for (path, text) in [
+            ("top.txt", "t"),
+            (".secret", "s"),
+            (".git/config", "c"),
+            ("d0/inner.rs", "i"),
+        ] {
+            std::fs::write(root.join(path), text).expect("write");
+        }
+        std::fs::write(deep.join("too-deep.txt"), "x").expect("write");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join("top.txt"), root.join("link.txt")).expect("symlink");
+        let files = list_files(&root);
+        assert_eq!(files, ["top.txt", "d0/inner.rs"]);
+        let _ = std::fs::remove_dir_all(&root);
+    }
+}
