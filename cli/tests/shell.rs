@@ -374,6 +374,7 @@ both_executors!(
     revised_and_withdrawn_tools_are_said_and_marked,
     server_logs_show_from_the_level_chosen_with_log_level,
     a_command_line_takes_no_attachments,
+    keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests,
 );
 
 fn a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed(rt: Runtime) {
@@ -706,4 +707,35 @@ fn a_log_level_that_is_not_one_is_a_usage_error_naming_the_levels() {
         stderr.contains("one of debug, info, notice, warning, error, critical, alert, emergency"),
         "{stderr}"
     );
+}
+
+fn keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests(rt: Runtime) {
+    // The fixture answers completion/complete 400 ms late: the keys after
+    // `kind=` arrive while the first request (for "") runs, pile up
+    // behind it as one, and are then answered from its complete list
+    // without another request.
+    let mut shell = Shell::start_with(rt, "coalesce", &fixture_config());
+    let at = shell.mark();
+    shell.keys("/mcp:fixture:pick kind=Sal");
+    // Drawn as typed without a palette first, the palette after, when
+    // the answer came: no key waited for it.
+    let typed = shell.wait_for_after(at, "kind=Sal\r\x1b[", SOON);
+    let palette = shell.wait_for_after(at, "kind=Sal\r\r\n  Sales\x1b[1A", SOON);
+    assert!(typed < palette, "{}", shell.screen());
+    shell.keys("\t");
+    shell.wait_for_after(at, "rho> /mcp:fixture:pick kind=Sales", SOON);
+    // The next argument is asked with the first in context.arguments.
+    let at = shell.mark();
+    shell.keys(" item=xy");
+    shell.wait_for_after(at, "item=xy\r\r\n  xylophone\x1b[1A", SOON);
+    shell.keys("\t\r");
+    shell.wait_for_after(at, "picked Sales xylophone", SOON);
+    let at = shell.mark();
+    shell.keys("/call fixture:completions-asked\r");
+    shell.wait_for_after(
+        at,
+        "\x1b[Jkind=\r\nitem= {\"kind\":\"Sales\"}\r\n\r\x1b[Jrho> ",
+        SOON,
+    );
+    assert!(shell.quit().success());
 }
