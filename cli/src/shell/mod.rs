@@ -54,7 +54,8 @@
 //!
 //! Not on a terminal (input from a pipe or a file), the shell reads one
 //! command per line and prints plain output: the same commands, scriptable.
-//! No person is present then, so forms are declined as in `rho mcp call`.
+//! No person is present then, so forms are declined as in `rho mcp call`,
+//! and there is no palette: a line with `@` in it is text like any other.
 //!
 //! Why an editor written here rather than rustyline or reedline: the
 //! shell must print above the line from other threads while a key is

@@ -157,4 +157,40 @@ mod tests {
         assert!(lines[0].starts_with("server `x` failed: gone"));
         assert!(!lines[0].contains('\x1b'));
     }
+
+    fn tool(name: &str, description: &str, withdrawn: bool) -> ExportedTool {
+        ExportedTool {
+            name: format!("mcp__x__{name}"),
+            full_name: None,
+            server: "x".into(),
+            tool: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            hints: Default::default(),
+            withdrawn,
+        }
+    }
+
+    #[test]
+    fn a_revised_tool_is_said_once_and_a_withdrawn_one_is_left_to_changes() {
+        let before = [tool("echo", "Echo", false), tool("gone", "Gone", false)];
+        let after = [
+            tool("echo", "Echo, revised", false),
+            tool("gone", "Gone", true),
+        ];
+        assert_eq!(
+            revisions(&before, &after),
+            ["server `x` revised tool `echo`: its new definition is in use"]
+        );
+        assert!(revisions(&after, &after).is_empty());
+        let mut schema = tool("echo", "Echo, revised", false);
+        schema.input_schema = serde_json::json!({"type": "object", "required": ["m"]});
+        assert_eq!(
+            revisions(&after, &[schema]).len(),
+            1,
+            "a schema change is a revision"
+        );
+    }
 }
