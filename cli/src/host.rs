@@ -99,6 +99,15 @@ impl Host {
         }
     }
 
+    /// The exported tools as a turn would see them now: revised
+    /// definitions after `tools/list_changed`, withdrawn tools marked.
+    pub(crate) fn current_tools(&self) -> Vec<rho_proto_core::runtime::registry::ExportedTool> {
+        match self {
+            Host::Smol { runtime, .. } => runtime.current_tools(),
+            Host::Blocking(runtime) => runtime.current_tools(),
+        }
+    }
+
     /// Calls a tool, handing progress to `on_progress`, until it ends or
     /// `cancel` is set; a cancelled call tells the server and ends as
     /// [`CallError::Cancelled`].

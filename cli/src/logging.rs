@@ -36,10 +36,18 @@ type Route = Arc<dyn Fn(&str) + Send + Sync>;
 static ROUTE: Mutex<Option<Route>> = Mutex::new(None);
 
 /// Installs the stderr logger: `debug` with `verbose`, else `warn`;
-/// `RUST_LOG` overrides the filter.
-pub(crate) fn init(verbose: bool) {
-    let filter = EnvFilter::try_from_default_env()
+/// `RUST_LOG` overrides the filter. `server_logs` (a tracing level) lets
+/// servers' log messages (target `rho::mcp::server`) through from that
+/// level on, whatever the rest of the filter says (`rho mcp shell
+/// --log-level`).
+pub(crate) fn init(verbose: bool, server_logs: Option<&str>) {
+    let mut filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
+    if let Some(level) = server_logs {
+        if let Ok(directive) = format!("rho::mcp::server={level}").parse() {
+            filter = filter.add_directive(directive);
+        }
+    }
     let ansi = use_color(
         std::env::var_os("NO_COLOR").as_deref(),
         std::io::IsTerminal::is_terminal(&std::io::stderr()),

@@ -110,7 +110,7 @@ enum McpCommand {
     Call(CallArgs),
     /// An interactive session over every enabled server: status, tools,
     /// calls and the servers' questions, with completion (no model).
-    Shell,
+    Shell(shell::ShellArgs),
     /// Start one server, get one of its prompts, and print the user turn
     /// the model would get.
     Prompt(prompt::PromptArgs),
@@ -238,7 +238,11 @@ fn main() -> ExitCode {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),
     };
-    logging::init(cli.verbose);
+    let server_logs = match &cli.command {
+        TopCommand::Mcp(McpCommand::Shell(args)) => args.log_level,
+        _ => None,
+    };
+    logging::init(cli.verbose, server_logs.map(shell::tracing_level));
     let json = cli.command.wants_json();
     let result = match cli.command {
         TopCommand::Mcp(command) => run_mcp(
@@ -440,7 +444,7 @@ fn run_mcp(
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
-        McpCommand::Shell => shell::run(&loaded, kind, options),
+        McpCommand::Shell(args) => shell::run(&loaded, kind, options, &args),
         McpCommand::Prompt(args) => prompt::run(&loaded, kind, options, &args),
         McpCommand::Read(args) => read::run(&loaded, kind, options, &args),
         McpCommand::Complete(args) => complete::run(&loaded, kind, options, &args),

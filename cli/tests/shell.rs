@@ -37,16 +37,33 @@ impl Shell {
 
     /// Starts `rho mcp shell` over the servers of `config_text`.
     fn start_with(rt: Runtime, name: &str, config_text: &str) -> Shell {
+        Shell::launch(rt, name, config_text, &Launch::default())
+    }
+
+    /// Starts `rho mcp shell` over the servers of `config_text`, with more
+    /// to it: in a scratch directory that holds `launch.files` (the
+    /// shell's workspace), with its extra arguments and environment.
+    fn launch(rt: Runtime, name: &str, config_text: &str, launch: &Launch<'_>) -> Shell {
         let dir = scratch_dir(&format!("shell-{name}-{}", rt.name()));
         let config = dir.join("rho.toml");
         std::fs::write(&config, config_text).expect("write the config");
         let home = dir.join("home");
         std::fs::create_dir_all(&home).expect("make a home");
+        let workspace = dir.join("work");
+        for (path, text) in launch.files {
+            let path = workspace.join(path);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("make the dir");
+            std::fs::write(path, text).expect("write a workspace file");
+        }
+        std::fs::create_dir_all(&workspace).expect("make the workspace");
         let pty = Pty::open();
         let child = Command::new(env!("CARGO_BIN_EXE_rho"))
             .args(["--config"])
             .arg(&config)
             .args(["--runtime", rt.name(), "mcp", "shell"])
+            .args(launch.args)
+            .envs(launch.env.iter().map(|(k, v)| (k, v)))
+            .current_dir(&workspace)
             .env("HOME", &home)
             .env_remove("CI")
             .env_remove("RUST_LOG")
@@ -135,7 +152,26 @@ impl Drop for Shell {
     }
 }
 
+/// What else a shell under test starts with.
+#[derive(Default)]
+struct Launch<'a> {
+    /// Arguments after `mcp shell`.
+    args: &'a [&'a str],
+    /// Extra environment.
+    env: Vec<(String, String)>,
+    /// Files of the workspace (the shell's current directory):
+    /// (relative path, text).
+    files: &'a [(&'a str, &'a str)],
+}
+
 const SOON: Duration = Duration::from_secs(20);
+
+/// The fixture for reads that never end or fail, logs on cue and tools
+/// revised mid-session.
+fn fixture_config() -> String {
+    let script = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
+    node_server("fixture", &script, &[])
+}
 
 both_executors!(
     slash_completes_commands_and_doctor_reports_each_server,
@@ -327,5 +363,379 @@ fn a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing(rt: R
     let at = shell.mark();
     shell.keys("/mcp:everything:nosuch\r");
     shell.wait_for_after(at, "server `everything` has no prompt `nosuch`", SOON);
+    assert!(shell.quit().success());
+}
+
+both_executors!(
+    a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed,
+    at_attaches_a_resource_that_reads_and_enter_prints_the_message,
+    backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it,
+    a_read_that_fails_removes_the_attachment_and_says_why,
+    revised_and_withdrawn_tools_are_said_and_marked,
+    server_logs_show_from_the_level_chosen_with_log_level,
+    a_command_line_takes_no_attachments,
+    keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests,
+);
+
+fn a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed(rt: Runtime) {
+    let mut shell = Shell::start(rt, "suggest");
+    // `/mcp:everything:` and Tab: the server's prompts, from the lists
+    // held since connect.
+    let at = shell.mark();
+    shell.keys("/mcp:everything:\t");
+    shell.wait_for_after(at, "\x1b[7m  /mcp:everything:", SOON);
+    shell.wait_for_after(
+        at,
+        "  /mcp:everything:completable-prompt   department (required), name (required)",
+        SOON,
+    );
+    shell.wait_for_after(at, "  /mcp:everything:simple-prompt ", SOON);
+    shell.keys("\x1b\x15");
+    // `department=`: the server's four departments arrive under the line,
+    // none highlighted, while the line stays as typed.
+    let at = shell.mark();
+    shell.keys("/mcp:everything:completable-prompt department=");
+    shell.wait_for_after(
+        at,
+        "\n  Engineering\r\r\n  Sales\r\r\n  Marketing\r\r\n  Support",
+        SOON,
+    );
+    // Narrowed as typed; Tab on the one left picks it.
+    let at = shell.mark();
+    shell.keys("En");
+    shell.wait_for_after(at, "department=En\r\r\n  Engineering\x1b[1A", SOON);
+    let at = shell.mark();
+    shell.keys("\t");
+    shell.wait_for_after(
+        at,
+        "rho> /mcp:everything:completable-prompt department=Engineering",
+        SOON,
+    );
+    // `name=` is completed in the context of the department already typed
+    // (the server narrows by `context.arguments`).
+    let at = shell.mark();
+    shell.keys(" name=");
+    shell.wait_for_after(at, "\n  Alice\r\r\n  Bob\r\r\n  Charlie", SOON);
+    // Tab highlights the first row, Down the next, Enter picks it: the
+    // value alone is replaced.
+    let at = shell.mark();
+    shell.keys("\t\x1b[B");
+    shell.wait_for_after(at, "\x1b[7m  Bob\x1b[0m", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    shell.wait_for_after(
+        at,
+        "rho> /mcp:everything:completable-prompt department=Engineering name=Bob",
+        SOON,
+    );
+    let at = shell.mark();
+    shell.keys("\r");
+    shell.wait_for_after(
+        at,
+        "Please promote Bob to the head of the Engineering team.",
+        SOON,
+    );
+    assert!(shell.quit().success());
+}
+
+const ARCHITECTURE: &str = "demo://resource/static/document/architecture.md";
+
+fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
+    let mut shell = Shell::launch(
+        rt,
+        "attach",
+        &node_server("everything", &everything_js(), &[]),
+        &Launch {
+            files: &[("notes/architecture-notes.txt", "mine")],
+            ..Launch::default()
+        },
+    );
+    // Resources first, with their server and name; workspace files after.
+    let at = shell.mark();
+    shell.keys("summarize @architecture");
+    let row = shell.wait_for_after(
+        at,
+        &format!("\n  {ARCHITECTURE}  everything · architecture.md"),
+        SOON,
+    );
+    shell.wait_for_after(row, "\n  @notes/architecture-notes.txt   file", SOON);
+    let at = shell.mark();
+    shell.keys("\t\r");
+    shell.wait_for_after(
+        at,
+        &format!("rho> summarize [resource: {ARCHITECTURE} · reading] "),
+        SOON,
+    );
+    // The read completes while the person goes on typing.
+    shell.keys("please");
+    shell.wait_for_after(at, &format!("[resource: {ARCHITECTURE}] please"), SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    let head = shell.wait_for_after(
+        at,
+        "the message a model would get (there is no model here)",
+        SOON,
+    );
+    let text = shell.wait_for_after(head, "summarize please", SOON);
+    let body = shell.wait_for_after(
+        text,
+        &format!("── [resource: {ARCHITECTURE}] from server `everything` ──"),
+        SOON,
+    );
+    shell.wait_for_after(body, "Architecture", SOON);
+    // A workspace file is written as `@path`, unchanged.
+    let at = shell.mark();
+    shell.keys("@notes\t");
+    shell.wait_for_after(at, "rho> @notes/architecture-notes.txt ", SOON);
+    shell.keys("\x15");
+    assert!(shell.quit().success());
+}
+
+fn backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it(rt: Runtime) {
+    let mut shell = Shell::start_with(rt, "cancel-read", &fixture_config());
+    let at = shell.mark();
+    shell.keys("@slow");
+    shell.wait_for_after(at, "\n  fixture://slow  fixture · slow", SOON);
+    let at = shell.mark();
+    shell.keys("\t");
+    shell.wait_for_after(at, "rho> [resource: fixture://slow · reading] ", SOON);
+    // Enter is refused while the read runs; the line stays.
+    let at = shell.mark();
+    shell.keys("\r");
+    let refused = shell.wait_for_after(at, "a resource is still being read", SOON);
+    shell.wait_for_after(refused, "rho> [resource: fixture://slow · reading] ", SOON);
+    // Backspace over the space, then over the attachment: the read is
+    // cancelled and the server told.
+    let at = shell.mark();
+    shell.keys("\x7f\x7f");
+    shell.wait_for_after(
+        at,
+        "the read of `fixture://slow` was cancelled; server `fixture` was told",
+        SOON,
+    );
+    let at = shell.mark();
+    shell.keys("/call fixture:cancelled-reads\r");
+    let echoed = shell.wait_for_after(at, "rho> /call fixture:cancelled-reads", SOON);
+    shell.wait_for_after(echoed, "\x1b[Jfixture://slow", SOON);
+    assert!(shell.quit().success());
+}
+
+fn a_read_that_fails_removes_the_attachment_and_says_why(rt: Runtime) {
+    let mut shell = Shell::start_with(rt, "failed-read", &fixture_config());
+    let at = shell.mark();
+    shell.keys("see @broken");
+    shell.wait_for_after(at, "\n  fixture://broken  fixture · broken", SOON);
+    shell.keys("\t");
+    let said = shell.wait_for_after(
+        at,
+        "could not read `fixture://broken` from server `fixture`: ",
+        SOON,
+    );
+    let why = shell.wait_for_after(said, "fixture://broken is broken on purpose", SOON);
+    shell.wait_for_after(why, "; the attachment was removed", SOON);
+    // The line is left without it, and Enter is not refused.
+    shell.wait_for_after(why, "rho> see ", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    shell.wait_for_after(at, "commands start with `/`", SOON);
+    assert!(shell.quit().success());
+}
+
+fn revised_and_withdrawn_tools_are_said_and_marked(rt: Runtime) {
+    let mut shell = Shell::start_with(rt, "revised", &fixture_config());
+    let at = shell.mark();
+    shell.keys("/call fixture:revise\r");
+    let done = shell.wait_for_after(at, "\x1b[Jrevised", SOON);
+    shell.wait_for_after(
+        done,
+        "server `fixture` revised tool `echo`: its new definition is in use",
+        SOON,
+    );
+    shell.wait_for_after(done, "server `fixture` withdrew tool `doomed`", SOON);
+    let at = shell.mark();
+    shell.keys("/tools fixture\r");
+    shell.wait_for_after(at, "Echoes the message back (revised)", SOON);
+    shell.wait_for_after(at, "(fixture:doomed) (withdrawn)", SOON);
+    let at = shell.mark();
+    shell.keys("/call fixture:doomed\r");
+    shell.wait_for_after(
+        at,
+        "tool `doomed` of server `fixture` was withdrawn by the server",
+        SOON,
+    );
+    assert!(shell.quit().success());
+}
+
+fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
+    let mut shell = Shell::launch(
+        rt,
+        "logs",
+        &fixture_config(),
+        &Launch {
+            args: &["--log-level", "warning"],
+            ..Launch::default()
+        },
+    );
+    let at = shell.mark();
+    shell.keys("/call fixture:log\r");
+    // The server was asked for warning and up (logging/setLevel), so it
+    // sends those five, in order, and nothing below.
+    let warning = shell.wait_for_after(at, "fixture says warning", SOON);
+    let last = shell.wait_for_after(warning, "fixture says emergency", SOON);
+    shell.wait_for_after(at, "\x1b[Jlogged", SOON);
+    let shown = shell.screen()[at..last].to_owned();
+    assert!(!shown.contains("fixture says info"), "{shown}");
+    assert!(!shown.contains("fixture says notice"), "{shown}");
+    assert!(shell.quit().success());
+}
+
+both_executors!(a_server_that_needs_a_login_gets_it_before_the_shell_connects);
+
+fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
+    // The OAuth fixture (an MCP server with its own authorization server,
+    // auto-approving) on an ephemeral loopback port.
+    let dir = scratch_dir(&format!("shell-login-fixture-{}", rt.name()));
+    let port_file = dir.join("port");
+    let server = Stopped(
+        Command::new("node")
+            .arg(rho_tests::tests_dir().join("servers/fixtures/oauth-server.js"))
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("start the OAuth fixture"),
+    );
+    let until = Instant::now() + SOON;
+    let port: u16 = loop {
+        if let Some(port) = std::fs::read_to_string(&port_file)
+            .ok()
+            .and_then(|p| p.trim().parse().ok())
+        {
+            break port;
+        }
+        assert!(Instant::now() < until, "the OAuth fixture did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // The person's browser: rho opens the authorization URL with
+    // xdg-open, which here is a script that follows the redirects back to
+    // rho's loopback callback as a browser would.
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("make bin");
+    let opener = bin.join("xdg-open");
+    let browser = rho_tests::tests_dir().join("servers/fixtures/browser.mjs");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+            browser.display(),
+            dir.join("browser.log").display()
+        ),
+    )
+    .expect("write the opener");
+    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
+    let path = format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let config = format!(
+        "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n"
+    );
+    let mut shell = Shell::launch(
+        rt,
+        "login",
+        &config,
+        &Launch {
+            env: vec![("PATH".into(), path)],
+            ..Launch::default()
+        },
+    );
+    let screen = shell.screen();
+    assert!(
+        screen.contains("logged in to server `fx`"),
+        "the login came first:\n{screen}"
+    );
+    let at = shell.mark();
+    shell.keys("/call fx:whoami\r");
+    shell.wait_for_after(at, "token #1", SOON);
+    assert!(shell.quit().success());
+    drop(server);
+}
+
+/// A child process killed when dropped (a test that fails stops it too).
+struct Stopped(Child);
+
+impl Drop for Stopped {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn a_command_line_takes_no_attachments(rt: Runtime) {
+    let mut shell = Shell::start_with(rt, "command-attach", &fixture_config());
+    let at = shell.mark();
+    shell.keys("/tools @fine");
+    shell.wait_for_after(at, "\n  fixture://fine  fixture · fine", SOON);
+    shell.keys("\t");
+    shell.wait_for_after(at, "rho> /tools [resource: fixture://fine] ", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    shell.wait_for_after(at, "a command takes no attachments", SOON);
+    // Nothing of it is left for the next line: a message now carries no
+    // attachment, so it is refused as text.
+    let at = shell.mark();
+    shell.keys("hello\r");
+    shell.wait_for_after(at, "commands start with `/`", SOON);
+    assert!(shell.quit().success());
+}
+
+#[test]
+fn a_log_level_that_is_not_one_is_a_usage_error_naming_the_levels() {
+    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
+        .args(["mcp", "shell", "--log-level", "loud"])
+        .stdin(Stdio::null())
+        .output()
+        .expect("run rho");
+    assert_eq!(output.status.code(), Some(2), "{output:?}");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("one of debug, info, notice, warning, error, critical, alert, emergency"),
+        "{stderr}"
+    );
+}
+
+fn keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests(rt: Runtime) {
+    // The fixture answers completion/complete 400 ms late: the keys after
+    // `kind=` arrive while the first request (for "") runs, pile up
+    // behind it as one, and are then answered from its complete list
+    // without another request.
+    let mut shell = Shell::start_with(rt, "coalesce", &fixture_config());
+    let at = shell.mark();
+    shell.keys("/mcp:fixture:pick kind=Sal");
+    // Drawn as typed without a palette first, the palette after, when
+    // the answer came: no key waited for it.
+    let typed = shell.wait_for_after(at, "kind=Sal\r\x1b[", SOON);
+    let palette = shell.wait_for_after(at, "kind=Sal\r\r\n  Sales\x1b[1A", SOON);
+    assert!(typed < palette, "{}", shell.screen());
+    shell.keys("\t");
+    shell.wait_for_after(at, "rho> /mcp:fixture:pick kind=Sales", SOON);
+    // The next argument is asked with the first in context.arguments.
+    let at = shell.mark();
+    shell.keys(" item=xy");
+    shell.wait_for_after(at, "item=xy\r\r\n  xylophone\x1b[1A", SOON);
+    shell.keys("\t\r");
+    shell.wait_for_after(at, "picked Sales xylophone", SOON);
+    let at = shell.mark();
+    shell.keys("/call fixture:completions-asked\r");
+    shell.wait_for_after(
+        at,
+        "\x1b[Jkind=\r\nitem= {\"kind\":\"Sales\"}\r\n\r\x1b[Jrho> ",
+        SOON,
+    );
     assert!(shell.quit().success());
 }

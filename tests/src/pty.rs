@@ -17,12 +17,21 @@ pub struct Pty {
 }
 
 impl Pty {
-    /// Opens a new pseudo-terminal pair.
+    /// Opens a new pseudo-terminal pair, 200 columns by 50 rows.
     pub fn open() -> Self {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
         grantpt(&master).expect("grantpt");
         unlockpt(&master).expect("unlockpt");
+        // A wide terminal, so a test's long line is drawn whole rather
+        // than scrolled sideways (a fresh pty reports no size at all).
+        let size = rustix::termios::Winsize {
+            ws_row: 50,
+            ws_col: 200,
+            ws_xpixel: 0,
+            ws_ypixel: 0,
+        };
+        rustix::termios::tcsetwinsize(&master, size).expect("set the window size");
         let name = ptsname(&master, Vec::new()).expect("ptsname");
         let slave = PathBuf::from(name.to_string_lossy().into_owned());
         Self { master, slave }

@@ -1,13 +1,28 @@
 //! The shell's commands: what a typed line asks for, and what `Tab`
 //! offers, both pure so they are tested without a session.
 //!
-//! Completion needs no round-trip: commands are fixed, and servers and
-//! tools come from the lists held since connect ([`Catalog`]). A
-//! `/call` target is an exported tool name or `<server>:<tool>` (the
+//! Tab completion needs no round-trip: commands are fixed, and servers,
+//! tools and prompts come from the lists held since connect ([`Catalog`]).
+//! A `/call` target is an exported tool name or `<server>:<tool>` (the
 //! server's own tool name), so a person can call a tool whose exported
 //! name they do not know.
+//!
+//! [`context`] says what the cursor is in, for the palette the shell puts
+//! up by itself: a prompt argument's value (whose suggestions come from
+//! the server, see `mod.rs`) or an `@` token (matched here against the
+//! held resources, then the workspace files).
+//!
+//! A value picked from the suggestions replaces that value alone: for a
+//! prompt of several arguments the `key=value` word's value, quoted when it
+//! holds a blank or a quote (as the prompt's argument rules read it back);
+//! for a prompt of one argument, everything after the command.
 
-use super::editor::Candidate;
+use std::collections::BTreeMap;
+
+use rho_proto_core::features::resources::{Resource, ResourceTemplate, match_fragment};
+use rho_proto_core::text::terminal::sanitize_line;
+
+use super::editor::{Candidate, Pick};
 
 /// The built-in commands, with the note the menu shows beside each.
 pub(crate) const COMMANDS: &[(&str, &str)] = &[
@@ -15,7 +30,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/doctor", "one health row per server"),
     ("/tools", "exported tools [server]"),
     ("/call", "<tool or server:tool> [JSON or key=value...]"),
-    ("/help", "these commands"),
+    ("/help", "these commands and keys"),
     ("/quit", "shut every server down and leave"),
 ];
 
@@ -105,9 +120,37 @@ pub(crate) struct Catalog {
     /// Every exported tool: (exported name, server, the server's tool name,
     /// the first line of its description).
     pub(crate) tools: Vec<CatalogTool>,
-    /// Every prompt command (`/mcp:<server>:<prompt>`), with its arguments
-    /// as the menu shows them.
-    pub(crate) prompts: Vec<(String, String)>,
+    /// Every prompt, with its command.
+    pub(crate) prompts: Vec<CatalogPrompt>,
+    /// Every server's held resources and templates, in config order.
+    pub(crate) resources: Vec<ServerResources>,
+}
+
+/// One prompt, as completion needs it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct CatalogPrompt {
+    pub(crate) server: String,
+    /// The prompt's name, as `prompts/get` takes it.
+    pub(crate) name: String,
+    /// Its arguments' names, in the server's order.
+    pub(crate) arguments: Vec<String>,
+    /// Its arguments as the menu shows them (`city (required), state`).
+    pub(crate) note: String,
+}
+
+impl CatalogPrompt {
+    /// The command that runs it: `/mcp:<server>:<prompt>`.
+    pub(crate) fn command(&self) -> String {
+        rho_proto_core::features::prompts::command_name(&self.server, &self.name)
+    }
+}
+
+/// One server's resources and templates, as listed at connect.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct ServerResources {
+    pub(crate) server: String,
+    pub(crate) resources: Vec<Resource>,
+    pub(crate) templates: Vec<ResourceTemplate>,
 }
 
 /// One tool, as completion shows it.
@@ -132,31 +175,24 @@ pub(crate) fn complete(
         [] => COMMANDS
             .iter()
             .filter(|(name, _)| name.starts_with(word))
-            .map(|(name, note)| Candidate {
-                replacement: format!("{name} "),
-                note: (*note).to_owned(),
-            })
-            .chain(
-                catalog
-                    .prompts
-                    .iter()
-                    .filter(|(command, _)| command.starts_with(word))
-                    .map(|(command, note)| Candidate {
-                        replacement: format!("{command} "),
-                        note: note.clone(),
-                    }),
-            )
+            .map(|(name, note)| Candidate::text(format!("{name} "), *note))
+            .chain(catalog.prompts.iter().filter_map(|p| {
+                let command = p.command();
+                command
+                    .starts_with(word)
+                    .then(|| Candidate::text(format!("{command} "), p.note.clone()))
+            }))
             .collect(),
         ["/tools"] => catalog
             .servers
             .iter()
             .filter(|s| s.starts_with(word))
-            .map(|s| Candidate {
-                replacement: s.clone(),
-                note: String::new(),
-            })
+            .map(|s| Candidate::text(s.clone(), ""))
             .collect(),
         ["/call"] => call_targets(catalog, word),
+        [first, ..] if first.starts_with("/mcp:") && !line[..word_start].ends_with('=') => {
+            argument_names(catalog, line, word)
+        }
         _ => Vec::new(),
     }
 }
@@ -168,31 +204,320 @@ fn call_targets(catalog: &Catalog, word: &str) -> Vec<Candidate> {
     if let Some((server, tool)) = word.split_once(':') {
         for t in &catalog.tools {
             if t.server == server && t.name.starts_with(tool) {
-                out.push(Candidate {
-                    replacement: format!("{}:{} ", t.server, t.name),
-                    note: t.summary.clone(),
-                });
+                out.push(Candidate::text(
+                    format!("{}:{} ", t.server, t.name),
+                    t.summary.clone(),
+                ));
             }
         }
         return out;
     }
     for server in &catalog.servers {
         if server.starts_with(word) && catalog.tools.iter().any(|t| &t.server == server) {
-            out.push(Candidate {
-                replacement: format!("{server}:"),
-                note: "server".into(),
-            });
+            out.push(Candidate::text(format!("{server}:"), "server"));
         }
     }
     for t in &catalog.tools {
         if t.exported.starts_with(word) {
-            out.push(Candidate {
-                replacement: format!("{} ", t.exported),
-                note: t.summary.clone(),
-            });
+            out.push(Candidate::text(
+                format!("{} ", t.exported),
+                t.summary.clone(),
+            ));
         }
     }
     out
+}
+
+/// Argument names of the prompt a `/mcp:` line runs, for the word being
+/// typed after the command (`dep` → `department=`).
+fn argument_names(catalog: &Catalog, line: &str, word: &str) -> Vec<Candidate> {
+    let Some(prompt) = prompt_of(catalog, line) else {
+        return Vec::new();
+    };
+    if prompt.arguments.len() < 2 {
+        return Vec::new();
+    }
+    prompt
+        .arguments
+        .iter()
+        .filter(|a| a.starts_with(word))
+        .map(|a| Candidate::text(format!("{a}="), ""))
+        .collect()
+}
+
+/// The held prompt a `/mcp:<server>:<prompt>` line names.
+fn prompt_of<'a>(catalog: &'a Catalog, line: &str) -> Option<&'a CatalogPrompt> {
+    let command = rho_proto_core::features::prompts::parse_command(line).ok()?;
+    catalog
+        .prompts
+        .iter()
+        .find(|p| p.server == command.server && p.name == command.prompt)
+}
+
+/// What the cursor is in, for the palette.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Context {
+    /// Nothing the palette offers for.
+    None,
+    /// The value of a prompt argument.
+    Argument {
+        server: String,
+        prompt: String,
+        argument: String,
+        /// The value as typed up to the cursor, quotes taken off.
+        typed: String,
+        /// The byte range of the whole value in the line (what a pick
+        /// replaces).
+        range: (usize, usize),
+        /// The other arguments already given (`context.arguments`).
+        given: BTreeMap<String, String>,
+        /// The prompt takes one argument: the value is the rest of the
+        /// line, unquoted.
+        single: bool,
+    },
+    /// An `@` token: the fragment after the `@` up to the cursor.
+    Mention {
+        /// The byte range of the whole token, `@` included.
+        range: (usize, usize),
+        fragment: String,
+    },
+}
+
+/// What `line`'s `cursor` is in.
+pub(crate) fn context(catalog: &Catalog, line: &str, cursor: usize) -> Context {
+    if let Some(mention) = mention(line, cursor) {
+        return mention;
+    }
+    let Some(prompt) = prompt_of(catalog, line) else {
+        return Context::None;
+    };
+    // Where the arguments start: after the command word (which `/mcp:`
+    // lines write without blanks, or quoted; the first blank outside
+    // quotes ends it).
+    let Some(rest_start) = command_end(line) else {
+        return Context::None;
+    };
+    if cursor < rest_start || prompt.arguments.is_empty() {
+        return Context::None;
+    }
+    if let [only] = prompt.arguments.as_slice() {
+        let start = rest_start + (line[rest_start..].len() - line[rest_start..].trim_start().len());
+        let start = start.min(cursor);
+        return Context::Argument {
+            server: prompt.server.clone(),
+            prompt: prompt.name.clone(),
+            argument: only.clone(),
+            typed: line[start..cursor].to_owned(),
+            range: (start, line.len()),
+            given: BTreeMap::new(),
+            single: true,
+        };
+    }
+    let words = words(line, rest_start);
+    let Some(current) = words
+        .iter()
+        .position(|w| w.start <= cursor && cursor <= w.end)
+    else {
+        return Context::None;
+    };
+    let word = &words[current];
+    let Some(eq) = line[word.start..word.end].find('=') else {
+        return Context::None;
+    };
+    let value_start = word.start + eq + 1;
+    if cursor < value_start {
+        return Context::None;
+    }
+    let argument = line[word.start..word.start + eq].to_owned();
+    if !prompt.arguments.contains(&argument) {
+        return Context::None;
+    }
+    let mut given = BTreeMap::new();
+    for (i, other) in words.iter().enumerate() {
+        if i == current {
+            continue;
+        }
+        if let Some((key, value)) = other.text.split_once('=') {
+            if key != argument && prompt.arguments.iter().any(|a| a == key) {
+                given.insert(key.to_owned(), value.to_owned());
+            }
+        }
+    }
+    Context::Argument {
+        server: prompt.server.clone(),
+        prompt: prompt.name.clone(),
+        argument,
+        typed: unquote(&line[value_start..cursor]),
+        range: (value_start, word.end),
+        given,
+        single: false,
+    }
+}
+
+/// The `@` token the cursor is in or ends, if any: it starts the line or
+/// follows a blank.
+fn mention(line: &str, cursor: usize) -> Option<Context> {
+    let start = line[..cursor]
+        .rfind(char::is_whitespace)
+        .map_or(0, |i| i + 1);
+    let end = line[cursor..]
+        .find(char::is_whitespace)
+        .map_or(line.len(), |i| cursor + i);
+    let token = &line[start..cursor];
+    let fragment = token.strip_prefix('@')?;
+    Some(Context::Mention {
+        range: (start, end),
+        fragment: fragment.to_owned(),
+    })
+}
+
+/// Where the command word of a `/mcp:` line ends (its first blank
+/// outside quotes).
+fn command_end(line: &str) -> Option<usize> {
+    let mut quoted = false;
+    let mut escaped = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' if quoted => escaped = true,
+            '"' => quoted = !quoted,
+            c if c.is_whitespace() && !quoted => return Some(i),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// One word of the arguments: its byte span, and its text with quotes
+/// taken off.
+struct Word {
+    start: usize,
+    end: usize,
+    text: String,
+}
+
+/// The words after `from`, split as the prompt's argument rules split
+/// them (blanks separate, `'…'` and `"…"` quote, `\` escapes). A quote
+/// left open runs to the end of the line.
+fn words(line: &str, from: usize) -> Vec<Word> {
+    let mut out = Vec::new();
+    let mut current: Option<Word> = None;
+    let mut quote: Option<char> = None;
+    let mut escaped = false;
+    for (i, c) in line[from..].char_indices() {
+        let at = from + i;
+        if escaped {
+            escaped = false;
+            if let Some(w) = current.as_mut() {
+                w.text.push(c);
+                w.end = at + c.len_utf8();
+            }
+            continue;
+        }
+        if quote.is_none() && c.is_whitespace() {
+            out.extend(current.take());
+            continue;
+        }
+        let w = current.get_or_insert(Word {
+            start: at,
+            end: at,
+            text: String::new(),
+        });
+        w.end = at + c.len_utf8();
+        match (quote, c) {
+            (None, '\'' | '"') => quote = Some(c),
+            (Some(q), c) if c == q => quote = None,
+            (Some('\''), c) => w.text.push(c),
+            (_, '\\') => escaped = true,
+            (_, c) => w.text.push(c),
+        }
+    }
+    out.extend(current);
+    out
+}
+
+/// A value as typed so far, quotes taken off.
+fn unquote(typed: &str) -> String {
+    words(typed, 0)
+        .into_iter()
+        .map(|w| w.text)
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
+/// A value written so the argument rules read it back whole.
+pub(crate) fn quote(value: &str) -> String {
+    if !value.is_empty() && !value.contains(|c: char| c.is_whitespace() || "'\"\\".contains(c)) {
+        return value.to_owned();
+    }
+    if !value.contains('\'') {
+        return format!("'{value}'");
+    }
+    format!("\"{}\"", value.replace('\\', "\\\\").replace('"', "\\\""))
+}
+
+/// The palette rows for a server's suggested `values` of an argument:
+/// each made safe for the terminal, the value already typed whole left
+/// out, and quoted for a prompt of several arguments.
+pub(crate) fn value_candidates(values: &[String], typed: &str, single: bool) -> Vec<Candidate> {
+    values
+        .iter()
+        .map(|v| sanitize_line(v).into_owned())
+        .filter(|v| !v.is_empty() && v != typed)
+        .map(|v| {
+            let replacement = if single { v } else { quote(&v) };
+            Candidate::text(replacement, "")
+        })
+        .collect()
+}
+
+/// How many workspace files the `@` palette shows at most.
+pub(crate) const FILE_ROWS: usize = 50;
+
+/// The `@` palette: held resources whose URI contains the fragment, of
+/// every server, first (a pick reads them); then templates, marked and
+/// inserted as text; then workspace files whose path contains it
+/// (inserted as `@path`).
+pub(crate) fn mention_candidates(
+    catalog: &Catalog,
+    fragment: &str,
+    files: &[String],
+) -> Vec<Candidate> {
+    let mut resources = Vec::new();
+    let mut templates = Vec::new();
+    for held in &catalog.resources {
+        let server = sanitize_line(&held.server);
+        for row in match_fragment(&held.resources, &held.templates, fragment) {
+            let shown = sanitize_line(&row.uri).into_owned();
+            let name = sanitize_line(&row.name);
+            if row.template {
+                templates.push(Candidate::text(
+                    shown,
+                    format!("{server} · {name} · template"),
+                ));
+            } else {
+                resources.push(Candidate {
+                    replacement: shown,
+                    note: format!("{server} · {name}"),
+                    pick: Pick::Attach {
+                        server: held.server.clone(),
+                        uri: row.uri,
+                    },
+                });
+            }
+        }
+    }
+    let needle = fragment.to_lowercase();
+    let files = files
+        .iter()
+        .filter(|f| f.to_lowercase().contains(&needle))
+        .take(FILE_ROWS)
+        .map(|f| Candidate::text(format!("@{} ", sanitize_line(f)), "file"));
+    resources
+        .into_iter()
+        .chain(templates)
+        .chain(files)
+        .collect()
 }
 
 /// The `/help` text.
@@ -203,8 +528,17 @@ pub(crate) fn help() -> String {
     }
     text.push_str("  /mcp:<server>:<prompt> [arguments]  the prompt's user turn\n");
     text.push_str(
-        "Tab completes commands, prompts, servers and tools; Ctrl-C cancels a running call;\n\
-         Ctrl-D or /quit leaves.\n",
+        "keys:\n\
+         \x20 Tab completes commands, prompts, argument names, servers and tools.\n\
+         \x20 In a prompt argument's value the server's suggestions appear under the line\n\
+         \x20 as you type; Tab (or Down/Up) highlights one, Tab/arrows move, Enter picks it,\n\
+         \x20 Escape closes; a pick replaces that value alone.\n\
+         \x20 @<fragment> anywhere in a line offers resources first (a pick reads it and\n\
+         \x20 attaches it as [resource: <uri> · reading]), templates (inserted as text),\n\
+         \x20 then workspace files (inserted as @path). Backspace on an attachment removes\n\
+         \x20 it and cancels its read; Enter waits until every read is done. A line that is\n\
+         \x20 not a command but carries attachments prints the message a model would get.\n\
+         \x20 Ctrl-C cancels a running call; Ctrl-D or /quit leaves.\n",
     );
     text
 }
@@ -230,8 +564,166 @@ mod tests {
                     summary: String::new(),
                 },
             ],
-            prompts: vec![("/mcp:everything:args-prompt".into(), "city*, state".into())],
+            prompts: vec![
+                CatalogPrompt {
+                    server: "everything".into(),
+                    name: "args-prompt".into(),
+                    arguments: vec!["city".into(), "state".into()],
+                    note: "city*, state".into(),
+                },
+                CatalogPrompt {
+                    server: "docs".into(),
+                    name: "search".into(),
+                    arguments: vec!["query".into()],
+                    note: "query*".into(),
+                },
+            ],
+            resources: vec![ServerResources {
+                server: "everything".into(),
+                resources: vec![resource("demo://doc/architecture.md", "architecture.md")],
+                templates: vec![
+                    ResourceTemplate::from_value(&serde_json::json!({
+                        "uriTemplate": "demo://text/{id}",
+                        "name": "Dynamic"
+                    }))
+                    .expect("template"),
+                ],
+            }],
         }
+    }
+
+    fn resource(uri: &str, name: &str) -> Resource {
+        Resource::from_value(&serde_json::json!({"uri": uri, "name": name})).expect("resource")
+    }
+
+    /// An argument context as (argument, typed, range, given).
+    type Found = (String, String, (usize, usize), Vec<(String, String)>);
+
+    fn argument(line: &str, cursor: usize) -> Found {
+        match context(&catalog(), line, cursor) {
+            Context::Argument {
+                argument,
+                typed,
+                range,
+                given,
+                ..
+            } => (argument, typed, range, given.into_iter().collect()),
+            other => panic!("not an argument: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn the_cursor_in_a_value_names_the_argument_and_the_others_given() {
+        let line = "/mcp:everything:args-prompt city=Pa state=Texas";
+        assert_eq!(
+            argument(line, 35),
+            (
+                "city".into(),
+                "Pa".into(),
+                (33, 35),
+                vec![("state".into(), "Texas".into())]
+            )
+        );
+        // In the middle of a value: the typed part up to the cursor, the
+        // whole value as the range.
+        assert_eq!(argument(line, 34).1, "P");
+        // A quoted value is read without its quotes.
+        let quoted = "/mcp:everything:args-prompt state='New Yo";
+        assert_eq!(argument(quoted, quoted.len()).1, "New Yo");
+        // Before the `=`, in the command, or past the arguments: nothing.
+        assert_eq!(context(&catalog(), line, 30), Context::None);
+        assert_eq!(context(&catalog(), line, 10), Context::None);
+        assert_eq!(
+            context(&catalog(), "/mcp:everything:args-prompt size=3", 34),
+            Context::None
+        );
+        assert_eq!(
+            context(&catalog(), "/mcp:everything:nosuch a=b", 26),
+            Context::None
+        );
+    }
+
+    #[test]
+    fn a_single_argument_prompt_takes_the_rest_of_the_line_as_its_value() {
+        let line = "/mcp:docs:search how do";
+        let Context::Argument {
+            typed,
+            range,
+            single,
+            ..
+        } = context(&catalog(), line, line.len())
+        else {
+            panic!("argument")
+        };
+        assert_eq!((typed.as_str(), range, single), ("how do", (17, 23), true));
+        let empty = "/mcp:docs:search ";
+        assert!(matches!(
+            context(&catalog(), empty, empty.len()),
+            Context::Argument { typed, .. } if typed.is_empty()
+        ));
+    }
+
+    #[test]
+    fn an_at_token_anywhere_is_a_mention_and_matches_resources_templates_then_files() {
+        let line = "compare @arch with it";
+        assert_eq!(
+            context(&catalog(), line, 13),
+            Context::Mention {
+                range: (8, 13),
+                fragment: "arch".into()
+            }
+        );
+        // `a@b` is not a mention.
+        assert_eq!(context(&catalog(), "mail a@b", 8), Context::None);
+        let files = vec!["docs/arch.txt".to_owned(), "src/main.rs".to_owned()];
+        let rows = mention_candidates(&catalog(), "demo", &files);
+        let shown: Vec<(&str, &str)> = rows
+            .iter()
+            .map(|c| (c.replacement.as_str(), c.note.as_str()))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("demo://doc/architecture.md", "everything · architecture.md"),
+                ("demo://text/{id}", "everything · Dynamic · template"),
+            ]
+        );
+        assert!(matches!(&rows[0].pick, Pick::Attach { server, uri }
+            if server == "everything" && uri == "demo://doc/architecture.md"));
+        assert_eq!(rows[1].pick, Pick::Insert);
+        let rows = mention_candidates(&catalog(), "arch", &files);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].replacement, "@docs/arch.txt ");
+    }
+
+    #[test]
+    fn suggested_values_are_sanitized_quoted_and_the_typed_one_left_out() {
+        let values = vec![
+            "Engineering".to_owned(),
+            "New York".to_owned(),
+            "it's".to_owned(),
+            "Eng".to_owned(),
+            "bad\x1b[2J".to_owned(),
+        ];
+        let rows: Vec<String> = value_candidates(&values, "Eng", false)
+            .into_iter()
+            .map(|c| c.replacement)
+            .collect();
+        assert_eq!(rows[..3], ["Engineering", "'New York'", "\"it's\""]);
+        assert_eq!(rows.len(), 4);
+        assert!(!rows[3].contains('\x1b'), "{:?}", rows[3]);
+        let single = value_candidates(&["New York".to_owned()], "", true);
+        assert_eq!(single[0].replacement, "New York");
+    }
+
+    #[test]
+    fn argument_names_complete_after_a_prompt_command() {
+        assert_eq!(replacements("/mcp:everything:args-prompt ci"), ["city="]);
+        assert_eq!(
+            replacements("/mcp:everything:args-prompt city=Paris s"),
+            ["state="]
+        );
+        assert!(replacements("/mcp:everything:args-prompt city=s").is_empty());
     }
 
     fn replacements(line: &str) -> Vec<String> {
@@ -290,6 +782,7 @@ mod tests {
         let mut all: Vec<String> = COMMANDS.iter().map(|(n, _)| format!("{n} ")).collect();
         // Prompt commands come from the lists held since connect.
         all.push("/mcp:everything:args-prompt ".into());
+        all.push("/mcp:docs:search ".into());
         assert_eq!(replacements("/"), all);
         assert_eq!(replacements("/do"), ["/doctor "]);
     }

@@ -1,5 +1,6 @@
 //! The shell's line editor as a pure model: the line and its cursor,
-//! history, the completion menu, and the bytes that draw it all.
+//! history, the completion menu, attachments, and the bytes that draw it
+//! all.
 //!
 //! [`Editor::key`] applies one key and says what the shell must do
 //! ([`Action`]); [`Editor::render`] gives the bytes that redraw the prompt
@@ -13,12 +14,31 @@
 //! is being edited (progress, logs) goes above it: [`Editor::clear`], the
 //! text, then [`Editor::render`] again.
 //!
+//! The menu is opened two ways. Tab asks the shell for candidates
+//! ([`Action::Complete`], answered by [`Editor::offer`]). And the shell may
+//! put up a *palette* by itself ([`Editor::suggest`]): argument
+//! suggestions that arrived from a server, or the `@` matches. A palette
+//! has no highlighted row, so typing and Enter go on as if it were not
+//! there; Tab (or Down/Up) highlights a row, and from then on Tab/Down and
+//! BackTab/Up move, Enter picks and Escape closes. Tab on a palette of one
+//! row picks it at once.
+//!
+//! A picked resource becomes an *attachment*: its label (`[resource: <uri>
+//! · reading]`) sits in the line as one unit. The cursor steps over it,
+//! Backspace (or Delete, or a kill that touches it) removes it whole, and
+//! every removal is reported ([`Event::Detach`]) so the shell can cancel
+//! its read. Enter is refused while an attachment is pending
+//! ([`Action::Notice`]).
+//!
 //! Widths: a character counts one column, East Asian wide characters and
 //! emoji two, combining marks none. That small table (see [`width`])
 //! covers what people type; a terminal that disagrees on a rare character
 //! misplaces the cursor until the next redraw, nothing worse.
 
 use std::fmt::Write as _;
+
+use rho_proto_core::features::resources::ResourceRead;
+use rho_proto_core::text::terminal::sanitize_line;
 
 use super::keys::Key;
 
@@ -28,13 +48,37 @@ pub(crate) const MENU_ROWS: usize = 8;
 /// How many lines history keeps.
 pub(crate) const HISTORY_LINES: usize = 1000;
 
+/// What picking a candidate does.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Pick {
+    /// Its text replaces the word being completed.
+    Insert,
+    /// The word (an `@` token) gives way to an attachment: the shell reads
+    /// `uri` from `server`.
+    Attach { server: String, uri: String },
+}
+
 /// One completion the menu offers.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct Candidate {
-    /// What replaces the word being completed.
+    /// What replaces the word being completed (for an attachment, the
+    /// URI, as shown).
     pub(crate) replacement: String,
     /// A short note shown beside it (a title, "template", a server).
     pub(crate) note: String,
+    /// What picking it does.
+    pub(crate) pick: Pick,
+}
+
+impl Candidate {
+    /// A candidate that inserts `replacement`.
+    pub(crate) fn text(replacement: impl Into<String>, note: impl Into<String>) -> Self {
+        Candidate {
+            replacement: replacement.into(),
+            note: note.into(),
+            pick: Pick::Insert,
+        }
+    }
 }
 
 /// What the shell must do after a key.
@@ -42,8 +86,11 @@ pub(crate) struct Candidate {
 pub(crate) enum Action {
     /// Nothing beyond a redraw.
     Redraw,
-    /// The line was submitted (Enter, no menu open).
-    Submit(String),
+    /// The line was submitted (Enter, no menu row highlighted): its text
+    /// with the attachments taken out, and the attachments in order.
+    Submit { line: String, attachments: Vec<u64> },
+    /// Enter was refused; say why above the line.
+    Notice(String),
     /// Ctrl-C: cancel what runs (the line is cleared).
     Interrupt,
     /// Ctrl-D on an empty line.
@@ -60,14 +107,40 @@ pub(crate) enum Action {
     },
 }
 
+/// What happened to attachments, for the shell to act on.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Event {
+    /// A resource was picked: read `uri` from `server` for attachment
+    /// `chip`.
+    Attach {
+        chip: u64,
+        server: String,
+        uri: String,
+    },
+    /// Attachment `chip` was removed from the line (its read, if running,
+    /// is to be cancelled).
+    Detach { chip: u64 },
+}
+
 /// The open completion menu.
 #[derive(Clone, Debug)]
 struct Menu {
     candidates: Vec<Candidate>,
-    selected: usize,
+    /// The highlighted row; none on a palette until Tab or an arrow.
+    selected: Option<usize>,
     /// The byte range of the line the choice replaces.
     word_start: usize,
     word_end: usize,
+}
+
+/// An attachment in the line: `line[start..end]` is its label.
+#[derive(Clone, Debug, PartialEq, Eq)]
+struct Chip {
+    id: u64,
+    start: usize,
+    end: usize,
+    /// Its read runs: the line cannot be sent.
+    pending: bool,
 }
 
 /// The line being edited and everything around it.
@@ -75,13 +148,20 @@ struct Menu {
 pub(crate) struct Editor {
     prompt: String,
     line: String,
-    /// A byte offset into `line`, always on a character boundary.
+    /// A byte offset into `line`, always on a character boundary and never
+    /// inside an attachment.
     cursor: usize,
     history: Vec<String>,
     /// Which history entry is shown (`history.len()` is the draft).
     browsing: usize,
     draft: String,
     menu: Option<Menu>,
+    /// Attachments, in line order.
+    chips: Vec<Chip>,
+    next_chip: u64,
+    events: Vec<Event>,
+    /// Bumped whenever the line or the cursor changes.
+    revision: u64,
 }
 
 impl Editor {
@@ -96,6 +176,10 @@ impl Editor {
             browsing,
             draft: String::new(),
             menu: None,
+            chips: Vec::new(),
+            next_chip: 0,
+            events: Vec::new(),
+            revision: 0,
         }
     }
 
@@ -104,10 +188,19 @@ impl Editor {
         prompt.clone_into(&mut self.prompt);
     }
 
-    /// The line as typed so far.
-    #[cfg(test)]
+    /// The line as typed so far (attachment labels included).
     pub(crate) fn line(&self) -> &str {
         &self.line
+    }
+
+    /// Where the cursor is (a byte offset into [`Editor::line`]).
+    pub(crate) fn cursor(&self) -> usize {
+        self.cursor
+    }
+
+    /// Changes whenever the line or the cursor does.
+    pub(crate) fn revision(&self) -> u64 {
+        self.revision
     }
 
     /// The history, oldest first.
@@ -115,40 +208,52 @@ impl Editor {
         &self.history
     }
 
+    /// What happened to attachments since the last call.
+    pub(crate) fn take_events(&mut self) -> Vec<Event> {
+        std::mem::take(&mut self.events)
+    }
+
     /// Applies one key.
     pub(crate) fn key(&mut self, key: Key) -> Action {
         if let Some(action) = self.menu_key(key) {
             return action;
         }
+        let before = (self.cursor, self.line.len(), self.revision);
+        let action = self.edit_key(key);
+        if before != (self.cursor, self.line.len(), self.revision) {
+            self.revision += 1;
+        }
+        action
+    }
+
+    fn edit_key(&mut self, key: Key) -> Action {
         match key {
             Key::Char(c) => {
-                self.line.insert(self.cursor, c);
-                self.cursor += c.len_utf8();
+                let mut buf = [0u8; 4];
+                self.splice(self.cursor, self.cursor, c.encode_utf8(&mut buf));
             }
-            Key::Enter => {
-                let line = std::mem::take(&mut self.line);
-                self.cursor = 0;
-                self.remember(&line);
-                return Action::Submit(line);
-            }
+            Key::Enter => return self.enter(),
             Key::Backspace => {
-                if let Some(c) = self.line[..self.cursor].chars().next_back() {
-                    self.cursor -= c.len_utf8();
-                    self.line.remove(self.cursor);
+                if let Some(chip) = self.chips.iter().find(|c| c.end == self.cursor) {
+                    let (start, end) = (chip.start, chip.end);
+                    self.splice(start, end, "");
+                } else if let Some(c) = self.line[..self.cursor].chars().next_back() {
+                    let start = self.cursor - c.len_utf8();
+                    self.splice(start, self.cursor, "");
                 }
             }
-            Key::Delete => {
-                if self.cursor < self.line.len() {
-                    self.line.remove(self.cursor);
-                }
-            }
+            Key::Delete => self.delete_forward(),
             Key::Left => {
-                if let Some(c) = self.line[..self.cursor].chars().next_back() {
+                if let Some(chip) = self.chips.iter().find(|c| c.end == self.cursor) {
+                    self.cursor = chip.start;
+                } else if let Some(c) = self.line[..self.cursor].chars().next_back() {
                     self.cursor -= c.len_utf8();
                 }
             }
             Key::Right => {
-                if let Some(c) = self.line[self.cursor..].chars().next() {
+                if let Some(chip) = self.chips.iter().find(|c| c.start == self.cursor) {
+                    self.cursor = chip.end;
+                } else if let Some(c) = self.line[self.cursor..].chars().next() {
                     self.cursor += c.len_utf8();
                 }
             }
@@ -156,15 +261,11 @@ impl Editor {
             Key::End => self.cursor = self.line.len(),
             Key::Up => self.browse(-1),
             Key::Down => self.browse(1),
-            Key::KillToEnd => self.line.truncate(self.cursor),
-            Key::KillToStart => {
-                self.line.drain(..self.cursor);
-                self.cursor = 0;
-            }
+            Key::KillToEnd => self.splice(self.cursor, self.line.len(), ""),
+            Key::KillToStart => self.splice(0, self.cursor, ""),
             Key::KillWord => {
                 let start = word_before(&self.line, self.cursor);
-                self.line.drain(start..self.cursor);
-                self.cursor = start;
+                self.splice(start, self.cursor, "");
             }
             Key::Tab => {
                 return Action::Complete {
@@ -174,36 +275,105 @@ impl Editor {
                 };
             }
             Key::Interrupt => {
-                self.line.clear();
-                self.cursor = 0;
+                self.set_line(String::new());
                 self.browsing = self.history.len();
                 return Action::Interrupt;
             }
             Key::EndOfInput if self.line.is_empty() => return Action::EndOfInput,
-            Key::EndOfInput => {
-                if self.cursor < self.line.len() {
-                    self.line.remove(self.cursor);
-                }
-            }
+            Key::EndOfInput => self.delete_forward(),
             Key::BackTab | Key::Escape | Key::Redraw | Key::Unknown => {}
         }
         Action::Redraw
     }
 
-    /// Keys the open menu takes: Tab/Down and BackTab/Up move, Enter picks,
-    /// Escape closes; any other key closes it and then acts as usual.
+    fn delete_forward(&mut self) {
+        if let Some(chip) = self.chips.iter().find(|c| c.start == self.cursor) {
+            let (start, end) = (chip.start, chip.end);
+            self.splice(start, end, "");
+        } else if let Some(c) = self.line[self.cursor..].chars().next() {
+            self.splice(self.cursor, self.cursor + c.len_utf8(), "");
+        }
+    }
+
+    /// Enter with no menu row highlighted: submits, unless a read runs.
+    fn enter(&mut self) -> Action {
+        if self.chips.iter().any(|c| c.pending) {
+            return Action::Notice(
+                "a resource is still being read: wait for it, or Backspace over it to cancel the read"
+                    .into(),
+            );
+        }
+        let mut line = String::new();
+        let mut at = 0;
+        let mut attachments = Vec::new();
+        for chip in std::mem::take(&mut self.chips) {
+            line.push_str(&self.line[at..chip.start]);
+            at = chip.end;
+            attachments.push(chip.id);
+        }
+        line.push_str(&self.line[at..]);
+        self.line.clear();
+        self.cursor = 0;
+        self.revision += 1;
+        self.menu = None;
+        self.remember(&line);
+        Action::Submit { line, attachments }
+    }
+
+    /// Replaces `line[start..end]` with `text`, widened so it never cuts an
+    /// attachment: attachments it covers are removed (and reported), later
+    /// ones move. The cursor ends after `text`.
+    fn splice(&mut self, start: usize, end: usize, text: &str) {
+        let (mut start, mut end) = (start, end);
+        for chip in &self.chips {
+            if chip.start < end && chip.end > start {
+                start = start.min(chip.start);
+                end = end.max(chip.end);
+            }
+        }
+        let events = &mut self.events;
+        self.chips.retain(|chip| {
+            let covered = chip.start >= start && chip.end <= end && chip.start < chip.end;
+            if covered {
+                events.push(Event::Detach { chip: chip.id });
+            }
+            !covered
+        });
+        self.line.replace_range(start..end, text);
+        for chip in &mut self.chips {
+            if chip.start >= end {
+                chip.start = chip.start - end + start + text.len();
+                chip.end = chip.end - end + start + text.len();
+            }
+        }
+        self.cursor = start + text.len();
+        self.revision += 1;
+    }
+
+    /// Replaces the whole line (history, Ctrl-C): every attachment goes.
+    fn set_line(&mut self, line: String) {
+        self.splice(0, self.line.len(), "");
+        self.line = line;
+        self.cursor = self.line.len();
+    }
+
+    /// Keys the open menu takes. With a row highlighted: Tab/Down and
+    /// BackTab/Up move, Enter picks, Escape closes. On a palette (no row
+    /// highlighted): Tab highlights the first row (or picks the only one),
+    /// Down/Up highlight the first/last, Escape closes. Any other key
+    /// closes it and then acts as usual.
     fn menu_key(&mut self, key: Key) -> Option<Action> {
         let menu = self.menu.as_mut()?;
         let count = menu.candidates.len();
-        match key {
-            Key::Tab | Key::Down => menu.selected = (menu.selected + 1) % count,
-            Key::BackTab | Key::Up => menu.selected = (menu.selected + count - 1) % count,
-            Key::Enter => {
-                let menu = self.menu.take().expect("menu is open");
-                let choice = menu.candidates[menu.selected].replacement.clone();
-                self.replace(menu.word_start, menu.word_end, &choice);
-            }
-            Key::Escape | Key::Interrupt => self.menu = None,
+        match (menu.selected, key) {
+            (_, Key::Escape) => self.menu = None,
+            (None, Key::Tab) if count == 1 => self.pick(0),
+            (None, Key::Tab | Key::Down) => menu.selected = Some(0),
+            (None, Key::Up | Key::BackTab) => menu.selected = Some(count - 1),
+            (Some(at), Key::Tab | Key::Down) => menu.selected = Some((at + 1) % count),
+            (Some(at), Key::BackTab | Key::Up) => menu.selected = Some((at + count - 1) % count),
+            (Some(at), Key::Enter) => self.pick(at),
+            (Some(_), Key::Interrupt) => self.menu = None,
             _ => {
                 self.menu = None;
                 return None;
@@ -212,32 +382,108 @@ impl Editor {
         Some(Action::Redraw)
     }
 
+    fn pick(&mut self, at: usize) {
+        let Some(menu) = self.menu.take() else { return };
+        let Some(choice) = menu.candidates.into_iter().nth(at) else {
+            return;
+        };
+        match choice.pick {
+            Pick::Insert => self.splice(menu.word_start, menu.word_end, &choice.replacement),
+            Pick::Attach { server, uri } => {
+                // The URI is the server's: drawn only once made safe.
+                let label = sanitize_line(&ResourceRead::new(uri.as_str(), 0).label()).into_owned();
+                self.splice(menu.word_start, menu.word_end, &label);
+                let id = self.next_chip;
+                self.next_chip += 1;
+                let end = menu.word_start + label.len();
+                let at = self.chips.partition_point(|c| c.start < menu.word_start);
+                self.chips.insert(
+                    at,
+                    Chip {
+                        id,
+                        start: menu.word_start,
+                        end,
+                        pending: true,
+                    },
+                );
+                if !self.line[end..].starts_with(' ') {
+                    self.splice(end, end, " ");
+                } else {
+                    self.cursor = end + 1;
+                }
+                self.events.push(Event::Attach {
+                    chip: id,
+                    server,
+                    uri,
+                });
+            }
+        }
+    }
+
     /// Answers an [`Action::Complete`]: one candidate is inserted at once
     /// (the longest common prefix of several is, too), several open the
-    /// menu. Candidates for a line that changed since are dropped.
+    /// menu with the first row highlighted. Candidates for a line that
+    /// changed since are dropped.
     pub(crate) fn offer(&mut self, line: &str, word_start: usize, candidates: Vec<Candidate>) {
         if line != self.line || word_start > self.cursor || candidates.is_empty() {
             return;
         }
         let word_end = self.cursor;
         if let [only] = candidates.as_slice() {
-            let replacement = only.replacement.clone();
-            self.replace(word_start, word_end, &replacement);
-            return;
+            if only.pick == Pick::Insert {
+                let replacement = only.replacement.clone();
+                self.splice(word_start, word_end, &replacement);
+                return;
+            }
         }
-        let common = common_prefix(candidates.iter().map(|c| c.replacement.as_str()));
-        if common.len() > word_end - word_start
+        let common = common_prefix(
+            candidates
+                .iter()
+                .filter(|c| c.pick == Pick::Insert)
+                .map(|c| c.replacement.as_str()),
+        );
+        if candidates.iter().all(|c| c.pick == Pick::Insert)
+            && common.len() > word_end - word_start
             && common.starts_with(&self.line[word_start..word_end])
         {
-            self.replace(word_start, word_end, &common);
+            self.splice(word_start, word_end, &common);
             return;
         }
         self.menu = Some(Menu {
             candidates,
-            selected: 0,
+            selected: Some(0),
             word_start,
             word_end,
         });
+    }
+
+    /// Puts up a palette of `candidates` for `line[start..end]`, no row
+    /// highlighted, if the line and cursor are still `line` and `cursor`
+    /// (else it is late, and dropped). No candidates close it. Returns
+    /// whether anything changed (and needs drawing).
+    pub(crate) fn suggest(
+        &mut self,
+        line: &str,
+        cursor: usize,
+        range: (usize, usize),
+        candidates: Vec<Candidate>,
+    ) -> bool {
+        if line != self.line || cursor != self.cursor {
+            return false;
+        }
+        if self.menu.as_ref().is_some_and(|m| m.selected.is_some()) {
+            return false;
+        }
+        if candidates.is_empty() || range.0 > range.1 || range.1 > self.line.len() {
+            return self.menu.take().is_some();
+        }
+        self.menu = Some(Menu {
+            candidates,
+            selected: None,
+            word_start: range.0,
+            word_end: range.1,
+        });
+        true
     }
 
     /// Whether the completion menu is open.
@@ -246,9 +492,51 @@ impl Editor {
         self.menu.is_some()
     }
 
-    fn replace(&mut self, start: usize, end: usize, text: &str) {
-        self.line.replace_range(start..end, text);
-        self.cursor = start + text.len();
+    /// Redraws attachment `chip` with `label`; `pending` says whether its
+    /// read still runs. An attachment no longer in the line is left alone.
+    pub(crate) fn relabel(&mut self, chip: u64, label: &str, pending: bool) {
+        let Some(at) = self.chips.iter().position(|c| c.id == chip) else {
+            return;
+        };
+        let (start, end) = (self.chips[at].start, self.chips[at].end);
+        let cursor = self.cursor;
+        let grow = label.len() as isize - (end - start) as isize;
+        self.line.replace_range(start..end, label);
+        for c in &mut self.chips[at + 1..] {
+            c.start = (c.start as isize + grow) as usize;
+            c.end = (c.end as isize + grow) as usize;
+        }
+        let chip = &mut self.chips[at];
+        chip.end = start + label.len();
+        chip.pending = pending;
+        self.cursor = if cursor >= end {
+            (cursor as isize + grow) as usize
+        } else {
+            cursor
+        };
+        self.menu = None;
+        self.revision += 1;
+    }
+
+    /// Takes attachment `chip` out of the line (its read failed); no
+    /// [`Event::Detach`] is reported for it.
+    pub(crate) fn remove_chip(&mut self, chip: u64) {
+        let Some(found) = self.chips.iter().find(|c| c.id == chip) else {
+            return;
+        };
+        let (start, mut end) = (found.start, found.end);
+        if self.line[end..].starts_with(' ') {
+            end += 1;
+        }
+        let cursor = self.cursor;
+        self.splice(start, end, "");
+        self.events.retain(|e| *e != Event::Detach { chip });
+        self.cursor = if cursor >= end {
+            cursor - (end - start)
+        } else {
+            cursor.min(start)
+        };
+        self.menu = None;
     }
 
     fn remember(&mut self, line: &str) {
@@ -273,12 +561,12 @@ impl Editor {
             self.draft = self.line.clone();
         }
         self.browsing = target as usize;
-        self.line = self
+        let line = self
             .history
             .get(self.browsing)
             .cloned()
             .unwrap_or_else(|| self.draft.clone());
-        self.cursor = self.line.len();
+        self.set_line(line);
     }
 
     /// The bytes that erase the prompt line and the menu under it, leaving
@@ -333,8 +621,8 @@ impl Editor {
 /// candidate, the selection in reverse video, each cut to `width`.
 fn menu_rows(menu: &Menu, width: usize) -> Vec<String> {
     let count = menu.candidates.len();
-    let first = menu
-        .selected
+    let selected = menu.selected.unwrap_or(0);
+    let first = selected
         .saturating_sub(MENU_ROWS - 1)
         .min(count.saturating_sub(MENU_ROWS));
     let mut rows = Vec::new();
@@ -351,7 +639,7 @@ fn menu_rows(menu: &Menu, width: usize) -> Vec<String> {
             text.push_str(&candidate.note);
         }
         let text = cut(&text, width.saturating_sub(1));
-        if i == menu.selected {
+        if menu.selected == Some(i) {
             rows.push(format!("\x1b[7m{text}\x1b[0m"));
         } else {
             rows.push(text);
@@ -359,7 +647,10 @@ fn menu_rows(menu: &Menu, width: usize) -> Vec<String> {
     }
     if count > MENU_ROWS {
         rows.push(cut(
-            &format!("  ({} of {count})", menu.selected + 1),
+            &match menu.selected {
+                Some(at) => format!("  ({} of {count})", at + 1),
+                None => format!("  ({count} in all; Tab to choose)"),
+            },
             width.saturating_sub(1),
         ));
     }
@@ -450,9 +741,13 @@ mod tests {
     }
 
     fn candidate(text: &str) -> Candidate {
-        Candidate {
-            replacement: text.to_owned(),
-            note: String::new(),
+        Candidate::text(text, "")
+    }
+
+    fn submitted(line: &str) -> Action {
+        Action::Submit {
+            line: line.into(),
+            attachments: Vec::new(),
         }
     }
 
@@ -469,7 +764,7 @@ mod tests {
         editor.key(Key::End);
         editor.key(Key::Backspace);
         assert_eq!(editor.line(), "tool");
-        assert_eq!(editor.key(Key::Enter), Action::Submit("tool".into()));
+        assert_eq!(editor.key(Key::Enter), submitted("tool"));
         assert_eq!(editor.line(), "");
     }
 
@@ -632,19 +927,168 @@ mod tests {
         editor.offer(
             "/",
             0,
-            vec![
-                Candidate {
-                    replacement: "/mcp".into(),
-                    note: "status".into(),
-                },
-                candidate("/tools"),
-            ],
+            vec![Candidate::text("/mcp", "status"), candidate("/tools")],
         );
         let drawn = editor.render(40);
         assert_eq!(
             drawn,
             "\r\x1b[J> /\r\n\x1b[7m  /mcp  status\x1b[0m\r\n  /tools\x1b[2A\r\x1b[3C"
         );
+    }
+
+    fn attach(uri: &str) -> Candidate {
+        Candidate {
+            replacement: uri.into(),
+            note: "s".into(),
+            pick: Pick::Attach {
+                server: "s".into(),
+                uri: uri.into(),
+            },
+        }
+    }
+
+    #[test]
+    fn a_palette_highlights_nothing_so_typing_and_enter_go_on() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/mcp:e:p dept=E");
+        let line = editor.line().to_owned();
+        editor.suggest(
+            &line,
+            15,
+            (14, 15),
+            vec![candidate("Eng"), candidate("Eco")],
+        );
+        assert!(editor.menu_open());
+        assert!(!editor.render(80).contains("\x1b[7m"), "no row highlighted");
+        // A late palette for another line is dropped.
+        editor.key(Key::Escape);
+        editor.suggest("/mcp:e:p dept=", 14, (14, 14), vec![candidate("Eng")]);
+        assert!(!editor.menu_open());
+        editor.suggest(
+            &line,
+            15,
+            (14, 15),
+            vec![candidate("Eng"), candidate("Eco")],
+        );
+        assert_eq!(editor.key(Key::Enter), submitted("/mcp:e:p dept=E"));
+    }
+
+    #[test]
+    fn tab_on_a_palette_highlights_then_enter_replaces_the_value_alone() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/mcp:e:p dept=Ex name=Bo");
+        // The cursor in the middle of `dept`'s value.
+        for _ in 0..9 {
+            editor.key(Key::Left);
+        }
+        let (line, cursor) = (editor.line().to_owned(), editor.cursor());
+        assert_eq!(cursor, 15);
+        editor.suggest(
+            &line,
+            cursor,
+            (14, 16),
+            vec![candidate("Eng"), candidate("'Ex Co'")],
+        );
+        editor.key(Key::Tab);
+        editor.key(Key::Down);
+        editor.key(Key::Enter);
+        assert_eq!(editor.line(), "/mcp:e:p dept='Ex Co' name=Bo");
+        // One row: Tab picks it at once.
+        let (line, cursor) = (editor.line().to_owned(), editor.cursor());
+        editor.suggest(&line, cursor, (14, 21), vec![candidate("Sales")]);
+        editor.key(Key::Tab);
+        assert_eq!(editor.line(), "/mcp:e:p dept=Sales name=Bo");
+    }
+
+    #[test]
+    fn a_picked_resource_is_one_unit_that_backspace_removes_and_reports() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "see @arch");
+        editor.suggest("see @arch", 9, (4, 9), vec![attach("a://arch")]);
+        editor.key(Key::Tab);
+        assert_eq!(editor.line(), "see [resource: a://arch · reading] ");
+        assert_eq!(
+            editor.take_events(),
+            [Event::Attach {
+                chip: 0,
+                server: "s".into(),
+                uri: "a://arch".into()
+            }]
+        );
+        typed(&mut editor, "now");
+        // Enter is refused while the read runs.
+        assert!(matches!(editor.key(Key::Enter), Action::Notice(_)));
+        // The cursor steps over the attachment whole.
+        for _ in 0..4 {
+            editor.key(Key::Left);
+        }
+        editor.key(Key::Left);
+        assert_eq!(editor.cursor(), 4);
+        editor.key(Key::Right);
+        editor.key(Key::Backspace);
+        assert_eq!(editor.line(), "see  now");
+        assert_eq!(editor.take_events(), [Event::Detach { chip: 0 }]);
+    }
+
+    #[test]
+    fn a_ready_attachment_is_relabelled_and_submitted_apart_from_the_text() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "@a");
+        editor.suggest("@a", 2, (0, 2), vec![attach("a://a"), attach("a://b")]);
+        editor.key(Key::Down);
+        editor.key(Key::Enter);
+        typed(&mut editor, "read it");
+        editor.take_events();
+        editor.relabel(0, "[resource: a://a]", false);
+        assert_eq!(editor.line(), "[resource: a://a] read it");
+        assert_eq!(editor.cursor(), editor.line().len());
+        assert_eq!(
+            editor.key(Key::Enter),
+            Action::Submit {
+                line: " read it".into(),
+                attachments: vec![0]
+            }
+        );
+        assert_eq!(editor.history(), ["read it"]);
+    }
+
+    #[test]
+    fn a_hostile_uri_is_drawn_safe_and_still_read_as_sent() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "@x");
+        editor.suggest("@x", 2, (0, 2), vec![attach("a://x\x1b[2J")]);
+        editor.key(Key::Tab);
+        assert!(!editor.line().contains('\x1b'), "{:?}", editor.line());
+        assert_eq!(
+            editor.take_events(),
+            [Event::Attach {
+                chip: 0,
+                server: "s".into(),
+                uri: "a://x\x1b[2J".into()
+            }]
+        );
+    }
+
+    #[test]
+    fn a_failed_attachment_leaves_without_a_detach_and_kills_report_theirs() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "@x");
+        editor.suggest("@x", 2, (0, 2), vec![attach("a://x")]);
+        editor.key(Key::Tab);
+        typed(&mut editor, "tail");
+        editor.take_events();
+        editor.remove_chip(0);
+        assert_eq!(editor.line(), "tail");
+        assert_eq!(editor.cursor(), 4);
+        assert!(editor.take_events().is_empty());
+        // Ctrl-U over an attachment removes it and says so.
+        typed(&mut editor, " @y");
+        editor.suggest("tail @y", 7, (5, 7), vec![attach("a://y")]);
+        editor.key(Key::Tab);
+        editor.take_events();
+        editor.key(Key::KillToStart);
+        assert_eq!(editor.line(), "");
+        assert_eq!(editor.take_events(), [Event::Detach { chip: 1 }]);
     }
 
     #[test]

@@ -7,16 +7,55 @@
 //! in raw mode: Ctrl-C is a key, so it cancels the running call (the
 //! server is told) instead of ending rho; Ctrl-D on an empty line or
 //! `/quit` shuts every session down in order. Everything that happens
-//! while a line is being typed — progress of the running call, rho's log
-//! lines (server log messages at or above the `--verbose`/`RUST_LOG`
-//! level, list changes, ping failures), a server's form — is printed above
-//! the prompt line, which is then drawn again. A server's form is asked
-//! with the same words and rules as `rho mcp call`, answered through the
-//! same editor; the prompt shows the field being asked.
+//! while a line is being typed — progress of the running call, server log
+//! messages, list changes, ping failures, a server's form — is printed
+//! above the prompt line, which is then drawn again. A server's form is
+//! asked with the same words and rules as `rho mcp call`, answered through
+//! the same editor; the prompt shows the field being asked.
+//!
+//! Server log messages: `--log-level <level>` asks every server that
+//! declares the `logging` capability to send messages from that level up
+//! (`logging/setLevel`, in place of each server's configured `log_level`
+//! for this run) and shows them above the prompt. The eight MCP levels
+//! show as four (debug; info and notice; warning; error and above), as in
+//! rho's log. Without the flag, a server keeps its configured level and
+//! messages show from the `--verbose`/`RUST_LOG` level (warning by
+//! default).
+//!
+//! List changes: a tool a server added is said with "restart to use it"
+//! (a session's tool set is fixed); a tool it revised is said, and `/tools`
+//! and completion show its new definition; a tool it withdrew is said,
+//! and `/tools` marks it `(withdrawn)` (calling it fails with the reason).
+//!
+//! Argument suggestions: while the cursor is in a value of a prompt
+//! argument (`/mcp:<server>:<prompt> key=val`), the server's
+//! [`CompletionBroker`] is asked after each keystroke; one
+//! `completion/complete` is in flight per server, keystrokes typed
+//! meanwhile coalesce into the next one, and the answer is drawn as a
+//! palette under the line when it arrives, on the thread that waited for
+//! it, never holding up a key. A request gives up after
+//! [`SUGGEST_BUDGET`] (the server is told). The arguments already typed go
+//! as `context.arguments`.
+//!
+//! Attachments: `@<fragment>` puts up the palette of held resources, then
+//! templates, then workspace files. Workspace files are the files under
+//! the workspace (`--workspace`, else the current directory), listed once
+//! per line being edited: at most [`FILE_DEPTH`] directories deep, hidden
+//! entries (a name starting with `.`) skipped, symbolic links not
+//! followed, and at most [`FILE_LIMIT`] files in all. A picked resource is
+//! read on its own thread ([`ResourceRead`]); Backspace on it cancels the
+//! read (the server is told), a failed read removes it and says why above
+//! the line, and Enter waits until every read is done. There is no model
+//! here, so Enter on a line that is not a command but carries attachments
+//! prints the message a model would get: the typed text, then each
+//! attachment under its URI, its text capped by the server's
+//! `max_output_bytes` (an image is described, not printed). A command line
+//! takes no attachments.
 //!
 //! Not on a terminal (input from a pipe or a file), the shell reads one
 //! command per line and prints plain output: the same commands, scriptable.
-//! No person is present then, so forms are declined as in `rho mcp call`.
+//! No person is present then, so forms are declined as in `rho mcp call`,
+//! and there is no palette: a line with `@` in it is text like any other.
 //!
 //! Why an editor written here rather than rustyline or reedline: the
 //! shell must print above the line from other threads while a key is
@@ -38,6 +77,7 @@ mod screen;
 mod watch;
 
 use std::cell::RefCell;
+use std::collections::BTreeMap;
 use std::io::{BufRead as _, IsTerminal as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -46,7 +86,14 @@ use std::sync::mpsc;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_proto_core::config::LogLevel;
+use rho_proto_core::features::completions::{
+    CompletionBroker, CompletionRef, CompletionTicket, Query,
+};
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::resources::{
+    Attachment, ReadResourceParams, ReadState, ResourceRead,
+};
 use rho_proto_core::features::{FeatureRequest, content, prompts};
 use rho_proto_core::host::{Responder, RuntimeOptions};
 use rho_proto_core::runtime::ToolCallError;
@@ -54,8 +101,8 @@ use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::{CallError, Progress};
 use rho_proto_core::text::terminal::{sanitize, sanitize_line};
 
-use self::commands::{Catalog, CatalogTool, Command};
-use self::editor::Editor;
+use self::commands::{Catalog, CatalogPrompt, CatalogTool, Command, Context, ServerResources};
+use self::editor::{Editor, Event};
 use self::screen::Screen;
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
@@ -67,11 +114,50 @@ const PROMPT: &str = "rho> ";
 /// How often progress of one call may print a line.
 const PROGRESS_EVERY: Duration = Duration::from_millis(250);
 
+/// How long one `completion/complete` may take before its suggestions are
+/// given up (the palette stays empty).
+const SUGGEST_BUDGET: Duration = Duration::from_secs(10);
+
+/// How many directories deep the `@` palette looks for workspace files.
+const FILE_DEPTH: usize = 6;
+
+/// How many workspace files the `@` palette lists at most.
+const FILE_LIMIT: usize = 5000;
+
+/// `rho mcp shell` arguments.
+#[derive(clap::Args, Debug)]
+pub(crate) struct ShellArgs {
+    /// Ask every server that declares logging for its log messages from
+    /// LEVEL up (debug, info, notice, warning, error, critical, alert,
+    /// emergency), and show them above the prompt.
+    #[arg(long, value_name = "LEVEL", value_parser = parse_log_level)]
+    pub(crate) log_level: Option<LogLevel>,
+}
+
+fn parse_log_level(text: &str) -> Result<LogLevel, String> {
+    LogLevel::from_name(text).ok_or_else(|| {
+        let names: Vec<&str> = LogLevel::ALL.iter().map(|l| l.as_str()).collect();
+        format!("one of {}", names.join(", "))
+    })
+}
+
+/// The tracing level server log messages of `level` are logged at (see
+/// the session's routing of `notifications/message`).
+pub(crate) fn tracing_level(level: LogLevel) -> &'static str {
+    match level {
+        LogLevel::Debug => "debug",
+        LogLevel::Info | LogLevel::Notice => "info",
+        LogLevel::Warning => "warn",
+        _ => "error",
+    }
+}
+
 /// Runs `rho mcp shell`.
 pub(crate) fn run(
     loaded: &LoadedConfig,
     kind: RuntimeKind,
     mut options: RuntimeOptions,
+    args: &ShellArgs,
 ) -> Result<ExitCode, Failure> {
     let interactive = std::io::stdin().is_terminal() && std::io::stdout().is_terminal();
     let history_path = history_path();
@@ -136,6 +222,18 @@ pub(crate) fn run(
         },
         &|_| true,
     );
+    if let Some(level) = args.log_level {
+        for entry in &mut config.servers {
+            if let Ok(server) = entry.config.as_mut() {
+                server.log_level = Some(level);
+            }
+        }
+    }
+    let workspace = options
+        .workspace
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
     let stop = crate::signals::install();
     options.interrupt = Some(Arc::clone(&stop));
     if interactive {
@@ -160,6 +258,10 @@ pub(crate) fn run(
             Out::Plain
         },
         running: Mutex::new(None),
+        suggest: Suggest::default(),
+        reads: Mutex::new(BTreeMap::new()),
+        files: Mutex::new(None),
+        workspace,
     };
     let status = shell.status_text();
     shell.out.print(&status);
@@ -256,6 +358,45 @@ struct Shell<'a> {
     out: Out,
     /// The running call's cancel flag.
     running: Mutex<Option<Arc<AtomicBool>>>,
+    suggest: Suggest,
+    /// The attachments of the line being edited, by the editor's id.
+    reads: Mutex<BTreeMap<u64, ReadSlot>>,
+    /// The workspace files, listed once per line being edited.
+    files: Mutex<Option<Vec<String>>>,
+    workspace: PathBuf,
+}
+
+/// Argument suggestions: one broker per server, the request each has in
+/// flight, and what the latest question was about.
+#[derive(Default)]
+struct Suggest {
+    brokers: Mutex<BTreeMap<String, CompletionBroker>>,
+    /// Per server: the ticket of the request being waited for, and the
+    /// flag that cancels it.
+    flights: Mutex<BTreeMap<String, (CompletionTicket, Arc<AtomicBool>)>>,
+    /// Where the latest asked value sits: the palette of an answer goes
+    /// there, if the line is still as it was.
+    anchor: Mutex<Option<Anchor>>,
+    /// The shell is leaving: no further request goes out.
+    quitting: AtomicBool,
+}
+
+/// The value a suggestion is for.
+#[derive(Clone)]
+struct Anchor {
+    server: String,
+    line: String,
+    cursor: usize,
+    range: (usize, usize),
+    typed: String,
+    single: bool,
+}
+
+/// One attachment: which server it is read from, and its read.
+struct ReadSlot {
+    server: String,
+    read: ResourceRead,
+    cancel: Arc<AtomicBool>,
 }
 
 impl Shell<'_> {
@@ -264,9 +405,9 @@ impl Shell<'_> {
             servers: self.host.servers().into_iter().map(|s| s.id).collect(),
             tools: self
                 .host
-                .tools()
-                .tools()
+                .current_tools()
                 .iter()
+                .filter(|t| !t.withdrawn)
                 .map(|t| CatalogTool {
                     exported: t.name.clone(),
                     server: t.server.clone(),
@@ -295,16 +436,37 @@ impl Shell<'_> {
                         .prompts
                         .items
                         .iter()
-                        .map(move |p| {
-                            (
-                                prompts::command_name(&id, &p.name),
-                                sanitize_line(&p.argument_list()).into_owned(),
-                            )
+                        .map(move |p| CatalogPrompt {
+                            server: id.clone(),
+                            name: p.name.clone(),
+                            arguments: p.arguments.iter().map(|a| a.name.clone()).collect(),
+                            note: sanitize_line(&p.argument_list()).into_owned(),
                         })
                         .collect::<Vec<_>>()
                 })
                 .collect(),
+            resources: self
+                .host
+                .servers()
+                .into_iter()
+                .filter_map(|view| match view.status {
+                    ServerStatus::Ready(report) => Some(ServerResources {
+                        server: view.id,
+                        resources: report.catalog.resources.items,
+                        templates: report.catalog.templates.items,
+                    }),
+                    _ => None,
+                })
+                .collect(),
         }
+    }
+
+    /// The server's `max_output_bytes`.
+    fn output_cap(&self, server: &str) -> usize {
+        self.host
+            .server(server)
+            .and_then(|view| view.config.map(|c| c.max_output_bytes))
+            .unwrap_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES)
     }
 
     /// `/mcp:<server>:<prompt> [arguments]`: checks the line against the
@@ -393,16 +555,17 @@ impl Shell<'_> {
             return format!("no server `{}` is configured", sanitize_line(id));
         }
         let mut text = String::new();
-        for tool in self.host.tools().tools() {
+        for tool in &self.host.current_tools() {
             if server.is_some_and(|s| s != tool.server) {
                 continue;
             }
+            let withdrawn = if tool.withdrawn { " (withdrawn)" } else { "" };
             let summary = tool
                 .title
                 .as_deref()
                 .unwrap_or_else(|| tool.description.lines().next().unwrap_or(""));
             text.push_str(&format!(
-                "{}  ({}:{})  {}\n",
+                "{}  ({}:{}){withdrawn}  {}\n",
                 sanitize_line(&tool.name),
                 sanitize_line(&tool.server),
                 sanitize_line(&tool.tool),
@@ -490,6 +653,70 @@ impl Shell<'_> {
         }
     }
 
+    /// The message a model would get for `line` and its attachments (all
+    /// read), which leave the shell's keeping.
+    fn message_text(&self, line: &str, attachments: &[u64]) -> String {
+        let mut reads = lock(&self.reads);
+        let mut text =
+            String::from("── the message a model would get (there is no model here) ──\n");
+        let typed = line.split_whitespace().collect::<Vec<_>>().join(" ");
+        if !typed.is_empty() {
+            text.push_str(&sanitize(&typed));
+            text.push('\n');
+        }
+        for chip in attachments {
+            let Some(slot) = reads.remove(chip) else {
+                continue;
+            };
+            text.push_str(&format!(
+                "── [resource: {}] from server `{}` ──\n",
+                sanitize_line(slot.read.uri()),
+                sanitize_line(&slot.server)
+            ));
+            let body = match slot.read.state() {
+                ReadState::Ready {
+                    attachment: Attachment::Text { text },
+                } => sanitize(text).into_owned(),
+                ReadState::Ready {
+                    attachment:
+                        Attachment::Image {
+                            mime_type,
+                            data_base64,
+                        },
+                } => format!(
+                    "[image {}, {}] (a model would see the image itself)",
+                    sanitize_line(mime_type),
+                    content::human_size(data_base64.len() / 4 * 3)
+                ),
+                _ => "(not read)".to_owned(),
+            };
+            text.push_str(&body);
+            if !body.ends_with('\n') {
+                text.push('\n');
+            }
+        }
+        text
+    }
+
+    /// Forgets attachments that go nowhere.
+    fn drop_reads(&self, attachments: &[u64]) {
+        let mut reads = lock(&self.reads);
+        for chip in attachments {
+            if let Some(mut slot) = reads.remove(chip) {
+                if slot.read.cancel() {
+                    slot.cancel.store(true, Ordering::Relaxed);
+                }
+            }
+        }
+    }
+
+    /// The workspace files, listed on first use for the line being edited.
+    fn workspace_files(&self) -> Vec<String> {
+        lock(&self.files)
+            .get_or_insert_with(|| list_files(&self.workspace))
+            .clone()
+    }
+
     /// Runs a command that does not call a tool; `None` for `/call`.
     fn quick(&self, command: &Command) -> Option<String> {
         Some(match command {
@@ -521,7 +748,8 @@ fn progress_text(progress: &Progress) -> String {
 }
 
 /// The loop on a terminal: keys in, the line drawn, commands run; a call
-/// runs on its own thread so Ctrl-C can reach it.
+/// runs on its own thread so Ctrl-C can reach it, and so do suggestion
+/// requests and resource reads, so no key waits for a server.
 fn interactive_loop(
     shell: &Shell<'_>,
     screen: &Arc<Screen>,
@@ -538,16 +766,23 @@ fn interactive_loop(
         // What the servers looked like when last checked, for the
         // list-change, ping and failure lines (about once a second).
         let mut seen = shell.host.servers();
+        let mut seen_tools = shell.host.current_tools();
         let mut ticks = 0u32;
         'keys: loop {
             ticks = ticks.wrapping_add(1);
             if ticks % 10 == 0 {
                 let now = shell.host.servers();
-                for line in watch::changes(&seen, &now) {
+                let now_tools = shell.host.current_tools();
+                for line in watch::changes(&seen, &now)
+                    .into_iter()
+                    .chain(watch::revisions(&seen_tools, &now_tools))
+                {
                     screen.print(&line);
                 }
                 seen = now;
+                seen_tools = now_tools;
             }
+            suggestion_timeouts(shell);
             if stop.load(Ordering::Relaxed) {
                 cancel_running(shell);
                 break;
@@ -560,8 +795,23 @@ fn interactive_loop(
                 break;
             };
             for key in decoder.feed(&bytes, bytes.len() < READ_SIZE) {
-                match screen.edit(|editor| editor.key(key)) {
+                let revision = screen.look(Editor::revision);
+                let action = screen.edit(|editor| editor.key(key));
+                for event in screen.look_mut(Editor::take_events) {
+                    match event {
+                        Event::Attach { chip, server, uri } => {
+                            attach(scope, shell, screen, chip, server, uri);
+                        }
+                        Event::Detach { chip } => detach(shell, chip),
+                    }
+                }
+                let asking = lock(answers).is_some();
+                if !asking && screen.look(Editor::revision) != revision {
+                    refresh_palette(scope, shell, screen);
+                }
+                match action {
                     editor::Action::Redraw => {}
+                    editor::Action::Notice(why) => screen.print(&why),
                     editor::Action::Complete {
                         line,
                         word_start,
@@ -586,17 +836,31 @@ fn interactive_loop(
                         cancel_running(shell);
                         break 'keys;
                     }
-                    editor::Action::Submit(line) => {
+                    editor::Action::Submit { line, attachments } => {
                         if let Some(tx) = take(answers) {
                             screen.print(&format!("> {}", sanitize_line(&line)));
                             let _ = tx.send(Some(line));
                             continue;
                         }
+                        lock(&shell.files).take();
+                        *lock(&shell.suggest.anchor) = None;
                         screen.print(&format!("{PROMPT}{}", sanitize_line(&line)));
                         if let Some(path) = history_path {
                             save_history(path, &screen.history());
                         }
                         let command = commands::parse(&line);
+                        if !attachments.is_empty() {
+                            let text = if line.trim_start().starts_with('/') {
+                                shell.drop_reads(&attachments);
+                                "a command takes no attachments: they go with a line that is \
+                                 not a command (/help)"
+                                    .to_owned()
+                            } else {
+                                shell.message_text(&line, &attachments)
+                            };
+                            screen.print(&text);
+                            continue;
+                        }
                         if let Some(text) = shell.quick(&command) {
                             if !text.is_empty() {
                                 screen.print(&text);
@@ -655,6 +919,15 @@ fn interactive_loop(
                 }
             }
         }
+        // Nothing the shell started may keep it waiting: suggestions and
+        // reads still running are cancelled (the servers are told).
+        shell.suggest.quitting.store(true, Ordering::Relaxed);
+        for (_, cancel) in lock(&shell.suggest.flights).values() {
+            cancel.store(true, Ordering::Relaxed);
+        }
+        for slot in lock(&shell.reads).values() {
+            slot.cancel.store(true, Ordering::Relaxed);
+        }
         if let Some(worker) = worker {
             let _ = worker.join();
         }
@@ -665,6 +938,260 @@ fn interactive_loop(
         save_history(path, &screen.history());
     }
     Ok(())
+}
+
+/// After a key that changed the line or moved the cursor: the palette for
+/// what the cursor is in now (see the module docs).
+fn refresh_palette<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    shell: &'env Shell<'env>,
+    screen: &'env Screen,
+) {
+    let (line, cursor) = screen.look(|e| (e.line().to_owned(), e.cursor()));
+    let catalog = shell.catalog();
+    match commands::context(&catalog, &line, cursor) {
+        Context::Mention { range, fragment } => {
+            *lock(&shell.suggest.anchor) = None;
+            let files = shell.workspace_files();
+            let rows = commands::mention_candidates(&catalog, &fragment, &files);
+            screen.update(|e| e.suggest(&line, cursor, range, rows));
+        }
+        Context::Argument {
+            server,
+            prompt,
+            argument,
+            typed,
+            range,
+            given,
+            single,
+        } => {
+            let enabled = shell.host.server(&server).is_some_and(
+                |view| matches!(&view.status, ServerStatus::Ready(r) if r.capabilities.completions),
+            );
+            *lock(&shell.suggest.anchor) = Some(Anchor {
+                server: server.clone(),
+                line: line.clone(),
+                cursor,
+                range,
+                typed: typed.clone(),
+                single,
+            });
+            let query = Query {
+                reference: CompletionRef::Prompt { name: prompt },
+                argument,
+                value: typed.clone(),
+                context: given,
+            };
+            let (shown, request) = {
+                let mut brokers = lock(&shell.suggest.brokers);
+                let broker = brokers
+                    .entry(server.clone())
+                    .or_insert_with(|| CompletionBroker::new(enabled, SUGGEST_BUDGET));
+                let shown = broker.ask(Instant::now(), query);
+                (shown, broker.poll_request())
+            };
+            let rows = shown
+                .map(|values| commands::value_candidates(&values, &typed, single))
+                .unwrap_or_default();
+            screen.update(|e| e.suggest(&line, cursor, range, rows));
+            if let Some((ticket, params)) = request {
+                ask_server(scope, shell, screen, server, ticket, params);
+            }
+        }
+        Context::None => {
+            *lock(&shell.suggest.anchor) = None;
+            screen.update(|e| e.suggest(&line, cursor, (0, 0), Vec::new()));
+        }
+    }
+}
+
+/// Sends `completion/complete` requests for `server` on a thread, one at a
+/// time, until the broker has none waiting; each answer that still fits
+/// the line is drawn as the palette.
+fn ask_server<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    shell: &'env Shell<'env>,
+    screen: &'env Screen,
+    server: String,
+    ticket: CompletionTicket,
+    params: rho_proto_core::features::completions::CompleteParams,
+) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    lock(&shell.suggest.flights).insert(server.clone(), (ticket, Arc::clone(&cancel)));
+    scope.spawn(move || {
+        let mut next = Some((ticket, params, cancel));
+        while let Some((ticket, params, cancel)) = next.take() {
+            if shell.suggest.quitting.load(Ordering::Relaxed) {
+                break;
+            }
+            let result = shell
+                .host
+                .request(&server, FeatureRequest::Complete(params), &cancel);
+            let (shown, following) = {
+                let mut brokers = lock(&shell.suggest.brokers);
+                let Some(broker) = brokers.get_mut(&server) else {
+                    break;
+                };
+                let answer = result.as_ref().map_err(ToString::to_string);
+                let shown = broker.handle_answer(Instant::now(), ticket, answer);
+                (shown, broker.poll_request())
+            };
+            {
+                let mut flights = lock(&shell.suggest.flights);
+                if flights.get(&server).is_some_and(|(t, _)| *t == ticket) {
+                    flights.remove(&server);
+                }
+                if let Some((ticket, params)) = following {
+                    let cancel = Arc::new(AtomicBool::new(false));
+                    flights.insert(server.clone(), (ticket, Arc::clone(&cancel)));
+                    next = Some((ticket, params, cancel));
+                }
+            }
+            let Some(values) = shown else { continue };
+            let anchor = lock(&shell.suggest.anchor).clone();
+            if let Some(at) = anchor.filter(|a| a.server == server) {
+                let rows = commands::value_candidates(&values, &at.typed, at.single);
+                screen.update(|e| e.suggest(&at.line, at.cursor, at.range, rows));
+            }
+        }
+    });
+}
+
+/// Gives up suggestion requests past their budget: the request is
+/// cancelled (the server is told), and the value typed since is asked by
+/// the thread that waited.
+fn suggestion_timeouts(shell: &Shell<'_>) {
+    let now = Instant::now();
+    let expired: Vec<(String, CompletionTicket)> = lock(&shell.suggest.brokers)
+        .iter_mut()
+        .filter_map(|(server, broker)| broker.handle_timeout(now).map(|t| (server.clone(), t)))
+        .collect();
+    let flights = lock(&shell.suggest.flights);
+    for (server, ticket) in expired {
+        if let Some((running, cancel)) = flights.get(&server) {
+            if *running == ticket {
+                cancel.store(true, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+/// Starts reading a picked resource for attachment `chip`.
+fn attach<'scope, 'env>(
+    scope: &'scope std::thread::Scope<'scope, 'env>,
+    shell: &'env Shell<'env>,
+    screen: &'env Screen,
+    chip: u64,
+    server: String,
+    uri: String,
+) {
+    let cancel = Arc::new(AtomicBool::new(false));
+    lock(&shell.reads).insert(
+        chip,
+        ReadSlot {
+            server: server.clone(),
+            read: ResourceRead::new(uri.clone(), shell.output_cap(&server)),
+            cancel: Arc::clone(&cancel),
+        },
+    );
+    scope.spawn(move || {
+        let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
+        let result = shell.host.request(&server, request, &cancel);
+        let outcome = {
+            let mut reads = lock(&shell.reads);
+            let Some(slot) = reads.get_mut(&chip) else {
+                return;
+            };
+            slot.read
+                .handle_answer(result.as_ref().map_err(ToString::to_string));
+            match slot.read.state() {
+                ReadState::Ready { .. } => Ok(sanitize_line(&slot.read.label()).into_owned()),
+                ReadState::Failed { reason } => {
+                    let reason = reason.clone();
+                    reads.remove(&chip);
+                    Err(reason)
+                }
+                _ => return,
+            }
+        };
+        match outcome {
+            Ok(label) => screen.edit(|e| e.relabel(chip, &label, false)),
+            Err(reason) => {
+                screen.edit(|e| e.remove_chip(chip));
+                screen.print(&format!(
+                    "could not read `{}` from server `{}`: {}; the attachment was removed",
+                    sanitize_line(&uri),
+                    sanitize_line(&server),
+                    sanitize_line(&reason)
+                ));
+            }
+        }
+    });
+}
+
+/// Attachment `chip` left the line: a read still running is cancelled
+/// (the server is told).
+fn detach(shell: &Shell<'_>, chip: u64) {
+    let Some(mut slot) = lock(&shell.reads).remove(&chip) else {
+        return;
+    };
+    if slot.read.cancel() {
+        slot.cancel.store(true, Ordering::Relaxed);
+        shell.out.print(&format!(
+            "the read of `{}` was cancelled; server `{}` was told",
+            sanitize_line(slot.read.uri()),
+            sanitize_line(&slot.server)
+        ));
+    }
+}
+
+/// The files under `root` for the `@` palette, as paths relative to it,
+/// shallow ones first: at most [`FILE_DEPTH`] directories deep, hidden
+/// entries and symbolic links skipped, and no more than [`FILE_LIMIT`]
+/// directory entries looked at in all.
+fn list_files(root: &std::path::Path) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut looked = 0usize;
+    let mut dirs = std::collections::VecDeque::from([(root.to_path_buf(), String::new(), 0usize)]);
+    while let Some((dir, prefix, depth)) = dirs.pop_front() {
+        let Ok(listing) = std::fs::read_dir(&dir) else {
+            continue;
+        };
+        let mut entries: Vec<std::fs::DirEntry> = Vec::new();
+        for entry in listing.flatten() {
+            looked += 1;
+            if looked > FILE_LIMIT {
+                break;
+            }
+            entries.push(entry);
+        }
+        entries.sort_by_key(std::fs::DirEntry::file_name);
+        for entry in entries {
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if name.starts_with('.') {
+                continue;
+            }
+            let Ok(kind) = entry.file_type() else {
+                continue;
+            };
+            let path = if prefix.is_empty() {
+                name
+            } else {
+                format!("{prefix}/{name}")
+            };
+            if kind.is_dir() {
+                if depth + 1 < FILE_DEPTH {
+                    dirs.push_back((entry.path(), path, depth + 1));
+                }
+            } else if kind.is_file() {
+                out.push(path);
+            }
+        }
+        if looked > FILE_LIMIT {
+            break;
+        }
+    }
+    out
 }
 
 /// Sets the running call's cancel flag; whether a call was running.
@@ -875,5 +1402,36 @@ fn save_history(path: &std::path::Path, lines: &[String]) {
     text.push('\n');
     if file.write_all(text.as_bytes()).is_ok() {
         let _ = std::fs::rename(&tmp, path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn workspace_files_are_listed_shallow_first_bounded_and_without_hidden_ones() {
+        let root = std::env::temp_dir().join(format!("rho-shell-files-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let mut deep = root.clone();
+        for level in 0..FILE_DEPTH + 2 {
+            deep = deep.join(format!("d{level}"));
+        }
+        std::fs::create_dir_all(&deep).expect("make the tree");
+        std::fs::create_dir_all(root.join(".git")).expect("hidden dir");
+        for (path, text) in [
+            ("top.txt", "t"),
+            (".secret", "s"),
+            (".git/config", "c"),
+            ("d0/inner.rs", "i"),
+        ] {
+            std::fs::write(root.join(path), text).expect("write");
+        }
+        std::fs::write(deep.join("too-deep.txt"), "x").expect("write");
+        #[cfg(unix)]
+        std::os::unix::fs::symlink(root.join("top.txt"), root.join("link.txt")).expect("symlink");
+        let files = list_files(&root);
+        assert_eq!(files, ["top.txt", "d0/inner.rs"]);
+        let _ = std::fs::remove_dir_all(&root);
     }
 }

@@ -96,6 +96,27 @@ impl Screen {
         result
     }
 
+    /// Runs `change` on the editor, and redraws the line if it says it
+    /// changed something.
+    pub(crate) fn update(&self, change: impl FnOnce(&mut Editor) -> bool) {
+        let mut editor = self.lock();
+        if change(&mut editor) {
+            let mut out = std::io::stdout().lock();
+            let _ = out.write_all(editor.render(width()).as_bytes());
+            let _ = out.flush();
+        }
+    }
+
+    /// Reads the editor without drawing.
+    pub(crate) fn look<R>(&self, read: impl FnOnce(&Editor) -> R) -> R {
+        read(&self.lock())
+    }
+
+    /// Changes the editor without drawing (for what does not show).
+    pub(crate) fn look_mut<R>(&self, change: impl FnOnce(&mut Editor) -> R) -> R {
+        change(&mut self.lock())
+    }
+
     /// Offers completions for `line` (see [`Editor::offer`]).
     pub(crate) fn offer(&self, line: &str, word_start: usize, candidates: Vec<Candidate>) {
         self.edit(|editor| editor.offer(line, word_start, candidates));

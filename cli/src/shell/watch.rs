@@ -1,10 +1,12 @@
 //! What changed on the servers while the shell ran, as lines for the
 //! person: tools a server added (which join only after a restart, as the
-//! reference says), tools it withdrew, a keep-alive ping that failed, and a
-//! server that failed. Pure: the shell hands it two snapshots of
-//! [`ServerView`]s and prints what it returns.
+//! reference says), tools it revised (the shell uses the new definition at
+//! once), tools it withdrew, a keep-alive ping that failed, and a server
+//! that failed. Pure: the shell hands it two snapshots of [`ServerView`]s
+//! (and of the current tools) and prints what it returns.
 
 use rho_proto_core::runtime::ServerView;
+use rho_proto_core::runtime::registry::ExportedTool;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::text::terminal::sanitize_line;
 
@@ -52,6 +54,31 @@ pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String
                 lines.push(format!("server `{id}` failed: {}", sanitize_line(error)));
             }
             _ => {}
+        }
+    }
+    lines
+}
+
+/// The lines for tools whose definition (title, description, schemas or
+/// hints) changed from `before` to `after`; a withdrawn tool is said by
+/// [`changes`], not here.
+pub(crate) fn revisions(before: &[ExportedTool], after: &[ExportedTool]) -> Vec<String> {
+    let mut lines = Vec::new();
+    for now in after.iter().filter(|t| !t.withdrawn) {
+        let Some(was) = before.iter().find(|t| t.name == now.name) else {
+            continue;
+        };
+        let same = was.title == now.title
+            && was.description == now.description
+            && was.input_schema == now.input_schema
+            && was.output_schema == now.output_schema
+            && was.hints == now.hints;
+        if !same && !was.withdrawn {
+            lines.push(format!(
+                "server `{}` revised tool `{}`: its new definition is in use",
+                sanitize_line(&now.server),
+                sanitize_line(&now.tool)
+            ));
         }
     }
     lines
@@ -129,5 +156,41 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with("server `x` failed: gone"));
         assert!(!lines[0].contains('\x1b'));
+    }
+
+    fn tool(name: &str, description: &str, withdrawn: bool) -> ExportedTool {
+        ExportedTool {
+            name: format!("mcp__x__{name}"),
+            full_name: None,
+            server: "x".into(),
+            tool: name.into(),
+            title: None,
+            description: description.into(),
+            input_schema: serde_json::json!({"type": "object"}),
+            output_schema: None,
+            hints: Default::default(),
+            withdrawn,
+        }
+    }
+
+    #[test]
+    fn a_revised_tool_is_said_once_and_a_withdrawn_one_is_left_to_changes() {
+        let before = [tool("echo", "Echo", false), tool("gone", "Gone", false)];
+        let after = [
+            tool("echo", "Echo, revised", false),
+            tool("gone", "Gone", true),
+        ];
+        assert_eq!(
+            revisions(&before, &after),
+            ["server `x` revised tool `echo`: its new definition is in use"]
+        );
+        assert!(revisions(&after, &after).is_empty());
+        let mut schema = tool("echo", "Echo, revised", false);
+        schema.input_schema = serde_json::json!({"type": "object", "required": ["m"]});
+        assert_eq!(
+            revisions(&after, &[schema]).len(),
+            1,
+            "a schema change is a revision"
+        );
     }
 }
