@@ -1,7 +1,8 @@
 //! A stdio server's child process on smol: the command is prepared exactly
 //! as on threads (`rho_os::process::prepare_command`: no shell, a
-//! computed environment, its own process group), then run with
-//! async-process. The session task itself reads stdout and writes stdin
+//! computed environment, its own process group) and spawned by std, its
+//! pipes non-blocking and registered with async-io's reactor. The
+//! session task itself reads stdout and writes stdin
 //! ([`StdioChild::poll_pipes`], raced with its other inputs): a call's
 //! bytes go out and its answer comes in without a hop through another
 //! task or a channel, and without a copy. Only stderr has a task of its
@@ -16,7 +17,6 @@
 //! shared backlog, so callers wait for room before sending more.
 
 use std::collections::VecDeque;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
@@ -28,22 +28,28 @@ use rho_proto_core::config::StdioConfig;
 use rho_proto_core::runtime::backlog::{Backlog, READ_PAUSE, STDOUT_CHUNK};
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::stderr::StderrTail;
-use smol::io::{AsyncRead, AsyncReadExt, AsyncWrite};
-use smol::process::{ChildStdin, ChildStdout, Stdio};
-use smol::{Executor, Task, Timer};
+use rustix::io::Errno;
+use smol::io::AsyncReadExt;
+use smol::{Async, Executor, Task, Timer};
+use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
 /// A running stdio server.
 pub(crate) struct StdioChild {
-    child: smol::process::Child,
+    child: Child,
     pid: u32,
     /// Gone once a write failed or shutdown began.
-    stdin: Option<ChildStdin>,
+    stdin: Option<Async<ChildStdin>>,
     /// Bytes for stdin not yet written, oldest first; of the first,
     /// `written` bytes are out already.
     pending: VecDeque<Vec<u8>>,
     written: usize,
     /// Gone once it closed.
-    stdout: Option<ChildStdout>,
+    stdout: Option<Async<ChildStdout>>,
+    /// The last read of stdout filled the buffer (or readiness was
+    /// reported since): read again before asking the reactor. Reading
+    /// only when the reactor said so saves the read that would find the
+    /// pipe empty after every message.
+    stdout_ready: bool,
     /// Where stdout is read into; what [`PipeReady::Read`] reports is
     /// [`StdioChild::read_bytes`] of it.
     buf: Box<[u8]>,
@@ -79,9 +85,8 @@ impl StdioChild {
         ambient: &[(String, String)],
         backlog: Arc<Backlog>,
     ) -> Result<Self, String> {
-        let (command, program) = prepare_command(server, config, ambient)?;
-        // The async command tracks its own stdio choices; restate them.
-        let mut child = smol::process::Command::from(command)
+        let (mut command, program) = prepare_command(server, config, ambient)?;
+        let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
@@ -93,11 +98,29 @@ impl StdioChild {
                 )
             })?;
         let pid = child.id();
-        let (Some(stdout), Some(stdin), Some(mut stderr)) =
-            (child.stdout.take(), child.stdin.take(), child.stderr.take())
-        else {
-            kill_group(pid);
-            return Err(format!("server `{server}`: its pipes could not be opened"));
+        let pipes = match (child.stdout.take(), child.stdin.take(), child.stderr.take()) {
+            (Some(stdout), Some(stdin), Some(stderr)) => {
+                // Non-blocking, registered with the reactor.
+                (|| {
+                    Ok::<_, std::io::Error>((
+                        Async::new(stdout)?,
+                        Async::new(stdin)?,
+                        Async::new(stderr)?,
+                    ))
+                })()
+                .map_err(|e| e.to_string())
+            }
+            _ => Err("not all were created".to_owned()),
+        };
+        let (stdout, stdin, mut stderr) = match pipes {
+            Ok(pipes) => pipes,
+            Err(why) => {
+                kill_group(pid);
+                let _ = child.wait();
+                return Err(format!(
+                    "server `{server}`: its pipes could not be opened: {why}"
+                ));
+            }
         };
         // Lines are redacted in the tail itself: the debug log and the
         // failure reason both read them from there.
@@ -132,6 +155,7 @@ impl StdioChild {
             pending: VecDeque::new(),
             written: 0,
             stdout: Some(stdout),
+            stdout_ready: true,
             buf: vec![0u8; STDOUT_CHUNK].into_boxed_slice(),
             backlog,
             stderr_tail,
@@ -168,17 +192,34 @@ impl StdioChild {
             // wakes this task) or the next input arrives.
             return Poll::Pending;
         }
-        let Some(stdout) = &mut self.stdout else {
+        let Some(stdout) = &self.stdout else {
             return Poll::Pending;
         };
-        match Pin::new(stdout).poll_read(cx, &mut self.buf) {
-            Poll::Pending => Poll::Pending,
-            Poll::Ready(Ok(n)) if n > 0 => Poll::Ready(PipeReady::Read(n)),
-            Poll::Ready(_) => {
-                self.stdout = None;
-                Poll::Ready(PipeReady::StdoutClosed)
+        loop {
+            if !self.stdout_ready {
+                // Registers this task with the reactor until stdout is
+                // readable; an error means it is gone.
+                match stdout.poll_readable(cx) {
+                    Poll::Pending => return Poll::Pending,
+                    Poll::Ready(Ok(())) => self.stdout_ready = true,
+                    Poll::Ready(Err(_)) => break,
+                }
+            }
+            match rustix::io::read(stdout.get_ref(), &mut self.buf[..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    // A short read emptied the pipe, most likely: ask the
+                    // reactor before reading again.
+                    self.stdout_ready = n == self.buf.len();
+                    return Poll::Ready(PipeReady::Read(n));
+                }
+                Err(Errno::AGAIN) => self.stdout_ready = false,
+                Err(Errno::INTR) => {}
+                Err(_) => break,
             }
         }
+        self.stdout = None;
+        Poll::Ready(PipeReady::StdoutClosed)
     }
 
     /// What the last [`PipeReady::Read`] of `n` bytes read.
@@ -190,12 +231,11 @@ impl StdioChild {
     /// write failed (then nothing more is written, and the backlog is
     /// closed so nobody waits for it).
     fn poll_write(&mut self, cx: &mut Context<'_>) -> Option<PipeReady> {
-        let stdin = self.stdin.as_mut()?;
+        let stdin = self.stdin.as_ref()?;
         while let Some(front) = self.pending.front() {
-            let failure = match Pin::new(&mut *stdin).poll_write(cx, &front[self.written..]) {
-                Poll::Pending => return None,
-                Poll::Ready(Ok(0)) => "the server closed its input".to_owned(),
-                Poll::Ready(Ok(n)) => {
+            let failure = match rustix::io::write(stdin.get_ref(), &front[self.written..]) {
+                Ok(0) => "the server closed its input".to_owned(),
+                Ok(n) => {
                     self.backlog.remove(n);
                     self.written += n;
                     if self.written == front.len() {
@@ -204,7 +244,14 @@ impl StdioChild {
                     }
                     continue;
                 }
-                Poll::Ready(Err(e)) => e.to_string(),
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => match stdin.poll_writable(cx) {
+                    // Woken once the child made room.
+                    Poll::Pending => return None,
+                    Poll::Ready(Ok(())) => continue,
+                    Poll::Ready(Err(e)) => e.to_string(),
+                },
+                Err(e) => std::io::Error::from(e).to_string(),
             };
             self.stdin = None;
             self.drop_pending();
@@ -250,7 +297,17 @@ impl StdioChild {
             return;
         }
         kill_group(self.pid);
-        self.exit = Some(match self.child.status().await {
+        // The group was just killed: the child is gone or going.
+        let until = Instant::now() + PUMP_EXIT_WAIT;
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(status)) => break Ok(status),
+                Ok(None) if Instant::now() < until => Timer::after(EXIT_POLL).await,
+                Ok(None) => break self.child.wait(),
+                Err(e) => break Err(e),
+            };
+        };
+        self.exit = Some(match status {
             Ok(status) => describe_exit(status),
             Err(e) => format!("exit status unknown: {e}"),
         });
@@ -307,10 +364,20 @@ impl StdioChild {
 
 impl Drop for StdioChild {
     /// A child whose task was cancelled (its runtime dropped without
-    /// `shutdown`) still takes its whole process group with it.
+    /// `shutdown`) still takes its whole process group with it, and is
+    /// reaped (off this thread: the kill takes effect a moment later)
+    /// rather than left a zombie for the host's lifetime.
     fn drop(&mut self) {
         if self.exit.is_none() {
             kill_group(self.pid);
+            let pid = rustix::process::Pid::from_raw(self.pid as i32);
+            // `None` would wait for any child: only this one is reaped.
+            if let (false, Some(pid)) = (matches!(self.child.try_wait(), Ok(Some(_))), pid) {
+                std::thread::spawn(move || {
+                    let _ =
+                        rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+                });
+            }
         }
     }
 }
