@@ -141,8 +141,10 @@ pub(crate) fn watch_for_second() {}
 /// its code (the handlers keep the latest signal's number).
 #[cfg(unix)]
 fn stop_now() -> ! {
-    kill_children();
     let code = received().map_or(128, exit_code);
+    // Said before the kill: once the servers die, the main thread's own
+    // shutdown may see them gone and exit first, and the reason would be
+    // lost.
     {
         use std::io::Write as _;
         let _ = writeln!(
@@ -150,6 +152,7 @@ fn stop_now() -> ! {
             "rho: stopped at once by a second signal; every server was killed"
         );
     }
+    kill_children();
     // `_exit`: the main thread may be exiting too; nothing is left to flush.
     signal_hook::low_level::exit(i32::from(code))
 }
