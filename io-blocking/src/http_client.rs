@@ -48,6 +48,12 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 const SEND_TIMEOUT: Duration = Duration::from_secs(30);
 /// Read size for response bodies.
 const CHUNK: usize = 16 * 1024;
+/// The largest response head accepted, status line included (ureq's
+/// default, and io-smol's bound).
+const MAX_HEAD: usize = 64 * 1024;
+/// A connection's buffer for what it sends: a request head and body go
+/// out through it in pieces.
+const OUTPUT_BUFFER: usize = 16 * 1024;
 
 /// Exchanges of one session that run at once; more queue.
 pub(crate) const MAX_WORKERS: usize = 16;
@@ -377,8 +383,13 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// The ureq agent every exchange uses: no redirects, statuses as data,
 /// connect and send timeouts, no body timeout, TLS by rustls (ring) with
-/// the platform's trusted roots. Its pool keeps idle keep-alive
-/// connections (ureq's defaults: 3 per host, 15 s).
+/// the platform's trusted roots. Its pool keeps as many idle keep-alive
+/// connections as a session runs exchanges at once ([`MAX_WORKERS`];
+/// ureq's default of 3 per host made 16 calls in flight open 13 new
+/// connections every round, and tripled their CPU), each with smaller
+/// buffers than ureq's 128 KiB: a response head is bounded at 64 KiB
+/// anyway ([`MAX_HEAD`]), bodies stream through, and MCP requests are
+/// small.
 pub fn new_agent() -> ureq::Agent {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(platform_roots())
@@ -391,6 +402,11 @@ pub fn new_agent() -> ureq::Agent {
         .timeout_connect(Some(CONNECT_TIMEOUT))
         .timeout_send_request(Some(SEND_TIMEOUT))
         .timeout_send_body(Some(SEND_TIMEOUT))
+        .max_idle_connections(MAX_WORKERS)
+        .max_idle_connections_per_host(MAX_WORKERS)
+        .max_response_header_size(MAX_HEAD)
+        .input_buffer_size(MAX_HEAD)
+        .output_buffer_size(OUTPUT_BUFFER)
         .build()
         .into()
 }
