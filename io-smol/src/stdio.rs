@@ -28,6 +28,7 @@ use rho_proto_core::config::StdioConfig;
 use rho_proto_core::runtime::backlog::{Backlog, READ_PAUSE, STDOUT_CHUNK};
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::stderr::StderrTail;
+use rustix::buffer::spare_capacity;
 use rustix::io::Errno;
 use smol::io::AsyncReadExt;
 use smol::{Async, Executor, Task, Timer};
@@ -50,9 +51,10 @@ pub(crate) struct StdioChild {
     /// only when the reactor said so saves the read that would find the
     /// pipe empty after every message.
     stdout_ready: bool,
-    /// Where stdout is read into; what [`PipeReady::Read`] reports is
-    /// [`StdioChild::read_bytes`] of it.
-    buf: Box<[u8]>,
+    /// Where stdout is read into (what [`PipeReady::Read`] reports is
+    /// [`StdioChild::read_bytes`] of it): reserved, not zeroed, so only
+    /// what the largest read filled is ever resident.
+    buf: Vec<u8>,
     backlog: Arc<Backlog>,
     stderr_tail: Arc<Mutex<StderrTail>>,
     drain: Option<Task<()>>,
@@ -156,7 +158,7 @@ impl StdioChild {
             written: 0,
             stdout: Some(stdout),
             stdout_ready: true,
-            buf: vec![0u8; STDOUT_CHUNK].into_boxed_slice(),
+            buf: Vec::with_capacity(STDOUT_CHUNK),
             backlog,
             stderr_tail,
             drain: Some(drain),
@@ -205,12 +207,13 @@ impl StdioChild {
                     Poll::Ready(Err(_)) => break,
                 }
             }
-            match rustix::io::read(stdout.get_ref(), &mut self.buf[..]) {
+            self.buf.clear();
+            match rustix::io::read(stdout.get_ref(), spare_capacity(&mut self.buf)) {
                 Ok(0) => break,
                 Ok(n) => {
                     // A short read emptied the pipe, most likely: ask the
                     // reactor before reading again.
-                    self.stdout_ready = n == self.buf.len();
+                    self.stdout_ready = n == self.buf.capacity();
                     return Poll::Ready(PipeReady::Read(n));
                 }
                 Err(Errno::AGAIN) => self.stdout_ready = false,
