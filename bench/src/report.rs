@@ -151,7 +151,7 @@ pub fn markdown(r: &Results) -> String {
     }
     let _ = writeln!(
         md,
-        "\nThe machine has 2 cores, and another long CPU-bound job (fuzzing) ran on one of them throughout, so every client was measured in the same conditions, \
+        "\nThe machine has 2 cores and may run other jobs beside the benchmark (its load when the run began is in the table above), so every client is measured in the same conditions, \
          interleaved (each round runs every client against every server, in a rotated order), and figures are **medians**; `[a–b]` is the range of the per-round values. \
          Latency medians and p90 pool every call of every round. CPU per call is the client process's own user+system time over the timed calls only \
          (`getrusage(RUSAGE_SELF)`: not the server's, not startup), divided by the number of calls. \
