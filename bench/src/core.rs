@@ -6,8 +6,8 @@
 use std::hint::black_box;
 use std::time::{Duration, Instant};
 
-use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use rho_proto_core::session::{Event, Session, SessionOptions};
+use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
 /// How the driver hands bytes to the session: the smol executor reads a
