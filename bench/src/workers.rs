@@ -221,7 +221,7 @@ fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
 fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let config = rho_config(spec)?;
     let executor = Arc::new(smol::Executor::new());
-    smol::block_on(executor.run(async {
+    rho_io_smol::block_on(&executor, async {
         let runtime = rho_io_smol::Runtime::start(&executor, &config, rho_options()).await;
         let view = runtime.server("bench").ok_or("no server view")?;
         if view.status.is_failure() {
@@ -271,7 +271,7 @@ fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         }
         runtime.shutdown().await;
         Ok((out, result_len))
-    }))
+    })
 }
 
 // ----- the bare JSON-lines client: the limit -----

@@ -181,7 +181,7 @@ fn run_smol<T>(
     future: impl std::future::Future<Output = T>,
 ) -> T {
     if reactor {
-        smol::block_on(executor.run(future))
+        rho_io_smol::block_on(executor, future)
     } else {
         smol::future::block_on(executor.run(future))
     }

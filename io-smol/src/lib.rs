@@ -46,6 +46,7 @@
 mod driver;
 mod http;
 mod reply;
+mod run;
 mod runtime;
 mod stdio;
 
@@ -53,4 +54,5 @@ pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;
 pub use rho_proto_core::host::RuntimeOptions;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
+pub use run::block_on;
 pub use runtime::Runtime;

@@ -145,7 +145,7 @@ impl TestRuntime for SmolRuntime {
             .spawn({
                 let executor = Arc::clone(&executor);
                 move || {
-                    let _ = smol::block_on(executor.run(stopped.recv()));
+                    let _ = rho_io_smol::block_on(&executor, stopped.recv());
                 }
             })
             .expect("start the executor thread");

@@ -308,9 +308,9 @@ impl Keeper {
         let thread = std::thread::Builder::new()
             .name("rho-shell-executor".into())
             .spawn(move || {
-                smol::block_on(executor.run(async move {
+                rho_io_smol::block_on(&executor, async move {
                     let _ = rx.recv().await;
-                }));
+                });
             })
             .expect("spawn the shell's executor thread");
         Keeper {
