@@ -73,7 +73,10 @@ pub(crate) enum PipeReady {
 }
 
 /// How long shutdown waits for the stderr drain after the group is killed.
-const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
+const DRAIN_EXIT_WAIT: Duration = Duration::from_millis(500);
+/// How long a reap polls for the exit of a child whose group was just
+/// killed before it waits for it outright.
+const REAP_POLL_WAIT: Duration = Duration::from_millis(500);
 /// How often an exit is polled for (without reaping).
 const EXIT_POLL: Duration = Duration::from_millis(5);
 
@@ -301,12 +304,18 @@ impl StdioChild {
         }
         kill_group(self.pid);
         // The group was just killed: the child is gone or going.
-        let until = Instant::now() + PUMP_EXIT_WAIT;
+        let until = Instant::now() + REAP_POLL_WAIT;
         let status = loop {
             match self.child.try_wait() {
                 Ok(Some(status)) => break Ok(status),
                 Ok(None) if Instant::now() < until => Timer::after(EXIT_POLL).await,
-                Ok(None) => break self.child.wait(),
+                // Stuck in the kernel, say: never block the executor on it.
+                Ok(None) => {
+                    reap_in_background(self.pid);
+                    break Err(std::io::Error::other(
+                        "it had not exited half a second after SIGKILL",
+                    ));
+                }
                 Err(e) => break Err(e),
             };
         };
@@ -348,7 +357,7 @@ impl StdioChild {
             true
         };
         let finished = smol::future::or(all, async {
-            Timer::after(PUMP_EXIT_WAIT).await;
+            Timer::after(DRAIN_EXIT_WAIT).await;
             false
         })
         .await;
@@ -373,16 +382,25 @@ impl Drop for StdioChild {
     fn drop(&mut self) {
         if self.exit.is_none() {
             kill_group(self.pid);
-            let pid = rustix::process::Pid::from_raw(self.pid as i32);
-            // `None` would wait for any child: only this one is reaped.
-            if let (false, Some(pid)) = (matches!(self.child.try_wait(), Ok(Some(_))), pid) {
-                std::thread::spawn(move || {
-                    let _ =
-                        rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
-                });
+            if !matches!(self.child.try_wait(), Ok(Some(_))) {
+                reap_in_background(self.pid);
             }
         }
     }
+}
+
+/// Waits for child `pid` on a short-lived thread of its own, so that it
+/// does not stay a zombie while the host runs on.
+fn reap_in_background(pid: u32) {
+    // `None` would wait for any child: only this one is reaped.
+    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else {
+        return;
+    };
+    let _ = std::thread::Builder::new()
+        .name("rho-reap".into())
+        .spawn(move || {
+            let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
+        });
 }
 
 #[cfg(test)]
@@ -478,6 +496,22 @@ mod tests {
                     .is_none()
             );
             child.shutdown(Duration::from_millis(100)).await;
+        });
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_child_dropped_without_shutdown_is_killed_and_reaped() {
+        on_executor(|ex| async move {
+            let child = start(&ex, "sleep", &["30"]);
+            let proc_dir = std::path::PathBuf::from(format!("/proc/{}", child.pid));
+            drop(child);
+            // Gone from the process table: killed, and not left a zombie.
+            let until = Instant::now() + WAIT;
+            while proc_dir.exists() && Instant::now() < until {
+                Timer::after(EXIT_POLL).await;
+            }
+            assert!(!proc_dir.exists(), "{} is still there", proc_dir.display());
         });
     }
 
