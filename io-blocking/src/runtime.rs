@@ -258,34 +258,24 @@ impl Runtime {
             .map_err(|_| not_running())?;
         // The core completes every accepted call exactly once (result,
         // error, timeout, cancellation or session end), so this wait is
-        // bounded by the call budget; a dropped sender means the driver is
-        // gone.
-        let mut cancelled = false;
-        loop {
-            let update = match cancel {
-                None => answer.recv().map_err(|_| not_running())?,
-                Some(flag) => match answer.recv_timeout(CANCEL_POLL) {
-                    Ok(update) => update,
-                    Err(RecvTimeoutError::Timeout) => {
-                        if !cancelled && flag.load(Ordering::Relaxed) {
-                            cancelled = true;
-                            let _ = driver.driver.command(Command::Cancel { ticket });
-                        }
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => return Err(not_running()),
-                },
-            };
-            match update {
-                CallUpdate::Progress(progress) => on_progress(progress),
-                CallUpdate::Done(result) => return result,
-                CallUpdate::Answered(_) => {
-                    return Err(ToolCallError::NotCallable(
-                        "a tool call was answered as a request".into(),
-                    ));
+        // bounded by the call budget.
+        follow(
+            driver,
+            ticket,
+            &answer,
+            cancel,
+            not_running,
+            |update| match update {
+                CallUpdate::Progress(progress) => {
+                    on_progress(progress);
+                    None
                 }
-            }
-        }
+                CallUpdate::Done(result) => Some(result),
+                CallUpdate::Answered(_) => Some(Err(ToolCallError::NotCallable(
+                    "a tool call was answered as a request".into(),
+                ))),
+            },
+        )
     }
 
     /// Sends a prompt, resource or completion request to `server` and
@@ -326,27 +316,10 @@ impl Runtime {
             })
             .map_err(|_| not_running())?;
         // The core completes every accepted request exactly once, within
-        // its budget; a dropped sender means the driver is gone.
-        let mut cancelled = false;
-        loop {
-            let update = match cancel {
-                None => answer.recv().map_err(|_| not_running())?,
-                Some(flag) => match answer.recv_timeout(CANCEL_POLL) {
-                    Ok(update) => update,
-                    Err(RecvTimeoutError::Timeout) => {
-                        if !cancelled && flag.load(Ordering::Relaxed) {
-                            cancelled = true;
-                            let _ = driver.driver.command(Command::Cancel { ticket });
-                        }
-                        continue;
-                    }
-                    Err(RecvTimeoutError::Disconnected) => return Err(not_running()),
-                },
-            };
-            if let Some(answer) = update.into_answer(server) {
-                return answer;
-            }
-        }
+        // its budget.
+        follow(driver, ticket, &answer, cancel, not_running, |update| {
+            update.into_answer(server)
+        })
     }
 
     /// Closes every session and waits for each server to exit (each within
@@ -361,6 +334,41 @@ impl Runtime {
         }
         for (_, mut driver) in std::mem::take(&mut self.drivers) {
             driver.stop();
+        }
+    }
+}
+
+/// Waits for the end of call or request `ticket` on `answer`, handing each
+/// update to `outcome` until it says the wait is over. `cancel` is checked
+/// every [`CANCEL_POLL`]; once set, the session is told (once) and the
+/// core ends the ticket as cancelled. A dropped sender means the driver
+/// is gone.
+fn follow<T>(
+    driver: &DriverHandle,
+    ticket: u64,
+    answer: &crate::reply::ReplyRx,
+    cancel: Option<&AtomicBool>,
+    not_running: impl Fn() -> ToolCallError,
+    mut outcome: impl FnMut(CallUpdate) -> Option<Result<T, ToolCallError>>,
+) -> Result<T, ToolCallError> {
+    let mut cancelled = false;
+    loop {
+        let update = match cancel {
+            None => answer.recv().map_err(|_| not_running())?,
+            Some(flag) => match answer.recv_timeout(CANCEL_POLL) {
+                Ok(update) => update,
+                Err(RecvTimeoutError::Timeout) => {
+                    if !cancelled && flag.load(Ordering::Relaxed) {
+                        cancelled = true;
+                        let _ = driver.driver.command(Command::Cancel { ticket });
+                    }
+                    continue;
+                }
+                Err(RecvTimeoutError::Disconnected) => return Err(not_running()),
+            },
+        };
+        if let Some(end) = outcome(update) {
+            return end;
         }
     }
 }
