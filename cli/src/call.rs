@@ -25,7 +25,7 @@ use serde_json::json;
 use crate::config_file::LoadedConfig;
 use crate::host::{Host, RuntimeKind};
 use crate::tool_args;
-use crate::{CallArgs, Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
+use crate::{CallArgs, Failure, check_stopped, unless_stopped, write_stdout};
 
 /// Runs `rho mcp call`.
 pub(crate) fn run(
@@ -56,20 +56,7 @@ pub(crate) fn run(
             ));
         }
     };
-    let Some(entry) = loaded.config.get(id) else {
-        return Err(Failure::Usage(unknown_server(loaded, id)));
-    };
-    match &entry.config {
-        Err(error) => return Err(Failure::Runtime(error.to_string())),
-        Ok(server) if !server.enabled => {
-            return Err(Failure::Runtime(format!(
-                "server `{}` is disabled (enabled = false in {})",
-                id,
-                loaded.describe()
-            )));
-        }
-        Ok(_) => {}
-    }
+    let entry = crate::startable_server(loaded, id)?;
     let store = crate::credentials::FileStore::default_location();
     let config = with_tool_timeout(&loaded.config, id, timeout);
     let mut with_tokens =

@@ -769,6 +769,25 @@ pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
     }
 }
 
+/// The entry of server `id`, when it can be started: an unknown id is a
+/// usage error (exit 2), an invalid or disabled entry a runtime one.
+pub(crate) fn startable_server<'a>(
+    loaded: &'a LoadedConfig,
+    id: &str,
+) -> Result<&'a rho_proto_core::config::ServerEntry, Failure> {
+    let Some(entry) = loaded.config.get(id) else {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
+    };
+    match &entry.config {
+        Err(error) => Err(Failure::Runtime(error.to_string())),
+        Ok(server) if !server.enabled => Err(Failure::Runtime(format!(
+            "server `{id}` is disabled (enabled = false in {})",
+            loaded.describe()
+        ))),
+        Ok(_) => Ok(entry),
+    }
+}
+
 fn exit_code(failed: bool) -> ExitCode {
     if failed {
         ExitCode::from(1)

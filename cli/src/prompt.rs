@@ -103,19 +103,7 @@ pub(crate) fn connect(
     mut options: RuntimeOptions,
     id: &str,
 ) -> Result<Connected, Failure> {
-    let Some(entry) = loaded.config.get(id) else {
-        return Err(Failure::Usage(unknown_server(loaded, id)));
-    };
-    match &entry.config {
-        Err(error) => return Err(Failure::Runtime(error.to_string())),
-        Ok(server) if !server.enabled => {
-            return Err(Failure::Runtime(format!(
-                "server `{id}` is disabled (enabled = false in {})",
-                loaded.describe()
-            )));
-        }
-        Ok(_) => {}
-    }
+    crate::startable_server(loaded, id)?;
     let store = crate::credentials::FileStore::default_location();
     let config =
         crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|s| s == id);
