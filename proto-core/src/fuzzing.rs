@@ -114,8 +114,8 @@ pub fn check_jsonrpc(data: &[u8]) {
 /// The slow reading [`Incoming::parse`] must agree with: the whole frame
 /// as a [`Value`], then [`Message::from_value`].
 fn parse_via_value(data: &[u8]) -> Result<Incoming, jsonrpc::ParseError> {
-    let value: Value =
-        serde_json::from_slice(data).map_err(|e| jsonrpc::ParseError::NotJson(e.to_string()))?;
+    let value: Value = serde_json::from_str(jsonrpc::frame_text(data)?)
+        .map_err(|e| jsonrpc::ParseError::NotJson(e.to_string()))?;
     match value {
         Value::Array(items) if items.is_empty() => {
             Err(jsonrpc::ParseError::Invalid("empty batch".into()))

@@ -220,7 +220,7 @@ impl Meta {
         params: Option<&Value>,
     ) {
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        out.extend_from_slice(id.to_string().as_bytes());
+        write_u64(out, id);
         out.extend_from_slice(b",\"method\":");
         json_into(out, method);
         out.extend_from_slice(b",\"params\":{");
@@ -252,6 +252,35 @@ impl Meta {
         out.extend_from_slice(b"}}");
     }
 
+    /// Writes a `tools/call` request straight from the host's name and
+    /// arguments: the bytes [`Meta::write_request`] writes for the params
+    /// `{"name", "arguments", "_meta": {"progressToken"}}`, without
+    /// building that map. No era entry is named `progressToken`, so none
+    /// replaces it.
+    pub(crate) fn write_call(
+        &self,
+        out: &mut Vec<u8>,
+        id: u64,
+        name: &str,
+        arguments: &Value,
+        progress_token: u64,
+    ) {
+        debug_assert!(!self.map.contains_key("progressToken"));
+        out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
+        write_u64(out, id);
+        out.extend_from_slice(b",\"method\":\"tools/call\",\"params\":{\"name\":");
+        json_into(out, name);
+        out.extend_from_slice(b",\"arguments\":");
+        json_into(out, arguments);
+        out.extend_from_slice(b",\"_meta\":{\"progressToken\":");
+        write_u64(out, progress_token);
+        if !self.body.is_empty() {
+            out.push(b',');
+            out.extend_from_slice(self.body.as_bytes());
+        }
+        out.extend_from_slice(b"}}}");
+    }
+
     /// `{` the entries of `existing` this meta does not replace, then this
     /// meta's own `}`.
     fn write_merged(&self, out: &mut Vec<u8>, existing: Option<&Map<String, Value>>) {
@@ -276,6 +305,72 @@ impl Meta {
             out.extend_from_slice(self.body.as_bytes());
         }
         out.push(b'}');
+    }
+}
+
+/// Appends `n` in decimal, as JSON writes it.
+fn write_u64(out: &mut Vec<u8>, n: u64) {
+    let mut digits = [0u8; 20];
+    let mut at = digits.len();
+    let mut rest = n;
+    loop {
+        at -= 1;
+        digits[at] = b'0' + (rest % 10) as u8;
+        rest /= 10;
+        if rest == 0 {
+            break;
+        }
+    }
+    out.extend_from_slice(&digits[at..]);
+}
+
+/// A stateless request's params as kept to be sent again, before the
+/// era's `_meta` goes in.
+#[derive(Clone, Debug)]
+pub(crate) enum Params {
+    /// Params as a JSON value, or none.
+    Value(Option<Value>),
+    /// A `tools/call`: the tool's name and the host's arguments, moved
+    /// here rather than copied into a new map (the hot path of every
+    /// stateless call), and the progress token its `_meta` carries.
+    Call {
+        name: String,
+        arguments: Value,
+        progress_token: u64,
+    },
+}
+
+impl Params {
+    /// The params as one JSON value, their own `_meta` included (what a
+    /// multi round-trip retry merges its answers into).
+    pub(crate) fn to_value(&self) -> Option<Value> {
+        match self {
+            Self::Value(params) => params.clone(),
+            Self::Call {
+                name,
+                arguments,
+                progress_token,
+            } => Some(serde_json::json!({
+                "name": name,
+                "arguments": arguments,
+                "_meta": {"progressToken": progress_token},
+            })),
+        }
+    }
+
+    /// Writes the request `id` of `method` with these params and `meta`.
+    pub(crate) fn write(&self, meta: &Meta, out: &mut Vec<u8>, id: u64, method: &str) {
+        match self {
+            Self::Value(params) => meta.write_request(out, id, method, params.as_ref()),
+            Self::Call {
+                name,
+                arguments,
+                progress_token,
+            } => {
+                debug_assert_eq!(method, "tools/call");
+                meta.write_call(out, id, name, arguments, *progress_token);
+            }
+        }
     }
 }
 
@@ -465,6 +560,31 @@ mod tests {
                 String::from_utf8(merged).expect("utf-8"),
                 "{params:?}"
             );
+        }
+        // A call written from its parts is the same bytes as its value,
+        // with the era's entries and without any.
+        let none = Meta::default();
+        for meta in [&meta, &none] {
+            for (arguments, token) in [
+                (json!({}), 0),
+                (json!({"q": "a \"b\"\n", "n": [1, 2.5, null]}), u64::MAX),
+                (json!({"z": 1, "a": {"b": true}}), 42),
+            ] {
+                let params = Params::Call {
+                    name: "say \"hi\"".into(),
+                    arguments,
+                    progress_token: token,
+                };
+                let mut parts = Vec::new();
+                params.write(meta, &mut parts, 9, "tools/call");
+                let mut whole = Vec::new();
+                Params::Value(params.to_value()).write(meta, &mut whole, 9, "tools/call");
+                assert_eq!(
+                    String::from_utf8(parts).expect("utf-8"),
+                    String::from_utf8(whole).expect("utf-8"),
+                    "{params:?}"
+                );
+            }
         }
         // An entry of the same name is replaced, not doubled.
         let mut out = Vec::new();

@@ -199,7 +199,7 @@ pub(crate) struct Resend {
     pub(crate) method: &'static str,
     /// The params before the era's `_meta` was merged in (a call's
     /// progress token included).
-    pub(crate) params: Option<Value>,
+    pub(crate) params: era::Params,
     /// It was already sent again after a -32022.
     pub(crate) version_retried: bool,
     /// It was already sent again after its response stream broke.
@@ -981,21 +981,27 @@ impl Session {
         self.call_tools.insert(call.0, called);
         // Every call carries a progress token (the call's own id), so a
         // server may report progress against it.
-        let params = CallToolParams {
-            name,
-            arguments: &arguments,
-            meta: RequestMeta {
-                progress_token: call.0,
-            },
-        };
         let budget = self.options.tool_timeout;
-        self.send_request(
-            Purpose::CallTool(call),
-            "tools/call",
-            Some(&params),
-            now + budget,
-            budget,
-        );
+        if self.meta.is_some() {
+            // Kept to be sent again: the arguments move, not copied.
+            let params = era::Params::Call {
+                name: name.to_owned(),
+                arguments,
+                progress_token: call.0,
+            };
+            let purpose = Purpose::CallTool(call);
+            self.send_stateless(purpose, "tools/call", params, now + budget, budget);
+        } else {
+            let params = CallToolParams {
+                name,
+                arguments: &arguments,
+                meta: RequestMeta {
+                    progress_token: call.0,
+                },
+            };
+            let purpose = Purpose::CallTool(call);
+            self.send_request(purpose, "tools/call", Some(&params), now + budget, budget);
+        }
         // A list past its freshness (2026 `ttlMs`) is read again now that
         // it is needed; the call goes with the definition rho has.
         if self.tools_fresh_until.is_some_and(|until| now >= until) {
@@ -1316,7 +1322,7 @@ impl Session {
             // A multi round-trip retry: the round's answers and the
             // server's state, exactly as it sent it.
             Some(rounds) => {
-                let params = era::with_meta(resend.params.clone(), meta.map());
+                let params = era::with_meta(resend.params.to_value(), meta.map());
                 jsonrpc::write_request(
                     &mut bytes,
                     ClientRequestId(id),
@@ -1325,7 +1331,7 @@ impl Session {
                 )
             }
             // The era's `_meta` spliced in as rendered once.
-            None => meta.write_request(&mut bytes, id, resend.method, resend.params.as_ref()),
+            None => resend.params.write(meta, &mut bytes, id, resend.method),
         }
         self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
         self.deadlines.insert((pending.deadline, id));
@@ -1339,6 +1345,35 @@ impl Session {
         id
     }
 
+    /// Sends a request of a stateless era: kept with its params, to be
+    /// sent again as the era's retries need.
+    fn send_stateless(
+        &mut self,
+        purpose: Purpose,
+        method: &'static str,
+        params: era::Params,
+        deadline: Instant,
+        budget: Duration,
+    ) -> u64 {
+        let pending = Pending {
+            purpose,
+            deadline,
+            budget,
+            sent: deadline.checked_sub(budget).unwrap_or(deadline),
+            paused: None,
+            resend: None,
+        };
+        let resend = Resend {
+            method,
+            params,
+            version_retried: false,
+            stream_retried: false,
+            header_retried: false,
+            rounds: None,
+        };
+        self.reissue(pending, resend)
+    }
+
     fn send_request<P: Serialize + ?Sized>(
         &mut self,
         purpose: Purpose,
@@ -1348,24 +1383,8 @@ impl Session {
         budget: Duration,
     ) -> u64 {
         if self.meta.is_some() {
-            let params = params.and_then(|p| serde_json::to_value(p).ok());
-            let pending = Pending {
-                purpose,
-                deadline,
-                budget,
-                sent: deadline.checked_sub(budget).unwrap_or(deadline),
-                paused: None,
-                resend: None,
-            };
-            let resend = Resend {
-                method,
-                params,
-                version_retried: false,
-                stream_retried: false,
-                header_retried: false,
-                rounds: None,
-            };
-            return self.reissue(pending, resend);
+            let params = era::Params::Value(params.and_then(|p| serde_json::to_value(p).ok()));
+            return self.send_stateless(purpose, method, params, deadline, budget);
         }
         let id = self.next_id;
         self.next_id += 1;

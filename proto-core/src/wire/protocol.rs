@@ -292,14 +292,28 @@ pub struct CallToolResult {
 
 impl CallToolResult {
     /// Reads a `tools/call` result.
+    ///
+    /// One pass over the members, taking each by name: a lookup in the map
+    /// would hash every name looked for, on every call.
     pub fn from_value(value: Value) -> Result<Self, ShapeError> {
-        let Value::Object(mut obj) = value else {
+        let Value::Object(obj) = value else {
             return Err(ShapeError("tools/call result is not an object".into()));
         };
-        let content = match obj.remove("content") {
+        let mut content = None;
+        let mut structured = None;
+        let mut is_error = false;
+        for (name, member) in obj {
+            match name.as_str() {
+                "content" => content = Some(member),
+                "structuredContent" => structured = Some(member),
+                "isError" => is_error = member.as_bool().unwrap_or(false),
+                _ => {}
+            }
+        }
+        let content = match content {
             Some(Value::Array(blocks)) => blocks,
             // Older servers that only return structured content.
-            None if obj.contains_key("structuredContent") => Vec::new(),
+            None if structured.is_some() => Vec::new(),
             _ => {
                 return Err(ShapeError(
                     "tools/call result has no `content` array".into(),
@@ -308,8 +322,8 @@ impl CallToolResult {
         };
         Ok(Self {
             content,
-            structured_content: obj.remove("structuredContent").filter(|v| !v.is_null()),
-            is_error: obj.get("isError").and_then(Value::as_bool).unwrap_or(false),
+            structured_content: structured.filter(|v| !v.is_null()),
+            is_error,
         })
     }
 
@@ -483,7 +497,13 @@ impl ResultType {
     /// does not know is invalid (the spec says so, since extensions only
     /// add values a client advertised).
     pub fn of(result: &Value) -> Result<Self, ShapeError> {
-        match result.get("resultType") {
+        // A scan, not a lookup: a result has a handful of members, and a
+        // lookup hashes the name on every reply.
+        let member = result
+            .as_object()
+            .and_then(|obj| obj.iter().find(|(name, _)| *name == "resultType"))
+            .map(|(_, v)| v);
+        match member {
             None | Some(Value::Null) => Ok(Self::Complete),
             Some(Value::String(s)) if s == "complete" => Ok(Self::Complete),
             Some(Value::String(s)) if s == "input_required" => Ok(Self::InputRequired),
