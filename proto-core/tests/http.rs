@@ -1321,6 +1321,90 @@ fn unanswered_ping_fails_after_request_timeout_and_the_session_stays_usable() {
 }
 
 #[test]
+fn an_answered_post_stream_is_read_to_its_end_not_aborted() {
+    // Aborting it would cost the executor the connection it keeps alive
+    // for the next request; the server ends it right after the answer.
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(&req, 200, &[SSE]);
+    let answer = sse_event(Some("a1"), &response(&rpc(&req)["id"], text_result("hi")));
+    h.body(&req, answer.as_bytes());
+    assert_eq!(h.completed_text(call), "hi");
+    assert!(!h.aborted().contains(&req.exchange), "{:?}", h.outputs);
+    assert_eq!(
+        h.transport.timeout_reason(),
+        Some(rho_proto_core::session::Timer::Linger)
+    );
+    h.end(&req);
+    // Ended by itself: nothing left to abort, ever.
+    assert_ne!(
+        h.transport.timeout_reason(),
+        Some(rho_proto_core::session::Timer::Linger)
+    );
+    h.advance(Duration::from_secs(5));
+    assert!(!h.aborted().contains(&req.exchange), "{:?}", h.outputs);
+    assert!(h.closed_reason().is_none());
+}
+
+#[test]
+fn an_answered_post_stream_left_open_is_aborted_a_second_later_and_its_rest_dropped() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(&req, 200, &[SSE]);
+    let answer = sse_event(Some("a1"), &response(&rpc(&req)["id"], text_result("hi")));
+    h.body(&req, answer.as_bytes());
+    assert_eq!(h.completed_text(call), "hi");
+    // What it carries meanwhile reaches nobody, garbage included.
+    let late = sse_event(Some("a2"), &response(&rpc(&req)["id"], text_result("late")));
+    h.body(&req, late.as_bytes());
+    h.body(&req, b"data: not json\n\n");
+    h.advance(Duration::from_millis(900));
+    assert!(!h.aborted().contains(&req.exchange));
+    h.advance(Duration::from_millis(200));
+    assert_eq!(
+        h.aborted().iter().filter(|x| **x == req.exchange).count(),
+        1,
+        "{:?}",
+        h.outputs
+    );
+    assert_eq!(h.completed_text(call), "hi");
+    assert!(h.closed_reason().is_none());
+    // Its end after the abort changes nothing.
+    h.end(&req);
+    assert_eq!(
+        h.aborted().iter().filter(|x| **x == req.exchange).count(),
+        1
+    );
+}
+
+#[test]
+fn a_cancelled_calls_stream_is_aborted_at_once() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(&req, 200, &[SSE]);
+    h.transport.cancel_call(h.now, call);
+    h.drain();
+    assert!(h.aborted().contains(&req.exchange), "{:?}", h.outputs);
+}
+
+#[test]
+fn a_lingering_stream_is_aborted_at_close() {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.head(&req, 200, &[SSE]);
+    let answer = sse_event(Some("a1"), &response(&rpc(&req)["id"], text_result("hi")));
+    h.body(&req, answer.as_bytes());
+    assert_eq!(h.completed_text(call), "hi");
+    h.transport.close(h.now);
+    h.drain();
+    assert!(h.aborted().contains(&req.exchange), "{:?}", h.outputs);
+}
+
+#[test]
 fn exchange_of_a_ping_that_failed_on_its_deadline_is_aborted() {
     // The executor reads bodies without a timeout and relies on the core
     // to abort exchanges it gave up on.

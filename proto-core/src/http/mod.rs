@@ -34,6 +34,11 @@
 //!   id, then the failed message is sent again, once. During startup (a
 //!   `tools/list` answered 404 right after `initialize`) this happens at
 //!   most once; a second expiry before the session is ready fails it.
+//! - A POST stream that carried its request's answer is read to its end,
+//!   which the server reaches right after the answer: the executor keeps
+//!   the connection for the next request. One that stays open is aborted
+//!   [`LINGER`] (1 s) later, and what it carries meanwhile is dropped. A
+//!   stream whose request was cancelled or timed out is aborted at once.
 //! - Redirects are never followed: a 3xx fails with the status and the
 //!   target's origin, and nothing is sent there.
 //! - A request (`initialize` included) answered 401 (its token expired or
@@ -348,6 +353,10 @@ struct Exchange {
     body: Body,
     /// Whether the stream delivered any event (resets resume attempts).
     delivered: bool,
+    /// A POST stream that carried its request's answer: the server ends
+    /// it next, so once nothing needs it, it lingers rather than being
+    /// aborted (an aborted exchange costs the executor its connection).
+    answered: bool,
 }
 
 /// Where a broken stream resumes from. SSE keeps the last event id and
@@ -412,6 +421,12 @@ struct Reauthorizing {
 
 /// The longest wait between stream resumption attempts.
 const MAX_BACKOFF: Duration = Duration::from_secs(30);
+/// How long a POST stream that carried its answer may stay open once
+/// nothing needs it, before it is aborted. A server ends such a stream
+/// right after the answer; a blocking executor reads it to that end and
+/// keeps the connection (and its worker) for the next request, where an
+/// abort would cost both. What a server sends there meanwhile is dropped.
+const LINGER: Duration = Duration::from_secs(1);
 
 /// The longest error body kept for a message.
 const ERROR_BODY_KEEP: usize = 4096;
@@ -448,6 +463,10 @@ pub struct HttpTransport {
     /// The latest `now` seen; earlier ones are clamped to it.
     clock: Clock,
     resumes: Vec<Resume>,
+    /// Answered POST streams nothing needs any more, with when each is
+    /// aborted unless it ended by itself ([`LINGER`] after it was left;
+    /// oldest first). What they still carry is dropped.
+    lingering: VecDeque<(Instant, ExchangeId)>,
     server_stream: ServerStream,
     /// The host is asked for a new `Authorization` header; messages wait.
     reauthorizing: Option<Reauthorizing>,
@@ -467,6 +486,7 @@ impl fmt::Debug for HttpTransport {
             .field("reinitializing", &self.reinitializing)
             .field("timers", &self.timers)
             .field("resumes", &self.resumes)
+            .field("lingering", &self.lingering)
             .field("server_stream", &self.server_stream)
             .field("closing", &self.closing)
             .field("closed", &self.closed)
@@ -498,6 +518,7 @@ impl HttpTransport {
             timers: TimerTable::default(),
             clock: Clock::new(now),
             resumes: Vec::new(),
+            lingering: VecDeque::new(),
             server_stream: ServerStream::NotOpened,
             reauthorizing: None,
             auth_tries: BTreeMap::new(),
@@ -682,6 +703,13 @@ impl HttpTransport {
                 }
             }
         }
+        if let Some(x) = self.exchanges.get_mut(&exchange) {
+            if matches!(x.role, Role::Post { .. })
+                && request.is_some_and(|r| !self.session.is_pending(r))
+            {
+                x.answered = true;
+            }
+        }
         self.pump(now);
     }
 
@@ -689,6 +717,7 @@ impl HttpTransport {
     pub fn handle_response_end(&mut self, now: Instant, exchange: ExchangeId) {
         let now = self.clock.observe(now);
         let Some(x) = self.exchanges.remove(&exchange) else {
+            self.stop_lingering(exchange);
             return;
         };
         match (x.role, x.body) {
@@ -770,6 +799,7 @@ impl HttpTransport {
     pub fn handle_exchange_failed(&mut self, now: Instant, exchange: ExchangeId, reason: String) {
         let now = self.clock.observe(now);
         let Some(x) = self.exchanges.remove(&exchange) else {
+            self.stop_lingering(exchange);
             return;
         };
         if matches!(
@@ -839,7 +869,15 @@ impl HttpTransport {
             return;
         }
         self.session.handle_timeout(now);
-        self.abort_abandoned();
+        self.abort_abandoned(now);
+        while let Some(&(at, id)) = self.lingering.front() {
+            if at > now {
+                break;
+            }
+            self.lingering.pop_front();
+            tracing::debug!(server = %self.session.server(), "an answered POST stream did not end in time; aborting it");
+            self.outputs.push_back(HttpOutput::Abort(id));
+        }
         if self.timers.is_due(Timer::ServerStreamWait, now) {
             tracing::debug!(
                 server = %self.session.server(),
@@ -1031,7 +1069,10 @@ impl HttpTransport {
             return self.timers.next([]);
         }
         let resume = self.resumes.iter().map(|r| r.at).min();
-        let own = self.timers.next([(Timer::StreamResume, resume)]);
+        let linger = self.lingering.front().map(|&(at, _)| at);
+        let own = self
+            .timers
+            .next([(Timer::StreamResume, resume), (Timer::Linger, linger)]);
         [own, self.session.next_timer()]
             .into_iter()
             .flatten()
@@ -1073,11 +1114,11 @@ impl HttpTransport {
                     // A finished call needs no stream any more (its request
                     // may have gone again under another id: every exchange
                     // of a request no longer pending goes).
-                    self.abort_abandoned();
+                    self.abort_abandoned(now);
                     self.events.push_back(Event::CallCompleted { call, result });
                 }
                 Event::RequestCompleted { call, result } => {
-                    self.abort_abandoned();
+                    self.abort_abandoned(now);
                     self.events
                         .push_back(Event::RequestCompleted { call, result });
                 }
@@ -1130,6 +1171,7 @@ impl HttpTransport {
                 status: 0,
                 body: Body::Ignore,
                 delivered: false,
+                answered: false,
             },
         );
         id
@@ -1669,7 +1711,7 @@ impl HttpTransport {
     /// Drops the exchanges of requests the session stopped waiting for (a
     /// `ping` or `logging/setLevel` past its deadline): the executor reads
     /// bodies without a timeout, so no exchange may outlive its request.
-    fn abort_abandoned(&mut self) {
+    fn abort_abandoned(&mut self, now: Instant) {
         let ids: Vec<ExchangeId> = self
             .exchanges
             .iter()
@@ -1684,8 +1726,19 @@ impl HttpTransport {
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
-            self.exchanges.remove(&id);
-            self.outputs.push_back(HttpOutput::Abort(id));
+            match self.exchanges.remove(&id) {
+                // The server is about to end it: reading it to its end
+                // keeps the connection for the next request.
+                Some(x) if x.answered => self.lingering.push_back((now + LINGER, id)),
+                _ => self.outputs.push_back(HttpOutput::Abort(id)),
+            }
+        }
+    }
+
+    /// An exchange left lingering ended by itself.
+    fn stop_lingering(&mut self, exchange: ExchangeId) {
+        if let Some(at) = self.lingering.iter().position(|&(_, id)| id == exchange) {
+            self.lingering.remove(at);
         }
     }
 
@@ -1713,6 +1766,9 @@ impl HttpTransport {
 
     fn begin_close(&mut self, now: Instant, reason: CloseReason) {
         for id in self.exchanges.keys().copied().collect::<Vec<_>>() {
+            self.outputs.push_back(HttpOutput::Abort(id));
+        }
+        for (_, id) in self.lingering.drain(..) {
             self.outputs.push_back(HttpOutput::Abort(id));
         }
         self.exchanges.clear();
@@ -1746,6 +1802,9 @@ impl HttpTransport {
         if let Some(closing) = self.closing.take() {
             self.timers.clear();
             for id in self.exchanges.keys().copied().collect::<Vec<_>>() {
+                self.outputs.push_back(HttpOutput::Abort(id));
+            }
+            for (_, id) in self.lingering.drain(..) {
                 self.outputs.push_back(HttpOutput::Abort(id));
             }
             self.exchanges.clear();

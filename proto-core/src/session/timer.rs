@@ -34,15 +34,18 @@ pub enum Timer {
     StreamResume,
     /// Streamable HTTP: the DELETE at close ran out of time.
     Delete,
+    /// Streamable HTTP: a POST stream whose answer arrived did not end by
+    /// itself in time and is aborted (the earliest of them).
+    Linger,
 }
 
 impl Timer {
     /// How many timers there are: the size of a [`TimerTable`].
-    const COUNT: usize = 6;
+    const COUNT: usize = 7;
 
     /// Whether this timer is the head of a queue rather than a table slot.
     fn is_queued(self) -> bool {
-        matches!(self, Timer::Request | Timer::StreamResume)
+        matches!(self, Timer::Request | Timer::StreamResume | Timer::Linger)
     }
 }
 
@@ -92,6 +95,7 @@ impl TimerTable {
             Timer::ServerStreamWait,
             Timer::StreamResume,
             Timer::Delete,
+            Timer::Linger,
         ];
         let slots = ALL
             .into_iter()
