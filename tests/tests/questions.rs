@@ -146,7 +146,7 @@ fn offered<R: TestRuntime>(runtime: &R, tool: &str) -> Option<(String, Value)> {
         .tools()
         .iter()
         .find(|t| t.server == "everything" && t.tool == tool)
-        .map(|t| (t.name.clone(), t.input_schema.clone()))
+        .map(|t| (t.name.clone(), (*t.input_schema).clone()))
 }
 
 /// The JSON a server-everything tool appended to its reply after `marker`.

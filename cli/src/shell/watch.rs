@@ -166,7 +166,7 @@ mod tests {
             tool: name.into(),
             title: None,
             description: description.into(),
-            input_schema: serde_json::json!({"type": "object"}),
+            input_schema: serde_json::json!({"type": "object"}).into(),
             output_schema: None,
             hints: Default::default(),
             withdrawn,
@@ -186,7 +186,7 @@ mod tests {
         );
         assert!(revisions(&after, &after).is_empty());
         let mut schema = tool("echo", "Echo, revised", false);
-        schema.input_schema = serde_json::json!({"type": "object", "required": ["m"]});
+        schema.input_schema = serde_json::json!({"type": "object", "required": ["m"]}).into();
         assert_eq!(
             revisions(&after, &[schema]).len(),
             1,

@@ -52,9 +52,9 @@ pub struct ExportedTool {
     /// The description the model reads; see [`exported_description`].
     pub description: String,
     /// JSON Schema of the arguments.
-    pub input_schema: serde_json::Value,
+    pub input_schema: std::sync::Arc<serde_json::Value>,
     /// JSON Schema every result's `structuredContent` must satisfy.
-    pub output_schema: Option<serde_json::Value>,
+    pub output_schema: Option<std::sync::Arc<serde_json::Value>>,
     /// Hints for the tool card.
     pub hints: ToolHints,
     /// The server withdrew the tool mid-session (`tools/list_changed`): it
@@ -252,7 +252,7 @@ mod tests {
             name: name.to_owned(),
             title: None,
             description: Some(format!("Does {name}.")),
-            input_schema: json!({"type": "object"}),
+            input_schema: json!({"type": "object"}).into(),
             output_schema: None,
             annotations: ToolAnnotations::default(),
         }
@@ -379,14 +379,17 @@ mod tests {
     fn exported_tool_carries_schema_title_and_explicit_hints() {
         let mut t = tool("rm");
         t.title = Some("Remove".to_owned());
-        t.output_schema = Some(json!({"type": "object"}));
+        t.output_schema = Some(json!({"type": "object"}).into());
         t.annotations.destructive = Some(true);
         t.annotations.idempotent = Some(true);
         let mut r = ToolRegistry::new();
         r.add_server("fs", &ToolFilter::default(), &[t]);
         let rm = r.get("mcp__fs__rm").expect("registered");
         assert_eq!(rm.title.as_deref(), Some("Remove"));
-        assert_eq!(rm.output_schema, Some(json!({"type": "object"})));
+        assert_eq!(
+            rm.output_schema.as_deref(),
+            Some(&json!({"type": "object"}))
+        );
         assert_eq!(
             rm.hints,
             ToolHints {

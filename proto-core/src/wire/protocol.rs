@@ -9,6 +9,7 @@
 //! Every parse failure says which field was wrong, so a
 //! [`crate::session::PeerError`] can name it.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -164,11 +165,14 @@ pub struct Tool {
     /// What the tool does, as the server describes it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub description: Option<String>,
-    /// JSON Schema of the arguments.
-    pub input_schema: Value,
-    /// JSON Schema the `structuredContent` of every result must satisfy.
+    /// JSON Schema of the arguments. Shared, not copied, by the session,
+    /// the inventory, the tool registry and every view: a server's schemas
+    /// are most of what its tools weigh.
+    pub input_schema: Arc<Value>,
+    /// JSON Schema the `structuredContent` of every result must satisfy
+    /// (shared as `input_schema` is).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub output_schema: Option<Value>,
+    pub output_schema: Option<Arc<Value>>,
     /// Behaviour hints.
     pub annotations: ToolAnnotations,
 }
@@ -179,7 +183,7 @@ impl Tool {
         let obj = object(value, "tool")?;
         let name = string_field(obj, "name", "tool")?;
         let input_schema = match obj.get("inputSchema") {
-            Some(schema @ Value::Object(_)) => schema.clone(),
+            Some(schema @ Value::Object(_)) => Arc::new(schema.clone()),
             Some(_) => {
                 return Err(ShapeError(format!(
                     "tool `{name}`: `inputSchema` is not an object"
@@ -191,7 +195,7 @@ impl Tool {
         };
         let output_schema = match obj.get("outputSchema") {
             None | Some(Value::Null) => None,
-            Some(schema @ Value::Object(_)) => Some(schema.clone()),
+            Some(schema @ Value::Object(_)) => Some(Arc::new(schema.clone())),
             Some(_) => {
                 return Err(ShapeError(format!(
                     "tool `{name}`: `outputSchema` is not an object"

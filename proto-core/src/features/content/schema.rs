@@ -119,7 +119,7 @@ pub fn check_output(
         });
     };
     match schema {
-        Some(compiled) if compiled.tool == tool.name && compiled.source == *declared => {
+        Some(compiled) if compiled.tool == tool.name && compiled.source == **declared => {
             compiled.validate(structured)?;
         }
         _ => OutputSchema::compile(&tool.name, declared)?.validate(structured)?,
