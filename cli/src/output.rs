@@ -61,14 +61,13 @@ const SCHEMA: u64 = 1;
 /// such as the one-character CSI U+009B) and bidirectional overrides raw;
 /// those are written as `\uXXXX` escapes instead, so the document stays
 /// exact (it parses to the same values) and is still safe on a terminal.
-pub(crate) fn json_text(value: &Value) -> String {
-    use serde::Serialize as _;
+pub(crate) fn json_text<T: serde::Serialize + ?Sized>(value: &T) -> String {
     let mut bytes = Vec::new();
     let mut serializer = serde_json::Serializer::with_formatter(
         &mut bytes,
         TerminalSafeJson(serde_json::ser::PrettyFormatter::new()),
     );
-    // A `Value` always serializes into memory: its keys are strings.
+    // Every document here serializes into memory: its keys are strings.
     let _ = value.serialize(&mut serializer);
     let mut text = String::from_utf8(bytes).unwrap_or_default();
     text.push('\n');
@@ -118,20 +117,54 @@ impl serde_json::ser::Formatter for TerminalSafeJson<'_> {
 }
 
 /// The `list --json` document.
-pub(crate) fn list_json(
-    loaded: &LoadedConfig,
-    servers: &[ServerView],
-    tools: &ToolRegistry,
-    auth: &AuthMap,
-) -> Value {
-    json!({
-        "schema": SCHEMA,
-        "config": loaded.path.as_ref().map(|p| p.display().to_string()),
-        "servers": servers
-            .iter()
-            .map(|s| server_json(s, tools, false, auth, plugin_of(loaded, &s.id)))
-            .collect::<Vec<_>>(),
-    })
+///
+/// Written server by server: each server's object is built, serialized and
+/// dropped before the next, so the output never holds every server's tree
+/// at once (with ten servers connected, that tree weighed more than the
+/// catalogs it copies).
+pub(crate) fn list_json<'a>(
+    loaded: &'a LoadedConfig,
+    servers: &'a [ServerView],
+    tools: &'a ToolRegistry,
+    auth: &'a AuthMap,
+) -> impl serde::Serialize + 'a {
+    struct Doc<'a> {
+        loaded: &'a LoadedConfig,
+        servers: &'a [ServerView],
+        tools: &'a ToolRegistry,
+        auth: &'a AuthMap,
+    }
+    struct One<'a>(&'a Doc<'a>, &'a ServerView);
+    struct Servers<'a>(&'a Doc<'a>);
+    impl serde::Serialize for One<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            let Self(doc, server) = self;
+            let plugin = plugin_of(doc.loaded, &server.id);
+            server_json(server, doc.tools, false, doc.auth, plugin).serialize(s)
+        }
+    }
+    impl serde::Serialize for Servers<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            s.collect_seq(self.0.servers.iter().map(|server| One(self.0, server)))
+        }
+    }
+    impl serde::Serialize for Doc<'_> {
+        fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+            use serde::ser::SerializeMap as _;
+            let mut map = s.serialize_map(Some(3))?;
+            map.serialize_entry("schema", &SCHEMA)?;
+            let config = self.loaded.path.as_ref().map(|p| p.display().to_string());
+            map.serialize_entry("config", &config)?;
+            map.serialize_entry("servers", &Servers(self))?;
+            map.end()
+        }
+    }
+    Doc {
+        loaded,
+        servers,
+        tools,
+        auth,
+    }
 }
 
 /// The plugin that contributed server `id`, if one did.
@@ -236,9 +269,9 @@ pub(crate) fn server_json(
                     }
                     if detailed {
                         tool["description"] = json!(t.description);
-                        tool["input_schema"] = t.input_schema.clone();
+                        tool["input_schema"] = (*t.input_schema).clone();
                         if let Some(schema) = &t.output_schema {
-                            tool["output_schema"] = schema.clone();
+                            tool["output_schema"] = (**schema).clone();
                         }
                     }
                     tool
