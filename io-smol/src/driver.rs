@@ -22,10 +22,11 @@ use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
 use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
-use smol::channel::{Receiver, Sender};
+use smol::channel::Sender;
 use smol::{Executor, Timer};
 
 use crate::http::HttpIo;
+use crate::inbox::{self, Inbox};
 use crate::reply::ReplySender;
 use crate::stdio::{PipeReady, StdioChild};
 
@@ -103,7 +104,7 @@ pub(crate) struct TaskArgs {
     pub(crate) host: HostServices,
     pub(crate) record: Option<Arc<dyn TranscriptSink>>,
     pub(crate) grace: Duration,
-    pub(crate) inputs: (Sender<Input>, Receiver<Input>),
+    pub(crate) inputs: (inbox::Sender<Input>, Inbox<Input>),
     pub(crate) startup: Sender<StartupOutcome>,
     pub(crate) health: SharedHealth,
     /// What waits for a stdio child's stdin.
@@ -118,7 +119,7 @@ struct Host {
     startup: Option<Sender<StartupOutcome>>,
     health: SharedHealth,
     /// Where the host's answers to questions come back in.
-    answers: Sender<Input>,
+    answers: inbox::Sender<Input>,
 }
 
 impl Host {
@@ -155,9 +156,8 @@ impl Host {
                                 rho_proto_core::host::answer(&services, &server, &kind)
                             })
                             .await;
-                            let _ = answers
-                                .send(Input::Command(Command::Answer { question, answer }))
-                                .await;
+                            let _ =
+                                answers.send(Input::Command(Command::Answer { question, answer }));
                         })
                         .detach();
                 }
@@ -190,7 +190,7 @@ pub(crate) async fn run(args: TaskArgs) {
         host,
         record,
         grace,
-        inputs: (tx, rx),
+        inputs: (tx, mut rx),
         startup,
         health,
         backlog,
@@ -256,7 +256,6 @@ pub(crate) async fn run(args: TaskArgs) {
         // server's answers; which goes first alternates.
         reads_first = !reads_first;
         let woke = {
-            let mut recv = std::pin::pin!(rx.recv());
             std::future::poll_fn(|cx| {
                 let mut poll_pipes = |cx: &mut Context<'_>, read: bool| match &mut io {
                     Io::Stdio(child) => child.poll_pipes(cx, read),
@@ -267,8 +266,8 @@ pub(crate) async fn run(args: TaskArgs) {
                 if let Poll::Ready(ready) = poll_pipes(cx, reads_first) {
                     return Poll::Ready(Woke::Pipe(ready));
                 }
-                if let Poll::Ready(input) = recv.as_mut().poll(cx) {
-                    return Poll::Ready(Woke::Input(input.ok()));
+                if let Poll::Ready(input) = rx.poll_recv(cx) {
+                    return Poll::Ready(Woke::Input(input));
                 }
                 if !reads_first {
                     if let Poll::Ready(ready) = poll_pipes(cx, true) {
@@ -286,7 +285,7 @@ pub(crate) async fn run(args: TaskArgs) {
         let input = match woke {
             Woke::Input(Some(input)) => input,
             Woke::Input(None) | Woke::Timer => {
-                if rx.is_closed() && rx.is_empty() && !driver.is_due(now) {
+                if rx.is_done() && !driver.is_due(now) {
                     // Every sender is gone: the host dropped the runtime.
                     let _ = driver.handle_command(now, Command::Close);
                 } else {

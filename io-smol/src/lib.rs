@@ -45,6 +45,7 @@
 
 mod driver;
 mod http;
+mod inbox;
 mod reply;
 mod run;
 mod runtime;

@@ -3,18 +3,18 @@
 //!
 //! A general channel is more than a call needs: smol's unbounded channel
 //! allocates and zeroes a block of 31 slots for its first message, one per
-//! call. A call hears at most a few progress updates and then its end, so
-//! a locked queue that allocates only when a message arrives while
-//! another still waits, and one event to wake the caller, carry it
-//! without that cost. Sending never waits and never fails (an answer for
-//! a caller that went away is dropped with the slot); dropping the
-//! sender closes the channel once what it sent is taken.
+//! call, and a listener each time the caller waits. A call hears at most
+//! a few progress updates and then its end, and has one caller: a locked
+//! queue that allocates only when a message arrives while another still
+//! waits, and the caller's one waker (kept while it does not change), carry
+//! it without that cost. Sending never waits and never fails (an answer for
+//! a caller that went away is dropped with the slot); dropping the sender
+//! closes the channel once what it sent is taken.
 
 use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::task::{Poll, Waker};
 
-use event_listener::Event;
 use rho_proto_core::runtime::driving::CallUpdate;
 
 /// The session task's end: one per call in flight.
@@ -31,9 +31,15 @@ pub(crate) struct Closed;
 
 #[derive(Debug, Default)]
 struct Slot {
-    updates: Mutex<VecDeque<CallUpdate>>,
-    closed: AtomicBool,
-    ready: Event,
+    state: Mutex<State>,
+}
+
+#[derive(Debug, Default)]
+struct State {
+    updates: VecDeque<CallUpdate>,
+    closed: bool,
+    /// The caller, while it waits.
+    waker: Option<Waker>,
 }
 
 /// A new reply channel.
@@ -43,10 +49,22 @@ pub(crate) fn reply() -> (ReplySender, ReplyReceiver) {
 }
 
 impl Slot {
-    fn pop(&self) -> Option<CallUpdate> {
-        match self.updates.lock() {
-            Ok(mut q) => q.pop_front(),
-            Err(poisoned) => poisoned.into_inner().pop_front(),
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A panic under this lock leaves a queue that is still whole.
+        self.state
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Applies `change` and wakes the caller if it waits, outside the lock.
+    fn update(&self, change: impl FnOnce(&mut State)) {
+        let waker = {
+            let mut state = self.lock();
+            change(&mut state);
+            state.waker.take()
+        };
+        if let Some(waker) = waker {
+            waker.wake();
         }
     }
 }
@@ -54,18 +72,13 @@ impl Slot {
 impl ReplySender {
     /// Hands `update` to the caller; never waits.
     pub(crate) fn send(&self, update: CallUpdate) {
-        match self.0.updates.lock() {
-            Ok(mut q) => q.push_back(update),
-            Err(poisoned) => poisoned.into_inner().push_back(update),
-        }
-        self.0.ready.notify(1);
+        self.0.update(|state| state.updates.push_back(update));
     }
 }
 
 impl Drop for ReplySender {
     fn drop(&mut self) {
-        self.0.closed.store(true, Ordering::Release);
-        self.0.ready.notify(usize::MAX);
+        self.0.update(|state| state.closed = true);
     }
 }
 
@@ -74,28 +87,21 @@ impl ReplyReceiver {
     /// and every update was taken. Cancel-safe: dropping the future loses
     /// nothing.
     pub(crate) async fn recv(&self) -> Result<CallUpdate, Closed> {
-        loop {
-            if let Some(update) = self.take()? {
-                return Ok(update);
+        std::future::poll_fn(|cx| {
+            let mut state = self.0.lock();
+            if let Some(update) = state.updates.pop_front() {
+                return Poll::Ready(Ok(update));
             }
-            let listener = self.0.ready.listen();
-            if let Some(update) = self.take()? {
-                return Ok(update);
+            if state.closed {
+                return Poll::Ready(Err(Closed));
             }
-            listener.await;
-        }
-    }
-
-    /// An update if one waits, `None` if the sender may still send.
-    fn take(&self) -> Result<Option<CallUpdate>, Closed> {
-        if let Some(update) = self.0.pop() {
-            return Ok(Some(update));
-        }
-        if self.0.closed.load(Ordering::Acquire) {
-            // Sent just before closing: still the caller's.
-            return self.0.pop().map(Some).ok_or(Closed);
-        }
-        Ok(None)
+            match &mut state.waker {
+                Some(waker) if waker.will_wake(cx.waker()) => {}
+                slot => *slot = Some(cx.waker().clone()),
+            }
+            Poll::Pending
+        })
+        .await
     }
 }
 

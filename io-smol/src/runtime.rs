@@ -29,8 +29,10 @@ use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallErr
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
-use smol::channel::{Receiver, Sender};
+use smol::channel::Receiver;
 use smol::{Executor, Task, Timer};
+
+use crate::inbox::{self, Sender};
 
 use crate::driver::{self, Command, Input, SharedHealth, TaskArgs};
 use rho_proto_core::runtime::driving::{
@@ -84,7 +86,7 @@ impl Runtime {
         let mut tasks = BTreeMap::new();
         let mut outcomes = BTreeMap::new();
         for (slot, server) in inventory.to_start() {
-            let (commands, inputs) = smol::channel::unbounded();
+            let (commands, inputs) = inbox::inbox();
             let (startup, outcome) = smol::channel::bounded(1);
             let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
             let backlog = Arc::new(Backlog::default());
@@ -126,7 +128,7 @@ impl Runtime {
                 }
                 StartupStep::Close(slot) => {
                     if let Some(handle) = tasks.get(&slot) {
-                        let _ = handle.commands.try_send(Input::Command(Command::Close));
+                        let _ = handle.commands.send(Input::Command(Command::Close));
                     }
                 }
                 StartupStep::Stop(slot) => {
@@ -333,7 +335,6 @@ impl Runtime {
                 arguments,
                 reply,
             }))
-            .await
             .map_err(|_| not_running())?;
         // If this future is dropped before the answer, the guard in
         // `follow` tells the session to abandon the call.
@@ -418,7 +419,6 @@ impl Runtime {
                 request: Box::new(request),
                 reply,
             }))
-            .await
             .map_err(|_| not_running())?;
         follow(
             &handle.commands,
@@ -435,7 +435,7 @@ impl Runtime {
     /// its grace period, concurrently).
     pub async fn shutdown(mut self) {
         for handle in self.tasks.values() {
-            let _ = handle.commands.try_send(Input::Command(Command::Close));
+            let _ = handle.commands.send(Input::Command(Command::Close));
         }
         for (_, handle) in std::mem::take(&mut self.tasks) {
             handle.stop().await;
@@ -515,7 +515,6 @@ async fn follow<T>(
                     guard.armed = false;
                     commands
                         .send(Input::Command(Command::Cancel { ticket }))
-                        .await
                         .map_err(|_| not_running())?;
                     continue;
                 }
@@ -538,7 +537,7 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let _ = self.commands.try_send(Input::Command(Command::Cancel {
+            let _ = self.commands.send(Input::Command(Command::Cancel {
                 ticket: self.ticket,
             }));
         }
@@ -556,7 +555,7 @@ impl TaskHandle {
     /// Asks the task to close and waits for it; its own shutdown is
     /// bounded (grace, then kill).
     async fn stop(mut self) {
-        let _ = self.commands.try_send(Input::Command(Command::Close));
+        let _ = self.commands.send(Input::Command(Command::Close));
         if let Some(task) = self.task.take() {
             task.await;
         }

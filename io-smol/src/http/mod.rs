@@ -65,13 +65,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
+use crate::inbox::Sender;
 use event_listener::Event;
 use http_body_util::BodyExt;
 use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest};
 use rho_proto_core::runtime::backlog::BODY_IN_FLIGHT;
-use smol::channel::Sender;
 use smol::{Executor, Task, Timer};
 
 use crate::driver::Input;
@@ -156,7 +156,7 @@ impl HttpIo {
             };
             exchange_io
                 .run(request, |input| {
-                    events.try_send(Input::Http(exchange, input)).is_ok()
+                    events.send(Input::Http(exchange, input)).is_ok()
                 })
                 .await;
         });

@@ -14,7 +14,6 @@ use std::time::{Duration, Instant};
 use rho_proto_core::connection::HttpInput;
 use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
 use rho_proto_core::runtime::backlog::BODY_IN_FLIGHT;
-use smol::channel::Receiver;
 use smol::{Executor, Timer};
 
 use super::pool::Timeouts;
@@ -116,7 +115,7 @@ struct Seen {
 /// An [`HttpIo`] and the session end of its channel.
 struct Client {
     io: HttpIo,
-    inputs: Receiver<Input>,
+    inputs: crate::inbox::Inbox<Input>,
     next: u64,
     seen: BTreeMap<ExchangeId, Seen>,
 }
@@ -131,7 +130,7 @@ impl Client {
         connections: (usize, usize),
         timeouts: Timeouts,
     ) -> Self {
-        let (tx, inputs) = smol::channel::unbounded();
+        let (tx, inputs) = crate::inbox::inbox();
         Self {
             io: HttpIo::with_limits(executor, tx, connections, timeouts),
             inputs,
@@ -159,7 +158,8 @@ impl Client {
 
     /// The next input, unhandled; `None` if nothing comes for `wait`.
     async fn recv(&mut self, wait: Duration) -> Option<(ExchangeId, HttpInput)> {
-        let next = smol::future::or(async { self.inputs.recv().await.ok() }, async {
+        let inputs = &mut self.inputs;
+        let next = smol::future::or(async { inputs.recv().await }, async {
             Timer::after(wait).await;
             None
         })
