@@ -39,6 +39,11 @@ struct State {
     done: Option<CallUpdate>,
     /// The session's end is gone.
     dropped: bool,
+    /// The caller sleeps on `ready`. A notify costs a system call even
+    /// with nobody waiting, so only a change the caller waits for makes
+    /// one: most answers find it not yet asleep, and the close that
+    /// follows every answer finds it gone.
+    waiting: bool,
 }
 
 impl Slot {
@@ -48,14 +53,22 @@ impl Slot {
             .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
-    fn put(&self, update: CallUpdate) {
+    /// Applies `change`, waking the caller if it sleeps.
+    fn change(&self, change: impl FnOnce(&mut State)) {
         let mut state = self.lock();
-        match update {
+        change(&mut state);
+        let wake = std::mem::take(&mut state.waiting);
+        drop(state);
+        if wake {
+            self.ready.notify_one();
+        }
+    }
+
+    fn put(&self, update: CallUpdate) {
+        self.change(|state| match update {
             CallUpdate::Progress(progress) => state.progress.push_back(progress),
             end => state.done = Some(end),
-        }
-        drop(state);
-        self.ready.notify_one();
+        });
     }
 }
 
@@ -74,8 +87,7 @@ impl ReplyTx {
 
 impl Drop for ReplyTx {
     fn drop(&mut self) {
-        self.0.lock().dropped = true;
-        self.0.ready.notify_one();
+        self.0.change(|state| state.dropped = true);
     }
 }
 
@@ -102,6 +114,7 @@ impl ReplyRx {
             if state.dropped {
                 return Err(RecvError);
             }
+            state.waiting = true;
             state = self
                 .0
                 .ready
@@ -125,6 +138,7 @@ impl ReplyRx {
             if left.is_zero() {
                 return Err(RecvTimeoutError::Timeout);
             }
+            state.waiting = true;
             state = self
                 .0
                 .ready
