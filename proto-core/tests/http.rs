@@ -1320,10 +1320,9 @@ fn unanswered_ping_fails_after_request_timeout_and_the_session_stays_usable() {
     assert!(h.closed_reason().is_none());
 }
 
-#[test]
-fn an_answered_post_stream_is_read_to_its_end_not_aborted() {
-    // Aborting it would cost the executor the connection it keeps alive
-    // for the next request; the server ends it right after the answer.
+/// A ready session with one call answered on its POST's SSE stream,
+/// the stream still open.
+fn answered_on_its_stream() -> (Harness, CallId, HttpRequest) {
     let mut h = Harness::new();
     h.ready();
     let (call, req) = h.call("echo", json!({}));
@@ -1331,6 +1330,14 @@ fn an_answered_post_stream_is_read_to_its_end_not_aborted() {
     let answer = sse_event(Some("a1"), &response(&rpc(&req)["id"], text_result("hi")));
     h.body(&req, answer.as_bytes());
     assert_eq!(h.completed_text(call), "hi");
+    (h, call, req)
+}
+
+#[test]
+fn an_answered_post_stream_is_read_to_its_end_not_aborted() {
+    // Aborting it would cost the executor the connection it keeps alive
+    // for the next request; the server ends it right after the answer.
+    let (mut h, _, req) = answered_on_its_stream();
     assert!(!h.aborted().contains(&req.exchange), "{:?}", h.outputs);
     assert_eq!(
         h.transport.timeout_reason(),
@@ -1349,13 +1356,7 @@ fn an_answered_post_stream_is_read_to_its_end_not_aborted() {
 
 #[test]
 fn an_answered_post_stream_left_open_is_aborted_a_second_later_and_its_rest_dropped() {
-    let mut h = Harness::new();
-    h.ready();
-    let (call, req) = h.call("echo", json!({}));
-    h.head(&req, 200, &[SSE]);
-    let answer = sse_event(Some("a1"), &response(&rpc(&req)["id"], text_result("hi")));
-    h.body(&req, answer.as_bytes());
-    assert_eq!(h.completed_text(call), "hi");
+    let (mut h, call, req) = answered_on_its_stream();
     // What it carries meanwhile reaches nobody, garbage included.
     let late = sse_event(Some("a2"), &response(&rpc(&req)["id"], text_result("late")));
     h.body(&req, late.as_bytes());
@@ -1392,13 +1393,7 @@ fn a_cancelled_calls_stream_is_aborted_at_once() {
 
 #[test]
 fn a_lingering_stream_is_aborted_at_close() {
-    let mut h = Harness::new();
-    h.ready();
-    let (call, req) = h.call("echo", json!({}));
-    h.head(&req, 200, &[SSE]);
-    let answer = sse_event(Some("a1"), &response(&rpc(&req)["id"], text_result("hi")));
-    h.body(&req, answer.as_bytes());
-    assert_eq!(h.completed_text(call), "hi");
+    let (mut h, _, req) = answered_on_its_stream();
     h.transport.close(h.now);
     h.drain();
     assert!(h.aborted().contains(&req.exchange), "{:?}", h.outputs);

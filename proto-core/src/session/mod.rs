@@ -193,6 +193,21 @@ struct Pending {
     resend: Option<Box<Resend>>,
 }
 
+impl Pending {
+    /// A request sent now for `purpose`, due by `deadline`, which is
+    /// `budget` from now.
+    fn new(purpose: Purpose, deadline: Instant, budget: Duration) -> Self {
+        Self {
+            purpose,
+            deadline,
+            budget,
+            sent: deadline.checked_sub(budget).unwrap_or(deadline),
+            paused: None,
+            resend: None,
+        }
+    }
+}
+
 /// A stateless request as sent, without its era `_meta`.
 #[derive(Clone, Debug)]
 pub(crate) struct Resend {
@@ -1355,14 +1370,7 @@ impl Session {
         deadline: Instant,
         budget: Duration,
     ) -> u64 {
-        let pending = Pending {
-            purpose,
-            deadline,
-            budget,
-            sent: deadline.checked_sub(budget).unwrap_or(deadline),
-            paused: None,
-            resend: None,
-        };
+        let pending = Pending::new(purpose, deadline, budget);
         let resend = Resend {
             method,
             params,
@@ -1398,17 +1406,8 @@ impl Session {
             _ => TransmitKind::Request(ClientRequestId(id)),
         };
         self.push_transmit(bytes, kind);
-        self.pending.insert(
-            id,
-            Pending {
-                purpose,
-                deadline,
-                budget,
-                sent: deadline.checked_sub(budget).unwrap_or(deadline),
-                paused: None,
-                resend: None,
-            },
-        );
+        self.pending
+            .insert(id, Pending::new(purpose, deadline, budget));
         self.deadlines.insert((deadline, id));
         id
     }
