@@ -1,7 +1,7 @@
 //! The session task: one per server, owning the core's pure
 //! [`Driver`](rho_proto_core::runtime::driver::Driver) (no lock around
 //! it). The task only waits and does IO: it races host commands and HTTP
-//! input (both on one channel), a stdio child's pipes (read and written
+//! input (both in its [`Inbox`]), a stdio child's pipes (read and written
 //! by the task itself) and a single timer, feeds whichever wins into the
 //! driver, and carries the driver's effects out. The timer is
 //! re-armed only when the driver says the deadline moved earlier, and the
@@ -86,7 +86,7 @@ impl Io {
 
 /// What ended a session task's wait.
 enum Woke {
-    /// A command or transport input from the channel (`None`: every
+    /// A command or transport input from the inbox (`None`: every
     /// sender is gone).
     Input(Option<Input>),
     /// The stdio child's pipes.
@@ -244,7 +244,7 @@ pub(crate) async fn run(args: TaskArgs) {
             smol::future::yield_now().await;
         }
         // Input that is always ready (a flooding server) must not keep a
-        // deadline from firing: `or` polls the channel first, so a due
+        // deadline from firing: the inbox is polled first, so a due
         // timer is handled here.
         let now = Instant::now();
         if driver.is_due(now) {
@@ -321,7 +321,7 @@ pub(crate) async fn run(args: TaskArgs) {
                 driver.handle_http(now, exchange, input);
             }
             // The stdio pipes are this task's own (`Woke::Pipe`): nothing
-            // sends their events through the channel.
+            // sends their events through the inbox.
             Input::Pipe(_) => {}
         }
     }

@@ -1,7 +1,7 @@
 //! Streamable HTTP on async-io: every exchange the core asks for is a task
 //! on the session's executor, over a small pool of kept-alive HTTP/1.1
 //! connections, reporting head, body chunks, end or failure into the
-//! session's channel. No exchange crosses a thread (a host name is
+//! session's inbox. No exchange crosses a thread (a host name is
 //! resolved on smol's blocking pool when a connection opens, since
 //! `getaddrinfo` has no async form; an IP address skips even that).
 //!

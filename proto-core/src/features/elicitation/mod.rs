@@ -62,14 +62,12 @@
 //! # Field order
 //!
 //! [`Form::fields`] follows the iteration order of the `properties` object
-//! as parsed into a [`serde_json::Map`]. This workspace builds `serde_json`
-//! without the `preserve_order` feature (only `float_roundtrip`), so that
-//! map is a `BTreeMap` and the fields come out sorted by property name
-//! (byte order), not in the order the server wrote them: that order is gone
-//! by the time the request is a [`Value`]. Either way the order is
-//! deterministic; enabling `preserve_order` would make it the server's
-//! order with no change here. The `content` of an `ElicitResult` is a JSON
-//! object, whose order means nothing to the server.
+//! as parsed into a [`serde_json::Map`]. The workspace builds `serde_json`
+//! with its `preserve_order` feature, so that map keeps the order the
+//! server wrote the properties in, and so do the fields (pinned by
+//! `fields_come_in_the_servers_order_not_sorted_by_name`). The `content`
+//! of an `ElicitResult` is a JSON object, whose order means nothing to the
+//! server.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -116,8 +114,8 @@ pub struct Form {
     /// adds the asking server's identity so the form is never mistaken for
     /// one of rho's own questions.
     pub message: String,
-    /// The questions, in the order described in the module docs (sorted by
-    /// property name with this workspace's `serde_json` features).
+    /// The questions, in the order the server wrote its properties (see
+    /// the module docs).
     pub fields: Vec<Field>,
 }
 
