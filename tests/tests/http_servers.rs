@@ -246,11 +246,15 @@ fn sequential_calls_reuse_their_connection<R: TestRuntime>() {
         .call_tool("mcp__remote__echo", json!({"message": "first"}))
         .expect("echo succeeds");
     let after_first = accepted.load(Ordering::SeqCst);
-    // The POSTs of the handshake, the listings and the first call, and
-    // the GET stream: at connect tools/list goes beside one catalog list
-    // at a time (prompts, then resources, then templates), so two POSTs
-    // at most are in flight, on two connections.
-    assert!(after_first <= 3, "{after_first} connections for one call");
+    // The POSTs of the handshake, the listings and the first call (eight
+    // requests), and the GET stream: at connect tools/list goes beside one
+    // catalog list at a time (prompts, then resources, then templates), so
+    // two POSTs at most are in flight, on two connections. As with the
+    // calls below, a listing that goes out as soon as its predecessor's
+    // answer came, before that stream's end was read, takes one more
+    // connection on a loaded machine (looped with the other core busy:
+    // 1 run in 10 before this allowance).
+    assert!(after_first <= 4, "{after_first} connections for one call");
     for i in 0..20 {
         let result = runtime
             .call_tool("mcp__remote__echo", json!({"message": format!("m{i}")}))
