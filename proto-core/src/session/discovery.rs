@@ -304,4 +304,28 @@ impl Session {
         self.events.push_back(Event::Ready(Box::new(ready)));
         self.listen_if_wanted(now);
     }
+
+    /// Both eras after the server is known: list its tools and the
+    /// catalog lists it declares; ready once every listing settled.
+    pub(super) fn begin_discovery(&mut self, now: Instant, init: InitializeResult) {
+        let wants_tools = init.capabilities.tools;
+        let (prompts, resources) = (init.capabilities.prompts, init.capabilities.resources);
+        self.phase = Phase::Discovering {
+            init: Box::new(init),
+            tools: Vec::new(),
+            pages: 0,
+            seen_cursors: BTreeSet::new(),
+            changed: false,
+            relisted: false,
+            ttl: None,
+            tools_done: !wants_tools,
+        };
+        if wants_tools {
+            self.request_tools_page(None);
+        }
+        for page in self.catalog.start(prompts, resources) {
+            self.request_catalog_page(now, &page);
+        }
+        self.maybe_ready(now);
+    }
 }

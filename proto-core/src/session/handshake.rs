@@ -1,0 +1,212 @@
+//! How a session starts: the 2026 era's `server/discover` probe or the
+//! 2025 era's `initialize`, the fall back from one to the other, and what
+//! the client declares in each (capabilities, params, the era's `_meta`).
+
+use super::*;
+
+impl Session {
+    /// The client capabilities this run answers: roots with a workspace,
+    /// elicitation where a person can answer, sampling where allowed. The
+    /// stateless era has no roots list-changed notification, so its
+    /// `roots` is bare.
+    pub(super) fn client_capabilities(&self, stateless: bool) -> Value {
+        let mut capabilities = self.options.capabilities.clone();
+        if let Value::Object(map) = &mut capabilities {
+            if self.options.workspace_root.is_some() {
+                let roots = if stateless {
+                    json!({})
+                } else {
+                    json!({"listChanged": false})
+                };
+                map.insert("roots".into(), roots);
+            }
+            if self.options.elicitation {
+                map.insert(
+                    "elicitation".into(),
+                    crate::features::elicitation::capability(),
+                );
+            }
+            if self.options.sampling {
+                map.insert("sampling".into(), crate::features::sampling::capability());
+            }
+        }
+        capabilities
+    }
+
+    pub(super) fn initialize_params(&self, version: &str) -> Value {
+        json!({
+            "protocolVersion": version,
+            "capabilities": self.client_capabilities(false),
+            "clientInfo": self.options.client_info,
+        })
+    }
+
+    /// Enters (or re-enters) a stateless era at `version`: every request
+    /// from now on carries its `_meta`.
+    pub(super) fn set_stateless(&mut self, era: Era) {
+        let version = era.stateless_version().unwrap_or(MODERN_PROTOCOL_VERSION);
+        let capabilities = self.client_capabilities(true);
+        let level = self.options.log_level.map(|l| l.as_str());
+        self.meta = Some(era::Meta::new(era::meta_map(
+            version,
+            &capabilities,
+            &self.options.client_info,
+            level,
+        )));
+        self.era = era;
+    }
+
+    /// Sends the `server/discover` probe offering `offered`. On stdio it
+    /// waits [`SessionOptions::discover_wait`] (at most half of what is
+    /// left of the startup budget) before falling back; on HTTP it shares
+    /// the startup deadline.
+    pub(super) fn send_probe(&mut self, now: Instant, offered: &'static str, retried: bool) {
+        self.set_stateless(Era::Probing { offered, retried });
+        let startup = self.startup_deadline().unwrap_or(now);
+        let (deadline, budget) = match self.options.discover_wait {
+            Some(wait) => {
+                let wait = wait.min(startup.saturating_duration_since(now) / 2);
+                (now + wait, wait)
+            }
+            None => (startup, self.options.startup_timeout),
+        };
+        self.send_request(
+            Purpose::Discover,
+            "server/discover",
+            None::<&Value>,
+            deadline,
+            budget,
+        );
+    }
+
+    /// Sends `initialize` offering `version`, under the startup deadline.
+    pub(super) fn send_initialize(&mut self, version: &str) {
+        let params = self.initialize_params(version);
+        let deadline = self.startup_deadline().unwrap_or(self.clock.latest());
+        self.send_request(
+            Purpose::Initialize,
+            "initialize",
+            Some(&params),
+            deadline,
+            self.options.startup_timeout,
+        );
+    }
+
+    /// The server is not a stateless one (see [`era`]): the 2025
+    /// handshake, offering `offer`, in what is left of the startup budget.
+    pub(super) fn fall_back(&mut self, offer: &'static str, why: &str) {
+        tracing::debug!(server = %self.options.server, "{why}; trying the initialize handshake ({offer})");
+        self.era = Era::Legacy;
+        self.meta = None;
+        self.phase = Phase::Initializing;
+        self.send_initialize(offer);
+    }
+
+    /// The answer to the `server/discover` probe.
+    pub(super) fn on_discover(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        let retried = matches!(self.era, Era::Probing { retried: true, .. });
+        match era::probe_outcome(reply, retried) {
+            ProbeOutcome::Modern { result, version } => {
+                self.become_stateless(now, *result, version)
+            }
+            ProbeOutcome::Retry(version) => {
+                tracing::debug!(server = %self.options.server, "server/discover refused the version offered; probing again with {version}");
+                self.send_probe(now, version, true);
+            }
+            ProbeOutcome::Legacy { offer, why } => self.fall_back(offer, &why),
+            ProbeOutcome::Refused(reason) => self.finish(CloseReason::Handshake(reason)),
+        }
+    }
+
+    /// Discovery said the server is stateless at `version`: list its
+    /// tools (when it has any) and be ready.
+    pub(super) fn become_stateless(
+        &mut self,
+        now: Instant,
+        result: crate::wire::protocol::DiscoverResult,
+        version: &'static str,
+    ) {
+        self.set_stateless(Era::Modern { version });
+        self.negotiated_version = Some(version.to_owned());
+        let init = InitializeResult {
+            protocol_version: version.to_owned(),
+            // Identity is display-only and a SHOULD: absent is blank.
+            server_info: result.server_info.unwrap_or(Implementation {
+                name: String::new(),
+                version: String::new(),
+                title: None,
+            }),
+            capabilities: result.capabilities,
+            instructions: result.instructions,
+        };
+        self.begin_discovery(now, init);
+    }
+
+    /// The answer to a probe given up on came after all. A discovery
+    /// result while `initialize` is still unanswered makes the session
+    /// stateless (a slow-starting modern server); anything else is
+    /// dropped, the handshake having gone ahead.
+    pub(super) fn late_probe_answered(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        self.late_probe = None;
+        if !matches!(self.phase, Phase::Initializing) {
+            return;
+        }
+        let ProbeOutcome::Modern { result, version } = era::probe_outcome(reply, true) else {
+            return;
+        };
+        let initialize: Vec<u64> = self
+            .pending
+            .iter()
+            .filter(|(_, p)| matches!(p.purpose, Purpose::Initialize))
+            .map(|(&n, _)| n)
+            .collect();
+        for n in initialize {
+            if let Some(p) = self.pending.remove(&n) {
+                self.deadlines.remove(&(p.deadline, n));
+            }
+            self.stale.insert(n);
+        }
+        tracing::debug!(server = %self.options.server, "server/discover was answered late; the server is stateless after all");
+        self.become_stateless(now, *result, version);
+    }
+
+    pub(super) fn on_initialize(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        let result = match reply {
+            Ok(value) => value,
+            Err(error) => {
+                return self.finish(CloseReason::Handshake(format!(
+                    "the server answered initialize with an error: {error}"
+                )));
+            }
+        };
+        let init = match InitializeResult::from_value(&result) {
+            Ok(init) => init,
+            Err(e) => return self.finish(CloseReason::Handshake(e.0)),
+        };
+        if !SUPPORTED_PROTOCOL_VERSIONS.contains(&init.protocol_version.as_str()) {
+            return self.finish(CloseReason::Handshake(format!(
+                "the server speaks protocol version `{}`, which rho does not support (rho speaks {})",
+                init.protocol_version,
+                SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+            )));
+        }
+        self.negotiated_version = Some(init.protocol_version.clone());
+        self.send_notification("notifications/initialized", None);
+        if let (Some(level), true) = (self.options.log_level, init.capabilities.logging) {
+            let params = json!({"level": level.as_str()});
+            let budget = self.options.request_timeout;
+            self.send_request(
+                Purpose::SetLevel,
+                "logging/setLevel",
+                Some(&params),
+                now + budget,
+                budget,
+            );
+        }
+        // The handshake overtook a late probe: its answer is noise now.
+        if let Some(probe) = self.late_probe.take() {
+            self.stale.insert(probe);
+        }
+        self.begin_discovery(now, init);
+    }
+}
