@@ -260,6 +260,7 @@ pub(crate) fn run(
         running: Mutex::new(None),
         suggest: Suggest::default(),
         reads: Mutex::new(BTreeMap::new()),
+        cancelling: Mutex::new(BTreeMap::new()),
         files: Mutex::new(None),
         workspace,
     };
@@ -361,6 +362,9 @@ struct Shell<'a> {
     suggest: Suggest,
     /// The attachments of the line being edited, by the editor's id.
     reads: Mutex<BTreeMap<u64, ReadSlot>>,
+    /// Attachments taken off the line while their read ran: the read is
+    /// being cancelled, and says so once the session has told the server.
+    cancelling: Mutex<BTreeMap<u64, ReadSlot>>,
     /// The workspace files, listed once per line being edited.
     files: Mutex<Option<Vec<String>>>,
     workspace: PathBuf,
@@ -1100,7 +1104,8 @@ fn attach<'scope, 'env>(
         let outcome = {
             let mut reads = lock(&shell.reads);
             let Some(slot) = reads.get_mut(&chip) else {
-                return;
+                drop(reads);
+                return cancelled(shell, chip, &result);
             };
             slot.read
                 .handle_answer(result.as_ref().map_err(ToString::to_string));
@@ -1129,20 +1134,34 @@ fn attach<'scope, 'env>(
     });
 }
 
-/// Attachment `chip` left the line: a read still running is cancelled
-/// (the server is told).
+/// Attachment `chip` left the line: a read still running is cancelled.
+/// That is said when the read's request ends ([`cancelled`]), once the
+/// session has told the server, not before: a command typed next must
+/// not reach the server ahead of the cancellation it was promised.
 fn detach(shell: &Shell<'_>, chip: u64) {
     let Some(mut slot) = lock(&shell.reads).remove(&chip) else {
         return;
     };
     if slot.read.cancel() {
         slot.cancel.store(true, Ordering::Relaxed);
-        shell.out.print(&format!(
-            "the read of `{}` was cancelled; server `{}` was told",
-            sanitize_line(slot.read.uri()),
-            sanitize_line(&slot.server)
-        ));
+        lock(&shell.cancelling).insert(chip, slot);
     }
+}
+
+/// The request of a read whose attachment was taken off the line ended
+/// with `result`: cancelled by the session (which told the server), or
+/// answered before the cancellation took effect.
+fn cancelled(shell: &Shell<'_>, chip: u64, result: &Result<serde_json::Value, ToolCallError>) {
+    let Some(slot) = lock(&shell.cancelling).remove(&chip) else {
+        return;
+    };
+    let (uri, server) = (sanitize_line(slot.read.uri()), sanitize_line(&slot.server));
+    shell.out.print(&match result {
+        Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
+            format!("the read of `{uri}` was cancelled; server `{server}` was told")
+        }
+        _ => format!("the read of `{uri}` was cancelled; it had ended already"),
+    });
 }
 
 /// The files under `root` for the `@` palette, as paths relative to it,
