@@ -1,0 +1,225 @@
+//! What an HTTP error answer means: a refused credential (401, or 403
+//! with `insufficient_scope`: the host is asked to re-authorize, once per
+//! cause), a session the server forgot (404, or 400 naming it: a fresh
+//! `initialize`), and anything else, which fails the message with its
+//! status and an excerpt of the body.
+
+use super::*;
+
+impl HttpTransport {
+    /// An error status on a POST.
+    pub(super) fn http_error(&mut self, now: Instant, role: Role, status: u16, body: &[u8]) {
+        let Role::Post {
+            kind,
+            body: message,
+            retried,
+            with_session,
+            epoch,
+        } = role
+        else {
+            return;
+        };
+        let text = String::from_utf8_lossy(body);
+        let expired = with_session
+            && (status == 404 || (status == 400 && text.to_ascii_lowercase().contains("session")));
+        if expired {
+            if retried {
+                self.fail_transmit(
+                    now,
+                    kind,
+                    "the server expired the session again right after a fresh initialize".into(),
+                );
+                return;
+            }
+            // Only the current session's expiry starts a fresh one; a
+            // message sent under an earlier session just goes again.
+            if epoch == self.session_epoch && !self.reinitializing && !self.start_reinitialize(now)
+            {
+                let reason = if self.session.state() == SessionState::Starting {
+                    format!(
+                        "the server forgot the session again during startup (HTTP {status}), after rho had already initialized a fresh one; rho starts at most one fresh session while starting, check the server's session handling"
+                    )
+                } else {
+                    format!("the server no longer knows this session (HTTP {status})")
+                };
+                self.fail_transmit(now, kind, reason);
+                return;
+            }
+            if kind == TransmitKind::Initialized {
+                // The fresh session sends its own.
+                return;
+            }
+            if self.reinitializing || self.stream_waiting() {
+                self.parked.push((message, kind, true));
+            } else {
+                self.post(message, kind, true);
+            }
+            return;
+        }
+        // A JSON-RPC error body answers the request itself.
+        if let Ok(Incoming::Single(Message::Error { id: Some(_), .. })) = Incoming::parse(body) {
+            self.session.handle_message_bytes(now, body);
+            return;
+        }
+        let probe = request_of(kind).filter(|r| self.session.probe_request() == Some(*r));
+        let hint = match status {
+            401 | 403 if self.options.oauth => format!(
+                "; the server requires authorization: run `rho mcp login {}` to log in",
+                self.session.server()
+            ),
+            401 | 403 => format!(
+                "; the server requires authorization: add an `[mcp.servers.{0}.oauth]` table and run `rho mcp login {0}`, or set an Authorization header with headers_from_env",
+                self.session.server()
+            ),
+            406 => "; the server refused the Accept header".into(),
+            _ => String::new(),
+        };
+        let detail = excerpt_line(&excerpt(body));
+        let reason = if detail.is_empty() {
+            format!("the server answered HTTP {status}{hint}")
+        } else {
+            format!("the server answered HTTP {status}: {detail}{hint}")
+        };
+        if probe.is_some() && matches!(status, 401 | 403) {
+            // Refused for its credentials, not for its era: falling back
+            // would only meet the same refusal.
+            self.session.handle_transport_failed(now, reason);
+            return;
+        }
+        self.fail_transmit(now, kind, reason);
+    }
+
+    /// A 401 or 403 arrived for `exchange`. When it refuses a request's
+    /// credentials and the request may still re-authorize (see the module
+    /// docs), the exchange is dropped, the request waits, and the host is
+    /// asked (once for all that wait); returns whether it did.
+    pub(super) fn refused_credentials(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        status: u16,
+        headers: &[(String, String)],
+    ) -> bool {
+        if !(self.options.oauth && self.options.reauthorize) || self.closing.is_some() {
+            return false;
+        }
+        // `initialize` too: a stored token refused at connect (revoked,
+        // expired early, minted by an issuer the server left) takes the
+        // same path as one refused later.
+        let Some(Role::Post {
+            kind: TransmitKind::Request(request) | TransmitKind::Initialize(request),
+            ..
+        }) = self.exchanges.get(&exchange).map(|x| &x.role)
+        else {
+            return false;
+        };
+        let request = *request;
+        let challenge = bearer_challenge(
+            headers
+                .iter()
+                .filter(|(k, _)| k.eq_ignore_ascii_case("www-authenticate"))
+                .map(|(_, v)| v.as_str()),
+        );
+        let reason = match (status, &challenge) {
+            (401, _) => AuthorizationReason::Unauthorized,
+            (403, Some(c)) if c.insufficient_scope() => AuthorizationReason::InsufficientScope,
+            _ => return false,
+        };
+        let tries = self.auth_tries.entry(request).or_default();
+        let spent = match reason {
+            AuthorizationReason::Unauthorized => std::mem::replace(&mut tries.renewed, true),
+            AuthorizationReason::InsufficientScope => {
+                std::mem::replace(&mut tries.stepped_up, true)
+            }
+        };
+        if spent {
+            // Once per cause: a server that refuses again fails the
+            // request rather than loop through logins.
+            let scope = wanted_scope(challenge.as_ref());
+            let what = match reason {
+                AuthorizationReason::Unauthorized => "refused the new token too",
+                AuthorizationReason::InsufficientScope => {
+                    "still finds the scope insufficient after a new login"
+                }
+            };
+            self.outputs.push_back(HttpOutput::Abort(exchange));
+            if let Some(x) = self.exchanges.remove(&exchange) {
+                if let Role::Post { kind, .. } = x.role {
+                    self.fail_transmit(
+                        now,
+                        kind,
+                        format!(
+                            "the server answered HTTP {status}: it {what}{scope}; rho re-authorizes a request once, so check the server's scopes or run `rho mcp login {}`",
+                            self.session.server()
+                        ),
+                    );
+                }
+            }
+            return true;
+        }
+        let Some(Exchange {
+            role:
+                Role::Post {
+                    kind,
+                    body,
+                    retried,
+                    ..
+                },
+            ..
+        }) = self.exchanges.remove(&exchange)
+        else {
+            return false;
+        };
+        self.outputs.push_back(HttpOutput::Abort(exchange));
+        let parked = AuthParked {
+            body,
+            kind,
+            retried,
+            refusal: Some((status, reason)),
+        };
+        if let Some(waiting) = &mut self.reauthorizing {
+            // Refused under the old token while the host is already asked:
+            // it goes with the answer.
+            waiting.parked.push(parked);
+            return true;
+        }
+        let challenge = challenge.unwrap_or_default();
+        tracing::info!(
+            server = %self.session.server(),
+            status,
+            "the server refused the request's authorization; asking the host for a new one"
+        );
+        let question = self.session.new_question_id();
+        self.reauthorizing = Some(Reauthorizing {
+            question,
+            scope: challenge.scope.clone(),
+            parked: vec![parked],
+        });
+        self.events.push_back(Event::Question {
+            question,
+            call: CallId(request.0),
+            kind: Question::Authorization { reason, challenge },
+        });
+        true
+    }
+
+    /// Starts a fresh `initialize` after the server forgot the session.
+    /// Returns `false` when the session cannot (it is not ready).
+    pub(super) fn start_reinitialize(&mut self, now: Instant) -> bool {
+        if self.reinitializing {
+            return true;
+        }
+        if !self.session.handle_session_expired(now) {
+            return false;
+        }
+        tracing::info!(server = %self.session.server(), "session expired; initializing again");
+        self.session_epoch += 1;
+        self.reinitializing = true;
+        // Held messages now wait for the fresh session instead.
+        self.timers.stop(Timer::ServerStreamWait);
+        self.session_id = None;
+        self.server_stream = ServerStream::NotOpened;
+        self.abort_server_streams();
+        true
+    }
+}

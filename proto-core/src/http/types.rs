@@ -1,0 +1,223 @@
+//! The transport's public vocabulary: its options (and the configured
+//! headers they carry, resolved), the exchanges it asks the executor to
+//! make, and what an executor is told to do with them.
+
+use std::fmt;
+use std::time::Duration;
+
+use url::Url;
+
+use crate::config::HttpConfig;
+use crate::wire::framing::DEFAULT_MAX_LINE;
+
+/// Limits and timings of one HTTP session.
+#[derive(Clone)]
+pub struct HttpOptions {
+    /// The MCP endpoint.
+    pub url: Url,
+    /// Configured headers with their resolved values (see
+    /// [`resolve_headers`]). Secret: never logged.
+    pub headers: Vec<(String, String)>,
+    /// The largest JSON body accepted.
+    pub max_body: usize,
+    /// How many times in a row a stream may be resumed without delivering
+    /// an event before rho gives up on it.
+    pub max_stream_resumes: u32,
+    /// The resume delay when the server sent no SSE `retry`.
+    pub default_retry: Duration,
+    /// How long the DELETE at close may take.
+    pub delete_timeout: Duration,
+    /// How often to ping a ready session.
+    pub ping_interval: Duration,
+    /// The entry has an `oauth` table: a 401 asks for `rho mcp login`
+    /// rather than for a table and a login.
+    pub oauth: bool,
+    /// With `oauth`: the host can re-authorize (it has an
+    /// [`crate::host::Authorizer`]), so a request refused for its token
+    /// waits for a new one instead of failing (see the module docs).
+    pub reauthorize: bool,
+    /// The longest time messages after `notifications/initialized` wait for
+    /// the server stream's GET to be answered (see the module docs).
+    pub server_stream_wait: Duration,
+}
+
+impl HttpOptions {
+    /// Defaults for `url`: 16 MiB bodies, 5 resumes, 1 s default retry,
+    /// 2 s DELETE, a ping each minute, 2 s for the server stream's answer.
+    pub fn new(url: Url, headers: Vec<(String, String)>) -> Self {
+        Self {
+            url,
+            headers,
+            max_body: DEFAULT_MAX_LINE,
+            max_stream_resumes: 5,
+            default_retry: Duration::from_secs(1),
+            delete_timeout: Duration::from_secs(2),
+            ping_interval: Duration::from_secs(60),
+            oauth: false,
+            reauthorize: false,
+            server_stream_wait: Duration::from_secs(2),
+        }
+    }
+}
+
+impl fmt::Debug for HttpOptions {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpOptions")
+            .field("url", &self.url.as_str())
+            .field("headers", &header_names(&self.headers))
+            .field("max_body", &self.max_body)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a server's configured headers cannot be sent: the user's
+/// environment is at fault, and the message says what to export or fix.
+/// The variable's value is never part of it.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum HeaderError {
+    /// A `headers_from_env` entry names a variable that is not set.
+    #[error(
+        "server `{server}`: headers_from_env: `{header}` wants the ambient variable `{variable}`, which is not set; export it or remove the entry"
+    )]
+    MissingVariable {
+        /// The server identity.
+        server: String,
+        /// The header the variable is for.
+        header: String,
+        /// The variable that is not set.
+        variable: String,
+    },
+    /// The variable holds a CR, LF or other control character, which
+    /// would start a new header.
+    #[error(
+        "server `{server}`: headers_from_env: the ambient variable `{variable}` for header `{header}` holds a CR, LF or other control character, which a header value cannot carry; fix the variable (the value is not shown)"
+    )]
+    ControlCharacter {
+        /// The server identity.
+        server: String,
+        /// The header the variable is for.
+        header: String,
+        /// The variable with the bad value.
+        variable: String,
+    },
+}
+
+/// The headers a server's requests carry: `headers` literally, then
+/// `headers_from_env` from the ambient variables, which win on a name
+/// collision (names compare case-insensitively). A variable named in
+/// `headers_from_env` that is not set fails that server.
+pub fn resolve_headers(
+    server: &str,
+    ambient: &[(String, String)],
+    config: &HttpConfig,
+) -> Result<Vec<(String, String)>, HeaderError> {
+    let mut out: Vec<(String, String)> = config
+        .headers
+        .iter()
+        .map(|(k, v)| (k.clone(), v.clone()))
+        .collect();
+    for (header, variable) in &config.headers_from_env {
+        let value = ambient
+            .iter()
+            .rev()
+            .find(|(k, _)| k == variable)
+            .map(|(_, v)| v.clone())
+            .ok_or_else(|| HeaderError::MissingVariable {
+                server: server.to_owned(),
+                header: header.clone(),
+                variable: variable.clone(),
+            })?;
+        // A CR or LF would start a new header; the HTTP client would refuse
+        // the value with a message naming neither the header nor the
+        // variable.
+        if value.chars().any(|c| c.is_ascii_control() && c != '\t') {
+            return Err(HeaderError::ControlCharacter {
+                server: server.to_owned(),
+                header: header.clone(),
+                variable: variable.clone(),
+            });
+        }
+        out.retain(|(k, _)| !k.eq_ignore_ascii_case(header));
+        out.push((header.clone(), value));
+    }
+    Ok(out)
+}
+
+/// Identifies one HTTP exchange (a request and its response). Opaque: a
+/// session numbers its own exchanges; an executor only hands them back.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct ExchangeId(pub(crate) u64);
+
+impl ExchangeId {
+    /// The id of exchange number `n` of some other numbering than a
+    /// session's: a request the host makes on its own (an OAuth login
+    /// step), or a test's.
+    pub fn new(n: u64) -> Self {
+        Self(n)
+    }
+}
+
+/// An HTTP method the transport uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Method {
+    /// Opens or resumes a server stream.
+    Get,
+    /// Carries one client message.
+    Post,
+    /// Ends the session.
+    Delete,
+}
+
+impl Method {
+    /// The method's name on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Method::Get => "GET",
+            Method::Post => "POST",
+            Method::Delete => "DELETE",
+        }
+    }
+}
+
+/// An HTTP request for the executor to make. Its body, if any, is sent as
+/// is; its response is fed back with the same [`ExchangeId`].
+#[derive(Clone, PartialEq, Eq)]
+pub struct HttpRequest {
+    /// Which exchange this is.
+    pub exchange: ExchangeId,
+    /// The method.
+    pub method: Method,
+    /// The URL (always the configured endpoint, which passed the policy).
+    pub url: Url,
+    /// Headers, in order. Values may be secret.
+    pub headers: Vec<(String, String)>,
+    /// The body (empty for GET and DELETE).
+    pub body: Vec<u8>,
+}
+
+impl fmt::Debug for HttpRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("HttpRequest")
+            .field("exchange", &self.exchange)
+            .field("method", &self.method)
+            .field("url", &self.url.as_str())
+            .field("headers", &header_names(&self.headers))
+            .field("body_len", &self.body.len())
+            .finish()
+    }
+}
+
+fn header_names(headers: &[(String, String)]) -> Vec<&str> {
+    headers.iter().map(|(k, _)| k.as_str()).collect()
+}
+
+/// What the transport wants the executor to do.
+#[derive(Debug, PartialEq, Eq)]
+pub enum HttpOutput {
+    /// Make this request.
+    Send(HttpRequest),
+    /// Stop reading this exchange's response and drop it; further input
+    /// for it is ignored anyway.
+    Abort(ExchangeId),
+}
