@@ -1104,8 +1104,10 @@ fn attach<'scope, 'env>(
         let outcome = {
             let mut reads = lock(&shell.reads);
             let Some(slot) = reads.get_mut(&chip) else {
+                // Taken under the lock `detach` moves it under.
+                let slot = lock(&shell.cancelling).remove(&chip);
                 drop(reads);
-                return cancelled(shell, chip, &result);
+                return cancelled(shell, slot, &result);
             };
             slot.read
                 .handle_answer(result.as_ref().map_err(ToString::to_string));
@@ -1139,7 +1141,10 @@ fn attach<'scope, 'env>(
 /// session has told the server, not before: a command typed next must
 /// not reach the server ahead of the cancellation it was promised.
 fn detach(shell: &Shell<'_>, chip: u64) {
-    let Some(mut slot) = lock(&shell.reads).remove(&chip) else {
+    // The read's thread looks for it in `cancelling` under this lock, so
+    // it is never in neither place.
+    let mut reads = lock(&shell.reads);
+    let Some(mut slot) = reads.remove(&chip) else {
         return;
     };
     if slot.read.cancel() {
@@ -1148,11 +1153,16 @@ fn detach(shell: &Shell<'_>, chip: u64) {
     }
 }
 
-/// The request of a read whose attachment was taken off the line ended
-/// with `result`: cancelled by the session (which told the server), or
-/// answered before the cancellation took effect.
-fn cancelled(shell: &Shell<'_>, chip: u64, result: &Result<serde_json::Value, ToolCallError>) {
-    let Some(slot) = lock(&shell.cancelling).remove(&chip) else {
+/// The request of a read whose attachment was taken off the line
+/// (`slot`, when it was still running then) ended with `result`:
+/// cancelled by the session (which told the server), or answered before
+/// the cancellation took effect.
+fn cancelled(
+    shell: &Shell<'_>,
+    slot: Option<ReadSlot>,
+    result: &Result<serde_json::Value, ToolCallError>,
+) {
+    let Some(slot) = slot else {
         return;
     };
     let (uri, server) = (sanitize_line(slot.read.uri()), sanitize_line(&slot.server));
