@@ -259,23 +259,9 @@ impl Runtime {
         // The core completes every accepted call exactly once (result,
         // error, timeout, cancellation or session end), so this wait is
         // bounded by the call budget.
-        follow(
-            driver,
-            ticket,
-            &answer,
-            cancel,
-            not_running,
-            |update| match update {
-                CallUpdate::Progress(progress) => {
-                    on_progress(progress);
-                    None
-                }
-                CallUpdate::Done(result) => Some(result),
-                CallUpdate::Answered(_) => Some(Err(ToolCallError::NotCallable(
-                    "a tool call was answered as a request".into(),
-                ))),
-            },
-        )
+        follow(driver, ticket, &answer, cancel, not_running, |update| {
+            update.into_call_result(&mut on_progress)
+        })
     }
 
     /// Sends a prompt, resource or completion request to `server` and

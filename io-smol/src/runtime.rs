@@ -344,16 +344,7 @@ impl Runtime {
             answer,
             cancel,
             not_running,
-            |update| match update {
-                CallUpdate::Progress(progress) => {
-                    on_progress(progress);
-                    None
-                }
-                CallUpdate::Done(result) => Some(result),
-                CallUpdate::Answered(_) => Some(Err(ToolCallError::NotCallable(
-                    "a tool call was answered as a request".into(),
-                ))),
-            },
+            |update| update.into_call_result(&mut on_progress),
         )
         .await
     }

@@ -117,6 +117,26 @@ pub enum CallUpdate {
 }
 
 impl CallUpdate {
+    /// What a waiting [`Command::CallTool`] caller makes of an update:
+    /// progress goes to `on_progress` and `None` says keep waiting; the
+    /// call's end is its result. An `Answered` never reaches a tool call
+    /// (it would be the driver's mistake) and fails it, saying so.
+    pub fn into_call_result(
+        self,
+        on_progress: impl FnOnce(Progress),
+    ) -> Option<Result<CallToolResult, ToolCallError>> {
+        match self {
+            CallUpdate::Progress(progress) => {
+                on_progress(progress);
+                None
+            }
+            CallUpdate::Done(result) => Some(result),
+            CallUpdate::Answered(_) => Some(Err(ToolCallError::NotCallable(
+                "a tool call was answered as a request".into(),
+            ))),
+        }
+    }
+
     /// What a waiting [`Command::Request`] caller makes of an update:
     /// `None` for progress (keep waiting). A `Done` reaches such a caller
     /// only when the session ended first, with the reason.
@@ -452,5 +472,28 @@ mod tests {
             stderr: None,
         };
         assert_eq!(quiet.to_string(), "server `local`: closed by rho");
+    }
+
+    #[test]
+    fn a_tool_call_waits_through_progress_ends_with_its_result_and_refuses_an_answer() {
+        let mut seen = Vec::new();
+        let progress = Progress {
+            progress: 1.0,
+            total: Some(2.0),
+            message: None,
+        };
+        let update = CallUpdate::Progress(progress);
+        assert!(update.into_call_result(|p| seen.push(p.progress)).is_none());
+        assert_eq!(seen, [1.0]);
+        let done = CallUpdate::Done(Err(ToolCallError::UnknownServer("x".into())));
+        assert!(matches!(
+            done.into_call_result(|_| panic!("no progress")),
+            Some(Err(ToolCallError::UnknownServer(s))) if s == "x"
+        ));
+        let answered = CallUpdate::Answered(Ok(Value::Null));
+        assert!(matches!(
+            answered.into_call_result(|_| panic!("no progress")),
+            Some(Err(ToolCallError::NotCallable(why))) if why.contains("answered as a request")
+        ));
     }
 }
