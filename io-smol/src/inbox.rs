@@ -1,6 +1,7 @@
 //! A session task's inbox: the host's commands and its HTTP exchanges'
 //! inputs, from any number of senders, to the one task that drives the
-//! session.
+//! session. With one sender it is also a call's reply channel
+//! ([`crate::reply`]).
 //!
 //! A general channel is more than this needs, and costs on every call:
 //! smol's unbounded channel allocates a listener each time its receiver

@@ -4,81 +4,44 @@
 //! A general channel is more than a call needs: smol's unbounded channel
 //! allocates and zeroes a block of 31 slots for its first message, one per
 //! call, and a listener each time the caller waits. A call hears at most
-//! a few progress updates and then its end, and has one caller: a locked
-//! queue that allocates only when a message arrives while another still
-//! waits, and the caller's one waker (kept while it does not change), carry
-//! it without that cost. Sending never waits and never fails (an answer for
-//! a caller that went away is dropped with the slot); dropping the sender
-//! closes the channel once what it sent is taken.
-
-use std::collections::VecDeque;
-use std::sync::{Arc, Mutex, MutexGuard};
-use std::task::{Poll, Waker};
+//! a few progress updates and then its end, and has one caller: it is an
+//! [`inbox`](crate::inbox) with one sender, which keeps the caller's waker
+//! and allocates only when a message arrives while another still waits.
+//! Sending never waits and never fails (an answer for a caller that went
+//! away is dropped); dropping the sender closes the channel once what it
+//! sent is taken.
 
 use rho_proto_core::runtime::driving::CallUpdate;
 
+use crate::inbox::{self, Inbox};
+
 /// The session task's end: one per call in flight.
-#[derive(Debug)]
-pub(crate) struct ReplySender(Arc<Slot>);
+pub(crate) struct ReplySender(inbox::Sender<CallUpdate>);
 
 /// The caller's end.
-#[derive(Debug)]
-pub(crate) struct ReplyReceiver(Arc<Slot>);
+pub(crate) struct ReplyReceiver(Inbox<CallUpdate>);
 
 /// The sender is gone and nothing it sent is left.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) struct Closed;
 
-#[derive(Debug, Default)]
-struct Slot {
-    state: Mutex<State>,
-}
-
-#[derive(Debug, Default)]
-struct State {
-    updates: VecDeque<CallUpdate>,
-    closed: bool,
-    /// The caller, while it waits.
-    waker: Option<Waker>,
-}
-
 /// A new reply channel.
 pub(crate) fn reply() -> (ReplySender, ReplyReceiver) {
-    let slot = Arc::new(Slot::default());
-    (ReplySender(Arc::clone(&slot)), ReplyReceiver(slot))
+    let (tx, rx) = inbox::inbox();
+    (ReplySender(tx), ReplyReceiver(rx))
 }
 
-impl Slot {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        // A panic under this lock leaves a queue that is still whole.
-        self.state
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-
-    /// Applies `change` and wakes the caller if it waits, outside the lock.
-    fn update(&self, change: impl FnOnce(&mut State)) {
-        let waker = {
-            let mut state = self.lock();
-            change(&mut state);
-            state.waker.take()
-        };
-        if let Some(waker) = waker {
-            waker.wake();
-        }
+impl std::fmt::Debug for ReplySender {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ReplySender")
     }
 }
 
 impl ReplySender {
     /// Hands `update` to the caller; never waits.
     pub(crate) fn send(&self, update: CallUpdate) {
-        self.0.update(|state| state.updates.push_back(update));
-    }
-}
-
-impl Drop for ReplySender {
-    fn drop(&mut self) {
-        self.0.update(|state| state.closed = true);
+        // A caller that went away takes nothing more.
+        let _ = self.0.send(update);
     }
 }
 
@@ -86,22 +49,10 @@ impl ReplyReceiver {
     /// The next update, oldest first; [`Closed`] once the sender is gone
     /// and every update was taken. Cancel-safe: dropping the future loses
     /// nothing.
-    pub(crate) async fn recv(&self) -> Result<CallUpdate, Closed> {
-        std::future::poll_fn(|cx| {
-            let mut state = self.0.lock();
-            if let Some(update) = state.updates.pop_front() {
-                return Poll::Ready(Ok(update));
-            }
-            if state.closed {
-                return Poll::Ready(Err(Closed));
-            }
-            match &mut state.waker {
-                Some(waker) if waker.will_wake(cx.waker()) => {}
-                slot => *slot = Some(cx.waker().clone()),
-            }
-            Poll::Pending
-        })
-        .await
+    pub(crate) async fn recv(&mut self) -> Result<CallUpdate, Closed> {
+        std::future::poll_fn(|cx| self.0.poll_recv(cx))
+            .await
+            .ok_or(Closed)
     }
 }
 
@@ -123,7 +74,7 @@ mod tests {
 
     #[test]
     fn updates_arrive_in_order_and_the_last_survives_the_close() {
-        let (tx, rx) = reply();
+        let (tx, mut rx) = reply();
         tx.send(done("a"));
         tx.send(done("b"));
         drop(tx);
@@ -136,7 +87,7 @@ mod tests {
 
     #[test]
     fn a_waiting_caller_wakes_for_an_update_sent_from_another_thread() {
-        let (tx, rx) = reply();
+        let (tx, mut rx) = reply();
         let sender = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(20));
             tx.send(done("late"));
@@ -148,7 +99,7 @@ mod tests {
 
     #[test]
     fn a_caller_hears_the_close_of_a_sender_that_sent_nothing() {
-        let (tx, rx) = reply();
+        let (tx, mut rx) = reply();
         let closer = std::thread::spawn(move || {
             std::thread::sleep(std::time::Duration::from_millis(20));
             drop(tx);

@@ -479,7 +479,7 @@ async fn wait_startup(
 async fn follow<T>(
     commands: &Sender<Input>,
     ticket: u64,
-    answer: crate::reply::ReplyReceiver,
+    mut answer: crate::reply::ReplyReceiver,
     mut cancel: std::pin::Pin<&mut impl Future<Output = ()>>,
     not_running: impl Fn() -> ToolCallError,
     mut outcome: impl FnMut(CallUpdate) -> Option<Result<T, ToolCallError>>,
