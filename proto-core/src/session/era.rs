@@ -220,7 +220,7 @@ impl Meta {
         params: Option<&Value>,
     ) {
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        write_u64(out, id);
+        json_into(out, &id);
         out.extend_from_slice(b",\"method\":");
         json_into(out, method);
         out.extend_from_slice(b",\"params\":{");
@@ -267,13 +267,13 @@ impl Meta {
     ) {
         debug_assert!(!self.map.contains_key("progressToken"));
         out.extend_from_slice(b"{\"jsonrpc\":\"2.0\",\"id\":");
-        write_u64(out, id);
+        json_into(out, &id);
         out.extend_from_slice(b",\"method\":\"tools/call\",\"params\":{\"name\":");
         json_into(out, name);
         out.extend_from_slice(b",\"arguments\":");
         json_into(out, arguments);
         out.extend_from_slice(b",\"_meta\":{\"progressToken\":");
-        write_u64(out, progress_token);
+        json_into(out, &progress_token);
         if !self.body.is_empty() {
             out.push(b',');
             out.extend_from_slice(self.body.as_bytes());
@@ -306,22 +306,6 @@ impl Meta {
         }
         out.push(b'}');
     }
-}
-
-/// Appends `n` in decimal, as JSON writes it.
-fn write_u64(out: &mut Vec<u8>, n: u64) {
-    let mut digits = [0u8; 20];
-    let mut at = digits.len();
-    let mut rest = n;
-    loop {
-        at -= 1;
-        digits[at] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        if rest == 0 {
-            break;
-        }
-    }
-    out.extend_from_slice(&digits[at..]);
 }
 
 /// A stateless request's params as kept to be sent again, before the
