@@ -334,7 +334,9 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(
         md,
         "Peak RSS is the `VmHWM` of the `rho` process (servers not included), read from `/proc/<pid>/status` as it exits: \
-         the harness traces it (`PTRACE_O_TRACEEXIT`), so it stops on its way out with its memory still mapped (separate runs from the timed ones).\n"
+         the harness traces it (`PTRACE_O_TRACEEXIT`), so it stops on its way out with its memory still mapped (separate runs from the timed ones). \
+         Most of it is the binary's own pages: the release build lays out the code rho runs together \
+         (`cli/build.rs`, `cli/hot-symbols.txt`, written by `scripts/order-symbols`), so a stale list shows here first.\n"
     );
     let _ = writeln!(md, "| case | peak RSS | limit | limit RSS | ratio |");
     let _ = writeln!(md, "|---|---:|---|---:|---:|");

@@ -13,7 +13,7 @@ use rmcp::service::RequestContext;
 use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 
-use crate::workers::{Measured, WorkerSpec};
+use crate::workers::{Measured, WorkerSpec, all_lanes};
 
 /// A server with one tool, `echo {message}` → `Echo: <message>`, written
 /// straight on `ServerHandler` (no macros, no schema generation per call).
@@ -198,7 +198,7 @@ pub fn run_client(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
                     Ok::<Vec<f64>, String>(lat)
                 }
             });
-            let lanes = futures::future::join_all(lanes).await;
+            let lanes = all_lanes(lanes).await;
             let wall = wall.elapsed();
             let cpu = crate::util::Cpu::now().since(cpu);
             let mut lat = Vec::new();
