@@ -37,7 +37,7 @@ fn main() {
                 println!("cargo:rustc-link-arg-bin=rho=-Xlinker");
                 println!("cargo:rustc-link-arg-bin=rho={arg}");
             }
-            if glibc_at_least(2, 36) {
+            if glibc_at_least((2, 36)) {
                 println!("cargo:rustc-link-arg-bin=rho=-Wl,-z,pack-relative-relocs");
             }
         }
@@ -79,8 +79,9 @@ fn decide() -> Layout {
     if chooses_linker {
         return Layout::Unexpected("RUSTFLAGS choose the linker");
     }
-    match rustc_minor() {
-        Some(minor) if minor >= 90 => Layout::Ordered,
+    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    match command_version(&rustc, "--version", "rustc ") {
+        Some(version) if version >= (1, 90) => Layout::Ordered,
         Some(_) => Layout::Default,
         None => Layout::Unexpected("the rustc version could not be read"),
     }
@@ -89,28 +90,17 @@ fn decide() -> Layout {
 /// Whether the C library of the machine building rho (where it will run:
 /// a binary built here already needs this glibc or a later one) loads
 /// packed relocations, which glibc does from 2.36 on.
-fn glibc_at_least(major: u32, minor: u32) -> bool {
-    let Ok(out) = Command::new("getconf").arg("GNU_LIBC_VERSION").output() else {
-        return false;
-    };
+fn glibc_at_least(version: (u32, u32)) -> bool {
     // "glibc 2.36"
-    let text = String::from_utf8_lossy(&out.stdout);
-    let Some(version) = text.trim().strip_prefix("glibc ") else {
-        return false;
-    };
-    let mut parts = version.split('.').map(|p| p.parse::<u32>().ok());
-    match (parts.next().flatten(), parts.next().flatten()) {
-        (Some(a), Some(b)) => (a, b) >= (major, minor),
-        _ => false,
-    }
+    command_version("getconf", "GNU_LIBC_VERSION", "glibc ").is_some_and(|v| v >= version)
 }
 
-/// The minor version of the rustc building this crate (`rustc 1.95.0 ...`).
-fn rustc_minor() -> Option<u32> {
-    let rustc = env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
-    let out = Command::new(rustc).arg("--version").output().ok()?;
+/// The major and minor version a command prints after `prefix` at the
+/// start of its output (`rustc 1.95.0 (...)`, `glibc 2.36`).
+fn command_version(program: &str, arg: &str, prefix: &str) -> Option<(u32, u32)> {
+    let out = Command::new(program).arg(arg).output().ok()?;
     let text = String::from_utf8(out.stdout).ok()?;
-    let mut parts = text.split_whitespace().nth(1)?.split('.');
-    (parts.next()? == "1").then_some(())?;
-    parts.next()?.parse().ok()
+    let version = text.strip_prefix(prefix)?.split_whitespace().next()?;
+    let mut parts = version.split('.').map(str::parse);
+    Some((parts.next()?.ok()?, parts.next()?.ok()?))
 }
