@@ -93,7 +93,7 @@ enum Outgoing {
 impl Outgoing {
     fn send(self) {
         match self {
-            Outgoing::Update(reply, update) => reply.send(update),
+            Outgoing::Update(reply, update) => reply.finish(update),
             Outgoing::Progress(reply, progress) => reply.send(progress),
         }
     }

@@ -14,13 +14,23 @@ use rho_proto_core::session::Progress;
 /// A new mailbox: the session's end and the caller's.
 pub(crate) fn mailbox() -> (ReplyTx, ReplyRx) {
     let slot = Arc::new(Slot::default());
-    (ReplyTx(Arc::clone(&slot)), ReplyRx(slot))
+    (
+        ReplyTx {
+            slot: Arc::clone(&slot),
+            finished: false,
+        },
+        ReplyRx(slot),
+    )
 }
 
 /// The session's end. Dropping it without sending the end tells the
 /// caller the session is gone.
 #[derive(Debug)]
-pub(crate) struct ReplyTx(Arc<Slot>);
+pub(crate) struct ReplyTx {
+    slot: Arc<Slot>,
+    /// [`ReplyTx::finish`] already told the caller this end is gone.
+    finished: bool,
+}
 
 /// The caller's end.
 #[derive(Debug)]
@@ -65,29 +75,44 @@ impl Slot {
     }
 
     fn put(&self, update: CallUpdate) {
-        self.change(|state| match update {
-            CallUpdate::Progress(progress) => state.progress.push_back(progress),
-            end => state.done = Some(end),
-        });
+        self.change(|state| state.add(update));
+    }
+}
+
+impl State {
+    fn add(&mut self, update: CallUpdate) {
+        match update {
+            CallUpdate::Progress(progress) => self.progress.push_back(progress),
+            end => self.done = Some(end),
+        }
     }
 }
 
 impl ReplyTx {
-    /// Hands the caller an update; never blocks on the caller.
-    pub(crate) fn send(&self, update: CallUpdate) {
-        self.0.put(update);
+    /// Hands the caller its last update (never blocking on the caller)
+    /// and lets go of this end, under one
+    /// lock: a send and then a drop would take the caller's lock twice,
+    /// the second time just as the caller wakes up to take it.
+    pub(crate) fn finish(mut self, update: CallUpdate) {
+        self.slot.change(|state| {
+            state.add(update);
+            state.dropped = true;
+        });
+        self.finished = true;
     }
 
     /// A handle that sends progress only: it may outlive this end without
     /// telling the caller anything.
     pub(crate) fn progress_handle(&self) -> ProgressTx {
-        ProgressTx(Arc::clone(&self.0))
+        ProgressTx(Arc::clone(&self.slot))
     }
 }
 
 impl Drop for ReplyTx {
     fn drop(&mut self) {
-        self.0.change(|state| state.dropped = true);
+        if !self.finished {
+            self.slot.change(|state| state.dropped = true);
+        }
     }
 }
 
@@ -172,10 +197,9 @@ mod tests {
         };
         tx.progress_handle().send(progress(1.0));
         tx.progress_handle().send(progress(2.0));
-        tx.send(CallUpdate::Done(Err(ToolCallError::NotCallable(
+        tx.finish(CallUpdate::Done(Err(ToolCallError::NotCallable(
             "x".into(),
         ))));
-        drop(tx);
         let mut seen = Vec::new();
         loop {
             match rx.recv() {
