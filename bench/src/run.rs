@@ -733,7 +733,7 @@ fn start_rmcp_http(env: &Env) -> (Background, String) {
 }
 
 fn clients(env: &Env) -> Vec<&'static str> {
-    let mut c = vec!["bare", "rho-smol", "rho-blocking"];
+    let mut c = vec!["bare", "bare-threads", "rho-smol", "rho-blocking"];
     if env.rmcp {
         c.push("rmcp");
     }
@@ -792,6 +792,9 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
         .iter()
         .enumerate()
         .flat_map(|(t, _)| clients.iter().map(move |c| (t, *c)))
+        // The threaded bare client is the limit of rho-blocking over stdio;
+        // over HTTP the bare client already runs a thread per call.
+        .filter(|&(t, c)| c != "bare-threads" || targets[t].stdio.is_some())
         .collect();
     let mut outs: BTreeMap<(usize, &str), Vec<WorkerOut>> = BTreeMap::new();
     let timeout = Duration::from_secs(if options.quick { 60 } else { 180 });
@@ -847,9 +850,10 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
     let mut stats = Vec::new();
     for (t, target) in targets.iter().enumerate() {
         for inflight in [1usize, 16] {
-            let mut group: Vec<RoundTripStat> = clients
+            let mut group: Vec<RoundTripStat> = combos
                 .iter()
-                .map(|client| {
+                .filter(|&&(of, _)| of == t)
+                .map(|(_, client)| {
                     aggregate(
                         target,
                         client,
@@ -1313,7 +1317,10 @@ fn large(options: &Options, env: &Env, notes: &mut Vec<String>) -> (Vec<LargeSta
         }
         std::fs::write(&path, &text).expect("write big file");
         let dump = env.tmp.join(format!("response-{size}.json"));
-        let clients = clients(env);
+        // The threaded bare client is a limit for round trips only: one
+        // large answer has no hand-over to amortise.
+        let mut clients = clients(env);
+        clients.retain(|c| *c != "bare-threads");
         let mut outs: BTreeMap<&str, Vec<WorkerOut>> = BTreeMap::new();
         let mut gave_up: Vec<&str> = Vec::new();
         for round in 0..rounds {

@@ -18,7 +18,8 @@ use crate::util::Cpu;
 /// What a client process is asked to do.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
-    /// `rho-smol`, `rho-blocking`, `bare`, `rmcp`, `ts`, `python`.
+    /// `rho-smol`, `rho-blocking`, `bare`, `bare-threads` (stdio only),
+    /// `rmcp`, `ts`, `python`.
     pub client: String,
     /// A stdio server: command and arguments.
     pub stdio: Option<Vec<String>>,
@@ -112,6 +113,7 @@ fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         "rho-blocking" => rho_blocking(spec),
         "bare" if spec.stdio.is_some() => bare_stdio(spec),
         "bare" => bare_http(spec),
+        "bare-threads" => bare_threads_stdio(spec),
         #[cfg(feature = "rmcp")]
         "rmcp" => crate::rmcp_side::run_client(spec),
         other => Err(format!("unknown client `{other}`")),
@@ -426,6 +428,152 @@ fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     drop(stdin);
     let _ = child.wait();
     Ok((out, result_len))
+}
+
+/// The bare client with a blocking call per thread, as rho-blocking is
+/// used: each lane's thread writes its request line and sleeps until one
+/// reader thread, which reads every line, parses it and matches the id,
+/// hands it the answer. This is the least a blocking client whose calls
+/// return on their callers' threads can do: the bare client's work, plus
+/// the one hand-over per call from the thread that reads to the thread
+/// that waits (a wake-up, a context switch, a sleep), which the bare
+/// client, on its one thread, never makes. Nothing else is shared: each
+/// lane has its own slot, named by the high half of its ids, and lines
+/// are written without a lock (see [`PIPE_BUF`]).
+fn bare_threads_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    use std::cell::Cell;
+    use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+    use std::sync::{Condvar, Mutex, RwLock};
+
+    /// A pipe takes a write of up to this many bytes whole, never
+    /// interleaved with another thread's (POSIX `PIPE_BUF`, 4 KiB on
+    /// Linux): such lines need no lock, only one that keeps a longer
+    /// line's several writes from being cut into.
+    const PIPE_BUF: usize = 4096;
+
+    /// Where a lane's answer lands: the first text block's length.
+    #[derive(Default)]
+    struct Slot {
+        answer: Mutex<Option<Result<usize, String>>>,
+        ready: Condvar,
+    }
+    impl Slot {
+        fn put(&self, answer: Result<usize, String>) {
+            *self.answer.lock().expect("slot") = Some(answer);
+            self.ready.notify_one();
+        }
+        fn take(&self) -> Result<usize, String> {
+            let mut answer = self.answer.lock().expect("slot");
+            loop {
+                if let Some(answer) = answer.take() {
+                    return answer;
+                }
+                answer = self.ready.wait(answer).expect("slot");
+            }
+        }
+    }
+    thread_local! {
+        static LANE: Cell<Option<usize>> = const { Cell::new(None) };
+    }
+    let cmd = spec.stdio.as_ref().ok_or("no command")?;
+    let mut child = Command::new(&cmd[0])
+        .args(&cmd[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .map_err(|e| format!("spawn: {e}"))?;
+    let stdin = RwLock::new(Some(child.stdin.take().ok_or("stdin")?));
+    let mut stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().ok_or("stdout")?);
+    // One lane for the thread that connects and warms up, one per thread
+    // of every level (each level starts threads of its own).
+    let slots: Vec<Slot> = (0..=spec.inflight.iter().sum::<usize>())
+        .map(|_| Slot::default())
+        .collect();
+    let lanes = AtomicUsize::new(0);
+    let send = |line: &str| -> Result<(), String> {
+        let mut bytes = Vec::with_capacity(line.len() + 1);
+        bytes.extend_from_slice(line.as_bytes());
+        bytes.push(b'\n');
+        let written = if bytes.len() <= PIPE_BUF {
+            let pipe = stdin.read().expect("stdin");
+            let mut pipe: &std::process::ChildStdin = pipe.as_ref().ok_or("stdin closed")?;
+            pipe.write_all(&bytes)
+        } else {
+            let pipe = stdin.write().expect("stdin");
+            let mut pipe: &std::process::ChildStdin = pipe.as_ref().ok_or("stdin closed")?;
+            pipe.write_all(&bytes)
+        };
+        written.map_err(|e| format!("write: {e}"))
+    };
+    let read_all = || {
+        let mut buf = Vec::with_capacity(64 * 1024);
+        let failed = loop {
+            buf.clear();
+            match stdout.read_until(b'\n', &mut buf) {
+                Ok(0) => break "server closed stdout".to_owned(),
+                Ok(_) => {}
+                Err(e) => break format!("read: {e}"),
+            }
+            match classify(buf.trim_ascii_end()) {
+                Ok(Line::Response(id, len)) => {
+                    if let Some(slot) = slots.get((id >> 32) as usize) {
+                        slot.put(Ok(len));
+                    }
+                }
+                Ok(Line::Request(id)) => {
+                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
+                    if let Err(e) = send(&answer) {
+                        break e;
+                    }
+                }
+                Ok(Line::Other) => {}
+                Err(e) => break e,
+            }
+        };
+        for slot in &slots {
+            slot.put(Err(failed.clone()));
+        }
+    };
+    let seq = AtomicU64::new(0);
+    let args = spec.args.to_string();
+    let request = |line: &dyn Fn(u64) -> String| -> Result<usize, String> {
+        let lane = LANE.with(|lane| match lane.get() {
+            Some(n) => n,
+            None => {
+                let n = lanes.fetch_add(1, Ordering::Relaxed);
+                lane.set(Some(n));
+                n
+            }
+        });
+        let slot = slots.get(lane).ok_or("more lanes than slots")?;
+        let id = ((lane as u64) << 32) | (seq.fetch_add(1, Ordering::Relaxed) & 0xffff_ffff);
+        send(&line(id))?;
+        slot.take()
+    };
+    let call = || request(&|id| call_line(id, &spec.tool, &args));
+    let measured = std::thread::scope(|scope| {
+        scope.spawn(read_all);
+        let measured = (|| {
+            request(&|id| INITIALIZE.replacen(r#""id":0"#, &format!(r#""id":{id}"#), 1))?;
+            send(INITIALIZED)?;
+            let mut result_len = 0;
+            for _ in 0..spec.warmup {
+                result_len = call()?;
+            }
+            let mut out = Vec::new();
+            for &inflight in &spec.inflight {
+                out.push(measure_threads(inflight, spec.n, &call)?);
+            }
+            Ok((out, result_len))
+        })();
+        // End of input: the server exits, its stdout closes, the reader
+        // returns.
+        drop(stdin.write().expect("stdin").take());
+        measured
+    });
+    let _ = child.wait();
+    measured
 }
 
 /// The bare client over Streamable HTTP: one POST per call on rho's own
