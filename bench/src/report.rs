@@ -10,6 +10,10 @@ use crate::util::{Spread, fmt_bytes, fmt_ratio, fmt_secs};
 const CLIENT_NAMES: &[(&str, &str)] = &[
     ("bare", "bare JSON-lines (limit)"),
     (
+        "bare-async",
+        "bare JSON-lines on smol's reactor (limit of a client on smol)",
+    ),
+    (
         "bare-threads",
         "bare JSON-lines, a thread per call (limit of a blocking client)",
     ),
@@ -168,16 +172,17 @@ pub fn markdown(r: &Results) -> String {
         md,
         "rho's bar is at most about twice the CPU per tool call of a bare JSON-lines client. Each cell is rho's CPU per call over the other client's, \
          same server, same concurrency, and in brackets the difference per call (rho's overhead over the bare client in the first two columns). \
-         *bare threads* is the bare client with a blocking call per thread, as rho-blocking is used (stdio only): \
-         the least any client whose calls return on their callers' threads can cost, so the last of the first three columns is rho-blocking's own overhead.\n"
+         Over stdio, two forms of the bare client are the limits of the two executors: *bare async* waits for its pipes in smol's reactor, as rho-smol does, \
+         and *bare threads* makes a blocking call per thread, as rho-blocking is used. \
+         Each is the least any client of that shape can cost, so rho over it is the executor's own overhead.\n"
     );
     let _ = writeln!(
         md,
-        "| transport | server | in flight | smol ÷ bare | blocking ÷ bare | blocking ÷ bare threads | smol ÷ rmcp | blocking ÷ rmcp | smol ÷ TS SDK | blocking ÷ TS SDK | smol ÷ Python SDK | blocking ÷ Python SDK |"
+        "| transport | server | in flight | smol ÷ bare | blocking ÷ bare | smol ÷ bare async | blocking ÷ bare threads | smol ÷ rmcp | blocking ÷ rmcp | smol ÷ TS SDK | blocking ÷ TS SDK | smol ÷ Python SDK | blocking ÷ Python SDK |"
     );
     let _ = writeln!(
         md,
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|"
     );
     for (transport, server) in targets(r) {
         for inflight in [1, 16] {
@@ -198,9 +203,10 @@ pub fn markdown(r: &Results) -> String {
             };
             let _ = writeln!(
                 md,
-                "| {transport} | {server} | {inflight} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                "| {transport} | {server} | {inflight} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
                 c("rho-smol", "bare"),
                 c("rho-blocking", "bare"),
+                c("rho-smol", "bare-async"),
                 c("rho-blocking", "bare-threads"),
                 c("rho-smol", "rmcp"),
                 c("rho-blocking", "rmcp"),
@@ -507,9 +513,9 @@ fn short(s: &str, n: usize) -> String {
 }
 
 const METHOD: &str = r#"
-- **Clients.** *bare*: written in the bench (`bench/src/workers.rs`): writes a request line, reads lines, parses each into a `serde_json::Value` and matches the id; nothing else (no schema checks, no routing, no timers). Over HTTP it POSTs with rho's own ureq agent configuration and reads the whole body (JSON or SSE). *bare threads* (stdio only): the same client with a blocking call per thread, the way rho-blocking is used: each lane's thread writes its line (a pipe takes a line of up to 4 KiB whole, so without a lock) and sleeps on its own slot; one reader thread reads every line, parses it, and wakes the slot its id names. The one hand-over per call from the reading thread to the waiting one (a wake-up, a context switch, a sleep) is what a blocking API costs over the bare client, which never makes it. *rho*: the library as a host uses it (`Runtime::start`, `call_tool` by exported name), with no workspace root (no client in the comparison declares roots, so every server does the same work). *rmcp*: `().serve(TokioChildProcess)` / `StreamableHttpClientTransport` (reqwest) on a current-thread tokio runtime, its cheapest configuration. *TypeScript SDK*: `Client` + `StdioClientTransport` / `StreamableHTTPClientTransport` (`bench/clients/ts-client.mjs`). *Python SDK*: `mcp.client.Client(..., mode="legacy")` (`bench/clients/py_client.py`).
+- **Clients.** *bare*: written in the bench (`bench/src/workers.rs`): writes a request line, reads lines, parses each into a `serde_json::Value` and matches the id; nothing else (no schema checks, no routing, no timers). Over HTTP it POSTs with rho's own ureq agent configuration and reads the whole body (JSON or SSE). *bare async* (stdio only): the same client on smol's runtime, as rho-smol runs: its pipes are async-io sources and it waits for them under `smol::block_on`, in the reactor, instead of in `read`; what it adds is what every wait for the server costs there (`epoll_pwait`, and the re-arming of the pipe's one-shot interest, the reactor's notifier and its timer, which polling's epoll backend does at every wait). *bare threads* (stdio only): the same client with a blocking call per thread, the way rho-blocking is used: each lane's thread writes its line (a pipe takes a line of up to 4 KiB whole, so without a lock) and sleeps on its own slot; one reader thread reads every line, parses it, and wakes the slot its id names. The one hand-over per call from the reading thread to the waiting one (a wake-up, a context switch, a sleep) is what a blocking API costs over the bare client, which never makes it. *rho*: the library as a host uses it (`Runtime::start`, `call_tool` by exported name), with no workspace root (no client in the comparison declares roots, so every server does the same work). *rmcp*: `().serve(TokioChildProcess)` / `StreamableHttpClientTransport` (reqwest) on a current-thread tokio runtime, its cheapest configuration. *TypeScript SDK*: `Client` + `StdioClientTransport` / `StreamableHTTPClientTransport` (`bench/clients/ts-client.mjs`). *Python SDK*: `mcp.client.Client(..., mode="legacy")` (`bench/clients/py_client.py`).
 - **Servers.** server-everything's `echo` (node, realistic) over stdio and `streamableHttp`; a minimal echo server on rmcp (`bench rmcp-echo`, `ServerHandler` written by hand) over stdio and Streamable HTTP (hyper, loopback).
-- **16 in flight**: 16 concurrent lanes of sequential calls sharing one session (threads for rho-blocking, bare threads and bare HTTP, futures on one task for rho-smol and rmcp, promises/tasks for node and Python). The bare stdio client keeps 16 requests written ahead on its one pipe.
+- **16 in flight**: 16 concurrent lanes of sequential calls sharing one session (threads for rho-blocking, bare threads and bare HTTP, futures on one task for rho-smol and rmcp, promises/tasks for node and Python). The bare stdio client, and its async form, keep 16 requests written ahead on the one pipe. Lanes that are threads are started before the clocks and end after them.
 - **CPU** is `getrusage(RUSAGE_SELF)` user+system of the client process over the timed calls (µs resolution; `/proc/self/stat` has the same counter in 10 ms ticks, too coarse for a batch). Node's `process.cpuUsage()` and Python's `resource.getrusage` read the same counter (the kernel splits it into user and system by tick sampling, so only the total is quoted). Server CPU is not included. Context switches come from the same call (`ru_nvcsw + ru_nivcsw`).
 - **Chart**: `bench/latency.svg` is written by hand (no plotting crate: a few dozen rectangles, lines and labels; nothing to build, no fonts to find).
 - **Profiling**: `bench core-profile small|large|roundtrip|serde|serde-large N` runs only the core, for `valgrind --tool=callgrind` (instruction counts are repeatable on a noisy machine); a whole client process is profiled the same way with `bench worker SPEC` (valgrind does not follow the server child), and its system calls counted with `strace -f`. `bench peak-rss PROGRAM ARGS...` prints a command's exact peak RSS.

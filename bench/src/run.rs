@@ -733,7 +733,13 @@ fn start_rmcp_http(env: &Env) -> (Background, String) {
 }
 
 fn clients(env: &Env) -> Vec<&'static str> {
-    let mut c = vec!["bare", "bare-threads", "rho-smol", "rho-blocking"];
+    let mut c = vec![
+        "bare",
+        "bare-async",
+        "bare-threads",
+        "rho-smol",
+        "rho-blocking",
+    ];
     if env.rmcp {
         c.push("rmcp");
     }
@@ -792,9 +798,10 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
         .iter()
         .enumerate()
         .flat_map(|(t, _)| clients.iter().map(move |c| (t, *c)))
-        // The threaded bare client is the limit of rho-blocking over stdio;
-        // over HTTP the bare client already runs a thread per call.
-        .filter(|&(t, c)| c != "bare-threads" || targets[t].stdio.is_some())
+        // The bare client's async and threaded forms are the limits of
+        // rho-smol and rho-blocking over stdio (over HTTP the bare client
+        // already runs a thread per call).
+        .filter(|&(t, c)| !c.starts_with("bare-") || targets[t].stdio.is_some())
         .collect();
     let mut outs: BTreeMap<(usize, &str), Vec<WorkerOut>> = BTreeMap::new();
     let timeout = Duration::from_secs(if options.quick { 60 } else { 180 });
@@ -1317,10 +1324,10 @@ fn large(options: &Options, env: &Env, notes: &mut Vec<String>) -> (Vec<LargeSta
         }
         std::fs::write(&path, &text).expect("write big file");
         let dump = env.tmp.join(format!("response-{size}.json"));
-        // The threaded bare client is a limit for round trips only: one
-        // large answer has no hand-over to amortise.
+        // The bare client's async and threaded forms are limits for round
+        // trips only: one large answer has no waits to amortise.
         let mut clients = clients(env);
-        clients.retain(|c| *c != "bare-threads");
+        clients.retain(|c| !c.starts_with("bare-"));
         let mut outs: BTreeMap<&str, Vec<WorkerOut>> = BTreeMap::new();
         let mut gave_up: Vec<&str> = Vec::new();
         for round in 0..rounds {
