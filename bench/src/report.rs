@@ -139,10 +139,16 @@ pub fn markdown(r: &Results) -> String {
     }
     let _ = writeln!(
         md,
-        "Run on {} at rho `{}`: {} calls per client, concurrency level and round, after {} warm-up calls; {} interleaved rounds; {:.0} s in all.\n",
+        "Run on {} at rho `{}`: {} calls per client, concurrency level and round, after {} warm-up calls over stdio (each client starts its own server) \
+         and {} over HTTP (the shared server warmed first); {} interleaved rounds; {:.0} s in all.\n",
         m("date"),
         m("rho_commit"),
         r.options.get("n").cloned().unwrap_or_default(),
+        r.options
+            .get("server_warmup")
+            .or_else(|| r.options.get("warmup"))
+            .cloned()
+            .unwrap_or_default(),
         r.options.get("warmup").cloned().unwrap_or_default(),
         r.options.get("rounds").cloned().unwrap_or_default(),
         r.total_seconds
@@ -515,6 +521,7 @@ fn short(s: &str, n: usize) -> String {
 const METHOD: &str = r#"
 - **Clients.** *bare*: written in the bench (`bench/src/workers.rs`): writes a request line, reads lines, parses each into a `serde_json::Value` and matches the id; nothing else (no schema checks, no routing, no timers). Over HTTP it POSTs with rho's own ureq agent configuration and reads the whole body (JSON or SSE). *bare async* (stdio only): the same client on smol's runtime, as rho-smol runs: its pipes are async-io sources and it waits for them under `smol::block_on`, in the reactor, instead of in `read`; what it adds is what every wait for the server costs there (`epoll_pwait`, and the re-arming of the pipe's one-shot interest, the reactor's notifier and its timer, which polling's epoll backend does at every wait). *bare threads* (stdio only): the same client with a blocking call per thread, the way rho-blocking is used: each lane's thread writes its line (a pipe takes a line of up to 4 KiB whole, so without a lock) and sleeps on its own slot; one reader thread reads every line, parses it, and wakes the slot its id names. The one hand-over per call from the reading thread to the waiting one (a wake-up, a context switch, a sleep) is what a blocking API costs over the bare client, which never makes it. *rho*: the library as a host uses it (`Runtime::start`, `call_tool` by exported name), with no workspace root (no client in the comparison declares roots, so every server does the same work). *rmcp*: `().serve(TokioChildProcess)` / `StreamableHttpClientTransport` (reqwest) on a current-thread tokio runtime, its cheapest configuration. *TypeScript SDK*: `Client` + `StdioClientTransport` / `StreamableHTTPClientTransport` (`bench/clients/ts-client.mjs`). *Python SDK*: `mcp.client.Client(..., mode="legacy")` (`bench/clients/py_client.py`).
 - **Servers.** server-everything's `echo` (node, realistic) over stdio and `streamableHttp`; a minimal echo server on rmcp (`bench rmcp-echo`, `ServerHandler` written by hand) over stdio and Streamable HTTP (hyper, loopback).
+- **Warm-up**: node's JIT makes server-everything answer about twice as fast after its first few thousand calls, and a client's CPU per call depends on how fast answers come (how many one wake-up finds). So every client warms its own stdio server with 3,000 calls before it is measured, and the shared HTTP servers are warmed once with 3,000 bare calls before the first round. Measured during that ramp (100 warm-up calls, as this bench used to), the 16-in-flight figures were up to 40% higher and swung from round to round.
 - **16 in flight**: 16 concurrent lanes of sequential calls sharing one session (threads for rho-blocking, bare threads and bare HTTP, futures on one task for rho-smol and rmcp, promises/tasks for node and Python). The bare stdio client, and its async form, keep 16 requests written ahead on the one pipe. Lanes that are threads are started before the clocks and end after them.
 - **CPU** is `getrusage(RUSAGE_SELF)` user+system of the client process over the timed calls (µs resolution; `/proc/self/stat` has the same counter in 10 ms ticks, too coarse for a batch). Node's `process.cpuUsage()` and Python's `resource.getrusage` read the same counter (the kernel splits it into user and system by tick sampling, so only the total is quoted). Server CPU is not included. Context switches come from the same call (`ru_nvcsw + ru_nivcsw`).
 - **Chart**: `bench/latency.svg` is written by hand (no plotting crate: a few dozen rectangles, lines and labels; nothing to build, no fonts to find).

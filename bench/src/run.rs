@@ -19,7 +19,17 @@ pub struct Options {
     pub write: bool,
     pub rounds: usize,
     pub n: usize,
+    /// Warm-up calls per client over HTTP, where the server is shared and
+    /// warmed once, before the first round, with `server_warmup` calls.
     pub warmup: usize,
+    /// Warm-up calls per client over stdio, where each client starts its
+    /// own server: enough for server-everything's JIT to settle. Node
+    /// answers about twice as fast after its first few thousand calls,
+    /// and a client's CPU per call depends on how fast answers come
+    /// (how many one wake-up finds), so figures taken during that ramp
+    /// were up to 40% higher at 16 in flight and swung from round to
+    /// round.
+    pub server_warmup: usize,
 }
 
 impl Options {
@@ -52,6 +62,7 @@ impl Options {
             rounds: value("--rounds").unwrap_or(if quick { 1 } else { 7 }),
             n: value("--n").unwrap_or(if quick { 32 } else { 500 }),
             warmup: if quick { 5 } else { 100 },
+            server_warmup: if quick { 5 } else { 3000 },
         }
     }
 }
@@ -193,6 +204,7 @@ pub fn main(options: Options) {
         ("rounds".to_owned(), json!(options.rounds)),
         ("n".to_owned(), json!(options.n)),
         ("warmup".to_owned(), json!(options.warmup)),
+        ("server_warmup".to_owned(), json!(options.server_warmup)),
         ("inflight".to_owned(), json!([1, 16])),
     ]);
     if let Ok(load) = std::fs::read_to_string("/proc/loadavg") {
@@ -793,6 +805,30 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
             url: Some(url),
         });
     }
+    let timeout = Duration::from_secs(if options.quick { 60 } else { 180 });
+    // The shared HTTP servers' warm-up, once (see `Options::server_warmup`).
+    for target in targets.iter().filter(|t| t.url.is_some()) {
+        let spec = WorkerSpec {
+            client: "bare".into(),
+            stdio: None,
+            url: target.url.clone(),
+            tool: "echo".into(),
+            args: json!({"message": "hello"}),
+            warmup: options.server_warmup,
+            n: 1,
+            inflight: vec![16],
+            dump: None,
+            timeout_s: None,
+        };
+        if let Some(e) = run_worker(env, &spec, timeout).error {
+            eprintln!(
+                "warm-up of {} / {}: ERROR {}",
+                target.transport,
+                target.server,
+                first_line(&e, 300)
+            );
+        }
+    }
     let clients = clients(env);
     let combos: Vec<(usize, &str)> = targets
         .iter()
@@ -804,7 +840,6 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
         .filter(|&(t, c)| !c.starts_with("bare-") || targets[t].stdio.is_some())
         .collect();
     let mut outs: BTreeMap<(usize, &str), Vec<WorkerOut>> = BTreeMap::new();
-    let timeout = Duration::from_secs(if options.quick { 60 } else { 180 });
     for round in 0..options.rounds {
         // Interleaved: every client and server in each round, the order
         // rotated from round to round.
@@ -818,7 +853,11 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
                 url: target.url.clone(),
                 tool: "echo".into(),
                 args: json!({"message": "hello"}),
-                warmup: options.warmup,
+                warmup: if target.stdio.is_some() {
+                    options.server_warmup
+                } else {
+                    options.warmup
+                },
                 n: options.n,
                 inflight: vec![1, 16],
                 dump: None,
