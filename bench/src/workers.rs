@@ -121,6 +121,23 @@ fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     }
 }
 
+/// The spec's warm-up calls, then each of its concurrency levels on
+/// threads (see [`measure_threads`]); with the last result's text length.
+fn warm_and_measure(
+    spec: &WorkerSpec,
+    call: &(dyn Fn() -> Result<usize, String> + Sync),
+) -> Result<(Vec<Measured>, usize), String> {
+    let mut result_len = 0;
+    for _ in 0..spec.warmup {
+        result_len = call()?;
+    }
+    let mut out = Vec::new();
+    for &inflight in &spec.inflight {
+        out.push(measure_threads(inflight, spec.n, call)?);
+    }
+    Ok((out, result_len))
+}
+
 /// Runs `lanes` lanes of sequential calls; each lane's `call` returns the
 /// result's text length. Measures wall, CPU and per-call latency. The
 /// lanes' threads are started before the clocks and end after them, so
@@ -233,16 +250,9 @@ fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         }
         Ok(text_len(&result))
     };
-    let mut result_len = 0;
-    for _ in 0..spec.warmup {
-        result_len = call()?;
-    }
-    let mut out = Vec::new();
-    for &inflight in &spec.inflight {
-        out.push(measure_threads(inflight, spec.n, &call)?);
-    }
+    let measured = warm_and_measure(spec, &call);
     runtime.shutdown();
-    Ok((out, result_len))
+    measured
 }
 
 fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
@@ -331,12 +341,80 @@ fn call_line(id: u64, tool: &str, args: &str) -> String {
     )
 }
 
+/// The bare client's bookkeeping at one concurrency level: up to
+/// `inflight` requests written ahead, each answer matched to its send time.
+struct Pipeline {
+    inflight: usize,
+    n: usize,
+    next_id: u64,
+    sent: usize,
+    sent_at: std::collections::HashMap<u64, Instant>,
+    lat: Vec<f64>,
+    cpu: Cpu,
+    wall: Instant,
+}
+
+impl Pipeline {
+    /// Starts the clocks; ids continue from `next_id`.
+    fn start(inflight: usize, n: usize, next_id: u64) -> Self {
+        Self {
+            inflight,
+            n,
+            next_id,
+            sent: 0,
+            sent_at: std::collections::HashMap::with_capacity(inflight),
+            lat: Vec::with_capacity(n),
+            cpu: Cpu::now(),
+            wall: Instant::now(),
+        }
+    }
+
+    /// Whether every answer is in.
+    fn done(&self) -> bool {
+        self.lat.len() >= self.n
+    }
+
+    /// The id of the next request to write now, if there is room.
+    fn next(&mut self) -> Option<u64> {
+        if self.sent >= self.n || self.sent_at.len() >= self.inflight {
+            return None;
+        }
+        let id = self.next_id;
+        self.sent_at.insert(id, Instant::now());
+        self.next_id += 1;
+        self.sent += 1;
+        Some(id)
+    }
+
+    /// The answer to `id` arrived.
+    fn answered(&mut self, id: u64) -> Result<(), String> {
+        let at = self
+            .sent_at
+            .remove(&id)
+            .ok_or_else(|| format!("unexpected id {id}"))?;
+        self.lat.push(at.elapsed().as_secs_f64() * 1e6);
+        Ok(())
+    }
+
+    /// Stops the clocks; returns the level's figures and the next free id.
+    fn finish(self) -> (Measured, u64) {
+        let measured = Measured::new(
+            self.inflight,
+            self.wall.elapsed(),
+            Cpu::now().since(self.cpu),
+            self.lat,
+        );
+        (measured, self.next_id)
+    }
+}
+
 /// What a parsed line is to the bare client.
 enum Line {
     /// A response to our request `id`, with its first text block's length.
     Response(u64, usize),
-    /// A request from the server: answered with an empty result.
-    Request(Value),
+    /// A request from the server, and the line that answers it (an empty
+    /// result).
+    Request(String),
     Other,
 }
 
@@ -345,7 +423,9 @@ fn classify(line: &[u8]) -> Result<Line, String> {
     if let Some(method) = v.get("method") {
         let _ = method;
         return Ok(match v.get("id") {
-            Some(id) => Line::Request(id.clone()),
+            Some(id) => {
+                Line::Request(json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string())
+            }
             None => Line::Other,
         });
     }
@@ -362,9 +442,17 @@ fn classify(line: &[u8]) -> Result<Line, String> {
     Ok(Line::Response(id, len))
 }
 
-/// Writes a line, reads lines, matches the id: nothing else. The
-/// response is parsed into a `serde_json::Value` (a client has to read it).
-fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+/// Starts the spec's stdio server for a bare client, stderr discarded.
+fn spawn_server(
+    spec: &WorkerSpec,
+) -> Result<
+    (
+        std::process::Child,
+        std::process::ChildStdin,
+        std::process::ChildStdout,
+    ),
+    String,
+> {
     let cmd = spec.stdio.as_ref().ok_or("no command")?;
     let mut child = Command::new(&cmd[0])
         .args(&cmd[1..])
@@ -373,8 +461,16 @@ fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         .stderr(Stdio::null())
         .spawn()
         .map_err(|e| format!("spawn: {e}"))?;
-    let mut stdin = child.stdin.take().ok_or("stdin")?;
-    let mut stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().ok_or("stdout")?);
+    let stdin = child.stdin.take().ok_or("stdin")?;
+    let stdout = child.stdout.take().ok_or("stdout")?;
+    Ok((child, stdin, stdout))
+}
+
+/// Writes a line, reads lines, matches the id: nothing else. The
+/// response is parsed into a `serde_json::Value` (a client has to read it).
+fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let (mut child, mut stdin, stdout) = spawn_server(spec)?;
+    let mut stdout = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::with_capacity(64 * 1024);
     let send = |stdin: &mut std::process::ChildStdin, line: &str| -> Result<(), String> {
         let mut bytes = Vec::with_capacity(line.len() + 1);
@@ -395,8 +491,7 @@ fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
                 }
                 match classify(buf.trim_ascii_end())? {
                     Line::Response(id, len) => return Ok((id, len)),
-                    Line::Request(id) => {
-                        let answer = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
+                    Line::Request(answer) => {
                         let mut bytes = answer.into_bytes();
                         bytes.push(b'\n');
                         stdin.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
@@ -418,31 +513,18 @@ fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     }
     let mut out = Vec::new();
     for &inflight in &spec.inflight {
-        let cpu = Cpu::now();
-        let wall = Instant::now();
-        let mut sent_at = std::collections::HashMap::with_capacity(inflight);
-        let mut lat = Vec::with_capacity(spec.n);
-        let mut sent = 0;
-        while lat.len() < spec.n {
-            while sent < spec.n && sent_at.len() < inflight {
-                sent_at.insert(next_id, Instant::now());
-                send(&mut stdin, &call_line(next_id, &spec.tool, &args))?;
-                next_id += 1;
-                sent += 1;
+        let mut level = Pipeline::start(inflight, spec.n, next_id);
+        while !level.done() {
+            while let Some(id) = level.next() {
+                send(&mut stdin, &call_line(id, &spec.tool, &args))?;
             }
             let (id, len) = read_response(&mut stdin, &mut buf)?;
-            let at = sent_at
-                .remove(&id)
-                .ok_or_else(|| format!("unexpected id {id}"))?;
-            lat.push(at.elapsed().as_secs_f64() * 1e6);
+            level.answered(id)?;
             result_len = len;
         }
-        out.push(Measured::new(
-            inflight,
-            wall.elapsed(),
-            Cpu::now().since(cpu),
-            lat,
-        ));
+        let (measured, next) = level.finish();
+        out.push(measured);
+        next_id = next;
     }
     if let Some(path) = &spec.dump {
         send(&mut stdin, &call_line(next_id, &spec.tool, &args))?;
@@ -494,24 +576,12 @@ fn bare_async_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String>
             }
             match classify(buf.trim_ascii_end())? {
                 Line::Response(id, len) => return Ok((id, len)),
-                Line::Request(id) => {
-                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
-                    send(stdin, &answer).await?;
-                }
+                Line::Request(answer) => send(stdin, &answer).await?,
                 Line::Other => {}
             }
         }
     }
-    let cmd = spec.stdio.as_ref().ok_or("no command")?;
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn: {e}"))?;
-    let stdin = child.stdin.take().ok_or("stdin")?;
-    let stdout = child.stdout.take().ok_or("stdout")?;
+    let (mut child, stdin, stdout) = spawn_server(spec)?;
     let measured = smol::block_on(async {
         let mut stdin = smol::Async::new(stdin).map_err(|e| format!("stdin: {e}"))?;
         let mut stdout = smol::io::BufReader::with_capacity(
@@ -532,31 +602,18 @@ fn bare_async_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String>
         }
         let mut out = Vec::new();
         for &inflight in &spec.inflight {
-            let cpu = Cpu::now();
-            let wall = Instant::now();
-            let mut sent_at = std::collections::HashMap::with_capacity(inflight);
-            let mut lat = Vec::with_capacity(spec.n);
-            let mut sent = 0;
-            while lat.len() < spec.n {
-                while sent < spec.n && sent_at.len() < inflight {
-                    sent_at.insert(next_id, Instant::now());
-                    send(&mut stdin, &call_line(next_id, &spec.tool, &args)).await?;
-                    next_id += 1;
-                    sent += 1;
+            let mut level = Pipeline::start(inflight, spec.n, next_id);
+            while !level.done() {
+                while let Some(id) = level.next() {
+                    send(&mut stdin, &call_line(id, &spec.tool, &args)).await?;
                 }
                 let (id, len) = read_response(&mut stdin, &mut stdout, &mut buf).await?;
-                let at = sent_at
-                    .remove(&id)
-                    .ok_or_else(|| format!("unexpected id {id}"))?;
-                lat.push(at.elapsed().as_secs_f64() * 1e6);
+                level.answered(id)?;
                 result_len = len;
             }
-            out.push(Measured::new(
-                inflight,
-                wall.elapsed(),
-                Cpu::now().since(cpu),
-                lat,
-            ));
+            let (measured, next) = level.finish();
+            out.push(measured);
+            next_id = next;
         }
         Ok((out, result_len))
     });
@@ -609,16 +666,9 @@ fn bare_threads_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), Strin
     thread_local! {
         static LANE: Cell<Option<usize>> = const { Cell::new(None) };
     }
-    let cmd = spec.stdio.as_ref().ok_or("no command")?;
-    let mut child = Command::new(&cmd[0])
-        .args(&cmd[1..])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::null())
-        .spawn()
-        .map_err(|e| format!("spawn: {e}"))?;
-    let stdin = RwLock::new(Some(child.stdin.take().ok_or("stdin")?));
-    let mut stdout = BufReader::with_capacity(64 * 1024, child.stdout.take().ok_or("stdout")?);
+    let (mut child, stdin, stdout) = spawn_server(spec)?;
+    let stdin = RwLock::new(Some(stdin));
+    let mut stdout = BufReader::with_capacity(64 * 1024, stdout);
     // One lane for the thread that connects and warms up, one per thread
     // of every level (each level starts threads of its own).
     let slots: Vec<Slot> = (0..=spec.inflight.iter().sum::<usize>())
@@ -655,8 +705,7 @@ fn bare_threads_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), Strin
                         slot.put(Ok(len));
                     }
                 }
-                Ok(Line::Request(id)) => {
-                    let answer = json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string();
+                Ok(Line::Request(answer)) => {
                     if let Err(e) = send(&answer) {
                         break e;
                     }
@@ -691,15 +740,7 @@ fn bare_threads_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), Strin
         let measured = (|| {
             request(&|id| INITIALIZE.replacen(r#""id":0"#, &format!(r#""id":{id}"#), 1))?;
             send(INITIALIZED)?;
-            let mut result_len = 0;
-            for _ in 0..spec.warmup {
-                result_len = call()?;
-            }
-            let mut out = Vec::new();
-            for &inflight in &spec.inflight {
-                out.push(measure_threads(inflight, spec.n, &call)?);
-            }
-            Ok((out, result_len))
+            warm_and_measure(spec, &call)
         })();
         // End of input: the server exits, its stdout closes, the reader
         // returns.
@@ -784,14 +825,7 @@ fn bare_http(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         }
         Err(format!("no response to {id}"))
     };
-    let mut result_len = 0;
-    for _ in 0..spec.warmup {
-        result_len = call()?;
-    }
-    let mut out = Vec::new();
-    for &inflight in &spec.inflight {
-        out.push(measure_threads(inflight, spec.n, &call)?);
-    }
+    let measured = warm_and_measure(spec, &call);
     let _ = agent.delete(url).header("Mcp-Session-Id", &session).call();
-    Ok((out, result_len))
+    measured
 }
