@@ -90,9 +90,9 @@ impl State {
 
 impl ReplyTx {
     /// Hands the caller its last update (never blocking on the caller)
-    /// and lets go of this end, under one
-    /// lock: a send and then a drop would take the caller's lock twice,
-    /// the second time just as the caller wakes up to take it.
+    /// and lets go of this end, under one lock: a send and then a drop
+    /// would take the caller's lock twice, the second time just as the
+    /// caller wakes up to take it.
     pub(crate) fn finish(mut self, update: CallUpdate) {
         self.slot.change(|state| {
             state.add(update);
