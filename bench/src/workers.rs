@@ -331,7 +331,12 @@ pub async fn all_lanes<F: std::future::Future>(
 
 // ----- the bare JSON-lines client: the limit -----
 
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bare","version":"0.0.0"}}}"#;
+/// The bare client's `initialize` request, under `id`.
+fn initialize_line(id: u64) -> String {
+    format!(
+        r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"bare","version":"0.0.0"}}}}}}"#
+    )
+}
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
 fn call_line(id: u64, tool: &str, args: &str) -> String {
@@ -408,6 +413,14 @@ impl Pipeline {
     }
 }
 
+/// `line` and its newline, as written to a pipe.
+fn line_bytes(line: &str) -> Vec<u8> {
+    let mut bytes = Vec::with_capacity(line.len() + 1);
+    bytes.extend_from_slice(line.as_bytes());
+    bytes.push(b'\n');
+    bytes
+}
+
 /// What a parsed line is to the bare client.
 enum Line {
     /// A response to our request `id`, with its first text block's length.
@@ -420,8 +433,7 @@ enum Line {
 
 fn classify(line: &[u8]) -> Result<Line, String> {
     let v: Value = serde_json::from_slice(line).map_err(|e| format!("bad line: {e}"))?;
-    if let Some(method) = v.get("method") {
-        let _ = method;
+    if v.get("method").is_some() {
         return Ok(match v.get("id") {
             Some(id) => {
                 Line::Request(json!({"jsonrpc": "2.0", "id": id, "result": {}}).to_string())
@@ -473,10 +485,9 @@ fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let mut stdout = BufReader::with_capacity(64 * 1024, stdout);
     let mut buf = Vec::with_capacity(64 * 1024);
     let send = |stdin: &mut std::process::ChildStdin, line: &str| -> Result<(), String> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        stdin.write_all(&bytes).map_err(|e| format!("write: {e}"))
+        stdin
+            .write_all(&line_bytes(line))
+            .map_err(|e| format!("write: {e}"))
     };
     // Reads until the response to one of our ids arrives.
     let mut read_response =
@@ -491,16 +502,12 @@ fn bare_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
                 }
                 match classify(buf.trim_ascii_end())? {
                     Line::Response(id, len) => return Ok((id, len)),
-                    Line::Request(answer) => {
-                        let mut bytes = answer.into_bytes();
-                        bytes.push(b'\n');
-                        stdin.write_all(&bytes).map_err(|e| format!("write: {e}"))?;
-                    }
+                    Line::Request(answer) => send(stdin, &answer)?,
                     Line::Other => {}
                 }
             }
         };
-    send(&mut stdin, INITIALIZE)?;
+    send(&mut stdin, &initialize_line(0))?;
     read_response(&mut stdin, &mut buf)?;
     send(&mut stdin, INITIALIZED)?;
     let args = spec.args.to_string();
@@ -551,11 +558,8 @@ fn bare_async_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String>
     type Stdin = smol::Async<std::process::ChildStdin>;
     type Stdout = smol::io::BufReader<smol::Async<std::process::ChildStdout>>;
     async fn send(stdin: &mut Stdin, line: &str) -> Result<(), String> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
         stdin
-            .write_all(&bytes)
+            .write_all(&line_bytes(line))
             .await
             .map_err(|e| format!("write: {e}"))
     }
@@ -589,7 +593,7 @@ fn bare_async_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String>
             smol::Async::new(stdout).map_err(|e| format!("stdout: {e}"))?,
         );
         let mut buf = Vec::with_capacity(64 * 1024);
-        send(&mut stdin, INITIALIZE).await?;
+        send(&mut stdin, &initialize_line(0)).await?;
         read_response(&mut stdin, &mut stdout, &mut buf).await?;
         send(&mut stdin, INITIALIZED).await?;
         let args = spec.args.to_string();
@@ -676,19 +680,17 @@ fn bare_threads_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), Strin
         .collect();
     let lanes = AtomicUsize::new(0);
     let send = |line: &str| -> Result<(), String> {
-        let mut bytes = Vec::with_capacity(line.len() + 1);
-        bytes.extend_from_slice(line.as_bytes());
-        bytes.push(b'\n');
-        let written = if bytes.len() <= PIPE_BUF {
-            let pipe = stdin.read().expect("stdin");
-            let mut pipe: &std::process::ChildStdin = pipe.as_ref().ok_or("stdin closed")?;
-            pipe.write_all(&bytes)
+        let bytes = line_bytes(line);
+        let (shared, exclusive);
+        let pipe: &Option<std::process::ChildStdin> = if bytes.len() <= PIPE_BUF {
+            shared = stdin.read().expect("stdin");
+            &shared
         } else {
-            let pipe = stdin.write().expect("stdin");
-            let mut pipe: &std::process::ChildStdin = pipe.as_ref().ok_or("stdin closed")?;
-            pipe.write_all(&bytes)
+            exclusive = stdin.write().expect("stdin");
+            &exclusive
         };
-        written.map_err(|e| format!("write: {e}"))
+        let mut pipe = pipe.as_ref().ok_or("stdin closed")?;
+        pipe.write_all(&bytes).map_err(|e| format!("write: {e}"))
     };
     let read_all = || {
         let mut buf = Vec::with_capacity(64 * 1024);
@@ -738,7 +740,7 @@ fn bare_threads_stdio(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), Strin
     let measured = std::thread::scope(|scope| {
         scope.spawn(read_all);
         let measured = (|| {
-            request(&|id| INITIALIZE.replacen(r#""id":0"#, &format!(r#""id":{id}"#), 1))?;
+            request(&initialize_line)?;
             send(INITIALIZED)?;
             warm_and_measure(spec, &call)
         })();
@@ -804,7 +806,7 @@ fn bare_http(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
             }
             Ok((session_id, messages))
         };
-    let (session, _) = post(INITIALIZE.to_owned(), None)?;
+    let (session, _) = post(initialize_line(0), None)?;
     let session = session.ok_or("no Mcp-Session-Id")?;
     post(INITIALIZED.to_owned(), Some(&session))?;
     let args = spec.args.to_string();
