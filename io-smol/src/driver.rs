@@ -1,17 +1,28 @@
-//! The session task: one per server, owning the core's pure
-//! [`Driver`](rho_proto_core::runtime::driver::Driver) (no lock around
-//! it). The task only waits and does IO: it races host commands and HTTP
-//! input (both in its [`Inbox`]), a stdio child's pipes (read and written
-//! by the task itself) and a single timer, feeds whichever wins into the
-//! driver, and carries the driver's effects out. The timer is
-//! re-armed only when the driver says the deadline moved earlier, and the
-//! task yields after a burst of inputs so one busy server cannot starve
-//! the others sharing the executor thread.
+//! The session task and the session it shares with its callers.
+//!
+//! A [`Session`] is the core's pure
+//! [`Driver`](rho_proto_core::runtime::driver::Driver) together with
+//! everything its effects are carried to: the transport's sending half
+//! (a stdio child's stdin, or the HTTP exchanges) and the host. It sits
+//! behind one short lock that is never held across an await. A caller
+//! hands its command to the session itself ([`Session::command`]): the
+//! call is written to the server on the caller's own turn, with no task
+//! scheduled for it, and the session task is woken only when something is
+//! left for it (stdin did not take the whole write, the timer must move
+//! earlier, the transport must end).
+//!
+//! The task owns only waiting and receiving: it races HTTP input and the
+//! host's other commands (both in its [`Inbox`]), a stdio child's stdout
+//! (read by the task itself), stdin's room and a single timer, feeds
+//! whichever wins into the driver, and carries the driver's effects out.
+//! The timer is re-armed only when the driver says the deadline moved
+//! earlier, and the task yields after a burst of inputs so one busy server
+//! cannot starve the others sharing the executor thread.
 
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::{Arc, Mutex};
-use std::task::{Context, Poll};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock};
+use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
@@ -28,7 +39,7 @@ use smol::{Executor, Timer};
 use crate::http::HttpIo;
 use crate::inbox::{self, Inbox};
 use crate::reply::ReplySender;
-use crate::stdio::{PipeReady, StdioChild};
+use crate::stdio::{PipeReady, Stdin, StdioChild};
 
 /// What wakes a session task on smol: replies go through [`ReplySender`]s.
 pub(crate) type Input = rho_proto_core::runtime::driving::Input<ReplySender>;
@@ -38,48 +49,66 @@ pub(crate) type Command = rho_proto_core::runtime::driving::Command<ReplySender>
 /// Shared between a session task and the host's status reports.
 pub(crate) type SharedHealth = Arc<Mutex<Health>>;
 
+/// Where a session task puts its [`Session`] once the transport runs, for
+/// its callers to find.
+pub(crate) type SessionCell = Arc<OnceLock<Mutex<Session>>>;
+
 /// How many inputs a session task handles before it yields.
 const BURST: u32 = 64;
 /// How long the task waits for an exit status after stdout closes.
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
 
-/// The IO a connection runs over.
+/// What a session task owns of its transport: what it waits on.
 enum Io {
     Stdio(StdioChild),
-    Http(HttpIo),
+    Http,
 }
 
 impl Io {
-    fn pid(&self) -> Option<u32> {
-        match self {
-            Io::Stdio(child) => Some(child.pid()),
-            Io::Http(_) => None,
-        }
-    }
-
-    fn carry(&mut self, output: Output) {
-        match (self, output) {
-            (Io::Stdio(child), Output::Write(bytes)) => child.write(bytes),
-            (Io::Http(http), Output::Http(HttpOutput::Send(request))) => http.send(request),
-            (Io::Http(http), Output::Http(HttpOutput::Abort(exchange))) => http.abort(exchange),
-            _ => {}
-        }
-    }
-
     async fn exit_detail(&mut self) -> Option<String> {
         match self {
             Io::Stdio(child) => child.exit_detail(EXIT_STATUS_WAIT).await,
-            Io::Http(_) => None,
+            Io::Http => None,
         }
     }
 
     async fn shutdown(self, grace: Duration) -> Option<String> {
         match self {
             Io::Stdio(child) => child.shutdown(grace).await,
-            Io::Http(mut http) => {
-                http.shutdown();
-                None
+            Io::Http => None,
+        }
+    }
+}
+
+/// What a session sends over: the half of its transport callers share.
+enum Out {
+    Stdio(Stdin),
+    Http(HttpIo),
+}
+
+impl Out {
+    /// Carries one output out; whether anything is left for the task.
+    fn carry(&mut self, output: Output) -> bool {
+        match (self, output) {
+            (Out::Stdio(stdin), Output::Write(bytes)) => stdin.write(bytes),
+            (Out::Http(http), Output::Http(HttpOutput::Send(request))) => {
+                http.send(request);
+                false
             }
+            (Out::Http(http), Output::Http(HttpOutput::Abort(exchange))) => {
+                http.abort(exchange);
+                false
+            }
+            _ => false,
+        }
+    }
+
+    /// Stops sending: stdin closes (what the pipe takes now still goes
+    /// out), HTTP exchanges are cancelled and their connections closed.
+    fn close(&mut self) {
+        match self {
+            Out::Stdio(stdin) => stdin.close(),
+            Out::Http(http) => http.shutdown(),
         }
     }
 }
@@ -89,8 +118,12 @@ enum Woke {
     /// A command or transport input from the inbox (`None`: every
     /// sender is gone).
     Input(Option<Input>),
-    /// The stdio child's pipes.
+    /// The stdio child's stdout.
     Pipe(PipeReady),
+    /// Writing stdin failed; nothing more is written.
+    WriteFailed(String),
+    /// The driver said to end the transport (on a caller's turn).
+    End,
     /// The timer fired.
     Timer,
 }
@@ -109,6 +142,8 @@ pub(crate) struct TaskArgs {
     pub(crate) health: SharedHealth,
     /// What waits for a stdio child's stdin.
     pub(crate) backlog: Arc<Backlog>,
+    /// Where the task puts the session for its callers.
+    pub(crate) session: SessionCell,
 }
 
 /// Where a task carries the driver's effects that are not transport IO.
@@ -180,6 +215,61 @@ impl Host {
     }
 }
 
+/// One server's session: the driver and where its effects go, shared by
+/// the session task and its callers behind a lock held only for a step.
+pub(crate) struct Session {
+    driver: Driver<ReplySender>,
+    out: Out,
+    host: Host,
+    /// The driver said to end the transport: the task does, next it runs.
+    end: bool,
+    /// The session task, while it waits: woken when a caller leaves it
+    /// something to do.
+    waker: Option<Waker>,
+}
+
+impl Session {
+    fn lock(cell: &Mutex<Self>) -> MutexGuard<'_, Self> {
+        // A panic under this lock leaves a driver that is still whole: its
+        // steps change it only through `&mut self` methods.
+        cell.lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Does what the host asks, on the caller's turn: the driver handles
+    /// the command and its effects are carried out at once (a call's
+    /// request written to stdin, or its exchange started). Hands the
+    /// command back when the session has closed.
+    pub(crate) fn command(cell: &Mutex<Self>, command: Command) -> Result<(), Command> {
+        let waker = {
+            let mut session = Self::lock(cell);
+            session.driver.handle_command(Instant::now(), command)?;
+            if session.settle() {
+                session.waker.take()
+            } else {
+                None
+            }
+        };
+        if let Some(waker) = waker {
+            waker.wake();
+        }
+        Ok(())
+    }
+
+    /// Carries out every effect the driver has; whether the session task
+    /// must run for what is left: the rest of a write stdin did not take,
+    /// the timer to move earlier, or the transport to end.
+    fn settle(&mut self) -> bool {
+        let Self {
+            driver, out, host, ..
+        } = self;
+        let mut left = false;
+        let end = host.carry(driver, |output| left |= out.carry(output));
+        self.end |= end;
+        left | end | self.driver.rearm().is_some()
+    }
+}
+
 /// Runs one server to completion.
 pub(crate) async fn run(args: TaskArgs) {
     let TaskArgs {
@@ -194,6 +284,7 @@ pub(crate) async fn run(args: TaskArgs) {
         startup,
         health,
         backlog,
+        session,
     } = args;
     let setup = Setup {
         config: &config,
@@ -211,19 +302,25 @@ pub(crate) async fn run(args: TaskArgs) {
     };
     let io = match &config.transport {
         Transport::Stdio(stdio) => {
-            StdioChild::spawn(&executor, driver.server(), stdio, &ambient, backlog).map(Io::Stdio)
+            StdioChild::spawn(&executor, driver.server(), stdio, &ambient, backlog)
+                .map(|(child, stdin)| (Io::Stdio(child), Out::Stdio(stdin)))
         }
-        Transport::StreamableHttp(_) => Ok(Io::Http(HttpIo::new(&executor, tx.clone()))),
+        Transport::StreamableHttp(_) => {
+            Ok((Io::Http, Out::Http(HttpIo::new(&executor, tx.clone()))))
+        }
     };
-    let mut io = match io {
+    let (mut io, out) = match io {
         Ok(io) => io,
         Err(error) => {
             let _ = startup.try_send(Err(StartupError::Transport(error)));
             return;
         }
     };
-    driver.transport_started(io.pid());
-    let mut host = Host {
+    driver.transport_started(match &io {
+        Io::Stdio(child) => Some(child.pid()),
+        Io::Http => None,
+    });
+    let host = Host {
         executor,
         services: host,
         record,
@@ -231,103 +328,291 @@ pub(crate) async fn run(args: TaskArgs) {
         health,
         answers: tx,
     };
+    // Set before the driver's first effect: callers can come only once
+    // startup is heard, and they find it here.
+    let cell = session.get_or_init(move || {
+        Mutex::new(Session {
+            driver,
+            out,
+            host,
+            end: false,
+            waker: None,
+        })
+    });
     let mut timer = Timer::never();
+    let mut armed = None;
     let mut burst = 0u32;
     let mut reads_first = false;
-    while !host.carry(&mut driver, |output| io.carry(output)) {
-        if let Some(at) = driver.rearm() {
-            timer.set_at(at);
+    loop {
+        {
+            let mut session = Session::lock(cell);
+            session.settle();
+            if session.end {
+                break;
+            }
+            // Input that is always ready (a flooding server) must not keep
+            // a deadline from firing: the inbox is polled first, so a due
+            // timer is handled here.
+            let now = Instant::now();
+            if session.driver.is_due(now) {
+                session.driver.handle_timeout(now);
+                continue;
+            }
         }
         burst += 1;
         if burst >= BURST {
             burst = 0;
             smol::future::yield_now().await;
         }
-        // Input that is always ready (a flooding server) must not keep a
-        // deadline from firing: the inbox is polled first, so a due
-        // timer is handled here.
-        let now = Instant::now();
-        if driver.is_due(now) {
-            driver.handle_timeout(now);
-            continue;
-        }
         // Fairness: a server that floods stdout must not keep commands
-        // (a close, a cancellation) waiting, nor a flood of commands the
+        // (a close, an answer) waiting, nor a flood of inputs the
         // server's answers; which goes first alternates.
         reads_first = !reads_first;
-        let woke = {
-            std::future::poll_fn(|cx| {
-                let mut poll_pipes = |cx: &mut Context<'_>, read: bool| match &mut io {
-                    Io::Stdio(child) => child.poll_pipes(cx, read),
-                    Io::Http(_) => Poll::Pending,
-                };
-                // Writes always go first: they never end the wait by
-                // themselves, only move bytes out.
-                if let Poll::Ready(ready) = poll_pipes(cx, reads_first) {
-                    return Poll::Ready(Woke::Pipe(ready));
+        let woke = std::future::poll_fn(|cx| {
+            {
+                let mut session = Session::lock(cell);
+                if session.end {
+                    return Poll::Ready(Woke::End);
                 }
-                if let Poll::Ready(input) = rx.poll_recv(cx) {
-                    return Poll::Ready(Woke::Input(input));
-                }
-                if !reads_first {
-                    if let Poll::Ready(ready) = poll_pipes(cx, true) {
-                        return Poll::Ready(Woke::Pipe(ready));
+                // Writes go first: they never end the wait by themselves,
+                // only move bytes out.
+                if let Out::Stdio(stdin) = &mut session.out {
+                    if let Some(failed) = stdin.poll_flush(cx) {
+                        return Poll::Ready(Woke::WriteFailed(failed));
                     }
                 }
-                match Pin::new(&mut timer).poll(cx) {
-                    Poll::Ready(_) => Poll::Ready(Woke::Timer),
-                    Poll::Pending => Poll::Pending,
+                let at = session.driver.timer();
+                if at != armed {
+                    armed = at;
+                    if let Some(at) = at {
+                        timer.set_at(at);
+                    }
                 }
-            })
-            .await
-        };
+                match &mut session.waker {
+                    Some(waker) if waker.will_wake(cx.waker()) => {}
+                    slot => *slot = Some(cx.waker().clone()),
+                }
+            }
+            let mut poll_read = |cx: &mut Context<'_>| match &mut io {
+                Io::Stdio(child) => child.poll_read(cx),
+                Io::Http => Poll::Pending,
+            };
+            if reads_first {
+                if let Poll::Ready(ready) = poll_read(cx) {
+                    return Poll::Ready(Woke::Pipe(ready));
+                }
+            }
+            if let Poll::Ready(input) = rx.poll_recv(cx) {
+                return Poll::Ready(Woke::Input(input));
+            }
+            if !reads_first {
+                if let Poll::Ready(ready) = poll_read(cx) {
+                    return Poll::Ready(Woke::Pipe(ready));
+                }
+            }
+            match Pin::new(&mut timer).poll(cx) {
+                Poll::Ready(_) => Poll::Ready(Woke::Timer),
+                Poll::Pending => Poll::Pending,
+            }
+        })
+        .await;
         let now = Instant::now();
-        let input = match woke {
-            Woke::Input(Some(input)) => input,
-            Woke::Input(None) | Woke::Timer => {
-                if rx.is_done() && !driver.is_due(now) {
-                    // Every sender is gone: the host dropped the runtime.
-                    let _ = driver.handle_command(now, Command::Close);
-                } else {
-                    driver.handle_timeout(now);
+        match woke {
+            Woke::End => break,
+            Woke::Input(Some(input)) => {
+                let mut session = Session::lock(cell);
+                match input {
+                    // A command the closed session hands back is dropped
+                    // with its reply channel: the caller hears the session
+                    // is gone.
+                    Input::Command(command) => drop(session.driver.handle_command(now, command)),
+                    Input::Http(exchange, input) => {
+                        if let Out::Http(http) = &mut session.out {
+                            http.handled(exchange, &input);
+                        }
+                        session.driver.handle_http(now, exchange, input);
+                    }
+                    // Stdout is this task's own (`Woke::Pipe`): nothing
+                    // sends its events through the inbox.
+                    Input::Pipe(_) => {}
                 }
-                continue;
+            }
+            Woke::Input(None) | Woke::Timer => {
+                let mut session = Session::lock(cell);
+                if rx.is_done() && !session.driver.is_due(now) {
+                    // Every sender is gone: the host dropped the runtime.
+                    let _ = session.driver.handle_command(now, Command::Close);
+                } else {
+                    session.driver.handle_timeout(now);
+                }
             }
             Woke::Pipe(PipeReady::Read(n)) => {
                 if let Io::Stdio(child) = &io {
-                    driver.handle_stdout(now, child.read_bytes(n));
+                    Session::lock(cell)
+                        .driver
+                        .handle_stdout(now, child.read_bytes(n));
                 }
-                continue;
             }
             Woke::Pipe(PipeReady::StdoutClosed) => {
                 let exit = io.exit_detail().await;
-                driver.handle_stdout_closed(Instant::now(), exit);
-                continue;
+                Session::lock(cell)
+                    .driver
+                    .handle_stdout_closed(Instant::now(), exit);
             }
-            Woke::Pipe(PipeReady::WriteFailed(error)) => {
+            Woke::WriteFailed(error) => {
                 let exit = io.exit_detail().await;
-                driver.handle_write_failed(Instant::now(), &error, exit);
-                continue;
+                Session::lock(cell)
+                    .driver
+                    .handle_write_failed(Instant::now(), &error, exit);
             }
-        };
-        match input {
-            // A command the closed session hands back is dropped with its
-            // reply channel: the caller hears the session is gone.
-            Input::Command(command) => drop(driver.handle_command(now, command)),
-            Input::Http(exchange, input) => {
-                if let Io::Http(http) = &mut io {
-                    http.handled(exchange, &input);
-                }
-                driver.handle_http(now, exchange, input);
-            }
-            // The stdio pipes are this task's own (`Woke::Pipe`): nothing
-            // sends their events through the inbox.
-            Input::Pipe(_) => {}
         }
     }
+    Session::lock(cell).out.close();
     let stderr = io.shutdown(grace).await;
+    let mut session = Session::lock(cell);
+    let Session { driver, host, .. } = &mut *session;
     driver.finish(stderr);
     // What is left are the callers' and startup's answers: the transport
     // is gone.
-    host.carry(&mut driver, |_| {});
+    host.carry(driver, |_| {});
+}
+
+#[cfg(test)]
+mod tests {
+    use std::path::PathBuf;
+    use std::pin::pin;
+    use std::sync::Arc;
+    use std::time::{Duration, Instant};
+
+    use rho_proto_core::host::RuntimeOptions;
+    use rho_proto_core::session::DISCOVER_WAIT;
+    use serde_json::json;
+    use smol::{Executor, Timer};
+
+    use crate::{Runtime, block_on};
+
+    /// A stdio MCP server with one tool, `echo`, whose answer is the
+    /// length of the arguments' JSON text; each call touches the marker
+    /// file (`argv[1]`) when its request arrived. With `pause` (`argv[2]`)
+    /// it stops reading its input for 300 ms after listing its tools.
+    const SERVER: &str = r#"
+const fs = require('fs');
+const [marker, mode] = [process.argv[2], process.argv[3]];
+const send = (m) => process.stdout.write(JSON.stringify(m) + '\n');
+let buf = '';
+process.stdin.setEncoding('utf8');
+process.stdin.on('data', (chunk) => {
+  buf += chunk;
+  let nl;
+  while ((nl = buf.indexOf('\n')) >= 0) {
+    const m = JSON.parse(buf.slice(0, nl));
+    buf = buf.slice(nl + 1);
+    if (m.method === 'initialize') {
+      send({ jsonrpc: '2.0', id: m.id, result: { protocolVersion: m.params.protocolVersion,
+        capabilities: { tools: {} }, serverInfo: { name: 't', version: '1' } } });
+    } else if (m.method === 'tools/list') {
+      send({ jsonrpc: '2.0', id: m.id, result: { tools: [{ name: 'echo', inputSchema: { type: 'object' } }] } });
+      if (mode === 'pause') {
+        process.stdin.pause();
+        setTimeout(() => process.stdin.resume(), 300);
+      }
+    } else if (m.method === 'tools/call') {
+      fs.writeFileSync(marker, 'called');
+      const text = String(JSON.stringify(m.params.arguments).length);
+      send({ jsonrpc: '2.0', id: m.id, result: { content: [{ type: 'text', text }] } });
+    } else if (m.id !== undefined) {
+      send({ jsonrpc: '2.0', id: m.id, error: { code: -32601, message: 'no such method' } });
+    }
+  }
+});
+"#;
+
+    /// How long a test waits for what should happen.
+    const WAIT: Duration = Duration::from_secs(10);
+
+    /// A fresh path under the temporary directory.
+    fn scratch(name: &str) -> PathBuf {
+        static NEXT: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        std::env::temp_dir().join(format!("rho-io-smol-{}-{n}-{name}", std::process::id()))
+    }
+
+    /// The server, started by a runtime on `executor`; and its marker.
+    fn start(executor: &Arc<Executor<'static>>, mode: &str) -> (Runtime, PathBuf) {
+        let script = scratch("server.js");
+        std::fs::write(&script, SERVER).expect("write the server script");
+        let marker = scratch("called");
+        let quote = |p: &PathBuf| format!("{:?}", p.display().to_string());
+        let text = format!(
+            "[mcp.servers.t]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{}, {}, \"{mode}\"]\n",
+            quote(&script),
+            quote(&marker),
+        );
+        let config = rho_proto_core::config::parse(&text, "test.toml").expect("valid config");
+        let mut options = RuntimeOptions::new(std::env::vars().collect(), None);
+        options.shutdown_grace = Duration::from_millis(300);
+        let runtime = block_on(executor, Runtime::start(executor, &config, options));
+        let view = runtime.server("t").expect("configured");
+        assert!(!view.status.is_failure(), "{:?}", view.status);
+        (runtime, marker)
+    }
+
+    /// Within `wait`, or `None`.
+    async fn within<T>(wait: Duration, future: impl Future<Output = T>) -> Option<T> {
+        smol::future::or(async { Some(future.await) }, async {
+            Timer::after(wait).await;
+            None
+        })
+        .await
+    }
+
+    #[test]
+    fn a_call_is_written_on_the_callers_turn_with_no_task_scheduled() {
+        let executor = Arc::new(Executor::new());
+        let (runtime, marker) = start(&executor, "serve");
+        let result = {
+            let mut call = pin!(runtime.call_tool("mcp__t__echo", json!({"n": 1})));
+            // One poll, outside the executor: no session task can run, so
+            // the request reaches the server only if the caller wrote it.
+            let first = smol::future::block_on(smol::future::poll_once(call.as_mut()));
+            assert!(first.is_none(), "the answer cannot be in yet: {first:?}");
+            let until = Instant::now() + WAIT;
+            while !marker.exists() && Instant::now() < until {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            assert!(marker.exists(), "the server never saw the call");
+            // The answer comes in once the executor runs the session task.
+            block_on(&executor, within(WAIT, call))
+        };
+        let result = result
+            .expect("answered in time")
+            .expect("the call succeeds");
+        assert_eq!(result.text(), r#"{"n":1}"#.len().to_string());
+        block_on(&executor, runtime.shutdown());
+        let _ = std::fs::remove_file(marker);
+    }
+
+    #[test]
+    fn what_stdin_did_not_take_on_the_callers_turn_the_task_writes() {
+        let executor = Arc::new(Executor::new());
+        let (runtime, marker) = start(&executor, "pause");
+        // Far more than a pipe holds, sent while the server is not
+        // reading: the caller's write leaves most of it for the task.
+        let big = "x".repeat(1024 * 1024);
+        let arguments = json!({ "big": big });
+        let expected = arguments.to_string().len().to_string();
+        // Well before the timer still set for the startup's `server/discover`
+        // probe (3 s after the start) fires early and runs the task anyway:
+        // the answer is in only if the caller woke the task for the rest.
+        let wait = DISCOVER_WAIT - Duration::from_millis(500);
+        let result = block_on(
+            &executor,
+            within(wait, runtime.call_tool("mcp__t__echo", arguments)),
+        )
+        .expect("the whole request went out")
+        .expect("the call succeeds");
+        assert_eq!(result.text(), expected);
+        block_on(&executor, runtime.shutdown());
+        let _ = std::fs::remove_file(marker);
+    }
 }

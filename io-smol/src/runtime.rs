@@ -34,13 +34,15 @@ use smol::{Executor, Task, Timer};
 
 use crate::inbox::{self, Sender};
 
-use crate::driver::{self, Command, Input, SharedHealth, TaskArgs};
+use crate::driver::{self, Command, Input, Session, SessionCell, SharedHealth, TaskArgs};
 use rho_proto_core::runtime::driving::{
     Admission, Admit, CallUpdate, Heard, StartupOutcome, StartupStep, StartupWait,
 };
 
 struct TaskHandle {
     commands: Sender<Input>,
+    /// The session itself, once its transport runs: calls go straight in.
+    session: SessionCell,
     task: Option<Task<()>>,
     health: SharedHealth,
     /// What waits for a stdio child's stdin: a call waits for room first.
@@ -90,6 +92,7 @@ impl Runtime {
             let (startup, outcome) = smol::channel::bounded(1);
             let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
             let backlog = Arc::new(Backlog::default());
+            let session = SessionCell::default();
             let task = executor.spawn(driver::run(TaskArgs {
                 executor: Arc::clone(executor),
                 config: server.clone(),
@@ -102,11 +105,13 @@ impl Runtime {
                 startup,
                 health: Arc::clone(&health),
                 backlog: Arc::clone(&backlog),
+                session: Arc::clone(&session),
             }));
             tasks.insert(
                 slot,
                 TaskHandle {
                     commands,
+                    session,
                     task: Some(task),
                     health,
                     backlog,
@@ -328,24 +333,18 @@ impl Runtime {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = crate::reply::reply();
         handle
-            .commands
-            .send(Input::Command(Command::CallTool {
+            .command(Command::CallTool {
                 ticket,
                 tool,
                 arguments,
                 reply,
-            }))
+            })
             .map_err(|_| not_running())?;
         // If this future is dropped before the answer, the guard in
         // `follow` tells the session to abandon the call.
-        follow(
-            &handle.commands,
-            ticket,
-            answer,
-            cancel,
-            not_running,
-            |update| update.into_call_result(&mut on_progress),
-        )
+        follow(handle, ticket, answer, cancel, not_running, |update| {
+            update.into_call_result(&mut on_progress)
+        })
         .await
     }
 
@@ -404,21 +403,15 @@ impl Runtime {
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         let (reply, answer) = crate::reply::reply();
         handle
-            .commands
-            .send(Input::Command(Command::Request {
+            .command(Command::Request {
                 ticket,
                 request: Box::new(request),
                 reply,
-            }))
+            })
             .map_err(|_| not_running())?;
-        follow(
-            &handle.commands,
-            ticket,
-            answer,
-            cancel,
-            not_running,
-            |update| update.into_answer(server),
-        )
+        follow(handle, ticket, answer, cancel, not_running, |update| {
+            update.into_answer(server)
+        })
         .await
     }
 
@@ -477,7 +470,7 @@ async fn wait_startup(
 /// that won) is still awaited; dropping the future abandons it the same
 /// way (the guard).
 async fn follow<T>(
-    commands: &Sender<Input>,
+    session: &TaskHandle,
     ticket: u64,
     mut answer: crate::reply::ReplyReceiver,
     mut cancel: std::pin::Pin<&mut impl Future<Output = ()>>,
@@ -485,7 +478,7 @@ async fn follow<T>(
     mut outcome: impl FnMut(CallUpdate) -> Option<Result<T, ToolCallError>>,
 ) -> Result<T, ToolCallError> {
     let mut guard = CancelOnDrop {
-        commands,
+        session,
         ticket,
         armed: true,
     };
@@ -504,8 +497,8 @@ async fn follow<T>(
                 None => {
                     cancelled = true;
                     guard.armed = false;
-                    commands
-                        .send(Input::Command(Command::Cancel { ticket }))
+                    session
+                        .command(Command::Cancel { ticket })
                         .map_err(|_| not_running())?;
                     continue;
                 }
@@ -518,9 +511,12 @@ async fn follow<T>(
     }
 }
 
+/// A command found its session closed.
+struct SessionGone;
+
 /// Abandons a call whose future was dropped.
 struct CancelOnDrop<'a> {
-    commands: &'a Sender<Input>,
+    session: &'a TaskHandle,
     ticket: u64,
     armed: bool,
 }
@@ -528,14 +524,27 @@ struct CancelOnDrop<'a> {
 impl Drop for CancelOnDrop<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let _ = self.commands.send(Input::Command(Command::Cancel {
+            let _ = self.session.command(Command::Cancel {
                 ticket: self.ticket,
-            }));
+            });
         }
     }
 }
 
 impl TaskHandle {
+    /// Hands `command` to the session: straight in once its transport
+    /// runs, through the task's inbox before. Fails when the session is
+    /// gone (the command is dropped: a caller's reply channel with it).
+    fn command(&self, command: Command) -> Result<(), SessionGone> {
+        match self.session.get() {
+            Some(session) => Session::command(session, command).map_err(|_| SessionGone),
+            None => self
+                .commands
+                .send(Input::Command(command))
+                .map_err(|_| SessionGone),
+        }
+    }
+
     fn health(&self) -> Health {
         match self.health.lock() {
             Ok(h) => h.clone(),

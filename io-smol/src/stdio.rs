@@ -1,13 +1,17 @@
 //! A stdio server's child process on smol: the command is prepared exactly
 //! as on threads (`rho_os::process::prepare_command`: no shell, a
 //! computed environment, its own process group) and spawned by std, its
-//! pipes non-blocking and registered with async-io's reactor. The
-//! session task itself reads stdout and writes stdin
-//! ([`StdioChild::poll_pipes`], raced with its other inputs): a call's
-//! bytes go out and its answer comes in without a hop through another
-//! task or a channel, and without a copy. Only stderr has a task of its
-//! own, draining into tracing and a bounded tail. Shutdown closes stdin,
-//! waits the grace period, kills the group and reaps the child.
+//! pipes non-blocking and registered with async-io's reactor. It comes
+//! in two halves. The [`Stdin`] half lives in the session the callers
+//! share with the session task (`crate::driver`): whoever carries a write
+//! out, a caller issuing its call or the task answering the server,
+//! writes it at once, and the task takes over only what the pipe did not
+//! take. The [`StdioChild`] half is the task's own: it reads stdout
+//! ([`StdioChild::poll_read`], raced with the task's other inputs), so an
+//! answer comes in without a hop through another task or a channel, and
+//! without a copy. Only stderr has a task of its own, draining into
+//! tracing and a bounded tail. Shutdown closes stdin, waits the grace
+//! period, kills the group and reaps the child.
 //!
 //! Both pipes are bounded without dropping a byte, as on threads
 //! (`rho_proto_core::runtime::backlog`): stdout is read only when the
@@ -34,16 +38,10 @@ use smol::io::AsyncReadExt;
 use smol::{Async, Executor, Task, Timer};
 use std::process::{Child, ChildStdin, ChildStdout, Stdio};
 
-/// A running stdio server.
+/// A running stdio server: what its session task owns.
 pub(crate) struct StdioChild {
     child: Child,
     pid: u32,
-    /// Gone once a write failed or shutdown began.
-    stdin: Option<Async<ChildStdin>>,
-    /// Bytes for stdin not yet written, oldest first; of the first,
-    /// `written` bytes are out already.
-    pending: VecDeque<Vec<u8>>,
-    written: usize,
     /// Gone once it closed.
     stdout: Option<Async<ChildStdout>>,
     /// The last read of stdout filled the buffer (or readiness was
@@ -61,15 +59,28 @@ pub(crate) struct StdioChild {
     exit: Option<String>,
 }
 
-/// What the pipes have for the session task.
+/// A running stdio server's input: what the session shares with its
+/// callers. A write goes out as soon as it is queued, as far as the pipe
+/// takes it; the rest waits for [`Stdin::poll_flush`].
+pub(crate) struct Stdin {
+    /// Gone once a write failed or shutdown began.
+    pipe: Option<Async<ChildStdin>>,
+    /// Bytes not yet written, oldest first; of the first, `written` bytes
+    /// are out already.
+    pending: VecDeque<Vec<u8>>,
+    written: usize,
+    /// Why the last write failed, until the session task hears it.
+    failed: Option<String>,
+    backlog: Arc<Backlog>,
+}
+
+/// What stdout has for the session task.
 #[derive(Debug)]
 pub(crate) enum PipeReady {
     /// This many bytes of stdout are in [`StdioChild::read_bytes`].
     Read(usize),
     /// Stdout closed (or failed): the server is gone or going.
     StdoutClosed,
-    /// Writing stdin failed; nothing more is written.
-    WriteFailed(String),
 }
 
 /// How long shutdown waits for the stderr drain after the group is killed.
@@ -89,7 +100,7 @@ impl StdioChild {
         config: &StdioConfig,
         ambient: &[(String, String)],
         backlog: Arc<Backlog>,
-    ) -> Result<Self, String> {
+    ) -> Result<(Self, Stdin), String> {
         let (mut command, program) = prepare_command(server, config, ambient)?;
         let mut child = command
             .stdin(Stdio::piped())
@@ -153,12 +164,16 @@ impl StdioChild {
                 }
             }
         });
-        Ok(Self {
-            child,
-            pid,
-            stdin: Some(stdin),
+        let stdin = Stdin {
+            pipe: Some(stdin),
             pending: VecDeque::new(),
             written: 0,
+            failed: None,
+            backlog: Arc::clone(&backlog),
+        };
+        let child = Self {
+            child,
+            pid,
             stdout: Some(stdout),
             stdout_ready: true,
             buf: Vec::with_capacity(STDOUT_CHUNK),
@@ -166,7 +181,8 @@ impl StdioChild {
             stderr_tail,
             drain: Some(drain),
             exit: None,
-        })
+        };
+        Ok((child, stdin))
     }
 
     /// The child's process id (also its process group id).
@@ -174,27 +190,13 @@ impl StdioChild {
         self.pid
     }
 
-    /// Queues bytes for the child's stdin, counted in the backlog; never
-    /// waits on the child and never drops (the queue is unbounded; callers
-    /// wait for the backlog instead). The next [`StdioChild::poll_pipes`]
-    /// writes them, at once when the pipe has room.
-    pub(crate) fn write(&mut self, bytes: Vec<u8>) {
-        if self.stdin.is_some() && !bytes.is_empty() {
-            self.backlog.add(bytes.len());
-            self.pending.push_back(bytes);
-        }
-    }
-
-    /// Writes what is queued as far as stdin takes it, then, when `read`
-    /// and the stdin backlog allows, reads stdout. Ready with what the
-    /// session must handle; pending (woken by either pipe) otherwise.
-    pub(crate) fn poll_pipes(&mut self, cx: &mut Context<'_>, read: bool) -> Poll<PipeReady> {
-        if let Some(failed) = self.poll_write(cx) {
-            return Poll::Ready(failed);
-        }
-        if !read || !self.backlog.has_room(READ_PAUSE) {
-            // Reading resumes once the child takes its input (a write
-            // wakes this task) or the next input arrives.
+    /// When the stdin backlog allows, reads stdout. Ready with what the
+    /// session must handle; pending (woken by stdout, or by stdin's
+    /// draining) otherwise.
+    pub(crate) fn poll_read(&mut self, cx: &mut Context<'_>) -> Poll<PipeReady> {
+        if !self.backlog.has_room(READ_PAUSE) {
+            // Reading resumes once the child takes its input (the task
+            // waits for stdin's room meanwhile) or the next input arrives.
             return Poll::Pending;
         }
         let Some(stdout) = &self.stdout else {
@@ -231,49 +233,6 @@ impl StdioChild {
     /// What the last [`PipeReady::Read`] of `n` bytes read.
     pub(crate) fn read_bytes(&self, n: usize) -> &[u8] {
         &self.buf[..n]
-    }
-
-    /// Writes queued bytes until stdin would block; the failure, when a
-    /// write failed (then nothing more is written, and the backlog is
-    /// closed so nobody waits for it).
-    fn poll_write(&mut self, cx: &mut Context<'_>) -> Option<PipeReady> {
-        let stdin = self.stdin.as_ref()?;
-        while let Some(front) = self.pending.front() {
-            let failure = match rustix::io::write(stdin.get_ref(), &front[self.written..]) {
-                Ok(0) => "the server closed its input".to_owned(),
-                Ok(n) => {
-                    self.backlog.remove(n);
-                    self.written += n;
-                    if self.written == front.len() {
-                        self.pending.pop_front();
-                        self.written = 0;
-                    }
-                    continue;
-                }
-                Err(Errno::INTR) => continue,
-                Err(Errno::AGAIN) => match stdin.poll_writable(cx) {
-                    // Woken once the child made room.
-                    Poll::Pending => return None,
-                    Poll::Ready(Ok(())) => continue,
-                    Poll::Ready(Err(e)) => e.to_string(),
-                },
-                Err(e) => std::io::Error::from(e).to_string(),
-            };
-            self.stdin = None;
-            self.drop_pending();
-            return Some(PipeReady::WriteFailed(failure));
-        }
-        None
-    }
-
-    /// Drops what was queued and not written (stdin is gone), and closes
-    /// the backlog: nothing drains it any more.
-    fn drop_pending(&mut self) {
-        let queued: usize = self.pending.iter().map(Vec::len).sum();
-        self.backlog.remove(queued - self.written);
-        self.pending.clear();
-        self.written = 0;
-        self.backlog.close();
     }
 
     /// Waits up to `within` for the child to exit by itself; when it did,
@@ -325,19 +284,10 @@ impl StdioChild {
         });
     }
 
-    /// Closes stdin, gives the child `grace` to exit, kills its group and
-    /// reaps it. Returns the last lines of its stderr.
+    /// Gives the child `grace` to exit (its stdin closed first:
+    /// [`Stdin::close`]), kills its group and reaps it. Returns the last
+    /// lines of its stderr.
     pub(crate) async fn shutdown(mut self, grace: Duration) -> Option<String> {
-        // What was queued last (a cancellation, say) goes out if the pipe
-        // takes it now; closing stdin does not wait for a server that
-        // stopped reading.
-        let _ = smol::future::poll_once(std::future::poll_fn(|cx| match self.poll_write(cx) {
-            None if !self.pending.is_empty() => Poll::Pending,
-            _ => Poll::Ready(()),
-        }))
-        .await;
-        self.stdin = None;
-        self.drop_pending();
         let first = rho_proto_core::config::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first).await {
             terminate_group(self.pid);
@@ -371,6 +321,79 @@ impl StdioChild {
             Ok(tail) => tail.render(),
             Err(poisoned) => poisoned.into_inner().render(),
         }
+    }
+}
+
+impl Stdin {
+    /// Queues bytes for the child, counted in the backlog, and writes what
+    /// the pipe takes now; never waits on the child and never drops (the
+    /// queue is unbounded; callers wait for the backlog instead). Whether
+    /// anything is left for [`Stdin::poll_flush`]: the rest, or a failure.
+    pub(crate) fn write(&mut self, bytes: Vec<u8>) -> bool {
+        if self.pipe.is_some() && !bytes.is_empty() {
+            self.backlog.add(bytes.len());
+            self.pending.push_back(bytes);
+            self.flush(None);
+        }
+        !self.pending.is_empty() || self.failed.is_some()
+    }
+
+    /// Writes what is queued as far as the pipe takes it, registering the
+    /// session task to be woken once the child makes room; the failure,
+    /// once, when a write failed.
+    pub(crate) fn poll_flush(&mut self, cx: &mut Context<'_>) -> Option<String> {
+        self.flush(Some(cx));
+        self.failed.take()
+    }
+
+    /// Writes queued bytes until the pipe would block (then, given `cx`,
+    /// waits for room). A failed write is kept in `failed`; nothing more
+    /// is written, and the backlog is closed so nobody waits for it.
+    fn flush(&mut self, mut cx: Option<&mut Context<'_>>) {
+        let Some(pipe) = self.pipe.as_ref() else {
+            return;
+        };
+        while let Some(front) = self.pending.front() {
+            let failure = match rustix::io::write(pipe.get_ref(), &front[self.written..]) {
+                Ok(0) => "the server closed its input".to_owned(),
+                Ok(n) => {
+                    self.backlog.remove(n);
+                    self.written += n;
+                    if self.written == front.len() {
+                        self.pending.pop_front();
+                        self.written = 0;
+                    }
+                    continue;
+                }
+                Err(Errno::INTR) => continue,
+                Err(Errno::AGAIN) => match cx.as_deref_mut().map(|cx| pipe.poll_writable(cx)) {
+                    // Without a task to wake, the task takes over.
+                    None | Some(Poll::Pending) => return,
+                    Some(Poll::Ready(Ok(()))) => continue,
+                    Some(Poll::Ready(Err(e))) => e.to_string(),
+                },
+                Err(e) => std::io::Error::from(e).to_string(),
+            };
+            self.failed = Some(failure);
+            self.close();
+            return;
+        }
+    }
+
+    /// Closes the pipe: what the pipe takes now of what is queued (a
+    /// cancellation, say) goes out, the rest is dropped (closing does not
+    /// wait for a server that stopped reading), and the backlog is
+    /// closed: nothing drains it any more.
+    pub(crate) fn close(&mut self) {
+        if self.failed.is_none() {
+            self.flush(None);
+        }
+        self.pipe = None;
+        let queued: usize = self.pending.iter().map(Vec::len).sum();
+        self.backlog.remove(queued - self.written);
+        self.pending.clear();
+        self.written = 0;
+        self.backlog.close();
     }
 }
 
@@ -410,7 +433,7 @@ mod tests {
     /// How long a test waits for a pipe that should become ready.
     const WAIT: Duration = Duration::from_secs(5);
 
-    fn start(ex: &Arc<Executor<'static>>, command: &str, args: &[&str]) -> StdioChild {
+    fn start(ex: &Arc<Executor<'static>>, command: &str, args: &[&str]) -> (StdioChild, Stdin) {
         let config = StdioConfig {
             command: command.into(),
             args: args.iter().map(|a| (*a).to_owned()).collect(),
@@ -423,16 +446,35 @@ mod tests {
             .expect("the child starts")
     }
 
-    /// What the pipes have within `within`, `None` if nothing.
-    async fn next(child: &mut StdioChild, read: bool, within: Duration) -> Option<PipeReady> {
-        smol::future::or(
-            async { Some(std::future::poll_fn(|cx| child.poll_pipes(cx, read)).await) },
-            async {
-                Timer::after(within).await;
-                None
-            },
-        )
+    /// What the pipes have within `within`, `None` if nothing: a failed
+    /// write as `Err`, stdout (when `read`) as `Ok`. Stdin is flushed
+    /// first, as the session task does.
+    async fn next(
+        (child, stdin): &mut (StdioChild, Stdin),
+        read: bool,
+        within: Duration,
+    ) -> Option<Result<PipeReady, String>> {
+        let pipes = std::future::poll_fn(|cx| {
+            if let Some(failed) = stdin.poll_flush(cx) {
+                return Poll::Ready(Err(failed));
+            }
+            if read {
+                child.poll_read(cx).map(Ok)
+            } else {
+                Poll::Pending
+            }
+        });
+        smol::future::or(async { Some(pipes.await) }, async {
+            Timer::after(within).await;
+            None
+        })
         .await
+    }
+
+    /// Closes stdin and shuts the child down, as the session task does.
+    async fn stop((child, mut stdin): (StdioChild, Stdin), grace: Duration) {
+        stdin.close();
+        child.shutdown(grace).await;
     }
 
     fn on_executor<F: std::future::Future>(
@@ -446,18 +488,22 @@ mod tests {
     fn queued_bytes_go_out_and_the_answer_comes_back_in_the_same_wait() {
         on_executor(|ex| async move {
             let mut child = start(&ex, "cat", &[]);
-            child.write(b"hello\n".to_vec());
-            assert_eq!(child.backlog.bytes(), 6, "counted until written");
+            let left = child.1.write(b"hello\n".to_vec());
+            assert!(!left, "an empty pipe takes a line at once");
+            assert_eq!(
+                child.1.backlog.bytes(),
+                0,
+                "written bytes leave the backlog"
+            );
             let mut got = Vec::new();
             while got.len() < 6 {
                 match next(&mut child, true, WAIT).await {
-                    Some(PipeReady::Read(n)) => got.extend_from_slice(child.read_bytes(n)),
+                    Some(Ok(PipeReady::Read(n))) => got.extend_from_slice(child.0.read_bytes(n)),
                     other => panic!("expected stdout, got {other:?}"),
                 }
             }
             assert_eq!(got, b"hello\n");
-            assert_eq!(child.backlog.bytes(), 0, "written bytes leave the backlog");
-            child.shutdown(Duration::from_secs(1)).await;
+            stop(child, Duration::from_secs(1)).await;
         });
     }
 
@@ -466,19 +512,20 @@ mod tests {
         on_executor(|ex| async move {
             let mut child = start(&ex, "sleep", &["10"]);
             const SENT: usize = 4 * 1024 * 1024;
-            child.write(vec![b'x'; SENT]);
+            assert!(child.1.write(vec![b'x'; SENT]), "the rest is left");
             assert!(
                 next(&mut child, true, Duration::from_millis(200))
                     .await
                     .is_none()
             );
-            let waiting = child.backlog.bytes();
+            let waiting = child.1.backlog.bytes();
             assert!(
                 waiting > 0 && waiting < SENT,
                 "the pipe took some, the rest waits: {waiting}"
             );
-            let backlog = Arc::clone(&child.backlog);
-            child.shutdown(Duration::from_millis(100)).await;
+            let backlog = Arc::clone(&child.1.backlog);
+            stop(child, Duration::from_millis(100)).await;
+            assert_eq!(backlog.bytes(), 0, "what was queued went with stdin");
             assert!(backlog.is_closed(), "nobody waits for a closed stdin");
         });
     }
@@ -487,7 +534,7 @@ mod tests {
     fn stdout_is_not_read_while_stdin_is_over_the_read_pause() {
         on_executor(|ex| async move {
             let mut child = start(&ex, "sh", &["-c", "echo ready; sleep 10"]);
-            child.write(vec![b'x'; READ_PAUSE + 1024 * 1024]);
+            child.1.write(vec![b'x'; READ_PAUSE + 1024 * 1024]);
             // `ready` is on stdout, yet the session reads nothing more
             // while the server leaves this much of its input unread.
             assert!(
@@ -495,7 +542,7 @@ mod tests {
                     .await
                     .is_none()
             );
-            child.shutdown(Duration::from_millis(100)).await;
+            stop(child, Duration::from_millis(100)).await;
         });
     }
 
@@ -503,7 +550,7 @@ mod tests {
     #[test]
     fn a_child_dropped_without_shutdown_is_killed_and_reaped() {
         on_executor(|ex| async move {
-            let child = start(&ex, "sleep", &["30"]);
+            let (child, _stdin) = start(&ex, "sleep", &["30"]);
             let proc_dir = std::path::PathBuf::from(format!("/proc/{}", child.pid));
             drop(child);
             // Gone from the process table: killed, and not left a zombie.
@@ -520,25 +567,25 @@ mod tests {
         on_executor(|ex| async move {
             let mut child = start(&ex, "true", &[]);
             let until = Instant::now() + WAIT;
-            while !has_exited_pid(child.pid) && Instant::now() < until {
+            while !has_exited_pid(child.0.pid) && Instant::now() < until {
                 Timer::after(EXIT_POLL).await;
             }
-            child.write(b"too late\n".to_vec());
+            assert!(child.1.write(b"too late\n".to_vec()), "a failure is left");
             match next(&mut child, false, WAIT).await {
-                Some(PipeReady::WriteFailed(why)) => assert!(!why.is_empty()),
+                Some(Err(why)) => assert!(!why.is_empty()),
                 other => panic!("expected a failed write, got {other:?}"),
             }
-            assert!(child.backlog.is_closed());
+            assert!(child.1.backlog.is_closed());
             // Nothing more is queued or reported for stdin; stdout closes.
-            child.write(b"more\n".to_vec());
-            assert_eq!(child.backlog.bytes(), 0);
+            assert!(!child.1.write(b"more\n".to_vec()), "heard once");
+            assert_eq!(child.1.backlog.bytes(), 0);
             assert!(matches!(
                 next(&mut child, true, WAIT).await,
-                Some(PipeReady::StdoutClosed)
+                Some(Ok(PipeReady::StdoutClosed))
             ));
-            let detail = child.exit_detail(WAIT).await;
+            let detail = child.0.exit_detail(WAIT).await;
             assert!(detail.is_some(), "the exit is described");
-            child.shutdown(Duration::from_millis(100)).await;
+            stop(child, Duration::from_millis(100)).await;
         });
     }
 }
