@@ -1,7 +1,9 @@
-//! A session task's inbox: the host's commands and its HTTP exchanges'
-//! inputs, from any number of senders, to the one task that drives the
-//! session. With one sender it is also a call's reply channel
-//! ([`crate::reply`]).
+//! A session task's inbox: its HTTP exchanges' inputs, the host's answers
+//! to questions, and the commands that come before the session is set up
+//! or that end it, from any number of senders, to the one task that waits
+//! for the session (calls go into the session directly:
+//! `crate::driver::Session::command`). With one sender it is also a
+//! call's reply channel ([`crate::reply`]).
 //!
 //! A general channel is more than this needs, and costs on every call:
 //! smol's unbounded channel allocates a listener each time its receiver

@@ -1,10 +1,13 @@
 //! rho's MCP client on smol.
 //!
 //! This crate drives the sans-IO core in `rho-proto-core` with async IO on
-//! a host-owned [`smol::Executor`]: each server is one task that owns its
-//! connection and races transport input, host commands and one timer. Any
-//! number of servers share whatever threads run the executor — the `rho`
-//! CLI runs it on its main thread only.
+//! a host-owned [`smol::Executor`]: each server is one session, behind a
+//! short lock, and one task that waits for it. A caller issues its call
+//! into the session on its own turn (the request is written to the server
+//! at once); the task races transport input, the host's other commands
+//! and one timer, and answers the caller. Any number of servers share
+//! whatever threads run the executor — the `rho` CLI runs it on its main
+//! thread only.
 //!
 //! # Layering
 //!
