@@ -391,7 +391,6 @@ struct EchoHttp {
 
 impl EchoHttp {
     fn start() -> Self {
-        use std::io::BufRead as _;
         let mut child = Command::new("node")
             .arg(echo_js())
             .arg("http")
@@ -399,14 +398,7 @@ impl EchoHttp {
             .stdout(Stdio::piped())
             .spawn()
             .expect("start echo-secrets.js http");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("piped stdout");
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let port = line
-            .trim()
-            .strip_prefix("listening ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("the fixture did not say where it listens: {line:?}"));
+        let port = rho_tests::listening_port(&mut child, "echo-secrets.js http");
         Self { child, port }
     }
 }

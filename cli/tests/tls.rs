@@ -9,13 +9,12 @@
 //! at that CA is how a test makes it trusted, as a person would for a
 //! private CA; without it, the system's own roots are used, and refuse.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::{EverythingHttp, free_port, scratch_dir, tests_dir, toml_str};
+use rho_tests::{EverythingHttp, listening_port, scratch_dir, tests_dir, toml_str};
 use serde_json::Value;
 
 /// The TLS front, killed on drop.
@@ -26,20 +25,13 @@ struct TlsProxy {
 
 impl TlsProxy {
     fn start(target: u16) -> TlsProxy {
-        let port = free_port();
         let mut child = Command::new("node")
             .arg(tests_dir().join("servers/fixtures/tls-proxy.js"))
-            .arg(port.to_string())
             .arg(target.to_string())
             .stdout(Stdio::piped())
             .spawn()
             .expect("start the TLS proxy");
-        let mut line = String::new();
-        let stdout = child.stdout.take().expect("proxy stdout");
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("read the proxy's first line");
-        assert!(line.contains("listening"), "proxy said {line:?}");
+        let port = listening_port(&mut child, "tls-proxy.js");
         TlsProxy { child, port }
     }
 }

@@ -192,16 +192,22 @@ pub struct EverythingHttp {
 }
 
 impl EverythingHttp {
-    /// Starts it on an ephemeral port and waits until it listens.
+    /// Starts it on 127.0.0.1, on a port the kernel picks
+    /// (`fixtures/loopback-listen.cjs`), and waits until it listens.
     pub fn start() -> Self {
-        let port = free_port();
+        Self::start_on(0).unwrap_or_else(|failure| panic!("{failure}"))
+    }
+
+    /// Starts it on 127.0.0.1:`port` (0: the kernel picks); an error when
+    /// it does not listen there.
+    fn start_on(port: u16) -> Result<Self, String> {
         let mut server = Self {
             port,
             child: None,
             output: Default::default(),
         };
-        server.spawn();
-        server
+        server.spawn()?;
+        Ok(server)
     }
 
     /// The loopback port it listens on.
@@ -243,36 +249,47 @@ impl EverythingHttp {
     /// it knew is gone.
     pub fn restart(&mut self) {
         self.kill();
-        self.spawn();
+        if let Err(failure) = self.spawn() {
+            panic!("{failure}");
+        }
     }
 
-    fn spawn(&mut self) {
+    /// Spawns it on `self.port` (0: any) and waits for the port it
+    /// listens on; an error when it exits first, which is what a port
+    /// taken meanwhile does.
+    fn spawn(&mut self) -> Result<(), String> {
         use std::io::BufRead;
         let mut child = std::process::Command::new("node")
+            .arg("-r")
+            .arg(tests_dir().join("servers/fixtures/loopback-listen.cjs"))
             .arg(everything_js())
             .arg("streamableHttp")
-            .env("PORT", self.port.to_string())
+            .env("RHO_TEST_LISTEN_PORT", self.port.to_string())
             .stdin(std::process::Stdio::null())
             .stdout(std::process::Stdio::piped())
             .stderr(std::process::Stdio::piped())
             .spawn()
             .expect("start server-everything");
-        for pipe in [
+        let (port_tx, port_rx) = std::sync::mpsc::channel();
+        let pipes = [
             child
                 .stdout
                 .take()
-                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
+                .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, Some(port_tx))),
             child
                 .stderr
                 .take()
-                .map(|p| Box::new(p) as Box<dyn std::io::Read + Send>),
-        ]
-        .into_iter()
-        .flatten()
-        {
+                .map(|p| (Box::new(p) as Box<dyn std::io::Read + Send>, None)),
+        ];
+        for (pipe, mut port_tx) in pipes.into_iter().flatten() {
             let output = std::sync::Arc::clone(&self.output);
             std::thread::spawn(move || {
                 for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+                    if let Some(port) = line.strip_prefix("listening ") {
+                        if let Some(tx) = port_tx.take() {
+                            let _ = tx.send(port.trim().parse::<u16>().ok());
+                        }
+                    }
                     if let Ok(mut o) = output.lock() {
                         o.push_str(&line);
                         o.push('\n');
@@ -280,15 +297,24 @@ impl EverythingHttp {
                 }
             });
         }
-        self.child = Some(child);
-        let until = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", self.port)).is_err() {
-            assert!(
-                Instant::now() < until,
-                "server-everything did not listen on {}",
-                self.port
-            );
-            std::thread::sleep(Duration::from_millis(20));
+        let listening = port_rx.recv_timeout(Duration::from_secs(15));
+        match listening {
+            Ok(Some(port)) if self.port == 0 || self.port == port => {
+                self.port = port;
+                self.child = Some(child);
+                Ok(())
+            }
+            other => {
+                let _ = child.kill();
+                let status = child.wait();
+                // Let the readers take in its last words.
+                std::thread::sleep(Duration::from_millis(50));
+                Err(format!(
+                    "server-everything did not listen on 127.0.0.1:{} ({other:?}, then {status:?}): {}",
+                    self.port,
+                    self.output()
+                ))
+            }
         }
     }
 
@@ -306,12 +332,36 @@ impl Drop for EverythingHttp {
     }
 }
 
-/// A loopback port nobody listens on right now.
-pub fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .and_then(|l| l.local_addr())
-        .map(|a| a.port())
-        .expect("bind an ephemeral loopback port")
+/// The port a fixture listens on, from the first line it prints on its
+/// piped stdout, `listening PORT`: the project's fixtures bind a port the
+/// kernel picks, so no two tests can race for one. The rest of its stdout
+/// is drained on a thread, so it never writes into a closed pipe. Panics,
+/// naming `fixture`, when it exits or prints something else first, or
+/// nothing within 15 s.
+pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
+    use std::io::BufRead;
+    let stdout = child
+        .stdout
+        .take()
+        .unwrap_or_else(|| panic!("{fixture}: spawn it with stdout piped"));
+    let (first_tx, first) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let mut first_tx = Some(first_tx);
+        for line in std::io::BufReader::new(stdout)
+            .lines()
+            .map_while(Result::ok)
+        {
+            if let Some(tx) = first_tx.take() {
+                let _ = tx.send(line);
+            }
+        }
+    });
+    let line = first
+        .recv_timeout(Duration::from_secs(15))
+        .unwrap_or_else(|e| panic!("{fixture} did not say where it listens ({e})"));
+    line.strip_prefix("listening ")
+        .and_then(|p| p.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{fixture}: expected `listening PORT` first, got {line:?}"))
 }
 
 /// The server log messages (`rho::mcp::server`, debug and up) of this test
@@ -474,4 +524,63 @@ macro_rules! cli_both_executors {
             }
         )*
     };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn server_everything_on_a_port_another_process_holds_fails_to_start() {
+        // Unpatched, it would bind the wildcard address beside this
+        // listener, and this listener would take the test's connections.
+        let held = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = held.local_addr().expect("address").port();
+        let failure = EverythingHttp::start_on(port)
+            .err()
+            .expect("server-everything cannot listen on a port held elsewhere");
+        assert!(
+            failure.contains(&format!("did not listen on 127.0.0.1:{port}"))
+                && failure.contains("in use"),
+            "{failure}"
+        );
+    }
+
+    #[test]
+    fn a_fixture_that_says_something_else_first_is_named_in_the_panic() {
+        let mut child = std::process::Command::new("node")
+            .args(["-e", "console.log('ready at 80')"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            listening_port(&mut child, "the fixture")
+        }))
+        .expect_err("not a `listening PORT` line");
+        let _ = child.wait();
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            message.contains("the fixture") && message.contains("ready at 80"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_fixture_that_exits_before_it_listens_is_named_in_the_panic() {
+        let mut child = std::process::Command::new("node")
+            .args(["-e", "process.exit(3)"])
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("node runs");
+        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            listening_port(&mut child, "the silent fixture")
+        }))
+        .expect_err("it never listened");
+        let _ = child.wait();
+        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        assert!(
+            message.contains("the silent fixture did not say where it listens"),
+            "{message}"
+        );
+    }
 }

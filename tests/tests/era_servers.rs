@@ -4,7 +4,6 @@
 //! Streamable HTTP, and server-everything, a 2025 server, reached through
 //! the `server/discover` probe's fallback.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
@@ -39,15 +38,7 @@ impl StatelessHttp {
             .stderr(Stdio::null())
             .spawn()
             .expect("node runs");
-        let stdout = child.stdout.take().expect("piped");
-        let mut line = String::new();
-        BufReader::new(stdout)
-            .read_line(&mut line)
-            .expect("the fixture says where it listens");
-        let port = line
-            .strip_prefix("listening ")
-            .and_then(|p| p.trim().parse().ok())
-            .unwrap_or_else(|| panic!("unexpected first line {line:?}"));
+        let port = listening_port(&mut child, "stateless.js http");
         Self { child, port }
     }
 

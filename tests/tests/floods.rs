@@ -101,18 +101,14 @@ struct HttpFlood {
 
 impl HttpFlood {
     fn start() -> Self {
-        let port = free_port();
-        let child = std::process::Command::new("node")
+        let mut child = std::process::Command::new("node")
             .arg(flood_js())
-            .args(["http", &port.to_string()])
+            .arg("http")
             .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("start the fixture");
-        let until = Instant::now() + Duration::from_secs(15);
-        while std::net::TcpStream::connect(("127.0.0.1", port)).is_err() {
-            assert!(Instant::now() < until, "the fixture did not listen");
-            std::thread::sleep(Duration::from_millis(20));
-        }
+        let port = listening_port(&mut child, "flood.js http");
         Self { port, child }
     }
 }

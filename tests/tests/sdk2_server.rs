@@ -12,7 +12,6 @@
 //! exactly). Rounds are bounded: `count-rounds` asks to be retried as
 //! often as told.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -57,20 +56,7 @@ impl Sdk2Http {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start node sdk2-server.js http");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let (port_tx, port_rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-                if let Some(port) = line.strip_prefix("listening ") {
-                    let _ = port_tx.send(port.parse::<u16>().ok());
-                }
-            }
-        });
-        let port = port_rx
-            .recv_timeout(Duration::from_secs(15))
-            .ok()
-            .flatten()
-            .expect("the fixture printed its port");
+        let port = listening_port(&mut child, "sdk2-server.js http");
         Self { child, port }
     }
 

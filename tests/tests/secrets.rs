@@ -5,7 +5,6 @@
 //! `WWW-Authenticate`, a 500 body, a JSON-RPC error) and in a server log
 //! message. The recorded transcript still replays identically.
 
-use std::io::BufRead;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -45,14 +44,7 @@ impl EchoHttp {
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start echo-secrets.js http");
-        let stdout = child.stdout.take().expect("piped stdout");
-        let mut line = String::new();
-        let _ = std::io::BufReader::new(stdout).read_line(&mut line);
-        let port = line
-            .trim()
-            .strip_prefix("listening ")
-            .and_then(|p| p.parse().ok())
-            .unwrap_or_else(|| panic!("the fixture did not say where it listens: {line:?}"));
+        let port = listening_port(&mut child, "echo-secrets.js http");
         Self { child, port }
     }
 
