@@ -546,19 +546,24 @@ mod tests {
         );
     }
 
-    #[test]
-    fn a_fixture_that_says_something_else_first_is_named_in_the_panic() {
+    /// What `listening_port` panics with for a node fixture running `script`.
+    fn listening_port_panic(script: &str, fixture: &str) -> String {
         let mut child = std::process::Command::new("node")
-            .args(["-e", "console.log('ready at 80')"])
+            .args(["-e", script])
             .stdout(std::process::Stdio::piped())
             .spawn()
             .expect("node runs");
         let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            listening_port(&mut child, "the fixture")
+            listening_port(&mut child, fixture)
         }))
-        .expect_err("not a `listening PORT` line");
+        .expect_err("it never said `listening PORT`");
         let _ = child.wait();
-        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        panic.downcast_ref::<String>().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn a_fixture_that_says_something_else_first_is_named_in_the_panic() {
+        let message = listening_port_panic("console.log('ready at 80')", "the fixture");
         assert!(
             message.contains("the fixture") && message.contains("ready at 80"),
             "{message}"
@@ -567,17 +572,7 @@ mod tests {
 
     #[test]
     fn a_fixture_that_exits_before_it_listens_is_named_in_the_panic() {
-        let mut child = std::process::Command::new("node")
-            .args(["-e", "process.exit(3)"])
-            .stdout(std::process::Stdio::piped())
-            .spawn()
-            .expect("node runs");
-        let panic = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-            listening_port(&mut child, "the silent fixture")
-        }))
-        .expect_err("it never listened");
-        let _ = child.wait();
-        let message = panic.downcast_ref::<String>().cloned().unwrap_or_default();
+        let message = listening_port_panic("process.exit(3)", "the silent fixture");
         assert!(
             message.contains("the silent fixture did not say where it listens"),
             "{message}"
