@@ -391,8 +391,8 @@ impl Inventory {
             .registry
             .get(exported)
             .ok_or_else(|| ToolCallError::UnknownTool(exported.to_owned()))?;
-        let slot = self.ready_slot(&tool.server, &health)?;
-        self.still_listed(slot, &tool.tool, &health)?;
+        let (slot, health) = self.ready_slot(&tool.server, &health)?;
+        self.still_listed(slot, &tool.tool, health.as_ref())?;
         Ok((slot, tool.tool.clone()))
     }
 
@@ -401,9 +401,9 @@ impl Inventory {
         &self,
         slot: SlotId,
         tool: &str,
-        health: &impl Fn(SlotId) -> Option<Health>,
+        health: Option<&Health>,
     ) -> Result<(), ToolCallError> {
-        let Some(now) = health(slot).and_then(|h| h.tools_now) else {
+        let Some(now) = health.and_then(|h| h.tools_now.as_ref()) else {
             return Ok(());
         };
         if now.iter().any(|t| t.name == tool) {
@@ -460,7 +460,7 @@ impl Inventory {
         tool: &str,
         health: impl Fn(SlotId) -> Option<Health>,
     ) -> Result<(SlotId, String), ToolCallError> {
-        let slot = self.ready_slot(server, &health)?;
+        let (slot, health) = self.ready_slot(server, &health)?;
         let s = &self.slots[slot.0];
         let own = if s.tools.iter().any(|t| t.name == tool) {
             tool
@@ -472,8 +472,9 @@ impl Inventory {
         };
         let tool = own;
         if !s.tools.iter().any(|t| t.name == tool) {
-            let added = health(slot)
-                .and_then(|h| h.tools_now)
+            let added = health
+                .as_ref()
+                .and_then(|h| h.tools_now.as_ref())
                 .is_some_and(|now| now.iter().any(|t| t.name == tool));
             if added {
                 return Err(ToolCallError::AddedMidSession {
@@ -493,7 +494,7 @@ impl Inventory {
                 tool: tool.to_owned(),
             });
         }
-        self.still_listed(slot, tool, &health)?;
+        self.still_listed(slot, tool, health.as_ref())?;
         Ok((slot, tool.to_owned()))
     }
 
@@ -504,14 +505,16 @@ impl Inventory {
         server: &str,
         health: impl Fn(SlotId) -> Option<Health>,
     ) -> Result<SlotId, ToolCallError> {
-        self.ready_slot(server, &health)
+        self.ready_slot(server, &health).map(|(slot, _)| slot)
     }
 
+    /// The slot of `server` when it is ready, with its health as read
+    /// once (the executors read it under a lock: one read per call).
     fn ready_slot(
         &self,
         server: &str,
         health: &impl Fn(SlotId) -> Option<Health>,
-    ) -> Result<SlotId, ToolCallError> {
+    ) -> Result<(SlotId, Option<Health>), ToolCallError> {
         let slot = self
             .find(server)
             .ok_or_else(|| ToolCallError::UnknownServer(server.to_owned()))?;
@@ -520,11 +523,12 @@ impl Inventory {
             server: server.to_owned(),
             reason,
         };
-        if let Some(error) = health(slot).and_then(|h| h.failure) {
+        let mut health = health(slot);
+        if let Some(error) = health.as_mut().and_then(|h| h.failure.take()) {
             return Err(not_ready(self.slots[slot.0].redactor.redact_owned(error)));
         }
         match &self.slots[slot.0].status {
-            ServerStatus::Ready(_) => Ok(slot),
+            ServerStatus::Ready(_) => Ok((slot, health)),
             ServerStatus::Failed { error } | ServerStatus::Invalid { error } => {
                 Err(not_ready(error.clone()))
             }
