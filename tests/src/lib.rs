@@ -285,9 +285,9 @@ impl EverythingHttp {
             let output = std::sync::Arc::clone(&self.output);
             std::thread::spawn(move || {
                 for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-                    if let Some(port) = line.strip_prefix("listening ") {
+                    if line.starts_with("listening ") {
                         if let Some(tx) = port_tx.take() {
-                            let _ = tx.send(port.trim().parse::<u16>().ok());
+                            let _ = tx.send(listening_line(&line));
                         }
                     }
                     if let Ok(mut o) = output.lock() {
@@ -359,9 +359,13 @@ pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
     let line = first
         .recv_timeout(Duration::from_secs(15))
         .unwrap_or_else(|e| panic!("{fixture} did not say where it listens ({e})"));
-    line.strip_prefix("listening ")
-        .and_then(|p| p.trim().parse().ok())
+    listening_line(&line)
         .unwrap_or_else(|| panic!("{fixture}: expected `listening PORT` first, got {line:?}"))
+}
+
+/// The port in a fixture's `listening PORT` line.
+fn listening_line(line: &str) -> Option<u16> {
+    line.strip_prefix("listening ")?.trim().parse().ok()
 }
 
 /// The server log messages (`rho::mcp::server`, debug and up) of this test
