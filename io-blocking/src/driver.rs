@@ -8,7 +8,8 @@
 //! is the core's.
 //!
 //! Nothing is relayed through a thread of its own: a caller's thread turns
-//! its call into bytes and writes them to the child (or hands the request
+//! its call into bytes, queues them under the session's lock and writes
+//! them to the child once it has let go of that lock (or hands the request
 //! to an HTTP worker); the stdout reader (or the HTTP worker) feeds what
 //! arrives into the session and replies to the waiting caller itself. So a
 //! stdio call costs two thread hops: the child's answer wakes the reader,
@@ -20,11 +21,12 @@
 //! Locks are taken in one order: the session, then the transport's own
 //! (stdin queue, HTTP pool). No transport thread holds its own lock while
 //! it waits for the session's, and nobody holds the session's while it
-//! waits on IO: stdin writes never block, and HTTP runs on its workers.
+//! waits on IO: stdin writes never block (and callers and the reader make
+//! them after releasing the session), and HTTP runs on its workers.
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
@@ -39,7 +41,7 @@ use rho_proto_core::session::{Progress, Question, QuestionId};
 
 use crate::http_client::{HttpClient, NotStarted};
 use crate::reply::{ProgressTx, ReplyTx};
-use crate::stdio::{Pipe, StdioChild};
+use crate::stdio::{Pipe, StdinWriter, StdioChild};
 
 /// What the host asks of a driver on threads.
 pub(crate) type Command = rho_proto_core::runtime::driving::Command<ReplyTx>;
@@ -60,6 +62,9 @@ pub(crate) struct Driver {
     /// Wakes the driver thread: a deadline moved earlier, or the session
     /// closed.
     wake: Condvar,
+    /// A stdio child's queued input, written by whoever queued it once the
+    /// session's lock is released (set when the child starts).
+    stdin: OnceLock<StdinWriter>,
 }
 
 #[derive(Default)]
@@ -108,7 +113,6 @@ enum Io {
 /// An input a transport produced while outputs were being carried, fed in
 /// once they are.
 enum Deferred {
-    WriteFailed(String),
     NotStarted(NotStarted),
 }
 
@@ -116,7 +120,10 @@ impl Io {
     fn carry(&mut self, output: Output) -> Option<Deferred> {
         match (self, output) {
             (Io::Stdio(child), Output::Write(bytes)) => {
-                child.write(bytes).err().map(Deferred::WriteFailed)
+                // Queued only: written once the session is let go of
+                // (`Driver::flush`); a failure comes back as a `Pipe`.
+                child.write(bytes);
+                None
             }
             (Io::Http(client), Output::Http(HttpOutput::Send(request))) => {
                 client.send(request).err().map(Deferred::NotStarted)
@@ -178,6 +185,7 @@ impl Driver {
             health,
             state: Mutex::default(),
             wake: Condvar::new(),
+            stdin: OnceLock::new(),
         })
     }
 
@@ -237,7 +245,12 @@ impl Driver {
             Ok((core, io))
         });
         let (mut core, io) = match connected {
-            Ok(pair) => pair,
+            Ok(pair) => {
+                if let Io::Stdio(child) = &pair.1 {
+                    let _ = self.stdin.set(child.writer());
+                }
+                pair
+            }
             Err(reason) => {
                 state.ended = true;
                 drop(state);
@@ -262,6 +275,7 @@ impl Driver {
         }
         self.settle(live);
         live.send_outbox();
+        self.flush();
         let state = self.sleep_until_closed(state);
         self.teardown(state, grace);
     }
@@ -286,6 +300,7 @@ impl Driver {
                 live.core.handle_timeout(now);
                 self.settle(live);
                 live.send_outbox();
+                self.flush();
                 continue;
             }
             let _ = live.core.rearm();
@@ -322,7 +337,7 @@ impl Driver {
         live.send_outbox();
         live.core.finish(stderr);
         self.settle(live);
-        deliver(state);
+        self.release(state);
     }
 
     /// Does what the host asks, on the caller's thread. Hands the command
@@ -341,7 +356,7 @@ impl Driver {
         };
         live.core.handle_command(Instant::now(), command)?;
         self.settle(live);
-        deliver(state);
+        self.release(state);
         Ok(())
     }
 
@@ -365,7 +380,7 @@ impl Driver {
             Pipe::WriteFailed(error) => live.write_failed(now, &error),
         }
         self.settle(live);
-        deliver(state);
+        self.release(state);
         true
     }
 
@@ -387,12 +402,12 @@ impl Driver {
             return false;
         };
         if aborted.load(Ordering::Acquire) {
-            deliver(state);
+            self.release(state);
             return false;
         }
         live.core.handle_http(Instant::now(), exchange, input);
         self.settle(live);
-        deliver(state);
+        self.release(state);
         true
     }
 
@@ -448,7 +463,6 @@ impl Driver {
                 let now = Instant::now();
                 for input in deferred {
                     match input {
-                        Deferred::WriteFailed(error) => live.write_failed(now, &error),
                         Deferred::NotStarted(x) => {
                             live.core
                                 .handle_http(now, x.exchange, HttpInput::Failed(x.reason));
@@ -469,6 +483,26 @@ impl Driver {
         }
     }
 
+    /// Writes a stdio child's queued input, outside the session's lock
+    /// where the caller can (see [`StdinWriter::flush`]).
+    fn flush(&self) {
+        if let Some(stdin) = self.stdin.get() {
+            stdin.flush();
+        }
+    }
+
+    /// Lets go of the session, writes what it queued for the child, then
+    /// tells callers what it said: the request leaves before anyone is
+    /// woken to make the next.
+    fn release(self: &Arc<Self>, mut state: MutexGuard<'_, State>) {
+        let outbox = Outbox::take(&mut state);
+        drop(state);
+        self.flush();
+        if let Some(outbox) = outbox {
+            outbox.send();
+        }
+    }
+
     /// A person may take minutes: the question is answered off every
     /// session thread, and the answer comes back as a command.
     fn ask(self: &Arc<Self>, question: QuestionId, kind: Question) {
@@ -485,14 +519,28 @@ impl Driver {
     }
 }
 
-/// Releases the session's lock, then tells callers what the session said.
-fn deliver(mut state: MutexGuard<'_, State>) {
-    let outbox = match state.live.as_mut() {
-        Some(live) if !live.outbox.is_empty() => std::mem::take(&mut live.outbox),
-        _ => return,
-    };
-    drop(state);
-    for outgoing in outbox {
-        outgoing.send();
+/// What the session said to callers, taken out under its lock to be sent
+/// after it. One update (an answer, nearly always) leaves the outbox's
+/// buffer in place; more take it along.
+enum Outbox {
+    One(Outgoing),
+    Many(Vec<Outgoing>),
+}
+
+impl Outbox {
+    fn take(state: &mut State) -> Option<Self> {
+        let outbox = &mut state.live.as_mut()?.outbox;
+        match outbox.len() {
+            0 => None,
+            1 => outbox.pop().map(Outbox::One),
+            _ => Some(Outbox::Many(std::mem::take(outbox))),
+        }
+    }
+
+    fn send(self) {
+        match self {
+            Outbox::One(outgoing) => outgoing.send(),
+            Outbox::Many(outgoing) => outgoing.into_iter().for_each(Outgoing::send),
+        }
     }
 }

@@ -9,14 +9,20 @@
 //! never more than one chunk in flight, so a session that falls behind
 //! stops the reader and the server blocks in its own `write`.
 //!
-//! stdin is non-blocking (on Unix): whoever holds the session writes
-//! straight into the pipe, so a call costs no thread hop on the way out.
-//! What the pipe does not take at once is queued, counted in the
-//! [`Backlog`], and written by the writer thread as the child reads; bytes
-//! are never reordered (nothing is written directly while a queue waits)
-//! and never dropped. A server that stops reading therefore never blocks
-//! anyone: callers wait for room before they add calls, and the reader
-//! pauses while the backlog is over [`READ_PAUSE`].
+//! stdin is non-blocking (on Unix). The session queues what it writes,
+//! under its own lock, in the order the core produced it; the thread that
+//! held the session then writes the queue straight into the pipe once it
+//! has let go of the session ([`StdinWriter::flush`]), so a call costs no
+//! thread hop on the way out and the session is never held across a
+//! system call (16 callers at once otherwise queue on its lock: a futex
+//! wait and wake per call). One thread writes at a time, always from the
+//! front of the queue, and whoever flushes writes what others queued
+//! meanwhile. What the pipe does not take at once stays queued, counted in
+//! the [`Backlog`], and the writer thread writes it as the child reads;
+//! bytes are never reordered and never dropped. A server that stops
+//! reading therefore never blocks anyone: callers wait for room before
+//! they add calls, and the reader pauses while the backlog is over
+//! [`READ_PAUSE`].
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
@@ -75,9 +81,12 @@ struct StdinQueue {
     direct: Option<Arc<ChildStdin>>,
     /// Waiting bytes, oldest first.
     pending: VecDeque<Vec<u8>>,
-    /// The writer thread is writing bytes it took from `pending`: nothing
-    /// may be written directly until it is done.
+    /// A thread (the writer thread, or one flushing) is writing bytes it
+    /// took from `pending`: nobody else writes until it is done.
     writing: bool,
+    /// A flush failed to write: the writer thread tells the session (a
+    /// flush may run where the session is locked).
+    failed: Option<String>,
     /// Shutdown began: the writer flushes what waits, then closes stdin.
     closing: bool,
 }
@@ -133,6 +142,7 @@ impl StdioChild {
                 direct: cfg!(unix).then(|| Arc::clone(&stdin)),
                 pending: VecDeque::new(),
                 writing: false,
+                failed: None,
                 closing: false,
             }),
             queued: Condvar::new(),
@@ -184,42 +194,31 @@ impl StdioChild {
         self.child.id()
     }
 
-    /// Writes bytes to the child's stdin, straight into the pipe when
-    /// nothing waits and it has room, else behind what waits (counted in
-    /// the backlog, for the writer thread). Never blocks on the child and
-    /// never drops: callers wait for room before they add calls, and the
-    /// reader pauses while the backlog is large. An error means writing
-    /// failed just now (the child stopped reading); later bytes are
-    /// dropped, as nothing will ever read them.
-    pub(crate) fn write(&self, bytes: Vec<u8>) -> Result<(), String> {
+    /// Queues bytes for the child's stdin, behind what waits, counted in
+    /// the backlog; [`StdinWriter::flush`] writes them. Never blocks on the
+    /// child and never drops: callers wait for room before they add calls,
+    /// and the reader pauses while the backlog is large. Where the pipe
+    /// blocks (not Unix), the writer thread writes everything.
+    pub(crate) fn write(&self, bytes: Vec<u8>) {
         let mut queue = lock(&self.stdin.queue);
         if !queue.open {
-            return Ok(());
+            return;
         }
-        let mut from = 0;
-        let idle = queue.pending.is_empty() && !queue.writing;
-        if let (true, Some(pipe)) = (idle, &queue.direct) {
-            match write_some(pipe, &bytes) {
-                Ok(n) if n == bytes.len() => return Ok(()),
-                Ok(n) => from = n,
-                Err(e) => {
-                    queue.open = false;
-                    queue.direct = None;
-                    self.backlog.close();
-                    return Err(e.to_string());
-                }
-            }
-        }
-        let rest = if from == 0 {
-            bytes
-        } else {
-            bytes[from..].to_vec()
-        };
-        self.backlog.add(rest.len());
-        queue.pending.push_back(rest);
+        self.backlog.add(bytes.len());
+        queue.pending.push_back(bytes);
+        let direct = queue.direct.is_some();
         drop(queue);
-        self.stdin.queued.notify_one();
-        Ok(())
+        if !direct {
+            self.stdin.queued.notify_one();
+        }
+    }
+
+    /// What writes the queue into the pipe from the session's threads.
+    pub(crate) fn writer(&self) -> StdinWriter {
+        StdinWriter {
+            stdin: Arc::clone(&self.stdin),
+            backlog: Arc::clone(&self.backlog),
+        }
     }
 
     /// Waits up to `within` for the child to exit by itself. When it did,
@@ -308,6 +307,66 @@ fn spawn_named(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHa
         .map_err(|e| format!("could not start a thread: {e}"))
 }
 
+/// Writes a child's queued stdin straight into the pipe, from whichever
+/// thread queued it, after that thread let go of the session.
+pub(crate) struct StdinWriter {
+    stdin: Arc<Stdin>,
+    backlog: Arc<Backlog>,
+}
+
+impl StdinWriter {
+    /// Writes what waits, oldest first, until the queue is empty, the pipe
+    /// is full (the writer thread takes the rest over as the child reads)
+    /// or another thread is writing (it writes ours after its own). A
+    /// failure closes the input; the writer thread reports it, so a flush
+    /// may run with the session locked.
+    pub(crate) fn flush(&self) {
+        let mut queue = lock(&self.stdin.queue);
+        let mut wake = false;
+        while !queue.writing {
+            let Some(pipe) = queue.direct.clone() else {
+                break;
+            };
+            let Some(bytes) = queue.pending.pop_front() else {
+                break;
+            };
+            queue.writing = true;
+            drop(queue);
+            let written = write_some(&pipe, &bytes);
+            queue = lock(&self.stdin.queue);
+            queue.writing = false;
+            match written {
+                Ok(n) => {
+                    self.backlog.remove(n);
+                    if n < bytes.len() {
+                        queue.pending.push_front(bytes[n..].to_vec());
+                        wake = true;
+                        break;
+                    }
+                }
+                Err(e) => {
+                    queue.open = false;
+                    queue.direct = None;
+                    // Nothing will ever read them: they wait for nobody.
+                    let dropped: usize = queue.pending.drain(..).map(|b| b.len()).sum();
+                    self.backlog.remove(bytes.len() + dropped);
+                    queue.failed = Some(e.to_string());
+                    self.backlog.close();
+                    wake = true;
+                    break;
+                }
+            }
+        }
+        // The writer thread waits out a write in progress; it must hear
+        // when shutdown waits behind this one.
+        wake |= queue.closing;
+        drop(queue);
+        if wake {
+            self.stdin.queued.notify_one();
+        }
+    }
+}
+
 fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
     mutex
         .lock()
@@ -341,16 +400,28 @@ fn read_stdout(mut stdout: impl Read, sink: &PipeSink, backlog: &Backlog) {
 /// once shutdown began and nothing waits, returns, dropping its handle on
 /// the pipe, which closes the child's stdin.
 fn write_stdin(stdin: &ChildStdin, shared: &Stdin, sink: &PipeSink, backlog: &Backlog) {
+    // Whether this thread holds `writing` for the bytes it last wrote.
+    let mut held = false;
     loop {
         let bytes = {
             let mut queue = lock(&shared.queue);
-            loop {
-                if let Some(bytes) = queue.pending.pop_front() {
-                    queue.writing = true;
-                    break bytes;
-                }
+            if std::mem::take(&mut held) {
                 queue.writing = false;
-                if queue.closing {
+            }
+            loop {
+                if let Some(error) = queue.failed.take() {
+                    drop(queue);
+                    sink(Pipe::WriteFailed(error));
+                    return;
+                }
+                if !queue.writing {
+                    if let Some(bytes) = queue.pending.pop_front() {
+                        queue.writing = true;
+                        held = true;
+                        break bytes;
+                    }
+                }
+                if queue.closing && !queue.writing {
                     drop(queue);
                     backlog.close();
                     return;
@@ -439,15 +510,18 @@ mod tests {
         gate: &std::path::Path,
         sink: PipeSink,
     ) -> (StdioChild, Arc<Backlog>) {
+        let script = format!(
+            "while [ ! -e '{}' ]; do sleep 0.01; done; exec cat",
+            gate.display()
+        );
+        sh_child(server, &script, sink)
+    }
+
+    /// A child running `script` under `sh -c`.
+    fn sh_child(server: &str, script: &str, sink: PipeSink) -> (StdioChild, Arc<Backlog>) {
         let config = StdioConfig {
             command: "sh".into(),
-            args: vec![
-                "-c".into(),
-                format!(
-                    "while [ ! -e '{}' ]; do sleep 0.01; done; exec cat",
-                    gate.display()
-                ),
-            ],
+            args: vec!["-c".into(), script.into()],
             cwd: None,
             env: std::collections::BTreeMap::new(),
             env_from_env: std::collections::BTreeMap::new(),
@@ -487,10 +561,10 @@ mod tests {
         // 64 chunks of 64 KiB, each a different byte: more than any pipe
         // holds, all written while the child reads nothing.
         let chunks: Vec<Vec<u8>> = (0..64u8).map(|n| vec![b'0' + n; 64 * 1024]).collect();
+        let writer = child.writer();
         for chunk in &chunks {
-            child
-                .write(chunk.clone())
-                .expect("never fails, never blocks");
+            child.write(chunk.clone());
+            writer.flush();
         }
         let waiting = backlog.bytes();
         assert!(
@@ -521,5 +595,43 @@ mod tests {
             "the child is reaped"
         );
         let _ = std::fs::remove_file(&gate);
+    }
+
+    #[test]
+    fn a_flush_that_cannot_write_is_reported_by_the_writer_thread_and_closes_the_input() {
+        let (tx, rx) = std::sync::mpsc::channel::<(String, Option<String>)>();
+        let tx = Mutex::new(tx);
+        let sink: PipeSink = Arc::new(move |pipe| match pipe {
+            Pipe::WriteFailed(error) => {
+                let on = thread::current().name().map(str::to_owned);
+                lock(&tx).send((error, on)).is_ok()
+            }
+            Pipe::Stdout(_) | Pipe::Closed => true,
+        });
+        // The child closes its end of stdin at once, then lives on.
+        let (child, backlog) = sh_child("s2", "exec 0<&-; exec sleep 30", sink);
+        let writer = child.writer();
+        let until = Instant::now() + Duration::from_secs(10);
+        let (error, on) = loop {
+            child.write(b"{}\n".to_vec());
+            // Flushed here, where a session may hold its lock: the report
+            // must not come back on this thread.
+            writer.flush();
+            match rx.recv_timeout(Duration::from_millis(20)) {
+                Ok(error) => break error,
+                Err(_) => assert!(Instant::now() < until, "the failure is reported"),
+            }
+        };
+        assert!(error.to_lowercase().contains("pipe"), "{error}");
+        assert_eq!(
+            on.as_deref(),
+            Some("rho-mcp-s2-in"),
+            "told by the writer thread"
+        );
+        assert!(!lock(&child.stdin.queue).open, "the input closed");
+        child.write(b"dropped\n".to_vec());
+        assert_eq!(backlog.bytes(), 0, "nothing is queued after a failure");
+        assert!(backlog.is_closed(), "nobody waits for room");
+        child.shutdown(Duration::from_millis(200));
     }
 }
