@@ -9,10 +9,12 @@
 //! process), `rmcp-echo --stdio|--http PORT` (the rmcp echo server),
 //! `core-profile small|large|roundtrip|serde|serde-large N` (the core alone, for
 //! `valgrind --tool=callgrind`), `core [--quick]` (only the core
-//! throughput rows, printed), `peak-rss PROGRAM ARGS...` (a command's
-//! exact peak RSS).
+//! throughput rows, printed), `counted` (only the counted cost per call
+//! over stdio, printed), `peak-rss PROGRAM ARGS...` (a command's exact
+//! peak RSS).
 
 mod core;
+mod counted;
 mod report;
 #[cfg(feature = "rmcp")]
 mod rmcp_side;
@@ -24,6 +26,7 @@ fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     match args.first().map(String::as_str) {
         Some("worker") => workers::main(&args[1..]),
+        Some("counted") => run::counted_only(),
         #[cfg(feature = "rmcp")]
         Some("rmcp-echo") => rmcp_side::serve_echo(&args[1..]),
         Some("core-profile") => {

@@ -317,6 +317,7 @@ pub fn markdown(r: &Results) -> String {
         let _ = writeln!(md);
     }
     let _ = writeln!(md, "![round-trip latency per client](bench/latency.svg)\n");
+    counted(&mut md, r);
 
     // 4. Startup.
     let _ = writeln!(md, "## 4. Startup\n");
@@ -683,4 +684,68 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// The counted companion of the stdio rows (`bench/src/counted.rs`).
+pub fn counted(md: &mut String, r: &Results) {
+    if r.counted.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "### stdio · counted per call\n");
+    let _ = writeln!(
+        md,
+        "What the timed CPU figures above are made of, counted instead of timed, so that two runs nearly agree: \
+         user-space instructions per call of every thread of the client process (callgrind), and system calls per call of the client's own threads \
+         (strace; not the server's), each the difference between a run of 500 and one of 1,500 timed calls, so startup and warm-up drop out. \
+         Under callgrind the client runs far slower while the server does not, so at 16 in flight more answers wait per wake-up than in the timed runs. \
+         The kernel's share of a call (the system calls, and the sleep and wake-up around each wait for the server) is what the timed figures add, \
+         and its price is the machine's: it is what moves from run to run.\n"
+    );
+    let _ = writeln!(
+        md,
+        "| server | client | seq. instructions/call | ×bare | system calls/call | which | 16 in flight: instructions/call | ×bare | system calls/call | which |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---|---:|---:|---:|---|");
+    let mut servers: Vec<&str> = Vec::new();
+    for s in &r.counted {
+        if !servers.contains(&s.server.as_str()) {
+            servers.push(&s.server);
+        }
+    }
+    let which = |s: &crate::counted::CountedStat| -> String {
+        let mut by: Vec<(&String, &f64)> = s.syscalls_by_name.iter().collect();
+        by.sort_by(|a, b| b.1.total_cmp(a.1));
+        by.iter()
+            .map(|(name, n)| format!("{name} {n:.2}"))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    for server in servers {
+        for (client, _) in CLIENT_NAMES {
+            let at = |inflight: usize| {
+                r.counted
+                    .iter()
+                    .find(|s| s.server == server && s.client == *client && s.inflight == inflight)
+            };
+            let (Some(seq), Some(par)) = (at(1), at(16)) else {
+                continue;
+            };
+            let count = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.0}"));
+            let calls = |v: Option<f64>| v.map_or("–".into(), |v| format!("{v:.2}"));
+            let _ = writeln!(
+                md,
+                "| {server} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                client_name(client),
+                count(seq.instructions_per_call),
+                opt_ratio(seq.instructions_ratio_to_bare),
+                calls(seq.syscalls_per_call),
+                which(seq),
+                count(par.instructions_per_call),
+                opt_ratio(par.instructions_ratio_to_bare),
+                calls(par.syscalls_per_call),
+                which(par),
+            );
+        }
+    }
+    let _ = writeln!(md);
 }

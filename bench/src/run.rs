@@ -84,6 +84,7 @@ pub struct Results {
     pub options: BTreeMap<String, Value>,
     pub core: Vec<CoreStat>,
     pub round_trips: Vec<RoundTripStat>,
+    pub counted: Vec<crate::counted::CountedStat>,
     pub startup: Vec<StartupStat>,
     pub memory: Vec<MemoryStat>,
     pub size: Vec<SizeStat>,
@@ -217,6 +218,8 @@ pub fn main(options: Options) {
     results.core = core_throughput(&options);
     section("2-3. round trips (stdio, Streamable HTTP)");
     results.round_trips = round_trips(&options, &env, &mut results.notes);
+    section("2c. counted cost per call (stdio)");
+    results.counted = counted(&options, &env, &mut results.notes);
     section("4-5. startup, memory, size");
     (results.startup, results.memory) = startup(&options, &env, &mut results.notes);
     results.size = size(&env);
@@ -266,6 +269,9 @@ fn checks(r: &Results) -> (usize, usize) {
     }
     for s in &r.round_trips {
         count(s.rounds_ok > 0 && s.result_len == "Echo: hello".len());
+    }
+    for s in &r.counted {
+        count(s.errors.is_empty());
     }
     for s in &r.startup {
         count(s.errors.is_empty() && s.wall_s.n > 0 && s.ratio_to_limit.is_finite());
@@ -762,6 +768,75 @@ fn clients(env: &Env) -> Vec<&'static str> {
         c.push("python");
     }
     c
+}
+
+/// `bench counted`: only the counted section, printed as markdown.
+pub fn counted_only() {
+    let self_exe = std::env::current_exe().expect("own path");
+    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let env = Env {
+        self_exe,
+        rho_bin: None,
+        ts: false,
+        python: None,
+        rmcp: cfg!(feature = "rmcp"),
+        tmp,
+    };
+    let mut results = Results::default();
+    results.counted = counted(&Options::parse(&[]), &env, &mut results.notes);
+    let mut md = String::new();
+    crate::report::counted(&mut md, &results);
+    println!("{md}");
+    for note in &results.notes {
+        println!("- {note}");
+    }
+    let _ = std::fs::remove_dir_all(&env.tmp);
+}
+
+/// Instructions and system calls per call of every Rust client over stdio
+/// (see `counted.rs`); not in the smoke run, and only where valgrind and
+/// strace are installed.
+fn counted(
+    options: &Options,
+    env: &Env,
+    notes: &mut Vec<String>,
+) -> Vec<crate::counted::CountedStat> {
+    if options.quick {
+        return Vec::new();
+    }
+    if !crate::counted::available() {
+        notes.push("Counted cost per call: skipped, valgrind or strace is not installed.".into());
+        return Vec::new();
+    }
+    let mut servers = vec![(
+        "server-everything (node)",
+        vec![
+            "node".to_owned(),
+            util::everything_js().display().to_string(),
+        ],
+    )];
+    if env.rmcp {
+        servers.push((
+            "rmcp echo (Rust)",
+            vec![
+                env.self_exe.display().to_string(),
+                "rmcp-echo".into(),
+                "--stdio".into(),
+            ],
+        ));
+    }
+    let stats = crate::counted::measure(&env.self_exe, &env.tmp, env.rmcp, &servers);
+    for s in stats.iter().filter(|s| !s.errors.is_empty()) {
+        notes.push(format!(
+            "Counted, {} / {} / {} in flight: {}",
+            s.server,
+            s.client,
+            s.inflight,
+            s.errors.join("; ")
+        ));
+    }
+    stats
 }
 
 fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<RoundTripStat> {
