@@ -216,8 +216,16 @@ pub fn main(options: Options) {
 
     section("1. core throughput");
     results.core = core_throughput(&options);
+    let ticks_at_start = util::cpu_ticks();
     section("2-3. round trips (stdio, Streamable HTTP)");
+    let ticks_before_round_trips = util::cpu_ticks();
     results.round_trips = round_trips(&options, &env, &mut results.notes);
+    if let Some(share) = util::stolen_share(ticks_before_round_trips, util::cpu_ticks()) {
+        results.machine.insert(
+            "cpu_stolen_round_trips".into(),
+            format!("{:.1}%", share * 100.0),
+        );
+    }
     section("2c. counted cost per call (stdio)");
     results.counted = counted(&options, &env, &mut results.notes);
     section("4-5. startup, memory, size");
@@ -226,6 +234,12 @@ pub fn main(options: Options) {
     section("6. large result");
     (results.large, results.large_core) = large(&options, &env, &mut results.notes);
     results.total_seconds = started.elapsed().as_secs_f64();
+    if let Some(share) = util::stolen_share(ticks_at_start, util::cpu_ticks()) {
+        results.machine.insert(
+            "cpu_stolen_whole_run".into(),
+            format!("{:.1}%", share * 100.0),
+        );
+    }
 
     let markdown = crate::report::markdown(&results);
     println!("\n{markdown}");

@@ -303,3 +303,26 @@ pub fn polled_peak_rss(mut command: Command) -> Result<u64, String> {
     }
     Ok(peak)
 }
+
+/// The machine's CPU time so far, from the first line of `/proc/stat`, in
+/// clock ticks: (stolen by the hypervisor for other guests, all of it).
+pub fn cpu_ticks() -> Option<(u64, u64)> {
+    let stat = std::fs::read_to_string("/proc/stat").ok()?;
+    let fields: Vec<u64> = stat
+        .lines()
+        .next()?
+        .strip_prefix("cpu ")?
+        .split_whitespace()
+        .take(8)
+        .map(|f| f.parse().ok())
+        .collect::<Option<_>>()?;
+    // user nice system idle iowait irq softirq steal
+    let steal = *fields.get(7)?;
+    Some((steal, fields.iter().sum()))
+}
+
+/// The share of the machine's CPU time stolen between two [`cpu_ticks`].
+pub fn stolen_share(from: Option<(u64, u64)>, to: Option<(u64, u64)>) -> Option<f64> {
+    let ((s0, t0), (s1, t1)) = (from?, to?);
+    (t1 > t0).then(|| s1.saturating_sub(s0) as f64 / (t1 - t0) as f64)
+}
