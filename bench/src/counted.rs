@@ -1,8 +1,10 @@
 //! Counted cost per call: what a client's own process does per
 //! `tools/call` over stdio, counted instead of timed, so that two runs
-//! nearly agree whatever else the machine is doing (instructions within
-//! 1–4%, system calls within about 10%: how many answers one read finds
-//! still depends on timing).
+//! nearly agree whatever else the machine is doing: instructions within
+//! about 1% (4% for bare async), system calls likewise, except `futex` on
+//! smol, which swings between 0 and 7 per call (slowed by strace, the
+//! caller sometimes finds async-io's helper thread holding the reactor and
+//! parks). How many answers one read finds still depends on timing.
 //!
 //! CPU time per call on a 2-core VM swings by ±40% from run to run (the
 //! bare client alone measured 10.5–60 µs), and most of it is the kernel
@@ -232,34 +234,19 @@ impl Counter<'_> {
     }
 }
 
-/// Runs a counting tool to its end (bounded); returns its stderr.
+/// Runs a counting tool to its end (killed past a bound, so a stuck
+/// client cannot hold the run); returns its stderr.
 fn run(mut command: Command) -> Result<String, String> {
     command
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
-    let child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
-    let pid = child.id();
-    // Killed past the bound, so a stuck client cannot hold the run.
-    let (tx, rx) = std::sync::mpsc::channel();
-    std::thread::spawn(move || {
-        let _ = tx.send(child.wait_with_output());
-    });
-    match rx.recv_timeout(Duration::from_secs(300)) {
-        Ok(Ok(out)) if out.status.success() => {
-            Ok(String::from_utf8_lossy(&out.stderr).into_owned())
-        }
-        Ok(Ok(out)) => Err(format!(
-            "{}: {}",
-            out.status,
-            tail(&String::from_utf8_lossy(&out.stderr))
-        )),
-        Ok(Err(e)) => Err(e.to_string()),
-        Err(_) => {
-            // SAFETY: signalling the child we spawned.
-            unsafe { libc::kill(pid as i32, libc::SIGKILL) };
-            Err("killed after 300 s".into())
-        }
+    let (status, _, stderr) = crate::run::run_with_timeout(command, Duration::from_secs(300))?;
+    // `ExitStatus`'s own words for success.
+    if status == "exit status: 0" {
+        Ok(stderr)
+    } else {
+        Err(format!("{status}: {}", tail(&stderr)))
     }
 }
 

@@ -663,7 +663,7 @@ fn tail(s: &str, n: usize) -> String {
 }
 
 /// Runs a command to completion or kills its process group at the deadline.
-fn run_with_timeout(
+pub fn run_with_timeout(
     mut command: Command,
     timeout: Duration,
 ) -> Result<(String, String, String), String> {
