@@ -160,15 +160,54 @@ pub fn read_pidfile(path: &Path) -> u32 {
 }
 
 /// A fresh scratch directory under the system temp dir.
+///
+/// The directory outlives its test (a failed test's files are there to
+/// read), but not the next test process: the first call in a process
+/// removes the scratch directories of test processes that have ended
+/// ([`sweep_scratch_dirs`]), so runs do not pile them up in the temp dir.
 pub fn scratch_dir(name: &str) -> PathBuf {
+    static SWEPT: std::sync::Once = std::sync::Once::new();
+    SWEPT.call_once(|| sweep_scratch_dirs(&std::env::temp_dir()));
     // Unique per call: the same test body runs once per executor, in
     // parallel, in one process.
     static NEXT: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    let dir = std::env::temp_dir().join(format!("rho-tests-{}-{n}-{name}", std::process::id()));
+    let dir =
+        std::env::temp_dir().join(format!("{SCRATCH_PREFIX}{}-{n}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("create scratch dir");
     dir
+}
+
+/// How every scratch directory's name begins; the test process's id
+/// follows.
+const SCRATCH_PREFIX: &str = "rho-tests-";
+
+/// Removes the scratch directories under `temp` whose test process has
+/// ended. A live process's are left alone, whoever it is (its id may have
+/// been reused: then they wait for a later sweep).
+fn sweep_scratch_dirs(temp: &Path) {
+    // Without /proc nothing tells which processes are alive.
+    if !Path::new("/proc/self").exists() {
+        return;
+    }
+    let Ok(entries) = std::fs::read_dir(temp) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(pid) = name
+            .to_str()
+            .and_then(|n| n.strip_prefix(SCRATCH_PREFIX))
+            .and_then(|rest| rest.split('-').next())
+            .and_then(|pid| pid.parse::<u32>().ok())
+        else {
+            continue;
+        };
+        if !Path::new(&format!("/proc/{pid}")).exists() {
+            let _ = std::fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The state letter of a `/proc/<pid>/stat` line.
@@ -532,6 +571,28 @@ macro_rules! cli_both_executors {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_sweep_removes_the_scratch_dirs_of_ended_processes_only() {
+        let temp = super::scratch_dir("sweep");
+        let mut ended = std::process::Command::new("true")
+            .spawn()
+            .expect("spawn true");
+        ended.wait().expect("wait");
+        let gone = temp.join(format!("rho-tests-{}-0-old", ended.id()));
+        let mine = temp.join(format!("rho-tests-{}-0-live", std::process::id()));
+        let other = temp.join("rho-tests-notapid-0-x");
+        for dir in [&gone, &mine, &other] {
+            std::fs::create_dir_all(dir.join("inside")).expect("create");
+        }
+        super::sweep_scratch_dirs(&temp);
+        assert!(
+            !gone.exists(),
+            "an ended process's dir is removed, contents and all"
+        );
+        assert!(mine.exists(), "a live process's dir stays");
+        assert!(other.exists(), "a name without a pid is not ours to remove");
+    }
+
     use super::*;
 
     #[test]
