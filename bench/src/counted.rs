@@ -198,7 +198,12 @@ impl Counter<'_> {
                         .map(|(_, n)| n.trim().to_owned())
                 })
                 .and_then(|n| n.parse().ok())
-                .ok_or_else(|| format!("no instruction total in: {}", tail(&stderr)))
+                .ok_or_else(|| {
+                    format!(
+                        "no instruction total in: {}",
+                        crate::run::tail(&stderr, 300)
+                    )
+                })
         };
         let (a, b) = (count(CALLS.0)?, count(CALLS.1)?);
         Ok(b.saturating_sub(a) as f64 / (CALLS.1 - CALLS.0) as f64)
@@ -242,16 +247,13 @@ fn run(mut command: Command) -> Result<String, String> {
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped());
     let (status, _, stderr) = crate::run::run_with_timeout(command, Duration::from_secs(300))?;
-    // `ExitStatus`'s own words for success.
-    if status == "exit status: 0" {
+    // `run_with_timeout` reports the status in its `Display` words; the
+    // default status is success (exit code 0).
+    if status == std::process::ExitStatus::default().to_string() {
         Ok(stderr)
     } else {
-        Err(format!("{status}: {}", tail(&stderr)))
+        Err(format!("{status}: {}", crate::run::tail(&stderr, 300)))
     }
-}
-
-fn tail(s: &str) -> String {
-    crate::run::first_line(s.trim().lines().last().unwrap_or_default(), 300)
 }
 
 /// Counts the system calls in strace's per-thread files (`t.TID`) of the

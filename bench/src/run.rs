@@ -653,7 +653,8 @@ pub fn first_line(s: &str, n: usize) -> String {
     line[..end].to_owned()
 }
 
-fn tail(s: &str, n: usize) -> String {
+/// The last `n` bytes of `s` (at a char boundary), on one line.
+pub fn tail(s: &str, n: usize) -> String {
     let s = s.trim();
     let start = s.len().saturating_sub(n);
     let start = (start..=s.len())
