@@ -921,15 +921,8 @@ fn scope_token(scope: &str) -> Result<(), String> {
 /// An MCP endpoint: https, or http on loopback; never with userinfo.
 fn endpoint(raw: &str) -> Result<Url, UrlPolicyError> {
     let url = Url::parse(raw).map_err(|error| UrlPolicyError::Invalid(error.to_string()))?;
-    if !url.username().is_empty() || url.password().is_some() {
-        return Err(UrlPolicyError::Credentials);
-    }
-    match url.scheme() {
-        "https" => Ok(url),
-        "http" if is_loopback(&url) => Ok(url),
-        "http" => Err(UrlPolicyError::PlainHttp),
-        other => Err(UrlPolicyError::Scheme(other.to_owned())),
-    }
+    check_url_policy(&url)?;
+    Ok(url)
 }
 
 /// Reads `[sampling]`: only `command`, a non-empty array of strings.
@@ -1017,8 +1010,20 @@ fn read_plugin_dirs(
 /// The URL policy every URL the HTTP transport touches must meet: https,
 /// or http on a loopback host (`localhost`, `127.0.0.0/8`, `[::1]`), and
 /// no credentials in the URL. The error says what to change.
+///
+/// It reads the parsed URL as it is: the transports check every request
+/// against it, so it must not parse the text again (that was a fifth of
+/// an HTTP call's instructions on loopback).
 pub fn check_url_policy(url: &Url) -> Result<(), UrlPolicyError> {
-    endpoint(url.as_str()).map(|_| ())
+    if !url.username().is_empty() || url.password().is_some() {
+        return Err(UrlPolicyError::Credentials);
+    }
+    match url.scheme() {
+        "https" => Ok(()),
+        "http" if is_loopback(url) => Ok(()),
+        "http" => Err(UrlPolicyError::PlainHttp),
+        other => Err(UrlPolicyError::Scheme(other.to_owned())),
+    }
 }
 
 fn is_loopback(url: &Url) -> bool {
