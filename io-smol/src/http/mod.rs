@@ -10,9 +10,10 @@
 //! hyper 1.x's `client::conn::http1` (features `client` and `http1` only:
 //! no pool, no runtime, no HTTP/2) does the protocol: request encoding,
 //! chunked and length-delimited bodies, keep-alive and `Connection: close`
-//! bookkeeping. smol-hyper's `FuturesIo` (a hundred lines by a smol
-//! maintainer) adapts async-io's futures-io streams to hyper's IO traits,
-//! and futures-rustls runs rustls over them. The alternatives: a
+//! bookkeeping. The pool's `Stream` implements hyper's IO traits over
+//! async-io's streams itself (smol-hyper's adapter zeroed the whole read
+//! buffer on every poll; see there), and futures-rustls runs rustls over
+//! them. The alternatives: a
 //! hand-written client on httparse would be ours to keep correct at
 //! every framing corner; ureq-proto (ureq's sans-IO core) would share the
 //! thread executor's stack but is a 0.x API that changes shape between

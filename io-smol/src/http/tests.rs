@@ -237,6 +237,29 @@ fn sequential_exchanges_share_one_connection() {
 }
 
 #[test]
+fn a_large_body_arrives_byte_for_byte_and_the_connection_goes_on() {
+    // Larger than the biggest read, in bytes that show a misplaced copy.
+    let large: String = (0..(1usize << 20) + 4321)
+        .map(|i| char::from(b'a' + (i % 23) as u8))
+        .collect();
+    let served = large.clone();
+    let server = serve(move |_, s| ok(s, &served));
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        for _ in 0..2 {
+            let exchange = client.post(&url);
+            let seen = client.finish(exchange).await;
+            assert_eq!(seen.outcome, Some(Ok(())));
+            assert_eq!(seen.body.len(), large.len());
+            assert!(seen.body == large.as_bytes(), "the body changed on its way");
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "one connection");
+        client.io.shutdown();
+    });
+}
+
+#[test]
 fn a_slow_exchange_does_not_hold_up_another() {
     let (release, released) = mpsc::channel::<()>();
     let released = Mutex::new(released);
