@@ -13,14 +13,14 @@
 //! bookkeeping. The pool's `Stream` implements hyper's IO traits over
 //! async-io's streams itself (smol-hyper's adapter zeroed the whole read
 //! buffer on every poll; see there), and futures-rustls runs rustls over
-//! them. The alternatives: a
-//! hand-written client on httparse would be ours to keep correct at
-//! every framing corner; ureq-proto (ureq's sans-IO core) would share the
-//! thread executor's stack but is a 0.x API that changes shape between
-//! releases; hyper is what most of the Rust HTTP ecosystem runs on. The
-//! pool is ours (the `pool` module): hyper-util's client would bring its
-//! own connector stack and a general many-host pool, while a session
-//! talks to one origin and wants aborts to hand back connections.
+//! them. The alternatives: a hand-written client on httparse would be
+//! ours to keep correct at every framing corner; ureq-proto (ureq's
+//! sans-IO core) would share the thread executor's stack but is a 0.x API
+//! that changes shape between releases; hyper is what most of the Rust
+//! HTTP ecosystem runs on. The pool is ours (the `pool` module):
+//! hyper-util's client would bring its own connector stack and a general
+//! many-host pool, while a session talks to one origin and wants aborts
+//! to hand back connections.
 //!
 //! rustls uses the *ring* provider, the one ureq already links for the
 //! thread executor, so the binary carries one crypto stack. Roots are

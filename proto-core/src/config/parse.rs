@@ -1012,8 +1012,8 @@ fn read_plugin_dirs(
 /// no credentials in the URL. The error says what to change.
 ///
 /// It reads the parsed URL as it is: the transports check every request
-/// against it, so it must not parse the text again (that was a fifth of
-/// an HTTP call's instructions on loopback).
+/// against it, so it must not parse the text again (that was about 20k
+/// of the 143k instructions of an HTTP call on loopback).
 pub fn check_url_policy(url: &Url) -> Result<(), UrlPolicyError> {
     if !url.username().is_empty() || url.password().is_some() {
         return Err(UrlPolicyError::Credentials);
