@@ -91,6 +91,20 @@ struct StdinQueue {
     closing: bool,
 }
 
+impl StdinQueue {
+    /// A write failed with `in_flight` bytes taken from the queue: nothing
+    /// will ever read those or what still waits, so the input closes and
+    /// all of them leave the backlog (callers waiting for room would
+    /// otherwise count bytes nobody holds).
+    fn close_after_failure(&mut self, backlog: &Backlog, in_flight: usize) {
+        self.open = false;
+        self.direct = None;
+        let dropped: usize = self.pending.drain(..).map(|b| b.len()).sum();
+        backlog.remove(in_flight + dropped);
+        backlog.close();
+    }
+}
+
 /// How long shutdown waits for the pipe threads after the group is killed.
 const PUMP_EXIT_WAIT: Duration = Duration::from_millis(500);
 
@@ -345,13 +359,8 @@ impl StdinWriter {
                     }
                 }
                 Err(e) => {
-                    queue.open = false;
-                    queue.direct = None;
-                    // Nothing will ever read them: they wait for nobody.
-                    let dropped: usize = queue.pending.drain(..).map(|b| b.len()).sum();
-                    self.backlog.remove(bytes.len() + dropped);
+                    queue.close_after_failure(&self.backlog, bytes.len());
                     queue.failed = Some(e.to_string());
-                    self.backlog.close();
                     wake = true;
                     break;
                 }
@@ -436,12 +445,9 @@ fn write_stdin(stdin: &ChildStdin, shared: &Stdin, sink: &PipeSink, backlog: &Ba
         if let Err(e) = write_all(stdin, &bytes) {
             {
                 let mut queue = lock(&shared.queue);
-                queue.open = false;
-                queue.direct = None;
                 queue.writing = false;
-                queue.pending.clear();
+                queue.close_after_failure(backlog, bytes.len());
             }
-            backlog.close();
             sink(Pipe::WriteFailed(e.to_string()));
             return;
         }
@@ -594,6 +600,54 @@ mod tests {
             !std::path::Path::new(&format!("/proc/{pid}")).exists(),
             "the child is reaped"
         );
+        let _ = std::fs::remove_file(&gate);
+    }
+
+    #[test]
+    fn a_failure_while_the_writer_thread_holds_bytes_empties_the_backlog() {
+        let gate = std::env::temp_dir().join(format!("rho-stdio-gate3-{}", std::process::id()));
+        let _ = std::fs::remove_file(&gate);
+        let (tx, rx) = std::sync::mpsc::channel::<(String, Option<String>)>();
+        let tx = Mutex::new(tx);
+        let sink: PipeSink = Arc::new(move |pipe| match pipe {
+            Pipe::WriteFailed(error) => {
+                let on = thread::current().name().map(str::to_owned);
+                lock(&tx).send((error, on)).is_ok()
+            }
+            Pipe::Stdout(_) | Pipe::Closed => true,
+        });
+        // Reads nothing; once the gate exists, closes its stdin and lives on.
+        let script = format!(
+            "while [ ! -e '{}' ]; do sleep 0.01; done; exec 0<&-; exec sleep 30",
+            gate.display()
+        );
+        let (child, backlog) = sh_child("s3", &script, sink);
+        let writer = child.writer();
+        // More than any pipe holds: the writer thread takes the rest over.
+        for n in 0..16u8 {
+            child.write(vec![b'a' + n; 64 * 1024]);
+            writer.flush();
+        }
+        assert!(backlog.bytes() > 0, "the writer thread holds what waits");
+        std::fs::write(&gate, b"").expect("open the gate");
+        let (error, on) = rx
+            .recv_timeout(Duration::from_secs(10))
+            .expect("the failure is reported");
+        assert!(error.to_lowercase().contains("pipe"), "{error}");
+        assert_eq!(
+            on.as_deref(),
+            Some("rho-mcp-s3-in"),
+            "the writer thread failed"
+        );
+        assert_eq!(
+            backlog.bytes(),
+            0,
+            "what it held and what waited left the backlog"
+        );
+        assert!(backlog.is_closed(), "nobody waits for room");
+        child.write(b"dropped\n".to_vec());
+        assert_eq!(backlog.bytes(), 0, "nothing is queued after a failure");
+        child.shutdown(Duration::from_millis(200));
         let _ = std::fs::remove_file(&gate);
     }
 

@@ -98,7 +98,7 @@ impl Backlog {
 
     /// `n` of them were taken (written to the child, handled).
     pub fn remove(&self, n: usize) {
-        // Saturating: a reset by `close` may race a late decrement.
+        // Saturating: a late decrement never wraps below zero.
         let _ = self
             .bytes
             .fetch_update(Ordering::AcqRel, Ordering::Acquire, |b| {
