@@ -60,16 +60,17 @@ pub(crate) fn run(
     let store = crate::credentials::FileStore::default_location();
     let config = with_tool_timeout(&loaded.config, id, timeout);
     let mut with_tokens =
-        crate::credentials::with_stored_tokens(&config, store.as_ref(), &|s| s == id);
+        crate::credentials::with_stored_tokens(&config, kind, store.as_ref(), &|s| s == id);
     // A person at a terminal whose server has no usable login (none stored,
     // or one whose refresh failed) logs in now, before connecting: the 401
     // at connect would give a browser login only the startup budget.
     if crate::questions::person_present()
         && crate::credentials::needs_browser_login(&with_tokens, id)
     {
-        let summary = crate::login_server(loaded, id, false)?;
+        let summary = crate::login_server(loaded, kind, id, false)?;
         eprintln!("rho: {summary}");
-        with_tokens = crate::credentials::with_stored_tokens(&config, store.as_ref(), &|s| s == id);
+        with_tokens =
+            crate::credentials::with_stored_tokens(&config, kind, store.as_ref(), &|s| s == id);
     }
     let config = with_tokens;
     let mut options = options;
@@ -86,6 +87,7 @@ pub(crate) fn run(
         crate::credentials::FileStore::default_location()
             .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
         mode,
+        kind,
         &|s| s == id,
     );
     let undeclared = undeclared_capabilities(

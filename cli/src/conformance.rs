@@ -81,7 +81,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         "[mcp.servers.conformance]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\ntool_timeout_secs = 20\n",
         toml_string(url)
     );
-    let authorizer = authorizer(&scenario, url)?;
+    let authorizer = authorizer(&scenario, url, kind)?;
     // As an OAuth server with no stored login: the 401 to `initialize` (or
     // to a later request, where a server lets initialize through) asks the
     // authorizer, which logs in; a request refused later re-authorizes.
@@ -227,6 +227,7 @@ const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadat
 fn authorizer(
     scenario: &str,
     url: &str,
+    kind: RuntimeKind,
 ) -> Result<std::sync::Arc<dyn rho_proto_core::host::Authorizer>, Failure> {
     use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
     use rho_proto_core::oauth::store::StoreKey;
@@ -273,6 +274,7 @@ fn authorizer(
         key,
         settings,
         crate::reauth::LoginMode::Headless,
+        kind,
     );
     Ok(std::sync::Arc::new(authorizer))
 }

@@ -443,7 +443,12 @@ command = "true"
         store
             .update(&key("a"), &mut |_| Some(live.clone()))
             .expect("saved");
-        let with = with_stored_tokens(&config, Some(&store), &|_| true);
+        let with = with_stored_tokens(
+            &config,
+            crate::host::RuntimeKind::Smol,
+            Some(&store),
+            &|_| true,
+        );
         assert!(!needs_browser_login(&with, "a"), "a usable stored login");
         assert!(needs_browser_login(&with, "b"), "nothing stored");
         assert!(!needs_browser_login(&with, "keyed"), "a configured header");
@@ -606,9 +611,11 @@ pub(crate) fn now_unix() -> u64 {
 /// within a minute) is refreshed first, without a person, and the refreshed
 /// login is stored before it is used. A server without a usable login is
 /// left as it is: its 401 then goes to the session's authorizer
-/// ([`crate::reauth`]), like a token refused mid-session.
+/// ([`crate::reauth`]), like a token refused mid-session. A refresh goes
+/// through runtime `kind`'s HTTP stack.
 pub(crate) fn with_stored_tokens(
     config: &rho_proto_core::config::Config,
+    kind: crate::host::RuntimeKind,
     store: Option<&FileStore>,
     select: &dyn Fn(&str) -> bool,
 ) -> rho_proto_core::config::Config {
@@ -643,7 +650,7 @@ pub(crate) fn with_stored_tokens(
             }
         };
         let token = match login {
-            Some(login) => usable_token(&entry.id, &key, login, store),
+            Some(login) => usable_token(&entry.id, &key, login, store, kind),
             None => None,
         };
         // Without one, the server's 401 asks the session's authorizer,
@@ -687,7 +694,13 @@ pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &
 
 /// The access token to send for a stored login, refreshing it when it
 /// has expired; `None` when only a new login helps.
-fn usable_token(id: &str, key: &StoreKey, login: StoredLogin, store: &FileStore) -> Option<String> {
+fn usable_token(
+    id: &str,
+    key: &StoreKey,
+    login: StoredLogin,
+    store: &FileStore,
+    kind: crate::host::RuntimeKind,
+) -> Option<String> {
     let tokens = login.tokens.clone()?;
     if !tokens.needs_refresh(now_unix(), 60) {
         return Some(tokens.access_token);
@@ -707,9 +720,9 @@ fn usable_token(id: &str, key: &StoreKey, login: StoredLogin, store: &FileStore)
         },
     };
     let request = rho_proto_core::oauth::flow::refresh_request(&credentials)?;
-    let agent = rho_io_blocking::http_client::new_agent();
+    let http = crate::oauth_login::LoginHttp::for_runtime(kind);
     let answer = match crate::oauth_login::exchange(
-        &agent,
+        &http,
         rho_proto_core::http::Method::Post,
         &request.url,
         request.headers,

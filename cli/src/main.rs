@@ -448,7 +448,7 @@ fn run_mcp(
         McpCommand::Prompt(args) => prompt::run(&loaded, kind, options, &args),
         McpCommand::Read(args) => read::run(&loaded, kind, options, &args),
         McpCommand::Complete(args) => complete::run(&loaded, kind, options, &args),
-        McpCommand::Login(args) => login(&loaded, &args),
+        McpCommand::Login(args) => login(&loaded, kind, &args),
         McpCommand::Logout(args) => logout(&loaded, &args.id),
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
@@ -549,8 +549,8 @@ pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
 
 /// `rho mcp login <id>`: runs the OAuth flow for a remote server now and
 /// stores what it yields.
-fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
-    let summary = login_server(loaded, &args.id, args.headless)?;
+fn login(loaded: &LoadedConfig, kind: RuntimeKind, args: &LoginArgs) -> Result<ExitCode, Failure> {
+    let summary = login_server(loaded, kind, &args.id, args.headless)?;
     write_stdout(&format!("{summary}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -558,8 +558,10 @@ fn login(loaded: &LoadedConfig, args: &LoginArgs) -> Result<ExitCode, Failure> {
 /// Runs the OAuth login of server `id` and stores its tokens; returns a
 /// line for the person. Shared by `rho mcp login` and `rho mcp call`
 /// (which logs in first when a person is there and no login is stored).
+/// Its requests go through runtime `kind`'s HTTP stack.
 pub(crate) fn login_server(
     loaded: &LoadedConfig,
+    kind: RuntimeKind,
     id: &str,
     headless: bool,
 ) -> Result<String, Failure> {
@@ -592,9 +594,9 @@ pub(crate) fn login_server(
     let stored = store
         .load(&key)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let agent = rho_io_blocking::http_client::new_agent();
+    let login_http = oauth_login::LoginHttp::for_runtime(kind);
     let fail = |e: String| Failure::Runtime(format!("server `{id}`: OAuth login failed: {e}"));
-    let challenge = oauth_login::probe(&agent, &http.url, &[]).map_err(fail)?;
+    let challenge = oauth_login::probe(&login_http, &http.url, &[]).map_err(fail)?;
     let (browser, redirect_uri) = if headless {
         // Nothing listens: the answer is read from the redirect itself. The
         // URI still has the registered loopback shape.
@@ -608,8 +610,8 @@ pub(crate) fn login_server(
     let settings =
         oauth_login::settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
     let mut on_event = oauth_login::store_events(&store, &key, id);
-    let credentials =
-        oauth_login::run(&agent, settings, challenge, &browser, &mut on_event).map_err(fail)?;
+    let credentials = oauth_login::run(&login_http, settings, challenge, &browser, &mut on_event)
+        .map_err(fail)?;
     oauth_login::save(&store, &key, &credentials).map_err(Failure::Runtime)?;
     let expiry = credentials
         .tokens
@@ -726,13 +728,14 @@ fn start(
         // Stored OAuth logins become Authorization headers (refreshed when
         // expired); nothing here ever opens a browser.
         let store = credentials::FileStore::default_location();
-        let config = credentials::with_stored_tokens(&loaded.config, store.as_ref(), &select);
+        let config = credentials::with_stored_tokens(&loaded.config, kind, store.as_ref(), &select);
         // A token refused mid-session is refreshed; never a new login here.
         options.host.authorizer = reauth::StoreAuthorizer::for_config(
             &loaded.config,
             credentials::FileStore::default_location()
                 .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
             reauth::LoginMode::Never,
+            kind,
             &select,
         );
         options.interrupt = Some(signals::install());

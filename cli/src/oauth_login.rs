@@ -1,7 +1,14 @@
 //! Running an OAuth login for the CLI: the core's [`Login`] state machine
-//! driven over real HTTP (the same no-redirect ureq agent as the
-//! transport), a loopback listener for the browser's callback, and the
-//! result written to the credential store.
+//! driven over real HTTP, a loopback listener for the browser's callback,
+//! and the result written to the credential store.
+//!
+//! The HTTP is the runtime's own stack ([`LoginHttp`]): io-smol's
+//! `run_exchange` under `--runtime smol`, so that runtime never touches
+//! ureq, and io-blocking's no-redirect ureq agent under `--runtime
+//! blocking`. Both follow no redirect and apply the transport's URL policy
+//! and limits, and every login exchange is bounded as a whole by
+//! [`EXCHANGE_BOUND`]: an authorization server that accepts a connection
+//! and never answers fails the login with a reason instead of stalling it.
 //!
 //! Two ways through the browser step:
 //! - a person: the URL is printed (for a person on another machine) and
@@ -28,9 +35,74 @@ use rho_proto_core::oauth::pkce::RANDOM_BYTES;
 use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
 use url::Url;
 
+use crate::host::RuntimeKind;
+
 /// The most of an OAuth response rho reads: metadata and token answers
 /// are small, and a server cannot make rho buffer more.
 const MAX_BODY: usize = 1024 * 1024;
+
+/// The longest one login exchange (connect, send, read the whole answer)
+/// may take. Metadata and token answers are small and quick; this only
+/// stops a server that holds a connection open without answering.
+pub(crate) const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
+
+/// The HTTP stack a login's requests go through: the one of the runtime
+/// the command runs on.
+#[derive(Clone)]
+pub(crate) enum LoginHttp {
+    /// io-blocking's ureq agent, each exchange bounded as a whole.
+    Threads(ureq::Agent),
+    /// io-smol's stack, one exchange on its own connection, bounded by the
+    /// duration.
+    Smol(Duration),
+}
+
+impl LoginHttp {
+    /// The stack of runtime `kind`, each exchange bounded by
+    /// [`EXCHANGE_BOUND`].
+    pub(crate) fn for_runtime(kind: RuntimeKind) -> Self {
+        Self::bounded(kind, EXCHANGE_BOUND)
+    }
+
+    /// The stack of runtime `kind`, each exchange bounded by `within`.
+    pub(crate) fn bounded(kind: RuntimeKind, within: Duration) -> Self {
+        match kind {
+            RuntimeKind::Smol => Self::Smol(within),
+            RuntimeKind::Blocking => {
+                Self::Threads(rho_io_blocking::http_client::new_bounded_agent(within))
+            }
+        }
+    }
+
+    /// Runs `request`, reporting to `report` as the transports do.
+    fn run(&self, request: HttpRequest, report: impl FnMut(HttpInput) -> bool) {
+        match self {
+            Self::Threads(agent) => {
+                // ureq names its bound `timeout: global`; a failure at the
+                // bound is told the way the smol stack tells it.
+                let (started, within) = (Instant::now(), agent.config().timeouts().global);
+                let mut report = report;
+                rho_io_blocking::http_client::run_exchange(
+                    agent,
+                    request,
+                    &AtomicBool::new(false),
+                    |input| match input {
+                        HttpInput::Failed(_)
+                            if within.is_some_and(|within| started.elapsed() >= within) =>
+                        {
+                            let secs = within.map_or(0.0, |w| w.as_secs_f64());
+                            report(HttpInput::Failed(format!(
+                                "no complete answer within {secs} s"
+                            )))
+                        }
+                        input => report(input),
+                    },
+                )
+            }
+            Self::Smol(within) => rho_io_smol::http::run_exchange(request, *within, report),
+        }
+    }
+}
 
 /// One finished exchange.
 pub(crate) struct Answer {
@@ -41,7 +113,7 @@ pub(crate) struct Answer {
 
 /// Sends one request and reads the whole answer (at most [`MAX_BODY`]).
 pub(crate) fn exchange(
-    agent: &ureq::Agent,
+    http: &LoginHttp,
     method: Method,
     url: &Url,
     headers: Vec<(String, String)>,
@@ -60,26 +132,24 @@ pub(crate) fn exchange(
         body: Vec::new(),
     };
     let mut failure = None;
-    rho_io_blocking::http_client::run_exchange(agent, request, &AtomicBool::new(false), |input| {
-        match input {
-            HttpInput::Head { status, headers } => {
-                answer.status = status;
-                answer.headers = headers;
-                true
+    http.run(request, |input| match input {
+        HttpInput::Head { status, headers } => {
+            answer.status = status;
+            answer.headers = headers;
+            true
+        }
+        HttpInput::Body(chunk) => {
+            if answer.body.len() + chunk.len() > MAX_BODY {
+                failure = Some(format!("the answer from {url} is over {MAX_BODY} bytes"));
+                return false;
             }
-            HttpInput::Body(chunk) => {
-                if answer.body.len() + chunk.len() > MAX_BODY {
-                    failure = Some(format!("the answer from {url} is over {MAX_BODY} bytes"));
-                    return false;
-                }
-                answer.body.extend_from_slice(&chunk);
-                true
-            }
-            HttpInput::End => false,
-            HttpInput::Failed(e) => {
-                failure = Some(e);
-                false
-            }
+            answer.body.extend_from_slice(&chunk);
+            true
+        }
+        HttpInput::End => false,
+        HttpInput::Failed(e) => {
+            failure = Some(e);
+            false
         }
     });
     match failure {
@@ -93,7 +163,7 @@ pub(crate) fn exchange(
 /// its Bearer challenge (empty when it sent none); any other answer means
 /// the server does not demand a token up front.
 pub(crate) fn probe(
-    agent: &ureq::Agent,
+    http: &LoginHttp,
     url: &Url,
     headers: &[(String, String)],
 ) -> Result<Option<BearerChallenge>, String> {
@@ -116,7 +186,7 @@ pub(crate) fn probe(
     ];
     all.extend(headers.iter().cloned());
     let answer = exchange(
-        agent,
+        http,
         Method::Post,
         url,
         all,
@@ -130,7 +200,7 @@ pub(crate) fn probe(
             .find(|(k, _)| k.eq_ignore_ascii_case("mcp-session-id"))
         {
             let _ = exchange(
-                agent,
+                http,
                 Method::Delete,
                 url,
                 vec![("Mcp-Session-Id".into(), id.clone())],
@@ -195,7 +265,7 @@ fn random() -> Result<[u8; RANDOM_BYTES], String> {
 /// register again), a login of a previous issuer to forget — before the
 /// next request goes out.
 pub(crate) fn run(
-    agent: &ureq::Agent,
+    http: &LoginHttp,
     settings: LoginSettings,
     challenge: Option<BearerChallenge>,
     browser: &Browser,
@@ -242,11 +312,11 @@ pub(crate) fn run(
             }
         }
         if let Some(request) = login.poll_request() {
-            send(agent, &mut login, request);
+            send(http, &mut login, request);
             continue;
         }
         if let Some(url) = authorize.take() {
-            browser_step(agent, &mut login, browser, &url)?;
+            browser_step(http, &mut login, browser, &url)?;
             continue;
         }
         // Every request was answered above; a login with nothing queued
@@ -258,13 +328,13 @@ pub(crate) fn run(
     }
 }
 
-fn send(agent: &ureq::Agent, login: &mut Login, request: OAuthRequest) {
+fn send(http: &LoginHttp, login: &mut Login, request: OAuthRequest) {
     let method = if request.method == "GET" {
         Method::Get
     } else {
         Method::Post
     };
-    match exchange(agent, method, &request.url, request.headers, request.body) {
+    match exchange(http, method, &request.url, request.headers, request.body) {
         Ok(answer) => {
             login.handle_response(Instant::now(), request.id, answer.status, &answer.body)
         }
@@ -273,7 +343,7 @@ fn send(agent: &ureq::Agent, login: &mut Login, request: OAuthRequest) {
 }
 
 fn browser_step(
-    agent: &ureq::Agent,
+    http: &LoginHttp,
     login: &mut Login,
     browser: &Browser,
     url: &Url,
@@ -281,7 +351,7 @@ fn browser_step(
     match browser {
         Browser::Never => Err("no one is here to log in".into()),
         Browser::Headless => {
-            let answer = exchange(agent, Method::Get, url, Vec::new(), Vec::new())?;
+            let answer = exchange(http, Method::Get, url, Vec::new(), Vec::new())?;
             let location = answer
                 .headers
                 .iter()
@@ -577,6 +647,68 @@ mod tests {
         let mut answer = String::new();
         let _ = stream.read_to_string(&mut answer);
         answer
+    }
+
+    /// Runs `exchange` on its own thread so that a hang fails the test
+    /// (after a minute) instead of stalling it.
+    fn exchange_within_a_minute(http: LoginHttp, url: Url) -> Result<Answer, String> {
+        let (tx, rx) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            let _ = tx.send(exchange(&http, Method::Get, &url, Vec::new(), Vec::new()));
+        });
+        rx.recv_timeout(Duration::from_secs(60))
+            .expect("the exchange returned")
+    }
+
+    #[test]
+    fn a_login_exchange_reads_a_whole_answer_on_either_runtimes_stack() {
+        for kind in [RuntimeKind::Smol, RuntimeKind::Blocking] {
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let port = listener.local_addr().expect("addr").port();
+            let server = std::thread::spawn(move || {
+                let (mut stream, _) = listener.accept().expect("accept");
+                let mut head = Vec::new();
+                let mut byte = [0u8];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let body = r#"{"issuer":"http://127.0.0.1"}"#;
+                write!(
+                    stream,
+                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+                    body.len()
+                )
+                .expect("answer");
+                String::from_utf8_lossy(&head).into_owned()
+            });
+            let url = Url::parse(&format!("http://127.0.0.1:{port}/.well-known/x")).expect("url");
+            let answer = exchange_within_a_minute(LoginHttp::for_runtime(kind), url)
+                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
+            let head = server.join().expect("server");
+            assert!(
+                head.starts_with("GET /.well-known/x HTTP/1.1\r\n"),
+                "{kind:?}: {head}"
+            );
+            assert_eq!(answer.status, 200, "{kind:?}");
+            assert_eq!(answer.body, br#"{"issuer":"http://127.0.0.1"}"#, "{kind:?}");
+        }
+    }
+
+    #[test]
+    fn a_login_exchange_with_a_server_that_never_answers_fails_at_its_bound() {
+        for kind in [RuntimeKind::Smol, RuntimeKind::Blocking] {
+            // Connections land in the backlog and are never accepted, so
+            // the request goes out and no answer ever comes.
+            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+            let port = listener.local_addr().expect("addr").port();
+            let url = Url::parse(&format!("http://127.0.0.1:{port}/token")).expect("url");
+            let http = LoginHttp::bounded(kind, Duration::from_millis(300));
+            let Err(error) = exchange_within_a_minute(http, url) else {
+                panic!("{kind:?}: a silent server gave an answer");
+            };
+            assert_eq!(error, "no complete answer within 0.3 s", "{kind:?}");
+            drop(listener);
+        }
     }
 
     #[test]

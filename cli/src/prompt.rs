@@ -106,12 +106,13 @@ pub(crate) fn connect(
     crate::startable_server(loaded, id)?;
     let store = crate::credentials::FileStore::default_location();
     let config =
-        crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|s| s == id);
+        crate::credentials::with_stored_tokens(&loaded.config, kind, store.as_ref(), &|s| s == id);
     options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
         &loaded.config,
         crate::credentials::FileStore::default_location()
             .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
         crate::reauth::LoginMode::Never,
+        kind,
         &|s| s == id,
     );
     let cancel = crate::signals::install();

@@ -37,7 +37,8 @@ use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, Stored
 use rho_proto_core::oauth::token::TokenResponse;
 use rho_proto_core::session::AuthorizationReason;
 
-use crate::oauth_login::{self, Browser};
+use crate::host::RuntimeKind;
+use crate::oauth_login::{self, Browser, LoginHttp};
 
 /// Whether a new login may run mid-session.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -66,21 +67,26 @@ pub(crate) struct StoreAuthorizer {
     store: Arc<dyn CredentialStore>,
     servers: BTreeMap<String, ServerLogin>,
     mode: LoginMode,
+    /// The runtime's HTTP stack, for the login's requests.
+    http: LoginHttp,
     /// One login or refresh at a time.
     busy: Mutex<()>,
 }
 
 impl StoreAuthorizer {
-    /// An authorizer for `servers` (id, store key, grant, login settings).
+    /// An authorizer for `servers` (id, store key, grant, login settings)
+    /// whose logins go through runtime `kind`'s HTTP stack.
     fn new(
         store: Arc<dyn CredentialStore>,
         servers: BTreeMap<String, ServerLogin>,
         mode: LoginMode,
+        kind: RuntimeKind,
     ) -> Self {
         Self {
             store,
             servers,
             mode,
+            http: LoginHttp::for_runtime(kind),
             busy: Mutex::new(()),
         }
     }
@@ -93,6 +99,7 @@ impl StoreAuthorizer {
         config: &Config,
         store: Option<Arc<dyn CredentialStore>>,
         mode: LoginMode,
+        kind: RuntimeKind,
         select: &dyn Fn(&str) -> bool,
     ) -> Option<Arc<dyn Authorizer>> {
         let store = store?;
@@ -128,7 +135,7 @@ impl StoreAuthorizer {
             );
         }
         (!servers.is_empty())
-            .then(|| Arc::new(Self::new(store, servers, mode)) as Arc<dyn Authorizer>)
+            .then(|| Arc::new(Self::new(store, servers, mode, kind)) as Arc<dyn Authorizer>)
     }
 
     /// An authorizer for one server whose login settings the caller built
@@ -139,6 +146,7 @@ impl StoreAuthorizer {
         key: StoreKey,
         settings: LoginSettings,
         mode: LoginMode,
+        kind: RuntimeKind,
     ) -> Self {
         let grant = match settings.grant {
             GrantKind::ClientCredentials => OAuthGrant::ClientCredentials,
@@ -153,7 +161,7 @@ impl StoreAuthorizer {
                 settings: Ok(settings),
             },
         );
-        Self::new(store, servers, mode)
+        Self::new(store, servers, mode, kind)
     }
 
     /// Re-authorizes: a new login asking for `scopes` (when set), which
@@ -196,10 +204,9 @@ impl StoreAuthorizer {
                 });
             }
         };
-        let agent = rho_io_blocking::http_client::new_agent();
         let mut on_event = oauth_login::store_events(self.store.as_ref(), &server.key, id);
         let credentials = oauth_login::run(
-            &agent,
+            &self.http,
             settings,
             Some(challenge.clone()),
             &browser,
@@ -439,8 +446,14 @@ mod tests {
         store
             .update(&key(), &mut |_| Some(stored("mcp:basic", None)))
             .expect("stored");
-        let authorizer =
-            StoreAuthorizer::for_one(store.clone(), "s", key(), settings(), LoginMode::Never);
+        let authorizer = StoreAuthorizer::for_one(
+            store.clone(),
+            "s",
+            key(),
+            settings(),
+            LoginMode::Never,
+            RuntimeKind::Smol,
+        );
         let challenge = BearerChallenge {
             scope: Some(strings(&["mcp:write"])),
             error: Some("insufficient_scope".into()),
@@ -476,8 +489,14 @@ mod tests {
         store
             .update(&key(), &mut |_| Some(stored("mcp:basic", Some("rt"))))
             .expect("stored");
-        let authorizer =
-            StoreAuthorizer::for_one(store.clone(), "s", key(), settings(), LoginMode::Never);
+        let authorizer = StoreAuthorizer::for_one(
+            store.clone(),
+            "s",
+            key(),
+            settings(),
+            LoginMode::Never,
+            RuntimeKind::Smol,
+        );
         let why = authorizer
             .authorize(
                 "s",

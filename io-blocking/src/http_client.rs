@@ -391,6 +391,21 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// anyway ([`MAX_HEAD`]), bodies stream through, and MCP requests are
 /// small.
 pub fn new_agent() -> ureq::Agent {
+    agent_config().build().into()
+}
+
+/// An agent configured as [`new_agent`]'s, whose every exchange is also
+/// bounded as a whole by `total` (connecting, sending, and reading the
+/// whole answer): for a host's own one-off requests, an OAuth login's,
+/// where a server that accepts and never answers must not stall the
+/// login. A session's agent has no such bound: its GET stream may stay
+/// open for the whole session, and the core's deadlines bound requests.
+pub fn new_bounded_agent(total: Duration) -> ureq::Agent {
+    agent_config().timeout_global(Some(total)).build().into()
+}
+
+/// What both agents share.
+fn agent_config() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     let tls = ureq::tls::TlsConfig::builder()
         .root_certs(platform_roots())
         .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
@@ -407,8 +422,6 @@ pub fn new_agent() -> ureq::Agent {
         .max_response_header_size(MAX_HEAD)
         .input_buffer_size(MAX_HEAD)
         .output_buffer_size(OUTPUT_BUFFER)
-        .build()
-        .into()
 }
 
 /// The platform's trusted roots (as `rustls-native-certs` finds them,

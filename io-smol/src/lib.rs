@@ -47,7 +47,7 @@
 //! ```
 
 mod driver;
-mod http;
+pub mod http;
 mod inbox;
 mod reply;
 mod run;

@@ -181,7 +181,7 @@ pub(crate) fn run(
         crate::questions::services_with(responder, loaded.config.sampling_command.clone());
     let store = crate::credentials::FileStore::default_location();
     let mut config =
-        crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|_| true);
+        crate::credentials::with_stored_tokens(&loaded.config, kind, store.as_ref(), &|_| true);
     // A server with no usable login gets it now, as `rho mcp call` does: the
     // 401 at connect would give a browser login only the startup budget. A
     // login that fails is said, and that server then fails at connect;
@@ -195,7 +195,7 @@ pub(crate) fn run(
             .filter(|id| crate::credentials::needs_browser_login(&config, id))
             .collect();
         for id in &ids {
-            match crate::login_server(loaded, id, false) {
+            match crate::login_server(loaded, kind, id, false) {
                 Ok(summary) => eprintln!("rho: {summary}"),
                 Err(crate::Failure::Stopped(signal)) => {
                     return Err(crate::Failure::Stopped(signal));
@@ -208,8 +208,12 @@ pub(crate) fn run(
             }
         }
         if !ids.is_empty() {
-            config =
-                crate::credentials::with_stored_tokens(&loaded.config, store.as_ref(), &|_| true);
+            config = crate::credentials::with_stored_tokens(
+                &loaded.config,
+                kind,
+                store.as_ref(),
+                &|_| true,
+            );
         }
     }
     options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
@@ -220,6 +224,7 @@ pub(crate) fn run(
         } else {
             crate::reauth::LoginMode::Never
         },
+        kind,
         &|_| true,
     );
     if let Some(level) = args.log_level {

@@ -22,11 +22,15 @@
 //! many-host pool, while a session talks to one origin and wants aborts
 //! to hand back connections.
 //!
+//! A host's own requests that are not MCP traffic (an OAuth login's
+//! metadata and token requests) go through [`run_exchange`]: the same
+//! stack and policy, one exchange on its own connection.
+//!
 //! rustls uses the *ring* provider, the one ureq already links for the
 //! thread executor, so the binary carries one crypto stack. Roots are
 //! the platform's (rustls-native-certs: the system bundle on Linux, the
-//! keychain on macOS, the store on Windows), loaded once per process.
-//! The thread executor's ureq uses the bundled webpki-roots instead.
+//! keychain on macOS, the store on Windows), loaded once per process,
+//! as the thread executor's ureq agent loads them.
 //!
 //! # Behaviour, as on threads
 //!
@@ -204,6 +208,59 @@ impl HttpIo {
     #[cfg(test)]
     pub(crate) fn open_connections(&self) -> usize {
         self.pool.open()
+    }
+}
+
+/// Performs one exchange outside any session, blocking this thread, and
+/// reports what happens to it through `report` until the body ends,
+/// fails, `report` returns `false`, or `within` has passed (then it
+/// reports a failure that says so). For a host's own requests that are
+/// not MCP traffic, an OAuth login's metadata and token requests: the
+/// same stack, URL policy, limits and timeouts as a session's exchanges,
+/// on a connection opened for this exchange and closed after it. `report`
+/// consumes each chunk before it returns, so nothing is counted against a
+/// session's body budget.
+///
+/// It runs its own executor on the calling thread (a login runs on a
+/// host thread, or on smol's blocking pool when a session asks for one),
+/// so it must not be called from a task on an executor: it would stall
+/// that executor's thread until the exchange ends.
+pub fn run_exchange(
+    request: HttpRequest,
+    within: Duration,
+    mut report: impl FnMut(HttpInput) -> bool,
+) {
+    let executor = Arc::new(Executor::new());
+    let pool = Pool::new(&executor, (1, 0), Timeouts::default());
+    let bodies = BodyBudget::default();
+    bodies.close();
+    let aborted = Aborted::default();
+    let exchange = Exchange {
+        pool: &pool,
+        bodies: &bodies,
+        aborted: &aborted,
+    };
+    // The exchange returns as soon as it reported its end or failure, and
+    // is polled first: a timeout is reported only for one still under way.
+    let done = crate::run::block_on(&executor, async {
+        let work = exchange.run(request, &mut report);
+        smol::future::or(
+            async {
+                work.await;
+                true
+            },
+            async {
+                Timer::after(within).await;
+                false
+            },
+        )
+        .await
+    });
+    if !done {
+        report(HttpInput::Failed(format!(
+            "no complete answer within {} s",
+            within.as_secs_f64()
+        )));
     }
 }
 

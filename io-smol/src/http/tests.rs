@@ -616,3 +616,70 @@ fn an_abort_just_before_the_last_chunk_keeps_the_connection() {
         assert_eq!(server.accepted.load(Ordering::SeqCst), 1, "reused");
     });
 }
+
+#[test]
+fn a_one_off_exchange_reads_past_the_session_budget_and_closes_its_connection() {
+    // More than a session lets wait unhandled: a one-off exchange's caller
+    // consumes each chunk as it comes, so nothing may hold the body up.
+    let large: String = (0..BODY_IN_FLIGHT + 12345)
+        .map(|i| char::from(b'a' + (i % 19) as u8))
+        .collect();
+    let served = large.clone();
+    let server = serve(move |_, s| ok(s, &served));
+    let request = HttpRequest {
+        exchange: ExchangeId::new(0),
+        method: Method::Get,
+        url: url::Url::parse(&format!("http://127.0.0.1:{}/meta", server.port)).expect("url"),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    let mut seen = Seen::default();
+    super::run_exchange(request, PATIENCE, |input| {
+        assert!(seen.outcome.is_none(), "input after the end: {input:?}");
+        match input {
+            HttpInput::Head { status, .. } => seen.status = Some(status),
+            HttpInput::Body(chunk) => seen.body.extend_from_slice(&chunk),
+            HttpInput::End => seen.outcome = Some(Ok(())),
+            HttpInput::Failed(e) => seen.outcome = Some(Err(e)),
+        }
+        true
+    });
+    assert_eq!(seen.status, Some(200));
+    assert_eq!(seen.outcome, Some(Ok(())));
+    assert!(seen.body == large.as_bytes(), "the body changed on its way");
+    let deadline = Instant::now() + PATIENCE;
+    while server.closed.load(Ordering::SeqCst) < 1 {
+        assert!(Instant::now() < deadline, "the connection stayed open");
+        thread::sleep(Duration::from_millis(5));
+    }
+}
+
+#[test]
+fn a_one_off_exchange_without_an_answer_fails_when_its_time_is_up() {
+    // Reads the request, then holds the connection without a word.
+    let server = serve(|_, _| {
+        thread::sleep(PATIENCE);
+        false
+    });
+    let request = HttpRequest {
+        exchange: ExchangeId::new(0),
+        method: Method::Post,
+        url: url::Url::parse(&format!("http://127.0.0.1:{}/token", server.port)).expect("url"),
+        headers: vec![(
+            "content-type".into(),
+            "application/x-www-form-urlencoded".into(),
+        )],
+        body: b"grant_type=client_credentials".to_vec(),
+    };
+    let started = Instant::now();
+    let mut inputs = Vec::new();
+    super::run_exchange(request, Duration::from_millis(200), |input| {
+        inputs.push(input);
+        true
+    });
+    assert!(started.elapsed() < PATIENCE, "it waited for the server");
+    match inputs.as_slice() {
+        [HttpInput::Failed(e)] => assert!(e.contains("within 0.2 s"), "{e}"),
+        other => panic!("expected one failure, got {other:?}"),
+    }
+}
