@@ -75,7 +75,7 @@ use event_listener::Event;
 use http_body_util::BodyExt;
 use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
-use rho_proto_core::http::{ExchangeId, HttpRequest};
+use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
 use rho_proto_core::runtime::backlog::BODY_IN_FLIGHT;
 use smol::{Executor, Task, Timer};
 
@@ -153,7 +153,10 @@ impl HttpIo {
         let (pool, bodies) = (Arc::clone(&self.pool), Arc::clone(&self.bodies));
         let aborted = Arc::new(Aborted::default());
         let flag = Arc::clone(&aborted);
-        let task = self.executor.spawn(async move {
+        // Boxed here, once: the exchange's state (hyper's request future
+        // and all) is a few hundred bytes that spawning would otherwise
+        // move by value, three times, on every request.
+        let task = self.executor.spawn(Box::pin(async move {
             let exchange_io = Exchange {
                 pool: &pool,
                 bodies: &bodies,
@@ -164,7 +167,7 @@ impl HttpIo {
                     events.send(Input::Http(exchange, input)).is_ok()
                 })
                 .await;
-        });
+        }));
         self.running.insert(exchange, (task, aborted));
     }
 
@@ -347,10 +350,14 @@ impl Exchange<'_> {
             .headers
             .iter()
             .map(|(k, v)| {
-                (
-                    k.as_str().to_owned(),
-                    String::from_utf8_lossy(v.as_bytes()).into_owned(),
-                )
+                // Header values are nearly always visible ASCII, which
+                // `to_str` checks in one pass; anything else is read
+                // lossily.
+                let value = match v.to_str() {
+                    Ok(text) => text.to_owned(),
+                    Err(_) => String::from_utf8_lossy(v.as_bytes()).into_owned(),
+                };
+                (k.as_str().to_owned(), value)
             })
             .collect();
         if !report(HttpInput::Head {
@@ -452,33 +459,71 @@ async fn drained(body: &mut hyper::body::Incoming, grace: Duration) -> bool {
 }
 
 /// The request hyper sends: origin-form target, `Host` from the URL.
+///
+/// The header map is filled directly rather than through
+/// `http::request::Builder`, whose every `header` call moves the whole
+/// request under construction through a `Result`: a third of the cost
+/// of building a call's request.
 fn build(
     request: HttpRequest,
 ) -> Result<hyper::Request<http_body_util::Full<hyper::body::Bytes>>, hyper::http::Error> {
+    use hyper::header::{HeaderMap, HeaderValue};
     let url = &request.url;
     let mut target = url.path().to_owned();
     if let Some(query) = url.query() {
         target.push('?');
         target.push_str(query);
     }
-    let mut builder = hyper::Request::builder()
-        .method(request.method.as_str())
-        .uri(target);
+    let mut headers = HeaderMap::with_capacity(request.headers.len() + 1);
     if !request
         .headers
         .iter()
         .any(|(name, _)| name.eq_ignore_ascii_case("host"))
     {
         let host = url.host_str().unwrap_or_default();
-        builder = match url.port() {
-            Some(port) => builder.header("host", format!("{host}:{port}")),
-            None => builder.header("host", host),
+        let value = match url.port() {
+            Some(port) => HeaderValue::try_from(format!("{host}:{port}"))?,
+            None => HeaderValue::from_str(host)?,
         };
+        headers.insert(hyper::header::HOST, value);
     }
-    for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
+    for (name, value) in request.headers {
+        // The value's own buffer becomes the header's (checked, not
+        // copied); MCP's own names are static, so only a configured
+        // custom header name is lowercased into a new buffer.
+        headers.append(
+            header_name(&name)?,
+            HeaderValue::from_maybe_shared(hyper::body::Bytes::from(value))?,
+        );
     }
-    builder.body(http_body_util::Full::new(request.body.into()))
+    let mut built = hyper::Request::new(http_body_util::Full::new(request.body.into()));
+    *built.method_mut() = match request.method {
+        Method::Get => hyper::Method::GET,
+        Method::Post => hyper::Method::POST,
+        Method::Delete => hyper::Method::DELETE,
+    };
+    *built.uri_mut() = hyper::Uri::try_from(target)?;
+    *built.headers_mut() = headers;
+    Ok(built)
+}
+
+/// The header names the MCP transport itself sends that are not among
+/// `http`'s standard ones, lowercase as HTTP/1.1 writes them.
+const MCP_HEADERS: [&str; 5] = [
+    "mcp-session-id",
+    "mcp-protocol-version",
+    "mcp-method",
+    "mcp-name",
+    "last-event-id",
+];
+
+/// `name` as a header name: a static one for MCP's own names (no
+/// allocation), else parsed (standard names allocate nothing either).
+fn header_name(name: &str) -> Result<hyper::header::HeaderName, hyper::http::Error> {
+    match MCP_HEADERS.iter().find(|n| n.eq_ignore_ascii_case(name)) {
+        Some(known) => Ok(hyper::header::HeaderName::from_static(known)),
+        None => Ok(hyper::header::HeaderName::from_bytes(name.as_bytes())?),
+    }
 }
 
 /// Whether the server will close the connection after this response

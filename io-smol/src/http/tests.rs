@@ -683,3 +683,63 @@ fn a_one_off_exchange_without_an_answer_fails_when_its_time_is_up() {
         other => panic!("expected one failure, got {other:?}"),
     }
 }
+
+#[test]
+fn request_headers_arrive_lowercase_with_their_values_and_a_bad_value_is_refused() {
+    let (tx, heads) = mpsc::channel::<String>();
+    let tx = Mutex::new(tx);
+    let server = serve(move |head, stream| {
+        let _ = tx.lock().expect("lock").send(head.to_owned());
+        ok(stream, "{}")
+    });
+    let url = format!("http://127.0.0.1:{}/mcp", server.port);
+    on_executor(|executor| async move {
+        let mut client = Client::new(&executor);
+        let headers = |extra: (&str, &str)| {
+            vec![
+                ("Mcp-Session-Id".to_owned(), "s-1".to_owned()),
+                ("MCP-Protocol-Version".to_owned(), "2025-11-25".to_owned()),
+                ("Content-Type".to_owned(), "application/json".to_owned()),
+                ("X-Custom".to_owned(), "kept as given".to_owned()),
+                (extra.0.to_owned(), extra.1.to_owned()),
+            ]
+        };
+        let send = |client: &mut Client, extra| {
+            client.next += 1;
+            let exchange = ExchangeId::new(client.next);
+            client.io.send(HttpRequest {
+                exchange,
+                method: Method::Post,
+                url: url::Url::parse(&url).expect("url"),
+                headers: headers(extra),
+                body: b"{}".to_vec(),
+            });
+            exchange
+        };
+        let good = send(&mut client, ("Mcp-Name", "echo"));
+        assert_eq!(client.finish(good).await.outcome, Some(Ok(())));
+        let head = heads.recv_timeout(PATIENCE).expect("a request");
+        for line in [
+            "mcp-session-id: s-1\r\n",
+            "mcp-protocol-version: 2025-11-25\r\n",
+            "content-type: application/json\r\n",
+            "x-custom: kept as given\r\n",
+            "mcp-name: echo\r\n",
+        ] {
+            assert!(head.contains(line), "{line:?} in {head:?}");
+        }
+        assert!(
+            head.contains(&format!("host: 127.0.0.1:{}\r\n", server.port)),
+            "{head:?}"
+        );
+        // A value that would start a header line of its own is never sent.
+        let bad = send(&mut client, ("Mcp-Name", "echo\r\nx-injected: 1"));
+        let failure = client.failure(bad).await;
+        assert!(failure.starts_with("invalid request"), "{failure}");
+        // The next request the server sees is the one after it.
+        let after = send(&mut client, ("Mcp-Name", "after"));
+        assert_eq!(client.finish(after).await.outcome, Some(Ok(())));
+        let head = heads.recv_timeout(PATIENCE).expect("a request");
+        assert!(head.contains("mcp-name: after\r\n"), "{head:?}");
+    });
+}

@@ -79,8 +79,10 @@ struct OutgoingParams<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     uri: Option<Cow<'a, str>>,
-    #[serde(default)]
-    arguments: Option<Value>,
+    /// Left unparsed: only a call of a tool with `x-mcp-header`
+    /// parameters reads it, and most calls' tools have none.
+    #[serde(borrow, default)]
+    arguments: Option<&'a serde_json::value::RawValue>,
 }
 
 /// The headers a POST of `body` carries in the 2026-07-28 era, in order:
@@ -109,11 +111,18 @@ pub fn request_headers(body: &[u8], tools: &[Tool]) -> Vec<(String, String)> {
     }
     if method == "tools/call" {
         let tool = name.and_then(|n| tools.iter().find(|t| t.name == n));
-        let arguments = params.as_ref().and_then(|p| p.arguments.as_ref());
-        if let (Some(tool), Some(arguments)) = (tool, arguments) {
-            // Tools with invalid annotations never reach the list; a
-            // listed tool's annotations are valid.
-            for HeaderParam { name, path } in tool.header_params().unwrap_or_default() {
+        // Tools with invalid annotations never reach the list; a listed
+        // tool's annotations are valid.
+        let wanted = tool
+            .map(|tool| tool.header_params().unwrap_or_default())
+            .unwrap_or_default();
+        let arguments = params
+            .as_ref()
+            .and_then(|p| p.arguments)
+            .filter(|_| !wanted.is_empty())
+            .and_then(|raw| serde_json::from_str::<Value>(raw.get()).ok());
+        if let Some(arguments) = &arguments {
+            for HeaderParam { name, path } in wanted {
                 if let Some(text) = at_path(arguments, &path).and_then(param_text) {
                     headers.push((
                         format!("Mcp-Param-{name}"),
