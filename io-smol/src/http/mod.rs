@@ -96,8 +96,11 @@ pub(crate) const BODY_PIECE: usize = 64 * 1024;
 /// carries one exchange per connection, so this bounds concurrent
 /// exchanges; one more waits for a connection to come free.
 pub(crate) const MAX_CONNECTIONS: usize = 64;
-/// Idle connections a session keeps for reuse.
-pub(crate) const MAX_IDLE: usize = 8;
+/// Idle connections a session keeps for reuse: as many as the thread
+/// executor's agent keeps, so that sixteen calls in flight (an agent's
+/// usual fan-out) that end in one read find their connections again
+/// instead of closing half of them and connecting anew.
+pub(crate) const MAX_IDLE: usize = 16;
 
 /// How long an aborted exchange whose body was under way may take to
 /// finish it, so that its connection can be reused.

@@ -743,3 +743,29 @@ fn request_headers_arrive_lowercase_with_their_values_and_a_bad_value_is_refused
         assert!(head.contains("mcp-name: after\r\n"), "{head:?}");
     });
 }
+
+#[test]
+fn sixteen_exchanges_that_end_together_keep_their_connections_for_the_next_sixteen() {
+    // Every answer waits until all sixteen requests are in, so the
+    // sixteen exchanges need sixteen connections and end together.
+    let all_in = Arc::new(std::sync::Barrier::new(16));
+    let server = serve(move |_, s| {
+        all_in.wait();
+        ok(s, "{}")
+    });
+    on_executor(|ex| async move {
+        let mut client = Client::new(&ex);
+        let url = format!("http://127.0.0.1:{}/mcp", server.port);
+        for round in 0..2 {
+            let exchanges: Vec<ExchangeId> = (0..16).map(|_| client.post(&url)).collect();
+            for exchange in exchanges {
+                assert_eq!(
+                    client.finish(exchange).await.outcome,
+                    Some(Ok(())),
+                    "round {round}"
+                );
+            }
+        }
+        assert_eq!(server.accepted.load(Ordering::SeqCst), 16);
+    });
+}
