@@ -1,5 +1,5 @@
 //! Counted cost per call: what a client's own process does per
-//! `tools/call` over stdio, counted instead of timed, so that two runs
+//! `tools/call` over stdio and Streamable HTTP, counted instead of timed, so that two runs
 //! nearly agree whatever else the machine is doing: instructions within
 //! about 1% (4% for bare async), system calls likewise, except `futex` on
 //! smol, which swings between 0 and 7 per call (slowed by strace, the
@@ -39,7 +39,7 @@ const CALLS: (usize, usize) = (500, 1500);
 /// Warm-up calls before the timed ones: node's JIT settles, as in the
 /// timed runs.
 const WARMUP: usize = 1000;
-/// The clients counted: the bare limits and every Rust client.
+/// The clients counted over stdio: the bare limits and every Rust client.
 const CLIENTS: [&str; 6] = [
     "bare",
     "bare-async",
@@ -48,10 +48,23 @@ const CLIENTS: [&str; 6] = [
     "rho-blocking",
     "rmcp",
 ];
+/// The clients counted over HTTP, where the bare client is the one limit.
+const HTTP_CLIENTS: [&str; 4] = ["bare", "rho-smol", "rho-blocking", "rmcp"];
+
+/// A server the counts run against: spawned per client over stdio, shared
+/// over HTTP.
+pub enum CountedTarget {
+    /// The command that starts it.
+    Stdio(Vec<String>),
+    /// Where it listens.
+    Http(String),
+}
 
 /// One client's counts against one server at one concurrency.
 #[derive(Debug, Default, Serialize)]
 pub struct CountedStat {
+    /// `stdio` or `Streamable HTTP`.
+    pub transport: String,
     pub server: String,
     pub client: String,
     pub inflight: usize,
@@ -76,28 +89,33 @@ pub fn available() -> bool {
     })
 }
 
-/// Counts every client of [`CLIENTS`] (rmcp when built in) against every
-/// stdio server in `servers` (name, command), sequentially and at 16 in
-/// flight.
+/// Counts every client of [`CLIENTS`] (stdio) or [`HTTP_CLIENTS`] (rmcp
+/// when built in) against every server in `servers` (name, target),
+/// sequentially and at 16 in flight.
 pub fn measure(
     self_exe: &Path,
     tmp: &Path,
     rmcp: bool,
-    servers: &[(&str, Vec<String>)],
+    servers: &[(&str, CountedTarget)],
 ) -> Vec<CountedStat> {
     let mut stats = Vec::new();
-    for (server, command) in servers {
+    for (server, target) in servers {
+        let (transport, clients) = match target {
+            CountedTarget::Stdio(_) => ("stdio", &CLIENTS[..]),
+            CountedTarget::Http(_) => ("Streamable HTTP", &HTTP_CLIENTS[..]),
+        };
         for inflight in [1, 16] {
             let first = stats.len();
-            for client in CLIENTS.iter().filter(|c| rmcp || **c != "rmcp") {
+            for client in clients.iter().filter(|c| rmcp || **c != "rmcp") {
                 let counter = Counter {
                     self_exe,
                     tmp,
                     client,
-                    command,
+                    target,
                     inflight,
                 };
                 let mut stat = CountedStat {
+                    transport: transport.to_owned(),
                     server: (*server).to_owned(),
                     client: (*client).to_owned(),
                     inflight,
@@ -116,7 +134,7 @@ pub fn measure(
                     Err(e) => stat.errors.push(format!("strace: {e}")),
                 }
                 eprintln!(
-                    "counted {server} / {client} / {inflight} in flight: {} instructions, {} system calls per call{}",
+                    "counted {transport} {server} / {client} / {inflight} in flight: {} instructions, {} system calls per call{}",
                     stat.instructions_per_call
                         .map_or("–".into(), |v| format!("{v:.0}")),
                     stat.syscalls_per_call
@@ -156,7 +174,7 @@ struct Counter<'a> {
     self_exe: &'a Path,
     tmp: &'a Path,
     client: &'a str,
-    command: &'a [String],
+    target: &'a CountedTarget,
     inflight: usize,
 }
 
@@ -164,8 +182,14 @@ impl Counter<'_> {
     fn spec(&self, n: usize) -> String {
         let spec = WorkerSpec {
             client: self.client.to_owned(),
-            stdio: Some(self.command.to_vec()),
-            url: None,
+            stdio: match self.target {
+                CountedTarget::Stdio(command) => Some(command.clone()),
+                CountedTarget::Http(_) => None,
+            },
+            url: match self.target {
+                CountedTarget::Stdio(_) => None,
+                CountedTarget::Http(url) => Some(url.clone()),
+            },
             tool: "echo".into(),
             args: json!({"message": "hello"}),
             warmup: WARMUP,

@@ -697,30 +697,55 @@ fn esc(s: &str) -> String {
         .replace('>', "&gt;")
 }
 
-/// The counted companion of the stdio rows (`bench/src/counted.rs`).
+/// The counted companion of the round-trip rows (`bench/src/counted.rs`),
+/// one table per transport.
 pub fn counted(md: &mut String, r: &Results) {
-    if r.counted.is_empty() {
+    for transport in ["stdio", "Streamable HTTP"] {
+        counted_over(md, r, transport);
+    }
+}
+
+fn counted_over(md: &mut String, r: &Results, transport: &str) {
+    let stats: Vec<&crate::counted::CountedStat> = r
+        .counted
+        .iter()
+        .filter(|s| s.transport == transport)
+        .collect();
+    if stats.is_empty() {
         return;
     }
-    let _ = writeln!(md, "### stdio · counted per call\n");
-    let _ = writeln!(
-        md,
-        "What the timed CPU figures above are made of, counted instead of timed, so that two runs nearly agree: \
-         user-space instructions per call of every thread of the client process (callgrind), and system calls per call of the client's own threads \
-         (strace; not the server's), each the difference between a run of 500 and one of 1,500 timed calls, so startup and warm-up drop out. \
-         Under callgrind the client runs far slower while the server does not, so at 16 in flight more answers wait per wake-up than in the timed runs. \
-         The kernel's share of a call (the system calls, and the sleep and wake-up around each wait for the server) is what the timed figures add, \
-         and its price is the machine's: it is what moves from run to run. \
-         Instructions agree within about 1% between runs; system calls too, except `futex` on smol (bare async included), which swings between 0 and 7 per call: \
-         slowed by strace, the caller sometimes finds async-io's helper thread holding the reactor and parks until it hands the wake-up over.\n"
-    );
+    let _ = writeln!(md, "### {transport} · counted per call\n");
+    if transport == "stdio" {
+        let _ = writeln!(
+            md,
+            "What the timed CPU figures above are made of, counted instead of timed, so that two runs nearly agree: \
+             user-space instructions per call of every thread of the client process (callgrind), and system calls per call of the client's own threads \
+             (strace; not the server's), each the difference between a run of 500 and one of 1,500 timed calls, so startup and warm-up drop out. \
+             Under callgrind the client runs far slower while the server does not, so at 16 in flight more answers wait per wake-up than in the timed runs. \
+             The kernel's share of a call (the system calls, and the sleep and wake-up around each wait for the server) is what the timed figures add, \
+             and its price is the machine's: it is what moves from run to run. \
+             Instructions agree within about 1% between runs; system calls too, except `futex` on smol (bare async included), which swings between 0 and 7 per call: \
+             slowed by strace, the caller sometimes finds async-io's helper thread holding the reactor and parks until it hands the wake-up over.\n"
+        );
+    } else {
+        let _ = writeln!(
+            md,
+            "Counted as over stdio, against HTTP servers started for this table. The bare client is the one limit here: \
+             it blocks in `read` on its socket (ureq with rho's own agent configuration, which also sets the socket's mode and timeouts around each call), \
+             where a client that waits in a reactor pays for each wait there (`epoll_pwait`, and the re-arming of the socket, the reactor's notifier and its timer).\n"
+        );
+    }
+    counted_table(md, &stats);
+}
+
+fn counted_table(md: &mut String, stats: &[&crate::counted::CountedStat]) {
     let _ = writeln!(
         md,
         "| server | client | seq. instructions/call | ×bare | system calls/call | which | 16 in flight: instructions/call | ×bare | system calls/call | which |"
     );
     let _ = writeln!(md, "|---|---|---:|---:|---:|---|---:|---:|---:|---|");
     let mut servers: Vec<&str> = Vec::new();
-    for s in &r.counted {
+    for s in stats {
         if !servers.contains(&s.server.as_str()) {
             servers.push(&s.server);
         }
@@ -736,7 +761,7 @@ pub fn counted(md: &mut String, r: &Results) {
     for server in servers {
         for (client, _) in CLIENT_NAMES {
             let at = |inflight: usize| {
-                r.counted
+                stats
                     .iter()
                     .find(|s| s.server == server && s.client == *client && s.inflight == inflight)
             };

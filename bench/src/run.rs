@@ -226,7 +226,7 @@ pub fn main(options: Options) {
             format!("{:.1}%", share * 100.0),
         );
     }
-    section("2c. counted cost per call (stdio)");
+    section("2c. counted cost per call (stdio and HTTP)");
     results.counted = counted(&options, &env, &mut results.notes);
     section("4-5. startup, memory, size");
     (results.startup, results.memory) = startup(&options, &env, &mut results.notes);
@@ -810,8 +810,8 @@ pub fn counted_only() {
 }
 
 /// Instructions and system calls per call of every Rust client over stdio
-/// (see `counted.rs`); not in the smoke run, and only where valgrind and
-/// strace are installed.
+/// and Streamable HTTP (see `counted.rs`); not in the smoke run, and only
+/// where valgrind and strace are installed.
 fn counted(
     options: &Options,
     env: &Env,
@@ -824,27 +824,42 @@ fn counted(
         notes.push("Counted cost per call: skipped, valgrind or strace is not installed.".into());
         return Vec::new();
     }
+    use crate::counted::CountedTarget;
     let mut servers = vec![(
         "server-everything (node)",
-        vec![
+        CountedTarget::Stdio(vec![
             "node".to_owned(),
             util::everything_js().display().to_string(),
-        ],
+        ]),
     )];
     if env.rmcp {
         servers.push((
             "rmcp echo (Rust)",
-            vec![
+            CountedTarget::Stdio(vec![
                 env.self_exe.display().to_string(),
                 "rmcp-echo".into(),
                 "--stdio".into(),
-            ],
+            ]),
         ));
     }
+    // The HTTP servers are this section's own, started fresh (a server
+    // that has served many sessions answers more slowly, which changes how
+    // many answers a wake-up finds at 16 in flight).
+    let mut keep = Vec::new();
+    let (bg, url) = start_everything_http();
+    keep.push(bg);
+    servers.push(("server-everything (node)", CountedTarget::Http(url)));
+    if env.rmcp {
+        let (bg, url) = start_rmcp_http(env);
+        keep.push(bg);
+        servers.push(("rmcp echo (Rust)", CountedTarget::Http(url)));
+    }
     let stats = crate::counted::measure(&env.self_exe, &env.tmp, env.rmcp, &servers);
+    drop(keep);
     for s in stats.iter().filter(|s| !s.errors.is_empty()) {
         notes.push(format!(
-            "Counted, {} / {} / {} in flight: {}",
+            "Counted, {} {} / {} / {} in flight: {}",
+            s.transport,
             s.server,
             s.client,
             s.inflight,
