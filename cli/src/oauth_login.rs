@@ -50,8 +50,9 @@ pub(crate) const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
 /// the command runs on.
 #[derive(Clone)]
 pub(crate) enum LoginHttp {
-    /// io-blocking's ureq agent, each exchange bounded as a whole.
-    Threads(ureq::Agent),
+    /// io-blocking's ureq agent, each exchange bounded as a whole by the
+    /// duration.
+    Threads(ureq::Agent, Duration),
     /// io-smol's stack, one exchange on its own connection, bounded by the
     /// duration.
     Smol(Duration),
@@ -69,7 +70,8 @@ impl LoginHttp {
         match kind {
             RuntimeKind::Smol => Self::Smol(within),
             RuntimeKind::Blocking => {
-                Self::Threads(rho_io_blocking::http_client::new_bounded_agent(within))
+                let agent = rho_io_blocking::http_client::new_bounded_agent(within);
+                Self::Threads(agent, within)
             }
         }
     }
@@ -77,22 +79,20 @@ impl LoginHttp {
     /// Runs `request`, reporting to `report` as the transports do.
     fn run(&self, request: HttpRequest, report: impl FnMut(HttpInput) -> bool) {
         match self {
-            Self::Threads(agent) => {
+            Self::Threads(agent, within) => {
                 // ureq names its bound `timeout: global`; a failure at the
                 // bound is told the way the smol stack tells it.
-                let (started, within) = (Instant::now(), agent.config().timeouts().global);
+                let started = Instant::now();
                 let mut report = report;
                 rho_io_blocking::http_client::run_exchange(
                     agent,
                     request,
                     &AtomicBool::new(false),
                     |input| match input {
-                        HttpInput::Failed(_)
-                            if within.is_some_and(|within| started.elapsed() >= within) =>
-                        {
-                            let secs = within.map_or(0.0, |w| w.as_secs_f64());
+                        HttpInput::Failed(_) if started.elapsed() >= *within => {
                             report(HttpInput::Failed(format!(
-                                "no complete answer within {secs} s"
+                                "no complete answer within {} s",
+                                within.as_secs_f64()
                             )))
                         }
                         input => report(input),

@@ -440,20 +440,25 @@ mod tests {
         }
     }
 
+    /// An authorizer for server `s` with no one to log in.
+    fn unattended(store: Arc<MemoryStore>) -> StoreAuthorizer {
+        StoreAuthorizer::for_one(
+            store,
+            "s",
+            key(),
+            settings(),
+            LoginMode::Never,
+            RuntimeKind::Smol,
+        )
+    }
+
     #[test]
     fn with_no_one_to_log_in_the_reason_says_what_to_run_and_the_scope() {
         let store = Arc::new(MemoryStore::default());
         store
             .update(&key(), &mut |_| Some(stored("mcp:basic", None)))
             .expect("stored");
-        let authorizer = StoreAuthorizer::for_one(
-            store.clone(),
-            "s",
-            key(),
-            settings(),
-            LoginMode::Never,
-            RuntimeKind::Smol,
-        );
+        let authorizer = unattended(store.clone());
         let challenge = BearerChallenge {
             scope: Some(strings(&["mcp:write"])),
             error: Some("insufficient_scope".into()),
@@ -489,14 +494,7 @@ mod tests {
         store
             .update(&key(), &mut |_| Some(stored("mcp:basic", Some("rt"))))
             .expect("stored");
-        let authorizer = StoreAuthorizer::for_one(
-            store.clone(),
-            "s",
-            key(),
-            settings(),
-            LoginMode::Never,
-            RuntimeKind::Smol,
-        );
+        let authorizer = unattended(store.clone());
         let why = authorizer
             .authorize(
                 "s",
