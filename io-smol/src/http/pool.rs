@@ -27,7 +27,7 @@ use hyper::client::conn::http1::{Builder, SendRequest};
 use hyper::{Request, Response};
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
-use smol::{Executor, Task, Timer};
+use smol::{Async, Executor, Task, Timer};
 use url::{Host, Url};
 
 use super::{CONNECT_TIMEOUT, DRAIN_GRACE, MAX_HEAD, SEND_TIMEOUT};
@@ -317,6 +317,7 @@ async fn open(origin: &Origin, send: Duration) -> Result<Stream, String> {
     .map_err(|e| format!("connecting to {origin}: {e}"))?;
     // Requests are small and answered at once: do not wait to coalesce.
     let _ = tcp.set_nodelay(true);
+    let tcp = Tcp::new(tcp);
     let io = if origin.https {
         let name = match &origin.host {
             Target::Ip(ip) => ServerName::IpAddress((*ip).into()),
@@ -380,8 +381,75 @@ fn describe(error: &dyn std::error::Error) -> String {
 }
 
 enum Inner {
-    Plain(TcpStream),
-    Tls(Box<TlsStream<TcpStream>>),
+    Plain(Tcp),
+    Tls(Box<TlsStream<Tcp>>),
+}
+
+/// A TCP socket on the reactor that reads only when a read can find
+/// something: once a read found the socket empty, the next one waits for
+/// the reactor's word that it is readable instead of asking the kernel
+/// again. async-io's own `poll_read` tries the `recv` first every time,
+/// and hyper polls its connection's read side several times per exchange
+/// without new data in between (after the body, when the connection goes
+/// idle, before the next request): three empty `recvfrom` calls per call
+/// on loopback, gone here.
+struct Tcp {
+    io: Arc<Async<std::net::TcpStream>>,
+    /// The last read found nothing and the reactor has not said since
+    /// that more arrived.
+    drained: bool,
+}
+
+impl Tcp {
+    fn new(stream: TcpStream) -> Self {
+        Self {
+            io: stream.into(),
+            drained: false,
+        }
+    }
+}
+
+impl AsyncRead for Tcp {
+    fn poll_read(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut [u8],
+    ) -> Poll<io::Result<usize>> {
+        use std::io::Read as _;
+        let this = self.get_mut();
+        loop {
+            if this.drained {
+                match this.io.poll_readable(cx) {
+                    Poll::Ready(Ok(())) => this.drained = false,
+                    Poll::Ready(Err(e)) => return Poll::Ready(Err(e)),
+                    Poll::Pending => return Poll::Pending,
+                }
+            }
+            match this.io.get_ref().read(buf) {
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => this.drained = true,
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                done => return Poll::Ready(done),
+            }
+        }
+    }
+}
+
+impl AsyncWrite for Tcp {
+    fn poll_write(
+        self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &[u8],
+    ) -> Poll<io::Result<usize>> {
+        Pin::new(&mut &*self.io).poll_write(cx, buf)
+    }
+
+    fn poll_flush(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self.io).poll_flush(cx)
+    }
+
+    fn poll_close(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut &*self.io).poll_close(cx)
+    }
 }
 
 /// A connection's byte stream, in hyper's IO traits. A write that stays
@@ -496,5 +564,64 @@ impl hyper::rt::Write for Stream {
             Inner::Plain(s) => Pin::new(s).poll_close(cx),
             Inner::Tls(s) => Pin::new(&mut **s).poll_close(cx),
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use smol::io::AsyncReadExt as _;
+    use std::io::Write as _;
+
+    /// A connected pair: ours on the reactor, the peer plain.
+    fn pair() -> (Tcp, std::net::TcpStream) {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let at = listener.local_addr().expect("addr");
+        let ours = smol::block_on(TcpStream::connect(at)).expect("connect");
+        let (peer, _) = listener.accept().expect("accept");
+        (Tcp::new(ours), peer)
+    }
+
+    /// Polls a read once with a waker that does nothing.
+    fn poll_once(tcp: &mut Tcp, buf: &mut [u8]) -> Poll<io::Result<usize>> {
+        let mut cx = Context::from_waker(std::task::Waker::noop());
+        Pin::new(tcp).poll_read(&mut cx, buf)
+    }
+
+    #[test]
+    fn a_read_after_an_empty_one_waits_for_the_reactor_and_gets_what_arrived() {
+        let (mut tcp, mut peer) = pair();
+        let mut buf = [0u8; 64];
+        assert!(poll_once(&mut tcp, &mut buf).is_pending());
+        assert!(tcp.drained, "the empty read is remembered");
+        // Polled again with nothing new: still pending, still drained.
+        assert!(poll_once(&mut tcp, &mut buf).is_pending());
+        assert!(tcp.drained);
+        peer.write_all(b"hello").expect("write");
+        let n = smol::block_on(async {
+            smol::future::or(async { tcp.read(&mut buf).await.expect("read") }, async {
+                Timer::after(Duration::from_secs(10)).await;
+                panic!("the data that arrived was never read");
+            })
+            .await
+        });
+        assert_eq!(&buf[..n], b"hello");
+        assert!(!tcp.drained);
+    }
+
+    #[test]
+    fn the_end_of_the_stream_after_an_empty_read_is_a_zero_read() {
+        let (mut tcp, peer) = pair();
+        let mut buf = [0u8; 64];
+        assert!(poll_once(&mut tcp, &mut buf).is_pending());
+        drop(peer);
+        let n = smol::block_on(async {
+            smol::future::or(async { tcp.read(&mut buf).await.expect("read") }, async {
+                Timer::after(Duration::from_secs(10)).await;
+                panic!("the close was never seen");
+            })
+            .await
+        });
+        assert_eq!(n, 0);
     }
 }
