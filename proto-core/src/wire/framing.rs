@@ -747,6 +747,17 @@ pub struct SseDecoder {
     retry: Option<u64>,
 }
 
+/// Appends `bytes` decoded as UTF-8, each invalid sequence replaced by
+/// U+FFFD (the spec's decoding). Valid text, the usual case, is checked by
+/// `str::from_utf8`, which runs word-wise over ASCII, where
+/// `String::from_utf8_lossy` walks byte by byte.
+fn push_lossy(into: &mut String, bytes: &[u8]) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => into.push_str(text),
+        Err(_) => into.push_str(&String::from_utf8_lossy(bytes)),
+    }
+}
+
 impl Default for SseDecoder {
     fn default() -> Self {
         Self::new(DEFAULT_MAX_LINE)
@@ -936,13 +947,18 @@ impl SseDecoder {
             None => (line, &[][..]),
         };
         match name {
-            b"event" => self.event_type = String::from_utf8_lossy(value).into_owned(),
+            b"event" => {
+                self.event_type.clear();
+                push_lossy(&mut self.event_type, value);
+            }
             b"data" => {
-                self.data.push_str(&String::from_utf8_lossy(value));
+                push_lossy(&mut self.data, value);
                 self.data.push('\n');
             }
             b"id" if !value.contains(&0) => {
-                self.pending_id = Some(String::from_utf8_lossy(value).into_owned());
+                let mut id = String::new();
+                push_lossy(&mut id, value);
+                self.pending_id = Some(id);
             }
             b"retry" => {
                 if let Some(ms) = parse_retry(value) {
