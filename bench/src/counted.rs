@@ -48,8 +48,9 @@ const CLIENTS: [&str; 6] = [
     "rho-blocking",
     "rmcp",
 ];
-/// The clients counted over HTTP, where the bare client is the one limit.
-const HTTP_CLIENTS: [&str; 4] = ["bare", "rho-smol", "rho-blocking", "rmcp"];
+/// The clients counted over HTTP: the bare limits (the bare client
+/// already runs a thread per call there) and every Rust client.
+const HTTP_CLIENTS: [&str; 5] = ["bare", "bare-async", "rho-smol", "rho-blocking", "rmcp"];
 
 /// A server the counts run against: spawned per client over stdio, shared
 /// over HTTP.

@@ -13,6 +13,7 @@
 //! over stdio, printed), `peak-rss PROGRAM ARGS...` (a command's exact
 //! peak RSS).
 
+mod bare_async_http;
 mod core;
 mod counted;
 mod report;

@@ -18,7 +18,7 @@ use crate::util::Cpu;
 /// What a client process is asked to do.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct WorkerSpec {
-    /// `rho-smol`, `rho-blocking`, `bare`, `bare-threads` and `bare-async`
+    /// `rho-smol`, `rho-blocking`, `bare`, `bare-async`, `bare-threads`
     /// (stdio only), `rmcp`, `ts`, `python`.
     pub client: String,
     /// A stdio server: command and arguments.
@@ -114,7 +114,8 @@ fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         "bare" if spec.stdio.is_some() => bare_stdio(spec),
         "bare" => bare_http(spec),
         "bare-threads" => bare_threads_stdio(spec),
-        "bare-async" => bare_async_stdio(spec),
+        "bare-async" if spec.stdio.is_some() => bare_async_stdio(spec),
+        "bare-async" => crate::bare_async_http::run(spec),
         #[cfg(feature = "rmcp")]
         "rmcp" => crate::rmcp_side::run_client(spec),
         other => Err(format!("unknown client `{other}`")),
@@ -332,14 +333,14 @@ pub async fn all_lanes<F: std::future::Future>(
 // ----- the bare JSON-lines client: the limit -----
 
 /// The bare client's `initialize` request, under `id`.
-fn initialize_line(id: u64) -> String {
+pub(crate) fn initialize_line(id: u64) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"initialize","params":{{"protocolVersion":"2025-11-25","capabilities":{{}},"clientInfo":{{"name":"bare","version":"0.0.0"}}}}}}"#
     )
 }
-const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+pub(crate) const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 
-fn call_line(id: u64, tool: &str, args: &str) -> String {
+pub(crate) fn call_line(id: u64, tool: &str, args: &str) -> String {
     format!(
         r#"{{"jsonrpc":"2.0","id":{id},"method":"tools/call","params":{{"name":{},"arguments":{args}}}}}"#,
         json!(tool)
@@ -791,20 +792,7 @@ fn bare_http(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
                 .limit(u64::MAX)
                 .read_to_vec()
                 .map_err(|e| e.to_string())?;
-            let mut messages = Vec::new();
-            if sse {
-                for line in body.split(|&b| b == b'\n') {
-                    if let Some(data) = line.strip_prefix(b"data:") {
-                        let data = data.trim_ascii();
-                        if !data.is_empty() {
-                            messages.push(serde_json::from_slice(data).map_err(|e| e.to_string())?);
-                        }
-                    }
-                }
-            } else if !body.is_empty() {
-                messages.push(serde_json::from_slice(&body).map_err(|e| e.to_string())?);
-            }
-            Ok((session_id, messages))
+            Ok((session_id, messages_of(sse, &body)?))
         };
     let (session, _) = post(initialize_line(0), None)?;
     let session = session.ok_or("no Mcp-Session-Id")?;
@@ -814,20 +802,45 @@ fn bare_http(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let call = || -> Result<usize, String> {
         let id = next_id.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let (_, messages) = post(call_line(id, &spec.tool, &args), Some(&session))?;
-        for m in messages {
-            if m.get("id").and_then(Value::as_u64) == Some(id) {
-                if let Some(error) = m.get("error") {
-                    return Err(format!("error response: {error}"));
-                }
-                return Ok(m
-                    .pointer("/result/content/0/text")
-                    .and_then(Value::as_str)
-                    .map_or(0, str::len));
-            }
-        }
-        Err(format!("no response to {id}"))
+        answer_len(&messages, id)
     };
     let measured = warm_and_measure(spec, &call);
     let _ = agent.delete(url).header("Mcp-Session-Id", &session).call();
     measured
+}
+
+/// The JSON-RPC messages of an HTTP response body: each SSE `data:` line
+/// of an event stream, or the body itself.
+pub(crate) fn messages_of(sse: bool, body: &[u8]) -> Result<Vec<Value>, String> {
+    let mut messages = Vec::new();
+    if sse {
+        for line in body.split(|&b| b == b'\n') {
+            if let Some(data) = line.strip_prefix(b"data:") {
+                let data = data.trim_ascii();
+                if !data.is_empty() {
+                    messages.push(serde_json::from_slice(data).map_err(|e| e.to_string())?);
+                }
+            }
+        }
+    } else if !body.is_empty() {
+        messages.push(serde_json::from_slice(body).map_err(|e| e.to_string())?);
+    }
+    Ok(messages)
+}
+
+/// The first text block's length of the response to `id` among
+/// `messages`.
+pub(crate) fn answer_len(messages: &[Value], id: u64) -> Result<usize, String> {
+    for m in messages {
+        if m.get("id").and_then(Value::as_u64) == Some(id) {
+            if let Some(error) = m.get("error") {
+                return Err(format!("error response: {error}"));
+            }
+            return Ok(m
+                .pointer("/result/content/0/text")
+                .and_then(Value::as_str)
+                .map_or(0, str::len));
+        }
+    }
+    Err(format!("no response to {id}"))
 }
