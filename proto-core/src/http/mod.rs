@@ -95,7 +95,7 @@ use crate::session::{
     ApiMisuse, AuthorizationReason, CallId, CloseReason, Event, Framing, Question, QuestionId,
     SamplingAnswer, Session, SessionOptions, SessionState, Timer, TransmitKind,
 };
-use crate::session::{Clock, TimerTable};
+use crate::session::{Clock, TimerTable, earlier};
 use crate::wire::framing::{SseDecoder, SseError, byte_size};
 use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 
@@ -869,10 +869,7 @@ impl HttpTransport {
         let own = self
             .timers
             .next([(Timer::StreamResume, resume), (Timer::Linger, linger)]);
-        [own, self.session.next_timer()]
-            .into_iter()
-            .flatten()
-            .min_by_key(|&(timer, at)| (at, timer))
+        earlier(own, self.session.next_timer())
     }
 
     // ----- internals -----

@@ -85,7 +85,7 @@ use tally::{Tally, Verdict};
 
 pub use questions::{AuthorizationReason, Question, QuestionId, SamplingAnswer};
 pub use timer::Timer;
-pub(crate) use timer::{Clock, TimerTable};
+pub(crate) use timer::{Clock, TimerTable, earlier};
 pub use types::*;
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};

@@ -97,13 +97,29 @@ impl TimerTable {
             Timer::Delete,
             Timer::Linger,
         ];
-        let slots = ALL
-            .into_iter()
-            .filter_map(|t| self.get(t).map(|at| (t, at)));
-        let heads = queued
-            .into_iter()
-            .filter_map(|(t, at)| at.map(|at| (t, at)));
-        slots.chain(heads).min_by_key(|&(t, at)| (at, t))
+        // A plain loop: executors ask several times per input, and the
+        // iterator chain this replaces cost ~350 instructions a time.
+        let mut best = None;
+        for (timer, at) in ALL.into_iter().zip(self.at) {
+            best = earlier(best, at.map(|at| (timer, at)));
+        }
+        for (timer, at) in queued {
+            best = earlier(best, at.map(|at| (timer, at)));
+        }
+        best
+    }
+}
+
+/// The earlier of two wakeups; on a tie, the timer declared first in
+/// [`Timer`].
+pub(crate) fn earlier(
+    a: Option<(Timer, Instant)>,
+    b: Option<(Timer, Instant)>,
+) -> Option<(Timer, Instant)> {
+    match (a, b) {
+        (Some(x), Some(y)) => Some(if (y.1, y.0) < (x.1, x.0) { y } else { x }),
+        (x, None) => x,
+        (None, y) => y,
     }
 }
 
@@ -138,5 +154,58 @@ impl Clock {
     /// The latest time seen.
     pub(crate) fn latest(&self) -> Instant {
         self.latest
+    }
+}
+
+#[cfg(test)]
+// One real `Instant` as the origin; the tests only add to it.
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn the_earliest_armed_timer_is_next_with_queue_heads_competing() {
+        let t0 = Instant::now();
+        let at = |ms| t0 + Duration::from_millis(ms);
+        let mut table = TimerTable::default();
+        assert_eq!(table.next([(Timer::Request, None)]), None);
+        table.set(Timer::Ping, at(30));
+        table.set(Timer::Startup, at(20));
+        assert_eq!(table.next([]), Some((Timer::Startup, at(20))));
+        assert_eq!(
+            table.next([(Timer::Request, Some(at(10))), (Timer::Linger, None)]),
+            Some((Timer::Request, at(10)))
+        );
+        table.stop(Timer::Startup);
+        assert_eq!(
+            table.next([(Timer::StreamResume, Some(at(40)))]),
+            Some((Timer::Ping, at(30)))
+        );
+    }
+
+    #[test]
+    fn on_a_tie_the_timer_declared_first_wins_wherever_it_comes_from() {
+        let at = Instant::now() + Duration::from_secs(1);
+        let mut table = TimerTable::default();
+        table.set(Timer::Delete, at);
+        table.set(Timer::Ping, at);
+        assert_eq!(
+            table.next([(Timer::Request, Some(at)), (Timer::Linger, Some(at))]),
+            Some((Timer::Ping, at))
+        );
+        table.stop(Timer::Ping);
+        assert_eq!(
+            table.next([(Timer::Linger, Some(at)), (Timer::Request, Some(at))]),
+            Some((Timer::Request, at))
+        );
+        assert_eq!(
+            earlier(Some((Timer::Linger, at)), Some((Timer::Startup, at))),
+            Some((Timer::Startup, at))
+        );
+        assert_eq!(
+            earlier(None, Some((Timer::Linger, at))),
+            Some((Timer::Linger, at))
+        );
     }
 }

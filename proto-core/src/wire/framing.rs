@@ -709,7 +709,8 @@ enum LineState {
 ///
 /// # Implementation note
 ///
-/// Every pushed byte is searched for a line end once. Lines that end inside
+/// Every pushed byte is searched for a line end once (by `memchr`'s
+/// vectorized search for CR and LF). Lines that end inside
 /// the chunk they start in are interpreted straight from the chunk; only a
 /// line split across chunks is copied, and only while it is unfinished.
 /// Comment lines and the lines of a discarded event are never copied at all.
@@ -883,7 +884,7 @@ impl SseDecoder {
                 bytes = rest;
             }
         }
-        while let Some(at) = bytes.iter().position(|&b| b == b'\n' || b == b'\r') {
+        while let Some(at) = memchr::memchr2(b'\n', b'\r', bytes) {
             let cr = bytes[at] == b'\r';
             self.end_line(&bytes[..at]);
             bytes = &bytes[at + 1..];
@@ -939,7 +940,7 @@ impl SseDecoder {
 
     /// Processes one field line, as the spec's "process the field" step.
     fn field(&mut self, line: &[u8]) {
-        let (name, value) = match line.iter().position(|&b| b == b':') {
+        let (name, value) = match memchr::memchr(b':', line) {
             Some(colon) => {
                 let value = &line[colon + 1..];
                 (&line[..colon], value.strip_prefix(b" ").unwrap_or(value))
@@ -955,7 +956,7 @@ impl SseDecoder {
                 push_lossy(&mut self.data, value);
                 self.data.push('\n');
             }
-            b"id" if !value.contains(&0) => {
+            b"id" if memchr::memchr(0, value).is_none() => {
                 let mut id = String::new();
                 push_lossy(&mut id, value);
                 self.pending_id = Some(id);
