@@ -1063,7 +1063,7 @@ fn missing_ambient_variable_is_an_error_naming_the_header_and_the_variable() {
 #[test]
 fn configured_accept_or_session_headers_never_override_the_transports_own() {
     let config = http_config(
-        "headers = { Accept = \"text/html\", Mcp-Session-Id = \"forged\" }\n\
+        "headers = { Accept = \"text/html\", Mcp-Session-Id = \"forged\", MCP-param-Region = \"forged\", X-Kept = \"yes\" }\n\
          headers_from_env = { MCP-PROTOCOL-VERSION = \"VERSION\", content-type = \"CT\" }",
     );
     let resolved = resolve_headers(
@@ -1083,6 +1083,8 @@ fn configured_accept_or_session_headers_never_override_the_transports_own() {
     assert_eq!(header(&init, "content-type"), Some("application/json"));
     assert_eq!(header(&init, "mcp-session-id"), None);
     assert_eq!(header(&init, "mcp-protocol-version"), None);
+    assert_eq!(header(&init, "mcp-param-region"), None);
+    assert_eq!(header(&init, "x-kept"), Some("yes"));
     h.ready();
     for req in h.sends().into_iter().skip(1) {
         assert_eq!(header_count(req, "mcp-session-id"), 1, "{req:?}");

@@ -955,16 +955,22 @@ impl HttpTransport {
             "mcp-method",
             "mcp-name",
         ];
-        let mut headers: Vec<(String, String)> = self
-            .options
-            .headers
-            .iter()
-            .filter(|(k, _)| {
-                let k = k.to_ascii_lowercase();
-                !OWN.contains(&k.as_str()) && !k.starts_with("mcp-param-")
-            })
-            .cloned()
-            .collect();
+        const PARAM: &str = "mcp-param-";
+        // Room for the configured headers and the five this adds at most,
+        // so the list is allocated once per request.
+        let mut headers: Vec<(String, String)> = Vec::with_capacity(self.options.headers.len() + 5);
+        headers.extend(
+            self.options
+                .headers
+                .iter()
+                .filter(|(k, _)| {
+                    let param = k
+                        .get(..PARAM.len())
+                        .is_some_and(|head| head.eq_ignore_ascii_case(PARAM));
+                    !param && !OWN.iter().any(|own| k.eq_ignore_ascii_case(own))
+                })
+                .cloned(),
+        );
         match method {
             Method::Post => {
                 headers.push((
