@@ -157,6 +157,7 @@ pub fn markdown(r: &Results) -> String {
     let _ = writeln!(md, "| CPU | {} (`nproc` = {}) |", m("cpu"), m("nproc"));
     for key in [
         "kernel",
+        "pinning",
         "loadavg_at_start",
         "cpu_stolen_round_trips",
         "cpu_stolen_whole_run",
@@ -176,7 +177,10 @@ pub fn markdown(r: &Results) -> String {
         "\nThe machine has 2 cores and may run other jobs beside the benchmark (its load when the run began is in the table above), \
          and it is a virtual machine whose host may run other guests: *cpu_stolen* is the share of its CPU time the hypervisor gave them meanwhile (steal, from `/proc/stat`), \
          during the round trips and over the whole run. Where it is more than a few percent, timed figures say as much about the host as about the clients; \
-         the counted figures (instructions and system calls per call) hardly depend on it. Every client is measured in the same conditions, \
+         the counted figures (instructions and system calls per call) hardly depend on it. \
+         In the timed round trips and large results every client process runs on one CPU and the servers on the other (*pinning* above): \
+         left to the scheduler, a client and its server shared a core in some rounds and not in others, and one client's CPU per call differed about 3× between the two \
+         (the bare client over stdio: 4.4 against 14 µs per sequential call), so medians followed placement rather than clients. Every client is measured in the same conditions, \
          interleaved (each round runs every client against every server, in a rotated order), and figures are **medians**; `[a–b]` is the range of the per-round values. \
          Latency medians and p90 pool every call of every round. CPU per call is the client process's own user+system time over the timed calls only \
          (`getrusage(RUSAGE_SELF)`: not the server's, not startup), divided by the number of calls. \

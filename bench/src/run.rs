@@ -426,6 +426,16 @@ fn machine(env: &Env) -> BTreeMap<String, String> {
         .unwrap_or_default();
     m.insert("cpu".into(), cpu);
     m.insert(
+        "pinning".into(),
+        match util::Pinning::detect() {
+            Some(p) => format!(
+                "clients on CPU {}, their servers on CPU {} (taskset)",
+                p.client, p.server
+            ),
+            None => "none (fewer than 2 CPUs or no taskset)".into(),
+        },
+    );
+    m.insert(
         "kernel".into(),
         util::command_line("uname", &["-sr"]).unwrap_or_default(),
     );
@@ -593,21 +603,38 @@ fn core_stat(case: &str, bytes: usize, session: &[f64], serde: &[f64]) -> CoreSt
 
 /// Runs one client process with a deadline; parses its JSON line.
 fn run_worker(env: &Env, spec: &WorkerSpec, timeout: Duration) -> WorkerOut {
+    // The client on its CPU, the stdio server it starts on the servers'
+    // (see `util::Pinning`).
+    let pinning = util::Pinning::detect();
+    let mut spec = spec.clone();
+    if let Some(p) = pinning {
+        spec.stdio = spec.stdio.map(|argv| util::Pinning::on(p.server, &argv));
+    }
+    let spec = &spec;
     let spec_json = serde_json::to_string(spec).expect("serialize spec");
     let clients = bench_dir().join("clients");
+    let program = |program: &std::ffi::OsStr| match pinning {
+        Some(p) => p.client_command(program),
+        None => Command::new(program),
+    };
     let mut command = match spec.client.as_str() {
         "ts" => {
-            let mut c = Command::new("node");
+            let mut c = program("node".as_ref());
             c.arg(clients.join("ts-client.mjs"));
             c
         }
         "python" => {
-            let mut c = Command::new(env.python.as_ref().expect("python client installed"));
+            let mut c = program(
+                env.python
+                    .as_ref()
+                    .expect("python client installed")
+                    .as_os_str(),
+            );
             c.arg(clients.join("py_client.py"));
             c
         }
         _ => {
-            let mut c = Command::new(&env.self_exe);
+            let mut c = program(env.self_exe.as_os_str());
             c.arg("worker");
             c
         }
@@ -737,7 +764,7 @@ fn wait_listening(port: u16, what: &str) {
 
 fn start_everything_http() -> (Background, String) {
     let port = util::free_port();
-    let child = Command::new("node")
+    let child = util::server_command("node")
         .arg(util::everything_js())
         .arg("streamableHttp")
         .env("PORT", port.to_string())
@@ -753,7 +780,7 @@ fn start_everything_http() -> (Background, String) {
 
 fn start_rmcp_http(env: &Env) -> (Background, String) {
     let port = util::free_port();
-    let child = Command::new(&env.self_exe)
+    let child = util::server_command(&env.self_exe)
         .args(["rmcp-echo", "--http", &port.to_string()])
         .stdin(Stdio::null())
         .stdout(Stdio::null())

@@ -107,6 +107,70 @@ pub fn filesystem_js() -> PathBuf {
         .join("tests/servers/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
 }
 
+/// Where the timed round trips run: the client process on one CPU, the
+/// servers on another. Left to the scheduler, a client and its server
+/// shared a core in some rounds and not in others, and the CPU per call
+/// of one client differed about 3x between the two placements (the bare
+/// client over stdio: 4.4 vs 14 µs per sequential call), so the medians
+/// said more about placement than about clients. Pinned, each side has a
+/// core of its own, as on a machine with cores to spare.
+#[derive(Clone, Copy, Debug)]
+pub struct Pinning {
+    pub client: usize,
+    pub server: usize,
+}
+
+impl Pinning {
+    /// CPUs 0 and 1, when the machine has two or more and `taskset`
+    /// (util-linux) runs; `None` otherwise, and nothing is pinned.
+    pub fn detect() -> Option<Self> {
+        static FOUND: std::sync::OnceLock<Option<Pinning>> = std::sync::OnceLock::new();
+        *FOUND.get_or_init(|| {
+            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
+            let taskset = Command::new("taskset")
+                .args(["-c", "0", "true"])
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .status()
+                .is_ok_and(|s| s.success());
+            (cpus >= 2 && taskset).then_some(Pinning {
+                client: 0,
+                server: 1,
+            })
+        })
+    }
+
+    /// `argv` run on `cpu` (through `taskset`, which execs it: the pid
+    /// stays the program's).
+    pub fn on(cpu: usize, argv: &[String]) -> Vec<String> {
+        let mut out = vec!["taskset".to_owned(), "-c".to_owned(), cpu.to_string()];
+        out.extend_from_slice(argv);
+        out
+    }
+
+    /// A command running `program` on the client's CPU.
+    pub fn client_command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("taskset");
+        c.arg("-c").arg(self.client.to_string()).arg(program);
+        c
+    }
+
+    /// A command running `program` on the servers' CPU.
+    pub fn server_command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
+        let mut c = Command::new("taskset");
+        c.arg("-c").arg(self.server.to_string()).arg(program);
+        c
+    }
+}
+
+/// `program` on the servers' CPU when the run pins (see [`Pinning`]).
+pub fn server_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match Pinning::detect() {
+        Some(p) => p.server_command(program),
+        None => Command::new(program),
+    }
+}
+
 /// A loopback port nobody listens on right now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
