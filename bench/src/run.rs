@@ -432,7 +432,7 @@ fn machine(env: &Env) -> BTreeMap<String, String> {
                 "clients on CPU {}, their servers on CPU {} (taskset)",
                 p.client, p.server
             ),
-            None => "none (fewer than 2 CPUs or no taskset)".into(),
+            None => "none (no taskset, or CPUs 0 and 1 are not both usable)".into(),
         },
     );
     m.insert(

@@ -121,19 +121,21 @@ pub struct Pinning {
 }
 
 impl Pinning {
-    /// CPUs 0 and 1, when the machine has two or more and `taskset`
-    /// (util-linux) runs; `None` otherwise, and nothing is pinned.
+    /// CPUs 0 and 1, when `taskset` (util-linux) can put a process on
+    /// each (the machine has both and this process may use them); `None`
+    /// otherwise, and nothing is pinned.
     pub fn detect() -> Option<Self> {
         static FOUND: std::sync::OnceLock<Option<Pinning>> = std::sync::OnceLock::new();
         *FOUND.get_or_init(|| {
-            let cpus = std::thread::available_parallelism().map_or(1, usize::from);
-            let taskset = Command::new("taskset")
-                .args(["-c", "0", "true"])
-                .stdout(std::process::Stdio::null())
-                .stderr(std::process::Stdio::null())
-                .status()
-                .is_ok_and(|s| s.success());
-            (cpus >= 2 && taskset).then_some(Pinning {
+            let runs_on = |cpu: &str| {
+                Command::new("taskset")
+                    .args(["-c", cpu, "true"])
+                    .stdout(std::process::Stdio::null())
+                    .stderr(std::process::Stdio::null())
+                    .status()
+                    .is_ok_and(|s| s.success())
+            };
+            (runs_on("0") && runs_on("1")).then_some(Pinning {
                 client: 0,
                 server: 1,
             })
