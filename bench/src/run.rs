@@ -613,10 +613,7 @@ fn run_worker(env: &Env, spec: &WorkerSpec, timeout: Duration) -> WorkerOut {
     let spec = &spec;
     let spec_json = serde_json::to_string(spec).expect("serialize spec");
     let clients = bench_dir().join("clients");
-    let program = |program: &std::ffi::OsStr| match pinning {
-        Some(p) => p.client_command(program),
-        None => Command::new(program),
-    };
+    let program = |program: &std::ffi::OsStr| util::command_on(pinning.map(|p| p.client), program);
     let mut command = match spec.client.as_str() {
         "ts" => {
             let mut c = program("node".as_ref());

@@ -149,28 +149,24 @@ impl Pinning {
         out.extend_from_slice(argv);
         out
     }
+}
 
-    /// A command running `program` on the client's CPU.
-    pub fn client_command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut c = Command::new("taskset");
-        c.arg("-c").arg(self.client.to_string()).arg(program);
-        c
-    }
-
-    /// A command running `program` on the servers' CPU.
-    pub fn server_command(&self, program: impl AsRef<std::ffi::OsStr>) -> Command {
-        let mut c = Command::new("taskset");
-        c.arg("-c").arg(self.server.to_string()).arg(program);
-        c
+/// A command running `program` on `cpu` (through `taskset`), or as is
+/// when there is none: the run does not pin (see [`Pinning`]).
+pub fn command_on(cpu: Option<usize>, program: impl AsRef<std::ffi::OsStr>) -> Command {
+    match cpu {
+        Some(cpu) => {
+            let mut c = Command::new("taskset");
+            c.arg("-c").arg(cpu.to_string()).arg(program);
+            c
+        }
+        None => Command::new(program),
     }
 }
 
-/// `program` on the servers' CPU when the run pins (see [`Pinning`]).
+/// `program` on the servers' CPU when the run pins.
 pub fn server_command(program: impl AsRef<std::ffi::OsStr>) -> Command {
-    match Pinning::detect() {
-        Some(p) => p.server_command(program),
-        None => Command::new(program),
-    }
+    command_on(Pinning::detect().map(|p| p.server), program)
 }
 
 /// A loopback port nobody listens on right now.

@@ -14,8 +14,9 @@
 //! async-io's sockets itself (smol-hyper's adapter zeroed the whole read
 //! buffer on every poll; see there), each socket reading only once the
 //! reactor says it can find something (the pool's `Tcp`), and
-//! futures-rustls runs rustls over them. The alternatives: a hand-written client on httparse would be
-//! ours to keep correct at every framing corner; ureq-proto (ureq's
+//! futures-rustls runs rustls over them. The alternatives: a hand-written
+//! client on httparse would be ours to keep correct at every framing
+//! corner; ureq-proto (ureq's
 //! sans-IO core) would share the thread executor's stack but is a 0.x API
 //! that changes shape between releases; hyper is what most of the Rust
 //! HTTP ecosystem runs on. The pool is ours (the `pool` module):
