@@ -226,6 +226,30 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
     assert_eq!(h.session.poll_timeout(), None);
 }
 
+/// A 2025-era server sends its warnings unasked; a 2026-era one logs only
+/// for requests that ask. Without a configured level every stateless
+/// request asks for warnings, so both eras show the same.
+#[test]
+fn without_a_configured_level_stateless_requests_ask_for_warnings() {
+    let mut h = Stdio::new(options());
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "server/discover");
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/logLevel"],
+        "warning"
+    );
+    h.reply(
+        0,
+        discover_result(json!([MODERN]), json!({"tools": {}, "logging": {}})),
+    );
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "tools/list");
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/logLevel"],
+        "warning"
+    );
+}
+
 #[test]
 fn a_method_not_found_probe_falls_back_to_initialize_within_the_same_budget() {
     let mut h = Stdio::new(options());
@@ -1030,6 +1054,65 @@ fn a_legacy_server_refusing_the_probe_with_400_gets_initialize() {
     assert_eq!(header(&init, "mcp-protocol-version"), None);
     assert_eq!(header(&init, "mcp-method"), None);
     assert!(!h.transport.session().is_stateless());
+}
+
+/// The Python SDK 1.x refuses a request it cannot place with HTTP 400 and
+/// a JSON-RPC error under an id of its own, `"server-error"`: stateful
+/// servers for the missing session, stateless ones for the version. That
+/// error is the probe's answer, and `initialize` follows at once.
+#[test]
+fn a_400_error_under_the_servers_own_id_answers_the_probe_and_initialize_follows_at_once() {
+    for message in [
+        "Bad Request: Missing session ID",
+        "Unsupported protocol version: 2026-07-28. Supported versions: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25",
+    ] {
+        let mut h = Http::new();
+        let probe = h.last();
+        let text = json!({"jsonrpc": "2.0", "id": "server-error",
+                          "error": {"code": -32600, "message": message}})
+        .to_string();
+        h.answer(&probe, 400, &[("content-type", "application/json")], &text);
+        let init = h.last();
+        assert_eq!(body(&init)["method"], "initialize", "{message}");
+        assert!(!h.transport.session().is_stateless());
+        assert!(
+            !h.events
+                .iter()
+                .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+            "{:?}",
+            h.events
+        );
+    }
+}
+
+/// The same error in a 200 body (or any answer that carries no id of the
+/// request) settles the request at once instead of leaving it to its
+/// deadline.
+#[test]
+fn a_json_body_that_does_not_answer_its_request_settles_it_at_once() {
+    let mut h = Http::new();
+    let probe = h.last();
+    h.answer(
+        &probe,
+        200,
+        &[("content-type", "application/json")],
+        r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Bad Request"}}"#,
+    );
+    let init = h.last();
+    assert_eq!(body(&init)["method"], "initialize");
+    h.answer(
+        &init,
+        200,
+        &[("content-type", "application/json")],
+        r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"level":"info","data":"hi"}}"#,
+    );
+    let Some(Event::Closed(reason)) = h.events.last() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(
+        reason.to_string().contains("did not answer the request"),
+        "{reason}"
+    );
 }
 
 #[test]

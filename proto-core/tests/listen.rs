@@ -13,6 +13,9 @@ use rho_proto_core::session::{Event, Session, SessionOptions};
 use rho_proto_core::wire::jsonrpc::{ClientRequestId, Incoming, Message};
 use serde_json::{Value, json};
 
+mod common;
+use common::Capture;
+
 const MODERN: &str = "2026-07-28";
 const SUB: &str = "io.modelcontextprotocol/subscriptionId";
 
@@ -42,7 +45,8 @@ impl Stdio {
             json!({"resultType": "complete", "supportedVersions": [MODERN],
                    "capabilities": capabilities, "ttlMs": 0, "cacheScope": "public"}),
         );
-        h.reply(1, tools(&["a"]));
+        let list = h.requests("tools/list")[0].0;
+        h.reply(list, tools(&["a"]));
         assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
         h
     }
@@ -248,6 +252,41 @@ fn an_ended_stream_is_reissued_once_and_lists_again_when_acknowledged() {
     );
     h.drain();
     assert_eq!(h.listen().len(), 2, "{:?}", h.sent);
+}
+
+/// Servers that declare list changes without offering the stream (the
+/// Python SDK 2.x, fastmcp) answer -32601: an ordinary answer, noted at
+/// debug level only, and lists still go stale by their `ttlMs`.
+#[test]
+fn a_listen_the_server_does_not_know_is_noted_quietly_and_not_sent_again() {
+    let capture = Capture::default();
+    let mut h = tracing::subscriber::with_default(capture.clone(), || {
+        let mut h = Stdio::ready(list_changing());
+        let id = h.listen()[0];
+        h.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}}));
+        h
+    });
+    let loud: Vec<_> = capture
+        .lines()
+        .into_iter()
+        .filter(|(level, _)| *level <= tracing::Level::INFO)
+        .collect();
+    assert!(loud.is_empty(), "{loud:?}");
+    assert_eq!(h.listen().len(), 1, "{:?}", h.sent);
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+        "{:?}",
+        h.events
+    );
+    // The list is read again by the next use past its `ttlMs`, as
+    // without a stream.
+    h.now += Duration::from_secs(601);
+    let before = h.requests("tools/list").len();
+    let _ = h.session.call_tool(h.now, "a", json!({}));
+    h.drain();
+    assert_eq!(h.requests("tools/list").len(), before + 1, "{:?}", h.sent);
 }
 
 #[test]

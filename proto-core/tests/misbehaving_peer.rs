@@ -5,50 +5,14 @@
 // The fake clock needs one real `Instant` as its origin.
 #![allow(clippy::disallowed_methods)]
 
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::session::{Event, Session, SessionOptions, SessionState};
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
-/// Collects every tracing event's level and message.
-#[derive(Clone, Default)]
-struct Capture(Arc<Mutex<Vec<(tracing::Level, String)>>>);
-
-impl Capture {
-    fn lines(&self) -> Vec<(tracing::Level, String)> {
-        self.0.lock().map(|l| l.clone()).unwrap_or_default()
-    }
-}
-
-impl tracing::Subscriber for Capture {
-    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
-        true
-    }
-    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
-        tracing::span::Id::from_u64(1)
-    }
-    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
-    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
-    fn event(&self, event: &tracing::Event<'_>) {
-        struct Message(String);
-        impl tracing::field::Visit for Message {
-            fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
-                if field.name() == "message" {
-                    self.0 = format!("{value:?}");
-                }
-            }
-        }
-        let mut message = Message(String::new());
-        event.record(&mut message);
-        if let Ok(mut lines) = self.0.lock() {
-            lines.push((*event.metadata().level(), message.0));
-        }
-    }
-    fn enter(&self, _: &tracing::span::Id) {}
-    fn exit(&self, _: &tracing::span::Id) {}
-}
+mod common;
+use common::Capture;
 
 struct Peer {
     now: Instant,
@@ -369,4 +333,87 @@ fn an_initialize_answer_over_the_cap_fails_the_handshake_at_once() {
         }
         other => panic!("the handshake must fail at once: {other:?}"),
     }
+}
+
+/// The Python SDK 1.x answers a request it was told to cancel anyway; the
+/// specification lets it. That late answer is expected: no warning, no
+/// protocol error, and a call made after it is unaffected.
+#[test]
+fn a_late_answer_to_a_cancelled_call_is_dropped_without_a_warning() {
+    let capture = Capture::default();
+    let peer = tracing::subscriber::with_default(capture.clone(), || {
+        let mut peer = Peer::new();
+        peer.ready();
+        let call = peer
+            .session
+            .call_tool(peer.now, "t", json!({}))
+            .expect("ready");
+        peer.drain();
+        peer.session.cancel_call(peer.now, call);
+        peer.drain();
+        // Request 2 was the call.
+        peer.says(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}));
+        peer
+    });
+    let loud: Vec<_> = capture
+        .lines()
+        .into_iter()
+        .filter(|(level, _)| *level <= tracing::Level::INFO)
+        .collect();
+    assert!(loud.is_empty(), "{loud:?}");
+    assert!(
+        !peer
+            .events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+        "{:?}",
+        peer.events
+    );
+}
+
+/// A server that writes more than `max_message_bytes` without a newline
+/// (and may never write one) fails the call it answers as soon as the
+/// line passes the cap, naming the key; the line's end, when it comes,
+/// fails nothing more.
+#[test]
+fn a_line_past_the_cap_without_its_newline_fails_its_call_at_once() {
+    let mut peer = Peer::with_max_line(64 * 1024);
+    peer.ready();
+    let call = peer
+        .session
+        .call_tool(peer.now, "t", json!({}))
+        .expect("ready");
+    peer.drain();
+    let mut answer =
+        br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":""#.to_vec();
+    answer.resize(70_000, b'a');
+    peer.bytes(&answer);
+    let failure = peer.failure_of(call);
+    assert!(
+        failure.contains("`max_message_bytes`") && failure.contains("64 KiB"),
+        "{failure}"
+    );
+    // The rest of the line and its end: nothing more fails, and the next
+    // call is answered.
+    peer.bytes(&[b'a'; 10_000]);
+    peer.bytes(b"\"}]}}\n");
+    let next = peer
+        .session
+        .call_tool(peer.now, "t", json!({}))
+        .expect("still ready");
+    peer.drain();
+    peer.says(
+        json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}]}}),
+    );
+    assert!(
+        matches!(peer.completed(next), Some(Ok(r)) if r.text() == "ok"),
+        "{:?}",
+        peer.events
+    );
+    let completions = peer
+        .events
+        .iter()
+        .filter(|e| matches!(e, Event::CallCompleted { .. }))
+        .count();
+    assert_eq!(completions, 2, "{:?}", peer.events);
 }

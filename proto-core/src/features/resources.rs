@@ -271,6 +271,13 @@ impl ResourceContents {
             });
         }
         if let Some(blob) = text(value, "blob") {
+            // A blob that does not decode would reach the model (or the
+            // person) as bytes nobody can read, with a made-up size.
+            if let Err(error) = base64::engine::general_purpose::STANDARD.decode(blob.trim()) {
+                return Err(ShapeError(format!(
+                    "resource contents `{uri}` have a `blob` that is not valid base64 ({error})"
+                )));
+            }
             return Ok(Self::Blob {
                 uri,
                 mime_type,
@@ -492,6 +499,22 @@ mod tests {
 
     fn resource(uri: &str, name: &str) -> Resource {
         Resource::from_value(&json!({"uri": uri, "name": name})).expect("resource")
+    }
+
+    #[test]
+    fn a_blob_that_is_not_base64_makes_the_read_malformed_naming_why() {
+        let read = |blob: &str| {
+            ReadResourceResult::from_value(&json!({"contents": [
+                {"uri": "x:img", "mimeType": "image/png", "blob": blob}
+            ]}))
+        };
+        let error = read("not base64 at all!").expect_err("refused");
+        assert!(
+            error.0.contains("`x:img`") && error.0.contains("not valid base64"),
+            "{error}"
+        );
+        let ok = read("iVBORw0KGgo=").expect("valid base64");
+        assert!(matches!(attachment(&ok, 1000), Attachment::Image { .. }));
     }
 
     #[test]

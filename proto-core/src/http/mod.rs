@@ -523,6 +523,22 @@ impl HttpTransport {
                     self.fail_transmit(now, kind, "the server sent an empty response".into());
                 } else if let Err(error) = self.session.handle_answer_bytes(now, &buf) {
                     self.fail_transmit(now, kind, not_json_rpc(&error));
+                } else if let Some(request) =
+                    request_of(kind).filter(|r| self.session.awaits_answer(*r))
+                {
+                    // The body was JSON-RPC but not the answer: an error
+                    // under `null` or another id answers this request, and
+                    // anything else never will.
+                    match Incoming::parse(&buf) {
+                        Ok(Incoming::Single(Message::Error { error, .. })) => {
+                            self.session.handle_error_answer(now, request, error);
+                        }
+                        _ => self.fail_transmit(
+                            now,
+                            kind,
+                            "the server's response did not answer the request (no result or error with its id)".into(),
+                        ),
+                    }
                 }
             }
             (Role::Post { kind, .. }, Body::Sse(decoder)) => {

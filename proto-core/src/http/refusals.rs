@@ -56,10 +56,23 @@ impl HttpTransport {
             }
             return;
         }
-        // A JSON-RPC error body answers the request itself.
-        if let Ok(Incoming::Single(Message::Error { id: Some(_), .. })) = Incoming::parse(body) {
-            self.session.handle_message_bytes(now, body);
-            return;
+        // A JSON-RPC error body answers the POST's own request, whatever
+        // id it carries: servers refuse a request they have not read with
+        // an id of their own (the Python SDK 1.x writes `"server-error"`)
+        // or `null`, and the exchange knows which request it was. A refused
+        // credential is not such an answer: it is handled below.
+        if let Ok(Incoming::Single(Message::Error { id, error })) = Incoming::parse(body) {
+            let own = id.as_ref().and_then(ClientRequestId::from_wire);
+            match request_of(kind) {
+                Some(request) if own == Some(request) => {
+                    return self.session.handle_message_bytes(now, body);
+                }
+                Some(request) if !matches!(status, 401 | 403) => {
+                    return self.session.handle_error_answer(now, request, error);
+                }
+                None if id.is_some() => return self.session.handle_message_bytes(now, body),
+                _ => {}
+            }
         }
         let probe = request_of(kind).filter(|r| self.session.probe_request() == Some(*r));
         let hint = match status {

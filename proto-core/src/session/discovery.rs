@@ -122,6 +122,7 @@ impl Session {
             self.deadlines.remove(&(deadline, id));
             let params = json!({"requestId": id, "reason": "timed out"});
             self.send_notification("notifications/cancelled", Some(&params));
+            self.abandoned(id);
         }
         self.maybe_ready(now);
     }

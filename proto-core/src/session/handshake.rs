@@ -46,7 +46,16 @@ impl Session {
     pub(super) fn set_stateless(&mut self, era: Era) {
         let version = era.stateless_version().unwrap_or(MODERN_PROTOCOL_VERSION);
         let capabilities = self.client_capabilities(true);
-        let level = self.options.log_level.map(|l| l.as_str());
+        // Without a configured level a stateless server would send no log
+        // at all (the era's servers log only for requests that ask): ask
+        // for warnings and worse, what a 2025-era server sends unasked and
+        // rho shows by default.
+        let level = Some(
+            self.options
+                .log_level
+                .unwrap_or(DEFAULT_STATELESS_LOG_LEVEL)
+                .as_str(),
+        );
         self.meta = Some(era::Meta::new(era::meta_map(
             version,
             &capabilities,

@@ -152,8 +152,36 @@ impl Session {
         self.unreadable_answer(now, &peek, peek.response, reason);
     }
 
+    /// A line passed `max_message_bytes` (`len` bytes so far, starting
+    /// with `head`) and is still arriving: the request it answers fails
+    /// now, naming the key, rather than when (if ever) the line ends.
+    pub(super) fn oversized_line(&mut self, now: Instant, head: &[u8], len: usize) {
+        let peek = Peek::scan(head);
+        let reason = format!(
+            "the answer is over the {} limit (`max_message_bytes`), {} bytes so far, and is being discarded; \
+             raise `max_message_bytes` for this server if its answers are that large",
+            byte_size(self.options.max_line),
+            grouped(len as u64)
+        );
+        let likely_answer =
+            peek.response || (!peek.method && head.trim_ascii_start().first() == Some(&b'{'));
+        self.unreadable_answer(now, &peek, likely_answer, reason);
+    }
+
     /// A line the decoder rejected (over the cap, not UTF-8).
     pub(super) fn frame_error(&mut self, now: Instant, error: FrameError) {
+        if matches!(error, FrameError::TooLong { .. }) && self.oversized_acted_on {
+            // Its request was failed when the line passed the cap.
+            self.oversized_acted_on = false;
+            self.peer_error(
+                now,
+                PeerError::Framing {
+                    server: self.options.server.clone(),
+                    error,
+                },
+            );
+            return;
+        }
         let peek = Peek::scan(error.head());
         let (reason, likely_answer) = match &error {
             FrameError::TooLong { limit, len, .. } => (
@@ -202,10 +230,8 @@ impl Session {
             None
         } else if let Some(id) = &peek.id {
             ClientRequestId::from_wire(id).filter(|r| self.pending.contains_key(&r.0))
-        } else if self.pending.len() == 1 {
-            self.pending.keys().next().map(|&n| ClientRequestId(n))
         } else {
-            None
+            self.sole_awaited().map(ClientRequestId)
         };
         let Some(request) = target else {
             self.unread = Some(reason);
@@ -226,6 +252,21 @@ impl Session {
                 format!("its answer could not be read: {reason}"),
             ),
             None => {}
+        }
+    }
+
+    /// The one request an answer without a readable id can be for: of the
+    /// pending requests, leaving out a `subscriptions/listen` stream (it is
+    /// answered only when it ends, so a 2026-era session always has it
+    /// pending beside the request the answer is for).
+    fn sole_awaited(&self) -> Option<u64> {
+        let mut candidates = self
+            .pending
+            .iter()
+            .filter(|(_, p)| !matches!(p.purpose, Purpose::Listen));
+        match (candidates.next(), candidates.next()) {
+            (Some((&n, _)), None) => Some(n),
+            _ => None,
         }
     }
 

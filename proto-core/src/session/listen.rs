@@ -139,6 +139,16 @@ impl Session {
     pub(super) fn listen_answered(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
         match reply {
             Ok(_) => self.listen_ended(now, Ending::Closed, "the server ended the subscription"),
+            // Many servers of this era declare list changes and do not
+            // offer the stream (the Python SDK 2.x, fastmcp): an ordinary
+            // answer, not a fault. Lists are still read again when their
+            // `ttlMs` runs out, which is what the era allows without it.
+            Err(error) if error.code == crate::wire::protocol::code::METHOD_NOT_FOUND => {
+                tracing::debug!(server = %self.options.server, "the server does not offer subscriptions/listen ({error}); its lists are read again when they go stale");
+                if let Some(subscription) = &mut self.subscription {
+                    let _ = subscription.ended(Ending::Refused);
+                }
+            }
             Err(error) => self.listen_ended(
                 now,
                 Ending::Refused,

@@ -140,6 +140,15 @@ fn fresh_until(now: Instant, ttl: Duration) -> Instant {
     now + ttl.max(MIN_FRESHNESS)
 }
 
+/// The `io.modelcontextprotocol/logLevel` of every 2026-era request when
+/// no `log_level` is configured: the same server warnings and errors reach
+/// the log in both eras.
+pub const DEFAULT_STATELESS_LOG_LEVEL: crate::config::LogLevel = crate::config::LogLevel::Warning;
+
+/// How many requests rho gave up on it remembers, to drop their late
+/// answers quietly (ids only: a few kilobytes at most).
+const REMEMBERED_ABANDONED: usize = 256;
+
 /// How many peer errors the session remembers for a failure reason.
 const REMEMBERED_PEER_ERRORS: usize = 3;
 
@@ -316,7 +325,11 @@ pub struct Session {
     /// result still makes the session stateless, until `initialize` is
     /// answered.
     late_probe: Option<u64>,
-    /// Requests whose answers are dropped quietly: an `initialize` a late
+    /// A line over `max_message_bytes` is being discarded and the request
+    /// it answers was failed already: its end is only logged.
+    oversized_acted_on: bool,
+    /// Requests whose answers are dropped quietly: requests rho gave up on
+    /// (cancelled or timed out), an `initialize` a late
     /// discovery result overtook, a probe the handshake overtook.
     stale: BTreeSet<u64>,
     /// Until when the tool list is fresh (2026 era, from the listing's
@@ -394,6 +407,7 @@ impl Session {
             era: Era::Legacy,
             meta: None,
             late_probe: None,
+            oversized_acted_on: false,
             stale: BTreeSet::new(),
             tools_fresh_until: None,
             held_for_list: BTreeSet::new(),
@@ -483,6 +497,15 @@ impl Session {
         self.pending.contains_key(&request.0)
     }
 
+    /// Whether `request` still awaits its answer to the message it was
+    /// sent as: pending, and not held back to go again (a call waiting for
+    /// a fresh tool list after its headers were refused).
+    pub fn awaits_answer(&self, request: ClientRequestId) -> bool {
+        self.pending.contains_key(&request.0)
+            && !self.held_for_list.contains(&request.0)
+            && !self.is_held_for_input(request.0)
+    }
+
     /// How many tool calls are awaiting an answer.
     pub fn calls_in_flight(&self) -> usize {
         self.pending
@@ -512,6 +535,15 @@ impl Session {
             }
             if matches!(self.phase, Phase::Closed) {
                 break;
+            }
+        }
+        // A line past the cap is acted on as soon as it passes it: a server
+        // may never end it, and the request it answers would wait out its
+        // whole budget for nothing.
+        if !self.oversized_acted_on && !matches!(self.phase, Phase::Closed) {
+            if let Some((head, len)) = decoder.oversized() {
+                self.oversized_acted_on = true;
+                self.oversized_line(now, head, len);
             }
         }
         self.decoder = decoder;
@@ -558,6 +590,25 @@ impl Session {
                 Err(error)
             }
         }
+    }
+
+    /// A JSON-RPC error that answers `request`, whatever id it carried: the
+    /// transport tied it to the request itself (Streamable HTTP: the error
+    /// body of a POST's own response, written with `null` or an id of the
+    /// server's choosing because it refused the request unread). Ignored
+    /// when `request` is no longer pending.
+    pub fn handle_error_answer(
+        &mut self,
+        now: Instant,
+        request: ClientRequestId,
+        error: ErrorObject,
+    ) {
+        let now = self.clock.observe(now);
+        if matches!(self.phase, Phase::Closed) || !self.pending.contains_key(&request.0) {
+            return;
+        }
+        let id = RequestId::Number(i64::try_from(request.0).unwrap_or(i64::MAX));
+        self.handle_reply(now, id, Err(error));
     }
 
     /// A parsed frame: one message, or a batch element by element.
@@ -675,6 +726,7 @@ impl Session {
                     // The spec asks the sender to cancel a request it gave up on.
                     let params = json!({"requestId": id, "reason": "timed out"});
                     self.send_notification("notifications/cancelled", Some(&params));
+                    self.abandoned(id);
                     self.withdraw_questions_of(call);
                     self.events.push_back(Event::CallCompleted {
                         call,
@@ -708,6 +760,7 @@ impl Session {
                 Purpose::Feature(call) => {
                     let params = json!({"requestId": id, "reason": "timed out"});
                     self.send_notification("notifications/cancelled", Some(&params));
+                    self.abandoned(id);
                     self.events.push_back(Event::RequestCompleted {
                         call,
                         result: Err(CallError::Timeout {
@@ -1031,6 +1084,18 @@ impl Session {
         Ok(call)
     }
 
+    /// Remembers a request rho gave up on and told the server so: servers
+    /// may answer it anyway (the Python SDK 1.x does, the specification
+    /// allows it), and that answer is expected, dropped at debug level
+    /// rather than reported as an unknown one. The newest
+    /// [`REMEMBERED_ABANDONED`] are remembered.
+    pub(super) fn abandoned(&mut self, id: u64) {
+        self.stale.insert(id);
+        while self.stale.len() > REMEMBERED_ABANDONED {
+            self.stale.pop_first();
+        }
+    }
+
     /// Abandons a call: the server is told with `notifications/cancelled`,
     /// and the call completes at once with [`CallError::Cancelled`]. A late
     /// answer is dropped. Cancelling a call that already ended does nothing.
@@ -1051,6 +1116,7 @@ impl Session {
         if !answered {
             let params = json!({"requestId": request, "reason": "cancelled by the user"});
             self.send_notification("notifications/cancelled", Some(&params));
+            self.abandoned(request);
         }
         let error = CallError::Cancelled {
             server: self.options.server.clone(),

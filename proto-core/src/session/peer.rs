@@ -69,28 +69,44 @@ impl Session {
         }
     }
 
-    /// Lists the tools again after `notifications/tools/list_changed`, if
-    /// the server declared `tools.listChanged`. A change that arrives while
-    /// a listing runs queues one more listing: during discovery the listing
-    /// starts over once its last page is in, so ready reports the current
-    /// tools (a further change then is applied after ready); once ready,
-    /// [`Event::ToolsChanged`] reports the new list.
+    /// Lists the tools again after `notifications/tools/list_changed`. A
+    /// change that arrives while a listing runs queues one more listing:
+    /// during discovery the listing starts over once its last page is in,
+    /// so ready reports the current tools (a further change then is applied
+    /// after ready); once ready, [`Event::ToolsChanged`] reports the new
+    /// list.
+    ///
+    /// Implementation note: a server that declared `tools` but not
+    /// `tools.listChanged` is listed again too (the Python SDK 1.x declares
+    /// `listChanged: false` and still sends the notification when a tool is
+    /// added). The notification can only ask for a fresh read, which
+    /// coalesces as above, and ignoring it would hide tools the server
+    /// offers; prompts and resources are treated the same way. Before the
+    /// server is known, or when it declared no tools, nothing happens.
     pub(super) fn tools_list_changed(&mut self, now: Instant) {
-        match &mut self.phase {
-            Phase::Discovering { init, changed, .. } if init.capabilities.tools_list_changed => {
+        let declared = |capabilities: &crate::wire::protocol::ServerCapabilities| {
+            if capabilities.tools && !capabilities.tools_list_changed {
+                tracing::debug!(server = %self.options.server, "tools/list_changed from a server that declared listChanged: false; listing its tools again anyway");
+            }
+            capabilities.tools
+        };
+        match &self.phase {
+            Phase::Discovering { init, .. } if declared(&init.capabilities) => {
                 tracing::debug!(server = %self.options.server, "tools/list_changed during discovery; listing again when this listing ends");
-                *changed = true;
+                if let Phase::Discovering { changed, .. } = &mut self.phase {
+                    *changed = true;
+                }
             }
             Phase::Ready
                 if self
                     .ready
                     .as_ref()
-                    .is_some_and(|r| r.capabilities.tools_list_changed) =>
+                    .is_some_and(|r| declared(&r.capabilities)) =>
             {
                 self.start_relist(now, false)
             }
             _ => {
-                tracing::debug!(server = %self.options.server, "tools/list_changed ignored (listChanged not declared, or before initialize was answered)");
+                tracing::debug!(server = %self.options.server, "tools/list_changed ignored (no tools declared, or before the server is known)");
             }
         }
     }

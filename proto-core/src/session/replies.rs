@@ -17,6 +17,7 @@ impl Session {
         let Some((n, mut pending)) = pending else {
             if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
                 if self.stale.remove(&n) {
+                    tracing::debug!(server = %self.options.server, "an answer to request {n}, which rho no longer waits for, dropped");
                     return;
                 }
                 if self.late_probe == Some(n) {

@@ -33,7 +33,9 @@ pub struct SessionOptions {
     pub protocol_version: String,
     /// The server's log level: `logging/setLevel` after the handshake
     /// (2025 era, when the server declares logging), or
-    /// `io.modelcontextprotocol/logLevel` on every request (2026 era).
+    /// `io.modelcontextprotocol/logLevel` on every request (2026 era;
+    /// [`super::DEFAULT_STATELESS_LOG_LEVEL`] when `None`, since servers of
+    /// that era log nothing unasked).
     pub log_level: Option<LogLevel>,
     /// How long the `server/discover` probe waits for an answer before the
     /// session takes the server for a legacy one that ignores unknown

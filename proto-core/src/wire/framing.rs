@@ -259,6 +259,14 @@ impl LineDecoder {
         self.next_line()
     }
 
+    /// The line being discarded for passing the cap, while its newline has
+    /// not come: its first bytes and its length so far. Its
+    /// [`FrameError::TooLong`] comes only when it ends; this lets a reader
+    /// act on it before (a server may never end it).
+    pub fn oversized(&self) -> Option<(&[u8], usize)> {
+        self.discarding.as_ref().map(|d| (d.head.as_slice(), d.len))
+    }
+
     /// Bytes currently held: undrained lines plus the unterminated tail
     /// (or the head kept of an oversized line).
     pub fn buffered(&self) -> usize {

@@ -373,6 +373,9 @@ pub mod code {
     pub const MISSING_REQUIRED_CLIENT_CAPABILITY: i64 = -32021;
     /// The server does not speak the requested protocol version.
     pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+    /// JSON-RPC's own "Method not found" (not of this revision's range;
+    /// here because an era's optional method meets it often).
+    pub const METHOD_NOT_FOUND: i64 = -32601;
 }
 
 /// Whether an error is one the 2026-07-28 revision defines: a server that
