@@ -367,6 +367,10 @@ pub fn markdown(r: &Results) -> String {
         );
     }
 
+    // 4b. Measured by hand (the harness has no such server): kept as
+    // written in bench/probe-startup.md, so a re-run does not drop it.
+    md.push_str(include_str!("../probe-startup.md"));
+
     // 5. Memory and size.
     let _ = writeln!(md, "\n## 5. Memory and size\n");
     let _ = writeln!(

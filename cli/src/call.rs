@@ -119,12 +119,11 @@ pub(crate) fn run(
     let outcome = runtime.call_with(id, tool, arguments, &mut |p| line.show(&p), &cancel);
     line.clear();
     runtime.shutdown();
-    if let Err(ToolCallError::Call(CallError::Cancelled { .. })) = &outcome {
+    if let Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) = &outcome {
         // After SIGHUP the terminal may be gone: never panic writing.
         let _ = writeln!(
             std::io::stderr(),
-            "rho: call cancelled; server `{}` was told to stop",
-            id
+            "rho: call to server `{id}` cancelled; {notice}"
         );
     }
     check_stopped()?;

@@ -28,6 +28,13 @@ enum Action {
     /// registry holds them) and the scenario's `MCP_CONFORMANCE_CONTEXT`:
     /// server tool names with their arguments, in order.
     Calls(PickCalls),
+    /// List the server's skills (SEP-2640) and, with `load`, load the
+    /// first one as a host would when the model asks for it: its
+    /// `SKILL.md` read then, and used only if it verifies.
+    Skills {
+        /// Whether to load a skill after listing.
+        load: bool,
+    },
 }
 
 /// Picks calls from the listed tools and the scenario's context.
@@ -50,6 +57,13 @@ fn action(scenario: &str) -> Option<Action> {
         "sep-2322-client-request-state" => Some(Action::Calls(every_tool)),
         "http-custom-headers" => Some(Action::Calls(context_tool_calls)),
         "json-schema-2020-12-preservation" => Some(Action::Calls(echo_schema)),
+        // Skills: listing alone must read no skill file; a load must
+        // refuse a `SKILL.md` that fails digest, size or frontmatter
+        // verification (and so never go on to its other files).
+        "sep-2640-client-no-prefetch" => Some(Action::Skills { load: false }),
+        "sep-2640-client-verify-digest"
+        | "sep-2640-client-verify-size"
+        | "sep-2640-client-verify-frontmatter" => Some(Action::Skills { load: true }),
         "tools_call" => Some(Action::Call("add_numbers", || json!({"a": 2, "b": 3}))),
         "sse-retry" => Some(Action::Call("test_reconnection", || json!({}))),
         "elicitation-sep1034-client-defaults" => {
@@ -112,6 +126,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
                     .into_iter()
                     .try_for_each(|(tool, arguments)| call(&runtime, &tool, arguments, &cancel))
             }
+            Action::Skills { load } => skills(&runtime, load, &cancel),
         },
         Some(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => Err(error),
         other => Err(format!("server did not start: {other:?}")),
@@ -138,6 +153,46 @@ fn call(
         return Err(format!("tool `{tool}` reported an error: {text}"));
     }
     eprintln!("{text}");
+    Ok(())
+}
+
+/// Lists the server's skills, printing each, and with `load` loads the
+/// first: a refusal (the content failed verification) is the error.
+fn skills(
+    runtime: &Host,
+    load: bool,
+    cancel: &std::sync::atomic::AtomicBool,
+) -> Result<(), String> {
+    use rho_proto_core::text::terminal::{sanitize, sanitize_line};
+    let listing = runtime
+        .list_skills("conformance", cancel)
+        .map_err(|e| e.to_string())?;
+    for skill in &listing.skills {
+        eprintln!(
+            "skill {} ({}): {}",
+            sanitize_line(skill.name()),
+            sanitize_line(&skill.uri),
+            sanitize(skill.description())
+        );
+    }
+    for invalid in &listing.invalid {
+        eprintln!("invalid skill entry: {}", sanitize(&invalid.reason));
+    }
+    if !load {
+        return Ok(());
+    }
+    let entry = listing
+        .skills
+        .first()
+        .ok_or("the server lists no skill to load")?;
+    let loaded = runtime
+        .load_skill("conformance", entry, cancel)
+        .map_err(|e| e.to_string())?;
+    eprintln!(
+        "loaded skill {}:\n{}",
+        sanitize_line(loaded.entry.name()),
+        sanitize(loaded.body())
+    );
     Ok(())
 }
 

@@ -13,8 +13,10 @@ use std::sync::atomic::AtomicBool;
 use clap::ValueEnum;
 use rho_proto_core::config::Config;
 use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::registry::ToolRegistry;
+use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
@@ -157,6 +159,48 @@ impl Host {
                 runtime.request(server, request, Some(cancel)),
             ),
             Host::Blocking(runtime) => runtime.request(server, request, Some(cancel)),
+        }
+    }
+
+    /// Every skill `server` lists (SEP-2640), reading none of their files.
+    pub(crate) fn list_skills(
+        &self,
+        server: &str,
+        cancel: &AtomicBool,
+    ) -> Result<SkillListing, SkillError> {
+        match self {
+            Host::Smol {
+                executor,
+                runtime,
+                reactor,
+            } => run_smol(
+                executor,
+                *reactor,
+                runtime.list_skills(server, Some(cancel)),
+            ),
+            Host::Blocking(runtime) => runtime.list_skills(server, Some(cancel)),
+        }
+    }
+
+    /// Loads a listed skill: its `SKILL.md`, read now and verified
+    /// against `entry`.
+    pub(crate) fn load_skill(
+        &self,
+        server: &str,
+        entry: &SkillEntry,
+        cancel: &AtomicBool,
+    ) -> Result<LoadedSkill, SkillError> {
+        match self {
+            Host::Smol {
+                executor,
+                runtime,
+                reactor,
+            } => run_smol(
+                executor,
+                *reactor,
+                runtime.load_skill(server, entry, Some(cancel)),
+            ),
+            Host::Blocking(runtime) => runtime.load_skill(server, entry, Some(cancel)),
         }
     }
 

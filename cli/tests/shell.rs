@@ -510,7 +510,7 @@ fn backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it(rt
     shell.keys("\x7f\x7f");
     shell.wait_for_after(
         at,
-        "the read of `fixture://slow` was cancelled; server `fixture` was told",
+        "the read of `fixture://slow` from server `fixture` was cancelled; the server was told to stop",
         SOON,
     );
     let at = shell.mark();

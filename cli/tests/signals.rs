@@ -249,7 +249,7 @@ fn finish(
     assert!(stderr.contains("stopped by SIG"), "{stderr}");
     let said = match phase {
         Phase::Startup => "call cancelled before it was sent",
-        Phase::Call | Phase::Form => "call cancelled; server `s` was told to stop",
+        Phase::Call | Phase::Form => "call to server `s` cancelled; the server was told to stop",
     };
     assert!(!call || stderr.contains(said), "{stderr}");
 }

@@ -39,7 +39,7 @@ pub(crate) fn wait_for_room(
 
 #[cfg(test)]
 mod tests {
-    use rho_proto_core::session::CallError;
+    use rho_proto_core::session::{CallError, CancelNotice};
 
     use super::*;
 
@@ -56,7 +56,10 @@ mod tests {
         }
         let cancel = AtomicBool::new(true);
         match wait_for_room(&b, Duration::from_secs(60), "s", Some(&cancel)) {
-            Err(ToolCallError::Call(CallError::Cancelled { server })) => assert_eq!(server, "s"),
+            Err(ToolCallError::Call(CallError::Cancelled {
+                server,
+                notice: CancelNotice::NothingRunning,
+            })) => assert_eq!(server, "s"),
             other => panic!("expected the core's Cancelled, got {other:?}"),
         }
         b.close();

@@ -4,22 +4,31 @@
 //!
 //! On threads, a session's exchanges run on a small pool of persistent
 //! workers ([`HttpClient`]). An exchange goes to the worker that went idle
-//! last, so sequential calls keep using one worker, and through the ureq
-//! agent's pool one keep-alive connection: a body is always read to its
-//! end, which is what hands a connection back to that pool. The server
-//! stream's long-lived GET keeps one worker busy, and the POSTs use
-//! another. Exchanges in flight at once each get a worker, up to
-//! [`MAX_WORKERS`]; beyond that they queue. A worker idle for
-//! [`IDLE_RETIRE`] ends, unless it is the only idle one. Workers hand each
-//! input to the session themselves and read on once it is handled, so at
-//! most one chunk per exchange is in flight and a server streaming without
-//! pause waits on TCP flow control.
+//! last, so sequential calls keep using one worker, and through that
+//! worker's ureq agent one keep-alive connection: a body read to its end
+//! hands its connection back to the agent's pool. The server stream's
+//! long-lived GET keeps one worker busy, and the POSTs use another.
+//! Exchanges in flight at once each get a worker, up to [`MAX_WORKERS`];
+//! beyond that they queue. A worker idle for [`IDLE_RETIRE`] ends, unless
+//! it is the only idle one. Workers hand each input to the session
+//! themselves and read on once it is handled, so at most one chunk per
+//! exchange is in flight and a server streaming without pause waits on
+//! TCP flow control.
 //!
-//! An abort takes effect at once: the session hears nothing more of that
-//! exchange, and its worker stops counting against the bound (a blocking
-//! read cannot be interrupted, so the worker finishes it, drains at most
-//! [`DRAIN_LIMIT`] more bytes so the connection can be reused, then rejoins
-//! the pool or ends).
+//! An abort takes effect at once, and closes the exchange's connection:
+//! the session hears nothing more of that exchange, its worker stops
+//! counting against the bound, and the worker's agent is shut down
+//! ([`ureq::Agent::shutdown`]), which interrupts a read blocked on the
+//! socket and closes the connection instead of draining it back to a
+//! pool. The server sees the client go, which is how a request is
+//! cancelled over Streamable HTTP in the 2026-07-28 protocol (the core
+//! posts no `notifications/cancelled` there). Each worker has an agent of
+//! its own for that reason: an agent's shutdown reaches every connection
+//! it holds, so one shared by all workers would close every exchange's.
+//! The agent is shut down under the pool's lock, while the exchange is
+//! still the worker's (it takes that lock before it starts another), so
+//! an abort never reaches the next exchange's connection; the worker then
+//! starts over with a fresh agent.
 //!
 //! ureq is configured to never follow a redirect, to hand back every status
 //! instead of turning 4xx/5xx into errors, and to decompress nothing, so
@@ -60,9 +69,6 @@ pub(crate) const MAX_WORKERS: usize = 16;
 /// How long a worker stays idle before it ends (unless it is the only
 /// idle one).
 pub(crate) const IDLE_RETIRE: Duration = Duration::from_secs(10);
-/// How much more of an aborted exchange's body a worker reads, so that its
-/// connection can go back to the agent's pool.
-pub(crate) const DRAIN_LIMIT: usize = 64 * 1024;
 /// How long shutdown waits for the workers to end.
 const WORKER_EXIT_WAIT: Duration = Duration::from_millis(500);
 
@@ -78,11 +84,12 @@ pub(crate) struct HttpClient {
 }
 
 struct Pool {
-    agent: ureq::Agent,
+    /// What every worker's agent is built from.
+    config: ureq::config::Config,
     sink: HttpSink,
     /// Names the workers' threads.
     server: String,
-    /// Set at shutdown: workers end instead of draining or rejoining.
+    /// Set at shutdown: workers end instead of rejoining.
     closed: AtomicBool,
     /// [`IDLE_RETIRE`], shorter in tests.
     idle_retire: Duration,
@@ -94,8 +101,9 @@ struct PoolState {
     /// Exchanges waiting for a worker, oldest first. Never non-empty while
     /// a worker is idle.
     queue: VecDeque<Job>,
-    /// Idle workers; the one that went idle last is at the end.
-    idle: Vec<(usize, Sender<Wake>)>,
+    /// Idle workers, with their agents; the one that went idle last is at
+    /// the end.
+    idle: Vec<(usize, Sender<Wake>, ureq::Agent)>,
     /// Workers counted against [`MAX_WORKERS`]: every one except those
     /// still finishing an aborted exchange.
     counted: usize,
@@ -108,8 +116,8 @@ struct PoolState {
 
 struct Exchange {
     aborted: Arc<AtomicBool>,
-    /// A worker runs it (else it is queued).
-    running: bool,
+    /// The agent of the worker that runs it (none: it is queued).
+    running: Option<ureq::Agent>,
 }
 
 struct Job {
@@ -142,7 +150,7 @@ impl HttpClient {
     fn with_retire(server: &str, sink: HttpSink, idle_retire: Duration) -> Self {
         Self {
             pool: Arc::new(Pool {
-                agent: new_agent(),
+                config: agent_config().build(),
                 sink,
                 server: server.to_owned(),
                 closed: AtomicBool::new(false),
@@ -165,7 +173,7 @@ impl HttpClient {
             exchange,
             Exchange {
                 aborted: Arc::clone(&aborted),
-                running: false,
+                running: None,
             },
         );
         let Err(refused) = Pool::dispatch(&self.pool, &mut state, Job { request, aborted }) else {
@@ -188,7 +196,8 @@ impl HttpClient {
         }
     }
 
-    /// Stops an exchange: the session hears nothing more of it, and a
+    /// Stops an exchange: the session hears nothing more of it, its
+    /// connection is closed (a read blocked on it returns at once), and a
     /// worker running it no longer counts against the bound.
     pub(crate) fn abort(&self, exchange: ExchangeId) {
         let mut state = self.pool.lock();
@@ -196,10 +205,13 @@ impl HttpClient {
             return;
         };
         x.aborted.store(true, Ordering::Release);
-        if !x.running {
+        let Some(agent) = x.running else {
             state.queue.retain(|job| job.request.exchange != exchange);
             return;
-        }
+        };
+        // Under the lock: the worker is still on this exchange, and takes
+        // a fresh agent before it starts another.
+        agent.shutdown();
         state.counted -= 1;
         // A place is free: what waits may start.
         if let Some(job) = state.queue.pop_front() {
@@ -211,10 +223,10 @@ impl HttpClient {
         }
     }
 
-    /// Aborts every exchange and ends the workers: idle ones at once, busy
-    /// ones when their read returns. Waits a bounded time for them: a
-    /// stream that the server holds open without sending cannot be
-    /// interrupted, and its worker ends when the server closes it.
+    /// Aborts every exchange (closing its connection) and ends the
+    /// workers: idle ones at once, busy ones when their interrupted read
+    /// returns. Waits a bounded time for them: a worker still connecting
+    /// ends when the connect timeout passes.
     pub(crate) fn shutdown(self) {
         self.pool.closed.store(true, Ordering::Release);
         let threads = {
@@ -222,8 +234,11 @@ impl HttpClient {
             state.queue.clear();
             for (_, x) in std::mem::take(&mut state.exchanges) {
                 x.aborted.store(true, Ordering::Release);
+                if let Some(agent) = x.running {
+                    agent.shutdown();
+                }
             }
-            for (_, worker) in state.idle.drain(..) {
+            for (_, worker, _) in state.idle.drain(..) {
                 let _ = worker.send(Wake::Stop);
             }
             std::mem::take(&mut state.threads)
@@ -236,7 +251,7 @@ impl HttpClient {
             if thread.is_finished() {
                 let _ = thread.join();
             } else {
-                tracing::debug!(server = %self.pool.server, "an HTTP worker is still reading; it ends when its server closes the stream");
+                tracing::debug!(server = %self.pool.server, "an HTTP worker is still connecting; it ends when its connect times out");
             }
         }
     }
@@ -258,10 +273,10 @@ impl Pool {
         mut job: Job,
     ) -> Result<(), Box<(Job, std::io::Error)>> {
         let exchange = job.request.exchange;
-        while let Some((_, worker)) = state.idle.pop() {
+        while let Some((_, worker, agent)) = state.idle.pop() {
             match worker.send(Wake::Job(job)) {
                 Ok(()) => {
-                    set_running(state, exchange);
+                    set_running(state, exchange, &agent);
                     return Ok(());
                 }
                 // That worker has ended; try the next.
@@ -277,20 +292,21 @@ impl Pool {
         // start hands it back.
         let slot = Arc::new(Mutex::new(Some(job)));
         let id = state.started;
+        let agent = pool.new_agent();
         let spawned = std::thread::Builder::new()
             .name(format!("rho-mcp-{}-http", pool.server))
             .spawn({
-                let (pool, slot) = (Arc::clone(pool), Arc::clone(&slot));
+                let (pool, slot, agent) = (Arc::clone(pool), Arc::clone(&slot), agent.clone());
                 move || {
                     let first = lock(&slot).take();
                     if let Some(job) = first {
-                        pool.work(id, job);
+                        pool.work(id, job, agent);
                     }
                 }
             });
         match spawned {
             Ok(thread) => {
-                set_running(state, exchange);
+                set_running(state, exchange, &agent);
                 state.started += 1;
                 state.counted += 1;
                 state.threads.retain(|t| !t.is_finished());
@@ -304,9 +320,15 @@ impl Pool {
         }
     }
 
+    /// A worker's agent: its own pool of (at most one idle) keep-alive
+    /// connection, which an abort shuts down.
+    fn new_agent(&self) -> ureq::Agent {
+        ureq::Agent::new_with_config(self.config.clone())
+    }
+
     /// A worker: runs its first job, then whatever is queued or handed to
     /// it, until it retires, its place is gone, or the pool shuts down.
-    fn work(&self, id: usize, first: Job) {
+    fn work(&self, id: usize, first: Job, mut agent: ureq::Agent) {
         let (tx, rx) = mpsc::channel();
         let mut buf = vec![0u8; CHUNK];
         let mut job = first;
@@ -314,32 +336,30 @@ impl Pool {
             let exchange = job.request.exchange;
             if !job.aborted.load(Ordering::Acquire) {
                 let aborted = Arc::clone(&job.aborted);
-                run_pooled(
-                    &self.agent,
-                    job.request,
-                    (&aborted, &self.closed),
-                    &mut buf,
-                    |input| (self.sink)(exchange, &aborted, input),
-                );
+                run_pooled(&agent, job.request, &aborted, &mut buf, |input| {
+                    (self.sink)(exchange, &aborted, input)
+                });
             }
             let mut state = self.lock();
             if state.exchanges.remove(&exchange).is_none() {
-                // Aborted while it ran: this worker gave up its place.
+                // Aborted while it was this worker's: its agent was shut
+                // down, and the worker gave up its place.
                 if self.closed.load(Ordering::Acquire) || state.counted >= MAX_WORKERS {
                     return;
                 }
                 state.counted += 1;
+                agent = self.new_agent();
             }
             if self.closed.load(Ordering::Acquire) {
                 state.counted -= 1;
                 return;
             }
             if let Some(next) = state.queue.pop_front() {
-                set_running(&mut state, next.request.exchange);
+                set_running(&mut state, next.request.exchange, &agent);
                 job = next;
                 continue;
             }
-            state.idle.push((id, tx.clone()));
+            state.idle.push((id, tx.clone(), agent.clone()));
             drop(state);
             job = loop {
                 match rx.recv_timeout(self.idle_retire) {
@@ -350,7 +370,7 @@ impl Pool {
                     }
                     Err(RecvTimeoutError::Timeout) => {
                         let mut state = self.lock();
-                        let me = state.idle.iter().position(|(w, _)| *w == id);
+                        let me = state.idle.iter().position(|(w, _, _)| *w == id);
                         match me {
                             // Handed a job just now: it is in the channel.
                             None => {}
@@ -369,9 +389,10 @@ impl Pool {
     }
 }
 
-fn set_running(state: &mut PoolState, exchange: ExchangeId) {
+/// `exchange` is now the worker's whose agent is `agent`.
+fn set_running(state: &mut PoolState, exchange: ExchangeId, agent: &ureq::Agent) {
     if let Some(x) = state.exchanges.get_mut(&exchange) {
-        x.running = true;
+        x.running = Some(agent.clone());
     }
 }
 
@@ -381,9 +402,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-/// The ureq agent every exchange uses: no redirects, statuses as data,
-/// connect and send timeouts, no body timeout, TLS by rustls (ring) with
-/// the platform's trusted roots. Its pool keeps as many idle keep-alive
+/// The ureq agent of exchanges outside a session (a session's workers
+/// each build their own from the same configuration; see the module
+/// docs): no redirects, statuses as data, connect and send timeouts, no
+/// body timeout, TLS by rustls (ring) with the platform's trusted roots.
+/// Its pool keeps as many idle keep-alive
 /// connections as a session runs exchanges at once ([`MAX_WORKERS`];
 /// ureq's default of 3 per host made 16 calls in flight open 13 new
 /// connections every round, and tripled their CPU), each with smaller
@@ -510,13 +533,13 @@ pub fn run_exchange_bounded(
 }
 
 /// One exchange on a pool worker: `report` handles each input before it
-/// returns (so nothing needs counting), and once it returns `false` the
-/// rest of the body is drained, up to [`DRAIN_LIMIT`] and unless `closed`,
-/// so that the connection goes back to the agent's pool.
+/// returns (so nothing needs counting). Once it returns `false`, or the
+/// exchange is aborted, the response is dropped unread, which closes its
+/// connection; one read to its end goes back to the agent's pool.
 fn run_pooled(
     agent: &ureq::Agent,
     request: HttpRequest,
-    (aborted, closed): (&AtomicBool, &AtomicBool),
+    aborted: &AtomicBool,
     buf: &mut [u8],
     mut report: impl FnMut(HttpInput) -> bool,
 ) {
@@ -527,28 +550,21 @@ fn run_pooled(
             return;
         }
     };
-    let mut wanted = !aborted.load(Ordering::Acquire) && report(head(&response));
+    if aborted.load(Ordering::Acquire) || !report(head(&response)) {
+        return;
+    }
     let mut reader = response.into_body().into_reader();
-    let mut drained = 0;
     loop {
-        if !wanted && (drained > DRAIN_LIMIT || closed.load(Ordering::Acquire)) {
+        let event = match reader.read(buf) {
+            Ok(0) => HttpInput::End,
+            Ok(n) => HttpInput::Body(buf[..n].to_vec()),
+            Err(e) => HttpInput::Failed(e.to_string()),
+        };
+        // An abort's shutdown ends a blocked read with an error, or with
+        // what looks like the end of a body: neither is reported.
+        let last = !matches!(event, HttpInput::Body(_));
+        if aborted.load(Ordering::Acquire) || !report(event) || last {
             return;
-        }
-        match reader.read(buf) {
-            Ok(0) => {
-                if wanted {
-                    report(HttpInput::End);
-                }
-                return;
-            }
-            Ok(n) if wanted => wanted = report(HttpInput::Body(buf[..n].to_vec())),
-            Ok(n) => drained += n,
-            Err(e) => {
-                if wanted {
-                    report(HttpInput::Failed(e.to_string()));
-                }
-                return;
-            }
         }
     }
 }
@@ -811,6 +827,99 @@ mod tests {
             }
         }
         client.shutdown();
+    }
+
+    /// A server that holds every request open: it answers nothing (`json`
+    /// style, the head comes with the answer) or a stream's head and first
+    /// event, then reads until the client closes, and says so on the
+    /// channel. Each connection's first request only.
+    fn holding_server(stream_head: bool) -> (String, Receiver<&'static str>) {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let url = format!("http://{}/", listener.local_addr().expect("address"));
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let tx = tx.clone();
+                std::thread::spawn(move || {
+                    let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                    let mut writer = stream;
+                    let mut line = String::new();
+                    while reader.read_line(&mut line).unwrap_or(0) > 0 && line != "\r\n" {
+                        line.clear();
+                    }
+                    // The request's `{}` body.
+                    let _ = reader.read_exact(&mut [0; 2]);
+                    if stream_head {
+                        let _ = writer.write_all(
+                            b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                              transfer-encoding: chunked\r\n\r\nb\r\ndata: {}\n\n\r\n",
+                        );
+                    }
+                    let _ = tx.send("holding");
+                    // Returns 0 (FIN) or fails (reset) once the client goes.
+                    let _ = reader.read(&mut [0; 64]);
+                    let _ = tx.send("closed");
+                });
+            }
+        });
+        (url, rx)
+    }
+
+    fn aborting_closes_the_connection(stream_head: bool) {
+        let (url, seen) = holding_server(stream_head);
+        let (client, rx) = client(if stream_head { "h5" } else { "h6" }, IDLE_RETIRE);
+        let request = |n| HttpRequest {
+            exchange: ExchangeId::new(n),
+            method: rho_proto_core::http::Method::Post,
+            url: url.parse().expect("url"),
+            headers: vec![("content-type".into(), "application/json".into())],
+            body: b"{}".to_vec(),
+        };
+        client.send(request(1)).expect("sent");
+        assert_eq!(seen.recv_timeout(Duration::from_secs(10)), Ok("holding"));
+        if stream_head {
+            // The head and the first event reach the session.
+            let (_, head) = rx.recv_timeout(Duration::from_secs(10)).expect("head");
+            assert!(
+                matches!(head, HttpInput::Head { status: 200, .. }),
+                "{head:?}"
+            );
+        }
+        let aborted = Instant::now();
+        client.abort(ExchangeId::new(1));
+        assert_eq!(
+            seen.recv_timeout(Duration::from_secs(2)),
+            Ok("closed"),
+            "the server sees the client go at once, not when it answers"
+        );
+        assert!(aborted.elapsed() < Duration::from_secs(1));
+        // The worker rejoins the pool with a fresh agent and carries on.
+        wait_idle(&client, 1);
+        assert_eq!(started(&client), 1, "the same worker");
+        while let Ok((x, input)) = rx.try_recv() {
+            assert!(
+                matches!(input, HttpInput::Body(_)),
+                "nothing but the event before the abort: {x:?} {input:?}"
+            );
+        }
+        client.send(request(2)).expect("sent");
+        assert_eq!(seen.recv_timeout(Duration::from_secs(10)), Ok("holding"));
+        client.shutdown();
+        assert_eq!(
+            seen.recv_timeout(Duration::from_secs(2)),
+            Ok("closed"),
+            "shutdown closes a held connection too"
+        );
+    }
+
+    #[test]
+    fn an_abort_before_the_answer_closes_the_connection_at_once() {
+        aborting_closes_the_connection(false);
+    }
+
+    #[test]
+    fn an_abort_of_a_stream_that_goes_on_closes_the_connection_at_once() {
+        aborting_closes_the_connection(true);
     }
 
     #[test]

@@ -37,11 +37,13 @@ mod driver;
 pub mod http_client;
 mod reply;
 mod runtime;
+mod skills;
 mod stdio;
 
 pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
 pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;
 pub use rho_proto_core::host::RuntimeOptions;
+pub use rho_proto_core::runtime::skills::SkillError;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use runtime::Runtime;

@@ -555,6 +555,50 @@ fn feature_requests_time_out_and_cancel_telling_the_server() {
     )));
 }
 
+/// Only a tool call carries a progress token (its call id): progress
+/// naming the id of a prompt, resource or completion request names no
+/// request of rho's, and neither reaches the host nor extends its budget.
+#[test]
+fn progress_naming_a_feature_requests_id_is_not_progress_for_it() {
+    let mut o = SessionOptions::stdio("demo");
+    o.protocol_version = LATEST_PROTOCOL_VERSION.into();
+    o.tool_timeout = Duration::from_secs(5);
+    o.progress_extends_up_to = Some(Duration::from_secs(60));
+    let now = Instant::now();
+    let mut h = Harness {
+        now,
+        session: Session::new(o, now),
+        sent: Vec::new(),
+        events: Vec::new(),
+    };
+    h.drain();
+    h.everything();
+    let read = FeatureRequest::ReadResource(ReadResourceParams {
+        uri: "demo://a".into(),
+    });
+    let call = h.send(&read);
+    let (id, _) = h.request("resources/read");
+    assert_eq!(
+        id,
+        RequestId::Number(call.wire_id() as i64),
+        "its call's id"
+    );
+    let deadline = h.session.poll_timeout();
+    h.now += Duration::from_secs(4);
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/progress",
+                 "params": {"progressToken": id, "progress": 1, "total": 2}}));
+    assert!(
+        !h.events.iter().any(|e| matches!(e, Event::Progress { .. })),
+        "{:?}",
+        h.events
+    );
+    assert_eq!(
+        h.session.poll_timeout(),
+        deadline,
+        "the budget is not extended"
+    );
+}
+
 #[test]
 fn requests_need_a_ready_session_and_the_capability() {
     let mut h = Harness::new();

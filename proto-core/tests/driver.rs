@@ -25,7 +25,7 @@ use rho_proto_core::runtime::driving::{
 };
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Inventory, ToolCallError};
-use rho_proto_core::session::{CallError, CloseReason, Question, QuestionId, Timer};
+use rho_proto_core::session::{CallError, CancelNotice, CloseReason, Question, QuestionId, Timer};
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use serde_json::{Value, json};
 
@@ -129,8 +129,9 @@ impl Harness {
         h.drain();
         // A stdio server that does not know the 2026 era: the session
         // falls back to the 2025 handshake.
+        // (`initialize` went right behind the probe; it is answered later.)
         if h.seen.iter().any(|s| s.label() == "send server/discover") {
-            let (id, _, _) = h.last_request();
+            let id = h.request_id("server/discover");
             h.server_says(json!({
                 "jsonrpc": "2.0", "id": id,
                 "error": {"code": -32601, "message": "Method not found"}
@@ -376,7 +377,10 @@ fn cancelling_a_call_tells_the_server_and_the_call_ends_with_the_cores_cancelled
             }
             Seen::Reply(
                 5,
-                CallUpdate::Done(Err(ToolCallError::Call(CallError::Cancelled { server }))),
+                CallUpdate::Done(Err(ToolCallError::Call(CallError::Cancelled {
+                    server,
+                    notice: CancelNotice::Told,
+                }))),
             ) => {
                 assert_eq!(server, "demo");
                 assert!(told, "the server is told before the caller hears");
@@ -507,7 +511,10 @@ fn cancelling_a_request_tells_the_server_and_a_late_answer_reaches_nobody() {
             Seen::Sent(Message::Notification { method, params }),
             Seen::Reply(
                 4,
-                CallUpdate::Answered(Err(ToolCallError::Call(CallError::Cancelled { server }))),
+                CallUpdate::Answered(Err(ToolCallError::Call(CallError::Cancelled {
+                    server,
+                    notice: CancelNotice::Told,
+                }))),
             ),
         ] => {
             assert_eq!(method, "notifications/cancelled");
@@ -1121,7 +1128,10 @@ fn a_call_waits_for_room_within_its_budget_and_then_fails_as_not_read() {
 fn a_caller_that_gives_up_while_waiting_hears_the_cores_cancelled() {
     let admission = Admission::new(Instant::now(), Duration::from_secs(1));
     match admission.gave_up("demo") {
-        ToolCallError::Call(CallError::Cancelled { server }) => assert_eq!(server, "demo"),
+        ToolCallError::Call(CallError::Cancelled {
+            server,
+            notice: CancelNotice::NothingRunning,
+        }) => assert_eq!(server, "demo"),
         other => panic!("expected Cancelled, got {other:?}"),
     }
 }

@@ -8,15 +8,17 @@
 // The fake clock needs one real `Instant` as its origin.
 #![allow(clippy::disallowed_methods)]
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::LogLevel;
 use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::elicitation::FormAnswer;
 use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport};
 use rho_proto_core::session::{
-    CallError, CloseReason, Event, MIN_FRESHNESS, PeerError, Session, SessionOptions, SessionState,
-    Timer,
+    CallError, CancelNotice, CloseReason, Event, MIN_FRESHNESS, PeerError, Session, SessionOptions,
+    SessionState, Timer,
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message};
 use serde_json::{Value, json};
@@ -113,6 +115,19 @@ impl Stdio {
             .expect("a request")
     }
 
+    /// The request sent with id `n`: id, method, params.
+    fn request(&self, n: u64) -> (u64, String, Value) {
+        self.sent
+            .iter()
+            .find_map(|m| match m {
+                Message::Request { id, method, params } if id.to_string() == n.to_string() => {
+                    Some((n, method.clone(), params.clone().unwrap_or(Value::Null)))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no request {n} in {:?}", self.sent))
+    }
+
     fn methods(&self) -> Vec<String> {
         self.sent
             .iter()
@@ -146,6 +161,14 @@ impl Stdio {
     }
 }
 
+/// No answer was taken for a protocol error.
+fn assert_no_peer_errors(events: &[Event]) {
+    assert!(
+        !events.iter().any(|e| matches!(e, Event::PeerMisbehaved(_))),
+        "{events:?}"
+    );
+}
+
 fn discover_result(versions: Value, capabilities: Value) -> Value {
     json!({
         "resultType": "complete",
@@ -170,7 +193,8 @@ fn tools_page(names: &[&str], ttl_ms: u64) -> Value {
 fn modern_ready(ttl_ms: u64) -> Stdio {
     let mut h = Stdio::new(options());
     h.reply(0, discover_result(json!([MODERN]), json!({"tools": {}})));
-    h.reply(1, tools_page(&["echo"], ttl_ms));
+    let (list, _, _) = h.last_request();
+    h.reply(list, tools_page(&["echo"], ttl_ms));
     assert!(h.ready(), "{:?}", h.events);
     h
 }
@@ -182,7 +206,7 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
     o.workspace_root = Some("file:///work".into());
     o.elicitation = true;
     let mut h = Stdio::new(o);
-    let (id, method, params) = h.last_request();
+    let (id, method, params) = h.request(0);
     assert_eq!((id, method.as_str()), (0, "server/discover"));
     let meta = &params["_meta"];
     assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], MODERN);
@@ -201,12 +225,12 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
         ),
     );
     let (id, method, params) = h.last_request();
-    assert_eq!((id, method.as_str()), (1, "tools/list"));
+    assert_eq!((id, method.as_str()), (2, "tools/list"));
     assert_eq!(
         params["_meta"]["io.modelcontextprotocol/protocolVersion"],
         MODERN
     );
-    h.reply(1, tools_page(&["echo"], 0));
+    h.reply(2, tools_page(&["echo"], 0));
     let ready = h
         .events
         .iter()
@@ -221,9 +245,13 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
     assert_eq!(h.session.negotiated_version(), Some(MODERN));
     assert!(h.session.is_stateless());
     // No handshake notification, no logging/setLevel (the level rides on
-    // each request), and no ping timer.
-    assert_eq!(h.methods(), ["server/discover", "tools/list"]);
+    // each request), and no ping timer. The `initialize` sent behind the
+    // probe is not waited for, and its answer is dropped quietly.
+    assert_eq!(h.methods(), ["server/discover", "initialize", "tools/list"]);
     assert_eq!(h.session.poll_timeout(), None);
+    h.error(1, -32601, json!(null));
+    assert_no_peer_errors(&h.events);
+    assert_eq!(h.session.state(), SessionState::Ready);
 }
 
 /// A 2025-era server sends its warnings unasked; a 2026-era one logs only
@@ -232,7 +260,7 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
 #[test]
 fn without_a_configured_level_stateless_requests_ask_for_warnings() {
     let mut h = Stdio::new(options());
-    let (_, method, params) = h.last_request();
+    let (_, method, params) = h.request(0);
     assert_eq!(method, "server/discover");
     assert_eq!(
         params["_meta"]["io.modelcontextprotocol/logLevel"],
@@ -255,10 +283,10 @@ fn a_method_not_found_probe_falls_back_to_initialize_within_the_same_budget() {
     let mut h = Stdio::new(options());
     h.now += Duration::from_millis(30);
     h.error(0, -32601, json!(null));
+    // The `initialize` already out behind the probe is the handshake.
     let (id, method, params) = h.last_request();
     assert_eq!((id, method.as_str()), (1, "initialize"));
     assert_eq!(params["protocolVersion"], "2025-11-25");
-    assert!(params.get("_meta").is_none(), "{params}");
     assert!(!h.session.is_stateless());
     assert_eq!(
         h.session.startup_deadline(),
@@ -276,6 +304,87 @@ fn a_method_not_found_probe_falls_back_to_initialize_within_the_same_budget() {
     );
 }
 
+/// A 2025-only server that ignores `server/discover` (many do, silently)
+/// answers the `initialize` sent right behind the probe: it is ready then,
+/// not after the probe's wait.
+#[test]
+fn a_server_that_ignores_the_probe_is_ready_as_soon_as_it_answers_initialize() {
+    let mut h = Stdio::new(options());
+    assert_eq!(h.methods(), ["server/discover", "initialize"]);
+    let (_, _, probe) = h.request(0);
+    let (id, method, params) = h.request(1);
+    assert_eq!((id, method.as_str()), (1, "initialize"));
+    assert_eq!(params["protocolVersion"], "2025-11-25");
+    // It carries the probe's envelope, so that a dual-era server takes it
+    // for a modern request (and refuses it) rather than for the 2025
+    // handshake.
+    assert_eq!(params["_meta"], probe["_meta"]);
+    assert_eq!(
+        params["_meta"]["io.modelcontextprotocol/protocolVersion"],
+        MODERN
+    );
+    h.now += Duration::from_millis(5);
+    h.reply(
+        1,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),
+    );
+    assert!(h.ready(), "{:?}", h.events);
+    assert!(!h.session.is_stateless());
+    assert_eq!(
+        h.methods(),
+        ["server/discover", "initialize", "notifications/initialized"]
+    );
+    // Nothing waits for the probe any more; its answer, were it to come,
+    // is dropped quietly.
+    assert_eq!(h.session.probe_request(), None);
+    h.error(0, -32601, json!(null));
+    assert_no_peer_errors(&h.events);
+}
+
+/// A dual-era server refuses the early `initialize` (the TypeScript SDK
+/// 2.x with -32601, before its discovery result; the Python SDK 2.x with
+/// -32022, after it): the probe's discovery result makes it stateless.
+#[test]
+fn a_modern_server_refusing_the_early_initialize_is_found_by_its_probe() {
+    for (first_init, code) in [(true, -32601), (false, -32022)] {
+        let mut h = Stdio::new(options());
+        if first_init {
+            h.error(1, code, json!(null));
+            assert_eq!(h.session.state(), SessionState::Starting);
+        }
+        h.reply(0, discover_result(json!([MODERN]), json!({})));
+        if !first_init {
+            h.error(
+                1,
+                code,
+                json!({"supported": [MODERN], "requested": "2025-11-25"}),
+            );
+        }
+        assert!(h.ready(), "{:?}", h.events);
+        assert!(h.session.is_stateless());
+        assert_no_peer_errors(&h.events);
+        let inits = h.methods().iter().filter(|m| *m == "initialize").count();
+        assert_eq!(inits, 1, "never a second initialize: {:?}", h.methods());
+    }
+}
+
+/// A 2025 server that refuses the probe and (for its envelope, say) the
+/// early `initialize` gets a plain one.
+#[test]
+fn a_server_refusing_the_probe_and_the_early_initialize_gets_a_plain_one() {
+    let mut h = Stdio::new(options());
+    h.error(1, -32602, json!(null));
+    h.error(0, -32601, json!(null));
+    let (id, method, params) = h.last_request();
+    assert_eq!((id, method.as_str()), (2, "initialize"));
+    assert!(params.get("_meta").is_none(), "{params}");
+    h.reply(
+        2,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),
+    );
+    assert!(h.ready(), "{:?}", h.events);
+}
+
 #[test]
 fn a_silent_probe_falls_back_after_its_wait_and_a_late_discovery_result_still_wins() {
     let mut h = Stdio::new(options());
@@ -290,13 +399,7 @@ fn a_silent_probe_falls_back_after_its_wait_and_a_late_discovery_result_still_wi
     assert!(h.session.is_stateless());
     // Its error to the initialize it was sent meanwhile is dropped quietly.
     h.error(1, -32601, json!(null));
-    assert!(
-        !h.events
-            .iter()
-            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
-        "{:?}",
-        h.events
-    );
+    assert_no_peer_errors(&h.events);
     assert_eq!(h.session.state(), SessionState::Ready);
 }
 
@@ -311,13 +414,7 @@ fn a_late_probe_error_after_the_handshake_answered_is_dropped_quietly() {
     );
     assert!(h.ready());
     h.error(0, -32601, json!(null));
-    assert!(
-        !h.events
-            .iter()
-            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
-        "{:?}",
-        h.events
-    );
+    assert_no_peer_errors(&h.events);
 }
 
 #[test]
@@ -329,9 +426,9 @@ fn an_unsupported_version_probe_is_retried_once_then_fails_in_words() {
         json!({"supported": [MODERN], "requested": MODERN}),
     );
     let (id, method, _) = h.last_request();
-    assert_eq!((id, method.as_str()), (1, "server/discover"));
+    assert_eq!((id, method.as_str()), (2, "server/discover"));
     h.error(
-        1,
+        2,
         -32022,
         json!({"supported": ["2099-01-01"], "requested": MODERN}),
     );
@@ -339,20 +436,28 @@ fn an_unsupported_version_probe_is_retried_once_then_fails_in_words() {
         panic!("{:?}", h.events)
     };
     assert!(why.contains("it lists 2099-01-01"), "{why}");
-    assert!(!h.methods().contains(&"initialize".to_owned()));
+    // Only the `initialize` sent behind the first probe.
+    let inits = h.methods().iter().filter(|m| *m == "initialize").count();
+    assert_eq!(inits, 1, "{:?}", h.methods());
 }
 
 #[test]
-fn an_unsupported_version_listing_only_a_handshake_version_offers_it_in_initialize() {
+fn an_unsupported_version_listing_only_a_handshake_version_goes_on_with_the_handshake() {
     let mut h = Stdio::new(options());
     h.error(
         0,
         -32022,
         json!({"supported": ["2025-06-18"], "requested": MODERN}),
     );
-    let (_, method, params) = h.last_request();
-    assert_eq!(method, "initialize");
-    assert_eq!(params["protocolVersion"], "2025-06-18");
+    // The `initialize` behind the probe is already out; the server
+    // answers it with the version it speaks.
+    assert_eq!(h.methods(), ["server/discover", "initialize"]);
+    h.reply(
+        1,
+        json!({"protocolVersion": "2025-06-18", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),
+    );
+    assert!(h.ready(), "{:?}", h.events);
+    assert_eq!(h.session.negotiated_version(), Some("2025-06-18"));
 }
 
 #[test]
@@ -377,7 +482,7 @@ fn a_header_mismatch_on_the_probe_is_a_modern_refusal_not_a_fallback() {
         "{:?}",
         h.events
     );
-    assert_eq!(h.methods(), ["server/discover"]);
+    assert_eq!(h.methods(), ["server/discover", "initialize"]);
 }
 
 #[test]
@@ -613,6 +718,10 @@ impl Http {
     }
 
     fn with(adjust: impl FnOnce(&mut HttpOptions)) -> Self {
+        Self::build(options(), adjust)
+    }
+
+    fn build(session: SessionOptions, adjust: impl FnOnce(&mut HttpOptions)) -> Self {
         let now = Instant::now();
         let mut http = HttpOptions::new(
             Url::parse("http://127.0.0.1:9/mcp").expect("url"),
@@ -621,7 +730,7 @@ impl Http {
         adjust(&mut http);
         let mut h = Self {
             now,
-            transport: HttpTransport::new(options(), http, now),
+            transport: HttpTransport::new(session, http, now),
             requests: Vec::new(),
             aborted: Vec::new(),
             events: Vec::new(),
@@ -794,13 +903,33 @@ fn cancelling_a_call_drops_its_stream_and_posts_no_notification() {
     h.drain();
     assert_eq!(h.requests.len(), before, "no notifications/cancelled POST");
     assert!(h.aborted.contains(&post.exchange));
-    assert!(h.events.iter().any(|e| matches!(
-        e,
-        Event::CallCompleted {
-            result: Err(CallError::Cancelled { .. }),
-            ..
-        }
-    )));
+    // The error says what rho did, not that the server was told.
+    let error = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::CallCompleted {
+                result: Err(error), ..
+            } => Some(error.clone()),
+            _ => None,
+        })
+        .expect("the call ended");
+    assert!(
+        matches!(
+            error,
+            CallError::Cancelled {
+                notice: CancelNotice::StreamClosed,
+                ..
+            }
+        ),
+        "{error:?}"
+    );
+    assert!(
+        error
+            .to_string()
+            .ends_with("; the response stream was closed"),
+        "{error}"
+    );
 }
 
 /// Breaks the SSE response stream of `post` after a priming event.
@@ -1075,13 +1204,7 @@ fn a_400_error_under_the_servers_own_id_answers_the_probe_and_initialize_follows
         let init = h.last();
         assert_eq!(body(&init)["method"], "initialize", "{message}");
         assert!(!h.transport.session().is_stateless());
-        assert!(
-            !h.events
-                .iter()
-                .any(|e| matches!(e, Event::PeerMisbehaved(_))),
-            "{:?}",
-            h.events
-        );
+        assert_no_peer_errors(&h.events);
     }
 }
 
@@ -1232,5 +1355,73 @@ fn a_new_token_drops_a_private_prompt_list_and_lists_it_again_with_the_new_heade
             .count(),
         1,
         "the public tool list stands"
+    );
+}
+
+/// A call answered over SSE with an `InputRequiredResult` was answered:
+/// the stream ending after it does not lose the call, which waits for its
+/// question and then goes again with the answer.
+#[test]
+fn an_input_required_answer_over_sse_survives_its_streams_end() {
+    let mut o = options();
+    o.elicitation = true;
+    let mut h = Http::build(o, |_| {});
+    h.ready(json!([{"name": "echo", "inputSchema": {"type": "object"}}]));
+    let call = h
+        .transport
+        .call_tool(h.now, "echo", json!({}))
+        .expect("ready");
+    h.drain();
+    let post = h.last();
+    let asked = json!({"jsonrpc": "2.0", "id": body(&post)["id"], "result": {
+        "resultType": "input_required",
+        "inputRequests": {"who": {"method": "elicitation/create", "params": {
+            "message": "Your name?",
+            "requestedSchema": {"type": "object",
+                "properties": {"name": {"type": "string"}}, "required": ["name"]}}}}}});
+    h.answer(
+        &post,
+        200,
+        &[("content-type", "text/event-stream")],
+        &format!("id: 1\ndata: {asked}\n\n"),
+    );
+    let question = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Question { question, .. } => Some(*question),
+            _ => None,
+        })
+        .unwrap_or_else(|| panic!("{:?}", h.events));
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::CallCompleted { .. })),
+        "{:?}",
+        h.events
+    );
+    let answer = FormAnswer::Submitted(BTreeMap::from([(
+        "name".to_owned(),
+        vec!["Ada".to_owned()],
+    )]));
+    h.transport.answer_elicitation(h.now, question, answer);
+    h.drain();
+    let retry = h.last();
+    assert_ne!(retry.exchange, post.exchange);
+    assert_eq!(body(&retry)["method"], "tools/call");
+    assert_eq!(
+        body(&retry)["params"]["inputResponses"]["who"]["content"],
+        json!({"name": "Ada"})
+    );
+    h.result(
+        &retry,
+        json!({"resultType": "complete", "content": [{"type": "text", "text": "hi Ada"}]}),
+    );
+    assert!(
+        h.events
+            .iter()
+            .any(|e| matches!(e, Event::CallCompleted { call: c, result: Ok(_) } if *c == call)),
+        "{:?}",
+        h.events
     );
 }

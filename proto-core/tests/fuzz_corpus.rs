@@ -19,12 +19,13 @@ use rho_proto_core::fuzzing::http::{
     transcript as http_transcript,
 };
 use rho_proto_core::fuzzing::script::{
-    CallResultTemplate, Capabilities, FieldTemplate, FormTemplate, Leaf, Reply, SamplingMessage,
-    SamplingTemplate, ServerId, ServerMessage as S, Text, ToolTemplate,
+    CallResultTemplate, Capabilities, CatalogEntry, FieldTemplate, FormTemplate, InputTemplate,
+    Json, Leaf, Reply, SamplingMessage, SamplingTemplate, ServerId, ServerMessage as S, Text,
+    ToolTemplate,
 };
 use rho_proto_core::fuzzing::session::{
-    Action, Arguments, ElicitAnswer, Ref, SamplingReply, SessionInput, Setup, Wait, check_session,
-    transcript as session_transcript,
+    Action, Arguments, ElicitAnswer, FeatureTemplate, Ref, SamplingReply, SessionInput, Setup,
+    Wait, check_session, transcript as session_transcript,
 };
 use rho_proto_core::fuzzing::{
     Chunked, check_config, check_jsonrpc, check_lines, check_naming, check_oauth, check_sse, decode,
@@ -306,6 +307,8 @@ fn initialize(tools: Option<bool>, logging: bool) -> S {
             tools,
             logging,
             prompts: false,
+            resources: false,
+            completions: false,
         },
         instructions: true,
     }
@@ -383,6 +386,93 @@ fn form() -> FormTemplate {
             },
         ],
         required: vec![0],
+    }
+}
+
+/// Every capability: tools (with `listChanged`), logging, prompts,
+/// resources and completions.
+fn everything() -> Capabilities {
+    Capabilities {
+        tools: Some(true),
+        logging: true,
+        prompts: true,
+        resources: true,
+        completions: true,
+    }
+}
+
+/// A page of catalog list `kind` (0 prompts, 1 resources, 2 templates).
+fn catalog(kind: u8, names: &[&str], cursor: Option<u8>, ttl_ms: Option<u16>) -> S {
+    S::CatalogPage {
+        id: Reply::Latest,
+        kind,
+        entries: names
+            .iter()
+            .map(|name| CatalogEntry {
+                name: t(name),
+                detailed: true,
+                malformed: *name == "bad",
+            })
+            .collect(),
+        cursor,
+        ttl_ms,
+        public: false,
+    }
+}
+
+/// The prompts, resources (two pages, one entry malformed) and templates
+/// of a server that offers them all.
+fn catalog_pages(ttl_ms: Option<u16>) -> Vec<Action> {
+    vec![
+        say(vec![catalog(0, &["weather"], None, ttl_ms)]),
+        say(vec![catalog(1, &["a.txt", "bad"], Some(2), ttl_ms)]),
+        say(vec![catalog(1, &["b.bin"], None, ttl_ms)]),
+        say(vec![catalog(2, &["files"], None, ttl_ms)]),
+    ]
+}
+
+fn get_prompt() -> FeatureTemplate {
+    FeatureTemplate::GetPrompt {
+        name: t("weather"),
+        arguments: vec![(t("city"), t("Paris"))],
+    }
+}
+
+fn read_resource() -> FeatureTemplate {
+    FeatureTemplate::ReadResource {
+        uri: t("file:///work/a.txt"),
+    }
+}
+
+fn complete() -> FeatureTemplate {
+    FeatureTemplate::Complete {
+        prompt: true,
+        name: t("weather"),
+        argument: t("unit"),
+        value: t("c"),
+        context: vec![(t("city"), t("Paris"))],
+    }
+}
+
+/// The answer to a `prompts/get` (0), `resources/read` (1) or
+/// `completion/complete` (2).
+fn feature_result(kind: u8, text: &str) -> S {
+    S::FeatureResult {
+        id: Reply::Latest,
+        kind,
+        text: t(text),
+        malformed: false,
+    }
+}
+
+/// A multi round-trip `InputRequiredResult` for `method` (0 tools/call,
+/// 1 prompts/get, 2 resources/read, 3 completion/complete).
+fn input_required(method: u8, requests: Vec<InputTemplate>, state: Option<&str>) -> S {
+    S::InputRequired {
+        id: Reply::Latest,
+        method,
+        requests,
+        state: state.map(t),
     }
 }
 
@@ -521,6 +611,8 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                                 tools: None,
                                 logging: false,
                                 prompts: false,
+                                resources: false,
+                                completions: false,
                             },
                             instructions: false,
                         },
@@ -586,14 +678,247 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
             with(
                 stateless(),
                 [
+                    // (the probe is the first request; `initialize` goes
+                    // only once it was answered).
                     vec![say(vec![S::Error {
-                        id: Some(Reply::Latest),
+                        id: Some(Reply::Sent(0)),
                         code: -32601,
                         message: t("Method not found"),
                     }])],
                     ready(),
                 ]
                 .concat(),
+            ),
+        ),
+        (
+            "catalog-listed-prompt-read-completion-relisted",
+            with(
+                Setup {
+                    log_level: true,
+                    ..Setup::default()
+                },
+                [
+                    vec![
+                        say(vec![S::Initialize {
+                            id: Reply::Latest,
+                            version: 0,
+                            capabilities: everything(),
+                            instructions: false,
+                        }]),
+                        say(vec![page(&["echo"], None)]),
+                    ],
+                    catalog_pages(None),
+                    vec![
+                        Action::Request(get_prompt()),
+                        say(vec![feature_result(0, "It is sunny in Paris")]),
+                        Action::Request(read_resource()),
+                        say(vec![feature_result(1, "abc")]),
+                        Action::Request(complete()),
+                        say(vec![feature_result(2, "celsius")]),
+                        say(vec![S::CatalogListChanged { resources: false }]),
+                        say(vec![catalog(0, &["weather", "news"], None, None)]),
+                        say(vec![S::CatalogListChanged { resources: true }]),
+                        Action::Request(read_resource()),
+                        Action::CancelCall(Ref::Known(3)),
+                        Action::Wait(Wait::NextDeadline),
+                        Action::Request(complete()),
+                        Action::Wait(Wait::NextDeadline),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "catalog-not-offered-request-refused",
+            with(
+                Setup::default(),
+                [
+                    ready(),
+                    vec![
+                        Action::Request(get_prompt()),
+                        Action::Request(read_resource()),
+                        say(vec![S::CatalogListChanged { resources: true }]),
+                        call("echo"),
+                        say(vec![result("ok")]),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "stateless-catalog-listen-mrtr-prompt-and-call",
+            with(
+                Setup {
+                    roots: true,
+                    stateless: true,
+                    ..Setup::default()
+                },
+                [
+                    vec![
+                        say(vec![S::Discover {
+                            id: Reply::Latest,
+                            versions: 0,
+                            capabilities: everything(),
+                            ttl_ms: Some(60_000),
+                        }]),
+                        say(vec![page(&["echo"], None)]),
+                    ],
+                    catalog_pages(Some(1000)),
+                    vec![
+                        // Ready: subscriptions/listen goes out.
+                        say(vec![S::Subscription {
+                            listen: Reply::Latest,
+                            event: 0,
+                        }]),
+                        say(vec![page(&["echo"], None)]),
+                    ],
+                    catalog_pages(Some(1000)),
+                    vec![
+                        say(vec![S::Subscription {
+                            listen: Reply::Latest,
+                            event: 2,
+                        }]),
+                        say(vec![catalog(0, &["weather", "news"], None, None)]),
+                        Action::Request(get_prompt()),
+                        say(vec![input_required(
+                            1,
+                            vec![InputTemplate::Elicitation(form())],
+                            Some("st\u{e9}te-1"),
+                        )]),
+                        Action::AnswerElicitation {
+                            question: Ref::Known(0),
+                            answer: ElicitAnswer::Defaults,
+                        },
+                        say(vec![feature_result(0, "It is sunny")]),
+                        call("echo"),
+                        say(vec![input_required(
+                            0,
+                            vec![
+                                InputTemplate::Roots,
+                                InputTemplate::Sampling(SamplingTemplate {
+                                    messages: vec![SamplingMessage::User(t("hi"))],
+                                    system_prompt: None,
+                                    max_tokens: Some(10),
+                                    include_context: false,
+                                }),
+                                InputTemplate::Other(t("tasks/get")),
+                            ],
+                            None,
+                        )]),
+                        Action::AnswerSampling {
+                            question: Ref::Known(1),
+                            answer: SamplingReply::Completed(t("hello")),
+                        },
+                        say(vec![result("done")]),
+                        Action::Wait(Wait::Seconds(2)),
+                        Action::Request(read_resource()),
+                        say(vec![input_required(2, vec![], Some("again"))]),
+                        say(vec![feature_result(1, "abc")]),
+                        Action::Request(complete()),
+                        say(vec![S::UnsupportedVersion {
+                            id: Reply::Latest,
+                            versions: 0,
+                        }]),
+                        say(vec![feature_result(2, "celsius")]),
+                        // The server ends the subscription: it is opened
+                        // once more, then given up on.
+                        // (the listen request is the eighth request sent).
+                        say(vec![S::Result {
+                            id: Reply::Sent(7),
+                            result: Json::Object(vec![]),
+                        }]),
+                        say(vec![S::Error {
+                            id: Some(Reply::Latest),
+                            code: -32601,
+                            message: t("Method not found"),
+                        }]),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            // The probe's wait runs out: `initialize` goes (never beside a
+            // pending probe), and a discovery result that comes before it
+            // is answered still makes the session stateless; the
+            // handshake's answer is then dropped.
+            "probe-wait-ran-out-late-discovery-wins-over-initialize",
+            with(
+                Setup {
+                    log_level: true,
+                    stateless: true,
+                    ..Setup::default()
+                },
+                vec![
+                    Action::Wait(Wait::NextDeadline),
+                    say(vec![discover(0, None)]),
+                    say(vec![S::Initialize {
+                        id: Reply::Latest,
+                        version: 2,
+                        capabilities: everything(),
+                        instructions: true,
+                    }]),
+                    say(vec![page(&["echo"], None)]),
+                ],
+            ),
+        ),
+        (
+            // The probe's wait runs out and the handshake is answered
+            // first: logging/setLevel follows it, and the late discovery
+            // result is dropped quietly.
+            "probe-wait-ran-out-initialize-answered-late-discovery-dropped",
+            with(
+                Setup {
+                    log_level: true,
+                    stateless: true,
+                    ..Setup::default()
+                },
+                vec![
+                    Action::Wait(Wait::NextDeadline),
+                    say(vec![S::Initialize {
+                        id: Reply::Latest,
+                        version: 0,
+                        capabilities: everything(),
+                        instructions: false,
+                    }]),
+                    say(vec![discover(0, None)]),
+                    say(vec![page(&["echo"], None)]),
+                ],
+            ),
+        ),
+        (
+            "stateless-probe-version-retry-then-handshake-log-level",
+            with(
+                Setup {
+                    log_level: true,
+                    stateless: true,
+                    ..Setup::default()
+                },
+                vec![
+                    say(vec![S::UnsupportedVersion {
+                        id: Reply::Sent(0),
+                        versions: 1,
+                    }]),
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32601,
+                        message: t("Method not found"),
+                    }]),
+                    say(vec![S::Initialize {
+                        id: Reply::Latest,
+                        version: 0,
+                        capabilities: everything(),
+                        instructions: false,
+                    }]),
+                    say(vec![page(&["echo"], None)]),
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32603,
+                        message: t("no prompts today"),
+                    }]),
+                    say(vec![catalog(1, &[], None, None)]),
+                    Action::Wait(Wait::NextDeadline),
+                ],
             ),
         ),
     ]
@@ -616,6 +941,8 @@ fn discover(versions: u8, ttl_ms: Option<u16>) -> S {
             tools: Some(false),
             logging: true,
             prompts: false,
+            resources: false,
+            completions: false,
         },
         ttl_ms,
     }
@@ -626,6 +953,14 @@ fn answer(body: Body, session_id: Option<u8>) -> HttpAction {
         exchange: Exchange::Latest,
         body,
         session_id,
+    }
+}
+
+fn exchange_answer(exchange: Exchange, body: Body) -> HttpAction {
+    HttpAction::Answer {
+        exchange,
+        body,
+        session_id: None,
     }
 }
 
@@ -767,6 +1102,127 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
                     None,
                 ),
             ]),
+        ),
+        (
+            "stateless-catalog-listen-prompt-mrtr-over-sse",
+            HttpInput {
+                setup: stateless(),
+                actions: vec![
+                    answer(
+                        Body::Json(S::Discover {
+                            id: Reply::Latest,
+                            versions: 0,
+                            capabilities: everything(),
+                            ttl_ms: None,
+                        }),
+                        None,
+                    ),
+                    // tools/list and prompts/list are out.
+                    exchange_answer(Exchange::Open(0), Body::Json(page(&["echo"], None))),
+                    exchange_answer(
+                        Exchange::Latest,
+                        sse(vec![catalog(0, &["weather"], None, Some(5000))]),
+                    ),
+                    exchange_answer(
+                        Exchange::Latest,
+                        Body::Json(catalog(1, &["a.txt"], None, None)),
+                    ),
+                    exchange_answer(
+                        Exchange::Latest,
+                        Body::Json(catalog(2, &["files"], None, None)),
+                    ),
+                    // Ready: subscriptions/listen is out, its stream open.
+                    HttpAction::Head {
+                        exchange: Exchange::Latest,
+                        status: 0,
+                        content: 1,
+                        session_id: None,
+                    },
+                    HttpAction::Body {
+                        exchange: Exchange::Latest,
+                        body: Body::Sse(vec![SseEvent {
+                            id: None,
+                            retry: None,
+                            message: Some(S::Subscription {
+                                listen: Reply::Latest,
+                                event: 0,
+                            }),
+                        }]),
+                        chunks: vec![],
+                    },
+                    HttpAction::Request(get_prompt()),
+                    exchange_answer(
+                        Exchange::Latest,
+                        Body::Json(input_required(
+                            1,
+                            vec![InputTemplate::Elicitation(form())],
+                            Some("state"),
+                        )),
+                    ),
+                    HttpAction::AnswerElicitation {
+                        question: Ref::Known(0),
+                        answer: ElicitAnswer::Defaults,
+                    },
+                    exchange_answer(Exchange::Latest, sse(vec![feature_result(0, "sunny")])),
+                    HttpAction::Request(complete()),
+                    exchange_answer(Exchange::Latest, Body::Json(feature_result(2, "celsius"))),
+                    HttpAction::Request(read_resource()),
+                    HttpAction::Failed(Exchange::Latest),
+                    // The listen stream breaks: opened once more.
+                    HttpAction::Failed(Exchange::Open(0)),
+                    HttpAction::Close,
+                ],
+            },
+        ),
+        (
+            "handshake-catalog-read-session-expired",
+            with(
+                [
+                    vec![answer(
+                        Body::Json(S::Initialize {
+                            id: Reply::Latest,
+                            version: 0,
+                            capabilities: Capabilities {
+                                tools: Some(true),
+                                logging: false,
+                                prompts: true,
+                                resources: true,
+                                completions: false,
+                            },
+                            instructions: false,
+                        }),
+                        Some(0),
+                    )],
+                    accepted(Exchange::Open(0)),
+                    vec![
+                        exchange_answer(Exchange::Open(0), sse(vec![page(&["echo"], None)])),
+                        exchange_answer(
+                            Exchange::Open(0),
+                            Body::Json(catalog(0, &["weather"], None, None)),
+                        ),
+                        exchange_answer(
+                            Exchange::Latest,
+                            Body::Json(catalog(1, &["a.txt"], None, None)),
+                        ),
+                        exchange_answer(
+                            Exchange::Latest,
+                            Body::Json(catalog(2, &["files"], None, None)),
+                        ),
+                        HttpAction::Request(complete()),
+                        HttpAction::Request(read_resource()),
+                        HttpAction::Head {
+                            exchange: Exchange::Latest,
+                            status: 5,
+                            content: 2,
+                            session_id: None,
+                        },
+                        HttpAction::End(Exchange::Latest),
+                        answer(Body::Json(initialize(Some(true), false)), Some(1)),
+                        exchange_answer(Exchange::Open(0), Body::Json(feature_result(1, "abc"))),
+                    ],
+                ]
+                .concat(),
+            ),
         ),
         (
             "session-expired-reinitialized",

@@ -14,7 +14,9 @@ use rho_proto_core::http::{
     ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method,
     resolve_headers,
 };
-use rho_proto_core::session::{CallError, CallId, CloseReason, Event, SessionOptions, Timer};
+use rho_proto_core::session::{
+    CallError, CallId, CancelNotice, CloseReason, Event, SessionOptions, Timer,
+};
 use rho_proto_core::wire::protocol::CallToolResult;
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
@@ -1391,6 +1393,19 @@ fn a_cancelled_calls_stream_is_aborted_at_once() {
     h.transport.cancel_call(h.now, call);
     h.drain();
     assert!(h.aborted().contains(&req.exchange), "{:?}", h.outputs);
+    // The 2025 era posts notifications/cancelled, and says so.
+    assert_eq!(h.posts("notifications/cancelled").len(), 1);
+    assert!(
+        matches!(
+            h.completion(call),
+            Some(Err(CallError::Cancelled {
+                notice: CancelNotice::Told,
+                ..
+            }))
+        ),
+        "{:?}",
+        h.completion(call)
+    );
 }
 
 #[test]
@@ -1854,4 +1869,92 @@ fn a_second_expiry_later_in_discovery_fails_the_server_naming_the_rule() {
     assert!(text.contains("again during startup"), "{text}");
     assert!(text.contains("404"), "{text}");
     assert_eq!(h.posts("initialize").len(), 2, "no third initialize");
+}
+
+/// Answers `initialize` for a server without tools: the session is ready
+/// at once, while what it sends next waits for the server stream's GET
+/// (returned unanswered).
+fn ready_while_the_get_is_awaited(h: &mut Harness) -> HttpRequest {
+    let init = h.last_post("initialize");
+    let mut result = init_result();
+    result["capabilities"] = json!({});
+    let body = response(&rpc(&init)["id"], result).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    assert!(is_ready(h), "{:?}", h.events);
+    h.accept(&h.last_post("notifications/initialized"));
+    let get = h.last_send();
+    assert_eq!(get.method, Method::Get, "{:?}", h.sends());
+    get
+}
+
+/// A call held back while the server stream's GET is awaited that the
+/// host cancels, or that times out before the wait ends or as it ends,
+/// never reached the server: neither it nor its cancellation is sent.
+#[test]
+fn a_call_that_ends_while_held_for_the_server_stream_is_never_posted_nor_cancelled() {
+    for ends in [
+        "cancelled",
+        "timed out while held",
+        "timed out as the wait ends",
+    ] {
+        let mut o = session_options();
+        // The wait for the GET is 2 s.
+        o.tool_timeout = match ends {
+            "timed out as the wait ends" => Duration::from_secs(2),
+            _ => Duration::from_secs(1),
+        };
+        let now = Instant::now();
+        let endpoint = options().url.clone();
+        let mut h = Harness {
+            now,
+            endpoint,
+            transport: HttpTransport::new(o, options(), now),
+            outputs: Vec::new(),
+            events: Vec::new(),
+        };
+        h.drain();
+        let get = ready_while_the_get_is_awaited(&mut h);
+        let call = h
+            .transport
+            .call_tool(h.now, "delete-everything", json!({}))
+            .expect("ready");
+        h.drain();
+        assert!(h.posts("tools/call").is_empty(), "held for the stream");
+        if ends == "cancelled" {
+            h.transport.cancel_call(h.now, call);
+            h.drain();
+            assert!(matches!(
+                h.completion(call),
+                Some(Err(CallError::Cancelled { .. }))
+            ));
+        } else {
+            h.step();
+            assert!(matches!(
+                h.completion(call),
+                Some(Err(CallError::Timeout { .. }))
+            ));
+        }
+        h.head(&get, 200, &[SSE]);
+        assert!(
+            h.posts("tools/call").is_empty(),
+            "{ends}: {:?}",
+            exchange_order(&h)
+        );
+        assert!(
+            h.posts("notifications/cancelled").is_empty(),
+            "{ends}: {:?}",
+            exchange_order(&h)
+        );
+        // What comes after goes as usual, a cancellation included.
+        let (later, req) = h.call("echo", json!({}));
+        h.transport.cancel_call(h.now, later);
+        h.drain();
+        assert_eq!(h.posts("tools/call"), [req]);
+        assert_eq!(h.posts("notifications/cancelled").len(), 1);
+    }
 }

@@ -313,3 +313,40 @@ fn a_server_cancelling_the_listen_request_ends_it_and_it_is_reopened_once() {
     h.notify("notifications/cancelled", json!({"requestId": listens[1]}));
     assert_eq!(h.listen().len(), 2, "no third: {:?}", h.sent);
 }
+
+/// A listen request refused for its version (-32022) goes again under a
+/// new id, still without a deadline (it is not dropped at the first
+/// wakeup), and the subscription follows the new id.
+#[test]
+fn a_listen_sent_again_for_another_version_keeps_no_deadline_and_follows_its_new_id() {
+    let mut h = Stdio::ready(list_changing());
+    let first = h.listen()[0];
+    // Long after the request budget of an ordinary request.
+    h.now += Duration::from_secs(60);
+    h.session.handle_timeout(h.now);
+    h.drain();
+    h.say(json!({"jsonrpc": "2.0", "id": first, "error": {
+        "code": -32022, "message": "Unsupported protocol version",
+        "data": {"supported": [MODERN], "requested": MODERN}}}));
+    let listens = h.listen();
+    let [_, second] = listens.as_slice() else {
+        panic!("sent again once: {:?}", h.sent)
+    };
+    let second = *second;
+    assert_ne!(second, first, "a new id");
+    assert!(
+        h.session.poll_timeout().is_none(),
+        "nothing to time out: {:?}",
+        h.session.timeout_reason()
+    );
+    h.now += Duration::from_secs(3600);
+    h.session.handle_timeout(h.now);
+    h.drain();
+    // The new id is the subscription's: its acknowledgement lists again,
+    // its change is applied, and the stream's end is still its own.
+    h.acknowledge_and_relist(second);
+    h.changed(json!(second));
+    assert_eq!(h.requests("tools/list").len(), 3, "{:?}", h.sent);
+    h.reply(second, json!({"resultType": "complete"}));
+    assert_eq!(h.listen().len(), 3, "re-opened once it ended: {:?}", h.sent);
+}

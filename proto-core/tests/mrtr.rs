@@ -50,8 +50,9 @@ impl Stdio {
             json!({"resultType": "complete", "supportedVersions": [MODERN],
                    "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}),
         );
+        let list = h.request_id("tools/list");
         h.reply(
-            1,
+            list,
             // Fresh for ten minutes: no re-listing gets between a call
             // and its rounds.
             json!({"resultType": "complete", "ttlMs": 600_000, "cacheScope": "public",
@@ -63,6 +64,19 @@ impl Stdio {
             h.events
         );
         h
+    }
+
+    /// The id of the first request sent with `method`.
+    fn request_id(&self, method: &str) -> u64 {
+        self.sent
+            .iter()
+            .find_map(|(m, _)| match m {
+                Message::Request { id, method: m, .. } if m == method => {
+                    Some(id.to_string().parse().expect("numeric id"))
+                }
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no {method} in {:?}", self.sent))
     }
 
     fn drain(&mut self) {
@@ -182,7 +196,8 @@ fn an_elicitation_is_asked_and_the_retry_carries_the_answer_under_a_new_id() {
     assert!(h.call_result().is_none());
     assert_eq!(
         h.requests(),
-        3,
+        // The probe, the `initialize` behind it, tools/list, the call.
+        4,
         "nothing is sent while the question is open"
     );
     h.session.answer_elicitation(h.now, *question, named("Ada"));
@@ -477,7 +492,9 @@ fn ready_with_prompts() -> Stdio {
         .sent
         .iter()
         .filter_map(|(m, _)| match m {
-            Message::Request { id, method, .. } if method != "server/discover" => {
+            Message::Request { id, method, .. }
+                if method != "server/discover" && method != "initialize" =>
+            {
                 Some((id.to_string().parse().expect("numeric id"), method.clone()))
             }
             _ => None,
@@ -574,4 +591,52 @@ fn a_prompt_request_whose_form_is_dismissed_ends_as_cancelled() {
         h.events
     );
     assert!(h.call_result().is_none(), "no tool call ended");
+}
+
+/// A prompt request waiting for input that ends otherwise — the host
+/// cancels it, or the transport loses it — takes its open questions
+/// with it, as a tool call does.
+#[test]
+fn a_prompt_request_that_ends_while_waiting_for_input_withdraws_its_questions() {
+    use rho_proto_core::features::FeatureRequest;
+    use rho_proto_core::wire::jsonrpc::{ClientRequestId, RequestId};
+    for lost in [false, true] {
+        let mut h = ready_with_prompts();
+        let params = serde_json::from_value(json!({"name": "greet"})).expect("prompts/get params");
+        let call = h
+            .session
+            .request(h.now, &FeatureRequest::GetPrompt(params))
+            .expect("ready");
+        h.drain();
+        let (first, _, _) = h.last_request();
+        h.reply(first, input_required(json!({"who": name_form()}), None));
+        let questions = h.questions();
+        let [(question, _)] = questions.as_slice() else {
+            panic!("{:?}", h.events)
+        };
+        if lost {
+            let request =
+                ClientRequestId::from_wire(&RequestId::Number(first as i64)).expect("our id");
+            h.session
+                .handle_request_failed(h.now, request, "the stream broke".into());
+        } else {
+            h.session.cancel_call(h.now, call);
+        }
+        h.drain();
+        assert!(
+            h.events
+                .iter()
+                .any(|e| matches!(e, Event::QuestionWithdrawn(q) if q == question)),
+            "lost: {lost}: {:?}",
+            h.events
+        );
+        assert_eq!(h.session.open_questions(), 0);
+        assert!(
+            h.events.iter().any(
+                |e| matches!(e, Event::RequestCompleted { call: c, result: Err(_) } if *c == call)
+            ),
+            "{:?}",
+            h.events
+        );
+    }
 }

@@ -14,8 +14,8 @@ use rho_proto_core::config::{self, ServerConfig};
 use rho_proto_core::connection::{Connection, HostContext, Output};
 use rho_proto_core::features::elicitation::{FieldKind, FormAnswer};
 use rho_proto_core::session::{
-    CallError, CallId, Event, Question, QuestionId, SamplingAnswer, Session, SessionOptions,
-    SessionState,
+    CallError, CallId, CancelNotice, Event, Question, QuestionId, SamplingAnswer, Session,
+    SessionOptions, SessionState,
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::wire::protocol::CallToolResult;
@@ -680,7 +680,12 @@ fn a_dismissed_form_sends_cancel_and_ends_the_call_as_cancelled() {
     );
     assert_eq!(h.methods(), ["<response>", "notifications/cancelled"]);
     match h.completed(call).as_slice() {
-        [Err(CallError::Cancelled { server })] => assert_eq!(server, "demo"),
+        [
+            Err(CallError::Cancelled {
+                server,
+                notice: CancelNotice::Told,
+            }),
+        ] => assert_eq!(server, "demo"),
         other => panic!("expected a cancelled call, got {other:?}"),
     }
     assert_eq!(h.session.calls_in_flight(), 0);

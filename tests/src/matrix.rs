@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use rho_proto_core::config::Config;
+use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{ServerView, ToolCallError};
@@ -57,6 +58,15 @@ pub trait TestRuntime: Sized + Sync {
         on_progress: &mut dyn FnMut(Progress),
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError>;
+    /// Sends a prompt, resource or completion request to `server` and
+    /// returns the server's result as sent, until it ends or `cancel` is
+    /// set (then the request is abandoned and the server told).
+    fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: &AtomicBool,
+    ) -> Result<Value, ToolCallError>;
     /// The system-prompt text of the servers' instructions.
     fn instructions_prompt(&self) -> Option<String>;
     /// The exported tools as the next turn should see them.
@@ -105,6 +115,14 @@ impl TestRuntime for rho_io_blocking::Runtime {
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError> {
         self.call_server_tool_with(server, tool, arguments, on_progress, cancel)
+    }
+    fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: &AtomicBool,
+    ) -> Result<Value, ToolCallError> {
+        rho_io_blocking::Runtime::request(self, server, request, Some(cancel))
     }
     fn instructions_prompt(&self) -> Option<String> {
         rho_io_blocking::Runtime::instructions_prompt(self)
@@ -201,6 +219,14 @@ impl TestRuntime for SmolRuntime {
             on_progress,
             cancel,
         ))
+    }
+    fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: &AtomicBool,
+    ) -> Result<Value, ToolCallError> {
+        smol::block_on(self.runtime().request(server, request, Some(cancel)))
     }
     fn instructions_prompt(&self) -> Option<String> {
         self.runtime().instructions_prompt()

@@ -366,7 +366,7 @@ fn a_dismissed_form_cancels_the_call_and_the_session_carries_on<R: TestRuntime>(
     );
     let (name, _) = offered(&runtime, "trigger-elicitation-request").expect("offered");
     match runtime.call_tool(&name, json!({})) {
-        Err(ToolCallError::Call(CallError::Cancelled { server })) => {
+        Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => {
             assert_eq!(server, "everything")
         }
         other => panic!("expected the call to end as cancelled, got {other:?}"),

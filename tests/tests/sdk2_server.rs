@@ -304,7 +304,7 @@ fn declined_and_dismissed(over: Over, declined: &impl TestRuntime, dismissing: &
     assert!(result.is_error, "{over:?}");
     assert_eq!(result.text(), "ask-name: decline", "{over:?}");
     match dismissing.call_server_tool("sdk", "ask-name", json!({})) {
-        Err(ToolCallError::Call(CallError::Cancelled { server })) => assert_eq!(server, "sdk"),
+        Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => assert_eq!(server, "sdk"),
         other => panic!("{over:?}: a dismissed form cancels the call, got {other:?}"),
     }
     let echo = dismissing

@@ -104,7 +104,7 @@ fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
     let returned = Instant::now();
     let cancelled_at = cancelled_at.expect("a progress update arrived before the call ended");
     match &outcome {
-        Err(ToolCallError::Call(CallError::Cancelled { server })) => {
+        Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => {
             assert_eq!(server, "everything")
         }
         other => panic!("expected a cancelled call, got {other:?}"),
@@ -565,7 +565,7 @@ fn a_cancelled_call_tells_the_server<R: TestRuntime>() {
         .expect("a progress update arrived before the call ended")
         .elapsed();
     match &outcome {
-        Err(ToolCallError::Call(CallError::Cancelled { server })) => {
+        Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => {
             assert_eq!(server, "slowpoke")
         }
         other => panic!("expected a cancelled call, got {other:?}"),

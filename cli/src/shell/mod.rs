@@ -655,8 +655,8 @@ impl Shell<'_> {
                     body
                 }
             }
-            Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
-                format!("{label}: cancelled; the server was told to stop")
+            Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
+                format!("{label}: cancelled; {notice}")
             }
             Err(error) => sanitize(&error.to_string()).into_owned(),
         }
@@ -1172,8 +1172,8 @@ fn cancelled(
     };
     let (uri, server) = (sanitize_line(slot.read.uri()), sanitize_line(&slot.server));
     shell.out.print(&match result {
-        Err(ToolCallError::Call(CallError::Cancelled { .. })) => {
-            format!("the read of `{uri}` was cancelled; server `{server}` was told")
+        Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
+            format!("the read of `{uri}` from server `{server}` was cancelled; {notice}")
         }
         _ => format!("the read of `{uri}` was cancelled; it had ended already"),
     });

@@ -44,8 +44,8 @@
 //! [`SEND_TIMEOUT`] fails the exchange; reading a body has no timeout,
 //! because the GET stream may stay open for the whole session: the core's
 //! deadlines bound every request and it aborts what it gives up on: an
-//! aborted exchange reports nothing more, and its connection is closed
-//! unless its body ends within a moment (see [`HttpIo::abort`]). A
+//! aborted exchange reports nothing more, and its connection is closed at
+//! once, never kept for reuse (see [`HttpIo::abort`]). A
 //! response head larger than [`MAX_HEAD`] (ureq's default bound too) or
 //! with more than 100 fields (hyper's default) fails the exchange. The
 //! URL policy is checked again before anything is sent. A session stops
@@ -67,7 +67,6 @@ mod pool;
 mod tests;
 
 use std::collections::BTreeMap;
-use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
@@ -104,22 +103,14 @@ pub(crate) const MAX_CONNECTIONS: usize = 64;
 /// instead of closing half of them and connecting anew.
 pub(crate) const MAX_IDLE: usize = 16;
 
-/// How long an aborted exchange whose body was under way may take to
-/// finish it, so that its connection can be reused.
-pub(crate) const DRAIN_GRACE: Duration = Duration::from_millis(100);
-/// The most body bytes an aborted exchange reads (and drops) to finish.
-pub(crate) const DRAIN_BYTES: usize = 64 * 1024;
-
 /// A session's HTTP exchanges: tasks on its executor sharing one pool.
 pub(crate) struct HttpIo {
     executor: Arc<Executor<'static>>,
     events: Sender<Input>,
     pool: Arc<Pool>,
     bodies: Arc<BodyBudget>,
-    /// Exchanges not yet ended, with the flag that aborts each.
-    running: BTreeMap<ExchangeId, (Task<()>, Arc<Aborted>)>,
-    /// Aborted exchanges finishing a body (at most [`DRAIN_GRACE`]).
-    draining: Vec<Task<()>>,
+    /// Exchanges not yet ended; dropping one's task cancels it.
+    running: BTreeMap<ExchangeId, Task<()>>,
 }
 
 impl HttpIo {
@@ -147,7 +138,6 @@ impl HttpIo {
             pool: Arc::new(Pool::new(executor, connections, timeouts)),
             bodies: Arc::default(),
             running: BTreeMap::new(),
-            draining: Vec::new(),
         }
     }
 
@@ -156,8 +146,6 @@ impl HttpIo {
         let exchange = request.exchange;
         let events = self.events.clone();
         let (pool, bodies) = (Arc::clone(&self.pool), Arc::clone(&self.bodies));
-        let aborted = Arc::new(Aborted::default());
-        let flag = Arc::clone(&aborted);
         // Boxed here, once: the exchange's state (hyper's request future
         // and all) is a few hundred bytes that spawning would otherwise
         // move by value, three times, on every request.
@@ -165,7 +153,6 @@ impl HttpIo {
             let exchange_io = Exchange {
                 pool: &pool,
                 bodies: &bodies,
-                aborted: &flag,
             };
             exchange_io
                 .run(request, |input| {
@@ -173,7 +160,7 @@ impl HttpIo {
                 })
                 .await;
         }));
-        self.running.insert(exchange, (task, aborted));
+        self.running.insert(exchange, task);
     }
 
     /// The session handled an input of `exchange`: a body chunk no longer
@@ -189,26 +176,22 @@ impl HttpIo {
         }
     }
 
-    /// Aborts an exchange: it reports nothing more. One still waiting for
-    /// its response, or for the session to make room, ends at once and
-    /// closes its connection. One reading a body reads on, unreported,
-    /// for up to [`DRAIN_GRACE`] and [`DRAIN_BYTES`]: the core aborts a
-    /// POST's stream as soon as the answer it waited for arrived, which is
-    /// usually just before the body's last chunk, and a connection read to
-    /// the end can carry the next request. Otherwise it is closed.
+    /// Aborts an exchange: it reports nothing more, and its connection
+    /// is closed at once, wherever the exchange was (connecting, waiting
+    /// for the answer, reading a body): its task is cancelled, and the
+    /// connection it held goes with it, never back to the idle pool. The
+    /// server sees the client go, which over Streamable HTTP in the
+    /// 2026-07-28 protocol is how a request is cancelled. (A POST stream
+    /// that carried its answer is not aborted but read to its end, when
+    /// the server ends it soon: the core lingers on it.)
     pub(crate) fn abort(&mut self, exchange: ExchangeId) {
-        if let Some((task, aborted)) = self.running.remove(&exchange) {
-            aborted.raise();
-            self.draining.retain(|t| !t.is_finished());
-            self.draining.push(task);
-        }
+        drop(self.running.remove(&exchange));
     }
 
     /// Cancels every exchange and closes every connection (at shutdown).
     pub(crate) fn shutdown(&mut self) {
         self.bodies.close();
         self.running.clear();
-        self.draining.clear();
         self.pool.clear();
     }
 
@@ -242,11 +225,9 @@ pub fn run_exchange(
     let pool = Pool::new(&executor, (1, 0), Timeouts::default());
     let bodies = BodyBudget::default();
     bodies.close();
-    let aborted = Aborted::default();
     let exchange = Exchange {
         pool: &pool,
         bodies: &bodies,
-        aborted: &aborted,
     };
     // The exchange returns as soon as it reported its end or failure, and
     // is polled first: a timeout is reported only for one still under way.
@@ -272,54 +253,16 @@ pub fn run_exchange(
     }
 }
 
-/// Set when the core aborts an exchange.
-#[derive(Debug, Default)]
-struct Aborted {
-    set: AtomicBool,
-    event: Event,
-}
-
-impl Aborted {
-    fn raise(&self) {
-        self.set.store(true, Ordering::Release);
-        self.event.notify(usize::MAX);
-    }
-
-    fn is_set(&self) -> bool {
-        self.set.load(Ordering::Acquire)
-    }
-
-    async fn wait(&self) {
-        while !self.is_set() {
-            let listener = self.event.listen();
-            if self.is_set() {
-                return;
-            }
-            listener.await;
-        }
-    }
-
-    /// `work`'s output, or `None` once the exchange is aborted.
-    async fn unless<T>(&self, work: impl Future<Output = T>) -> Option<T> {
-        smol::future::or(async { Some(work.await) }, async {
-            self.wait().await;
-            None
-        })
-        .await
-    }
-}
-
 /// What one exchange's task works with.
 struct Exchange<'a> {
     pool: &'a Pool,
     bodies: &'a BodyBudget,
-    aborted: &'a Aborted,
 }
 
 impl Exchange<'_> {
     /// Performs the exchange and reports what happens to it through
-    /// `report` until the body ends, fails, `report` returns `false`, or
-    /// the exchange is aborted.
+    /// `report` until the body ends, fails, or `report` returns `false`
+    /// (an abort cancels the task).
     async fn run(&self, request: HttpRequest, mut report: impl FnMut(HttpInput) -> bool) {
         // Defence in depth: the core only ever asks for the configured URL,
         // which passed this policy when the config was read.
@@ -341,10 +284,9 @@ impl Exchange<'_> {
                 return;
             }
         };
-        let (conn, response) = match self.aborted.unless(self.pool.send(&origin, built)).await {
-            None => return,
-            Some(Ok(pair)) => pair,
-            Some(Err(e)) => {
+        let (conn, response) = match self.pool.send(&origin, built).await {
+            Ok(pair) => pair,
+            Err(e) => {
                 report(HttpInput::Failed(e));
                 return;
             }
@@ -372,16 +314,8 @@ impl Exchange<'_> {
             return;
         }
         loop {
-            if self.aborted.unless(self.bodies.room()).await.is_none() {
-                return;
-            }
-            let Some(frame) = self.aborted.unless(body.frame()).await else {
-                if reusable && drained(&mut body, self.pool.timeouts().drain).await {
-                    self.pool.put(origin, conn);
-                }
-                return;
-            };
-            let input = match frame {
+            self.bodies.room().await;
+            let input = match body.frame().await {
                 None => HttpInput::End,
                 Some(Ok(frame)) => match frame.into_data() {
                     Ok(data) if data.is_empty() => continue,
@@ -397,9 +331,7 @@ impl Exchange<'_> {
                             if !report(HttpInput::Body(piece.to_vec())) {
                                 return;
                             }
-                            if self.aborted.unless(self.bodies.room()).await.is_none() {
-                                return;
-                            }
+                            self.bodies.room().await;
                         }
                         self.bodies.add(data.len());
                         HttpInput::Body(data.to_vec())
@@ -432,35 +364,6 @@ impl Exchange<'_> {
             }
         }
     }
-}
-
-/// Reads an aborted exchange's body to its end, dropping it, within
-/// `grace` ([`DRAIN_GRACE`]) and [`DRAIN_BYTES`]; whether it ended
-/// cleanly.
-async fn drained(body: &mut hyper::body::Incoming, grace: Duration) -> bool {
-    let to_end = async {
-        let mut left = DRAIN_BYTES;
-        loop {
-            match body.frame().await {
-                None => return true,
-                Some(Ok(frame)) => {
-                    let n = frame.data_ref().map_or(0, |d| d.len());
-                    if n > left {
-                        return false;
-                    }
-                    left -= n;
-                }
-                Some(Err(_)) => return false,
-            }
-        }
-    };
-    // Polled first: a body whose end is already buffered never arms the
-    // timer.
-    smol::future::or(to_end, async {
-        Timer::after(grace).await;
-        false
-    })
-    .await
 }
 
 /// The request hyper sends: origin-form target, `Host` from the URL.

@@ -2,7 +2,7 @@
 //! handed to one exchange at a time, and given back for reuse only when
 //! that exchange read its response to the end and the server did not ask
 //! to close. A connection an exchange drops mid-response (an abort, an
-//! error) is closed with it. hyper's connection future runs as its own
+//! error) is closed with it, at once. hyper's connection future runs as its own
 //! task on the session's executor, held by the connection, so closing a
 //! connection is dropping it.
 
@@ -30,7 +30,7 @@ use smol::net::TcpStream;
 use smol::{Async, Executor, Task, Timer};
 use url::{Host, Url};
 
-use super::{CONNECT_TIMEOUT, DRAIN_GRACE, MAX_HEAD, SEND_TIMEOUT};
+use super::{CONNECT_TIMEOUT, MAX_HEAD, SEND_TIMEOUT};
 
 /// The request body type: the core hands over whole bodies.
 type Body = Full<Bytes>;
@@ -93,8 +93,6 @@ pub(crate) struct Conn {
 pub(crate) struct Timeouts {
     pub(crate) connect: Duration,
     pub(crate) send: Duration,
-    /// How long an aborted exchange may take to finish its body.
-    pub(crate) drain: Duration,
 }
 
 impl Default for Timeouts {
@@ -102,7 +100,6 @@ impl Default for Timeouts {
         Self {
             connect: CONNECT_TIMEOUT,
             send: SEND_TIMEOUT,
-            drain: DRAIN_GRACE,
         }
     }
 }
@@ -135,11 +132,6 @@ impl Pool {
             max_idle,
             timeouts,
         }
-    }
-
-    /// How long opening and writing may take.
-    pub(crate) fn timeouts(&self) -> Timeouts {
-        self.timeouts
     }
 
     /// Connections open now, in use or idle.

@@ -11,8 +11,10 @@
 //! prompt commands and their turns, [`resources`] for `@` matching and
 //! reads (with [`uri_template`] for RFC 6570 templates), [`completions`]
 //! for argument suggestions, and [`limit`] for the `max_output_bytes` cap
-//! they share with tool output. They hold no session state; the session
-//! routes messages to them and carries their answers back.
+//! they share with tool output; [`skills`] for the skills extension
+//! (SEP-2640): skill entries, and verifying a skill's files before it is
+//! loaded. They hold no session state; the session routes messages to
+//! them and carries their answers back.
 
 pub mod catalog;
 pub mod completions;
@@ -23,10 +25,13 @@ pub mod mrtr;
 pub mod prompts;
 pub mod resources;
 pub mod sampling;
+pub mod skills;
 pub mod subscriptions;
 pub mod uri_template;
 
 use serde::Serialize;
+
+use crate::wire::protocol::ServerCapabilities;
 
 /// A request a host sends a ready server through
 /// [`crate::session::Session::request`]: each carries the typed params of
@@ -41,6 +46,11 @@ pub enum FeatureRequest {
     ReadResource(resources::ReadResourceParams),
     /// `completion/complete`.
     Complete(completions::CompleteParams),
+    /// `skills/list` (the skills extension, SEP-2640): one page of a
+    /// server's skills ([`skills::SkillListing`] reads them all).
+    ListSkills(skills::ListSkillsParams),
+    /// `skills/get` (the skills extension): one skill's entry by URI.
+    GetSkill(skills::GetSkillParams),
 }
 
 impl FeatureRequest {
@@ -50,6 +60,8 @@ impl FeatureRequest {
             FeatureRequest::GetPrompt(_) => "prompts/get",
             FeatureRequest::ReadResource(_) => "resources/read",
             FeatureRequest::Complete(_) => "completion/complete",
+            FeatureRequest::ListSkills(_) => "skills/list",
+            FeatureRequest::GetSkill(_) => "skills/get",
         }
     }
 
@@ -61,16 +73,30 @@ impl FeatureRequest {
             "prompts/get" => FeatureRequest::GetPrompt(serde_json::from_value(params).ok()?),
             "resources/read" => FeatureRequest::ReadResource(serde_json::from_value(params).ok()?),
             "completion/complete" => FeatureRequest::Complete(serde_json::from_value(params).ok()?),
+            "skills/list" => FeatureRequest::ListSkills(serde_json::from_value(params).ok()?),
+            "skills/get" => FeatureRequest::GetSkill(serde_json::from_value(params).ok()?),
             _ => return None,
         })
     }
 
-    /// The server capability it needs, as the protocol names it.
+    /// The server capability it needs, as the protocol names it (an
+    /// extension by its identifier).
     pub fn capability(&self) -> &'static str {
         match self {
             FeatureRequest::GetPrompt(_) => "prompts",
             FeatureRequest::ReadResource(_) => "resources",
             FeatureRequest::Complete(_) => "completions",
+            FeatureRequest::ListSkills(_) | FeatureRequest::GetSkill(_) => skills::EXTENSION_ID,
+        }
+    }
+
+    /// Whether a server that declared `capabilities` takes it.
+    pub fn offered_by(&self, capabilities: &ServerCapabilities) -> bool {
+        match self {
+            FeatureRequest::GetPrompt(_) => capabilities.prompts,
+            FeatureRequest::ReadResource(_) => capabilities.resources,
+            FeatureRequest::Complete(_) => capabilities.completions,
+            FeatureRequest::ListSkills(_) | FeatureRequest::GetSkill(_) => capabilities.skills,
         }
     }
 }

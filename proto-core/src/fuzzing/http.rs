@@ -28,8 +28,8 @@ use url::Url;
 use super::encode::{Encode, tag};
 use super::script::ServerMessage;
 use super::session::{
-    Arguments, ElicitAnswer, Host, Log, QUEUE_BOUND, Ref, SamplingReply, Setup, Wait, options,
-    record,
+    Arguments, ElicitAnswer, FeatureTemplate, Host, Log, QUEUE_BOUND, Ref, SamplingReply, Setup,
+    View, Wait, offers, options, record,
 };
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, Method};
 use crate::session::{Event, Framing};
@@ -135,6 +135,8 @@ pub enum HttpAction {
     },
     /// The host closes the session.
     Close,
+    /// The host sends a prompt, resource or completion request.
+    Request(FeatureTemplate),
 }
 
 /// An exchange the server answers.
@@ -247,12 +249,15 @@ impl Harness {
         let transport = HttpTransport::new(options(setup, Framing::Messages), http, origin);
         let mut h = Self {
             now: origin,
-            transport,
             host: Host {
                 pings: true,
+                log_level: setup.log_level,
+                http: true,
+                view: View::of(transport.session()),
                 log,
                 ..Host::default()
             },
+            transport,
             endpoint,
             sent: Vec::new(),
             open: Vec::new(),
@@ -371,6 +376,14 @@ impl Harness {
                 self.transport.close(self.now);
                 self.step(false);
             }
+            HttpAction::Request(template) => {
+                let request = template.request();
+                let state = self.transport.session().state();
+                let offered = offers(self.transport.session(), &request);
+                let result = self.transport.request(self.now, &request);
+                self.host.requested(state, &request, offered, result);
+                self.step(false);
+            }
         }
     }
 
@@ -472,7 +485,7 @@ impl Harness {
 
     fn drain(&mut self) {
         let was_closed = self.host.closed;
-        self.host.stateless = self.transport.session().is_stateless();
+        self.host.look(View::of(self.transport.session()));
         let mut count = 0;
         while let Some(output) = self.transport.poll_output() {
             count += 1;
@@ -490,7 +503,7 @@ impl Harness {
                             "header {name:?}: {value:?}"
                         );
                     }
-                    if self.host.stateless {
+                    if self.host.before.stateless && self.host.view.stateless {
                         stateless_headers(&req);
                     }
                     match req.method {
@@ -538,7 +551,7 @@ impl Encode for HttpInput {
 
 impl Encode for HttpAction {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u32 = 11;
+        const N: u32 = 12;
         match self {
             HttpAction::Answer {
                 exchange,
@@ -604,6 +617,10 @@ impl Encode for HttpAction {
                 answer.encode(out);
             }
             HttpAction::Close => tag(out, 10, N),
+            HttpAction::Request(template) => {
+                tag(out, 11, N);
+                template.encode(out);
+            }
         }
     }
 }

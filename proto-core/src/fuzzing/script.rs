@@ -3,12 +3,13 @@
 //! ids drawn from what the client actually sent. Shared by the `session`
 //! and `http_session` targets.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use arbitrary::Arbitrary;
 use serde_json::{Map, Number, Value, json};
 
 use super::encode::{Encode, tag};
+use crate::features::subscriptions::SUBSCRIPTION_ID;
 use crate::session::CallId;
 
 /// Strings a fuzzer would take long to find: tool names rho must encode,
@@ -176,6 +177,31 @@ pub struct Capabilities {
     pub logging: bool,
     /// `prompts`.
     pub prompts: bool,
+    /// `resources`.
+    pub resources: bool,
+    /// `completions`.
+    pub completions: bool,
+}
+
+impl Capabilities {
+    /// The `capabilities` object.
+    pub fn value(&self) -> Value {
+        let mut caps = Map::new();
+        if let Some(list_changed) = self.tools {
+            caps.insert("tools".into(), json!({"listChanged": list_changed}));
+        }
+        for (declared, name) in [
+            (self.logging, "logging"),
+            (self.prompts, "prompts"),
+            (self.resources, "resources"),
+            (self.completions, "completions"),
+        ] {
+            if declared {
+                caps.insert(name.into(), json!({}));
+            }
+        }
+        Value::Object(caps)
+    }
 }
 
 /// One tool of a `tools/list` page.
@@ -291,6 +317,52 @@ pub enum SamplingMessage {
     NoContent,
     /// Any JSON.
     Other(Json),
+}
+
+/// Which catalog list a page or a change is about.
+fn catalog_method(kind: u8) -> &'static str {
+    match kind % 3 {
+        0 => "prompts/list",
+        1 => "resources/list",
+        _ => "resources/templates/list",
+    }
+}
+
+/// One entry of a prompt, resource or template page.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub struct CatalogEntry {
+    /// Its name (a prompt's name, a resource's and template's `name`).
+    pub name: Text,
+    /// A prompt with a required argument `city`; a resource or template
+    /// with a `mimeType`.
+    pub detailed: bool,
+    /// Missing what the entry must have, so it is rejected.
+    pub malformed: bool,
+}
+
+/// A `prompts/get`, `resources/read` or `completion/complete` method, by
+/// number.
+fn feature_method(kind: u8) -> &'static str {
+    match kind % 3 {
+        0 => "prompts/get",
+        1 => "resources/read",
+        _ => "completion/complete",
+    }
+}
+
+/// One entry of an `InputRequiredResult`'s `inputRequests`.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum InputTemplate {
+    /// `elicitation/create`.
+    Elicitation(FormTemplate),
+    /// `sampling/createMessage`.
+    Sampling(SamplingTemplate),
+    /// `roots/list`.
+    Roots,
+    /// Any other method, or a request without one.
+    Other(Text),
+    /// Any JSON as the entry.
+    Raw(Json),
 }
 
 /// One message a server sends.
@@ -417,6 +489,62 @@ pub enum ServerMessage {
         /// `data.supported`, chosen as for [`ServerMessage::Discover`].
         versions: u8,
     },
+    /// A page of `prompts/list` (kind 0), `resources/list` (1) or
+    /// `resources/templates/list` (2).
+    CatalogPage {
+        /// Its id.
+        id: Reply,
+        /// Which list.
+        kind: u8,
+        /// The entries.
+        entries: Vec<CatalogEntry>,
+        /// `nextCursor`: `c{n % 4}`.
+        cursor: Option<u8>,
+        /// `ttlMs` (a 2026-era freshness).
+        ttl_ms: Option<u16>,
+        /// `cacheScope: "public"` (else absent: private).
+        public: bool,
+    },
+    /// A `prompts/get` (kind 0), `resources/read` (1) or
+    /// `completion/complete` (2) result.
+    FeatureResult {
+        /// Its id.
+        id: Reply,
+        /// Which method it answers.
+        kind: u8,
+        /// The text it carries.
+        text: Text,
+        /// Without the field the result must have.
+        malformed: bool,
+    },
+    /// A multi round-trip `InputRequiredResult` (2026 era) answering a
+    /// `tools/call` (method 0), `prompts/get` (1), `resources/read` (2)
+    /// or `completion/complete` (3).
+    InputRequired {
+        /// Its id.
+        id: Reply,
+        /// Which method it answers.
+        method: u8,
+        /// `inputRequests`, keyed `k{index}` (absent when empty).
+        requests: Vec<InputTemplate>,
+        /// `requestState`.
+        state: Option<Text>,
+    },
+    /// `notifications/prompts/list_changed` or, with `resources`,
+    /// `notifications/resources/list_changed`.
+    CatalogListChanged {
+        /// The resources one.
+        resources: bool,
+    },
+    /// A notification on a `subscriptions/listen` stream (2026 era),
+    /// tagged with the id `listen` names: event 0 the acknowledgement
+    /// (agreeing to everything), 1 tools, 2 prompts, 3 resources changed.
+    Subscription {
+        /// The subscription id it carries.
+        listen: Reply,
+        /// What it says.
+        event: u8,
+    },
 }
 
 /// What the scripted server knows: the client's requests so far, to
@@ -425,26 +553,47 @@ pub enum ServerMessage {
 pub(crate) struct Peer {
     /// Every request the client sent: id and method.
     pub(crate) sent: Vec<(u64, String)>,
+    /// The tool call or feature request each of those requests was for
+    /// (a call keeps its [`CallId`] when its request goes again under a
+    /// new id), by request id.
+    pub(crate) call_of: BTreeMap<u64, CallId>,
     /// Calls the host started, in order.
     pub(crate) calls: Vec<CallId>,
-    /// Calls that completed.
+    /// Prompt, resource and completion requests the host made, in order,
+    /// with their method.
+    pub(crate) features: Vec<(CallId, &'static str)>,
+    /// Calls and feature requests that completed.
     pub(crate) completed: BTreeSet<CallId>,
 }
 
 impl Peer {
+    /// The latest unfinished tool call, or feature request of `method`.
+    fn latest_unfinished(&self, method: &str) -> Option<CallId> {
+        let open = |c: &CallId| !self.completed.contains(c);
+        if method == "tools/call" {
+            return self.calls.iter().rev().copied().find(open);
+        }
+        self.features
+            .iter()
+            .rev()
+            .filter(|(_, m)| *m == method)
+            .map(|(c, _)| *c)
+            .find(open)
+    }
+
     /// The id `reply` names, for a reply to `method`.
     pub(crate) fn reply_id(&self, reply: &Reply, method: &str) -> Value {
         match reply {
             Reply::Latest => {
-                if method == "tools/call" {
-                    if let Some(call) = self
-                        .calls
+                // A call's latest request: its retries go under new ids.
+                if let Some(call) = self.latest_unfinished(method) {
+                    let latest = self
+                        .call_of
                         .iter()
                         .rev()
-                        .find(|c| !self.completed.contains(c))
-                    {
-                        return json!(call.0);
-                    }
+                        .find(|(_, c)| **c == call)
+                        .map_or(call.0, |(&id, _)| id);
+                    return json!(latest);
                 }
                 let latest = self.sent.iter().rev();
                 let id = latest
@@ -466,6 +615,15 @@ impl Peer {
         }
     }
 
+    /// A progress token `reply` names: `Latest` is the latest unfinished
+    /// call's own id (the token every request of it carries).
+    pub(crate) fn token(&self, reply: &Reply) -> Value {
+        match (reply, self.latest_unfinished("tools/call")) {
+            (Reply::Latest, Some(call)) => json!(call.0),
+            _ => self.reply_id(reply, "tools/call"),
+        }
+    }
+
     /// The message as JSON.
     pub(crate) fn message(&self, message: &ServerMessage) -> Value {
         match message {
@@ -484,19 +642,9 @@ impl Peer {
                     5 => json!(""),
                     _ => json!(2025),
                 };
-                let mut caps = Map::new();
-                if let Some(list_changed) = capabilities.tools {
-                    caps.insert("tools".into(), json!({"listChanged": list_changed}));
-                }
-                if capabilities.logging {
-                    caps.insert("logging".into(), json!({}));
-                }
-                if capabilities.prompts {
-                    caps.insert("prompts".into(), json!({}));
-                }
                 let mut result = json!({
                     "protocolVersion": version,
-                    "capabilities": caps,
+                    "capabilities": capabilities.value(),
                     "serverInfo": {"name": "fuzz", "version": "1.0"},
                 });
                 if *instructions {
@@ -560,7 +708,7 @@ impl Peer {
                 message,
             } => {
                 let mut params = json!({
-                    "progressToken": self.reply_id(token, "tools/call"),
+                    "progressToken": self.token(token),
                     "progress": progress,
                 });
                 if let Some(total) = total {
@@ -606,17 +754,10 @@ impl Peer {
                 capabilities,
                 ttl_ms,
             } => {
-                let mut caps = Map::new();
-                if let Some(list_changed) = capabilities.tools {
-                    caps.insert("tools".into(), json!({"listChanged": list_changed}));
-                }
-                if capabilities.logging {
-                    caps.insert("logging".into(), json!({}));
-                }
                 let mut result = json!({
                     "resultType": "complete",
                     "supportedVersions": versions_json(*versions),
-                    "capabilities": caps,
+                    "capabilities": capabilities.value(),
                     "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "fuzz", "version": "1.0"}},
                 });
                 if let Some(ttl) = ttl_ms {
@@ -633,7 +774,162 @@ impl Peer {
                     "data": {"supported": versions_json(*versions), "requested": "2026-07-28"},
                 },
             }),
+            ServerMessage::CatalogPage {
+                id,
+                kind,
+                entries,
+                cursor,
+                ttl_ms,
+                public,
+            } => {
+                let field = match kind % 3 {
+                    0 => "prompts",
+                    1 => "resources",
+                    _ => "resourceTemplates",
+                };
+                let entries: Vec<Value> = entries.iter().map(|e| catalog_entry(*kind, e)).collect();
+                let mut result = json!({ field: entries });
+                if let Some(c) = cursor {
+                    result["nextCursor"] = json!(format!("c{}", c % 4));
+                }
+                if let Some(ttl) = ttl_ms {
+                    result["ttlMs"] = json!(ttl);
+                }
+                if *public {
+                    result["cacheScope"] = json!("public");
+                }
+                response(self.reply_id(id, catalog_method(*kind)), result)
+            }
+            ServerMessage::FeatureResult {
+                id,
+                kind,
+                text,
+                malformed,
+            } => {
+                let text = text.text();
+                let result = match (kind % 3, malformed) {
+                    (_, true) => json!({}),
+                    (0, _) => json!({
+                        "description": "a prompt",
+                        "messages": [{"role": "user", "content": {"type": "text", "text": text}}],
+                    }),
+                    (1, _) => json!({
+                        "contents": [
+                            {"uri": "file:///work/a.txt", "mimeType": "text/plain", "text": text},
+                            {"uri": "file:///work/b.bin", "blob": "AAEC"},
+                        ],
+                    }),
+                    _ => {
+                        json!({"completion": {"values": [text, "b"], "total": 2, "hasMore": false}})
+                    }
+                };
+                response(self.reply_id(id, feature_method(*kind)), result)
+            }
+            ServerMessage::InputRequired {
+                id,
+                method,
+                requests,
+                state,
+            } => {
+                let method = match method % 4 {
+                    0 => "tools/call",
+                    n => feature_method(n - 1),
+                };
+                let mut result = json!({"resultType": "input_required"});
+                if !requests.is_empty() {
+                    let asks: Map<String, Value> = requests
+                        .iter()
+                        .enumerate()
+                        .map(|(n, r)| (format!("k{n}"), input_request(r)))
+                        .collect();
+                    result["inputRequests"] = Value::Object(asks);
+                }
+                if let Some(state) = state {
+                    result["requestState"] = json!(state.text());
+                }
+                response(self.reply_id(id, method), result)
+            }
+            ServerMessage::CatalogListChanged { resources } => notification(
+                if *resources {
+                    "notifications/resources/list_changed"
+                } else {
+                    "notifications/prompts/list_changed"
+                },
+                None,
+            ),
+            ServerMessage::Subscription { listen, event } => {
+                let id = self.reply_id(listen, "subscriptions/listen");
+                let meta = json!({ SUBSCRIPTION_ID: id });
+                match event % 4 {
+                    0 => notification(
+                        "notifications/subscriptions/acknowledged",
+                        Some(json!({
+                            "_meta": meta,
+                            "notifications": {
+                                "toolsListChanged": true,
+                                "promptsListChanged": true,
+                                "resourcesListChanged": true,
+                            },
+                        })),
+                    ),
+                    n => notification(
+                        match n {
+                            1 => "notifications/tools/list_changed",
+                            2 => "notifications/prompts/list_changed",
+                            _ => "notifications/resources/list_changed",
+                        },
+                        Some(json!({ "_meta": meta })),
+                    ),
+                }
+            }
         }
+    }
+}
+
+/// One catalog entry of list `kind`, as [`ServerMessage::CatalogPage`]
+/// numbers them.
+fn catalog_entry(kind: u8, e: &CatalogEntry) -> Value {
+    let name = e.name.text();
+    match (kind % 3, e.malformed) {
+        (0, true) => json!({"name": 7}),
+        (0, false) if e.detailed => json!({
+            "name": name,
+            "description": "a prompt",
+            "arguments": [{"name": "city", "required": true}, {"name": "unit"}],
+        }),
+        (0, false) => json!({ "name": name }),
+        (1, true) => json!({ "name": name }),
+        (1, false) => {
+            let mut v = json!({"uri": format!("file:///work/{name}"), "name": name});
+            if e.detailed {
+                v["mimeType"] = json!("text/plain");
+                v["size"] = json!(3);
+            }
+            v
+        }
+        (_, true) => json!({ "uriTemplate": 3 }),
+        (_, false) => {
+            let mut v = json!({"uriTemplate": "file:///work/{path}", "name": name});
+            if e.detailed {
+                v["mimeType"] = json!("text/plain");
+            }
+            v
+        }
+    }
+}
+
+/// One entry of `inputRequests`.
+fn input_request(r: &InputTemplate) -> Value {
+    match r {
+        InputTemplate::Elicitation(form) => {
+            json!({"method": "elicitation/create", "params": elicitation(form)})
+        }
+        InputTemplate::Sampling(request) => {
+            json!({"method": "sampling/createMessage", "params": sampling(request)})
+        }
+        InputTemplate::Roots => json!({"method": "roots/list"}),
+        InputTemplate::Other(method) => json!({"method": method.text(), "params": {}}),
+        InputTemplate::Raw(json) => json.value(),
     }
 }
 
@@ -926,10 +1222,14 @@ impl Encode for Capabilities {
             tools,
             logging,
             prompts,
+            resources,
+            completions,
         } = self;
         tools.encode(out);
         logging.encode(out);
         prompts.encode(out);
+        resources.encode(out);
+        completions.encode(out);
     }
 }
 
@@ -1053,7 +1353,7 @@ impl Encode for SamplingMessage {
 
 impl Encode for ServerMessage {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u32 = 18;
+        const N: u32 = 23;
         match self {
             ServerMessage::Initialize {
                 id,
@@ -1160,6 +1460,93 @@ impl Encode for ServerMessage {
                 tag(out, 17, N);
                 id.encode(out);
                 versions.encode(out);
+            }
+            ServerMessage::CatalogPage {
+                id,
+                kind,
+                entries,
+                cursor,
+                ttl_ms,
+                public,
+            } => {
+                tag(out, 18, N);
+                id.encode(out);
+                kind.encode(out);
+                entries.encode(out);
+                cursor.encode(out);
+                ttl_ms.encode(out);
+                public.encode(out);
+            }
+            ServerMessage::FeatureResult {
+                id,
+                kind,
+                text,
+                malformed,
+            } => {
+                tag(out, 19, N);
+                id.encode(out);
+                kind.encode(out);
+                text.encode(out);
+                malformed.encode(out);
+            }
+            ServerMessage::InputRequired {
+                id,
+                method,
+                requests,
+                state,
+            } => {
+                tag(out, 20, N);
+                id.encode(out);
+                method.encode(out);
+                requests.encode(out);
+                state.encode(out);
+            }
+            ServerMessage::CatalogListChanged { resources } => {
+                tag(out, 21, N);
+                resources.encode(out);
+            }
+            ServerMessage::Subscription { listen, event } => {
+                tag(out, 22, N);
+                listen.encode(out);
+                event.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for CatalogEntry {
+    fn encode(&self, out: &mut Vec<u8>) {
+        let Self {
+            name,
+            detailed,
+            malformed,
+        } = self;
+        name.encode(out);
+        detailed.encode(out);
+        malformed.encode(out);
+    }
+}
+
+impl Encode for InputTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        const N: u32 = 5;
+        match self {
+            InputTemplate::Elicitation(form) => {
+                tag(out, 0, N);
+                form.encode(out);
+            }
+            InputTemplate::Sampling(request) => {
+                tag(out, 1, N);
+                request.encode(out);
+            }
+            InputTemplate::Roots => tag(out, 2, N),
+            InputTemplate::Other(method) => {
+                tag(out, 3, N);
+                method.encode(out);
+            }
+            InputTemplate::Raw(json) => {
+                tag(out, 4, N);
+                json.encode(out);
             }
         }
     }

@@ -20,8 +20,10 @@
 //! - after [`Event::Closed`] nothing more comes out;
 //! - in the stateless era (2026-07-28, [`Setup::stateless`]; probing
 //!   included) every request carries its `_meta` protocol version and
-//!   client capabilities, and none is `initialize`, `ping` or
-//!   `logging/setLevel`, nor any notification `notifications/initialized`.
+//!   client capabilities, and none is `ping` or `logging/setLevel`, nor
+//!   any notification `notifications/initialized`; the one `initialize`
+//!   among them goes right behind the first stdio probe, with the probe's
+//!   envelope (see `session/handshake.rs`).
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -35,7 +37,11 @@ use serde_json::{Map, Value, json};
 use super::encode::{Encode, tag};
 use super::script::{Leaf, Peer, ServerMessage, Text};
 use crate::config::LogLevel;
+use crate::features::FeatureRequest;
+use crate::features::completions::{CompletionRef, Query};
 use crate::features::elicitation::{Form, FormAnswer};
+use crate::features::prompts::GetPromptParams;
+use crate::features::resources::ReadResourceParams;
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
     SessionState, Transmit, TransmitKind,
@@ -123,6 +129,80 @@ pub enum Action {
     TransportClosed,
     /// The transport failed.
     TransportFailed,
+    /// The host sends a prompt, resource or completion request.
+    Request(FeatureTemplate),
+}
+
+/// A prompt, resource or completion request the host makes.
+#[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
+pub enum FeatureTemplate {
+    /// `prompts/get`.
+    GetPrompt {
+        /// The prompt's name.
+        name: Text,
+        /// Its arguments.
+        arguments: Vec<(Text, Text)>,
+    },
+    /// `resources/read`.
+    ReadResource {
+        /// The URI.
+        uri: Text,
+    },
+    /// `completion/complete`.
+    Complete {
+        /// A prompt's argument (else a template's variable).
+        prompt: bool,
+        /// The prompt's name or the URI template.
+        name: Text,
+        /// The argument.
+        argument: Text,
+        /// What has been typed.
+        value: Text,
+        /// The other arguments.
+        context: Vec<(Text, Text)>,
+    },
+}
+
+impl FeatureTemplate {
+    /// The request.
+    pub fn request(&self) -> FeatureRequest {
+        let pairs = |pairs: &[(Text, Text)]| -> BTreeMap<String, String> {
+            pairs.iter().map(|(k, v)| (k.text(), v.text())).collect()
+        };
+        match self {
+            FeatureTemplate::GetPrompt { name, arguments } => {
+                FeatureRequest::GetPrompt(GetPromptParams {
+                    name: name.text(),
+                    arguments: pairs(arguments),
+                })
+            }
+            FeatureTemplate::ReadResource { uri } => {
+                FeatureRequest::ReadResource(ReadResourceParams { uri: uri.text() })
+            }
+            FeatureTemplate::Complete {
+                prompt,
+                name,
+                argument,
+                value,
+                context,
+            } => {
+                let reference = if *prompt {
+                    CompletionRef::Prompt { name: name.text() }
+                } else {
+                    CompletionRef::Resource { uri: name.text() }
+                };
+                FeatureRequest::Complete(
+                    Query {
+                        reference,
+                        argument: argument.text(),
+                        value: value.text(),
+                        context: pairs(context),
+                    }
+                    .params(),
+                )
+            }
+        }
+    }
 }
 
 /// How much time passes.
@@ -318,6 +398,92 @@ fn run(input: &SessionInput, origin: Instant, log: Option<Log>) {
     assert_eq!(h.session.poll_timeout(), None);
 }
 
+/// What the session looked like at the end of a drain: the era and what
+/// the server was found to offer. The checks of a message compare the
+/// view before the step that sent it with the view after.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct View {
+    /// Requests carry the stateless era's `_meta` (probing included).
+    pub(crate) stateless: bool,
+    /// A version was negotiated: `initialize` answered, or discovery
+    /// chose a stateless one.
+    pub(crate) negotiated: bool,
+    /// The session was ready once.
+    pub(crate) ready: bool,
+    /// The catalog lists the server offers: prompts, resources, templates.
+    pub(crate) offers: [bool; 3],
+    /// Capabilities a `subscriptions/listen` can ask about (tools
+    /// `listChanged`, prompts or resources), once ready.
+    pub(crate) listenable: bool,
+    /// A `server/discover` probe awaits its answer (neither answered nor
+    /// given up on).
+    pub(crate) probe_pending: bool,
+}
+
+impl View {
+    /// The view of `session` now.
+    pub(crate) fn of(session: &Session) -> Self {
+        let catalog = session.catalog();
+        let caps = session.server_ready().map(|r| &r.capabilities);
+        Self {
+            stateless: session.is_stateless(),
+            negotiated: session.negotiated_version().is_some(),
+            ready: session.server_ready().is_some(),
+            offers: [
+                catalog.prompts.offered,
+                catalog.resources.offered,
+                catalog.templates.offered,
+            ],
+            listenable: caps.is_some_and(|c| c.tools_list_changed || c.prompts || c.resources),
+            probe_pending: session.probe_request().is_some(),
+        }
+    }
+
+    /// The 2026 era proper: stateless with a version chosen (not probing).
+    fn modern(&self) -> bool {
+        self.stateless && self.negotiated
+    }
+
+    /// Sending `server/discover` and waiting for its answer.
+    fn probing(&self) -> bool {
+        self.stateless && !self.negotiated
+    }
+}
+
+/// The `_meta` keys every stateless-era request carries.
+const ERA_META: [&str; 3] = [
+    "io.modelcontextprotocol/protocolVersion",
+    "io.modelcontextprotocol/clientCapabilities",
+    "io.modelcontextprotocol/clientInfo",
+];
+
+/// Params without what the stateless era and multi round-trip retries add
+/// (`_meta` but a progress token, `inputResponses`, `requestState`): what
+/// every send of one request has in common.
+fn core_params(params: Option<&Value>) -> Value {
+    let mut params = params.cloned().unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut params {
+        map.remove("inputResponses");
+        map.remove("requestState");
+        if let Some(Value::Object(meta)) = map.get_mut("_meta") {
+            for key in ERA_META {
+                meta.remove(key);
+            }
+            meta.remove("io.modelcontextprotocol/logLevel");
+        }
+        if map
+            .get("_meta")
+            .is_some_and(|m| m.as_object().is_some_and(Map::is_empty))
+        {
+            map.remove("_meta");
+        }
+        if map.is_empty() {
+            params = Value::Null;
+        }
+    }
+    params
+}
+
 /// The client side's bookkeeping, shared with the `http_session` target:
 /// what was sent and received, and what the host was told.
 #[derive(Debug, Default)]
@@ -332,11 +498,27 @@ pub(crate) struct Host {
     pub(crate) questions: Vec<(QuestionId, Option<Form>)>,
     /// Questions asked and neither answered nor withdrawn.
     pub(crate) open: BTreeSet<QuestionId>,
+    /// The call or request each question was asked for.
+    pub(crate) asked_for: BTreeMap<QuestionId, CallId>,
     /// Whether keep-alive pings are on.
     pub(crate) pings: bool,
-    /// Whether the session was stateless when the messages being checked
-    /// were drained (set by the harness before each drain).
-    pub(crate) stateless: bool,
+    /// Whether `logging/setLevel` is configured.
+    pub(crate) log_level: bool,
+    /// Whether the transport is Streamable HTTP (a session the server
+    /// forgot is initialized afresh, even once ready).
+    pub(crate) http: bool,
+    /// The session as the previous drain left it.
+    pub(crate) before: View,
+    /// The session as this drain finds it (set by the harness before each
+    /// drain).
+    pub(crate) view: View,
+    /// The first-sent params (see [`core_params`]) of every tool call and
+    /// feature request, by call: a retry must send the same.
+    pub(crate) params_of: BTreeMap<CallId, Value>,
+    /// How many `initialize` requests and `subscriptions/listen` requests
+    /// were sent.
+    pub(crate) initializes: usize,
+    pub(crate) listens: usize,
     pub(crate) ready: bool,
     pub(crate) closed: bool,
     /// A transcript, when asked for ([`transcript`]); shared, so that it
@@ -350,6 +532,23 @@ impl Host {
         if let Some(log) = &self.log {
             log.borrow_mut().push(line());
         }
+    }
+
+    /// Starts checking a drain of a session that now looks like `view`.
+    pub(crate) fn look(&mut self, view: View) {
+        self.before = self.view;
+        self.view = view;
+    }
+
+    /// Whether this step began and ended stateless: every request sent in
+    /// it was sent in the stateless era (the era changes at most once a
+    /// step, so a step that changed it can send either kind).
+    fn stateless_throughout(&self) -> bool {
+        self.before.stateless && self.view.stateless
+    }
+
+    fn legacy_throughout(&self) -> bool {
+        !self.before.stateless && !self.view.stateless
     }
 
     /// Notes the server requests in one frame the client was fed.
@@ -392,60 +591,40 @@ impl Host {
                     TransmitKind::Request(ClientRequestId(n))
                 };
                 assert!(kind.is_none_or(|k| k == want), "{method} sent as {kind:?}");
-                assert!(
-                    [
-                        "server/discover",
-                        "initialize",
-                        "tools/list",
-                        "tools/call",
-                        "ping",
-                        "logging/setLevel"
-                    ]
-                    .contains(&method.as_str()),
-                    "unexpected request {method}"
-                );
-                if self.stateless {
-                    assert!(
-                        !["initialize", "ping", "logging/setLevel"].contains(&method.as_str()),
-                        "{method} in the stateless era"
-                    );
-                    let meta = params.as_ref().and_then(|p| p.get("_meta"));
-                    for key in [
-                        "io.modelcontextprotocol/protocolVersion",
-                        "io.modelcontextprotocol/clientCapabilities",
-                        "io.modelcontextprotocol/clientInfo",
-                    ] {
-                        assert!(
-                            meta.and_then(|m| m.get(key)).is_some(),
-                            "{method} without _meta {key}: {params:?}"
-                        );
-                    }
-                } else {
-                    assert_ne!(
-                        method, "server/discover",
-                        "a probe outside the stateless era"
-                    );
-                }
+                self.request(n, &method, params.as_ref());
                 self.peer.sent.push((n, method));
             }
             Message::Notification { method, params } => {
                 assert!(
-                    !(self.stateless && method == "notifications/initialized"),
-                    "notifications/initialized in the stateless era"
-                );
-                if method == "notifications/initialized" {
-                    assert!(kind.is_none_or(|k| k == TransmitKind::Initialized));
-                } else {
-                    assert_eq!(method, "notifications/cancelled");
-                    assert!(kind.is_none_or(|k| k == TransmitKind::Notification));
-                    let id = params
+                    params
                         .as_ref()
-                        .and_then(|p| p.get("requestId"))
-                        .and_then(Value::as_u64);
-                    assert!(
-                        id.is_some_and(|id| self.peer.sent.iter().any(|(n, _)| *n == id)),
-                        "cancelled a request we never sent: {params:?}"
-                    );
+                        .and_then(|p| p.get("_meta"))
+                        .is_none_or(|m| ERA_META.iter().all(|k| m.get(k).is_none())),
+                    "{method} carries the era's _meta: {params:?}"
+                );
+                match method.as_str() {
+                    "notifications/initialized" => {
+                        assert!(kind.is_none_or(|k| k == TransmitKind::Initialized));
+                        assert!(
+                            !self.stateless_throughout(),
+                            "notifications/initialized in the stateless era"
+                        );
+                        assert!(self.initializes > 0, "initialized before initialize");
+                    }
+                    "notifications/cancelled" => {
+                        assert!(kind.is_none_or(|k| k == TransmitKind::Notification));
+                        let id = params
+                            .as_ref()
+                            .and_then(|p| p.get("requestId"))
+                            .and_then(Value::as_u64);
+                        assert!(
+                            id.is_some_and(|id| self.peer.sent.iter().any(|(n, _)| *n == id)),
+                            "cancelled a request we never sent: {params:?}"
+                        );
+                    }
+                    // rho declares roots without `listChanged`, and sends
+                    // no other notification.
+                    other => panic!("unexpected notification {other}: {params:?}"),
                 }
             }
             Message::Response { id, .. }
@@ -466,6 +645,206 @@ impl Host {
         }
     }
 
+    /// Checks one request `n` the client sent: the method is one rho sends,
+    /// at a moment it may, in the era's form.
+    fn request(&mut self, n: u64, method: &str, params: Option<&Value>) {
+        let meta = params.and_then(|p| p.get("_meta"));
+        // The era's form: every stateless request carries all of its
+        // `_meta`, a legacy one none of it.
+        let stateless_form = meta.is_some_and(|m| ERA_META.iter().any(|k| m.get(k).is_some()));
+        if stateless_form {
+            for key in ERA_META {
+                assert!(
+                    meta.and_then(|m| m.get(key)).is_some(),
+                    "{method} without _meta {key}: {params:?}"
+                );
+            }
+        }
+        let retried = params
+            .is_some_and(|p| p.get("inputResponses").is_some() || p.get("requestState").is_some());
+        match method {
+            // The probe, and its retries (another version after -32022, a
+            // broken HTTP stream): while starting, in the stateless form.
+            "server/discover" => {
+                assert!(stateless_form, "a probe outside the stateless era");
+                assert!(!self.ready, "server/discover once ready");
+                assert!(
+                    self.before.probing() || self.view.probing(),
+                    "server/discover while not probing: {:?} -> {:?}",
+                    self.before,
+                    self.view
+                );
+            }
+            // The handshake: once the session did not start stateless, or
+            // as the fall back from a probe, never beside it: only once the
+            // probe was answered with something that means "handshake" or
+            // its wait ran out (so no probe is pending after the step that
+            // sent it); once ready only over HTTP, for a session the
+            // server forgot.
+            // The early handshake (stdio): right behind the first probe,
+            // carrying the probe's envelope, offering a 2025 version.
+            "initialize" if stateless_form => {
+                assert!(!self.http, "an initialize with the era's _meta over HTTP");
+                let probes = self
+                    .peer
+                    .sent
+                    .iter()
+                    .filter(|(_, m)| m == "server/discover")
+                    .count();
+                assert!(
+                    self.initializes == 0
+                        && probes == 1
+                        && self
+                            .peer
+                            .sent
+                            .last()
+                            .is_some_and(|(_, m)| m == "server/discover"),
+                    "initialize in the stateless form, not right behind the first probe"
+                );
+                assert!(
+                    params
+                        .and_then(|p| p.get("protocolVersion"))
+                        .and_then(Value::as_str)
+                        .is_some_and(
+                            |v| crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
+                        ),
+                    "an early initialize offering no 2025 version: {params:?}"
+                );
+                self.initializes += 1;
+            }
+            "initialize" => {
+                assert!(
+                    !self.view.probe_pending,
+                    "initialize while the server/discover probe is pending"
+                );
+                assert!(
+                    !(self.before.modern() && self.view.modern()),
+                    "initialize in the stateless era"
+                );
+                assert!(
+                    !self.ready || (self.http && !self.view.stateless),
+                    "initialize once ready"
+                );
+                self.initializes += 1;
+            }
+            // Keep-alive pings, once ready, never in the stateless era.
+            "ping" => {
+                assert!(self.pings, "ping without keep-alive pings");
+                assert!(self.ready, "ping before ready");
+                assert!(
+                    !stateless_form && self.legacy_throughout(),
+                    "ping in the stateless era"
+                );
+            }
+            // Right after the handshake, when configured.
+            "logging/setLevel" => {
+                assert!(self.log_level, "logging/setLevel without a log level");
+                assert!(self.initializes > 0, "logging/setLevel before initialize");
+                assert!(
+                    !stateless_form && !self.view.stateless,
+                    "logging/setLevel in the stateless era"
+                );
+            }
+            // Listings: once the server is known (and for a catalog list,
+            // offers it).
+            "tools/list" | "prompts/list" | "resources/list" | "resources/templates/list" => {
+                assert!(
+                    self.view.negotiated,
+                    "{method} before the handshake or discovery was answered"
+                );
+                let offered = match method {
+                    "prompts/list" => self.view.offers[0],
+                    "resources/list" => self.view.offers[1],
+                    "resources/templates/list" => self.view.offers[2],
+                    _ => true,
+                };
+                assert!(offered, "{method} of a list the server does not offer");
+                assert!(!retried, "{method} with multi round-trip inputs");
+            }
+            // A call or a feature request: first sent (under its call's
+            // id) when the host asks, once ready; sent again under a new
+            // id only in the stateless era (another version, a broken
+            // stream, refused headers, a multi round-trip round), with the
+            // same params.
+            "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
+                let call = if method == "tools/call" {
+                    let token = meta.and_then(|m| m.get("progressToken"));
+                    let Some(call) = token.and_then(Value::as_u64).map(CallId) else {
+                        panic!("tools/call without a progress token: {params:?}");
+                    };
+                    assert!(self.peer.calls.contains(&call), "{call} was never called");
+                    call
+                } else if let Some(&(call, _)) = self.peer.features.iter().find(|(c, _)| c.0 == n) {
+                    call
+                } else {
+                    let core = core_params(params);
+                    let same = |(c, m): &&(CallId, &str)| {
+                        *m == method && self.params_of.get(c) == Some(&core)
+                    };
+                    let Some(&(call, _)) = self.peer.features.iter().rev().find(same) else {
+                        panic!("{method} {n} is no request the host made: {params:?}");
+                    };
+                    call
+                };
+                assert!(
+                    !self.peer.completed.contains(&call),
+                    "{method} {n} for {call}, which completed"
+                );
+                let core = core_params(params);
+                if call.0 == n {
+                    assert!(self.ready, "{method} before ready");
+                    assert!(!retried, "{method} sent first with multi round-trip inputs");
+                    self.params_of.insert(call, core);
+                } else {
+                    assert!(
+                        stateless_form,
+                        "{method} {n} sent again for {call} outside the stateless era"
+                    );
+                    assert_eq!(
+                        self.params_of.get(&call),
+                        Some(&core),
+                        "{method} {n} sent again for {call} with other params"
+                    );
+                }
+                self.peer.call_of.insert(n, call);
+            }
+            // 2026 era, once ready, for the list changes the server can
+            // report; re-issued at most `MAX_REISSUES` times after it ended.
+            "subscriptions/listen" => {
+                assert!(
+                    stateless_form && self.view.modern(),
+                    "subscriptions/listen outside the stateless era"
+                );
+                assert!(self.view.ready, "subscriptions/listen before ready");
+                assert!(
+                    self.view.listenable,
+                    "subscriptions/listen for a server that reports no list changes"
+                );
+                // Each one may be sent once more for another version
+                // (-32022).
+                self.listens += 1;
+                let most = 2 * (1 + crate::features::subscriptions::MAX_REISSUES as usize);
+                assert!(
+                    self.listens <= most,
+                    "subscriptions/listen #{}",
+                    self.listens
+                );
+            }
+            other => panic!("unexpected request {other}: {params:?}"),
+        }
+        if method != "initialize" && method != "server/discover" {
+            if self.stateless_throughout() {
+                assert!(
+                    stateless_form,
+                    "{method} without the era's _meta: {params:?}"
+                );
+            }
+            if self.legacy_throughout() {
+                assert!(!stateless_form, "{method} with the era's _meta: {params:?}");
+            }
+        }
+    }
+
     /// Checks one event the host received.
     pub(crate) fn event(&mut self, event: &Event) {
         self.note(|| format!("event: {event:?}"));
@@ -477,12 +856,22 @@ impl Host {
             }
             Event::CallCompleted { call, .. } => {
                 assert!(
-                    self.in_flight(call),
-                    "{call} completed but was not in flight"
+                    self.peer.calls.contains(call) && self.in_flight(call),
+                    "{call} completed but was not a call in flight"
                 );
                 self.peer.completed.insert(*call);
             }
-            Event::Progress { call, .. } => assert!(self.in_flight(call), "progress for {call}"),
+            Event::RequestCompleted { call, .. } => {
+                assert!(
+                    self.peer.features.iter().any(|(c, _)| c == call) && self.in_flight(call),
+                    "{call} completed but was not a request in flight"
+                );
+                self.peer.completed.insert(*call);
+            }
+            Event::Progress { call, .. } => assert!(
+                self.peer.calls.contains(call) && self.in_flight(call),
+                "progress for {call}"
+            ),
             Event::Question {
                 question,
                 call,
@@ -500,6 +889,7 @@ impl Host {
                 };
                 self.questions.push((*question, form));
                 self.open.insert(*question);
+                self.asked_for.insert(*question, *call);
             }
             Event::QuestionWithdrawn(question) => {
                 assert!(
@@ -516,6 +906,7 @@ impl Host {
                     .peer
                     .calls
                     .iter()
+                    .chain(self.peer.features.iter().map(|(c, _)| c))
                     .filter(|c| !self.peer.completed.contains(c))
                     .collect();
                 assert!(
@@ -525,29 +916,42 @@ impl Host {
                 assert!(self.open.is_empty(), "closed with questions open");
             }
             Event::PeerMisbehaved(_) | Event::ToolsChanged(_) | Event::CatalogChanged(_) => {}
-            // The harness sends no prompt, resource or completion request.
-            Event::RequestCompleted { call, .. } => panic!("{call} completed as a request"),
         }
     }
 
-    /// Whether `call` was accepted and has not completed.
+    /// Whether `call` (a tool call or a feature request) was accepted and
+    /// has not completed.
     fn in_flight(&self, call: &CallId) -> bool {
-        self.peer.calls.contains(call) && !self.peer.completed.contains(call)
+        (self.peer.calls.contains(call) || self.peer.features.iter().any(|(c, _)| c == call))
+            && !self.peer.completed.contains(call)
     }
 
     /// A call the host started.
     pub(crate) fn accepted(&mut self, call: CallId) {
-        assert!(!self.peer.calls.contains(&call), "{call} handed out twice");
+        assert!(!self.known(call), "{call} handed out twice");
         self.peer.calls.push(call);
     }
 
-    /// The call `r` names.
+    fn known(&self, call: CallId) -> bool {
+        self.peer.calls.contains(&call) || self.peer.features.iter().any(|(c, _)| *c == call)
+    }
+
+    /// The call or feature request `r` names.
     pub(crate) fn call(&self, r: &Ref) -> CallId {
         match r {
-            Ref::Known(n) => match self.peer.calls.len() {
-                0 => CallId(0),
-                len => self.peer.calls[usize::from(*n) % len],
-            },
+            Ref::Known(n) => {
+                let all: Vec<CallId> = self
+                    .peer
+                    .calls
+                    .iter()
+                    .copied()
+                    .chain(self.peer.features.iter().map(|(c, _)| *c))
+                    .collect();
+                match all.len() {
+                    0 => CallId(0),
+                    len => all[usize::from(*n) % len],
+                }
+            }
             Ref::Raw(n) => CallId(*n),
         }
     }
@@ -593,6 +997,40 @@ impl Host {
         }
     }
 
+    /// Checks the outcome of `request` (a prompt, resource or completion
+    /// request) made in `state`, to a server that declared `offered` (the
+    /// capability it needs; `None` before ready).
+    pub(crate) fn requested(
+        &mut self,
+        state: SessionState,
+        request: &FeatureRequest,
+        offered: Option<bool>,
+        result: Result<CallId, ApiMisuse>,
+    ) {
+        match result {
+            Ok(call) => {
+                assert_eq!(
+                    state,
+                    SessionState::Ready,
+                    "request accepted while {state:?}"
+                );
+                assert_eq!(offered, Some(true), "{} not offered", request.method());
+                assert!(!self.known(call), "{call} handed out twice");
+                self.peer.features.push((call, request.method()));
+            }
+            Err(ApiMisuse::NotReady(_)) => assert_eq!(state, SessionState::Starting),
+            Err(ApiMisuse::Closed(_)) => assert_eq!(state, SessionState::Closed),
+            Err(ApiMisuse::NotOffered { capability, .. }) => {
+                assert_eq!(state, SessionState::Ready);
+                assert_eq!(capability, request.capability());
+                assert_eq!(offered, Some(false), "{capability} refused though offered");
+            }
+            Err(misuse @ ApiMisuse::ArgumentsNotObject) => {
+                panic!("request refused with {misuse}")
+            }
+        }
+    }
+
     /// Checks the getters of `session` against the drained outputs, at `now`.
     pub(crate) fn agrees(&self, session: &Session, now: Instant) {
         if let Some(deadline) = session.poll_timeout() {
@@ -610,7 +1048,28 @@ impl Host {
             .count();
         assert_eq!(session.calls_in_flight(), unfinished, "calls in flight");
         assert_eq!(session.open_questions(), self.open.len(), "open questions");
+        // A call or request that ended took its questions with it.
+        for question in &self.open {
+            if let Some(call) = self.asked_for.get(question) {
+                assert!(
+                    !self.peer.completed.contains(call),
+                    "{question:?} still open after {call} completed"
+                );
+            }
+        }
     }
+}
+
+/// Whether the ready server declared the capability `request` needs
+/// (`None` before ready).
+pub(crate) fn offers(session: &Session, request: &FeatureRequest) -> Option<bool> {
+    let caps = &session.server_ready()?.capabilities;
+    Some(match request.capability() {
+        "prompts" => caps.prompts,
+        "resources" => caps.resources,
+        "completions" => caps.completions,
+        _ => false,
+    })
 }
 
 /// A session, a fake clock, and the checks' bookkeeping.
@@ -627,15 +1086,18 @@ impl Harness {
     fn new(setup: &Setup, origin: Instant, log: Option<Log>) -> Self {
         let options = options(setup, Framing::Lines);
         let shadow = LineDecoder::new(options.max_line);
+        let session = Session::new(options, origin);
         let mut h = Self {
             now: origin,
-            session: Session::new(options, origin),
-            shadow,
             host: Host {
                 pings: setup.ping,
+                log_level: setup.log_level,
+                view: View::of(&session),
                 log,
                 ..Host::default()
             },
+            session,
+            shadow,
         };
         h.drain();
         h.check_state();
@@ -735,6 +1197,14 @@ impl Harness {
                     .handle_transport_failed(self.now, "fuzz".into());
                 self.step();
             }
+            Action::Request(template) => {
+                let request = template.request();
+                let state = self.session.state();
+                let offered = offers(&self.session, &request);
+                let result = self.session.request(self.now, &request);
+                self.host.requested(state, &request, offered, result);
+                self.step();
+            }
         }
     }
 
@@ -757,7 +1227,7 @@ impl Harness {
 
     fn drain(&mut self) {
         let was_closed = self.host.closed;
-        self.host.stateless = self.session.is_stateless();
+        self.host.look(View::of(&self.session));
         let mut count = 0;
         while let Some(Transmit { bytes, kind }) = self.session.poll_transmit() {
             count += 1;
@@ -826,7 +1296,7 @@ impl Encode for Setup {
 
 impl Encode for Action {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u32 = 11;
+        const N: u32 = 12;
         match self {
             Action::Server {
                 messages,
@@ -872,6 +1342,40 @@ impl Encode for Action {
             Action::Close => tag(out, 8, N),
             Action::TransportClosed => tag(out, 9, N),
             Action::TransportFailed => tag(out, 10, N),
+            Action::Request(template) => {
+                tag(out, 11, N);
+                template.encode(out);
+            }
+        }
+    }
+}
+
+impl Encode for FeatureTemplate {
+    fn encode(&self, out: &mut Vec<u8>) {
+        match self {
+            FeatureTemplate::GetPrompt { name, arguments } => {
+                tag(out, 0, 3);
+                name.encode(out);
+                arguments.encode(out);
+            }
+            FeatureTemplate::ReadResource { uri } => {
+                tag(out, 1, 3);
+                uri.encode(out);
+            }
+            FeatureTemplate::Complete {
+                prompt,
+                name,
+                argument,
+                value,
+                context,
+            } => {
+                tag(out, 2, 3);
+                prompt.encode(out);
+                name.encode(out);
+                argument.encode(out);
+                value.encode(out);
+                context.encode(out);
+            }
         }
     }
 }

@@ -65,7 +65,11 @@
 //!   Tools whose annotations are invalid never reach the tool list.
 //! - No session: no `Mcp-Session-Id` (one a server sends is ignored), no
 //!   GET stream, no DELETE, no ping, and no notifications at all — closing
-//!   a request's response stream is its cancellation.
+//!   a request's response stream is its cancellation: a cancelled call's
+//!   exchange is aborted, and both executors close an aborted exchange's
+//!   connection at once (never read on to keep it). The call ends with
+//!   [`CancelNotice::StreamClosed`]: rho says what it did, since whether
+//!   the server stopped is not rho's to know (see the note below).
 //! - A response stream is never resumed: one that breaks before its answer
 //!   re-issues the request under a new id, once, when it is safe to run
 //!   twice (discovery, listings, a tool marked read-only or idempotent);
@@ -79,21 +83,42 @@
 //! Header values (configured credentials, the session id) never appear in
 //! `Debug` output or logs.
 //!
+//! # Implementation note: no `notifications/cancelled` in the 2026 era
+//!
+//! The 2026-07-28 spec makes closing the response stream the cancellation
+//! and expects no notification, though it does not forbid one. A server
+//! that answers with one JSON body may not notice a client going, so rho
+//! could post `notifications/cancelled` as well. It does not, because it
+//! stops nothing: measured against the interop servers
+//! (`tests/interop/`), Python `mcp` 2.3.0 and `fastmcp` 4.2.3 (on `mcp`
+//! 2.3.0), with SSE or JSON answers, and TS `@modelcontextprotocol/server`
+//! 2.4.0, all acknowledge such a POST with 202 and drop it (the Python
+//! SDK on purpose: a stateless endpoint honouring a request id chosen by
+//! the client would let one anonymous caller cancel another's work).
+//! Closing the connection stops the handler on every one of them except
+//! the two Python servers with JSON answers, which run the request to its
+//! end whatever rho does. And rho could not send it only for JSON answers
+//! anyway: a call still running has had no response head, so rho does not
+//! know yet which kind of answer it will get. So the 2026 era sends no
+//! notification, on either executor; the 2025 era sends one on every
+//! transport (there the Python servers stop on it, and not on a close).
+//!
 //! This file holds the transport's state, its inputs, commands and
 //! outputs; `types.rs` the public vocabulary (options, requests, outputs),
 //! `streams.rs` the SSE streams (the server's own, resumption),
 //! `refusals.rs` what an HTTP error answer means, and [`headers`] the
 //! 2026 era's standard headers.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
 use crate::features::elicitation::FormAnswer;
 use crate::oauth::challenge::{BearerChallenge, bearer_challenge};
 use crate::session::{
-    ApiMisuse, AuthorizationReason, CallId, CloseReason, Event, Framing, Question, QuestionId,
-    SamplingAnswer, Session, SessionOptions, SessionState, Timer, TransmitKind,
+    ApiMisuse, AuthorizationReason, CallError, CallId, CancelNotice, CloseReason, Event, Framing,
+    Question, QuestionId, SamplingAnswer, Session, SessionOptions, SessionState, Timer,
+    TransmitKind,
 };
 use crate::session::{Clock, TimerTable, earlier};
 use crate::wire::framing::{SseDecoder, SseError, byte_size};
@@ -153,6 +178,17 @@ struct Exchange {
     /// it next, so once nothing needs it, it lingers rather than being
     /// aborted (an aborted exchange costs the executor its connection).
     answered: bool,
+}
+
+impl Exchange {
+    /// The request whose answer it carries, if any.
+    fn request(&self) -> Option<ClientRequestId> {
+        match &self.role {
+            Role::Post { kind, .. } => request_of(*kind),
+            Role::Stream { for_request, .. } => *for_request,
+            Role::Delete => None,
+        }
+    }
 }
 
 /// Where a broken stream resumes from. SSE keeps the last event id and
@@ -251,6 +287,10 @@ pub struct HttpTransport {
     /// stream's GET is awaited ([`Timer::ServerStreamWait`] armed), in
     /// order.
     parked: Vec<(Vec<u8>, TransmitKind, bool)>,
+    /// Requests that ended while held back and were never sent, until the
+    /// next pump: the `notifications/cancelled` naming one is not sent
+    /// either (it may come after the held messages went).
+    unsent: BTreeSet<ClientRequestId>,
     /// The transport's fixed timers: [`Timer::ServerStreamWait`] (until
     /// when messages after `notifications/initialized` wait for the server
     /// stream's GET to be answered; disarmed when they flow) and
@@ -311,6 +351,7 @@ impl HttpTransport {
             session_epoch: 0,
             reinitializing: false,
             parked: Vec::new(),
+            unsent: BTreeSet::new(),
             timers: TimerTable::default(),
             clock: Clock::new(now),
             resumes: Vec::new(),
@@ -745,11 +786,53 @@ impl HttpTransport {
     }
 
     /// Abandons a call; see [`Session::cancel_call`]. Its exchange is
-    /// aborted.
+    /// aborted, which closes its connection. In the 2026-07-28 era that is
+    /// all the server gets (the session's `notifications/cancelled` is not
+    /// sent; see the module's implementation note), and the call's
+    /// [`CallError::Cancelled`] says so: [`CancelNotice::StreamClosed`], or
+    /// [`CancelNotice::NothingRunning`] when no exchange of it was open.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
         let now = self.clock.observe(now);
+        let stateless = self.session.is_stateless();
+        // The exchanges of requests still pending: the call's are among
+        // them, and are gone once it is cancelled.
+        let open: Vec<ExchangeId> = if stateless {
+            self.exchanges
+                .iter()
+                .filter(|(_, x)| x.request().is_some_and(|r| self.session.is_pending(r)))
+                .map(|(id, _)| *id)
+                .collect()
+        } else {
+            Vec::new()
+        };
         self.session.cancel_call(now, call);
         self.pump(now);
+        if !stateless {
+            return;
+        }
+        let closed = open.iter().any(|id| !self.exchanges.contains_key(id));
+        let ended = self.events.iter_mut().rev().find_map(|event| match event {
+            Event::CallCompleted {
+                call: c,
+                result: Err(error),
+            }
+            | Event::RequestCompleted {
+                call: c,
+                result: Err(error),
+            } if *c == call => Some(error),
+            _ => None,
+        });
+        if let Some(CallError::Cancelled {
+            notice: notice @ CancelNotice::Told,
+            ..
+        }) = ended
+        {
+            *notice = if closed {
+                CancelNotice::StreamClosed
+            } else {
+                CancelNotice::NothingRunning
+            };
+        }
     }
 
     /// Answers an elicitation question; see [`Session::answer_elicitation`].
@@ -916,6 +999,9 @@ impl HttpTransport {
                 kind => self.post(transmit.bytes, kind, false),
             }
         }
+        // The session cancels a request in the step it gives up on it:
+        // a cancellation of an unsent one has gone by now.
+        self.unsent.clear();
         while let Some(event) = self.session.poll_event() {
             match event {
                 Event::Closed(reason) => self.begin_close(now, reason),
@@ -1013,6 +1099,13 @@ impl HttpTransport {
     }
 
     fn post(&mut self, body: Vec<u8>, kind: TransmitKind, retried: bool) {
+        if kind == TransmitKind::Notification && !self.unsent.is_empty() {
+            if let Some(request) = streams::cancelled_request(&body) {
+                if self.unsent.remove(&request) {
+                    return;
+                }
+            }
+        }
         if let Some(waiting) = &mut self.reauthorizing {
             if !matches!(
                 kind,
@@ -1096,14 +1189,7 @@ impl HttpTransport {
         let ids: Vec<ExchangeId> = self
             .exchanges
             .iter()
-            .filter(|(_, x)| {
-                let request = match &x.role {
-                    Role::Post { kind, .. } => request_of(*kind),
-                    Role::Stream { for_request, .. } => *for_request,
-                    Role::Delete => None,
-                };
-                request.is_some_and(|r| !self.session.is_pending(r))
-            })
+            .filter(|(_, x)| x.request().is_some_and(|r| !self.session.is_pending(r)))
             .map(|(id, _)| *id)
             .collect();
         for id in ids {

@@ -24,7 +24,10 @@ impl HttpTransport {
     }
 
     /// The server stream's GET was answered (or failed, or there is none, or
-    /// the wait ran out): the held messages go, in order.
+    /// the wait ran out): the held messages go, in order. A request that
+    /// ended while held (cancelled, timed out) never reached the server,
+    /// so neither it nor the `notifications/cancelled` naming it goes: a
+    /// call the host cancelled must not run.
     pub(super) fn end_stream_wait(&mut self) {
         let waited = self.stream_waiting();
         self.timers.stop(Timer::ServerStreamWait);
@@ -32,6 +35,14 @@ impl HttpTransport {
             return;
         }
         for (body, kind, retried) in std::mem::take(&mut self.parked) {
+            if let TransmitKind::Request(request) = kind {
+                if !self.session.is_pending(request) {
+                    // Its cancellation, held here or still to come, is
+                    // dropped in `post`.
+                    self.unsent.insert(request);
+                    continue;
+                }
+            }
             self.post(body, kind, retried);
         }
     }
@@ -76,7 +87,10 @@ impl HttpTransport {
             return;
         }
         if let Some(request) = for_request {
-            if !self.session.is_pending(request) {
+            // A request answered on this stream with a question for the
+            // host (2026 multi round-trip) or held to go again lost
+            // nothing: the stream's end is not its end.
+            if !self.session.awaits_answer(request) {
                 return;
             }
             if self.session.is_stateless() {
@@ -249,5 +263,18 @@ impl HttpTransport {
             self.outputs.push_back(HttpOutput::Abort(id));
         }
         self.resumes.retain(|r| r.for_request.is_some());
+    }
+}
+
+/// The request a `notifications/cancelled` names, if `message` is one
+/// naming a request of rho's.
+pub(super) fn cancelled_request(message: &[u8]) -> Option<ClientRequestId> {
+    match Incoming::parse(message) {
+        Ok(Incoming::Single(Message::Notification { method, params }))
+            if method == "notifications/cancelled" =>
+        {
+            params?.get("requestId")?.as_u64().map(ClientRequestId)
+        }
+        _ => None,
     }
 }

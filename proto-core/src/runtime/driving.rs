@@ -22,7 +22,8 @@ use crate::http::{ExchangeId, HeaderError};
 use crate::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use crate::runtime::{Health, Inventory, SlotId, ToolCallError};
 use crate::session::{
-    CallError, CallId, CloseReason, Event, Progress, QuestionId, SamplingAnswer, ServerReady,
+    CallError, CallId, CancelNotice, CloseReason, Event, Progress, QuestionId, SamplingAnswer,
+    ServerReady,
 };
 use crate::wire::protocol::CallToolResult;
 
@@ -293,6 +294,7 @@ impl Admission {
     pub fn gave_up(&self, server: &str) -> ToolCallError {
         ToolCallError::Call(CallError::Cancelled {
             server: server.to_owned(),
+            notice: CancelNotice::NothingRunning,
         })
     }
 }

@@ -11,13 +11,15 @@
 //! [`naming`] for exported tools, [`status`] for what each server reports,
 //! [`driver`] for the one driver of a server every executor runs,
 //! [`driving`] for the vocabulary executors speak and the startup wait,
-//! and [`backlog`] for backpressure on a server's transport.
+//! [`backlog`] for backpressure on a server's transport, and [`skills`]
+//! for how listing and loading a skill (SEP-2640) can fail.
 
 pub mod backlog;
 pub mod driver;
 pub mod driving;
 pub mod naming;
 pub mod registry;
+pub mod skills;
 pub mod status;
 
 use std::time::Duration;

@@ -86,6 +86,55 @@ impl Session {
             deadline,
             budget,
         );
+        if self.options.discover_wait.is_some() && !retried {
+            self.send_early_initialize();
+        }
+    }
+
+    /// On stdio, right behind the first probe: an `initialize` that also
+    /// carries the probe's 2026 `_meta` envelope.
+    ///
+    /// Implementation note: a 2025-only server that ignores
+    /// `server/discover` answers this as its handshake at once, so it is
+    /// not waited for ([`SessionOptions::discover_wait`]). A dual-era
+    /// server is not pinned to the 2025 era by it: the envelope makes it a
+    /// modern request (the TypeScript SDK 2.x's stdio entry pins the era
+    /// by the first message after the probe, and a plain `initialize` pins
+    /// 2025), which such a server refuses (-32601, -32022), so its
+    /// discovery result decides. Checked against the TypeScript SDK 1.x
+    /// and 2.x, the Python SDK 1.x and 2.x, fastmcp and server-everything
+    /// (tests/tests/interop.rs runs them). The version inside `_meta` must
+    /// stay the modern one: a 2025 version there makes the TypeScript SDK
+    /// 2.x serve the 2025 era.
+    fn send_early_initialize(&mut self) {
+        let mut params = self.initialize_params(LATEST_PROTOCOL_VERSION);
+        if let (Value::Object(map), Some(meta)) = (&mut params, &self.meta) {
+            map.insert("_meta".into(), Value::Object(meta.map().clone()));
+        }
+        // Written as a plain request (its `_meta` is already in): the
+        // stateless path would send it again on a -32022, which here only
+        // says the server is modern.
+        let meta = self.meta.take();
+        let id = self.send_request(
+            Purpose::Initialize,
+            "initialize",
+            Some(&params),
+            self.startup_deadline().unwrap_or(self.clock.latest()),
+            self.options.startup_timeout,
+        );
+        self.meta = meta;
+        self.early_init = EarlyInit::Pending(id);
+    }
+
+    /// The era is settled as stateless: the early `initialize` is no
+    /// longer waited for, and its answer is dropped quietly.
+    fn drop_early_init(&mut self) {
+        if let EarlyInit::Pending(id) = std::mem::take(&mut self.early_init) {
+            if let Some(p) = self.pending.remove(&id) {
+                self.deadlines.remove(&(p.deadline, id));
+            }
+            self.stale.insert(id);
+        }
     }
 
     /// Sends `initialize` offering `version`, under the startup deadline.
@@ -108,13 +157,27 @@ impl Session {
         self.era = Era::Legacy;
         self.meta = None;
         self.phase = Phase::Initializing;
-        self.send_initialize(offer);
+        match std::mem::take(&mut self.early_init) {
+            // Already out: its answer decides.
+            EarlyInit::Pending(id) => self.early_init = EarlyInit::Pending(id),
+            // Refused with its envelope (a server strict about unknown
+            // `_meta`, say): a plain one, as without the early one.
+            EarlyInit::Refused(why) => {
+                tracing::debug!(server = %self.options.server, "the early initialize was refused ({why}); sending a plain one");
+                self.send_initialize(offer);
+            }
+            EarlyInit::None => self.send_initialize(offer),
+        }
     }
 
     /// The answer to the `server/discover` probe.
     pub(super) fn on_discover(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
         let retried = matches!(self.era, Era::Probing { retried: true, .. });
-        match era::probe_outcome(reply, retried) {
+        let outcome = era::probe_outcome(reply, retried);
+        if !matches!(outcome, ProbeOutcome::Legacy { .. }) {
+            self.drop_early_init();
+        }
+        match outcome {
             ProbeOutcome::Modern { result, version } => {
                 self.become_stateless(now, *result, version)
             }
@@ -180,6 +243,33 @@ impl Session {
     }
 
     pub(super) fn on_initialize(&mut self, now: Instant, reply: Result<Value, ErrorObject>) {
+        if matches!(self.era, Era::Probing { .. }) {
+            // The early `initialize` was answered before the probe.
+            if !matches!(&reply, Ok(value) if InitializeResult::from_value(value).is_ok()) {
+                // A modern server refusing it: the probe decides.
+                let why = match &reply {
+                    Ok(_) => "not a handshake result".to_owned(),
+                    Err(error) => error.to_string(),
+                };
+                self.early_init = EarlyInit::Refused(why);
+                return;
+            }
+            // A 2025 server (one that ignores the probe, or has not
+            // answered it yet): the handshake goes on, the probe's answer
+            // is noise now.
+            self.early_init = EarlyInit::None;
+            if let Some(probe) = self.probe_request() {
+                if let Some(p) = self.pending.remove(&probe.0) {
+                    self.deadlines.remove(&(p.deadline, probe.0));
+                }
+                self.stale.insert(probe.0);
+            }
+            tracing::debug!(server = %self.options.server, "initialize was answered before server/discover; the server speaks the handshake");
+            self.era = Era::Legacy;
+            self.meta = None;
+            self.phase = Phase::Initializing;
+        }
+        self.early_init = EarlyInit::None;
         let result = match reply {
             Ok(value) => value,
             Err(error) => {

@@ -36,13 +36,19 @@ impl Session {
     }
 
     /// Attaches a `notifications/progress` to the call whose token it
-    /// names; progress for anything else is dropped and logged.
+    /// names; progress for anything else is dropped and logged. Only a
+    /// tool call carries a token: a prompt, resource or completion request
+    /// under the same number is not what the token names.
     pub(super) fn progress(&mut self, now: Instant, params: Option<&Value>) {
         let Some(params) = params else { return };
         let token = params.get("progressToken");
         // The token is the call's id, kept when its request goes again.
         let call = token.and_then(Value::as_u64).map(CallId);
-        let request = call.and_then(|call| self.request_of(call));
+        let request = call.and_then(|call| self.request_of(call)).filter(|r| {
+            self.pending
+                .get(r)
+                .is_some_and(|p| matches!(p.purpose, Purpose::CallTool(_)))
+        });
         let (Some(call), Some(request), Some(progress)) = (
             call,
             request,
@@ -258,12 +264,19 @@ impl Session {
     /// The one request an answer without a readable id can be for: of the
     /// pending requests, leaving out a `subscriptions/listen` stream (it is
     /// answered only when it ends, so a 2026-era session always has it
-    /// pending beside the request the answer is for).
+    /// pending beside the request the answer is for) and, while an
+    /// `initialize` is out beside it at startup, the probe (a garbled
+    /// answer then fails the handshake either way).
     fn sole_awaited(&self) -> Option<u64> {
-        let mut candidates = self
+        let initializing = self
             .pending
-            .iter()
-            .filter(|(_, p)| !matches!(p.purpose, Purpose::Listen));
+            .values()
+            .any(|p| matches!(p.purpose, Purpose::Initialize));
+        let mut candidates = self.pending.iter().filter(|(_, p)| match p.purpose {
+            Purpose::Listen => false,
+            Purpose::Discover => !initializing,
+            _ => true,
+        });
         match (candidates.next(), candidates.next()) {
             (Some((&n, _)), None) => Some(n),
             _ => None,

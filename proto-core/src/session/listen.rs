@@ -8,7 +8,7 @@
 //! `notifications/tools/list_changed`; each acknowledgement is followed by
 //! a quiet re-listing, for a change made before the stream was open.
 
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
@@ -46,20 +46,15 @@ impl Session {
         let Some(params) = self.subscription.as_ref().map(Subscription::params) else {
             return;
         };
-        let budget = self.options.request_timeout;
-        let deadline = now + budget;
-        let id = self.send_request(
+        // Meant to stay open: no deadline (see `Pending::timed`); the
+        // subscription is opened under the id it goes out with.
+        let _ = self.send_request(
             Purpose::Listen,
             "subscriptions/listen",
             Some(&params),
-            deadline,
-            budget,
+            now,
+            Duration::ZERO,
         );
-        // Meant to stay open: no deadline.
-        self.deadlines.remove(&(deadline, id));
-        if let Some(subscription) = &mut self.subscription {
-            subscription.opened(id);
-        }
     }
 
     /// A notification that carries a subscription id is the

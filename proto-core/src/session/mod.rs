@@ -54,10 +54,11 @@
 //! # Implementation note
 //!
 //! The startup budget and the next ping are slots of a fixed timer table
-//! indexed by [`Timer`]. Request deadlines live in one ordered set keyed by
-//! `(deadline, request id)`, so their next wakeup is its first element and
-//! expiring requests is a walk from the front: no clock reads, no
-//! hash-order iteration. [`Session::poll_timeout`] is the earliest of
+//! indexed by [`Timer`]. Request deadlines (every request's but the
+//! `subscriptions/listen` request's, which has none) live in one ordered
+//! set keyed by `(deadline, request id)`, so their next wakeup is its
+//! first element and expiring requests is a walk from the front: no clock
+//! reads, no hash-order iteration. [`Session::poll_timeout`] is the earliest of
 //! them, and [`Session::timeout_reason`] names it.
 //!
 //! # Time
@@ -194,6 +195,8 @@ enum Purpose {
 #[derive(Clone, Debug)]
 struct Pending {
     purpose: Purpose,
+    /// When it fails for want of an answer, if it is [`Pending::timed`]:
+    /// then `(deadline, id)` is in the deadline set, unless paused.
     deadline: Instant,
     /// The budget that `deadline` came from, for messages.
     budget: Duration,
@@ -219,6 +222,13 @@ impl Pending {
             paused: None,
             resend: None,
         }
+    }
+
+    /// Whether the request runs against its deadline: every request but
+    /// `subscriptions/listen`, which is meant to stay open for the
+    /// session's life, however often it is sent again under a new id.
+    fn timed(&self) -> bool {
+        !matches!(self.purpose, Purpose::Listen)
     }
 }
 
@@ -264,6 +274,21 @@ enum Phase {
     },
     Ready,
     Closed,
+}
+
+/// The `initialize` a stdio session sends right behind its first probe
+/// (see `handshake.rs`), while the probe has not settled the era.
+#[derive(Debug, Default)]
+enum EarlyInit {
+    /// None was sent, or the era is settled.
+    #[default]
+    None,
+    /// Out under this request id, not answered yet.
+    Pending(u64),
+    /// Answered with an error (what a modern server does): if the probe
+    /// then says the server is a 2025 one after all, a plain `initialize`
+    /// goes.
+    Refused(String),
 }
 
 /// One MCP server session. See the module docs for the contract.
@@ -325,6 +350,8 @@ pub struct Session {
     /// result still makes the session stateless, until `initialize` is
     /// answered.
     late_probe: Option<u64>,
+    /// The `initialize` sent right behind a stdio probe.
+    early_init: EarlyInit,
     /// A line over `max_message_bytes` is being discarded and the request
     /// it answers was failed already: its end is only logged.
     oversized_acted_on: bool,
@@ -408,6 +435,7 @@ impl Session {
             meta: None,
             late_probe: None,
             oversized_acted_on: false,
+            early_init: EarlyInit::None,
             stale: BTreeSet::new(),
             tools_fresh_until: None,
             held_for_list: BTreeSet::new(),
@@ -761,6 +789,7 @@ impl Session {
                     let params = json!({"requestId": id, "reason": "timed out"});
                     self.send_notification("notifications/cancelled", Some(&params));
                     self.abandoned(id);
+                    self.withdraw_questions_of(call);
                     self.events.push_back(Event::RequestCompleted {
                         call,
                         result: Err(CallError::Timeout {
@@ -875,10 +904,13 @@ impl Session {
                 let outcome = self.catalog.fail(kind, reason);
                 self.after_catalog_page(now, outcome);
             }
-            Purpose::Feature(call) => self.events.push_back(Event::RequestCompleted {
-                call,
-                result: Err(CallError::Transport { server, reason }),
-            }),
+            Purpose::Feature(call) => {
+                self.withdraw_questions_of(call);
+                self.events.push_back(Event::RequestCompleted {
+                    call,
+                    result: Err(CallError::Transport { server, reason }),
+                });
+            }
             Purpose::SetLevel => {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
@@ -1097,8 +1129,11 @@ impl Session {
     }
 
     /// Abandons a call: the server is told with `notifications/cancelled`,
-    /// and the call completes at once with [`CallError::Cancelled`]. A late
-    /// answer is dropped. Cancelling a call that already ended does nothing.
+    /// and the call completes at once with [`CallError::Cancelled`]
+    /// ([`CancelNotice::Told`]; a transport that cannot carry the
+    /// notification says instead what it did, see
+    /// [`crate::http::HttpTransport::cancel_call`]). A late answer is
+    /// dropped. Cancelling a call that already ended does nothing.
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
         self.clock.observe(now);
         let Some(request) = self.request_of(call) else {
@@ -1120,7 +1155,15 @@ impl Session {
         }
         let error = CallError::Cancelled {
             server: self.options.server.clone(),
+            notice: if answered {
+                CancelNotice::NothingRunning
+            } else {
+                CancelNotice::Told
+            },
         };
+        // A prompt, resource or completion request may wait for input as
+        // a call may: either takes its questions with it.
+        self.withdraw_questions_of(call);
         if feature {
             self.events.push_back(Event::RequestCompleted {
                 call,
@@ -1128,7 +1171,6 @@ impl Session {
             });
             return;
         }
-        self.withdraw_questions_of(call);
         self.events.push_back(Event::CallCompleted {
             call,
             result: Err(error),
@@ -1150,12 +1192,7 @@ impl Session {
         }
         let capabilities = self.ready.as_ref().map(|r| &r.capabilities);
         let capability = request.capability();
-        let offered = capabilities.is_some_and(|c| match capability {
-            "prompts" => c.prompts,
-            "resources" => c.resources,
-            "completions" => c.completions,
-            _ => false,
-        });
+        let offered = capabilities.is_some_and(|c| request.offered_by(c));
         if !offered {
             return Err(ApiMisuse::NotOffered {
                 server: self.options.server.clone(),
@@ -1167,7 +1204,9 @@ impl Session {
         let uses: &[CatalogKind] = match request {
             FeatureRequest::GetPrompt(_) => &[CatalogKind::Prompts],
             FeatureRequest::ReadResource(_) => &[CatalogKind::Resources, CatalogKind::Templates],
-            FeatureRequest::Complete(_) => &[],
+            FeatureRequest::Complete(_)
+            | FeatureRequest::ListSkills(_)
+            | FeatureRequest::GetSkill(_) => &[],
         };
         let stale: Vec<CatalogKind> = uses
             .iter()

@@ -20,8 +20,10 @@ impl Session {
 
     /// Sends a stateless request again under a new JSON-RPC id, keeping
     /// its purpose, deadline and budget (the multi round-trip retry and the
-    /// -32022 retry go through here). `params` replaces what it sent;
-    /// the era's `_meta` is merged in afresh. Returns the new id.
+    /// -32022 retry go through here; so does its first send). `params`
+    /// replaces what it sent; the era's `_meta` is merged in afresh. An
+    /// untimed request (listen) stays untimed, and a listen request's
+    /// subscription moves to the new id. Returns the new id.
     pub(super) fn reissue(&mut self, pending: Pending, resend: Resend) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -44,7 +46,14 @@ impl Session {
             None => resend.params.write(meta, &mut bytes, id, resend.method),
         }
         self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
-        self.deadlines.insert((pending.deadline, id));
+        if pending.timed() {
+            self.deadlines.insert((pending.deadline, id));
+        }
+        // The subscription follows its request to the new id: changes
+        // come tagged with it.
+        if let (Purpose::Listen, Some(subscription)) = (&pending.purpose, &mut self.subscription) {
+            subscription.opened(id);
+        }
         self.pending.insert(
             id,
             Pending {
@@ -101,9 +110,11 @@ impl Session {
             _ => TransmitKind::Request(ClientRequestId(id)),
         };
         self.push_transmit(bytes, kind);
-        self.pending
-            .insert(id, Pending::new(purpose, deadline, budget));
-        self.deadlines.insert((deadline, id));
+        let pending = Pending::new(purpose, deadline, budget);
+        if pending.timed() {
+            self.deadlines.insert((deadline, id));
+        }
+        self.pending.insert(id, pending);
         id
     }
 

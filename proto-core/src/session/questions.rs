@@ -385,8 +385,11 @@ impl Session {
             }
             Some(Answered::Cancelled) => {
                 if let Some(pending) = self.pending.remove(&request) {
+                    // The server answered asking for input: nothing of
+                    // the call runs there.
                     let error = super::CallError::Cancelled {
                         server: self.options.server.clone(),
+                        notice: super::CancelNotice::NothingRunning,
                     };
                     self.end_held(call, &pending.purpose, error);
                 }

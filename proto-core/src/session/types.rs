@@ -273,6 +273,35 @@ pub enum Event {
     Closed(CloseReason),
 }
 
+/// What a cancelled call's server was told, as far as rho knows: only a
+/// notification is a message the server is sure to get. Closing a
+/// request's response stream is the 2026-07-28 protocol's cancellation
+/// over Streamable HTTP, but whether a server notices depends on how it
+/// serves the request (a server answering with one JSON body may run the
+/// request to its end), so rho says what it did, not what the server did.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CancelNotice {
+    /// `notifications/cancelled` went to the server.
+    Told,
+    /// The request's response stream was closed (the 2026-07-28 era over
+    /// Streamable HTTP, which has no client notifications).
+    StreamClosed,
+    /// Nothing was running on the server: the request was never sent, or
+    /// its answer (a request for input) had come.
+    NothingRunning,
+}
+
+impl std::fmt::Display for CancelNotice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Self::Told => "the server was told to stop",
+            Self::StreamClosed => "the response stream was closed",
+            Self::NothingRunning => "nothing was running on the server",
+        })
+    }
+}
+
 /// Why a tool call produced no result.
 #[derive(Clone, Debug, PartialEq, thiserror::Error, serde::Serialize)]
 #[serde(rename_all = "snake_case")]
@@ -306,11 +335,14 @@ pub enum CallError {
         /// What was wrong.
         error: ShapeError,
     },
-    /// The host abandoned the call; the server was told to stop.
-    #[error("call to server `{server}` was cancelled")]
+    /// The host abandoned the call; `notice` says what the server was
+    /// told, if anything.
+    #[error("call to server `{server}` was cancelled; {notice}")]
     Cancelled {
         /// The server identity.
         server: String,
+        /// How the server learned of it.
+        notice: CancelNotice,
     },
     /// The result broke the tool's declared outputSchema.
     #[error("server `{server}`: {error}")]

@@ -111,6 +111,12 @@ pub struct ServerCapabilities {
     pub resources: bool,
     /// `completions` declared.
     pub completions: bool,
+    /// The skills extension declared (an object at
+    /// `extensions["io.modelcontextprotocol/skills"]`, SEP-2640): the
+    /// server answers `skills/list` and `skills/get`. Recorded only when
+    /// set, so transcripts of servers without it read as before.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub skills: bool,
 }
 
 impl ServerCapabilities {
@@ -128,6 +134,10 @@ impl ServerCapabilities {
             prompts: caps.contains_key("prompts"),
             resources: caps.contains_key("resources"),
             completions: caps.contains_key("completions"),
+            skills: caps
+                .get("extensions")
+                .and_then(|e| e.get(crate::features::skills::EXTENSION_ID))
+                .is_some_and(Value::is_object),
         }
     }
 }

@@ -1,0 +1,75 @@
+//! Skills (SEP-2640) on the smol runtime: listing reads only `skills/list`;
+//! a skill's files are read when it is loaded or a file of it is read,
+//! and handed over only verified. The rules are the core's
+//! ([`rho_proto_core::features::skills`]); this is the waiting.
+
+use std::sync::atomic::AtomicBool;
+
+use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
+use rho_proto_core::runtime::skills::SkillError;
+
+use crate::Runtime;
+
+impl Runtime {
+    /// Every skill `server` lists (`skills/list`, page by page), reading
+    /// none of their files. Until it ends or `cancel` is set.
+    pub async fn list_skills(
+        &self,
+        server: &str,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<SkillListing, SkillError> {
+        let mut listing = SkillListing::default();
+        let mut next = Some(SkillListing::first_request());
+        while let Some(request) = next {
+            let page = self.request(server, request, cancel).await?;
+            next = listing
+                .add_page(&page)
+                .map_err(|reason| SkillError::Malformed {
+                    server: server.to_owned(),
+                    method: "skills/list",
+                    reason,
+                })?;
+        }
+        Ok(listing)
+    }
+
+    /// Loads the skill `entry` (from `server`'s listing): reads its
+    /// `SKILL.md` now, verifies it against the entry (size, digest,
+    /// frontmatter), and returns it; on any mismatch the content is
+    /// dropped and the error names the check.
+    pub async fn load_skill(
+        &self,
+        server: &str,
+        entry: &SkillEntry,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<LoadedSkill, SkillError> {
+        let refused = |check| SkillError::Refused {
+            server: server.to_owned(),
+            skill: entry.name().to_owned(),
+            check: Box::new(check),
+        };
+        let request = entry.load_request().map_err(refused)?;
+        let result = self.request(server, request, cancel).await?;
+        entry.verify_load(&result).map_err(refused)
+    }
+
+    /// Reads the file `uri` of a loaded skill, verified against the entry
+    /// it was loaded from; a file that entry does not list is refused
+    /// unread.
+    pub async fn read_skill_file(
+        &self,
+        server: &str,
+        skill: &LoadedSkill,
+        uri: &str,
+        cancel: Option<&AtomicBool>,
+    ) -> Result<Vec<u8>, SkillError> {
+        let refused = |check| SkillError::Refused {
+            server: server.to_owned(),
+            skill: skill.entry.name().to_owned(),
+            check: Box::new(check),
+        };
+        let request = skill.file_request(uri).map_err(refused)?;
+        let result = self.request(server, request, cancel).await?;
+        skill.verify_file(uri, &result).map_err(refused)
+    }
+}
