@@ -469,6 +469,51 @@ fn another_call_carries_no_inputs_of_a_call_waiting_for_them() {
     assert_eq!(result.text(), "other");
 }
 
+/// Found by the fuzzer: a call whose budget a routed `elicitation/create`
+/// paused got an `InputRequiredResult` with nothing to ask, and its retry
+/// went into the timer table with the deadline it had before the pause, in
+/// the past: the driver was told to wake up before `now`, and the call
+/// timed out while the person was still answering.
+#[test]
+fn a_retry_sent_while_a_question_of_its_call_is_open_keeps_its_budget_paused() {
+    let mut h = Stdio::ready(|_| {});
+    let first = h.call();
+    h.elapse(Duration::from_secs(3));
+    // A 2025-style question, routed to the one call in flight: 2 s of
+    // its 5 s budget are left, and they wait for the person.
+    h.say_line(
+        &json!({"jsonrpc": "2.0", "id": 81, "method": "elicitation/create",
+                "params": name_form()["params"]})
+        .to_string(),
+    );
+    let (question, _) = h.questions()[0].clone();
+    h.elapse(Duration::from_secs(10));
+    // The call's answer asks for nothing: the retry goes at once.
+    h.reply(first, input_required(json!({}), Some("st")));
+    let (retry, params, _) = h.last_request();
+    assert_ne!(retry, first);
+    assert_eq!(params["requestState"], "st");
+    assert!(
+        h.session.poll_timeout().is_none_or(|t| t > h.now),
+        "a wakeup {:?} before now",
+        h.now
+            .checked_duration_since(h.session.poll_timeout().expect("some"))
+    );
+    h.elapse(Duration::from_secs(30));
+    assert!(h.call_result().is_none(), "{:?}", h.events);
+    // Answered: what was left (2 s) bounds the retry.
+    h.session.answer_elicitation(h.now, question, named("Ada"));
+    h.drain();
+    h.elapse(Duration::from_millis(1900));
+    assert!(h.call_result().is_none(), "{:?}", h.events);
+    h.elapse(Duration::from_millis(200));
+    assert!(
+        matches!(h.call_result(), Some(Err(CallError::Timeout { .. }))),
+        "{:?}",
+        h.events
+    );
+}
+
 /// A ready 2026-era session whose server also declares prompts.
 fn ready_with_prompts() -> Stdio {
     let mut o = SessionOptions::stdio("demo");

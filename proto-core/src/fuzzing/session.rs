@@ -5,7 +5,9 @@
 //! checks, besides "no panic":
 //!
 //! - every transmit is one line of valid JSON-RPC; requests have fresh,
-//!   increasing ids; `notifications/cancelled` names a request we sent;
+//!   increasing ids (over HTTP only fresh: a parked request goes after a
+//!   later-numbered `initialize`);
+//!   `notifications/cancelled` names a request we sent;
 //! - every response we send echoes the id of a server request we were fed,
 //!   and never more often than that id was received;
 //! - each drain yields fewer than [`QUEUE_BOUND`] transmits and events;
@@ -582,7 +584,17 @@ impl Host {
                 let Some(ClientRequestId(n)) = ClientRequestId::from_wire(&id) else {
                     panic!("request id {id} is not ours");
                 };
-                if let Some(&(last, _)) = self.peer.sent.last() {
+                // Fresh ids, and on stdio in increasing order. Over HTTP a
+                // request the transport parked (while the server stream's
+                // GET is awaited, or a fresh `initialize` replaces an
+                // expired session) goes after that later-numbered
+                // `initialize`: legal, as ids need only be unique (the
+                // parked one was never sent, in any session).
+                assert!(
+                    self.peer.sent.iter().all(|&(m, _)| m != n),
+                    "request id {n} sent twice"
+                );
+                if let (false, Some(&(last, _))) = (self.http, self.peer.sent.last()) {
                     assert!(n > last, "request id {n} after {last}");
                 }
                 let want = if method == "initialize" {
@@ -777,14 +789,25 @@ impl Host {
                 } else if let Some(&(call, _)) = self.peer.features.iter().find(|(c, _)| c.0 == n) {
                     call
                 } else {
+                    // A feature request's retry names no call (it has no
+                    // progress token): it is one of the requests the host
+                    // made with these params, and one still in flight when
+                    // there is one. Two requests may have the same params
+                    // (the host asked twice), and the later one may have
+                    // ended (a malformed round) while the earlier one
+                    // waits for its answers: its retry is legal, and on
+                    // the wire the same as the other's would be.
                     let core = core_params(params);
                     let same = |(c, m): &&(CallId, &str)| {
                         *m == method && self.params_of.get(c) == Some(&core)
                     };
-                    let Some(&(call, _)) = self.peer.features.iter().rev().find(same) else {
+                    let mut candidates = self.peer.features.iter().rev().filter(same);
+                    let Some(&(latest, _)) = candidates.clone().next() else {
                         panic!("{method} {n} is no request the host made: {params:?}");
                     };
-                    call
+                    candidates
+                        .find(|(c, _)| !self.peer.completed.contains(c))
+                        .map_or(latest, |&(c, _)| c)
                 };
                 assert!(
                     !self.peer.completed.contains(&call),

@@ -230,6 +230,13 @@ impl Pending {
     fn timed(&self) -> bool {
         !matches!(self.purpose, Purpose::Listen)
     }
+
+    /// Whether `(deadline, id)` belongs in the deadline set: a timed
+    /// request whose budget no open question has paused (a paused one's
+    /// `deadline` is stale until [`Session::resume_budget`] sets it).
+    fn armed(&self) -> bool {
+        self.timed() && self.paused.is_none()
+    }
 }
 
 /// A stateless request as sent, without its era `_meta`.

@@ -22,8 +22,10 @@ impl Session {
     /// its purpose, deadline and budget (the multi round-trip retry and the
     /// -32022 retry go through here; so does its first send). `params`
     /// replaces what it sent; the era's `_meta` is merged in afresh. An
-    /// untimed request (listen) stays untimed, and a listen request's
-    /// subscription moves to the new id. Returns the new id.
+    /// untimed request (listen) stays untimed, a paused one (a question
+    /// of its call is still open) stays paused, to resume under the new id
+    /// with what was left, and a listen request's subscription moves to
+    /// the new id. Returns the new id.
     pub(super) fn reissue(&mut self, pending: Pending, resend: Resend) -> u64 {
         let id = self.next_id;
         self.next_id += 1;
@@ -46,7 +48,7 @@ impl Session {
             None => resend.params.write(meta, &mut bytes, id, resend.method),
         }
         self.push_transmit(bytes, TransmitKind::Request(ClientRequestId(id)));
-        if pending.timed() {
+        if pending.armed() {
             self.deadlines.insert((pending.deadline, id));
         }
         // The subscription follows its request to the new id: changes

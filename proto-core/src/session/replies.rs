@@ -63,7 +63,9 @@ impl Session {
             {
                 tracing::info!(server = %self.options.server, "the server refused a call's headers; listing tools again before sending it again");
                 resend.header_retried = true;
-                self.deadlines.insert((pending.deadline, n));
+                if pending.armed() {
+                    self.deadlines.insert((pending.deadline, n));
+                }
                 self.pending.insert(n, pending);
                 self.held_for_list.insert(n);
                 self.start_relist(now, false);
