@@ -24,11 +24,7 @@ impl Runtime {
             let page = self.request(server, request, cancel)?;
             next = listing
                 .add_page(&page)
-                .map_err(|reason| SkillError::Malformed {
-                    server: server.to_owned(),
-                    method: "skills/list",
-                    reason,
-                })?;
+                .map_err(|reason| SkillError::malformed_listing(server, reason))?;
         }
         Ok(listing)
     }
@@ -43,11 +39,7 @@ impl Runtime {
         entry: &SkillEntry,
         cancel: Option<&AtomicBool>,
     ) -> Result<LoadedSkill, SkillError> {
-        let refused = |check| SkillError::Refused {
-            server: server.to_owned(),
-            skill: entry.name().to_owned(),
-            check: Box::new(check),
-        };
+        let refused = |check| SkillError::refused(server, entry.name(), check);
         let request = entry.load_request().map_err(refused)?;
         let result = self.request(server, request, cancel)?;
         entry.verify_load(&result).map_err(refused)
@@ -63,11 +55,7 @@ impl Runtime {
         uri: &str,
         cancel: Option<&AtomicBool>,
     ) -> Result<Vec<u8>, SkillError> {
-        let refused = |check| SkillError::Refused {
-            server: server.to_owned(),
-            skill: skill.entry.name().to_owned(),
-            check: Box::new(check),
-        };
+        let refused = |check| SkillError::refused(server, skill.entry.name(), check);
         let request = skill.file_request(uri).map_err(refused)?;
         let result = self.request(server, request, cancel)?;
         skill.verify_file(uri, &result).map_err(refused)

@@ -44,3 +44,23 @@ pub enum SkillError {
         check: Box<SkillCheck>,
     },
 }
+
+impl SkillError {
+    /// `check` failed for `skill` on `server`: its content is not used.
+    pub fn refused(server: &str, skill: &str, check: SkillCheck) -> Self {
+        Self::Refused {
+            server: server.to_owned(),
+            skill: skill.to_owned(),
+            check: Box::new(check),
+        }
+    }
+
+    /// A `skills/list` page from `server` that cannot be read.
+    pub fn malformed_listing(server: &str, reason: ShapeError) -> Self {
+        Self::Malformed {
+            server: server.to_owned(),
+            method: "skills/list",
+            reason,
+        }
+    }
+}
