@@ -23,7 +23,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::config_edit::{ConfigDocument, NewEntry, NewTransport};
-use crate::config_file::LoadedConfig;
+use rho_host::config::LoadedConfig;
 
 /// The identity of every ad-hoc server.
 pub(crate) const ID: &str = "adhoc";

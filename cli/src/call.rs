@@ -22,10 +22,10 @@ use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::session::{CallError, Progress};
 use serde_json::json;
 
-use crate::config_file::LoadedConfig;
-use crate::host::{Host, RuntimeKind};
 use crate::tool_args;
 use crate::{CallArgs, Failure, check_stopped, unless_stopped, write_stdout};
+use rho_host::config::LoadedConfig;
+use rho_host::{Host, RuntimeKind};
 
 /// Runs `rho mcp call`.
 pub(crate) fn run(
@@ -57,39 +57,27 @@ pub(crate) fn run(
         }
     };
     let entry = crate::startable_server(loaded, id)?;
-    let store = crate::credentials::FileStore::default_location();
     let config = with_tool_timeout(&loaded.config, id, timeout);
-    let mut with_tokens =
-        crate::credentials::with_stored_tokens(&config, kind, store.as_ref(), &|s| s == id);
-    // A person at a terminal whose server has no usable login (none stored,
-    // or one whose refresh failed) logs in now, before connecting: the 401
-    // at connect would give a browser login only the startup budget.
-    if crate::questions::person_present()
-        && crate::credentials::needs_browser_login(&with_tokens, id)
-    {
-        let summary = crate::login_server(loaded, kind, id, false)?;
-        eprintln!("rho: {summary}");
-        with_tokens =
-            crate::credentials::with_stored_tokens(&config, kind, store.as_ref(), &|s| s == id);
-    }
-    let config = with_tokens;
+    let loaded_for_call = LoadedConfig {
+        path: loaded.path.clone(),
+        config,
+        adhoc: loaded.adhoc,
+    };
     let mut options = options;
     options.host =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
-    // A token refused mid-call is refreshed, or a person logs in again.
-    let mode = if crate::questions::person_present() {
-        crate::reauth::LoginMode::Person
-    } else {
-        crate::reauth::LoginMode::Never
-    };
-    options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
-        &loaded.config,
-        crate::credentials::FileStore::default_location()
-            .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
-        mode,
-        kind,
-        &|s| s == id,
-    );
+    // A person at a terminal whose server has no usable login (none stored,
+    // or one whose refresh failed) logs in now, before connecting: the 401
+    // at connect would give a browser login only the startup budget. A
+    // token refused mid-call is refreshed, or a person logs in again.
+    let mode = crate::questions::login_mode();
+    let prepared = rho_host::connect::prepare(&loaded_for_call, kind, &mode, &|s| s == id);
+    for (_, outcome) in prepared.logins {
+        let logged_in = outcome.map_err(crate::login_failure)?;
+        eprintln!("rho: {logged_in}");
+    }
+    let config = prepared.config;
+    options.host.authorizer = prepared.authorizer;
     let undeclared = undeclared_capabilities(
         options.host.can_elicit(),
         options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
@@ -99,8 +87,8 @@ pub(crate) fn run(
     let cancel = crate::signals::install();
     options.interrupt = Some(Arc::clone(&cancel));
 
-    let runtime =
-        unless_stopped(Host::start(kind, &config, options, |s| s == id)).inspect_err(|_| {
+    let runtime = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))
+        .inspect_err(|_| {
             // After SIGHUP the terminal may be gone: never panic writing.
             let _ = writeln!(
                 std::io::stderr(),
@@ -116,7 +104,8 @@ pub(crate) fn run(
         }
     };
     let mut line = ProgressLine::new(std::io::stderr().is_terminal());
-    let outcome = runtime.call_with(id, tool, arguments, &mut |p| line.show(&p), &cancel);
+    let outcome =
+        runtime.call_server_tool_with(id, tool, arguments, &mut |p| line.show(&p), &cancel);
     line.clear();
     runtime.shutdown();
     if let Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) = &outcome {

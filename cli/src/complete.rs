@@ -22,9 +22,9 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::text::terminal::sanitize_line;
 use serde_json::json;
 
-use crate::config_file::LoadedConfig;
-use crate::host::RuntimeKind;
 use crate::{Failure, write_stdout};
+use rho_host::RuntimeKind;
+use rho_host::config::LoadedConfig;
 
 /// `rho mcp complete` arguments.
 #[derive(clap::Args, Debug)]

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use rho_proto_core::config::{self, Config, ServerId};
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
-use crate::config_file::LoadedConfig;
+use rho_host::config::LoadedConfig;
 
 /// The selected config file, read for editing.
 #[derive(Clone)]
@@ -79,7 +79,7 @@ impl ConfigDocument {
     pub(crate) fn open(explicit: Option<PathBuf>) -> Result<Self, String> {
         let path = match explicit {
             Some(path) => path,
-            None => crate::config_file::default_path()
+            None => rho_host::config::default_path()
                 .ok_or("no home directory: give the config file with --config PATH")?,
         };
         let text = match std::fs::read_to_string(&path) {

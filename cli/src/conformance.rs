@@ -16,7 +16,7 @@ use rho_proto_core::runtime::status::ServerStatus;
 use serde_json::{Map, Value, json};
 
 use crate::Failure;
-use crate::host::{Host, RuntimeKind};
+use rho_host::{Host, RuntimeKind};
 
 /// What a scenario asks of the client once it is connected.
 enum Action {
@@ -113,7 +113,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     options.host.authorizer = Some(authorizer);
     let cancel = crate::signals::install();
     options.interrupt = Some(std::sync::Arc::clone(&cancel));
-    let runtime = crate::unless_stopped(Host::start(kind, &config, options, |_| true))?;
+    let runtime = crate::unless_stopped(crate::start_host(kind, &config, options, |_| true))?;
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),
@@ -146,7 +146,7 @@ fn call(
     cancel: &std::sync::atomic::AtomicBool,
 ) -> Result<(), String> {
     let result = runtime
-        .call_with("conformance", tool, arguments, &mut |_| {}, cancel)
+        .call_server_tool_with("conformance", tool, arguments, &mut |_| {}, cancel)
         .map_err(|e| e.to_string())?;
     let text = rho_proto_core::text::terminal::sanitize(&result.text()).into_owned();
     if result.is_error {
@@ -305,13 +305,10 @@ fn authorizer(
         GrantKind::ClientCredentials
     } else {
         GrantKind::AuthorizationCode {
-            redirect_uri: crate::oauth_login::redirect_uri(8976),
+            redirect_uri: rho_host::login::redirect_uri(rho_host::login::HEADLESS_REDIRECT_PORT),
         }
     };
-    let key = StoreKey {
-        server: "conformance".into(),
-        url: rho_proto_core::oauth::discovery::canonical_resource(&url),
-    };
+    let key = StoreKey::new("conformance", &url);
     let settings = LoginSettings {
         server_url: url,
         grant,
@@ -323,12 +320,12 @@ fn authorizer(
         previous: None,
         client_name: "rho".into(),
     };
-    let authorizer = crate::reauth::StoreAuthorizer::for_one(
-        std::sync::Arc::new(crate::reauth::MemoryStore::default()),
+    let authorizer = rho_host::reauth::StoreAuthorizer::for_one(
+        std::sync::Arc::new(rho_host::reauth::MemoryStore::default()),
         "conformance",
         key,
         settings,
-        crate::reauth::LoginMode::Headless,
+        rho_host::login::LoginMode::Headless,
         kind,
     );
     Ok(std::sync::Arc::new(authorizer))

@@ -18,33 +18,25 @@ mod adhoc;
 mod call;
 mod complete;
 mod config_edit;
-mod config_file;
 mod conformance;
-mod credentials;
-mod host;
 mod import;
 mod logging;
 mod manage;
-mod oauth_login;
 mod output;
-mod plugins;
 mod prompt;
 mod questions;
 mod read;
-mod reauth;
-mod sampling;
 mod shell;
 mod signals;
 mod tool_args;
 
+use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::Arc;
 
-use clap::{Args, Parser, Subcommand};
-
-use crate::config_file::LoadedConfig;
-use crate::host::{Host, RuntimeKind};
+use rho_host::config::LoadedConfig;
+use rho_host::credentials::{self, FileStore};
+use rho_host::{Host, RuntimeKind};
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::text::redact::Redactor;
 
@@ -68,7 +60,7 @@ struct Cli {
         env = "RHO_RUNTIME",
         default_value = "smol"
     )]
-    runtime: RuntimeKind,
+    runtime: RuntimeArg,
     /// The session workspace, offered to servers as their one root
     /// (default: the current directory).
     #[arg(long, global = true, value_name = "PATH")]
@@ -79,6 +71,24 @@ struct Cli {
     record: Option<PathBuf>,
     #[command(subcommand)]
     command: TopCommand,
+}
+
+/// `--runtime`: which executor drives the sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+enum RuntimeArg {
+    /// One task per session on the main thread (the default).
+    Smol,
+    /// A driver thread per session.
+    Blocking,
+}
+
+impl From<RuntimeArg> for RuntimeKind {
+    fn from(arg: RuntimeArg) -> Self {
+        match arg {
+            RuntimeArg::Smol => RuntimeKind::Smol,
+            RuntimeArg::Blocking => RuntimeKind::Blocking,
+        }
+    }
 }
 
 #[derive(Subcommand, Debug)]
@@ -247,7 +257,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         TopCommand::Mcp(command) => run_mcp(
             cli.config,
-            cli.runtime,
+            cli.runtime.into(),
             cli.workspace.as_deref(),
             cli.record.as_deref(),
             command,
@@ -436,7 +446,7 @@ fn run_mcp(
             ));
         }
         Some(adhoc) => adhoc::load(adhoc),
-        None => config_file::load(config),
+        None => rho_host::config::load(config),
     }
     .map_err(Failure::Usage)?;
     logging::redact_secrets(run_secrets(&loaded.config, &options.ambient));
@@ -533,7 +543,7 @@ fn show(
 
 /// How each configured server authenticates, for `list` and `show`.
 pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
-    let store = credentials::FileStore::default_location();
+    let store = FileStore::default_location();
     let now = credentials::now_unix();
     loaded
         .config
@@ -541,93 +551,49 @@ pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
         .iter()
         .filter_map(|entry| {
             let config = entry.config.as_ref().ok()?;
-            credentials::auth_status(&entry.id, config, store.as_ref(), now)
+            credentials::auth_status(&entry.id, config, store.as_ref().map(|s| s as _), now)
                 .map(|status| (entry.id.clone(), status))
         })
         .collect()
 }
 
 /// `rho mcp login <id>`: runs the OAuth flow for a remote server now and
-/// stores what it yields.
+/// stores what it yields. Its requests go through runtime `kind`'s HTTP
+/// stack.
 fn login(loaded: &LoadedConfig, kind: RuntimeKind, args: &LoginArgs) -> Result<ExitCode, Failure> {
-    let summary = login_server(loaded, kind, &args.id, args.headless)?;
-    write_stdout(&format!("{summary}\n"))?;
+    use rho_host::login::LoginMode;
+    let store = FileStore::default_location()
+        .ok_or_else(|| login_failure(rho_host::login::LoginError::NoStore))?;
+    let mode = if args.headless {
+        LoginMode::Headless
+    } else {
+        LoginMode::Person(questions::terminal_prompt())
+    };
+    let logged_in = rho_host::login::login_server(loaded, &store, kind, &args.id, &mode).map_err(
+        |e| match e {
+            rho_host::login::LoginError::UnknownServer(id) => {
+                Failure::Usage(unknown_server(loaded, &id))
+            }
+            e => login_failure(e),
+        },
+    )?;
+    write_stdout(&format!("{logged_in}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 
-/// Runs the OAuth login of server `id` and stores its tokens; returns a
-/// line for the person. Shared by `rho mcp login` and `rho mcp call`
-/// (which logs in first when a person is there and no login is stored).
-/// Its requests go through runtime `kind`'s HTTP stack.
-pub(crate) fn login_server(
-    loaded: &LoadedConfig,
-    kind: RuntimeKind,
-    id: &str,
-    headless: bool,
-) -> Result<String, Failure> {
-    use rho_proto_core::config::Transport;
-    use rho_proto_core::oauth::store::{CredentialStore as _, StoreKey};
-    let Some(entry) = loaded.config.get(id) else {
-        return Err(Failure::Usage(unknown_server(loaded, id)));
-    };
-    let server = entry
-        .config
-        .as_ref()
-        .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let Transport::StreamableHttp(http) = &server.transport else {
-        return Err(Failure::Usage(format!(
-            "server `{id}` is a stdio server: OAuth is for remote (streamable_http) servers"
-        )));
-    };
-    let Some(oauth) = &http.oauth else {
-        return Err(Failure::Usage(format!(
-            "server `{id}` does not use OAuth: add an `[mcp.servers.{id}.oauth]` table to {}",
-            loaded.describe()
-        )));
-    };
-    let store = credentials::FileStore::default_location()
-        .ok_or_else(|| Failure::Usage("no home directory: there is no credential store".into()))?;
-    let key = StoreKey {
-        server: id.to_owned(),
-        url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
-    };
-    let stored = store
-        .load(&key)
-        .map_err(|e| Failure::Runtime(e.to_string()))?;
-    let login_http = oauth_login::LoginHttp::for_runtime(kind);
-    let fail = |e: String| Failure::Runtime(format!("server `{id}`: OAuth login failed: {e}"));
-    let challenge = oauth_login::probe(&login_http, &http.url, &[]).map_err(fail)?;
-    let (browser, redirect_uri) = if headless {
-        // Nothing listens: the answer is read from the redirect itself. The
-        // URI still has the registered loopback shape.
-        (
-            oauth_login::Browser::Headless,
-            oauth_login::redirect_uri(8976),
-        )
+/// A login that did not happen, as the failure that ends the command.
+pub(crate) fn login_failure(error: rho_host::login::LoginError) -> Failure {
+    if error.is_usage() {
+        Failure::Usage(error.to_string())
     } else {
-        oauth_login::Browser::person().map_err(fail)?
-    };
-    let settings =
-        oauth_login::settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
-    let mut on_event = oauth_login::store_events(&store, &key, id);
-    let credentials = oauth_login::run(&login_http, settings, challenge, &browser, &mut on_event)
-        .map_err(fail)?;
-    oauth_login::save(&store, &key, &credentials).map_err(Failure::Runtime)?;
-    let expiry = credentials
-        .tokens
-        .expires_in
-        .map(|s| format!("; the access token expires in {s} s"))
-        .unwrap_or_default();
-    Ok(format!(
-        "logged in to server `{id}` with {}{expiry}",
-        credentials.issuer
-    ))
+        Failure::Runtime(error.to_string())
+    }
 }
 
 /// `rho mcp logout <id>`: forgets the stored OAuth login of a server.
 fn logout(loaded: &LoadedConfig, id: &str) -> Result<ExitCode, Failure> {
-    let store = credentials::FileStore::default_location()
-        .ok_or_else(|| Failure::Usage("no home directory: there is no credential store".into()))?;
+    let store = FileStore::default_location()
+        .ok_or_else(|| login_failure(rho_host::login::LoginError::NoStore))?;
     let removed = store
         .forget_server(id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -726,23 +692,33 @@ fn start(
 ) -> Host {
     if connect {
         // Stored OAuth logins become Authorization headers (refreshed when
-        // expired); nothing here ever opens a browser.
-        let store = credentials::FileStore::default_location();
-        let config = credentials::with_stored_tokens(&loaded.config, kind, store.as_ref(), &select);
-        // A token refused mid-session is refreshed; never a new login here.
-        options.host.authorizer = reauth::StoreAuthorizer::for_config(
-            &loaded.config,
-            credentials::FileStore::default_location()
-                .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
-            reauth::LoginMode::Never,
-            kind,
-            &select,
-        );
+        // expired); a token refused mid-session is refreshed; nothing here
+        // ever opens a browser.
+        let prepared =
+            rho_host::connect::prepare(loaded, kind, &rho_host::login::LoginMode::Never, &select);
+        options.host.authorizer = prepared.authorizer;
         options.interrupt = Some(signals::install());
-        Host::start(kind, &config, options, select)
+        start_host(kind, &prepared.config, options, select)
     } else {
-        Host::start(kind, &loaded.config, options, |_| false)
+        start_host(kind, &loaded.config, options, |_| false)
     }
+}
+
+/// Starts the servers `select` accepts; while any starts, a second stop
+/// signal exits at once (see `signals`).
+pub(crate) fn start_host(
+    kind: RuntimeKind,
+    config: &rho_proto_core::config::Config,
+    options: RuntimeOptions,
+    select: impl Fn(&str) -> bool,
+) -> Host {
+    let starts = !rho_proto_core::runtime::Inventory::new(config, &select)
+        .to_start()
+        .is_empty();
+    if starts {
+        signals::watch_for_second();
+    }
+    Host::start_where(kind, config, options, select)
 }
 
 pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {

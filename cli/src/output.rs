@@ -46,8 +46,8 @@ use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::text::terminal::{self, sanitize, sanitize_line};
 use serde_json::{Map, Value, json};
 
-use crate::config_file::LoadedConfig;
-use crate::credentials::AuthStatus;
+use rho_host::config::LoadedConfig;
+use rho_host::credentials::AuthStatus;
 
 /// Each server's auth status, by identity (servers that use none are absent).
 pub(crate) type AuthMap = std::collections::BTreeMap<String, AuthStatus>;

@@ -28,9 +28,9 @@ use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
-use crate::config_file::LoadedConfig;
-use crate::host::{Host, RuntimeKind};
 use crate::{Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
+use rho_host::config::LoadedConfig;
+use rho_host::{Host, RuntimeKind};
 
 /// `rho mcp prompt` arguments.
 #[derive(clap::Args, Debug)]
@@ -104,20 +104,15 @@ pub(crate) fn connect(
     id: &str,
 ) -> Result<Connected, Failure> {
     crate::startable_server(loaded, id)?;
-    let store = crate::credentials::FileStore::default_location();
-    let config =
-        crate::credentials::with_stored_tokens(&loaded.config, kind, store.as_ref(), &|s| s == id);
-    options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
-        &loaded.config,
-        crate::credentials::FileStore::default_location()
-            .map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
-        crate::reauth::LoginMode::Never,
-        kind,
-        &|s| s == id,
-    );
+    let prepared =
+        rho_host::connect::prepare(loaded, kind, &rho_host::login::LoginMode::Never, &|s| {
+            s == id
+        });
+    let config = prepared.config;
+    options.host.authorizer = prepared.authorizer;
     let cancel = crate::signals::install();
     options.interrupt = Some(Arc::clone(&cancel));
-    let host = unless_stopped(Host::start(kind, &config, options, |s| s == id))?;
+    let host = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))?;
     let Some(view) = host.server(id) else {
         host.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));

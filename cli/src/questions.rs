@@ -14,23 +14,19 @@
 //! - Otherwise nobody can be asked, and the runtime declares no
 //!   elicitation, so a well-behaved server never asks.
 //!
-//! The model is `[sampling] command = [...]` in the selected config file:
-//! rho runs it with the flattened prompt on stdin (the system prompt in
-//! `RHO_SAMPLING_SYSTEM_PROMPT`) and takes its stdout as the completion,
-//! within three minutes. Each completion is appended to
-//! `~/.rho/usage.jsonl` under the purpose `mcp_sampling`.
+//! The model is `[sampling] command = [...]` in the selected config file
+//! and each completion is appended to `~/.rho/usage.jsonl`
+//! (`rho_host::sampling`). A login's URL is printed here and opened in a
+//! browser ([`login_mode`]).
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 
 use rho_proto_core::features::elicitation::{
     Field, FieldKind, Form, FormAnswer, check_field_answer,
 };
-use rho_proto_core::host::{HostServices, Model, Responder, UsageLedger};
+use rho_proto_core::host::{Asked, HostServices, Responder};
 use rho_proto_core::text::terminal::{self, sanitize_line};
-
-use crate::sampling::{CommandModel, FileLedger};
 
 /// Whether a person can be asked: a terminal on both ends, not in CI.
 pub(crate) fn person_present() -> bool {
@@ -50,24 +46,39 @@ pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -
     } else {
         None
     };
-    services_with(responder, model_command)
+    rho_host::sampling::services(responder, model_command)
 }
 
-/// The host services with this `responder`: the sampling model is the
-/// configured command, and usage goes to the ledger under `~/.rho/`.
-pub(crate) fn services_with(
-    responder: Option<Arc<dyn Responder>>,
-    model_command: Option<Vec<String>>,
-) -> HostServices {
-    let model = model_command
-        .filter(|c| !c.is_empty())
-        .map(|command| Arc::new(CommandModel::new(command)) as Arc<dyn Model>);
-    let ledger = ledger_path().map(|path| Arc::new(FileLedger::new(path)) as Arc<dyn UsageLedger>);
-    HostServices {
-        responder,
-        model,
-        ledger,
-        authorizer: None,
+/// How a login may reach the person: at a terminal, the URL is printed
+/// and opened in a browser; with no one there, never.
+pub(crate) fn login_mode() -> rho_host::login::LoginMode {
+    if person_present() {
+        rho_host::login::LoginMode::Person(terminal_prompt())
+    } else {
+        rho_host::login::LoginMode::Never
+    }
+}
+
+/// The prompt that prints a login's URL on stderr (and opens it in a
+/// browser where a person is).
+pub(crate) fn terminal_prompt() -> Arc<dyn rho_host::login::AuthorizationPrompt> {
+    Arc::new(TerminalPrompt)
+}
+
+/// Shows a login's URL on stderr and opens it in a browser.
+struct TerminalPrompt;
+
+impl rho_host::login::AuthorizationPrompt for TerminalPrompt {
+    fn show(&self, server: &str, url: &url::Url) {
+        // After SIGHUP the terminal may be gone: never panic writing.
+        let _ = writeln!(
+            std::io::stderr(),
+            "To authorize rho for server `{}`, open this URL in a browser (it is being opened for you where possible):\n\n  {url}\n",
+            sanitize_line(server)
+        );
+        if person_present() {
+            rho_host::login::open_in_browser(url);
+        }
     }
 }
 
@@ -75,7 +86,8 @@ pub(crate) fn services_with(
 struct Defaults;
 
 impl Responder for Defaults {
-    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
+        let server = asked.server.as_str();
         let mut answers = std::collections::BTreeMap::new();
         for field in &form.fields {
             match &field.default {
@@ -92,7 +104,8 @@ impl Responder for Defaults {
         FormAnswer::Submitted(answers)
     }
 
-    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        let server = asked.server.as_str();
         tracing::info!(server, "--yes-defaults refuses sampling: {question}");
         false
     }
@@ -105,12 +118,13 @@ struct Terminal {
 }
 
 impl Responder for Terminal {
-    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
         let _one = self.lock.lock();
-        ask_form(&mut std::io::stderr().lock(), &mut read_line, server, form)
+        ask_form(&mut std::io::stderr().lock(), &mut read_line, asked, form)
     }
 
-    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        let server = asked.server.as_str();
         let _one = self.lock.lock();
         ask_sampling(
             &mut std::io::stderr().lock(),
@@ -127,24 +141,36 @@ impl Responder for Terminal {
 pub(crate) fn ask_form(
     err: &mut impl Write,
     read: &mut dyn FnMut() -> Option<String>,
-    server: &str,
+    asked: &Asked,
     form: &Form,
 ) -> FormAnswer {
-    let _ = writeln!(err, "\n── MCP server `{}` asks ──", sanitize_line(server));
+    // The call it belongs to, so that a form asked during one of several
+    // calls is never taken for another's.
+    let during = asked
+        .what
+        .as_deref()
+        .map(|what| format!(" during `{}`", sanitize_line(what)))
+        .unwrap_or_default();
+    let _ = writeln!(
+        err,
+        "\n── MCP server `{}` asks{during} ──",
+        sanitize_line(&asked.server)
+    );
     write_indented(err, &form.message);
     let _ = writeln!(
         err,
-        "(Enter keeps a [default]; type `!cancel` to dismiss the form)"
+        "(Enter keeps a [default]; type `!decline` to refuse, `!cancel` to dismiss the form)"
     );
     let mut answers = std::collections::BTreeMap::new();
     for field in &form.fields {
         match ask_field(err, read, field) {
-            Asked::Values(values) => {
+            FieldAnswer::Values(values) => {
                 answers.insert(field.name.clone(), values);
             }
-            Asked::Skip => {}
-            Asked::Dismiss => return FormAnswer::Dismissed,
-            Asked::Unavailable => return FormAnswer::CouldNotAsk,
+            FieldAnswer::Skip => {}
+            FieldAnswer::Dismiss => return FormAnswer::Dismissed,
+            FieldAnswer::Decline => return FormAnswer::Declined,
+            FieldAnswer::Unavailable => return FormAnswer::CouldNotAsk,
         }
     }
     FormAnswer::Submitted(answers)
@@ -172,10 +198,12 @@ pub(crate) fn ask_sampling(
     )
 }
 
-enum Asked {
+enum FieldAnswer {
     Values(Vec<String>),
     Skip,
     Dismiss,
+    /// The person refused the whole form (`!decline`).
+    Decline,
     Unavailable,
 }
 
@@ -185,7 +213,7 @@ fn ask_field(
     err: &mut impl Write,
     read: &mut dyn FnMut() -> Option<String>,
     field: &Field,
-) -> Asked {
+) -> FieldAnswer {
     let label = sanitize_line(field.title.as_deref().unwrap_or(&field.name));
     let _ = writeln!(
         err,
@@ -232,27 +260,30 @@ fn ask_field(
         let _ = write!(err, "> {shown}");
         let _ = err.flush();
         let Some(line) = read() else {
-            return Asked::Unavailable;
+            return FieldAnswer::Unavailable;
         };
         let line = line.trim();
         if line == "!cancel" {
-            return Asked::Dismiss;
+            return FieldAnswer::Dismiss;
+        }
+        if line == "!decline" {
+            return FieldAnswer::Decline;
         }
         if line.is_empty() {
             match &field.default {
-                Some(values) => return Asked::Values(values.clone()),
+                Some(values) => return FieldAnswer::Values(values.clone()),
                 None if field.required => {
                     let _ = writeln!(err, "  (required: type an answer, or `!cancel`)");
                     continue;
                 }
-                None => return Asked::Skip,
+                None => return FieldAnswer::Skip,
             }
         }
         let values = parse_answer(field, line);
         // An answer that cannot carry the field's type is asked again with
         // the reason, never sent on to become a decline of the whole form.
         match check_field_answer(field, &values) {
-            Ok(()) => return Asked::Values(values),
+            Ok(()) => return FieldAnswer::Values(values),
             Err(reason) => {
                 // The reason may quote the schema (choices, patterns).
                 let _ = writeln!(
@@ -349,11 +380,6 @@ fn read_line() -> Option<String> {
     }
 }
 
-fn ledger_path() -> Option<PathBuf> {
-    let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
-    Some(PathBuf::from(home).join(".rho").join("usage.jsonl"))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -372,20 +398,50 @@ mod tests {
 
     /// Asks `field` with `lines` as the person's input; returns the answer
     /// and what was shown.
-    fn ask(field: &Field, lines: &[&str]) -> (Asked, String) {
+    fn ask(field: &Field, lines: &[&str]) -> (FieldAnswer, String) {
         let mut input = lines.iter().map(|l| format!("{l}\n"));
         let mut shown = Vec::new();
         let asked = ask_field(&mut shown, &mut || input.next(), field);
         (asked, String::from_utf8_lossy(&shown).into_owned())
     }
 
-    fn values(asked: Asked) -> Vec<String> {
+    fn values(asked: FieldAnswer) -> Vec<String> {
         match asked {
-            Asked::Values(v) => v,
-            Asked::Skip => panic!("skipped"),
-            Asked::Dismiss => panic!("dismissed"),
-            Asked::Unavailable => panic!("ran out of input"),
+            FieldAnswer::Values(v) => v,
+            FieldAnswer::Skip => panic!("skipped"),
+            FieldAnswer::Dismiss => panic!("dismissed"),
+            FieldAnswer::Decline => panic!("declined"),
+            FieldAnswer::Unavailable => panic!("ran out of input"),
         }
+    }
+
+    #[test]
+    fn a_form_names_the_call_it_belongs_to_and_can_be_declined() {
+        let form = Form {
+            message: "Who?".to_owned(),
+            fields: vec![field(FieldKind::Text, true)],
+        };
+        let asked = Asked {
+            server: "srv".to_owned(),
+            call: Some(7),
+            what: Some("book\x1b[2Jing".to_owned()),
+        };
+        let mut shown = Vec::new();
+        let mut input = ["!decline\n".to_owned()].into_iter();
+        let answer = ask_form(&mut shown, &mut || input.next(), &asked, &form);
+        assert_eq!(answer, FormAnswer::Declined);
+        let shown = String::from_utf8_lossy(&shown);
+        assert!(
+            shown.contains("── MCP server `srv` asks during `book"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains('\x1b'),
+            "the call's name is sanitized: {shown:?}"
+        );
+        let mut input = ["!cancel\n".to_owned()].into_iter();
+        let answer = ask_form(&mut Vec::new(), &mut || input.next(), &asked, &form);
+        assert_eq!(answer, FormAnswer::Dismissed, "cancel still dismisses");
     }
 
     #[test]
@@ -422,6 +478,6 @@ mod tests {
     #[test]
     fn input_ending_while_re_asking_is_unavailable_not_an_answer() {
         let (asked, _) = ask(&field(FieldKind::Confirm, false), &["perhaps"]);
-        assert!(matches!(asked, Asked::Unavailable));
+        assert!(matches!(asked, FieldAnswer::Unavailable));
     }
 }

@@ -27,9 +27,9 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
-use crate::config_file::LoadedConfig;
-use crate::host::RuntimeKind;
 use crate::{Failure, unknown_server, write_stdout};
+use rho_host::RuntimeKind;
+use rho_host::config::LoadedConfig;
 
 /// `rho mcp read` arguments.
 #[derive(clap::Args, Debug)]

@@ -9,135 +9,25 @@
 //!
 //! Each test body takes the [`Runtime`] to run `rho` on and
 //! [`both_executors!`] turns it into one `#[test]` per executor
-//! (`<name>::smol`, `<name>::blocking`); [`Scratch`] passes the choice to
-//! every run as `RHO_RUNTIME`, so argument lists stay as a user would type
-//! them.
+//! (`<name>::smol`, `<name>::blocking`); the [`Scene`] passes the choice
+//! to every run as `RHO_RUNTIME`, so argument lists stay as a user would
+//! type them.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
+use rho_tests::scene::{Run, Scene, arg};
 use rho_tests::{
     EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile,
-    scratch_dir, toml_str, wait_gone,
+    toml_str, wait_gone,
 };
 use serde_json::Value;
 
-/// A scratch directory with an empty `home/` to use as `HOME`, and the
-/// executor every `rho` run from it uses.
-struct Scratch {
-    dir: PathBuf,
-    home: PathBuf,
-    runtime: Runtime,
-}
-
-impl Scratch {
-    fn new(name: &str, runtime: Runtime) -> Self {
-        let dir = scratch_dir(&format!("cli-{name}-{}", runtime.name()));
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("create scratch home");
-        Self { dir, home, runtime }
-    }
-
-    /// Writes `text` to `name` in the scratch dir and returns its path.
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.dir.join(name);
-        std::fs::write(&path, text).expect("write scratch file");
-        path
-    }
-
-    /// Runs `rho args...` with this scratch `HOME` on this executor.
-    fn rho(&self, args: &[&str]) -> Run {
-        self.rho_env(args, &[])
-    }
-
-    /// Runs `rho args...` with this scratch `HOME` on this executor and
-    /// extra variables (which may override `RHO_RUNTIME`).
-    fn rho_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rho"));
-        command
-            .args(args)
-            .env("HOME", &self.home)
-            .env("RHO_RUNTIME", self.runtime.name())
-            .env_remove("USERPROFILE")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let output = command.output().expect("run rho");
-        Run {
-            runtime: env
-                .iter()
-                .rev()
-                .find(|(k, _)| *k == "RHO_RUNTIME")
-                .map_or(self.runtime.name(), |(_, v)| v)
-                .to_owned(),
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// One finished `rho` run.
-struct Run {
-    /// The `RHO_RUNTIME` it ran with.
-    runtime: String,
-    args: Vec<String>,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// Asserts the exit code, showing the whole run when it differs.
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
-        self
-    }
-
-    /// stdout followed by stderr.
-    fn all(&self) -> String {
-        format!("{}{}", self.stdout, self.stderr)
-    }
-
-    /// stdout parsed as JSON.
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{self}"))
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "$ RHO_RUNTIME={} rho {}\nexit: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.runtime,
-            self.args.join(" "),
-            self.code,
-            self.stdout,
-            self.stderr
-        )
-    }
-}
-
-/// Shorthand for a path argument.
-fn arg(path: &Path) -> &str {
-    path.to_str().expect("scratch paths are UTF-8")
-}
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 /// The `servers` entry with this `id` in a `list --json` document.
 fn server<'a>(doc: &'a Value, id: &str) -> &'a Value {
@@ -193,17 +83,28 @@ fn everything(id: &str) -> String {
     node_server(id, &everything_js(), &["stdio"])
 }
 
-/// Runs `rho args...` again with `--record` and asserts that no session
-/// was ever built: a transcript gets a header line for each session the
-/// moment it is constructed, before any process is spawned, so an empty
-/// one is positive evidence that nothing was started (a marker file alone
-/// cannot show that: rho kills what it started when it exits).
-fn assert_no_session(s: &Scratch, args: &[&str], why: &str) {
-    let record = s.dir.join(format!("no-session-{}.jsonl", args.len()));
+/// Runs `rho args...` again with `--record`, asserts that it exits with
+/// `code` (as the same run without it did: a run that failed for another
+/// reason would show nothing) having opened the transcript, and that no
+/// session was ever built: a transcript gets a header line for each
+/// session the moment it is constructed, before any process is spawned,
+/// so an empty one is positive evidence that nothing was started (a
+/// marker file alone cannot show that: rho kills what it started when it
+/// exits).
+fn assert_no_session(s: &Scene, args: &[&str], code: i32, why: &str) {
+    let record = s.dir().join(format!("no-session-{}.jsonl", args.len()));
     let mut with_record = vec!["--record", arg(&record)];
     with_record.extend_from_slice(args);
-    let _ = s.rho(&with_record);
-    let text = std::fs::read_to_string(&record).unwrap_or_default();
+    let run = s.rho(&with_record);
+    assert_eq!(
+        run.code,
+        Some(code),
+        "{why}: with --record, rho exited otherwise than without it\n{run}"
+    );
+    // rho opens the transcript before anything else it does for `mcp`
+    // commands, so a missing one means the run never got that far.
+    let text = std::fs::read_to_string(&record)
+        .unwrap_or_else(|e| panic!("{why}: no transcript at {}: {e}\n{run}", record.display()));
     assert!(
         !text.contains("rho_transcript"),
         "{why}: a session was built\n{text}"
@@ -241,8 +142,8 @@ fn wait_for_file(path: &Path) -> bool {
 // list
 
 fn list_without_connect_starts_nothing_and_reports_not_started(rt: Runtime) {
-    let s = Scratch::new("list-no-connect", rt);
-    let marker = s.dir.join("marker");
+    let s = Scene::new(RHO, "list-no-connect", rt);
+    let marker = s.dir().join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
 
     let run = s.rho(&["--config", arg(&config), "mcp", "list"]);
@@ -256,6 +157,7 @@ fn list_without_connect_starts_nothing_and_reports_not_started(rt: Runtime) {
     assert_no_session(
         &s,
         &["--config", arg(&config), "mcp", "list"],
+        0,
         "list without --connect",
     );
 
@@ -268,8 +170,8 @@ fn list_without_connect_starts_nothing_and_reports_not_started(rt: Runtime) {
 }
 
 fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts(rt: Runtime) {
-    let s = Scratch::new("list-connect-json", rt);
-    let root = s.dir.join("root");
+    let s = Scene::new(RHO, "list-connect-json", rt);
+    let root = s.dir().join("root");
     std::fs::create_dir_all(&root).expect("create root");
     let mut text = everything("everything");
     text.push_str(&node_server("filesystem", &filesystem_js(), &[arg(&root)]));
@@ -313,9 +215,9 @@ fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts(rt: Ru
 // Which config file
 
 fn default_config_is_home_rho_config_toml(rt: Runtime) {
-    let s = Scratch::new("default-config", rt);
-    std::fs::create_dir_all(s.home.join(".rho")).expect("create ~/.rho");
-    let default = s.home.join(".rho/config.toml");
+    let s = Scene::new(RHO, "default-config", rt);
+    std::fs::create_dir_all(s.home().join(".rho")).expect("create ~/.rho");
+    let default = s.home().join(".rho/config.toml");
     std::fs::write(&default, everything("from_home")).expect("write default");
 
     let run = s.rho(&["mcp", "list"]);
@@ -329,9 +231,9 @@ fn default_config_is_home_rho_config_toml(rt: Runtime) {
 }
 
 fn explicit_config_replaces_default_without_merging(rt: Runtime) {
-    let s = Scratch::new("explicit-config", rt);
-    std::fs::create_dir_all(s.home.join(".rho")).expect("create ~/.rho");
-    std::fs::write(s.home.join(".rho/config.toml"), everything("from_home"))
+    let s = Scene::new(RHO, "explicit-config", rt);
+    std::fs::create_dir_all(s.home().join(".rho")).expect("create ~/.rho");
+    std::fs::write(s.home().join(".rho/config.toml"), everything("from_home"))
         .expect("write default");
     let project = s.write("project.toml", &everything("from_project"));
 
@@ -347,7 +249,7 @@ fn explicit_config_replaces_default_without_merging(rt: Runtime) {
 }
 
 fn missing_default_config_configures_no_server_and_exits_0(rt: Runtime) {
-    let s = Scratch::new("missing-default", rt);
+    let s = Scene::new(RHO, "missing-default", rt);
     let run = s.rho(&["mcp", "list"]);
     run.expect_code(0);
     assert!(run.stdout.contains("No MCP servers configured"), "{run}");
@@ -360,8 +262,8 @@ fn missing_default_config_configures_no_server_and_exits_0(rt: Runtime) {
 }
 
 fn missing_explicit_config_exits_2_naming_the_path(rt: Runtime) {
-    let s = Scratch::new("missing-explicit", rt);
-    let missing = s.dir.join("no-such-config.toml");
+    let s = Scene::new(RHO, "missing-explicit", rt);
+    let missing = s.dir().join("no-such-config.toml");
     let run = s.rho(&["--config", arg(&missing), "mcp", "list"]);
     run.expect_code(2);
     assert!(run.stderr.contains(arg(&missing)), "{run}");
@@ -372,7 +274,7 @@ fn missing_explicit_config_exits_2_naming_the_path(rt: Runtime) {
 // Config errors and exit codes
 
 fn toml_syntax_error_exits_2_with_file_line_and_column(rt: Runtime) {
-    let s = Scratch::new("syntax-error", rt);
+    let s = Scene::new(RHO, "syntax-error", rt);
     let config = s.write(
         "config.toml",
         "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \n",
@@ -385,7 +287,7 @@ fn toml_syntax_error_exits_2_with_file_line_and_column(rt: Runtime) {
 }
 
 fn unknown_key_under_mcp_exits_2_naming_the_key(rt: Runtime) {
-    let s = Scratch::new("unknown-mcp-key", rt);
+    let s = Scene::new(RHO, "unknown-mcp-key", rt);
     let mut text = everything("everything");
     text.push_str("[mcp.servrs.other]\ncommand = \"node\"\n");
     let config = s.write("config.toml", &text);
@@ -397,7 +299,7 @@ fn unknown_key_under_mcp_exits_2_naming_the_key(rt: Runtime) {
 }
 
 fn invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load(rt: Runtime) {
-    let s = Scratch::new("invalid-entry", rt);
+    let s = Scene::new(RHO, "invalid-entry", rt);
     let mut text = everything("everything");
     text.push_str("[mcp.servers.typo]\ntransport = \"stdio\"\ncomand = \"node\"\n");
     let config = s.write("config.toml", &text);
@@ -429,7 +331,7 @@ fn invalid_entry_is_listed_with_its_key_path_exits_1_and_others_still_load(rt: R
 }
 
 fn failed_server_with_connect_exits_1_and_names_the_executable(rt: Runtime) {
-    let s = Scratch::new("failed-server", rt);
+    let s = Scene::new(RHO, "failed-server", rt);
     let mut text = String::from(
         "[mcp.servers.missing]\ntransport = \"stdio\"\ncommand = \"rho-test-no-such-executable\"\n",
     );
@@ -462,8 +364,8 @@ fn failed_server_with_connect_exits_1_and_names_the_executable(rt: Runtime) {
 }
 
 fn disabled_server_is_reported_disabled_never_started_and_exits_0(rt: Runtime) {
-    let s = Scratch::new("disabled", rt);
-    let marker = s.dir.join("marker");
+    let s = Scene::new(RHO, "disabled", rt);
+    let marker = s.dir().join("marker");
     let mut text = marker_server("off", &marker);
     text.push_str("enabled = false\n");
     let config = s.write("config.toml", &text);
@@ -487,6 +389,7 @@ fn disabled_server_is_reported_disabled_never_started_and_exits_0(rt: Runtime) {
     assert_no_session(
         &s,
         &["--config", arg(&config), "mcp", "list", "--connect"],
+        0,
         "a disabled server",
     );
 }
@@ -496,7 +399,7 @@ fn disabled_server_is_reported_disabled_never_started_and_exits_0(rt: Runtime) {
 
 fn secret_values_never_appear_in_list_or_show_output(rt: Runtime) {
     const SECRETS: [&str; 3] = ["sk-secret-literal", "hdr-secret-literal", "env-secret"];
-    let s = Scratch::new("secrets", rt);
+    let s = Scene::new(RHO, "secrets", rt);
     let mut text = everything("local");
     text.push_str("env = { API_TOKEN = \"sk-secret-literal\" }\n");
     text.push_str(
@@ -555,7 +458,7 @@ fn secret_values_never_appear_in_list_or_show_output(rt: Runtime) {
 // show
 
 fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas(rt: Runtime) {
-    let s = Scratch::new("show-connect", rt);
+    let s = Scene::new(RHO, "show-connect", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -589,7 +492,7 @@ fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas(rt: 
 }
 
 fn show_unknown_server_exits_2_naming_the_configured_servers(rt: Runtime) {
-    let s = Scratch::new("show-unknown", rt);
+    let s = Scene::new(RHO, "show-unknown", rt);
     let mut text = everything("everything");
     text.push_str(&everything("second"));
     let config = s.write("config.toml", &text);
@@ -601,8 +504,8 @@ fn show_unknown_server_exits_2_naming_the_configured_servers(rt: Runtime) {
 }
 
 fn show_without_connect_says_the_server_is_not_started(rt: Runtime) {
-    let s = Scratch::new("show-no-connect", rt);
-    let marker = s.dir.join("marker");
+    let s = Scene::new(RHO, "show-no-connect", rt);
+    let marker = s.dir().join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
     let run = s.rho(&["--config", arg(&config), "mcp", "show", "tripwire"]);
     run.expect_code(0);
@@ -621,6 +524,7 @@ fn show_without_connect_says_the_server_is_not_started(rt: Runtime) {
     assert_no_session(
         &s,
         &["--config", arg(&config), "mcp", "show", "tripwire"],
+        0,
         "show without --connect",
     );
 }
@@ -629,7 +533,7 @@ fn show_without_connect_says_the_server_is_not_started(rt: Runtime) {
 // call
 
 fn call_prints_exactly_the_result_text_and_exits_0(rt: Runtime) {
-    let s = Scratch::new("call-echo", rt);
+    let s = Scene::new(RHO, "call-echo", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -645,7 +549,7 @@ fn call_prints_exactly_the_result_text_and_exits_0(rt: Runtime) {
 }
 
 fn call_past_its_timeout_fails_naming_the_budget(rt: Runtime) {
-    let s = Scratch::new("call-timeout", rt);
+    let s = Scene::new(RHO, "call-timeout", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -663,10 +567,11 @@ fn call_past_its_timeout_fails_naming_the_budget(rt: Runtime) {
 }
 
 fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
-    let s = Scratch::new("call-ctrl-c", rt);
+    let s = Scene::new(RHO, "call-ctrl-c", rt);
     let config = s.write("config.toml", &everything("everything"));
-    let record = s.dir.join("ctrl-c.jsonl");
-    let child = Command::new(env!("CARGO_BIN_EXE_rho"))
+    let record = s.dir().join("ctrl-c.jsonl");
+    let child = s
+        .command()
         .args([
             "--record",
             arg(&record),
@@ -678,9 +583,6 @@ fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
             "trigger-long-running-operation",
             r#"{"duration":20,"steps":20}"#,
         ])
-        .env("HOME", &s.home)
-        .env("RHO_RUNTIME", s.runtime.name())
-        .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
@@ -718,7 +620,7 @@ fn ctrl_c_cancels_the_call_and_exits_130(rt: Runtime) {
 }
 
 fn call_whose_result_is_an_error_exits_1(rt: Runtime) {
-    let s = Scratch::new("call-is-error", rt);
+    let s = Scene::new(RHO, "call-is-error", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -734,8 +636,8 @@ fn call_whose_result_is_an_error_exits_1(rt: Runtime) {
 }
 
 fn call_with_arguments_that_are_not_json_exits_2(rt: Runtime) {
-    let s = Scratch::new("call-bad-json", rt);
-    let marker = s.dir.join("marker");
+    let s = Scene::new(RHO, "call-bad-json", rt);
+    let marker = s.dir().join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
     let run = s.rho(&[
         "--config",
@@ -760,13 +662,14 @@ fn call_with_arguments_that_are_not_json_exits_2(rt: Runtime) {
             "echo",
             "{message:",
         ],
+        2,
         "arguments that are not JSON",
     );
 }
 
 fn call_with_arguments_that_are_a_json_array_exits_2(rt: Runtime) {
-    let s = Scratch::new("call-array", rt);
-    let marker = s.dir.join("marker");
+    let s = Scene::new(RHO, "call-array", rt);
+    let marker = s.dir().join("marker");
     let config = s.write("config.toml", &marker_server("tripwire", &marker));
     let run = s.rho(&[
         "--config",
@@ -791,12 +694,13 @@ fn call_with_arguments_that_are_a_json_array_exits_2(rt: Runtime) {
             "echo",
             r#"["hi"]"#,
         ],
+        2,
         "arguments that are an array",
     );
 }
 
 fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
-    let s = Scratch::new("call-unknown-tool", rt);
+    let s = Scene::new(RHO, "call-unknown-tool", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -818,7 +722,7 @@ fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
 }
 
 fn call_accepts_the_exported_name_as_well_as_the_own_name(rt: Runtime) {
-    let s = Scratch::new("call-exported", rt);
+    let s = Scene::new(RHO, "call-exported", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -834,7 +738,7 @@ fn call_accepts_the_exported_name_as_well_as_the_own_name(rt: Runtime) {
 }
 
 fn show_connect_lists_each_tools_own_name_beside_its_exported_name(rt: Runtime) {
-    let s = Scratch::new("show-own-names", rt);
+    let s = Scene::new(RHO, "show-own-names", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
         "--config",
@@ -857,7 +761,7 @@ fn show_connect_lists_each_tools_own_name_beside_its_exported_name(rt: Runtime) 
 }
 
 fn long_exported_names_are_shortened_to_64_characters_and_both_forms_call(rt: Runtime) {
-    let s = Scratch::new("long-names", rt);
+    let s = Scene::new(RHO, "long-names", rt);
     // A hyphenated id is hex-encoded: its exported names exceed 64 characters.
     let id = "a-server-with-a-long-identity";
     let config = s.write("config.toml", &everything(id));
@@ -904,8 +808,8 @@ fn long_exported_names_are_shortened_to_64_characters_and_both_forms_call(rt: Ru
 }
 
 fn call_on_a_disabled_server_exits_1_without_starting_it(rt: Runtime) {
-    let s = Scratch::new("call-disabled", rt);
-    let marker = s.dir.join("marker");
+    let s = Scene::new(RHO, "call-disabled", rt);
+    let marker = s.dir().join("marker");
     let mut text = marker_server("off", &marker);
     text.push_str("enabled = false\n");
     let config = s.write("config.toml", &text);
@@ -916,6 +820,7 @@ fn call_on_a_disabled_server_exits_1_without_starting_it(rt: Runtime) {
     assert_no_session(
         &s,
         &["--config", arg(&config), "mcp", "call", "off", "echo", "{}"],
+        1,
         "a disabled server",
     );
 }
@@ -924,7 +829,7 @@ fn call_on_a_disabled_server_exits_1_without_starting_it(rt: Runtime) {
 // --verbose
 
 fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged(rt: Runtime) {
-    let s = Scratch::new("verbose", rt);
+    let s = Scene::new(RHO, "verbose", rt);
     let config = s.write("config.toml", &everything("everything"));
     let call = [
         "--config",
@@ -951,8 +856,8 @@ fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged(rt: Runtime) {
 // Nothing left behind
 
 fn list_connect_leaves_no_server_or_grandchild_running(rt: Runtime) {
-    let s = Scratch::new("grandchild", rt);
-    let pidfile = s.dir.join("server.pid");
+    let s = Scene::new(RHO, "grandchild", rt);
+    let pidfile = s.dir().join("server.pid");
     let text = node_server(
         "parent",
         &misbehaving_js(),
@@ -975,7 +880,7 @@ fn list_connect_leaves_no_server_or_grandchild_running(rt: Runtime) {
 
     let server_pid = read_pidfile(&pidfile);
     assert_eq!(parent["pid"], server_pid, "{parent}");
-    let grandchild = read_pidfile(&s.dir.join("server.pid.grandchild"));
+    let grandchild = read_pidfile(&s.dir().join("server.pid.grandchild"));
     assert!(wait_gone(server_pid), "server {server_pid} outlived rho");
     assert!(
         wait_gone(grandchild),
@@ -984,7 +889,7 @@ fn list_connect_leaves_no_server_or_grandchild_running(rt: Runtime) {
 }
 
 fn non_loopback_http_url_fails_with_the_https_rule_while_others_load(rt: Runtime) {
-    let s = Scratch::new("http-rule", rt);
+    let s = Scene::new(RHO, "http-rule", rt);
     let mut text = String::from(
         "[mcp.servers.plain]\ntransport = \"streamable_http\"\nurl = \"http://mcp.example.com/mcp\"\n",
     );
@@ -1009,7 +914,7 @@ fn non_loopback_http_url_fails_with_the_https_rule_while_others_load(rt: Runtime
 }
 
 fn http_server_connects_and_calls_over_loopback(rt: Runtime) {
-    let s = Scratch::new("http-call", rt);
+    let s = Scene::new(RHO, "http-call", rt);
     let remote = EverythingHttp::start();
     let config = s.write("config.toml", &remote.config("remote"));
     let run = s.rho(&[
@@ -1047,8 +952,8 @@ fn http_server_connects_and_calls_over_loopback(rt: Runtime) {
 /// only per-run facts (elapsed time, pids) may differ.
 #[test]
 fn list_connect_json_is_the_same_under_smol_and_blocking() {
-    let s = Scratch::new("parity", Runtime::Smol);
-    let root = s.dir.join("root");
+    let s = Scene::new(RHO, "parity", Runtime::Smol);
+    let root = s.dir().join("root");
     std::fs::create_dir_all(&root).expect("create root");
     let mut text = everything("everything");
     text.push_str(&node_server("filesystem", &filesystem_js(), &[arg(&root)]));
@@ -1114,8 +1019,8 @@ fn list_connect_json_is_the_same_under_smol_and_blocking() {
 const OAUTH_CONFIG: &str = "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n[mcp.servers.remote.oauth]\n\n[mcp.servers.keyed]\ntransport = \"streamable_http\"\nurl = \"https://keyed.example.com/mcp\"\nheaders_from_env = { Authorization = \"KEYED_TOKEN\" }\n[mcp.servers.keyed.oauth]\n";
 
 /// Writes a stored login for `remote` into the scratch home's store.
-fn store_login(s: &Scratch, expires_at: u64) {
-    let dir = s.home.join(".rho");
+fn store_login(s: &Scene, expires_at: u64) {
+    let dir = s.home().join(".rho");
     std::fs::create_dir_all(&dir).expect("store dir");
     let doc = serde_json::json!({
         "version": 1,
@@ -1139,7 +1044,7 @@ fn store_login(s: &Scratch, expires_at: u64) {
 
 #[test]
 fn list_and_show_report_oauth_login_state_without_revealing_tokens() {
-    let s = Scratch::new("oauth-status", Runtime::Smol);
+    let s = Scene::new(RHO, "oauth-status", Runtime::Smol);
     let config = s.write("config.toml", OAUTH_CONFIG);
     let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
     run.expect_code(0);
@@ -1183,7 +1088,7 @@ fn list_and_show_report_oauth_login_state_without_revealing_tokens() {
 
 #[test]
 fn logout_forgets_the_stored_login_and_a_second_logout_says_there_is_none() {
-    let s = Scratch::new("oauth-logout", Runtime::Smol);
+    let s = Scene::new(RHO, "oauth-logout", Runtime::Smol);
     let config = s.write("config.toml", OAUTH_CONFIG);
     store_login(&s, 4_000_000_000);
     let run = s.rho(&["--config", arg(&config), "mcp", "logout", "remote"]);
@@ -1193,7 +1098,7 @@ fn logout_forgets_the_stored_login_and_a_second_logout_says_there_is_none() {
             .contains("forgot the OAuth login of server `remote`"),
         "{run}"
     );
-    let stored = std::fs::read_to_string(s.home.join(".rho/mcp-oauth.json")).expect("store");
+    let stored = std::fs::read_to_string(s.home().join(".rho/mcp-oauth.json")).expect("store");
     assert!(!stored.contains("stored-access-token-value"), "{stored}");
     let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
     assert_eq!(
@@ -1211,7 +1116,7 @@ fn logout_forgets_the_stored_login_and_a_second_logout_says_there_is_none() {
 
 #[test]
 fn replay_of_a_file_that_is_not_a_transcript_exits_2_saying_so() {
-    let s = Scratch::new("replay-not-transcript", Runtime::Smol);
+    let s = Scene::new(RHO, "replay-not-transcript", Runtime::Smol);
     let file = s.write("notes.txt", "just some notes\n");
     let run = s.rho(&["mcp", "replay", arg(&file)]);
     run.expect_code(2);
@@ -1221,7 +1126,7 @@ fn replay_of_a_file_that_is_not_a_transcript_exits_2_saying_so() {
 
 #[test]
 fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
-    let s = Scratch::new("json-errors", Runtime::Smol);
+    let s = Scene::new(RHO, "json-errors", Runtime::Smol);
     let config = s.write("config.toml", &everything("everything"));
     // A usage error: exit 2.
     let run = s.rho(&["--config", arg(&config), "mcp", "show", "nosuch", "--json"]);
@@ -1281,7 +1186,7 @@ fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
 
 #[test]
 fn help_names_each_runtime_once() {
-    let s = Scratch::new("help-runtime", Runtime::Smol);
+    let s = Scene::new(RHO, "help-runtime", Runtime::Smol);
     let run = s.rho(&["--help"]);
     run.expect_code(0);
     assert!(!run.stdout.contains("smol: smol"), "{run}");

@@ -9,8 +9,12 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rho_tests::{scratch_dir, tests_dir, toml_path, toml_str};
-use serde_json::Value;
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::scene::Scene;
+use rho_tests::{tests_dir, toml_path, toml_str};
+
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 /// Every stdio server gets this variable; any process still carrying it
 /// after rho exits was left behind.
@@ -99,14 +103,13 @@ fn closed_port() -> u16 {
     listener.local_addr().expect("addr").port()
 }
 
-fn run(runtime: &str) {
-    let dir = scratch_dir(&format!("misbehave-{runtime}"));
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).expect("home");
+fn run(runtime: Runtime) {
+    let scene = Scene::new(RHO, "misbehave", runtime);
+    let dir = scene.dir();
     let marker = dir.display().to_string();
     let linger = dir.join("linger");
     std::fs::create_dir_all(&linger).expect("linger dir");
-    let (_oauth, oauth_port) = oauth_server(&dir);
+    let (_oauth, oauth_port) = oauth_server(dir);
     let mut config = String::new();
     config.push_str(
         "[mcp.servers.gone]\ntransport = \"stdio\"\ncommand = \"no-such-mcp-server-executable\"\n",
@@ -153,42 +156,19 @@ fn run(runtime: &str) {
     ));
     config.push_str("[mcp.servers.plaintext]\ntransport = \"streamable_http\"\nurl = \"http://mcp.example.com/mcp\"\n");
     config.push_str("[mcp.servers.wrongtype]\nnope = 1\n");
-    let path = dir.join("config.toml");
-    std::fs::write(
-        &path,
-        format!("[mcp.servers]\nstringy = \"npx foo\"\n\n{config}"),
-    )
-    .expect("config");
+    let scene = scene.with_config(&format!("[mcp.servers]\nstringy = \"npx foo\"\n\n{config}"));
 
     let started = Instant::now();
-    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-        .args([
-            "--config",
-            path.to_str().expect("utf-8"),
-            "mcp",
-            "list",
-            "--connect",
-            "--json",
-        ])
-        .env("HOME", &home)
-        .env("RHO_RUNTIME", runtime)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rho");
+    let run = scene.rho(&["mcp", "list", "--connect", "--json"]);
     let elapsed = started.elapsed();
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
-    let shown = format!(
-        "{runtime}: exit {:?} after {elapsed:?}\n--- stdout\n{stdout}\n--- stderr\n{stderr}",
-        output.status.code()
-    );
-    assert_eq!(output.status.code(), Some(1), "{shown}");
+    let shown = format!("{run}\n(after {elapsed:?})");
+    let (stdout, stderr) = (&run.stdout, &run.stderr);
+    assert_eq!(run.code, Some(1), "{shown}");
     assert!(
         elapsed < Duration::from_secs(BUDGET_SECS + 5),
         "took longer than the largest startup budget + 5 s: {shown}"
     );
-    let doc: Value = serde_json::from_str(&stdout).unwrap_or_else(|e| panic!("{e}: {shown}"));
+    let doc = run.json();
     // `RHO_SHOW=1` prints the document, to read the reasons as a person would.
     if std::env::var_os("RHO_SHOW").is_some() {
         eprintln!("{stdout}");
@@ -227,7 +207,7 @@ fn run(runtime: &str) {
         );
     }
     // Nothing a server sent reaches the output raw, and no echoed secret.
-    for text in [&stdout, &stderr] {
+    for text in [stdout, stderr] {
         assert!(
             !text.contains('\u{1b}') && !text.contains('\r'),
             "raw control: {shown}"
@@ -251,6 +231,6 @@ fn run(runtime: &str) {
 
 #[test]
 fn every_server_misbehaving_still_ends_in_time_with_reasons_and_no_process_left() {
-    run("smol");
-    run("blocking");
+    run(Runtime::Smol);
+    run(Runtime::Blocking);
 }

@@ -9,102 +9,13 @@
 //! read or written) and a null stdin. These behaviours do not depend on
 //! the executor, so the runs use the default one.
 
-use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::path::Path;
 
-use rho_tests::{EverythingHttp, everything_js, scratch_dir, toml_path};
-use serde_json::Value;
+use rho_tests::scene::{Scene, arg};
+use rho_tests::{EverythingHttp, everything_js, toml_path};
 
-/// A scratch directory with an empty `home/` to use as `HOME`.
-struct Scratch {
-    dir: PathBuf,
-    home: PathBuf,
-}
-
-impl Scratch {
-    fn new(name: &str) -> Self {
-        let dir = scratch_dir(&format!("manage-{name}"));
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("create scratch home");
-        Self { dir, home }
-    }
-
-    /// Writes `text` to `name` in the scratch dir and returns its path.
-    fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.dir.join(name);
-        std::fs::write(&path, text).expect("write scratch file");
-        path
-    }
-
-    /// Runs `rho args...` with this scratch `HOME`.
-    fn rho(&self, args: &[&str]) -> Run {
-        self.rho_env(args, &[])
-    }
-
-    /// Runs `rho args...` with this scratch `HOME` and extra variables.
-    fn rho_env(&self, args: &[&str], env: &[(&str, &str)]) -> Run {
-        let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-            .args(args)
-            .env("HOME", &self.home)
-            .env_remove("USERPROFILE")
-            .env_remove("RUST_LOG")
-            .env_remove("RHO_RUNTIME")
-            .envs(env.iter().copied())
-            .stdin(Stdio::null())
-            .output()
-            .expect("run rho");
-        Run {
-            args: args.iter().map(|a| (*a).to_owned()).collect(),
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-/// One finished `rho` run.
-struct Run {
-    args: Vec<String>,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    /// Asserts the exit code, showing the whole run when it differs.
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
-        self
-    }
-
-    /// stdout parsed as JSON.
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|e| panic!("stdout is not JSON: {e}\n{self}"))
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "rho {:?} exited {:?}\n--- stdout\n{}--- stderr\n{}",
-            self.args, self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn arg(path: &Path) -> &str {
-    path.to_str().expect("utf-8 path")
-}
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 /// A config with server-everything over stdio as `id`.
 fn everything(id: &str) -> String {
@@ -141,7 +52,7 @@ fn commented(everything: &str) -> String {
 
 #[test]
 fn add_then_list_then_remove_round_trips_a_commented_config() {
-    let s = Scratch::new("round-trip");
+    let s = Scene::on_default_executor(RHO, "round-trip");
     let js = toml_path(&everything_js());
     let original = commented(&js);
     let config = s.write("config.toml", &original);
@@ -199,7 +110,7 @@ fn add_then_list_then_remove_round_trips_a_commented_config() {
 
 #[test]
 fn add_refuses_an_existing_id_unless_forced() {
-    let s = Scratch::new("add-exists");
+    let s = Scene::on_default_executor(RHO, "add-exists");
     let original = commented(&toml_path(&everything_js()));
     let config = s.write("config.toml", &original);
     let cfg = arg(&config);
@@ -236,8 +147,8 @@ fn add_refuses_an_existing_id_unless_forced() {
 
 #[test]
 fn add_creates_the_file_and_its_directory_owner_only() {
-    let s = Scratch::new("add-creates");
-    let config = s.dir.join("project/.rho/config.toml");
+    let s = Scene::on_default_executor(RHO, "add-creates");
+    let config = s.dir().join("project/.rho/config.toml");
     let cfg = arg(&config);
     let run = s.rho(&[
         "--config",
@@ -271,7 +182,7 @@ fn add_creates_the_file_and_its_directory_owner_only() {
         "fs-server",
     ]);
     run.expect_code(0);
-    let default = s.home.join(".rho/config.toml");
+    let default = s.home().join(".rho/config.toml");
     assert_eq!(
         read(&default),
         "[mcp.servers.fs]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"fs-server\"]\nenabled = false\n"
@@ -283,8 +194,8 @@ fn add_creates_the_file_and_its_directory_owner_only() {
 
 #[test]
 fn an_entry_the_config_parser_refuses_is_never_written() {
-    let s = Scratch::new("add-invalid");
-    let config = s.dir.join("config.toml");
+    let s = Scene::on_default_executor(RHO, "add-invalid");
+    let config = s.dir().join("config.toml");
     let cfg = arg(&config);
     let run = s.rho(&[
         "--config",
@@ -313,7 +224,7 @@ fn an_entry_the_config_parser_refuses_is_never_written() {
 #[cfg(target_os = "linux")]
 #[test]
 fn a_config_that_cannot_be_written_is_reported() {
-    let s = Scratch::new("add-unwritable");
+    let s = Scene::on_default_executor(RHO, "add-unwritable");
     // Absent, so there is nothing to read, and in a directory nobody, not
     // even root, can create.
     let config = Path::new("/proc/self/rho-no-such-dir/config.toml");
@@ -328,8 +239,8 @@ fn a_config_that_cannot_be_written_is_reported() {
 
 #[test]
 fn add_arguments_that_do_not_fit_the_transport_are_usage_errors() {
-    let s = Scratch::new("add-usage");
-    let config = s.dir.join("config.toml");
+    let s = Scene::on_default_executor(RHO, "add-usage");
+    let config = s.dir().join("config.toml");
     let cfg = arg(&config);
     for (args, says) in [
         (&["b"][..], "give the server's command after `--`"),
@@ -361,8 +272,8 @@ fn add_arguments_that_do_not_fit_the_transport_are_usage_errors() {
 
 #[test]
 fn secret_looking_literal_values_are_written_with_a_note() {
-    let s = Scratch::new("add-secret");
-    let config = s.dir.join("config.toml");
+    let s = Scene::on_default_executor(RHO, "add-secret");
+    let config = s.dir().join("config.toml");
     let cfg = arg(&config);
     let run = s.rho(&[
         "--config",
@@ -414,7 +325,7 @@ fn secret_looking_literal_values_are_written_with_a_note() {
 
 #[test]
 fn remove_enable_and_disable_of_an_unknown_id_list_the_known_ones() {
-    let s = Scratch::new("unknown-id");
+    let s = Scene::on_default_executor(RHO, "unknown-id");
     let original = commented(&toml_path(&everything_js()));
     let config = s.write("config.toml", &original);
     let cfg = arg(&config);
@@ -436,7 +347,7 @@ fn remove_enable_and_disable_of_an_unknown_id_list_the_known_ones() {
             .contains("`files/fs` is a server of plugin `files`, which rho does not edit"),
         "{run}"
     );
-    let missing = s.dir.join("missing.toml");
+    let missing = s.dir().join("missing.toml");
     let run = s.rho(&["--config", arg(&missing), "mcp", "remove", "a"]);
     run.expect_code(2);
     assert!(run.stderr.contains("configures none"), "{run}");
@@ -445,7 +356,7 @@ fn remove_enable_and_disable_of_an_unknown_id_list_the_known_ones() {
 
 #[test]
 fn disable_then_enable_round_trips_and_keeps_the_permissions() {
-    let s = Scratch::new("toggle");
+    let s = Scene::on_default_executor(RHO, "toggle");
     let original = commented(&toml_path(&everything_js()));
     let config = s.write("config.toml", &original);
     #[cfg(unix)]
@@ -476,7 +387,7 @@ fn disable_then_enable_round_trips_and_keeps_the_permissions() {
     run.expect_code(0);
     assert_eq!(read(&config), original);
     // No temporary file is left beside it.
-    let left: Vec<_> = std::fs::read_dir(&s.dir)
+    let left: Vec<_> = std::fs::read_dir(s.dir())
         .expect("list")
         .filter_map(Result::ok)
         .map(|e| e.file_name())
@@ -488,9 +399,9 @@ fn disable_then_enable_round_trips_and_keeps_the_permissions() {
 #[cfg(unix)]
 #[test]
 fn a_symlinked_config_is_edited_through_the_link() {
-    let s = Scratch::new("symlink");
+    let s = Scene::on_default_executor(RHO, "symlink");
     let real = s.write("real.toml", "# real\n");
-    let link = s.dir.join("link.toml");
+    let link = s.dir().join("link.toml");
     std::os::unix::fs::symlink(&real, &link).expect("symlink");
     let run = s.rho(&["--config", arg(&link), "mcp", "add", "x", "--", "true"]);
     run.expect_code(0);
@@ -514,7 +425,7 @@ fn json_str(s: &str) -> String {
 
 #[test]
 fn import_of_a_claude_desktop_config_moves_secrets_out() {
-    let s = Scratch::new("import-desktop");
+    let s = Scene::on_default_executor(RHO, "import-desktop");
     let js = json_str(arg(&everything_js()));
     let desktop = s.write(
         "claude_desktop_config.json",
@@ -584,7 +495,7 @@ fn import_of_a_claude_desktop_config_moves_secrets_out() {
 
 #[test]
 fn import_of_claude_code_and_cursor_configs_names_the_placeholders_variables() {
-    let s = Scratch::new("import-code");
+    let s = Scene::on_default_executor(RHO, "import-code");
     let code = s.write(
         ".mcp.json",
         r#"{"mcpServers": {
@@ -595,7 +506,7 @@ fn import_of_claude_code_and_cursor_configs_names_the_placeholders_variables() {
   "legacy": {"type": "sse", "url": "https://old.example.com/sse"}
 }}"#,
     );
-    let config = s.dir.join("config.toml");
+    let config = s.dir().join("config.toml");
     let cfg = arg(&config);
     let run = s.rho(&["--config", cfg, "mcp", "import", arg(&code)]);
     run.expect_code(0);
@@ -626,7 +537,7 @@ fn import_of_claude_code_and_cursor_configs_names_the_placeholders_variables() {
 
 #[test]
 fn import_of_a_vs_code_config_reads_its_servers_object() {
-    let s = Scratch::new("import-vscode");
+    let s = Scene::on_default_executor(RHO, "import-vscode");
     let vscode = s.write(
         "mcp.json",
         r#"{"inputs": [{"type": "promptString", "id": "tok", "password": true}],
@@ -636,7 +547,7 @@ fn import_of_a_vs_code_config_reads_its_servers_object() {
   "web": {"type": "http", "url": "https://api.example.com/mcp"}
 }}"#,
     );
-    let config = s.dir.join("config.toml");
+    let config = s.dir().join("config.toml");
     let cfg = arg(&config);
     let run = s.rho(&["--config", cfg, "mcp", "import", arg(&vscode)]);
     run.expect_code(0);
@@ -658,7 +569,7 @@ fn import_of_a_vs_code_config_reads_its_servers_object() {
 
 #[test]
 fn invalid_entries_are_reported_and_the_valid_ones_still_imported() {
-    let s = Scratch::new("import-invalid");
+    let s = Scene::on_default_executor(RHO, "import-invalid");
     let mixed = s.write(
         "mixed.json",
         r#"{"mcpServers": {
@@ -668,7 +579,7 @@ fn invalid_entries_are_reported_and_the_valid_ones_still_imported() {
   "bad id!": {"command": "x"}
 }}"#,
     );
-    let config = s.dir.join("config.toml");
+    let config = s.dir().join("config.toml");
     let cfg = arg(&config);
     let file = arg(&mixed);
     let run = s.rho(&["--config", cfg, "mcp", "import", file]);
@@ -696,7 +607,7 @@ fn invalid_entries_are_reported_and_the_valid_ones_still_imported() {
 
 #[test]
 fn import_skips_existing_ids_unless_forced() {
-    let s = Scratch::new("import-existing");
+    let s = Scene::on_default_executor(RHO, "import-existing");
     let original = "[mcp.servers.ok]  # mine\ntransport = \"stdio\"\ncommand = \"mine\"\n";
     let config = s.write("config.toml", original);
     let cfg = arg(&config);
@@ -725,7 +636,7 @@ fn import_skips_existing_ids_unless_forced() {
 
 #[test]
 fn import_of_a_file_that_is_not_a_client_config_is_a_usage_error() {
-    let s = Scratch::new("import-bad-file");
+    let s = Scene::on_default_executor(RHO, "import-bad-file");
     let config = s.write("config.toml", "# untouched\n");
     let cfg = arg(&config);
     for (name, text, says) in [
@@ -744,7 +655,7 @@ fn import_of_a_file_that_is_not_a_client_config_is_a_usage_error() {
         cfg,
         "mcp",
         "import",
-        arg(&s.dir.join("none.json")),
+        arg(&s.dir().join("none.json")),
     ]);
     run.expect_code(2);
     assert!(run.stderr.contains("cannot read"), "{run}");
@@ -755,7 +666,7 @@ fn import_of_a_file_that_is_not_a_client_config_is_a_usage_error() {
 
 #[test]
 fn an_adhoc_stdio_server_lists_shows_and_calls_without_a_config_file() {
-    let s = Scratch::new("adhoc-stdio");
+    let s = Scene::on_default_executor(RHO, "adhoc-stdio");
     // Quoted as a shell would need it; HOME has no config at all.
     let line = format!("node '{}' stdio", arg(&everything_js()));
     let run = s.rho(&["mcp", "list", "--connect", "--stdio", &line, "--json"]);
@@ -787,7 +698,7 @@ fn an_adhoc_stdio_server_lists_shows_and_calls_without_a_config_file() {
 
 #[test]
 fn an_adhoc_url_server_lists_and_calls_without_a_config_file() {
-    let s = Scratch::new("adhoc-url");
+    let s = Scene::on_default_executor(RHO, "adhoc-url");
     let server = EverythingHttp::start();
     let url = server.url();
     let run = s.rho(&["mcp", "list", "--connect", "--url", &url, "--json"]);
@@ -816,7 +727,7 @@ fn an_adhoc_url_server_lists_and_calls_without_a_config_file() {
 
 #[test]
 fn adhoc_servers_that_cannot_be_used_are_refused() {
-    let s = Scratch::new("adhoc-refused");
+    let s = Scene::on_default_executor(RHO, "adhoc-refused");
     let config = s.write("config.toml", &everything("ev"));
     for (args, says) in [
         (
@@ -897,7 +808,7 @@ fn adhoc_servers_that_cannot_be_used_are_refused() {
 
 #[test]
 fn key_value_arguments_are_typed_by_the_tools_schema() {
-    let s = Scratch::new("kv-typed");
+    let s = Scene::on_default_executor(RHO, "kv-typed");
     let config = s.write("config.toml", &everything("ev"));
     let cfg = arg(&config);
     // get-sum's a and b are numbers: sent as strings, the server would
@@ -927,7 +838,7 @@ fn key_value_arguments_are_typed_by_the_tools_schema() {
 
 #[test]
 fn an_unknown_key_or_an_untypeable_value_is_a_usage_error() {
-    let s = Scratch::new("kv-refused");
+    let s = Scene::on_default_executor(RHO, "kv-refused");
     let config = s.write("config.toml", &everything("ev"));
     let cfg = arg(&config);
     let run = s.rho(&[
@@ -959,7 +870,7 @@ fn an_unknown_key_or_an_untypeable_value_is_a_usage_error() {
 
 #[test]
 fn get_is_show() {
-    let s = Scratch::new("get");
+    let s = Scene::on_default_executor(RHO, "get");
     let config = s.write("config.toml", &everything("ev"));
     let cfg = arg(&config);
     let get = s.rho(&["--config", cfg, "mcp", "get", "ev", "--json"]);
@@ -974,7 +885,7 @@ fn get_is_show() {
 
 #[test]
 fn completions_cover_the_commands_for_each_shell() {
-    let s = Scratch::new("completions");
+    let s = Scene::on_default_executor(RHO, "completions");
     for shell in ["bash", "zsh", "fish"] {
         let run = s.rho(&["completions", shell]);
         run.expect_code(0);

@@ -18,7 +18,9 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use rho_tests::{scratch_dir, tests_dir, toml_str};
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::scene::{Scene, arg};
+use rho_tests::{tests_dir, toml_str};
 use serde_json::Value;
 
 /// The fixture server, stopped on drop.
@@ -88,66 +90,31 @@ impl Drop for OAuthServer {
     }
 }
 
-struct Run {
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
+
+/// A scene with the OAuth fixture (`ttl`: its tokens' lifetime in
+/// seconds) and a config of it as server `fx`, which the runs name with
+/// `--config`.
+fn setup(name: &str, rt: Runtime, ttl: u32) -> (Scene, PathBuf, OAuthServer) {
+    setup_with(name, rt, ttl, &[])
 }
 
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "exit {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.code, self.stdout, self.stderr
-        )
-    }
-}
-
-fn rho(home: &Path, runtime: &str, args: &[&str]) -> Run {
-    rho_env(home, runtime, args, &[])
-}
-
-fn rho_env(home: &Path, runtime: &str, args: &[&str], env: &[(&str, &str)]) -> Run {
-    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-        .args(args)
-        .envs(env.iter().copied())
-        .env("HOME", home)
-        .env("RHO_RUNTIME", runtime)
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rho");
-    Run {
-        code: output.status.code(),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
-
-fn setup(name: &str, ttl: u32) -> (PathBuf, PathBuf, OAuthServer) {
-    setup_with(name, ttl, &[])
-}
-
-fn setup_with(name: &str, ttl: u32, modes: &[&str]) -> (PathBuf, PathBuf, OAuthServer) {
-    let dir = scratch_dir(&format!("oauth-{name}"));
-    let home = dir.join("home");
-    std::fs::create_dir_all(&home).expect("home");
-    let server = OAuthServer::start_with(&dir, ttl, modes);
-    let config = dir.join("config.toml");
-    std::fs::write(
-        &config,
-        format!(
+fn setup_with(name: &str, rt: Runtime, ttl: u32, modes: &[&str]) -> (Scene, PathBuf, OAuthServer) {
+    let s = Scene::new(RHO, &format!("oauth-{name}"), rt);
+    let server = OAuthServer::start_with(s.dir(), ttl, modes);
+    let config = s.write(
+        "config.toml",
+        &format!(
             "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n",
             toml_str(&server.url())
         ),
-    )
-    .expect("config");
-    (home, config, server)
+    );
+    (s, config, server)
 }
 
-fn for_both(body: fn(&str)) {
-    for runtime in ["smol", "blocking"] {
+fn for_both(body: fn(Runtime)) {
+    for runtime in [Runtime::Smol, Runtime::Blocking] {
         body(runtime);
     }
 }
@@ -155,13 +122,9 @@ fn for_both(body: fn(&str)) {
 #[test]
 fn connecting_without_a_login_fails_saying_to_run_login_and_opens_no_browser() {
     for_both(|rt| {
-        let (home, config, _server) = setup(&format!("no-login-{rt}"), 3600);
+        let (s, config, _server) = setup("no-login", rt, 3600);
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "list", "--connect", "--json"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "list", "--connect", "--json"]);
         assert_eq!(run.code, Some(1), "{run}");
         let doc: Value = serde_json::from_str(&run.stdout).expect("json");
         let server = &doc["servers"][0];
@@ -181,16 +144,12 @@ fn a_headless_login_is_stored_used_refreshed_silently_and_a_revoked_one_asks_aga
     for_both(|rt| {
         // Tokens live 30 s: under rho's one-minute margin, so every
         // connection refreshes first.
-        let (home, config, server) = setup(&format!("login-{rt}"), 30);
+        let (s, config, server) = setup("login", rt, 30);
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
         assert!(run.stdout.contains("logged in to server `fx`"), "{run}");
-        let store = home.join(".rho/mcp-oauth.json");
+        let store = s.home().join(".rho/mcp-oauth.json");
         let stored = std::fs::read_to_string(&store).expect("stored");
         assert!(stored.contains("\"access_token\": \"at-1-"), "{stored}");
         #[cfg(unix)]
@@ -204,7 +163,7 @@ fn a_headless_login_is_stored_used_refreshed_silently_and_a_revoked_one_asks_aga
         }
         // The call refreshes (token #2) without anyone, and stores the
         // rotated refresh token.
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(0), "{run}");
         assert_eq!(run.stdout, "token #2\n", "{run}");
         let stored = std::fs::read_to_string(&store).expect("stored");
@@ -215,7 +174,7 @@ fn a_headless_login_is_stored_used_refreshed_silently_and_a_revoked_one_asks_aga
         );
         // Revoked at the server: nothing refreshes, and rho says what to do.
         server.control("revoke");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(run.stderr.contains("rho mcp login fx"), "{run}");
     });
@@ -224,7 +183,7 @@ fn a_headless_login_is_stored_used_refreshed_silently_and_a_revoked_one_asks_aga
 #[test]
 fn client_credentials_get_a_token_on_connect_without_a_person() {
     for_both(|rt| {
-        let (home, config, _server) = setup(&format!("m2m-{rt}"), 3600);
+        let (s, config, _server) = setup("m2m", rt, 3600);
         let text = std::fs::read_to_string(&config).expect("config").replace(
             "[mcp.servers.fx.oauth]\n",
             "[mcp.servers.fx.oauth]\ngrant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_from_env = \"M2M_SECRET\"\n",
@@ -232,18 +191,11 @@ fn client_credentials_get_a_token_on_connect_without_a_person() {
         std::fs::write(&config, text).expect("config");
         let cfg = config.to_str().expect("utf-8");
         let env = [("M2M_SECRET", "m2m-secret")];
-        let run = rho_env(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "call", "fx", "whoami"],
-            &env,
-        );
+        let run = s.rho_env(&["--config", cfg, "mcp", "call", "fx", "whoami"], &env);
         assert_eq!(run.code, Some(0), "{run}");
         assert_eq!(run.stdout, "token #1\n", "{run}");
         // The stored token is reused while it lives.
-        let run = rho_env(
-            &home,
-            rt,
+        let run = s.rho_env(
             &["--config", cfg, "mcp", "list", "--connect", "--json"],
             &env,
         );
@@ -258,12 +210,11 @@ fn client_credentials_get_a_token_on_connect_without_a_person() {
             "{run}"
         );
         // Without the secret's variable the reason names it.
-        let fresh = home.join("fresh");
+        let fresh = s.home().join("fresh");
         std::fs::create_dir_all(&fresh).expect("home");
-        let run = rho(
-            &fresh,
-            rt,
+        let run = s.rho_env(
             &["--config", cfg, "mcp", "call", "fx", "whoami"],
+            &[("HOME", arg(&fresh))],
         );
         assert_eq!(run.code, Some(1), "{run}");
         assert!(run.stderr.contains("M2M_SECRET"), "{run}");
@@ -275,22 +226,14 @@ fn a_token_that_expires_mid_session_is_refreshed_and_the_call_resent() {
     for_both(|rt| {
         // Every access token stops working once tools/list is answered:
         // the call after it meets a 401 in the same session.
-        let (home, config, _server) = setup_with(
-            &format!("expire-{rt}"),
-            3600,
-            &["--expire-on", "tools/list"],
-        );
+        let (s, config, _server) = setup_with("expire", rt, 3600, &["--expire-on", "tools/list"]);
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(0), "{run}");
         assert_eq!(run.stdout, "token #2\n", "refreshed mid-session: {run}");
-        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        let stored = std::fs::read_to_string(s.home().join(".rho/mcp-oauth.json")).expect("stored");
         assert!(stored.contains("\"refresh_token\": \"rt-2-"), "{stored}");
         assert!(!run.stderr.contains("at-2"), "{run}");
     });
@@ -299,19 +242,11 @@ fn a_token_that_expires_mid_session_is_refreshed_and_the_call_resent() {
 #[test]
 fn a_login_revoked_mid_session_fails_the_call_saying_to_log_in_again() {
     for_both(|rt| {
-        let (home, config, _server) = setup_with(
-            &format!("revoke-{rt}"),
-            3600,
-            &["--revoke-on", "tools/list"],
-        );
+        let (s, config, _server) = setup_with("revoke", rt, 3600, &["--revoke-on", "tools/list"]);
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(
             run.stderr.contains("HTTP 401")
@@ -325,20 +260,15 @@ fn a_login_revoked_mid_session_fails_the_call_saying_to_log_in_again() {
 #[test]
 fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
     for_both(|rt| {
-        let (home, config, _server) =
-            setup_with(&format!("step-up-none-{rt}"), 3600, &["--step-up", "admin"]);
+        let (s, config, _server) = setup_with("step-up-none", rt, 3600, &["--step-up", "admin"]);
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
         // The narrow tool works with the narrow scope.
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.stdout, "token #1 (mcp offline_access)\n", "{run}");
         // No terminal: no login mid-call, and the reason says what to do.
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "admin"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "admin"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(
             run.stderr.contains("HTTP 403")
@@ -346,7 +276,7 @@ fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
                 && run.stderr.contains("rho mcp login fx"),
             "{run}"
         );
-        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        let stored = std::fs::read_to_string(s.home().join(".rho/mcp-oauth.json")).expect("stored");
         assert!(
             stored.contains("\"access_token\": \"at-1-")
                 && stored.contains("\"wanted_scope\": \"mcp mcp:admin\""),
@@ -354,19 +284,15 @@ fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
         );
         // The login the reason suggests asks for the wanted scope too, and
         // keeps what was held.
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "admin"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "admin"]);
         assert_eq!(run.code, Some(0), "{run}");
         assert_eq!(
             run.stdout, "token #2 (mcp offline_access mcp:admin)\n",
             "{run}"
         );
-        let stored = std::fs::read_to_string(home.join(".rho/mcp-oauth.json")).expect("stored");
+        let stored = std::fs::read_to_string(s.home().join(".rho/mcp-oauth.json")).expect("stored");
         assert!(!stored.contains("wanted_scope"), "granted now: {stored}");
     });
 }
@@ -376,11 +302,8 @@ fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() 
     for_both(|rt| {
         // The conformance client logs in headless (in memory) when the
         // server first refuses, and steps up when a tool needs more.
-        let (home, _config, server) =
-            setup_with(&format!("step-up-{rt}"), 3600, &["--step-up", "test-tool"]);
-        let run = rho_env(
-            &home,
-            rt,
+        let (s, _config, server) = setup_with("step-up", rt, 3600, &["--step-up", "test-tool"]);
+        let run = s.rho_env(
             &["mcp", "conformance-client", &server.url()],
             &[("MCP_CONFORMANCE_SCENARIO", "auth/scope-step-up")],
         );
@@ -391,7 +314,7 @@ fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() 
             "{run}"
         );
         assert!(
-            !home.join(".rho/mcp-oauth.json").exists(),
+            !s.home().join(".rho/mcp-oauth.json").exists(),
             "nothing stored on disk"
         );
     });
@@ -402,24 +325,16 @@ fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
     for_both(|rt| {
         // After tools/list the resource trusts only /auth2: its PRM names
         // it and tokens of /auth are refused.
-        let (home, config, server) = setup_with(
-            &format!("migrate-{rt}"),
-            3600,
-            &["--migrate-on", "tools/list"],
-        );
+        let (s, config, server) = setup_with("migrate", rt, 3600, &["--migrate-on", "tools/list"]);
         let cfg = config.to_str().expect("utf-8");
-        let store = home.join(".rho/mcp-oauth.json");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let store = s.home().join(".rho/mcp-oauth.json");
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
         let old_issuer = format!("http://127.0.0.1:{}/auth", server.port);
         assert!(run.stdout.contains(&format!("with {old_issuer};")), "{run}");
         // No one to log in: the old login (tokens and client) is dropped,
         // the new server is not registered with, and the reason says so.
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(
             run.stderr
@@ -435,13 +350,9 @@ fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
             "{stored}"
         );
         // A new login registers at the new server, and calls work again.
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(0), "{run}");
         assert_eq!(run.stdout, "token #2\n", "{run}");
         let stored = std::fs::read_to_string(&store).expect("stored");
@@ -456,14 +367,13 @@ fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
 #[test]
 fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
     for_both(|rt| {
-        let (home, _config, server) = setup_with(
-            &format!("migrate-headless-{rt}"),
+        let (s, _config, server) = setup_with(
+            "migrate-headless",
+            rt,
             3600,
             &["--migrate-on", "tools/list"],
         );
-        let run = rho_env(
-            &home,
-            rt,
+        let run = s.rho_env(
             &["mcp", "conformance-client", &server.url()],
             &[(
                 "MCP_CONFORMANCE_SCENARIO",
@@ -478,26 +388,18 @@ fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
 #[test]
 fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_later() {
     for_both(|rt| {
-        let (home, config, server) = setup(&format!("init-401-{rt}"), 3600);
+        let (s, config, server) = setup("init-401", rt, 3600);
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "login", "fx", "--headless"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "login", "fx", "--headless"]);
         assert_eq!(run.code, Some(0), "{run}");
         // The stored token is not due by its clock, but the server has
         // dropped it: the connection's first request meets the 401.
         server.control("expire");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "list", "--connect", "--json"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "list", "--connect", "--json"]);
         assert_eq!(run.code, Some(0), "{run}");
         let doc: Value = serde_json::from_str(&run.stdout).expect("json");
         assert_eq!(doc["servers"][0]["status"], "ready", "{run}");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(0), "{run}");
         assert_eq!(
             run.stdout, "token #2\n",
@@ -505,15 +407,11 @@ fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_late
         );
         // Recorded, the refusal and the resend keep every token out.
         server.control("expire");
-        let record = home.join("session.jsonl");
+        let record = s.home().join("session.jsonl");
         let record_arg = record.to_str().expect("utf-8");
-        let run = rho(
-            &home,
-            rt,
-            &[
-                "--config", cfg, "--record", record_arg, "mcp", "call", "fx", "whoami",
-            ],
-        );
+        let run = s.rho(&[
+            "--config", cfg, "--record", record_arg, "mcp", "call", "fx", "whoami",
+        ]);
         assert_eq!(run.stdout, "token #3\n", "{run}");
         let transcript = std::fs::read_to_string(&record).expect("transcript");
         assert!(
@@ -525,11 +423,7 @@ fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_late
         }
         // Revoked too: startup fails with what to run, no browser opened.
         server.control("revoke");
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "list", "--connect", "--json"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "list", "--connect", "--json"]);
         assert_eq!(run.code, Some(1), "{run}");
         let doc: Value = serde_json::from_str(&run.stdout).expect("json");
         let error = doc["servers"][0]["error"].as_str().unwrap_or_default();
@@ -584,10 +478,9 @@ fn oidc_server(dir: &Path) -> (OAuthServer, u16) {
 fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_in_again() {
     use std::io::BufRead as _;
     for_both(|rt| {
-        let dir = scratch_dir(&format!("oauth-oidc-{rt}"));
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("home");
-        let (_provider, mcp_port) = oidc_server(&dir);
+        let s = Scene::new(RHO, "oauth-oidc", rt);
+        let dir = s.dir();
+        let (_provider, mcp_port) = oidc_server(dir);
         let mcp = format!("http://127.0.0.1:{mcp_port}");
         let config = dir.join("config.toml");
         std::fs::write(
@@ -601,12 +494,9 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
         let cfg = config.to_str().expect("utf-8");
         // A person's login without a terminal: rho prints the URL (it opens
         // no browser here) and waits on its loopback listener.
-        let mut login = Command::new(env!("CARGO_BIN_EXE_rho"))
+        let mut login = s
+            .command()
             .args(["--config", cfg, "mcp", "login", "fx"])
-            .env("HOME", &home)
-            .env("RHO_RUNTIME", rt)
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -649,7 +539,7 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
             stdout.contains("logged in to server `fx` with http://127.0.0.1:"),
             "{stdout}"
         );
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(
             (run.code, run.stdout.as_str()),
             (Some(0), "token #1\n"),
@@ -657,11 +547,7 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
         );
         // Behind the bearer check is the official TypeScript SDK's server,
         // which rho drives in the 2026-07-28 era with the same token.
-        let run = rho(
-            &home,
-            rt,
-            &["--config", cfg, "mcp", "show", "fx", "--connect", "--json"],
-        );
+        let run = s.rho(&["--config", cfg, "mcp", "show", "fx", "--connect", "--json"]);
         assert_eq!(run.code, Some(0), "{run}");
         let doc: Value = serde_json::from_str(&run.stdout).expect("json");
         assert_eq!(
@@ -671,7 +557,7 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
         );
         // The provider drops the access token: refreshed without anyone.
         control(mcp_port, "expire");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(
             (run.code, run.stdout.as_str()),
             (Some(0), "token #2\n"),
@@ -679,7 +565,7 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
         );
         // Revoked: a clear "log in again".
         control(mcp_port, "revoke");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(
             run.stderr.contains("invalid_grant")
@@ -692,10 +578,9 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
 #[test]
 fn a_bearer_token_the_openid_provider_did_not_mint_is_refused_by_the_sdk_server() {
     for_both(|rt| {
-        let dir = scratch_dir(&format!("oauth-oidc-forged-{rt}"));
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("home");
-        let (_provider, mcp_port) = oidc_server(&dir);
+        let s = Scene::new(RHO, "oauth-oidc-forged", rt);
+        let dir = s.dir();
+        let (_provider, mcp_port) = oidc_server(dir);
         let config = dir.join("config.toml");
         std::fs::write(
             &config,
@@ -706,7 +591,7 @@ fn a_bearer_token_the_openid_provider_did_not_mint_is_refused_by_the_sdk_server(
         )
         .expect("config");
         let cfg = config.to_str().expect("utf-8");
-        let run = rho(&home, rt, &["--config", cfg, "mcp", "call", "fx", "whoami"]);
+        let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!((run.code, run.stdout.as_str()), (Some(1), ""), "{run}");
         // The fixture's verifier found no such token in oidc-provider, and
         // the SDK answered 401 with its challenge.

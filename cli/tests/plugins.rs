@@ -6,91 +6,29 @@
 //! server-filesystem from `tests/servers`, on both executors.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::{everything_js, node_server, scratch_dir, tests_dir, toml_path};
+use rho_tests::scene::{Scene, arg};
+use rho_tests::{everything_js, node_server, tests_dir, toml_path};
 use serde_json::Value;
 
-/// A scratch `HOME` and a config with the everything server and the
-/// fixture plugin directory.
-struct Scene {
-    dir: PathBuf,
-    home: PathBuf,
-    config: PathBuf,
-    runtime: Runtime,
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
+
+/// A scene whose config has the everything server and the fixture plugin
+/// directory.
+fn plugin_scene(name: &str, runtime: Runtime) -> Scene {
+    Scene::new(RHO, &format!("plugins-{name}"), runtime).with_config(&format!(
+        "# the user's own server\n{}\n[plugins]\ndirs = [{}]\n",
+        node_server("everything", &everything_js(), &["stdio"]),
+        toml_path(&tests_dir().join("plugins"))
+    ))
 }
 
-impl Scene {
-    fn new(name: &str, runtime: Runtime) -> Self {
-        let dir = scratch_dir(&format!("plugins-{name}-{}", runtime.name()));
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("create home");
-        let config = dir.join("config.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "# the user's own server\n{}\n[plugins]\ndirs = [{}]\n",
-                node_server("everything", &everything_js(), &["stdio"]),
-                toml_path(&tests_dir().join("plugins"))
-            ),
-        )
-        .expect("write config");
-        Self {
-            dir,
-            home,
-            config,
-            runtime,
-        }
-    }
-
-    /// `${PLUGIN_DATA}` of the `files` plugin under this scene's HOME.
-    fn data_dir(&self) -> PathBuf {
-        self.home.join(".rho/plugin-data/files")
-    }
-
-    /// Runs `rho --config <config> mcp <args>`; (exit code, stdout, stderr).
-    fn rho(&self, args: &[&str]) -> (Option<i32>, String, String) {
-        self.rho_with(&[], args)
-    }
-
-    /// Runs `rho --config <config> <global> mcp <args>`.
-    fn rho_with(&self, global: &[&str], args: &[&str]) -> (Option<i32>, String, String) {
-        let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-            .arg("--config")
-            .arg(&self.config)
-            .args(global)
-            .arg("mcp")
-            .args(args)
-            .env("HOME", &self.home)
-            .env("RHO_RUNTIME", self.runtime.name())
-            .env_remove("USERPROFILE")
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run rho");
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    }
-
-    fn json(&self, args: &[&str]) -> (Option<i32>, Value) {
-        let (code, stdout, stderr) = self.rho(args);
-        let value = serde_json::from_str(&stdout)
-            .unwrap_or_else(|e| panic!("not JSON ({e}): {stdout}\nstderr: {stderr}"));
-        (code, value)
-    }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
+/// `${PLUGIN_DATA}` of the `files` plugin under the scene's HOME.
+fn data_dir(scene: &Scene) -> PathBuf {
+    scene.home().join(".rho/plugin-data/files")
 }
 
 /// The `servers` entry with `id`.
@@ -108,9 +46,14 @@ fn fixture(path: &str) -> String {
 /// Without `--connect`, plugin servers are listed with their origin and
 /// their problems, and discovery creates nothing.
 fn list_shows_plugin_servers_with_their_origin_and_creates_nothing(rt: Runtime) {
-    let scene = Scene::new("list", rt);
-    let (code, text, _) = scene.rho(&["list"]);
-    assert_eq!(code, Some(1), "an invalid entry fails the listing: {text}");
+    let scene = plugin_scene("list", rt);
+    let run = scene.rho(&["mcp", "list"]);
+    assert_eq!(
+        run.code,
+        Some(1),
+        "an invalid entry fails the listing: {run}"
+    );
+    let text = &run.stdout;
     for line in [
         "everything  (config)",
         "files/fs  (plugin files)",
@@ -123,17 +66,17 @@ fn list_shows_plugin_servers_with_their_origin_and_creates_nothing(rt: Runtime) 
         !text.contains("(plugin empty)"),
         "a plugin without servers adds none:\n{text}"
     );
-    let (_, list) = scene.json(&["list", "--json"]);
+    let list = scene.rho(&["mcp", "list", "--json"]).json();
     let fs = server(&list, "files/fs");
     assert_eq!(fs["origin"], "plugin");
     assert_eq!(fs["plugin"]["name"], "files");
     assert_eq!(fs["plugin"]["root"], fixture("files"));
     assert_eq!(
         fs["plugin"]["data_dir"],
-        scene.data_dir().display().to_string()
+        data_dir(&scene).display().to_string()
     );
     assert_eq!(fs["status"], "not_started");
-    assert_eq!(fs["args"][1], scene.data_dir().display().to_string());
+    assert_eq!(fs["args"][1], data_dir(&scene).display().to_string());
     assert_eq!(server(&list, "everything")["origin"], "config");
     let bad = server(&list, "files/bad");
     assert_eq!(bad["status"], "invalid");
@@ -152,7 +95,7 @@ fn list_shows_plugin_servers_with_their_origin_and_creates_nothing(rt: Runtime) 
         "{broken}"
     );
     assert!(
-        !scene.home.join(".rho/plugin-data").exists(),
+        !scene.home().join(".rho/plugin-data").exists(),
         "discovery created the plugin data directory"
     );
 }
@@ -165,12 +108,13 @@ fn list_shows_plugin_servers_with_their_origin_and_creates_nothing(rt: Runtime) 
 /// root too: server-filesystem replaces its directories with the client's
 /// roots when they arrive, which would otherwise race with the call.
 fn connect_creates_plugin_data_then_starts_the_plugin_server(rt: Runtime) {
-    let scene = Scene::new("connect", rt);
-    let (code, list) = scene.json(&["list", "--connect", "--json"]);
+    let scene = plugin_scene("connect", rt);
+    let run = scene.rho(&["mcp", "list", "--connect", "--json"]);
+    let list = run.json();
     assert_eq!(
-        code,
+        run.code,
         Some(1),
-        "the invalid entries still fail the run: {list}"
+        "the invalid entries still fail the run: {run}"
     );
     assert_eq!(server(&list, "everything")["status"], "ready", "{list}");
     let fs = server(&list, "files/fs");
@@ -190,17 +134,16 @@ fn connect_creates_plugin_data_then_starts_the_plugin_server(rt: Runtime) {
             .is_some_and(|all| all.iter().any(|t| t["name"] == exported)),
         "{fs}"
     );
-    assert!(scene.data_dir().is_dir());
-    let data = scene.data_dir().display().to_string();
-    let workspace = ["--workspace", data.as_str()];
-    let (code, out, err) = scene.rho_with(
-        &workspace,
-        &["call", "files/fs", "list_allowed_directories"],
-    );
-    assert_eq!(code, Some(0), "{out}{err}");
-    let (code, by_name, err) = scene.rho_with(&workspace, &["call", "files/fs", exported]);
-    assert_eq!(code, Some(0), "{by_name}{err}");
-    let canonical = std::fs::canonicalize(scene.data_dir()).expect("canonical data dir");
+    let data = data_dir(&scene);
+    assert!(data.is_dir());
+    let call = |tool: &str| {
+        let run = scene.rho(&["--workspace", arg(&data), "mcp", "call", "files/fs", tool]);
+        run.expect_code(0);
+        run.stdout
+    };
+    let out = call("list_allowed_directories");
+    let by_name = call(exported);
+    let canonical = std::fs::canonicalize(&data).expect("canonical data dir");
     assert!(
         out.contains(&canonical.display().to_string()),
         "the server does not serve ${{PLUGIN_DATA}}: {out}"
@@ -210,13 +153,14 @@ fn connect_creates_plugin_data_then_starts_the_plugin_server(rt: Runtime) {
 
 /// A data directory that cannot be created disables that server alone.
 fn an_uncreatable_data_dir_disables_only_that_server(rt: Runtime) {
-    let scene = Scene::new("no-data", rt);
-    let data_root = scene.home.join(".rho/plugin-data");
+    let scene = plugin_scene("no-data", rt);
+    let data_root = scene.home().join(".rho/plugin-data");
     std::fs::create_dir_all(data_root.parent().expect("parent")).expect("create .rho");
     // A file where the directory must go.
     std::fs::write(&data_root, "not a directory").expect("write blocker");
-    let (code, list) = scene.json(&["list", "--connect", "--json"]);
-    assert_eq!(code, Some(1));
+    let run = scene.rho(&["mcp", "list", "--connect", "--json"]);
+    run.expect_code(1);
+    let list = run.json();
     assert_eq!(server(&list, "everything")["status"], "ready", "{list}");
     let fs = server(&list, "files/fs");
     assert_eq!(fs["status"], "invalid", "{list}");
@@ -224,7 +168,7 @@ fn an_uncreatable_data_dir_disables_only_that_server(rt: Runtime) {
     assert!(
         error.starts_with(&format!(
             "{}: server `files/fs`: cannot create the plugin's data directory",
-            scene.data_dir().display()
+            data_dir(&scene).display()
         )) && error.ends_with("this server is disabled"),
         "{error}"
     );
@@ -233,12 +177,12 @@ fn an_uncreatable_data_dir_disables_only_that_server(rt: Runtime) {
 /// Only the selected server's data directory is created: `show` of the
 /// config's own server leaves the plugin's alone.
 fn show_of_another_server_creates_no_plugin_data(rt: Runtime) {
-    let scene = Scene::new("show", rt);
-    let (code, out, err) = scene.rho(&["show", "everything", "--connect"]);
-    assert_eq!(code, Some(0), "{out}{err}");
-    assert!(out.contains("origin:     config"), "{out}");
-    assert!(!Path::new(&scene.data_dir()).exists());
-    let (_, out, _) = scene.rho(&["show", "files/fs"]);
+    let scene = plugin_scene("show", rt);
+    let run = scene.rho(&["mcp", "show", "everything", "--connect"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("origin:     config"), "{run}");
+    assert!(!Path::new(&data_dir(&scene)).exists());
+    let out = scene.rho(&["mcp", "show", "files/fs"]).stdout;
     assert!(out.contains("origin:     plugin files"), "{out}");
     assert!(
         out.contains(&format!("plugin dir: {}", fixture("files"))),
@@ -249,34 +193,24 @@ fn show_of_another_server_creates_no_plugin_data(rt: Runtime) {
 /// Plugins whose servers are all invalid (or none) add no startup work:
 /// `list --connect` builds no session, as with no server at all.
 fn plugins_without_valid_servers_keep_the_zero_server_fast_path(rt: Runtime) {
-    let scene = Scene::new("zero", rt);
-    let plugins = scene.dir.join("plugins");
+    let scene = plugin_scene("zero", rt);
+    let plugins = scene.dir().join("plugins");
     std::fs::create_dir_all(&plugins).expect("create plugins dir");
     for name in ["broken", "empty"] {
         std::os::unix::fs::symlink(tests_dir().join("plugins").join(name), plugins.join(name))
             .expect("link a fixture plugin");
     }
     std::fs::write(
-        &scene.config,
+        scene.config(),
         format!("[plugins]\ndirs = [{}]\n", toml_path(&plugins)),
     )
     .expect("write config");
-    let record = scene.dir.join("record.jsonl");
-    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-        .arg("--config")
-        .arg(&scene.config)
-        .arg("--record")
-        .arg(&record)
-        .args(["mcp", "list", "--connect"])
-        .env("HOME", &scene.home)
-        .env("RHO_RUNTIME", scene.runtime.name())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rho");
-    let text = String::from_utf8_lossy(&output.stdout);
-    assert!(text.contains("broken/*"), "{text}");
-    let transcript = std::fs::read_to_string(&record).unwrap_or_default();
+    let record = scene.dir().join("record.jsonl");
+    let run = scene.rho(&["--record", arg(&record), "mcp", "list", "--connect"]);
+    // The broken plugin's entry fails the listing, and nothing else does.
+    run.expect_code(1);
+    assert!(run.stdout.contains("broken/*"), "{run}");
+    let transcript = std::fs::read_to_string(&record).expect("rho opened the transcript");
     assert!(
         !transcript.contains("rho_transcript"),
         "a session was built for a plugin without valid servers:\n{transcript}"
@@ -286,14 +220,14 @@ fn plugins_without_valid_servers_keep_the_zero_server_fast_path(rt: Runtime) {
 /// `[mcp] max_output_bytes` caps plugin servers too (their `mcp.json`
 /// has no key for it); the config's own entry keeps its own.
 fn plugin_servers_take_the_global_output_cap(rt: Runtime) {
-    let scene = Scene::new("cap", rt);
-    let text = std::fs::read_to_string(&scene.config).expect("read config");
+    let scene = plugin_scene("cap", rt);
+    let text = std::fs::read_to_string(scene.config()).expect("read config");
     let text = text.replace(
         "# the user's own server\n",
         "[mcp]\nmax_output_bytes = 2048\n",
     );
-    std::fs::write(&scene.config, text).expect("write config");
-    let (_, list) = scene.json(&["list", "--json"]);
+    std::fs::write(scene.config(), text).expect("write config");
+    let list = scene.rho(&["mcp", "list", "--json"]).json();
     assert_eq!(
         server(&list, "files/fs")["max_output_bytes"],
         2048,

@@ -8,90 +8,14 @@
 //! Every run gets its own scratch `HOME` and a null stdin.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::{EverythingHttp, everything_js, node_server, scratch_dir};
-use serde_json::Value;
+use rho_tests::scene::Scene;
+use rho_tests::{EverythingHttp, everything_js, node_server};
 
-struct Scratch {
-    dir: PathBuf,
-    home: PathBuf,
-    runtime: Runtime,
-    config: PathBuf,
-}
-
-impl Scratch {
-    fn new(name: &str, runtime: Runtime, config: &str) -> Self {
-        let dir = scratch_dir(&format!("lists-{name}-{}", runtime.name()));
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("scratch home");
-        let path = dir.join("rho.toml");
-        std::fs::write(&path, config).expect("config");
-        Self {
-            dir,
-            home,
-            runtime,
-            config: path,
-        }
-    }
-
-    fn rho(&self, args: &[&str]) -> Run {
-        let config = self.config.to_str().expect("UTF-8 path");
-        let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-            .args(["--config", config])
-            .args(args)
-            .env("HOME", &self.home)
-            .env("RHO_RUNTIME", self.runtime.name())
-            .env_remove("RUST_LOG")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run rho");
-        Run {
-            line: format!("RHO_RUNTIME={} rho {}", self.runtime.name(), args.join(" ")),
-            code: output.status.code(),
-            stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-        }
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
-    }
-}
-
-struct Run {
-    line: String,
-    code: Option<i32>,
-    stdout: String,
-    stderr: String,
-}
-
-impl Run {
-    fn expect_code(&self, code: i32) -> &Self {
-        assert_eq!(self.code, Some(code), "unexpected exit code\n{self}");
-        self
-    }
-
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout).unwrap_or_else(|e| panic!("not JSON: {e}\n{self}"))
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "$ {}\nexit: {:?}\n--- stdout ---\n{}--- stderr ---\n{}",
-            self.line, self.code, self.stdout, self.stderr
-        )
-    }
-}
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 fn catalog_js() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/servers/fixtures/catalog.js")
@@ -99,14 +23,14 @@ fn catalog_js() -> PathBuf {
 
 /// server-everything as `local` (stdio) and `remote` (HTTP); the HTTP
 /// server lives as long as the returned handle.
-fn everything_both(name: &str, runtime: Runtime) -> (Scratch, EverythingHttp) {
+fn everything_both(name: &str, runtime: Runtime) -> (Scene, EverythingHttp) {
     let http = EverythingHttp::start();
     let config = format!(
         "{}{}",
         node_server("local", &everything_js(), &["stdio"]),
         http.config("remote")
     );
-    (Scratch::new(name, runtime, &config), http)
+    (Scene::new(RHO, name, runtime).with_config(&config), http)
 }
 
 fn show_lists_prompts_resources_and_templates(runtime: Runtime) {
@@ -162,7 +86,7 @@ fn prompts_render_the_turn_and_refuse_bad_arguments_without_a_request(runtime: R
         run.expect_code(0);
         assert_eq!(run.stdout, "What's weather in Paris, Texas?\n", "{run}");
 
-        let record = s.dir.join(format!("missing-{id}.jsonl"));
+        let record = s.dir().join(format!("missing-{id}.jsonl"));
         let record_arg = record.to_str().expect("UTF-8");
         let run = s.rho(&[
             "--record",
@@ -245,7 +169,7 @@ fn resources_read_as_a_message_would_carry_them(runtime: Runtime) {
         let run = s.rho(&["mcp", "read", id, blob, "resourceId=4"]);
         run.expect_code(0);
         assert!(run.stdout.starts_with("[resource text/plain, "), "{run}");
-        let out = s.dir.join(format!("blob-{id}.bin"));
+        let out = s.dir().join(format!("blob-{id}.bin"));
         let run = s.rho(&[
             "mcp",
             "read",
@@ -340,7 +264,7 @@ fn the_fixture_covers_one_argument_pagination_list_changed_and_failures(runtime:
         node_server("broken", &js, &["broken"]),
         rho_tests::toml_str(js.to_str().expect("UTF-8")),
     );
-    let s = Scratch::new("fixture", runtime, &config);
+    let s = Scene::new(RHO, "fixture", runtime).with_config(&config);
     let run = s.rho(&["mcp", "show", "fixture", "--connect"]);
     run.expect_code(0);
     // Two pages each, and the prompts and resources as listed after the
@@ -417,7 +341,7 @@ fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
         "[mcp]\nmax_output_bytes = 1024\n{}",
         node_server("local", &everything_js(), &["stdio"])
     );
-    let s = Scratch::new("cap", runtime, &config);
+    let s = Scene::new(RHO, "cap", runtime).with_config(&config);
     let message = "x".repeat(3000);
     let arguments = serde_json::json!({ "message": message }).to_string();
     let run = s.rho(&["mcp", "call", "local", "echo", &arguments]);

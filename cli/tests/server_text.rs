@@ -20,167 +20,122 @@
 //! or echoing answers, so every byte seen is rho's.
 
 use std::io::{Read, Write};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::{node_server, scratch_dir, tests_dir};
+use rho_tests::scene::{Run, Scene, arg};
+use rho_tests::{node_server, tests_dir};
 use serde_json::Value;
 
 fn hostile_js() -> PathBuf {
     tests_dir().join("servers/fixtures/hostile-text.js")
 }
 
-/// A scratch dir with an empty `HOME` and a config of hostile servers.
-struct Scratch {
-    dir: PathBuf,
-    config: PathBuf,
-    runtime: Runtime,
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
+
+/// A scene whose config has the hostile servers (`h`, `dies`, `rejects`)
+/// and `extra`; its runs see no `NO_COLOR` and no `CI`.
+fn hostile(name: &str, runtime: Runtime, extra: &str) -> Scene {
+    let js = hostile_js();
+    let config = format!(
+        "{}\n{}\n{}\n{extra}",
+        node_server("h", &js, &["serve"]),
+        node_server("dies", &js, &["die"]),
+        node_server("rejects", &js, &["reject"]),
+    );
+    Scene::new(RHO, &format!("text-{name}"), runtime)
+        .with_config(&config)
+        .without_env(&["NO_COLOR", "CI"])
 }
 
-impl Scratch {
-    fn new(name: &str, runtime: Runtime, extra: &str) -> Self {
-        let dir = scratch_dir(&format!("text-{name}-{}", runtime.name()));
-        std::fs::create_dir_all(dir.join("home")).expect("scratch home");
-        let js = hostile_js();
-        let config = format!(
-            "{}\n{}\n{}\n{extra}",
-            node_server("h", &js, &["serve"]),
-            node_server("dies", &js, &["die"]),
-            node_server("rejects", &js, &["reject"]),
-        );
-        let path = dir.join("rho.toml");
-        std::fs::write(&path, config).expect("write config");
-        Self {
-            dir,
-            config: path,
-            runtime,
-        }
+/// `rho --config <hostile> args...` on a pseudo-terminal (stdin,
+/// stdout and stderr all on it), typing each answer once its prompt
+/// has appeared that many times; returns the exit code and everything
+/// the terminal showed.
+fn rho_on_terminal(
+    s: &Scene,
+    args: &[&str],
+    env: &[(&str, &str)],
+    answers: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let mut line = format!(
+        "stty -onlcr -echo; exec {} --config {}",
+        sh_quote(RHO),
+        sh_quote(arg(s.config()))
+    );
+    for word in args {
+        line.push(' ');
+        line.push_str(&sh_quote(word));
     }
-
-    fn command(&self, program: &Path) -> Command {
-        let mut command = Command::new(program);
-        command
-            .env("HOME", self.dir.join("home"))
-            .env("RHO_RUNTIME", self.runtime.name())
-            .env_remove("RUST_LOG")
-            .env_remove("NO_COLOR")
-            .env_remove("CI");
-        command
+    let mut command = s.program("script");
+    command
+        .args(["-qfec", &line, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    for (k, v) in env {
+        command.env(k, v);
     }
-
-    /// `rho --config <hostile> args...` with a null stdin and pipes.
-    fn rho(&self, args: &[&str]) -> (Option<i32>, String, String) {
-        let mut all = vec!["--config", self.config.to_str().expect("UTF-8 path")];
-        all.extend_from_slice(args);
-        let output = self
-            .command(Path::new(env!("CARGO_BIN_EXE_rho")))
-            .args(&all)
-            .stdin(Stdio::null())
-            .output()
-            .expect("run rho");
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
-    }
-
-    /// `rho --config <hostile> args...` on a pseudo-terminal (stdin,
-    /// stdout and stderr all on it), typing each answer once its prompt
-    /// has appeared that many times; returns the exit code and everything
-    /// the terminal showed.
-    fn rho_on_terminal(
-        &self,
-        args: &[&str],
-        env: &[(&str, &str)],
-        answers: &[(&str, &str)],
-    ) -> (Option<i32>, String) {
-        let mut line = format!(
-            "stty -onlcr -echo; exec {} --config {}",
-            sh_quote(env!("CARGO_BIN_EXE_rho")),
-            sh_quote(self.config.to_str().expect("UTF-8 path"))
-        );
-        for arg in args {
-            line.push(' ');
-            line.push_str(&sh_quote(arg));
-        }
-        let mut command = self.command(Path::new("script"));
-        command
-            .args(["-qfec", &line, "/dev/null"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::inherit());
-        for (k, v) in env {
-            command.env(k, v);
-        }
-        let mut child = command
-            .spawn()
-            .expect("util-linux `script` is needed for the terminal tests");
-        let shown = Arc::new(Mutex::new(Vec::<u8>::new()));
-        let mut stdout = child.stdout.take().expect("piped stdout");
-        let reader = {
-            let shown = Arc::clone(&shown);
-            std::thread::spawn(move || {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = stdout.read(&mut buf) {
-                    if n == 0 {
-                        break;
-                    }
-                    shown.lock().expect("lock").extend_from_slice(&buf[..n]);
+    let mut child = command
+        .spawn()
+        .expect("util-linux `script` is needed for the terminal tests");
+    let shown = Arc::new(Mutex::new(Vec::<u8>::new()));
+    let mut stdout = child.stdout.take().expect("piped stdout");
+    let reader = {
+        let shown = Arc::clone(&shown);
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n) = stdout.read(&mut buf) {
+                if n == 0 {
+                    break;
                 }
-            })
-        };
-        let text = || String::from_utf8_lossy(&shown.lock().expect("lock")).into_owned();
-        let mut stdin = child.stdin.take().expect("piped stdin");
-        let mut seen: Vec<&str> = Vec::new();
-        for (prompt, answer) in answers {
-            seen.push(prompt);
-            let want = seen.iter().filter(|p| *p == prompt).count();
-            let until = Instant::now() + Duration::from_secs(30);
-            while text().matches(prompt).count() < want {
-                if Instant::now() > until {
-                    let _ = child.kill();
-                    panic!(
-                        "no prompt {prompt:?} (#{want}) within 30 s; the terminal showed:\n{}",
-                        text()
-                    );
-                }
-                std::thread::sleep(Duration::from_millis(20));
+                shown.lock().expect("lock").extend_from_slice(&buf[..n]);
             }
-            stdin
-                .write_all(format!("{answer}\n").as_bytes())
-                .expect("type an answer");
-        }
-        let until = Instant::now() + Duration::from_secs(60);
-        let status = loop {
-            if let Some(status) = child.try_wait().expect("wait") {
-                break status;
-            }
+        })
+    };
+    let text = || String::from_utf8_lossy(&shown.lock().expect("lock")).into_owned();
+    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut seen: Vec<&str> = Vec::new();
+    for (prompt, answer) in answers {
+        seen.push(prompt);
+        let want = seen.iter().filter(|p| *p == prompt).count();
+        let until = Instant::now() + Duration::from_secs(30);
+        while text().matches(prompt).count() < want {
             if Instant::now() > until {
                 let _ = child.kill();
                 panic!(
-                    "rho did not finish within 60 s; the terminal showed:\n{}",
+                    "no prompt {prompt:?} (#{want}) within 30 s; the terminal showed:\n{}",
                     text()
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
-        };
-        drop(stdin);
-        let _ = reader.join();
-        (status.code(), text())
-    }
-}
-
-impl Drop for Scratch {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
         }
+        stdin
+            .write_all(format!("{answer}\n").as_bytes())
+            .expect("type an answer");
     }
+    let until = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!(
+                "rho did not finish within 60 s; the terminal showed:\n{}",
+                text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(stdin);
+    let _ = reader.join();
+    (status.code(), text())
 }
 
 fn sh_quote(s: &str) -> String {
@@ -207,7 +162,7 @@ fn assert_shows_payloads(what: &str, text: &str) {
 }
 
 fn list_and_show_never_print_raw_server_text(rt: Runtime) {
-    let s = Scratch::new("list", rt, "");
+    let s = hostile("list", rt, "");
     for args in [
         &["mcp", "list", "--connect"][..],
         &["--verbose", "mcp", "list", "--connect"],
@@ -215,7 +170,7 @@ fn list_and_show_never_print_raw_server_text(rt: Runtime) {
         &["mcp", "show", "dies", "--connect"],
         &["mcp", "show", "rejects", "--connect"],
     ] {
-        let (_, stdout, stderr) = s.rho(args);
+        let Run { stdout, stderr, .. } = s.rho(args);
         let what = format!("rho {}", args.join(" "));
         assert_no_raw_controls(&format!("{what} stdout"), &stdout);
         assert_no_raw_controls(&format!("{what} stderr"), &stderr);
@@ -223,7 +178,7 @@ fn list_and_show_never_print_raw_server_text(rt: Runtime) {
     }
     // Server name and version, tool names, the stderr tail of a failed
     // start and a JSON-RPC error each appear, escaped, in the table.
-    let (_, stdout, stderr) = s.rho(&["--verbose", "mcp", "list", "--connect"]);
+    let Run { stdout, stderr, .. } = s.rho(&["--verbose", "mcp", "list", "--connect"]);
     assert!(stdout.contains("hostile\\x1b]0;pwned"), "{stdout}");
     assert!(stdout.contains("last words \\x1b]0;pwned"), "{stdout}");
     assert!(stdout.contains("no handshake \\x1b]0;pwned"), "{stdout}");
@@ -234,14 +189,19 @@ fn list_and_show_never_print_raw_server_text(rt: Runtime) {
         stderr.contains("stderr after handshake \\x1b]0;pwned"),
         "{stderr}"
     );
-    let (_, stdout, _) = s.rho(&["mcp", "show", "h", "--connect"]);
+    let Run { stdout, .. } = s.rho(&["mcp", "show", "h", "--connect"]);
     assert!(stdout.contains("second line \\x1b]0;pwned"), "{stdout}");
     assert!(stdout.contains("Result \\x1b]0;pwned"), "{stdout}");
 }
 
 fn call_never_prints_raw_server_text(rt: Runtime) {
-    let s = Scratch::new("call", rt, "");
-    let (code, stdout, stderr) = s.rho(&["--verbose", "mcp", "call", "h", "result"]);
+    let s = hostile("call", rt, "");
+    let Run {
+        code,
+        stdout,
+        stderr,
+        ..
+    } = s.rho(&["--verbose", "mcp", "call", "h", "result"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert_no_raw_controls("call result stdout", &stdout);
     assert_no_raw_controls("call result stderr", &stderr);
@@ -255,14 +215,24 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
         "{stderr}"
     );
 
-    let (code, stdout, stderr) = s.rho(&["mcp", "call", "h", "fail"]);
+    let Run {
+        code,
+        stdout,
+        stderr,
+        ..
+    } = s.rho(&["mcp", "call", "h", "fail"]);
     assert_eq!(code, Some(1), "{stdout}{stderr}");
     assert_no_raw_controls("call fail stdout", &stdout);
     assert_no_raw_controls("call fail stderr", &stderr);
     assert!(stderr.contains("failed \\x1b]0;pwned"), "{stderr}");
 
     // A JSON document keeps the server's text exact: JSON escapes it.
-    let (code, stdout, stderr) = s.rho(&["mcp", "call", "h", "result", "--json"]);
+    let Run {
+        code,
+        stdout,
+        stderr,
+        ..
+    } = s.rho(&["mcp", "call", "h", "result", "--json"]);
     assert_eq!(code, Some(0), "{stdout}{stderr}");
     assert_no_raw_controls("call --json stdout", &stdout);
     let doc: Value = serde_json::from_str(&stdout).expect("JSON");
@@ -271,14 +241,14 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
         text.contains("text \x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m"),
         "{doc}"
     );
-    let (_, stdout, _) = s.rho(&["mcp", "show", "h", "--connect", "--json"]);
+    let Run { stdout, .. } = s.rho(&["mcp", "show", "h", "--connect", "--json"]);
     assert_no_raw_controls("show --json stdout", &stdout);
     let doc: Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(
         doc["server_info"]["name"],
         "hostile\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m"
     );
-    let (_, stdout, _) = s.rho(&["mcp", "list", "--connect", "--json"]);
+    let Run { stdout, .. } = s.rho(&["mcp", "list", "--connect", "--json"]);
     assert_no_raw_controls("list --json stdout", &stdout);
     let doc: Value = serde_json::from_str(&stdout).expect("JSON");
     let dies = doc["servers"]
@@ -290,9 +260,13 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
 }
 
 fn progress_line_never_prints_raw_server_text(rt: Runtime) {
-    let s = Scratch::new("progress", rt, "");
-    let (code, shown) =
-        s.rho_on_terminal(&["mcp", "call", "h", "progress"], &[("NO_COLOR", "1")], &[]);
+    let s = hostile("progress", rt, "");
+    let (code, shown) = rho_on_terminal(
+        &s,
+        &["mcp", "call", "h", "progress"],
+        &[("NO_COLOR", "1")],
+        &[],
+    );
     assert_eq!(code, Some(0), "{shown}");
     assert!(shown.contains("step 1\\x1b]0;pwned"), "{shown}");
     // The progress line is rho's own `CR ESC [2K`; no server sequence.
@@ -301,16 +275,17 @@ fn progress_line_never_prints_raw_server_text(rt: Runtime) {
 }
 
 fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
-    let s = Scratch::new("form", rt, "[sampling]\ncommand = [\"cat\"]\n");
+    let s = hostile("form", rt, "[sampling]\ncommand = [\"cat\"]\n");
     // `sampling = "ask"` on `h`: append to its table.
-    let config = std::fs::read_to_string(&s.config).expect("config");
+    let config = std::fs::read_to_string(s.config()).expect("config");
     let config = config.replacen(
         "[mcp.servers.h]\n",
         "[mcp.servers.h]\nsampling = \"ask\"\n",
         1,
     );
-    std::fs::write(&s.config, config).expect("config");
-    let (code, shown) = s.rho_on_terminal(
+    std::fs::write(s.config(), config).expect("config");
+    let (code, shown) = rho_on_terminal(
+        &s,
         &["mcp", "call", "h", "ask"],
         &[("NO_COLOR", "1")],
         &[("\n> ", "Ada"), ("\n> ", "1"), ("Allow? [y/N]", "n")],
@@ -339,7 +314,7 @@ fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
     assert_eq!(
         headers,
         [
-            "── MCP server `h` asks ──",
+            "── MCP server `h` asks during `ask` ──",
             "── MCP server `h` asks to use your model ──"
         ],
         "{shown}"
@@ -349,14 +324,15 @@ fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
 }
 
 fn logs_are_coloured_on_a_terminal_unless_no_color_is_set(rt: Runtime) {
-    let s = Scratch::new("color", rt, "");
-    let (_, coloured) = s.rho_on_terminal(&["mcp", "list", "--connect"], &[], &[]);
+    let s = hostile("color", rt, "");
+    let (_, coloured) = rho_on_terminal(&s, &["mcp", "list", "--connect"], &[], &[]);
     assert!(
         coloured.contains("\x1b[") && coloured.contains("WARN"),
         "a terminal without NO_COLOR gets coloured logs:\n{coloured:?}"
     );
     for no_color in ["1", "true"] {
-        let (_, plain) = s.rho_on_terminal(
+        let (_, plain) = rho_on_terminal(
+            &s,
             &["mcp", "list", "--connect"],
             &[("NO_COLOR", no_color)],
             &[],
@@ -423,24 +399,22 @@ fn echoed_secrets_never_reach_json_errors_logs_or_transcripts(rt: Runtime) {
         node_server("stdio_serve", &js, &["stdio-serve"]),
         http.port
     );
-    let s = Scratch::new("secrets", rt, &extra);
-    let transcript = s.dir.join("run.jsonl");
+    let s = hostile("secrets", rt, &extra);
+    let transcript = s.dir().join("run.jsonl");
     let run = |args: &[&str]| {
-        let mut all = vec!["--config", s.config.to_str().expect("UTF-8 path")];
-        all.extend_from_slice(args);
-        let output = s
-            .command(Path::new(env!("CARGO_BIN_EXE_rho")))
-            .args(&all)
-            .env("ECHO_TEST_AUTH", "Bearer tok-0123456789abcdef")
-            .env("ECHO_TEST_ENV", "ambient-env-secret-77")
-            .stdin(Stdio::null())
-            .output()
-            .expect("run rho");
-        (
-            output.status.code(),
-            String::from_utf8_lossy(&output.stdout).into_owned(),
-            String::from_utf8_lossy(&output.stderr).into_owned(),
-        )
+        let Run {
+            code,
+            stdout,
+            stderr,
+            ..
+        } = s.rho_env(
+            args,
+            &[
+                ("ECHO_TEST_AUTH", "Bearer tok-0123456789abcdef"),
+                ("ECHO_TEST_ENV", "ambient-env-secret-77"),
+            ],
+        );
+        (code, stdout, stderr)
     };
     let record = transcript.to_str().expect("UTF-8 path");
     let (code, stdout, stderr) = run(&[
@@ -495,23 +469,18 @@ fn echoed_secrets_never_reach_json_errors_logs_or_transcripts(rt: Runtime) {
 }
 
 fn header_value_with_crlf_from_the_environment_fails_naming_the_header(rt: Runtime) {
-    let s = Scratch::new(
+    let s = hostile(
         "crlf",
         rt,
         "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n\
          headers_from_env = { Authorization = \"CRLF_TOKEN\" }\n",
     );
-    let output = s
-        .command(Path::new(env!("CARGO_BIN_EXE_rho")))
-        .args(["--config", s.config.to_str().expect("UTF-8 path")])
-        .args(["mcp", "show", "remote", "--connect", "--json"])
-        .env("CRLF_TOKEN", "Bearer abcdefgh\r\nX-Injected: 1")
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rho");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert_eq!(output.status.code(), Some(1), "{stdout}");
-    let doc: Value = serde_json::from_str(&stdout).expect("JSON");
+    let run = s.rho_env(
+        &["mcp", "show", "remote", "--connect", "--json"],
+        &[("CRLF_TOKEN", "Bearer abcdefgh\r\nX-Injected: 1")],
+    );
+    run.expect_code(1);
+    let doc = run.json();
     let error = doc["error"].as_str().expect("an error");
     assert!(error.contains("`Authorization`"), "{error}");
     assert!(error.contains("`CRLF_TOKEN`"), "{error}");

@@ -10,22 +10,24 @@
 #![cfg(target_os = "linux")]
 
 use std::io::Write;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::pty::Pty;
+use rho_tests::pty::{Pty, Screen};
+use rho_tests::scene::Scene;
 use rho_tests::{everything_js, node_server, scratch_dir};
 
-/// A shell under test: rho on a pseudo-terminal.
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
+
+/// A shell under test: rho on a pseudo-terminal, in its scene.
 struct Shell {
     child: Child,
-    screen: Arc<Mutex<String>>,
+    screen: Screen,
     keyboard: std::fs::File,
-    home: PathBuf,
+    scene: Scene,
 }
 
 impl Shell {
@@ -44,12 +46,10 @@ impl Shell {
     /// to it: in a scratch directory that holds `launch.files` (the
     /// shell's workspace), with its extra arguments and environment.
     fn launch(rt: Runtime, name: &str, config_text: &str, launch: &Launch<'_>) -> Shell {
-        let dir = scratch_dir(&format!("shell-{name}-{}", rt.name()));
-        let config = dir.join("rho.toml");
-        std::fs::write(&config, config_text).expect("write the config");
-        let home = dir.join("home");
-        std::fs::create_dir_all(&home).expect("make a home");
-        let workspace = dir.join("work");
+        let scene = Scene::new(RHO, &format!("shell-{name}"), rt)
+            .with_config(config_text)
+            .without_env(&["CI"]);
+        let workspace = scene.dir().join("work");
         for (path, text) in launch.files {
             let path = workspace.join(path);
             std::fs::create_dir_all(path.parent().expect("a parent")).expect("make the dir");
@@ -57,16 +57,12 @@ impl Shell {
         }
         std::fs::create_dir_all(&workspace).expect("make the workspace");
         let pty = Pty::open();
-        let child = Command::new(env!("CARGO_BIN_EXE_rho"))
-            .args(["--config"])
-            .arg(&config)
+        let child = scene
+            .command()
             .args(["--runtime", rt.name(), "mcp", "shell"])
             .args(launch.args)
             .envs(launch.env.iter().map(|(k, v)| (k, v)))
             .current_dir(&workspace)
-            .env("HOME", &home)
-            .env_remove("CI")
-            .env_remove("RUST_LOG")
             .stdin(pty.slave())
             .stdout(pty.slave())
             .stderr(pty.slave())
@@ -77,17 +73,14 @@ impl Shell {
             child,
             screen,
             keyboard,
-            home,
+            scene,
         };
         shell.wait_for("rho> ", Duration::from_secs(60));
         shell
     }
 
     fn screen(&self) -> String {
-        self.screen
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .clone()
+        self.screen.text()
     }
 
     /// Waits until the screen, from where it was `from` bytes long, shows
@@ -126,8 +119,9 @@ impl Shell {
         self.keyboard.flush().expect("flush the keys");
     }
 
-    /// Types `/quit` and waits for rho to exit.
-    fn quit(mut self) -> std::process::ExitStatus {
+    /// Types `/quit` and waits for rho to exit (the scene stays until
+    /// the shell is dropped).
+    fn quit(&mut self) -> std::process::ExitStatus {
         self.keys("/quit\r");
         let until = Instant::now() + Duration::from_secs(30);
         loop {
@@ -244,7 +238,7 @@ fn a_form_is_answered_through_the_editor(rt: Runtime) {
     let mut shell = Shell::start(rt, "form");
     let at = shell.mark();
     shell.keys("/call everything:trigger-elicitation-request\r");
-    shell.wait_for_after(at, "── MCP server `everything` asks ──", SOON);
+    shell.wait_for_after(at, "── MCP server `everything` asks during `trigger-elicitation-request` ──", SOON);
     let mut at = shell.wait_for_after(at, "Your full, legal name", SOON);
     shell.keys("Ada Lovelace\r");
     // Every later field is optional: Enter keeps its default or skips it,
@@ -277,9 +271,8 @@ fn history_survives_the_session(rt: Runtime) {
     let at = shell.mark();
     shell.keys("/tools everything\r");
     shell.wait_for_after(at, "everything:echo", SOON);
-    let home = shell.home.clone();
     assert!(shell.quit().success());
-    let path = home.join(".rho/shell_history");
+    let path = shell.scene.home().join(".rho/shell_history");
     let text = std::fs::read_to_string(&path).expect("history written");
     assert_eq!(text, "/tools everything\n/quit\n");
     let mode = std::os::unix::fs::PermissionsExt::mode(
@@ -293,15 +286,14 @@ fn history_survives_the_session(rt: Runtime) {
 both_executors!(commands_from_a_pipe_run_in_turn_with_plain_output);
 
 fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
-    let dir = scratch_dir(&format!("shell-pipe-{}", rt.name()));
-    let config = dir.join("rho.toml");
-    std::fs::write(&config, node_server("everything", &everything_js(), &[]))
-        .expect("write the config");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rho"))
-        .args(["--config"])
-        .arg(&config)
+    let scene = Scene::new(RHO, "shell-pipe", rt).with_config(&node_server(
+        "everything",
+        &everything_js(),
+        &[],
+    ));
+    let mut child = scene
+        .command()
         .args(["--runtime", rt.name(), "mcp", "shell"])
-        .env("HOME", dir.join("home"))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -696,16 +688,17 @@ fn a_command_line_takes_no_attachments(rt: Runtime) {
 
 #[test]
 fn a_log_level_that_is_not_one_is_a_usage_error_naming_the_levels() {
-    let output = Command::new(env!("CARGO_BIN_EXE_rho"))
-        .args(["mcp", "shell", "--log-level", "loud"])
-        .stdin(Stdio::null())
-        .output()
-        .expect("run rho");
-    assert_eq!(output.status.code(), Some(2), "{output:?}");
-    let stderr = String::from_utf8_lossy(&output.stderr);
+    let run = Scene::on_default_executor(RHO, "shell-log-level").rho(&[
+        "mcp",
+        "shell",
+        "--log-level",
+        "loud",
+    ]);
+    run.expect_code(2);
     assert!(
-        stderr.contains("one of debug, info, notice, warning, error, critical, alert, emergency"),
-        "{stderr}"
+        run.stderr
+            .contains("one of debug, info, notice, warning, error, critical, alert, emergency"),
+        "{run}"
     );
 }
 

@@ -23,15 +23,15 @@
 
 use std::io::Read;
 use std::os::fd::OwnedFd;
-use std::path::PathBuf;
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::pty::Pty;
-use rho_tests::{process_alive, scratch_dir, tests_dir, toml_path, toml_str};
+use rho_tests::pty::{Pty, Screen};
+use rho_tests::scene::Scene;
+use rho_tests::{process_alive, tests_dir, toml_path, toml_str};
 use rustix::process::{Pid, Signal};
 
 /// Where rho is when the signal arrives.
@@ -46,65 +46,50 @@ enum Phase {
     Form,
 }
 
-/// A scratch dir with a `home/`, a config running `lingering.js` in one
-/// mode as server `s`, and the fixture's files.
-struct Scene {
-    dir: PathBuf,
-    config: PathBuf,
-    runtime: Runtime,
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
+
+/// A scene whose config runs `lingering.js` in one mode as server `s`,
+/// writing its files (pids, the phase it reached) to the scene's dir.
+struct Lingering {
+    scene: Scene,
 }
 
-impl Scene {
+impl Lingering {
     fn new(name: &str, runtime: Runtime, mode: &str) -> Self {
         Self::with(name, runtime, mode, |_| String::new())
     }
 
-    /// Like [`Scene::new`], with config text appended (given the dir).
-    fn with(name: &str, runtime: Runtime, mode: &str, extra: impl Fn(&PathBuf) -> String) -> Self {
-        let dir = scratch_dir(&format!("signals-{name}-{}", runtime.name()));
-        std::fs::create_dir_all(dir.join("home")).expect("create home");
+    /// Like [`Lingering::new`], with config text appended (given the dir).
+    fn with(name: &str, runtime: Runtime, mode: &str, extra: impl Fn(&Path) -> String) -> Self {
+        let scene = Scene::new(RHO, &format!("signals-{name}"), runtime).without_env(&["CI"]);
         let script = tests_dir().join("servers/fixtures/lingering.js");
+        let dir = scene.dir();
         // A long startup budget: a signal must end the wait, not the budget.
-        let config = dir.join("config.toml");
-        std::fs::write(
-            &config,
-            format!(
-                "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{}, {}, {}]\n\
-                 startup_timeout_secs = 60\ntool_timeout_secs = 600\n{}",
-                toml_path(&script),
-                toml_str(mode),
-                toml_path(&dir),
-                extra(&dir)
-            ),
-        )
-        .expect("write config");
+        let config = format!(
+            "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"node\"\nargs = [{}, {}, {}]\n\
+             startup_timeout_secs = 60\ntool_timeout_secs = 600\n{}",
+            toml_path(&script),
+            toml_str(mode),
+            toml_path(dir),
+            extra(dir)
+        );
         Self {
-            dir,
-            config,
-            runtime,
+            scene: scene.with_config(&config),
         }
     }
 
-    /// `rho --config <config> mcp <args>` with this scene's HOME and
-    /// executor, stdout piped; stdin and stderr as given.
+    /// `rho --config <config> mcp <args>` on this scene, stdout piped;
+    /// stdin (null) and stderr as the caller sets them.
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_rho"));
-        command
-            .arg("--config")
-            .arg(&self.config)
-            .arg("mcp")
-            .args(args)
-            .env("HOME", self.dir.join("home"))
-            .env("RHO_RUNTIME", self.runtime.name())
-            .env_remove("RUST_LOG")
-            .env_remove("CI")
-            .stdout(Stdio::piped());
+        let mut command = self.scene.command();
+        command.arg("mcp").args(args).stdout(Stdio::piped());
         command
     }
 
     /// Waits for the fixture to have written `name` (up to 20 s).
     fn wait_file(&self, name: &str) -> String {
-        let path = self.dir.join(name);
+        let path = self.scene.dir().join(name);
         let until = Instant::now() + Duration::from_secs(20);
         loop {
             if let Ok(text) = std::fs::read_to_string(&path) {
@@ -124,14 +109,6 @@ impl Scene {
                 .unwrap_or_else(|_| panic!("{name}: {text:?}"))
         };
         (parse("server.pid"), parse("sleep.pid"))
-    }
-}
-
-impl Drop for Scene {
-    fn drop(&mut self) {
-        if !std::thread::panicking() {
-            let _ = std::fs::remove_dir_all(&self.dir);
-        }
     }
 }
 
@@ -189,7 +166,7 @@ fn stops_everything(rt: Runtime, phase: Phase, signal: Signal, args: &[&str]) {
         Phase::Call => ("slow", "call"),
         Phase::Form => ("ask", "form"),
     };
-    let scene = Scene::new(&format!("{name}-{}", signal.as_raw()), rt, mode);
+    let scene = Lingering::new(&format!("{name}-{}", signal.as_raw()), rt, mode);
     let mut command = scene.command(args);
     let (child, screen) = match phase {
         Phase::Form => {
@@ -210,11 +187,11 @@ fn stops_everything(rt: Runtime, phase: Phase, signal: Signal, args: &[&str]) {
 }
 
 fn finish(
-    scene: Scene,
+    scene: Lingering,
     (phase, call): (Phase, bool),
     signal: Signal,
     mut child: Child,
-    screen: Option<Arc<Mutex<String>>>,
+    mut screen: Option<Screen>,
 ) {
     let (server, sleeper) = scene.pids();
     match phase {
@@ -232,13 +209,20 @@ fn finish(
     if let Some(mut pipe) = child.stderr.take() {
         let _ = pipe.read_to_string(&mut stderr);
     }
-    if let Some(screen) = &screen {
-        std::thread::sleep(Duration::from_millis(100));
-        stderr.push_str(&screen.lock().expect("screen"));
-    }
     let server_gone = gone_within_5s(server);
     let sleeper_gone = gone_within_5s(sleeper);
     sweep(&[server, sleeper]);
+    if let Some(screen) = &mut screen {
+        // Everything rho drew, to the end: the reader has seen the
+        // terminal close behind rho (and anything it started).
+        match screen.closed(Duration::from_secs(5)) {
+            Ok(shown) => stderr.push_str(&shown),
+            Err(shown) => {
+                stderr.push_str(&shown);
+                stderr.push_str("\n[the terminal was still open 5 s after rho exited]\n");
+            }
+        }
+    }
     let expected = 128 + signal.as_raw();
     assert_eq!(status.code(), Some(expected), "{status:?}\n{stderr}");
     assert!(server_gone, "the server {server} outlived rho\n{stderr}");
@@ -303,7 +287,7 @@ fn sighup_inside_a_form_stops_everything_and_exits_129(rt: Runtime) {
 /// server's whole group first: its grandchild ignores SIGTERM, so only
 /// that kill ends it.
 fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
-    let scene = Scene::new("second", rt, "slow");
+    let scene = Lingering::new("second", rt, "slow");
     let mut child = scene
         .command(&["call", "s", "sleep"])
         .stdin(Stdio::null())
@@ -315,7 +299,11 @@ fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
     send(child.id(), Signal::TERM);
     std::thread::sleep(Duration::from_millis(100));
     send(child.id(), Signal::INT);
+    let second = Instant::now();
     let status = wait_exit(&mut child, Duration::from_secs(20), "two signals");
+    // At once: well before the 2 s shutdown grace the first signal began
+    // (which the server, ignoring SIGTERM, would sit out) could end it.
+    let after_second = second.elapsed();
     let mut stderr = String::new();
     if let Some(mut pipe) = child.stderr.take() {
         let _ = pipe.read_to_string(&mut stderr);
@@ -325,6 +313,10 @@ fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
     sweep(&[server, sleeper]);
     assert_eq!(status.code(), Some(130), "{stderr}");
     assert!(stderr.contains("second signal"), "{stderr}");
+    assert!(
+        after_second < Duration::from_millis(1500),
+        "rho took {after_second:?} to exit after the second signal\n{stderr}"
+    );
     assert!(server_gone, "the server {server} outlived rho\n{stderr}");
     assert!(
         sleeper_gone,
@@ -333,13 +325,13 @@ fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
 }
 
 /// Waits up to 20 s for `text` on the terminal rho writes to.
-fn wait_screen(screen: &Mutex<String>, text: &str) {
+fn wait_screen(screen: &Screen, text: &str) {
     let until = Instant::now() + Duration::from_secs(20);
-    while !screen.lock().expect("screen").contains(text) {
+    while !screen.text().contains(text) {
         assert!(
             Instant::now() < until,
             "never showed {text:?}:\n{}",
-            screen.lock().expect("screen")
+            screen.text()
         );
         std::thread::sleep(Duration::from_millis(20));
     }
@@ -349,7 +341,7 @@ fn wait_screen(screen: &Mutex<String>, text: &str) {
 /// with the server (on Linux, its parent-death signal).
 fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
     use std::io::Write;
-    let scene = Scene::with("sampling", rt, "ask", |dir| {
+    let scene = Lingering::with("sampling", rt, "ask", |dir| {
         let model = format!(
             "echo $$ > '{}'; exec sleep 600",
             dir.join("model.pid").display()
@@ -379,7 +371,7 @@ fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
     let model_gone = gone_within_5s(model);
     let server_gone = gone_within_5s(server);
     sweep(&[model, server, sleeper]);
-    let shown = screen.lock().expect("screen").clone();
+    let shown = screen.text();
     assert_eq!(status.code(), Some(143), "{shown}");
     assert!(
         model_gone,
@@ -413,14 +405,11 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
             let _ = accepted_tx.send(());
         }
     });
-    let dir = scratch_dir(&format!("signals-conformance-{}", rt.name()));
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rho"))
+    let scene = Scene::new(RHO, "signals-conformance", rt);
+    let mut child = scene
+        .command()
         .args(["mcp", "conformance-client", &url])
-        .env("HOME", &dir)
-        .env("RHO_RUNTIME", rt.name())
         .env("MCP_CONFORMANCE_SCENARIO", "initialize")
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -435,7 +424,6 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
     if let Some(mut pipe) = child.stderr.take() {
         let _ = pipe.read_to_string(&mut stderr);
     }
-    let _ = std::fs::remove_dir_all(&dir);
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
 }
@@ -476,7 +464,7 @@ fn answer_404(stream: &mut std::net::TcpStream) {
 /// its direct child. (The grandchild is the server's to end; a server
 /// SIGKILLed cannot, so the test sweeps it.)
 fn sigkilled_rho_leaves_no_server_child(rt: Runtime) {
-    let scene = Scene::new("sigkill", rt, "slow");
+    let scene = Lingering::new("sigkill", rt, "slow");
     let mut child = scene
         .command(&["call", "s", "sleep"])
         .stdin(Stdio::null())
@@ -522,28 +510,18 @@ fn blocked_in_write(pid: u32) -> bool {
 /// shutdown, and the test counts `/proc/<pid>/task` while it waits.
 fn no_enabled_server_list_connect_starts_no_thread(rt: Runtime) {
     use std::io::Write;
-    let dir = scratch_dir(&format!("signals-no-thread-{}", rt.name()));
-    std::fs::create_dir_all(dir.join("home")).expect("create home");
-    let config = dir.join("config.toml");
-    std::fs::write(
-        &config,
+    let scene = Scene::new(RHO, "signals-no-thread", rt).with_config(
         "[mcp.servers.off]\ntransport = \"stdio\"\ncommand = \"node\"\nenabled = false\n",
-    )
-    .expect("write config");
+    );
     let (reader, writer) = rustix::pipe::pipe().expect("pipe");
     let capacity = rustix::pipe::fcntl_getpipe_size(&writer).expect("pipe size");
     let mut writer = std::fs::File::from(writer);
     writer
         .write_all(&vec![b'.'; capacity])
         .expect("fill the pipe");
-    let mut child = Command::new(env!("CARGO_BIN_EXE_rho"))
-        .arg("--config")
-        .arg(&config)
+    let mut child = scene
+        .command()
         .args(["mcp", "list", "--connect"])
-        .env("HOME", dir.join("home"))
-        .env("RHO_RUNTIME", rt.name())
-        .env_remove("RUST_LOG")
-        .stdin(Stdio::null())
         .stdout(Stdio::from(OwnedFd::from(writer)))
         .stderr(Stdio::piped())
         .spawn()
@@ -564,7 +542,6 @@ fn no_enabled_server_list_connect_starts_no_thread(rt: Runtime) {
         .read_to_string(&mut output)
         .expect("read rho's output");
     let status = wait_exit(&mut child, Duration::from_secs(10), "its output was read");
-    let _ = std::fs::remove_dir_all(&dir);
     assert!(status.success(), "{status:?}");
     assert!(output.contains("off"), "{output}");
     assert_eq!(threads, 1, "rho ran {threads} threads with nothing enabled");
@@ -575,7 +552,7 @@ fn no_enabled_server_list_connect_starts_no_thread(rt: Runtime) {
 /// the server (which ignores the end of its input and SIGTERM) is still
 /// alive, and rho still ends the server's whole group before it exits.
 fn list_connect_report_ends_before_the_shutdown_and_orphans_nothing(rt: Runtime) {
-    let scene = Scene::new("report-first", rt, "slow");
+    let scene = Lingering::new("report-first", rt, "slow");
     let mut child = scene
         .command(&["list", "--connect"])
         .stdin(Stdio::null())

@@ -14,8 +14,12 @@ use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
-use rho_tests::{EverythingHttp, listening_port, scratch_dir, tests_dir, toml_str};
+use rho_tests::scene::Scene;
+use rho_tests::{EverythingHttp, listening_port, tests_dir, toml_str};
 use serde_json::Value;
+
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 /// The TLS front, killed on drop.
 struct TlsProxy {
@@ -48,23 +52,14 @@ impl Drop for TlsProxy {
 fn list_over_tls(rt: Runtime, name: &str, trust_test_ca: bool) -> Value {
     let everything = EverythingHttp::start();
     let proxy = TlsProxy::start(everything.port());
-    let dir = scratch_dir(&format!("tls-{name}-{}", rt.name()));
-    let config = dir.join("rho.toml");
     let url = format!("https://127.0.0.1:{}/mcp", proxy.port);
-    std::fs::write(
-        &config,
-        format!(
-            "[mcp.servers.secure]\ntransport = \"streamable_http\"\nurl = {}\n",
-            toml_str(&url)
-        ),
-    )
-    .expect("write the config");
-    let mut command = Command::new(env!("CARGO_BIN_EXE_rho"));
+    let scene = Scene::new(RHO, &format!("tls-{name}"), rt).with_config(&format!(
+        "[mcp.servers.secure]\ntransport = \"streamable_http\"\nurl = {}\n",
+        toml_str(&url)
+    ));
+    let mut command = scene.command();
     command
-        .arg("--config")
-        .arg(&config)
         .args(["--runtime", rt.name(), "mcp", "list", "--connect", "--json"])
-        .env("HOME", dir.join("home"))
         .env_remove("SSL_CERT_FILE")
         .env_remove("SSL_CERT_DIR");
     if trust_test_ca {

@@ -31,7 +31,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{HttpInput, Output};
-use rho_proto_core::host::{HostServices, TranscriptSink};
+use rho_proto_core::host::{Asked, HostServices, TranscriptSink};
 use rho_proto_core::http::{ExchangeId, HttpOutput};
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
@@ -439,7 +439,11 @@ impl Driver {
                             let _ = tx.send(outcome);
                         }
                     }
-                    Effect::Ask { question, kind } => self.ask(question, kind),
+                    Effect::Ask {
+                        question,
+                        kind,
+                        asked,
+                    } => self.ask(question, kind, asked),
                     Effect::Health(now) => match self.health.lock() {
                         Ok(mut health) => *health = now,
                         Err(poisoned) => *poisoned.into_inner() = now,
@@ -450,9 +454,6 @@ impl Driver {
                         }
                     }
                     Effect::EndTransport => live.ending = true,
-                    // An effect added to the core later asks nothing of
-                    // this executor until it is carried out here.
-                    _ => {}
                 }
             }
             if live.ending {
@@ -505,12 +506,12 @@ impl Driver {
 
     /// A person may take minutes: the question is answered off every
     /// session thread, and the answer comes back as a command.
-    fn ask(self: &Arc<Self>, question: QuestionId, kind: Question) {
+    fn ask(self: &Arc<Self>, question: QuestionId, kind: Question, asked: Asked) {
         let driver = Arc::clone(self);
         let spawned = std::thread::Builder::new()
             .name(format!("rho-mcp-{}-ask", self.server))
             .spawn(move || {
-                let answer = rho_proto_core::host::answer(&driver.host, &driver.server, &kind);
+                let answer = rho_proto_core::host::answer(&driver.host, &asked, &kind);
                 let _ = driver.command(Command::Answer { question, answer });
             });
         if let Err(e) = spawned {

@@ -3,13 +3,13 @@
 //! body chunks, end or failure.
 //!
 //! On threads, a session's exchanges run on a small pool of persistent
-//! workers ([`HttpClient`]). An exchange goes to the worker that went idle
+//! workers (`HttpClient`). An exchange goes to the worker that went idle
 //! last, so sequential calls keep using one worker, and through that
 //! worker's ureq agent one keep-alive connection: a body read to its end
 //! hands its connection back to the agent's pool. The server stream's
 //! long-lived GET keeps one worker busy, and the POSTs use another.
-//! Exchanges in flight at once each get a worker, up to [`MAX_WORKERS`];
-//! beyond that they queue. A worker idle for [`IDLE_RETIRE`] ends, unless
+//! Exchanges in flight at once each get a worker, up to `MAX_WORKERS`;
+//! beyond that they queue. A worker idle for `IDLE_RETIRE` ends, unless
 //! it is the only idle one. Workers hand each input to the session
 //! themselves and read on once it is handled, so at most one chunk per
 //! exchange is in flight and a server streaming without pause waits on
@@ -407,11 +407,11 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 /// docs): no redirects, statuses as data, connect and send timeouts, no
 /// body timeout, TLS by rustls (ring) with the platform's trusted roots.
 /// Its pool keeps as many idle keep-alive
-/// connections as a session runs exchanges at once ([`MAX_WORKERS`];
+/// connections as a session runs exchanges at once (`MAX_WORKERS`;
 /// ureq's default of 3 per host made 16 calls in flight open 13 new
 /// connections every round, and tripled their CPU), each with smaller
 /// buffers than ureq's 128 KiB: a response head is bounded at 64 KiB
-/// anyway ([`MAX_HEAD`]), bodies stream through, and MCP requests are
+/// anyway (`MAX_HEAD`), bodies stream through, and MCP requests are
 /// small.
 pub fn new_agent() -> ureq::Agent {
     agent_config().build().into()

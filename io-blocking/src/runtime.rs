@@ -108,7 +108,6 @@ impl Runtime {
                         driver.stop();
                     }
                 }
-                _ => {}
             }
         }
         inventory.finish_startup();
@@ -172,6 +171,20 @@ impl Runtime {
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
         self.call(slot, tool, arguments, on_progress)
+    }
+
+    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is set:
+    /// then the server is sent `notifications/cancelled` and the call ends
+    /// as cancelled. `cancel` is checked every 50 ms.
+    pub fn call_tool_with(
+        &self,
+        exported: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
+        self.call_cancellable(slot, tool, arguments, on_progress, Some(cancel))
     }
 
     /// Calls a tool by server identity and the server's own tool name,

@@ -180,15 +180,18 @@ impl Host {
                         let _ = tx.try_send(outcome);
                     }
                 }
-                Effect::Ask { question, kind } => {
+                Effect::Ask {
+                    question,
+                    kind,
+                    asked,
+                } => {
                     // A person may take minutes: answer on the blocking pool.
                     let services = self.services.clone();
-                    let server = driver.server().to_owned();
                     let answers = self.answers.clone();
                     self.executor
                         .spawn(async move {
                             let answer = smol::unblock(move || {
-                                rho_proto_core::host::answer(&services, &server, &kind)
+                                rho_proto_core::host::answer(&services, &asked, &kind)
                             })
                             .await;
                             let _ =
@@ -206,9 +209,6 @@ impl Host {
                     }
                 }
                 Effect::EndTransport => end = true,
-                // An effect added to the core later asks nothing of this
-                // executor until it is carried out here.
-                _ => {}
             }
         }
         end

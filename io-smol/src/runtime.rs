@@ -141,7 +141,6 @@ impl Runtime {
                         handle.stop().await;
                     }
                 }
-                _ => {}
             }
         }
         inventory.finish_startup();
@@ -209,6 +208,22 @@ impl Runtime {
             .await
     }
 
+    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is set
+    /// (checked every 50 ms): then the session abandons the call (the
+    /// server is told) and the call ends with the core's own
+    /// `CallError::Cancelled`, or with its answer if that arrived first.
+    pub async fn call_tool_with(
+        &self,
+        exported: &str,
+        arguments: Value,
+        on_progress: impl FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
+        self.call(slot, tool, arguments, on_progress, watch_flag(cancel))
+            .await
+    }
+
     /// Calls a tool by server identity and the server's own tool name,
     /// honouring the server's allow/deny filter.
     pub async fn call_server_tool(
@@ -239,7 +254,7 @@ impl Runtime {
 
     /// Like [`Runtime::call_server_tool_with_progress`], until `cancel`
     /// completes: then the session abandons the call (the server is told)
-    /// and the call ends with the core's own [`CallError::Cancelled`]
+    /// and the call ends with the core's own `CallError::Cancelled`
     /// (`rho_proto_core::session::CallError`), or with its answer if that
     /// arrived first.
     pub async fn call_server_tool_until(
@@ -267,12 +282,7 @@ impl Runtime {
         on_progress: impl FnMut(Progress),
         cancel: &AtomicBool,
     ) -> Result<CallToolResult, ToolCallError> {
-        let watch = async {
-            while !cancel.load(Ordering::Relaxed) {
-                Timer::after(CANCEL_POLL).await;
-            }
-        };
-        self.call_server_tool_until(server, tool, arguments, on_progress, watch)
+        self.call_server_tool_until(server, tool, arguments, on_progress, watch_flag(cancel))
             .await
     }
 
@@ -559,5 +569,12 @@ impl TaskHandle {
         if let Some(task) = self.task.take() {
             task.await;
         }
+    }
+}
+
+/// Completes once `cancel` is set, checking it every [`CANCEL_POLL`].
+async fn watch_flag(cancel: &AtomicBool) {
+    while !cancel.load(Ordering::Relaxed) {
+        Timer::after(CANCEL_POLL).await;
     }
 }

@@ -34,8 +34,9 @@ use serde_json::Value;
 
 use crate::config;
 use crate::runtime::naming;
-use crate::wire::framing::{FrameError, LineDecoder, SseDecoder, SseError, SseEvent};
+use crate::wire::framing::{FrameError, LineDecoder};
 use crate::wire::jsonrpc::{self, ClientRequestId, Incoming, Message, ServerRequestId};
+use crate::wire::sse::{SseDecoder, SseError, SseEvent};
 
 /// The line cap of the `lines` target: small, so that overlong lines and
 /// the discarding state are reached all the time.
@@ -345,7 +346,11 @@ pub fn check_config(data: &[u8]) {
                 match &entry.config {
                     Ok(server) => {
                         assert_eq!(server.id.as_str(), entry.id);
-                        assert!(config::ServerId::new(entry.id.clone()).is_ok());
+                        assert_eq!(
+                            config::ServerId::new(entry.id.clone()).as_ref(),
+                            Ok(&server.id),
+                            "a loaded entry's id is a valid server id, unchanged"
+                        );
                     }
                     Err(error) => {
                         assert_eq!(error.id, entry.id);
@@ -469,10 +474,10 @@ pub fn check_oauth(data: &[u8], origin: std::time::Instant) {
                 let methods = doc.code_challenge_methods_supported.unwrap_or_default();
                 assert!(methods.iter().any(|m| m == "S256"));
                 let token = doc.token_endpoint.unwrap_or_default();
-                assert!(
-                    discovery::check_endpoint("t", &token, &server).is_ok(),
-                    "{token}"
-                );
+                match discovery::check_endpoint("t", &token, &server) {
+                    Ok(url) => assert_eq!(url.scheme(), "https", "{token}"),
+                    Err(error) => panic!("a read document's token endpoint is usable: {error}"),
+                }
             }
         }
         b'R' => check_reauthorization(rest, origin),

@@ -100,15 +100,45 @@ pub trait TranscriptSink: Send + Sync {
     fn write(&self, lines: Vec<String>);
 }
 
+/// Who asks a question, and during which call: what a UI shows beside a
+/// form so that a person (or an agent running several calls at once)
+/// knows which call is waiting on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Asked {
+    /// The asking server's identity.
+    pub server: String,
+    /// The call the question belongs to, when the server said (a request
+    /// sent on that call's stream, or a multi round-trip result of it):
+    /// the runtime's id of that call, unique within the runtime.
+    pub call: Option<u64>,
+    /// What that call is: the server's own tool name, or the request's
+    /// method (`prompts/get`, `resources/read`, ...).
+    pub what: Option<String>,
+}
+
+impl Asked {
+    /// A question of `server` tied to no call.
+    pub fn by(server: &str) -> Self {
+        Self {
+            server: server.to_owned(),
+            call: None,
+            what: None,
+        }
+    }
+}
+
 /// Puts questions in front of a person. Calls may block for as long as the
-/// person takes; the call's budget is paused meanwhile.
+/// person takes; the call's budget is paused meanwhile. Each executor asks
+/// off its IO path (a thread of its own, or the smol blocking pool), so a
+/// responder that waits for a UI to answer later (see `rho_host`'s
+/// question channel) holds up only that question.
 pub trait Responder: Send + Sync {
     /// Shows a server's form, titled with the server's identity so it is
     /// never mistaken for rho's own question, and returns the answers.
-    fn elicit(&self, server: &str, form: &Form) -> FormAnswer;
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer;
     /// Asks whether the server may spend the user's tokens; `question`
     /// names the server, the message count and the token ceiling.
-    fn confirm_sampling(&self, server: &str, question: &str) -> bool;
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool;
 }
 
 /// The user's model, for sampling.
@@ -213,27 +243,28 @@ impl HostServices {
 /// Answers one question, blocking: asks the person, and for sampling calls
 /// the model on a yes and records the spend; an authorization question
 /// goes to the [`Authorizer`].
-pub fn answer(services: &HostServices, server: &str, question: &Question) -> Answer {
+pub fn answer(services: &HostServices, asked: &Asked, question: &Question) -> Answer {
     match question {
         Question::Elicitation(form) => Answer::Form(match &services.responder {
-            Some(responder) => responder.elicit(server, form),
+            Some(responder) => responder.elicit(asked, form),
             None => FormAnswer::CouldNotAsk,
         }),
-        Question::Sampling(request) => Answer::Sampling(sample(services, server, request)),
+        Question::Sampling(request) => Answer::Sampling(sample(services, asked, request)),
         Question::Authorization { reason, challenge } => {
             Answer::Authorization(match &services.authorizer {
-                Some(authorizer) => authorizer.authorize(server, *reason, challenge),
+                Some(authorizer) => authorizer.authorize(&asked.server, *reason, challenge),
                 None => Err("this run cannot log in again".to_owned()),
             })
         }
     }
 }
 
-fn sample(services: &HostServices, server: &str, request: &SamplingRequest) -> SamplingAnswer {
+fn sample(services: &HostServices, asked: &Asked, request: &SamplingRequest) -> SamplingAnswer {
     let (Some(responder), Some(model)) = (&services.responder, &services.model) else {
         return SamplingAnswer::Refused;
     };
-    if !responder.confirm_sampling(server, &summary(server, request)) {
+    let server = asked.server.as_str();
+    if !responder.confirm_sampling(asked, &summary(server, request)) {
         return SamplingAnswer::Refused;
     }
     match model.complete(&request.system_prompt, &request.prompt) {
@@ -261,10 +292,10 @@ mod tests {
     }
 
     impl Responder for Person {
-        fn elicit(&self, _server: &str, _form: &Form) -> FormAnswer {
+        fn elicit(&self, _asked: &Asked, _form: &Form) -> FormAnswer {
             FormAnswer::Dismissed
         }
-        fn confirm_sampling(&self, _server: &str, question: &str) -> bool {
+        fn confirm_sampling(&self, _asked: &Asked, question: &str) -> bool {
             self.asked.lock().expect("lock").push(question.to_owned());
             self.yes
         }
@@ -370,11 +401,11 @@ mod tests {
             fields: Vec::new(),
         });
         assert!(matches!(
-            answer(&none, "s", &form),
+            answer(&none, &Asked::by("s"), &form),
             Answer::Form(FormAnswer::CouldNotAsk)
         ));
         assert_eq!(
-            sampling(answer(&none, "s", &request())),
+            sampling(answer(&none, &Asked::by("s"), &request())),
             SamplingAnswer::Refused
         );
     }
@@ -384,7 +415,7 @@ mod tests {
         let (services, model, ledger) = services(false, Ok("text".to_owned()));
         assert!(services.can_sample());
         assert_eq!(
-            sampling(answer(&services, "s", &request())),
+            sampling(answer(&services, &Asked::by("s"), &request())),
             SamplingAnswer::Refused
         );
         assert_eq!(*model.calls.lock().expect("lock"), 0);
@@ -395,7 +426,7 @@ mod tests {
     fn a_yes_calls_the_model_and_records_the_spend() {
         let (services, model, ledger) = services(true, Ok("completion".to_owned()));
         assert_eq!(
-            sampling(answer(&services, "s", &request())),
+            sampling(answer(&services, &Asked::by("s"), &request())),
             SamplingAnswer::Completed {
                 text: "completion".to_owned(),
                 model: "scripted".to_owned()
@@ -410,9 +441,9 @@ mod tests {
 
     /// Renews once with the scope asked for, then has nothing more.
     /// What an authorizer was asked: server, reason, scope.
-    type Asked = (String, AuthorizationReason, Option<Vec<String>>);
+    type Authorized = (String, AuthorizationReason, Option<Vec<String>>);
 
-    struct Renewer(Mutex<Vec<Asked>>);
+    struct Renewer(Mutex<Vec<Authorized>>);
 
     impl Authorizer for Renewer {
         fn authorize(
@@ -443,7 +474,7 @@ mod tests {
         let none = HostServices::default();
         assert!(!none.can_reauthorize());
         assert!(matches!(
-            answer(&none, "s", &question),
+            answer(&none, &Asked::by("s"), &question),
             Answer::Authorization(Err(reason)) if reason.contains("cannot log in")
         ));
         let renewer = Arc::new(Renewer(Mutex::new(Vec::new())));
@@ -453,11 +484,11 @@ mod tests {
         };
         assert!(services.can_reauthorize());
         assert!(matches!(
-            answer(&services, "s", &question),
+            answer(&services, &Asked::by("s"), &question),
             Answer::Authorization(Ok(header)) if header == "Bearer fresh"
         ));
         assert!(matches!(
-            answer(&services, "s", &question),
+            answer(&services, &Asked::by("s"), &question),
             Answer::Authorization(Err(reason)) if reason == "no refresh token"
         ));
         assert_eq!(
@@ -474,7 +505,7 @@ mod tests {
     fn a_failed_model_call_is_reported_and_not_recorded() {
         let (services, _, ledger) = services(true, Err(ModelError::new("boom")));
         assert_eq!(
-            sampling(answer(&services, "s", &request())),
+            sampling(answer(&services, &Asked::by("s"), &request())),
             SamplingAnswer::Failed("boom".to_owned())
         );
         assert!(ledger.0.lock().expect("lock").is_empty());

@@ -296,6 +296,7 @@ pub(crate) fn form_answer_json(answer: &FormAnswer) -> Value {
     match answer {
         FormAnswer::Submitted(values) => json!({ "submitted": values }),
         FormAnswer::Dismissed => json!("dismissed"),
+        FormAnswer::Declined => json!("declined"),
         FormAnswer::CouldNotAsk => json!("could_not_ask"),
     }
 }
@@ -303,6 +304,7 @@ pub(crate) fn form_answer_json(answer: &FormAnswer) -> Value {
 fn form_answer_from(value: &Value) -> Option<FormAnswer> {
     match value {
         Value::String(s) if s == "dismissed" => Some(FormAnswer::Dismissed),
+        Value::String(s) if s == "declined" => Some(FormAnswer::Declined),
         Value::String(s) if s == "could_not_ask" => Some(FormAnswer::CouldNotAsk),
         Value::Object(map) => {
             let submitted = map.get("submitted")?.as_object()?;

@@ -5,32 +5,27 @@
 //! `resources/read` and `completion/complete` sent, answered, timed out,
 //! cancelled and refused.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
-
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::completions::{CompleteArgument, CompleteParams, CompletionRef};
 use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::features::resources::ReadResourceParams;
 use rho_proto_core::session::{
-    ApiMisuse, CallError, Event, PeerError, Session, SessionOptions, SessionState,
+    ApiMisuse, CallError, Event, PeerError, SessionOptions, SessionState,
 };
-use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
+use rho_proto_core::wire::jsonrpc::{Message, RequestId};
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
-struct Harness {
-    now: Instant,
-    session: Session,
-    sent: Vec<Message>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Stdio as Harness;
 
+/// What these tests read off the shared harness.
 impl Harness {
-    fn new() -> Self {
+    /// A session offering the latest 2025 version: the handshake.
+    fn latest() -> Self {
         Self::with(LATEST_PROTOCOL_VERSION)
     }
 
@@ -42,47 +37,13 @@ impl Harness {
         o.startup_timeout = Duration::from_secs(10);
         o.tool_timeout = Duration::from_secs(5);
         o.request_timeout = Duration::from_secs(3);
-        let now = Instant::now();
-        let mut h = Self {
-            now,
-            session: Session::new(o, now),
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
-    fn drain(&mut self) {
-        while let Some(t) = self.session.poll_transmit() {
-            match Incoming::parse(&t.bytes).expect("valid JSON-RPC") {
-                Incoming::Single(m) => self.sent.push(m),
-                Incoming::Batch(_) => panic!("no batches"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn say(&mut self, line: Value) {
-        let mut bytes = serde_json::to_vec(&line).expect("json");
-        bytes.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &bytes);
-        self.drain();
+        Self::new(o)
     }
 
     fn send(&mut self, request: &FeatureRequest) -> rho_proto_core::session::CallId {
         let call = self.session.request(self.now, request).expect("accepted");
         self.drain();
         call
-    }
-
-    fn step(&mut self) {
-        let deadline = self.session.poll_timeout().expect("a deadline");
-        self.now = deadline.max(self.now);
-        self.session.handle_timeout(self.now);
-        self.drain();
     }
 
     /// The id and params of the latest request for `method`.
@@ -131,21 +92,32 @@ impl Harness {
         );
     }
 
+    /// A server declaring tools, prompts, resources and completions
+    /// answers the handshake and every listing.
     fn everything(&mut self) {
-        self.initialize(json!({"tools": {}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}}));
-        self.answer("tools/list", json!({"tools": []}));
-        self.answer(
-            "prompts/list",
-            json!({"prompts": [{"name": "args-prompt", "arguments": [{"name": "city", "required": true}]}]}),
-        );
-        self.answer(
-            "resources/list",
-            json!({"resources": [{"uri": "demo://a", "name": "a"}]}),
-        );
-        self.answer(
-            "resources/templates/list",
-            json!({"resourceTemplates": [{"uriTemplate": "demo://t/{id}", "name": "t"}]}),
-        );
+        self.drive_answering(&[
+            (
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}, "prompts": {"listChanged": true}, "resources": {}, "completions": {}},
+                    "serverInfo": {"name": "scripted", "version": "1"}
+                }),
+            ),
+            ("tools/list", json!({"tools": []})),
+            (
+                "prompts/list",
+                json!({"prompts": [{"name": "args-prompt", "arguments": [{"name": "city", "required": true}]}]}),
+            ),
+            (
+                "resources/list",
+                json!({"resources": [{"uri": "demo://a", "name": "a"}]}),
+            ),
+            (
+                "resources/templates/list",
+                json!({"resourceTemplates": [{"uriTemplate": "demo://t/{id}", "name": "t"}]}),
+            ),
+        ]);
         assert_eq!(self.session.state(), SessionState::Ready);
     }
 
@@ -162,7 +134,7 @@ impl Harness {
 
 #[test]
 fn ready_waits_for_every_declared_list_and_carries_them() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
     h.answer("tools/list", json!({"tools": []}));
     assert_eq!(h.session.state(), SessionState::Starting, "lists still run");
@@ -186,7 +158,7 @@ fn ready_waits_for_every_declared_list_and_carries_them() {
 
 #[test]
 fn undeclared_lists_are_never_asked_for() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"tools": {}}));
     h.answer("tools/list", json!({"tools": []}));
     assert_eq!(h.session.state(), SessionState::Ready);
@@ -199,7 +171,7 @@ fn undeclared_lists_are_never_asked_for() {
 
 #[test]
 fn listings_follow_cursors_and_a_failure_does_not_fail_the_server() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
     h.answer(
         "tools/list",
@@ -248,7 +220,7 @@ fn listings_follow_cursors_and_a_failure_does_not_fail_the_server() {
 
 #[test]
 fn a_listing_with_no_answer_by_the_startup_deadline_fails_alone() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"tools": {}, "prompts": {}}));
     h.answer("tools/list", json!({"tools": []}));
     h.step();
@@ -264,7 +236,7 @@ fn a_listing_with_no_answer_by_the_startup_deadline_fails_alone() {
     );
     assert_eq!(h.count("notifications/cancelled"), 1, "the server is told");
     // The tools themselves still count against the budget.
-    let mut slow = Harness::new();
+    let mut slow = Harness::latest();
     slow.initialize(json!({"tools": {}, "prompts": {}}));
     slow.answer("prompts/list", json!({"prompts": []}));
     slow.step();
@@ -273,7 +245,7 @@ fn a_listing_with_no_answer_by_the_startup_deadline_fails_alone() {
 
 #[test]
 fn list_changed_relists_after_ready_and_queues_one_more_behind_a_running_one() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.everything();
     let before = h.count("prompts/list");
     h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
@@ -319,7 +291,7 @@ fn list_changed_relists_after_ready_and_queues_one_more_behind_a_running_one() {
 
 #[test]
 fn list_changed_during_the_startup_listing_lists_again_before_ready() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"prompts": {}}));
     h.say(json!({"jsonrpc": "2.0", "method": "notifications/prompts/list_changed"}));
     h.answer("prompts/list", json!({"prompts": [{"name": "old"}]}));
@@ -331,7 +303,7 @@ fn list_changed_during_the_startup_listing_lists_again_before_ready() {
 
 #[test]
 fn at_connect_one_catalog_list_is_in_flight_at_a_time_beside_the_tools() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
     assert_eq!(h.count("tools/list"), 1);
     assert_eq!(h.count("prompts/list"), 1, "beside tools/list");
@@ -345,7 +317,7 @@ fn at_connect_one_catalog_list_is_in_flight_at_a_time_beside_the_tools() {
 
 #[test]
 fn a_change_queued_behind_a_startup_listing_that_runs_out_of_time_does_not_fail_the_server() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.initialize(json!({"tools": {}, "prompts": {"listChanged": true}, "resources": {}}));
     h.answer("tools/list", json!({"tools": []}));
     // The change queues a second listing behind the one that never ends;
@@ -455,7 +427,7 @@ fn a_private_listing_answered_across_a_credential_change_is_listed_again() {
 
 #[test]
 fn the_2025_era_keeps_its_lists_across_a_new_credential() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.everything();
     let before = h.count("prompts/list");
     h.events.clear();
@@ -475,7 +447,7 @@ fn get_prompt() -> FeatureRequest {
 
 #[test]
 fn feature_requests_are_sent_and_answered_as_sent() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.everything();
     let call = h.send(&get_prompt());
     let (_, params) = h.request("prompts/get");
@@ -503,7 +475,7 @@ fn feature_requests_are_sent_and_answered_as_sent() {
 
 #[test]
 fn feature_requests_time_out_and_cancel_telling_the_server() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     h.everything();
     let complete = FeatureRequest::Complete(CompleteParams {
         reference: CompletionRef::Prompt {
@@ -564,14 +536,7 @@ fn progress_naming_a_feature_requests_id_is_not_progress_for_it() {
     o.protocol_version = LATEST_PROTOCOL_VERSION.into();
     o.tool_timeout = Duration::from_secs(5);
     o.progress_extends_up_to = Some(Duration::from_secs(60));
-    let now = Instant::now();
-    let mut h = Harness {
-        now,
-        session: Session::new(o, now),
-        sent: Vec::new(),
-        events: Vec::new(),
-    };
-    h.drain();
+    let mut h = Harness::new(o);
     h.everything();
     let read = FeatureRequest::ReadResource(ReadResourceParams {
         uri: "demo://a".into(),
@@ -601,7 +566,7 @@ fn progress_naming_a_feature_requests_id_is_not_progress_for_it() {
 
 #[test]
 fn requests_need_a_ready_session_and_the_capability() {
-    let mut h = Harness::new();
+    let mut h = Harness::latest();
     assert!(matches!(
         h.session.request(h.now, &get_prompt()),
         Err(ApiMisuse::NotReady(_))

@@ -15,7 +15,7 @@ use rho_proto_core::connection::{HttpInput, Output};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
 use rho_proto_core::features::prompts::GetPromptParams;
-use rho_proto_core::host::{HostServices, Responder};
+use rho_proto_core::host::{Asked, HostServices, Responder};
 use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM};
 use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
@@ -28,6 +28,8 @@ use rho_proto_core::runtime::{Inventory, ToolCallError};
 use rho_proto_core::session::{CallError, CancelNotice, CloseReason, Question, QuestionId, Timer};
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use serde_json::{Value, json};
+
+mod common;
 
 /// A caller's reply channel in these tests: the ticket of its call.
 type Tag = u64;
@@ -50,10 +52,10 @@ fn server_config(text: &str) -> ServerConfig {
 struct Decliner;
 
 impl Responder for Decliner {
-    fn elicit(&self, _server: &str, _form: &Form) -> FormAnswer {
+    fn elicit(&self, _asked: &Asked, _form: &Form) -> FormAnswer {
         FormAnswer::Dismissed
     }
-    fn confirm_sampling(&self, _server: &str, _question: &str) -> bool {
+    fn confirm_sampling(&self, _asked: &Asked, _question: &str) -> bool {
         false
     }
 }
@@ -67,7 +69,7 @@ enum Seen {
     /// Progress, with the channel `caller` returned for it at the time.
     Progress(Option<Tag>),
     Startup(Result<Started, StartupError>),
-    Ask(QuestionId, Question),
+    Ask(QuestionId, Question, Asked),
     Health(rho_proto_core::runtime::Health),
     Record,
     EndTransport,
@@ -140,8 +142,11 @@ impl Harness {
         h
     }
 
+    /// Takes every effect, bounded like the shared harnesses' drains.
     fn drain(&mut self) {
+        let mut taken = 0;
         while let Some(effect) = self.driver.poll_effect() {
+            common::count_drained(&mut taken, &effect);
             let seen = match effect {
                 Effect::Transmit(Output::Write(bytes)) => {
                     assert_eq!(bytes.last(), Some(&b'\n'), "stdio writes end a line");
@@ -157,14 +162,17 @@ impl Harness {
                     Seen::Progress(self.driver.caller(call).copied())
                 }
                 Effect::Startup(outcome) => Seen::Startup(outcome),
-                Effect::Ask { question, kind } => Seen::Ask(question, kind),
+                Effect::Ask {
+                    question,
+                    kind,
+                    asked,
+                } => Seen::Ask(question, kind, asked),
                 Effect::Health(health) => Seen::Health(health),
                 Effect::Record(lines) => {
                     assert!(!lines.is_empty(), "a record effect has lines");
                     Seen::Record
                 }
                 Effect::EndTransport => Seen::EndTransport,
-                other => panic!("an effect these tests do not know: {other:?}"),
             };
             self.seen.push(seen);
         }
@@ -190,10 +198,9 @@ impl Harness {
     }
 
     fn command(&mut self, command: Command<Tag>) {
-        assert!(
-            self.driver.handle_command(self.now, command).is_ok(),
-            "the open session takes the command"
-        );
+        if let Err(refused) = self.driver.handle_command(self.now, command) {
+            panic!("the open session takes the command, not refuse {refused:?}");
+        }
         self.drain();
     }
 
@@ -597,12 +604,22 @@ fn a_question_goes_to_the_host_and_its_answer_comes_back_as_a_command() {
             "type": "object", "properties": {"name": {"type": "string"}}
         }}
     }));
-    let (question, kind) = match std::mem::take(&mut h.seen).as_slice() {
-        [Seen::Ask(question, kind)] => (*question, kind.clone()),
+    let (question, kind, asked) = match std::mem::take(&mut h.seen).as_slice() {
+        [Seen::Ask(question, kind, asked)] => (*question, kind.clone(), asked.clone()),
         other => panic!("expected one question, got {other:?}"),
     };
+    // The question names the call it came during: the host's ticket and
+    // the tool, so a UI can tie it to one of several calls.
+    assert_eq!(
+        asked,
+        Asked {
+            server: h.driver.server().to_owned(),
+            call: Some(1),
+            what: Some("echo".to_owned()),
+        }
+    );
     // What the executor runs off the session, then feeds back.
-    let answer = rho_proto_core::host::answer(&host, h.driver.server(), &kind);
+    let answer = rho_proto_core::host::answer(&host, &asked, &kind);
     assert!(matches!(answer, Answer::Form(FormAnswer::Dismissed)));
     h.command(Command::Answer { question, answer });
     // Dismissing the form also ends the turn: the call is cancelled, and
@@ -768,7 +785,10 @@ fn a_closed_session_hands_commands_back_but_takes_a_second_close() {
         matches!(refused, Err(Command::CallTool { reply: 1, .. })),
         "the call and its channel come back"
     );
-    assert!(h.driver.handle_command(h.now, Command::Close).is_ok());
+    assert!(
+        matches!(h.driver.handle_command(h.now, Command::Close), Ok(())),
+        "closing a closed session is not refused"
+    );
 }
 
 #[test]

@@ -5,22 +5,19 @@
 //! `x-mcp-header` mirroring and the tools dropped for bad annotations.
 //! Scripted servers and a fake clock.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
-
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::config::LogLevel;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::FormAnswer;
 use rho_proto_core::features::prompts::GetPromptParams;
-use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport};
+use rho_proto_core::http::{HttpOptions, HttpRequest};
 use rho_proto_core::session::{
-    CallError, CancelNotice, CloseReason, Event, MIN_FRESHNESS, PeerError, Session, SessionOptions,
+    CallError, CancelNotice, CloseReason, Event, MIN_FRESHNESS, PeerError, SessionOptions,
     SessionState, Timer,
 };
-use rho_proto_core::wire::jsonrpc::{Incoming, Message};
+use rho_proto_core::wire::jsonrpc::Message;
 use serde_json::{Value, json};
 use url::Url;
 
@@ -34,52 +31,11 @@ fn options() -> SessionOptions {
     o
 }
 
-/// A stdio session against a scripted server.
-struct Stdio {
-    now: Instant,
-    start: Instant,
-    session: Session,
-    sent: Vec<Message>,
-    events: Vec<Event>,
-}
+mod common;
+use common::{Http, Stdio};
 
+/// What these tests read off the shared stdio harness.
 impl Stdio {
-    fn new(options: SessionOptions) -> Self {
-        let now = Instant::now();
-        let mut h = Self {
-            now,
-            start: now,
-            session: Session::new(options, now),
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
-    fn drain(&mut self) {
-        while let Some(t) = self.session.poll_transmit() {
-            match Incoming::parse(&t.bytes).expect("one JSON-RPC message") {
-                Incoming::Single(m) => self.sent.push(m),
-                other => panic!("{other:?}"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn say(&mut self, message: Value) {
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &line);
-        self.drain();
-    }
-
-    fn reply(&mut self, id: u64, result: Value) {
-        self.say(json!({"jsonrpc": "2.0", "id": id, "result": result}));
-    }
-
     fn error(&mut self, id: u64, code: i64, data: Value) {
         self.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "no", "data": data}}));
     }
@@ -91,12 +47,6 @@ impl Stdio {
             .expect("ready");
         self.drain();
         call
-    }
-
-    fn wait_until(&mut self, at: Instant) {
-        self.now = at;
-        self.session.handle_timeout(at);
-        self.drain();
     }
 
     /// The last request sent: id, method, params.
@@ -128,27 +78,8 @@ impl Stdio {
             .unwrap_or_else(|| panic!("no request {n} in {:?}", self.sent))
     }
 
-    fn methods(&self) -> Vec<String> {
-        self.sent
-            .iter()
-            .map(|m| match m {
-                Message::Request { method, .. } | Message::Notification { method, .. } => {
-                    method.clone()
-                }
-                _ => "(response)".into(),
-            })
-            .collect()
-    }
-
     fn ready(&self) -> bool {
         self.events.iter().any(|e| matches!(e, Event::Ready(_)))
-    }
-
-    fn closed(&self) -> Option<&CloseReason> {
-        self.events.iter().find_map(|e| match e {
-            Event::Closed(r) => Some(r),
-            _ => None,
-        })
     }
 
     fn call_result(
@@ -692,15 +623,6 @@ fn a_2025_version_offered_goes_straight_to_initialize() {
 
 // ----- Streamable HTTP -----
 
-/// An HTTP session against a scripted server.
-struct Http {
-    now: Instant,
-    transport: HttpTransport,
-    requests: Vec<HttpRequest>,
-    aborted: Vec<rho_proto_core::http::ExchangeId>,
-    events: Vec<Event>,
-}
-
 fn header<'a>(req: &'a HttpRequest, name: &str) -> Option<&'a str> {
     req.headers
         .iter()
@@ -712,6 +634,7 @@ fn body(req: &HttpRequest) -> Value {
     serde_json::from_slice(&req.body).expect("json body")
 }
 
+/// What these tests read off the shared HTTP harness.
 impl Http {
     fn new() -> Self {
         Self::with(|_| {})
@@ -722,52 +645,16 @@ impl Http {
     }
 
     fn build(session: SessionOptions, adjust: impl FnOnce(&mut HttpOptions)) -> Self {
-        let now = Instant::now();
         let mut http = HttpOptions::new(
             Url::parse("http://127.0.0.1:9/mcp").expect("url"),
             vec![("Mcp-Method".into(), "configured-never-wins".into())],
         );
         adjust(&mut http);
-        let mut h = Self {
-            now,
-            transport: HttpTransport::new(session, http, now),
-            requests: Vec::new(),
-            aborted: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
-    fn drain(&mut self) {
-        while let Some(out) = self.transport.poll_output() {
-            match out {
-                HttpOutput::Send(req) => self.requests.push(req),
-                HttpOutput::Abort(x) => self.aborted.push(x),
-            }
-        }
-        while let Some(e) = self.transport.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn last(&self) -> HttpRequest {
-        self.requests.last().expect("a request").clone()
+        Self::connect(session, http)
     }
 
     fn answer(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)], body: &str) {
-        let headers: Vec<(String, String)> = headers
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        self.transport
-            .handle_response_head(self.now, req.exchange, status, &headers);
-        if !body.is_empty() {
-            self.transport
-                .handle_response_body(self.now, req.exchange, body.as_bytes());
-        }
-        self.transport.handle_response_end(self.now, req.exchange);
-        self.drain();
+        self.respond(req, status, headers, body.as_bytes());
     }
 
     fn result(&mut self, req: &HttpRequest, result: Value) {
@@ -786,12 +673,12 @@ impl Http {
     }
 
     fn ready(&mut self, tools: Value) {
-        let probe = self.last();
+        let probe = self.last_send();
         self.result(
             &probe,
             discover_result(json!([MODERN]), json!({"tools": {}})),
         );
-        let list = self.last();
+        let list = self.last_send();
         assert_eq!(body(&list)["method"], "tools/list");
         self.result(
             &list,
@@ -811,7 +698,7 @@ impl Http {
 #[test]
 fn every_post_carries_the_version_and_standard_headers_and_no_session() {
     let mut h = Http::new();
-    let probe = h.last();
+    let probe = h.last_send();
     assert_eq!(body(&probe)["method"], "server/discover");
     assert_eq!(header(&probe, "mcp-protocol-version"), Some(MODERN));
     assert_eq!(header(&probe, "mcp-method"), Some("server/discover"));
@@ -841,7 +728,7 @@ fn every_post_carries_the_version_and_standard_headers_and_no_session() {
         )
         .expect("ready");
     h.drain();
-    let call = h.last();
+    let call = h.last_send();
     assert_eq!(body(&call)["method"], "tools/call");
     assert_eq!(header(&call, "mcp-session-id"), None);
     assert_eq!(header(&call, "mcp-protocol-version"), Some(MODERN));
@@ -855,8 +742,8 @@ fn every_post_carries_the_version_and_standard_headers_and_no_session() {
     assert_eq!(header(&call, "mcp-param-count"), Some("42"));
     assert_eq!(header(&call, "mcp-param-gone"), None, "null is omitted");
     assert!(
-        !h.requests
-            .iter()
+        !h.sends()
+            .into_iter()
             .any(|r| r.method != rho_proto_core::http::Method::Post),
         "no GET stream, no DELETE"
     );
@@ -897,12 +784,12 @@ fn cancelling_a_call_drops_its_stream_and_posts_no_notification() {
         .call_tool(h.now, "echo", json!({}))
         .expect("ready");
     h.drain();
-    let post = h.last();
-    let before = h.requests.len();
+    let post = h.last_send();
+    let before = h.sends().len();
     h.transport.cancel_call(h.now, call);
     h.drain();
-    assert_eq!(h.requests.len(), before, "no notifications/cancelled POST");
-    assert!(h.aborted.contains(&post.exchange));
+    assert_eq!(h.sends().len(), before, "no notifications/cancelled POST");
+    assert!(h.aborted().contains(&post.exchange));
     // The error says what rho did, not that the server was told.
     let error = h
         .events
@@ -955,8 +842,8 @@ fn a_broken_stream_fails_a_call_that_may_have_had_its_effect_and_is_never_resume
         .call_tool(h.now, "echo", json!({}))
         .expect("ready");
     h.drain();
-    let post = h.last();
-    let before = h.requests.len();
+    let post = h.last_send();
+    let before = h.sends().len();
     break_stream(&mut h, &post);
     let Some(Event::CallCompleted {
         result: Err(error), ..
@@ -968,7 +855,7 @@ fn a_broken_stream_fails_a_call_that_may_have_had_its_effect_and_is_never_resume
     assert!(text.contains("does not resume"), "{text}");
     assert!(text.contains("read-only or idempotent"), "{text}");
     assert_eq!(
-        h.requests.len(),
+        h.sends().len(),
         before,
         "nothing sent again, no Last-Event-ID GET"
     );
@@ -983,16 +870,16 @@ fn a_broken_stream_re_issues_a_read_only_call_once_under_a_new_id() {
         .call_tool(h.now, "look", json!({"q": 1}))
         .expect("ready");
     h.drain();
-    let first = h.last();
+    let first = h.last_send();
     break_stream(&mut h, &first);
-    let again = h.last();
+    let again = h.last_send();
     assert_ne!(again.exchange, first.exchange);
     assert_eq!(body(&again)["method"], "tools/call");
     assert_eq!(body(&again)["params"]["arguments"], json!({"q": 1}));
     assert_ne!(body(&again)["id"], body(&first)["id"], "a new id");
     // Broken again: once is enough.
     break_stream(&mut h, &again);
-    assert_eq!(h.last().exchange, again.exchange, "not a third time");
+    assert_eq!(h.last_send().exchange, again.exchange, "not a third time");
     assert!(matches!(
         h.events.last(),
         Some(Event::CallCompleted {
@@ -1005,14 +892,14 @@ fn a_broken_stream_re_issues_a_read_only_call_once_under_a_new_id() {
 #[test]
 fn a_broken_stream_during_discovery_lists_again() {
     let mut h = Http::new();
-    let probe = h.last();
+    let probe = h.last_send();
     h.result(
         &probe,
         discover_result(json!([MODERN]), json!({"tools": {}})),
     );
-    let list = h.last();
+    let list = h.last_send();
     break_stream(&mut h, &list);
-    let again = h.last();
+    let again = h.last_send();
     assert_eq!(body(&again)["method"], "tools/list");
     assert_ne!(again.exchange, list.exchange);
     h.result(&again, json!({"tools": [], "ttlMs": 0}));
@@ -1031,7 +918,7 @@ fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
         .call_tool(h.now, "sql", json!({"region": "eu"}))
         .expect("ready");
     h.drain();
-    let first = h.last();
+    let first = h.last_send();
     assert_eq!(header(&first, "mcp-param-region"), Some("eu"));
     let mismatch = |req: &HttpRequest| {
         json!({"jsonrpc": "2.0", "id": body(req)["id"], "error": {"code": -32020,
@@ -1044,14 +931,14 @@ fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
         &[("content-type", "application/json")],
         &mismatch(&first),
     );
-    let list = h.last();
+    let list = h.last_send();
     assert_eq!(
         body(&list)["method"],
         "tools/list",
         "the call waits for a fresh list"
     );
     h.result(&list, json!({"tools": tool("Zone"), "ttlMs": 60000}));
-    let again = h.last();
+    let again = h.last_send();
     assert_eq!(body(&again)["method"], "tools/call");
     assert_ne!(body(&again)["id"], body(&first)["id"]);
     assert_eq!(
@@ -1077,7 +964,11 @@ fn a_header_mismatch_lists_the_tools_again_and_sends_the_call_once_more() {
         error.to_string().contains("headers do not match"),
         "{error}"
     );
-    assert_eq!(body(&h.last())["method"], "tools/call", "no third listing");
+    assert_eq!(
+        body(&h.last_send())["method"],
+        "tools/call",
+        "no third listing"
+    );
 }
 
 #[test]
@@ -1094,12 +985,12 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
             o.headers
                 .push(("Authorization".into(), "Bearer old".into()));
         });
-        let probe = h.last();
+        let probe = h.last_send();
         h.result(
             &probe,
             discover_result(json!([MODERN]), json!({"tools": {}})),
         );
-        let list = h.last();
+        let list = h.last_send();
         h.result(
             &list,
             json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}],
@@ -1109,7 +1000,7 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
             .call_tool(h.now, "echo", json!({}))
             .expect("ready");
         h.drain();
-        let call = h.last();
+        let call = h.last_send();
         h.answer(
             &call,
             401,
@@ -1127,7 +1018,7 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
         h.transport
             .answer_authorization(h.now, question, Ok(token.into()));
         h.drain();
-        let resent = h.last();
+        let resent = h.last_send();
         assert_eq!(body(&resent)["method"], "tools/call");
         h.result(&resent, json!({"content": []}));
         h.transport
@@ -1135,8 +1026,8 @@ fn a_new_token_makes_a_private_tool_list_stale_but_not_a_public_one() {
             .expect("ready");
         h.drain();
         let methods: Vec<Value> = h
-            .requests
-            .iter()
+            .sends()
+            .into_iter()
             .rev()
             .take(2)
             .map(|r| body(r)["method"].clone())
@@ -1157,7 +1048,7 @@ fn a_202_to_a_request_fails_it_since_no_other_stream_will_answer() {
         .call_tool(h.now, "echo", json!({}))
         .expect("ready");
     h.drain();
-    let post = h.last();
+    let post = h.last_send();
     h.answer(&post, 202, &[], "");
     let Some(Event::CallCompleted {
         result: Err(error), ..
@@ -1171,14 +1062,14 @@ fn a_202_to_a_request_fails_it_since_no_other_stream_will_answer() {
 #[test]
 fn a_legacy_server_refusing_the_probe_with_400_gets_initialize() {
     let mut h = Http::new();
-    let probe = h.last();
+    let probe = h.last_send();
     h.answer(
         &probe,
         400,
         &[("content-type", "application/json")],
         r#"{"jsonrpc":"2.0","id":null,"error":{"code":-32000,"message":"Bad Request: Server not initialized"}}"#,
     );
-    let init = h.last();
+    let init = h.last_send();
     assert_eq!(body(&init)["method"], "initialize");
     assert_eq!(header(&init, "mcp-protocol-version"), None);
     assert_eq!(header(&init, "mcp-method"), None);
@@ -1196,12 +1087,12 @@ fn a_400_error_under_the_servers_own_id_answers_the_probe_and_initialize_follows
         "Unsupported protocol version: 2026-07-28. Supported versions: 2024-11-05, 2025-03-26, 2025-06-18, 2025-11-25",
     ] {
         let mut h = Http::new();
-        let probe = h.last();
+        let probe = h.last_send();
         let text = json!({"jsonrpc": "2.0", "id": "server-error",
                           "error": {"code": -32600, "message": message}})
         .to_string();
         h.answer(&probe, 400, &[("content-type", "application/json")], &text);
-        let init = h.last();
+        let init = h.last_send();
         assert_eq!(body(&init)["method"], "initialize", "{message}");
         assert!(!h.transport.session().is_stateless());
         assert_no_peer_errors(&h.events);
@@ -1214,14 +1105,14 @@ fn a_400_error_under_the_servers_own_id_answers_the_probe_and_initialize_follows
 #[test]
 fn a_json_body_that_does_not_answer_its_request_settles_it_at_once() {
     let mut h = Http::new();
-    let probe = h.last();
+    let probe = h.last_send();
     h.answer(
         &probe,
         200,
         &[("content-type", "application/json")],
         r#"{"jsonrpc":"2.0","id":"server-error","error":{"code":-32600,"message":"Bad Request"}}"#,
     );
-    let init = h.last();
+    let init = h.last_send();
     assert_eq!(body(&init)["method"], "initialize");
     h.answer(
         &init,
@@ -1241,7 +1132,7 @@ fn a_json_body_that_does_not_answer_its_request_settles_it_at_once() {
 #[test]
 fn an_unsupported_version_in_a_400_body_probes_again_rather_than_falling_back() {
     let mut h = Http::new();
-    let probe = h.last();
+    let probe = h.last_send();
     let id = body(&probe)["id"].clone();
     h.answer(
         &probe,
@@ -1251,7 +1142,7 @@ fn an_unsupported_version_in_a_400_body_probes_again_rather_than_falling_back() 
                 "data": {"supported": [MODERN], "requested": "1900-01-01"}}})
         .to_string(),
     );
-    let again = h.last();
+    let again = h.last_send();
     assert_eq!(body(&again)["method"], "server/discover");
     assert_ne!(again.exchange, probe.exchange);
     assert_eq!(header(&again, "mcp-protocol-version"), Some(MODERN));
@@ -1260,7 +1151,7 @@ fn an_unsupported_version_in_a_400_body_probes_again_rather_than_falling_back() 
 #[test]
 fn a_401_to_the_probe_fails_naming_authorization_without_a_fallback() {
     let mut h = Http::new();
-    let probe = h.last();
+    let probe = h.last_send();
     h.answer(&probe, 401, &[], "");
     let Some(Event::Closed(CloseReason::TransportFailed(why))) = h.events.last() else {
         panic!("{:?}", h.events)
@@ -1269,7 +1160,7 @@ fn a_401_to_the_probe_fails_naming_authorization_without_a_fallback() {
         why.contains("401") && why.contains("authorization"),
         "{why}"
     );
-    assert_eq!(h.requests.len(), 1, "no initialize after a 401");
+    assert_eq!(h.sends().len(), 1, "no initialize after a 401");
 }
 
 #[test]
@@ -1281,14 +1172,14 @@ fn a_new_token_drops_a_private_prompt_list_and_lists_it_again_with_the_new_heade
             .push(("Authorization".into(), "Bearer old".into()));
     });
     let latest = |h: &Http, method: &str| {
-        h.requests
-            .iter()
+        h.sends()
+            .into_iter()
             .rev()
             .find(|r| body(r)["method"] == method)
             .cloned()
             .unwrap_or_else(|| panic!("no {method} sent"))
     };
-    let probe = h.last();
+    let probe = h.last_send();
     h.result(
         &probe,
         discover_result(json!([MODERN]), json!({"tools": {}, "prompts": {}})),
@@ -1349,8 +1240,8 @@ fn a_new_token_drops_a_private_prompt_list_and_lists_it_again_with_the_new_heade
         Some("Bearer new")
     );
     assert_eq!(
-        h.requests
-            .iter()
+        h.sends()
+            .into_iter()
             .filter(|r| body(r)["method"] == "tools/list")
             .count(),
         1,
@@ -1372,7 +1263,7 @@ fn an_input_required_answer_over_sse_survives_its_streams_end() {
         .call_tool(h.now, "echo", json!({}))
         .expect("ready");
     h.drain();
-    let post = h.last();
+    let post = h.last_send();
     let asked = json!({"jsonrpc": "2.0", "id": body(&post)["id"], "result": {
         "resultType": "input_required",
         "inputRequests": {"who": {"method": "elicitation/create", "params": {
@@ -1406,7 +1297,7 @@ fn an_input_required_answer_over_sse_survives_its_streams_end() {
     )]));
     h.transport.answer_elicitation(h.now, question, answer);
     h.drain();
-    let retry = h.last();
+    let retry = h.last_send();
     assert_ne!(retry.exchange, post.exchange);
     assert_eq!(body(&retry)["method"], "tools/call");
     assert_eq!(

@@ -3,16 +3,11 @@
 //! answers them with heads, bodies and ends as a server would. No socket,
 //! no sleep; time moves only when a test says so.
 
-// The fake clock needs one real `Instant` as its origin; after that, time
-// only moves when a test says so.
-#![allow(clippy::disallowed_methods)]
-
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::config::{self, Transport};
 use rho_proto_core::http::{
-    ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method,
-    resolve_headers,
+    HeaderError, HttpOptions, HttpOutput, HttpRequest, Method, resolve_headers,
 };
 use rho_proto_core::session::{
     CallError, CallId, CancelNotice, CloseReason, Event, SessionOptions, Timer,
@@ -112,74 +107,22 @@ fn response(id: &Value, result: Value) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "result": result})
 }
 
-/// A transport with a fake clock and a record of everything it output.
-/// Draining checks two invariants on the way: every request goes to the
-/// configured endpoint, and nothing is reported after [`Event::Closed`].
-struct Harness {
-    now: Instant,
-    endpoint: Url,
-    transport: HttpTransport,
-    outputs: Vec<HttpOutput>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Http as Harness;
 
+/// What these tests read off the shared harness, whose drain checks that
+/// every request goes to the configured endpoint and that nothing is
+/// reported after [`Event::Closed`].
 impl Harness {
     fn new() -> Self {
         Self::with(options())
     }
 
     fn with(options: HttpOptions) -> Self {
-        let now = Instant::now();
-        let endpoint = options.url.clone();
-        let transport = HttpTransport::new(session_options(), options, now);
-        let mut h = Self {
-            now,
-            endpoint,
-            transport,
-            outputs: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
-    fn drain(&mut self) {
-        while let Some(output) = self.transport.poll_output() {
-            if let HttpOutput::Send(req) = &output {
-                assert_eq!(req.url, self.endpoint, "only the endpoint: {req:?}");
-            }
-            self.outputs.push(output);
-        }
-        while let Some(event) = self.transport.poll_event() {
-            assert!(
-                !matches!(self.events.last(), Some(Event::Closed(_))),
-                "{event:?} after Closed"
-            );
-            self.events.push(event);
-        }
+        Self::connect(session_options(), options)
     }
 
     // ----- what the transport asked for -----
-
-    fn sends(&self) -> Vec<&HttpRequest> {
-        self.outputs
-            .iter()
-            .filter_map(|o| match o {
-                HttpOutput::Send(req) => Some(req),
-                HttpOutput::Abort(_) => None,
-            })
-            .collect()
-    }
-
-    fn aborted(&self) -> Vec<ExchangeId> {
-        self.outputs
-            .iter()
-            .filter_map(|o| match o {
-                HttpOutput::Abort(id) => Some(*id),
-                HttpOutput::Send(_) => None,
-            })
-            .collect()
-    }
 
     /// Every POST carrying `method` (`<response>` for answers), in order.
     fn posts(&self, method: &str) -> Vec<HttpRequest> {
@@ -204,41 +147,7 @@ impl Harness {
             .collect()
     }
 
-    fn last_send(&self) -> HttpRequest {
-        (*self.sends().last().expect("something was sent")).clone()
-    }
-
     // ----- the scripted server -----
-
-    fn head(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)]) {
-        let headers: Vec<(String, String)> = headers
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        self.transport
-            .handle_response_head(self.now, req.exchange, status, &headers);
-        self.drain();
-    }
-
-    fn body(&mut self, req: &HttpRequest, chunk: &[u8]) {
-        self.transport
-            .handle_response_body(self.now, req.exchange, chunk);
-        self.drain();
-    }
-
-    fn end(&mut self, req: &HttpRequest) {
-        self.transport.handle_response_end(self.now, req.exchange);
-        self.drain();
-    }
-
-    /// A whole response: head, the body if any, end.
-    fn respond(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)], body: &[u8]) {
-        self.head(req, status, headers);
-        if !body.is_empty() {
-            self.body(req, body);
-        }
-        self.end(req);
-    }
 
     /// 202 Accepted, no body: how a server takes a notification or response.
     fn accept(&mut self, req: &HttpRequest) {
@@ -323,43 +232,6 @@ impl Harness {
             Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
             other => panic!("expected a transport failure for {call}, got {other:?}"),
         }
-    }
-
-    fn closed_reason(&self) -> Option<&CloseReason> {
-        self.events.iter().find_map(|e| match e {
-            Event::Closed(reason) => Some(reason),
-            _ => None,
-        })
-    }
-
-    // ----- the clock -----
-
-    /// Jumps the fake clock to the next deadline and fires it; returns how
-    /// long that was.
-    fn step(&mut self) -> Duration {
-        let deadline = self
-            .transport
-            .poll_timeout()
-            .expect("a deadline is pending");
-        let waited = deadline.saturating_duration_since(self.now);
-        self.now = deadline.max(self.now);
-        self.transport.handle_timeout(self.now);
-        self.drain();
-        waited
-    }
-
-    /// How far away the next deadline is.
-    fn next_deadline_in(&self) -> Option<Duration> {
-        self.transport
-            .poll_timeout()
-            .map(|d| d.saturating_duration_since(self.now))
-    }
-
-    /// Moves the clock by `by` and fires whatever is due.
-    fn advance(&mut self, by: Duration) {
-        self.now += by;
-        self.transport.handle_timeout(self.now);
-        self.drain();
     }
 }
 
@@ -537,7 +409,7 @@ fn server_stream_405_means_no_get_is_ever_sent_again() {
         h.advance(Duration::from_secs(600));
     }
     assert_eq!(h.with_method(Method::Get).len(), 1);
-    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+    assert!(h.closed().is_none(), "{:?}", h.events);
 }
 
 #[test]
@@ -596,7 +468,7 @@ fn server_stream_409_is_not_retried() {
         h.advance(Duration::from_secs(600));
     }
     assert_eq!(h.with_method(Method::Get).len(), 1);
-    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+    assert!(h.closed().is_none(), "{:?}", h.events);
 }
 
 #[test]
@@ -929,7 +801,7 @@ fn call_answered_404_reinitializes_and_resends_the_call_once_with_the_new_sessio
     h.answer_json(resent, text_result("again"));
     assert_eq!(h.completed_text(call), "again");
     assert_eq!(h.posts("initialize").len(), 2);
-    assert!(h.closed_reason().is_none());
+    assert!(h.closed().is_none());
 }
 
 #[test]
@@ -1130,7 +1002,7 @@ fn redirect_on_a_call_fails_it_with_status_and_origin_aborts_and_is_never_follow
     for sent in h.sends() {
         assert_eq!(sent.url.as_str(), URL, "{sent:?}");
     }
-    assert!(h.closed_reason().is_none(), "only the call fails");
+    assert!(h.closed().is_none(), "only the call fails");
 }
 
 #[test]
@@ -1142,7 +1014,7 @@ fn redirect_during_initialize_closes_the_session_with_the_redirect_reason() {
         307,
         &[("location", "https://elsewhere.example:8443/mcp")],
     );
-    let reason = h.closed_reason().expect("closed").to_string();
+    let reason = h.closed().expect("closed").to_string();
     assert!(reason.contains("307"), "{reason}");
     assert!(
         reason.contains("https://elsewhere.example:8443"),
@@ -1174,17 +1046,11 @@ fn close_sends_delete_with_the_session_id_and_reports_closed_after_its_end() {
     assert_eq!(header(&delete, "mcp-session-id"), Some(SID));
     assert_eq!(header(&delete, "authorization"), Some(TOKEN));
     assert!(delete.body.is_empty());
-    assert!(
-        h.closed_reason().is_none(),
-        "not before the DELETE finished"
-    );
+    assert!(h.closed().is_none(), "not before the DELETE finished");
     h.head(&delete, 200, &[]);
-    assert!(
-        h.closed_reason().is_none(),
-        "not before the DELETE finished"
-    );
+    assert!(h.closed().is_none(), "not before the DELETE finished");
     h.end(&delete);
-    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert_eq!(h.closed(), Some(&CloseReason::Requested));
     assert!(matches!(h.events.last(), Some(Event::Closed(_))));
     assert_eq!(h.transport.poll_timeout(), None);
 }
@@ -1203,7 +1069,7 @@ fn close_accepts_405_to_delete() {
         &[("Allow", "GET, POST")],
         b"Method Not Allowed",
     );
-    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert_eq!(h.closed(), Some(&CloseReason::Requested));
 }
 
 #[test]
@@ -1218,9 +1084,9 @@ fn close_gives_up_on_a_silent_delete_after_delete_timeout() {
     assert_eq!(h.next_deadline_in(), Some(Duration::from_millis(1500)));
     assert_eq!(h.transport.timeout_reason(), Some(Timer::Delete));
     h.advance(Duration::from_millis(1499));
-    assert!(h.closed_reason().is_none());
+    assert!(h.closed().is_none());
     h.advance(Duration::from_millis(1));
-    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert_eq!(h.closed(), Some(&CloseReason::Requested));
     assert_eq!(h.transport.poll_timeout(), None);
 }
 
@@ -1239,7 +1105,7 @@ fn close_without_a_session_id_is_immediate_and_sends_no_delete() {
     }
     h.transport.close(h.now);
     h.drain();
-    assert_eq!(h.closed_reason(), Some(&CloseReason::Requested));
+    assert_eq!(h.closed(), Some(&CloseReason::Requested));
     assert!(h.with_method(Method::Delete).is_empty());
 }
 
@@ -1321,7 +1187,7 @@ fn unanswered_ping_fails_after_request_timeout_and_the_session_stays_usable() {
     let (call, req) = h.call("echo", json!({}));
     h.answer_json(&req, text_result("alive"));
     assert_eq!(h.completed_text(call), "alive");
-    assert!(h.closed_reason().is_none());
+    assert!(h.closed().is_none());
 }
 
 /// A ready session with one call answered on its POST's SSE stream,
@@ -1355,7 +1221,7 @@ fn an_answered_post_stream_is_read_to_its_end_not_aborted() {
     );
     h.advance(Duration::from_secs(5));
     assert!(!h.aborted().contains(&req.exchange), "{:?}", h.outputs);
-    assert!(h.closed_reason().is_none());
+    assert!(h.closed().is_none());
 }
 
 #[test]
@@ -1375,7 +1241,7 @@ fn an_answered_post_stream_left_open_is_aborted_a_second_later_and_its_rest_drop
         h.outputs
     );
     assert_eq!(h.completed_text(call), "hi");
-    assert!(h.closed_reason().is_none());
+    assert!(h.closed().is_none());
     // Its end after the abort changes nothing.
     h.end(&req);
     assert_eq!(
@@ -1443,7 +1309,7 @@ fn unauthorized_initialize_closes_the_session_naming_authorization() {
         &[("WWW-Authenticate", "Bearer realm=\"mcp\"")],
         b"",
     );
-    let reason = h.closed_reason().expect("closed");
+    let reason = h.closed().expect("closed");
     assert!(reason.is_startup_failure());
     let text = reason.to_string();
     assert!(text.contains("401"), "{text}");
@@ -1469,7 +1335,7 @@ fn error_status_with_a_jsonrpc_error_for_the_request_is_that_calls_rpc_error() {
             other => panic!("HTTP {status}: expected an RPC error, got {other:?}"),
         }
     }
-    assert!(h.closed_reason().is_none());
+    assert!(h.closed().is_none());
 }
 
 // ---------------------------------------------------------------------------
@@ -1644,16 +1510,7 @@ fn discovery_waits_for_the_server_streams_head_then_ready() {
 fn a_log_level_and_discovery_wait_together_and_go_in_their_order() {
     let mut o = session_options();
     o.log_level = Some(config::LogLevel::Debug);
-    let now = Instant::now();
-    let endpoint = options().url.clone();
-    let mut h = Harness {
-        now,
-        endpoint,
-        transport: HttpTransport::new(o, options(), now),
-        outputs: Vec::new(),
-        events: Vec::new(),
-    };
-    h.drain();
+    let mut h = Harness::connect(o, options());
     let init = h.last_post("initialize");
     let mut result = init_result();
     result["capabilities"]["logging"] = json!({});
@@ -1724,16 +1581,7 @@ fn a_get_that_never_answers_holds_discovery_only_for_the_bound() {
 fn the_wait_for_the_server_stream_keeps_half_of_a_short_startup_budget_for_discovery() {
     let mut o = session_options();
     o.startup_timeout = Duration::from_secs(1);
-    let now = Instant::now();
-    let endpoint = options().url.clone();
-    let mut h = Harness {
-        now,
-        endpoint,
-        transport: HttpTransport::new(o, options(), now),
-        outputs: Vec::new(),
-        events: Vec::new(),
-    };
-    h.drain();
+    let mut h = Harness::connect(o, options());
     h.advance(Duration::from_millis(200));
     handshake_until_the_get(&mut h);
     // 800 ms of the budget are left: the wait takes at most half of it.
@@ -1796,7 +1644,7 @@ fn tools_list_answered_404_during_discovery_starts_one_fresh_initialize_and_list
     h.head(&get, 200, &[SSE]);
     let list = h.last_post("tools/list");
     h.respond(&list, 404, &[], b"Session not found");
-    assert!(h.closed_reason().is_none(), "{:?}", h.events);
+    assert!(h.closed().is_none(), "{:?}", h.events);
     assert!(
         h.aborted().contains(&get.exchange),
         "the old stream is dropped"
@@ -1840,7 +1688,7 @@ fn the_resent_listing_expired_again_fails_the_server_clearly() {
     reinitialize(&mut h);
     h.respond(&h.last_post("tools/list"), 404, &[], b"");
     answer_delete(&mut h);
-    let reason = h.closed_reason().expect("closed").to_string();
+    let reason = h.closed().expect("closed").to_string();
     assert!(reason.contains("expired the session again"), "{reason}");
     assert!(!is_ready(&h));
     for _ in 0..5 {
@@ -1863,7 +1711,7 @@ fn a_second_expiry_later_in_discovery_fails_the_server_naming_the_rule() {
     // The second page finds the fresh session forgotten as well.
     h.respond(&h.last_post("tools/list"), 404, &[], b"");
     answer_delete(&mut h);
-    let reason = h.closed_reason().expect("closed");
+    let reason = h.closed().expect("closed");
     assert!(reason.is_startup_failure());
     let text = reason.to_string();
     assert!(text.contains("again during startup"), "{text}");
@@ -1908,16 +1756,7 @@ fn a_call_that_ends_while_held_for_the_server_stream_is_never_posted_nor_cancell
             "timed out as the wait ends" => Duration::from_secs(2),
             _ => Duration::from_secs(1),
         };
-        let now = Instant::now();
-        let endpoint = options().url.clone();
-        let mut h = Harness {
-            now,
-            endpoint,
-            transport: HttpTransport::new(o, options(), now),
-            outputs: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
+        let mut h = Harness::connect(o, options());
         let get = ready_while_the_get_is_awaited(&mut h);
         let call = h
             .transport

@@ -14,6 +14,10 @@ use rho_proto_core::http::{HttpOutput, HttpRequest, Method};
 use rho_proto_core::session::{CallError, CallId, Event};
 use serde_json::{Value, json};
 
+mod common;
+use common::{drain, drive_bounded};
+
+/// A connection against a scripted HTTP server.
 struct Server {
     now: Instant,
     conn: Connection,
@@ -72,21 +76,21 @@ impl Server {
     }
 
     /// Answers the handshake and discovery as a correct server; keeps
-    /// tools/call POSTs for the test.
+    /// tools/call POSTs for the test. Runs until the connection is idle,
+    /// bounded by [`drive_bounded`].
     fn serve(&mut self) {
-        loop {
+        drive_bounded("a connection and its scripted HTTP server", || {
             let mut requests = Vec::new();
-            while let Some(output) = self.conn.poll_output() {
-                if let Output::Http(HttpOutput::Send(req)) = output {
-                    requests.push(req);
-                }
-            }
-            while let Some(event) = self.conn.poll_event() {
-                self.events.push(event);
-            }
-            if requests.is_empty() {
-                return;
-            }
+            drain(
+                &mut self.conn,
+                |output| {
+                    if let Output::Http(HttpOutput::Send(req)) = output {
+                        requests.push(req);
+                    }
+                },
+                &mut self.events,
+            );
+            let busy = !requests.is_empty();
             for req in requests {
                 match (req.method, method(&req).as_deref()) {
                     (Method::Get, _) => self.conn.handle_http(
@@ -116,7 +120,8 @@ impl Server {
                     (Method::Delete, _) => self.json(&req, 200, b""),
                 }
             }
-        }
+            busy
+        });
     }
 
     fn call(&mut self) -> (CallId, HttpRequest) {

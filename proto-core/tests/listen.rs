@@ -4,74 +4,36 @@
 //! acknowledgement, and a stream that ends re-issued once under a new id.
 //! A scripted stdio server and a fake clock.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
-
-use rho_proto_core::session::{Event, Session, SessionOptions};
-use rho_proto_core::wire::jsonrpc::{ClientRequestId, Incoming, Message};
+use rho_proto_core::session::{Event, SessionOptions};
+use rho_proto_core::wire::jsonrpc::{ClientRequestId, Message};
 use serde_json::{Value, json};
 
 mod common;
-use common::Capture;
+use common::{Capture, Stdio};
 
 const MODERN: &str = "2026-07-28";
 const SUB: &str = "io.modelcontextprotocol/subscriptionId";
 
-struct Stdio {
-    now: Instant,
-    session: Session,
-    sent: Vec<Message>,
-    events: Vec<Event>,
-}
-
+/// What these tests read off the shared harness.
 impl Stdio {
     /// Ready in the 2026 era with `capabilities`, tools fresh for ten
     /// minutes.
     fn ready(capabilities: Value) -> Self {
         let mut o = SessionOptions::stdio("demo");
         o.request_timeout = Duration::from_secs(3);
-        let now = Instant::now();
-        let mut h = Self {
-            now,
-            session: Session::new(o, now),
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h.reply(
-            0,
-            json!({"resultType": "complete", "supportedVersions": [MODERN],
-                   "capabilities": capabilities, "ttlMs": 0, "cacheScope": "public"}),
-        );
-        let list = h.requests("tools/list")[0].0;
-        h.reply(list, tools(&["a"]));
+        let mut h = Self::new(o);
+        h.drive_answering(&[
+            (
+                "server/discover",
+                json!({"resultType": "complete", "supportedVersions": [MODERN],
+                       "capabilities": capabilities, "ttlMs": 0, "cacheScope": "public"}),
+            ),
+            ("tools/list", tools(&["a"])),
+        ]);
         assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
         h
-    }
-
-    fn drain(&mut self) {
-        while let Some(t) = self.session.poll_transmit() {
-            match Incoming::parse(&t.bytes).expect("one JSON-RPC message") {
-                Incoming::Single(m) => self.sent.push(m),
-                other => panic!("{other:?}"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn say(&mut self, message: Value) {
-        let mut line = message.to_string().into_bytes();
-        line.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &line);
-        self.drain();
-    }
-
-    fn reply(&mut self, id: u64, result: Value) {
-        self.say(json!({"jsonrpc": "2.0", "id": id, "result": result}));
     }
 
     fn notify(&mut self, method: &str, params: Value) {
@@ -171,14 +133,7 @@ fn no_listen_without_list_changed_or_in_the_2025_era() {
 
     let mut o = SessionOptions::stdio("old");
     o.protocol_version = "2025-11-25".into();
-    let now = Instant::now();
-    let mut h = Stdio {
-        now,
-        session: Session::new(o, now),
-        sent: Vec::new(),
-        events: Vec::new(),
-    };
-    h.drain();
+    let mut h = Stdio::new(o);
     h.reply(
         0,
         json!({"protocolVersion": "2025-11-25", "capabilities": {"tools": {"listChanged": true}},
@@ -215,9 +170,7 @@ fn the_listen_request_has_no_deadline() {
     let id = h.listen()[0];
     h.acknowledge_and_relist(id);
     assert!(h.session.poll_timeout().is_none(), "nothing to time out");
-    h.now += Duration::from_secs(3600);
-    h.session.handle_timeout(h.now);
-    h.drain();
+    h.advance(Duration::from_secs(3600));
     assert_eq!(h.listen(), [id]);
     h.changed(json!(id));
     assert_eq!(h.requests("tools/list").len(), 3);
@@ -322,9 +275,7 @@ fn a_listen_sent_again_for_another_version_keeps_no_deadline_and_follows_its_new
     let mut h = Stdio::ready(list_changing());
     let first = h.listen()[0];
     // Long after the request budget of an ordinary request.
-    h.now += Duration::from_secs(60);
-    h.session.handle_timeout(h.now);
-    h.drain();
+    h.advance(Duration::from_secs(60));
     h.say(json!({"jsonrpc": "2.0", "id": first, "error": {
         "code": -32022, "message": "Unsupported protocol version",
         "data": {"supported": [MODERN], "requested": MODERN}}}));
@@ -339,9 +290,7 @@ fn a_listen_sent_again_for_another_version_keeps_no_deadline_and_follows_its_new
         "nothing to time out: {:?}",
         h.session.timeout_reason()
     );
-    h.now += Duration::from_secs(3600);
-    h.session.handle_timeout(h.now);
-    h.drain();
+    h.advance(Duration::from_secs(3600));
     // The new id is the subscription's: its acknowledgement lists again,
     // its change is applied, and the stream's end is still its own.
     h.acknowledge_and_relist(second);

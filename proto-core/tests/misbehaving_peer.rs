@@ -2,66 +2,38 @@
 //! clock: rho's own log stays quiet under a flood, and an answer rho cannot
 //! read fails its request at once, with the reason.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
-
-use rho_proto_core::session::{Event, Session, SessionOptions, SessionState};
+use rho_proto_core::session::{Event, SessionOptions, SessionState};
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
-use serde_json::{Value, json};
+use serde_json::json;
 
 mod common;
 use common::Capture;
+use common::Stdio as Peer;
 
-struct Peer {
-    now: Instant,
-    session: Session,
-    events: Vec<Event>,
-}
-
+/// What these tests read off the shared harness.
 impl Peer {
-    fn new() -> Self {
+    fn options() -> SessionOptions {
         let mut options = SessionOptions::stdio("demo");
         // The 2025 handshake, as the scripted server speaks it.
         options.protocol_version = LATEST_PROTOCOL_VERSION.into();
         options.startup_timeout = Duration::from_secs(10);
         options.tool_timeout = Duration::from_secs(120);
-        let now = Instant::now();
-        let mut peer = Self {
-            now,
-            session: Session::new(options, now),
-            events: Vec::new(),
-        };
-        peer.drain();
-        peer
+        options
     }
 
-    fn drain(&mut self) {
-        while self.session.poll_transmit().is_some() {}
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn bytes(&mut self, bytes: &[u8]) {
-        self.session.handle_stdio_bytes(self.now, bytes);
-        self.drain();
-    }
-
-    fn says(&mut self, line: Value) {
-        let mut bytes = serde_json::to_vec(&line).expect("json");
-        bytes.push(b'\n');
-        self.bytes(&bytes);
+    fn start() -> Self {
+        Self::new(Self::options())
     }
 
     fn ready(&mut self) {
-        self.says(json!({"jsonrpc": "2.0", "id": 0, "result": {
+        self.say(json!({"jsonrpc": "2.0", "id": 0, "result": {
             "protocolVersion": "2025-11-25",
             "capabilities": {"tools": {}, "logging": {}},
             "serverInfo": {"name": "scripted", "version": "1"},
         }}));
-        self.says(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+        self.say(json!({"jsonrpc": "2.0", "id": 1, "result": {"tools": [
             {"name": "t", "inputSchema": {"type": "object"}}
         ]}}));
         assert_eq!(self.session.state(), SessionState::Ready);
@@ -72,13 +44,13 @@ impl Peer {
 fn a_flood_of_junk_lines_logs_the_first_few_then_one_count() {
     let capture = Capture::default();
     tracing::subscriber::with_default(capture.clone(), || {
-        let mut peer = Peer::new();
+        let mut peer = Peer::start();
         peer.ready();
         let mut junk = Vec::new();
         for i in 0..1000 {
             junk.extend_from_slice(format!("junk line {i}\n").as_bytes());
         }
-        peer.bytes(&junk);
+        peer.say_bytes(&junk);
         peer.session.close(peer.now);
         peer.drain();
     });
@@ -101,7 +73,7 @@ fn a_flood_of_junk_lines_logs_the_first_few_then_one_count() {
 fn a_flood_of_server_logs_is_rate_limited_per_window() {
     let capture = Capture::default();
     tracing::subscriber::with_default(capture.clone(), || {
-        let mut peer = Peer::new();
+        let mut peer = Peer::start();
         peer.ready();
         let mut flood = Vec::new();
         for i in 0..5000 {
@@ -110,10 +82,10 @@ fn a_flood_of_server_logs_is_rate_limited_per_window() {
             flood.extend_from_slice(line.to_string().as_bytes());
             flood.push(b'\n');
         }
-        peer.bytes(&flood);
+        peer.say_bytes(&flood);
         // A later window starts with the count of the last one.
         peer.now += Duration::from_secs(11);
-        peer.says(json!({"jsonrpc": "2.0", "method": "notifications/message",
+        peer.say(json!({"jsonrpc": "2.0", "method": "notifications/message",
             "params": {"level": "info", "data": "after the flood"}}));
     });
     let infos: Vec<String> = capture
@@ -137,10 +109,10 @@ fn a_flood_of_server_logs_is_rate_limited_per_window() {
 fn junk_spread_over_windows_is_all_logged_and_never_summarised() {
     let capture = Capture::default();
     tracing::subscriber::with_default(capture.clone(), || {
-        let mut peer = Peer::new();
+        let mut peer = Peer::start();
         peer.ready();
         for i in 0..20 {
-            peer.bytes(format!("banner {i}\n").as_bytes());
+            peer.say_bytes(format!("banner {i}\n").as_bytes());
             peer.now += Duration::from_secs(5);
         }
         peer.session.close(peer.now);
@@ -162,16 +134,9 @@ use rho_proto_core::session::{CallError, CallId, CloseReason};
 
 impl Peer {
     fn with_max_line(max_line: usize) -> Self {
-        let mut peer = Self::new();
-        let mut options = SessionOptions::stdio("demo");
-        options.protocol_version = LATEST_PROTOCOL_VERSION.into();
-        options.startup_timeout = Duration::from_secs(10);
-        options.tool_timeout = Duration::from_secs(120);
+        let mut options = Self::options();
         options.max_line = max_line;
-        peer.session = Session::new(options, peer.now);
-        peer.events.clear();
-        peer.drain();
-        peer
+        Self::new(options)
     }
 
     fn call(&mut self) -> CallId {
@@ -199,13 +164,6 @@ impl Peer {
             Some(Err(error)) => error.to_string(),
             other => panic!("call {call} should have failed at once: {other:?}"),
         }
-    }
-
-    fn closed(&self) -> Option<&CloseReason> {
-        self.events.iter().find_map(|e| match e {
-            Event::Closed(reason) => Some(reason),
-            _ => None,
-        })
     }
 }
 
@@ -240,8 +198,8 @@ fn each_unreadable_answer_fails_its_call_at_once_with_the_reason() {
         assert_eq!(call.wire_id(), 2);
         // Split like a pipe would.
         let (a, b) = bytes.split_at(bytes.len() / 2);
-        peer.bytes(a);
-        peer.bytes(b);
+        peer.say_bytes(a);
+        peer.say_bytes(b);
         let failure = peer.failure_of(call);
         assert!(
             failure.contains("server `demo`: its answer could not be read")
@@ -258,11 +216,11 @@ fn each_unreadable_answer_fails_its_call_at_once_with_the_reason() {
 
 #[test]
 fn an_unreadable_answer_with_a_readable_id_fails_only_that_call() {
-    let mut peer = Peer::new();
+    let mut peer = Peer::start();
     peer.ready();
     let first = peer.call();
     let second = peer.call();
-    peer.bytes(
+    peer.say_bytes(
         format!(
             "{{\"jsonrpc\":\"2.0\",\"id\":{},\"result\":{{\"n\":1e400}}}}\n",
             second.wire_id()
@@ -278,16 +236,14 @@ fn an_unreadable_answer_with_a_readable_id_fails_only_that_call() {
 
 #[test]
 fn an_unreadable_answer_that_cannot_be_tied_is_named_by_the_next_failure() {
-    let mut peer = Peer::new();
+    let mut peer = Peer::start();
     peer.ready();
     let first = peer.call();
     let second = peer.call();
     // No readable id, and two calls in flight: no way to know whose it is.
-    peer.bytes(b"{\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}\n");
+    peer.say_bytes(b"{\"jsonrpc\":\"2.0\",\"id\":true,\"result\":{}}\n");
     assert!(peer.completed(first).is_none() && peer.completed(second).is_none());
-    peer.now += Duration::from_secs(121);
-    peer.session.handle_timeout(peer.now);
-    peer.drain();
+    peer.advance(Duration::from_secs(121));
     let failure = peer.failure_of(first);
     assert!(
         failure.contains("no answer could be read within 120 s, so the call was cancelled")
@@ -299,17 +255,17 @@ fn an_unreadable_answer_that_cannot_be_tied_is_named_by_the_next_failure() {
 
 #[test]
 fn junk_that_is_not_an_answer_fails_nothing() {
-    let mut peer = Peer::new();
+    let mut peer = Peer::start();
     // Banners and JSON logs on stdout during the handshake are common.
-    peer.bytes(b"Starting server...\n{\"level\":\"info\",\"msg\":\"hi\"}\n");
+    peer.say_bytes(b"Starting server...\n{\"level\":\"info\",\"msg\":\"hi\"}\n");
     peer.ready();
     let call = peer.call();
-    peer.bytes(b"<html>not json</html>\n");
+    peer.say_bytes(b"<html>not json</html>\n");
     assert!(peer.completed(call).is_none());
     let mut huge = b"log: ".to_vec();
     huge.resize(20 << 20, b'x');
     huge.push(b'\n');
-    peer.bytes(&huge);
+    peer.say_bytes(&huge);
     assert!(
         peer.completed(call).is_none(),
         "an oversized line that is not an object"
@@ -322,7 +278,7 @@ fn an_initialize_answer_over_the_cap_fails_the_handshake_at_once() {
     let mut answer = br#"{"result":{"protocolVersion":"2025-11-25","instructions":""#.to_vec();
     answer.resize(100_000, b'i');
     answer.extend_from_slice(b"\"},\"jsonrpc\":\"2.0\",\"id\":0}\n");
-    peer.bytes(&answer);
+    peer.say_bytes(&answer);
     match peer.closed() {
         Some(reason @ CloseReason::Handshake(_)) => {
             let text = reason.to_string();
@@ -342,7 +298,7 @@ fn an_initialize_answer_over_the_cap_fails_the_handshake_at_once() {
 fn a_late_answer_to_a_cancelled_call_is_dropped_without_a_warning() {
     let capture = Capture::default();
     let peer = tracing::subscriber::with_default(capture.clone(), || {
-        let mut peer = Peer::new();
+        let mut peer = Peer::start();
         peer.ready();
         let call = peer
             .session
@@ -352,7 +308,7 @@ fn a_late_answer_to_a_cancelled_call_is_dropped_without_a_warning() {
         peer.session.cancel_call(peer.now, call);
         peer.drain();
         // Request 2 was the call.
-        peer.says(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}));
+        peer.say(json!({"jsonrpc": "2.0", "id": 2, "result": {"content": []}}));
         peer
     });
     let loud: Vec<_> = capture
@@ -387,7 +343,7 @@ fn a_line_past_the_cap_without_its_newline_fails_its_call_at_once() {
     let mut answer =
         br#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":""#.to_vec();
     answer.resize(70_000, b'a');
-    peer.bytes(&answer);
+    peer.say_bytes(&answer);
     let failure = peer.failure_of(call);
     assert!(
         failure.contains("`max_message_bytes`") && failure.contains("64 KiB"),
@@ -395,14 +351,14 @@ fn a_line_past_the_cap_without_its_newline_fails_its_call_at_once() {
     );
     // The rest of the line and its end: nothing more fails, and the next
     // call is answered.
-    peer.bytes(&[b'a'; 10_000]);
-    peer.bytes(b"\"}]}}\n");
+    peer.say_bytes(&[b'a'; 10_000]);
+    peer.say_bytes(b"\"}]}}\n");
     let next = peer
         .session
         .call_tool(peer.now, "t", json!({}))
         .expect("still ready");
     peer.drain();
-    peer.says(
+    peer.say(
         json!({"jsonrpc": "2.0", "id": 3, "result": {"content": [{"type": "text", "text": "ok"}]}}),
     );
     assert!(

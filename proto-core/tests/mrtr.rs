@@ -5,30 +5,24 @@
 //! the answers and the server's `requestState` as it wrote it. A scripted
 //! stdio server and a fake clock.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
-
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::features::elicitation::FormAnswer;
 use rho_proto_core::features::mrtr::MAX_ROUNDS;
 use rho_proto_core::session::{
-    CallError, Event, Question, QuestionId, SamplingAnswer, Session, SessionOptions,
+    CallError, Event, Question, QuestionId, SamplingAnswer, SessionOptions,
 };
-use rho_proto_core::wire::jsonrpc::{Incoming, Message};
+use rho_proto_core::wire::jsonrpc::Message;
 use serde_json::{Value, json};
 
 const MODERN: &str = "2026-07-28";
 
-/// A stdio session against a scripted server; `sent` keeps the raw lines.
-struct Stdio {
-    now: Instant,
-    session: Session,
-    sent: Vec<(Message, String)>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Stdio;
 
+/// What these tests read off the shared harness (whose `lines` keep the
+/// raw lines).
 impl Stdio {
     fn ready(configure: impl FnOnce(&mut SessionOptions)) -> Self {
         let mut o = SessionOptions::stdio("demo");
@@ -37,70 +31,27 @@ impl Stdio {
         o.elicitation = true;
         o.sampling = true;
         configure(&mut o);
-        let now = Instant::now();
-        let mut h = Self {
-            now,
-            session: Session::new(o, now),
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h.reply(
-            0,
-            json!({"resultType": "complete", "supportedVersions": [MODERN],
-                   "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}),
-        );
-        let list = h.request_id("tools/list");
-        h.reply(
-            list,
-            // Fresh for ten minutes: no re-listing gets between a call
-            // and its rounds.
-            json!({"resultType": "complete", "ttlMs": 600_000, "cacheScope": "public",
-                   "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
-        );
+        let mut h = Self::new(o);
+        h.drive_answering(&[
+            (
+                "server/discover",
+                json!({"resultType": "complete", "supportedVersions": [MODERN],
+                       "capabilities": {"tools": {}}, "ttlMs": 0, "cacheScope": "public"}),
+            ),
+            (
+                "tools/list",
+                // Fresh for ten minutes: no re-listing gets between a call
+                // and its rounds.
+                json!({"resultType": "complete", "ttlMs": 600_000, "cacheScope": "public",
+                       "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}),
+            ),
+        ]);
         assert!(
             h.events.iter().any(|e| matches!(e, Event::Ready(_))),
             "{:?}",
             h.events
         );
         h
-    }
-
-    /// The id of the first request sent with `method`.
-    fn request_id(&self, method: &str) -> u64 {
-        self.sent
-            .iter()
-            .find_map(|(m, _)| match m {
-                Message::Request { id, method: m, .. } if m == method => {
-                    Some(id.to_string().parse().expect("numeric id"))
-                }
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("no {method} in {:?}", self.sent))
-    }
-
-    fn drain(&mut self) {
-        while let Some(t) = self.session.poll_transmit() {
-            let text = String::from_utf8(t.bytes.clone()).expect("utf-8");
-            match Incoming::parse(&t.bytes).expect("one JSON-RPC message") {
-                Incoming::Single(m) => self.sent.push((m, text)),
-                other => panic!("{other:?}"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn say_line(&mut self, line: &str) {
-        let mut bytes = line.as_bytes().to_vec();
-        bytes.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &bytes);
-        self.drain();
-    }
-
-    fn reply(&mut self, id: u64, result: Value) {
-        self.say_line(&json!({"jsonrpc": "2.0", "id": id, "result": result}).to_string());
     }
 
     fn call(&mut self) -> u64 {
@@ -115,6 +66,7 @@ impl Stdio {
     fn last_request(&self) -> (u64, Value, String) {
         self.sent
             .iter()
+            .zip(&self.lines)
             .rev()
             .find_map(|(m, text)| match m {
                 Message::Request { id, params, .. } => Some((
@@ -130,7 +82,7 @@ impl Stdio {
     fn requests(&self) -> usize {
         self.sent
             .iter()
-            .filter(|(m, _)| matches!(m, Message::Request { .. }))
+            .filter(|m| matches!(m, Message::Request { .. }))
             .count()
     }
 
@@ -151,12 +103,6 @@ impl Stdio {
             Event::CallCompleted { result, .. } => Some(result),
             _ => None,
         })
-    }
-
-    fn elapse(&mut self, by: Duration) {
-        self.now += by;
-        self.session.handle_timeout(self.now);
-        self.drain();
     }
 }
 
@@ -242,23 +188,23 @@ fn request_state_goes_back_as_the_exact_text_the_server_wrote() {
 fn the_budget_is_paused_while_a_question_is_open() {
     let mut h = Stdio::ready(|_| {});
     let first = h.call();
-    h.elapse(Duration::from_secs(3));
+    h.advance(Duration::from_secs(3));
     h.reply(
         first,
         input_required(json!({"who": name_form()}), Some("st")),
     );
     let (question, _) = h.questions()[0].clone();
     // Far past the 5 s budget: a call waiting on a person is not stalled.
-    h.elapse(Duration::from_secs(60));
+    h.advance(Duration::from_secs(60));
     assert!(h.call_result().is_none(), "{:?}", h.events);
     h.session.answer_elicitation(h.now, question, named("Bo"));
     h.drain();
     let (retry, params, _) = h.last_request();
     assert_eq!(params["requestState"], "st");
     // What was left (2 s) still bounds the retry.
-    h.elapse(Duration::from_millis(1900));
+    h.advance(Duration::from_millis(1900));
     assert!(h.call_result().is_none());
-    h.elapse(Duration::from_millis(200));
+    h.advance(Duration::from_millis(200));
     assert!(
         matches!(h.call_result(), Some(Err(CallError::Timeout { .. }))),
         "{:?}",
@@ -478,7 +424,7 @@ fn another_call_carries_no_inputs_of_a_call_waiting_for_them() {
 fn a_retry_sent_while_a_question_of_its_call_is_open_keeps_its_budget_paused() {
     let mut h = Stdio::ready(|_| {});
     let first = h.call();
-    h.elapse(Duration::from_secs(3));
+    h.advance(Duration::from_secs(3));
     // A 2025-style question, routed to the one call in flight: 2 s of
     // its 5 s budget are left, and they wait for the person.
     h.say_line(
@@ -487,7 +433,7 @@ fn a_retry_sent_while_a_question_of_its_call_is_open_keeps_its_budget_paused() {
         .to_string(),
     );
     let (question, _) = h.questions()[0].clone();
-    h.elapse(Duration::from_secs(10));
+    h.advance(Duration::from_secs(10));
     // The call's answer asks for nothing: the retry goes at once.
     h.reply(first, input_required(json!({}), Some("st")));
     let (retry, params, _) = h.last_request();
@@ -499,14 +445,14 @@ fn a_retry_sent_while_a_question_of_its_call_is_open_keeps_its_budget_paused() {
         h.now
             .checked_duration_since(h.session.poll_timeout().expect("some"))
     );
-    h.elapse(Duration::from_secs(30));
+    h.advance(Duration::from_secs(30));
     assert!(h.call_result().is_none(), "{:?}", h.events);
     // Answered: what was left (2 s) bounds the retry.
     h.session.answer_elicitation(h.now, question, named("Ada"));
     h.drain();
-    h.elapse(Duration::from_millis(1900));
+    h.advance(Duration::from_millis(1900));
     assert!(h.call_result().is_none(), "{:?}", h.events);
-    h.elapse(Duration::from_millis(200));
+    h.advance(Duration::from_millis(200));
     assert!(
         matches!(h.call_result(), Some(Err(CallError::Timeout { .. }))),
         "{:?}",
@@ -520,14 +466,7 @@ fn ready_with_prompts() -> Stdio {
     o.startup_timeout = Duration::from_secs(10);
     o.tool_timeout = Duration::from_secs(5);
     o.elicitation = true;
-    let now = Instant::now();
-    let mut h = Stdio {
-        now,
-        session: Session::new(o, now),
-        sent: Vec::new(),
-        events: Vec::new(),
-    };
-    h.drain();
+    let mut h = Stdio::new(o);
     h.reply(
         0,
         json!({"resultType": "complete", "supportedVersions": [MODERN],
@@ -536,7 +475,7 @@ fn ready_with_prompts() -> Stdio {
     let listings: Vec<(u64, String)> = h
         .sent
         .iter()
-        .filter_map(|(m, _)| match m {
+        .filter_map(|m| match m {
             Message::Request { id, method, .. }
                 if method != "server/discover" && method != "initialize" =>
             {

@@ -14,39 +14,19 @@ use rho_proto_core::config::{self, ServerConfig};
 use rho_proto_core::connection::{Connection, HostContext, Output};
 use rho_proto_core::features::elicitation::{FieldKind, FormAnswer};
 use rho_proto_core::session::{
-    CallError, CallId, CancelNotice, Event, Question, QuestionId, SamplingAnswer, Session,
-    SessionOptions, SessionState,
+    CallError, CallId, CancelNotice, Event, Question, QuestionId, SamplingAnswer, SessionOptions,
+    SessionState,
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use rho_proto_core::wire::protocol::CallToolResult;
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
-/// A session with a fake clock and helpers to read what it sent.
-struct Harness {
-    now: Instant,
-    session: Session,
-    sent: Vec<Message>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Stdio as Harness;
 
+/// What these tests read off the shared harness.
 impl Harness {
-    fn new(options: SessionOptions) -> Self {
-        Self::new_at(options, Instant::now())
-    }
-
-    fn new_at(options: SessionOptions, now: Instant) -> Self {
-        let session = Session::new(options, now);
-        let mut h = Self {
-            now,
-            session,
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
     /// A stdio session that can ask a person and sample, with a 5 s call
     /// budget.
     fn options(server: &str) -> SessionOptions {
@@ -67,38 +47,23 @@ impl Harness {
 
     fn ready_with(options: SessionOptions) -> Self {
         let mut h = Self::new(options);
-        h.answer_last(json!({
-            "protocolVersion": "2025-11-25",
-            "capabilities": {"tools": {}},
-            "serverInfo": {"name": "scripted", "version": "1.0"}
-        }));
-        h.answer_last(json!({"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}));
+        h.drive_answering(&[
+            (
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "scripted", "version": "1.0"}
+                }),
+            ),
+            (
+                "tools/list",
+                json!({"tools": [{"name": "work", "inputSchema": {"type": "object"}}]}),
+            ),
+        ]);
         assert_eq!(h.session.state(), SessionState::Ready);
-        h.sent.clear();
-        h.events.clear();
+        h.clear();
         h
-    }
-
-    fn drain(&mut self) {
-        while let Some(transmit) = self.session.poll_transmit() {
-            let bytes = transmit.bytes;
-            assert_eq!(bytes.last(), Some(&b'\n'), "stdio transmits end a line");
-            match Incoming::parse(&bytes).expect("we send valid JSON-RPC") {
-                Incoming::Single(m) => self.sent.push(m),
-                Incoming::Batch(_) => panic!("we never send batches"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    /// Delivers one server line.
-    fn server_says(&mut self, line: Value) {
-        let mut bytes = serde_json::to_vec(&line).expect("json");
-        bytes.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &bytes);
-        self.drain();
     }
 
     fn last_request(&self) -> (RequestId, String, Option<Value>) {
@@ -116,7 +81,7 @@ impl Harness {
 
     fn answer_last(&mut self, result: Value) {
         let (id, _, _) = self.last_request();
-        self.server_says(json!({"jsonrpc": "2.0", "id": id, "result": result}));
+        self.reply(id, result);
     }
 
     /// Starts a call to `work` and returns its id and its wire request id.
@@ -133,7 +98,7 @@ impl Harness {
 
     /// The server answers the call with wire id `id`.
     fn finish_call(&mut self, id: &RequestId, text: &str) {
-        self.server_says(json!({
+        self.say(json!({
             "jsonrpc": "2.0",
             "id": id,
             "result": {"content": [{"type": "text", "text": text}]}
@@ -142,7 +107,7 @@ impl Harness {
 
     /// The server asks the form `schema` under request id `id`.
     fn server_elicits(&mut self, id: Value, schema: Value) {
-        self.server_says(json!({
+        self.say(json!({
             "jsonrpc": "2.0",
             "id": id,
             "method": "elicitation/create",
@@ -152,7 +117,7 @@ impl Harness {
 
     /// The server asks for a completion under request id `id`.
     fn server_samples(&mut self, id: Value) {
-        self.server_says(json!({
+        self.say(json!({
             "jsonrpc": "2.0",
             "id": id,
             "method": "sampling/createMessage",
@@ -242,19 +207,6 @@ impl Harness {
                     Some(params.clone().unwrap_or(Value::Null))
                 }
                 _ => None,
-            })
-            .collect()
-    }
-
-    fn methods(&self) -> Vec<String> {
-        self.sent
-            .iter()
-            .map(|m| match m {
-                Message::Request { method, .. } | Message::Notification { method, .. } => {
-                    method.clone()
-                }
-                Message::Response { .. } => "<response>".into(),
-                Message::Error { .. } => "<error>".into(),
             })
             .collect()
     }
@@ -725,7 +677,7 @@ fn url_mode_elicitation_is_declined_without_asking() {
     let mut h = Harness::ready();
     let (_, _) = h.call();
     let deadline = h.session.poll_timeout();
-    h.server_says(json!({
+    h.say(json!({
         "jsonrpc": "2.0",
         "id": 40,
         "method": "elicitation/create",
@@ -835,7 +787,7 @@ fn server_cancelling_its_request_withdraws_the_question_and_a_late_answer_sends_
         }
         let (question, _, _) = h.only_question();
         h.now = t0 + Duration::from_secs(40);
-        h.server_says(json!({
+        h.say(json!({
             "jsonrpc": "2.0",
             "method": "notifications/cancelled",
             "params": {"requestId": id, "reason": "no longer needed"}
@@ -873,7 +825,7 @@ fn a_cancellation_for_another_request_withdraws_nothing() {
     let mut h = Harness::ready();
     h.call();
     h.server_elicits(json!(71), colour_schema());
-    h.server_says(json!({
+    h.say(json!({
         "jsonrpc": "2.0",
         "method": "notifications/cancelled",
         "params": {"requestId": "71"}

@@ -5,12 +5,9 @@
 //! with the host's reason; once per cause per request; budgets keep
 //! running; a close withdraws the question.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
+use std::time::Duration;
 
-use std::time::{Duration, Instant};
-
-use rho_proto_core::http::{HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method};
+use rho_proto_core::http::{HttpOptions, HttpRequest, Method};
 use rho_proto_core::session::{
     AuthorizationReason, CallError, CallId, Event, Question, QuestionId, SessionOptions,
 };
@@ -54,45 +51,22 @@ fn authorization(req: &HttpRequest) -> Vec<&str> {
         .collect()
 }
 
-struct Harness {
-    now: Instant,
-    transport: HttpTransport,
-    sent: Vec<HttpRequest>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Http as Harness;
 
+/// What these tests read off the shared harness.
 impl Harness {
     fn new(reauthorize: bool) -> Self {
-        let now = Instant::now();
         let mut session = SessionOptions::stdio("remote");
         session.protocol_version = LATEST_PROTOCOL_VERSION.into();
         session.startup_timeout = Duration::from_secs(10);
         session.tool_timeout = Duration::from_secs(5);
-        let transport = HttpTransport::new(session, options(reauthorize), now);
-        let mut h = Self {
-            now,
-            transport,
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
-    fn drain(&mut self) {
-        while let Some(output) = self.transport.poll_output() {
-            if let HttpOutput::Send(req) = output {
-                self.sent.push(req);
-            }
-        }
-        while let Some(event) = self.transport.poll_event() {
-            self.events.push(event);
-        }
+        Self::connect(session, options(reauthorize))
     }
 
     fn posts(&self, method: &str) -> Vec<HttpRequest> {
-        self.sent
-            .iter()
+        self.sends()
+            .into_iter()
             .filter(|r| r.method == Method::Post && method_of(r) == method)
             .cloned()
             .collect()
@@ -102,26 +76,9 @@ impl Harness {
         self.posts(method).pop().expect("a POST of that method")
     }
 
-    fn respond(&mut self, req: &HttpRequest, status: u16, headers: &[(&str, &str)], body: &str) {
-        let headers: Vec<(String, String)> = headers
-            .iter()
-            .map(|(k, v)| ((*k).to_owned(), (*v).to_owned()))
-            .collect();
-        self.transport
-            .handle_response_head(self.now, req.exchange, status, &headers);
-        self.drain();
-        if !body.is_empty() {
-            self.transport
-                .handle_response_body(self.now, req.exchange, body.as_bytes());
-            self.drain();
-        }
-        self.transport.handle_response_end(self.now, req.exchange);
-        self.drain();
-    }
-
     fn answer(&mut self, req: &HttpRequest, result: Value) {
         let body = json!({"jsonrpc": "2.0", "id": rpc(req)["id"], "result": result}).to_string();
-        self.respond(req, 200, &[JSON], &body);
+        self.respond(req, 200, &[JSON], body.as_bytes());
     }
 
     fn refuse_401(&mut self, req: &HttpRequest) {
@@ -131,7 +88,7 @@ impl Harness {
             req,
             401,
             &[JSON, ("WWW-Authenticate", &challenge)],
-            r#"{"error":"invalid_token"}"#,
+            br#"{"error":"invalid_token"}"#,
         );
     }
 
@@ -143,7 +100,7 @@ impl Harness {
             req,
             403,
             &[JSON, ("WWW-Authenticate", &challenge)],
-            r#"{"error":"insufficient_scope"}"#,
+            br#"{"error":"insufficient_scope"}"#,
         );
     }
 
@@ -159,10 +116,10 @@ impl Harness {
             }),
         );
         let initialized = self.last_post("notifications/initialized");
-        self.respond(&initialized, 202, &[], "");
-        let get = self.sent.last().expect("the GET").clone();
+        self.respond(&initialized, 202, &[], b"");
+        let get = self.last_send();
         assert_eq!(get.method, Method::Get);
-        self.respond(&get, 405, &[], "");
+        self.respond(&get, 405, &[], b"");
         self.last_post("tools/list")
     }
 
@@ -366,7 +323,7 @@ fn without_an_authorizer_or_a_step_up_challenge_a_refusal_fails_at_once() {
         &h.last_post("tools/call"),
         403,
         &[JSON, ("WWW-Authenticate", r#"Bearer error="forbidden""#)],
-        "{}",
+        b"{}",
     );
     assert!(h.questions().is_empty());
     assert!(h.failure(call).contains("HTTP 403"));
@@ -435,12 +392,14 @@ fn closing_while_asking_withdraws_the_question_and_a_late_answer_does_nothing() 
         h.completion(call).is_some(),
         "the call ended with the session"
     );
-    let before = h.sent.len();
+    let before = h.sends().len();
     h.answer_authorization(question, Ok(NEW.to_owned()));
     assert!(
-        h.sent[before..].iter().all(|r| r.method == Method::Delete),
+        h.sends()[before..]
+            .iter()
+            .all(|r| r.method == Method::Delete),
         "{:?}",
-        &h.sent[before..]
+        &h.sends()[before..]
     );
 }
 

@@ -1,42 +1,20 @@
 //! The session core driven by a scripted server and a fake clock: every
 //! behaviour here is deterministic, with no process, socket or sleep.
 
-// The fake clock needs one real `Instant` as its origin; after that, time
-// only moves when a test says so.
-#![allow(clippy::disallowed_methods)]
-
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::session::{
-    ApiMisuse, CallError, CloseReason, Event, PeerError, Session, SessionOptions, SessionState,
-    Timer,
+    ApiMisuse, CallError, CloseReason, Event, PeerError, SessionOptions, SessionState, Timer,
 };
-use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
+use rho_proto_core::wire::jsonrpc::{Message, RequestId};
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
-/// A session with a fake clock and helpers to read what it sent.
-struct Harness {
-    now: Instant,
-    session: Session,
-    sent: Vec<Message>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Stdio as Harness;
 
+/// What these tests read off the shared harness.
 impl Harness {
-    fn new(options: SessionOptions) -> Self {
-        let now = Instant::now();
-        let session = Session::new(options, now);
-        let mut h = Self {
-            now,
-            session,
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
     fn options() -> SessionOptions {
         let mut o = SessionOptions::stdio("demo");
         // These tests pin the 2025 handshake; tests/era.rs drives 2026-07-28.
@@ -46,39 +24,7 @@ impl Harness {
         o
     }
 
-    fn drain(&mut self) {
-        while let Some(transmit) = self.session.poll_transmit() {
-            let bytes = transmit.bytes;
-            assert_eq!(bytes.last(), Some(&b'\n'), "stdio transmits end a line");
-            match Incoming::parse(&bytes).expect("we send valid JSON-RPC") {
-                Incoming::Single(m) => self.sent.push(m),
-                Incoming::Batch(_) => panic!("we never send batches"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    /// Delivers one server line.
-    fn server_says(&mut self, line: Value) {
-        let mut bytes = serde_json::to_vec(&line).expect("json");
-        bytes.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &bytes);
-        self.drain();
-    }
-
-    /// Jumps the fake clock to the next deadline and fires it.
-    fn step(&mut self) -> Duration {
-        let deadline = self.session.poll_timeout().expect("a deadline is pending");
-        let waited = deadline.saturating_duration_since(self.now);
-        self.now = deadline.max(self.now);
-        self.session.handle_timeout(self.now);
-        self.drain();
-        waited
-    }
-
-    /// The id and method of the last request the client sent.
+    /// The id, method and params of the last request the client sent.
     fn last_request(&self) -> (RequestId, String, Option<Value>) {
         self.sent
             .iter()
@@ -92,29 +38,9 @@ impl Harness {
             .expect("a request was sent")
     }
 
-    fn methods(&self) -> Vec<String> {
-        self.sent
-            .iter()
-            .map(|m| match m {
-                Message::Request { method, .. } | Message::Notification { method, .. } => {
-                    method.clone()
-                }
-                Message::Response { .. } => "<response>".into(),
-                Message::Error { .. } => "<error>".into(),
-            })
-            .collect()
-    }
-
     fn answer_last(&mut self, result: Value) {
         let (id, _, _) = self.last_request();
-        self.server_says(json!({"jsonrpc": "2.0", "id": id, "result": result}));
-    }
-
-    fn closed_reason(&self) -> Option<&CloseReason> {
-        match self.events.last() {
-            Some(Event::Closed(reason)) => Some(reason),
-            _ => None,
-        }
+        self.reply(id, result);
     }
 
     fn handshake(&mut self, version: &str, capabilities: Value) {
@@ -126,9 +52,20 @@ impl Harness {
         }));
     }
 
+    /// A server declaring tools answers the handshake and the listing.
     fn ready_with_tools(&mut self, tools: Value) {
-        self.handshake("2025-11-25", json!({"tools": {}}));
-        self.answer_last(json!({ "tools": tools }));
+        self.drive_answering(&[
+            (
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": {"tools": {}},
+                    "serverInfo": {"name": "scripted", "version": "1.0"},
+                    "instructions": "use wisely"
+                }),
+            ),
+            ("tools/list", json!({ "tools": tools })),
+        ]);
         assert_eq!(self.session.state(), SessionState::Ready);
     }
 }
@@ -194,7 +131,7 @@ fn older_protocol_versions_are_accepted() {
 fn unknown_protocol_version_fails_the_handshake_clearly() {
     let mut h = Harness::new(Harness::options());
     h.handshake("2023-01-01", json!({"tools": {}}));
-    let reason = h.closed_reason().expect("closed").to_string();
+    let reason = h.closed().expect("closed").to_string();
     assert!(reason.contains("`2023-01-01`"), "{reason}");
     assert!(reason.contains("2025-11-25, 2025-06-18"), "{reason}");
     assert!(
@@ -219,7 +156,7 @@ fn handshake_times_out_at_the_startup_budget() {
     let mut h = Harness::new(Harness::options());
     let waited = h.step();
     assert_eq!(waited, Duration::from_secs(10));
-    let reason = h.closed_reason().expect("closed");
+    let reason = h.closed().expect("closed");
     assert!(reason.is_startup_failure());
     let text = reason.to_string();
     assert!(text.contains("startup timed out after 10 s"), "{text}");
@@ -235,7 +172,7 @@ fn discovery_counts_against_the_same_startup_budget() {
     let waited = h.step();
     assert_eq!(waited, Duration::from_secs(4), "the budget is shared");
     assert!(
-        h.closed_reason()
+        h.closed()
             .expect("closed")
             .to_string()
             .contains("listing tools")
@@ -278,7 +215,7 @@ fn tool_call_times_out_sends_cancelled_and_drops_the_late_reply() {
         other => panic!("expected cancelled, got {other:?}"),
     }
     let completions = h.events.len();
-    h.server_says(json!({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}));
+    h.say(json!({"jsonrpc": "2.0", "id": request_id, "result": {"content": []}}));
     // An answer to a request rho gave up on is expected, not a fault.
     assert_eq!(
         h.events.len(),
@@ -297,10 +234,10 @@ fn call_results_and_errors_reach_the_right_call() {
     let second = h.session.call_tool(h.now, "a", json!({})).expect("ready");
     h.drain();
     // Answer out of order: the error for the second, then the first.
-    h.server_says(
+    h.say(
         json!({"jsonrpc": "2.0", "id": second.wire_id(), "error": {"code": -32602, "message": "bad args"}}),
     );
-    h.server_says(json!({"jsonrpc": "2.0", "id": first.wire_id(), "result": {"content": [{"type": "text", "text": "hi"}]}}));
+    h.say(json!({"jsonrpc": "2.0", "id": first.wire_id(), "result": {"content": [{"type": "text", "text": "hi"}]}}));
     let completions: Vec<_> = h
         .events
         .iter()
@@ -355,7 +292,7 @@ fn close_completes_in_flight_calls_then_closed_is_last() {
         Event::Closed(CloseReason::Requested)
     ));
     // Input after close is ignored and produces nothing.
-    h.server_says(json!({"jsonrpc": "2.0", "method": "ping", "id": 1}));
+    h.say(json!({"jsonrpc": "2.0", "method": "ping", "id": 1}));
     assert_eq!(h.events.len(), n);
 }
 
@@ -364,7 +301,7 @@ fn ping_is_answered_with_the_servers_own_id() {
     let mut h = Harness::new(Harness::options());
     h.ready_with_tools(json!([]));
     for id in [json!(0), json!("srv-7")] {
-        h.server_says(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
+        h.say(json!({"jsonrpc": "2.0", "id": id, "method": "ping"}));
         match h.sent.last() {
             Some(Message::Response { id: got, result }) => {
                 assert_eq!(json!(got), id);
@@ -378,7 +315,7 @@ fn ping_is_answered_with_the_servers_own_id() {
 #[test]
 fn ping_is_answered_during_the_handshake_too() {
     let mut h = Harness::new(Harness::options());
-    h.server_says(json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}));
+    h.say(json!({"jsonrpc": "2.0", "id": 0, "method": "ping"}));
     assert!(matches!(h.sent.last(), Some(Message::Response { .. })));
     assert_eq!(h.session.state(), SessionState::Starting);
 }
@@ -387,9 +324,7 @@ fn ping_is_answered_during_the_handshake_too() {
 fn unknown_server_request_gets_method_not_found() {
     let mut h = Harness::new(Harness::options());
     h.ready_with_tools(json!([]));
-    h.server_says(
-        json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {}}),
-    );
+    h.say(json!({"jsonrpc": "2.0", "id": 3, "method": "resources/subscribe", "params": {}}));
     match h.sent.last() {
         Some(Message::Error { id, error }) => {
             assert_eq!(id, &Some(RequestId::Number(3)));
@@ -404,7 +339,7 @@ fn server_request_ids_never_match_client_requests() {
     // A server request with the same number as our pending initialize is a
     // request, not an answer: the handshake keeps waiting.
     let mut h = Harness::new(Harness::options());
-    h.server_says(json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"}));
+    h.say(json!({"jsonrpc": "2.0", "id": 0, "method": "roots/list"}));
     assert_eq!(h.session.state(), SessionState::Starting);
     assert!(h.session.poll_timeout().is_some());
 }
@@ -437,7 +372,7 @@ fn garbage_output_is_skipped_and_named_in_the_failure() {
     h.session
         .handle_transport_closed(h.now, Some("exit status 1".into()));
     h.drain();
-    let reason = h.closed_reason().expect("closed").to_string();
+    let reason = h.closed().expect("closed").to_string();
     assert!(
         reason.contains("exited during startup (exit status 1)"),
         "{reason}"
@@ -451,7 +386,7 @@ fn repeated_cursor_is_refused_instead_of_looping() {
     h.handshake("2025-11-25", json!({"tools": {}}));
     h.answer_last(json!({"tools": [], "nextCursor": "same"}));
     h.answer_last(json!({"tools": [], "nextCursor": "same"}));
-    let reason = h.closed_reason().expect("closed").to_string();
+    let reason = h.closed().expect("closed").to_string();
     assert!(reason.contains("kept paginating"), "{reason}");
 }
 
@@ -526,7 +461,7 @@ fn final_line_without_newline_is_read_at_eof() {
     assert_eq!(h.session.state(), SessionState::Starting);
     h.session.handle_transport_closed(h.now, None);
     h.drain();
-    let reason = h.closed_reason().expect("closed").to_string();
+    let reason = h.closed().expect("closed").to_string();
     assert!(
         reason.contains("answered initialize with an error: no"),
         "{reason}"
@@ -573,12 +508,12 @@ fn list_changed_relists_and_reports_the_new_tool_set() {
     h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
     h.answer_last(json!({"tools": [tool("a"), tool("b")]}));
     assert_eq!(h.session.state(), SessionState::Ready);
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
     let (_, method, _) = h.last_request();
     assert_eq!(method, "tools/list");
     // A second change while the listing runs queues exactly one more.
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
     let lists = h.methods().iter().filter(|m| *m == "tools/list").count();
     assert_eq!(lists, 2, "startup + one re-list in flight");
     h.answer_last(json!({"tools": [tool("a"), tool("c")]}));
@@ -606,7 +541,7 @@ fn list_changed_relists_and_reports_the_new_tool_set() {
 fn list_changed_relists_even_when_list_changed_was_not_declared() {
     let mut h = Harness::new(Harness::options());
     h.ready_with_tools(json!([tool("a")]));
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
     let (_, method, _) = h.last_request();
     assert_eq!(method, "tools/list");
     h.answer_last(json!({"tools": [tool("a"), tool("added")]}));
@@ -623,7 +558,7 @@ fn list_changed_is_ignored_from_a_server_without_tools() {
     h.handshake("2025-11-25", json!({}));
     assert_eq!(h.session.state(), SessionState::Ready);
     let sent = h.sent.len();
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}));
     assert_eq!(h.sent.len(), sent, "no tools declared, none listed");
 }
 
@@ -638,7 +573,7 @@ fn roots_are_declared_and_answered_with_the_workspace() {
         json!({"listChanged": false})
     );
     h.ready_with_tools(json!([]));
-    h.server_says(json!({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}));
+    h.say(json!({"jsonrpc": "2.0", "id": "r1", "method": "roots/list"}));
     match h.sent.last() {
         Some(Message::Response { result, .. }) => assert_eq!(
             result,
@@ -651,8 +586,20 @@ fn roots_are_declared_and_answered_with_the_workspace() {
 #[test]
 fn without_a_workspace_roots_are_neither_declared_nor_answered() {
     let mut h = Harness::new(Harness::options());
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "initialize");
+    let capabilities = &params.expect("params")["capabilities"];
+    assert!(
+        capabilities.is_object(),
+        "the client declares its capabilities: {capabilities}"
+    );
+    assert_eq!(
+        capabilities.get("roots"),
+        None,
+        "no workspace, no roots capability: {capabilities}"
+    );
     h.ready_with_tools(json!([]));
-    h.server_says(json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}));
+    h.say(json!({"jsonrpc": "2.0", "id": 9, "method": "roots/list"}));
     assert!(matches!(h.sent.last(), Some(Message::Error { error, .. }) if error.code == -32601));
 }
 
@@ -663,10 +610,10 @@ fn progress_for_an_unknown_token_is_ignored() {
     let call = h.session.call_tool(h.now, "a", json!({})).expect("ready");
     h.drain();
     let before = h.events.len();
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 999, "progress": 1}}));
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 999, "progress": 1}}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": "x", "progress": 1}}));
     assert_eq!(h.events.len(), before);
-    h.server_says(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": 1, "total": 4, "message": "one"}}));
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": 1, "total": 4, "message": "one"}}));
     match h.events.last() {
         Some(Event::Progress { call: c, progress }) => {
             assert_eq!(*c, call);
@@ -695,7 +642,7 @@ fn a_result_that_breaks_the_output_schema_fails_the_call() {
         if let Some(s) = structured {
             result["structuredContent"] = s;
         }
-        h.server_says(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": result}));
+        h.say(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": result}));
         match h.events.last() {
             Some(Event::CallCompleted { call: c, result }) if *c == call => result.clone(),
             other => panic!("expected completion, got {other:?}"),
@@ -731,13 +678,13 @@ fn a_call_in_flight_across_a_relist_is_held_to_the_tool_as_listed_when_it_answer
     h.drain();
     // While the call runs, the list changes: `weather` moves to the front
     // and now declares an outputSchema, which its answer does not keep.
-    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.say(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
     h.answer_last(json!({"tools": [{
         "name": "weather",
         "inputSchema": {"type": "object"},
         "outputSchema": {"type": "object", "required": ["t"]}
     }]}));
-    h.server_says(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": {"content": []}}));
+    h.say(json!({"jsonrpc": "2.0", "id": call.wire_id(), "result": {"content": []}}));
     match h.events.last() {
         Some(Event::CallCompleted {
             call: c,
@@ -765,13 +712,13 @@ fn progress_restarts_the_call_budget_up_to_the_hard_cap() {
     );
     let progress = |n: u64| json!({"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": call.wire_id(), "progress": n}});
     h.now = start + Duration::from_secs(4);
-    h.server_says(progress(1));
+    h.say(progress(1));
     assert_eq!(
         h.session.poll_timeout(),
         Some(start + Duration::from_secs(9))
     );
     h.now = start + Duration::from_secs(8);
-    h.server_says(progress(2));
+    h.say(progress(2));
     // Capped at 12 s after the call was sent, not 13.
     assert_eq!(
         h.session.poll_timeout(),
@@ -811,7 +758,7 @@ fn list_changed_during_discovery_lists_again_before_ready_and_ready_has_the_new_
     let mut h = Harness::new(Harness::options());
     h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
     // Two pages; the change arrives while the first is out.
-    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.say(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
     h.answer_last(json!({"tools": [tool("a")], "nextCursor": "p2"}));
     let (_, method, params) = h.last_request();
     assert_eq!(method, "tools/list");
@@ -845,13 +792,13 @@ fn many_list_changes_during_discovery_list_once_more_then_once_after_ready() {
     let mut h = Harness::new(Harness::options());
     h.handshake("2025-11-25", json!({"tools": {"listChanged": true}}));
     for _ in 0..3 {
-        h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+        h.say(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
     }
     h.answer_last(json!({"tools": [tool("a")]}));
     // A change during the listing again: ready comes now, with that list,
     // and the change is applied like one that arrives when ready.
-    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
-    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.say(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.say(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
     h.answer_last(json!({"tools": [tool("b")]}));
     assert_eq!(h.session.state(), SessionState::Ready);
     assert_eq!(ready_tools(&h), ["b"]);
@@ -871,7 +818,7 @@ fn many_list_changes_during_discovery_list_once_more_then_once_after_ready() {
 fn list_changed_during_discovery_lists_again_even_when_not_declared() {
     let mut h = Harness::new(Harness::options());
     h.handshake("2025-11-25", json!({"tools": {}}));
-    h.server_says(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
+    h.say(json!({"jsonrpc": "2.0", "method": LIST_CHANGED}));
     h.answer_last(json!({"tools": [tool("a")]}));
     assert_eq!(h.methods().iter().filter(|m| *m == "tools/list").count(), 2);
     h.answer_last(json!({"tools": [tool("a"), tool("b")]}));
@@ -957,4 +904,28 @@ fn a_now_earlier_than_the_latest_is_clamped_to_it() {
             .any(|e| matches!(e, Event::CallCompleted { .. })),
         "the call must not time out before its budget ran out"
     );
+}
+
+/// The harness's drive is bounded: a server that answers every listing
+/// with a change of its list keeps the session re-listing for ever, and
+/// the drive fails the test saying so instead of hanging it.
+#[test]
+#[should_panic(expected = "never went idle")]
+fn a_server_that_changes_its_list_at_every_listing_fails_a_drive_instead_of_hanging_it() {
+    let mut h = Harness::new(Harness::options());
+    h.drive(|message| match message {
+        Message::Request { method, .. } if method == "initialize" => vec![common::result_for(
+            message,
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {"listChanged": true}},
+                "serverInfo": {"name": "scripted", "version": "1.0"}
+            }),
+        )],
+        Message::Request { method, .. } if method == "tools/list" => vec![
+            common::result_for(message, json!({"tools": [tool("a")]})),
+            json!({"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}),
+        ],
+        _ => Vec::new(),
+    });
 }

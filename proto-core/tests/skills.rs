@@ -4,15 +4,12 @@
 //! one (one `resources/read` of its `SKILL.md`, nothing else), and that a
 //! server that did not declare the extension is never asked.
 
-// The fake clock needs one real `Instant` as its origin.
-#![allow(clippy::disallowed_methods)]
-
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::skills::{Sha256Digest, SkillCheck, SkillListing};
-use rho_proto_core::session::{ApiMisuse, CallId, Event, Session, SessionOptions, SessionState};
-use rho_proto_core::wire::jsonrpc::{Incoming, Message};
+use rho_proto_core::session::{ApiMisuse, CallId, Event, SessionOptions, SessionState};
+use rho_proto_core::wire::jsonrpc::Message;
 use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 
@@ -21,47 +18,18 @@ const FORMS: &str = "Supporting content.\n";
 const SKILL_URI: &str = "skill://pdf-processing/SKILL.md";
 const FORMS_URI: &str = "skill://pdf-processing/references/FORMS.md";
 
-struct Harness {
-    now: Instant,
-    session: Session,
-    sent: Vec<Message>,
-    events: Vec<Event>,
-}
+mod common;
+use common::Stdio as Harness;
 
+/// What these tests read off the shared harness.
 impl Harness {
-    fn new(version: &str) -> Self {
+    /// A session offering `version` first.
+    fn offering(version: &str) -> Self {
         let mut o = SessionOptions::stdio("demo");
         o.protocol_version = version.into();
         o.startup_timeout = Duration::from_secs(10);
         o.tool_timeout = Duration::from_secs(5);
-        let now = Instant::now();
-        let mut h = Self {
-            now,
-            session: Session::new(o, now),
-            sent: Vec::new(),
-            events: Vec::new(),
-        };
-        h.drain();
-        h
-    }
-
-    fn drain(&mut self) {
-        while let Some(t) = self.session.poll_transmit() {
-            match Incoming::parse(&t.bytes).expect("valid JSON-RPC") {
-                Incoming::Single(m) => self.sent.push(m),
-                Incoming::Batch(_) => panic!("no batches"),
-            }
-        }
-        while let Some(e) = self.session.poll_event() {
-            self.events.push(e);
-        }
-    }
-
-    fn say(&mut self, line: Value) {
-        let mut bytes = serde_json::to_vec(&line).expect("json");
-        bytes.push(b'\n');
-        self.session.handle_stdio_bytes(self.now, &bytes);
-        self.drain();
+        Self::new(o)
     }
 
     /// The requests sent, by method and params, in order.
@@ -93,18 +61,18 @@ impl Harness {
     /// A 2025 handshake with a server declaring `capabilities`, answered
     /// until ready.
     fn ready(&mut self, capabilities: Value) {
-        self.answer(
-            "initialize",
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": capabilities,
-                "serverInfo": {"name": "scripted", "version": "1"}
-            }),
-        );
-        if capabilities.get("resources").is_some() {
-            self.answer("resources/list", json!({"resources": []}));
-            self.answer("resources/templates/list", json!({"resourceTemplates": []}));
-        }
+        self.drive_answering(&[
+            (
+                "initialize",
+                json!({
+                    "protocolVersion": "2025-11-25",
+                    "capabilities": capabilities,
+                    "serverInfo": {"name": "scripted", "version": "1"}
+                }),
+            ),
+            ("resources/list", json!({"resources": []})),
+            ("resources/templates/list", json!({"resourceTemplates": []})),
+        ]);
         assert_eq!(self.session.state(), SessionState::Ready);
     }
 
@@ -148,7 +116,7 @@ fn skills_server() -> Value {
 
 #[test]
 fn listing_skills_sends_only_skills_list_and_reads_no_file() {
-    let mut h = Harness::new(LATEST_PROTOCOL_VERSION);
+    let mut h = Harness::offering(LATEST_PROTOCOL_VERSION);
     h.ready(skills_server());
     let ready = h
         .events
@@ -192,7 +160,7 @@ fn listing_skills_sends_only_skills_list_and_reads_no_file() {
 
 #[test]
 fn loading_a_skill_reads_its_skill_md_once_and_no_other_file() {
-    let mut h = Harness::new(LATEST_PROTOCOL_VERSION);
+    let mut h = Harness::offering(LATEST_PROTOCOL_VERSION);
     h.ready(skills_server());
     let page = h.round_trip(&SkillListing::first_request(), json!({"skills": [entry()]}));
     let mut listing = SkillListing::default();
@@ -231,7 +199,7 @@ fn loading_a_skill_reads_its_skill_md_once_and_no_other_file() {
 
 #[test]
 fn a_server_without_the_extension_is_never_asked_for_skills() {
-    let mut h = Harness::new(LATEST_PROTOCOL_VERSION);
+    let mut h = Harness::offering(LATEST_PROTOCOL_VERSION);
     h.ready(json!({"resources": {}, "extensions": {"com.example/other": {}}}));
     match h.session.request(h.now, &SkillListing::first_request()) {
         Err(e @ ApiMisuse::NotOffered { .. }) => assert_eq!(
@@ -250,7 +218,7 @@ fn a_server_without_the_extension_is_never_asked_for_skills() {
 
 #[test]
 fn the_stateless_era_lists_skills_with_its_request_metadata() {
-    let mut h = Harness::new("2026-07-28");
+    let mut h = Harness::offering("2026-07-28");
     h.answer(
         "server/discover",
         json!({

@@ -1,6 +1,6 @@
 //! Shared helpers for the integration tests: where the pinned real servers
-//! live, configs that start them, and process checks for "nothing left
-//! behind".
+//! live, configs that start them, process checks for "nothing left
+//! behind", and the CLI tests' scene ([`scene`]).
 //!
 //! The servers are installed by `scripts/test` (`npm ci --prefix
 //! tests/servers`); a test that finds them missing says so instead of
@@ -9,6 +9,7 @@
 pub mod matrix;
 #[cfg(target_os = "linux")]
 pub mod pty;
+pub mod scene;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

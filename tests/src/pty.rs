@@ -9,6 +9,8 @@ use std::os::fd::OwnedFd;
 use std::path::PathBuf;
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 /// A pseudo-terminal: the master for the test, the slave for rho.
 pub struct Pty {
@@ -46,12 +48,12 @@ impl Pty {
 
     /// Collects everything rho writes to the terminal, on a thread; the
     /// file returned types on it.
-    pub fn record(self) -> (Arc<Mutex<String>>, std::fs::File) {
-        let screen = Arc::new(Mutex::new(String::new()));
-        let into = Arc::clone(&screen);
+    pub fn record(self) -> (Screen, std::fs::File) {
+        let text = Arc::new(Mutex::new(String::new()));
+        let into = Arc::clone(&text);
         let mut master = std::fs::File::from(self.master);
         let keyboard = master.try_clone().expect("dup the pty master");
-        std::thread::spawn(move || {
+        let reader = std::thread::spawn(move || {
             let mut buf = [0u8; 4096];
             // EIO once rho, the last holder of the slave, has exited.
             while let Ok(n) = master.read(&mut buf) {
@@ -64,6 +66,46 @@ impl Pty {
                     .push_str(&text);
             }
         });
-        (screen, keyboard)
+        (
+            Screen {
+                text,
+                reader: Some(reader),
+            },
+            keyboard,
+        )
+    }
+}
+
+/// What rho drew on a [`Pty`], as [`Pty::record`] collects it.
+pub struct Screen {
+    text: Arc<Mutex<String>>,
+    /// The thread reading the master side; it ends when the terminal
+    /// closes.
+    reader: Option<JoinHandle<()>>,
+}
+
+impl Screen {
+    /// Everything drawn so far.
+    pub fn text(&self) -> String {
+        self.text.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Everything drawn, once the terminal has closed (every holder of
+    /// its slave side, rho last, has exited) and the reader has taken in
+    /// its last bytes: `Ok` with the whole screen. Waits up to `within`
+    /// for that, so something that still holds the terminal fails the
+    /// test instead of hanging it: `Err` with what was drawn so far.
+    pub fn closed(&mut self, within: Duration) -> Result<String, String> {
+        let until = Instant::now() + within;
+        while self.reader.as_ref().is_some_and(|r| !r.is_finished()) {
+            if Instant::now() >= until {
+                return Err(self.text());
+            }
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        if let Some(reader) = self.reader.take() {
+            reader.join().expect("the screen reader panicked");
+        }
+        Ok(self.text())
     }
 }

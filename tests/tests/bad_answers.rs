@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use rho_host::Host;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -46,14 +47,14 @@ impl Drop for HttpFixture {
     }
 }
 
-/// Calls `tool` and returns its failure, checking it came long before the
-/// call budget (120 s by default) would have run out.
-fn fails_at_once<R: TestRuntime>(runtime: &R, tool: &str, arguments: Value) -> String {
+/// Calls `tool` and returns its failure, checking it came at once: within
+/// 3 s (room for a debug build on a loaded machine to read a 17 MiB
+/// answer), where the call budget is 120 s.
+fn fails_at_once(runtime: &Host, tool: &str, arguments: Value) -> String {
     let started = Instant::now();
     let result = runtime.call_server_tool("bad", tool, arguments);
-    // A hang guard, not a performance claim: far below the 120 s budget.
     assert!(
-        started.elapsed() < Duration::from_secs(60),
+        started.elapsed() < Duration::from_secs(3),
         "`{tool}` waited {:?}",
         started.elapsed()
     );
@@ -63,7 +64,7 @@ fn fails_at_once<R: TestRuntime>(runtime: &R, tool: &str, arguments: Value) -> S
     }
 }
 
-fn assert_ready<R: TestRuntime>(runtime: &R) {
+fn assert_ready(runtime: &Host) {
     assert!(
         matches!(
             runtime.server("bad").map(|s| s.status),

@@ -6,6 +6,7 @@
 
 use std::process::{Child, Command, Stdio};
 
+use rho_host::Host;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -16,7 +17,7 @@ fn stateless_js() -> std::path::PathBuf {
     tests_dir().join("servers/fixtures/stateless.js")
 }
 
-fn ready<R: TestRuntime>(runtime: &R, id: &str) -> ReadyReport {
+fn ready(runtime: &Host, id: &str) -> ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),

@@ -10,13 +10,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
+use rho_host::Host;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
 use serde_json::json;
 
-fn ready<R: TestRuntime>(runtime: &R, id: &str) -> rho_proto_core::runtime::status::ReadyReport {
+fn ready(runtime: &Host, id: &str) -> rho_proto_core::runtime::status::ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),

@@ -1,9 +1,10 @@
 //! The interop matrix: rho against real MCP servers built on the official
 //! SDKs people deploy (`tests/interop/`: Python `mcp` 1.30.0 and 2.3.0,
 //! standalone `fastmcp` 4.2.3, TypeScript `@modelcontextprotocol/sdk`
-//! 1.32.2 and `@modelcontextprotocol/server` 2.4.0), each over every
-//! transport its SDK offers (stdio; Streamable HTTP stateful with SSE
-//! answers, with JSON answers, stateless), on both executors.
+//! 1.32.2 and `@modelcontextprotocol/server` 2.4.0, Rust `rmcp` 3.11.0),
+//! each over every transport its SDK offers (stdio; Streamable HTTP
+//! stateful with SSE answers, with JSON answers, stateless), on both
+//! executors.
 //!
 //! Every server exposes the same surface (see `tests/interop/README.md`),
 //! and every (SDK, transport, executor) run checks each feature. The
@@ -24,13 +25,14 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_host::Host;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
-use rho_proto_core::host::{HostServices, Model, ModelError, Responder};
+use rho_proto_core::host::{Asked, HostServices, Model, ModelError, Responder};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_proto_core::wire::protocol::CallToolResult;
-use rho_tests::matrix::{SmolRuntime, TestRuntime};
+use rho_tests::matrix::{Smol, TestRuntime, Threads};
 use rho_tests::*;
 use serde_json::{Value, json};
 
@@ -52,6 +54,7 @@ enum Sdk {
     FastMcp,
     Ts1,
     Ts2,
+    Rmcp,
 }
 
 impl Sdk {
@@ -62,6 +65,7 @@ impl Sdk {
             Sdk::FastMcp => "`fastmcp` 4.2.3",
             Sdk::Ts1 => "TS `@modelcontextprotocol/sdk` 1.32.2",
             Sdk::Ts2 => "TS `@modelcontextprotocol/server` 2.4.0",
+            Sdk::Rmcp => "Rust `rmcp` 3.11.0",
         }
     }
 
@@ -72,11 +76,13 @@ impl Sdk {
             Sdk::FastMcp => "fastmcp",
             Sdk::Ts1 => "ts1",
             Sdk::Ts2 => "ts2",
+            Sdk::Rmcp => "rmcp",
         }
     }
 
-    /// The program and script that run its server.
-    fn command(self) -> (PathBuf, PathBuf) {
+    /// The program that runs its server and the arguments before the
+    /// transport's (the script, for an interpreted SDK).
+    fn command(self) -> (PathBuf, Vec<PathBuf>) {
         let interop = tests_dir().join("interop");
         let python = |sdk: &str| {
             let dir = interop.join("python").join(sdk);
@@ -85,7 +91,7 @@ impl Sdk {
                 python.exists(),
                 "the interop SDKs are not installed: run `tests/interop/install` (scripts/test does it)"
             );
-            (python, dir.join("server.py"))
+            (python, vec![dir.join("server.py")])
         };
         match self {
             Sdk::Mcp1 => python("mcp1"),
@@ -98,12 +104,22 @@ impl Sdk {
                         .is_dir(),
                     "the TypeScript SDK 1.x is not installed: run `tests/interop/install`"
                 );
-                ("node".into(), interop.join("ts1/server.mjs"))
+                ("node".into(), vec![interop.join("ts1/server.mjs")])
             }
             Sdk::Ts2 => {
                 // Fails with the install hint when tests/servers is missing.
                 let _ = node_modules();
-                ("node".into(), interop.join("ts2/server.js"))
+                ("node".into(), vec![interop.join("ts2/server.js")])
+            }
+            Sdk::Rmcp => {
+                // Built by tests/interop/install into the repository's
+                // target directory, apart from the workspace's builds.
+                let binary = tests_dir().join("../target/interop-rmcp/debug/interop-rmcp");
+                assert!(
+                    binary.exists(),
+                    "the rmcp interop server is not built: run `tests/interop/install`"
+                );
+                (binary, Vec::new())
             }
         }
     }
@@ -164,6 +180,10 @@ const ROWS: &[(Sdk, Transport)] = &[
     (Sdk::Ts1, Transport::Stateless),
     (Sdk::Ts2, Transport::Stdio),
     (Sdk::Ts2, Transport::Http),
+    (Sdk::Rmcp, Transport::Stdio),
+    (Sdk::Rmcp, Transport::HttpSse),
+    (Sdk::Rmcp, Transport::HttpJson),
+    (Sdk::Rmcp, Transport::Stateless),
 ];
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -315,7 +335,7 @@ struct Run {
 struct Person;
 
 impl Responder for Person {
-    fn elicit(&self, _server: &str, form: &Form) -> FormAnswer {
+    fn elicit(&self, _asked: &Asked, form: &Form) -> FormAnswer {
         let answers = form
             .fields
             .iter()
@@ -327,7 +347,7 @@ impl Responder for Person {
         FormAnswer::Submitted(answers)
     }
 
-    fn confirm_sampling(&self, _server: &str, _question: &str) -> bool {
+    fn confirm_sampling(&self, _asked: &Asked, _question: &str) -> bool {
         true
     }
 }
@@ -375,17 +395,17 @@ fn bounded<T>(bound: Duration, call: impl FnOnce(&AtomicBool) -> T) -> (T, Durat
     (out, started.elapsed())
 }
 
-struct Row<'a, R> {
-    runtime: &'a R,
+struct Row<'a> {
+    runtime: &'a Host,
     id: &'a str,
 }
 
-impl<R: TestRuntime> Row<'_, R> {
+impl Row<'_> {
     /// Calls `tool`; a call still running after [`CALL_BOUND`] is a hang.
     fn call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, String> {
         let (result, took) = bounded(CALL_BOUND, |cancel| {
             self.runtime
-                .call_server_tool_cancellable(self.id, tool, arguments, &mut |_| {}, cancel)
+                .call_server_tool_with(self.id, tool, arguments, &mut |_| {}, cancel)
         });
         result.map_err(|e| describe(e, took))
     }
@@ -448,7 +468,7 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
     let id = format!("{}-{}-{}", sdk.id(), transport.arg(), R::NAME);
     let scratch = scratch_dir(&format!("interop-{id}"));
     let record = scratch.join("record.txt");
-    let (program, script) = sdk.command();
+    let (program, script_args) = sdk.command();
     let mut run = Run {
         sdk,
         transport,
@@ -465,15 +485,18 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
     );
     let (config, _http) = if transport == Transport::Stdio {
         let config = format!(
-            "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = {}\nargs = [{}, \"stdio\"]\nenv = {{ INTEROP_RECORD = {} }}\n{common}",
+            "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = {}\nargs = [{}\"stdio\"]\nenv = {{ INTEROP_RECORD = {} }}\n{common}",
             toml_path(&program),
-            toml_path(&script),
+            script_args
+                .iter()
+                .map(|a| format!("{}, ", toml_path(a)))
+                .collect::<String>(),
             toml_path(&record),
         );
         (config, None)
     } else {
         let mut child = Command::new(&program)
-            .arg(&script)
+            .args(&script_args)
             .arg(transport.arg())
             .env("INTEROP_RECORD", &record)
             .stdin(Stdio::null())
@@ -591,7 +614,7 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
     if wants(Feature::Progress) {
         let updates = Mutex::new(0usize);
         let (progress, took) = bounded(CALL_BOUND, |cancel| {
-            runtime.call_server_tool_cancellable(
+            runtime.call_server_tool_with(
                 &id,
                 "progress",
                 json!({}),
@@ -614,7 +637,7 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
         // Cancel `slow` after a second; the server must record that it stopped.
         let marker = format!("m{}", std::process::id());
         let (slow, took) = bounded(Duration::from_secs(1), |cancel| {
-            runtime.call_server_tool_cancellable(
+            runtime.call_server_tool_with(
                 &id,
                 "slow",
                 json!({"marker": marker, "seconds": 30}),
@@ -913,10 +936,8 @@ fn interop_matrix() {
         if !format!("{}-{}", sdk.id(), transport.arg()).contains(&filter) {
             continue;
         }
-        jobs.push(Box::new(move || {
-            run_row::<rho_io_blocking::Runtime>(sdk, transport)
-        }));
-        jobs.push(Box::new(move || run_row::<SmolRuntime>(sdk, transport)));
+        jobs.push(Box::new(move || run_row::<Threads>(sdk, transport)));
+        jobs.push(Box::new(move || run_row::<Smol>(sdk, transport)));
     }
     let queue = Mutex::new(jobs.into_iter().enumerate().collect::<Vec<_>>());
     let runs = Mutex::new(Vec::new());

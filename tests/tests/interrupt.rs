@@ -45,9 +45,10 @@ fn interrupt_ends_startup_at_once_and_leaves_nothing_running<R: TestRuntime>() {
         });
         let runtime = R::start(&config, options);
         let (pids, interrupted_at) = waiter.join().expect("waiter");
-        // A hang guard, far under the 60 s budget the wait would sit out.
+        // At once: 3 s is room for a debug build on a loaded machine,
+        // and far under the 60 s budget the wait would sit out.
         assert!(
-            interrupted_at.elapsed() < Duration::from_secs(15),
+            interrupted_at.elapsed() < Duration::from_secs(3),
             "startup went on {:?} after the interrupt",
             interrupted_at.elapsed()
         );

@@ -8,9 +8,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
+use rho_host::Host;
 use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::host::RuntimeOptions;
-use rho_proto_core::host::{HostServices, Model, ModelError, Responder, UsageLedger};
+use rho_proto_core::host::{Asked, HostServices, Model, ModelError, Responder, UsageLedger};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_proto_core::session::CallError;
@@ -56,7 +57,8 @@ impl ScriptedResponder {
 }
 
 impl Responder for ScriptedResponder {
-    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
+        let server = asked.server.as_str();
         self.forms
             .lock()
             .expect("lock")
@@ -67,7 +69,8 @@ impl Responder for ScriptedResponder {
         }
     }
 
-    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        let server = asked.server.as_str();
         self.confirmations
             .lock()
             .expect("lock")
@@ -116,7 +119,7 @@ fn fill_every_field(form: &Form) -> BTreeMap<String, Vec<String>> {
         .collect()
 }
 
-fn ready<R: TestRuntime>(runtime: &R, id: &str) -> ReadyReport {
+fn ready(runtime: &Host, id: &str) -> ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),
@@ -126,7 +129,7 @@ fn ready<R: TestRuntime>(runtime: &R, id: &str) -> ReadyReport {
 /// Starts real server-everything over stdio as `everything`, with `extra`
 /// appended to its config table and `host` lending the runtime a person,
 /// a model and a ledger.
-fn everything<R: TestRuntime>(extra: &str, host: HostServices) -> R {
+fn everything<R: TestRuntime>(extra: &str, host: HostServices) -> Host {
     let text = format!(
         "{}{extra}",
         node_server("everything", &everything_js(), &["stdio"])
@@ -140,7 +143,7 @@ fn everything<R: TestRuntime>(extra: &str, host: HostServices) -> R {
 }
 
 /// `server`'s tool `tool` as exported, if it is.
-fn offered<R: TestRuntime>(runtime: &R, tool: &str) -> Option<(String, Value)> {
+fn offered(runtime: &Host, tool: &str) -> Option<(String, Value)> {
     runtime
         .tools()
         .tools()
@@ -379,6 +382,38 @@ fn a_dismissed_form_cancels_the_call_and_the_session_carries_on<R: TestRuntime>(
     runtime.shutdown();
 }
 
+fn a_form_answered_later_names_its_call_and_a_decline_reaches_the_server<R: TestRuntime>() {
+    let (responder, questions) = rho_host::questions::channel();
+    let runtime = everything::<R>(
+        "",
+        HostServices {
+            responder: Some(responder),
+            ..HostServices::default()
+        },
+    );
+    let (name, _) = offered(&runtime, "trigger-elicitation-request").expect("offered");
+    // The host's UI: another thread takes the question as a value and
+    // declines it, as a person pressing "Decline" would.
+    let ui = std::thread::spawn(move || {
+        let pending = questions.next_blocking().expect("a question");
+        let asked = pending.asked.clone();
+        let is_form = matches!(pending.asking, rho_host::questions::Asking::Form(_));
+        pending.answer_form(FormAnswer::Declined);
+        (asked, is_form)
+    });
+    let result = runtime
+        .call_tool(&name, json!({}))
+        .expect("a declined form still ends the call with the server's result");
+    let (asked, is_form) = ui.join().expect("the UI thread");
+    assert!(is_form, "the question is a form");
+    assert_eq!(asked.server, "everything");
+    assert_eq!(asked.what.as_deref(), Some("trigger-elicitation-request"));
+    assert!(asked.call.is_some(), "the call is named: {asked:?}");
+    let text = result.text();
+    assert!(text.contains("User declined"), "{text}");
+    runtime.shutdown();
+}
+
 // ----- sampling -----
 
 fn approved_sampling_runs_the_model_and_records_one_ledger_line<R: TestRuntime>() {
@@ -476,6 +511,7 @@ both_executors!(
     elicitation_tool_is_offered_only_when_a_person_can_be_asked,
     every_form_field_reaches_the_server_typed,
     a_dismissed_form_cancels_the_call_and_the_session_carries_on,
+    a_form_answered_later_names_its_call_and_a_decline_reaches_the_server,
     approved_sampling_runs_the_model_and_records_one_ledger_line,
     sampling_at_the_default_config_is_not_offered_and_spends_nothing,
     refused_sampling_is_rejected_and_the_model_never_runs,

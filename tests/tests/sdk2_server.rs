@@ -16,8 +16,9 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_host::Host;
 use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
-use rho_proto_core::host::{HostServices, Responder, RuntimeOptions};
+use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_proto_core::session::CallError;
@@ -83,13 +84,13 @@ enum Over {
 }
 
 /// A running fixture and the runtime connected to it as server `sdk`.
-struct Connected<R> {
-    runtime: R,
+struct Connected {
+    runtime: Host,
     _http: Option<Sdk2Http>,
 }
 
-fn connect<R: TestRuntime>(over: Over, host: HostServices) -> Connected<R> {
-    connect_with_ttl(over, host, None)
+fn connect<R: TestRuntime>(over: Over, host: HostServices) -> Connected {
+    connect_with_ttl::<R>(over, host, None)
 }
 
 /// Like [`connect`], the server's `tools/list` fresh for `tools_ttl_ms`.
@@ -97,7 +98,7 @@ fn connect_with_ttl<R: TestRuntime>(
     over: Over,
     host: HostServices,
     tools_ttl_ms: Option<u64>,
-) -> Connected<R> {
+) -> Connected {
     let (config, http) = match over {
         Over::Stdio => {
             let mut table = node_server("sdk", &sdk2_js(), &["stdio"]);
@@ -121,7 +122,7 @@ fn connect_with_ttl<R: TestRuntime>(
     }
 }
 
-fn ready<R: TestRuntime>(runtime: &R) -> ReadyReport {
+fn ready(runtime: &Host) -> ReadyReport {
     match runtime.server("sdk").map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `sdk` not ready: {other:?}"),
@@ -167,7 +168,7 @@ impl Person {
 }
 
 impl Responder for Person {
-    fn elicit(&self, _server: &str, form: &Form) -> FormAnswer {
+    fn elicit(&self, _asked: &Asked, form: &Form) -> FormAnswer {
         self.forms.lock().expect("lock").push(form.clone());
         if self.decline {
             return FormAnswer::CouldNotAsk;
@@ -187,12 +188,12 @@ impl Responder for Person {
         }
     }
 
-    fn confirm_sampling(&self, _server: &str, _question: &str) -> bool {
+    fn confirm_sampling(&self, _asked: &Asked, _question: &str) -> bool {
         false
     }
 }
 
-fn server_tools<R: TestRuntime>(runtime: &R) -> Vec<String> {
+fn server_tools(runtime: &Host) -> Vec<String> {
     let mut names: Vec<String> = runtime
         .current_tools()
         .into_iter()
@@ -203,7 +204,7 @@ fn server_tools<R: TestRuntime>(runtime: &R) -> Vec<String> {
     names
 }
 
-fn lists_and_calls(over: Over, runtime: &impl TestRuntime) {
+fn lists_and_calls(over: Over, runtime: &Host) {
     let report = ready(runtime);
     assert_eq!(report.server_info.name, "rho-sdk2-fixture", "{over:?}");
     assert_eq!(
@@ -242,11 +243,7 @@ fn list_and_call_over_http<R: TestRuntime>() {
     c.runtime.shutdown();
 }
 
-fn a_form_question_is_answered_through_the_responder(
-    over: Over,
-    runtime: &impl TestRuntime,
-    person: &Person,
-) {
+fn a_form_question_is_answered_through_the_responder(over: Over, runtime: &Host, person: &Person) {
     let result = runtime
         .call_server_tool("sdk", "ask-name", json!({}))
         .expect("ask-name succeeds");
@@ -274,7 +271,7 @@ fn form_question_over_http<R: TestRuntime>() {
     c.runtime.shutdown();
 }
 
-fn two_rounds(over: Over, runtime: &impl TestRuntime, person: &Person) {
+fn two_rounds(over: Over, runtime: &Host, person: &Person) {
     let result = runtime
         .call_server_tool("sdk", "confirm-then-name", json!({}))
         .expect("confirm-then-name succeeds");
@@ -297,7 +294,7 @@ fn two_rounds_over_http<R: TestRuntime>() {
     c.runtime.shutdown();
 }
 
-fn declined_and_dismissed(over: Over, declined: &impl TestRuntime, dismissing: &impl TestRuntime) {
+fn declined_and_dismissed(over: Over, declined: &Host, dismissing: &Host) {
     let result = declined
         .call_server_tool("sdk", "ask-name", json!({}))
         .expect("the server reports the decline in its result");
@@ -349,7 +346,7 @@ fn rounds_up_to_the_bound_and_no_further<R: TestRuntime>() {
 /// Waits up to ten seconds for the server's status to report `tool` as
 /// added since startup (a session's exported tool set is fixed once it
 /// starts; an added tool is reported, never joined).
-fn wait_for_added<R: TestRuntime>(runtime: &R, tool: &str) -> Vec<String> {
+fn wait_for_added(runtime: &Host, tool: &str) -> Vec<String> {
     let until = Instant::now() + Duration::from_secs(10);
     loop {
         let added = ready(runtime).added_tools;
@@ -360,7 +357,7 @@ fn wait_for_added<R: TestRuntime>(runtime: &R, tool: &str) -> Vec<String> {
     }
 }
 
-fn a_tool_list_change_is_applied(over: Over, runtime: &impl TestRuntime) {
+fn a_tool_list_change_is_applied(over: Over, runtime: &Host) {
     assert!(ready(runtime).added_tools.is_empty(), "{over:?}");
     let toggled = runtime
         .call_server_tool("sdk", "toggle-extra", json!({}))

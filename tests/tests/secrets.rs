@@ -5,6 +5,7 @@
 //! `WWW-Authenticate`, a 500 body, a JSON-RPC error) and in a server log
 //! message. The recorded transcript still replays identically.
 
+use rho_host::Host;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -85,7 +86,7 @@ fn assert_no_secret(what: &str, text: &str) {
     }
 }
 
-fn failure<R: TestRuntime>(runtime: &R, id: &str) -> String {
+fn failure(runtime: &Host, id: &str) -> String {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Failed { error }) => error,
         other => panic!("server `{id}` did not fail: {other:?}"),

@@ -131,8 +131,10 @@ fn a_server_that_forgets_every_session_fails_at_once_naming_it<R: TestRuntime>()
         other => panic!("expected a failure: {other:?}"),
     };
     assert!(error.contains("expired the session again"), "{error}");
+    // At once: 3 s is room for a debug build on a loaded machine to
+    // start and make two sessions, and far under the 30 s budget.
     assert!(
-        started.elapsed() < Duration::from_secs(25),
+        started.elapsed() < Duration::from_secs(3),
         "failed at once, not at the 30 s budget: {:?}",
         started.elapsed()
     );

@@ -2,6 +2,7 @@
 //! handshake, exported names, calls, allow/deny, the environment policy,
 //! pagination, and failure isolation with nothing left running.
 
+use rho_host::Host;
 use rho_io_blocking::ToolCallError;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
@@ -9,14 +10,14 @@ use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
 use serde_json::{Value, json};
 
-fn ready<R: TestRuntime>(runtime: &R, id: &str) -> rho_proto_core::runtime::status::ReadyReport {
+fn ready(runtime: &Host, id: &str) -> rho_proto_core::runtime::status::ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),
     }
 }
 
-fn failure<R: TestRuntime>(runtime: &R, id: &str) -> String {
+fn failure(runtime: &Host, id: &str) -> String {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Failed { error }) => error,
         other => panic!("server `{id}` should have failed: {other:?}"),

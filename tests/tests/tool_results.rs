@@ -4,6 +4,7 @@
 //! base64, server instructions fenced as documentation, annotation hints in
 //! exported descriptions, and tools withdrawn or added mid-session.
 
+use rho_host::Host;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
 use serde_json::json;
 
-fn ready<R: TestRuntime>(runtime: &R, id: &str) -> ReadyReport {
+fn ready(runtime: &Host, id: &str) -> ReadyReport {
     match runtime.server(id).map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report,
         other => panic!("server `{id}` not ready: {other:?}"),
@@ -24,7 +25,7 @@ fn ready<R: TestRuntime>(runtime: &R, id: &str) -> ReadyReport {
 }
 
 /// Starts real server-everything over stdio as `everything`.
-fn everything<R: TestRuntime>() -> R {
+fn everything<R: TestRuntime>() -> Host {
     let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
     let runtime = R::start(&config, options_with(&[]));
     ready(&runtime, "everything");
@@ -32,7 +33,7 @@ fn everything<R: TestRuntime>() -> R {
 }
 
 /// The exported name of `server`'s tool `tool`.
-fn exported<R: TestRuntime>(runtime: &R, server: &str, tool: &str) -> String {
+fn exported(runtime: &Host, server: &str, tool: &str) -> String {
     runtime
         .tools()
         .tools()
@@ -88,7 +89,7 @@ fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
     let mut seen: Vec<Progress> = Vec::new();
     let mut cancelled_at: Option<Instant> = None;
     let started = Instant::now();
-    let outcome = runtime.call_server_tool_cancellable(
+    let outcome = runtime.call_server_tool_with(
         "everything",
         "trigger-long-running-operation",
         json!({"duration": 20, "steps": 20}),
@@ -549,7 +550,7 @@ fn a_cancelled_call_tells_the_server<R: TestRuntime>() {
     ready(&runtime, "slowpoke");
     let cancel = AtomicBool::new(false);
     let mut cancelled_at: Option<Instant> = None;
-    let outcome = runtime.call_server_tool_cancellable(
+    let outcome = runtime.call_server_tool_with(
         "slowpoke",
         "slow",
         json!({}),

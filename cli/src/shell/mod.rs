@@ -95,7 +95,7 @@ use rho_proto_core::features::resources::{
     Attachment, ReadResourceParams, ReadState, ResourceRead,
 };
 use rho_proto_core::features::{FeatureRequest, content, prompts};
-use rho_proto_core::host::{Responder, RuntimeOptions};
+use rho_proto_core::host::{Asked, Responder, RuntimeOptions};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::{CallError, Progress};
@@ -104,9 +104,9 @@ use rho_proto_core::text::terminal::{sanitize, sanitize_line};
 use self::commands::{Catalog, CatalogPrompt, CatalogTool, Command, Context, ServerResources};
 use self::editor::{Editor, Event};
 use self::screen::Screen;
-use crate::config_file::LoadedConfig;
-use crate::host::{Host, RuntimeKind};
 use crate::{Failure, unless_stopped};
+use rho_host::config::LoadedConfig;
+use rho_host::{Host, RuntimeKind};
 
 /// The prompt in front of a command line.
 const PROMPT: &str = "rho> ";
@@ -177,56 +177,29 @@ pub(crate) fn run(
     } else {
         None
     };
-    options.host =
-        crate::questions::services_with(responder, loaded.config.sampling_command.clone());
-    let store = crate::credentials::FileStore::default_location();
-    let mut config =
-        crate::credentials::with_stored_tokens(&loaded.config, kind, store.as_ref(), &|_| true);
+    options.host = rho_host::sampling::services(responder, loaded.config.sampling_command.clone());
     // A server with no usable login gets it now, as `rho mcp call` does: the
     // 401 at connect would give a browser login only the startup budget. A
     // login that fails is said, and that server then fails at connect;
     // the others still start.
-    if interactive && crate::questions::person_present() {
-        let ids: Vec<String> = config
-            .servers
-            .iter()
-            .filter(|e| e.config.as_ref().is_ok_and(|c| c.enabled))
-            .map(|e| e.id.clone())
-            .filter(|id| crate::credentials::needs_browser_login(&config, id))
-            .collect();
-        for id in &ids {
-            match crate::login_server(loaded, kind, id, false) {
-                Ok(summary) => eprintln!("rho: {summary}"),
-                Err(crate::Failure::Stopped(signal)) => {
-                    return Err(crate::Failure::Stopped(signal));
-                }
-                Err(crate::Failure::Usage(why) | crate::Failure::Runtime(why)) => eprintln!(
-                    "rho: server `{}` was not logged in: {}",
-                    sanitize_line(id),
-                    sanitize_line(&why)
-                ),
-            }
-        }
-        if !ids.is_empty() {
-            config = crate::credentials::with_stored_tokens(
-                &loaded.config,
-                kind,
-                store.as_ref(),
-                &|_| true,
-            );
+    let mode = if interactive {
+        crate::questions::login_mode()
+    } else {
+        rho_host::login::LoginMode::Never
+    };
+    let prepared = rho_host::connect::prepare(loaded, kind, &mode, &|_| true);
+    for (id, outcome) in &prepared.logins {
+        match outcome {
+            Ok(logged_in) => eprintln!("rho: {logged_in}"),
+            Err(why) => eprintln!(
+                "rho: server `{}` was not logged in: {}",
+                sanitize_line(id),
+                sanitize_line(&why.to_string())
+            ),
         }
     }
-    options.host.authorizer = crate::reauth::StoreAuthorizer::for_config(
-        &loaded.config,
-        store.map(|s| Arc::new(s) as Arc<dyn rho_proto_core::oauth::store::CredentialStore>),
-        if interactive {
-            crate::reauth::LoginMode::Person
-        } else {
-            crate::reauth::LoginMode::Never
-        },
-        kind,
-        &|_| true,
-    );
+    let mut config = prepared.config;
+    options.host.authorizer = prepared.authorizer;
     if let Some(level) = args.log_level {
         for entry in &mut config.servers {
             if let Ok(server) = entry.config.as_mut() {
@@ -252,8 +225,10 @@ pub(crate) fn run(
                 .count()
         );
     }
-    let host = unless_stopped(Host::start(kind, &config, options, |_| true))?;
-    let keeper = Keeper::start(&host);
+    let host = unless_stopped(crate::start_host(kind, &config, options, |_| true))?;
+    // Smol sessions keep running between commands: pings answered, server
+    // output read (the blocking runtime's sessions have threads already).
+    let host = host.with_executor_thread();
     let shell = Shell {
         loaded,
         host: &host,
@@ -283,54 +258,10 @@ pub(crate) fn run(
         plain_loop(&shell, &stop);
         Ok(())
     };
-    keeper.stop();
     host.shutdown();
     outcome?;
     crate::check_stopped()?;
     Ok(ExitCode::SUCCESS)
-}
-
-/// Keeps smol sessions running between commands: the host runs its
-/// executor only inside a call, so an idle shell would leave pings
-/// unanswered and server output unread. A thread runs the executor until
-/// the shell ends. The blocking runtime needs nothing: its sessions have
-/// threads of their own.
-struct Keeper {
-    stop: Option<(smol::channel::Sender<()>, std::thread::JoinHandle<()>)>,
-}
-
-impl Keeper {
-    fn start(host: &Host) -> Keeper {
-        let Host::Smol {
-            executor,
-            reactor: true,
-            ..
-        } = host
-        else {
-            return Keeper { stop: None };
-        };
-        let executor = Arc::clone(executor);
-        let (tx, rx) = smol::channel::bounded::<()>(1);
-        let thread = std::thread::Builder::new()
-            .name("rho-shell-executor".into())
-            .spawn(move || {
-                rho_io_smol::block_on(&executor, async move {
-                    let _ = rx.recv().await;
-                });
-            })
-            .expect("spawn the shell's executor thread");
-        Keeper {
-            stop: Some((tx, thread)),
-        }
-    }
-
-    fn stop(self) {
-        if let Some((tx, thread)) = self.stop {
-            let _ = tx.try_send(());
-            drop(tx);
-            let _ = thread.join();
-        }
-    }
 }
 
 /// Where the shell's output goes.
@@ -640,9 +571,9 @@ impl Shell<'_> {
             self.out
                 .print(&format!("  … {label}: {}", progress_text(&progress)));
         };
-        let outcome = self
-            .host
-            .call_with(server, tool, arguments, &mut on_progress, cancel);
+        let outcome =
+            self.host
+                .call_server_tool_with(server, tool, arguments, &mut on_progress, cancel);
         match outcome {
             Ok(result) => {
                 let rendered = content::render(&result);
@@ -1368,15 +1299,11 @@ impl std::io::Write for Gathered<'_> {
 }
 
 impl Responder for ShellResponder {
-    fn elicit(&self, server: &str, form: &Form) -> FormAnswer {
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
         let _one = lock(&self.one);
         let text = RefCell::new(Vec::new());
-        let answer = crate::questions::ask_form(
-            &mut Gathered(&text),
-            &mut || self.read(&text),
-            server,
-            form,
-        );
+        let answer =
+            crate::questions::ask_form(&mut Gathered(&text), &mut || self.read(&text), asked, form);
         let rest = text.take();
         if !rest.is_empty() {
             self.screen.print(&String::from_utf8_lossy(&rest));
@@ -1384,7 +1311,8 @@ impl Responder for ShellResponder {
         answer
     }
 
-    fn confirm_sampling(&self, server: &str, question: &str) -> bool {
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        let server = asked.server.as_str();
         let _one = lock(&self.one);
         let text = RefCell::new(Vec::new());
         crate::questions::ask_sampling(

@@ -40,13 +40,13 @@
 //! them) and every status is data. Nothing is decompressed: no
 //! `Accept-Encoding` is sent and bodies are handed on as they arrive.
 //! Opening a connection (resolve, TCP, TLS) is bounded by
-//! [`CONNECT_TIMEOUT`]; a write that makes no progress for
-//! [`SEND_TIMEOUT`] fails the exchange; reading a body has no timeout,
+//! `CONNECT_TIMEOUT`; a write that makes no progress for
+//! `SEND_TIMEOUT` fails the exchange; reading a body has no timeout,
 //! because the GET stream may stay open for the whole session: the core's
 //! deadlines bound every request and it aborts what it gives up on: an
 //! aborted exchange reports nothing more, and its connection is closed at
-//! once, never kept for reuse (see [`HttpIo::abort`]). A
-//! response head larger than [`MAX_HEAD`] (ureq's default bound too) or
+//! once, never kept for reuse (see `HttpIo::abort`). A
+//! response head larger than `MAX_HEAD` (ureq's default bound too) or
 //! with more than 100 fields (hyper's default) fails the exchange. The
 //! URL policy is checked again before anything is sent. A session stops
 //! reading bodies while more than [`BODY_IN_FLIGHT`] bytes handed to it
@@ -57,7 +57,7 @@
 //!
 //! HTTP/1.1 carries one exchange at a time per connection, so sequential
 //! calls share one kept-alive connection, the GET stream holds its own,
-//! and calls in flight together open more, up to [`MAX_CONNECTIONS`]; a
+//! and calls in flight together open more, up to `MAX_CONNECTIONS`; a
 //! slow call never holds up another. A connection goes back to the pool
 //! only when its response was read to the end and the server did not ask
 //! to close; one that errored, or whose body was left unread, is closed.

@@ -798,7 +798,12 @@ mod tests {
     fn an_invalid_server_disables_only_itself_with_its_position() {
         let text = "{\"mcpServers\": {\n  \"good\": {\"command\": \"ok\"},\n  \"bad\": {\"command\": \"\"},\n  \"num\": {\"command\": \"x\", \"args\": [\"a\", 1]},\n  \"sse\": {\"type\": \"sse\", \"url\": \"https://x.example/sse\"},\n  \"plain\": {\"url\": \"http://example.com/mcp\"},\n  \"mixed\": {\"type\": \"stdio\", \"command\": \"x\", \"url\": \"https://x.example\"},\n  \"bad name\": {\"command\": \"x\"}\n}}";
         let plugin = read_plugin(&dir(None, text));
-        assert!(plugin.entries[0].config.is_ok());
+        let good = plugin.entries[0].config.as_ref().expect("`good` is valid");
+        assert_eq!(
+            (good.id.as_str(), good.transport.kind(), good.enabled),
+            ("files/good", "stdio", true)
+        );
+        assert_eq!(plugin.entries.len(), 7, "each entry once, in order");
         let errors: Vec<String> = plugin.entries[1..].iter().map(error).collect();
         assert_eq!(
             errors[0],

@@ -404,6 +404,7 @@ mod tests {
         let mixed = Completion::from_value(&json!({"completion": {"values": ["a", 1, null]}}))
             .expect("reads");
         assert_eq!(mixed.values, ["a"]);
-        assert!(Completion::from_value(&json!({})).is_err());
+        let error = Completion::from_value(&json!({})).expect_err("no completion");
+        assert!(error.0.contains("completion"), "{error}");
     }
 }

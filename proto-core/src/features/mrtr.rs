@@ -670,7 +670,8 @@ mod tests {
             .map(|i| (format!("k{i}"), json!({"method": "roots/list"})))
             .collect();
         let result = json!({"resultType": "input_required", "inputRequests": many});
-        assert!(InputRequired::from_result(&result, None).is_ok());
+        let read = InputRequired::from_result(&result, None).expect("at the bound, it reads");
+        assert_eq!(read.requests.len(), MAX_INPUT_REQUESTS, "every one is read");
     }
 
     #[test]

@@ -1040,11 +1040,17 @@ mod tests {
         }))
         .expect("prompt");
         assert_eq!(p.argument_list(), "city (required), state");
-        assert!(Prompt::from_value(&json!({"title": "x"})).is_err());
-        assert!(
-            Prompt::from_value(&json!({"name": "x", "arguments": [{"required": true}]})).is_err()
-        );
-        assert!(Prompt::from_value(&json!({"name": "x", "arguments": 3})).is_err());
+        for (bad, why) in [
+            (json!({"title": "x"}), "name"),
+            (
+                json!({"name": "x", "arguments": [{"required": true}]}),
+                "name",
+            ),
+            (json!({"name": "x", "arguments": 3}), "arguments"),
+        ] {
+            let error = Prompt::from_value(&bad).expect_err("refused");
+            assert!(error.0.contains(why), "{bad}: {error}");
+        }
     }
 
     #[test]
@@ -1101,11 +1107,16 @@ mod tests {
 
     #[test]
     fn results_with_unknown_roles_or_no_messages_are_malformed() {
-        assert!(GetPromptResult::from_value(&json!({})).is_err());
-        assert!(
-            GetPromptResult::from_value(&json!({"messages": [{"role": "system", "content": {}}]}))
-                .is_err()
-        );
-        assert!(GetPromptResult::from_value(&json!({"messages": [{"role": "user"}]})).is_err());
+        for (bad, why) in [
+            (json!({}), "messages"),
+            (
+                json!({"messages": [{"role": "system", "content": {}}]}),
+                "role",
+            ),
+            (json!({"messages": [{"role": "user"}]}), "content"),
+        ] {
+            let error = GetPromptResult::from_value(&bad).expect_err("malformed");
+            assert!(error.0.contains(why), "{bad}: {error}");
+        }
     }
 }

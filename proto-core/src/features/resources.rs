@@ -580,9 +580,12 @@ mod tests {
 
     #[test]
     fn listed_entries_need_a_uri_and_a_name() {
-        assert!(Resource::from_value(&json!({"name": "x"})).is_err());
-        assert!(Resource::from_value(&json!({"uri": "x"})).is_err());
-        assert!(ResourceTemplate::from_value(&json!({"name": "x"})).is_err());
+        for (bad, why) in [(json!({"name": "x"}), "uri"), (json!({"uri": "x"}), "name")] {
+            let error = Resource::from_value(&bad).expect_err("refused");
+            assert!(error.0.contains(why), "{bad}: {error}");
+        }
+        let error = ResourceTemplate::from_value(&json!({"name": "x"})).expect_err("refused");
+        assert!(error.0.contains("uriTemplate"), "{error}");
         let r = Resource::from_value(
             &json!({"uri": "a://b", "name": "b", "mimeType": "text/plain", "size": 12}),
         )

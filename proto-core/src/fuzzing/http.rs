@@ -33,7 +33,7 @@ use super::session::{
 };
 use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, Method};
 use crate::session::{Event, Framing};
-use crate::wire::framing::SseDecoder;
+use crate::wire::sse::SseDecoder;
 
 /// The stateless era's header rules for one request (see the module docs).
 fn stateless_headers(req: &crate::http::HttpRequest) {

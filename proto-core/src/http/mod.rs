@@ -121,8 +121,9 @@ use crate::session::{
     TransmitKind,
 };
 use crate::session::{Clock, TimerTable, earlier};
-use crate::wire::framing::{SseDecoder, SseError, byte_size};
+use crate::wire::framing::byte_size;
 use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
+use crate::wire::sse::{SseDecoder, SseError};
 
 pub mod headers;
 mod refusals;

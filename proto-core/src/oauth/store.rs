@@ -19,6 +19,18 @@ pub struct StoreKey {
     pub url: String,
 }
 
+impl StoreKey {
+    /// The key of server `server` at `url`: the identity and the URL in
+    /// its canonical form, so that the same server written two ways is one
+    /// entry and another URL for the same identity is another.
+    pub fn new(server: &str, url: &url::Url) -> Self {
+        Self {
+            server: server.to_owned(),
+            url: super::discovery::canonical_resource(url),
+        }
+    }
+}
+
 /// One server's stored login.
 #[derive(Clone, PartialEq, Eq)]
 pub struct StoredLogin {

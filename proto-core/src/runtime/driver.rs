@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use crate::config::ServerConfig;
 use crate::connection::{Connection, HostContext, HttpInput, Output};
-use crate::host::HostServices;
+use crate::host::{Asked, HostServices};
 use crate::http::ExchangeId;
 use crate::runtime::driving::{
     Answer, CallTable, CallUpdate, Command, Started, StartupError, StartupOutcome,
@@ -54,7 +54,6 @@ pub struct Setup<'a> {
 
 /// What the executor must do, in the order the driver hands them out.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Effect<R> {
     /// Carry this out on the transport (write to stdin, send or abort an
     /// HTTP exchange).
@@ -81,6 +80,8 @@ pub enum Effect<R> {
         question: QuestionId,
         /// What is asked.
         kind: Question,
+        /// Who asks, during which call (hand it to [`crate::host::answer`]).
+        asked: Asked,
     },
     /// The server's health changed: this is how it stands now.
     Health(Health),
@@ -215,7 +216,7 @@ impl<R> Driver<R> {
                 arguments,
                 reply,
             } => match self.conn.call_tool(now, &tool, arguments) {
-                Ok(call) => self.calls.insert(ticket, call, reply),
+                Ok(call) => self.calls.insert(ticket, call, tool, reply),
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
                     CallUpdate::Done(Err(ToolCallError::NotCallable(misuse.to_string()))),
@@ -226,7 +227,9 @@ impl<R> Driver<R> {
                 request,
                 reply,
             } => match self.conn.request(now, &request) {
-                Ok(call) => self.calls.insert(ticket, call, reply),
+                Ok(call) => self
+                    .calls
+                    .insert(ticket, call, request.method().to_owned(), reply),
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
                     CallUpdate::Answered(Err(ToolCallError::NotCallable(misuse.to_string()))),
@@ -434,7 +437,23 @@ impl<R> Driver<R> {
                 self.calls.get(call)?;
                 Some(Effect::Progress { call, progress })
             }
-            Event::Question { question, kind, .. } => Some(Effect::Ask { question, kind }),
+            Event::Question {
+                question,
+                call,
+                kind,
+            } => {
+                let (ticket, what) = self.calls.describe(call).unzip();
+                let asked = Asked {
+                    server: self.server.clone(),
+                    call: ticket,
+                    what: what.map(str::to_owned),
+                };
+                Some(Effect::Ask {
+                    question,
+                    kind,
+                    asked,
+                })
+            }
             Event::ToolsChanged(_)
             | Event::CatalogChanged(_)
             | Event::PingAnswered

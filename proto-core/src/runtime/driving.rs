@@ -194,12 +194,23 @@ pub enum StartupError {
 /// How startup ended: started, or why not.
 pub type StartupOutcome = Result<Started, StartupError>;
 
-/// The calls a driver has in flight: their reply channels, and the host's
-/// tickets for them.
+/// The calls a driver has in flight: their reply channels, the host's
+/// tickets for them, and what each call is (for a question's [`Asked`]).
+///
+/// [`Asked`]: crate::host::Asked
 #[derive(Debug)]
 pub struct CallTable<R> {
-    calls: BTreeMap<CallId, R>,
+    calls: BTreeMap<CallId, InFlight<R>>,
     tickets: BTreeMap<u64, CallId>,
+}
+
+/// One call in flight.
+#[derive(Debug)]
+struct InFlight<R> {
+    reply: R,
+    ticket: u64,
+    /// The tool's own name, or the request's method.
+    what: String,
 }
 
 impl<R> Default for CallTable<R> {
@@ -212,9 +223,17 @@ impl<R> Default for CallTable<R> {
 }
 
 impl<R> CallTable<R> {
-    /// Records a call the session accepted.
-    pub fn insert(&mut self, ticket: u64, call: CallId, reply: R) {
-        self.calls.insert(call, reply);
+    /// Records a call the session accepted: `what` is the tool's own name,
+    /// or the request's method.
+    pub fn insert(&mut self, ticket: u64, call: CallId, what: String, reply: R) {
+        self.calls.insert(
+            call,
+            InFlight {
+                reply,
+                ticket,
+                what,
+            },
+        );
         self.tickets.insert(ticket, call);
     }
 
@@ -225,19 +244,26 @@ impl<R> CallTable<R> {
 
     /// The reply channel of a call still in flight.
     pub fn get(&self, call: CallId) -> Option<&R> {
-        self.calls.get(&call)
+        self.calls.get(&call).map(|c| &c.reply)
+    }
+
+    /// The ticket of a call still in flight, and what the call is.
+    pub fn describe(&self, call: CallId) -> Option<(u64, &str)> {
+        self.calls.get(&call).map(|c| (c.ticket, c.what.as_str()))
     }
 
     /// Removes a call that ended, returning its reply channel.
     pub fn complete(&mut self, call: CallId) -> Option<R> {
         self.tickets.retain(|_, c| *c != call);
-        self.calls.remove(&call)
+        self.calls.remove(&call).map(|c| c.reply)
     }
 
     /// Every reply channel still waiting, when the session ended.
     pub fn drain(&mut self) -> impl Iterator<Item = R> + '_ {
         self.tickets.clear();
-        std::mem::take(&mut self.calls).into_values()
+        std::mem::take(&mut self.calls)
+            .into_values()
+            .map(|c| c.reply)
     }
 }
 
@@ -322,7 +348,6 @@ pub enum Heard {
 
 /// What a runtime does next while its servers start.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-#[non_exhaustive]
 pub enum StartupStep {
     /// Wait for this server's startup report until `until` (or the host's
     /// interrupt), then tell [`StartupWait::heard`] what came.

@@ -896,8 +896,17 @@ mod tests {
         else {
             panic!("not a batch");
         };
-        assert!(items[0].is_ok());
-        assert!(items[1].is_err());
+        assert_eq!(items.len(), 2, "{items:?}");
+        assert!(
+            matches!(&items[0], Ok(Message::Notification { method, .. }) if method == "a"),
+            "{:?}",
+            items[0]
+        );
+        assert!(
+            matches!(items[1], Err(ParseError::Invalid(_))),
+            "{:?}",
+            items[1]
+        );
     }
 
     #[test]
@@ -946,32 +955,45 @@ mod tests {
             "[".repeat(200),
             "]".repeat(200)
         );
-        let cases: Vec<(Vec<u8>, &str)> = vec![
-            (deep.into_bytes(), "nesting past the parser limit"),
+        // Whether serde refuses the text as JSON (`true`) or reads JSON that
+        // is not a JSON-RPC message (`false`).
+        let cases: Vec<(Vec<u8>, &str, bool)> = vec![
+            (deep.into_bytes(), "nesting past the parser limit", true),
             (
                 br#"{"jsonrpc":"2.0","id":7,"result":{"n":1e400}}"#.to_vec(),
                 "1e400",
+                true,
             ),
             (
                 b"{\"jsonrpc\":\"2.0\",\"id\":7,\"result\":{\"t\":\"\xff\xfe\"}}".to_vec(),
                 "not UTF-8",
+                true,
             ),
             (
                 br#"{"jsonrpc":"2.0","result":{"t":"\ud800"},"id":7}"#.to_vec(),
                 "a lone surrogate, id last",
+                true,
             ),
             (
                 br#"{"jsonrpc":"2.0","id":7,"result":{},"error":{"code":1,"message":"x"}}"#
                     .to_vec(),
                 "both result and error",
+                false,
             ),
             (
                 br#"{"jsonrpc":"2.0","id":7,"result":{"text":"aaaa"#.to_vec(),
                 "cut off by the size cap",
+                true,
             ),
         ];
-        for (bytes, what) in cases {
-            assert!(Incoming::parse(&bytes).is_err(), "{what} must not parse");
+        for (bytes, what, not_json) in cases {
+            match Incoming::parse(&bytes) {
+                Err(ParseError::NotJson(_)) if not_json => {}
+                Err(ParseError::Invalid(_)) if !not_json => {}
+                other => {
+                    panic!("{what}: expected it refused as not JSON: {not_json}, got {other:?}")
+                }
+            }
             let peek = Peek::scan(&bytes);
             assert_eq!(peek.id, Some(RequestId::Number(7)), "{what}");
             assert!(peek.response && !peek.method, "{what}: {peek:?}");

@@ -1,6 +1,7 @@
 //! The wire: bytes to messages and back.
 //!
-//! [`framing`] cuts transport byte streams into messages, bounded in
+//! [`framing`] cuts the stdio transport's byte stream into lines and
+//! [`sse`] a Streamable HTTP event stream into events, both bounded in
 //! memory; [`jsonrpc`] parses and writes JSON-RPC 2.0 envelopes; and
 //! [`protocol`] holds the MCP message shapes the client reads and writes.
 //! Nothing here knows which server it talks to or what state a session is
@@ -9,3 +10,4 @@
 pub mod framing;
 pub mod jsonrpc;
 pub mod protocol;
+pub mod sse;

@@ -1006,11 +1006,13 @@ mod tests {
             &json!({"name": "t", "inputSchema": {"type": "string", "x-mcp-header": "R"}}),
         )
         .expect("tool");
-        assert!(root.header_params().is_err());
+        let error = root.header_params().expect_err("on the root");
+        assert!(error.0.starts_with("tool `t`"), "{error}");
         let defs = Tool::from_value(&json!({"name": "t", "inputSchema": {"type": "object",
             "$defs": {"r": {"type": "string", "x-mcp-header": "R"}}}}))
         .expect("tool");
-        assert!(defs.header_params().is_err());
+        let error = defs.header_params().expect_err("in $defs");
+        assert!(error.0.starts_with("tool `t`"), "{error}");
         // Instance data that happens to hold the key is not an annotation.
         let data = header_tool(json!({"v": {"type": "object", "default": {"x-mcp-header": "X"}}}));
         assert_eq!(data.header_params(), Ok(vec![]));
@@ -1027,8 +1029,10 @@ mod tests {
             ResultType::of(&json!({"resultType": "input_required"})),
             Ok(ResultType::InputRequired)
         );
-        assert!(ResultType::of(&json!({"resultType": "task"})).is_err());
-        assert!(ResultType::of(&json!({"resultType": 1})).is_err());
+        for bad in [json!("task"), json!(1)] {
+            let error = ResultType::of(&json!({ "resultType": bad })).expect_err("invalid");
+            assert!(error.0.contains("resultType"), "{bad}: {error}");
+        }
     }
 
     #[test]
@@ -1039,13 +1043,14 @@ mod tests {
             err.0.contains("tools/list") && err.0.contains("input"),
             "{err}"
         );
-        assert!(
-            DiscoverResult::from_value(
-                &json!({"resultType": "soon", "supportedVersions": [], "capabilities": {}})
-            )
-            .is_err()
-        );
-        assert!(ToolsPage::from_value(&json!({"resultType": "complete", "tools": []})).is_ok());
+        let err = DiscoverResult::from_value(
+            &json!({"resultType": "soon", "supportedVersions": [], "capabilities": {}}),
+        )
+        .expect_err("not final");
+        assert!(err.0.contains("resultType"), "{err}");
+        let page = ToolsPage::from_value(&json!({"resultType": "complete", "tools": []}))
+            .expect("a final page");
+        assert!(page.tools.is_empty(), "{page:?}");
     }
 
     #[test]

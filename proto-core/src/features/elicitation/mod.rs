@@ -274,9 +274,12 @@ pub enum FormAnswer {
     /// other kind. A field with no entry, or (for a single-valued kind) an
     /// empty list or blank text, is unanswered.
     Submitted(BTreeMap<String, Vec<String>>),
-    /// The person dismissed the form: the server is told `cancel`, which
-    /// also ends the turn.
+    /// The person dismissed the form (closed it without choosing): the
+    /// server is told `cancel`, which also ends the turn.
     Dismissed,
+    /// The person chose not to give what the form asks (the spec's
+    /// explicit decline, a "Decline" button): the server is told `decline`.
+    Declined,
     /// Rho could not put the form in front of anyone: the server is told
     /// `decline`.
     CouldNotAsk,
@@ -295,14 +298,16 @@ pub enum FormAnswer {
 ///   for a single-valued kind, an answer for a field the form does not
 ///   have), the whole request is declined instead.
 /// - [`FormAnswer::Dismissed`] sends `{"action":"cancel"}`.
-/// - [`FormAnswer::CouldNotAsk`] sends [`declined`].
+/// - [`FormAnswer::Declined`] and [`FormAnswer::CouldNotAsk`] send
+///   [`declined`]: the server cannot tell them apart (the spec has one
+///   decline), the host's log can.
 ///
 /// Defaults are not filled in here: a person who cleared a pre-filled field
 /// meant to leave it unanswered.
 pub fn result_for(form: &Form, answer: &FormAnswer) -> Value {
     match answer {
         FormAnswer::Dismissed => json!({ "action": "cancel" }),
-        FormAnswer::CouldNotAsk => declined(),
+        FormAnswer::Declined | FormAnswer::CouldNotAsk => declined(),
         FormAnswer::Submitted(answers) => match typed_content(form, answers) {
             Ok(content) => json!({ "action": "accept", "content": content }),
             Err(why) => {

@@ -1,6 +1,8 @@
-//! Running an OAuth login for the CLI: the core's [`Login`] state machine
-//! driven over real HTTP, a loopback listener for the browser's callback,
-//! and the result written to the credential store.
+//! Running an OAuth login: the core's [`Login`] state machine driven over
+//! real HTTP, a loopback listener for the browser's callback, and the
+//! result written to the credential store. [`login_server`] is the whole
+//! of `rho mcp login <id>`; [`run`] is the loop under it, which the
+//! re-authorization of a running session ([`crate::reauth`]) shares.
 //!
 //! The HTTP is the runtime's own stack ([`LoginHttp`]): io-smol's
 //! `run_exchange` under `--runtime smol`, so that runtime never touches
@@ -11,9 +13,9 @@
 //! and never answers fails the login with a reason instead of stalling it.
 //!
 //! Two ways through the browser step:
-//! - a person: the URL is printed (for a person on another machine) and
-//!   opened with the platform's opener (`xdg-open`, `open`, `start`: no
-//!   shell, no browser crate) when rho has a terminal and is not in CI; the
+//! - a person: the host's [`AuthorizationPrompt`] shows the URL (the CLI
+//!   prints it, for a person on another machine, and opens it with
+//!   [`open_in_browser`] when it has a terminal and is not in CI); the
 //!   listener on `127.0.0.1:<ephemeral>` answers exactly `/callback`, needs
 //!   the login's `state`, answers anything else 404, and closes after one
 //!   valid callback or the 5-minute bound;
@@ -24,6 +26,7 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
+use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
@@ -35,7 +38,7 @@ use rho_proto_core::oauth::pkce::RANDOM_BYTES;
 use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
 use url::Url;
 
-use crate::host::RuntimeKind;
+use crate::RuntimeKind;
 
 /// The most of an OAuth response rho reads: metadata and token answers
 /// are small, and a server cannot make rho buffer more.
@@ -44,12 +47,12 @@ const MAX_BODY: usize = 1024 * 1024;
 /// The longest one login exchange (connect, send, read the whole answer)
 /// may take. Metadata and token answers are small and quick; this only
 /// stops a server that holds a connection open without answering.
-pub(crate) const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
+pub const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
 
 /// The HTTP stack a login's requests go through: the one of the runtime
 /// the command runs on.
 #[derive(Clone)]
-pub(crate) enum LoginHttp {
+pub enum LoginHttp {
     /// io-blocking's ureq agent, each exchange bounded as a whole by the
     /// duration.
     Threads(ureq::Agent, Duration),
@@ -61,12 +64,12 @@ pub(crate) enum LoginHttp {
 impl LoginHttp {
     /// The stack of runtime `kind`, each exchange bounded by
     /// [`EXCHANGE_BOUND`].
-    pub(crate) fn for_runtime(kind: RuntimeKind) -> Self {
+    pub fn for_runtime(kind: RuntimeKind) -> Self {
         Self::bounded(kind, EXCHANGE_BOUND)
     }
 
     /// The stack of runtime `kind`, each exchange bounded by `within`.
-    pub(crate) fn bounded(kind: RuntimeKind, within: Duration) -> Self {
+    pub fn bounded(kind: RuntimeKind, within: Duration) -> Self {
         match kind {
             RuntimeKind::Smol => Self::Smol(within),
             RuntimeKind::Blocking => {
@@ -105,14 +108,17 @@ impl LoginHttp {
 }
 
 /// One finished exchange.
-pub(crate) struct Answer {
-    pub(crate) status: u16,
-    pub(crate) headers: Vec<(String, String)>,
-    pub(crate) body: Vec<u8>,
+pub struct Answer {
+    /// The HTTP status.
+    pub status: u16,
+    /// The response headers, as sent.
+    pub headers: Vec<(String, String)>,
+    /// The whole body.
+    pub body: Vec<u8>,
 }
 
-/// Sends one request and reads the whole answer (at most [`MAX_BODY`]).
-pub(crate) fn exchange(
+/// Sends one request and reads the whole answer (at most 1 MiB).
+pub fn exchange(
     http: &LoginHttp,
     method: Method,
     url: &Url,
@@ -162,7 +168,7 @@ pub(crate) fn exchange(
 /// Asks the MCP server once without credentials. A 401 (or 403) yields
 /// its Bearer challenge (empty when it sent none); any other answer means
 /// the server does not demand a token up front.
-pub(crate) fn probe(
+pub fn probe(
     http: &LoginHttp,
     url: &Url,
     headers: &[(String, String)],
@@ -217,11 +223,25 @@ pub(crate) fn probe(
     Ok(Some(bearer_challenge(challenges).unwrap_or_default()))
 }
 
+/// The port of the redirect URI a headless login registers
+/// (`http://127.0.0.1:8976/callback`): nothing listens on it, since the
+/// answer is read from the authorization endpoint's redirect itself, but
+/// the URI keeps the registered loopback shape.
+pub const HEADLESS_REDIRECT_PORT: u16 = 8976;
+
+/// Shows a login's authorization URL to the person who approves it: the
+/// host's UI (a terminal prints it and opens a browser; a GUI opens its
+/// own view). The login then waits for the browser's callback.
+pub trait AuthorizationPrompt: Send + Sync {
+    /// The person must open `url` in a browser to log in to `server`.
+    fn show(&self, server: &str, url: &Url);
+}
+
 /// How the browser step is taken.
-pub(crate) enum Browser {
-    /// Print the URL, open it where a person is, and wait for the callback
-    /// on the listener.
-    Person(TcpListener),
+pub enum Browser {
+    /// Show the URL to a person (the prompt), and wait for the callback on
+    /// the listener.
+    Person(TcpListener, Arc<dyn AuthorizationPrompt>),
     /// Fetch the URL and read the callback from the redirect.
     Headless,
     /// No one can take it: a re-authorization that only a refresh can
@@ -233,17 +253,23 @@ pub(crate) enum Browser {
 
 impl Browser {
     /// A listener for a person's browser on `127.0.0.1` and an ephemeral
-    /// port, and its redirect URI.
-    pub(crate) fn person() -> Result<(Self, String), String> {
+    /// port, and its redirect URI; `prompt` shows the person the URL.
+    pub fn person(prompt: Arc<dyn AuthorizationPrompt>) -> Result<(Self, String), String> {
         let listener = TcpListener::bind("127.0.0.1:0")
             .map_err(|e| format!("cannot listen for the login callback on 127.0.0.1: {e}"))?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
-        Ok((Self::Person(listener), redirect_uri(port)))
+        Ok((Self::Person(listener, prompt), redirect_uri(port)))
+    }
+
+    /// The headless step and its redirect URI (see
+    /// [`HEADLESS_REDIRECT_PORT`]).
+    pub fn headless() -> (Self, String) {
+        (Self::Headless, redirect_uri(HEADLESS_REDIRECT_PORT))
     }
 }
 
 /// The loopback redirect URI for `port`.
-pub(crate) fn redirect_uri(port: u16) -> String {
+pub fn redirect_uri(port: u16) -> String {
     format!("http://127.0.0.1:{port}/callback")
 }
 
@@ -264,7 +290,8 @@ fn random() -> Result<[u8; RANDOM_BYTES], String> {
 /// know at once — a client registered (so a failed browser step does not
 /// register again), a login of a previous issuer to forget — before the
 /// next request goes out.
-pub(crate) fn run(
+pub fn run(
+    server: &str,
     http: &LoginHttp,
     settings: LoginSettings,
     challenge: Option<BearerChallenge>,
@@ -316,7 +343,7 @@ pub(crate) fn run(
             continue;
         }
         if let Some(url) = authorize.take() {
-            browser_step(http, &mut login, browser, &url)?;
+            browser_step(server, http, &mut login, browser, &url)?;
             continue;
         }
         // Every request was answered above; a login with nothing queued
@@ -343,6 +370,7 @@ fn send(http: &LoginHttp, login: &mut Login, request: OAuthRequest) {
 }
 
 fn browser_step(
+    server: &str,
     http: &LoginHttp,
     login: &mut Login,
     browser: &Browser,
@@ -373,21 +401,17 @@ fn browser_step(
             }
             Ok(())
         }
-        Browser::Person(listener) => {
-            eprintln!(
-                "To authorize rho, open this URL in a browser (it is being opened for you where possible):\n\n  {url}\n"
-            );
-            if crate::questions::person_present() {
-                open_in_browser(url);
-            }
+        Browser::Person(listener, prompt) => {
+            prompt.show(server, url);
             wait_for_callback(listener, login)
         }
     }
 }
 
-/// Opens `url` with the platform's opener, directly (no shell). A failure
-/// only means the person uses the printed URL.
-fn open_in_browser(url: &Url) {
+/// Opens `url` with the platform's opener (`xdg-open`, `open`,
+/// `rundll32`), directly: no shell, no browser crate. A failure only means
+/// the person uses the URL they were shown.
+pub fn open_in_browser(url: &Url) {
     let (program, args): (&str, Vec<&str>) = if cfg!(target_os = "macos") {
         ("open", vec![url.as_str()])
     } else if cfg!(windows) {
@@ -469,7 +493,7 @@ fn serve_one(stream: TcpStream, login: &mut Login) -> bool {
 
 /// The stored form of finished `credentials`, with the expiry turned into
 /// wall-clock seconds.
-pub(crate) fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
+pub fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
     StoredLogin {
         issuer: credentials.issuer.clone(),
         client: credentials.client.clone(),
@@ -495,7 +519,7 @@ pub(crate) fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
 /// What the store must hear of during a login of server `id` under
 /// `key`: a newly registered client is kept (without tokens) at once, and
 /// a stored login of an issuer the server no longer uses is forgotten.
-pub(crate) fn store_events<'a>(
+pub fn store_events<'a>(
     store: &'a dyn CredentialStore,
     key: &'a StoreKey,
     id: &'a str,
@@ -520,7 +544,7 @@ pub(crate) fn store_events<'a>(
 /// The scopes a stored login holds or asked for, and those a refused
 /// step-up wanted: a new login asks for them too, so it never loses what
 /// was granted before (the union the 2025-11-25 spec asks of a step-up).
-pub(crate) fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
+pub fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
     let Some(stored) = stored else {
         return Vec::new();
     };
@@ -539,7 +563,7 @@ pub(crate) fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
 }
 
 /// Saves `credentials` under `key`.
-pub(crate) fn save(
+pub fn save(
     store: &dyn CredentialStore,
     key: &StoreKey,
     credentials: &Credentials,
@@ -553,7 +577,7 @@ pub(crate) fn save(
 /// The login settings for a configured server: its `oauth` table, the
 /// client secret read from the variable `client_secret_from_env` names
 /// (a missing one is an error naming it), and a stored registration.
-pub(crate) fn settings_for(
+pub fn settings_for(
     id: &str,
     http: &rho_proto_core::config::HttpConfig,
     oauth: &rho_proto_core::config::OAuthConfig,
@@ -593,6 +617,187 @@ pub(crate) fn settings_for(
         extra_scopes: remembered_scopes(stored),
         previous: None,
         client_name: "rho".into(),
+    })
+}
+
+/// Whether, and how, a login may reach a person.
+#[derive(Clone)]
+pub enum LoginMode {
+    /// Never: refresh and client credentials only (a run with no one to
+    /// ask, such as `rho mcp list --connect` or a host in CI).
+    Never,
+    /// A person: the prompt shows the authorization URL, and a loopback
+    /// listener waits for the browser's callback.
+    Person(Arc<dyn AuthorizationPrompt>),
+    /// Fetch the authorization URL and read the redirect (authorization
+    /// servers that approve at once, such as the conformance suite's).
+    Headless,
+}
+
+impl std::fmt::Debug for LoginMode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            LoginMode::Never => "Never",
+            LoginMode::Person(_) => "Person",
+            LoginMode::Headless => "Headless",
+        })
+    }
+}
+
+/// Why [`login_server`] did not log in. The `Display` text names the
+/// server and what to do.
+#[derive(Debug)]
+pub enum LoginError {
+    /// The config has no server with this identity.
+    UnknownServer(String),
+    /// The server's entry is invalid (the reason names the key).
+    InvalidEntry(String),
+    /// A stdio server: OAuth is for remote servers.
+    NotRemote(String),
+    /// A remote server without an `oauth` table.
+    NoOAuth {
+        /// The server identity.
+        server: String,
+        /// Where its entry is, for the message.
+        config: String,
+    },
+    /// There is no home directory, so no credential store.
+    NoStore,
+    /// The credential store could not be read or written.
+    Store(String),
+    /// The login itself failed (discovery, registration, the browser
+    /// step, the token exchange).
+    Failed {
+        /// The server identity.
+        server: String,
+        /// Why.
+        reason: String,
+    },
+}
+
+impl LoginError {
+    /// Whether the request itself was wrong (an unknown or unsuitable
+    /// server, no store), as opposed to a login that ran and failed.
+    pub fn is_usage(&self) -> bool {
+        matches!(
+            self,
+            LoginError::UnknownServer(_)
+                | LoginError::NotRemote(_)
+                | LoginError::NoOAuth { .. }
+                | LoginError::NoStore
+        )
+    }
+}
+
+impl std::fmt::Display for LoginError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            LoginError::UnknownServer(id) => write!(f, "no MCP server `{id}`"),
+            LoginError::InvalidEntry(reason) | LoginError::Store(reason) => f.write_str(reason),
+            LoginError::NotRemote(id) => write!(
+                f,
+                "server `{id}` is a stdio server: OAuth is for remote (streamable_http) servers"
+            ),
+            LoginError::NoOAuth { server, config } => write!(
+                f,
+                "server `{server}` does not use OAuth: add an `[mcp.servers.{server}.oauth]` table to {config}"
+            ),
+            LoginError::NoStore => f.write_str("no home directory: there is no credential store"),
+            LoginError::Failed { server, reason } => {
+                write!(f, "server `{server}`: OAuth login failed: {reason}")
+            }
+        }
+    }
+}
+
+impl std::error::Error for LoginError {}
+
+/// A finished login, stored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LoggedIn {
+    /// The server identity.
+    pub server: String,
+    /// The authorization server that issued the tokens.
+    pub issuer: String,
+    /// Seconds until the access token expires, when the server said.
+    pub expires_in: Option<u64>,
+}
+
+impl std::fmt::Display for LoggedIn {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "logged in to server `{}` with {}",
+            self.server, self.issuer
+        )?;
+        if let Some(secs) = self.expires_in {
+            write!(f, "; the access token expires in {secs} s")?;
+        }
+        Ok(())
+    }
+}
+
+/// Logs in to server `id` of `loaded` now (`rho mcp login <id>`) and
+/// stores what the login yields in `store`: discovery from the server's
+/// own 401, registration (kept at once, so a failed browser step does not
+/// register again), the browser step as `mode` allows, and the token
+/// exchange, every request through executor `kind`'s HTTP stack.
+pub fn login_server(
+    loaded: &crate::config::LoadedConfig,
+    store: &dyn CredentialStore,
+    kind: RuntimeKind,
+    id: &str,
+    mode: &LoginMode,
+) -> Result<LoggedIn, LoginError> {
+    use rho_proto_core::config::Transport;
+    let entry = loaded
+        .config
+        .get(id)
+        .ok_or_else(|| LoginError::UnknownServer(id.to_owned()))?;
+    let server = entry
+        .config
+        .as_ref()
+        .map_err(|e| LoginError::InvalidEntry(e.to_string()))?;
+    let Transport::StreamableHttp(http) = &server.transport else {
+        return Err(LoginError::NotRemote(id.to_owned()));
+    };
+    let Some(oauth) = &http.oauth else {
+        return Err(LoginError::NoOAuth {
+            server: id.to_owned(),
+            config: loaded.describe(),
+        });
+    };
+    let key = StoreKey::new(id, &http.url);
+    let stored = store
+        .load(&key)
+        .map_err(|e| LoginError::Store(e.to_string()))?;
+    let login_http = LoginHttp::for_runtime(kind);
+    let fail = |reason: String| LoginError::Failed {
+        server: id.to_owned(),
+        reason,
+    };
+    let challenge = probe(&login_http, &http.url, &[]).map_err(fail)?;
+    let (browser, redirect_uri) = match mode {
+        LoginMode::Headless => Browser::headless(),
+        LoginMode::Person(prompt) => Browser::person(Arc::clone(prompt)).map_err(fail)?,
+        LoginMode::Never => (Browser::Never, redirect_uri(HEADLESS_REDIRECT_PORT)),
+    };
+    let settings = settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
+    let mut on_event = store_events(store, &key, id);
+    let credentials = run(
+        id,
+        &login_http,
+        settings,
+        challenge,
+        &browser,
+        &mut on_event,
+    )
+    .map_err(fail)?;
+    save(store, &key, &credentials).map_err(LoginError::Store)?;
+    Ok(LoggedIn {
+        server: id.to_owned(),
+        issuer: credentials.issuer,
+        expires_in: credentials.tokens.expires_in,
     })
 }
 
@@ -713,8 +918,12 @@ mod tests {
 
     #[test]
     fn the_listener_answers_only_its_callback_with_this_logins_state() {
-        let (browser, redirect_uri) = Browser::person().expect("listener");
-        let Browser::Person(listener) = &browser else {
+        struct Silent;
+        impl AuthorizationPrompt for Silent {
+            fn show(&self, _: &str, _: &Url) {}
+        }
+        let (browser, redirect_uri) = Browser::person(Arc::new(Silent)).expect("listener");
+        let Browser::Person(listener, _) = &browser else {
             panic!("a listener")
         };
         let port = listener.local_addr().expect("addr").port();

@@ -1,4 +1,4 @@
-//! Re-authorization mid-session: the CLI's [`Authorizer`], which a runtime
+//! Re-authorization mid-session: the host's [`Authorizer`], which a runtime
 //! asks when an OAuth server refuses a request's token (see
 //! `rho_proto_core::http` for how the request waits and is resent).
 //!
@@ -37,21 +37,8 @@ use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, Stored
 use rho_proto_core::oauth::token::TokenResponse;
 use rho_proto_core::session::AuthorizationReason;
 
-use crate::host::RuntimeKind;
-use crate::oauth_login::{self, Browser, LoginHttp};
-
-/// Whether a new login may run mid-session.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum LoginMode {
-    /// Never: refresh and client credentials only (`list --connect`, no
-    /// terminal).
-    Never,
-    /// A person at a terminal: print and open the authorization URL.
-    Person,
-    /// Fetch the authorization URL and read the redirect (the conformance
-    /// suite's mock authorization server).
-    Headless,
-}
+use crate::RuntimeKind;
+use crate::login::{self, Browser, LoginHttp, LoginMode};
 
 /// One server's login, as configured.
 struct ServerLogin {
@@ -62,8 +49,9 @@ struct ServerLogin {
     settings: Result<LoginSettings, String>,
 }
 
-/// The CLI's [`Authorizer`] over a credential store.
-pub(crate) struct StoreAuthorizer {
+/// The [`Authorizer`] over a credential store that `rho mcp` uses: hand
+/// it to `HostServices::authorizer` (see [`crate::connect`]).
+pub struct StoreAuthorizer {
     store: Arc<dyn CredentialStore>,
     servers: BTreeMap<String, ServerLogin>,
     mode: LoginMode,
@@ -95,7 +83,7 @@ impl StoreAuthorizer {
     /// that has an `oauth` table and no configured `Authorization` header
     /// (a configured header wins and suppresses the whole flow). `None`
     /// when there is none, or no store.
-    pub(crate) fn for_config(
+    pub fn for_config(
         config: &Config,
         store: Option<Arc<dyn CredentialStore>>,
         mode: LoginMode,
@@ -114,16 +102,13 @@ impl StoreAuthorizer {
             if has_header || !select(&entry.id) {
                 continue;
             }
-            let key = StoreKey {
-                server: entry.id.clone(),
-                url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
-            };
-            let settings = oauth_login::settings_for(
+            let key = StoreKey::new(&entry.id, &http.url);
+            let settings = login::settings_for(
                 &entry.id,
                 http,
                 oauth,
                 None,
-                oauth_login::redirect_uri(8976),
+                login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
             );
             servers.insert(
                 entry.id.clone(),
@@ -140,7 +125,7 @@ impl StoreAuthorizer {
 
     /// An authorizer for one server whose login settings the caller built
     /// (the conformance client).
-    pub(crate) fn for_one(
+    pub fn for_one(
         store: Arc<dyn CredentialStore>,
         id: &str,
         key: StoreKey,
@@ -179,7 +164,7 @@ impl StoreAuthorizer {
     ) -> Result<String, String> {
         let mut settings = server.settings.clone()?;
         settings.stored_client = stored.map(|s| (s.issuer.clone(), s.client.clone()));
-        settings.extra_scopes = oauth_login::remembered_scopes(stored);
+        settings.extra_scopes = login::remembered_scopes(stored);
         if scopes.is_some() {
             settings.scopes = scopes;
         }
@@ -188,10 +173,10 @@ impl StoreAuthorizer {
             .is_some_and(|p| p.tokens.refresh_token.is_some());
         settings.previous = previous;
         let machine = server.grant == OAuthGrant::ClientCredentials;
-        let browser = match (machine, self.mode) {
+        let browser = match (machine, &self.mode) {
             (true, _) | (false, LoginMode::Headless) => Browser::Headless,
-            (false, LoginMode::Person) => {
-                let (browser, redirect_uri) = Browser::person()?;
+            (false, LoginMode::Person(prompt)) => {
+                let (browser, redirect_uri) = Browser::person(Arc::clone(prompt))?;
                 settings.grant = GrantKind::AuthorizationCode { redirect_uri };
                 browser
             }
@@ -204,8 +189,9 @@ impl StoreAuthorizer {
                 });
             }
         };
-        let mut on_event = oauth_login::store_events(self.store.as_ref(), &server.key, id);
-        let credentials = oauth_login::run(
+        let mut on_event = login::store_events(self.store.as_ref(), &server.key, id);
+        let credentials = login::run(
+            id,
             &self.http,
             settings,
             Some(challenge.clone()),
@@ -216,7 +202,7 @@ impl StoreAuthorizer {
             Browser::Never => e,
             _ => format!("the login failed: {e}"),
         })?;
-        oauth_login::save(self.store.as_ref(), &server.key, &credentials)?;
+        login::save(self.store.as_ref(), &server.key, &credentials)?;
         Ok(credentials.tokens.access_token)
     }
 
@@ -313,7 +299,7 @@ fn held_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
 }
 
 /// `held` then every scope of `asked` not already in it, in order.
-pub(crate) fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
+pub fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
     for scope in asked.unwrap_or_default() {
         if !held.contains(scope) {
             held.push(scope.clone());
@@ -344,7 +330,7 @@ fn credentials_of(login: &StoredLogin) -> Option<Credentials> {
 /// A credential store in memory, for a run that must not touch
 /// `~/.rho` (the conformance client).
 #[derive(Default)]
-pub(crate) struct MemoryStore(Mutex<BTreeMap<StoreKey, StoredLogin>>);
+pub struct MemoryStore(Mutex<BTreeMap<StoreKey, StoredLogin>>);
 
 impl CredentialStore for MemoryStore {
     fn load(&self, key: &StoreKey) -> Result<Option<StoredLogin>, StoreError> {
@@ -408,7 +394,7 @@ mod tests {
             // Nothing listens here: discovery fails to connect.
             server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
             grant: GrantKind::AuthorizationCode {
-                redirect_uri: oauth_login::redirect_uri(8976),
+                redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
             },
             client: None,
             stored_client: None,
@@ -475,7 +461,7 @@ mod tests {
         let kept = store.load(&key()).expect("loads").expect("entry");
         assert_eq!(kept.wanted_scope.as_deref(), Some("mcp:write"));
         assert_eq!(
-            oauth_login::remembered_scopes(Some(&kept)),
+            login::remembered_scopes(Some(&kept)),
             strings(&["mcp:basic", "mcp:write"])
         );
         let why = authorizer

@@ -1,26 +1,38 @@
-//! Finding and reading the selected config file: `--config PATH` when
-//! given (it replaces the default, nothing is merged), else
-//! `~/.rho/config.toml`, which may be absent. The servers of the Agent
-//! Plugins it lists (see `plugins`) join its own at load.
+//! Finding and reading the selected config file: an explicit path when the
+//! host has one (the CLI's `--config PATH`; it replaces the default,
+//! nothing is merged), else `~/.rho/config.toml`, which may be absent. The
+//! servers of the Agent Plugins it lists (see [`crate::plugins`]) join its
+//! own at load, so a host sees one list of servers whatever their origin.
 
 use std::path::PathBuf;
 
 use rho_proto_core::config::{self, Config};
 
 /// The config of this run and where it came from.
-pub(crate) struct LoadedConfig {
+pub struct LoadedConfig {
     /// The file read, when there was one.
-    pub(crate) path: Option<PathBuf>,
+    pub path: Option<PathBuf>,
     /// The parsed configuration.
-    pub(crate) config: Config,
-    /// The flag (`--stdio`, `--url`) of an ad-hoc server that replaces the
-    /// file (see `crate::adhoc`).
-    pub(crate) adhoc: Option<&'static str>,
+    pub config: Config,
+    /// What replaced the file, when a host built the config itself (the
+    /// CLI's `--stdio` and `--url` flags, naming one ad-hoc server): the
+    /// messages say so instead of naming a file.
+    pub adhoc: Option<&'static str>,
 }
 
 impl LoadedConfig {
+    /// A config the host built itself, replacing any file: `replaced_by`
+    /// names what replaced it, for messages (`--stdio`, say).
+    pub fn built(config: Config, replaced_by: &'static str) -> Self {
+        Self {
+            path: None,
+            config,
+            adhoc: Some(replaced_by),
+        }
+    }
+
     /// The config's origin, for messages.
-    pub(crate) fn describe(&self) -> String {
+    pub fn describe(&self) -> String {
         if let Some(flag) = self.adhoc {
             return format!("the ad-hoc {flag} server (no config file is read)");
         }
@@ -31,9 +43,10 @@ impl LoadedConfig {
     }
 }
 
-/// Reads the selected config. An explicit path must exist; the default
-/// path may be missing, which configures no server.
-pub(crate) fn load(explicit: Option<PathBuf>) -> Result<LoadedConfig, String> {
+/// Reads the selected config, with its plugins' servers after its own.
+/// An explicit path must exist; the default path may be missing, which
+/// configures no server. The error names the file and what is wrong.
+pub fn load(explicit: Option<PathBuf>) -> Result<LoadedConfig, String> {
     let (path, required) = match explicit {
         Some(path) => (Some(path), true),
         None => (default_path(), false),
@@ -65,13 +78,15 @@ fn with_plugins(path: Option<PathBuf>, mut config: Config) -> LoadedConfig {
     }
 }
 
-fn home_dir() -> Option<PathBuf> {
+/// The home directory (`HOME`, else `USERPROFILE`), where rho keeps its
+/// config, credentials and usage ledger.
+pub fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .or_else(|| std::env::var_os("USERPROFILE"))
         .map(PathBuf::from)
 }
 
 /// `~/.rho/config.toml`, when there is a home directory.
-pub(crate) fn default_path() -> Option<PathBuf> {
+pub fn default_path() -> Option<PathBuf> {
     Some(home_dir()?.join(".rho").join("config.toml"))
 }

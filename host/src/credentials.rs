@@ -1,4 +1,6 @@
-//! The CLI's OAuth credential store: one JSON file, `~/.rho/mcp-oauth.json`,
+//! The OAuth credential store `rho mcp` uses, and what a host reads from
+//! it before connecting (stored logins as `Authorization` headers, the
+//! auth status `list` reports). The store is one JSON file, `~/.rho/mcp-oauth.json`,
 //! readable by its owner only (0600, in a 0700 directory), replaced
 //! atomically (write a temporary file, sync, rename), and changed only
 //! under an exclusive lock on `~/.rho/mcp-oauth.lock` (`flock`; on other
@@ -42,7 +44,7 @@ use rho_proto_core::oauth::token::{Client, ClientAuth};
 use serde::{Deserialize, Serialize};
 
 /// The file store.
-pub(crate) struct FileStore {
+pub struct FileStore {
     path: PathBuf,
     lock: PathBuf,
 }
@@ -134,7 +136,7 @@ impl Entry {
 
 impl FileStore {
     /// The store under `dir` (normally `~/.rho`).
-    pub(crate) fn in_dir(dir: &Path) -> Self {
+    pub fn in_dir(dir: &Path) -> Self {
         Self {
             path: dir.join("mcp-oauth.json"),
             lock: dir.join("mcp-oauth.lock"),
@@ -142,7 +144,7 @@ impl FileStore {
     }
 
     /// The store under `$HOME/.rho`, when there is a home.
-    pub(crate) fn default_location() -> Option<Self> {
+    pub fn default_location() -> Option<Self> {
         let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
         Some(Self::in_dir(&PathBuf::from(home).join(".rho")))
     }
@@ -212,7 +214,7 @@ impl FileStore {
     }
 
     /// Forgets every entry of server `server` (any URL); returns how many.
-    pub(crate) fn forget_server(&self, server: &str) -> Result<usize, StoreError> {
+    pub fn forget_server(&self, server: &str) -> Result<usize, StoreError> {
         let _lock = self.locked()?;
         let mut doc = self.read()?;
         let before = doc.entries.len();
@@ -443,12 +445,7 @@ command = "true"
         store
             .update(&key("a"), &mut |_| Some(live.clone()))
             .expect("saved");
-        let with = with_stored_tokens(
-            &config,
-            crate::host::RuntimeKind::Smol,
-            Some(&store),
-            &|_| true,
-        );
+        let with = with_stored_tokens(&config, crate::RuntimeKind::Smol, Some(&store), &|_| true);
         assert!(!needs_browser_login(&with, "a"), "a usable stored login");
         assert!(needs_browser_login(&with, "b"), "nothing stored");
         assert!(!needs_browser_login(&with, "keyed"), "a configured header");
@@ -471,7 +468,7 @@ command = "true"
 /// How a server authenticates, as `list` and `show` report it (never a
 /// secret: only whether a login exists and when it expires).
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum AuthStatus {
+pub enum AuthStatus {
     /// A configured `Authorization` header: it wins over any `oauth` table.
     Header,
     /// An `oauth` table, with the stored login's state.
@@ -480,11 +477,14 @@ pub(crate) enum AuthStatus {
 
 /// The stored login of a server with an `oauth` table.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) enum OAuthState {
+pub enum OAuthState {
     /// Tokens are stored; seconds until the access token expires (negative
     /// once expired), when the server said, and whether it can be refreshed.
     LoggedIn {
+        /// Seconds until the access token expires (negative once it has),
+        /// when the authorization server said.
         expires_in: Option<i64>,
+        /// Whether a refresh token is stored.
         refreshable: bool,
     },
     /// Nothing stored (or only a registration).
@@ -497,10 +497,10 @@ pub(crate) enum OAuthState {
 
 /// The auth status of `config`, reading `store` for OAuth servers; `None`
 /// for servers that authenticate neither way.
-pub(crate) fn auth_status(
+pub fn auth_status(
     id: &str,
     config: &rho_proto_core::config::ServerConfig,
-    store: Option<&FileStore>,
+    store: Option<&dyn CredentialStore>,
     now_unix: u64,
 ) -> Option<AuthStatus> {
     use rho_proto_core::config::Transport;
@@ -518,10 +518,7 @@ pub(crate) fn auth_status(
     let Some(store) = store else {
         return Some(AuthStatus::OAuth(OAuthState::NeedsLogin));
     };
-    let key = StoreKey {
-        server: id.to_owned(),
-        url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
-    };
+    let key = StoreKey::new(id, &http.url);
     let state = match store.load(&key) {
         Err(e) => OAuthState::StoreError(e.to_string()),
         Ok(Some(StoredLogin {
@@ -540,7 +537,7 @@ pub(crate) fn auth_status(
 
 impl AuthStatus {
     /// For a person: `oauth (logged in, expires in 42 min)`.
-    pub(crate) fn describe(&self, id: &str) -> String {
+    pub fn describe(&self, id: &str) -> String {
         match self {
             AuthStatus::Header => "Authorization header (configured)".into(),
             AuthStatus::OAuth(OAuthState::NeedsLogin) => {
@@ -563,7 +560,7 @@ impl AuthStatus {
     }
 
     /// The `--json` object.
-    pub(crate) fn json(&self) -> serde_json::Value {
+    pub fn json(&self) -> serde_json::Value {
         use serde_json::json;
         match self {
             AuthStatus::Header => json!({"kind": "header"}),
@@ -599,7 +596,7 @@ fn duration_words(secs: i64) -> String {
 }
 
 /// Wall-clock seconds since the Unix epoch (0 before it).
-pub(crate) fn now_unix() -> u64 {
+pub fn now_unix() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .map_or(0, |d| d.as_secs())
@@ -613,10 +610,10 @@ pub(crate) fn now_unix() -> u64 {
 /// left as it is: its 401 then goes to the session's authorizer
 /// ([`crate::reauth`]), like a token refused mid-session. A refresh goes
 /// through runtime `kind`'s HTTP stack.
-pub(crate) fn with_stored_tokens(
+pub fn with_stored_tokens(
     config: &rho_proto_core::config::Config,
-    kind: crate::host::RuntimeKind,
-    store: Option<&FileStore>,
+    kind: crate::RuntimeKind,
+    store: Option<&dyn CredentialStore>,
     select: &dyn Fn(&str) -> bool,
 ) -> rho_proto_core::config::Config {
     use rho_proto_core::config::Transport;
@@ -638,10 +635,7 @@ pub(crate) fn with_stored_tokens(
         if http.oauth.is_none() || has_header {
             continue;
         }
-        let key = StoreKey {
-            server: entry.id.clone(),
-            url: rho_proto_core::oauth::discovery::canonical_resource(&http.url),
-        };
+        let key = StoreKey::new(&entry.id, &http.url);
         let login = match store.load(&key) {
             Ok(login) => login,
             Err(e) => {
@@ -666,7 +660,7 @@ pub(crate) fn with_stored_tokens(
 
 /// Whether `http` has an `Authorization` header, configured or from the
 /// environment (a stored token [`with_stored_tokens`] added counts too).
-pub(crate) fn has_authorization_header(http: &rho_proto_core::config::HttpConfig) -> bool {
+pub fn has_authorization_header(http: &rho_proto_core::config::HttpConfig) -> bool {
     http.headers
         .keys()
         .chain(http.headers_from_env.keys())
@@ -677,7 +671,7 @@ pub(crate) fn has_authorization_header(http: &rho_proto_core::config::HttpConfig
 /// can only get a token through a person's browser login: an `oauth`
 /// table with the authorization code grant and no `Authorization` header,
 /// neither configured nor from a usable stored login.
-pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
+pub fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
     use rho_proto_core::config::{OAuthGrant, Transport};
     let Some(Ok(server)) = config.get(id).map(|e| e.config.as_ref()) else {
         return false;
@@ -698,8 +692,8 @@ fn usable_token(
     id: &str,
     key: &StoreKey,
     login: StoredLogin,
-    store: &FileStore,
-    kind: crate::host::RuntimeKind,
+    store: &dyn CredentialStore,
+    kind: crate::RuntimeKind,
 ) -> Option<String> {
     let tokens = login.tokens.clone()?;
     if !tokens.needs_refresh(now_unix(), 60) {
@@ -720,8 +714,8 @@ fn usable_token(
         },
     };
     let request = rho_proto_core::oauth::flow::refresh_request(&credentials)?;
-    let http = crate::oauth_login::LoginHttp::for_runtime(kind);
-    let answer = match crate::oauth_login::exchange(
+    let http = crate::login::LoginHttp::for_runtime(kind);
+    let answer = match crate::login::exchange(
         &http,
         rho_proto_core::http::Method::Post,
         &request.url,
@@ -737,7 +731,7 @@ fn usable_token(
     match rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body) {
         Ok(refreshed) => {
             let access = refreshed.tokens.access_token.clone();
-            if let Err(e) = crate::oauth_login::save(store, key, &refreshed) {
+            if let Err(e) = crate::login::save(store, key, &refreshed) {
                 tracing::warn!(server = %id, "{e}");
             }
             Some(access)

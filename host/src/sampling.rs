@@ -1,15 +1,45 @@
-//! The sampling services the `rho` CLI lends its runtime: a command as
-//! the model (`[sampling] command = [...]`) and a ledger file for the
-//! spend (`~/.rho/usage.jsonl`). The traits they implement, and the gates
-//! in front of them, are the core's (`rho_proto_core::host`); these are
-//! the IO: a child process and an appended file.
+//! The sampling services `rho mcp` lends its runtime: a command as the
+//! model (`[sampling] command = [...]`) and a ledger file for the spend
+//! (`~/.rho/usage.jsonl`), put together with the host's own responder by
+//! [`services`]. The traits they implement, and the gates in front of
+//! them, are the core's (`rho_proto_core::host`); these are the IO: a
+//! child process and an appended file. An agent with a model of its own
+//! implements `Model` itself and keeps the ledger.
 
 use std::io::{Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use rho_proto_core::host::{Model, ModelError, UsageLedger};
+use std::sync::Arc;
+
+use rho_proto_core::host::{HostServices, Model, ModelError, Responder, UsageLedger};
+
+/// The host services with `responder` (the host's UI for forms and
+/// sampling consent; `None` when no one can be asked): the sampling model
+/// is `model_command` (the config's `[sampling] command`), and usage goes
+/// to the ledger at [`ledger_path`]. No authorizer: see
+/// [`crate::connect`].
+pub fn services(
+    responder: Option<Arc<dyn Responder>>,
+    model_command: Option<Vec<String>>,
+) -> HostServices {
+    let model = model_command
+        .filter(|c| !c.is_empty())
+        .map(|command| Arc::new(CommandModel::new(command)) as Arc<dyn Model>);
+    let ledger = ledger_path().map(|path| Arc::new(FileLedger::new(path)) as Arc<dyn UsageLedger>);
+    HostServices {
+        responder,
+        model,
+        ledger,
+        authorizer: None,
+    }
+}
+
+/// `~/.rho/usage.jsonl`, when there is a home directory.
+pub fn ledger_path() -> Option<PathBuf> {
+    Some(crate::config::home_dir()?.join(".rho").join("usage.jsonl"))
+}
 
 /// How long the command model may take for one completion.
 const MODEL_BUDGET: Duration = Duration::from_secs(180);
@@ -17,13 +47,13 @@ const MODEL_BUDGET: Duration = Duration::from_secs(180);
 /// A command as the model: it gets the flattened prompt on stdin and the
 /// system prompt in `RHO_SAMPLING_SYSTEM_PROMPT`, and its stdout is the
 /// completion, within three minutes (sampling's bound).
-pub(crate) struct CommandModel {
+pub struct CommandModel {
     command: Vec<String>,
 }
 
 impl CommandModel {
     /// A model that runs `command` (program, then arguments).
-    pub(crate) fn new(command: Vec<String>) -> Self {
+    pub fn new(command: Vec<String>) -> Self {
         Self { command }
     }
 }
@@ -106,13 +136,13 @@ impl Model for CommandModel {
 
 /// A usage ledger that appends one JSON line per completion to a file
 /// (the CLI's is `~/.rho/usage.jsonl`).
-pub(crate) struct FileLedger {
+pub struct FileLedger {
     path: PathBuf,
 }
 
 impl FileLedger {
     /// A ledger appending to `path` (created with its directory).
-    pub(crate) fn new(path: PathBuf) -> Self {
+    pub fn new(path: PathBuf) -> Self {
         Self { path }
     }
 }

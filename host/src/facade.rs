@@ -1,0 +1,543 @@
+//! [`Host`]: one synchronous face over either executor. A host picks the
+//! executor with [`RuntimeKind`] and drives both with the same methods,
+//! so what it does (and what it prints, and its exit codes) cannot drift
+//! between them; the `rho` CLI and the integration tests both drive the
+//! runtime through it.
+//!
+//! - [`RuntimeKind::Smol`]: every session a task on one `smol::Executor`
+//!   that this `Host` owns. Each method runs that executor on the calling
+//!   thread while it waits, so a command-line host needs no thread of its
+//!   own. Between calls nothing runs the executor unless the host asks
+//!   for a thread that does ([`Host::with_executor_thread`]): a host whose
+//!   threads do other work between calls (a UI, an agent loop, a tokio
+//!   runtime) wants one, so that server notifications, list changes and
+//!   server requests are handled while it is busy elsewhere. The executor
+//!   and its thread live as long as the `Host`, which outlives every
+//!   session it started (dropping it shuts them down).
+//! - [`RuntimeKind::Blocking`]: a driver thread per session; calls wait on
+//!   the calling thread.
+//!
+//! With no server to start, nothing here starts a thread: `smol::block_on`
+//! starts async-io's reactor thread on first use, so the idle smol host
+//! runs its executor with futures-lite's reactor-free `block_on` instead.
+
+use std::str::FromStr;
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+
+use std::collections::BTreeMap;
+
+use rho_proto_core::config::{Config, DEFAULT_MAX_OUTPUT_BYTES};
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::content::{RenderedResult, render_capped};
+use rho_proto_core::features::prompts::{GetPromptParams, GetPromptResult, flatten};
+use rho_proto_core::features::resources::{
+    Attachment, ReadResourceParams, ReadResourceResult, attachment,
+};
+use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
+use rho_proto_core::host::RuntimeOptions;
+use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
+use rho_proto_core::runtime::skills::SkillError;
+use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
+use rho_proto_core::session::Progress;
+use rho_proto_core::wire::protocol::CallToolResult;
+use serde_json::Value;
+
+/// Which executor drives the sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// One task per session on one executor (the `rho` CLI's default).
+    Smol,
+    /// A driver thread per session.
+    Blocking,
+}
+
+impl RuntimeKind {
+    /// Both kinds, smol first.
+    pub const ALL: [RuntimeKind; 2] = [RuntimeKind::Smol, RuntimeKind::Blocking];
+
+    /// The kind's name, as `--runtime` and `RHO_RUNTIME` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Smol => "smol",
+            RuntimeKind::Blocking => "blocking",
+        }
+    }
+}
+
+impl FromStr for RuntimeKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "smol" => Ok(RuntimeKind::Smol),
+            "blocking" => Ok(RuntimeKind::Blocking),
+            other => Err(format!(
+                "unknown runtime `{other}`: the runtimes are smol and blocking"
+            )),
+        }
+    }
+}
+
+/// Why a prompt or resource could not be attached.
+#[derive(Debug, thiserror::Error)]
+pub enum AttachError {
+    /// The request did not get a result (see [`ToolCallError`]).
+    #[error(transparent)]
+    Request(#[from] ToolCallError),
+    /// The result did not have the shape the method promises.
+    #[error("server `{server}` sent a malformed {what}: {reason}")]
+    Malformed {
+        /// The server identity.
+        server: String,
+        /// `prompt` or `resource`.
+        what: &'static str,
+        /// What was wrong with it.
+        reason: String,
+    },
+    /// A resource read returned no contents.
+    #[error("server `{server}` returned nothing for `{uri}`")]
+    Empty {
+        /// The server identity.
+        server: String,
+        /// The resource.
+        uri: String,
+    },
+}
+
+/// A started runtime of either kind, driven synchronously.
+pub struct Host {
+    inner: Inner,
+}
+
+enum Inner {
+    Smol(SmolHost),
+    Blocking(Option<rho_io_blocking::Runtime>),
+}
+
+/// The smol runtime with the executor it runs on.
+struct SmolHost {
+    executor: Arc<smol::Executor<'static>>,
+    /// `None` once shut down.
+    runtime: Option<rho_io_smol::Runtime>,
+    /// Whether any session was started, so IO needs async-io's reactor.
+    reactor: bool,
+    /// The thread that runs the executor between calls, when asked for.
+    thread: Option<ExecutorThread>,
+}
+
+/// A thread running an executor until told to stop.
+struct ExecutorThread {
+    stop: smol::channel::Sender<()>,
+    thread: std::thread::JoinHandle<()>,
+}
+
+impl Host {
+    /// Starts every enabled server of `config`.
+    pub fn start(kind: RuntimeKind, config: &Config, options: RuntimeOptions) -> Self {
+        Self::start_where(kind, config, options, |_| true)
+    }
+
+    /// Starts the enabled servers `select` accepts, and waits until each
+    /// is ready or has failed (within its startup budget, all at once).
+    /// The data directory of each plugin stdio server about to start is
+    /// created first ([`crate::plugins::prepare_data_dirs`]).
+    pub fn start_where(
+        kind: RuntimeKind,
+        config: &Config,
+        options: RuntimeOptions,
+        select: impl Fn(&str) -> bool,
+    ) -> Self {
+        let config = &*crate::plugins::prepare_data_dirs(config, &select);
+        let inner = match kind {
+            RuntimeKind::Smol => {
+                let reactor = !Inventory::new(config, &select).to_start().is_empty();
+                let executor = Arc::new(smol::Executor::new());
+                let runtime = run_smol(
+                    &executor,
+                    reactor,
+                    rho_io_smol::Runtime::start_where(&executor, config, options, select),
+                );
+                Inner::Smol(SmolHost {
+                    executor,
+                    runtime: Some(runtime),
+                    reactor,
+                    thread: None,
+                })
+            }
+            RuntimeKind::Blocking => Inner::Blocking(Some(rho_io_blocking::Runtime::start_where(
+                config, options, select,
+            ))),
+        };
+        Self { inner }
+    }
+
+    /// Keeps the sessions moving between calls: on the smol executor, one
+    /// thread runs it until the host shuts down (the blocking executor has
+    /// a thread per session already, and is returned as it is). A host
+    /// whose threads are busy between calls wants this; a command that
+    /// only ever waits on the runtime does not.
+    pub fn with_executor_thread(mut self) -> Self {
+        // With no session there is nothing to keep moving.
+        if let Inner::Smol(smol) = &mut self.inner
+            && smol.thread.is_none()
+            && smol.reactor
+        {
+            let (stop, stopped) = smol::channel::bounded::<()>(1);
+            let executor = Arc::clone(&smol.executor);
+            let thread = std::thread::Builder::new()
+                .name("rho-smol-executor".into())
+                .spawn(move || {
+                    let _ = rho_io_smol::block_on(&executor, stopped.recv());
+                });
+            match thread {
+                Ok(thread) => smol.thread = Some(ExecutorThread { stop, thread }),
+                // Calls still run the executor while they wait.
+                Err(e) => tracing::warn!("cannot start the executor thread: {e}"),
+            }
+        }
+        self
+    }
+
+    /// Which executor drives this host's sessions.
+    pub fn kind(&self) -> RuntimeKind {
+        match self.inner {
+            Inner::Smol(_) => RuntimeKind::Smol,
+            Inner::Blocking(_) => RuntimeKind::Blocking,
+        }
+    }
+
+    /// Every configured server, in configuration order.
+    pub fn servers(&self) -> Vec<ServerView> {
+        self.with(|r| r.servers(), |r| r.servers())
+    }
+
+    /// One server, by identity.
+    pub fn server(&self, id: &str) -> Option<ServerView> {
+        self.with(|r| r.server(id), |r| r.server(id))
+    }
+
+    /// The exported tools of every ready server, as registered at startup.
+    pub fn tools(&self) -> &ToolRegistry {
+        match &self.inner {
+            Inner::Smol(smol) => smol.runtime().tools(),
+            Inner::Blocking(runtime) => blocking(runtime).tools(),
+        }
+    }
+
+    /// The exported tools as the next turn should see them: revised
+    /// definitions after `tools/list_changed`, withdrawn tools marked.
+    pub fn current_tools(&self) -> Vec<ExportedTool> {
+        self.with(|r| r.current_tools(), |r| r.current_tools())
+    }
+
+    /// The system-prompt text of every server's instructions, each fenced
+    /// and labelled as documentation from that server.
+    pub fn instructions_prompt(&self) -> Option<String> {
+        self.with(|r| r.instructions_prompt(), |r| r.instructions_prompt())
+    }
+
+    /// Calls an exported tool (`mcp__<server>__<tool>`) and waits for its
+    /// result. A result with `isError` is still `Ok`: the tool ran and
+    /// failed, which the caller reports as a tool failure.
+    pub fn call_tool(
+        &self,
+        exported: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_tool_with(exported, arguments, &mut |_| {}, &AtomicBool::new(false))
+    }
+
+    /// Like [`Host::call_tool`], handing each progress notification the
+    /// server sends for this call to `on_progress` as it arrives.
+    pub fn call_tool_with_progress(
+        &self,
+        exported: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_tool_with(exported, arguments, on_progress, &AtomicBool::new(false))
+    }
+
+    /// Calls an exported tool, handing progress to `on_progress`, until it
+    /// ends or `cancel` is set: then the server is told (as the session's
+    /// protocol era says) and the call ends with the core's own
+    /// `CallError::Cancelled`, whose notice says whether the server was
+    /// told.
+    pub fn call_tool_with(
+        &self,
+        exported: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        match &self.inner {
+            Inner::Smol(smol) => smol.block_on(smol.runtime().call_tool_with(
+                exported,
+                arguments,
+                on_progress,
+                cancel,
+            )),
+            Inner::Blocking(runtime) => {
+                blocking(runtime).call_tool_with(exported, arguments, on_progress, cancel)
+            }
+        }
+    }
+
+    /// Calls a tool by server identity and the server's own tool name,
+    /// honouring the server's allow/deny filter.
+    pub fn call_server_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+    ) -> Result<CallToolResult, ToolCallError> {
+        self.call_server_tool_with(
+            server,
+            tool,
+            arguments,
+            &mut |_| {},
+            &AtomicBool::new(false),
+        )
+    }
+
+    /// Like [`Host::call_tool_with`], by server identity and the server's
+    /// own tool name.
+    pub fn call_server_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        on_progress: &mut dyn FnMut(Progress),
+        cancel: &AtomicBool,
+    ) -> Result<CallToolResult, ToolCallError> {
+        match &self.inner {
+            Inner::Smol(smol) => smol.block_on(smol.runtime().call_server_tool_with(
+                server,
+                tool,
+                arguments,
+                on_progress,
+                cancel,
+            )),
+            Inner::Blocking(runtime) => blocking(runtime).call_server_tool_with(
+                server,
+                tool,
+                arguments,
+                on_progress,
+                cancel,
+            ),
+        }
+    }
+
+    /// The most of one answer of `server` a model reads
+    /// (`max_output_bytes` in its config; the default for a server this
+    /// host does not know).
+    pub fn max_output_bytes(&self, server: &str) -> usize {
+        self.server(server)
+            .and_then(|view| view.config.map(|c| c.max_output_bytes))
+            .unwrap_or(DEFAULT_MAX_OUTPUT_BYTES)
+    }
+
+    /// What a model reads of a tool result from `server`: every content
+    /// block rendered (text, images and audio as descriptors, resource
+    /// links, embedded resources, structured content), capped at the
+    /// server's `max_output_bytes`; and what a tool card shows.
+    pub fn render_result(&self, server: &str, result: &CallToolResult) -> RenderedResult {
+        render_capped(result, self.max_output_bytes(server))
+    }
+
+    /// Gets prompt `name` of `server` with `arguments` and returns the
+    /// user turn the model gets: its messages flattened, capped at the
+    /// server's `max_output_bytes`.
+    pub fn prompt_turn(
+        &self,
+        server: &str,
+        name: &str,
+        arguments: BTreeMap<String, String>,
+        cancel: &AtomicBool,
+    ) -> Result<String, AttachError> {
+        let request = FeatureRequest::GetPrompt(GetPromptParams {
+            name: name.to_owned(),
+            arguments,
+        });
+        let value = self.request(server, request, cancel)?;
+        let result = GetPromptResult::from_value(&value).map_err(|e| AttachError::Malformed {
+            server: server.to_owned(),
+            what: "prompt",
+            reason: e.to_string(),
+        })?;
+        Ok(flatten(&result, self.max_output_bytes(server)))
+    }
+
+    /// Reads resource `uri` of `server` and returns what a message
+    /// carries: text (bodies, or descriptors of blobs) capped at the
+    /// server's `max_output_bytes`, or one image as sent.
+    pub fn attach_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        cancel: &AtomicBool,
+    ) -> Result<Attachment, AttachError> {
+        let request = FeatureRequest::ReadResource(ReadResourceParams {
+            uri: uri.to_owned(),
+        });
+        let value = self.request(server, request, cancel)?;
+        let result =
+            ReadResourceResult::from_value(&value).map_err(|e| AttachError::Malformed {
+                server: server.to_owned(),
+                what: "resource",
+                reason: e.to_string(),
+            })?;
+        if result.contents.is_empty() {
+            return Err(AttachError::Empty {
+                server: server.to_owned(),
+                uri: uri.to_owned(),
+            });
+        }
+        Ok(attachment(&result, self.max_output_bytes(server)))
+    }
+
+    /// Sends a prompt, resource or completion request to `server` and
+    /// waits for the result as sent (the feature modules of
+    /// `rho_proto_core::features` read it), until it ends or `cancel` is
+    /// set (then the server is told and it ends as cancelled).
+    pub fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: &AtomicBool,
+    ) -> Result<Value, ToolCallError> {
+        match &self.inner {
+            Inner::Smol(smol) => {
+                smol.block_on(smol.runtime().request(server, request, Some(cancel)))
+            }
+            Inner::Blocking(runtime) => blocking(runtime).request(server, request, Some(cancel)),
+        }
+    }
+
+    /// Every skill `server` lists (SEP-2640), reading none of their files.
+    pub fn list_skills(
+        &self,
+        server: &str,
+        cancel: &AtomicBool,
+    ) -> Result<SkillListing, SkillError> {
+        match &self.inner {
+            Inner::Smol(smol) => smol.block_on(smol.runtime().list_skills(server, Some(cancel))),
+            Inner::Blocking(runtime) => blocking(runtime).list_skills(server, Some(cancel)),
+        }
+    }
+
+    /// Loads a listed skill: its `SKILL.md`, read now and verified against
+    /// `entry` (digest, size, frontmatter).
+    pub fn load_skill(
+        &self,
+        server: &str,
+        entry: &SkillEntry,
+        cancel: &AtomicBool,
+    ) -> Result<LoadedSkill, SkillError> {
+        match &self.inner {
+            Inner::Smol(smol) => {
+                smol.block_on(smol.runtime().load_skill(server, entry, Some(cancel)))
+            }
+            Inner::Blocking(runtime) => blocking(runtime).load_skill(server, entry, Some(cancel)),
+        }
+    }
+
+    /// Reads the file `uri` of a loaded skill, verified against the entry
+    /// it was loaded from; a file that entry does not list is refused
+    /// unread.
+    pub fn read_skill_file(
+        &self,
+        server: &str,
+        skill: &LoadedSkill,
+        uri: &str,
+        cancel: &AtomicBool,
+    ) -> Result<Vec<u8>, SkillError> {
+        match &self.inner {
+            Inner::Smol(smol) => {
+                smol.block_on(
+                    smol.runtime()
+                        .read_skill_file(server, skill, uri, Some(cancel)),
+                )
+            }
+            Inner::Blocking(runtime) => {
+                blocking(runtime).read_skill_file(server, skill, uri, Some(cancel))
+            }
+        }
+    }
+
+    /// Closes every session and waits for each server to exit (each within
+    /// its grace period, concurrently). Dropping the host does the same.
+    pub fn shutdown(mut self) {
+        self.stop();
+    }
+
+    fn stop(&mut self) {
+        match &mut self.inner {
+            Inner::Smol(smol) => {
+                if let Some(runtime) = smol.runtime.take() {
+                    smol.block_on(runtime.shutdown());
+                }
+                if let Some(ExecutorThread { stop, thread }) = smol.thread.take() {
+                    let _ = stop.try_send(());
+                    let _ = thread.join();
+                }
+            }
+            Inner::Blocking(runtime) => {
+                if let Some(runtime) = runtime.take() {
+                    runtime.shutdown();
+                }
+            }
+        }
+    }
+
+    /// Runs the read-only `smol` or `blocking` accessor.
+    fn with<T>(
+        &self,
+        smol: impl FnOnce(&rho_io_smol::Runtime) -> T,
+        threads: impl FnOnce(&rho_io_blocking::Runtime) -> T,
+    ) -> T {
+        match &self.inner {
+            Inner::Smol(host) => smol(host.runtime()),
+            Inner::Blocking(runtime) => threads(blocking(runtime)),
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+impl SmolHost {
+    fn runtime(&self) -> &rho_io_smol::Runtime {
+        self.runtime
+            .as_ref()
+            .expect("the runtime is present until the host shuts down")
+    }
+
+    fn block_on<T>(&self, future: impl std::future::Future<Output = T>) -> T {
+        run_smol(&self.executor, self.reactor, future)
+    }
+}
+
+fn blocking(runtime: &Option<rho_io_blocking::Runtime>) -> &rho_io_blocking::Runtime {
+    runtime
+        .as_ref()
+        .expect("the runtime is present until the host shuts down")
+}
+
+/// Runs `future` on `executor` from this thread: on async-io's reactor when
+/// sessions do IO, else without it, so an idle run starts no thread.
+fn run_smol<T>(
+    executor: &smol::Executor<'static>,
+    reactor: bool,
+    future: impl std::future::Future<Output = T>,
+) -> T {
+    if reactor {
+        rho_io_smol::block_on(executor, future)
+    } else {
+        smol::future::block_on(executor.run(future))
+    }
+}

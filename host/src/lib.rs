@@ -1,0 +1,64 @@
+//! What an agent that embeds rho's MCP runtime needs beyond the runtime
+//! itself: everything `rho mcp` does, as a library.
+//!
+//! The runtime (`rho-proto-core`, driven by `rho-io-smol` or
+//! `rho-io-blocking`) starts servers, runs the protocol and exports tools;
+//! this crate adds the host's side, in the order an agent meets it:
+//!
+//! 1. **Config**: [`config::load`] finds `~/.rho/config.toml` (or the path
+//!    the host names) and merges the servers of the Agent Plugins it lists
+//!    ([`plugins`]), so plugin servers are ordinary servers.
+//! 2. **Services**: the host's answers to what servers ask (forms,
+//!    sampling consent) are its own `Responder`, or [`questions::channel`]
+//!    to take each question as a value and answer it later from its UI
+//!    (each says which server and which call asks); [`sampling::services`]
+//!    adds the configured sampling command and the usage ledger.
+//! 3. **Connect**: [`Host::connect`] (or [`connect::prepare`] then
+//!    [`Host::start_where`]) applies the stored OAuth logins, logs in
+//!    first where a person can and must, and installs the authorizer that
+//!    answers a token refused mid-session ([`reauth`]). [`login`] is the
+//!    login itself, [`credentials`] the store.
+//! 4. **Drive**: [`Host`] is one face over either executor
+//!    ([`RuntimeKind`]): the tools to hand a model
+//!    ([`Host::current_tools`]), the servers' instructions for the system
+//!    prompt ([`Host::instructions_prompt`]), calls with progress and
+//!    cancellation ([`Host::call_tool_with`]), prompts, resources and
+//!    completions ([`Host::request`] with the core's `FeatureRequest`),
+//!    skills, and shutdown.
+//!
+//! ```no_run
+//! use std::sync::atomic::AtomicBool;
+//! use rho_host::{Host, RuntimeKind, config, login::LoginMode};
+//!
+//! let loaded = config::load(None).expect("a readable config");
+//! let mut options = rho_host::options_from_process_env();
+//! options.host = rho_host::sampling::services(None, loaded.config.sampling_command.clone());
+//! let (host, _logins) =
+//!     Host::connect(RuntimeKind::Smol, &loaded, options, &LoginMode::Never, |_| true);
+//! let system = host.instructions_prompt().unwrap_or_default();
+//! for tool in host.current_tools() {
+//!     println!("{}: {}", tool.name, tool.description);
+//! }
+//! let cancel = AtomicBool::new(false);
+//! let result = host.call_tool_with(
+//!     "mcp__everything__echo",
+//!     serde_json::json!({"message": "hi"}),
+//!     &mut |progress| eprintln!("{progress:?}"),
+//!     &cancel,
+//! );
+//! # let _ = (system, result);
+//! host.shutdown();
+//! ```
+
+pub mod config;
+pub mod connect;
+pub mod credentials;
+mod facade;
+pub mod login;
+pub mod plugins;
+pub mod questions;
+pub mod reauth;
+pub mod sampling;
+
+pub use facade::{AttachError, Host, RuntimeKind};
+pub use rho_os::options_from_process_env;

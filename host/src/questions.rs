@@ -1,0 +1,183 @@
+//! Questions from servers answered when the host likes: [`channel`] gives a
+//! `Responder` for `HostServices::responder` and a [`QuestionReceiver`]
+//! that yields each question as a [`PendingQuestion`] value. The host
+//! shows it in its own UI (a GUI dialog, a chat message, an agent's
+//! prompt) and answers it later, from any thread or task; nothing in the
+//! runtime waits on the host's own threads meanwhile.
+//!
+//! Each question says who asks and during which call ([`Asked`]: the
+//! server, the runtime's id of the call, the tool's own name), so a UI
+//! running several calls at once can tie a form to the right one.
+//!
+//! A question the host drops unanswered (or one asked after the receiver
+//! is gone) is answered as rho could not ask: a form is declined for want
+//! of a person ([`FormAnswer::CouldNotAsk`]), sampling refused. The
+//! call's budget is paused while the question is open, as for any
+//! responder.
+
+use std::sync::Arc;
+
+use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::host::{Asked, Responder};
+
+/// A responder that hands questions to a [`QuestionReceiver`], and the
+/// receiver.
+pub fn channel() -> (Arc<dyn Responder>, QuestionReceiver) {
+    let (tx, rx) = smol::channel::unbounded();
+    (Arc::new(ChannelResponder(tx)), QuestionReceiver(rx))
+}
+
+/// Where the host takes questions from, as they come.
+pub struct QuestionReceiver(smol::channel::Receiver<PendingQuestion>);
+
+impl QuestionReceiver {
+    /// The next question, waiting for one; `None` once the runtime that
+    /// asks is gone.
+    pub async fn next(&self) -> Option<PendingQuestion> {
+        self.0.recv().await.ok()
+    }
+
+    /// The next question, blocking this thread until one comes; `None`
+    /// once the runtime that asks is gone.
+    pub fn next_blocking(&self) -> Option<PendingQuestion> {
+        self.0.recv_blocking().ok()
+    }
+
+    /// A question already waiting, if any.
+    pub fn try_next(&self) -> Option<PendingQuestion> {
+        self.0.try_recv().ok()
+    }
+}
+
+/// What a question asks for.
+#[derive(Clone, Debug)]
+pub enum Asking {
+    /// A form for the person.
+    Form(Form),
+    /// Whether the server may spend the user's model: the summary names
+    /// the server, the message count and the token ceiling.
+    Sampling(String),
+}
+
+/// One question waiting for the host's answer. Answer it once with
+/// [`PendingQuestion::answer_form`] or [`PendingQuestion::answer_sampling`];
+/// dropping it answers as if no one could be asked.
+#[derive(Debug)]
+pub struct PendingQuestion {
+    /// Who asks, and during which call.
+    pub asked: Asked,
+    /// What is asked.
+    pub asking: Asking,
+    reply: Option<smol::channel::Sender<Reply>>,
+}
+
+#[derive(Debug)]
+enum Reply {
+    Form(FormAnswer),
+    Sampling(bool),
+}
+
+impl PendingQuestion {
+    /// Answers a form question (an answer to a sampling question is taken
+    /// as no).
+    pub fn answer_form(mut self, answer: FormAnswer) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.try_send(Reply::Form(answer));
+        }
+    }
+
+    /// Answers a sampling question: whether the server may sample (an
+    /// answer to a form question is taken as could-not-ask).
+    pub fn answer_sampling(mut self, allow: bool) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.try_send(Reply::Sampling(allow));
+        }
+    }
+}
+
+/// The `Responder` end: each question goes to the receiver, and the
+/// asking thread (the executor's, off its IO path) waits for the reply.
+struct ChannelResponder(smol::channel::Sender<PendingQuestion>);
+
+impl ChannelResponder {
+    fn ask(&self, asked: &Asked, asking: Asking) -> Option<Reply> {
+        let (tx, rx) = smol::channel::bounded(1);
+        let question = PendingQuestion {
+            asked: asked.clone(),
+            asking,
+            reply: Some(tx),
+        };
+        self.0.try_send(question).ok()?;
+        rx.recv_blocking().ok()
+    }
+}
+
+impl Responder for ChannelResponder {
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
+        match self.ask(asked, Asking::Form(form.clone())) {
+            Some(Reply::Form(answer)) => answer,
+            Some(Reply::Sampling(_)) | None => FormAnswer::CouldNotAsk,
+        }
+    }
+
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        matches!(
+            self.ask(asked, Asking::Sampling(question.to_owned())),
+            Some(Reply::Sampling(true))
+        )
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn asked() -> Asked {
+        Asked {
+            server: "s".to_owned(),
+            call: Some(3),
+            what: Some("book".to_owned()),
+        }
+    }
+
+    fn form() -> Form {
+        Form {
+            message: "Which one?".to_owned(),
+            fields: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_question_is_answered_later_from_another_thread_with_its_context() {
+        let (responder, questions) = channel();
+        let host = std::thread::spawn(move || {
+            let pending = questions.next_blocking().expect("a question");
+            assert_eq!(pending.asked, asked());
+            assert!(matches!(pending.asking, Asking::Form(_)));
+            pending.answer_form(FormAnswer::Declined);
+            let pending = questions.next_blocking().expect("a second question");
+            assert!(
+                matches!(&pending.asking, Asking::Sampling(summary) if summary == "may I?"),
+                "{pending:?}"
+            );
+            pending.answer_sampling(true);
+        });
+        assert_eq!(responder.elicit(&asked(), &form()), FormAnswer::Declined);
+        assert!(responder.confirm_sampling(&asked(), "may I?"));
+        host.join().expect("the host thread");
+    }
+
+    #[test]
+    fn a_dropped_question_or_a_gone_receiver_is_answered_as_no_one_to_ask() {
+        let (responder, questions) = channel();
+        let host = std::thread::spawn(move || {
+            drop(questions.next_blocking().expect("a question"));
+            drop(questions.next_blocking().expect("a second question"));
+        });
+        assert_eq!(responder.elicit(&asked(), &form()), FormAnswer::CouldNotAsk);
+        assert!(!responder.confirm_sampling(&asked(), "may I?"));
+        host.join().expect("the host thread");
+        // The receiver is gone now: nothing waits.
+        assert_eq!(responder.elicit(&asked(), &form()), FormAnswer::CouldNotAsk);
+    }
+}
