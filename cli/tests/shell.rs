@@ -238,7 +238,11 @@ fn a_form_is_answered_through_the_editor(rt: Runtime) {
     let mut shell = Shell::start(rt, "form");
     let at = shell.mark();
     shell.keys("/call everything:trigger-elicitation-request\r");
-    shell.wait_for_after(at, "── MCP server `everything` asks during `trigger-elicitation-request` ──", SOON);
+    shell.wait_for_after(
+        at,
+        "── MCP server `everything` asks during `trigger-elicitation-request` ──",
+        SOON,
+    );
     let mut at = shell.wait_for_after(at, "Your full, legal name", SOON);
     shell.keys("Ada Lovelace\r");
     // Every later field is optional: Enter keeps its default or skips it,

@@ -541,3 +541,111 @@ fn run_smol<T>(
         smol::future::block_on(executor.run(future))
     }
 }
+
+/// The async face of a [`Host`]: the same calls as futures, awaitable on
+/// any executor (smol, tokio, a GUI's own). On the smol executor a call is
+/// the session's own future, with the host's executor thread moving the
+/// sessions; on the blocking executor the call runs on smol's blocking
+/// pool and the future waits for it. Either way the awaiting executor
+/// runs none of rho's IO, and dropping a call's future leaves the call to
+/// its `cancel` flag (set it to stop the call; the server is told).
+#[derive(Clone)]
+pub struct AsyncHost {
+    host: Arc<Host>,
+}
+
+impl Host {
+    /// This host's async face. A smol host gets its executor thread (see
+    /// [`Host::with_executor_thread`]), since the awaiting executor does
+    /// not run rho's.
+    pub fn into_async(self) -> AsyncHost {
+        AsyncHost {
+            host: Arc::new(self.with_executor_thread()),
+        }
+    }
+}
+
+impl AsyncHost {
+    /// The synchronous face, for what needs no waiting (the servers, the
+    /// tools, the instructions).
+    pub fn host(&self) -> &Host {
+        &self.host
+    }
+
+    /// [`Host::call_tool_with`], awaited.
+    pub async fn call_tool_with(
+        &self,
+        exported: &str,
+        arguments: Value,
+        mut on_progress: impl FnMut(Progress) + Send + 'static,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<CallToolResult, ToolCallError> {
+        match &self.host.inner {
+            Inner::Smol(smol) => {
+                smol.runtime()
+                    .call_tool_with(exported, arguments, on_progress, &cancel)
+                    .await
+            }
+            Inner::Blocking(_) => {
+                let host = Arc::clone(&self.host);
+                let exported = exported.to_owned();
+                smol::unblock(move || {
+                    host.call_tool_with(&exported, arguments, &mut on_progress, &cancel)
+                })
+                .await
+            }
+        }
+    }
+
+    /// [`Host::call_server_tool_with`], awaited.
+    pub async fn call_server_tool_with(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: Value,
+        mut on_progress: impl FnMut(Progress) + Send + 'static,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<CallToolResult, ToolCallError> {
+        match &self.host.inner {
+            Inner::Smol(smol) => {
+                smol.runtime()
+                    .call_server_tool_with(server, tool, arguments, on_progress, &cancel)
+                    .await
+            }
+            Inner::Blocking(_) => {
+                let host = Arc::clone(&self.host);
+                let (server, tool) = (server.to_owned(), tool.to_owned());
+                smol::unblock(move || {
+                    host.call_server_tool_with(&server, &tool, arguments, &mut on_progress, &cancel)
+                })
+                .await
+            }
+        }
+    }
+
+    /// [`Host::request`], awaited.
+    pub async fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        cancel: Arc<AtomicBool>,
+    ) -> Result<Value, ToolCallError> {
+        match &self.host.inner {
+            Inner::Smol(smol) => smol.runtime().request(server, request, Some(&cancel)).await,
+            Inner::Blocking(_) => {
+                let host = Arc::clone(&self.host);
+                let server = server.to_owned();
+                smol::unblock(move || host.request(&server, request, &cancel)).await
+            }
+        }
+    }
+
+    /// Closes every session and waits for the servers to exit, once the
+    /// last clone of this face is dropped or shut down; until then the
+    /// other clones keep the sessions.
+    pub async fn shutdown(self) {
+        if let Ok(host) = Arc::try_unwrap(self.host) {
+            smol::unblock(move || host.shutdown()).await;
+        }
+    }
+}

@@ -60,5 +60,5 @@ pub mod questions;
 pub mod reauth;
 pub mod sampling;
 
-pub use facade::{AttachError, Host, RuntimeKind};
+pub use facade::{AsyncHost, AttachError, Host, RuntimeKind};
 pub use rho_os::options_from_process_env;

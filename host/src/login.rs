@@ -31,7 +31,7 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::connection::HttpInput;
-use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
+use rho_proto_core::http::{ExchangeId, HttpFailure, HttpRequest, Method};
 use rho_proto_core::oauth::challenge::{BearerChallenge, bearer_challenge};
 use rho_proto_core::oauth::flow::{Credentials, Login, LoginEvent, LoginSettings, OAuthRequest};
 use rho_proto_core::oauth::pkce::RANDOM_BYTES;
@@ -93,10 +93,10 @@ impl LoginHttp {
                     &AtomicBool::new(false),
                     |input| match input {
                         HttpInput::Failed(_) if started.elapsed() >= *within => {
-                            report(HttpInput::Failed(format!(
+                            report(HttpInput::Failed(HttpFailure::other(format!(
                                 "no complete answer within {} s",
                                 within.as_secs_f64()
-                            )))
+                            ))))
                         }
                         input => report(input),
                     },
@@ -154,7 +154,7 @@ pub fn exchange(
         }
         HttpInput::End => false,
         HttpInput::Failed(e) => {
-            failure = Some(e);
+            failure = Some(e.reason);
             false
         }
     });

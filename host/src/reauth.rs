@@ -31,6 +31,7 @@ use std::sync::{Arc, Mutex};
 
 use rho_proto_core::config::{Config, OAuthGrant, Transport};
 use rho_proto_core::host::Authorizer;
+use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
 use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, StoredLogin};
@@ -234,14 +235,14 @@ impl Authorizer for StoreAuthorizer {
         server: &str,
         reason: AuthorizationReason,
         challenge: &BearerChallenge,
-    ) -> Result<String, String> {
+    ) -> Result<String, AuthorizationError> {
         let Some(entry) = self.servers.get(server) else {
-            return Err(format!(
-                "server `{server}` has a configured Authorization header or no `oauth` table; rho does not replace it"
-            ));
+            return Err(AuthorizationError::NotManaged {
+                server: server.to_owned(),
+            });
         };
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|e| e.into_inner());
-        let stored = self.store.load(&entry.key).map_err(|e| e.to_string())?;
+        let stored = self.store.load(&entry.key)?;
         let token = match reason {
             AuthorizationReason::Unauthorized => {
                 let previous = stored.as_ref().and_then(credentials_of);
@@ -270,22 +271,16 @@ impl Authorizer for StoreAuthorizer {
             .map(|t| format!("Bearer {t}"))
             .map_err(|why| match reason {
                 // The wanted scope is remembered: `rho mcp login` asks for it.
-                AuthorizationReason::InsufficientScope => format!(
-                    "{why}{}: log in with it at a terminal (`rho mcp call` does), or run `rho mcp login {server}`, which asks for it too",
-                    wanted(challenge)
-                ),
-                _ => format!("{why}: run `rho mcp login {server}` to log in"),
+                AuthorizationReason::InsufficientScope => AuthorizationError::StepUpNeeded {
+                    server: server.to_owned(),
+                    reason: why,
+                    scope: challenge.scope.clone().unwrap_or_default(),
+                },
+                _ => AuthorizationError::LoginNeeded {
+                    server: server.to_owned(),
+                    reason: why,
+                },
             })
-    }
-}
-
-/// `; the server asks for scope "a b"`, when the challenge names one.
-fn wanted(challenge: &BearerChallenge) -> String {
-    match challenge.scope.as_deref() {
-        Some(scope) if !scope.is_empty() => {
-            format!(" (the server asks for scope \"{}\")", scope.join(" "))
-        }
-        _ => String::new(),
     }
 }
 
@@ -454,8 +449,14 @@ mod tests {
             .authorize("s", AuthorizationReason::InsufficientScope, &challenge)
             .expect_err("nobody to log in");
         assert!(
-            why.contains("rho mcp login s") && why.contains("\"mcp:write\""),
-            "{why}"
+            matches!(&why, AuthorizationError::StepUpNeeded { server, scope, .. }
+                if server == "s" && *scope == strings(&["mcp:write"])),
+            "{why:?}"
+        );
+        let text = why.to_string();
+        assert!(
+            text.contains("rho mcp login s") && text.contains("\"mcp:write\""),
+            "{text}"
         );
         // The wanted scope is kept for that login, beside what is held.
         let kept = store.load(&key()).expect("loads").expect("entry");
@@ -467,11 +468,24 @@ mod tests {
         let why = authorizer
             .authorize("s", AuthorizationReason::Unauthorized, &challenge)
             .expect_err("no refresh token, nobody to log in");
-        assert!(why.contains("rho mcp login s"), "{why}");
+        assert!(
+            matches!(&why, AuthorizationError::LoginNeeded { server, .. } if server == "s"),
+            "{why:?}"
+        );
+        assert!(why.to_string().contains("rho mcp login s"), "{why}");
         let why = authorizer
             .authorize("other", AuthorizationReason::Unauthorized, &challenge)
             .expect_err("not an OAuth server");
-        assert!(why.contains("configured Authorization header"), "{why}");
+        assert_eq!(
+            why,
+            AuthorizationError::NotManaged {
+                server: "other".to_owned()
+            }
+        );
+        assert!(
+            why.to_string().contains("configured Authorization header"),
+            "{why}"
+        );
     }
 
     #[test]
@@ -489,10 +503,11 @@ mod tests {
             )
             .expect_err("the server is not there");
         assert!(
-            why.contains("fetching the protected resource metadata failed")
-                && why.contains("rho mcp login s"),
-            "{why}"
+            matches!(&why, AuthorizationError::LoginNeeded { server, reason }
+                if server == "s" && reason.contains("fetching the protected resource metadata failed")),
+            "{why:?}"
         );
+        assert!(why.to_string().contains("rho mcp login s"), "{why}");
         // The old login is still stored: nothing was lost.
         let kept = store.load(&key()).expect("loads").expect("entry");
         assert_eq!(

@@ -32,7 +32,7 @@ pub fn services(
         responder,
         model,
         ledger,
-        authorizer: None,
+        ..HostServices::default()
     }
 }
 

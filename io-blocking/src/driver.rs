@@ -453,6 +453,11 @@ impl Driver {
                             sink.write(lines);
                         }
                     }
+                    Effect::Log(log) => {
+                        if let Some(sink) = &self.host.logs {
+                            sink.server_log(&self.server, &log);
+                        }
+                    }
                     Effect::EndTransport => live.ending = true,
                 }
             }

@@ -47,7 +47,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
-use rho_proto_core::http::{ExchangeId, HttpRequest};
+use rho_proto_core::http::{ExchangeId, HttpFailure, HttpFailureKind, HttpRequest};
 
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, BODY_IN_FLIGHT, Backlog};
 
@@ -138,7 +138,7 @@ pub(crate) struct NotStarted {
     /// Which exchange.
     pub(crate) exchange: ExchangeId,
     /// Why.
-    pub(crate) reason: String,
+    pub(crate) reason: HttpFailure,
 }
 
 impl HttpClient {
@@ -190,7 +190,7 @@ impl HttpClient {
                 state.exchanges.remove(&exchange);
                 Err(NotStarted {
                     exchange,
-                    reason: format!("could not start a thread: {e}"),
+                    reason: HttpFailure::other(format!("could not start a thread: {e}")),
                 })
             }
         }
@@ -523,7 +523,7 @@ pub fn run_exchange_bounded(
                 bodies.add(n);
                 HttpInput::Body(buf[..n].to_vec())
             }
-            Err(e) => HttpInput::Failed(e.to_string()),
+            Err(e) => HttpInput::Failed(HttpFailure::other(e.to_string())),
         };
         let last = !matches!(event, HttpInput::Body(_));
         if aborted.load(Ordering::Relaxed) || !report(event) || last {
@@ -558,7 +558,7 @@ fn run_pooled(
         let event = match reader.read(buf) {
             Ok(0) => HttpInput::End,
             Ok(n) => HttpInput::Body(buf[..n].to_vec()),
-            Err(e) => HttpInput::Failed(e.to_string()),
+            Err(e) => HttpInput::Failed(HttpFailure::other(e.to_string())),
         };
         // An abort's shutdown ends a blocked read with an error, or with
         // what looks like the end of a body: neither is reported.
@@ -573,10 +573,10 @@ fn run_pooled(
 fn start(
     agent: &ureq::Agent,
     request: HttpRequest,
-) -> Result<ureq::http::Response<ureq::Body>, String> {
+) -> Result<ureq::http::Response<ureq::Body>, HttpFailure> {
     // Defence in depth: the core only ever asks for the configured URL,
     // which passed this policy when the config was read.
-    check_url_policy(&request.url).map_err(|e| e.to_string())?;
+    check_url_policy(&request.url).map_err(|e| HttpFailure::other(e.to_string()))?;
     let mut builder = ureq::http::Request::builder()
         .method(request.method.as_str())
         .uri(request.url.as_str());
@@ -585,8 +585,28 @@ fn start(
     }
     let built = builder
         .body(request.body)
-        .map_err(|e| format!("invalid request: {e}"))?;
-    agent.run(built).map_err(|e| e.to_string())
+        .map_err(|e| HttpFailure::other(format!("invalid request: {e}")))?;
+    agent
+        .run(built)
+        .map_err(|e| HttpFailure::new(failure_kind(&e), e.to_string()))
+}
+
+/// What a failed request says of the server's certificate: rustls' error
+/// comes back as ureq's own variant, or inside the `io::Error` the
+/// handshake failed with.
+fn failure_kind(error: &ureq::Error) -> HttpFailureKind {
+    let tls = match error {
+        ureq::Error::Rustls(e) => Some(e),
+        ureq::Error::Io(e) => e.get_ref().and_then(|e| e.downcast_ref::<rustls::Error>()),
+        _ => None,
+    };
+    match tls {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)) => {
+            HttpFailureKind::UnknownIssuer
+        }
+        Some(rustls::Error::InvalidCertificate(_)) => HttpFailureKind::InvalidCertificate,
+        _ => HttpFailureKind::Other,
+    }
 }
 
 /// A response's status and headers, as the core takes them.
@@ -947,5 +967,69 @@ mod tests {
         assert_eq!(client.pool.lock().counted, 1, "the last idle worker stays");
         client.shutdown();
         assert_eq!(threads_named("rho-mcp-h4-http"), 0, "every worker joined");
+    }
+
+    /// A loopback TLS server for one handshake, whose certificate (for
+    /// 127.0.0.1) the test CA issued; its address.
+    fn tls_server() -> std::net::SocketAddr {
+        use rustls::pki_types::pem::PemObject;
+        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/servers/fixtures/tls");
+        let chain = CertificateDer::pem_file_iter(fixtures.join("server.pem"))
+            .and_then(Iterator::collect)
+            .expect("the test certificate");
+        let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).expect("its key");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let config = rustls::ServerConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+            .expect("server config");
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+        let at = listener.local_addr().expect("address");
+        std::thread::spawn(move || {
+            if let Ok((mut tcp, _)) = listener.accept() {
+                let mut tls = rustls::ServerConnection::new(Arc::new(config)).expect("connection");
+                // Fails once the client refuses the certificate.
+                let _ = tls.complete_io(&mut tcp);
+            }
+        });
+        at
+    }
+
+    #[test]
+    fn a_certificate_no_trusted_root_vouches_for_fails_as_an_unknown_issuer() {
+        let at = tls_server();
+        // No roots at all, whatever this system trusts.
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(Vec::<ureq::tls::Certificate<'static>>::new().into())
+            .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
+            .build();
+        let agent: ureq::Agent = agent_config().tls_config(tls).build().into();
+        let request = HttpRequest {
+            exchange: ExchangeId::new(0),
+            method: rho_proto_core::http::Method::Post,
+            url: format!("https://{at}/mcp").parse().expect("url"),
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+        };
+        let failure = start(&agent, request).expect_err("the handshake fails");
+        assert_eq!(failure.kind, HttpFailureKind::UnknownIssuer, "{failure}");
+    }
+
+    #[test]
+    fn a_connection_refused_is_no_certificate_problem() {
+        let at = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port");
+        let request = HttpRequest {
+            exchange: ExchangeId::new(0),
+            method: rho_proto_core::http::Method::Post,
+            url: format!("http://{at}/mcp").parse().expect("url"),
+            headers: Vec::new(),
+            body: b"{}".to_vec(),
+        };
+        let failure = start(&new_agent(), request).expect_err("nothing listens");
+        assert_eq!(failure.kind, HttpFailureKind::Other, "{failure}");
     }
 }

@@ -197,7 +197,7 @@ mod tests {
         };
         tx.progress_handle().send(progress(1.0));
         tx.progress_handle().send(progress(2.0));
-        tx.finish(CallUpdate::Done(Err(ToolCallError::NotCallable(
+        tx.finish(CallUpdate::Done(Err(ToolCallError::UnknownTool(
             "x".into(),
         ))));
         let mut seen = Vec::new();
@@ -205,7 +205,7 @@ mod tests {
             match rx.recv() {
                 Ok(CallUpdate::Progress(p)) => seen.push(p.progress),
                 Ok(CallUpdate::Done(result)) => {
-                    assert!(matches!(result, Err(ToolCallError::NotCallable(_))));
+                    assert!(matches!(result, Err(ToolCallError::UnknownTool(t)) if t == "x"));
                     break;
                 }
                 Ok(CallUpdate::Answered(_)) => panic!("a call's end is Done"),

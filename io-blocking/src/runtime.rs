@@ -27,7 +27,7 @@ use crate::driver::{Command, Driver, SharedHealth};
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driving::{
-    CallUpdate, Heard, StartupError, StartupOutcome, StartupStep, StartupWait,
+    CallUpdate, Heard, StartupError, StartupOutcome, StartupStep, StartupWait, TransportSetupError,
 };
 
 /// Every configured server of one run. Dropping it shuts them all down.
@@ -439,7 +439,7 @@ fn spawn_driver(
         Option<Arc<dyn TranscriptSink>>,
     ),
     grace: Duration,
-) -> Result<(DriverHandle, Receiver<StartupOutcome>), String> {
+) -> Result<(DriverHandle, Receiver<StartupOutcome>), TransportSetupError> {
     let (startup_tx, startup_rx) = mpsc::channel();
     let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
     let backlog = Arc::new(Backlog::default());
@@ -461,7 +461,10 @@ fn spawn_driver(
                 );
             }
         })
-        .map_err(|e| format!("server `{}`: could not start a thread: {e}", server.id))?;
+        .map_err(|e| TransportSetupError::Thread {
+            server: server.id.to_string(),
+            reason: e.to_string(),
+        })?;
     Ok((
         DriverHandle {
             driver,

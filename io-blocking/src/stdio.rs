@@ -37,6 +37,7 @@ use rho_proto_core::text::stderr::StderrTail;
 
 use rho_os::process;
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK};
+use rho_proto_core::runtime::driving::TransportSetupError;
 
 /// What a child's pipe threads tell the session. Stdout bytes are
 /// borrowed: the session handles them before the reader reads again.
@@ -121,27 +122,30 @@ impl StdioChild {
         ambient: &[(String, String)],
         sink: PipeSink,
         backlog: Arc<Backlog>,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, TransportSetupError> {
         let (mut command, program) = process::prepare_command(server, config, ambient)?;
-        let mut child = command.spawn().map_err(|e| {
-            format!(
-                "server `{server}`: could not start `{}`: {e}",
-                program.display()
-            )
+        let mut child = command.spawn().map_err(|e| TransportSetupError::Spawn {
+            server: server.to_owned(),
+            program,
+            reason: e.to_string(),
         })?;
         let (Some(stdout), Some(stdin), Some(stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())
         else {
             process::kill_group(child.id());
             let _ = child.wait();
-            return Err(format!("server `{server}`: its pipes could not be opened"));
+            return Err(TransportSetupError::Pipes {
+                server: server.to_owned(),
+                reason: None,
+            });
         };
         if let Err(e) = rho_os::pipe::set_nonblocking(&stdin) {
             process::kill_group(child.id());
             let _ = child.wait();
-            return Err(format!(
-                "server `{server}`: its input could not be made non-blocking: {e}"
-            ));
+            return Err(TransportSetupError::NonBlockingInput {
+                server: server.to_owned(),
+                reason: e.to_string(),
+            });
         }
 
         // Lines are redacted in the tail itself: the debug log and the
@@ -198,7 +202,10 @@ impl StdioChild {
             }
             Err(e) => {
                 this.shutdown(Duration::ZERO);
-                Err(format!("server `{server}`: {e}"))
+                Err(TransportSetupError::Thread {
+                    server: server.to_owned(),
+                    reason: e.to_string(),
+                })
             }
         }
     }
@@ -314,11 +321,8 @@ impl StdioChild {
     }
 }
 
-fn spawn_named(name: String, f: impl FnOnce() + Send + 'static) -> Result<JoinHandle<()>, String> {
-    thread::Builder::new()
-        .name(name)
-        .spawn(f)
-        .map_err(|e| format!("could not start a thread: {e}"))
+fn spawn_named(name: String, f: impl FnOnce() + Send + 'static) -> io::Result<JoinHandle<()>> {
+    thread::Builder::new().name(name).spawn(f)
 }
 
 /// Writes a child's queued stdin straight into the pipe, from whichever

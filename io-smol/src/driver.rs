@@ -208,6 +208,11 @@ impl Host {
                         sink.write(lines);
                     }
                 }
+                Effect::Log(log) => {
+                    if let Some(sink) = &self.services.logs {
+                        sink.server_log(driver.server(), &log);
+                    }
+                }
                 Effect::EndTransport => end = true,
             }
         }

@@ -62,12 +62,12 @@ mod tests {
     use rho_proto_core::runtime::ToolCallError;
 
     fn done(text: &str) -> CallUpdate {
-        CallUpdate::Done(Err(ToolCallError::NotCallable(text.into())))
+        CallUpdate::Done(Err(ToolCallError::UnknownTool(text.into())))
     }
 
     fn text(update: CallUpdate) -> String {
         match update {
-            CallUpdate::Done(Err(ToolCallError::NotCallable(t))) => t,
+            CallUpdate::Done(Err(ToolCallError::UnknownTool(t))) => t,
             other => panic!("{other:?}"),
         }
     }

@@ -30,6 +30,7 @@ use rho_os::process::{
 };
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::runtime::backlog::{Backlog, READ_PAUSE, STDOUT_CHUNK};
+use rho_proto_core::runtime::driving::TransportSetupError;
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::stderr::StderrTail;
 use rustix::buffer::spare_capacity;
@@ -100,18 +101,17 @@ impl StdioChild {
         config: &StdioConfig,
         ambient: &[(String, String)],
         backlog: Arc<Backlog>,
-    ) -> Result<(Self, Stdin), String> {
+    ) -> Result<(Self, Stdin), TransportSetupError> {
         let (mut command, program) = prepare_command(server, config, ambient)?;
         let mut child = command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| {
-                format!(
-                    "server `{server}`: could not start `{}`: {e}",
-                    program.display()
-                )
+            .map_err(|e| TransportSetupError::Spawn {
+                server: server.to_owned(),
+                program,
+                reason: e.to_string(),
             })?;
         let pid = child.id();
         let pipes = match (child.stdout.take(), child.stdin.take(), child.stderr.take()) {
@@ -133,9 +133,10 @@ impl StdioChild {
             Err(why) => {
                 kill_group(pid);
                 let _ = child.wait();
-                return Err(format!(
-                    "server `{server}`: its pipes could not be opened: {why}"
-                ));
+                return Err(TransportSetupError::Pipes {
+                    server: server.to_owned(),
+                    reason: Some(why),
+                });
             }
         };
         // Lines are redacted in the tail itself: the debug log and the

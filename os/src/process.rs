@@ -14,19 +14,24 @@ use std::process::{Command, ExitStatus, Stdio};
 
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::config::env::{Platform, child_environment};
-use rho_proto_core::config::process::{ProgramCandidates, not_found_message, program_candidates};
+use rho_proto_core::config::process::{ProgramCandidates, program_candidates};
+use rho_proto_core::runtime::driving::TransportSetupError;
 
 /// The command that starts `config` for server `server`, and the
-/// executable it resolved to. Fails with a message naming the server when
-/// an ambient variable is missing, the executable is not found, or `cwd`
-/// is not a directory.
+/// executable it resolved to. Fails, naming the server, when an ambient
+/// variable is missing, the executable is not found, or `cwd` is not a
+/// directory.
 pub fn prepare_command(
     server: &str,
     config: &StdioConfig,
     ambient: &[(String, String)],
-) -> Result<(Command, PathBuf), String> {
-    let env = child_environment(ambient, config, Platform::current())
-        .map_err(|e| format!("server `{server}`: {e}"))?;
+) -> Result<(Command, PathBuf), TransportSetupError> {
+    let env = child_environment(ambient, config, Platform::current()).map_err(|error| {
+        TransportSetupError::Environment {
+            server: server.to_owned(),
+            error,
+        }
+    })?;
     let lookup = |name: &str| {
         env.iter()
             .find(|(k, _)| k.eq_ignore_ascii_case(name))
@@ -40,14 +45,19 @@ pub fn prepare_command(
         cwd,
         Platform::current(),
     );
-    let program = find_executable(&candidates)
-        .ok_or_else(|| not_found_message(server, &config.command, &candidates))?;
+    let Some(program) = find_executable(&candidates) else {
+        return Err(TransportSetupError::NotFound {
+            server: server.to_owned(),
+            command: config.command.clone(),
+            candidates,
+        });
+    };
     if let Some(dir) = cwd {
         if !dir.is_dir() {
-            return Err(format!(
-                "server `{server}`: cwd `{}` is not a directory",
-                dir.display()
-            ));
+            return Err(TransportSetupError::CwdNotADirectory {
+                server: server.to_owned(),
+                cwd: dir.to_owned(),
+            });
         }
     }
     let mut command = Command::new(&program);

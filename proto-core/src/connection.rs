@@ -14,7 +14,8 @@ use serde_json::{Value, json};
 use crate::config::{ServerConfig, Transport};
 use crate::features::elicitation::FormAnswer;
 use crate::http::{
-    ExchangeId, HeaderError, HttpOptions, HttpOutput, HttpTransport, resolve_headers,
+    AuthorizationError, ExchangeId, HeaderError, HttpFailure, HttpOptions, HttpOutput,
+    HttpTransport, resolve_headers,
 };
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
@@ -46,7 +47,7 @@ pub enum HttpInput {
     /// The body ended.
     End,
     /// The request or the body failed.
-    Failed(String),
+    Failed(HttpFailure),
 }
 
 /// What the host offers every session of a run.
@@ -238,9 +239,16 @@ impl Connection {
                     [("x", x), ("data", transcript::bytes_json(chunk))]
                 }),
                 HttpInput::End => self.record(now, "http_end", || [("x", x)]),
-                HttpInput::Failed(reason) => {
-                    self.record(now, "http_failed", || [("x", x), ("reason", json!(reason))])
-                }
+                // The kind is recorded only when there is one, so a
+                // transcript's plain failures read as they always have.
+                HttpInput::Failed(failure) => match transcript::failure_kind_json(failure.kind) {
+                    None => self.record(now, "http_failed", || {
+                        [("x", x), ("reason", json!(failure.reason))]
+                    }),
+                    Some(kind) => self.record(now, "http_failed", || {
+                        [("x", x), ("reason", json!(failure.reason)), ("kind", kind)]
+                    }),
+                },
             }
         }
         let Inner::Http(transport) = &mut self.inner else {
@@ -252,7 +260,7 @@ impl Connection {
             }
             HttpInput::Body(chunk) => transport.handle_response_body(now, exchange, &chunk),
             HttpInput::End => transport.handle_response_end(now, exchange),
-            HttpInput::Failed(reason) => transport.handle_exchange_failed(now, exchange, reason),
+            HttpInput::Failed(failure) => transport.handle_exchange_failed(now, exchange, failure),
         }
     }
 
@@ -368,7 +376,7 @@ impl Connection {
         &mut self,
         now: Instant,
         question: QuestionId,
-        answer: Result<String, String>,
+        answer: Result<String, AuthorizationError>,
     ) {
         self.record(now, "answer_authorization", || {
             [

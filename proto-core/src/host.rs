@@ -28,9 +28,10 @@ use std::time::Duration;
 use crate::config::process::SHUTDOWN_GRACE;
 use crate::features::elicitation::{Form, FormAnswer};
 use crate::features::sampling::{SamplingRequest, summary};
+use crate::http::AuthorizationError;
 use crate::oauth::challenge::BearerChallenge;
 use crate::runtime::driving::Answer;
-use crate::session::{AuthorizationReason, Question, SamplingAnswer};
+use crate::session::{AuthorizationReason, Question, SamplingAnswer, ServerLog};
 
 /// What a runtime takes from its surroundings, on either executor.
 #[derive(Clone)]
@@ -141,6 +142,21 @@ pub trait Responder: Send + Sync {
     fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool;
 }
 
+/// Where a host hears its servers' log messages (`notifications/message`),
+/// redacted and within the flood limit, beside tracing (which gets them
+/// under the `rho::mcp::server` target either way). Called on the
+/// session's own path: keep it quick (hand the message on, never block).
+pub trait LogSink: Send + Sync {
+    /// Server `server` logged `log`.
+    fn server_log(&self, server: &str, log: &ServerLog);
+}
+
+impl<F: Fn(&str, &ServerLog) + Send + Sync> LogSink for F {
+    fn server_log(&self, server: &str, log: &ServerLog) {
+        self(server, log)
+    }
+}
+
 /// The user's model, for sampling.
 pub trait Model: Send + Sync {
     /// The model's name, reported to the server.
@@ -188,14 +204,14 @@ pub trait UsageLedger: Send + Sync {
 /// where none is present.
 pub trait Authorizer: Send + Sync {
     /// The `Authorization` header value to resend with (`Bearer …`), or
-    /// why there is none, in words a person can act on. `challenge` is
-    /// the server's (its `scope` is what it wants).
+    /// why there is none (its words reach a person). `challenge` is the
+    /// server's (its `scope` is what it wants).
     fn authorize(
         &self,
         server: &str,
         reason: AuthorizationReason,
         challenge: &BearerChallenge,
-    ) -> Result<String, String>;
+    ) -> Result<String, AuthorizationError>;
 }
 
 /// The host's side of questions, as given to a runtime.
@@ -210,6 +226,8 @@ pub struct HostServices {
     /// Re-authorization of OAuth servers mid-session; `None` fails a
     /// refused request at once with "run `rho mcp login`".
     pub authorizer: Option<Arc<dyn Authorizer>>,
+    /// Where the servers' log messages go besides tracing.
+    pub logs: Option<Arc<dyn LogSink>>,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -219,6 +237,7 @@ impl std::fmt::Debug for HostServices {
             .field("model", &self.model.is_some())
             .field("ledger", &self.ledger.is_some())
             .field("authorizer", &self.authorizer.is_some())
+            .field("logs", &self.logs.is_some())
             .finish()
     }
 }
@@ -253,7 +272,7 @@ pub fn answer(services: &HostServices, asked: &Asked, question: &Question) -> An
         Question::Authorization { reason, challenge } => {
             Answer::Authorization(match &services.authorizer {
                 Some(authorizer) => authorizer.authorize(&asked.server, *reason, challenge),
-                None => Err("this run cannot log in again".to_owned()),
+                None => Err(AuthorizationError::CannotLogIn),
             })
         }
     }
@@ -357,7 +376,7 @@ mod tests {
             })),
             model: Some(Arc::clone(&model) as Arc<dyn Model>),
             ledger: Some(Arc::clone(&ledger) as Arc<dyn UsageLedger>),
-            authorizer: None,
+            ..HostServices::default()
         };
         (services, model, ledger)
     }
@@ -451,13 +470,16 @@ mod tests {
             server: &str,
             reason: AuthorizationReason,
             challenge: &BearerChallenge,
-        ) -> Result<String, String> {
+        ) -> Result<String, AuthorizationError> {
             let mut asked = self.0.lock().expect("lock");
             asked.push((server.to_owned(), reason, challenge.scope.clone()));
             if asked.len() == 1 {
                 Ok("Bearer fresh".to_owned())
             } else {
-                Err("no refresh token".to_owned())
+                Err(AuthorizationError::LoginNeeded {
+                    server: server.to_owned(),
+                    reason: "no refresh token".to_owned(),
+                })
             }
         }
     }
@@ -475,7 +497,7 @@ mod tests {
         assert!(!none.can_reauthorize());
         assert!(matches!(
             answer(&none, &Asked::by("s"), &question),
-            Answer::Authorization(Err(reason)) if reason.contains("cannot log in")
+            Answer::Authorization(Err(AuthorizationError::CannotLogIn))
         ));
         let renewer = Arc::new(Renewer(Mutex::new(Vec::new())));
         let services = HostServices {
@@ -489,7 +511,8 @@ mod tests {
         ));
         assert!(matches!(
             answer(&services, &Asked::by("s"), &question),
-            Answer::Authorization(Err(reason)) if reason == "no refresh token"
+            Answer::Authorization(Err(AuthorizationError::LoginNeeded { server, reason }))
+                if server == "s" && reason == "no refresh token"
         ));
         assert_eq!(
             renewer.0.lock().expect("lock")[0],

@@ -32,9 +32,11 @@
 //! - `{"s":ID,"t":MICROS,"in":KIND,...}` — an input at `t` µs after start:
 //!   `stdio` (`data`), `stdio_closed` (`detail`), `transport_failed`
 //!   (`reason`), `http_head` (`x`, `status`, `headers`), `http_body` (`x`,
-//!   `data`), `http_end` (`x`), `http_failed` (`x`, `reason`), `timeout`
-//!   (`due`: the deadline `poll_timeout` reported, in µs after start, and
-//!   `timer`: what it was for, or both `null`), `call` (`tool`, `args`),
+//!   `data`), `http_end` (`x`), `http_failed` (`x`, `reason`, and `kind`
+//!   when the executor told one: `unknown_issuer`, `invalid_certificate`),
+//!   `timeout` (`due`: the deadline `poll_timeout` reported, in µs after
+//!   start, and `timer`: what it was for, or both `null`), `call` (`tool`,
+//!   `args`),
 //!   `cancel` (`call`), `close`,
 //!   `answer_elicitation` (`question`, `answer`), `answer_sampling`
 //!   (`question`, `answer`), `answer_authorization` (`question`, `answer`:
@@ -58,7 +60,10 @@ use url::Url;
 
 use crate::connection::{Connection, HttpInput, Output};
 use crate::features::elicitation::FormAnswer;
-use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpRequest};
+use crate::http::{
+    AuthorizationError, ExchangeId, HttpFailure, HttpFailureKind, HttpOptions, HttpOutput,
+    HttpRequest,
+};
 use crate::session::{CallId, Event, Framing, QuestionId, SamplingAnswer, SessionOptions};
 use crate::text::redact::Redactor;
 use crate::wire::protocol::Implementation;
@@ -272,23 +277,44 @@ fn request_json(r: &HttpRequest, secrets: &[String]) -> Value {
 
 /// An authorization answer as transcript JSON: whether a header came
 /// (never its value), or the host's reason.
-pub(crate) fn authorization_answer_json(answer: &Result<String, String>) -> Value {
+pub(crate) fn authorization_answer_json(answer: &Result<String, AuthorizationError>) -> Value {
     match answer {
         Ok(_) => json!({"authorized": REDACTED}),
-        Err(reason) => json!({"refused": reason}),
+        Err(reason) => json!({"refused": reason.to_string()}),
     }
 }
 
 /// The answer [`authorization_answer_json`] wrote; a header comes back as
-/// `<redacted>`, as every secret header of a recorded request does.
-fn authorization_answer_from(value: &Value) -> Option<Result<String, String>> {
+/// `<redacted>`, as every secret header of a recorded request does, and a
+/// refusal as its words, which are all the core reads of it.
+fn authorization_answer_from(value: &Value) -> Option<Result<String, AuthorizationError>> {
     if value.get("authorized").is_some() {
         return Some(Ok(REDACTED.to_owned()));
     }
     value
         .get("refused")
         .and_then(Value::as_str)
-        .map(|r| Err(r.to_owned()))
+        .map(|r| Err(AuthorizationError::Refused(r.to_owned())))
+}
+
+/// An HTTP failure's kind as transcript JSON: `None` for
+/// [`HttpFailureKind::Other`], which is not written.
+pub(crate) fn failure_kind_json(kind: HttpFailureKind) -> Option<Value> {
+    match kind {
+        HttpFailureKind::Other => None,
+        HttpFailureKind::UnknownIssuer => Some(json!("unknown_issuer")),
+        HttpFailureKind::InvalidCertificate => Some(json!("invalid_certificate")),
+    }
+}
+
+/// The kind [`failure_kind_json`] wrote; none (or one this version does
+/// not know) is [`HttpFailureKind::Other`].
+fn failure_kind_from(value: Option<&Value>) -> HttpFailureKind {
+    match value.and_then(Value::as_str) {
+        Some("unknown_issuer") => HttpFailureKind::UnknownIssuer,
+        Some("invalid_certificate") => HttpFailureKind::InvalidCertificate,
+        _ => HttpFailureKind::Other,
+    }
 }
 
 /// `FormAnswer` as transcript JSON.
@@ -660,7 +686,10 @@ fn apply(
         "http_failed" => c.handle_http(
             now,
             x()?,
-            HttpInput::Failed(str_of("reason").unwrap_or_default()),
+            HttpInput::Failed(HttpFailure::new(
+                failure_kind_from(e.get("kind")),
+                str_of("reason").unwrap_or_default(),
+            )),
         ),
         "timeout" => c.handle_timeout(now),
         "call" => {

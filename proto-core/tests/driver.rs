@@ -21,11 +21,13 @@ use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM};
 use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
 use rho_proto_core::runtime::driving::{
     Admission, Admit, Answer, CallUpdate, Command, Heard, STARTUP_MARGIN, Started, StartupError,
-    StartupStep, StartupWait,
+    StartupStep, StartupWait, TransportSetupError,
 };
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Inventory, ToolCallError};
-use rho_proto_core::session::{CallError, CancelNotice, CloseReason, Question, QuestionId, Timer};
+use rho_proto_core::session::{
+    ApiMisuse, CallError, CancelNotice, CloseReason, Question, QuestionId, ServerLog, Timer,
+};
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use serde_json::{Value, json};
 
@@ -72,6 +74,7 @@ enum Seen {
     Ask(QuestionId, Question, Asked),
     Health(rho_proto_core::runtime::Health),
     Record,
+    Log(ServerLog),
     EndTransport,
 }
 
@@ -94,6 +97,7 @@ impl Seen {
             Seen::Ask(..) => "ask".into(),
             Seen::Health(_) => "health".into(),
             Seen::Record => "record".into(),
+            Seen::Log(_) => "log".into(),
             Seen::EndTransport => "end".into(),
         }
     }
@@ -172,6 +176,7 @@ impl Harness {
                     assert!(!lines.is_empty(), "a record effect has lines");
                     Seen::Record
                 }
+                Effect::Log(log) => Seen::Log(log),
                 Effect::EndTransport => Seen::EndTransport,
             };
             self.seen.push(seen);
@@ -356,9 +361,12 @@ fn a_call_before_ready_hands_its_channel_back_as_not_callable() {
     h.take();
     h.call(3);
     match h.seen.as_slice() {
-        [Seen::Reply(3, CallUpdate::Done(Err(ToolCallError::NotCallable(why))))] => {
-            assert!(why.contains("demo"), "{why}")
-        }
+        [
+            Seen::Reply(
+                3,
+                CallUpdate::Done(Err(ToolCallError::NotCallable(ApiMisuse::NotReady(server)))),
+            ),
+        ] => assert_eq!(server, "demo"),
         other => panic!("expected NotCallable for ticket 3, got {other:?}"),
     }
 }
@@ -488,9 +496,12 @@ fn a_request_the_server_cannot_take_hands_its_channel_back_and_sends_nothing() {
     h.take();
     h.get_prompt(1);
     match h.seen.as_slice() {
-        [Seen::Reply(1, CallUpdate::Answered(Err(ToolCallError::NotCallable(why))))] => {
-            assert!(why.contains("demo"), "{why}")
-        }
+        [
+            Seen::Reply(
+                1,
+                CallUpdate::Answered(Err(ToolCallError::NotCallable(ApiMisuse::NotReady(server)))),
+            ),
+        ] => assert_eq!(server, "demo"),
         other => panic!("expected NotCallable for ticket 1, got {other:?}"),
     }
     // Ready, but no prompts capability: never asked.
@@ -498,8 +509,16 @@ fn a_request_the_server_cannot_take_hands_its_channel_back_and_sends_nothing() {
     h.ready_quietly();
     h.get_prompt(2);
     match h.seen.as_slice() {
-        [Seen::Reply(2, CallUpdate::Answered(Err(ToolCallError::NotCallable(why))))] => {
-            assert_eq!(why, "server `demo` does not offer prompts")
+        [Seen::Reply(2, CallUpdate::Answered(Err(error)))] => {
+            assert!(
+                matches!(
+                    error,
+                    ToolCallError::NotCallable(ApiMisuse::NotOffered { server, capability: "prompts" })
+                        if server == "demo"
+                ),
+                "{error:?}"
+            );
+            assert_eq!(error.to_string(), "server `demo` does not offer prompts");
         }
         other => panic!("expected NotCallable for ticket 2, got {other:?}"),
     }
@@ -586,6 +605,44 @@ fn a_request_in_flight_when_the_server_exits_hears_the_session_closed() {
         }
         other => panic!("expected the session's close as the answer, got {other:?}"),
     }
+}
+
+#[test]
+fn a_server_log_message_reaches_the_host_as_an_effect() {
+    let mut h = Harness::with(STDIO, &HostServices::default(), false);
+    h.ready_quietly();
+    h.seen.clear();
+    h.server_says(json!({
+        "jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "warning", "logger": "db", "data": "disk almost full"}
+    }));
+    h.server_says(json!({
+        "jsonrpc": "2.0", "method": "notifications/message",
+        "params": {"level": "info", "data": {"rows": 3}}
+    }));
+    let logs: Vec<&ServerLog> = h
+        .seen
+        .iter()
+        .filter_map(|s| match s {
+            Seen::Log(log) => Some(log),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        logs,
+        [
+            &ServerLog {
+                level: "warning".into(),
+                logger: Some("db".into()),
+                data: "disk almost full".into(),
+            },
+            &ServerLog {
+                level: "info".into(),
+                logger: None,
+                data: r#"{"rows":3}"#.into(),
+            },
+        ]
+    );
 }
 
 #[test]
@@ -1058,9 +1115,11 @@ fn a_driver_that_went_away_or_failed_is_recorded_with_its_reason_and_stopped() {
     wait.heard(
         &mut inventory,
         b,
-        Heard::Outcome(Err(StartupError::Transport(
-            "server `b`: could not start `b`: not found".into(),
-        ))),
+        Heard::Outcome(Err(StartupError::Transport(TransportSetupError::Spawn {
+            server: "b".into(),
+            program: "b".into(),
+            reason: "not found".into(),
+        }))),
     );
     assert_eq!(wait.next(&mut inventory, now), Some(StartupStep::Stop(b)));
     assert_eq!(

@@ -12,7 +12,7 @@ use rho_proto_core::config::LogLevel;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::FormAnswer;
 use rho_proto_core::features::prompts::GetPromptParams;
-use rho_proto_core::http::{HttpOptions, HttpRequest};
+use rho_proto_core::http::{HttpFailure, HttpOptions, HttpRequest};
 use rho_proto_core::session::{
     CallError, CancelNotice, CloseReason, Event, MIN_FRESHNESS, PeerError, SessionOptions,
     SessionState, Timer,
@@ -830,7 +830,7 @@ fn break_stream(h: &mut Http, post: &HttpRequest) {
     h.transport
         .handle_response_body(h.now, post.exchange, b"id: 7\ndata: \n\n");
     h.transport
-        .handle_exchange_failed(h.now, post.exchange, "reset".into());
+        .handle_exchange_failed(h.now, post.exchange, HttpFailure::other("reset"));
     h.drain();
 }
 

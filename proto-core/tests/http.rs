@@ -7,7 +7,8 @@ use std::time::Duration;
 
 use rho_proto_core::config::{self, Transport};
 use rho_proto_core::http::{
-    HeaderError, HttpOptions, HttpOutput, HttpRequest, Method, resolve_headers,
+    HeaderError, HttpFailure, HttpFailureKind, HttpOptions, HttpOutput, HttpRequest, Method,
+    resolve_headers,
 };
 use rho_proto_core::session::{
     CallError, CallId, CancelNotice, CloseReason, Event, SessionOptions, Timer,
@@ -678,7 +679,7 @@ fn stream_that_breaks_off_mid_body_resumes_like_one_that_ended() {
         b"id: e1\nretry: 250\ndata: \n\nid: e2\ndata: {\"jsonrpc\"",
     );
     h.transport
-        .handle_exchange_failed(h.now, req.exchange, "connection reset".into());
+        .handle_exchange_failed(h.now, req.exchange, HttpFailure::other("connection reset"));
     h.drain();
     assert!(h.completion(call).is_none());
     assert_eq!(h.step(), Duration::from_millis(250));
@@ -695,6 +696,43 @@ fn stream_that_breaks_off_mid_body_resumes_like_one_that_ended() {
     assert!(h.posts("notifications/cancelled").is_empty());
 }
 
+/// A call whose POST found no connection, with `failure`: what the caller
+/// is told.
+fn unreachable_reason(failure: HttpFailure) -> String {
+    let mut h = Harness::new();
+    h.ready();
+    let (call, req) = h.call("echo", json!({}));
+    h.transport
+        .handle_exchange_failed(h.now, req.exchange, failure);
+    h.drain();
+    h.transport_error(call)
+}
+
+#[test]
+fn an_unknown_issuer_is_told_by_its_kind_with_what_to_do_and_never_by_its_words() {
+    const HINT: &str = "a private CA can be trusted with SSL_CERT_FILE";
+    // The executor's words need not name rustls' variant: the kind says it.
+    let untrusted = unreachable_reason(HttpFailure::new(
+        HttpFailureKind::UnknownIssuer,
+        "TLS with https://mcp.example:443: certificate signed by an unknown authority",
+    ));
+    assert!(
+        untrusted.starts_with("could not reach the server: TLS with https://mcp.example:443"),
+        "{untrusted}"
+    );
+    assert!(untrusted.contains(HINT), "{untrusted}");
+    // Another certificate problem: a CA file would not help.
+    let expired = unreachable_reason(HttpFailure::new(
+        HttpFailureKind::InvalidCertificate,
+        "TLS with https://mcp.example:443: invalid peer certificate: Expired",
+    ));
+    assert!(!expired.contains(HINT), "{expired}");
+    // Words that merely mention it (a proxy's page, say) are not a kind.
+    let words = unreachable_reason(HttpFailure::other(
+        "connection reset after the proxy said UnknownIssuer",
+    ));
+    assert!(!words.contains(HINT), "{words}");
+}
 #[test]
 fn servers_retry_applies_to_every_resume_until_the_bound() {
     let mut h = Harness::new();
@@ -1595,7 +1633,7 @@ fn a_server_stream_get_that_cannot_connect_releases_discovery_at_once() {
     let get = handshake_until_the_get(&mut h);
     assert!(h.posts("tools/list").is_empty(), "held for the stream");
     h.transport
-        .handle_exchange_failed(h.now, get.exchange, "connection reset".into());
+        .handle_exchange_failed(h.now, get.exchange, HttpFailure::other("connection reset"));
     h.drain();
     h.answer_json(&h.last_post("tools/list"), json!({"tools": []}));
     assert!(is_ready(&h), "{:?}", h.events);

@@ -7,7 +7,7 @@
 
 use std::time::Duration;
 
-use rho_proto_core::http::{HttpOptions, HttpRequest, Method};
+use rho_proto_core::http::{AuthorizationError, HttpOptions, HttpRequest, Method};
 use rho_proto_core::session::{
     AuthorizationReason, CallError, CallId, Event, Question, QuestionId, SessionOptions,
 };
@@ -160,7 +160,11 @@ impl Harness {
             .collect()
     }
 
-    fn answer_authorization(&mut self, question: QuestionId, answer: Result<String, String>) {
+    fn answer_authorization(
+        &mut self,
+        question: QuestionId,
+        answer: Result<String, AuthorizationError>,
+    ) {
         self.transport
             .answer_authorization(self.now, question, answer);
         self.drain();
@@ -289,7 +293,11 @@ fn the_hosts_no_fails_every_waiting_request_with_its_reason() {
     let (question, _, _) = h.questions()[0].clone();
     h.answer_authorization(
         question,
-        Err("no one is here to log in: run `rho mcp login remote`".to_owned()),
+        Err(AuthorizationError::StepUpNeeded {
+            server: "remote".to_owned(),
+            reason: "no one is here to log in".to_owned(),
+            scope: vec!["files:write".to_owned()],
+        }),
     );
     let one = h.failure(first);
     assert!(
@@ -458,7 +466,10 @@ fn an_initialize_refused_401_fails_startup_with_the_hosts_reason() {
     let (question, _, _) = h.questions()[0].clone();
     h.answer_authorization(
         question,
-        Err("no one is here to log in: run `rho mcp login remote`".to_owned()),
+        Err(AuthorizationError::LoginNeeded {
+            server: "remote".to_owned(),
+            reason: "no one is here to log in".to_owned(),
+        }),
     );
     assert_eq!(h.posts("initialize").len(), 1, "not resent");
     let closed = h

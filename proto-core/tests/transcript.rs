@@ -203,6 +203,58 @@ fn a_transcript_of_another_version_is_refused_with_what_to_do() {
     }
 }
 
+/// A recorded HTTP session whose every request (the 2026 probe, then the
+/// 2025 `initialize`) fails with `failure`.
+fn every_request_failed(failure: rho_proto_core::http::HttpFailure, now: Instant) -> String {
+    use rho_proto_core::connection::{HttpInput, Output};
+    use rho_proto_core::http::HttpOutput;
+
+    let config = config::parse(
+        "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let mut conn =
+        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
+    for _ in 0..4 {
+        let mut sent = Vec::new();
+        while let Some(output) = conn.poll_output() {
+            if let Output::Http(HttpOutput::Send(req)) = output {
+                sent.push(req.exchange);
+            }
+        }
+        while conn.poll_event().is_some() {}
+        for exchange in sent {
+            conn.handle_http(now, exchange, HttpInput::Failed(failure.clone()));
+        }
+    }
+    conn.take_transcript().join("\n")
+}
+
+#[test]
+fn an_http_failures_kind_is_recorded_only_when_known_and_replays() {
+    use rho_proto_core::http::{HttpFailure, HttpFailureKind};
+
+    let now = Instant::now();
+    let untrusted = every_request_failed(
+        HttpFailure::new(HttpFailureKind::UnknownIssuer, "TLS: unknown issuer"),
+        now,
+    );
+    assert!(
+        untrusted.contains("\"kind\":\"unknown_issuer\""),
+        "{untrusted}"
+    );
+    // The failure's hint is in the recorded outputs: a replay that lost
+    // the kind would diverge from them.
+    assert!(untrusted.contains("SSL_CERT_FILE"), "{untrusted}");
+    replay(&untrusted, now).expect("replays");
+    let plain = every_request_failed(HttpFailure::other("connection refused"), now);
+    assert!(plain.contains("\"in\":\"http_failed\""), "{plain}");
+    assert!(!plain.contains("\"kind\""), "{plain}");
+    replay(&plain, now).expect("replays");
+}
+
 #[test]
 fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
     use rho_proto_core::connection::{HttpInput, Output};

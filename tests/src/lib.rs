@@ -165,7 +165,7 @@ pub fn read_pidfile(path: &Path) -> u32 {
 /// The directory outlives its test (a failed test's files are there to
 /// read), but not the next test process: the first call in a process
 /// removes the scratch directories of test processes that have ended
-/// ([`sweep_scratch_dirs`]), so runs do not pile them up in the temp dir.
+/// (`sweep_scratch_dirs`), so runs do not pile them up in the temp dir.
 pub fn scratch_dir(name: &str) -> PathBuf {
     static SWEPT: std::sync::Once = std::sync::Once::new();
     SWEPT.call_once(|| sweep_scratch_dirs(&std::env::temp_dir()));

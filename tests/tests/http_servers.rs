@@ -6,12 +6,13 @@
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_host::Host;
 use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::session::ServerLog;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
@@ -88,7 +89,19 @@ fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
     let id = format!("logsrv_{}", R::NAME);
     let logs = server_log_of(&id);
     let server = EverythingHttp::start();
-    let runtime = R::start(&parse_config(&server.config(&id)), options_with(&[]));
+    // The host hears the same messages as events (tracing is one consumer).
+    let heard: Arc<Mutex<Vec<(String, ServerLog)>>> = Arc::default();
+    let mut options = options_with(&[]);
+    options.host.logs = Some(Arc::new({
+        let heard = Arc::clone(&heard);
+        move |server: &str, log: &ServerLog| {
+            heard
+                .lock()
+                .expect("lock")
+                .push((server.to_owned(), log.clone()))
+        }
+    }));
+    let runtime = R::start(&parse_config(&server.config(&id)), options);
     ready(&runtime, &id);
     let toggle = runtime
         .tools()
@@ -101,13 +114,22 @@ fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
         .call_tool(&toggle, json!({}))
         .expect("toggle succeeds");
     let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until && logs.text().is_empty() {
+    while Instant::now() < until
+        && (logs.text().is_empty() || heard.lock().expect("lock").is_empty())
+    {
         std::thread::sleep(Duration::from_millis(100));
     }
     let text = logs.text();
     assert!(
         text.lines().any(|l| l.contains("logger=")),
         "no server log arrived from `{id}`: {text:?}"
+    );
+    let heard = heard.lock().expect("lock").clone();
+    assert!(
+        heard
+            .iter()
+            .any(|(server, log)| server == &id && !log.level.is_empty() && !log.data.is_empty()),
+        "the host heard no log event from `{id}`: {heard:?}"
     );
     runtime.shutdown();
 }

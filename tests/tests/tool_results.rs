@@ -5,13 +5,14 @@
 //! exported descriptions, and tools withdrawn or added mid-session.
 
 use rho_host::Host;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::features::content::{CardBlock, render};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
-use rho_proto_core::session::{CallError, Progress};
+use rho_proto_core::session::{CallError, CancelNotice, Progress};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
@@ -794,7 +795,48 @@ fn tools_withdrawn_or_added_mid_session<R: TestRuntime>() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The async face from an executor that is not the host's: a call with
+/// progress, then one cancelled by its flag at its first update, both by
+/// exported name.
+fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
+    let host = everything::<R>().into_async();
+    let echo = exported(host.host(), "everything", "echo");
+    let long = exported(host.host(), "everything", "trigger-long-running-operation");
+    smol::block_on(async {
+        let result = host
+            .call_tool_with(
+                &echo,
+                json!({"message": "async"}),
+                |_| {},
+                Arc::new(AtomicBool::new(false)),
+            )
+            .await
+            .expect("echo");
+        assert_eq!(result.text(), "Echo: async");
+        let cancel = Arc::new(AtomicBool::new(false));
+        let outcome = host
+            .call_tool_with(
+                &long,
+                json!({"duration": 20, "steps": 20}),
+                {
+                    let cancel = Arc::clone(&cancel);
+                    move |_| cancel.store(true, Ordering::Relaxed)
+                },
+                Arc::clone(&cancel),
+            )
+            .await;
+        match outcome {
+            Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
+                assert_eq!(notice, CancelNotice::Told)
+            }
+            other => panic!("expected a cancelled call, got {other:?}"),
+        }
+        host.shutdown().await;
+    });
+}
+
 both_executors!(
+    the_async_face_calls_and_cancels_from_another_executor,
     progress_reaches_the_caller_before_the_result,
     cancelling_a_call_ends_it_at_once_and_keeps_the_session,
     a_cancelled_call_tells_the_server,

@@ -76,7 +76,7 @@ use event_listener::Event;
 use http_body_util::BodyExt;
 use rho_proto_core::config::check_url_policy;
 use rho_proto_core::connection::HttpInput;
-use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
+use rho_proto_core::http::{ExchangeId, HttpFailure, HttpRequest, Method};
 use rho_proto_core::runtime::backlog::BODY_IN_FLIGHT;
 use smol::{Executor, Task, Timer};
 
@@ -246,10 +246,10 @@ pub fn run_exchange(
         .await
     });
     if !done {
-        report(HttpInput::Failed(format!(
+        report(HttpInput::Failed(HttpFailure::other(format!(
             "no complete answer within {} s",
             within.as_secs_f64()
-        )));
+        ))));
     }
 }
 
@@ -267,20 +267,22 @@ impl Exchange<'_> {
         // Defence in depth: the core only ever asks for the configured URL,
         // which passed this policy when the config was read.
         if let Err(e) = check_url_policy(&request.url) {
-            report(HttpInput::Failed(e.to_string()));
+            report(HttpInput::Failed(HttpFailure::other(e.to_string())));
             return;
         }
         let origin = match Origin::of(&request.url) {
             Ok(origin) => origin,
             Err(e) => {
-                report(HttpInput::Failed(e));
+                report(HttpInput::Failed(HttpFailure::other(e)));
                 return;
             }
         };
         let built = match build(request) {
             Ok(built) => built,
             Err(e) => {
-                report(HttpInput::Failed(format!("invalid request: {e}")));
+                report(HttpInput::Failed(HttpFailure::other(format!(
+                    "invalid request: {e}"
+                ))));
                 return;
             }
         };
@@ -339,7 +341,7 @@ impl Exchange<'_> {
                     // Trailers: nothing in MCP uses them.
                     Err(_) => continue,
                 },
-                Some(Err(e)) => HttpInput::Failed(e.to_string()),
+                Some(Err(e)) => HttpInput::Failed(HttpFailure::other(e.to_string())),
             };
             match input {
                 HttpInput::Body(_) => {

@@ -25,6 +25,7 @@ use http_body_util::Full;
 use hyper::body::{Bytes, Incoming};
 use hyper::client::conn::http1::{Builder, SendRequest};
 use hyper::{Request, Response};
+use rho_proto_core::http::{HttpFailure, HttpFailureKind};
 use smol::io::{AsyncRead, AsyncWrite};
 use smol::net::TcpStream;
 use smol::{Async, Executor, Task, Timer};
@@ -169,27 +170,27 @@ impl Pool {
         &self,
         origin: &Origin,
         mut request: Request<Body>,
-    ) -> Result<(Conn, Response<Incoming>), String> {
+    ) -> Result<(Conn, Response<Incoming>), HttpFailure> {
         loop {
             let (mut conn, reused) = self.checkout(origin).await?;
             if let Err(e) = conn.sender.ready().await {
                 if reused {
                     continue;
                 }
-                return Err(describe(&e));
+                return Err(HttpFailure::other(describe(&e)));
             }
             match conn.sender.try_send_request(request).await {
                 Ok(response) => return Ok((conn, response)),
                 Err(mut e) => match e.take_message() {
                     Some(unsent) if reused => request = unsent,
-                    _ => return Err(describe(&e.into_error())),
+                    _ => return Err(HttpFailure::other(describe(&e.into_error()))),
                 },
             }
         }
     }
 
     /// An idle connection to `origin`, or a new one once the bound allows.
-    async fn checkout(&self, origin: &Origin) -> Result<(Conn, bool), String> {
+    async fn checkout(&self, origin: &Origin) -> Result<(Conn, bool), HttpFailure> {
         loop {
             if let Some(conn) = self.take_idle(origin) {
                 return Ok((conn, true));
@@ -238,14 +239,14 @@ impl Pool {
         evicted.is_some()
     }
 
-    async fn connect(&self, origin: &Origin, slot: Slot) -> Result<Conn, String> {
+    async fn connect(&self, origin: &Origin, slot: Slot) -> Result<Conn, HttpFailure> {
         let limit = self.timeouts.connect;
         let opened = smol::future::or(open(origin, self.timeouts.send), async {
             Timer::after(limit).await;
-            Err(format!(
+            Err(HttpFailure::other(format!(
                 "connecting to {origin} timed out after {} s",
                 limit.as_secs_f64()
-            ))
+            )))
         })
         .await?;
         let (sender, connection) = Builder::new()
@@ -253,7 +254,7 @@ impl Pool {
             .max_buf_size(MAX_HEAD)
             .handshake(opened)
             .await
-            .map_err(|e| describe(&e))?;
+            .map_err(|e| HttpFailure::other(describe(&e)))?;
         let driver = self.executor.spawn(async move {
             if let Err(e) = connection.await {
                 tracing::debug!("HTTP connection ended: {}", describe(&e));
@@ -301,26 +302,25 @@ impl Drop for Slot {
 }
 
 /// Resolves, connects and, for `https`, runs the TLS handshake.
-async fn open(origin: &Origin, send: Duration) -> Result<Stream, String> {
+async fn open(origin: &Origin, send: Duration) -> Result<Stream, HttpFailure> {
     let tcp = match &origin.host {
         Target::Ip(ip) => TcpStream::connect(SocketAddr::new(*ip, origin.port)).await,
         Target::Name(name) => TcpStream::connect((name.as_str(), origin.port)).await,
     }
-    .map_err(|e| format!("connecting to {origin}: {e}"))?;
+    .map_err(|e| HttpFailure::other(format!("connecting to {origin}: {e}")))?;
     // Requests are small and answered at once: do not wait to coalesce.
     let _ = tcp.set_nodelay(true);
     let tcp = Tcp::new(tcp);
     let io = if origin.https {
         let name = match &origin.host {
             Target::Ip(ip) => ServerName::IpAddress((*ip).into()),
-            Target::Name(name) => {
-                ServerName::try_from(name.clone()).map_err(|e| format!("TLS with {origin}: {e}"))?
-            }
+            Target::Name(name) => ServerName::try_from(name.clone())
+                .map_err(|e| HttpFailure::other(format!("TLS with {origin}: {e}")))?,
         };
-        let tls = TlsConnector::from(tls_config()?)
+        let tls = TlsConnector::from(tls_config().map_err(HttpFailure::other)?)
             .connect(name, tcp)
             .await
-            .map_err(|e| format!("TLS with {origin}: {e}"))?;
+            .map_err(|e| HttpFailure::new(handshake_kind(&e), format!("TLS with {origin}: {e}")))?;
         Inner::Tls(Box::new(tls))
     } else {
         Inner::Plain(tcp)
@@ -355,6 +355,21 @@ fn tls_config() -> Result<Arc<ClientConfig>, String> {
             Ok(Arc::new(config))
         })
         .clone()
+}
+
+/// What a failed TLS handshake says of the server's certificate: rustls'
+/// own error travels inside the `io::Error` the handshake fails with.
+fn handshake_kind(error: &io::Error) -> HttpFailureKind {
+    match error
+        .get_ref()
+        .and_then(|e| e.downcast_ref::<rustls::Error>())
+    {
+        Some(rustls::Error::InvalidCertificate(rustls::CertificateError::UnknownIssuer)) => {
+            HttpFailureKind::UnknownIssuer
+        }
+        Some(rustls::Error::InvalidCertificate(_)) => HttpFailureKind::InvalidCertificate,
+        _ => HttpFailureKind::Other,
+    }
 }
 
 /// An error with its causes, as one line.
@@ -599,6 +614,70 @@ mod tests {
         });
         assert_eq!(&buf[..n], b"hello");
         assert!(!tcp.drained);
+    }
+
+    /// The kind of the failure a TLS handshake with a loopback server
+    /// ends in, whose certificate (for 127.0.0.1) the test CA issued: the
+    /// client trusts `roots` and expects the certificate to name `name`.
+    fn handshake_failure(roots: RootCertStore, name: &str) -> HttpFailureKind {
+        use futures_rustls::pki_types::pem::PemObject;
+        use futures_rustls::pki_types::{CertificateDer, PrivateKeyDer};
+        let fixtures =
+            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/servers/fixtures/tls");
+        let chain = CertificateDer::pem_file_iter(fixtures.join("server.pem"))
+            .and_then(Iterator::collect)
+            .expect("the test certificate");
+        let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).expect("its key");
+        let provider = Arc::new(rustls::crypto::ring::default_provider());
+        let server = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
+            .with_safe_default_protocol_versions()
+            .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
+            .expect("server config");
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
+        let at = listener.local_addr().expect("addr");
+        let serving = std::thread::spawn(move || {
+            let (mut tcp, _) = listener.accept().expect("accept");
+            let mut tls = rustls::ServerConnection::new(Arc::new(server)).expect("connection");
+            // Fails once the client refuses the certificate.
+            let _ = tls.complete_io(&mut tcp);
+        });
+        let client = ClientConfig::builder_with_provider(provider)
+            .with_safe_default_protocol_versions()
+            .expect("versions")
+            .with_root_certificates(roots)
+            .with_no_client_auth();
+        let name = ServerName::try_from(name.to_owned()).expect("name");
+        let error = smol::block_on(async {
+            let tcp = TcpStream::connect(at).await.expect("connect");
+            TlsConnector::from(Arc::new(client))
+                .connect(name, tcp)
+                .await
+                .expect_err("the handshake fails")
+        });
+        serving.join().expect("the server thread");
+        handshake_kind(&error)
+    }
+
+    #[test]
+    fn a_certificate_no_trusted_root_vouches_for_is_an_unknown_issuer() {
+        let kind = handshake_failure(RootCertStore::empty(), "localhost");
+        assert_eq!(kind, HttpFailureKind::UnknownIssuer);
+    }
+
+    #[test]
+    fn a_trusted_certificate_for_another_name_is_invalid_but_not_an_unknown_issuer() {
+        use futures_rustls::pki_types::CertificateDer;
+        use futures_rustls::pki_types::pem::PemObject;
+        let ca = std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("../tests/servers/fixtures/tls/ca.pem");
+        let mut roots = RootCertStore::empty();
+        roots
+            .add(CertificateDer::from_pem_file(ca).expect("the test CA"))
+            .expect("a root");
+        let kind = handshake_failure(roots, "mcp.example");
+        assert_eq!(kind, HttpFailureKind::InvalidCertificate);
+        let plain = io::Error::new(io::ErrorKind::ConnectionReset, "reset");
+        assert_eq!(handshake_kind(&plain), HttpFailureKind::Other);
     }
 
     #[test]

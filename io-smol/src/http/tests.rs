@@ -182,7 +182,7 @@ impl Client {
             }
             HttpInput::Body(chunk) => seen.body.extend_from_slice(&chunk),
             HttpInput::End => seen.outcome = Some(Ok(())),
-            HttpInput::Failed(e) => seen.outcome = Some(Err(e)),
+            HttpInput::Failed(e) => seen.outcome = Some(Err(e.reason)),
         }
     }
 
@@ -648,7 +648,7 @@ fn a_one_off_exchange_reads_past_the_session_budget_and_closes_its_connection() 
             HttpInput::Head { status, .. } => seen.status = Some(status),
             HttpInput::Body(chunk) => seen.body.extend_from_slice(&chunk),
             HttpInput::End => seen.outcome = Some(Ok(())),
-            HttpInput::Failed(e) => seen.outcome = Some(Err(e)),
+            HttpInput::Failed(e) => seen.outcome = Some(Err(e.reason)),
         }
         true
     });
@@ -687,7 +687,7 @@ fn a_one_off_exchange_without_an_answer_fails_when_its_time_is_up() {
     });
     assert!(started.elapsed() < PATIENCE, "it waited for the server");
     match inputs.as_slice() {
-        [HttpInput::Failed(e)] => assert!(e.contains("within 0.2 s"), "{e}"),
+        [HttpInput::Failed(e)] => assert!(e.reason.contains("within 0.2 s"), "{e}"),
         other => panic!("expected one failure, got {other:?}"),
     }
 }

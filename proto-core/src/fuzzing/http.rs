@@ -31,7 +31,7 @@ use super::session::{
     Arguments, ElicitAnswer, FeatureTemplate, Host, Log, QUEUE_BOUND, Ref, SamplingReply, Setup,
     View, Wait, offers, options, record,
 };
-use crate::http::{ExchangeId, HttpOptions, HttpOutput, HttpTransport, Method};
+use crate::http::{ExchangeId, HttpFailure, HttpOptions, HttpOutput, HttpTransport, Method};
 use crate::session::{Event, Framing};
 use crate::wire::sse::SseDecoder;
 
@@ -328,7 +328,7 @@ impl Harness {
                 let x = self.exchange(exchange);
                 self.open.retain(|o| *o != x);
                 self.transport
-                    .handle_exchange_failed(self.now, x, "fuzz".into());
+                    .handle_exchange_failed(self.now, x, HttpFailure::other("fuzz"));
                 self.step(false);
             }
             HttpAction::Wait(wait) => {

@@ -923,6 +923,8 @@ impl Host {
             Event::PingAnswered | Event::PingFailed(_) => {
                 assert!(self.pings, "ping event without keep-alive pings")
             }
+            // A server's log message, for the host: anything the peer sent.
+            Event::Log(_) => {}
             Event::Closed(_) => {
                 self.closed = true;
                 let unfinished: Vec<_> = self

@@ -650,7 +650,12 @@ impl HttpTransport {
     }
 
     /// The exchange failed: no connection, or the body broke off.
-    pub fn handle_exchange_failed(&mut self, now: Instant, exchange: ExchangeId, reason: String) {
+    pub fn handle_exchange_failed(
+        &mut self,
+        now: Instant,
+        exchange: ExchangeId,
+        failure: HttpFailure,
+    ) {
         let now = self.clock.observe(now);
         let Some(x) = self.exchanges.remove(&exchange) else {
             self.stop_lingering(exchange);
@@ -678,11 +683,11 @@ impl HttpTransport {
                 );
             }
             (Role::Post { kind, .. }, _) => {
-                let hint = unreachable_hint(&reason);
+                let hint = unreachable_hint(failure.kind);
                 self.fail_transmit(
                     now,
                     kind,
-                    format!("could not reach the server: {reason}{hint}"),
+                    format!("could not reach the server: {failure}{hint}"),
                 );
             }
             (
@@ -703,7 +708,7 @@ impl HttpTransport {
                 },
                 _,
             ) => {
-                self.stream_refused(now, for_request, from, attempt, 0, reason);
+                self.stream_refused(now, for_request, from, attempt, 0, failure.reason);
             }
         }
         self.pump(now);
@@ -859,7 +864,7 @@ impl HttpTransport {
         &mut self,
         now: Instant,
         question: QuestionId,
-        answer: Result<String, String>,
+        answer: Result<String, AuthorizationError>,
     ) {
         let now = self.clock.observe(now);
         if self
@@ -1320,13 +1325,15 @@ fn excerpt_line(text: &str) -> String {
     out
 }
 
-/// What a person can do about a connection failure, when its words say:
-/// an unknown issuer means a certificate no trusted root vouches for.
-fn unreachable_hint(reason: &str) -> &'static str {
-    if reason.contains("UnknownIssuer") {
-        " (the server's certificate does not chain to a root this system trusts; \
-         a private CA can be trusted with SSL_CERT_FILE)"
-    } else {
-        ""
+/// What a person can do about a connection failure, when the executor
+/// could tell its kind: an unknown issuer means a certificate no trusted
+/// root vouches for.
+fn unreachable_hint(kind: HttpFailureKind) -> &'static str {
+    match kind {
+        HttpFailureKind::UnknownIssuer => {
+            " (the server's certificate does not chain to a root this system trusts; \
+             a private CA can be trusted with SSL_CERT_FILE)"
+        }
+        HttpFailureKind::InvalidCertificate | HttpFailureKind::Other => "",
     }
 }

@@ -8,6 +8,7 @@ use std::time::Duration;
 use url::Url;
 
 use crate::config::HttpConfig;
+use crate::oauth::store::StoreError;
 use crate::wire::framing::DEFAULT_MAX_LINE;
 
 /// Limits and timings of one HTTP session.
@@ -220,4 +221,108 @@ pub enum HttpOutput {
     /// Stop reading this exchange's response and drop it; further input
     /// for it is ignored anyway.
     Abort(ExchangeId),
+}
+
+/// Why an HTTP exchange failed, as the executor reports it (see
+/// [`crate::connection::HttpInput::Failed`]): no connection, a TLS
+/// handshake that failed, a body that broke off, no answer in time.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[error("{reason}")]
+pub struct HttpFailure {
+    /// What the executor knows about the failure beyond its words.
+    pub kind: HttpFailureKind,
+    /// What the HTTP stack or the OS said, for a person.
+    pub reason: String,
+}
+
+impl HttpFailure {
+    /// A failure of `kind`, in these words.
+    pub fn new(kind: HttpFailureKind, reason: impl Into<String>) -> Self {
+        Self {
+            kind,
+            reason: reason.into(),
+        }
+    }
+
+    /// A failure nothing more is known of than its words.
+    pub fn other(reason: impl Into<String>) -> Self {
+        Self::new(HttpFailureKind::Other, reason)
+    }
+}
+
+/// What an executor knows of an [`HttpFailure`] beyond its words, where it
+/// can tell: the core says what a person can do about it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum HttpFailureKind {
+    /// Nothing more specific: no connection, a broken body, a timeout.
+    #[default]
+    Other,
+    /// The server's certificate does not chain to a root this system
+    /// trusts (rustls' `UnknownIssuer`): a private CA, or no roots were
+    /// found. `SSL_CERT_FILE` can name the CA.
+    UnknownIssuer,
+    /// The server's certificate was refused for another reason: expired,
+    /// for another name, revoked, malformed.
+    InvalidCertificate,
+}
+
+/// Why the host could not get a server a new `Authorization` header (see
+/// [`crate::host::Authorizer`]). The requests that waited for one fail
+/// with it, so it is said in words a person can act on.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum AuthorizationError {
+    /// The run has no authorizer: no one can log in again here.
+    #[error("this run cannot log in again")]
+    CannotLogIn,
+    /// The server's credentials are not the host's to replace: its entry
+    /// configures an `Authorization` header, or has no `oauth` table.
+    #[error(
+        "server `{server}` has a configured Authorization header or no `oauth` table; rho does not replace it"
+    )]
+    NotManaged {
+        /// The server identity.
+        server: String,
+    },
+    /// The stored login could not be read.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// The server refused the token (401) and no new one could be had
+    /// here: the refresh or the login failed, or no one can log in.
+    #[error("{reason}: run `rho mcp login {server}` to log in")]
+    LoginNeeded {
+        /// The server identity.
+        server: String,
+        /// Why no token came: what the authorization server, the
+        /// credential store or the login said.
+        reason: String,
+    },
+    /// The server wants more scope (403 `insufficient_scope`) and no
+    /// login could get it here.
+    #[error(
+        "{reason}{}: log in with it at a terminal (`rho mcp call` does), or run `rho mcp login {server}`, which asks for it too",
+        scope_asked(.scope)
+    )]
+    StepUpNeeded {
+        /// The server identity.
+        server: String,
+        /// Why no token came: what the authorization server, the
+        /// credential store or the login said.
+        reason: String,
+        /// The scope the server asked for; empty when it named none.
+        scope: Vec<String>,
+    },
+    /// Another host's reason, in its own words (a replayed transcript's
+    /// refusal is one too).
+    #[error("{0}")]
+    Refused(String),
+}
+
+/// ` (the server asks for scope "a b")`, when it named one.
+fn scope_asked(scope: &[String]) -> String {
+    if scope.is_empty() {
+        return String::new();
+    }
+    format!(" (the server asks for scope \"{}\")", scope.join(" "))
 }

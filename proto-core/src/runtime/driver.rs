@@ -34,7 +34,7 @@ use crate::runtime::driving::{
 };
 use crate::runtime::{Health, ToolCallError};
 use crate::session::{
-    CallError, CallId, CloseReason, Event, Progress, Question, QuestionId, Timer,
+    CallError, CallId, CloseReason, Event, Progress, Question, QuestionId, ServerLog, Timer,
 };
 
 /// What a driver needs to connect one server.
@@ -87,6 +87,9 @@ pub enum Effect<R> {
     Health(Health),
     /// Transcript lines to write to the host's sink (only when recording).
     Record(Vec<String>),
+    /// The server logged this: hand it to the host's
+    /// [`crate::host::LogSink`], when it has one (tracing has had it).
+    Log(ServerLog),
     /// The session closed: end the transport, then call [`Driver::finish`].
     /// Every output of the session came before this.
     EndTransport,
@@ -219,7 +222,7 @@ impl<R> Driver<R> {
                 Ok(call) => self.calls.insert(ticket, call, tool, reply),
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
-                    CallUpdate::Done(Err(ToolCallError::NotCallable(misuse.to_string()))),
+                    CallUpdate::Done(Err(ToolCallError::NotCallable(misuse))),
                 )),
             },
             Command::Request {
@@ -232,7 +235,7 @@ impl<R> Driver<R> {
                     .insert(ticket, call, request.method().to_owned(), reply),
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
-                    CallUpdate::Answered(Err(ToolCallError::NotCallable(misuse.to_string()))),
+                    CallUpdate::Answered(Err(ToolCallError::NotCallable(misuse))),
                 )),
             },
             Command::Cancel { ticket } => {
@@ -465,6 +468,7 @@ impl<R> Driver<R> {
                     .observe(&event)
                     .then(|| Effect::Health(self.health.clone()))
             }
+            Event::Log(log) => Some(Effect::Log(log)),
             Event::Closed(reason) => {
                 if matches!(self.phase, Phase::Open) {
                     self.phase = Phase::Closed(reason);

@@ -12,13 +12,16 @@
 //! passed in.
 
 use std::collections::{BTreeMap, VecDeque};
+use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::config::env::EnvError;
+use crate::config::process::{ProgramCandidates, not_found_message};
 use crate::connection::HttpInput;
 use crate::features::elicitation::FormAnswer;
-use crate::http::{ExchangeId, HeaderError};
+use crate::http::{AuthorizationError, ExchangeId, HeaderError};
 use crate::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use crate::runtime::{Health, Inventory, SlotId, ToolCallError};
 use crate::session::{
@@ -101,8 +104,8 @@ pub enum Answer {
     /// For a sampling question.
     Sampling(SamplingAnswer),
     /// For an authorization question: the new `Authorization` header
-    /// value, or why the host could not get one (for a person).
-    Authorization(Result<String, String>),
+    /// value, or why the host could not get one.
+    Authorization(Result<String, AuthorizationError>),
 }
 
 /// What a caller hears about one call: any progress, then its end.
@@ -132,9 +135,7 @@ impl CallUpdate {
                 None
             }
             CallUpdate::Done(result) => Some(result),
-            CallUpdate::Answered(_) => Some(Err(ToolCallError::NotCallable(
-                "a tool call was answered as a request".into(),
-            ))),
+            CallUpdate::Answered(_) => Some(Err(ToolCallError::ToolCallAnsweredAsRequest)),
         }
     }
 
@@ -146,9 +147,9 @@ impl CallUpdate {
             CallUpdate::Progress(_) => None,
             CallUpdate::Answered(answer) => Some(answer),
             CallUpdate::Done(Err(error)) => Some(Err(error)),
-            CallUpdate::Done(Ok(_)) => Some(Err(ToolCallError::NotCallable(format!(
-                "server `{server}`: a request was answered as a tool call"
-            )))),
+            CallUpdate::Done(Ok(_)) => Some(Err(ToolCallError::RequestAnsweredAsToolCall {
+                server: server.to_owned(),
+            })),
         }
     }
 }
@@ -173,10 +174,9 @@ pub enum StartupError {
     #[error(transparent)]
     Headers(#[from] HeaderError),
     /// The executor could not set up the transport (the program did not
-    /// start, its pipes or a thread could not be made). The text names
-    /// the server and what the OS said.
-    #[error("{0}")]
-    Transport(String),
+    /// start, its pipes or a thread could not be made).
+    #[error(transparent)]
+    Transport(#[from] TransportSetupError),
     /// The session ended before it was ready: the server's doing, or its
     /// absence (see [`CloseReason`]). `stderr` is the tail of what a stdio
     /// server wrote there, when it wrote anything.
@@ -193,6 +193,84 @@ pub enum StartupError {
 
 /// How startup ended: started, or why not.
 pub type StartupOutcome = Result<Started, StartupError>;
+
+/// Why an executor could not set up a server's transport: its process
+/// could not be prepared or started, or a pipe or thread could not be
+/// made. Each names the server; what the OS said is kept as `reason`.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum TransportSetupError {
+    /// The child's environment cannot be built (an `env_from_env` entry
+    /// names an ambient variable that is not set): the user's to fix.
+    #[error("server `{server}`: {error}")]
+    Environment {
+        /// The server identity.
+        server: String,
+        /// What is missing.
+        error: EnvError,
+    },
+    /// The executable is not on `PATH`, or the path configured does not
+    /// exist or is not executable: the user's to fix.
+    #[error("{}", not_found_message(.server, .command, .candidates))]
+    NotFound {
+        /// The server identity.
+        server: String,
+        /// The configured `command`.
+        command: String,
+        /// Where it was looked for.
+        candidates: ProgramCandidates,
+    },
+    /// The configured `cwd` is not a directory: the user's to fix.
+    #[error("server `{server}`: cwd `{}` is not a directory", .cwd.display())]
+    CwdNotADirectory {
+        /// The server identity.
+        server: String,
+        /// The configured `cwd`.
+        cwd: PathBuf,
+    },
+    /// The OS would not start the program.
+    #[error("server `{server}`: could not start `{}`: {reason}", .program.display())]
+    Spawn {
+        /// The server identity.
+        server: String,
+        /// The executable that was found.
+        program: PathBuf,
+        /// What the OS said.
+        reason: String,
+    },
+    /// The child's pipes could not be opened.
+    #[error("server `{server}`: its pipes could not be opened{}", os_said(.reason))]
+    Pipes {
+        /// The server identity.
+        server: String,
+        /// What the OS said, when it said something.
+        reason: Option<String>,
+    },
+    /// The child's stdin could not be made non-blocking.
+    #[error("server `{server}`: its input could not be made non-blocking: {reason}")]
+    NonBlockingInput {
+        /// The server identity.
+        server: String,
+        /// What the OS said.
+        reason: String,
+    },
+    /// A thread the transport needs could not be started.
+    #[error("server `{server}`: could not start a thread: {reason}")]
+    Thread {
+        /// The server identity.
+        server: String,
+        /// What the OS said.
+        reason: String,
+    },
+}
+
+/// `: REASON` when the OS said something.
+fn os_said(reason: &Option<String>) -> String {
+    reason
+        .as_deref()
+        .map(|r| format!(": {r}"))
+        .unwrap_or_default()
+}
 
 /// The calls a driver has in flight: their reply channels, the host's
 /// tickets for them, and what each call is (for a question's [`Asked`]).
@@ -520,7 +598,7 @@ mod tests {
         let answered = CallUpdate::Answered(Ok(Value::Null));
         assert!(matches!(
             answered.into_call_result(|_| panic!("no progress")),
-            Some(Err(ToolCallError::NotCallable(why))) if why.contains("answered as a request")
+            Some(Err(ToolCallError::ToolCallAnsweredAsRequest))
         ));
     }
 }

@@ -27,7 +27,7 @@ use std::time::Duration;
 use crate::config::{Config, ServerConfig};
 use crate::runtime::registry::{ExportedTool, ToolRegistry};
 use crate::runtime::status::{ReadyReport, ServerStatus};
-use crate::session::{CallError, ServerReady};
+use crate::session::{ApiMisuse, CallError, ServerReady};
 use crate::text::redact::Redactor;
 use crate::wire::protocol::Tool;
 
@@ -86,9 +86,25 @@ pub enum ToolCallError {
         /// The server's own names of the tools it does list, in its order.
         available: Vec<String>,
     },
-    /// The session would not take the call (closed, bad arguments).
-    #[error("{0}")]
-    NotCallable(String),
+    /// The session would not take the call (not ready, closed, arguments
+    /// that are not an object, a capability the server did not declare).
+    #[error(transparent)]
+    NotCallable(#[from] ApiMisuse),
+    /// A tool call was answered as a [`Command::Request`]: the executor's
+    /// mistake, never the server's.
+    ///
+    /// [`Command::Request`]: driving::Command::Request
+    #[error("a tool call was answered as a request")]
+    ToolCallAnsweredAsRequest,
+    /// A [`Command::Request`] was answered as a tool call: the executor's
+    /// mistake, never the server's.
+    ///
+    /// [`Command::Request`]: driving::Command::Request
+    #[error("server `{server}`: a request was answered as a tool call")]
+    RequestAnsweredAsToolCall {
+        /// The server identity.
+        server: String,
+    },
     /// The call was sent but ended without a result.
     #[error(transparent)]
     Call(#[from] CallError),
@@ -115,7 +131,6 @@ impl ToolCallError {
                 server,
                 reason: text(reason),
             },
-            ToolCallError::NotCallable(reason) => ToolCallError::NotCallable(text(reason)),
             ToolCallError::Call(CallError::Rpc { server, mut error }) => {
                 error.message = text(error.message);
                 if let Some(data) = &mut error.data {

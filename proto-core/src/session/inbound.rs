@@ -83,7 +83,8 @@ impl Session {
     }
 
     /// Routes a server's `notifications/message` into tracing under the
-    /// `rho::mcp::server` target. Severities above error map onto error.
+    /// `rho::mcp::server` target, and to the host as [`Event::Log`].
+    /// Severities above error map onto error in tracing.
     /// A flood is rate-limited: past the first few of a window, messages
     /// are only counted, and the count is logged once.
     pub(super) fn server_log(&mut self, now: Instant, params: Option<&Value>) {
@@ -107,17 +108,25 @@ impl Session {
         };
         let redactor = &self.options.redactor;
         let logger = redactor.redact(logger);
-        let logger = logger.as_ref();
         let data = redactor.redact(&data);
-        let server = self.options.server.as_str();
-        match level {
-            "debug" => tracing::debug!(target: "rho::mcp::server", server, logger, "{data}"),
-            "info" | "notice" => {
-                tracing::info!(target: "rho::mcp::server", server, logger, "{data}")
+        {
+            let logger = logger.as_ref();
+            let server = self.options.server.as_str();
+            match level {
+                "debug" => tracing::debug!(target: "rho::mcp::server", server, logger, "{data}"),
+                "info" | "notice" => {
+                    tracing::info!(target: "rho::mcp::server", server, logger, "{data}")
+                }
+                "warning" => tracing::warn!(target: "rho::mcp::server", server, logger, "{data}"),
+                _ => tracing::error!(target: "rho::mcp::server", server, logger, "{data}"),
             }
-            "warning" => tracing::warn!(target: "rho::mcp::server", server, logger, "{data}"),
-            _ => tracing::error!(target: "rho::mcp::server", server, logger, "{data}"),
         }
+        // The host hears the same message (tracing is one consumer).
+        self.events.push_back(Event::Log(ServerLog {
+            level: level.to_owned(),
+            logger: (!logger.is_empty()).then(|| logger.into_owned()),
+            data: data.into_owned(),
+        }));
     }
 
     pub(super) fn log_hidden_server_logs(&self, n: u64) {

@@ -264,6 +264,9 @@ pub enum Event {
     /// The server withdrew a question (it cancelled its request), or the
     /// call it belonged to ended: the host stops asking.
     QuestionWithdrawn(QuestionId),
+    /// A log message from the server (`notifications/message`), redacted
+    /// and within the flood limit: the same message tracing gets.
+    Log(ServerLog),
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host
@@ -271,6 +274,19 @@ pub enum Event {
     PingFailed(String),
     /// The session is over. Always the last event.
     Closed(CloseReason),
+}
+
+/// One log message a server sent (`notifications/message`), with every
+/// configured secret redacted.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ServerLog {
+    /// The severity the server gave (`debug` ... `emergency`; `info` when
+    /// it gave none), as sent.
+    pub level: String,
+    /// The logger name, when it gave one.
+    pub logger: Option<String>,
+    /// The message: its text, or the JSON of structured data.
+    pub data: String,
 }
 
 /// What a cancelled call's server was told, as far as rho knows: only a
