@@ -440,8 +440,8 @@ fn entry_table(entry: &NewEntry) -> Table {
 
 /// Replaces `path` with `text`: a temporary file beside it, flushed to
 /// disk, with the old file's permissions (0600 for a new file), renamed
-/// over it. The parent directory is created when missing; a symbolic link
-/// is followed.
+/// over it. The parent directory is created when missing (`~/.rho`
+/// owner-only); a symbolic link is followed.
 fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     use std::io::Write as _;
     let target = std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf());
@@ -449,7 +449,13 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
         Some(dir) if !dir.as_os_str().is_empty() => dir.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    std::fs::create_dir_all(&dir)?;
+    // `~/.rho` also holds the credential store: owner-only (0700), whoever
+    // creates it first. Any other directory is the person's own.
+    if rho_host::config::rho_dir().is_some_and(|rho| rho == dir) {
+        rho_host::config::ensure_private_dir(&dir)?;
+    } else {
+        std::fs::create_dir_all(&dir)?;
+    }
     let name = target
         .file_name()
         .map(|n| n.to_string_lossy().into_owned())

@@ -187,6 +187,10 @@ fn add_creates_the_file_and_its_directory_owner_only() {
         read(&default),
         "[mcp.servers.fs]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"fs-server\"]\nenabled = false\n"
     );
+    // `~/.rho` also holds the credential store: owner-only, whatever the
+    // umask.
+    #[cfg(unix)]
+    assert_eq!(mode(&s.home().join(".rho")), 0o700);
     let list = s.rho(&["mcp", "list", "--json"]);
     list.expect_code(0);
     assert_eq!(list.json()["servers"][0]["status"], "disabled", "{list}");

@@ -88,5 +88,33 @@ pub fn home_dir() -> Option<PathBuf> {
 
 /// `~/.rho/config.toml`, when there is a home directory.
 pub fn default_path() -> Option<PathBuf> {
-    Some(home_dir()?.join(".rho").join("config.toml"))
+    Some(rho_dir()?.join("config.toml"))
+}
+
+/// Creates `dir` (normally `~/.rho`) readable by its owner only (0700),
+/// with any missing parents, and repairs the mode of one that already
+/// exists with wider permissions: it holds the credential store, whose
+/// files are 0600 in a 0700 directory whoever created the directory first
+/// (`rho mcp add` under a 022 umask made it 0755).
+pub fn ensure_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::{DirBuilderExt, PermissionsExt};
+        builder.mode(0o700);
+        builder.create(dir)?;
+        let mode = std::fs::metadata(dir)?.permissions().mode();
+        if mode & 0o077 != 0 {
+            std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode & 0o700))?;
+        }
+        Ok(())
+    }
+    #[cfg(not(unix))]
+    builder.create(dir)
+}
+
+/// `~/.rho`, when there is a home directory.
+pub fn rho_dir() -> Option<PathBuf> {
+    Some(home_dir()?.join(".rho"))
 }

@@ -143,10 +143,9 @@ impl FileStore {
         }
     }
 
-    /// The store under `$HOME/.rho`, when there is a home.
+    /// The store under `~/.rho`, when there is a home.
     pub fn default_location() -> Option<Self> {
-        let home = std::env::var_os("HOME").or_else(|| std::env::var_os("USERPROFILE"))?;
-        Some(Self::in_dir(&PathBuf::from(home).join(".rho")))
+        Some(Self::in_dir(&crate::config::rho_dir()?))
     }
 
     fn error(&self, reason: impl std::fmt::Display) -> StoreError {
@@ -196,7 +195,7 @@ impl FileStore {
     /// Holds the exclusive lock until the returned file is dropped.
     fn locked(&self) -> Result<File, StoreError> {
         if let Some(dir) = self.path.parent() {
-            create_private_dir(dir).map_err(|e| {
+            crate::config::ensure_private_dir(dir).map_err(|e| {
                 self.error(format!(
                     "its directory {} cannot be created: {e}",
                     dir.display()
@@ -272,20 +271,10 @@ fn private_options() -> OpenOptions {
     options
 }
 
-fn create_private_dir(dir: &Path) -> std::io::Result<()> {
-    let mut builder = fs::DirBuilder::new();
-    builder.recursive(true);
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::DirBuilderExt;
-        builder.mode(0o700);
-    }
-    builder.create(dir)
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::{Arc, Mutex};
 
     fn dir(name: &str) -> PathBuf {
         let dir = std::env::temp_dir().join(format!("rho-cred-{name}-{}", std::process::id()));
@@ -452,6 +441,136 @@ command = "true"
         assert!(!needs_browser_login(&with, "m2m"), "no person needed");
         assert!(!needs_browser_login(&with, "local"), "stdio");
         assert!(!needs_browser_login(&with, "nope"), "unknown");
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// A token endpoint with refresh-token rotation and reuse detection
+    /// (OAuth 2.1): `rt-1` may be spent once; a second use is refused
+    /// `invalid_grant`. It answers slowly, so that concurrent refreshes
+    /// overlap. Returns its URL and the refresh tokens it was sent.
+    fn rotating_token_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
+        use std::io::{BufRead, BufReader, Read};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let url = format!("http://{}/token", listener.local_addr().expect("addr"));
+        let seen: Arc<Mutex<Vec<String>>> = Arc::default();
+        let record = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let body = String::from_utf8_lossy(&body).into_owned();
+                let token = body
+                    .split('&')
+                    .find_map(|p| p.strip_prefix("refresh_token="))
+                    .unwrap_or_default()
+                    .to_owned();
+                std::thread::sleep(std::time::Duration::from_millis(300));
+                let first = {
+                    let mut seen = record.lock().expect("lock");
+                    seen.push(token.clone());
+                    seen.iter().filter(|t| **t == token).count() == 1
+                };
+                let (status, answer) = if token == "rt-1" && first {
+                    (
+                        "200 OK",
+                        r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#,
+                    )
+                } else {
+                    (
+                        "400 Bad Request",
+                        r#"{"error":"invalid_grant","error_description":"refresh token reused"}"#,
+                    )
+                };
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        (url, seen)
+    }
+
+    #[test]
+    fn two_processes_refreshing_at_once_spend_a_rotating_refresh_token_once() {
+        let (token_endpoint, spent) = rotating_token_endpoint();
+        let text = r#"
+[mcp.servers.a]
+transport = "streamable_http"
+url = "https://mcp.example.com/mcp"
+[mcp.servers.a.oauth]
+"#;
+        let config = rho_proto_core::config::parse(text, "<test>").expect("config");
+        let d = dir("rotation");
+        let mut expired = login("at-1", Some("rt-1"));
+        if let Some(tokens) = &mut expired.tokens {
+            tokens.expires_at = Some(now_unix() - 10);
+            tokens.token_endpoint = token_endpoint;
+        }
+        FileStore::in_dir(&d)
+            .update(&key("a"), &mut |_| Some(expired.clone()))
+            .expect("saved");
+        // Two stores on one file, as two rho processes have; both executors'
+        // HTTP stacks.
+        let threads: Vec<_> = crate::RuntimeKind::ALL
+            .into_iter()
+            .map(|kind| {
+                let config = config.clone();
+                let d = d.clone();
+                std::thread::spawn(move || {
+                    let store = FileStore::in_dir(&d);
+                    let with = with_stored_tokens(&config, kind, Some(&store), &|_| true);
+                    header_of(&with, "a")
+                })
+            })
+            .collect();
+        for thread in threads {
+            assert_eq!(
+                thread.join().expect("thread").as_deref(),
+                Some("Bearer at-2"),
+                "both got the one refreshed token"
+            );
+        }
+        assert_eq!(*spent.lock().expect("lock"), ["rt-1"], "one refresh in all");
+        let stored = FileStore::in_dir(&d).load(&key("a")).expect("loads");
+        let tokens = stored.and_then(|l| l.tokens).expect("tokens");
+        assert_eq!(tokens.refresh_token.as_deref(), Some("rt-2"));
+        let _ = fs::remove_dir_all(&d);
+    }
+
+    /// The `Authorization` header `with_stored_tokens` gave server `id`.
+    fn header_of(config: &rho_proto_core::config::Config, id: &str) -> Option<String> {
+        let server = config.get(id)?.config.as_ref().ok()?;
+        let rho_proto_core::config::Transport::StreamableHttp(http) = &server.transport else {
+            return None;
+        };
+        http.headers.get("Authorization").cloned()
+    }
+
+    #[cfg(unix)]
+    #[test]
+    fn a_store_directory_someone_made_0755_is_made_owner_only() {
+        use std::os::unix::fs::PermissionsExt;
+        let d = dir("repair");
+        fs::create_dir_all(&d).expect("dir");
+        fs::set_permissions(&d, fs::Permissions::from_mode(0o755)).expect("chmod");
+        FileStore::in_dir(&d)
+            .update(&key("a"), &mut |_| Some(login("at", None)))
+            .expect("saved");
+        let mode = fs::metadata(&d).expect("dir").permissions().mode() & 0o777;
+        assert_eq!(mode, 0o700, "{mode:o}");
         let _ = fs::remove_dir_all(&d);
     }
 
@@ -688,6 +807,14 @@ pub fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) ->
 
 /// The access token to send for a stored login, refreshing it when it
 /// has expired; `None` when only a new login helps.
+///
+/// A refresh runs under the store's exclusive lock, after reading the
+/// login again: a rotating refresh token is spent once, however many rho
+/// processes start at the same moment. The first to take the lock
+/// refreshes and stores the new pair; the others find it fresh and use
+/// it. (Two refreshes of one token look like a stolen token to an
+/// authorization server with reuse detection, which then revokes the
+/// whole login.)
 fn usable_token(
     id: &str,
     key: &StoreKey,
@@ -695,15 +822,72 @@ fn usable_token(
     store: &dyn CredentialStore,
     kind: crate::RuntimeKind,
 ) -> Option<String> {
-    let tokens = login.tokens.clone()?;
-    if !tokens.needs_refresh(now_unix(), 60) {
-        return Some(tokens.access_token);
+    let tokens = login.tokens.as_ref()?;
+    if !tokens.needs_refresh(now_unix(), REFRESH_MARGIN_SECS) {
+        return Some(tokens.access_token.clone());
     }
+    let mut token = None;
+    let mut failure = None;
+    let locked = store.update(key, &mut |current| {
+        let current = current?;
+        match refreshed(&current, kind) {
+            Refresh::Fresh(access) => {
+                token = Some(access);
+                Some(current)
+            }
+            Refresh::Done(credentials) => {
+                token = Some(credentials.tokens.access_token.clone());
+                Some(crate::login::stored(&credentials, now_unix()))
+            }
+            Refresh::Failed(why) => {
+                failure = Some(why);
+                Some(current)
+            }
+        }
+    });
+    if let Err(e) = locked {
+        tracing::warn!(server = %id, "{e}");
+    }
+    if let Some(why) = failure {
+        tracing::warn!(server = %id, "refreshing the OAuth token failed: {why}; run `rho mcp login {id}`");
+    }
+    token
+}
+
+/// How many seconds before it expires a stored access token is refreshed
+/// before a connect (so it does not expire on the way).
+pub const REFRESH_MARGIN_SECS: u64 = 60;
+
+/// What a refresh attempt of a stored login came to.
+enum Refresh {
+    /// The login needs none (another process refreshed it meanwhile).
+    Fresh(String),
+    /// Refreshed: the new credentials, to store.
+    Done(Box<rho_proto_core::oauth::flow::Credentials>),
+    /// Why not.
+    Failed(String),
+}
+
+/// Refreshes `login` now if it still needs it, through executor `kind`'s
+/// HTTP stack.
+fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
+    let Some(tokens) = login.tokens.as_ref() else {
+        return Refresh::Failed("no tokens are stored".into());
+    };
+    if !tokens.needs_refresh(now_unix(), REFRESH_MARGIN_SECS) {
+        return Refresh::Fresh(tokens.access_token.clone());
+    }
+    let Ok(token_endpoint) = url::Url::parse(&tokens.token_endpoint) else {
+        return Refresh::Failed(format!(
+            "the stored token endpoint `{}` is not a URL",
+            tokens.token_endpoint
+        ));
+    };
     let credentials = rho_proto_core::oauth::flow::Credentials {
         issuer: login.issuer.clone(),
         client: login.client.clone(),
         resource: tokens.resource.clone(),
-        token_endpoint: url::Url::parse(&tokens.token_endpoint).ok()?,
+        token_endpoint,
         scope: tokens.scope.clone(),
         tokens: rho_proto_core::oauth::token::TokenResponse {
             access_token: tokens.access_token.clone(),
@@ -713,7 +897,9 @@ fn usable_token(
             scope: tokens.scope.clone(),
         },
     };
-    let request = rho_proto_core::oauth::flow::refresh_request(&credentials)?;
+    let Some(request) = rho_proto_core::oauth::flow::refresh_request(&credentials) else {
+        return Refresh::Failed("the access token expired and no refresh token is stored".into());
+    };
     let http = crate::login::LoginHttp::for_runtime(kind);
     let answer = match crate::login::exchange(
         &http,
@@ -723,22 +909,10 @@ fn usable_token(
         request.body,
     ) {
         Ok(answer) => answer,
-        Err(e) => {
-            tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}");
-            return None;
-        }
+        Err(e) => return Refresh::Failed(e),
     };
     match rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body) {
-        Ok(refreshed) => {
-            let access = refreshed.tokens.access_token.clone();
-            if let Err(e) = crate::login::save(store, key, &refreshed) {
-                tracing::warn!(server = %id, "{e}");
-            }
-            Some(access)
-        }
-        Err(e) => {
-            tracing::warn!(server = %id, "refreshing the OAuth token failed: {e}; run `rho mcp login {id}`");
-            None
-        }
+        Ok(refreshed) => Refresh::Done(Box::new(refreshed)),
+        Err(e) => Refresh::Failed(e.to_string()),
     }
 }

@@ -391,11 +391,19 @@ fn browser_step(
                         answer.status
                     )
                 })?;
-            let query = Url::parse(&location)
-                .map_err(|_| format!("the authorization redirect `{location}` is not a URL"))?
-                .query()
-                .unwrap_or_default()
-                .to_owned();
+            // A relative Location is a valid redirect (RFC 9110): to the
+            // authorization server's own page, which wants a person.
+            let target = url
+                .join(&location)
+                .map_err(|_| format!("the authorization redirect `{location}` is not a URL"))?;
+            if !is_loopback_callback(&target) {
+                return Err(format!(
+                    "the authorization server wants a person: it redirected to its own page {target} \
+                     (a sign-in or consent page) instead of back to rho; log in with a browser \
+                     (`rho mcp login {server}` without --headless)"
+                ));
+            }
+            let query = target.query().unwrap_or_default().to_owned();
             if !login.handle_callback(Instant::now(), &query) {
                 return Err("the authorization redirect did not carry this login's state".into());
             }
@@ -406,6 +414,14 @@ fn browser_step(
             wait_for_callback(listener, login)
         }
     }
+}
+
+/// Whether `target` is rho's own loopback callback (every redirect URI rho
+/// registers is `http://127.0.0.1:<port>/callback`).
+fn is_loopback_callback(target: &Url) -> bool {
+    target.scheme() == "http"
+        && target.host_str() == Some("127.0.0.1")
+        && target.path() == "/callback"
 }
 
 /// Opens `url` with the platform's opener (`xdg-open`, `open`,
@@ -896,6 +912,49 @@ mod tests {
             );
             assert_eq!(answer.status, 200, "{kind:?}");
             assert_eq!(answer.body, br#"{"issuer":"http://127.0.0.1"}"#, "{kind:?}");
+        }
+    }
+
+    /// An authorization endpoint on loopback that answers every request
+    /// with a redirect to `location`.
+    fn redirecting_authorization_endpoint(location: &'static str) -> Url {
+        let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
+        let port = listener.local_addr().expect("addr").port();
+        std::thread::spawn(move || {
+            for mut stream in listener.incoming().flatten() {
+                let mut head = Vec::new();
+                let mut byte = [0u8];
+                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
+                    head.push(byte[0]);
+                }
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 303 See Other\r\nLocation: {location}\r\nContent-Length: 0\r\n\r\n"
+                );
+            }
+        });
+        Url::parse(&format!("http://127.0.0.1:{port}/authorize?client_id=c")).expect("url")
+    }
+
+    #[test]
+    fn a_headless_login_sent_to_the_servers_own_page_says_it_needs_a_person() {
+        for kind in RuntimeKind::ALL {
+            let (mut login, _) = login_at_browser_step(redirect_uri(HEADLESS_REDIRECT_PORT));
+            let url = redirecting_authorization_endpoint("/interaction/abc123");
+            let error = browser_step(
+                "secure",
+                &LoginHttp::for_runtime(kind),
+                &mut login,
+                &Browser::Headless,
+                &url,
+            )
+            .expect_err("no callback came");
+            assert!(
+                error.contains("wants a person")
+                    && error.contains("/interaction/abc123")
+                    && error.contains("`rho mcp login secure` without --headless"),
+                "{kind:?}: {error}"
+            );
         }
     }
 

@@ -74,8 +74,8 @@ pub struct LoginSettings {
     pub grant: GrantKind,
     /// A configured client (`oauth.client_id`, with its secret for client
     /// credentials or a confidential pre-registered client); skips
-    /// registration. A client with a secret uses client_secret_basic,
-    /// unless the server lists only client_secret_post.
+    /// registration. A client with a secret uses client_secret_post when
+    /// the server lists it, else client_secret_basic.
     pub client: Option<Client>,
     /// A client registered earlier with `issuer`, from the credential
     /// store: reused only when the authorization server is still that
@@ -642,15 +642,17 @@ impl Login {
     fn pick_client(&mut self, now: Instant, context: Context) {
         if let Some(mut client) = self.settings.client.clone() {
             // A configured secret is sent the way this server takes it:
-            // client_secret_basic unless it lists only client_secret_post.
+            // client_secret_post when it lists it (client_id in the body,
+            // where the servers people run read it; see
+            // `register::choose_auth`), else client_secret_basic (RFC
+            // 8414's default).
             if client.secret.is_some() {
                 let methods = context
                     .server
                     .token_endpoint_auth_methods_supported
                     .as_deref();
                 let lists = |m: &str| methods.is_some_and(|ms| ms.iter().any(|x| x == m));
-                if methods.is_some() && !lists("client_secret_basic") && lists("client_secret_post")
-                {
+                if lists("client_secret_post") {
                     client.auth = ClientAuth::ClientSecretPost;
                 }
             }

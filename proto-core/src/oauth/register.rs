@@ -12,15 +12,20 @@ use super::token::{Client, ClientAuth};
 /// native client, which is what rho is) when the server supports it or
 /// lists nothing (RFC 8414's default list is `client_secret_basic`, but a
 /// server that lists nothing and issues a secret is read back below);
-/// else `client_secret_basic`, else `client_secret_post`.
+/// else `client_secret_post`, else `client_secret_basic`.
+///
+/// `client_secret_post` first because it carries `client_id` in the form
+/// body, where the authorization servers people run read it (the Python
+/// SDK's and fastmcp's answer a Basic-only request `invalid_client
+/// (Missing client_id)`); a server that lists both takes either.
 pub fn choose_auth(server: &AuthorizationServerMetadata) -> ClientAuth {
     let Some(methods) = &server.token_endpoint_auth_methods_supported else {
         return ClientAuth::None;
     };
     for preferred in [
         ClientAuth::None,
-        ClientAuth::ClientSecretBasic,
         ClientAuth::ClientSecretPost,
+        ClientAuth::ClientSecretBasic,
     ] {
         if methods.iter().any(|m| m == preferred.name()) {
             return preferred;
@@ -116,7 +121,7 @@ mod tests {
     }
 
     #[test]
-    fn a_native_client_prefers_none_then_basic_then_post() {
+    fn a_native_client_prefers_none_then_post_then_basic() {
         assert_eq!(choose_auth(&server(None)), ClientAuth::None);
         assert_eq!(
             choose_auth(&server(Some(&["client_secret_post", "none"]))),
@@ -124,9 +129,14 @@ mod tests {
         );
         assert_eq!(
             choose_auth(&server(Some(&[
-                "client_secret_post",
-                "client_secret_basic"
+                "client_secret_basic",
+                "client_secret_post"
             ]))),
+            ClientAuth::ClientSecretPost,
+            "client_id in the body, where the servers people run read it"
+        );
+        assert_eq!(
+            choose_auth(&server(Some(&["client_secret_basic", "private_key_jwt"]))),
             ClientAuth::ClientSecretBasic
         );
         assert_eq!(

@@ -172,8 +172,13 @@ pub struct TokenResponse {
     pub access_token: String,
     /// Must be `Bearer` (case-insensitive).
     pub token_type: String,
-    /// Lifetime in seconds, when given.
-    #[serde(default)]
+    /// Lifetime in seconds, when given and sensible: a positive whole
+    /// number of seconds (as a JSON number, or a string of one, which some
+    /// servers send) up to [`MAX_LIFETIME_SECS`]. Anything else (negative,
+    /// zero, fractional, absurdly large, not a number) is an unknown
+    /// lifetime, never a refused login: the token is used until the
+    /// server refuses it.
+    #[serde(default, deserialize_with = "lifetime")]
     pub expires_in: Option<u64>,
     /// A refresh token; when a refresh returns a new one it replaces the
     /// old (rotation).
@@ -192,6 +197,29 @@ impl std::fmt::Debug for TokenResponse {
             .field("scope", &self.scope)
             .finish_non_exhaustive()
     }
+}
+
+/// The longest `expires_in` taken at its word: ten years. A larger one is
+/// nonsense (or an overflow on the server), read as an unknown lifetime.
+pub const MAX_LIFETIME_SECS: u64 = 10 * 365 * 24 * 3600;
+
+/// `expires_in` as [`TokenResponse::expires_in`] documents.
+fn lifetime<'de, D: serde::Deserializer<'de>>(deserializer: D) -> Result<Option<u64>, D::Error> {
+    let value = serde_json::Value::deserialize(deserializer)?;
+    let secs = match &value {
+        serde_json::Value::Number(n) => n.as_u64().or_else(|| {
+            n.as_f64()
+                .filter(|f| f.fract() == 0.0 && *f > 0.0 && *f <= MAX_LIFETIME_SECS as f64)
+                .map(|f| f as u64)
+        }),
+        serde_json::Value::String(s) => s.trim().parse::<u64>().ok(),
+        _ => None,
+    };
+    let sensible = secs.filter(|s| (1..=MAX_LIFETIME_SECS).contains(s));
+    if sensible.is_none() && !value.is_null() {
+        tracing::debug!("the token's expires_in {value} is not a lifetime; taken as unknown");
+    }
+    Ok(sensible)
 }
 
 /// Why a token response is unusable.
@@ -272,6 +300,23 @@ mod tests {
 
     fn get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
         p.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
+    }
+
+    #[test]
+    fn a_nonsense_lifetime_is_an_unknown_one_never_a_refused_login() {
+        let read = |expires: &str| {
+            let body =
+                format!(r#"{{"access_token":"at","token_type":"Bearer","expires_in":{expires}}}"#);
+            read_token_response(200, body.as_bytes()).map(|t| t.expires_in)
+        };
+        assert_eq!(read("3600"), Ok(Some(3600)));
+        assert_eq!(read("\"3600\""), Ok(Some(3600)), "a string of seconds");
+        assert_eq!(read("3600.0"), Ok(Some(3600)));
+        for nonsense in [
+            "-100", "0", "1e30", "12.5", "\"soon\"", "null", "true", "{}",
+        ] {
+            assert_eq!(read(nonsense), Ok(None), "expires_in {nonsense}");
+        }
     }
 
     #[test]
