@@ -59,6 +59,9 @@ pub(crate) enum NewTransport {
         url: String,
         headers: Vec<(String, String)>,
         headers_from_env: Vec<(String, String)>,
+        /// Write an empty `oauth` table: the server authorizes with
+        /// OAuth (`rho mcp login`).
+        oauth: bool,
     },
 }
 
@@ -421,6 +424,7 @@ fn entry_table(entry: &NewEntry) -> Table {
             url,
             headers,
             headers_from_env,
+            ..
         } => {
             table.insert("transport", toml_edit::value("streamable_http"));
             table.insert("url", toml_edit::value(url.as_str()));
@@ -434,6 +438,9 @@ fn entry_table(entry: &NewEntry) -> Table {
     }
     if !entry.enabled {
         table.insert("enabled", toml_edit::value(false));
+    }
+    if let NewTransport::Http { oauth: true, .. } = &entry.transport {
+        table.insert("oauth", toml_edit::Item::Table(toml_edit::Table::new()));
     }
     table
 }
@@ -660,6 +667,7 @@ mod tests {
                 url: "http://example.com/mcp".into(),
                 headers: vec![],
                 headers_from_env: vec![],
+                oauth: false,
             },
             enabled: true,
         };

@@ -56,6 +56,10 @@ pub(crate) struct AddArgs {
     /// (headers_from_env).
     #[arg(long = "header-from-env", value_name = "NAME=VAR")]
     header_from_env: Vec<String>,
+    /// A URL server that authorizes with OAuth: writes its (empty)
+    /// `oauth` table; log in with `rho mcp login ID`.
+    #[arg(long)]
+    oauth: bool,
     /// Write the entry with `enabled = false`.
     #[arg(long)]
     disabled: bool,
@@ -85,12 +89,14 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
                 headers: pairs("--header", &args.header, true).map_err(Failure::Usage)?,
                 headers_from_env: pairs("--header-from-env", &args.header_from_env, false)
                     .map_err(Failure::Usage)?,
+                oauth: args.oauth,
             }
         }
         (None, Some((command, rest))) => {
-            if !args.header.is_empty() || !args.header_from_env.is_empty() {
+            if !args.header.is_empty() || !args.header_from_env.is_empty() || args.oauth {
                 return Err(Failure::Usage(
-                    "--header and --header-from-env are for --url servers, not stdio ones".into(),
+                    "--header, --header-from-env and --oauth are for --url servers, not stdio ones"
+                        .into(),
                 ));
             }
             NewTransport::Stdio {

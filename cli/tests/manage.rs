@@ -197,6 +197,36 @@ fn add_creates_the_file_and_its_directory_owner_only() {
 }
 
 #[test]
+fn add_with_oauth_writes_the_opt_in_table_and_the_server_can_log_in() {
+    let s = Scene::on_default_executor(RHO, "add-oauth");
+    let config = s.dir().join("rho.toml");
+    let cfg = arg(&config);
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "secure",
+        "--url",
+        "https://mcp.example.com/mcp",
+        "--oauth",
+    ]);
+    run.expect_code(0);
+    assert_eq!(
+        read(&config),
+        "[mcp.servers.secure]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n\n[mcp.servers.secure.oauth]\n"
+    );
+    let show = s.rho(&["--config", cfg, "mcp", "show", "secure", "--json"]);
+    show.expect_code(0);
+    assert_eq!(show.json()["auth"]["kind"], "oauth", "{show}");
+    // Only for URL servers.
+    let run = s.rho(&[
+        "--config", cfg, "mcp", "add", "local", "--oauth", "--", "true",
+    ]);
+    run.expect_code(2);
+}
+
+#[test]
 fn an_entry_the_config_parser_refuses_is_never_written() {
     let s = Scene::on_default_executor(RHO, "add-invalid");
     let config = s.dir().join("config.toml");
@@ -250,7 +280,7 @@ fn add_arguments_that_do_not_fit_the_transport_are_usage_errors() {
         (&["b"][..], "give the server's command after `--`"),
         (
             &["b", "--header", "A=b", "--", "x"][..],
-            "--header and --header-from-env are for --url servers",
+            "--header, --header-from-env and --oauth are for --url servers",
         ),
         (
             &["b", "--env", "A=b", "--url", "https://x.example/mcp"][..],

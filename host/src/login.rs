@@ -384,13 +384,25 @@ fn browser_step(
                 .headers
                 .iter()
                 .find(|(k, _)| k.eq_ignore_ascii_case("location"))
-                .map(|(_, v)| v.clone())
-                .ok_or_else(|| {
-                    format!(
-                        "the authorization endpoint answered HTTP {} without a redirect; a headless login needs one",
+                .map(|(_, v)| v.clone());
+            let Some(location) = location else {
+                // Refused outright: a registration the server forgot is
+                // replaced once, and the login asks again.
+                if (400..500).contains(&answer.status)
+                    && login.handle_authorization_refused(Instant::now())
+                {
+                    tracing::info!(
+                        server,
+                        "the authorization endpoint refused the stored client (HTTP {}); registering a new one",
                         answer.status
-                    )
-                })?;
+                    );
+                    return Ok(());
+                }
+                return Err(format!(
+                    "the authorization endpoint answered HTTP {} without a redirect; a headless login needs one",
+                    answer.status
+                ));
+            };
             // A relative Location is a valid redirect (RFC 9110): to the
             // authorization server's own page, which wants a person.
             let target = url
@@ -448,10 +460,17 @@ pub fn open_in_browser(url: &Url) {
 
 /// Serves the callback until one carries this login's state, the login
 /// fails, or its bound passes.
+///
+/// Every connection is read on its own thread (at most
+/// [`CALLBACK_READERS`] at once; more are closed at once), which hands the
+/// request line back here: an idle or slow local connection holds only its
+/// own reader, never the browser's callback behind it.
 fn wait_for_callback(listener: &TcpListener, login: &mut Login) -> Result<(), String> {
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("the callback listener: {e}"))?;
+    let (tx, rx) = std::sync::mpsc::channel::<(TcpStream, Option<String>)>();
+    let readers = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         let now = Instant::now();
         if let Some(deadline) = login.poll_timeout() {
@@ -460,31 +479,68 @@ fn wait_for_callback(listener: &TcpListener, login: &mut Login) -> Result<(), St
                 return Ok(());
             }
         }
-        match listener.accept() {
-            Ok((stream, _)) => {
-                if serve_one(stream, login) {
-                    return Ok(());
-                }
+        loop {
+            match listener.accept() {
+                Ok((stream, _)) => read_on_its_own(stream, &tx, &readers),
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                Err(e) => return Err(format!("the callback listener: {e}")),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => {
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            Err(e) => return Err(format!("the callback listener: {e}")),
+        }
+        // A connection that sent no request line in time is dropped.
+        if let Ok((stream, Some(line))) = rx.recv_timeout(Duration::from_millis(50))
+            && answer(stream, &line, login)
+        {
+            return Ok(());
         }
     }
 }
 
-/// Answers one request on the listener; whether it ended the browser step.
-fn serve_one(stream: TcpStream, login: &mut Login) -> bool {
+/// The most callback connections read at once.
+const CALLBACK_READERS: usize = 16;
+
+/// Reads `stream`'s request line on a thread of its own and hands it to
+/// `tx` (`None` when none came within 5 s, or it was over 8 KiB).
+fn read_on_its_own(
+    stream: TcpStream,
+    tx: &std::sync::mpsc::Sender<(TcpStream, Option<String>)>,
+    readers: &std::sync::Arc<std::sync::atomic::AtomicUsize>,
+) {
+    use std::sync::atomic::Ordering;
+    if readers.fetch_add(1, Ordering::SeqCst) >= CALLBACK_READERS {
+        readers.fetch_sub(1, Ordering::SeqCst);
+        return;
+    }
+    let tx = tx.clone();
+    let readers = std::sync::Arc::clone(readers);
+    let spawned = std::thread::Builder::new()
+        .name("rho-login-callback".into())
+        .spawn(move || {
+            let line = read_request_line(&stream);
+            readers.fetch_sub(1, Ordering::SeqCst);
+            let _ = tx.send((stream, line));
+        });
+    if spawned.is_err() {
+        tracing::debug!("could not start a thread for a callback connection");
+    }
+}
+
+/// The request line of `stream`, within 5 s and 8 KiB.
+fn read_request_line(stream: &TcpStream) -> Option<String> {
     let _ = stream.set_nonblocking(false);
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     // Only the request line matters, and a local client cannot make rho
     // buffer more than 8 KiB of it.
-    let mut reader = BufReader::new(std::io::Read::take(&stream, 8192));
+    let mut reader = BufReader::new(std::io::Read::take(stream, 8192));
     let mut line = String::new();
-    if reader.read_line(&mut line).is_err() || !line.ends_with('\n') {
-        return false;
+    match reader.read_line(&mut line) {
+        Ok(_) if line.ends_with('\n') => Some(line),
+        _ => None,
     }
+}
+
+/// Answers one request line on its connection; whether it ended the
+/// browser step.
+fn answer(stream: TcpStream, line: &str, login: &mut Login) -> bool {
     let target = line.split_whitespace().nth(1).unwrap_or_default();
     let (path, query) = target.split_once('?').unwrap_or((target, ""));
     let ended = line.starts_with("GET ")
@@ -534,7 +590,8 @@ pub fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
 
 /// What the store must hear of during a login of server `id` under
 /// `key`: a newly registered client is kept (without tokens) at once, and
-/// a stored login of an issuer the server no longer uses is forgotten.
+/// a stored login of an issuer the server no longer uses, or whose client
+/// the server forgot, is forgotten.
 pub fn store_events<'a>(
     store: &'a dyn CredentialStore,
     key: &'a StoreKey,
@@ -548,7 +605,7 @@ pub fn store_events<'a>(
                 tokens: None,
                 wanted_scope: None,
             }),
-            LoginEvent::IssuerChanged { .. } => None,
+            LoginEvent::IssuerChanged { .. } | LoginEvent::ClientForgotten { .. } => None,
             _ => return,
         };
         if let Err(e) = store.update(key, &mut |_| change.clone()) {
@@ -1008,5 +1065,44 @@ mod tests {
         let token = login.poll_request().expect("token request");
         assert_eq!(token.url.path(), "/token");
         assert!(String::from_utf8_lossy(&token.body).contains("code=c0de"));
+    }
+
+    #[test]
+    fn idle_local_connections_never_delay_the_callback() {
+        struct Silent;
+        impl AuthorizationPrompt for Silent {
+            fn show(&self, _: &str, _: &Url) {}
+        }
+        let (browser, redirect_uri) = Browser::person(Arc::new(Silent)).expect("listener");
+        let Browser::Person(listener, _) = &browser else {
+            panic!("a listener")
+        };
+        let port = listener.local_addr().expect("addr").port();
+        let (mut login, url) = login_at_browser_step(redirect_uri);
+        let state = url
+            .query_pairs()
+            .find(|(k, _)| k == "state")
+            .map(|(_, v)| v.into_owned())
+            .expect("state");
+        // Three local connections that send nothing, held open, then the
+        // browser's callback.
+        let idle: Vec<TcpStream> = (0..3)
+            .map(|_| TcpStream::connect(("127.0.0.1", port)).expect("connect"))
+            .collect();
+        let client =
+            std::thread::spawn(move || get(port, &format!("/callback?code=c0de&state={state}")));
+        let started = Instant::now();
+        wait_for_callback(listener, &mut login).expect("served");
+        let took = started.elapsed();
+        assert!(
+            client.join().expect("client").starts_with("HTTP/1.1 200"),
+            "the callback was answered"
+        );
+        // Each idle connection used to hold the listener for its 5 s read.
+        assert!(
+            took < Duration::from_secs(4),
+            "the callback waited {took:?} behind idle connections"
+        );
+        drop(idle);
     }
 }

@@ -576,6 +576,88 @@ fn a_refused_refresh_goes_on_to_the_browser_with_the_same_client() {
 }
 
 #[test]
+fn a_client_the_server_forgot_is_forgotten_and_registered_again_once() {
+    let now = Instant::now();
+    let mut reauth = settings(code_grant());
+    let old = earlier(ISSUER);
+    reauth.stored_client = Some((ISSUER.into(), old.client.clone()));
+    reauth.previous = Some(old);
+    let mut login = Login::new(reauth, None, [3; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        "/token" => (401, r#"{"error":"invalid_client"}"#.into()),
+        "/register" => (201, r#"{"client_id":"new-client"}"#.into()),
+        other => panic!("unexpected {other}"),
+    });
+    assert_eq!(
+        seen.last().map(String::as_str),
+        Some("POST https://auth.example.com/register"),
+        "{seen:?}"
+    );
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[0], LoginEvent::ClientForgotten { issuer } if issuer == ISSUER),
+        "the store hears first, so a login that stops here leaves no dead client: {evs:?}"
+    );
+    assert!(
+        matches!(&evs[1], LoginEvent::RefreshFailed(e) if e.client_is_unknown()),
+        "{evs:?}"
+    );
+    assert!(
+        matches!(&evs[2], LoginEvent::Registered { client, .. } if client.id == "new-client"),
+        "{evs:?}"
+    );
+    let LoginEvent::Authorize { url } = &evs[3] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(query_of(url, "client_id").as_deref(), Some("new-client"));
+}
+
+#[test]
+fn an_authorization_endpoint_refusing_the_stored_client_gets_a_new_one_once() {
+    let now = Instant::now();
+    let mut stored = settings(code_grant());
+    stored.stored_client = Some((ISSUER.into(), earlier(ISSUER).client));
+    let mut login = Login::new(stored, None, [3; RANDOM_BYTES], now);
+    let mut registrations = 0;
+    let mut answer = |r: &OAuthRequest| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        "/register" => {
+            registrations += 1;
+            (201, format!(r#"{{"client_id":"new-{registrations}"}}"#))
+        }
+        other => panic!("unexpected {other}"),
+    };
+    drive(&mut login, now, &mut answer);
+    let evs = events(&mut login);
+    let [LoginEvent::Authorize { url }] = evs.as_slice() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(query_of(url, "client_id").as_deref(), Some("old-client"));
+    // The endpoint answered with an error page, not a redirect.
+    assert!(login.handle_authorization_refused(now));
+    drive(&mut login, now, &mut answer);
+    let evs = events(&mut login);
+    assert!(
+        matches!(&evs[0], LoginEvent::ClientForgotten { issuer } if issuer == ISSUER),
+        "{evs:?}"
+    );
+    assert!(
+        matches!(&evs[1], LoginEvent::Registered { client, .. } if client.id == "new-1"),
+        "{evs:?}"
+    );
+    let LoginEvent::Authorize { url } = &evs[2] else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(query_of(url, "client_id").as_deref(), Some("new-1"));
+    // Once: a new client refused too is the server's answer.
+    assert!(!login.handle_authorization_refused(now));
+    assert_eq!(registrations, 1);
+}
+
+#[test]
 fn a_server_moved_to_another_issuer_discards_the_old_login_and_registers_again() {
     let now = Instant::now();
     let old_issuer = "https://old-auth.example.com";

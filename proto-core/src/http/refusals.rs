@@ -81,7 +81,7 @@ impl HttpTransport {
                 self.session.server()
             ),
             401 | 403 => format!(
-                "; the server requires authorization: add an `[mcp.servers.{0}.oauth]` table and run `rho mcp login {0}`, or set an Authorization header with headers_from_env",
+                "; the server requires authorization: OAuth is opt-in, so add an `[mcp.servers.{0}.oauth]` table (or re-add it with `rho mcp add {0} --url URL --oauth --force`) and run `rho mcp login {0}`, or set an Authorization header with headers_from_env",
                 self.session.server()
             ),
             406 => "; the server refused the Accept header".into(),

@@ -151,6 +151,14 @@ pub enum LoginEvent {
     /// Refreshing the previous credentials failed; the login goes on to
     /// the grant (a browser step for the authorization code grant).
     RefreshFailed(TokenError),
+    /// The authorization server does not know the client rho registered
+    /// with `issuer` (it answered `invalid_client`, or refused it at the
+    /// authorization endpoint): forget that registration and its tokens.
+    /// The login registers a new client, once.
+    ClientForgotten {
+        /// The issuer the forgotten client was registered with.
+        issuer: String,
+    },
     /// The login finished.
     Done(Box<Credentials>),
     /// The login failed; nothing more will come.
@@ -286,6 +294,11 @@ pub struct Login {
     deadline: Instant,
     deadline_what: &'static str,
     budget: Duration,
+    /// The grant runs with the client registered earlier (the store's),
+    /// which the server may have forgotten.
+    stored_client_in_use: bool,
+    /// A forgotten client was replaced already: never twice in a login.
+    reregistered: bool,
 }
 
 impl Login {
@@ -309,6 +322,8 @@ impl Login {
             deadline: now + DISCOVERY_BUDGET,
             deadline_what: "OAuth discovery",
             budget: DISCOVERY_BUDGET,
+            stored_client_in_use: false,
+            reregistered: false,
         };
         let from_challenge = login
             .challenge
@@ -443,6 +458,19 @@ impl Login {
                         })));
                 }
                 Err(e) => {
+                    // A registration the server forgot is replaced, not
+                    // offered to the authorization endpoint again.
+                    let forgotten = e.client_is_unknown()
+                        && self.settings.client.is_none()
+                        && !self.reregistered
+                        && self
+                            .settings
+                            .stored_client
+                            .as_ref()
+                            .is_some_and(|(_, c)| c.id == previous.client.id);
+                    if forgotten {
+                        self.forget_client(&context.server.issuer);
+                    }
                     self.events.push_back(LoginEvent::RefreshFailed(e));
                     self.pick_client(now, *context);
                 }
@@ -475,6 +503,35 @@ impl Login {
             },
             other => self.step = other,
         }
+    }
+
+    /// The authorization endpoint refused to start the browser step (an
+    /// error page or answer instead of a redirect, seen by a headless
+    /// login): when the login offered the registration the store kept, the
+    /// server has likely forgotten it, so it is forgotten here too and a
+    /// new client registered, once; a new [`LoginEvent::Authorize`]
+    /// follows. Returns whether the login goes on.
+    pub fn handle_authorization_refused(&mut self, now: Instant) -> bool {
+        if !self.stored_client_in_use || self.reregistered {
+            return false;
+        }
+        let Step::Authorizing { context, .. } = std::mem::replace(&mut self.step, Step::Finished)
+        else {
+            return false;
+        };
+        self.forget_client(&context.server.issuer);
+        self.pick_client(now, *context);
+        true
+    }
+
+    /// Drops the stored registration of `issuer`, telling the host.
+    fn forget_client(&mut self, issuer: &str) {
+        self.reregistered = true;
+        self.stored_client_in_use = false;
+        self.settings.stored_client = None;
+        self.events.push_back(LoginEvent::ClientForgotten {
+            issuer: issuer.to_owned(),
+        });
     }
 
     /// A request reached the loopback callback path with `query`. Returns
@@ -664,9 +721,11 @@ impl Login {
         if let Some((issuer, client)) = &self.settings.stored_client {
             if *issuer == context.server.issuer {
                 let client = client.clone();
+                self.stored_client_in_use = true;
                 return self.begin_grant(now, context, client);
             }
         }
+        self.stored_client_in_use = false;
         if context.server.client_id_metadata_document_supported {
             if let Some(url) = self.settings.client_metadata_url.clone() {
                 let client = Client {

@@ -243,6 +243,12 @@ pub enum TokenError {
 }
 
 impl TokenError {
+    /// Whether the authorization server does not know the client
+    /// (`invalid_client`): a registration it has forgotten.
+    pub fn client_is_unknown(&self) -> bool {
+        matches!(self, TokenError::Refused { error, .. } if error == "invalid_client")
+    }
+
     /// Whether the grant itself is dead (`invalid_grant`): a refresh token
     /// that was revoked or expired, so only a new login helps.
     pub fn grant_is_dead(&self) -> bool {
