@@ -490,3 +490,52 @@ fn an_initialize_refused_401_fails_startup_with_the_hosts_reason() {
     assert!(h.questions().is_empty());
     assert!(h.events.iter().any(|e| matches!(e, Event::Closed(_))));
 }
+
+#[test]
+fn a_login_refused_during_the_discover_probe_fails_startup_with_one_login_not_two() {
+    // The default session probes with `server/discover` first.
+    let mut session = SessionOptions::stdio("remote");
+    session.startup_timeout = Duration::from_secs(10);
+    let mut h = Harness::connect(session, options(true));
+    let probe = h.last_post("server/discover");
+    h.refuse_401(&probe);
+    let asked = h.questions();
+    assert_eq!(asked.len(), 1, "{asked:?}");
+    h.answer_authorization(
+        asked[0].0,
+        Err(AuthorizationError::LoginNeeded {
+            server: "remote".to_owned(),
+            reason: "the login failed: the token endpoint refused".to_owned(),
+        }),
+    );
+    // A 401 is an authorization answer, not an era answer: no fallback to
+    // `initialize`, whose own 401 would run the whole login again.
+    assert!(h.posts("initialize").is_empty(), "{:?}", h.sends());
+    assert_eq!(h.questions().len(), 1, "one login per connect");
+    let closed = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::Closed(reason) => Some(format!("{reason:?}")),
+            _ => None,
+        })
+        .expect("startup failed");
+    assert!(
+        closed.contains("HTTP 401") && closed.contains("rho mcp login remote"),
+        "{closed}"
+    );
+}
+
+#[test]
+fn a_login_during_the_discover_probe_resends_the_probe_with_the_new_header() {
+    let mut session = SessionOptions::stdio("remote");
+    session.startup_timeout = Duration::from_secs(10);
+    let mut h = Harness::connect(session, options(true));
+    h.refuse_401(&h.last_post("server/discover"));
+    let asked = h.questions();
+    h.answer_authorization(asked[0].0, Ok(NEW.to_owned()));
+    let probes = h.posts("server/discover");
+    assert_eq!(probes.len(), 2, "the probe goes on");
+    assert_eq!(authorization(&probes[1]), [NEW]);
+    assert!(h.posts("initialize").is_empty());
+}

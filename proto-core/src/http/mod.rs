@@ -915,6 +915,15 @@ impl HttpTransport {
                             "it waited for a new authorization{scope}, which rho could not get: {why}"
                         ),
                     };
+                    // The probe's refusal was an authorization answer, not
+                    // an era answer: falling back to `initialize` would
+                    // meet the same refusal and run the login again.
+                    let probe = request_of(parked.kind)
+                        .is_some_and(|r| self.session.probe_request() == Some(r));
+                    if probe {
+                        self.session.handle_transport_failed(now, reason);
+                        continue;
+                    }
                     self.fail_transmit(now, parked.kind, reason);
                 }
             }
