@@ -843,6 +843,15 @@ fn usable_token(
                 failure = Some(why);
                 Some(current)
             }
+            // A refresh token the server refused for good is never sent
+            // again; the registered client stays.
+            Refresh::Dead(why) => {
+                failure = Some(why);
+                Some(StoredLogin {
+                    tokens: None,
+                    ..current
+                })
+            }
         }
     });
     if let Err(e) = locked {
@@ -866,6 +875,9 @@ enum Refresh {
     Done(Box<rho_proto_core::oauth::flow::Credentials>),
     /// Why not.
     Failed(String),
+    /// Why not: the server refused the refresh token for good
+    /// (`invalid_grant`).
+    Dead(String),
 }
 
 /// Refreshes `login` now if it still needs it, through executor `kind`'s
@@ -913,6 +925,7 @@ fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
     };
     match rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body) {
         Ok(refreshed) => Refresh::Done(Box::new(refreshed)),
+        Err(e) if e.grant_is_dead() => Refresh::Dead(e.to_string()),
         Err(e) => Refresh::Failed(e.to_string()),
     }
 }

@@ -376,21 +376,37 @@ fn browser_step(
     browser: &Browser,
     url: &Url,
 ) -> Result<(), String> {
-    match browser {
-        Browser::Never => Err("no one is here to log in".into()),
-        Browser::Headless => {
-            let answer = exchange(http, Method::Get, url, Vec::new(), Vec::new())?;
-            let location = answer
-                .headers
-                .iter()
-                .find(|(k, _)| k.eq_ignore_ascii_case("location"))
-                .map(|(_, v)| v.clone());
-            let Some(location) = location else {
+    if matches!(browser, Browser::Never) {
+        return Err("no one is here to log in".into());
+    }
+    // The authorization endpoint is asked first, without a browser: a
+    // server that approves at once answers with the callback itself, and
+    // one that refuses the client (a registration it forgot, or one made
+    // for another loopback port) says so before a person sees its error
+    // page. Only a server that wants a person gets one.
+    let preflight = match exchange(http, Method::Get, url, Vec::new(), Vec::new()) {
+        Ok(answer) => Some(answer),
+        // The person's browser may still reach it (a proxy, say).
+        Err(e) if matches!(browser, Browser::Person(..)) => {
+            tracing::debug!(
+                server,
+                "asking the authorization endpoint first failed: {e}"
+            );
+            None
+        }
+        Err(e) => return Err(e),
+    };
+    if let Some(answer) = preflight {
+        let location = answer
+            .headers
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case("location"))
+            .map(|(_, v)| v.clone());
+        match location {
+            None if (400..500).contains(&answer.status) => {
                 // Refused outright: a registration the server forgot is
                 // replaced once, and the login asks again.
-                if (400..500).contains(&answer.status)
-                    && login.handle_authorization_refused(Instant::now())
-                {
+                if login.handle_authorization_refused(Instant::now()) {
                     tracing::info!(
                         server,
                         "the authorization endpoint refused the stored client (HTTP {}); registering a new one",
@@ -398,33 +414,58 @@ fn browser_step(
                     );
                     return Ok(());
                 }
+                let detail = String::from_utf8_lossy(&answer.body);
+                let detail = detail.trim();
+                let detail: String = detail.chars().take(200).collect();
+                return Err(format!(
+                    "the authorization endpoint refused the request (HTTP {}{})",
+                    answer.status,
+                    if detail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {detail}")
+                    }
+                ));
+            }
+            None if matches!(browser, Browser::Headless) => {
                 return Err(format!(
                     "the authorization endpoint answered HTTP {} without a redirect; a headless login needs one",
                     answer.status
                 ));
-            };
-            // A relative Location is a valid redirect (RFC 9110): to the
-            // authorization server's own page, which wants a person.
-            let target = url
-                .join(&location)
-                .map_err(|_| format!("the authorization redirect `{location}` is not a URL"))?;
-            if !is_loopback_callback(&target) {
-                return Err(format!(
-                    "the authorization server wants a person: it redirected to its own page {target} \
-                     (a sign-in or consent page) instead of back to rho; log in with a browser \
-                     (`rho mcp login {server}` without --headless)"
-                ));
             }
-            let query = target.query().unwrap_or_default().to_owned();
-            if !login.handle_callback(Instant::now(), &query) {
-                return Err("the authorization redirect did not carry this login's state".into());
+            None => {}
+            Some(location) => {
+                // A relative Location is a valid redirect (RFC 9110): to
+                // the authorization server's own page, which wants a
+                // person.
+                let target = url
+                    .join(&location)
+                    .map_err(|_| format!("the authorization redirect `{location}` is not a URL"))?;
+                if is_loopback_callback(&target) {
+                    let query = target.query().unwrap_or_default().to_owned();
+                    if !login.handle_callback(Instant::now(), &query) {
+                        return Err(
+                            "the authorization redirect did not carry this login's state".into(),
+                        );
+                    }
+                    return Ok(());
+                }
+                if matches!(browser, Browser::Headless) {
+                    return Err(format!(
+                        "the authorization server wants a person: it redirected to its own page {target} \
+                         (a sign-in or consent page) instead of back to rho; log in with a browser \
+                         (`rho mcp login {server}` without --headless)"
+                    ));
+                }
             }
-            Ok(())
         }
+    }
+    match browser {
         Browser::Person(listener, prompt) => {
             prompt.show(server, url);
             wait_for_callback(listener, login)
         }
+        Browser::Headless | Browser::Never => Err("no one is here to log in".into()),
     }
 }
 
@@ -591,13 +632,30 @@ pub fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
 /// What the store must hear of during a login of server `id` under
 /// `key`: a newly registered client is kept (without tokens) at once, and
 /// a stored login of an issuer the server no longer uses, or whose client
-/// the server forgot, is forgotten.
+/// the server forgot, is forgotten, and a refresh token refused for good
+/// is dropped.
 pub fn store_events<'a>(
     store: &'a dyn CredentialStore,
     key: &'a StoreKey,
     id: &'a str,
 ) -> impl FnMut(&LoginEvent) + 'a {
     move |event| {
+        if let LoginEvent::RefreshFailed(e) = event
+            && e.grant_is_dead()
+        {
+            // The refresh token is dead: never sent again. The client
+            // stays for the login that follows.
+            let dropped = store.update(key, &mut |current| {
+                current.map(|login| StoredLogin {
+                    tokens: None,
+                    ..login
+                })
+            });
+            if let Err(e) = dropped {
+                tracing::warn!(server = %id, "{e}");
+            }
+            return;
+        }
         let change = match event {
             LoginEvent::Registered { issuer, client } => Some(StoredLogin {
                 issuer: issuer.clone(),

@@ -243,10 +243,13 @@ pub enum TokenError {
 }
 
 impl TokenError {
-    /// Whether the authorization server does not know the client
-    /// (`invalid_client`): a registration it has forgotten.
+    /// Whether the authorization server does not know the client: a
+    /// registration it has forgotten. `invalid_client` says so (RFC 6749
+    /// §5.2); the Python SDK 1.x's server says `unauthorized_client`
+    /// ("Invalid client_id") for the same thing, and a client refused the
+    /// refresh grant is served no worse by one new registration.
     pub fn client_is_unknown(&self) -> bool {
-        matches!(self, TokenError::Refused { error, .. } if error == "invalid_client")
+        matches!(self, TokenError::Refused { error, .. } if error == "invalid_client" || error == "unauthorized_client")
     }
 
     /// Whether the grant itself is dead (`invalid_grant`): a refresh token
