@@ -939,6 +939,13 @@ mod tests {
     use rho_proto_core::oauth::token::{Client, ClientAuth};
     use std::io::Read as _;
 
+    /// A prompt that shows nothing: the tests are the browser.
+    struct Silent;
+
+    impl AuthorizationPrompt for Silent {
+        fn show(&self, _: &str, _: &Url) {}
+    }
+
     /// A login driven to its browser step against scripted metadata.
     fn login_at_browser_step(redirect_uri: String) -> (Login, Url) {
         let server = Url::parse("https://mcp.example.com/mcp").expect("url");
@@ -1092,10 +1099,6 @@ mod tests {
 
     #[test]
     fn the_listener_answers_only_its_callback_with_this_logins_state() {
-        struct Silent;
-        impl AuthorizationPrompt for Silent {
-            fn show(&self, _: &str, _: &Url) {}
-        }
         let (browser, redirect_uri) = Browser::person(Arc::new(Silent)).expect("listener");
         let Browser::Person(listener, _) = &browser else {
             panic!("a listener")
@@ -1127,10 +1130,6 @@ mod tests {
 
     #[test]
     fn idle_local_connections_never_delay_the_callback() {
-        struct Silent;
-        impl AuthorizationPrompt for Silent {
-            fn show(&self, _: &str, _: &Url) {}
-        }
         let (browser, redirect_uri) = Browser::person(Arc::new(Silent)).expect("listener");
         let Browser::Person(listener, _) = &browser else {
             panic!("a listener")
