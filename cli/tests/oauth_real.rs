@@ -537,6 +537,57 @@ fn two_processes_refresh_once(kind: Kind, rt: Runtime) {
     );
 }
 
+/// The server drops its access tokens while rho's stored one still looks
+/// alive, and two rho processes connect at once: each is refused 401 and
+/// renews mid-connect through its authorizer. The renewal runs under the
+/// store's lock after reading the login again, so the server sees one
+/// refresh, and the second process takes the token the first stored.
+fn two_processes_renew_a_refused_token_once(kind: Kind, rt: Runtime) {
+    let Some((s, fixture)) = setup(kind, "renew", rt, &["--refresh-delay", "1"]) else {
+        return;
+    };
+    login(&s, &fixture);
+    fixture.expire_access_tokens();
+    let since = fixture.log().len();
+    let children: Vec<Child> = ["one", "two"]
+        .iter()
+        .map(|m| {
+            s.command()
+                .args(["mcp", "call", "fx", "echo", &format!("message={m}")])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .expect("run rho")
+        })
+        .collect();
+    let runs: Vec<Run> = children
+        .into_iter()
+        .zip(["one", "two"])
+        .map(|(child, m)| {
+            Run::of(
+                format!("rho mcp call fx echo message={m} (concurrent, refused)"),
+                child.wait_with_output().expect("rho ends"),
+            )
+        })
+        .collect();
+    for (run, m) in runs.iter().zip(["one", "two"]) {
+        assert_eq!(run.code, Some(0), "{}", both(run, &fixture));
+        assert!(
+            run.stdout.contains(&format!("Echo: {m}")),
+            "{}",
+            both(run, &fixture)
+        );
+    }
+    let refreshes = fixture.grants(since, "refresh_token");
+    assert_eq!(
+        refreshes.len(),
+        1,
+        "one refresh for two processes: {}\n{}",
+        both(&runs[0], &fixture),
+        runs[1]
+    );
+}
+
 /// The server restarts and forgets every registration. The next call
 /// cannot refresh (the client is unknown) and, with no one to log in,
 /// says to run `rho mcp login`; that login registers one new client
@@ -784,6 +835,16 @@ fn python_sdk_two_processes_refresh_a_rotating_token_once() {
 #[test]
 fn fastmcp_two_processes_refresh_a_rotating_token_once() {
     for_both(Kind::FastMcp, two_processes_refresh_once);
+}
+
+#[test]
+fn python_sdk_two_processes_renew_a_refused_token_once() {
+    for_both(Kind::PythonSdk, two_processes_renew_a_refused_token_once);
+}
+
+#[test]
+fn fastmcp_two_processes_renew_a_refused_token_once() {
+    for_both(Kind::FastMcp, two_processes_renew_a_refused_token_once);
 }
 
 #[test]

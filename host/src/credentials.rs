@@ -192,8 +192,26 @@ impl FileStore {
         result.map_err(|e| self.error(format!("cannot be written: {e}")))
     }
 
-    /// Holds the exclusive lock until the returned file is dropped.
-    fn locked(&self) -> Result<File, StoreError> {
+    /// Holds the exclusive lock until the returned guard is dropped. On a
+    /// thread that holds it already (inside [`CredentialStore::exclusively`])
+    /// the guard is a no-op: the lock is taken once per thread.
+    fn locked(&self) -> Result<LockGuard, StoreError> {
+        if HELD.with(|held| held.borrow().contains(&self.lock)) {
+            return Ok(LockGuard {
+                file: None,
+                path: self.lock.clone(),
+            });
+        }
+        let file = self.lock_file()?;
+        HELD.with(|held| held.borrow_mut().push(self.lock.clone()));
+        Ok(LockGuard {
+            file: Some(file),
+            path: self.lock.clone(),
+        })
+    }
+
+    /// Takes the exclusive lock on the lock file (blocking).
+    fn lock_file(&self) -> Result<File, StoreError> {
         if let Some(dir) = self.path.parent() {
             crate::config::ensure_private_dir(dir).map_err(|e| {
                 self.error(format!(
@@ -227,7 +245,35 @@ impl FileStore {
     }
 }
 
+thread_local! {
+    /// The lock files this thread holds (see [`FileStore::locked`]).
+    static HELD: std::cell::RefCell<Vec<PathBuf>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// The store's lock, held until dropped (`file` is `None` for a nested
+/// hold on a thread that has it already).
+struct LockGuard {
+    file: Option<File>,
+    path: PathBuf,
+}
+
+impl Drop for LockGuard {
+    fn drop(&mut self) {
+        if self.file.is_some() {
+            // Forgotten as held first, then unlocked (the file closes).
+            HELD.with(|held| held.borrow_mut().retain(|p| *p != self.path));
+            drop(self.file.take());
+        }
+    }
+}
+
 impl CredentialStore for FileStore {
+    fn exclusively(&self, work: &mut dyn FnMut()) -> Result<(), StoreError> {
+        let _lock = self.locked()?;
+        work();
+        Ok(())
+    }
+
     fn load(&self, key: &StoreKey) -> Result<Option<StoredLogin>, StoreError> {
         Ok(self
             .read()?

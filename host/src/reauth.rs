@@ -60,6 +60,10 @@ pub struct StoreAuthorizer {
     http: LoginHttp,
     /// One login or refresh at a time.
     busy: Mutex<()>,
+    /// By server, the access token the session holds as far as this
+    /// authorizer knows (the stored one at connect, then each it handed
+    /// out): a stored token that differs was renewed by another process.
+    handed: Mutex<BTreeMap<String, String>>,
 }
 
 impl StoreAuthorizer {
@@ -71,12 +75,22 @@ impl StoreAuthorizer {
         mode: LoginMode,
         kind: RuntimeKind,
     ) -> Self {
+        // The tokens the sessions connect with: what the store holds now
+        // (`with_stored_tokens` ran just before).
+        let handed = servers
+            .iter()
+            .filter_map(|(id, server)| {
+                let stored = store.load(&server.key).ok().flatten()?;
+                Some((id.clone(), stored.tokens?.access_token))
+            })
+            .collect();
         Self {
             store,
             servers,
             mode,
             http: LoginHttp::for_runtime(kind),
             busy: Mutex::new(()),
+            handed: Mutex::new(handed),
         }
     }
 
@@ -207,6 +221,66 @@ impl StoreAuthorizer {
         Ok(credentials.tokens.access_token)
     }
 
+    /// A token refused 401: renewed under the store's lock, after reading
+    /// the login again. A token another process renewed meanwhile is
+    /// taken as it is; otherwise the login (a refresh first) runs under
+    /// the lock, so two processes never spend one rotating refresh token
+    /// twice. A login that may need a person runs outside the lock (its
+    /// browser step can take minutes), after that same check.
+    fn renew(
+        &self,
+        id: &str,
+        entry: &ServerLogin,
+        challenge: &BearerChallenge,
+    ) -> Result<Result<String, String>, AuthorizationError> {
+        let person = matches!(self.mode, LoginMode::Person(_))
+            && entry.grant != OAuthGrant::ClientCredentials;
+        let held = self
+            .handed
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .get(id)
+            .cloned();
+        let mut outcome = None;
+        let mut failure = None;
+        self.store.exclusively(&mut || {
+            let stored = match self.store.load(&entry.key) {
+                Ok(stored) => stored,
+                Err(e) => {
+                    failure = Some(e);
+                    return;
+                }
+            };
+            let renewed = stored
+                .as_ref()
+                .and_then(|s| s.tokens.as_ref())
+                .filter(|t| Some(&t.access_token) != held.as_ref())
+                .filter(|t| {
+                    !t.needs_refresh(
+                        crate::credentials::now_unix(),
+                        crate::credentials::REFRESH_MARGIN_SECS,
+                    )
+                });
+            if let Some(tokens) = renewed {
+                outcome = Some(Ok(tokens.access_token.clone()));
+                return;
+            }
+            if !person {
+                let previous = stored.as_ref().and_then(credentials_of);
+                outcome = Some(self.login(id, entry, stored.as_ref(), challenge, None, previous));
+            }
+        })?;
+        if let Some(e) = failure {
+            return Err(e.into());
+        }
+        if let Some(outcome) = outcome {
+            return Ok(outcome);
+        }
+        let stored = self.store.load(&entry.key)?;
+        let previous = stored.as_ref().and_then(credentials_of);
+        Ok(self.login(id, entry, stored.as_ref(), challenge, None, previous))
+    }
+
     /// Keeps the scope a refused step-up wanted with the stored login, so
     /// the `rho mcp login` its reason suggests asks for it.
     fn remember_wanted(&self, id: &str, key: &StoreKey, challenge: &BearerChallenge) {
@@ -244,10 +318,7 @@ impl Authorizer for StoreAuthorizer {
         let _one_at_a_time = self.busy.lock().unwrap_or_else(|e| e.into_inner());
         let stored = self.store.load(&entry.key)?;
         let token = match reason {
-            AuthorizationReason::Unauthorized => {
-                let previous = stored.as_ref().and_then(credentials_of);
-                self.login(server, entry, stored.as_ref(), challenge, None, previous)
-            }
+            AuthorizationReason::Unauthorized => self.renew(server, entry, challenge)?,
             AuthorizationReason::InsufficientScope => {
                 let scopes = union(held_scopes(stored.as_ref()), challenge.scope.as_deref());
                 let token = self.login(
@@ -267,6 +338,12 @@ impl Authorizer for StoreAuthorizer {
                 "rho does not know how to answer the refusal {other:?}"
             )),
         };
+        if let Ok(token) = &token {
+            self.handed
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .insert(server.to_owned(), token.clone());
+        }
         token
             .map(|t| format!("Bearer {t}"))
             .map_err(|why| match reason {

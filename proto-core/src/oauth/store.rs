@@ -108,4 +108,13 @@ pub trait CredentialStore: Send + Sync {
         key: &StoreKey,
         change: &mut dyn FnMut(Option<StoredLogin>) -> Option<StoredLogin>,
     ) -> Result<(), StoreError>;
+    /// Runs `work` while holding the store's exclusive lock (the one
+    /// `update` takes; `load` and `update` inside it, on this thread, do
+    /// not wait for it), so that reading a login, refreshing it and
+    /// storing the result are one step for every process sharing the
+    /// store. A store without a lock runs it as it is.
+    fn exclusively(&self, work: &mut dyn FnMut()) -> Result<(), StoreError> {
+        work();
+        Ok(())
+    }
 }
