@@ -273,6 +273,8 @@ pub enum ElicitAnswer {
     Dismissed,
     /// Could not ask.
     CouldNotAsk,
+    /// The person declined.
+    Declined,
 }
 
 impl ElicitAnswer {
@@ -297,6 +299,7 @@ impl ElicitAnswer {
             }
             ElicitAnswer::Dismissed => FormAnswer::Dismissed,
             ElicitAnswer::CouldNotAsk => FormAnswer::CouldNotAsk,
+            ElicitAnswer::Declined => FormAnswer::Declined,
         }
     }
 }
@@ -1457,12 +1460,13 @@ impl Encode for ElicitAnswer {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
             ElicitAnswer::Submit(pairs) => {
-                tag(out, 0, 4);
+                tag(out, 0, 5);
                 pairs.encode(out);
             }
-            ElicitAnswer::Defaults => tag(out, 1, 4),
-            ElicitAnswer::Dismissed => tag(out, 2, 4),
-            ElicitAnswer::CouldNotAsk => tag(out, 3, 4),
+            ElicitAnswer::Defaults => tag(out, 1, 5),
+            ElicitAnswer::Dismissed => tag(out, 2, 5),
+            ElicitAnswer::CouldNotAsk => tag(out, 3, 5),
+            ElicitAnswer::Declined => tag(out, 4, 5),
         }
     }
 }
