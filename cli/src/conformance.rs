@@ -292,10 +292,31 @@ fn authorizer(
         .ok()
         .and_then(|c| serde_json::from_str(&c).ok())
         .unwrap_or(Value::Null);
+    // SEP-1046 private_key_jwt: the context hands over a PKCS#8 PEM.
+    let client_assertion = match context["private_key_pem"].as_str() {
+        Some(_)
+            if context["signing_algorithm"]
+                .as_str()
+                .is_some_and(|a| a != "ES256") =>
+        {
+            return Err(Failure::Usage(format!(
+                "signing_algorithm {}: rho signs client assertions with ES256 only",
+                context["signing_algorithm"]
+            )));
+        }
+        Some(pem) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
+            signer: rho_host::jwt_key::Es256Key::signer_from_pem(pem)
+                .map_err(|e| Failure::Usage(format!("private_key_pem: {e}")))?,
+            now_unix: rho_host::credentials::now_unix(),
+        }),
+        None => None,
+    };
     let client = context["client_id"].as_str().map(|id| Client {
         id: id.to_owned(),
         secret: context["client_secret"].as_str().map(str::to_owned),
-        auth: if context["client_secret"].is_string() {
+        auth: if client_assertion.is_some() {
+            ClientAuth::PrivateKeyJwt
+        } else if context["client_secret"].is_string() {
             ClientAuth::ClientSecretBasic
         } else {
             ClientAuth::None
@@ -319,6 +340,7 @@ fn authorizer(
         extra_scopes: Vec::new(),
         previous: None,
         client_name: "rho".into(),
+        client_assertion,
     };
     let authorizer = rho_host::reauth::StoreAuthorizer::for_one(
         std::sync::Arc::new(rho_host::reauth::MemoryStore::default()),

@@ -298,6 +298,11 @@ pub fn run(
     browser: &Browser,
     on_event: &mut dyn FnMut(&LoginEvent),
 ) -> Result<Credentials, String> {
+    let mut settings = settings;
+    if let Some(key) = &mut settings.client_assertion {
+        // The core reads no clock: assertions are issued at this login's start.
+        key.now_unix = crate::credentials::now_unix();
+    }
     let mut login = Login::new(settings, challenge, random()?, Instant::now());
     let mut authorize = None;
     let mut refresh_failed = None;
@@ -707,7 +712,9 @@ pub fn save(
 
 /// The login settings for a configured server: its `oauth` table, the
 /// client secret read from the variable `client_secret_from_env` names
-/// (a missing one is an error naming it), and a stored registration.
+/// (a missing one is an error naming it), the signing key of a
+/// `private_key_jwt` client read from `client_key_file` or the variable
+/// `client_key_from_env` names, and a stored registration.
 pub fn settings_for(
     id: &str,
     http: &rho_proto_core::config::HttpConfig,
@@ -726,9 +733,18 @@ pub fn settings_for(
         })?),
         None => None,
     };
+    let client_assertion = match &oauth.client_key {
+        Some(source) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
+            signer: client_key(id, source)?,
+            now_unix: crate::credentials::now_unix(),
+        }),
+        None => None,
+    };
     let client = oauth.client_id.clone().map(|client_id| Client {
         id: client_id,
-        auth: if secret.is_some() {
+        auth: if client_assertion.is_some() {
+            ClientAuth::PrivateKeyJwt
+        } else if secret.is_some() {
             ClientAuth::ClientSecretBasic
         } else {
             ClientAuth::None
@@ -748,7 +764,36 @@ pub fn settings_for(
         extra_scopes: remembered_scopes(stored),
         previous: None,
         client_name: "rho".into(),
+        client_assertion,
     })
+}
+
+/// The signer of a `private_key_jwt` client, from where its config says
+/// the PEM is; errors name the server, the key and the reason, never
+/// the key's text.
+fn client_key(
+    id: &str,
+    source: &rho_proto_core::config::OAuthClientKey,
+) -> Result<std::sync::Arc<dyn rho_proto_core::oauth::assertion::ClientAssertionSigner>, String> {
+    use rho_proto_core::config::OAuthClientKey;
+    let (what, pem) = match source {
+        OAuthClientKey::File(path) => (
+            format!("`oauth.client_key_file` {path}"),
+            std::fs::read_to_string(path).map_err(|e| {
+                format!("server `{id}`: `oauth.client_key_file` {path} cannot be read: {e}")
+            })?,
+        ),
+        OAuthClientKey::FromEnv(name) => (
+            format!("`oauth.client_key_from_env` `{name}`"),
+            std::env::var(name).map_err(|_| {
+                format!(
+                    "server `{id}`: `oauth.client_key_from_env` names `{name}`, which is not set"
+                )
+            })?,
+        ),
+    };
+    crate::jwt_key::Es256Key::signer_from_pem(&pem)
+        .map_err(|e| format!("server `{id}`: {what}: {e}"))
 }
 
 /// Whether, and how, a login may reach a person.
@@ -939,6 +984,55 @@ mod tests {
     use rho_proto_core::oauth::token::{Client, ClientAuth};
     use std::io::Read as _;
 
+    #[test]
+    fn a_configured_client_key_makes_a_private_key_jwt_client_and_a_bad_one_is_named() {
+        use rho_proto_core::config::{HttpConfig, OAuthClientKey, OAuthConfig, OAuthGrant};
+        use ring::signature::EcdsaKeyPair;
+        let rng = ring::rand::SystemRandom::new();
+        let pkcs8 =
+            EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+                .expect("a key");
+        use base64::Engine as _;
+        let pem = format!(
+            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
+            base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
+        );
+        let path = std::env::temp_dir().join(format!("rho-jwt-key-{}.pem", std::process::id()));
+        std::fs::write(&path, pem).expect("written");
+        let http = HttpConfig {
+            url: Url::parse("https://mcp.example.com/mcp").expect("url"),
+            headers: Default::default(),
+            headers_from_env: Default::default(),
+            oauth: None,
+        };
+        let mut oauth = OAuthConfig {
+            client_id: Some("m2m".into()),
+            grant: OAuthGrant::ClientCredentials,
+            client_key: Some(OAuthClientKey::File(path.display().to_string())),
+            ..OAuthConfig::default()
+        };
+        let settings = settings_for("m", &http, &oauth, None, String::new()).expect("settings");
+        let _ = std::fs::remove_file(&path);
+        assert_eq!(
+            settings.client.map(|c| c.auth),
+            Some(ClientAuth::PrivateKeyJwt)
+        );
+        let key = settings.client_assertion.expect("a signer");
+        assert_eq!(key.signer.alg(), "ES256");
+        assert!(key.now_unix > 0);
+        let error = settings_for("m", &http, &oauth, None, String::new()).expect_err("gone");
+        assert!(
+            error.starts_with("server `m`: `oauth.client_key_file`"),
+            "{error}"
+        );
+        oauth.client_key = Some(OAuthClientKey::FromEnv("RHO_TEST_NO_SUCH_KEY_VAR".into()));
+        let error = settings_for("m", &http, &oauth, None, String::new()).expect_err("unset");
+        assert!(
+            error.contains("`RHO_TEST_NO_SUCH_KEY_VAR`, which is not set"),
+            "{error}"
+        );
+    }
+
     /// A prompt that shows nothing: the tests are the browser.
     struct Silent;
 
@@ -963,6 +1057,7 @@ mod tests {
             extra_scopes: Vec::new(),
             previous: None,
             client_name: "rho".into(),
+            client_assertion: None,
         };
         let mut login = Login::new(settings, None, [4; RANDOM_BYTES], Instant::now());
         while let Some(request) = login.poll_request() {

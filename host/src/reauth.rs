@@ -475,6 +475,7 @@ mod tests {
             extra_scopes: Vec::new(),
             previous: None,
             client_name: "rho".into(),
+            client_assertion: None,
         }
     }
 

@@ -553,6 +553,7 @@ pub fn check_reauthorization(data: &[u8], origin: std::time::Instant) {
         extra_scopes: Vec::new(),
         previous: Some(previous),
         client_name: "rho".into(),
+        client_assertion: None,
     };
     let mut login = Login::new(settings, None, [7; RANDOM_BYTES], origin);
     let mut answers = answers.split(|&b| b == 0);

@@ -31,6 +31,7 @@ fn settings(grant: GrantKind) -> LoginSettings {
         extra_scopes: Vec::new(),
         previous: None,
         client_name: "rho".into(),
+        client_assertion: None,
     }
 }
 
@@ -291,6 +292,87 @@ fn client_credentials_go_straight_to_the_token_endpoint() {
     assert!(matches!(
         &events(&mut login)[..],
         [LoginEvent::Failed(LoginError::NoClientCredentials)]
+    ));
+}
+
+/// A signer whose signature is fixed bytes: the core only frames it.
+#[derive(Debug)]
+struct FixedSigner;
+
+impl rho_proto_core::oauth::assertion::ClientAssertionSigner for FixedSigner {
+    fn alg(&self) -> &str {
+        "ES256"
+    }
+    fn sign(&self, _: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![1; 64])
+    }
+}
+
+#[test]
+fn a_private_key_jwt_client_sends_an_assertion_for_the_issuer_and_fails_without_a_key() {
+    use base64::Engine as _;
+    use rho_proto_core::oauth::assertion::{CLIENT_ASSERTION_TYPE, ClientAssertionKey};
+    let now = Instant::now();
+    let mut s = settings(GrantKind::ClientCredentials);
+    s.client = Some(Client {
+        id: "m2m".into(),
+        secret: None,
+        auth: ClientAuth::PrivateKeyJwt,
+    });
+    s.client_assertion = Some(ClientAssertionKey {
+        signer: std::sync::Arc::new(FixedSigner),
+        now_unix: 1_700_000_000,
+    });
+    let mut login = Login::new(s.clone(), None, [1; RANDOM_BYTES], now);
+    let mut token_body = String::new();
+    drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (
+            200,
+            asm(r#","token_endpoint_auth_methods_supported":["private_key_jwt"]"#),
+        ),
+        "/token" => {
+            token_body = String::from_utf8(r.body.clone()).expect("utf-8");
+            (200, TOKENS.into())
+        }
+        _ => (404, String::new()),
+    });
+    let evs = events(&mut login);
+    assert!(matches!(&evs[..], [LoginEvent::Done(_)]), "{evs:?}");
+    let form: Vec<(String, String)> = url::form_urlencoded::parse(token_body.as_bytes())
+        .map(|(k, v)| (k.into_owned(), v.into_owned()))
+        .collect();
+    let get = |k: &str| form.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str());
+    assert_eq!(get("grant_type"), Some("client_credentials"));
+    assert_eq!(get("client_id"), Some("m2m"));
+    assert_eq!(get("client_assertion_type"), Some(CLIENT_ASSERTION_TYPE));
+    assert_eq!(get("client_secret"), None);
+    let jwt = get("client_assertion").expect("an assertion");
+    let claims = jwt.split('.').nth(1).expect("claims");
+    let claims: serde_json::Value = serde_json::from_slice(
+        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+            .decode(claims)
+            .expect("base64url"),
+    )
+    .expect("json");
+    assert_eq!(claims["iss"], "m2m");
+    assert_eq!(claims["sub"], "m2m");
+    assert_eq!(claims["aud"], ISSUER);
+    assert_eq!(claims["iat"], 1_700_000_000u64);
+    assert_eq!(claims["exp"], 1_700_000_300u64);
+
+    // The client without its key never reaches the token endpoint.
+    s.client_assertion = None;
+    let mut login = Login::new(s, None, [1; RANDOM_BYTES], now);
+    let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm("")),
+        _ => (404, String::new()),
+    });
+    assert!(!seen.iter().any(|r| r.ends_with("/token")), "{seen:?}");
+    assert!(matches!(
+        &events(&mut login)[..],
+        [LoginEvent::Failed(LoginError::NoClientKey)]
     ));
 }
 

@@ -438,6 +438,20 @@ pub struct OAuthConfig {
     /// A client ID metadata document URL (https), used as the `client_id`
     /// where the authorization server accepts such documents.
     pub client_metadata_url: Option<String>,
+    /// Where the signing key of a `private_key_jwt` client is
+    /// (`client_key_file` or `client_key_from_env`); with it the client
+    /// authenticates with a signed JWT instead of a secret.
+    pub client_key: Option<OAuthClientKey>,
+}
+
+/// Where a `private_key_jwt` client's signing key (a PKCS#8 PEM, P-256)
+/// is: never the key itself.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum OAuthClientKey {
+    /// `client_key_file`: the absolute path of the PEM file.
+    File(String),
+    /// `client_key_from_env`: the variable that holds the PEM.
+    FromEnv(String),
 }
 
 /// `oauth.grant`: how a server's tokens are obtained.

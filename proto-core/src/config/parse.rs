@@ -736,8 +736,10 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
             "grant",
             "client_secret_from_env",
             "client_metadata_url",
+            "client_key_file",
+            "client_key_from_env",
         ],
-        "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`)",
+        "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`, a signing key by `client_key_file` or `client_key_from_env`)",
     )?;
     let client_id = oauth.string("client_id").and_then(|id| match id {
         Some(("", span)) => Err(Fault::new(
@@ -793,27 +795,95 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
             },
             None => Ok(None),
         });
+    let key_file = oauth.string("client_key_file").and_then(|path| match path {
+        Some((path, span)) => non_empty_os_string(path)
+            .and_then(|()| {
+                std::path::Path::new(path)
+                    .is_absolute()
+                    .then_some(())
+                    .ok_or_else(|| "must be an absolute path (of a PKCS#8 PEM file)".to_owned())
+            })
+            .map(|()| Some((OAuthClientKey::File(path.to_owned()), span.clone())))
+            .map_err(|why| {
+                Fault::new(
+                    span,
+                    format!("`{}`: {why}", oauth.path_of("client_key_file")),
+                )
+            }),
+        None => Ok(None),
+    });
+    let key_env = oauth
+        .string("client_key_from_env")
+        .and_then(|name| match name {
+            Some((name, span)) => variable_name(name)
+                .map(|()| Some((OAuthClientKey::FromEnv(name.to_owned()), span.clone())))
+                .map_err(|e| {
+                    Fault::new(
+                        span,
+                        format!("`{}`: {e}", oauth.path_of("client_key_from_env")),
+                    )
+                }),
+            None => Ok(None),
+        });
     first_fault(&[
         client_id.as_ref().err(),
         scopes.as_ref().err(),
         grant.as_ref().err(),
         secret.as_ref().err(),
         metadata_url.as_ref().err(),
+        key_file.as_ref().err(),
+        key_env.as_ref().err(),
     ])?;
+    let client_key = match (key_file?, key_env?) {
+        (Some(_), Some((_, span))) => {
+            return Err(Fault::new(
+                span,
+                format!(
+                    "`{}` and `{}` are two places for one key: keep one",
+                    oauth.path_of("client_key_file"),
+                    oauth.path_of("client_key_from_env")
+                ),
+            ));
+        }
+        (Some(key), None) | (None, Some(key)) => Some(key),
+        (None, None) => None,
+    };
     let config = OAuthConfig {
         client_id: client_id?,
         scopes: scopes?,
         grant: grant?,
         client_secret_from_env: secret?,
         client_metadata_url: metadata_url?,
+        client_key: client_key.as_ref().map(|(key, _)| key.clone()),
     };
+    if let Some((_, span)) = &client_key {
+        if config.client_secret_from_env.is_some() {
+            return Err(Fault::new(
+                span.clone(),
+                format!(
+                    "`{}` and a client key are two ways to authenticate one client: keep one",
+                    oauth.path_of("client_secret_from_env")
+                ),
+            ));
+        }
+        if config.client_id.is_none() {
+            return Err(Fault::new(
+                span.clone(),
+                format!(
+                    "a client key signs for a registered client: set `{}` in the same table",
+                    oauth.path_of("client_id")
+                ),
+            ));
+        }
+    }
     if config.grant == OAuthGrant::ClientCredentials
-        && (config.client_id.is_none() || config.client_secret_from_env.is_none())
+        && (config.client_id.is_none()
+            || (config.client_secret_from_env.is_none() && config.client_key.is_none()))
     {
         return Err(Fault::new(
             server.span.clone(),
             format!(
-                "`{}` = \"client_credentials\" needs `client_id` and `client_secret_from_env` in the same table",
+                "`{}` = \"client_credentials\" needs `client_id` and `client_secret_from_env` (or `client_key_file` / `client_key_from_env`) in the same table",
                 oauth.path_of("grant")
             ),
         ));

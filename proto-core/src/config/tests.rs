@@ -520,6 +520,73 @@ fn oauth_grants_secrets_by_name_and_metadata_documents() {
 }
 
 #[test]
+fn a_client_key_is_named_by_path_or_variable_never_inlined() {
+    let table = |body: &str| {
+        format!(
+            "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = \"https://x.example.com/mcp\"\n[mcp.servers.r.oauth]\n{body}"
+        )
+    };
+    let oauth_of = |body: &str| {
+        let config = parse_ok(&table(body));
+        let server = config.get("r").expect("r").config.clone().expect("valid");
+        let Transport::StreamableHttp(http) = server.transport else {
+            panic!("http")
+        };
+        http.oauth.expect("oauth")
+    };
+    let oauth = oauth_of(
+        "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_key_file = \"/etc/rho/m2m.pem\"\n",
+    );
+    assert_eq!(
+        oauth.client_key,
+        Some(OAuthClientKey::File("/etc/rho/m2m.pem".into()))
+    );
+    let oauth = oauth_of(
+        "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_key_from_env = \"M2M_KEY\"\n",
+    );
+    assert_eq!(
+        oauth.client_key,
+        Some(OAuthClientKey::FromEnv("M2M_KEY".into()))
+    );
+    for (body, says, line) in [
+        (
+            "client_id = \"a\"\nclient_key_file = \"/k.pem\"\nclient_key_from_env = \"K\"\n",
+            "two places for one key",
+            7,
+        ),
+        (
+            "client_id = \"a\"\nclient_secret_from_env = \"S\"\nclient_key_from_env = \"K\"\n",
+            "two ways to authenticate one client",
+            7,
+        ),
+        (
+            "client_key_from_env = \"K\"\n",
+            "set `mcp.servers.r.oauth.client_id`",
+            5,
+        ),
+        (
+            "client_id = \"a\"\nclient_key_file = \"keys/k.pem\"\n",
+            "must be an absolute path",
+            6,
+        ),
+        (
+            "client_id = \"a\"\nclient_key_from_env = \"A=B\"\n",
+            "client_key_from_env",
+            6,
+        ),
+        (
+            "client_id = \"a\"\nclient_key = \"-----BEGIN PRIVATE KEY-----\"\n",
+            "a signing key by `client_key_file`",
+            6,
+        ),
+    ] {
+        let (error, at) = entry_error(&table(body), "r");
+        assert!(error.message.contains(says), "{body}: {error}");
+        assert_eq!(at.0, line, "{body}: {error}");
+    }
+}
+
+#[test]
 fn wrong_types_name_the_key_path_and_expected_type() {
     let text = "[mcp.servers.fs]\ntransport = \"stdio\"\ncommand = \"x\"\nargs = \"-y\"\n";
     let (error, at) = entry_error(text, "fs");

@@ -32,6 +32,7 @@ use std::time::{Duration, Instant};
 
 use url::Url;
 
+use super::assertion::{AssertionClaims, AssertionError, ClientAssertionKey, jti_from_random};
 use super::authorize::{
     AuthorizationRequest, CallbackError, read_callback, select_scope, union_scope,
 };
@@ -42,7 +43,8 @@ use super::discovery::{
 use super::pkce::{Pkce, RANDOM_BYTES};
 use super::register::{RegistrationError, choose_auth, read_registration, registration_request};
 use super::token::{
-    Client, ClientAuth, Grant, TokenError, TokenResponse, read_token_response, token_request,
+    Client, ClientAuth, Grant, TokenError, TokenResponse, read_token_response,
+    token_request_with_assertion,
 };
 
 /// The bound on discovery and registration.
@@ -94,6 +96,10 @@ pub struct LoginSettings {
     pub previous: Option<Credentials>,
     /// The `client_name` to register under.
     pub client_name: String,
+    /// The key of a configured [`ClientAuth::PrivateKeyJwt`] client
+    /// (`oauth.client_key_file`): its token requests carry an assertion
+    /// signed with it.
+    pub client_assertion: Option<ClientAssertionKey>,
 }
 
 /// One HTTP request the login needs sent.
@@ -225,9 +231,16 @@ pub enum LoginError {
     },
     /// Client credentials need a configured client.
     #[error(
-        "`oauth.grant = \"client_credentials\"` needs `oauth.client_id` and `oauth.client_secret_from_env`"
+        "`oauth.grant = \"client_credentials\"` needs `oauth.client_id` and `oauth.client_secret_from_env` (or a client key)"
     )]
     NoClientCredentials,
+    /// A `private_key_jwt` client without a key, or a key that would not
+    /// sign.
+    #[error(transparent)]
+    Assertion(#[from] AssertionError),
+    /// A `private_key_jwt` client configured without its key.
+    #[error("the client authenticates with `private_key_jwt` but no signing key is configured")]
+    NoClientKey,
     /// A bound passed.
     #[error("{what} did not finish within {} s", budget.as_secs())]
     TimedOut {
@@ -563,7 +576,14 @@ impl Login {
                 let GrantKind::AuthorizationCode { redirect_uri } = &self.settings.grant else {
                     return false;
                 };
-                let request = token_request(
+                let assertion = match self.assertion(&client, &context.server.issuer) {
+                    Ok(assertion) => assertion,
+                    Err(e) => {
+                        self.fail(e);
+                        return true;
+                    }
+                };
+                let request = token_request_with_assertion(
                     &client,
                     &Grant::AuthorizationCode {
                         code: &code,
@@ -572,6 +592,7 @@ impl Login {
                     },
                     &context.resource,
                     None,
+                    assertion.as_deref(),
                 );
                 self.post_form(
                     context.token_endpoint.clone(),
@@ -682,7 +703,11 @@ impl Login {
                 token_endpoint: context.token_endpoint.clone(),
                 ..previous.clone()
             };
-            if let Some(request) = refresh_request(&moved) {
+            let assertion = match self.assertion(&moved.client, &context.server.issuer) {
+                Ok(assertion) => assertion,
+                Err(e) => return self.fail(e),
+            };
+            if let Some(request) = refresh_request_with_assertion(&moved, assertion.as_deref()) {
                 let id = self.issue(request);
                 self.in_flight = Some(id);
                 self.step = Step::Refreshing {
@@ -764,11 +789,16 @@ impl Login {
     fn begin_grant(&mut self, now: Instant, context: Context, client: Client) {
         match &self.settings.grant {
             GrantKind::ClientCredentials => {
-                let request = token_request(
+                let assertion = match self.assertion(&client, &context.server.issuer) {
+                    Ok(assertion) => assertion,
+                    Err(e) => return self.fail(e),
+                };
+                let request = token_request_with_assertion(
                     &client,
                     &Grant::ClientCredentials,
                     &context.resource,
                     context.scope.as_deref(),
+                    assertion.as_deref(),
                 );
                 self.post_form(
                     context.token_endpoint.clone(),
@@ -813,6 +843,29 @@ impl Login {
                 };
             }
         }
+    }
+
+    /// The signed client assertion `client` authenticates with at
+    /// `issuer`'s token endpoint, when it is a `private_key_jwt` client.
+    fn assertion(&self, client: &Client, issuer: &str) -> Result<Option<String>, LoginError> {
+        if client.auth != ClientAuth::PrivateKeyJwt {
+            return Ok(None);
+        }
+        let key = self
+            .settings
+            .client_assertion
+            .as_ref()
+            .ok_or(LoginError::NoClientKey)?;
+        let claims = AssertionClaims::new(
+            &client.id,
+            issuer,
+            key.now_unix,
+            jti_from_random(&self.random),
+        );
+        Ok(Some(super::assertion::client_assertion(
+            key.signer.as_ref(),
+            &claims,
+        )?))
     }
 
     /// Sends the next metadata candidate, or moves on when none is left.
@@ -909,12 +962,22 @@ fn legacy_issuer(body: &[u8], server: &Url) -> Option<String> {
 /// The refresh of `credentials` as a request (id 0): no person, no
 /// browser. Send it before the access token expires or after a 401.
 pub fn refresh_request(credentials: &Credentials) -> Option<OAuthRequest> {
+    refresh_request_with_assertion(credentials, None)
+}
+
+/// [`refresh_request`] with the signed client assertion of a
+/// `private_key_jwt` client.
+pub fn refresh_request_with_assertion(
+    credentials: &Credentials,
+    assertion: Option<&str>,
+) -> Option<OAuthRequest> {
     let refresh = credentials.tokens.refresh_token.as_deref()?;
-    let request = token_request(
+    let request = token_request_with_assertion(
         &credentials.client,
         &Grant::RefreshToken(refresh),
         &credentials.resource,
         None,
+        assertion,
     );
     let mut headers = request.headers;
     headers.push((

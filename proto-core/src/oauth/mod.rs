@@ -13,6 +13,8 @@
 //! - [`register`]: dynamic client registration for a native client.
 //! - [`token`]: token requests for each grant and client authentication,
 //!   and token responses read back.
+//! - [`assertion`]: the signed JWT of `private_key_jwt` client
+//!   authentication (RFC 7523), signed by the host's key.
 //!
 //! - [`store`]: what is kept between runs, and the trait a host keeps it with.
 //! - [`flow`]: one login as a sans-IO state machine over those pieces
@@ -24,6 +26,7 @@
 //! [`crate::host::Authorizer`] (see [`crate::http`]), which refreshes or
 //! logs in with these pieces and hands back a new `Authorization` header.
 
+pub mod assertion;
 pub mod authorize;
 pub mod challenge;
 pub mod discovery;

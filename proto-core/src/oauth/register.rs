@@ -95,7 +95,10 @@ pub fn read_registration(
     let registered = r
         .token_endpoint_auth_method
         .as_deref()
-        .and_then(ClientAuth::from_name);
+        .and_then(ClientAuth::from_name)
+        // rho registers no key: a registration cannot make it a
+        // private_key_jwt client.
+        .filter(|a| *a != ClientAuth::PrivateKeyJwt);
     let auth = match (registered, &r.client_secret) {
         (Some(auth), _) => auth,
         (None, Some(_)) if requested == ClientAuth::None => ClientAuth::ClientSecretBasic,

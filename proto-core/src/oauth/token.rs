@@ -18,6 +18,9 @@ pub enum ClientAuth {
     ClientSecretBasic,
     /// `client_id` and `client_secret` in the body.
     ClientSecretPost,
+    /// `client_id` and a signed JWT in the body (RFC 7523 §2.2), made with
+    /// [`super::assertion`]; no shared secret.
+    PrivateKeyJwt,
 }
 
 impl ClientAuth {
@@ -27,6 +30,7 @@ impl ClientAuth {
             ClientAuth::None => "none",
             ClientAuth::ClientSecretBasic => "client_secret_basic",
             ClientAuth::ClientSecretPost => "client_secret_post",
+            ClientAuth::PrivateKeyJwt => "private_key_jwt",
         }
     }
 
@@ -37,6 +41,7 @@ impl ClientAuth {
             "none" => Some(ClientAuth::None),
             "client_secret_basic" => Some(ClientAuth::ClientSecretBasic),
             "client_secret_post" => Some(ClientAuth::ClientSecretPost),
+            "private_key_jwt" => Some(ClientAuth::PrivateKeyJwt),
             _ => None,
         }
     }
@@ -101,12 +106,26 @@ impl std::fmt::Debug for TokenRequest {
 
 /// The token request for `grant` by `client`, bound to `resource` (RFC
 /// 8707, the same value as in the authorization request) and, when given,
-/// `scope`.
+/// `scope`. A [`ClientAuth::PrivateKeyJwt`] client needs
+/// [`token_request_with_assertion`]; here it sends only its `client_id`.
 pub fn token_request(
     client: &Client,
     grant: &Grant<'_>,
     resource: &str,
     scope: Option<&str>,
+) -> TokenRequest {
+    token_request_with_assertion(client, grant, resource, scope, None)
+}
+
+/// [`token_request`], with the signed client assertion of a
+/// [`ClientAuth::PrivateKeyJwt`] client (see
+/// [`super::assertion::client_assertion`]); other methods ignore it.
+pub fn token_request_with_assertion(
+    client: &Client,
+    grant: &Grant<'_>,
+    resource: &str,
+    scope: Option<&str>,
+    assertion: Option<&str>,
 ) -> TokenRequest {
     let mut form = url::form_urlencoded::Serializer::new(String::new());
     match grant {
@@ -143,6 +162,16 @@ pub fn token_request(
                 "client_secret",
                 client.secret.as_deref().unwrap_or_default(),
             );
+        }
+        ClientAuth::PrivateKeyJwt => {
+            form.append_pair("client_id", &client.id);
+            if let Some(assertion) = assertion {
+                form.append_pair(
+                    "client_assertion_type",
+                    super::assertion::CLIENT_ASSERTION_TYPE,
+                );
+                form.append_pair("client_assertion", assertion);
+            }
         }
         ClientAuth::ClientSecretBasic => {
             // RFC 6749 §2.3.1: each part form-encoded before base64.
@@ -389,6 +418,58 @@ mod tests {
         assert_eq!(get(&p, "client_secret"), Some("s3cret&"));
         assert!(req.headers.is_empty());
         assert!(!format!("{post:?}").contains("s3cret"));
+    }
+
+    #[test]
+    fn private_key_jwt_sends_the_client_id_and_the_signed_assertion() {
+        use super::super::assertion::{
+            AssertionClaims, CLIENT_ASSERTION_TYPE, ClientAssertionSigner, client_assertion,
+        };
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        #[derive(Debug)]
+        struct Fixed;
+        impl ClientAssertionSigner for Fixed {
+            fn alg(&self) -> &str {
+                "ES256"
+            }
+            fn sign(&self, _: &[u8]) -> Result<Vec<u8>, String> {
+                Ok(vec![7; 64])
+            }
+        }
+        let client = Client {
+            id: "m2m".into(),
+            secret: None,
+            auth: ClientAuth::PrivateKeyJwt,
+        };
+        assert_eq!(ClientAuth::from_name("private_key_jwt"), Some(client.auth));
+        let claims = AssertionClaims::new("m2m", "https://as.example.com", 1000, "j".into());
+        let jwt = client_assertion(&Fixed, &claims).expect("signed");
+        let req = token_request_with_assertion(
+            &client,
+            &Grant::ClientCredentials,
+            "https://r",
+            Some("read"),
+            Some(&jwt),
+        );
+        let p = pairs(&req.body);
+        assert_eq!(get(&p, "grant_type"), Some("client_credentials"));
+        assert_eq!(get(&p, "client_id"), Some("m2m"));
+        assert_eq!(
+            get(&p, "client_assertion_type"),
+            Some(CLIENT_ASSERTION_TYPE)
+        );
+        assert_eq!(get(&p, "client_secret"), None);
+        assert!(req.headers.is_empty());
+        let sent = get(&p, "client_assertion").expect("an assertion");
+        let parts: Vec<&str> = sent.split('.').collect();
+        assert_eq!(parts.len(), 3);
+        let claims: serde_json::Value =
+            serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).expect("b64")).expect("json");
+        assert_eq!(claims["iss"], "m2m");
+        assert_eq!(claims["sub"], "m2m");
+        assert_eq!(claims["aud"], "https://as.example.com");
+        assert_eq!(claims["exp"], 1300);
+        assert_eq!(URL_SAFE_NO_PAD.decode(parts[2]).expect("b64"), vec![7; 64]);
     }
 
     #[test]
