@@ -26,7 +26,7 @@
 
 use std::collections::VecDeque;
 use std::io::{self, Read, Write};
-use std::process::{Child, ChildStdin, ExitStatus};
+use std::process::{Child, ChildStdin, ChildStdout, ExitStatus};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -388,18 +388,18 @@ fn lock<T>(mutex: &Mutex<T>) -> MutexGuard<'_, T> {
 
 /// Reads stdout a chunk at a time and hands each to the session, not while
 /// the child leaves its input unread.
-fn read_stdout(mut stdout: impl Read, sink: &PipeSink, backlog: &Backlog) {
-    let mut buf = vec![0u8; STDOUT_CHUNK];
+fn read_stdout(mut stdout: ChildStdout, sink: &PipeSink, backlog: &Backlog) {
+    let mut buf = StdoutBuffer::new();
     loop {
         while !backlog.has_room(READ_PAUSE) {
             thread::sleep(BACKLOG_POLL);
         }
-        match stdout.read(&mut buf) {
+        match buf.read(&mut stdout) {
             Ok(0) => break,
             Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
             Err(_) => break,
             Ok(n) => {
-                if !sink(Pipe::Stdout(&buf[..n])) {
+                if !sink(Pipe::Stdout(buf.filled(n))) {
                     // The session ended.
                     return;
                 }
@@ -407,6 +407,46 @@ fn read_stdout(mut stdout: impl Read, sink: &PipeSink, backlog: &Backlog) {
         }
     }
     sink(Pipe::Closed);
+}
+
+/// Where stdout is read into, [`STDOUT_CHUNK`] at a time. On Unix the
+/// buffer is reserved, not zeroed, and a read fills its spare capacity
+/// (as on smol), so only what the largest read filled is ever resident: a
+/// server whose messages are small costs a page or two here, not the
+/// 64 KiB that zeroing touched, on this thread's own malloc arena, for
+/// every stdio server.
+struct StdoutBuffer(Vec<u8>);
+
+impl StdoutBuffer {
+    #[cfg(unix)]
+    fn new() -> Self {
+        Self(Vec::with_capacity(STDOUT_CHUNK))
+    }
+
+    #[cfg(not(unix))]
+    fn new() -> Self {
+        Self(vec![0; STDOUT_CHUNK])
+    }
+
+    /// One read of up to [`STDOUT_CHUNK`] bytes; see [`StdoutBuffer::filled`].
+    #[cfg(unix)]
+    fn read(&mut self, stdout: &mut ChildStdout) -> io::Result<usize> {
+        self.0.clear();
+        Ok(rustix::io::read(
+            &*stdout,
+            rustix::buffer::spare_capacity(&mut self.0),
+        )?)
+    }
+
+    #[cfg(not(unix))]
+    fn read(&mut self, stdout: &mut ChildStdout) -> io::Result<usize> {
+        stdout.read(&mut self.0)
+    }
+
+    /// The `n` bytes the last read returned.
+    fn filled(&self, n: usize) -> &[u8] {
+        &self.0[..n]
+    }
 }
 
 /// Writes what the session queued, oldest first, as the child takes it;
