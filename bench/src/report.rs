@@ -419,6 +419,7 @@ pub fn markdown(r: &Results) -> String {
         md,
         "\nThe binary size has no meaningful limit to divide by; it is tracked as is (release profile of the workspace, `strip` of a copy)."
     );
+    one_server(&mut md, r);
 
     // 6. Large.
     let _ = writeln!(md, "\n## 6. Large result\n");
@@ -707,6 +708,63 @@ fn esc(s: &str) -> String {
 
 /// The counted companion of the round-trip rows (`bench/src/counted.rs`),
 /// one table per transport.
+/// Section 5b: the one-server clients' peak RSS.
+pub fn one_server(md: &mut String, r: &Results) {
+    if r.one_server.is_empty() {
+        return;
+    }
+    let _ = writeln!(md, "\n### 5b. One server, one call: the client alone\n");
+    let _ = writeln!(
+        md,
+        "The base RSS of a host with one stdio server, rho's against the official Rust SDK's. Each client is a binary of its own \
+         (`bench/src/one/`, built with this crate's release profile: fat LTO, one codegen unit, the workspace's size overrides; no symbol order), \
+         so its pages are the client's and not the harness's. Each starts the server, lists its tools, calls `echo` once, closes it and exits: \
+         rho as a host uses it (`Runtime::start`, `call_tool`, `shutdown`; stdio and HTTP reachable, as a configuration decides), \
+         rmcp on a current-thread tokio runtime (`TokioChildProcess`, `list_all_tools`, `call_tool`), once with only stdio reachable \
+         (the linker keeps no HTTP client) and once able to reach either transport as rho is (`StreamableHttpClientTransport` too), \
+         and the bare client (the limit: std and serde_json, on one thread). \
+         Peak RSS is `VmHWM` read as the client exits, as above; *file-backed* and *anonymous* split the pages resident then \
+         (`RssFile`: the binary's and libraries' code and read-only data, mapped in by the kernel 64 KiB around each page touched; \
+         `RssAnon`: heap, stacks, and the data the loader relocated). {} interleaved rounds; servers not included.\n",
+        r.one_server
+            .first()
+            .map_or(0, |s| s.peak_rss_bytes.n.max(s.errors.len()))
+    );
+    let _ = writeln!(
+        md,
+        "| server | client | peak RSS | file-backed | anonymous | ×bare | ×rmcp (stdio only) |"
+    );
+    let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|");
+    let mib = |x: &Spread| {
+        if x.n == 0 {
+            "–".to_owned()
+        } else {
+            let m = |v: f64| v / (1024.0 * 1024.0);
+            format!("{:.2} MiB [{:.2}–{:.2}]", m(x.median), m(x.min), m(x.max))
+        }
+    };
+    let kib = |x: &Spread| {
+        if x.n == 0 {
+            "–".to_owned()
+        } else {
+            format!("{:.0} KiB", x.median / 1024.0)
+        }
+    };
+    for s in &r.one_server {
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} | {} | {} |",
+            s.server,
+            s.client,
+            mib(&s.peak_rss_bytes),
+            kib(&s.file_bytes),
+            kib(&s.anon_bytes),
+            opt_ratio(s.ratio_to_bare),
+            opt_ratio(s.ratio_to_rmcp),
+        );
+    }
+}
+
 pub fn counted(md: &mut String, r: &Results) {
     for transport in ["stdio", "Streamable HTTP"] {
         counted_over(md, r, transport);

@@ -87,6 +87,7 @@ pub struct Results {
     pub counted: Vec<crate::counted::CountedStat>,
     pub startup: Vec<StartupStat>,
     pub memory: Vec<MemoryStat>,
+    pub one_server: Vec<OneServerStat>,
     pub size: Vec<SizeStat>,
     pub large: Vec<LargeStat>,
     pub large_core: Vec<CoreStat>,
@@ -173,6 +174,24 @@ pub struct MemoryStat {
     pub ratio_to_limit: f64,
 }
 
+/// Peak RSS of a one-server client in a binary of its own (`bench/src/one/`).
+#[derive(Debug, Serialize)]
+pub struct OneServerStat {
+    pub server: String,
+    pub client: String,
+    pub peak_rss_bytes: Spread,
+    /// Of the process's resident pages at exit, those backed by files
+    /// (its code and read-only data) and anonymous ones (heap, stacks,
+    /// relocated data).
+    pub file_bytes: Spread,
+    pub anon_bytes: Spread,
+    /// The peak over the bare one-server client's (the limit).
+    pub ratio_to_bare: Option<f64>,
+    /// The peak over rmcp's stdio-only client's.
+    pub ratio_to_rmcp: Option<f64>,
+    pub errors: Vec<String>,
+}
+
 #[derive(Debug, Serialize)]
 pub struct SizeStat {
     pub case: String,
@@ -230,6 +249,7 @@ pub fn main(options: Options) {
     results.counted = counted(&options, &env, &mut results.notes);
     section("4-5. startup, memory, size");
     (results.startup, results.memory) = startup(&options, &env, &mut results.notes);
+    results.one_server = one_server(&options, &env, &mut results.notes);
     results.size = size(&env);
     section("6. large result");
     (results.large, results.large_core) = large(&options, &env, &mut results.notes);
@@ -292,6 +312,9 @@ fn checks(r: &Results) -> (usize, usize) {
     }
     for s in &r.memory {
         count(s.peak_rss_bytes.n > 0);
+    }
+    for s in &r.one_server {
+        count(s.errors.is_empty() && s.peak_rss_bytes.n > 0);
     }
     for s in &r.size {
         count(s.bytes > 0);
@@ -375,6 +398,9 @@ fn setup(options: &Options) -> Env {
         if !status.is_ok_and(|s| s.success()) {
             eprintln!("bench: building rho failed; startup and size are skipped");
         }
+    }
+    if !options.quick {
+        build_one_server_clients();
     }
     let release = root.join("target/release/rho");
     let debug = root.join("target/debug/rho");
@@ -1425,6 +1451,172 @@ fn startup(
         });
     }
     (out, memory)
+}
+
+/// The one-server clients (`bench/src/one/`): the file name of each
+/// binary beside this one, and its name in the table. rmcp's only with the
+/// `rmcp` feature.
+fn one_server_clients() -> Vec<(&'static str, &'static str)> {
+    let mut clients = vec![
+        ("one-bare", "bare JSON-lines (limit)"),
+        ("one-rho-smol", "rho, smol"),
+        ("one-rho-blocking", "rho, blocking"),
+    ];
+    if cfg!(feature = "rmcp") {
+        clients.push(("one-rmcp", "rmcp (Rust SDK), stdio only"));
+        clients.push(("one-rmcp-any", "rmcp (Rust SDK), stdio or HTTP"));
+    }
+    clients
+}
+
+/// Builds the one-server clients beside this binary, in its profile and
+/// with its features (`cargo run` builds only the harness).
+fn build_one_server_clients() {
+    eprintln!("building the one-server clients (bench/src/one)");
+    let mut cargo = Command::new("cargo");
+    cargo.arg("build").arg("--manifest-path");
+    cargo.arg(bench_dir().join("Cargo.toml"));
+    let exe = std::env::current_exe().expect("own path");
+    if exe.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new("release")) {
+        cargo.arg("--release");
+    }
+    if !cfg!(feature = "rmcp") {
+        cargo.arg("--no-default-features");
+    }
+    for (bin, _) in one_server_clients() {
+        cargo.args(["--bin", bin]);
+    }
+    if !cargo.status().is_ok_and(|s| s.success()) {
+        eprintln!("bench: building the one-server clients failed; their table is skipped");
+    }
+}
+
+/// The base RSS of a client with one stdio server: each client in a
+/// binary of its own starts the server, lists its tools, calls `echo`
+/// once and exits, and its peak RSS is read as it exits (see
+/// [`util::exit_memory`]). Rounds interleave every client against every
+/// server.
+fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneServerStat> {
+    let dir = env.self_exe.parent().expect("the harness has a directory");
+    let clients: Vec<_> = one_server_clients()
+        .into_iter()
+        .filter(|(bin, _)| dir.join(bin).exists())
+        .collect();
+    if clients.is_empty() {
+        notes.push("One-server clients: skipped, their binaries are not built.".into());
+        return Vec::new();
+    }
+    let mut servers = vec![(
+        "server-everything (node)",
+        vec![
+            "node".to_owned(),
+            util::everything_js().display().to_string(),
+        ],
+    )];
+    if env.rmcp {
+        servers.push((
+            "rmcp echo (Rust)",
+            vec![
+                env.self_exe.display().to_string(),
+                "rmcp-echo".into(),
+                "--stdio".into(),
+            ],
+        ));
+    }
+    let rounds = if options.quick { 1 } else { 7 };
+    let mut samples: BTreeMap<(usize, usize), (Vec<util::ExitMemory>, Vec<String>)> =
+        BTreeMap::new();
+    for round in 0..rounds {
+        eprintln!("one-server round {round}");
+        for (s, (_, server)) in servers.iter().enumerate() {
+            for (c, (bin, _)) in clients.iter().enumerate() {
+                let mut command = Command::new(dir.join(bin));
+                command
+                    .args(server)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null());
+                let e = samples.entry((s, c)).or_default();
+                match util::exit_memory(command) {
+                    Ok(memory) => e.0.push(memory),
+                    Err(err) => e.1.push(err),
+                }
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (s, (server, _)) in servers.iter().enumerate() {
+        let peak = |c: usize| -> Spread {
+            let runs = samples.get(&(s, c)).map(|e| e.0.as_slice()).unwrap_or(&[]);
+            Spread::of(&runs.iter().map(|m| m.peak as f64).collect::<Vec<_>>())
+        };
+        let by_name = |bin: &str| clients.iter().position(|(b, _)| *b == bin).map(peak);
+        let (bare, rmcp) = (by_name("one-bare"), by_name("one-rmcp"));
+        for (c, (_, name)) in clients.iter().enumerate() {
+            let (runs, errors) = samples.remove(&(s, c)).unwrap_or_default();
+            let spread = |f: fn(&util::ExitMemory) -> u64| {
+                Spread::of(&runs.iter().map(|m| f(m) as f64).collect::<Vec<_>>())
+            };
+            let peak_rss_bytes = spread(|m| m.peak);
+            let over = |limit: Option<Spread>| {
+                limit
+                    .filter(|l| l.n > 0 && peak_rss_bytes.n > 0)
+                    .map(|l| peak_rss_bytes.median / l.median)
+            };
+            for e in &errors {
+                notes.push(format!(
+                    "one server, {server}, {name}: {}",
+                    first_line(e, 300)
+                ));
+            }
+            out.push(OneServerStat {
+                server: (*server).into(),
+                client: (*name).into(),
+                file_bytes: spread(|m| m.file),
+                anon_bytes: spread(|m| m.anon),
+                ratio_to_bare: over(bare),
+                ratio_to_rmcp: over(rmcp),
+                peak_rss_bytes,
+                errors,
+            });
+        }
+    }
+    for s in &out {
+        eprintln!(
+            "{} / {}: peak {} (file {}, anon {})",
+            s.server,
+            s.client,
+            util::fmt_bytes(s.peak_rss_bytes.median),
+            util::fmt_bytes(s.file_bytes.median),
+            util::fmt_bytes(s.anon_bytes.median),
+        );
+    }
+    out
+}
+
+/// `bench one-server`: only the one-server table (section 5b), printed;
+/// the clients must be built (`cargo build --release --manifest-path
+/// bench/Cargo.toml --bins`).
+pub fn one_server_only() {
+    let self_exe = std::env::current_exe().expect("own path");
+    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let env = Env {
+        self_exe,
+        rho_bin: None,
+        ts: false,
+        python: None,
+        rmcp: cfg!(feature = "rmcp"),
+        tmp,
+    };
+    let mut results = Results::default();
+    results.one_server = one_server(&Options::parse(&[]), &env, &mut results.notes);
+    let mut md = String::new();
+    crate::report::one_server(&mut md, &results);
+    println!("{md}");
+    for note in &results.notes {
+        println!("- {note}");
+    }
+    let _ = std::fs::remove_dir_all(&env.tmp);
 }
 
 fn size(env: &Env) -> Vec<SizeStat> {

@@ -280,7 +280,60 @@ pub fn fmt_ratio(r: f64) -> String {
 /// Simpler ways are wrong here: polling `/proc` misses a process that
 /// lives a millisecond, and `wait4`'s `ru_maxrss` counts the children it
 /// reaped and the forked child's size before its `exec` (the parent's).
-pub fn peak_rss(mut command: Command) -> Result<u64, String> {
+pub fn peak_rss(command: Command) -> Result<u64, String> {
+    traced_to_exit(command, vm_hwm)?
+        .0
+        .ok_or_else(|| "no VmHWM at exit".to_owned())
+}
+
+/// A process's memory as it exits, in bytes, from `/proc/<pid>/status`.
+#[derive(Clone, Copy, Debug)]
+pub struct ExitMemory {
+    /// Peak resident set (`VmHWM`).
+    pub peak: u64,
+    /// Resident pages backed by files at exit (`RssFile`): the program's
+    /// and its libraries' code and read-only data.
+    pub file: u64,
+    /// Resident anonymous pages at exit (`RssAnon`): heap, stacks, and
+    /// the data the dynamic loader relocated.
+    pub anon: u64,
+}
+
+/// Runs a command to completion and returns its [`ExitMemory`], read as
+/// [`peak_rss`] reads its peak; an error if it did not exit with status 0.
+pub fn exit_memory(command: Command) -> Result<ExitMemory, String> {
+    let read = |pid: u32| {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let field = |name: &str| {
+            status
+                .lines()
+                .find(|l| l.starts_with(name))?
+                .split_whitespace()
+                .nth(1)?
+                .parse::<u64>()
+                .ok()
+                .map(|kb| kb * 1024)
+        };
+        Some(ExitMemory {
+            peak: field("VmHWM:")?,
+            file: field("RssFile:")?,
+            anon: field("RssAnon:")?,
+        })
+    };
+    match traced_to_exit(command, read)? {
+        (_, None) => Err("killed by a signal".to_owned()),
+        (_, Some(code)) if code != 0 => Err(format!("exited with status {code}")),
+        (Some(memory), _) => Ok(memory),
+        (None, _) => Err("no memory figures at exit".to_owned()),
+    }
+}
+
+/// Runs `command` traced to its exit and returns what `read` saw of it
+/// there (see [`peak_rss`]), and its exit status (`None`: a signal).
+fn traced_to_exit<T>(
+    mut command: Command,
+    read: impl Fn(u32) -> Option<T>,
+) -> Result<(Option<T>, Option<i32>), String> {
     use std::os::unix::process::CommandExt;
     let null = std::ptr::null_mut::<libc::c_void>();
     // SAFETY: ptrace(PTRACE_TRACEME) is async-signal-safe.
@@ -295,7 +348,8 @@ pub fn peak_rss(mut command: Command) -> Result<u64, String> {
     }
     let child = command.spawn().map_err(|e| format!("spawn: {e}"))?;
     let pid = child.id() as i32;
-    let mut peak = None;
+    let mut seen = None;
+    let mut code = None;
     let mut traced = false;
     loop {
         let mut status = 0;
@@ -303,7 +357,11 @@ pub fn peak_rss(mut command: Command) -> Result<u64, String> {
         if unsafe { libc::waitpid(pid, &mut status, 0) } < 0 {
             return Err(format!("waitpid: {}", std::io::Error::last_os_error()));
         }
-        if libc::WIFEXITED(status) || libc::WIFSIGNALED(status) {
+        if libc::WIFEXITED(status) {
+            code = Some(libc::WEXITSTATUS(status));
+            break;
+        }
+        if libc::WIFSIGNALED(status) {
             break;
         }
         if !libc::WIFSTOPPED(status) {
@@ -312,7 +370,7 @@ pub fn peak_rss(mut command: Command) -> Result<u64, String> {
         let signal = libc::WSTOPSIG(status);
         let mut deliver = 0;
         if status >> 8 == (libc::SIGTRAP | (libc::PTRACE_EVENT_EXIT << 8)) {
-            peak = vm_hwm(pid as u32);
+            seen = read(pid as u32);
         } else if signal == libc::SIGTRAP && !traced {
             // The stop at exec: ask for the stop at exit.
             traced = true;
@@ -343,7 +401,7 @@ pub fn peak_rss(mut command: Command) -> Result<u64, String> {
         };
     }
     drop(child);
-    peak.ok_or_else(|| "no VmHWM at exit".to_owned())
+    Ok((seen, code))
 }
 
 /// The fallback where tracing is not allowed: polls `VmHWM` every 200 µs
