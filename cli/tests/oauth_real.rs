@@ -451,35 +451,7 @@ fn two_processes_refresh_once(kind: Kind, rt: Runtime) {
     expire_stored_token(&s);
     let before = stored(&s);
     let since = fixture.log().len();
-    let children: Vec<Child> = ["one", "two"]
-        .iter()
-        .map(|m| {
-            s.command()
-                .args(["mcp", "call", "fx", "echo", &format!("message={m}")])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::piped())
-                .spawn()
-                .expect("run rho")
-        })
-        .collect();
-    let runs: Vec<Run> = children
-        .into_iter()
-        .zip(["one", "two"])
-        .map(|(child, m)| {
-            Run::of(
-                format!("rho mcp call fx echo message={m} (concurrent)"),
-                child.wait_with_output().expect("rho ends"),
-            )
-        })
-        .collect();
-    for (run, m) in runs.iter().zip(["one", "two"]) {
-        assert_eq!(run.code, Some(0), "{}", both(run, &fixture));
-        assert!(
-            run.stdout.contains(&format!("Echo: {m}")),
-            "{}",
-            both(run, &fixture)
-        );
-    }
+    let runs = two_concurrent_calls(&s, &fixture, "concurrent");
     let refreshes = fixture.grants(since, "refresh_token");
     assert_eq!(
         refreshes.len(),
@@ -537,18 +509,9 @@ fn two_processes_refresh_once(kind: Kind, rt: Runtime) {
     );
 }
 
-/// The server drops its access tokens while rho's stored one still looks
-/// alive, and two rho processes connect at once: each is refused 401 and
-/// renews mid-connect through its authorizer. The renewal runs under the
-/// store's lock after reading the login again, so the server sees one
-/// refresh, and the second process takes the token the first stored.
-fn two_processes_renew_a_refused_token_once(kind: Kind, rt: Runtime) {
-    let Some((s, fixture)) = setup(kind, "renew", rt, &["--refresh-delay", "1"]) else {
-        return;
-    };
-    login(&s, &fixture);
-    fixture.expire_access_tokens();
-    let since = fixture.log().len();
+/// Two `rho mcp call fx echo` processes started at once; both must
+/// succeed with their own echo.
+fn two_concurrent_calls(s: &Scene, fixture: &Fixture, label: &str) -> Vec<Run> {
     let children: Vec<Child> = ["one", "two"]
         .iter()
         .map(|m| {
@@ -565,19 +528,35 @@ fn two_processes_renew_a_refused_token_once(kind: Kind, rt: Runtime) {
         .zip(["one", "two"])
         .map(|(child, m)| {
             Run::of(
-                format!("rho mcp call fx echo message={m} (concurrent, refused)"),
+                format!("rho mcp call fx echo message={m} ({label})"),
                 child.wait_with_output().expect("rho ends"),
             )
         })
         .collect();
     for (run, m) in runs.iter().zip(["one", "two"]) {
-        assert_eq!(run.code, Some(0), "{}", both(run, &fixture));
+        assert_eq!(run.code, Some(0), "{}", both(run, fixture));
         assert!(
             run.stdout.contains(&format!("Echo: {m}")),
             "{}",
-            both(run, &fixture)
+            both(run, fixture)
         );
     }
+    runs
+}
+
+/// The server drops its access tokens while rho's stored one still looks
+/// alive, and two rho processes connect at once: each is refused 401 and
+/// renews mid-connect through its authorizer. The renewal runs under the
+/// store's lock after reading the login again, so the server sees one
+/// refresh, and the second process takes the token the first stored.
+fn two_processes_renew_a_refused_token_once(kind: Kind, rt: Runtime) {
+    let Some((s, fixture)) = setup(kind, "renew", rt, &["--refresh-delay", "1"]) else {
+        return;
+    };
+    login(&s, &fixture);
+    fixture.expire_access_tokens();
+    let since = fixture.log().len();
+    let runs = two_concurrent_calls(&s, &fixture, "concurrent, refused");
     let refreshes = fixture.grants(since, "refresh_token");
     assert_eq!(
         refreshes.len(),
