@@ -10,8 +10,8 @@
 //! `core-profile small|large|roundtrip|serde|serde-large N` (the core alone, for
 //! `valgrind --tool=callgrind`), `core [--quick]` (only the core
 //! throughput rows, printed), `counted` (only the counted cost per call
-//! over stdio, printed), `one-server` (only the one-server clients' peak
-//! RSS, printed), `peak-rss PROGRAM ARGS...` (a command's exact peak RSS).
+//! over stdio, printed), `one-server [--write]` (only the one-server
+//! clients' peak RSS, printed; `--write` puts it in BENCHMARKS.md), `peak-rss PROGRAM ARGS...` (a command's exact peak RSS).
 
 mod bare_async_http;
 mod core;
@@ -28,7 +28,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("worker") => workers::main(&args[1..]),
         Some("counted") => run::counted_only(),
-        Some("one-server") => run::one_server_only(),
+        Some("one-server") => run::one_server_only(&args[1..]),
         #[cfg(feature = "rmcp")]
         Some("rmcp-echo") => rmcp_side::serve_echo(&args[1..]),
         Some("core-profile") => {

@@ -717,12 +717,16 @@ pub fn one_server(md: &mut String, r: &Results) {
     let _ = writeln!(
         md,
         "The base RSS of a host with one stdio server, rho's against the official Rust SDK's. Each client is a binary of its own \
-         (`bench/src/one/`, built with this crate's release profile: fat LTO, one codegen unit, the workspace's size overrides; no symbol order), \
+         (`bench/src/one/`, built with this crate's release profile: fat LTO, one codegen unit, the workspace's size overrides; \
+         packed relative relocations for every client, as the release `rho` is linked; no symbol order), \
          so its pages are the client's and not the harness's. Each starts the server, lists its tools, calls `echo` once, closes it and exits: \
-         rho as a host uses it (`Runtime::start`, `call_tool`, `shutdown`; stdio and HTTP reachable, as a configuration decides), \
+         rho as a host uses it (`Runtime::start`, `call_tool`, `shutdown`), once with the executors' default features \
+         (stdio and HTTP reachable, as a configuration decides) and once built as a host that reaches only stdio servers builds it \
+         (`default-features = false`: no `http` feature, so no HTTP stack in the binary; `bench/one-stdio/`), \
          rmcp on a current-thread tokio runtime (`TokioChildProcess`, `list_all_tools`, `call_tool`), once with only stdio reachable \
-         (the linker keeps no HTTP client) and once able to reach either transport as rho is (`StreamableHttpClientTransport` too), \
+         (the linker keeps no HTTP client) and once able to reach either transport as rho's default build is (`StreamableHttpClientTransport` too), \
          and the bare client (the limit: std and serde_json, on one thread). \
+         *×rmcp* divides by the rmcp client that reaches the same transports (stdio only, or stdio or HTTP). \
          Peak RSS is `VmHWM` read as the client exits, as above; *file-backed* and *anonymous* split the pages resident then \
          (`RssFile`: the binary's and libraries' code and read-only data, mapped in by the kernel 64 KiB around each page touched; \
          `RssAnon`: heap, stacks, and the data the loader relocated). {} interleaved rounds; servers not included.\n",
@@ -732,7 +736,7 @@ pub fn one_server(md: &mut String, r: &Results) {
     );
     let _ = writeln!(
         md,
-        "| server | client | peak RSS | file-backed | anonymous | ×bare | ×rmcp (stdio only) |"
+        "| server | client | peak RSS | file-backed | anonymous | ×bare | ×rmcp (same transports) |"
     );
     let _ = writeln!(md, "|---|---|---:|---:|---:|---:|---:|");
     let mib = |x: &Spread| {

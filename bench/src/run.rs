@@ -187,7 +187,8 @@ pub struct OneServerStat {
     pub anon_bytes: Spread,
     /// The peak over the bare one-server client's (the limit).
     pub ratio_to_bare: Option<f64>,
-    /// The peak over rmcp's stdio-only client's.
+    /// The peak over that of the rmcp client that reaches the same
+    /// transports (stdio only, or stdio or HTTP).
     pub ratio_to_rmcp: Option<f64>,
     pub errors: Vec<String>,
 }
@@ -1453,41 +1454,92 @@ fn startup(
     (out, memory)
 }
 
-/// The one-server clients (`bench/src/one/`): the file name of each
-/// binary beside this one, and its name in the table. rmcp's only with the
-/// `rmcp` feature.
-fn one_server_clients() -> Vec<(&'static str, &'static str)> {
+/// One one-server client (`bench/src/one/`): the file name of its binary
+/// beside the harness, its name in the table, and the rmcp client that
+/// can reach the same transports (its ratio's denominator).
+struct OneClient {
+    bin: &'static str,
+    name: &'static str,
+    like_rmcp: &'static str,
+}
+
+/// The one-server clients. rmcp's only with the `rmcp` feature. rho's
+/// stdio-only builds (the executors without their `http` feature) come
+/// from the `one-stdio` package, built on its own so that its features
+/// are not unified with the harness's.
+fn one_server_clients() -> Vec<OneClient> {
+    let client = |bin, name, like_rmcp| OneClient {
+        bin,
+        name,
+        like_rmcp,
+    };
     let mut clients = vec![
-        ("one-bare", "bare JSON-lines (limit)"),
-        ("one-rho-smol", "rho, smol"),
-        ("one-rho-blocking", "rho, blocking"),
+        client("one-bare", "bare JSON-lines (limit)", "one-rmcp"),
+        client("one-rho-smol", "rho, smol", "one-rmcp-any"),
+        client("one-rho-blocking", "rho, blocking", "one-rmcp-any"),
+        client(
+            "one-rho-smol-stdio",
+            "rho, smol, stdio only (no `http` feature)",
+            "one-rmcp",
+        ),
+        client(
+            "one-rho-blocking-stdio",
+            "rho, blocking, stdio only (no `http` feature)",
+            "one-rmcp",
+        ),
     ];
     if cfg!(feature = "rmcp") {
-        clients.push(("one-rmcp", "rmcp (Rust SDK), stdio only"));
-        clients.push(("one-rmcp-any", "rmcp (Rust SDK), stdio or HTTP"));
+        clients.push(client(
+            "one-rmcp",
+            "rmcp (Rust SDK), stdio only",
+            "one-rmcp",
+        ));
+        clients.push(client(
+            "one-rmcp-any",
+            "rmcp (Rust SDK), stdio or HTTP",
+            "one-rmcp-any",
+        ));
     }
     clients
 }
 
 /// Builds the one-server clients beside this binary, in its profile and
-/// with its features (`cargo run` builds only the harness).
+/// with its features (`cargo run` builds only the harness), then rho's
+/// stdio-only clients in a build of their own.
 fn build_one_server_clients() {
     eprintln!("building the one-server clients (bench/src/one)");
-    let mut cargo = Command::new("cargo");
-    cargo.arg("build").arg("--manifest-path");
-    cargo.arg(bench_dir().join("Cargo.toml"));
-    let exe = std::env::current_exe().expect("own path");
-    if exe.parent().and_then(Path::file_name) == Some(std::ffi::OsStr::new("release")) {
-        cargo.arg("--release");
-    }
+    let release = std::env::current_exe()
+        .ok()
+        .and_then(|exe| exe.parent().map(|dir| dir.ends_with("release")))
+        .unwrap_or(false);
+    let cargo = || {
+        let mut cargo = Command::new("cargo");
+        cargo.arg("build").arg("--manifest-path");
+        cargo.arg(bench_dir().join("Cargo.toml"));
+        if release {
+            cargo.arg("--release");
+        }
+        cargo
+    };
+    let mut own = cargo();
+    own.args(["-p", "rho-bench"]);
     if !cfg!(feature = "rmcp") {
-        cargo.arg("--no-default-features");
+        own.arg("--no-default-features");
     }
-    for (bin, _) in one_server_clients() {
-        cargo.args(["--bin", bin]);
+    let mut stdio_only = cargo();
+    stdio_only.args(["-p", "rho-bench-one-stdio"]);
+    for client in one_server_clients() {
+        let build = if client.bin.ends_with("-stdio") {
+            &mut stdio_only
+        } else {
+            &mut own
+        };
+        build.args(["--bin", client.bin]);
     }
-    if !cargo.status().is_ok_and(|s| s.success()) {
-        eprintln!("bench: building the one-server clients failed; their table is skipped");
+    for mut build in [own, stdio_only] {
+        if !build.status().is_ok_and(|s| s.success()) {
+            eprintln!("bench: building some one-server clients failed; they are left out");
+        }
     }
 }
 
@@ -1500,7 +1552,7 @@ fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneS
     let dir = env.self_exe.parent().expect("the harness has a directory");
     let clients: Vec<_> = one_server_clients()
         .into_iter()
-        .filter(|(bin, _)| dir.join(bin).exists())
+        .filter(|client| dir.join(client.bin).exists())
         .collect();
     if clients.is_empty() {
         notes.push("One-server clients: skipped, their binaries are not built.".into());
@@ -1529,8 +1581,8 @@ fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneS
     for round in 0..rounds {
         eprintln!("one-server round {round}");
         for (s, (_, server)) in servers.iter().enumerate() {
-            for (c, (bin, _)) in clients.iter().enumerate() {
-                let mut command = Command::new(dir.join(bin));
+            for (c, client) in clients.iter().enumerate() {
+                let mut command = Command::new(dir.join(client.bin));
                 command
                     .args(server)
                     .stdout(Stdio::null())
@@ -1549,9 +1601,11 @@ fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneS
             let runs = samples.get(&(s, c)).map(|e| e.0.as_slice()).unwrap_or(&[]);
             Spread::of(&runs.iter().map(|m| m.peak as f64).collect::<Vec<_>>())
         };
-        let by_name = |bin: &str| clients.iter().position(|(b, _)| *b == bin).map(peak);
-        let (bare, rmcp) = (by_name("one-bare"), by_name("one-rmcp"));
-        for (c, (_, name)) in clients.iter().enumerate() {
+        let by_name = |bin: &str| clients.iter().position(|c| c.bin == bin).map(peak);
+        let bare = by_name("one-bare");
+        let like_rmcp: Vec<Option<Spread>> = clients.iter().map(|c| by_name(c.like_rmcp)).collect();
+        for (c, (client, rmcp)) in clients.iter().zip(like_rmcp).enumerate() {
+            let name = client.name;
             let (runs, errors) = samples.remove(&(s, c)).unwrap_or_default();
             let spread = |f: fn(&util::ExitMemory) -> u64| {
                 Spread::of(&runs.iter().map(|m| f(m) as f64).collect::<Vec<_>>())
@@ -1570,7 +1624,7 @@ fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneS
             }
             out.push(OneServerStat {
                 server: (*server).into(),
-                client: (*name).into(),
+                client: name.into(),
                 file_bytes: spread(|m| m.file),
                 anon_bytes: spread(|m| m.anon),
                 ratio_to_bare: over(bare),
@@ -1593,10 +1647,22 @@ fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneS
     out
 }
 
-/// `bench one-server`: only the one-server table (section 5b), printed;
-/// the clients must be built (`cargo build --release --manifest-path
-/// bench/Cargo.toml --bins`).
-pub fn one_server_only() {
+/// `bench one-server [--write]`: only the one-server table (section 5b),
+/// printed; the clients must be built (`cargo build --release
+/// --manifest-path bench/Cargo.toml --bins`, then the same with `-p
+/// rho-bench-one-stdio`). With `--write` the section replaces its old
+/// self in BENCHMARKS.md and `one_server` in results.json, saying when
+/// and at which commit it ran apart from the rest: memory figures do
+/// not depend on the machine's load, so the section can be re-run alone.
+pub fn one_server_only(args: &[String]) {
+    let write = match args {
+        [] => false,
+        [flag] if flag == "--write" => true,
+        _ => {
+            eprintln!("usage: bench one-server [--write]");
+            std::process::exit(2);
+        }
+    };
     let self_exe = std::env::current_exe().expect("own path");
     let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
     std::fs::create_dir_all(&tmp).expect("temp dir");
@@ -1616,7 +1682,43 @@ pub fn one_server_only() {
     for note in &results.notes {
         println!("- {note}");
     }
+    if write {
+        let info = machine(&env);
+        let ran = format!(
+            "Re-run alone (`bench one-server --write`) at {}, {}.\n",
+            info.get("rho_commit").map_or("?", String::as_str),
+            info.get("date").map_or("?", String::as_str),
+        );
+        splice_one_server(&md, &ran, &results.one_server);
+    }
     let _ = std::fs::remove_dir_all(&env.tmp);
+}
+
+/// Puts a re-run of section 5b in place of the old one in BENCHMARKS.md,
+/// and its figures in results.json.
+fn splice_one_server(section: &str, ran: &str, stats: &[OneServerStat]) {
+    let path = repo_root().join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
+    let start = old
+        .find("\n### 5b.")
+        .expect("BENCHMARKS.md has a section 5b (run the whole bench once)");
+    let end = old[start + 1..]
+        .find("\n#")
+        .map_or(old.len(), |at| start + 1 + at);
+    let body = section.trim_start_matches('\n').trim_end();
+    let new = format!("{}\n{body}\n\n{ran}{}", &old[..start], &old[end..]);
+    std::fs::write(&path, new).expect("write BENCHMARKS.md");
+    let json_path = bench_dir().join("results.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("read results.json"))
+            .expect("results.json is JSON");
+    json["one_server"] = serde_json::to_value(stats).expect("serialize");
+    std::fs::write(
+        &json_path,
+        serde_json::to_string_pretty(&json).expect("serialize") + "\n",
+    )
+    .expect("write results.json");
+    eprintln!("wrote section 5b of BENCHMARKS.md and one_server in bench/results.json");
 }
 
 fn size(env: &Env) -> Vec<SizeStat> {

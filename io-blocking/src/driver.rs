@@ -32,14 +32,17 @@ use std::time::{Duration, Instant};
 use rho_proto_core::config::{ServerConfig, Transport};
 use rho_proto_core::connection::{HttpInput, Output};
 use rho_proto_core::host::{Asked, HostServices, TranscriptSink};
-use rho_proto_core::http::{ExchangeId, HttpOutput};
+use rho_proto_core::http::{ExchangeId, HttpFailure, HttpOutput};
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driver::{self, Effect, Setup};
 use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
 use rho_proto_core::session::{Progress, Question, QuestionId};
 
-use crate::http_client::{HttpClient, NotStarted};
+#[cfg(feature = "http")]
+use crate::http_client::HttpClient;
+#[cfg(not(feature = "http"))]
+use crate::no_http::HttpClient;
 use crate::reply::{ProgressTx, ReplyTx};
 use crate::stdio::{Pipe, StdinWriter, StdioChild};
 
@@ -107,7 +110,20 @@ impl Outgoing {
 /// The IO a connection runs over.
 enum Io {
     Stdio(StdioChild),
+    // Never made without the `http` feature (`no_http`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Http(HttpClient),
+}
+
+/// An exchange that could not start (no worker thread could be started):
+/// the session hears of it once it is done carrying its outputs.
+#[derive(Debug)]
+#[cfg_attr(not(feature = "http"), allow(dead_code))]
+pub(crate) struct NotStarted {
+    /// Which exchange.
+    pub(crate) exchange: ExchangeId,
+    /// Why.
+    pub(crate) reason: HttpFailure,
 }
 
 /// An input a transport produced while outputs were being carried, fed in
@@ -232,6 +248,13 @@ impl Driver {
                         .map_err(StartupError::Transport)?,
                     )
                 }
+                #[cfg(not(feature = "http"))]
+                Transport::StreamableHttp(_) => {
+                    return Err(StartupError::Transport(crate::no_http::not_built_in(
+                        &self.server,
+                    )));
+                }
+                #[cfg(feature = "http")]
                 Transport::StreamableHttp(_) => {
                     let driver = Arc::clone(self);
                     Io::Http(HttpClient::new(
@@ -388,6 +411,7 @@ impl Driver {
     /// session wants no more of it. The abort flag is read here, under the
     /// session's lock (where aborts happen), so nothing of an aborted
     /// exchange goes in.
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     fn http(
         self: &Arc<Self>,
         exchange: ExchangeId,

@@ -51,6 +51,8 @@ use rho_proto_core::http::{ExchangeId, HttpFailure, HttpFailureKind, HttpRequest
 
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, BODY_IN_FLIGHT, Backlog};
 
+use crate::driver::NotStarted;
+
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Timeout for sending a request's head and body.
@@ -129,16 +131,6 @@ struct Job {
 enum Wake {
     Job(Job),
     Stop,
-}
-
-/// An exchange that could not start (no worker thread could be started):
-/// the session hears of it once it is done carrying its outputs.
-#[derive(Debug)]
-pub(crate) struct NotStarted {
-    /// Which exchange.
-    pub(crate) exchange: ExchangeId,
-    /// Why.
-    pub(crate) reason: HttpFailure,
 }
 
 impl HttpClient {

@@ -15,8 +15,14 @@
 //! Like `rho-io-smol`, its sibling, it stands on `rho-proto-core` (the
 //! protocol, the [`RuntimeOptions`], the host's services, the backpressure
 //! counters) and `rho-os` (starting and killing a stdio server). Its ureq
-//! exchange runner ([`run_exchange_bounded`]) is public: io-smol runs it
-//! on smol's blocking pool, and the CLI's OAuth flows use [`run_exchange`].
+//! exchange runner (`run_exchange`, `run_exchange_bounded`) is public: the
+//! host library's OAuth flows use it.
+//!
+//! Streamable HTTP is the `http` feature, on by default. A host that
+//! reaches only stdio servers can build without it (`default-features =
+//! false`): ureq, rustls and the system's certificate store stay out of
+//! its binary, and a server configured for Streamable HTTP fails to start
+//! with a reason that names the feature.
 //!
 //! ```no_run
 //! use rho_io_blocking::{Runtime, options_from_process_env};
@@ -34,12 +40,16 @@
 
 mod backlog;
 mod driver;
+#[cfg(feature = "http")]
 pub mod http_client;
+#[cfg(not(feature = "http"))]
+mod no_http;
 mod reply;
 mod runtime;
 mod skills;
 mod stdio;
 
+#[cfg(feature = "http")]
 pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
 pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;

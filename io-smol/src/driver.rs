@@ -36,8 +36,11 @@ use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome}
 use smol::channel::Sender;
 use smol::{Executor, Timer};
 
+#[cfg(feature = "http")]
 use crate::http::HttpIo;
 use crate::inbox::{self, Inbox};
+#[cfg(not(feature = "http"))]
+use crate::no_http::HttpIo;
 use crate::reply::ReplySender;
 use crate::stdio::{PipeReady, Stdin, StdioChild};
 
@@ -61,6 +64,8 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
 /// What a session task owns of its transport: what it waits on.
 enum Io {
     Stdio(StdioChild),
+    // Never made without the `http` feature (`no_http`).
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Http,
 }
 
@@ -83,6 +88,7 @@ impl Io {
 /// What a session sends over: the half of its transport callers share.
 enum Out {
     Stdio(Stdin),
+    #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Http(HttpIo),
 }
 
@@ -310,9 +316,12 @@ pub(crate) async fn run(args: TaskArgs) {
             StdioChild::spawn(&executor, driver.server(), stdio, &ambient, backlog)
                 .map(|(child, stdin)| (Io::Stdio(child), Out::Stdio(stdin)))
         }
+        #[cfg(feature = "http")]
         Transport::StreamableHttp(_) => {
             Ok((Io::Http, Out::Http(HttpIo::new(&executor, tx.clone()))))
         }
+        #[cfg(not(feature = "http"))]
+        Transport::StreamableHttp(_) => Err(crate::no_http::not_built_in(driver.server())),
     };
     let (mut io, out) = match io {
         Ok(io) => io,

@@ -27,6 +27,12 @@
 //! timeouts as the thread executor. The `http` module says why this
 //! stack and how the pool behaves.
 //!
+//! It is the `http` feature, on by default. A host that reaches only
+//! stdio servers can build without it (`default-features = false`):
+//! hyper, rustls and the system's certificate store stay out of its
+//! binary (about 0.6 MB of code), and a server configured for Streamable
+//! HTTP fails to start with a reason that names the feature.
+//!
 //! ```no_run
 //! use std::sync::Arc;
 //! use rho_io_smol::{Runtime, options_from_process_env};
@@ -47,8 +53,11 @@
 //! ```
 
 mod driver;
+#[cfg(feature = "http")]
 pub mod http;
 mod inbox;
+#[cfg(not(feature = "http"))]
+mod no_http;
 mod reply;
 mod run;
 mod runtime;

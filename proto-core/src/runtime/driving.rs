@@ -262,6 +262,24 @@ pub enum TransportSetupError {
         /// What the OS said.
         reason: String,
     },
+    /// The executor was built without the configured transport (a host
+    /// that turned off the executor's `http` feature, and a server whose
+    /// entry says `transport = "streamable_http"`): the host's to fix.
+    #[error(
+        "server `{server}`: this build has no {transport} transport (the executor crate \
+         `{krate}` was built without its `{feature}` feature); use a build with it, \
+         or remove the server from the config"
+    )]
+    NotBuiltIn {
+        /// The server identity.
+        server: String,
+        /// The transport the entry asks for, as a person would name it.
+        transport: &'static str,
+        /// The executor crate.
+        krate: &'static str,
+        /// The cargo feature that builds the transport in.
+        feature: &'static str,
+    },
 }
 
 /// `: REASON` when the OS said something.

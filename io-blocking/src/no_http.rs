@@ -1,0 +1,74 @@
+//! The executor without its `http` feature: a host that reaches only
+//! stdio servers leaves ureq, rustls and the system's certificate store
+//! out of its binary.
+//!
+//! [`HttpClient`] here has no values, so the connection code that carries
+//! HTTP outputs compiles unchanged and can never run; a server configured
+//! for Streamable HTTP fails to start with
+//! [`TransportSetupError::NotBuiltIn`], naming the feature.
+
+use rho_proto_core::http::{ExchangeId, HttpRequest};
+use rho_proto_core::runtime::driving::TransportSetupError;
+
+use crate::driver::NotStarted;
+
+/// The HTTP half of a connection, which this build cannot have.
+pub(crate) enum HttpClient {}
+
+impl HttpClient {
+    pub(crate) fn send(&self, _request: HttpRequest) -> Result<(), NotStarted> {
+        match *self {}
+    }
+
+    pub(crate) fn abort(&self, _exchange: ExchangeId) {
+        match *self {}
+    }
+
+    pub(crate) fn shutdown(self) {
+        match self {}
+    }
+}
+
+/// Why `server` cannot start in this build.
+pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
+    TransportSetupError::NotBuiltIn {
+        server: server.to_owned(),
+        transport: "Streamable HTTP",
+        krate: "rho-io-blocking",
+        feature: "http",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use rho_proto_core::runtime::status::ServerStatus;
+
+    use crate::{Runtime, options_from_process_env};
+
+    /// A server configured for Streamable HTTP does not start in a build
+    /// without the feature, and says which feature.
+    #[test]
+    fn an_http_server_fails_to_start_naming_the_feature() {
+        let config = rho_proto_core::config::parse(
+            "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+            "rho.toml",
+        )
+        .expect("valid config");
+        let runtime = Runtime::start(&config, options_from_process_env());
+        let servers = runtime.servers();
+        runtime.shutdown();
+        let [remote] = servers.as_slice() else {
+            panic!("one server: {servers:?}");
+        };
+        let ServerStatus::Failed { error } = &remote.status else {
+            panic!("not failed: {:?}", remote.status);
+        };
+        assert!(
+            error.contains("server `remote`")
+                && error.contains("no Streamable HTTP transport")
+                && error.contains("`rho-io-blocking`")
+                && error.contains("`http` feature"),
+            "{error}"
+        );
+    }
+}

@@ -1,0 +1,84 @@
+//! The executor without its `http` feature: a host that reaches only
+//! stdio servers leaves hyper, rustls and the system's certificate store
+//! out of its binary.
+//!
+//! [`HttpIo`] here has no values, so the session code that carries HTTP
+//! outputs compiles unchanged and can never run; a server configured for
+//! Streamable HTTP fails to start with
+//! [`TransportSetupError::NotBuiltIn`], naming the feature.
+
+use rho_proto_core::connection::HttpInput;
+use rho_proto_core::http::{ExchangeId, HttpRequest};
+use rho_proto_core::runtime::driving::TransportSetupError;
+
+/// The HTTP half of a session, which this build cannot have.
+pub(crate) enum HttpIo {}
+
+impl HttpIo {
+    pub(crate) fn send(&mut self, _request: HttpRequest) {
+        match *self {}
+    }
+
+    pub(crate) fn handled(&mut self, _exchange: ExchangeId, _input: &HttpInput) {
+        match *self {}
+    }
+
+    pub(crate) fn abort(&mut self, _exchange: ExchangeId) {
+        match *self {}
+    }
+
+    pub(crate) fn shutdown(&mut self) {
+        match *self {}
+    }
+}
+
+/// Why `server` cannot start in this build.
+pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
+    TransportSetupError::NotBuiltIn {
+        server: server.to_owned(),
+        transport: "Streamable HTTP",
+        krate: "rho-io-smol",
+        feature: "http",
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+
+    use rho_proto_core::runtime::status::ServerStatus;
+
+    use crate::{Runtime, options_from_process_env};
+
+    /// A server configured for Streamable HTTP does not start in a build
+    /// without the feature, and says which feature; the stdio server
+    /// beside it is not held up by it.
+    #[test]
+    fn an_http_server_fails_to_start_naming_the_feature() {
+        let config = rho_proto_core::config::parse(
+            "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n",
+            "rho.toml",
+        )
+        .expect("valid config");
+        let executor = Arc::new(smol::Executor::new());
+        let servers = crate::block_on(&executor, async {
+            let runtime = Runtime::start(&executor, &config, options_from_process_env()).await;
+            let servers = runtime.servers();
+            runtime.shutdown().await;
+            servers
+        });
+        let [remote] = servers.as_slice() else {
+            panic!("one server: {servers:?}");
+        };
+        let ServerStatus::Failed { error } = &remote.status else {
+            panic!("not failed: {:?}", remote.status);
+        };
+        assert!(
+            error.contains("server `remote`")
+                && error.contains("no Streamable HTTP transport")
+                && error.contains("`rho-io-smol`")
+                && error.contains("`http` feature"),
+            "{error}"
+        );
+    }
+}
