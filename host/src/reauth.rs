@@ -144,7 +144,8 @@ impl StoreAuthorizer {
     }
 
     /// An authorizer for one server whose login settings the caller built
-    /// (the conformance client).
+    /// instead of a config (a host with settings of its own, a test). The
+    /// settings are used as given: secrets in them are not read again.
     pub fn for_one(
         store: Arc<dyn CredentialStore>,
         id: &str,
