@@ -226,6 +226,16 @@ pub(super) fn read_assertion_config(
         }
         _ => {}
     }
+    let has_secret = config.client_secret_from_env.is_some() || config.client_secret_file.is_some();
+    if config.grant == OAuthGrant::JwtBearer && has_secret && config.client_id.is_none() {
+        return Err(Fault::new(
+            oauth.span.clone(),
+            format!(
+                "a client secret authenticates a client: set `{}` in the same table, or leave the secret out (a workload's JWT needs none)",
+                oauth.path_of("client_id")
+            ),
+        ));
+    }
     if let (Some((_, span, _)), None) = (&idp_secret, &idp_client_id) {
         return Err(Fault::new(
             span.clone(),
@@ -371,6 +381,10 @@ mod tests {
             (
                 "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = \"/t\"\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_secret_file = \"/s\"\n",
                 "set `mcp.servers.corp.oauth.idp_client_id`",
+            ),
+            (
+                "grant = \"jwt_bearer\"\nassertion_file = \"/t\"\nclient_secret_from_env = \"S\"\n",
+                "a client secret authenticates a client: set `mcp.servers.corp.oauth.client_id`",
             ),
             (
                 "client_id = \"c\"\nclient_secret_from_env = \"S\"\nclient_secret_file = \"/s\"\n",
