@@ -95,11 +95,14 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         "[mcp.servers.conformance]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\ntool_timeout_secs = 20\n",
         toml_string(url)
     );
-    let authorizer = authorizer(&scenario, url, kind)?;
     // As an OAuth server with no stored login: the 401 to `initialize` (or
     // to a later request, where a server lets initialize through) asks the
-    // authorizer, which logs in; a request refused later re-authorizes.
+    // session's authorizer, which logs in; a request refused later
+    // re-authorizes. The scenario's credentials become the `oauth` table a
+    // user would write, their secrets files only this run can read.
+    let secrets = SecretFiles::create()?;
     text.push_str("[mcp.servers.conformance.oauth]\n");
+    text.push_str(&oauth_table(&scenario, &scenario_context(), &secrets)?);
     let config =
         config::parse(&text, "<conformance>").map_err(|e| Failure::Usage(e.to_string()))?;
     if let Some(entry) = config.get("conformance") {
@@ -107,13 +110,27 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
             return Err(Failure::Usage(error.to_string()));
         }
     }
+    // The ordinary connect: stored logins (none, in a store in memory)
+    // applied, and the authorizer every OAuth server gets, logging in
+    // headless (the suite's mock authorization servers approve at once).
+    let loaded = rho_host::config::LoadedConfig::built(config, "conformance-client");
+    let store: std::sync::Arc<dyn rho_proto_core::oauth::store::CredentialStore> =
+        std::sync::Arc::new(rho_host::reauth::MemoryStore::default());
+    let prepared = rho_host::connect::prepare_with(
+        &loaded,
+        Some(store),
+        kind,
+        &rho_host::login::LoginMode::Headless,
+        &|_| true,
+    );
     // The suite answers no prompt: forms take their defaults.
     let mut options = rho_os::options_from_process_env();
     options.host = crate::questions::services(true, None);
-    options.host.authorizer = Some(authorizer);
+    options.host.authorizer = prepared.authorizer;
     let cancel = crate::signals::install();
     options.interrupt = Some(std::sync::Arc::clone(&cancel));
-    let runtime = crate::unless_stopped(crate::start_host(kind, &config, options, |_| true))?;
+    let runtime =
+        crate::unless_stopped(crate::start_host(kind, &prepared.config, options, |_| true))?;
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),
@@ -267,90 +284,93 @@ fn echo_schema(tools: &[&ExportedTool], _: &Value) -> Vec<ToolCall> {
 /// would be with its own.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
 
-/// For every scenario (a server that needs no token never asks): the
-/// [`Authorizer`] of the session — the CLI's own, headless (the suite's
-/// mock authorization server approves at once with a redirect), over a
-/// credential store in memory. The session asks it when the server first
-/// refuses a request, `initialize` included: there is no login before
-/// connecting, so the suite exercises the same path as a token that
-/// expires, is revoked or is refused mid-session. Pre-registered and
-/// client-credentials scenarios pass their client in
-/// `MCP_CONFORMANCE_CONTEXT`, as a user would configure `oauth.client_id`
-/// and `oauth.client_secret_from_env`.
-///
-/// [`Authorizer`]: rho_proto_core::host::Authorizer
-fn authorizer(
-    scenario: &str,
-    url: &str,
-    kind: RuntimeKind,
-) -> Result<std::sync::Arc<dyn rho_proto_core::host::Authorizer>, Failure> {
-    use rho_proto_core::oauth::flow::{GrantKind, LoginSettings};
-    use rho_proto_core::oauth::store::StoreKey;
-    use rho_proto_core::oauth::token::{Client, ClientAuth};
-    let url = url::Url::parse(url).map_err(|e| Failure::Usage(format!("{url}: {e}")))?;
-    let context: Value = std::env::var("MCP_CONFORMANCE_CONTEXT")
-        .ok()
-        .and_then(|c| serde_json::from_str(&c).ok())
-        .unwrap_or(Value::Null);
+/// The `oauth` table the scenario's `MCP_CONFORMANCE_CONTEXT` calls for,
+/// as a user would write it for the same authorization server: the
+/// client it hands over (`client_id`, its secret or PKCS#8 key in a file),
+/// and the grant its credentials are for — `client_credentials` for the
+/// client-credentials scenarios, `identity_assertion` when it hands an ID
+/// token and an identity provider (SEP-990), `jwt_bearer` when it hands a
+/// workload JWT, else the authorization code grant. Every scenario gets
+/// the suite's client ID metadata document URL, as a deployed rho would be
+/// configured with its own.
+fn oauth_table(scenario: &str, context: &Value, secrets: &SecretFiles) -> Result<String, Failure> {
+    let mut table = format!(
+        "client_metadata_url = {}\n",
+        toml_string(CLIENT_METADATA_URL)
+    );
+    let mut set = |key: &str, value: &str| {
+        table.push_str(&format!("{key} = {}\n", toml_string(value)));
+    };
+    let text = |key: &str| context[key].as_str();
+    if let Some(id) = text("client_id") {
+        set("client_id", id);
+    }
+    if let Some(secret) = text("client_secret") {
+        set(
+            "client_secret_file",
+            &secrets.write("client_secret", secret)?,
+        );
+    }
     // SEP-1046 private_key_jwt: the context hands over a PKCS#8 PEM.
-    let client_assertion = match context["private_key_pem"].as_str() {
-        Some(_)
-            if context["signing_algorithm"]
-                .as_str()
-                .is_some_and(|a| a != "ES256") =>
-        {
+    if let Some(pem) = text("private_key_pem") {
+        if let Some(alg) = text("signing_algorithm").filter(|a| *a != "ES256") {
             return Err(Failure::Usage(format!(
-                "signing_algorithm {}: rho signs client assertions with ES256 only",
-                context["signing_algorithm"]
+                "signing_algorithm {alg}: rho signs client assertions with ES256 only"
             )));
         }
-        Some(pem) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
-            signer: rho_host::jwt_key::Es256Key::signer_from_pem(pem)
-                .map_err(|e| Failure::Usage(format!("private_key_pem: {e}")))?,
-            now_unix: rho_host::credentials::now_unix(),
-        }),
-        None => None,
-    };
-    let client = context["client_id"].as_str().map(|id| Client {
-        id: id.to_owned(),
-        secret: context["client_secret"].as_str().map(str::to_owned),
-        auth: if client_assertion.is_some() {
-            ClientAuth::PrivateKeyJwt
-        } else if context["client_secret"].is_string() {
-            ClientAuth::ClientSecretBasic
-        } else {
-            ClientAuth::None
-        },
-    });
-    let grant = if scenario.starts_with("auth/client-credentials") {
-        GrantKind::ClientCredentials
-    } else {
-        GrantKind::AuthorizationCode {
-            redirect_uri: rho_host::login::redirect_uri(rho_host::login::HEADLESS_REDIRECT_PORT),
+        set("client_key_file", &secrets.write("client_key.pem", pem)?);
+    }
+    if scenario.starts_with("auth/client-credentials") {
+        set("grant", "client_credentials");
+    } else if let (Some(id_token), Some(endpoint)) =
+        (text("idp_id_token"), text("idp_token_endpoint"))
+    {
+        set("grant", "identity_assertion");
+        set("id_token_file", &secrets.write("id_token", id_token)?);
+        set("idp_token_endpoint", endpoint);
+        if let Some(idp_client) = text("idp_client_id") {
+            set("idp_client_id", idp_client);
         }
-    };
-    let key = StoreKey::new("conformance", &url);
-    let settings = LoginSettings {
-        server_url: url,
-        grant,
-        client,
-        stored_client: None,
-        client_metadata_url: Some(CLIENT_METADATA_URL.to_owned()),
-        scopes: None,
-        extra_scopes: Vec::new(),
-        previous: None,
-        client_name: "rho".into(),
-        client_assertion,
-    };
-    let authorizer = rho_host::reauth::StoreAuthorizer::for_one(
-        std::sync::Arc::new(rho_host::reauth::MemoryStore::default()),
-        "conformance",
-        key,
-        settings,
-        rho_host::login::LoginMode::Headless,
-        kind,
-    );
-    Ok(std::sync::Arc::new(authorizer))
+    } else if let Some(jwt) = text("valid_jwt") {
+        set("grant", "jwt_bearer");
+        set("assertion_file", &secrets.write("workload.jwt", jwt)?);
+    }
+    Ok(table)
+}
+
+/// A directory only this user can read (0700), holding the scenario's
+/// secrets as files (0600) for the config to name, removed when dropped.
+struct SecretFiles(std::path::PathBuf);
+
+impl SecretFiles {
+    fn create() -> Result<Self, Failure> {
+        let dir = std::env::temp_dir().join(format!("rho-conformance-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        rho_host::config::ensure_private_dir(&dir)
+            .map_err(|e| Failure::Runtime(format!("{}: {e}", dir.display())))?;
+        Ok(Self(dir))
+    }
+
+    /// Writes `value` to the file `name` and returns its absolute path.
+    fn write(&self, name: &str, value: &str) -> Result<String, Failure> {
+        use std::io::Write as _;
+        let path = self.0.join(name);
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create_new(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        options
+            .open(&path)
+            .and_then(|mut file| file.write_all(value.as_bytes()))
+            .map_err(|e| Failure::Runtime(format!("{}: {e}", path.display())))?;
+        Ok(path.display().to_string())
+    }
+}
+
+impl Drop for SecretFiles {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// A TOML basic string for `s`.
@@ -400,5 +420,61 @@ mod tests {
             ]
         );
         assert!(context_tool_calls(&[], &Value::Null).is_empty());
+    }
+
+    /// The `oauth` table `context` makes, parsed as rho parses any config.
+    fn oauth_of(scenario: &str, context: &Value) -> rho_proto_core::config::OAuthConfig {
+        let Ok(secrets) = SecretFiles::create() else {
+            panic!("a secret dir")
+        };
+        let text = format!(
+            "[mcp.servers.c]\ntransport = \"streamable_http\"\nurl = \"http://localhost:1/mcp\"\n[mcp.servers.c.oauth]\n{}",
+            oauth_table(scenario, context, &secrets).unwrap_or_else(|_| panic!("a table"))
+        );
+        let config = config::parse(&text, "<test>").expect("config");
+        let server = config.get("c").expect("c").config.clone().expect("valid");
+        let rho_proto_core::config::Transport::StreamableHttp(http) = server.transport else {
+            panic!("http")
+        };
+        http.oauth.expect("oauth")
+    }
+
+    #[test]
+    fn the_scenario_context_becomes_an_oauth_table_with_secrets_in_files() {
+        use rho_proto_core::config::{OAuthGrant, SecretSource};
+        let enterprise = oauth_of(
+            "auth/enterprise-managed-authorization",
+            &json!({"client_id": "xaa", "client_secret": "s3cret", "idp_client_id": "idp",
+                    "idp_id_token": "eyJ.id.sig", "idp_issuer": "http://localhost:2",
+                    "idp_token_endpoint": "http://localhost:2/token"}),
+        );
+        assert_eq!(enterprise.grant, OAuthGrant::IdentityAssertion);
+        assert_eq!(enterprise.client_id.as_deref(), Some("xaa"));
+        assert!(enterprise.client_secret_file.is_some());
+        assert_eq!(enterprise.assertion.idp_client_id.as_deref(), Some("idp"));
+        assert!(matches!(
+            enterprise.assertion.id_token,
+            Some(SecretSource::File(_))
+        ));
+        let workload = oauth_of(
+            "auth/wif-jwt-bearer",
+            &json!({"client_id": "w", "valid_jwt": "eyJ.w.sig", "expired_jwt": "eyJ.x.sig"}),
+        );
+        assert_eq!(workload.grant, OAuthGrant::JwtBearer);
+        assert!(matches!(
+            workload.assertion.assertion,
+            Some(SecretSource::File(_))
+        ));
+        let m2m = oauth_of(
+            "auth/client-credentials-basic",
+            &json!({"client_id": "m", "client_secret": "s"}),
+        );
+        assert_eq!(m2m.grant, OAuthGrant::ClientCredentials);
+        let person = oauth_of("auth/metadata-default", &Value::Null);
+        assert_eq!(person.grant, OAuthGrant::AuthorizationCode);
+        assert_eq!(
+            person.client_metadata_url.as_deref(),
+            Some(CLIENT_METADATA_URL)
+        );
     }
 }

@@ -656,6 +656,10 @@ pub enum OAuthState {
     NeedsLogin,
     /// `oauth.grant = "client_credentials"`: tokens are fetched on connect.
     ClientCredentials,
+    /// `oauth.grant = "jwt_bearer"` or `"identity_assertion"`: tokens are
+    /// fetched on connect with an assertion read from a file or the
+    /// environment.
+    Assertion(rho_proto_core::config::OAuthGrant),
     /// The store could not be read.
     StoreError(String),
 }
@@ -677,8 +681,14 @@ pub fn auth_status(
         return Some(AuthStatus::Header);
     }
     let oauth = http.oauth.as_ref()?;
-    if oauth.grant == rho_proto_core::config::OAuthGrant::ClientCredentials {
-        return Some(AuthStatus::OAuth(OAuthState::ClientCredentials));
+    match oauth.grant {
+        rho_proto_core::config::OAuthGrant::ClientCredentials => {
+            return Some(AuthStatus::OAuth(OAuthState::ClientCredentials));
+        }
+        grant if grant.is_unattended() => {
+            return Some(AuthStatus::OAuth(OAuthState::Assertion(grant)));
+        }
+        _ => {}
     }
     let Some(store) = store else {
         return Some(AuthStatus::OAuth(OAuthState::NeedsLogin));
@@ -710,6 +720,12 @@ impl AuthStatus {
             }
             AuthStatus::OAuth(OAuthState::StoreError(e)) => format!("oauth ({e})"),
             AuthStatus::OAuth(OAuthState::ClientCredentials) => "oauth (client credentials)".into(),
+            AuthStatus::OAuth(OAuthState::Assertion(grant)) => match grant {
+                rho_proto_core::config::OAuthGrant::IdentityAssertion => {
+                    "oauth (enterprise-managed: identity assertion)".into()
+                }
+                _ => "oauth (workload identity: JWT bearer)".into(),
+            },
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,
                 refreshable,
@@ -737,6 +753,9 @@ impl AuthStatus {
             }
             AuthStatus::OAuth(OAuthState::ClientCredentials) => {
                 json!({"kind": "oauth", "state": "client_credentials"})
+            }
+            AuthStatus::OAuth(OAuthState::Assertion(grant)) => {
+                json!({"kind": "oauth", "state": crate::grants::grant_name(*grant)})
             }
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,
@@ -808,8 +827,9 @@ pub fn with_stored_tokens(
                 continue;
             }
         };
+        let client_key = http.oauth.as_ref().and_then(|o| o.client_key.as_ref());
         let token = match login {
-            Some(login) => usable_token(&entry.id, &key, login, store, kind),
+            Some(login) => usable_token(&entry.id, &key, login, client_key, store, kind),
             None => None,
         };
         // Without one, the server's 401 asks the session's authorizer,
@@ -865,6 +885,7 @@ fn usable_token(
     id: &str,
     key: &StoreKey,
     login: StoredLogin,
+    client_key: Option<&rho_proto_core::config::OAuthClientKey>,
     store: &dyn CredentialStore,
     kind: crate::RuntimeKind,
 ) -> Option<String> {
@@ -876,7 +897,7 @@ fn usable_token(
     let mut failure = None;
     let locked = store.update(key, &mut |current| {
         let current = current?;
-        match refreshed(&current, kind) {
+        match refreshed(id, &current, client_key, kind) {
             Refresh::Fresh(access) => {
                 token = Some(access);
                 Some(current)
@@ -926,9 +947,16 @@ enum Refresh {
     Dead(String),
 }
 
-/// Refreshes `login` now if it still needs it, through executor `kind`'s
-/// HTTP stack.
-fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
+/// Refreshes `login` of server `id` now if it still needs it, through
+/// executor `kind`'s HTTP stack. A `private_key_jwt` client authenticates
+/// the way its grant did: with an assertion signed by `client_key` (its
+/// configured `oauth.client_key_file` / `client_key_from_env`).
+fn refreshed(
+    id: &str,
+    login: &StoredLogin,
+    client_key: Option<&rho_proto_core::config::OAuthClientKey>,
+    kind: crate::RuntimeKind,
+) -> Refresh {
     let Some(tokens) = login.tokens.as_ref() else {
         return Refresh::Failed("no tokens are stored".into());
     };
@@ -955,7 +983,17 @@ fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
             scope: tokens.scope.clone(),
         },
     };
-    let Some(request) = rho_proto_core::oauth::flow::refresh_request(&credentials) else {
+    if credentials.tokens.refresh_token.is_none() {
+        return Refresh::Failed("the access token expired and no refresh token is stored".into());
+    }
+    let assertion = match refresh_assertion(id, login, client_key) {
+        Ok(assertion) => assertion,
+        Err(why) => return Refresh::Failed(why),
+    };
+    let Some(request) = rho_proto_core::oauth::flow::refresh_request_with_assertion(
+        &credentials,
+        assertion.as_deref(),
+    ) else {
         return Refresh::Failed("the access token expired and no refresh token is stored".into());
     };
     let http = crate::login::LoginHttp::for_runtime(kind);
@@ -974,4 +1012,36 @@ fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
         Err(e) if e.grant_is_dead() => Refresh::Dead(e.to_string()),
         Err(e) => Refresh::Failed(e.to_string()),
     }
+}
+
+/// The client assertion the refresh of `login` (server `id`) carries: for
+/// a `private_key_jwt` client, one signed now with the configured key for
+/// the issuer that minted the tokens; none for other clients.
+fn refresh_assertion(
+    id: &str,
+    login: &StoredLogin,
+    client_key: Option<&rho_proto_core::config::OAuthClientKey>,
+) -> Result<Option<String>, String> {
+    if login.client.auth != ClientAuth::PrivateKeyJwt {
+        return Ok(None);
+    }
+    let key = match client_key {
+        Some(source) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
+            signer: crate::login::client_key(id, source)?,
+            now_unix: now_unix(),
+        }),
+        None => None,
+    };
+    let random = crate::login::random()?;
+    rho_proto_core::oauth::flow::client_assertion_for(
+        &login.client,
+        &login.issuer,
+        key.as_ref(),
+        &random,
+    )
+    .map_err(|e| {
+        format!(
+            "{e} (configure `oauth.client_key_file` or `client_key_from_env` for server `{id}`)"
+        )
+    })
 }

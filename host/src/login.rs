@@ -274,7 +274,7 @@ pub fn redirect_uri(port: u16) -> String {
 }
 
 /// Fresh random bytes from the operating system.
-fn random() -> Result<[u8; RANDOM_BYTES], String> {
+pub(crate) fn random() -> Result<[u8; RANDOM_BYTES], String> {
     let mut bytes = [0u8; RANDOM_BYTES];
     let mut filled = 0;
     while filled < bytes.len() {
@@ -711,8 +711,9 @@ pub fn save(
 }
 
 /// The login settings for a configured server: its `oauth` table, the
-/// client secret read from the variable `client_secret_from_env` names
-/// (a missing one is an error naming it), the signing key of a
+/// client secret read from the variable `client_secret_from_env` names or
+/// the file `client_secret_file` names (a missing one is an error naming
+/// it), the grant's own secrets ([`crate::grants`]), the signing key of a
 /// `private_key_jwt` client read from `client_key_file` or the variable
 /// `client_key_from_env` names, and a stored registration.
 pub fn settings_for(
@@ -722,17 +723,8 @@ pub fn settings_for(
     stored: Option<&StoredLogin>,
     redirect_uri: String,
 ) -> Result<LoginSettings, String> {
-    use rho_proto_core::config::OAuthGrant;
-    use rho_proto_core::oauth::flow::GrantKind;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
-    let secret = match &oauth.client_secret_from_env {
-        Some(name) => Some(std::env::var(name).map_err(|_| {
-            format!(
-                "server `{id}`: `oauth.client_secret_from_env` names `{name}`, which is not set"
-            )
-        })?),
-        None => None,
-    };
+    let secret = crate::grants::client_secret(id, oauth)?;
     let client_assertion = match &oauth.client_key {
         Some(source) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
             signer: client_key(id, source)?,
@@ -753,10 +745,7 @@ pub fn settings_for(
     });
     Ok(LoginSettings {
         server_url: http.url.clone(),
-        grant: match oauth.grant {
-            OAuthGrant::AuthorizationCode => GrantKind::AuthorizationCode { redirect_uri },
-            OAuthGrant::ClientCredentials => GrantKind::ClientCredentials,
-        },
+        grant: crate::grants::grant_kind(id, oauth, redirect_uri)?,
         client,
         stored_client: stored.map(|s| (s.issuer.clone(), s.client.clone())),
         client_metadata_url: oauth.client_metadata_url.clone(),
@@ -771,7 +760,7 @@ pub fn settings_for(
 /// The signer of a `private_key_jwt` client, from where its config says
 /// the PEM is; errors name the server, the key and the reason, never
 /// the key's text.
-fn client_key(
+pub(crate) fn client_key(
     id: &str,
     source: &rho_proto_core::config::OAuthClientKey,
 ) -> Result<std::sync::Arc<dyn rho_proto_core::oauth::assertion::ClientAssertionSigner>, String> {

@@ -7,9 +7,9 @@
 //!   `previous`. It rediscovers the authorization server first; while that
 //!   is still the issuer of the stored login, its refresh token is used (no
 //!   person); when the server has moved to another, the stored login is
-//!   forgotten and a new client registered there. Else a fresh
-//!   client-credentials grant for `oauth.grant = "client_credentials"`,
-//!   else a new login.
+//!   forgotten and a new client registered there. Else a fresh grant of
+//!   an unattended kind (`client_credentials`, `jwt_bearer`,
+//!   `identity_assertion`; its secrets read again), else a new login.
 //! - 403 `insufficient_scope` (a step-up): a new login asking for the union
 //!   of the scopes the stored login holds and the scopes the challenge
 //!   names, so a step-up never loses what was granted before. When no one
@@ -29,7 +29,7 @@
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 
-use rho_proto_core::config::{Config, OAuthGrant, Transport};
+use rho_proto_core::config::{Config, HttpConfig, OAuthConfig, OAuthGrant, Transport};
 use rho_proto_core::host::Authorizer;
 use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
@@ -48,6 +48,10 @@ struct ServerLogin {
     /// The settings a login starts from, or why there are none (a client
     /// secret variable that is not set).
     settings: Result<LoginSettings, String>,
+    /// The server's config, when the settings came from it: each login
+    /// builds them again, reading the grant's secrets afresh (a rotated
+    /// workload token, a new ID token).
+    configured: Option<(HttpConfig, OAuthConfig)>,
 }
 
 /// The [`Authorizer`] over a credential store that `rho mcp` uses: hand
@@ -131,6 +135,7 @@ impl StoreAuthorizer {
                     key,
                     grant: oauth.grant,
                     settings,
+                    configured: Some((http.clone(), oauth.clone())),
                 },
             );
         }
@@ -139,7 +144,8 @@ impl StoreAuthorizer {
     }
 
     /// An authorizer for one server whose login settings the caller built
-    /// (the conformance client).
+    /// instead of a config (a host with settings of its own, a test). The
+    /// settings are used as given: secrets in them are not read again.
     pub fn for_one(
         store: Arc<dyn CredentialStore>,
         id: &str,
@@ -150,6 +156,8 @@ impl StoreAuthorizer {
     ) -> Self {
         let grant = match settings.grant {
             GrantKind::ClientCredentials => OAuthGrant::ClientCredentials,
+            GrantKind::JwtBearer { .. } => OAuthGrant::JwtBearer,
+            GrantKind::IdentityAssertion(_) => OAuthGrant::IdentityAssertion,
             _ => OAuthGrant::AuthorizationCode,
         };
         let mut servers = BTreeMap::new();
@@ -159,6 +167,7 @@ impl StoreAuthorizer {
                 key,
                 grant,
                 settings: Ok(settings),
+                configured: None,
             },
         );
         Self::new(store, servers, mode, kind)
@@ -177,7 +186,16 @@ impl StoreAuthorizer {
         scopes: Option<Vec<String>>,
         previous: Option<Credentials>,
     ) -> Result<String, String> {
-        let mut settings = server.settings.clone()?;
+        let mut settings = match &server.configured {
+            Some((http, oauth)) => login::settings_for(
+                id,
+                http,
+                oauth,
+                None,
+                login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
+            )?,
+            None => server.settings.clone()?,
+        };
         settings.stored_client = stored.map(|s| (s.issuer.clone(), s.client.clone()));
         settings.extra_scopes = login::remembered_scopes(stored);
         if scopes.is_some() {
@@ -187,7 +205,7 @@ impl StoreAuthorizer {
             .as_ref()
             .is_some_and(|p| p.tokens.refresh_token.is_some());
         settings.previous = previous;
-        let machine = server.grant == OAuthGrant::ClientCredentials;
+        let machine = server.grant.is_unattended();
         let browser = match (machine, &self.mode) {
             (true, _) | (false, LoginMode::Headless) => Browser::Headless,
             (false, LoginMode::Person(prompt)) => {
@@ -233,8 +251,7 @@ impl StoreAuthorizer {
         entry: &ServerLogin,
         challenge: &BearerChallenge,
     ) -> Result<Result<String, String>, AuthorizationError> {
-        let person = matches!(self.mode, LoginMode::Person(_))
-            && entry.grant != OAuthGrant::ClientCredentials;
+        let person = matches!(self.mode, LoginMode::Person(_)) && !entry.grant.is_unattended();
         let held = self
             .handed
             .lock()

@@ -442,6 +442,38 @@ pub struct OAuthConfig {
     /// (`client_key_file` or `client_key_from_env`); with it the client
     /// authenticates with a signed JWT instead of a secret.
     pub client_key: Option<OAuthClientKey>,
+    /// `client_secret_file`: the absolute path of a file holding the
+    /// client secret, instead of `client_secret_from_env`.
+    pub client_secret_file: Option<String>,
+    /// What the assertion grants read: the workload's JWT, or the
+    /// identity provider and identity assertion of the enterprise grant.
+    pub assertion: Box<OAuthAssertionConfig>,
+}
+
+/// A secret's place: a file or an ambient variable, never the secret.
+pub type SecretSource = OAuthClientKey;
+
+/// The keys of the assertion grants (`grant = "jwt_bearer"` and `grant =
+/// "identity_assertion"`); each is set only for its grant.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct OAuthAssertionConfig {
+    /// `assertion_file` / `assertion_from_env`: where the workload's JWT
+    /// is (`jwt_bearer`), read again at each grant (platforms rotate it).
+    pub assertion: Option<SecretSource>,
+    /// `id_token_file` / `id_token_from_env`: where the identity
+    /// assertion (an OpenID Connect ID token) is (`identity_assertion`).
+    pub id_token: Option<SecretSource>,
+    /// `idp_token_endpoint`: the identity provider's token endpoint, where
+    /// the ID token is exchanged for an ID-JAG.
+    pub idp_token_endpoint: Option<Url>,
+    /// `idp_client_id`: this client at the identity provider.
+    pub idp_client_id: Option<String>,
+    /// `idp_client_secret_file` / `idp_client_secret_from_env`: its
+    /// secret, when it has one.
+    pub idp_client_secret: Option<SecretSource>,
+    /// `idp_audience`: the exchange's `audience`, when not the issuer of
+    /// the MCP server's authorization server.
+    pub idp_audience: Option<String>,
 }
 
 /// Where a `private_key_jwt` client's signing key (a PKCS#8 PEM, P-256)
@@ -464,6 +496,21 @@ pub enum OAuthGrant {
     /// Machine to machine with the configured client's id and secret;
     /// never a browser (for CI).
     ClientCredentials,
+    /// Workload identity federation: a JWT the workload's platform issued
+    /// is the grant (RFC 7523); never a browser.
+    JwtBearer,
+    /// Enterprise-managed authorization (SEP-990): an identity assertion
+    /// from single sign-on is exchanged at the identity provider for an
+    /// ID-JAG (RFC 8693), the grant at the authorization server; never a
+    /// browser.
+    IdentityAssertion,
+}
+
+impl OAuthGrant {
+    /// Whether tokens come without a person (no browser login).
+    pub fn is_unattended(self) -> bool {
+        self != OAuthGrant::AuthorizationCode
+    }
 }
 
 /// An MCP logging severity (RFC 5424 order, least severe first).

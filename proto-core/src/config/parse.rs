@@ -5,6 +5,8 @@
 
 use super::*;
 
+mod grants;
+
 const TRANSPORT_STDIO: &str = "stdio";
 const TRANSPORT_HTTP: &str = "streamable_http";
 const COMMON_KEYS: &[&str] = &[
@@ -738,6 +740,16 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
             "client_metadata_url",
             "client_key_file",
             "client_key_from_env",
+            "client_secret_file",
+            "assertion_file",
+            "assertion_from_env",
+            "id_token_file",
+            "id_token_from_env",
+            "idp_token_endpoint",
+            "idp_client_id",
+            "idp_client_secret_file",
+            "idp_client_secret_from_env",
+            "idp_audience",
         ],
         "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`, a signing key by `client_key_file` or `client_key_from_env`)",
     )?;
@@ -755,10 +767,12 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
     let grant = oauth.string("grant").and_then(|grant| match grant {
         None | Some(("authorization_code", _)) => Ok(OAuthGrant::AuthorizationCode),
         Some(("client_credentials", _)) => Ok(OAuthGrant::ClientCredentials),
+        Some(("jwt_bearer", _)) => Ok(OAuthGrant::JwtBearer),
+        Some(("identity_assertion", _)) => Ok(OAuthGrant::IdentityAssertion),
         Some((other, span)) => Err(Fault::new(
             span,
             format!(
-                "`{}` must be \"authorization_code\" or \"client_credentials\", not {other:?}",
+                "`{}` must be \"authorization_code\", \"client_credentials\", \"jwt_bearer\" or \"identity_assertion\", not {other:?}",
                 oauth.path_of("grant")
             ),
         )),
@@ -848,16 +862,20 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
         (Some(key), None) | (None, Some(key)) => Some(key),
         (None, None) => None,
     };
-    let config = OAuthConfig {
+    let secret_file = grants::secret_file(&oauth, secret.as_ref().ok().and_then(Option::as_ref));
+    let mut config = OAuthConfig {
         client_id: client_id?,
         scopes: scopes?,
         grant: grant?,
         client_secret_from_env: secret?,
         client_metadata_url: metadata_url?,
         client_key: client_key.as_ref().map(|(key, _)| key.clone()),
+        client_secret_file: secret_file?.map(|(path, _)| path),
+        assertion: Box::default(),
     };
+    config.assertion = Box::new(grants::read_assertion_config(&oauth, &config)?);
     if let Some((_, span)) = &client_key {
-        if config.client_secret_from_env.is_some() {
+        if config.client_secret_from_env.is_some() || config.client_secret_file.is_some() {
             return Err(Fault::new(
                 span.clone(),
                 format!(
@@ -878,12 +896,14 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
     }
     if config.grant == OAuthGrant::ClientCredentials
         && (config.client_id.is_none()
-            || (config.client_secret_from_env.is_none() && config.client_key.is_none()))
+            || (config.client_secret_from_env.is_none()
+                && config.client_secret_file.is_none()
+                && config.client_key.is_none()))
     {
         return Err(Fault::new(
             server.span.clone(),
             format!(
-                "`{}` = \"client_credentials\" needs `client_id` and `client_secret_from_env` (or `client_key_file` / `client_key_from_env`) in the same table",
+                "`{}` = \"client_credentials\" needs `client_id` and `client_secret_from_env` (or `client_secret_file`, `client_key_file` or `client_key_from_env`) in the same table",
                 oauth.path_of("grant")
             ),
         ));

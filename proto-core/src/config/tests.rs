@@ -503,7 +503,7 @@ fn oauth_grants_secrets_by_name_and_metadata_documents() {
         ),
         (
             "grant = \"password\"\n",
-            "must be \"authorization_code\" or \"client_credentials\"",
+            "must be \"authorization_code\", \"client_credentials\"",
         ),
         (
             "client_metadata_url = \"http://rho.example.com/c.json\"\n",

@@ -40,6 +40,7 @@ use super::challenge::BearerChallenge;
 use super::discovery::{
     self, AuthorizationServerMetadata, DiscoveryError, ResourceMetadata, canonical_resource,
 };
+use super::exchange::{ID_JAG_TYPE, ID_TOKEN_TYPE, IdentityAssertionGrant, Secret, read_id_jag};
 use super::pkce::{Pkce, RANDOM_BYTES};
 use super::register::{RegistrationError, choose_auth, read_registration, registration_request};
 use super::token::{
@@ -65,6 +66,25 @@ pub enum GrantKind {
     /// Machine to machine, never a browser: the configured client's own
     /// credentials.
     ClientCredentials,
+    /// Workload identity federation, never a browser: a JWT the workload
+    /// already holds is the grant (RFC 7523 §2.1). A configured client
+    /// authenticates as well; without one, none is named.
+    JwtBearer {
+        /// The workload's JWT.
+        assertion: Secret,
+    },
+    /// Enterprise-managed authorization (SEP-990), never a browser: the
+    /// identity assertion is exchanged at the identity provider for an
+    /// ID-JAG (RFC 8693), which the configured client then presents to
+    /// the MCP server's authorization server as a JWT bearer grant.
+    IdentityAssertion(Box<IdentityAssertionGrant>),
+}
+
+impl GrantKind {
+    /// Whether the grant runs without a person (no browser step).
+    pub fn is_unattended(&self) -> bool {
+        !matches!(self, GrantKind::AuthorizationCode { .. })
+    }
 }
 
 /// What a login starts from.
@@ -229,6 +249,15 @@ pub enum LoginError {
         /// The transport's reason.
         reason: String,
     },
+    /// An assertion grant needs a client the authorization server knows.
+    #[error(
+        "the enterprise-managed grant needs a client the authorization server knows: configure `oauth.client_id` (or `oauth.client_metadata_url`, where the server accepts client ID metadata documents)"
+    )]
+    NoClientForAssertion,
+    /// The identity provider refused the token exchange or answered
+    /// nonsense.
+    #[error("the identity provider's token exchange failed: {0}")]
+    TokenExchange(TokenError),
     /// Client credentials need a configured client.
     #[error(
         "`oauth.grant = \"client_credentials\"` needs `oauth.client_id` and `oauth.client_secret_from_env` (or a client key)"
@@ -278,6 +307,12 @@ enum Step {
         pkce: Pkce,
     },
     Redeeming {
+        context: Box<Context>,
+        client: Client,
+    },
+    /// The identity provider is exchanging the identity assertion for an
+    /// ID-JAG, which `client` then redeems.
+    Exchanging {
         context: Box<Context>,
         client: Client,
     },
@@ -399,6 +434,7 @@ impl Login {
             Step::Registering { .. } => "registering with the authorization server",
             Step::Refreshing { .. } => "refreshing the token",
             Step::Redeeming { .. } | Step::Authorizing { .. } => "the token request",
+            Step::Exchanging { .. } => "the token exchange at the identity provider",
             Step::Finished => return,
         };
         self.fail(LoginError::Transport { what, reason });
@@ -500,6 +536,10 @@ impl Login {
                     Err(e) => self.fail(e.into()),
                 }
             }
+            Step::Exchanging { context, client } => match read_id_jag(status, body) {
+                Ok(id_jag) => self.redeem_assertion(*context, client, &id_jag),
+                Err(e) => self.fail(LoginError::TokenExchange(e)),
+            },
             Step::Redeeming { context, client } => match read_token_response(status, body) {
                 Ok(tokens) => {
                     self.events
@@ -740,8 +780,13 @@ impl Login {
             }
             return self.begin_grant(now, context, client);
         }
-        if matches!(self.settings.grant, GrantKind::ClientCredentials) {
-            return self.fail(LoginError::NoClientCredentials);
+        match &self.settings.grant {
+            GrantKind::ClientCredentials => return self.fail(LoginError::NoClientCredentials),
+            // A workload needs no registration: its JWT says who it is.
+            GrantKind::JwtBearer { .. } => {
+                return self.begin_grant(now, context, Client::anonymous());
+            }
+            _ => {}
         }
         if let Some((issuer, client)) = &self.settings.stored_client {
             if *issuer == context.server.issuer {
@@ -767,8 +812,10 @@ impl Login {
         let Ok(endpoint) = Url::parse(&endpoint) else {
             return self.fail(LoginError::NoRegistration);
         };
-        let GrantKind::AuthorizationCode { redirect_uri } = &self.settings.grant else {
-            return self.fail(LoginError::NoClientCredentials);
+        let redirect_uri = match &self.settings.grant {
+            GrantKind::AuthorizationCode { redirect_uri } => redirect_uri,
+            GrantKind::IdentityAssertion(_) => return self.fail(LoginError::NoClientForAssertion),
+            _ => return self.fail(LoginError::NoClientCredentials),
         };
         let requested = choose_auth(&context.server);
         let body = registration_request(&self.settings.client_name, redirect_uri, requested);
@@ -788,6 +835,14 @@ impl Login {
 
     fn begin_grant(&mut self, now: Instant, context: Context, client: Client) {
         match &self.settings.grant {
+            GrantKind::JwtBearer { assertion } => {
+                let assertion = assertion.clone();
+                self.redeem_assertion(context, client, &assertion);
+            }
+            GrantKind::IdentityAssertion(grant) => {
+                let grant = grant.clone();
+                self.exchange_identity_assertion(context, client, &grant);
+            }
             GrantKind::ClientCredentials => {
                 let assertion = match self.assertion(&client, &context.server.issuer) {
                     Ok(assertion) => assertion,
@@ -845,27 +900,79 @@ impl Login {
         }
     }
 
+    /// The JWT bearer grant (RFC 7523 §2.1) of `assertion` by `client` at
+    /// the authorization server's token endpoint.
+    fn redeem_assertion(&mut self, context: Context, client: Client, assertion: &Secret) {
+        let client_assertion = match self.assertion(&client, &context.server.issuer) {
+            Ok(client_assertion) => client_assertion,
+            Err(e) => return self.fail(e),
+        };
+        let request = token_request_with_assertion(
+            &client,
+            &Grant::JwtBearer(assertion.expose()),
+            &context.resource,
+            context.scope.as_deref(),
+            client_assertion.as_deref(),
+        );
+        self.post_form(
+            context.token_endpoint.clone(),
+            request.headers,
+            request.body,
+        );
+        self.step = Step::Redeeming {
+            context: Box::new(context),
+            client,
+        };
+    }
+
+    /// SEP-990's token exchange (RFC 8693) at the identity provider: the
+    /// ID token for an ID-JAG meant for this authorization server (its
+    /// issuer the `audience`, unless configured) and this MCP server (the
+    /// `resource`), for the scope the login asks.
+    fn exchange_identity_assertion(
+        &mut self,
+        context: Context,
+        client: Client,
+        grant: &IdentityAssertionGrant,
+    ) {
+        let endpoint = match discovery::check_endpoint(
+            "the identity provider's token endpoint",
+            grant.idp_token_endpoint.as_str(),
+            &self.settings.server_url,
+        ) {
+            Ok(url) => url,
+            Err(e) => return self.fail(e.into()),
+        };
+        let idp_client = grant.idp_client.clone().unwrap_or_else(Client::anonymous);
+        let audience = grant.audience.as_deref().unwrap_or(&context.server.issuer);
+        let request = token_request_with_assertion(
+            &idp_client,
+            &Grant::TokenExchange {
+                subject_token: grant.id_token.expose(),
+                subject_token_type: ID_TOKEN_TYPE,
+                requested_token_type: ID_JAG_TYPE,
+                audience,
+            },
+            &context.resource,
+            context.scope.as_deref(),
+            None,
+        );
+        self.post_form(endpoint, request.headers, request.body);
+        self.step = Step::Exchanging {
+            context: Box::new(context),
+            client,
+        };
+    }
+
     /// The signed client assertion `client` authenticates with at
     /// `issuer`'s token endpoint, when it is a `private_key_jwt` client.
     fn assertion(&self, client: &Client, issuer: &str) -> Result<Option<String>, LoginError> {
-        if client.auth != ClientAuth::PrivateKeyJwt {
-            return Ok(None);
-        }
-        let key = self
-            .settings
-            .client_assertion
-            .as_ref()
-            .ok_or(LoginError::NoClientKey)?;
-        let claims = AssertionClaims::new(
-            &client.id,
+        client_assertion_for(
+            client,
             issuer,
-            key.now_unix,
-            jti_from_random(&self.random),
-        );
-        Ok(Some(super::assertion::client_assertion(
-            key.signer.as_ref(),
-            &claims,
-        )?))
+            self.settings.client_assertion.as_ref(),
+            &self.random,
+        )
     }
 
     /// Sends the next metadata candidate, or moves on when none is left.
@@ -957,6 +1064,28 @@ fn legacy_issuer(body: &[u8], server: &Url) -> Option<String> {
     let doc: Issuer = serde_json::from_slice(body).ok()?;
     let url = Url::parse(&doc.issuer).ok()?;
     (url.origin() == server.origin()).then_some(doc.issuer)
+}
+
+/// The signed client assertion `client` authenticates with at `issuer`'s
+/// token endpoint when it is a `private_key_jwt` client (none for other
+/// clients): signed with `key`, its `jti` made from fresh `random` bytes.
+/// Every request of such a client carries one, a refresh as much as the
+/// grant, or the server refuses it as unauthenticated.
+pub fn client_assertion_for(
+    client: &Client,
+    issuer: &str,
+    key: Option<&ClientAssertionKey>,
+    random: &[u8],
+) -> Result<Option<String>, LoginError> {
+    if client.auth != ClientAuth::PrivateKeyJwt {
+        return Ok(None);
+    }
+    let key = key.ok_or(LoginError::NoClientKey)?;
+    let claims = AssertionClaims::new(&client.id, issuer, key.now_unix, jti_from_random(random));
+    Ok(Some(super::assertion::client_assertion(
+        key.signer.as_ref(),
+        &claims,
+    )?))
 }
 
 /// The refresh of `credentials` as a request (id 0): no person, no

@@ -15,6 +15,9 @@
 //!   and token responses read back.
 //! - [`assertion`]: the signed JWT of `private_key_jwt` client
 //!   authentication (RFC 7523), signed by the host's key.
+//! - [`exchange`]: the assertion grants: a JWT as the grant (RFC 7523,
+//!   workload identity federation) and the RFC 8693 token exchange of an
+//!   enterprise identity assertion for one (SEP-990).
 //!
 //! - [`store`]: what is kept between runs, and the trait a host keeps it with.
 //! - [`flow`]: one login as a sans-IO state machine over those pieces
@@ -30,6 +33,7 @@ pub mod assertion;
 pub mod authorize;
 pub mod challenge;
 pub mod discovery;
+pub mod exchange;
 pub mod flow;
 pub mod pkce;
 pub mod register;

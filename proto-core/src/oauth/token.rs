@@ -58,6 +58,19 @@ pub struct Client {
     pub auth: ClientAuth,
 }
 
+impl Client {
+    /// No client at all: a grant that needs no registration (a workload's
+    /// JWT bearer assertion, RFC 7523 §3.1: client authentication is
+    /// optional) sends no `client_id`.
+    pub fn anonymous() -> Self {
+        Self {
+            id: String::new(),
+            secret: None,
+            auth: ClientAuth::None,
+        }
+    }
+}
+
 impl std::fmt::Debug for Client {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("Client")
@@ -85,6 +98,23 @@ pub enum Grant<'a> {
     RefreshToken(&'a str),
     /// Machine to machine: the client's own credentials.
     ClientCredentials,
+    /// A JWT as the authorization grant (RFC 7523 §2.1): a workload's own
+    /// identity token, or an ID-JAG from an identity provider (see
+    /// [`super::exchange`]).
+    JwtBearer(&'a str),
+    /// An RFC 8693 token exchange of `subject_token` for a token of
+    /// `requested_token_type` meant for `audience` (see
+    /// [`super::exchange`]).
+    TokenExchange {
+        /// The token exchanged (an OpenID Connect ID token, say).
+        subject_token: &'a str,
+        /// Its type URI.
+        subject_token_type: &'a str,
+        /// The type URI of the token asked for.
+        requested_token_type: &'a str,
+        /// Whom the issued token is for (an authorization server's issuer).
+        audience: &'a str,
+    },
 }
 
 /// A token request: the form body and the extra headers of its client
@@ -146,6 +176,22 @@ pub fn token_request_with_assertion(
         Grant::ClientCredentials => {
             form.append_pair("grant_type", "client_credentials");
         }
+        Grant::JwtBearer(assertion) => {
+            form.append_pair("grant_type", super::exchange::JWT_BEARER_GRANT)
+                .append_pair("assertion", assertion);
+        }
+        Grant::TokenExchange {
+            subject_token,
+            subject_token_type,
+            requested_token_type,
+            audience,
+        } => {
+            form.append_pair("grant_type", super::exchange::TOKEN_EXCHANGE_GRANT)
+                .append_pair("requested_token_type", requested_token_type)
+                .append_pair("audience", audience)
+                .append_pair("subject_token", subject_token)
+                .append_pair("subject_token_type", subject_token_type);
+        }
     }
     form.append_pair("resource", resource);
     if let Some(scope) = scope {
@@ -153,6 +199,9 @@ pub fn token_request_with_assertion(
     }
     let mut headers = Vec::new();
     match client.auth {
+        // An anonymous client (a workload that has no registration)
+        // identifies itself by its assertion alone.
+        ClientAuth::None if client.id.is_empty() => {}
         ClientAuth::None => {
             form.append_pair("client_id", &client.id);
         }
