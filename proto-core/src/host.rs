@@ -228,6 +228,10 @@ pub struct HostServices {
     pub authorizer: Option<Arc<dyn Authorizer>>,
     /// Where the servers' log messages go besides tracing.
     pub logs: Option<Arc<dyn LogSink>>,
+    /// Proofs of possession for DPoP-bound tokens (RFC 9449): the host
+    /// holds the keys (usually its authorizer, which bound the tokens);
+    /// `None` sends none.
+    pub dpop: Option<Arc<dyn crate::oauth::dpop::DpopProver>>,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -238,6 +242,7 @@ impl std::fmt::Debug for HostServices {
             .field("ledger", &self.ledger.is_some())
             .field("authorizer", &self.authorizer.is_some())
             .field("logs", &self.logs.is_some())
+            .field("dpop", &self.dpop.is_some())
             .finish()
     }
 }

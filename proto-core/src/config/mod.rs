@@ -442,6 +442,9 @@ pub struct OAuthConfig {
     /// (`client_key_file` or `client_key_from_env`); with it the client
     /// authenticates with a signed JWT instead of a secret.
     pub client_key: Option<OAuthClientKey>,
+    /// `dpop`: whether tokens are bound to a key of the host's (RFC 9449);
+    /// `auto` (the default) where the authorization server offers ES256.
+    pub dpop: crate::oauth::dpop::DpopMode,
 }
 
 /// Where a `private_key_jwt` client's signing key (a PKCS#8 PEM, P-256)

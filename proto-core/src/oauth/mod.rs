@@ -15,6 +15,8 @@
 //!   and token responses read back.
 //! - [`assertion`]: the signed JWT of `private_key_jwt` client
 //!   authentication (RFC 7523), signed by the host's key.
+//! - [`dpop`]: DPoP (RFC 9449) proofs of possession, server nonces, and
+//!   when a login binds its tokens to a key of the host's.
 //!
 //! - [`store`]: what is kept between runs, and the trait a host keeps it with.
 //! - [`flow`]: one login as a sans-IO state machine over those pieces
@@ -30,6 +32,7 @@ pub mod assertion;
 pub mod authorize;
 pub mod challenge;
 pub mod discovery;
+pub mod dpop;
 pub mod flow;
 pub mod pkce;
 pub mod register;

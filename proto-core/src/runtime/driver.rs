@@ -153,6 +153,7 @@ impl<R> Driver<R> {
             can_elicit: setup.host.can_elicit(),
             can_reauthorize: setup.host.can_reauthorize(),
             can_sample: setup.host.can_sample(),
+            dpop: setup.host.dpop.as_ref(),
         };
         let conn = if setup.record {
             Connection::new_recorded(setup.config, &context, now)?
