@@ -341,6 +341,7 @@ fn authorizer(
         previous: None,
         client_name: "rho".into(),
         client_assertion,
+        dpop: Default::default(),
     };
     let authorizer = rho_host::reauth::StoreAuthorizer::for_one(
         std::sync::Arc::new(rho_host::reauth::MemoryStore::default()),

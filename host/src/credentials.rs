@@ -83,6 +83,9 @@ struct Tokens {
     scope: Option<String>,
     resource: String,
     token_endpoint: String,
+    /// The key DPoP-bound tokens are bound to (base64url PKCS#8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_key: Option<String>,
 }
 
 impl Entry {
@@ -108,6 +111,7 @@ impl Entry {
                 scope: t.scope.clone(),
                 resource: t.resource.clone(),
                 token_endpoint: t.token_endpoint.clone(),
+                dpop_key: t.dpop_key.clone(),
             }),
             wanted_scope: self.wanted_scope.clone(),
         }
@@ -128,6 +132,7 @@ impl Entry {
                 scope: t.scope,
                 resource: t.resource,
                 token_endpoint: t.token_endpoint,
+                dpop_key: t.dpop_key,
             }),
             wanted_scope: login.wanted_scope,
         }
@@ -350,6 +355,7 @@ mod tests {
                 scope: Some("mcp:basic".into()),
                 resource: "https://mcp.example.com/mcp".into(),
                 token_endpoint: "https://auth.example.com/token".into(),
+                dpop_key: None,
             }),
             wanted_scope: Some("mcp:admin".into()),
         }
@@ -815,9 +821,14 @@ pub fn with_stored_tokens(
         // Without one, the server's 401 asks the session's authorizer,
         // which runs a client-credentials grant (no person needed) or says
         // to run `rho mcp login`.
-        if let Some(token) = token {
-            http.headers
-                .insert("Authorization".into(), format!("Bearer {token}"));
+        if let Some((token, bound)) = token {
+            // A DPoP-bound token goes with the DPoP scheme; the session's
+            // proofs come from the host's prover, which reads the key
+            // stored beside it.
+            http.headers.insert(
+                "Authorization".into(),
+                rho_proto_core::oauth::dpop::authorization(&token, bound),
+            );
         }
     }
     config
@@ -851,8 +862,9 @@ pub fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) ->
         && !has_header
 }
 
-/// The access token to send for a stored login, refreshing it when it
-/// has expired; `None` when only a new login helps.
+/// The access token to send for a stored login, and whether it is
+/// DPoP-bound, refreshing it when it has expired; `None` when only a new
+/// login helps.
 ///
 /// A refresh runs under the store's exclusive lock, after reading the
 /// login again: a rotating refresh token is spent once, however many rho
@@ -867,10 +879,10 @@ fn usable_token(
     login: StoredLogin,
     store: &dyn CredentialStore,
     kind: crate::RuntimeKind,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     let tokens = login.tokens.as_ref()?;
     if !tokens.needs_refresh(now_unix(), REFRESH_MARGIN_SECS) {
-        return Some(tokens.access_token.clone());
+        return Some((tokens.access_token.clone(), tokens.is_bound()));
     }
     let mut token = None;
     let mut failure = None;
@@ -878,12 +890,20 @@ fn usable_token(
         let current = current?;
         match refreshed(&current, kind) {
             Refresh::Fresh(access) => {
-                token = Some(access);
+                let bound = current.tokens.as_ref().is_some_and(|t| t.is_bound());
+                token = Some((access, bound));
                 Some(current)
             }
             Refresh::Done(credentials) => {
-                token = Some(credentials.tokens.access_token.clone());
-                Some(crate::login::stored(&credentials, now_unix()))
+                // A bound token stays bound to the same key.
+                let key = current.tokens.as_ref().and_then(|t| t.dpop_key.clone());
+                let bound = rho_proto_core::oauth::dpop::is_bound(&credentials.tokens);
+                token = Some((credentials.tokens.access_token.clone(), bound));
+                Some(crate::login::stored(
+                    &credentials,
+                    now_unix(),
+                    key.as_deref(),
+                ))
             }
             Refresh::Failed(why) => {
                 failure = Some(why);
@@ -949,7 +969,7 @@ fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
         scope: tokens.scope.clone(),
         tokens: rho_proto_core::oauth::token::TokenResponse {
             access_token: tokens.access_token.clone(),
-            token_type: "Bearer".into(),
+            token_type: if tokens.is_bound() { "DPoP" } else { "Bearer" }.into(),
             expires_in: None,
             refresh_token: tokens.refresh_token.clone(),
             scope: tokens.scope.clone(),
@@ -958,13 +978,31 @@ fn refreshed(login: &StoredLogin, kind: crate::RuntimeKind) -> Refresh {
     let Some(request) = rho_proto_core::oauth::flow::refresh_request(&credentials) else {
         return Refresh::Failed("the access token expired and no refresh token is stored".into());
     };
+    // A bound refresh token is refreshed with a proof of its key.
+    let key = match tokens.dpop_key.as_deref().map(crate::dpop::decode_key) {
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => return Refresh::Failed(e),
+        None => None,
+    };
     let http = crate::login::LoginHttp::for_runtime(kind);
-    let answer = match crate::login::exchange(
+    let mut prove = |nonce: Option<&str>| {
+        let key = key.as_ref()?;
+        Some(crate::dpop::proof_now(
+            key,
+            &rho_proto_core::oauth::dpop::ProofRequest {
+                method: "POST",
+                url: &request.url,
+                access_token: None,
+                nonce,
+            },
+        ))
+    };
+    let answer = match crate::dpop::send_token_request(
         &http,
-        rho_proto_core::http::Method::Post,
         &request.url,
-        request.headers,
-        request.body,
+        &request.headers,
+        &request.body,
+        &mut prove,
     ) {
         Ok(answer) => answer,
         Err(e) => return Refresh::Failed(e),

@@ -18,7 +18,8 @@
 //!    first where a person can and must, and installs the authorizer that
 //!    answers a token refused mid-session ([`reauth`]). [`login`] is the
 //!    login itself, [`credentials`] the store, [`jwt_key`] the key a
-//!    `private_key_jwt` client signs with.
+//!    `private_key_jwt` client signs with, [`dpop`] the keys DPoP-bound
+//!    tokens prove possession of.
 //! 4. **Drive**: [`Host`] is one face over either executor
 //!    ([`RuntimeKind`]): the tools to hand a model
 //!    ([`Host::current_tools`]), the servers' instructions for the system
@@ -54,6 +55,7 @@
 pub mod config;
 pub mod connect;
 pub mod credentials;
+pub mod dpop;
 mod facade;
 pub mod jwt_key;
 pub mod login;

@@ -39,7 +39,9 @@ use rho_proto_core::oauth::token::TokenResponse;
 use rho_proto_core::session::AuthorizationReason;
 
 use crate::RuntimeKind;
+use crate::dpop::DpopKeys;
 use crate::login::{self, Browser, LoginHttp, LoginMode};
+use rho_proto_core::oauth::dpop::{self, DpopMode, DpopSigner, ProofRequest};
 
 /// One server's login, as configured.
 struct ServerLogin {
@@ -64,6 +66,19 @@ pub struct StoreAuthorizer {
     /// authorizer knows (the stored one at connect, then each it handed
     /// out): a stored token that differs was renewed by another process.
     handed: Mutex<BTreeMap<String, String>>,
+    /// The keys DPoP-bound tokens are bound to: this authorizer also
+    /// proves possession for the sessions ([`Authorizer::prove_possession`]),
+    /// since it bound the tokens.
+    dpop: DpopKeys,
+}
+
+impl std::fmt::Debug for StoreAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreAuthorizer")
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .field("dpop", &self.dpop)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StoreAuthorizer {
@@ -91,6 +106,7 @@ impl StoreAuthorizer {
             http: LoginHttp::for_runtime(kind),
             busy: Mutex::new(()),
             handed: Mutex::new(handed),
+            dpop: DpopKeys::default(),
         }
     }
 
@@ -176,8 +192,22 @@ impl StoreAuthorizer {
         challenge: &BearerChallenge,
         scopes: Option<Vec<String>>,
         previous: Option<Credentials>,
-    ) -> Result<String, String> {
+    ) -> Result<(String, bool), String> {
         let mut settings = server.settings.clone()?;
+        // The key tokens are bound to: the stored one (a bound refresh
+        // token proves it), else this run's.
+        let dpop_key = match settings.dpop.mode {
+            DpopMode::Off => None,
+            _ => {
+                let stored_key = stored
+                    .and_then(|s| s.tokens.as_ref())
+                    .and_then(|t| t.dpop_key.as_deref());
+                Some(self.dpop.key_for(id, stored_key)?)
+            }
+        };
+        settings.dpop.key = dpop_key
+            .as_ref()
+            .map(|(key, _)| Arc::clone(key) as Arc<dyn DpopSigner>);
         settings.stored_client = stored.map(|s| (s.issuer.clone(), s.client.clone()));
         settings.extra_scopes = login::remembered_scopes(stored);
         if scopes.is_some() {
@@ -217,8 +247,14 @@ impl StoreAuthorizer {
             Browser::Never => e,
             _ => format!("the login failed: {e}"),
         })?;
-        login::save(self.store.as_ref(), &server.key, &credentials)?;
-        Ok(credentials.tokens.access_token)
+        login::save(
+            self.store.as_ref(),
+            &server.key,
+            &credentials,
+            dpop_key.as_ref().map(|(_, stored)| stored.as_str()),
+        )?;
+        let bound = dpop::is_bound(&credentials.tokens);
+        Ok((credentials.tokens.access_token, bound))
     }
 
     /// A token refused 401: renewed under the store's lock, after reading
@@ -232,7 +268,7 @@ impl StoreAuthorizer {
         id: &str,
         entry: &ServerLogin,
         challenge: &BearerChallenge,
-    ) -> Result<Result<String, String>, AuthorizationError> {
+    ) -> Result<Result<(String, bool), String>, AuthorizationError> {
         let person = matches!(self.mode, LoginMode::Person(_))
             && entry.grant != OAuthGrant::ClientCredentials;
         let held = self
@@ -262,7 +298,14 @@ impl StoreAuthorizer {
                     )
                 });
             if let Some(tokens) = renewed {
-                outcome = Some(Ok(tokens.access_token.clone()));
+                // Bound to the key stored with it, which the proofs use.
+                outcome = Some(match &tokens.dpop_key {
+                    Some(key) => self
+                        .dpop
+                        .adopt(id, key)
+                        .map(|_| (tokens.access_token.clone(), true)),
+                    None => Ok((tokens.access_token.clone(), false)),
+                });
                 return;
             }
             if !person {
@@ -304,6 +347,10 @@ impl StoreAuthorizer {
 }
 
 impl Authorizer for StoreAuthorizer {
+    fn prove_possession(&self, server: &str, request: &ProofRequest<'_>) -> Result<String, String> {
+        self.prove(server, request)
+    }
+
     fn authorize(
         &self,
         server: &str,
@@ -338,14 +385,14 @@ impl Authorizer for StoreAuthorizer {
                 "rho does not know how to answer the refusal {other:?}"
             )),
         };
-        if let Ok(token) = &token {
+        if let Ok((token, _)) = &token {
             self.handed
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(server.to_owned(), token.clone());
         }
         token
-            .map(|t| format!("Bearer {t}"))
+            .map(|(t, bound)| dpop::authorization(&t, bound))
             .map_err(|why| match reason {
                 // The wanted scope is remembered: `rho mcp login` asks for it.
                 AuthorizationReason::InsufficientScope => AuthorizationError::StepUpNeeded {
@@ -358,6 +405,34 @@ impl Authorizer for StoreAuthorizer {
                     reason: why,
                 },
             })
+    }
+}
+
+impl StoreAuthorizer {
+    /// A proof with the key `server`'s token is bound to: the one this
+    /// authorizer bound it to, else the one stored beside it (a token
+    /// stored by an earlier run).
+    fn prove(&self, server: &str, request: &ProofRequest<'_>) -> Result<String, String> {
+        let key = match self.dpop.held(server) {
+            Some(key) => key,
+            None => {
+                let entry = self
+                    .servers
+                    .get(server)
+                    .ok_or_else(|| format!("server `{server}` has no OAuth login here"))?;
+                let stored = self
+                    .store
+                    .load(&entry.key)
+                    .map_err(|e| e.to_string())?
+                    .and_then(|s| s.tokens)
+                    .and_then(|t| t.dpop_key)
+                    .ok_or_else(|| {
+                        format!("no DPoP key is stored for server `{server}`; run `rho mcp login {server}`")
+                    })?;
+                self.dpop.adopt(server, &stored)?.0
+            }
+        };
+        crate::dpop::proof_now(key.as_ref(), request)
     }
 }
 
@@ -391,7 +466,7 @@ fn credentials_of(login: &StoredLogin) -> Option<Credentials> {
         scope: tokens.scope.clone(),
         tokens: TokenResponse {
             access_token: tokens.access_token.clone(),
-            token_type: "Bearer".into(),
+            token_type: if tokens.is_bound() { "DPoP" } else { "Bearer" }.into(),
             expires_in: None,
             refresh_token: tokens.refresh_token.clone(),
             scope: tokens.scope.clone(),
@@ -476,6 +551,7 @@ mod tests {
             previous: None,
             client_name: "rho".into(),
             client_assertion: None,
+            dpop: Default::default(),
         }
     }
 
@@ -494,6 +570,7 @@ mod tests {
                 scope: Some(scope.into()),
                 resource: "https://mcp.example.com/mcp".into(),
                 token_endpoint: "http://127.0.0.1:9/token".into(),
+                dpop_key: None,
             }),
             wanted_scope: None,
         }
