@@ -602,6 +602,131 @@ url = "https://mcp.example.com/mcp"
         let _ = fs::remove_dir_all(&d);
     }
 
+    /// A token endpoint that binds tokens with DPoP and wants its nonce
+    /// (`as-n`): a request whose proof lacks it is answered 400
+    /// `use_dpop_nonce`. Returns its URL and, per request, the nonce its
+    /// proof carried (`None`: no proof at all).
+    fn nonce_demanding_token_endpoint() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+        use base64::Engine as _;
+        use std::io::{BufRead, BufReader, Read};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let url = format!("http://{}/token", listener.local_addr().expect("addr"));
+        let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+        let record = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let (mut length, mut proof) = (0, None);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    if lower.starts_with("dpop:") {
+                        proof = Some(line[5..].trim().to_owned());
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let nonce = proof.as_deref().map(|p| {
+                    let claims = p.split('.').nth(1).unwrap_or_default();
+                    let claims: serde_json::Value = serde_json::from_slice(
+                        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                            .decode(claims)
+                            .unwrap_or_default(),
+                    )
+                    .unwrap_or_default();
+                    claims["nonce"].as_str().unwrap_or_default().to_owned()
+                });
+                record.lock().expect("lock").push(nonce.clone());
+                let (status, extra, answer) = if nonce.as_deref() == Some("as-n") {
+                    (
+                        "200 OK",
+                        "",
+                        r#"{"access_token":"at-2","token_type":"DPoP","expires_in":3600,"refresh_token":"rt-2"}"#,
+                    )
+                } else {
+                    (
+                        "400 Bad Request",
+                        "DPoP-Nonce: as-n\r\n",
+                        r#"{"error":"use_dpop_nonce"}"#,
+                    )
+                };
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        (url, seen)
+    }
+
+    #[test]
+    fn a_stored_dpop_bound_login_is_refreshed_with_a_proof_and_connects_with_the_dpop_scheme() {
+        let (token_endpoint, seen) = nonce_demanding_token_endpoint();
+        let text = "[mcp.servers.a]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n[mcp.servers.a.oauth]\n";
+        let config = rho_proto_core::config::parse(text, "<test>").expect("config");
+        let d = dir("dpop-refresh");
+        let store = FileStore::in_dir(&d);
+        let (_, dpop_key) = crate::dpop::DpopKeys::default()
+            .key_for("a", None)
+            .expect("a key");
+        let mut bound = login("at-1", Some("rt-1"));
+        if let Some(tokens) = &mut bound.tokens {
+            tokens.expires_at = Some(1);
+            tokens.token_endpoint = token_endpoint;
+            tokens.dpop_key = Some(dpop_key.clone());
+        }
+        store
+            .update(&key("a"), &mut |_| Some(bound.clone()))
+            .expect("saved");
+        // The key is kept in the owner-only file, beside its tokens.
+        let file = fs::read_to_string(d.join("mcp-oauth.json")).expect("file");
+        assert!(file.contains(&dpop_key));
+        assert!(!format!("{:?}", store.load(&key("a"))).contains(&dpop_key));
+        for (round, kind) in [crate::RuntimeKind::Smol, crate::RuntimeKind::Blocking]
+            .into_iter()
+            .enumerate()
+        {
+            store
+                .update(&key("a"), &mut |_| Some(bound.clone()))
+                .expect("reset");
+            seen.lock().expect("lock").clear();
+            let with = with_stored_tokens(&config, kind, Some(&store), &|_| true);
+            assert_eq!(
+                header_of(&with, "a").as_deref(),
+                Some("DPoP at-2"),
+                "{kind:?}"
+            );
+            // A proof, then once more with the nonce; the next refresh
+            // (another round) starts with the nonce it remembered.
+            let expected: &[Option<String>] = if round == 0 {
+                &[Some(String::new()), Some("as-n".to_owned())]
+            } else {
+                &[Some("as-n".to_owned())]
+            };
+            assert_eq!(*seen.lock().expect("lock"), expected, "{kind:?}");
+            let tokens = store
+                .load(&key("a"))
+                .expect("loads")
+                .and_then(|l| l.tokens)
+                .expect("tokens");
+            assert_eq!(tokens.refresh_token.as_deref(), Some("rt-2"));
+            assert_eq!(
+                tokens.dpop_key.as_deref(),
+                Some(dpop_key.as_str()),
+                "still bound to its key"
+            );
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
     /// The `Authorization` header `with_stored_tokens` gave server `id`.
     fn header_of(config: &rho_proto_core::config::Config, id: &str) -> Option<String> {
         let server = config.get(id)?.config.as_ref().ok()?;

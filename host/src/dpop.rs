@@ -298,6 +298,81 @@ mod tests {
         assert!(!format!("{later:?}").contains(&stored));
     }
 
+    /// A token endpoint that answers every request 400 `use_dpop_nonce`
+    /// with a new nonce; returns its URL and how many requests it got.
+    fn never_satisfied() -> (Url, Arc<Mutex<usize>>) {
+        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let url = Url::parse(&format!(
+            "http://{}/token",
+            listener.local_addr().expect("addr")
+        ))
+        .expect("url");
+        let count = Arc::new(Mutex::new(0));
+        let seen = Arc::clone(&count);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let mut length = 0;
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let n = {
+                    let mut c = seen.lock().expect("lock");
+                    *c += 1;
+                    *c
+                };
+                let answer = r#"{"error":"use_dpop_nonce"}"#;
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 400 Bad Request\r\nDPoP-Nonce: n{n}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        (url, count)
+    }
+
+    #[test]
+    fn a_token_request_is_resent_once_for_a_nonce_and_a_second_refusal_is_the_answer() {
+        let (url, count) = never_satisfied();
+        let keys = DpopKeys::default();
+        let (key, _) = keys.key_for("s", None).expect("a key");
+        let http = LoginHttp::for_runtime(crate::RuntimeKind::Smol);
+        let mut nonces = Vec::new();
+        let answer = send_token_request(&http, &url, &[], b"grant_type=x", &mut |nonce| {
+            nonces.push(nonce.map(str::to_owned));
+            Some(proof_now(
+                key.as_ref(),
+                &ProofRequest {
+                    method: "POST",
+                    url: &url,
+                    access_token: None,
+                    nonce,
+                },
+            ))
+        })
+        .expect("an answer");
+        assert_eq!(answer.status, 400);
+        assert_eq!(*count.lock().expect("lock"), 2, "bounded: one resend");
+        assert_eq!(nonces, [None, Some("n1".to_owned())]);
+        // Without a proof a use_dpop_nonce answer is not resent.
+        let (url, count) = never_satisfied();
+        let answer =
+            send_token_request(&http, &url, &[], b"grant_type=x", &mut |_| None).expect("answer");
+        assert_eq!(answer.status, 400);
+        assert_eq!(*count.lock().expect("lock"), 1);
+    }
+
     #[test]
     fn a_nonce_is_remembered_per_authorization_server_origin() {
         let a = Url::parse("https://as-a.test.invalid/token").expect("url");

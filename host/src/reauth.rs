@@ -671,3 +671,121 @@ mod tests {
         );
     }
 }
+
+#[cfg(test)]
+mod dpop_tests {
+    use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use rho_proto_core::oauth::store::StoredTokens;
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
+
+    fn key() -> StoreKey {
+        StoreKey {
+            server: "s".into(),
+            url: "https://mcp.example.com/mcp".into(),
+        }
+    }
+
+    fn authorizer(store: Arc<MemoryStore>) -> StoreAuthorizer {
+        let settings = LoginSettings {
+            server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
+            grant: GrantKind::AuthorizationCode {
+                redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
+            },
+            client: None,
+            stored_client: None,
+            client_metadata_url: None,
+            scopes: None,
+            extra_scopes: Vec::new(),
+            previous: None,
+            client_name: "rho".into(),
+            client_assertion: None,
+            dpop: Default::default(),
+        };
+        StoreAuthorizer::for_one(
+            store,
+            "s",
+            key(),
+            settings,
+            LoginMode::Never,
+            RuntimeKind::Smol,
+        )
+    }
+
+    fn bound(dpop_key: Option<String>) -> StoredLogin {
+        StoredLogin {
+            issuer: "https://auth.example.com".into(),
+            client: Client {
+                id: "c".into(),
+                secret: None,
+                auth: ClientAuth::None,
+            },
+            tokens: Some(StoredTokens {
+                access_token: "at".into(),
+                refresh_token: None,
+                expires_at: None,
+                scope: None,
+                resource: "https://mcp.example.com/mcp".into(),
+                token_endpoint: "http://127.0.0.1:9/token".into(),
+                dpop_key,
+            }),
+            wanted_scope: None,
+        }
+    }
+
+    #[test]
+    fn a_token_stored_by_an_earlier_run_is_proved_with_the_key_stored_beside_it() {
+        let store = Arc::new(MemoryStore::default());
+        let (key_then, stored_key) = DpopKeys::default().key_for("s", None).expect("a key");
+        store
+            .update(&key(), &mut |_| Some(bound(Some(stored_key.clone()))))
+            .expect("stored");
+        let authorizer = authorizer(store);
+        let url = url::Url::parse("https://mcp.example.com/mcp").expect("url");
+        let proof = authorizer
+            .prove_possession(
+                "s",
+                &ProofRequest {
+                    method: "POST",
+                    url: &url,
+                    access_token: Some("at"),
+                    nonce: Some("n"),
+                },
+            )
+            .expect("a proof");
+        let header: serde_json::Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(proof.split('.').next().expect("header"))
+                .expect("base64url"),
+        )
+        .expect("json");
+        // The JWK in the proof is the stored key's public half.
+        assert_eq!(header["jwk"], DpopSigner::public_jwk(key_then.as_ref()));
+        assert!(!proof.contains(&stored_key));
+    }
+
+    #[test]
+    fn without_a_stored_key_there_is_no_proof_and_the_reason_says_to_log_in() {
+        let store = Arc::new(MemoryStore::default());
+        store
+            .update(&key(), &mut |_| Some(bound(None)))
+            .expect("stored");
+        let authorizer = authorizer(store);
+        let url = url::Url::parse("https://mcp.example.com/mcp").expect("url");
+        let request = ProofRequest {
+            method: "POST",
+            url: &url,
+            access_token: Some("at"),
+            nonce: None,
+        };
+        let why = authorizer
+            .prove_possession("s", &request)
+            .expect_err("no key");
+        assert!(why.contains("rho mcp login s"), "{why}");
+        let why = authorizer
+            .prove_possession("other", &request)
+            .expect_err("not managed");
+        assert!(why.contains("`other`"), "{why}");
+    }
+}
