@@ -898,7 +898,8 @@ pub fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `config` with an `Authorization: Bearer` header for every server in it
+/// `config` with an `Authorization: Bearer` header (`Authorization: DPoP`
+/// for DPoP-bound tokens) for every server in it
 /// that has an `oauth` table, no configured Authorization header, and a
 /// usable stored login; an access token that has expired (or expires
 /// within a minute) is refreshed first, without a person, and the refreshed

@@ -25,6 +25,13 @@
 //!
 //! What a login yields is stored before the header is returned, so a rho
 //! that exits right after still has the rotated refresh token.
+//!
+//! DPoP (RFC 9449): a login binds its tokens to a key this authorizer
+//! holds (the one stored with the server's tokens, else a new one; see
+//! [`crate::dpop`]), stores the key beside the bound tokens, answers with
+//! an `Authorization: DPoP` header, and makes the sessions' proofs
+//! ([`Authorizer::prove_possession`]) with the key their token is bound
+//! to.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};

@@ -55,6 +55,10 @@
 //!   startup budget) includes its re-authorization, and one that passes
 //!   fails as timed out and is not resent. The host's own bounds (the
 //!   login's) keep a re-authorization shorter than a person's patience.
+//! - A request that presents an `Authorization: DPoP` token (RFC 9449)
+//!   carries a fresh proof from the host's prover; a 401 `use_dpop_nonce`
+//!   resends it once with the nonce the server supplied, which later
+//!   requests keep (see `dpop.rs`), and never re-authorizes.
 //! - At close, DELETE with the session id, bounded in time (405 is fine).
 //!
 //! In the stateless 2026-07-28 era (the session probes for it with
