@@ -359,3 +359,15 @@ fn a_bearer_token_carries_no_proof() {
     }
     assert!(prover.asked.lock().expect("lock").is_empty());
 }
+
+#[test]
+fn a_bearer_session_refused_use_dpop_nonce_re_authorizes_instead_of_resending() {
+    let prover = Arc::new(Recording::default());
+    let mut h = Harness::new("Bearer at-plain", &prover);
+    h.ready();
+    h.call();
+    let refused = h.last_post("tools/call");
+    h.ask_for_nonce(&refused, "n1");
+    assert_eq!(h.posts("tools/call").len(), 1, "no resend: it had no proof");
+    assert_eq!(h.authorization_questions(), 1);
+}

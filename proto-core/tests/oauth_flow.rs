@@ -1028,3 +1028,44 @@ fn a_bound_token_is_refreshed_with_a_proof_and_stays_bound() {
     assert_eq!(done.tokens.access_token, "at-2");
     assert_eq!(done.tokens.refresh_token.as_deref(), Some("rt-1"));
 }
+
+#[test]
+fn a_bearer_answer_to_a_proof_is_used_under_auto_and_refused_under_required() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let now = Instant::now();
+    for (mode, fails) in [(DpopMode::Auto, false), (DpopMode::Required, true)] {
+        let mut login = Login::new(
+            dpop_settings(GrantKind::ClientCredentials, mode, true),
+            None,
+            [1; RANDOM_BYTES],
+            now,
+        );
+        let mut proved = false;
+        while let Some(request) = login.poll_request() {
+            if request.url.path() == "/token" {
+                proved = matches!(login.proof(&request, 1, "j".into(), None), Some(Ok(_)));
+            }
+            let (status, body) = match request.url.path() {
+                "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+                "/.well-known/oauth-authorization-server" => (200, asm(ES256)),
+                "/token" => (200, TOKENS.to_owned()),
+                _ => (404, String::new()),
+            };
+            login.handle_response(now, request.id, status, body.as_bytes());
+        }
+        assert!(proved, "{mode:?}");
+        let evs = events(&mut login);
+        match (&evs[..], fails) {
+            ([LoginEvent::Done(done)], false) => {
+                assert!(!rho_proto_core::oauth::dpop::is_bound(&done.tokens));
+            }
+            ([LoginEvent::Failed(error)], true) => {
+                assert!(
+                    error.to_string().contains("issued a `Bearer` token"),
+                    "{error}"
+                );
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+    }
+}

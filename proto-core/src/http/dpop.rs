@@ -63,7 +63,13 @@ impl HttpTransport {
         exchange: ExchangeId,
         headers: &[(String, String)],
     ) -> bool {
+        // Only a proof can carry a nonce: a session presenting a Bearer
+        // token that meets this refusal needs a new (bound) token instead.
+        let proves = self.options.headers.iter().any(|(k, v)| {
+            k.eq_ignore_ascii_case("authorization") && dpop::bound_token(v).is_some()
+        });
         if self.options.dpop.is_none()
+            || !proves
             || self.closing.is_some()
             || !dpop::resource_wants_nonce(401, headers)
         {

@@ -93,6 +93,17 @@ pub enum DpopError {
         /// What it lists, for a person.
         offered: String,
     },
+    /// `oauth.dpop = "required"`, and the authorization server answered a
+    /// proof with a token it did not bind (a Bearer token).
+    #[error(
+        "`oauth.dpop = \"required\"`, but the authorization server {issuer} issued a `{token_type}` token for a DPoP proof instead of a DPoP-bound one"
+    )]
+    NotBound {
+        /// The authorization server.
+        issuer: String,
+        /// The `token_type` it issued.
+        token_type: String,
+    },
     /// The host's signer failed.
     #[error("signing the DPoP proof ({alg}) failed: {reason}")]
     Signing {

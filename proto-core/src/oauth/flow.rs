@@ -530,6 +530,18 @@ impl Login {
             }
             Step::Redeeming { context, client } => {
                 match dpop::read_bound_token_response(status, body, context.dpop) {
+                    Ok(tokens)
+                        if self.settings.dpop.mode == DpopMode::Required
+                            && !dpop::is_bound(&tokens) =>
+                    {
+                        self.fail(
+                            DpopError::NotBound {
+                                issuer: context.server.issuer.clone(),
+                                token_type: tokens.token_type,
+                            }
+                            .into(),
+                        );
+                    }
                     Ok(tokens) => {
                         self.events
                             .push_back(LoginEvent::Done(Box::new(Credentials {
