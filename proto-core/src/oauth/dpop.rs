@@ -13,6 +13,18 @@
 //! whether an answer asks for one ([`token_endpoint_wants_nonce`] at the
 //! authorization server, [`resource_wants_nonce`] at the MCP server).
 //!
+//! # Implementation note: when a login uses DPoP
+//!
+//! RFC 9449 §5.1 has the authorization server advertise the algorithms it
+//! takes in `dpop_signing_alg_values_supported`, and the MCP DPoP profile
+//! (SEP-1932) makes DPoP an optional extension a client opts into where a
+//! server offers it. So the default ([`DpopMode::Auto`]) binds tokens
+//! wherever the server lists ES256 (sender-constrained tokens cost one
+//! signature per request and protect against every token leak) and stays
+//! Bearer elsewhere, so no server that works today stops working. A user
+//! who must not hold a bearer token sets `required`; one whose server
+//! advertises DPoP but mishandles it sets `off`.
+//!
 //! # Implementation note: where signing happens
 //!
 //! The core holds no keys and reads no clock or randomness, so a proof is
@@ -51,7 +63,7 @@ pub enum DpopMode {
     #[default]
     Auto,
     /// DPoP or no login: an authorization server that does not advertise
-    /// ES256 fails the login instead of issuing a Bearer token.
+    /// ES256, or answers a proof with a Bearer token, fails the login.
     Required,
     /// Never DPoP: Bearer tokens only.
     Off,
