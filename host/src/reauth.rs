@@ -202,15 +202,13 @@ impl StoreAuthorizer {
     ) -> Result<(String, bool), String> {
         let mut settings = server.settings.clone()?;
         // The key tokens are bound to: the stored one (a bound refresh
-        // token proves it), else this run's.
-        let dpop_key = match settings.dpop.mode {
-            DpopMode::Off => None,
-            _ => {
-                let stored_key = stored
-                    .and_then(|s| s.tokens.as_ref())
-                    .and_then(|t| t.dpop_key.as_deref());
-                Some(self.dpop.key_for(id, stored_key)?)
-            }
+        // token proves it, whatever `oauth.dpop` says now), else this run's.
+        let stored_key = stored
+            .and_then(|s| s.tokens.as_ref())
+            .and_then(|t| t.dpop_key.as_deref());
+        let dpop_key = match (settings.dpop.mode, stored_key) {
+            (DpopMode::Off, None) => None,
+            (_, stored_key) => Some(self.dpop.key_for(id, stored_key)?),
         };
         settings.dpop.key = dpop_key
             .as_ref()
