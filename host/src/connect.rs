@@ -3,7 +3,8 @@
 //! the logins the person already made.
 //!
 //! [`prepare`], for the servers a host selects:
-//! - a stored login becomes an `Authorization: Bearer` header, refreshed
+//! - a stored login becomes an `Authorization: Bearer` header (`DPoP`
+//!   for a DPoP-bound one, whose proofs the authorizer makes), refreshed
 //!   first when it has expired or expires within a minute (without a
 //!   person; the refreshed login is stored before it is used);
 //! - with a person to ask ([`LoginMode::Person`]), a server that can only

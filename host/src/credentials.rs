@@ -83,6 +83,9 @@ struct Tokens {
     scope: Option<String>,
     resource: String,
     token_endpoint: String,
+    /// The key DPoP-bound tokens are bound to (base64url PKCS#8).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    dpop_key: Option<String>,
 }
 
 impl Entry {
@@ -108,6 +111,7 @@ impl Entry {
                 scope: t.scope.clone(),
                 resource: t.resource.clone(),
                 token_endpoint: t.token_endpoint.clone(),
+                dpop_key: t.dpop_key.clone(),
             }),
             wanted_scope: self.wanted_scope.clone(),
         }
@@ -128,6 +132,7 @@ impl Entry {
                 scope: t.scope,
                 resource: t.resource,
                 token_endpoint: t.token_endpoint,
+                dpop_key: t.dpop_key,
             }),
             wanted_scope: login.wanted_scope,
         }
@@ -350,6 +355,7 @@ mod tests {
                 scope: Some("mcp:basic".into()),
                 resource: "https://mcp.example.com/mcp".into(),
                 token_endpoint: "https://auth.example.com/token".into(),
+                dpop_key: None,
             }),
             wanted_scope: Some("mcp:admin".into()),
         }
@@ -596,6 +602,131 @@ url = "https://mcp.example.com/mcp"
         let _ = fs::remove_dir_all(&d);
     }
 
+    /// A token endpoint that binds tokens with DPoP and wants its nonce
+    /// (`as-n`): a request whose proof lacks it is answered 400
+    /// `use_dpop_nonce`. Returns its URL and, per request, the nonce its
+    /// proof carried (`None`: no proof at all).
+    fn nonce_demanding_token_endpoint() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+        use base64::Engine as _;
+        use std::io::{BufRead, BufReader, Read};
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+        let url = format!("http://{}/token", listener.local_addr().expect("addr"));
+        let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+        let record = Arc::clone(&seen);
+        std::thread::spawn(move || {
+            for stream in listener.incoming().flatten() {
+                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
+                let (mut length, mut proof) = (0, None);
+                loop {
+                    let mut line = String::new();
+                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                        break;
+                    }
+                    let lower = line.to_ascii_lowercase();
+                    if let Some(v) = lower.strip_prefix("content-length:") {
+                        length = v.trim().parse().unwrap_or(0);
+                    }
+                    if lower.starts_with("dpop:") {
+                        proof = Some(line[5..].trim().to_owned());
+                    }
+                }
+                let mut body = vec![0; length];
+                let _ = reader.read_exact(&mut body);
+                let nonce = proof.as_deref().map(|p| {
+                    let claims = p.split('.').nth(1).unwrap_or_default();
+                    let claims: serde_json::Value = serde_json::from_slice(
+                        &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                            .decode(claims)
+                            .unwrap_or_default(),
+                    )
+                    .unwrap_or_default();
+                    claims["nonce"].as_str().unwrap_or_default().to_owned()
+                });
+                record.lock().expect("lock").push(nonce.clone());
+                let (status, extra, answer) = if nonce.as_deref() == Some("as-n") {
+                    (
+                        "200 OK",
+                        "",
+                        r#"{"access_token":"at-2","token_type":"DPoP","expires_in":3600,"refresh_token":"rt-2"}"#,
+                    )
+                } else {
+                    (
+                        "400 Bad Request",
+                        "DPoP-Nonce: as-n\r\n",
+                        r#"{"error":"use_dpop_nonce"}"#,
+                    )
+                };
+                let mut stream = stream;
+                let _ = write!(
+                    stream,
+                    "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
+                    answer.len()
+                );
+            }
+        });
+        (url, seen)
+    }
+
+    #[test]
+    fn a_stored_dpop_bound_login_is_refreshed_with_a_proof_and_connects_with_the_dpop_scheme() {
+        let (token_endpoint, seen) = nonce_demanding_token_endpoint();
+        let text = "[mcp.servers.a]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n[mcp.servers.a.oauth]\n";
+        let config = rho_proto_core::config::parse(text, "<test>").expect("config");
+        let d = dir("dpop-refresh");
+        let store = FileStore::in_dir(&d);
+        let (_, dpop_key) = crate::dpop::DpopKeys::default()
+            .key_for("a", None)
+            .expect("a key");
+        let mut bound = login("at-1", Some("rt-1"));
+        if let Some(tokens) = &mut bound.tokens {
+            tokens.expires_at = Some(1);
+            tokens.token_endpoint = token_endpoint;
+            tokens.dpop_key = Some(dpop_key.clone());
+        }
+        store
+            .update(&key("a"), &mut |_| Some(bound.clone()))
+            .expect("saved");
+        // The key is kept in the owner-only file, beside its tokens.
+        let file = fs::read_to_string(d.join("mcp-oauth.json")).expect("file");
+        assert!(file.contains(&dpop_key));
+        assert!(!format!("{:?}", store.load(&key("a"))).contains(&dpop_key));
+        for (round, kind) in [crate::RuntimeKind::Smol, crate::RuntimeKind::Blocking]
+            .into_iter()
+            .enumerate()
+        {
+            store
+                .update(&key("a"), &mut |_| Some(bound.clone()))
+                .expect("reset");
+            seen.lock().expect("lock").clear();
+            let with = with_stored_tokens(&config, kind, Some(&store), &|_| true);
+            assert_eq!(
+                header_of(&with, "a").as_deref(),
+                Some("DPoP at-2"),
+                "{kind:?}"
+            );
+            // A proof, then once more with the nonce; the next refresh
+            // (another round) starts with the nonce it remembered.
+            let expected: &[Option<String>] = if round == 0 {
+                &[Some(String::new()), Some("as-n".to_owned())]
+            } else {
+                &[Some("as-n".to_owned())]
+            };
+            assert_eq!(*seen.lock().expect("lock"), expected, "{kind:?}");
+            let tokens = store
+                .load(&key("a"))
+                .expect("loads")
+                .and_then(|l| l.tokens)
+                .expect("tokens");
+            assert_eq!(tokens.refresh_token.as_deref(), Some("rt-2"));
+            assert_eq!(
+                tokens.dpop_key.as_deref(),
+                Some(dpop_key.as_str()),
+                "still bound to its key"
+            );
+        }
+        let _ = fs::remove_dir_all(&d);
+    }
+
     /// The `Authorization` header `with_stored_tokens` gave server `id`.
     fn header_of(config: &rho_proto_core::config::Config, id: &str) -> Option<String> {
         let server = config.get(id)?.config.as_ref().ok()?;
@@ -786,7 +917,8 @@ pub fn now_unix() -> u64 {
         .map_or(0, |d| d.as_secs())
 }
 
-/// `config` with an `Authorization: Bearer` header for every server in it
+/// `config` with an `Authorization: Bearer` header (`Authorization: DPoP`
+/// for DPoP-bound tokens) for every server in it
 /// that has an `oauth` table, no configured Authorization header, and a
 /// usable stored login; an access token that has expired (or expires
 /// within a minute) is refreshed first, without a person, and the refreshed
@@ -835,9 +967,14 @@ pub fn with_stored_tokens(
         // Without one, the server's 401 asks the session's authorizer,
         // which runs a client-credentials grant (no person needed) or says
         // to run `rho mcp login`.
-        if let Some(token) = token {
-            http.headers
-                .insert("Authorization".into(), format!("Bearer {token}"));
+        if let Some((token, bound)) = token {
+            // A DPoP-bound token goes with the DPoP scheme; the session's
+            // proofs come from the host's prover, which reads the key
+            // stored beside it.
+            http.headers.insert(
+                "Authorization".into(),
+                rho_proto_core::oauth::dpop::authorization(&token, bound),
+            );
         }
     }
     config
@@ -871,8 +1008,9 @@ pub fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) ->
         && !has_header
 }
 
-/// The access token to send for a stored login, refreshing it when it
-/// has expired; `None` when only a new login helps.
+/// The access token to send for a stored login, and whether it is
+/// DPoP-bound, refreshing it when it has expired; `None` when only a new
+/// login helps.
 ///
 /// A refresh runs under the store's exclusive lock, after reading the
 /// login again: a rotating refresh token is spent once, however many rho
@@ -888,10 +1026,10 @@ fn usable_token(
     client_key: Option<&rho_proto_core::config::OAuthClientKey>,
     store: &dyn CredentialStore,
     kind: crate::RuntimeKind,
-) -> Option<String> {
+) -> Option<(String, bool)> {
     let tokens = login.tokens.as_ref()?;
     if !tokens.needs_refresh(now_unix(), REFRESH_MARGIN_SECS) {
-        return Some(tokens.access_token.clone());
+        return Some((tokens.access_token.clone(), tokens.is_bound()));
     }
     let mut token = None;
     let mut failure = None;
@@ -899,12 +1037,20 @@ fn usable_token(
         let current = current?;
         match refreshed(id, &current, client_key, kind) {
             Refresh::Fresh(access) => {
-                token = Some(access);
+                let bound = current.tokens.as_ref().is_some_and(|t| t.is_bound());
+                token = Some((access, bound));
                 Some(current)
             }
             Refresh::Done(credentials) => {
-                token = Some(credentials.tokens.access_token.clone());
-                Some(crate::login::stored(&credentials, now_unix()))
+                // A bound token stays bound to the same key.
+                let key = current.tokens.as_ref().and_then(|t| t.dpop_key.clone());
+                let bound = rho_proto_core::oauth::dpop::is_bound(&credentials.tokens);
+                token = Some((credentials.tokens.access_token.clone(), bound));
+                Some(crate::login::stored(
+                    &credentials,
+                    now_unix(),
+                    key.as_deref(),
+                ))
             }
             Refresh::Failed(why) => {
                 failure = Some(why);
@@ -977,7 +1123,7 @@ fn refreshed(
         scope: tokens.scope.clone(),
         tokens: rho_proto_core::oauth::token::TokenResponse {
             access_token: tokens.access_token.clone(),
-            token_type: "Bearer".into(),
+            token_type: if tokens.is_bound() { "DPoP" } else { "Bearer" }.into(),
             expires_in: None,
             refresh_token: tokens.refresh_token.clone(),
             scope: tokens.scope.clone(),
@@ -996,13 +1142,31 @@ fn refreshed(
     ) else {
         return Refresh::Failed("the access token expired and no refresh token is stored".into());
     };
+    // A bound refresh token is refreshed with a proof of its key.
+    let key = match tokens.dpop_key.as_deref().map(crate::dpop::decode_key) {
+        Some(Ok(key)) => Some(key),
+        Some(Err(e)) => return Refresh::Failed(e),
+        None => None,
+    };
     let http = crate::login::LoginHttp::for_runtime(kind);
-    let answer = match crate::login::exchange(
+    let mut prove = |nonce: Option<&str>| {
+        let key = key.as_ref()?;
+        Some(crate::dpop::proof_now(
+            key,
+            &rho_proto_core::oauth::dpop::ProofRequest {
+                method: "POST",
+                url: &request.url,
+                access_token: None,
+                nonce,
+            },
+        ))
+    };
+    let answer = match crate::dpop::send_token_request(
         &http,
-        rho_proto_core::http::Method::Post,
         &request.url,
-        request.headers,
-        request.body,
+        &request.headers,
+        &request.body,
+        &mut prove,
     ) {
         Ok(answer) => answer,
         Err(e) => return Refresh::Failed(e),

@@ -49,6 +49,25 @@ impl Es256Key {
         Ok(Arc::new(Self::from_pem(pem)?))
     }
 
+    /// A new key from the system's randomness, and its PKCS#8 DER (for
+    /// the credential store: a DPoP key outlives the process that made it
+    /// when the tokens bound to it are stored).
+    pub fn generate() -> Result<(Self, Vec<u8>), String> {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+            .map_err(|e| format!("no P-256 key could be generated: {e}"))?;
+        let key = Self::from_pkcs8(pkcs8.as_ref())?;
+        Ok((key, pkcs8.as_ref().to_vec()))
+    }
+
+    /// A key from its PKCS#8 DER. The error never shows the key.
+    pub fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
+        let rng = SystemRandom::new();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng)
+            .map_err(|e| format!("not a PKCS#8 P-256 (ES256) private key: {e}"))?;
+        Ok(Self { pair, rng })
+    }
+
     /// The uncompressed public point (`04 || x || y`), to verify with.
     pub fn public_key(&self) -> &[u8] {
         use ring::signature::KeyPair as _;
@@ -67,6 +86,33 @@ impl ClientAssertionSigner for Es256Key {
             .sign(&self.rng, signing_input)
             .map(|s| s.as_ref().to_vec())
             .map_err(|e| format!("ES256 signing failed: {e}"))
+    }
+}
+
+impl rho_proto_core::oauth::dpop::DpopSigner for Es256Key {
+    fn alg(&self) -> &str {
+        "ES256"
+    }
+
+    /// The public point as an EC JWK (RFC 7518 §6.2.1): `x` and `y` are
+    /// the 32-byte coordinates after the uncompressed point's `04`.
+    fn public_jwk(&self) -> serde_json::Value {
+        use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+        let point = self.public_key();
+        let (x, y) = point
+            .get(1..)
+            .unwrap_or_default()
+            .split_at(32.min(point.len().saturating_sub(1)));
+        serde_json::json!({
+            "kty": "EC",
+            "crv": "P-256",
+            "x": URL_SAFE_NO_PAD.encode(x),
+            "y": URL_SAFE_NO_PAD.encode(y),
+        })
+    }
+
+    fn sign(&self, signing_input: &[u8]) -> Result<Vec<u8>, String> {
+        ClientAssertionSigner::sign(self, signing_input)
     }
 }
 

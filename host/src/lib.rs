@@ -19,7 +19,8 @@
 //!    answers a token refused mid-session ([`reauth`]). [`login`] is the
 //!    login itself, [`credentials`] the store, [`jwt_key`] the key a
 //!    `private_key_jwt` client signs with, [`grants`] the secrets a grant
-//!    reads from files or the environment.
+//!    reads from files or the environment, [`dpop`] the keys DPoP-bound
+//!    tokens prove possession of.
 //! 4. **Drive**: [`Host`] is one face over either executor
 //!    ([`RuntimeKind`]): the tools to hand a model
 //!    ([`Host::current_tools`]), the servers' instructions for the system
@@ -55,6 +56,7 @@
 pub mod config;
 pub mod connect;
 pub mod credentials;
+pub mod dpop;
 mod facade;
 pub mod grants;
 pub mod jwt_key;

@@ -360,13 +360,39 @@ pub fn run(
     }
 }
 
+/// Sends one of the login's requests. A token request of a login that
+/// binds its tokens carries a DPoP proof, made here at the wall clock,
+/// and is resent once with the nonce a `use_dpop_nonce` answer supplies
+/// (see [`crate::dpop::send_token_request`]).
 fn send(http: &LoginHttp, login: &mut Login, request: OAuthRequest) {
-    let method = if request.method == "GET" {
-        Method::Get
+    let answer = if request.method == "GET" {
+        exchange(
+            http,
+            Method::Get,
+            &request.url,
+            request.headers.clone(),
+            request.body.clone(),
+        )
     } else {
-        Method::Post
+        let login: &Login = login;
+        let mut prove = |nonce: Option<&str>| {
+            let jti = match crate::dpop::random_jti() {
+                Ok(jti) => jti,
+                Err(e) => return Some(Err(e)),
+            };
+            login
+                .proof(&request, crate::credentials::now_unix(), jti, nonce)
+                .map(|proof| proof.map_err(|e| e.to_string()))
+        };
+        crate::dpop::send_token_request(
+            http,
+            &request.url,
+            &request.headers,
+            &request.body,
+            &mut prove,
+        )
     };
-    match exchange(http, method, &request.url, request.headers, request.body) {
+    match answer {
         Ok(answer) => {
             login.handle_response(Instant::now(), request.id, answer.status, &answer.body)
         }
@@ -610,8 +636,10 @@ fn answer(stream: TcpStream, line: &str, login: &mut Login) -> bool {
 }
 
 /// The stored form of finished `credentials`, with the expiry turned into
-/// wall-clock seconds.
-pub fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
+/// wall-clock seconds; `dpop_key` is the stored form of the key DPoP-bound
+/// tokens are bound to (see [`crate::dpop`]), kept only for bound ones.
+pub fn stored(credentials: &Credentials, now_unix: u64, dpop_key: Option<&str>) -> StoredLogin {
+    let bound = rho_proto_core::oauth::dpop::is_bound(&credentials.tokens);
     StoredLogin {
         issuer: credentials.issuer.clone(),
         client: credentials.client.clone(),
@@ -630,6 +658,7 @@ pub fn stored(credentials: &Credentials, now_unix: u64) -> StoredLogin {
                 .or_else(|| credentials.scope.clone()),
             resource: credentials.resource.clone(),
             token_endpoint: credentials.token_endpoint.to_string(),
+            dpop_key: dpop_key.filter(|_| bound).map(str::to_owned),
         }),
     }
 }
@@ -698,13 +727,15 @@ pub fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
     out
 }
 
-/// Saves `credentials` under `key`.
+/// Saves `credentials` under `key`, with the stored form of the DPoP key
+/// their tokens are bound to, when they are.
 pub fn save(
     store: &dyn CredentialStore,
     key: &StoreKey,
     credentials: &Credentials,
+    dpop_key: Option<&str>,
 ) -> Result<(), String> {
-    let login = stored(credentials, crate::credentials::now_unix());
+    let login = stored(credentials, crate::credentials::now_unix(), dpop_key);
     store
         .update(key, &mut |_| Some(login.clone()))
         .map_err(|e| e.to_string())
@@ -723,6 +754,7 @@ pub fn settings_for(
     stored: Option<&StoredLogin>,
     redirect_uri: String,
 ) -> Result<LoginSettings, String> {
+    use rho_proto_core::oauth::flow::DpopSettings;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
     let secret = crate::grants::client_secret(id, oauth)?;
     let client_assertion = match &oauth.client_key {
@@ -754,6 +786,10 @@ pub fn settings_for(
         previous: None,
         client_name: "rho".into(),
         client_assertion,
+        dpop: DpopSettings {
+            mode: oauth.dpop,
+            key: None,
+        },
     })
 }
 
@@ -947,7 +983,21 @@ pub fn login_server(
         LoginMode::Person(prompt) => Browser::person(Arc::clone(prompt)).map_err(fail)?,
         LoginMode::Never => (Browser::Never, redirect_uri(HEADLESS_REDIRECT_PORT)),
     };
-    let settings = settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
+    let mut settings =
+        settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
+    // A new login binds to a new key (the stored tokens it replaces, and
+    // their key, are dropped when it is saved).
+    let dpop_key = match settings.dpop.mode {
+        rho_proto_core::oauth::dpop::DpopMode::Off => None,
+        _ => Some(
+            crate::dpop::DpopKeys::default()
+                .key_for(id, None)
+                .map_err(fail)?,
+        ),
+    };
+    settings.dpop.key = dpop_key
+        .as_ref()
+        .map(|(key, _)| Arc::clone(key) as Arc<dyn rho_proto_core::oauth::dpop::DpopSigner>);
     let mut on_event = store_events(store, &key, id);
     let credentials = run(
         id,
@@ -958,7 +1008,13 @@ pub fn login_server(
         &mut on_event,
     )
     .map_err(fail)?;
-    save(store, &key, &credentials).map_err(LoginError::Store)?;
+    save(
+        store,
+        &key,
+        &credentials,
+        dpop_key.as_ref().map(|(_, stored)| stored.as_str()),
+    )
+    .map_err(LoginError::Store)?;
     Ok(LoggedIn {
         server: id.to_owned(),
         issuer: credentials.issuer,
@@ -1047,6 +1103,7 @@ mod tests {
             previous: None,
             client_name: "rho".into(),
             client_assertion: None,
+            dpop: Default::default(),
         };
         let mut login = Login::new(settings, None, [4; RANDOM_BYTES], Instant::now());
         while let Some(request) = login.poll_request() {

@@ -25,6 +25,13 @@
 //!
 //! What a login yields is stored before the header is returned, so a rho
 //! that exits right after still has the rotated refresh token.
+//!
+//! DPoP (RFC 9449): a login binds its tokens to a key this authorizer
+//! holds (the one stored with the server's tokens, else a new one; see
+//! [`crate::dpop`]), stores the key beside the bound tokens, answers with
+//! an `Authorization: DPoP` header, and makes the sessions' proofs
+//! ([`Authorizer::prove_possession`]) with the key their token is bound
+//! to.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
@@ -39,7 +46,9 @@ use rho_proto_core::oauth::token::TokenResponse;
 use rho_proto_core::session::AuthorizationReason;
 
 use crate::RuntimeKind;
+use crate::dpop::DpopKeys;
 use crate::login::{self, Browser, LoginHttp, LoginMode};
+use rho_proto_core::oauth::dpop::{self, DpopMode, DpopSigner, ProofRequest};
 
 /// One server's login, as configured.
 struct ServerLogin {
@@ -68,6 +77,19 @@ pub struct StoreAuthorizer {
     /// authorizer knows (the stored one at connect, then each it handed
     /// out): a stored token that differs was renewed by another process.
     handed: Mutex<BTreeMap<String, String>>,
+    /// The keys DPoP-bound tokens are bound to: this authorizer also
+    /// proves possession for the sessions ([`Authorizer::prove_possession`]),
+    /// since it bound the tokens.
+    dpop: DpopKeys,
+}
+
+impl std::fmt::Debug for StoreAuthorizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("StoreAuthorizer")
+            .field("servers", &self.servers.keys().collect::<Vec<_>>())
+            .field("dpop", &self.dpop)
+            .finish_non_exhaustive()
+    }
 }
 
 impl StoreAuthorizer {
@@ -95,6 +117,7 @@ impl StoreAuthorizer {
             http: LoginHttp::for_runtime(kind),
             busy: Mutex::new(()),
             handed: Mutex::new(handed),
+            dpop: DpopKeys::default(),
         }
     }
 
@@ -185,7 +208,7 @@ impl StoreAuthorizer {
         challenge: &BearerChallenge,
         scopes: Option<Vec<String>>,
         previous: Option<Credentials>,
-    ) -> Result<String, String> {
+    ) -> Result<(String, bool), String> {
         let mut settings = match &server.configured {
             Some((http, oauth)) => login::settings_for(
                 id,
@@ -196,6 +219,18 @@ impl StoreAuthorizer {
             )?,
             None => server.settings.clone()?,
         };
+        // The key tokens are bound to: the stored one (a bound refresh
+        // token proves it, whatever `oauth.dpop` says now), else this run's.
+        let stored_key = stored
+            .and_then(|s| s.tokens.as_ref())
+            .and_then(|t| t.dpop_key.as_deref());
+        let dpop_key = match (settings.dpop.mode, stored_key) {
+            (DpopMode::Off, None) => None,
+            (_, stored_key) => Some(self.dpop.key_for(id, stored_key)?),
+        };
+        settings.dpop.key = dpop_key
+            .as_ref()
+            .map(|(key, _)| Arc::clone(key) as Arc<dyn DpopSigner>);
         settings.stored_client = stored.map(|s| (s.issuer.clone(), s.client.clone()));
         settings.extra_scopes = login::remembered_scopes(stored);
         if scopes.is_some() {
@@ -235,8 +270,14 @@ impl StoreAuthorizer {
             Browser::Never => e,
             _ => format!("the login failed: {e}"),
         })?;
-        login::save(self.store.as_ref(), &server.key, &credentials)?;
-        Ok(credentials.tokens.access_token)
+        login::save(
+            self.store.as_ref(),
+            &server.key,
+            &credentials,
+            dpop_key.as_ref().map(|(_, stored)| stored.as_str()),
+        )?;
+        let bound = dpop::is_bound(&credentials.tokens);
+        Ok((credentials.tokens.access_token, bound))
     }
 
     /// A token refused 401: renewed under the store's lock, after reading
@@ -250,7 +291,7 @@ impl StoreAuthorizer {
         id: &str,
         entry: &ServerLogin,
         challenge: &BearerChallenge,
-    ) -> Result<Result<String, String>, AuthorizationError> {
+    ) -> Result<Result<(String, bool), String>, AuthorizationError> {
         let person = matches!(self.mode, LoginMode::Person(_)) && !entry.grant.is_unattended();
         let held = self
             .handed
@@ -279,7 +320,14 @@ impl StoreAuthorizer {
                     )
                 });
             if let Some(tokens) = renewed {
-                outcome = Some(Ok(tokens.access_token.clone()));
+                // Bound to the key stored with it, which the proofs use.
+                outcome = Some(match &tokens.dpop_key {
+                    Some(key) => self
+                        .dpop
+                        .adopt(id, key)
+                        .map(|_| (tokens.access_token.clone(), true)),
+                    None => Ok((tokens.access_token.clone(), false)),
+                });
                 return;
             }
             if !person {
@@ -321,6 +369,10 @@ impl StoreAuthorizer {
 }
 
 impl Authorizer for StoreAuthorizer {
+    fn prove_possession(&self, server: &str, request: &ProofRequest<'_>) -> Result<String, String> {
+        self.prove(server, request)
+    }
+
     fn authorize(
         &self,
         server: &str,
@@ -355,14 +407,14 @@ impl Authorizer for StoreAuthorizer {
                 "rho does not know how to answer the refusal {other:?}"
             )),
         };
-        if let Ok(token) = &token {
+        if let Ok((token, _)) = &token {
             self.handed
                 .lock()
                 .unwrap_or_else(|e| e.into_inner())
                 .insert(server.to_owned(), token.clone());
         }
         token
-            .map(|t| format!("Bearer {t}"))
+            .map(|(t, bound)| dpop::authorization(&t, bound))
             .map_err(|why| match reason {
                 // The wanted scope is remembered: `rho mcp login` asks for it.
                 AuthorizationReason::InsufficientScope => AuthorizationError::StepUpNeeded {
@@ -375,6 +427,34 @@ impl Authorizer for StoreAuthorizer {
                     reason: why,
                 },
             })
+    }
+}
+
+impl StoreAuthorizer {
+    /// A proof with the key `server`'s token is bound to: the one this
+    /// authorizer bound it to, else the one stored beside it (a token
+    /// stored by an earlier run).
+    fn prove(&self, server: &str, request: &ProofRequest<'_>) -> Result<String, String> {
+        let key = match self.dpop.held(server) {
+            Some(key) => key,
+            None => {
+                let entry = self
+                    .servers
+                    .get(server)
+                    .ok_or_else(|| format!("server `{server}` has no OAuth login here"))?;
+                let stored = self
+                    .store
+                    .load(&entry.key)
+                    .map_err(|e| e.to_string())?
+                    .and_then(|s| s.tokens)
+                    .and_then(|t| t.dpop_key)
+                    .ok_or_else(|| {
+                        format!("no DPoP key is stored for server `{server}`; run `rho mcp login {server}`")
+                    })?;
+                self.dpop.adopt(server, &stored)?.0
+            }
+        };
+        crate::dpop::proof_now(key.as_ref(), request)
     }
 }
 
@@ -408,7 +488,7 @@ fn credentials_of(login: &StoredLogin) -> Option<Credentials> {
         scope: tokens.scope.clone(),
         tokens: TokenResponse {
             access_token: tokens.access_token.clone(),
-            token_type: "Bearer".into(),
+            token_type: if tokens.is_bound() { "DPoP" } else { "Bearer" }.into(),
             expires_in: None,
             refresh_token: tokens.refresh_token.clone(),
             scope: tokens.scope.clone(),
@@ -493,6 +573,7 @@ mod tests {
             previous: None,
             client_name: "rho".into(),
             client_assertion: None,
+            dpop: Default::default(),
         }
     }
 
@@ -511,6 +592,7 @@ mod tests {
                 scope: Some(scope.into()),
                 resource: "https://mcp.example.com/mcp".into(),
                 token_endpoint: "http://127.0.0.1:9/token".into(),
+                dpop_key: None,
             }),
             wanted_scope: None,
         }
@@ -609,5 +691,123 @@ mod tests {
             kept.tokens.and_then(|t| t.refresh_token).as_deref(),
             Some("rt")
         );
+    }
+}
+
+#[cfg(test)]
+mod dpop_tests {
+    use super::*;
+    use base64::Engine as _;
+    use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+    use rho_proto_core::oauth::store::StoredTokens;
+    use rho_proto_core::oauth::token::{Client, ClientAuth};
+
+    fn key() -> StoreKey {
+        StoreKey {
+            server: "s".into(),
+            url: "https://mcp.example.com/mcp".into(),
+        }
+    }
+
+    fn authorizer(store: Arc<MemoryStore>) -> StoreAuthorizer {
+        let settings = LoginSettings {
+            server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
+            grant: GrantKind::AuthorizationCode {
+                redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
+            },
+            client: None,
+            stored_client: None,
+            client_metadata_url: None,
+            scopes: None,
+            extra_scopes: Vec::new(),
+            previous: None,
+            client_name: "rho".into(),
+            client_assertion: None,
+            dpop: Default::default(),
+        };
+        StoreAuthorizer::for_one(
+            store,
+            "s",
+            key(),
+            settings,
+            LoginMode::Never,
+            RuntimeKind::Smol,
+        )
+    }
+
+    fn bound(dpop_key: Option<String>) -> StoredLogin {
+        StoredLogin {
+            issuer: "https://auth.example.com".into(),
+            client: Client {
+                id: "c".into(),
+                secret: None,
+                auth: ClientAuth::None,
+            },
+            tokens: Some(StoredTokens {
+                access_token: "at".into(),
+                refresh_token: None,
+                expires_at: None,
+                scope: None,
+                resource: "https://mcp.example.com/mcp".into(),
+                token_endpoint: "http://127.0.0.1:9/token".into(),
+                dpop_key,
+            }),
+            wanted_scope: None,
+        }
+    }
+
+    #[test]
+    fn a_token_stored_by_an_earlier_run_is_proved_with_the_key_stored_beside_it() {
+        let store = Arc::new(MemoryStore::default());
+        let (key_then, stored_key) = DpopKeys::default().key_for("s", None).expect("a key");
+        store
+            .update(&key(), &mut |_| Some(bound(Some(stored_key.clone()))))
+            .expect("stored");
+        let authorizer = authorizer(store);
+        let url = url::Url::parse("https://mcp.example.com/mcp").expect("url");
+        let proof = authorizer
+            .prove_possession(
+                "s",
+                &ProofRequest {
+                    method: "POST",
+                    url: &url,
+                    access_token: Some("at"),
+                    nonce: Some("n"),
+                },
+            )
+            .expect("a proof");
+        let header: serde_json::Value = serde_json::from_slice(
+            &URL_SAFE_NO_PAD
+                .decode(proof.split('.').next().expect("header"))
+                .expect("base64url"),
+        )
+        .expect("json");
+        // The JWK in the proof is the stored key's public half.
+        assert_eq!(header["jwk"], DpopSigner::public_jwk(key_then.as_ref()));
+        assert!(!proof.contains(&stored_key));
+    }
+
+    #[test]
+    fn without_a_stored_key_there_is_no_proof_and_the_reason_says_to_log_in() {
+        let store = Arc::new(MemoryStore::default());
+        store
+            .update(&key(), &mut |_| Some(bound(None)))
+            .expect("stored");
+        let authorizer = authorizer(store);
+        let url = url::Url::parse("https://mcp.example.com/mcp").expect("url");
+        let request = ProofRequest {
+            method: "POST",
+            url: &url,
+            access_token: Some("at"),
+            nonce: None,
+        };
+        let why = authorizer
+            .prove_possession("s", &request)
+            .expect_err("no key");
+        assert!(why.contains("rho mcp login s"), "{why}");
+        let why = authorizer
+            .prove_possession("other", &request)
+            .expect_err("not managed");
+        assert!(why.contains("`other`"), "{why}");
     }
 }

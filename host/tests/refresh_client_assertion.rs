@@ -98,6 +98,7 @@ fn expired_login(token_endpoint: &str) -> StoredLogin {
             scope: None,
             resource: "https://mcp.example.com/mcp".into(),
             token_endpoint: token_endpoint.into(),
+            dpop_key: None,
         }),
         wanted_scope: None,
     }

@@ -7,6 +7,7 @@
 //! framing, headers, which session options a config means — is decided
 //! here, once for every executor.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use serde_json::{Value, json};
@@ -17,6 +18,7 @@ use crate::http::{
     AuthorizationError, ExchangeId, HeaderError, HttpFailure, HttpOptions, HttpOutput,
     HttpTransport, resolve_headers,
 };
+use crate::oauth::dpop::DpopProver;
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
 };
@@ -66,6 +68,8 @@ pub struct HostContext<'a> {
     /// The host can re-authorize an OAuth server mid-session (see
     /// [`HttpOptions::reauthorize`]).
     pub can_reauthorize: bool,
+    /// The host's DPoP prover (see [`HttpOptions::dpop`]).
+    pub dpop: Option<&'a Arc<dyn DpopProver>>,
 }
 
 /// One server's session over its transport.
@@ -114,6 +118,7 @@ impl Connection {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
                         reauthorize: host.can_reauthorize,
+                        dpop: host.dpop.cloned(),
                         ..HttpOptions::new(http.url.clone(), headers)
                     }),
                     now,
@@ -161,6 +166,7 @@ impl Connection {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
                         reauthorize: host.can_reauthorize,
+                        dpop: host.dpop.cloned(),
                         ..HttpOptions::new(http.url.clone(), headers)
                     }),
                 )

@@ -554,6 +554,7 @@ pub fn check_reauthorization(data: &[u8], origin: std::time::Instant) {
         previous: Some(previous),
         client_name: "rho".into(),
         client_assertion: None,
+        dpop: Default::default(),
     };
     let mut login = Login::new(settings, None, [7; RANDOM_BYTES], origin);
     let mut answers = answers.split(|&b| b == 0);

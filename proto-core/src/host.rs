@@ -30,6 +30,7 @@ use crate::features::elicitation::{Form, FormAnswer};
 use crate::features::sampling::{SamplingRequest, summary};
 use crate::http::AuthorizationError;
 use crate::oauth::challenge::BearerChallenge;
+use crate::oauth::dpop::{DpopProver, ProofRequest};
 use crate::runtime::driving::Answer;
 use crate::session::{AuthorizationReason, Question, SamplingAnswer, ServerLog};
 
@@ -212,6 +213,34 @@ pub trait Authorizer: Send + Sync {
         reason: AuthorizationReason,
         challenge: &BearerChallenge,
     ) -> Result<String, AuthorizationError>;
+
+    /// A DPoP proof (RFC 9449) for `request` to `server`, which presents a
+    /// token this authorizer bound to a key of the host's (it answered
+    /// with an `Authorization: DPoP` header, or the host connected with
+    /// one it stored): the authorizer holds the keys it bound tokens to.
+    /// The default binds none.
+    fn prove_possession(&self, server: &str, request: &ProofRequest<'_>) -> Result<String, String> {
+        let _ = request;
+        Err(format!(
+            "the host's authorizer binds no tokens to keys, so it cannot prove possession for server `{server}`"
+        ))
+    }
+}
+
+/// The [`DpopProver`] of a run: its [`Authorizer`], which bound the
+/// tokens (see [`Authorizer::prove_possession`]).
+pub struct AuthorizerProofs(pub Arc<dyn Authorizer>);
+
+impl std::fmt::Debug for AuthorizerProofs {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AuthorizerProofs").finish_non_exhaustive()
+    }
+}
+
+impl DpopProver for AuthorizerProofs {
+    fn prove(&self, server: &str, request: &ProofRequest<'_>) -> Result<String, String> {
+        self.0.prove_possession(server, request)
+    }
 }
 
 /// The host's side of questions, as given to a runtime.

@@ -99,13 +99,14 @@ impl Recorder {
         redactor: Redactor,
     ) -> Self {
         // A re-authorization adds an Authorization header the options
-        // did not have: it is always secret.
+        // did not have: it is always secret, and so is a DPoP proof (one
+        // replayed within its lifetime stands in for the key).
         let secret_headers: Vec<String> = http
             .map(|h| {
                 h.headers
                     .iter()
                     .map(|(k, _)| k.to_ascii_lowercase())
-                    .chain(std::iter::once("authorization".to_owned()))
+                    .chain(["authorization".to_owned(), "dpop".to_owned()])
                     .collect()
             })
             .unwrap_or_default();

@@ -38,6 +38,7 @@ fn settings(grant: GrantKind) -> LoginSettings {
         previous: None,
         client_name: "rho".into(),
         client_assertion: None,
+        dpop: Default::default(),
     }
 }
 

@@ -32,6 +32,7 @@ fn settings(grant: GrantKind) -> LoginSettings {
         previous: None,
         client_name: "rho".into(),
         client_assertion: None,
+        dpop: Default::default(),
     }
 }
 
@@ -815,4 +816,256 @@ fn remembered_scopes_are_asked_for_beside_the_selected_ones() {
         query_of(url, "scope").as_deref(),
         Some("mcp:basic offline_access mcp:admin")
     );
+}
+
+/// A DPoP key whose signature is fixed bytes: the core only frames it.
+#[derive(Debug)]
+struct FixedDpopKey;
+
+impl rho_proto_core::oauth::dpop::DpopSigner for FixedDpopKey {
+    fn alg(&self) -> &str {
+        "ES256"
+    }
+    fn public_jwk(&self) -> serde_json::Value {
+        serde_json::json!({"kty": "EC", "crv": "P-256", "x": "x", "y": "y"})
+    }
+    fn sign(&self, _: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![2; 64])
+    }
+}
+
+fn dpop_settings(
+    grant: GrantKind,
+    mode: rho_proto_core::oauth::dpop::DpopMode,
+    key: bool,
+) -> LoginSettings {
+    let mut s = settings(grant);
+    s.dpop = rho_proto_core::oauth::flow::DpopSettings {
+        mode,
+        key: key.then(|| {
+            std::sync::Arc::new(FixedDpopKey)
+                as std::sync::Arc<dyn rho_proto_core::oauth::dpop::DpopSigner>
+        }),
+    };
+    s.client = Some(Client {
+        id: "m2m".into(),
+        secret: Some("shh".into()),
+        auth: ClientAuth::ClientSecretBasic,
+    });
+    s
+}
+
+fn claims_of(proof: &str) -> serde_json::Value {
+    use base64::Engine as _;
+    let part = proof.split('.').nth(1).expect("claims");
+    let bytes = base64::engine::general_purpose::URL_SAFE_NO_PAD
+        .decode(part)
+        .expect("base64url");
+    serde_json::from_slice(&bytes).expect("json")
+}
+
+const ES256: &str = r#","dpop_signing_alg_values_supported":["ES256"]"#;
+
+#[test]
+fn where_the_server_offers_es256_the_token_request_wants_a_proof_and_a_dpop_token_is_kept() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let now = Instant::now();
+    let mut login = Login::new(
+        dpop_settings(GrantKind::ClientCredentials, DpopMode::Auto, true),
+        None,
+        [1; RANDOM_BYTES],
+        now,
+    );
+    let mut proof = None;
+    let answer = |r: &OAuthRequest| match r.url.path() {
+        "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+        "/.well-known/oauth-authorization-server" => (200, asm(ES256)),
+        "/token" => (
+            200,
+            r#"{"access_token":"bound-1","token_type":"DPoP","expires_in":60}"#.into(),
+        ),
+        _ => (404, String::new()),
+    };
+    while let Some(request) = login.poll_request() {
+        let made = login.proof(&request, 1_700_000_000, "jti-1".into(), Some("as-n"));
+        if request.url.path() == "/token" {
+            proof = Some(
+                made.expect("a token request wants a proof")
+                    .expect("signed"),
+            );
+        } else {
+            assert!(made.is_none(), "metadata requests carry no proof");
+        }
+        let (status, body) = answer(&request);
+        login.handle_response(now, request.id, status, body.as_bytes());
+    }
+    let claims = claims_of(&proof.expect("the token request was sent"));
+    assert_eq!(
+        claims,
+        serde_json::json!({
+            "jti": "jti-1", "htm": "POST", "htu": "https://auth.example.com/token",
+            "iat": 1_700_000_000u64, "nonce": "as-n"
+        })
+    );
+    let evs = events(&mut login);
+    let [LoginEvent::Done(done)] = evs.as_slice() else {
+        panic!("{evs:?}")
+    };
+    assert!(rho_proto_core::oauth::dpop::is_bound(&done.tokens));
+}
+
+#[test]
+fn without_es256_auto_stays_bearer_and_refuses_a_dpop_token_it_never_proved() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let now = Instant::now();
+    for (mode, key) in [
+        (DpopMode::Auto, true),
+        (DpopMode::Off, true),
+        (DpopMode::Auto, false),
+    ] {
+        let offered = if mode == DpopMode::Off { ES256 } else { "" };
+        let mut login = Login::new(
+            dpop_settings(GrantKind::ClientCredentials, mode, key),
+            None,
+            [1; RANDOM_BYTES],
+            now,
+        );
+        while let Some(request) = login.poll_request() {
+            assert!(
+                login.proof(&request, 1, "j".into(), None).is_none(),
+                "{mode:?}"
+            );
+            let (status, body) = match request.url.path() {
+                "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+                "/.well-known/oauth-authorization-server" => (200, asm(offered)),
+                "/token" => (
+                    200,
+                    r#"{"access_token":"x","token_type":"DPoP"}"#.to_owned(),
+                ),
+                _ => (404, String::new()),
+            };
+            login.handle_response(now, request.id, status, body.as_bytes());
+        }
+        assert!(
+            matches!(
+                &events(&mut login)[..],
+                [LoginEvent::Failed(LoginError::Token(
+                    rho_proto_core::oauth::token::TokenError::NotBearer(_)
+                ))]
+            ),
+            "{mode:?}"
+        );
+    }
+}
+
+#[test]
+fn required_dpop_fails_where_the_server_does_not_offer_es256_or_there_is_no_key() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let now = Instant::now();
+    for (offered, key, says) in [
+        (
+            r#","dpop_signing_alg_values_supported":["RS256"]"#,
+            true,
+            "does not advertise DPoP with ES256",
+        ),
+        ("", true, "is absent"),
+        (ES256, false, "the host has no such key"),
+    ] {
+        let mut login = Login::new(
+            dpop_settings(GrantKind::ClientCredentials, DpopMode::Required, key),
+            None,
+            [1; RANDOM_BYTES],
+            now,
+        );
+        let seen = drive(&mut login, now, &mut |r| match r.url.path() {
+            "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+            "/.well-known/oauth-authorization-server" => (200, asm(offered)),
+            other => panic!("no token request may go: {other}"),
+        });
+        assert!(!seen.iter().any(|s| s.ends_with("/token")), "{seen:?}");
+        let evs = events(&mut login);
+        let [LoginEvent::Failed(error)] = evs.as_slice() else {
+            panic!("{evs:?}")
+        };
+        assert!(error.to_string().contains(says), "{error}");
+    }
+}
+
+#[test]
+fn a_bound_token_is_refreshed_with_a_proof_and_stays_bound() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let now = Instant::now();
+    let mut s = dpop_settings(code_grant(), DpopMode::Auto, true);
+    s.client = None;
+    let mut previous = earlier(ISSUER);
+    previous.tokens.token_type = "DPoP".into();
+    s.previous = Some(previous);
+    let mut login = Login::new(s, None, [3; RANDOM_BYTES], now);
+    let mut proved = false;
+    while let Some(request) = login.poll_request() {
+        let made = login.proof(&request, 7, "j".into(), None);
+        let (status, body) = match request.url.path() {
+            "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+            // The server no longer lists DPoP: the bound refresh token
+            // still needs its proof.
+            "/.well-known/oauth-authorization-server" => (200, asm("")),
+            "/token" => {
+                proved = matches!(made, Some(Ok(_)));
+                (
+                    200,
+                    r#"{"access_token":"at-2","token_type":"DPoP"}"#.to_owned(),
+                )
+            }
+            other => panic!("unexpected {other}"),
+        };
+        login.handle_response(now, request.id, status, body.as_bytes());
+    }
+    assert!(proved, "the refresh carried a proof");
+    let evs = events(&mut login);
+    let [LoginEvent::Done(done)] = evs.as_slice() else {
+        panic!("{evs:?}")
+    };
+    assert_eq!(done.tokens.access_token, "at-2");
+    assert_eq!(done.tokens.refresh_token.as_deref(), Some("rt-1"));
+}
+
+#[test]
+fn a_bearer_answer_to_a_proof_is_used_under_auto_and_refused_under_required() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let now = Instant::now();
+    for (mode, fails) in [(DpopMode::Auto, false), (DpopMode::Required, true)] {
+        let mut login = Login::new(
+            dpop_settings(GrantKind::ClientCredentials, mode, true),
+            None,
+            [1; RANDOM_BYTES],
+            now,
+        );
+        let mut proved = false;
+        while let Some(request) = login.poll_request() {
+            if request.url.path() == "/token" {
+                proved = matches!(login.proof(&request, 1, "j".into(), None), Some(Ok(_)));
+            }
+            let (status, body) = match request.url.path() {
+                "/.well-known/oauth-protected-resource/mcp" => (200, prm()),
+                "/.well-known/oauth-authorization-server" => (200, asm(ES256)),
+                "/token" => (200, TOKENS.to_owned()),
+                _ => (404, String::new()),
+            };
+            login.handle_response(now, request.id, status, body.as_bytes());
+        }
+        assert!(proved, "{mode:?}");
+        let evs = events(&mut login);
+        match (&evs[..], fails) {
+            ([LoginEvent::Done(done)], false) => {
+                assert!(!rho_proto_core::oauth::dpop::is_bound(&done.tokens));
+            }
+            ([LoginEvent::Failed(error)], true) => {
+                assert!(
+                    error.to_string().contains("issued a `Bearer` token"),
+                    "{error}"
+                );
+            }
+            other => panic!("{mode:?}: {other:?}"),
+        }
+    }
 }

@@ -448,6 +448,9 @@ pub struct OAuthConfig {
     /// What the assertion grants read: the workload's JWT, or the
     /// identity provider and identity assertion of the enterprise grant.
     pub assertion: Box<OAuthAssertionConfig>,
+    /// `dpop`: whether tokens are bound to a key of the host's (RFC 9449);
+    /// `auto` (the default) where the authorization server offers ES256.
+    pub dpop: crate::oauth::dpop::DpopMode,
 }
 
 /// A secret's place: a file or an ambient variable, never the secret.

@@ -4,6 +4,7 @@
 //! only that server.
 
 use super::*;
+use crate::oauth::dpop::DpopMode;
 
 mod grants;
 
@@ -750,6 +751,7 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
             "idp_client_secret_file",
             "idp_client_secret_from_env",
             "idp_audience",
+            "dpop",
         ],
         "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`, a signing key by `client_key_file` or `client_key_from_env`)",
     )?;
@@ -839,10 +841,23 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
                 }),
             None => Ok(None),
         });
+    let dpop = oauth.string("dpop").and_then(|mode| match mode {
+        None => Ok(DpopMode::default()),
+        Some((word, span)) => DpopMode::from_name(word).ok_or_else(|| {
+            Fault::new(
+                span,
+                format!(
+                    "`{}` must be \"auto\", \"required\" or \"off\", not {word:?}",
+                    oauth.path_of("dpop")
+                ),
+            )
+        }),
+    });
     first_fault(&[
         client_id.as_ref().err(),
         scopes.as_ref().err(),
         grant.as_ref().err(),
+        dpop.as_ref().err(),
         secret.as_ref().err(),
         metadata_url.as_ref().err(),
         key_file.as_ref().err(),
@@ -872,6 +887,7 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
         client_key: client_key.as_ref().map(|(key, _)| key.clone()),
         client_secret_file: secret_file?.map(|(path, _)| path),
         assertion: Box::default(),
+        dpop: dpop?,
     };
     config.assertion = Box::new(grants::read_assertion_config(&oauth, &config)?);
     if let Some((_, span)) = &client_key {

@@ -587,6 +587,41 @@ fn a_client_key_is_named_by_path_or_variable_never_inlined() {
 }
 
 #[test]
+fn dpop_is_auto_by_default_and_takes_three_words() {
+    let table = |body: &str| {
+        format!(
+            "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = \"https://x.example.com/mcp\"\n[mcp.servers.r.oauth]\n{body}"
+        )
+    };
+    let dpop_of = |body: &str| {
+        let config = parse_ok(&table(body));
+        let server = config.get("r").expect("r").config.clone().expect("valid");
+        let Transport::StreamableHttp(http) = server.transport else {
+            panic!("http")
+        };
+        http.oauth.expect("oauth").dpop
+    };
+    use crate::oauth::dpop::DpopMode;
+    assert_eq!(dpop_of(""), DpopMode::Auto);
+    assert_eq!(dpop_of("dpop = \"auto\"\n"), DpopMode::Auto);
+    assert_eq!(dpop_of("dpop = \"required\"\n"), DpopMode::Required);
+    assert_eq!(dpop_of("dpop = \"off\"\n"), DpopMode::Off);
+    let (error, at) = entry_error(&table("dpop = \"yes\"\n"), "r");
+    assert!(
+        error
+            .message
+            .contains("`mcp.servers.r.oauth.dpop` must be \"auto\", \"required\" or \"off\""),
+        "{error}"
+    );
+    assert_eq!(at.0, 5, "{error}");
+    let (error, _) = entry_error(&table("dpop = true\n"), "r");
+    assert!(
+        error.message.contains("mcp.servers.r.oauth.dpop"),
+        "{error}"
+    );
+}
+
+#[test]
 fn wrong_types_name_the_key_path_and_expected_type() {
     let text = "[mcp.servers.fs]\ntransport = \"stdio\"\ncommand = \"x\"\nargs = \"-y\"\n";
     let (error, at) = entry_error(text, "fs");

@@ -55,6 +55,10 @@
 //!   startup budget) includes its re-authorization, and one that passes
 //!   fails as timed out and is not resent. The host's own bounds (the
 //!   login's) keep a re-authorization shorter than a person's patience.
+//! - A request that presents an `Authorization: DPoP` token (RFC 9449)
+//!   carries a fresh proof from the host's prover; a 401 `use_dpop_nonce`
+//!   resends it once with the nonce the server supplied, which later
+//!   requests keep (see `dpop.rs`), and never re-authorizes.
 //! - At close, DELETE with the session id, bounded in time (405 is fine).
 //!
 //! In the stateless 2026-07-28 era (the session probes for it with
@@ -125,6 +129,7 @@ use crate::wire::framing::byte_size;
 use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, ParseError};
 use crate::wire::sse::{SseDecoder, SseError};
 
+mod dpop;
 pub mod headers;
 mod refusals;
 mod streams;
@@ -145,6 +150,9 @@ enum Role {
         with_session: bool,
         /// The [`HttpTransport::session_epoch`] it was sent under.
         epoch: u64,
+        /// Already re-sent once with a nonce the server supplied in a
+        /// `use_dpop_nonce` refusal.
+        nonce_retried: bool,
     },
     /// A GET stream: the server's own (`for_request: None`) or the
     /// resumption of a POST's broken stream.
@@ -309,6 +317,9 @@ pub struct HttpTransport {
     reauthorizing: Option<Reauthorizing>,
     /// Re-authorizations spent per request still pending.
     auth_tries: BTreeMap<ClientRequestId, AuthTries>,
+    /// The latest DPoP nonce the server supplied (`DPoP-Nonce`), sent in
+    /// every later proof.
+    dpop_nonce: Option<String>,
     closing: Option<Closing>,
     closed: bool,
 }
@@ -360,6 +371,7 @@ impl HttpTransport {
             server_stream: ServerStream::NotOpened,
             reauthorizing: None,
             auth_tries: BTreeMap::new(),
+            dpop_nonce: None,
             closing: None,
             closed: false,
         };
@@ -424,6 +436,11 @@ impl HttpTransport {
                 ),
             };
             self.fail_exchange(now, exchange, reason);
+            return;
+        }
+        self.remember_dpop_nonce(headers);
+        if status == 401 && self.retried_with_nonce(now, exchange, headers) {
+            self.pump(now);
             return;
         }
         if matches!(status, 401 | 403) && self.refused_credentials(now, exchange, status, headers) {
@@ -1063,8 +1080,10 @@ impl HttpTransport {
         last_event_id: Option<&str>,
         fresh: bool,
     ) -> Vec<(String, String)> {
-        const OWN: [&str; 7] = [
+        const OWN: [&str; 8] = [
             "accept",
+            // A proof is per request: a configured one would be stale.
+            "dpop",
             "content-type",
             "mcp-session-id",
             "mcp-protocol-version",
@@ -1073,9 +1092,9 @@ impl HttpTransport {
             "mcp-name",
         ];
         const PARAM: &str = "mcp-param-";
-        // Room for the configured headers and the five this adds at most,
+        // Room for the configured headers and the six this adds at most,
         // so the list is allocated once per request.
-        let mut headers: Vec<(String, String)> = Vec::with_capacity(self.options.headers.len() + 5);
+        let mut headers: Vec<(String, String)> = Vec::with_capacity(self.options.headers.len() + 6);
         headers.extend(
             self.options
                 .headers
@@ -1110,10 +1129,17 @@ impl HttpTransport {
         if let Some(id) = last_event_id {
             headers.push(("Last-Event-ID".into(), id.to_owned()));
         }
+        self.add_dpop_proof(method, &mut headers);
         headers
     }
 
     fn post(&mut self, body: Vec<u8>, kind: TransmitKind, retried: bool) {
+        self.post_with(body, kind, retried, false);
+    }
+
+    /// [`HttpTransport::post`]; `nonce_retried`: this is the one resend a
+    /// `use_dpop_nonce` refusal earns.
+    fn post_with(&mut self, body: Vec<u8>, kind: TransmitKind, retried: bool, nonce_retried: bool) {
         if kind == TransmitKind::Notification && !self.unsent.is_empty() {
             if let Some(request) = streams::cancelled_request(&body) {
                 if self.unsent.remove(&request) {
@@ -1153,6 +1179,7 @@ impl HttpTransport {
             retried,
             with_session,
             epoch: self.session_epoch,
+            nonce_retried,
         });
         self.outputs.push_back(HttpOutput::Send(HttpRequest {
             exchange,

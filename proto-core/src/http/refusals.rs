@@ -15,6 +15,7 @@ impl HttpTransport {
             retried,
             with_session,
             epoch,
+            ..
         } = role
         else {
             return;

@@ -3,11 +3,13 @@
 //! make, and what an executor is told to do with them.
 
 use std::fmt;
+use std::sync::Arc;
 use std::time::Duration;
 
 use url::Url;
 
 use crate::config::HttpConfig;
+use crate::oauth::dpop::DpopProver;
 use crate::oauth::store::StoreError;
 use crate::wire::framing::DEFAULT_MAX_LINE;
 
@@ -40,6 +42,10 @@ pub struct HttpOptions {
     /// The longest time messages after `notifications/initialized` wait for
     /// the server stream's GET to be answered (see the module docs).
     pub server_stream_wait: Duration,
+    /// The host's DPoP prover: a request that presents an
+    /// `Authorization: DPoP` token carries a fresh proof from it (see
+    /// [`crate::oauth::dpop`]). `None`: no proofs.
+    pub dpop: Option<Arc<dyn DpopProver>>,
 }
 
 impl HttpOptions {
@@ -57,6 +63,7 @@ impl HttpOptions {
             oauth: false,
             reauthorize: false,
             server_stream_wait: Duration::from_secs(2),
+            dpop: None,
         }
     }
 }
@@ -67,6 +74,7 @@ impl fmt::Debug for HttpOptions {
             .field("url", &self.url.as_str())
             .field("headers", &header_names(&self.headers))
             .field("max_body", &self.max_body)
+            .field("dpop", &self.dpop.is_some())
             .finish_non_exhaustive()
     }
 }

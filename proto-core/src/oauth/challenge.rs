@@ -66,11 +66,16 @@ pub fn parse_challenges<'a>(headers: impl IntoIterator<Item = &'a str>) -> Vec<C
     out
 }
 
-/// The first Bearer challenge among `headers`, if any.
+/// The first Bearer challenge among `headers`, if any, else the first
+/// `DPoP` one: a server that takes DPoP-bound tokens challenges with that
+/// scheme and the same parameters (RFC 9449 §7.1), `resource_metadata`
+/// and `scope` included.
 pub fn bearer_challenge<'a>(headers: impl IntoIterator<Item = &'a str>) -> Option<BearerChallenge> {
-    let challenge = parse_challenges(headers)
-        .into_iter()
-        .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))?;
+    let all = parse_challenges(headers);
+    let challenge = all
+        .iter()
+        .find(|c| c.scheme.eq_ignore_ascii_case("bearer"))
+        .or_else(|| all.iter().find(|c| c.scheme.eq_ignore_ascii_case("dpop")))?;
     let get = |name: &str| challenge.param(name).map(str::to_owned);
     Some(BearerChallenge {
         resource_metadata: get("resource_metadata"),
@@ -280,6 +285,20 @@ mod tests {
         ])
         .expect("bearer");
         assert!(b.insufficient_scope());
+    }
+
+    #[test]
+    fn a_dpop_challenge_is_read_when_there_is_no_bearer_one() {
+        let d = bearer_challenge([r#"DPoP algs="ES256", resource_metadata="https://r/prm""#])
+            .expect("dpop");
+        assert_eq!(d.resource_metadata.as_deref(), Some("https://r/prm"));
+        // Bearer wins when a server offers both.
+        let b = bearer_challenge([
+            r#"DPoP resource_metadata="https://d", Bearer resource_metadata="https://b""#,
+        ])
+        .expect("bearer");
+        assert_eq!(b.resource_metadata.as_deref(), Some("https://b"));
+        assert_eq!(bearer_challenge([r#"Basic realm="x""#]), None);
     }
 
     #[test]

@@ -257,6 +257,10 @@ pub struct AuthorizationServerMetadata {
     /// Client ID metadata documents are accepted as `client_id`.
     #[serde(default)]
     pub client_id_metadata_document_supported: bool,
+    /// DPoP proof algorithms the server accepts (RFC 9449 §5.1); rho binds
+    /// tokens with DPoP where this lists ES256 (see [`super::dpop`]).
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
 }
 
 impl AuthorizationServerMetadata {

@@ -28,6 +28,7 @@
 //! fails the login with its name, so a login nobody finishes cannot hang.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use url::Url;
@@ -40,12 +41,12 @@ use super::challenge::BearerChallenge;
 use super::discovery::{
     self, AuthorizationServerMetadata, DiscoveryError, ResourceMetadata, canonical_resource,
 };
+use super::dpop::{self, DpopError, DpopMode, DpopSigner, ProofClaims, ProofRequest};
 use super::exchange::{ID_JAG_TYPE, ID_TOKEN_TYPE, IdentityAssertionGrant, Secret, read_id_jag};
 use super::pkce::{Pkce, RANDOM_BYTES};
 use super::register::{RegistrationError, choose_auth, read_registration, registration_request};
 use super::token::{
-    Client, ClientAuth, Grant, TokenError, TokenResponse, read_token_response,
-    token_request_with_assertion,
+    Client, ClientAuth, Grant, TokenError, TokenResponse, token_request_with_assertion,
 };
 
 /// The bound on discovery and registration.
@@ -120,6 +121,21 @@ pub struct LoginSettings {
     /// (`oauth.client_key_file`): its token requests carry an assertion
     /// signed with it.
     pub client_assertion: Option<ClientAssertionKey>,
+    /// Whether the tokens are bound to a key of the host's (DPoP), and
+    /// the key.
+    pub dpop: DpopSettings,
+}
+
+/// A login's DPoP (RFC 9449): the configured [`DpopMode`] and the host's
+/// key its token requests prove possession of. Without a key a login
+/// never uses DPoP, and one that requires it fails.
+#[derive(Clone, Debug, Default)]
+pub struct DpopSettings {
+    /// `oauth.dpop`.
+    pub mode: DpopMode,
+    /// The key the tokens will be bound to: the host's, never exported
+    /// (only its public JWK travels, in each proof).
+    pub key: Option<Arc<dyn DpopSigner>>,
 }
 
 /// One HTTP request the login needs sent.
@@ -270,6 +286,16 @@ pub enum LoginError {
     /// A `private_key_jwt` client configured without its key.
     #[error("the client authenticates with `private_key_jwt` but no signing key is configured")]
     NoClientKey,
+    /// A DPoP-bound token is refreshed, or DPoP is required, and the host
+    /// gave the login no key.
+    #[error(
+        "the token is bound to a DPoP key (RFC 9449) and the host has no such key; log in again with `rho mcp login`"
+    )]
+    NoDpopKey,
+    /// DPoP is required and the authorization server does not offer it,
+    /// or the proof could not be made.
+    #[error(transparent)]
+    Dpop(#[from] DpopError),
     /// A bound passed.
     #[error("{what} did not finish within {} s", budget.as_secs())]
     TimedOut {
@@ -326,6 +352,8 @@ struct Context {
     resource: String,
     scope: Option<String>,
     token_endpoint: Url,
+    /// The token requests prove possession of the DPoP key.
+    dpop: bool,
 }
 
 /// One login in progress. See the module docs for the order of steps.
@@ -540,22 +568,77 @@ impl Login {
                 Ok(id_jag) => self.redeem_assertion(*context, client, &id_jag),
                 Err(e) => self.fail(LoginError::TokenExchange(e)),
             },
-            Step::Redeeming { context, client } => match read_token_response(status, body) {
-                Ok(tokens) => {
-                    self.events
-                        .push_back(LoginEvent::Done(Box::new(Credentials {
-                            issuer: context.server.issuer.clone(),
-                            client,
-                            resource: context.resource,
-                            token_endpoint: context.token_endpoint,
-                            scope: context.scope,
-                            tokens,
-                        })));
+            Step::Redeeming { context, client } => {
+                match dpop::read_bound_token_response(status, body, context.dpop) {
+                    Ok(tokens)
+                        if self.settings.dpop.mode == DpopMode::Required
+                            && !dpop::is_bound(&tokens) =>
+                    {
+                        self.fail(
+                            DpopError::NotBound {
+                                issuer: context.server.issuer.clone(),
+                                token_type: tokens.token_type,
+                            }
+                            .into(),
+                        );
+                    }
+                    Ok(tokens) => {
+                        self.events
+                            .push_back(LoginEvent::Done(Box::new(Credentials {
+                                issuer: context.server.issuer.clone(),
+                                client,
+                                resource: context.resource,
+                                token_endpoint: context.token_endpoint,
+                                scope: context.scope,
+                                tokens,
+                            })));
+                    }
+                    Err(e) => self.fail(e.into()),
                 }
-                Err(e) => self.fail(e.into()),
-            },
+            }
             other => self.step = other,
         }
+    }
+
+    /// The DPoP proof `request` must carry, when it is this login's token
+    /// request and the login binds its tokens (the authorization server
+    /// offers DPoP, or the refreshed token is bound): `iat` is the
+    /// wall-clock time and `jti` a fresh unique id (the host's, see
+    /// [`dpop::jti_from_random`]), `nonce` the latest the authorization
+    /// server supplied. `None` for any other request. A resent request
+    /// (after `use_dpop_nonce`) needs a new proof.
+    pub fn proof(
+        &self,
+        request: &OAuthRequest,
+        iat: u64,
+        jti: String,
+        nonce: Option<&str>,
+    ) -> Option<Result<String, LoginError>> {
+        if self.in_flight != Some(request.id) {
+            return None;
+        }
+        let wanted = match &self.step {
+            Step::Redeeming { context, .. } => context.dpop,
+            Step::Refreshing { previous, .. } => dpop::is_bound(&previous.tokens),
+            _ => false,
+        };
+        if !wanted {
+            return None;
+        }
+        let Some(key) = &self.settings.dpop.key else {
+            return Some(Err(LoginError::NoDpopKey));
+        };
+        let claims = ProofClaims::new(
+            &ProofRequest {
+                method: request.method,
+                url: &request.url,
+                access_token: None,
+                nonce,
+            },
+            iat,
+            jti,
+        );
+        Some(dpop::proof(key.as_ref(), &claims).map_err(LoginError::from))
     }
 
     /// The authorization endpoint refused to start the browser step (an
@@ -716,11 +799,28 @@ impl Login {
                 );
             }
         };
+        let mode = match (self.settings.dpop.mode, &self.settings.dpop.key) {
+            // No key, no proof: auto falls back to Bearer, required fails.
+            (DpopMode::Auto, None) => DpopMode::Off,
+            (mode, _) => mode,
+        };
+        let dpop = match dpop::decide(
+            mode,
+            &server.issuer,
+            server.dpop_signing_alg_values_supported.as_deref(),
+        ) {
+            Ok(true) if self.settings.dpop.key.is_none() => {
+                return self.fail(LoginError::NoDpopKey);
+            }
+            Ok(dpop) => dpop,
+            Err(e) => return self.fail(e.into()),
+        };
         let context = Context {
             server,
             resource,
             scope,
             token_endpoint,
+            dpop,
         };
         // A login of another issuer is discarded, never shown to this one.
         let known = self
@@ -1132,7 +1232,9 @@ pub fn read_refresh(
     status: u16,
     body: &[u8],
 ) -> Result<Credentials, TokenError> {
-    let mut tokens = read_token_response(status, body)?;
+    // A bound token's refresh carried a proof (see [`Login::proof`]).
+    let proved = dpop::is_bound(&credentials.tokens);
+    let mut tokens = dpop::read_bound_token_response(status, body, proved)?;
     if tokens.refresh_token.is_none() {
         tokens.refresh_token = credentials.tokens.refresh_token.clone();
     }

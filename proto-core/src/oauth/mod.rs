@@ -18,6 +18,8 @@
 //! - [`exchange`]: the assertion grants: a JWT as the grant (RFC 7523,
 //!   workload identity federation) and the RFC 8693 token exchange of an
 //!   enterprise identity assertion for one (SEP-990).
+//! - [`dpop`]: DPoP (RFC 9449) proofs of possession, server nonces, and
+//!   when a login binds its tokens to a key of the host's.
 //!
 //! - [`store`]: what is kept between runs, and the trait a host keeps it with.
 //! - [`flow`]: one login as a sans-IO state machine over those pieces
@@ -33,6 +35,7 @@ pub mod assertion;
 pub mod authorize;
 pub mod challenge;
 pub mod discovery;
+pub mod dpop;
 pub mod exchange;
 pub mod flow;
 pub mod pkce;

@@ -74,6 +74,19 @@ pub struct StoredTokens {
     pub resource: String,
     /// Where to refresh them.
     pub token_endpoint: String,
+    /// When the tokens are DPoP-bound (RFC 9449): the private key they are
+    /// bound to, as the host encodes it (opaque here; the host library
+    /// writes base64url PKCS#8). Useless tokens without it, so it lives
+    /// only beside them, in the owner-only store, never in config or logs.
+    pub dpop_key: Option<String>,
+}
+
+impl StoredTokens {
+    /// Whether the tokens are DPoP-bound (sent with the `DPoP` scheme and
+    /// a proof made with [`StoredTokens::dpop_key`]).
+    pub fn is_bound(&self) -> bool {
+        self.dpop_key.is_some()
+    }
 }
 
 impl StoredTokens {

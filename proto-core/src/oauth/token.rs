@@ -316,7 +316,9 @@ pub enum TokenError {
     #[error("the token endpoint answered with something that is not a token response: {0}")]
     Malformed(String),
     /// A token type rho cannot send.
-    #[error("the token endpoint issued a `{0}` token; rho sends only Bearer tokens")]
+    #[error(
+        "the token endpoint issued a `{0}` token; rho sends Bearer tokens, and DPoP tokens only for a key it proved"
+    )]
     NotBearer(String),
 }
 

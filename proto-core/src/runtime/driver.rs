@@ -23,6 +23,7 @@
 //! makes up an answer.
 
 use std::collections::VecDeque;
+use std::sync::Arc;
 use std::time::Instant;
 
 use crate::config::ServerConfig;
@@ -147,12 +148,19 @@ impl<R> Driver<R> {
     /// variable that is unset or unusable: the user's to fix, and nothing
     /// was started.
     pub fn connect(setup: Setup<'_>, now: Instant) -> Result<Self, StartupError> {
+        // Requests that present a DPoP-bound token are proved by the
+        // authorizer that bound it.
+        let proofs = setup.host.authorizer.clone().map(|authorizer| {
+            Arc::new(crate::host::AuthorizerProofs(authorizer))
+                as Arc<dyn crate::oauth::dpop::DpopProver>
+        });
         let context = HostContext {
             ambient: setup.ambient,
             workspace_root: setup.workspace_root,
             can_elicit: setup.host.can_elicit(),
             can_reauthorize: setup.host.can_reauthorize(),
             can_sample: setup.host.can_sample(),
+            dpop: proofs.as_ref(),
         };
         let conn = if setup.record {
             Connection::new_recorded(setup.config, &context, now)?
