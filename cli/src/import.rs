@@ -35,6 +35,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Map, Value};
 
+use rho_proto_core::text::terminal::{sanitize, sanitize_line};
+
 use crate::config_edit::{ConfigDocument, NewEntry, NewTransport};
 use crate::manage::looks_secret;
 use crate::{Failure, write_stdout};
@@ -75,6 +77,9 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
     let mut imported: Vec<(String, bool)> = Vec::new();
     let mut invalid = 0;
     let mut notes: Vec<String> = Vec::new();
+    // Every line names what the file chose (server names, `type` values,
+    // key names): each passes the one sanitizer before the terminal.
+    let report = |line: String| eprintln!("{}", sanitize(&line));
     for (name, value) in &servers {
         let existed = doc.contains(name);
         if existed && !args.force {
@@ -86,21 +91,21 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
         let translated = match translate(name, value) {
             Ok(translated) => translated,
             Err(reason) => {
-                eprintln!("rho: {file}: server `{name}`: {reason}");
+                report(format!("rho: {file}: server `{name}`: {reason}"));
                 invalid += 1;
                 continue;
             }
         };
-        let mut edited = doc.clone();
-        if let Err(reason) = edited
-            .insert(name, &translated.entry)
-            .and_then(|()| edited.check(Some(name)).map(drop))
+        // The entry is checked on its own (the parser's reason, before
+        // the document is touched), so an import costs time linear in the
+        // file: the whole document is parsed once, when written.
+        if let Err(reason) = check_alone(doc.path(), name, &translated.entry)
+            .and_then(|()| doc.insert(name, &translated.entry))
         {
-            eprintln!("rho: {file}: server `{name}`: {reason}");
+            report(format!("rho: {file}: server `{name}`: {reason}"));
             invalid += 1;
             continue;
         }
-        doc = edited;
         notes.extend(
             translated
                 .notes
@@ -123,20 +128,21 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
     if !imported.is_empty() {
         doc.write(None).map_err(Failure::Usage)?;
     }
-    for note in &notes {
-        eprintln!("note: {note}");
+    for note in notes {
+        report(format!("note: {note}"));
     }
     let mut text: String = imported
         .iter()
         .map(|(name, existed)| {
             format!(
-                "{} server `{name}` in {target}\n",
-                if *existed { "replaced" } else { "imported" }
+                "{} server `{}` in {target}\n",
+                if *existed { "replaced" } else { "imported" },
+                sanitize_line(name)
             )
         })
         .collect();
     if imported.is_empty() {
-        text = format!("imported no server from {file}\n");
+        text = format!("imported no server from {}\n", sanitize_line(&file));
     }
     write_stdout(&text)?;
     if invalid > 0 {
@@ -146,6 +152,14 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
         )));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `entry` would be a valid server `id` in a config of its own:
+/// the config parser's reason if not.
+fn check_alone(path: &Path, id: &str, entry: &NewEntry) -> Result<(), String> {
+    let mut alone = ConfigDocument::from_text(path.to_path_buf(), "")?;
+    alone.insert(id, entry)?;
+    alone.check(Some(id)).map(drop)
 }
 
 /// The server entries of a JSON config, in file order.

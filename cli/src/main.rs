@@ -740,8 +740,11 @@ pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
             loaded.describe()
         )
     } else {
+        let near = rho_host::names::did_you_mean(id, known.iter().copied())
+            .map(|near| format!("; did you mean `{near}`?"))
+            .unwrap_or_default();
         format!(
-            "no MCP server `{id}` in {} (configured: {})",
+            "no MCP server `{id}` in {}{near} (configured: {})",
             loaded.describe(),
             known.join(", ")
         )

@@ -131,7 +131,7 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
     doc.insert(&args.id, &entry).map_err(Failure::Usage)?;
     doc.write(Some(&args.id)).map_err(Failure::Usage)?;
     for note in literal_secret_notes(&args.id, &entry) {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", rho_proto_core::text::terminal::sanitize(&note));
     }
     write_stdout(&format!(
         "{} server `{}` in {}\n",

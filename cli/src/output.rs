@@ -475,20 +475,32 @@ pub(crate) fn show_text(
         }
         let env = config.env_names();
         if !env.is_empty() {
-            let _ = writeln!(out, "  env:        {} (values hidden)", env.join(", "));
+            let _ = writeln!(
+                out,
+                "  env:        {} (values hidden)",
+                sanitize_line(&env.join(", "))
+            );
         }
         let headers = config.header_names();
         if !headers.is_empty() {
-            let _ = writeln!(out, "  headers:    {} (values hidden)", headers.join(", "));
+            let _ = writeln!(
+                out,
+                "  headers:    {} (values hidden)",
+                sanitize_line(&headers.join(", "))
+            );
         }
         if let Some(status) = auth.get(&server.id) {
             let _ = writeln!(out, "  auth:       {}", status.describe(&server.id));
         }
         if let Some(allow) = &config.tools.allow {
-            let _ = writeln!(out, "  allow:      {}", allow.join(", "));
+            let _ = writeln!(out, "  allow:      {}", sanitize_line(&allow.join(", ")));
         }
         if !config.tools.deny.is_empty() {
-            let _ = writeln!(out, "  deny:       {}", config.tools.deny.join(", "));
+            let _ = writeln!(
+                out,
+                "  deny:       {}",
+                sanitize_line(&config.tools.deny.join(", "))
+            );
         }
         let _ = writeln!(
             out,

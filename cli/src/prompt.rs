@@ -41,12 +41,10 @@ pub(crate) struct PromptArgs {
     /// --connect` lists them).
     pub(crate) prompt: String,
     /// Its arguments: the value of a one-argument prompt (every word,
-    /// joined by blanks), or key=value words.
-    #[arg(
-        value_name = "ARGS",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// joined by blanks), or key=value words. Flags are flags wherever
+    /// they stand (`hello --json` is the value `hello` and --json); after
+    /// `--` every word is a value (`-- --json` sends `--json`).
+    #[arg(value_name = "ARGS", allow_negative_numbers = true)]
     pub(crate) args: Vec<String>,
     /// Print the messages as the server sent them, and the turn, as JSON.
     #[arg(long)]

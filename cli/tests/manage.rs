@@ -817,7 +817,7 @@ fn adhoc_servers_that_cannot_be_used_are_refused() {
         ),
         (
             &["--config", arg(&config), "mcp", "call", "ev"][..],
-            "give a server id and a tool name",
+            "name one of server `ev`'s tools: ",
         ),
     ] {
         let run = s.rho(args);

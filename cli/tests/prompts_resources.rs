@@ -336,6 +336,45 @@ fn the_fixture_covers_one_argument_pagination_list_changed_and_failures(runtime:
 
 /// `[mcp] max_output_bytes` caps tool output and resource text as it
 /// caps prompt turns, saying where it cut.
+/// `rho mcp prompt ID NAME hello --json` is the value `hello` and the
+/// flag --json, wherever the flag stands; an unknown flag is a usage
+/// error, not data; after `--` every word is data.
+fn prompt_flags_are_flags_wherever_they_stand_and_double_dash_ends_them(runtime: Runtime) {
+    let js = catalog_js();
+    let s = Scene::new(RHO, "prompt-flags", runtime).with_config(&node_server(
+        "fixture",
+        &js,
+        &["serve"],
+    ));
+    let run = s.rho(&["mcp", "prompt", "fixture", "search", "hello", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let turn = doc["turn"].as_str().expect("a turn");
+    assert!(turn.ends_with("Search for: hello"), "{run}");
+
+    let run = s.rho(&[
+        "mcp",
+        "prompt",
+        "fixture",
+        "search",
+        "hello",
+        "--timeout",
+        "5",
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("--timeout"), "{run}");
+    assert!(
+        !run.stdout.contains("Search for"),
+        "nothing was sent: {run}"
+    );
+
+    let run = s.rho(&[
+        "mcp", "prompt", "fixture", "search", "--", "hello", "--json",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.ends_with("Search for: hello --json\n"), "{run}");
+}
+
 fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
     let config = format!(
         "[mcp]\nmax_output_bytes = 1024\n{}",
@@ -366,6 +405,7 @@ fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
 }
 
 both_executors!(
+    prompt_flags_are_flags_wherever_they_stand_and_double_dash_ends_them,
     tool_output_and_resources_share_the_cap,
     show_lists_prompts_resources_and_templates,
     prompts_render_the_turn_and_refuse_bad_arguments_without_a_request,

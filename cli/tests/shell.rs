@@ -56,7 +56,10 @@ impl Shell {
             std::fs::write(path, text).expect("write a workspace file");
         }
         std::fs::create_dir_all(&workspace).expect("make the workspace");
-        let pty = Pty::open();
+        let pty = match launch.columns {
+            0 => Pty::open(),
+            columns => Pty::sized(columns, 50),
+        };
         let child = scene
             .command()
             .args(["--runtime", rt.name(), "mcp", "shell"])
@@ -156,6 +159,9 @@ struct Launch<'a> {
     /// Files of the workspace (the shell's current directory):
     /// (relative path, text).
     files: &'a [(&'a str, &'a str)],
+    /// The terminal's width in columns (its height is 50 rows); 0 is
+    /// the default, 200.
+    columns: u16,
 }
 
 const SOON: Duration = Duration::from_secs(20);
@@ -168,6 +174,7 @@ fn fixture_config() -> String {
 }
 
 both_executors!(
+    call_takes_both_forms_and_near_misses_say_the_closest_name,
     slash_completes_commands_and_doctor_reports_each_server,
     a_tool_call_runs_and_its_result_prints_above_the_prompt,
     ctrl_c_cancels_a_long_call_and_the_shell_goes_on,
@@ -176,6 +183,42 @@ both_executors!(
     a_tool_the_server_adds_mid_session_is_announced,
     a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing,
 );
+
+/// `/call` takes `<server> <tool>` as `rho mcp call` does, besides
+/// `<server>:<tool>` and the exported name; a near miss of a command, a
+/// server or a tool says the closest name. At two widths.
+fn call_takes_both_forms_and_near_misses_say_the_closest_name(rt: Runtime) {
+    for columns in [60, 200] {
+        let launch = Launch {
+            columns,
+            ..Launch::default()
+        };
+        let config = node_server("everything", &everything_js(), &[]);
+        let mut shell = Shell::launch(rt, &format!("forms-{columns}"), &config, &launch);
+        let at = shell.mark();
+        shell.keys("/call everything get-sum a=2 b=3\r");
+        shell.wait_for_after(at, "The sum of 2 and 3 is 5", SOON);
+        let at = shell.mark();
+        shell.keys("/call everything:get-sum a=4 b=3\r");
+        shell.wait_for_after(at, "The sum of 4 and 3 is 7", SOON);
+        let at = shell.mark();
+        shell.keys("/call everything get-summ a=2\r");
+        shell.wait_for_after(at, "did you mean `get-sum`?", SOON);
+        let at = shell.mark();
+        shell.keys("/call everythng echo\r");
+        shell.wait_for_after(at, "did you mean `everything`?", SOON);
+        let at = shell.mark();
+        shell.keys("/toosl\r");
+        shell.wait_for_after(at, "did you mean `/tools`?", SOON);
+        let at = shell.mark();
+        shell.keys("/call everything\r");
+        shell.wait_for_after(at, "name one of server `everything`'s tools: ", SOON);
+        let at = shell.mark();
+        shell.keys("/mcp:everything:simple-promt\r");
+        shell.wait_for_after(at, "did you mean `simple-prompt`?", SOON);
+        assert!(shell.quit().success());
+    }
+}
 
 fn slash_completes_commands_and_doctor_reports_each_server(rt: Runtime) {
     let mut shell = Shell::start(rt, "complete");
@@ -209,7 +252,7 @@ fn a_tool_call_runs_and_its_result_prints_above_the_prompt(rt: Runtime) {
     // A target that does not exist is refused with what to do.
     let at = shell.mark();
     shell.keys("/call nosuch\r");
-    shell.wait_for_after(at, "no exported tool `nosuch`", SOON);
+    shell.wait_for_after(at, "no tool or server `nosuch`", SOON);
     assert!(shell.quit().success());
 }
 

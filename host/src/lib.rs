@@ -57,6 +57,7 @@ pub mod credentials;
 mod facade;
 pub mod jwt_key;
 pub mod login;
+pub mod names;
 pub mod plugins;
 pub mod questions;
 pub mod reauth;

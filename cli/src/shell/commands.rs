@@ -103,8 +103,12 @@ pub(crate) fn parse(line: &str) -> Command {
         "/quit" | "/exit" => Command::Quit,
         "/mcp" | "/doctor" => Command::Refused(format!("{word} takes no arguments")),
         _ if word.starts_with('/') => Command::Refused(format!(
-            "unknown command `{}`; /help lists the commands",
-            rho_proto_core::text::terminal::sanitize_line(word)
+            "unknown command `{}`; {}",
+            sanitize_line(word),
+            match rho_host::names::did_you_mean(word, COMMANDS.iter().map(|(name, _)| *name)) {
+                Some(near) => format!("did you mean `{near}`? (/help lists the commands)"),
+                None => "/help lists the commands".to_owned(),
+            }
         )),
         _ => Command::Refused(
             "commands start with `/` (there is no model here to talk to); /help lists them".into(),
@@ -139,9 +143,12 @@ pub(crate) struct CatalogPrompt {
 }
 
 impl CatalogPrompt {
-    /// The command that runs it: `/mcp:<server>:<prompt>`.
+    /// The command that runs it: `/mcp:<server>:<prompt>`, with the
+    /// prompt's name in the form a terminal shows it (a name holding a
+    /// control or BIDI character is written escaped, which the prompt
+    /// lookup accepts back).
     pub(crate) fn command(&self) -> String {
-        rho_proto_core::features::prompts::command_name(&self.server, &self.name)
+        rho_proto_core::features::prompts::command_name(&self.server, &sanitize_line(&self.name))
     }
 }
 
@@ -203,9 +210,10 @@ fn call_targets(catalog: &Catalog, word: &str) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     if let Some((server, tool)) = word.split_once(':') {
         for t in &catalog.tools {
-            if t.server == server && t.name.starts_with(tool) {
+            let shown = sanitize_line(&t.name);
+            if t.server == server && shown.starts_with(tool) {
                 out.push(Candidate::text(
-                    format!("{}:{} ", t.server, t.name),
+                    format!("{}:{shown} ", t.server),
                     t.summary.clone(),
                 ));
             }
@@ -248,10 +256,14 @@ fn argument_names(catalog: &Catalog, line: &str, word: &str) -> Vec<Candidate> {
 /// The held prompt a `/mcp:<server>:<prompt>` line names.
 fn prompt_of<'a>(catalog: &'a Catalog, line: &str) -> Option<&'a CatalogPrompt> {
     let command = rho_proto_core::features::prompts::parse_command(line).ok()?;
-    catalog
+    let mut of_server = catalog
         .prompts
         .iter()
-        .find(|p| p.server == command.server && p.name == command.prompt)
+        .filter(|p| p.server == command.server);
+    of_server
+        .clone()
+        .find(|p| p.name == command.prompt)
+        .or_else(|| of_server.find(|p| sanitize_line(&p.name) == command.prompt))
 }
 
 /// What the cursor is in, for the palette.

@@ -422,15 +422,36 @@ impl Shell<'_> {
     fn prompt_turn(&self, line: &str, cancel: &AtomicBool) -> Result<String, String> {
         let command = prompts::parse_command(line).map_err(|e| e.to_string())?;
         let Some(view) = self.host.server(command.server) else {
-            return Err(format!("no server `{}` is configured", command.server));
+            let servers: Vec<String> = self.host.servers().into_iter().map(|s| s.id).collect();
+            return Err(rho_host::names::NameError::UnknownServer {
+                id: command.server.to_owned(),
+                suggestion: rho_host::names::did_you_mean(
+                    command.server,
+                    servers.iter().map(String::as_str),
+                )
+                .map(str::to_owned),
+            }
+            .to_string());
         };
         let ServerStatus::Ready(report) = &view.status else {
             return Err(format!("server `{}` is not ready", command.server));
         };
         let Some(prompt) = report.catalog.prompt(&command.prompt) else {
+            let names: Vec<String> = report
+                .catalog
+                .prompts
+                .items
+                .iter()
+                .map(|p| sanitize_line(&p.name).into_owned())
+                .collect();
+            let near =
+                rho_host::names::did_you_mean(&command.prompt, names.iter().map(String::as_str));
             return Err(format!(
-                "server `{}` has no prompt `{}`",
-                command.server, command.prompt
+                "server `{}` has no prompt `{}`{}",
+                command.server,
+                sanitize_line(&command.prompt),
+                near.map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_default()
             ));
         };
         let arguments =
@@ -518,24 +539,30 @@ impl Shell<'_> {
         text
     }
 
-    /// Where a `/call` target goes: `(server, tool)`.
-    fn route(&self, target: &str) -> Result<(String, String), String> {
-        if let Some(tool) = self.host.tools().get(target) {
-            return Ok((tool.server.clone(), tool.tool.clone()));
-        }
-        match target.split_once(':') {
-            Some((server, tool)) if self.host.server(server).is_some() => {
-                Ok((server.to_owned(), tool.to_owned()))
-            }
-            Some((server, _)) => Err(format!(
-                "no server `{}` is configured",
-                sanitize_line(server)
-            )),
-            None => Err(format!(
-                "no exported tool `{}`; use an exported name (Tab lists them) or server:tool",
-                sanitize_line(target)
-            )),
-        }
+    /// What a `/call` line calls: `(server, tool, arguments)`. The tool is
+    /// named as everywhere (`rho_host::names`): `<server> <tool>`,
+    /// `<server>:<tool>` or its exported name; the rest is its arguments.
+    fn prepare_call(
+        &self,
+        target: &str,
+        arguments: &str,
+    ) -> Result<(String, String, serde_json::Value), String> {
+        let servers: Vec<String> = self.host.servers().into_iter().map(|s| s.id).collect();
+        let tools = self.host.current_tools();
+        let second = arguments.split_whitespace().next();
+        let words: Vec<&str> = std::iter::once(target).chain(second).collect();
+        let resolved =
+            rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| e.to_string())?;
+        let rest = if resolved.words == 2 {
+            arguments
+                .trim_start()
+                .split_once(char::is_whitespace)
+                .map_or("", |(_, rest)| rest.trim())
+        } else {
+            arguments
+        };
+        let args = self.arguments(&resolved.server, &resolved.tool, rest)?;
+        Ok((resolved.server, resolved.tool, args))
     }
 
     /// The arguments of a call: a JSON object, or `key=value` words typed
@@ -834,10 +861,7 @@ fn interactive_loop(
                                     continue;
                                 }
                                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
-                                let prepared = shell.route(&target).and_then(|(server, tool)| {
-                                    let args = shell.arguments(&server, &tool, &arguments)?;
-                                    Ok((server, tool, args))
-                                });
+                                let prepared = shell.prepare_call(&target, &arguments);
                                 let (server, tool, args) = match prepared {
                                     Ok(prepared) => prepared,
                                     Err(why) => {
@@ -1237,10 +1261,7 @@ fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
             Command::Quit => break,
             Command::Prompt(line) => shell.out.print(&shell.prompt(&line, stop)),
             Command::Call { target, arguments } => {
-                let prepared = shell.route(&target).and_then(|(server, tool)| {
-                    let args = shell.arguments(&server, &tool, &arguments)?;
-                    Ok((server, tool, args))
-                });
+                let prepared = shell.prepare_call(&target, &arguments);
                 match prepared {
                     Ok((server, tool, args)) => {
                         shell.out.print(&shell.call(&server, &tool, args, stop));
