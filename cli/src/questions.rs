@@ -79,7 +79,17 @@ impl rho_host::login::AuthorizationPrompt for TerminalPrompt {
         if person_present() {
             rho_host::login::open_in_browser(url);
         }
+        let _ = writeln!(std::io::stderr(), "{}", waiting_line(server));
     }
+}
+
+/// What rho says while the browser step runs: whom it waits for, and how
+/// to stop waiting.
+fn waiting_line(server: &str) -> String {
+    format!(
+        "rho: waiting for the browser to finish the login to server `{}` (Ctrl-C stops waiting)...",
+        sanitize_line(server)
+    )
 }
 
 /// Accepts forms with their defaults; refuses sampling.

@@ -131,12 +131,15 @@ pub(crate) fn run(
         };
         std::fs::write(path, &bytes)
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
-        write_stdout(&format!(
-            "wrote {} ({} bytes) to {}\n",
-            human_size(bytes.len()),
-            bytes.len(),
-            path.display()
-        ))?;
+        // `human_size` already says bytes exactly below 1,000 bytes; above, the
+        // exact count follows the rounded size.
+        let size = human_size(bytes.len());
+        let exact = if size.ends_with(" B") {
+            String::new()
+        } else {
+            format!(" ({} bytes)", bytes.len())
+        };
+        write_stdout(&format!("wrote {size}{exact} to {}\n", path.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let carried = attachment(&result, cap);

@@ -180,6 +180,13 @@ fn resources_read_as_a_message_would_carry_them(runtime: Runtime) {
             out.to_str().expect("UTF-8"),
         ]);
         run.expect_code(0);
+        // A size under 1,000 bytes is said once, exactly.
+        let written = std::fs::metadata(&out).expect("written").len();
+        assert_eq!(
+            run.stdout,
+            format!("wrote {written} B to {}\n", out.display()),
+            "{run}"
+        );
         let bytes = std::fs::read_to_string(&out).expect("written");
         assert!(
             bytes.starts_with("Resource 4: This is a base64 blob"),
@@ -194,6 +201,10 @@ fn resources_read_as_a_message_would_carry_them(runtime: Runtime) {
 
         let run = s.rho(&["mcp", "read", id, "demo://resource/static/document/none.md"]);
         run.expect_code(1);
+        // The server's error, its code once, and no "call" for a read.
+        assert!(run.stderr.contains("answered with an error: "), "{run}");
+        assert_eq!(run.stderr.matches("-32602").count(), 1, "{run}");
+        assert!(!run.stderr.contains("the call"), "{run}");
     }
 }
 
