@@ -91,6 +91,9 @@ impl From<RuntimeArg> for RuntimeKind {
     }
 }
 
+// One value per process, parsed once: the size of its largest variant
+// (an `mcp` command with its ad-hoc server flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum TopCommand {
     /// Model Context Protocol servers.
@@ -479,6 +482,9 @@ impl McpCommand {
             McpCommand::List(args) => &args.adhoc,
             McpCommand::Show(args) => &args.adhoc,
             McpCommand::Call(args) => &args.adhoc,
+            McpCommand::Prompt(args) => &args.adhoc,
+            McpCommand::Read(args) => &args.adhoc,
+            McpCommand::Complete(args) => &args.adhoc,
             _ => return None,
         };
         adhoc.given().then_some(adhoc)
@@ -491,7 +497,9 @@ fn list(
     options: RuntimeOptions,
     args: &ListArgs,
 ) -> Result<ExitCode, Failure> {
-    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |_| true))?;
+    // An ad-hoc server is there to be tried: it is always started.
+    let connect = args.connect || loaded.adhoc.is_some();
+    let runtime = unless_stopped(start(loaded, kind, options, connect, |_| true))?;
     let servers = runtime.servers();
     let auth = auth_statuses(loaded);
     let text = if args.json {
@@ -514,7 +522,8 @@ fn show(
     if loaded.config.get(id).is_none() {
         return Err(Failure::Usage(unknown_server(loaded, id)));
     }
-    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |s| s == id))?;
+    let connect = args.connect || loaded.adhoc.is_some();
+    let runtime = unless_stopped(start(loaded, kind, options, connect, |s| s == id))?;
     let Some(server) = runtime.server(id) else {
         runtime.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));
@@ -527,6 +536,7 @@ fn show(
             true,
             &auth,
             output::plugin_of(loaded, id),
+            loaded.adhoc,
         ))
     } else {
         output::show_text(
@@ -534,6 +544,7 @@ fn show(
             runtime.tools(),
             &auth,
             output::plugin_of(loaded, id),
+            loaded.adhoc,
         )
     };
     let failed = server.status.is_failure();

@@ -33,11 +33,14 @@ use rho_host::config::LoadedConfig;
 
 /// `rho mcp read` arguments.
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "rho mcp read [OPTIONS] <ID> <URI> [VAR=VALUE]...\n       rho mcp read [OPTIONS] --stdio <COMMAND> <URI> [VAR=VALUE]...\n       rho mcp read [OPTIONS] --url <URL> <URI> [VAR=VALUE]..."
+)]
 pub(crate) struct ReadArgs {
-    /// The server identity.
+    /// The server identity (with --stdio or --url, the URI).
     pub(crate) id: String,
     /// The resource's URI, or a URI template (quote it for the shell).
-    pub(crate) uri: String,
+    pub(crate) uri: Option<String>,
     /// Values for a template's variables, as VAR=VALUE words.
     #[arg(value_name = "VAR=VALUE")]
     pub(crate) values: Vec<String>,
@@ -48,6 +51,8 @@ pub(crate) struct ReadArgs {
     /// Print the bodies as sent and the attachment as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) adhoc: crate::adhoc::AdhocArgs,
 }
 
 /// The URI to read: `uri` itself, or a template expanded with `values`.
@@ -95,11 +100,14 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &ReadArgs,
 ) -> Result<ExitCode, Failure> {
-    if loaded.config.get(&args.id).is_none() {
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    let (id, uri, values) =
+        crate::adhoc::shift(args.adhoc.given(), &args.id, &args.uri, &args.values)
+            .ok_or_else(|| Failure::Usage("give the resource's URI after the server id".into()))?;
+    if loaded.config.get(id).is_none() {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     }
-    let uri = resolve(&args.uri, &args.values).map_err(Failure::Usage)?;
-    let connected = crate::prompt::connect(loaded, kind, options, &args.id)?;
+    let uri = resolve(uri, &values).map_err(Failure::Usage)?;
+    let connected = crate::prompt::connect(loaded, kind, options, id)?;
     if !connected.report().capabilities.resources {
         let id = connected.view.id.clone();
         connected.host.shutdown();
@@ -108,7 +116,6 @@ pub(crate) fn run(
     let cap = connected.max_output_bytes();
     let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
     let value = connected.request_then_shut_down(request)?;
-    let id = &args.id;
     let result = ReadResourceResult::from_value(&value)
         .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed resource: {e}")))?;
     if result.contents.is_empty() {

@@ -811,6 +811,17 @@ fn show_connect_lists_each_tools_own_name_beside_its_exported_name(rt: Runtime) 
         })
         .unwrap_or_else(|| panic!("no get-env row: {run}"));
     assert!(line.contains(" get-env"), "{line}");
+    // Each tool's parameters: name, type, required, description.
+    let sum = run
+        .stdout
+        .find("mcp__everything___rho_6765742d73756d")
+        .expect("a get-sum row");
+    let after = &run.stdout[sum..];
+    assert!(
+        after.contains("\n      a (number, required): First number\n")
+            && after.contains("\n      b (number, required): Second number\n"),
+        "{run}"
+    );
 }
 
 fn long_exported_names_are_shortened_to_64_characters_and_both_forms_call(rt: Runtime) {

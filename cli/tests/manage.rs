@@ -730,6 +730,60 @@ fn an_adhoc_stdio_server_lists_shows_and_calls_without_a_config_file() {
     assert!(run.stdout.contains("RHO_ADHOC_MARK"), "{run}");
 }
 
+/// Every command that starts one server takes an ad-hoc one: prompt, read
+/// and complete too; list and show start it without --connect, and show
+/// says where it comes from.
+#[test]
+fn an_adhoc_server_serves_every_one_server_command_and_is_started_by_list_and_show() {
+    let s = Scene::on_default_executor(RHO, "adhoc-all");
+    let line = format!("node '{}' stdio", arg(&everything_js()));
+    let run = s.rho(&["mcp", "list", "--stdio", &line]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ready"),
+        "started without --connect: {run}"
+    );
+    let run = s.rho(&["mcp", "show", "--stdio", &line]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("origin:     ad hoc (--stdio; no config file is read)"),
+        "{run}"
+    );
+    assert!(run.stdout.contains("mcp__adhoc__echo"), "{run}");
+    let run = s.rho(&["mcp", "show", "--stdio", &line, "--json"]);
+    assert_eq!(run.json()["origin"], "adhoc", "{run}");
+    let run = s.rho(&["mcp", "prompt", "--stdio", &line, "simple-prompt"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout, "This is a simple prompt without arguments.\n",
+        "{run}"
+    );
+    let run = s.rho(&[
+        "mcp",
+        "read",
+        "--stdio",
+        &line,
+        "demo://resource/dynamic/text/{resourceId}",
+        "resourceId=3",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("Resource 3: "), "{run}");
+    let run = s.rho(&[
+        "mcp",
+        "complete",
+        "--stdio",
+        &line,
+        "completable-prompt",
+        "department",
+        "",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("Engineering"), "{run}");
+    let run = s.rho(&["mcp", "prompt", "everything"]);
+    run.expect_code(2);
+}
+
 #[test]
 fn an_adhoc_url_server_lists_and_calls_without_a_config_file() {
     let s = Scene::on_default_executor(RHO, "adhoc-url");

@@ -174,6 +174,8 @@ fn fixture_config() -> String {
 }
 
 both_executors!(
+    tools_show_parameters_and_call_completes_argument_names,
+    mcp_lists_prompts_and_resources_and_the_start_shows_counts_only,
     call_takes_both_forms_and_near_misses_say_the_closest_name,
     slash_completes_commands_and_doctor_reports_each_server,
     a_tool_call_runs_and_its_result_prints_above_the_prompt,
@@ -216,6 +218,68 @@ fn call_takes_both_forms_and_near_misses_say_the_closest_name(rt: Runtime) {
         let at = shell.mark();
         shell.keys("/mcp:everything:simple-promt\r");
         shell.wait_for_after(at, "did you mean `simple-prompt`?", SOON);
+        assert!(shell.quit().success());
+    }
+}
+
+/// The shell starts with the servers' table and one line of counts (not
+/// a dump of every tool); `/mcp` lists the tools, then each server's
+/// prompts and resources. At two widths.
+fn mcp_lists_prompts_and_resources_and_the_start_shows_counts_only(rt: Runtime) {
+    for columns in [60, 200] {
+        let launch = Launch {
+            columns,
+            ..Launch::default()
+        };
+        let config = node_server("everything", &everything_js(), &[]);
+        let mut shell = Shell::launch(rt, &format!("mcp-{columns}"), &config, &launch);
+        let start = shell.screen();
+        assert!(start.contains("SERVER"), "{start}");
+        assert!(
+            start.contains("prompt(s)") && start.contains("/mcp lists them"),
+            "{start}"
+        );
+        assert!(
+            !start.contains("Tools ("),
+            "no tool dump at start:\n{start}"
+        );
+        let at = shell.mark();
+        shell.keys("/mcp\r");
+        let tools = shell.wait_for_after(at, "Tools (", SOON);
+        let prompts = shell.wait_for_after(tools, "  prompts (", SOON);
+        shell.wait_for_after(prompts, "simple-prompt", SOON);
+        let resources = shell.wait_for_after(prompts, "  resources (", SOON);
+        shell.wait_for_after(resources, "demo://resource/static/document/", SOON);
+        assert!(shell.quit().success());
+    }
+}
+
+/// `/tools` shows each tool's parameters (name, type, required,
+/// description, allowed values), and `/call` completes argument names and
+/// enum values. At two widths.
+fn tools_show_parameters_and_call_completes_argument_names(rt: Runtime) {
+    for columns in [60, 200] {
+        let launch = Launch {
+            columns,
+            ..Launch::default()
+        };
+        let config = node_server("everything", &everything_js(), &[]);
+        let mut shell = Shell::launch(rt, &format!("params-{columns}"), &config, &launch);
+        let at = shell.mark();
+        shell.keys("/tools everything\r");
+        let sum = shell.wait_for_after(at, "(everything:get-sum)", SOON);
+        shell.wait_for_after(sum, "    a (number, required): First number", SOON);
+        // Argument names after the target, in either form; one is inserted.
+        let at = shell.mark();
+        shell.keys("/call everything get-sum \t");
+        shell.wait_for_after(at, "a=", SOON);
+        shell.wait_for_after(at, "b=", SOON);
+        shell.keys("\x1b\x15");
+        let at = shell.mark();
+        shell.keys("/call everything:get-sum b=2 \t");
+        shell.wait_for_after(at, "b=2 a=", SOON);
+        shell.keys("3\r");
+        shell.wait_for_after(at, "The sum of 3 and 2 is 5", SOON);
         assert!(shell.quit().success());
     }
 }

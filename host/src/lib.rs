@@ -58,6 +58,7 @@ mod facade;
 pub mod jwt_key;
 pub mod login;
 pub mod names;
+pub mod parameters;
 pub mod plugins;
 pub mod questions;
 pub mod reauth;

@@ -244,7 +244,7 @@ pub(crate) fn run(
         files: Mutex::new(None),
         workspace,
     };
-    let status = shell.status_text();
+    let status = shell.greeting_text();
     shell.out.print(&status);
     let outcome = if interactive {
         crate::logging::route_to(Some(Arc::new({
@@ -360,6 +360,7 @@ impl Shell<'_> {
                     .chars()
                     .take(60)
                     .collect(),
+                    parameters: rho_host::parameters::parameters(&t.input_schema),
                 })
                 .collect(),
             prompts: self
@@ -475,11 +476,40 @@ impl Shell<'_> {
         Ok(prompts::flatten(&result, cap))
     }
 
-    /// `/mcp`: the table `rho mcp list --connect` prints.
+    /// `/mcp`: the table `rho mcp list --connect` prints (servers,
+    /// transport, status, errors, exported tool names), then each
+    /// server's prompts and resources.
     fn status_text(&self) -> String {
         let servers = self.host.servers();
         let auth = crate::auth_statuses(self.loaded);
-        crate::output::list_text(self.loaded, &servers, self.host.tools(), &auth)
+        let mut text = crate::output::list_text(self.loaded, &servers, self.host.tools(), &auth);
+        text.push_str(&crate::output::catalogs_text(&servers));
+        text
+    }
+
+    /// What the shell says as it starts: the servers' table and one line
+    /// of counts, not every tool (`/mcp` and `/tools` list them).
+    fn greeting_text(&self) -> String {
+        let servers = self.host.servers();
+        let auth = crate::auth_statuses(self.loaded);
+        let mut text =
+            crate::output::servers_table(self.loaded, &servers, self.host.tools(), &auth);
+        if servers.is_empty() {
+            return text;
+        }
+        let (mut prompts, mut resources) = (0, 0);
+        for server in &servers {
+            if let ServerStatus::Ready(report) = &server.status {
+                prompts += report.catalog.prompts.items.len();
+                resources +=
+                    report.catalog.resources.items.len() + report.catalog.templates.items.len();
+            }
+        }
+        let tools = self.host.tools().tools().len();
+        text.push_str(&format!(
+            "\n{tools} tool(s), {prompts} prompt(s), {resources} resource(s) and template(s): /mcp lists them, /tools [server] shows the tools, /help the commands\n"
+        ));
+        text
     }
 
     /// `/doctor`: one row per server, what is wrong and what to do.
@@ -532,6 +562,9 @@ impl Shell<'_> {
                 sanitize_line(&tool.tool),
                 sanitize_line(summary)
             ));
+            for parameter in rho_host::parameters::parameters(&tool.input_schema) {
+                text.push_str(&format!("    {}\n", sanitize_line(&parameter.line())));
+            }
         }
         if text.is_empty() {
             text.push_str("no tools are exported\n");
