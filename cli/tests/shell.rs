@@ -174,6 +174,7 @@ fn fixture_config() -> String {
 }
 
 both_executors!(
+    form_answers_are_one_key_each_and_say_what_was_sent,
     tools_show_parameters_and_call_completes_argument_names,
     mcp_lists_prompts_and_resources_and_the_start_shows_counts_only,
     call_takes_both_forms_and_near_misses_say_the_closest_name,
@@ -375,6 +376,62 @@ fn a_form_is_answered_through_the_editor(rt: Runtime) {
         "the form was accepted:\n{screen}"
     );
     assert!(shell.quit().success());
+}
+
+/// In a form, decline, cancel and skip are each one key, optional fields
+/// are marked, and the form says which answer the server was sent; Ctrl-C
+/// cancels the form and the call, so no result of it prints. At two widths.
+fn form_answers_are_one_key_each_and_say_what_was_sent(rt: Runtime) {
+    for columns in [60, 200] {
+        let launch = Launch {
+            columns,
+            ..Launch::default()
+        };
+        let config = node_server("everything", &everything_js(), &[]);
+        let mut shell = Shell::launch(rt, &format!("form-keys-{columns}"), &config, &launch);
+        // Ctrl-D declines: the server is told `decline`, the call goes on.
+        let at = shell.mark();
+        shell.keys("/call everything:trigger-elicitation-request\r");
+        let asked = shell.wait_for_after(at, "Your full, legal name", SOON);
+        shell.wait_for_after(
+            at,
+            "Ctrl-D declines, Ctrl-C cancels the form and the call",
+            SOON,
+        );
+        shell.keys("\x04");
+        let sent = shell.wait_for_after(asked, "→ sent to the server: decline", SOON);
+        shell.wait_for_after(
+            sent,
+            "User declined to provide the requested information",
+            SOON,
+        );
+        // Ctrl-C cancels: the server is told `cancel` and the call stops.
+        let at = shell.mark();
+        shell.keys("/call everything:trigger-elicitation-request\r");
+        let asked = shell.wait_for_after(at, "Your full, legal name", SOON);
+        shell.keys("\x03");
+        let cancelled_at = asked;
+        let sent = shell.wait_for_after(asked, "→ sent to the server: cancel", SOON);
+        shell.wait_for_after(
+            sent,
+            "everything:trigger-elicitation-request: cancelled",
+            SOON,
+        );
+        // An optional field is marked, and Enter skips it.
+        let at = shell.mark();
+        shell.keys("/call everything:trigger-elicitation-request\r");
+        shell.wait_for_after(at, "Your full, legal name", SOON);
+        shell.keys("Ada\r");
+        shell.wait_for_after(at, "(optional: Enter skips it)", SOON);
+        shell.keys("\x04");
+        shell.wait_for_after(at, "→ sent to the server: decline", SOON);
+        let screen = shell.screen();
+        assert!(
+            !screen[cancelled_at..].contains("User cancelled"),
+            "a cancelled call's result never prints:\n{screen}"
+        );
+        assert!(shell.quit().success());
+    }
 }
 
 fn history_survives_the_session(rt: Runtime) {

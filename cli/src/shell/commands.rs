@@ -623,7 +623,10 @@ pub(crate) fn help() -> String {
          \x20 then workspace files (inserted as @path). Backspace on an attachment removes\n\
          \x20 it and cancels its read; Enter waits until every read is done. A line that is\n\
          \x20 not a command but carries attachments prints the message a model would get.\n\
-         \x20 Ctrl-C cancels a running call; Ctrl-D or /quit leaves.\n",
+         \x20 Ctrl-C cancels a running call; Ctrl-D or /quit leaves.\n\
+         \x20 In a server's form: Enter keeps a default or skips an optional field,\n\
+         \x20 Ctrl-D declines the form, Ctrl-C cancels it and the call; the form says\n\
+         \x20 which answer the server was sent.\n",
     );
     text
 }

@@ -635,6 +635,13 @@ impl Shell<'_> {
             self.host
                 .call_server_tool_with(server, tool, arguments, &mut on_progress, cancel);
         match outcome {
+            // Cancelled by the person, but the server answered first: what
+            // they stopped is not shown as if it had gone on.
+            Ok(_) if cancel.load(Ordering::Relaxed) => {
+                format!(
+                    "{label}: cancelled; the server answered before it stopped (its result is not shown)"
+                )
+            }
             Ok(result) => {
                 let rendered = content::render(&result);
                 let body = sanitize(&rendered.model_text).into_owned();
@@ -821,18 +828,25 @@ fn interactive_loop(
                             commands::complete(&shell.catalog(), &line, word_start, cursor);
                         screen.offer(&line, word_start, candidates);
                     }
+                    // In a form, each answer is one key: Ctrl-C cancels
+                    // the form and the call it came during, Ctrl-D
+                    // declines the form (the call goes on), Enter on an
+                    // empty optional field skips it. The form says which
+                    // answer the server was sent.
                     editor::Action::Interrupt => {
                         if let Some(tx) = take(answers) {
-                            let _ = tx.send(None);
+                            let _ = tx.send(Some(crate::questions::CANCEL.to_owned()));
                         }
                         if !cancel_running(shell) {
                             screen.print("(Ctrl-D or /quit leaves the shell)");
                         }
                     }
-                    editor::Action::EndOfInput => {
+                    editor::Action::EndOfInput if lock(answers).is_some() => {
                         if let Some(tx) = take(answers) {
-                            let _ = tx.send(None);
+                            let _ = tx.send(Some(crate::questions::DECLINE.to_owned()));
                         }
+                    }
+                    editor::Action::EndOfInput => {
                         cancel_running(shell);
                         break 'keys;
                     }
@@ -1356,8 +1370,13 @@ impl Responder for ShellResponder {
     fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
         let _one = lock(&self.one);
         let text = RefCell::new(Vec::new());
-        let answer =
-            crate::questions::ask_form(&mut Gathered(&text), &mut || self.read(&text), asked, form);
+        let answer = crate::questions::ask_form_with_keys(
+            &mut Gathered(&text),
+            &mut || self.read(&text),
+            asked,
+            form,
+            "; keys: Ctrl-D declines, Ctrl-C cancels the form and the call",
+        );
         let rest = text.take();
         if !rest.is_empty() {
             self.screen.print(&String::from_utf8_lossy(&rest));
