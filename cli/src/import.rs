@@ -58,6 +58,78 @@ pub(crate) struct ImportArgs {
     force: bool,
 }
 
+/// `rho mcp add-json`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "JSON is one server entry as Claude Code, Claude Desktop, Cursor or VS Code write it \
+(`{\"command\": \"npx\", \"args\": [...], \"env\": {...}}` or `{\"type\": \"http\", \"url\": ...}`), \
+read by the same rules as `rho mcp import`: secrets never reach the config file."
+)]
+pub(crate) struct AddJsonArgs {
+    /// The new server's identity.
+    id: String,
+    /// The entry, as one JSON object (quote it for the shell).
+    json: String,
+    /// Replace an entry of the same identity instead of refusing.
+    #[arg(long)]
+    force: bool,
+    /// `user` is rho's one config file; there is no other scope (as
+    /// `claude mcp add-json` takes it).
+    #[arg(long, short = 's', value_name = "SCOPE")]
+    scope: Option<String>,
+}
+
+/// `rho mcp add-json ID JSON`: one entry, translated as `import` does.
+pub(crate) fn add_json(config: Option<PathBuf>, args: &AddJsonArgs) -> Result<ExitCode, Failure> {
+    if let Some(scope) = args.scope.as_deref().filter(|s| *s != "user") {
+        return Err(Failure::Usage(format!(
+            "rho has no `{scope}` scope: it keeps every server in one config file, \
+             ~/.rho/config.toml or the one --config names; drop --scope"
+        )));
+    }
+    let value: Value = serde_json::from_str(&args.json)
+        .map_err(|e| Failure::Usage(format!("the entry is not JSON: {e}")))?;
+    let translated = translate(&args.id, &value).map_err(|reason| {
+        Failure::Usage(sanitize(&format!("server `{}`: {reason}", args.id)).into_owned())
+    })?;
+    let mut doc = ConfigDocument::open(config).map_err(Failure::Usage)?;
+    let target = doc.path().display().to_string();
+    let existed = doc.contains(&args.id);
+    if existed && !args.force {
+        return Err(Failure::Usage(format!(
+            "server `{}` already exists in {target}: pass --force to replace it",
+            sanitize_line(&args.id)
+        )));
+    }
+    doc.insert(&args.id, &translated.entry)
+        .map_err(Failure::Usage)?;
+    doc.write(Some(&args.id)).map_err(Failure::Usage)?;
+    for note in &translated.notes {
+        eprintln!("{}", sanitize(&format!("note: {note}")));
+    }
+    if !translated.to_set.is_empty() {
+        let list: Vec<String> = translated
+            .to_set
+            .iter()
+            .map(|(var, what)| format!("{var} ({what})"))
+            .collect();
+        eprintln!(
+            "{}",
+            sanitize(&format!(
+                "note: server `{}` takes these from rho's environment, not from {target}: set {}",
+                args.id,
+                list.join(", ")
+            ))
+        );
+    }
+    write_stdout(&format!(
+        "{} server `{}` in {target}\n",
+        if existed { "replaced" } else { "added" },
+        sanitize_line(&args.id)
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// One entry of the JSON file, translated.
 #[derive(Debug, PartialEq)]
 struct Translated {

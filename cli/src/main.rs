@@ -136,6 +136,9 @@ enum McpCommand {
     /// Add a server to the config file (a command after `--`, or --url),
     /// keeping the file's comments and layout.
     Add(manage::AddArgs),
+    /// Add a server from one JSON entry as Claude Code, Cursor or VS Code
+    /// write it (the rules of `import`).
+    AddJson(import::AddJsonArgs),
     /// Remove a server from the config file.
     Remove(manage::EntryArgs),
     /// Enable a server in the config file (removes its `enabled = false`).
@@ -418,6 +421,7 @@ fn run_mcp(
     match &command {
         McpCommand::Replay(args) => return replay(&args.file),
         McpCommand::Add(args) => return manage::add(config, args),
+        McpCommand::AddJson(args) => return import::add_json(config, args),
         McpCommand::Remove(args) => return manage::remove(config, args),
         McpCommand::Enable(args) => return manage::set_enabled(config, args, true),
         McpCommand::Disable(args) => return manage::set_enabled(config, args, false),
@@ -466,6 +470,7 @@ fn run_mcp(
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
         McpCommand::Add(_)
+        | McpCommand::AddJson(_)
         | McpCommand::Remove(_)
         | McpCommand::Enable(_)
         | McpCommand::Disable(_)
