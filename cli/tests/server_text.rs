@@ -64,7 +64,21 @@ fn rho_on_terminal(
     env: &[(&str, &str)],
     answers: &[(&str, &str)],
 ) -> (Option<i32>, String) {
-    let pty = Pty::open().rho_bytes_only();
+    rho_on_terminal_sized(s, args, env, answers, 200)
+}
+
+/// The widths every interactive test here runs at.
+const WIDTHS: [u16; 2] = [80, 200];
+
+/// [`rho_on_terminal`] on a terminal `columns` wide.
+fn rho_on_terminal_sized(
+    s: &Scene,
+    args: &[&str],
+    env: &[(&str, &str)],
+    answers: &[(&str, &str)],
+    columns: u16,
+) -> (Option<i32>, String) {
+    let pty = Pty::sized(columns, 50).rho_bytes_only();
     let mut command = s.command();
     command
         .args(args)
@@ -245,17 +259,20 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
 
 fn progress_line_never_prints_raw_server_text(rt: Runtime) {
     let s = hostile("progress", rt, "");
-    let (code, shown) = rho_on_terminal(
-        &s,
-        &["mcp", "call", "h", "progress"],
-        &[("NO_COLOR", "1")],
-        &[],
-    );
-    assert_eq!(code, Some(0), "{shown}");
-    assert!(shown.contains("step 1\\x1b]0;pwned"), "{shown}");
-    // The progress line is rho's own `CR ESC [2K`; no server sequence.
-    let without_own = shown.replace("\r\x1b[2K", "");
-    assert_no_raw_controls("progress on a terminal", &without_own);
+    for columns in WIDTHS {
+        let (code, shown) = rho_on_terminal_sized(
+            &s,
+            &["mcp", "call", "h", "progress"],
+            &[("NO_COLOR", "1")],
+            &[],
+            columns,
+        );
+        assert_eq!(code, Some(0), "{shown}");
+        assert!(shown.contains("step 1\\x1b]0;pwned"), "{shown}");
+        // The progress line is rho's own `CR ESC [2K`; no server sequence.
+        let without_own = shown.replace("\r\x1b[2K", "");
+        assert_no_raw_controls(&format!("progress at {columns} columns"), &without_own);
+    }
 }
 
 fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
@@ -268,11 +285,18 @@ fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
         1,
     );
     std::fs::write(s.config(), config).expect("config");
-    let (code, shown) = rho_on_terminal(
-        &s,
+    for columns in WIDTHS {
+        form_on_a_terminal(&s, columns);
+    }
+}
+
+fn form_on_a_terminal(s: &Scene, columns: u16) {
+    let (code, shown) = rho_on_terminal_sized(
+        s,
         &["mcp", "call", "h", "ask"],
         &[("NO_COLOR", "1")],
         &[("\n> ", "Ada"), ("\n> ", "1"), ("Allow? [y/N]", "n")],
+        columns,
     );
     assert_eq!(code, Some(0), "{shown}");
     assert_no_raw_controls("form on a terminal", &shown);
