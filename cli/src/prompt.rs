@@ -167,10 +167,13 @@ pub(crate) fn run(
             .iter()
             .map(|p| p.name.as_str())
             .collect();
+        let near = rho_host::names::did_you_mean(name, names.iter().copied())
+            .map(|near| format!("; did you mean `{near}`?"))
+            .unwrap_or_default();
         let listed = match (&catalog.prompts.error, names.is_empty()) {
             (Some(error), _) => format!(" (its prompts could not be listed: {error})"),
             (None, true) => " (it lists none)".into(),
-            (None, false) => format!("; its prompts: {}", names.join(", ")),
+            (None, false) => format!("{near} (its prompts: {})", names.join(", ")),
         };
         return refuse(
             connected,

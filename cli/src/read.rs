@@ -106,6 +106,7 @@ pub(crate) fn run(
     if loaded.config.get(id).is_none() {
         return Err(Failure::Usage(unknown_server(loaded, id)));
     }
+    let from_template = UriTemplate::is_template(uri);
     let uri = resolve(uri, &values).map_err(Failure::Usage)?;
     let connected = crate::prompt::connect(loaded, kind, options, id)?;
     if !connected.report().capabilities.resources {
@@ -114,8 +115,23 @@ pub(crate) fn run(
         return Err(Failure::Usage(format!("server `{id}` offers no resources")));
     }
     let cap = connected.max_output_bytes();
+    // A URI the server did not list (and not made from a template) gets
+    // the closest listed one, should the read fail.
+    let catalog = &connected.report().catalog;
+    let listed = from_template || catalog.resources.items.iter().any(|r| r.uri == uri);
+    let near = if listed {
+        None
+    } else {
+        rho_host::names::did_you_mean(&uri, catalog.resources.items.iter().map(|r| r.uri.as_str()))
+            .map(|near| format!("; did you mean `{near}`?"))
+    };
     let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
-    let value = connected.request_then_shut_down(request)?;
+    let value = connected
+        .request_then_shut_down(request)
+        .map_err(|failure| match (failure, &near) {
+            (Failure::Runtime(message), Some(near)) => Failure::Runtime(format!("{message}{near}")),
+            (failure, _) => failure,
+        })?;
     let result = ReadResourceResult::from_value(&value)
         .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed resource: {e}")))?;
     if result.contents.is_empty() {

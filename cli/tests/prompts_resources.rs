@@ -110,6 +110,12 @@ fn prompts_render_the_turn_and_refuse_bad_arguments_without_a_request(runtime: R
                 .contains("has no argument `town`; its arguments: city (required), state"),
             "{run}"
         );
+        let run = s.rho(&["mcp", "prompt", id, "simple-promt"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains("did you mean `simple-prompt`?"),
+            "{run}"
+        );
         let run = s.rho(&["mcp", "prompt", id, "nope"]);
         run.expect_code(2);
         assert!(
@@ -205,6 +211,19 @@ fn resources_read_as_a_message_would_carry_them(runtime: Runtime) {
         assert!(run.stderr.contains("answered with an error: "), "{run}");
         assert_eq!(run.stderr.matches("-32602").count(), 1, "{run}");
         assert!(!run.stderr.contains("the call"), "{run}");
+        // A near miss of a listed URI says the closest one.
+        let run = s.rho(&[
+            "mcp",
+            "read",
+            id,
+            "demo://resource/static/document/architecture.mdx",
+        ]);
+        run.expect_code(1);
+        assert!(
+            run.stderr
+                .contains("did you mean `demo://resource/static/document/architecture.md`?"),
+            "{run}"
+        );
     }
 }
 
