@@ -1,6 +1,8 @@
 //! Ad-hoc servers: `--stdio "<command> [args]"` or `--url URL` on `rho mcp
-//! list`, `show` and `call`, to try a server without a config file (as the
-//! MCP Inspector's CLI does).
+//! list`, `show`, `call`, `prompt`, `read` and `complete`, to try a server
+//! without a config file (as the MCP Inspector's CLI does). `list` and
+//! `show` always start it (there is no config to check), and `show` gives
+//! its origin as ad hoc.
 //!
 //! The ad-hoc server replaces the config file for that run (no file is
 //! read) and its identity is always `adhoc`, so exported tool names and
@@ -28,7 +30,8 @@ use rho_host::config::LoadedConfig;
 /// The identity of every ad-hoc server.
 pub(crate) const ID: &str = "adhoc";
 
-/// The ad-hoc server options of `list`, `show` and `call`.
+/// The ad-hoc server options of `list`, `show`, `call`, `prompt`, `read`
+/// and `complete`.
 #[derive(Args, Debug, Default)]
 pub(crate) struct AdhocArgs {
     /// Use one stdio server instead of the config file: its command line,
@@ -72,6 +75,23 @@ impl AdhocArgs {
             "--url"
         }
     }
+}
+
+/// The server, the thing named on it and the remaining words of a command
+/// whose first positionals are `<ID> <NAME> [WORDS]...` (prompt, read,
+/// complete): with --stdio or --url there is no id, so the words move up
+/// one place and the server is [`ID`]. `None` when no name was given.
+pub(crate) fn shift<'a>(
+    adhoc: bool,
+    first: &'a str,
+    second: &'a Option<String>,
+    rest: &[String],
+) -> Option<(&'a str, &'a str, Vec<String>)> {
+    if adhoc {
+        let words = second.iter().chain(rest).cloned().collect();
+        return Some((ID, first, words));
+    }
+    Some((first, second.as_deref()?, rest.to_vec()))
 }
 
 /// The one-entry config of the ad-hoc server.

@@ -19,6 +19,7 @@ use rho_proto_core::config::Config;
 use rho_proto_core::features::content;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::{CallError, Progress};
 use serde_json::json;
 
@@ -34,16 +35,7 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &CallArgs,
 ) -> Result<ExitCode, Failure> {
-    let (id, tool, words) = match (args.adhoc.given(), args.words.as_slice()) {
-        (true, [tool, words @ ..]) => (crate::adhoc::ID, tool.as_str(), words),
-        (false, [id, tool, words @ ..]) => (id.as_str(), tool.as_str(), words),
-        _ => {
-            return Err(Failure::Usage(
-                "give a server id and a tool name (with --stdio or --url, only the tool name)"
-                    .into(),
-            ));
-        }
-    };
+    let (id, tool, words) = split_target(loaded, args.adhoc.given(), &args.words)?;
     let arguments = tool_args::parse_words(words).map_err(Failure::Usage)?;
     let timeout = match args.timeout {
         None => None,
@@ -96,6 +88,40 @@ pub(crate) fn run(
                 id
             );
         })?;
+    // The tool by the names rho_host::names accepts (its own name, its
+    // exported name, the escaped form a terminal shows); naming none, or
+    // none that the server lists, is a usage error like an unknown server.
+    // A server that did not start is left to the call, which says why.
+    let ready = runtime
+        .server(id)
+        .is_some_and(|view| matches!(view.status, ServerStatus::Ready(_)));
+    let tools = runtime.current_tools();
+    let resolved = match (tool, ready) {
+        (Some(tool), false) => Ok(tool.to_owned()),
+        (Some(tool), true) => rho_host::names::server_tool(&tools, id, tool),
+        (None, _) => Err(rho_host::names::NameError::NoTool {
+            server: id.to_owned(),
+            tools: tools
+                .iter()
+                .filter(|t| t.server == id)
+                .map(|t| t.tool.clone())
+                .collect(),
+        }),
+    };
+    let tool = match resolved {
+        Ok(tool) => tool,
+        Err(error) => {
+            runtime.shutdown();
+            // A tool the server did not list may be one it hides from a
+            // client that declared less.
+            let tail = match error {
+                rho_host::names::NameError::UnknownTool { .. } => undeclared.as_str(),
+                _ => "",
+            };
+            return Err(Failure::Usage(format!("{error}{tail}")));
+        }
+    };
+    let tool = tool.as_str();
     let arguments = match typed_arguments(&runtime, id, tool, arguments) {
         Ok(arguments) => arguments,
         Err(message) => {
@@ -191,6 +217,54 @@ pub(crate) fn typed_arguments(
     let any = json!({"additionalProperties": true});
     let schema = listed.map_or(&any, |t| &t.input_schema);
     tool_args::typed(arguments, schema, tool).map(serde_json::Value::Object)
+}
+
+/// The server, the tool (none when only a server is named) and the
+/// arguments of `rho mcp call`'s words. A tool is named as everywhere
+/// (`rho_host::names`): `<id> <tool>`, `<id>:<tool>`, or an exported name
+/// `mcp__<id>__<tool>`; with --stdio or --url, the tool alone. Before any
+/// server starts, only the server is checked (an unknown one is a usage
+/// error with the closest configured id).
+fn split_target<'w>(
+    loaded: &'w LoadedConfig,
+    adhoc: bool,
+    words: &'w [String],
+) -> Result<(&'w str, Option<&'w str>, &'w [String]), Failure> {
+    if adhoc {
+        return match words {
+            [tool, rest @ ..] => Ok((crate::adhoc::ID, Some(tool.as_str()), rest)),
+            [] => Err(Failure::Usage(
+                "give the tool's name (with --stdio or --url, only the tool name)".into(),
+            )),
+        };
+    }
+    let Some((first, rest)) = words.split_first() else {
+        return Err(Failure::Usage(
+            rho_host::names::NameError::Nothing.to_string(),
+        ));
+    };
+    let configured = |id: &str| loaded.config.get(id).is_some();
+    if !configured(first) {
+        if let Some((id, tool)) = first.split_once(':').filter(|(id, _)| configured(id)) {
+            return Ok((id, Some(tool), rest));
+        }
+        let exported = loaded.config.servers.iter().find_map(|s| {
+            first
+                .strip_prefix("mcp__")
+                .and_then(|t| t.strip_prefix(s.id.as_str()))
+                .and_then(|t| t.strip_prefix("__"))
+                .map(|_| s.id.as_str())
+        });
+        if let Some(id) = exported {
+            return Ok((id, Some(first.as_str()), rest));
+        }
+        let id = first.split_once(':').map_or(first.as_str(), |(id, _)| id);
+        return Err(Failure::Usage(crate::unknown_server(loaded, id)));
+    }
+    match rest.split_first() {
+        Some((tool, rest)) => Ok((first, Some(tool.as_str()), rest)),
+        None => Ok((first, None, rest)),
+    }
 }
 
 /// The tail of an unknown-tool error when this run declared no elicitation

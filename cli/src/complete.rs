@@ -28,21 +28,26 @@ use rho_host::config::LoadedConfig;
 
 /// `rho mcp complete` arguments.
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "rho mcp complete [OPTIONS] <ID> <TARGET> <ARGUMENT> <PREFIX> [ARG=VALUE]...\n       rho mcp complete [OPTIONS] --stdio <COMMAND> <TARGET> <ARGUMENT> <PREFIX> [ARG=VALUE]...\n       rho mcp complete [OPTIONS] --url <URL> <TARGET> <ARGUMENT> <PREFIX> [ARG=VALUE]..."
+)]
 pub(crate) struct CompleteArgs {
-    /// The server identity.
+    /// The server identity (with --stdio or --url, the target).
     pub(crate) id: String,
     /// A prompt's name, or a resource template's URI template.
     pub(crate) target: String,
     /// The argument (or template variable) being filled in.
     pub(crate) argument: String,
     /// What has been typed of its value so far (may be empty: '').
-    pub(crate) prefix: String,
+    pub(crate) prefix: Option<String>,
     /// Arguments already given, as ARG=VALUE words.
     #[arg(value_name = "ARG=VALUE")]
     pub(crate) context: Vec<String>,
     /// Print the values as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) adhoc: crate::adhoc::AdhocArgs,
 }
 
 /// Runs `rho mcp complete`.
@@ -52,8 +57,35 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &CompleteArgs,
 ) -> Result<ExitCode, Failure> {
+    // With --stdio or --url there is no id: every word moves up a place.
+    let (id, target, argument, prefix, words) = if args.adhoc.given() {
+        (
+            crate::adhoc::ID,
+            args.id.as_str(),
+            args.target.as_str(),
+            args.argument.clone(),
+            args.prefix
+                .iter()
+                .chain(&args.context)
+                .cloned()
+                .collect::<Vec<_>>(),
+        )
+    } else {
+        let Some(prefix) = args.prefix.clone() else {
+            return Err(Failure::Usage(
+                "give what is typed of the value after the argument ('' for nothing)".into(),
+            ));
+        };
+        (
+            args.id.as_str(),
+            args.target.as_str(),
+            args.argument.as_str(),
+            prefix,
+            args.context.clone(),
+        )
+    };
     let mut context = BTreeMap::new();
-    for word in &args.context {
+    for word in &words {
         let Some((key, value)) = word.split_once('=') else {
             return Err(Failure::Usage(format!(
                 "arguments already given are ARG=VALUE words, not `{word}`"
@@ -61,12 +93,12 @@ pub(crate) fn run(
         };
         context.insert(key.to_owned(), value.to_owned());
     }
-    let connected = crate::prompt::connect(loaded, kind, options, &args.id)?;
+    let connected = crate::prompt::connect(loaded, kind, options, id)?;
     let report = connected.report();
-    let id = &args.id;
     let catalog = &report.catalog;
     // What the target names, and the argument names it takes.
-    let target = if let Some(prompt) = catalog.prompt(&args.target) {
+    let named = target;
+    let target = if let Some(prompt) = catalog.prompt(named) {
         Ok((
             CompletionRef::Prompt {
                 name: prompt.name.clone(),
@@ -77,7 +109,7 @@ pub(crate) fn run(
         .templates
         .items
         .iter()
-        .find(|t| t.uri_template == args.target)
+        .find(|t| t.uri_template == named)
     {
         let variables = UriTemplate::parse(&template.uri_template)
             .map(|t| t.variables())
@@ -90,16 +122,14 @@ pub(crate) fn run(
         ))
     } else {
         Err(format!(
-            "server `{id}` has no prompt or resource template `{}`",
-            args.target
+            "server `{id}` has no prompt or resource template `{named}`"
         ))
     };
     let checked = target.and_then(|(reference, names): (CompletionRef, Vec<String>)| {
-        for key in std::iter::once(&args.argument).chain(context.keys()) {
-            if !names.contains(key) {
+        for key in std::iter::once(argument).chain(context.keys().map(String::as_str)) {
+            if !names.iter().any(|n| n == key) {
                 return Err(format!(
-                    "`{}` has no argument `{key}`; its arguments: {}",
-                    args.target,
+                    "`{named}` has no argument `{key}`; its arguments: {}",
                     names.join(", ")
                 ));
             }
@@ -123,8 +153,8 @@ pub(crate) fn run(
     );
     let query = Query {
         reference,
-        argument: args.argument.clone(),
-        value: args.prefix.clone(),
+        argument: argument.to_owned(),
+        value: prefix,
         context,
     };
     let _ = broker.ask(Instant::now(), query);

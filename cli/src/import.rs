@@ -35,6 +35,8 @@ use std::process::ExitCode;
 use clap::Args;
 use serde_json::{Map, Value};
 
+use rho_proto_core::text::terminal::{sanitize, sanitize_line};
+
 use crate::config_edit::{ConfigDocument, NewEntry, NewTransport};
 use crate::manage::looks_secret;
 use crate::{Failure, write_stdout};
@@ -56,6 +58,78 @@ pub(crate) struct ImportArgs {
     force: bool,
 }
 
+/// `rho mcp add-json`.
+#[derive(Args, Debug)]
+#[command(
+    after_help = "JSON is one server entry as Claude Code, Claude Desktop, Cursor or VS Code write it \
+(`{\"command\": \"npx\", \"args\": [...], \"env\": {...}}` or `{\"type\": \"http\", \"url\": ...}`), \
+read by the same rules as `rho mcp import`: secrets never reach the config file."
+)]
+pub(crate) struct AddJsonArgs {
+    /// The new server's identity.
+    id: String,
+    /// The entry, as one JSON object (quote it for the shell).
+    json: String,
+    /// Replace an entry of the same identity instead of refusing.
+    #[arg(long)]
+    force: bool,
+    /// `user` is rho's one config file; there is no other scope (as
+    /// `claude mcp add-json` takes it).
+    #[arg(long, short = 's', value_name = "SCOPE")]
+    scope: Option<String>,
+}
+
+/// `rho mcp add-json ID JSON`: one entry, translated as `import` does.
+pub(crate) fn add_json(config: Option<PathBuf>, args: &AddJsonArgs) -> Result<ExitCode, Failure> {
+    if let Some(scope) = args.scope.as_deref().filter(|s| *s != "user") {
+        return Err(Failure::Usage(format!(
+            "rho has no `{scope}` scope: it keeps every server in one config file, \
+             ~/.rho/config.toml or the one --config names; drop --scope"
+        )));
+    }
+    let value: Value = serde_json::from_str(&args.json)
+        .map_err(|e| Failure::Usage(format!("the entry is not JSON: {e}")))?;
+    let translated = translate(&args.id, &value).map_err(|reason| {
+        Failure::Usage(sanitize(&format!("server `{}`: {reason}", args.id)).into_owned())
+    })?;
+    let mut doc = ConfigDocument::open(config).map_err(Failure::Usage)?;
+    let target = doc.path().display().to_string();
+    let existed = doc.contains(&args.id);
+    if existed && !args.force {
+        return Err(Failure::Usage(format!(
+            "server `{}` already exists in {target}: pass --force to replace it",
+            sanitize_line(&args.id)
+        )));
+    }
+    doc.insert(&args.id, &translated.entry)
+        .map_err(Failure::Usage)?;
+    doc.write(Some(&args.id)).map_err(Failure::Usage)?;
+    for note in &translated.notes {
+        eprintln!("{}", sanitize(&format!("note: {note}")));
+    }
+    if !translated.to_set.is_empty() {
+        let list: Vec<String> = translated
+            .to_set
+            .iter()
+            .map(|(var, what)| format!("{var} ({what})"))
+            .collect();
+        eprintln!(
+            "{}",
+            sanitize(&format!(
+                "note: server `{}` takes these from rho's environment, not from {target}: set {}",
+                args.id,
+                list.join(", ")
+            ))
+        );
+    }
+    write_stdout(&format!(
+        "{} server `{}` in {target}\n",
+        if existed { "replaced" } else { "added" },
+        sanitize_line(&args.id)
+    ))?;
+    Ok(ExitCode::SUCCESS)
+}
+
 /// One entry of the JSON file, translated.
 #[derive(Debug, PartialEq)]
 struct Translated {
@@ -75,6 +149,9 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
     let mut imported: Vec<(String, bool)> = Vec::new();
     let mut invalid = 0;
     let mut notes: Vec<String> = Vec::new();
+    // Every line names what the file chose (server names, `type` values,
+    // key names): each passes the one sanitizer before the terminal.
+    let report = |line: String| eprintln!("{}", sanitize(&line));
     for (name, value) in &servers {
         let existed = doc.contains(name);
         if existed && !args.force {
@@ -86,21 +163,21 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
         let translated = match translate(name, value) {
             Ok(translated) => translated,
             Err(reason) => {
-                eprintln!("rho: {file}: server `{name}`: {reason}");
+                report(format!("rho: {file}: server `{name}`: {reason}"));
                 invalid += 1;
                 continue;
             }
         };
-        let mut edited = doc.clone();
-        if let Err(reason) = edited
-            .insert(name, &translated.entry)
-            .and_then(|()| edited.check(Some(name)).map(drop))
+        // The entry is checked on its own (the parser's reason, before
+        // the document is touched), so an import costs time linear in the
+        // file: the whole document is parsed once, when written.
+        if let Err(reason) = check_alone(doc.path(), name, &translated.entry)
+            .and_then(|()| doc.insert(name, &translated.entry))
         {
-            eprintln!("rho: {file}: server `{name}`: {reason}");
+            report(format!("rho: {file}: server `{name}`: {reason}"));
             invalid += 1;
             continue;
         }
-        doc = edited;
         notes.extend(
             translated
                 .notes
@@ -123,20 +200,21 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
     if !imported.is_empty() {
         doc.write(None).map_err(Failure::Usage)?;
     }
-    for note in &notes {
-        eprintln!("note: {note}");
+    for note in notes {
+        report(format!("note: {note}"));
     }
     let mut text: String = imported
         .iter()
         .map(|(name, existed)| {
             format!(
-                "{} server `{name}` in {target}\n",
-                if *existed { "replaced" } else { "imported" }
+                "{} server `{}` in {target}\n",
+                if *existed { "replaced" } else { "imported" },
+                sanitize_line(name)
             )
         })
         .collect();
     if imported.is_empty() {
-        text = format!("imported no server from {file}\n");
+        text = format!("imported no server from {}\n", sanitize_line(&file));
     }
     write_stdout(&text)?;
     if invalid > 0 {
@@ -146,6 +224,14 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
         )));
     }
     Ok(ExitCode::SUCCESS)
+}
+
+/// Whether `entry` would be a valid server `id` in a config of its own:
+/// the config parser's reason if not.
+fn check_alone(path: &Path, id: &str, entry: &NewEntry) -> Result<(), String> {
+    let mut alone = ConfigDocument::from_text(path.to_path_buf(), "")?;
+    alone.insert(id, entry)?;
+    alone.check(Some(id)).map(drop)
 }
 
 /// The server entries of a JSON config, in file order.

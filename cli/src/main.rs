@@ -91,6 +91,9 @@ impl From<RuntimeArg> for RuntimeKind {
     }
 }
 
+// One value per process, parsed once: the size of its largest variant
+// (an `mcp` command with its ad-hoc server flags) costs nothing.
+#[allow(clippy::large_enum_variant)]
 #[derive(Subcommand, Debug)]
 enum TopCommand {
     /// Model Context Protocol servers.
@@ -133,6 +136,9 @@ enum McpCommand {
     /// Add a server to the config file (a command after `--`, or --url),
     /// keeping the file's comments and layout.
     Add(manage::AddArgs),
+    /// Add a server from one JSON entry as Claude Code, Cursor or VS Code
+    /// write it (the rules of `import`).
+    AddJson(import::AddJsonArgs),
     /// Remove a server from the config file.
     Remove(manage::EntryArgs),
     /// Enable a server in the config file (removes its `enabled = false`).
@@ -415,6 +421,7 @@ fn run_mcp(
     match &command {
         McpCommand::Replay(args) => return replay(&args.file),
         McpCommand::Add(args) => return manage::add(config, args),
+        McpCommand::AddJson(args) => return import::add_json(config, args),
         McpCommand::Remove(args) => return manage::remove(config, args),
         McpCommand::Enable(args) => return manage::set_enabled(config, args, true),
         McpCommand::Disable(args) => return manage::set_enabled(config, args, false),
@@ -463,6 +470,7 @@ fn run_mcp(
         McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
         McpCommand::Add(_)
+        | McpCommand::AddJson(_)
         | McpCommand::Remove(_)
         | McpCommand::Enable(_)
         | McpCommand::Disable(_)
@@ -479,6 +487,9 @@ impl McpCommand {
             McpCommand::List(args) => &args.adhoc,
             McpCommand::Show(args) => &args.adhoc,
             McpCommand::Call(args) => &args.adhoc,
+            McpCommand::Prompt(args) => &args.adhoc,
+            McpCommand::Read(args) => &args.adhoc,
+            McpCommand::Complete(args) => &args.adhoc,
             _ => return None,
         };
         adhoc.given().then_some(adhoc)
@@ -491,7 +502,9 @@ fn list(
     options: RuntimeOptions,
     args: &ListArgs,
 ) -> Result<ExitCode, Failure> {
-    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |_| true))?;
+    // An ad-hoc server is there to be tried: it is always started.
+    let connect = args.connect || loaded.adhoc.is_some();
+    let runtime = unless_stopped(start(loaded, kind, options, connect, |_| true))?;
     let servers = runtime.servers();
     let auth = auth_statuses(loaded);
     let text = if args.json {
@@ -514,7 +527,8 @@ fn show(
     if loaded.config.get(id).is_none() {
         return Err(Failure::Usage(unknown_server(loaded, id)));
     }
-    let runtime = unless_stopped(start(loaded, kind, options, args.connect, |s| s == id))?;
+    let connect = args.connect || loaded.adhoc.is_some();
+    let runtime = unless_stopped(start(loaded, kind, options, connect, |s| s == id))?;
     let Some(server) = runtime.server(id) else {
         runtime.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));
@@ -527,6 +541,7 @@ fn show(
             true,
             &auth,
             output::plugin_of(loaded, id),
+            loaded.adhoc,
         ))
     } else {
         output::show_text(
@@ -534,6 +549,7 @@ fn show(
             runtime.tools(),
             &auth,
             output::plugin_of(loaded, id),
+            loaded.adhoc,
         )
     };
     let failed = server.status.is_failure();
@@ -740,8 +756,11 @@ pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
             loaded.describe()
         )
     } else {
+        let near = rho_host::names::did_you_mean(id, known.iter().copied())
+            .map(|near| format!("; did you mean `{near}`?"))
+            .unwrap_or_default();
         format!(
-            "no MCP server `{id}` in {} (configured: {})",
+            "no MCP server `{id}` in {}{near} (configured: {})",
             loaded.describe(),
             known.join(", ")
         )

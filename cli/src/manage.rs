@@ -22,7 +22,7 @@ use crate::{Failure, unknown_server, write_stdout};
 /// `rho mcp add`.
 #[derive(Args, Debug)]
 #[command(
-    override_usage = "rho mcp add [OPTIONS] <ID> -- <COMMAND> [ARGS]...\n       rho mcp add [OPTIONS] <ID> --url <URL>",
+    override_usage = "rho mcp add [OPTIONS] <ID> -- <COMMAND> [ARGS]...\n       rho mcp add [OPTIONS] <ID> --url <URL>\n       rho mcp add [OPTIONS] --transport http <ID> <URL>\n       rho mcp add [OPTIONS] <ID> <URL>",
     after_help = "The command after `--` is run directly, never through a shell. Values given with \
 --env and --header are written into the config file as they are: for secrets use --env-from-env \
 KEY=VAR and --header-from-env NAME=VAR, which store only the name of an environment variable \
@@ -32,6 +32,11 @@ directory are created when missing."
 pub(crate) struct AddArgs {
     /// The new server's identity (ASCII letters, digits, `-` and `_`).
     id: String,
+    /// The server's URL (`https://...`), or a stdio command and its
+    /// arguments when none of them starts with `-` (else put them after
+    /// `--`), as `claude mcp add` takes them.
+    #[arg(value_name = "URL | COMMAND [ARGS]")]
+    target: Vec<String>,
     /// A stdio server's command and its arguments, after `--`.
     #[arg(last = true, value_name = "COMMAND")]
     command: Vec<String>,
@@ -66,6 +71,62 @@ pub(crate) struct AddArgs {
     /// Replace an entry of the same identity instead of refusing.
     #[arg(long)]
     force: bool,
+    /// `stdio`, or `http` (also `streamable-http`, and `sse`, which is
+    /// added as Streamable HTTP), as `claude mcp add` takes it; rho also
+    /// tells them apart by --url or a command.
+    #[arg(long, short = 't', value_name = "TRANSPORT")]
+    transport: Option<String>,
+    /// `user` is rho's one config file (--config, else
+    /// ~/.rho/config.toml); there is no per-project or local scope.
+    #[arg(long, short = 's', value_name = "SCOPE")]
+    scope: Option<String>,
+}
+
+/// The transport `--transport` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum TransportFlag {
+    Stdio,
+    Http,
+}
+
+/// Reads `--transport` (its common spellings) and `--scope`; anything
+/// else is refused saying exactly what to type.
+fn claude_style_flags(args: &AddArgs) -> Result<Option<TransportFlag>, Failure> {
+    match args.scope.as_deref() {
+        None | Some("user") => {}
+        Some(other) => {
+            return Err(Failure::Usage(format!(
+                "rho has no `{other}` scope: it keeps every server in one config file, \
+                 ~/.rho/config.toml or the one --config names; drop --scope, or write to \
+                 another file with `rho --config PATH mcp add ...`"
+            )));
+        }
+    }
+    let transport = match args.transport.as_deref() {
+        None => None,
+        Some("stdio") => Some(TransportFlag::Stdio),
+        Some("http" | "streamable-http" | "streamable_http" | "streamableHttp" | "sse") => {
+            Some(TransportFlag::Http)
+        }
+        Some(other) => {
+            return Err(Failure::Usage(format!(
+                "--transport takes stdio or http (streamable-http and sse are read as http), \
+                 not `{other}`"
+            )));
+        }
+    };
+    if args.transport.as_deref() == Some("sse") {
+        eprintln!(
+            "note: rho speaks Streamable HTTP only: the server is added as streamable_http, which \
+             works only if it serves that too (often at /mcp rather than /sse)"
+        );
+    }
+    Ok(transport)
+}
+
+/// Whether `word` is a URL rather than a command.
+fn looks_like_url(word: &str) -> bool {
+    word.starts_with("https://") || word.starts_with("http://")
 }
 
 /// `rho mcp remove`, `enable`, `disable`.
@@ -77,7 +138,47 @@ pub(crate) struct EntryArgs {
 
 /// `rho mcp add`.
 pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, Failure> {
-    let transport = match (&args.url, args.command.split_first()) {
+    let flag = claude_style_flags(args)?;
+    // Claude's spellings: a URL or a command as words after the id.
+    let (url, command): (Option<&String>, &[String]) = match (
+        &args.url,
+        args.command.as_slice(),
+        args.target.as_slice(),
+    ) {
+        (url, command, []) => (url.as_ref(), command),
+        (None, [], [one]) if looks_like_url(one) => (Some(one), &[]),
+        (None, [], words) if flag != Some(TransportFlag::Http) && !looks_like_url(&words[0]) => {
+            (None, words)
+        }
+        (None, [], [one, ..]) if flag == Some(TransportFlag::Http) => {
+            return Err(Failure::Usage(format!(
+                "--transport http takes one URL after the id, not `{one}`: rho mcp add {} --transport http https://host/mcp",
+                args.id
+            )));
+        }
+        _ => {
+            return Err(Failure::Usage(format!(
+                "give the server once: a URL (rho mcp add {id} https://host/mcp) or a command after `--` (rho mcp add {id} -- npx -y some-server)",
+                id = args.id
+            )));
+        }
+    };
+    match (flag, url, command.is_empty()) {
+        (Some(TransportFlag::Http), None, false) => {
+            return Err(Failure::Usage(format!(
+                "--transport http needs a URL, not a command: rho mcp add {} --transport http https://host/mcp",
+                args.id
+            )));
+        }
+        (Some(TransportFlag::Stdio), Some(_), _) => {
+            return Err(Failure::Usage(format!(
+                "--transport stdio needs a command after `--`, not a URL: rho mcp add {} -- npx -y some-server",
+                args.id
+            )));
+        }
+        _ => {}
+    }
+    let transport = match (url, command.split_first()) {
         (Some(url), None) => {
             if !args.env.is_empty() || !args.env_from_env.is_empty() || args.cwd.is_some() {
                 return Err(Failure::Usage(
@@ -131,7 +232,7 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
     doc.insert(&args.id, &entry).map_err(Failure::Usage)?;
     doc.write(Some(&args.id)).map_err(Failure::Usage)?;
     for note in literal_secret_notes(&args.id, &entry) {
-        eprintln!("note: {note}");
+        eprintln!("note: {}", rho_proto_core::text::terminal::sanitize(&note));
     }
     write_stdout(&format!(
         "{} server `{}` in {}\n",

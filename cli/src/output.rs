@@ -140,7 +140,7 @@ pub(crate) fn list_json<'a>(
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             let Self(doc, server) = self;
             let plugin = plugin_of(doc.loaded, &server.id);
-            server_json(server, doc.tools, false, doc.auth, plugin).serialize(s)
+            server_json(server, doc.tools, false, doc.auth, plugin, doc.loaded.adhoc).serialize(s)
         }
     }
     impl serde::Serialize for Servers<'_> {
@@ -175,16 +175,18 @@ pub(crate) fn plugin_of<'l>(loaded: &'l LoadedConfig, id: &str) -> Option<&'l Pl
         .and_then(|entry| entry.plugin.as_ref())
 }
 
-/// Where a server's entry comes from, for the `list` table and `show`.
-fn origin_text(plugin: Option<&PluginOrigin>) -> String {
-    match plugin {
-        Some(plugin) => format!("plugin {}", sanitize_line(&plugin.name)),
-        None => "config".into(),
+/// Where a server's entry comes from, for the `list` table and `show`:
+/// a plugin, the ad-hoc flag that made it (`adhoc`), or the config file.
+fn origin_text(plugin: Option<&PluginOrigin>, adhoc: Option<&str>) -> String {
+    match (plugin, adhoc) {
+        (Some(plugin), _) => format!("plugin {}", sanitize_line(&plugin.name)),
+        (None, Some(flag)) => format!("ad hoc ({flag}; no config file is read)"),
+        (None, None) => "config".into(),
     }
 }
 
 /// One server's JSON object; `detailed` adds tool descriptions and schemas.
-/// `origin` is `"config"` or `"plugin"`, and a plugin's server has
+/// `origin` is `"config"`, `"adhoc"` (`--stdio`/`--url`) or `"plugin"`, and a plugin's server has
 /// `plugin: {name, root, data_dir}`.
 pub(crate) fn server_json(
     server: &ServerView,
@@ -192,6 +194,7 @@ pub(crate) fn server_json(
     detailed: bool,
     auth: &AuthMap,
     plugin: Option<&PluginOrigin>,
+    adhoc: Option<&str>,
 ) -> Value {
     let mut obj = Map::new();
     if detailed {
@@ -208,7 +211,10 @@ pub(crate) fn server_json(
             );
         }
         None => {
-            obj.insert("origin".into(), json!("config"));
+            obj.insert(
+                "origin".into(),
+                json!(if adhoc.is_some() { "adhoc" } else { "config" }),
+            );
         }
     }
     if let Some(config) = &server.config {
@@ -292,8 +298,41 @@ pub(crate) fn server_json(
     Value::Object(obj)
 }
 
-/// The `list` table.
+/// The `list` table, then the exported tools.
 pub(crate) fn list_text(
+    loaded: &LoadedConfig,
+    servers: &[ServerView],
+    tools: &ToolRegistry,
+    auth: &AuthMap,
+) -> String {
+    let mut out = servers_table(loaded, servers, tools, auth);
+    if !servers.is_empty() {
+        tools_section(&mut out, tools);
+    }
+    out
+}
+
+/// What each ready server offers besides tools, for the shell's `/mcp`:
+/// per server, its prompts and resources as `show --connect` lists them
+/// (nothing for a server that offers neither).
+pub(crate) fn catalogs_text(servers: &[ServerView]) -> String {
+    let mut out = String::new();
+    for server in servers {
+        let ServerStatus::Ready(report) = &server.status else {
+            continue;
+        };
+        let mut lists = String::new();
+        catalog_text(&mut lists, &report.catalog);
+        if !lists.is_empty() {
+            let _ = writeln!(out, "\n{}:", sanitize_line(&server.id));
+            out.push_str(&lists);
+        }
+    }
+    out
+}
+
+/// The table of servers alone (one row each: transport, status, detail).
+pub(crate) fn servers_table(
     loaded: &LoadedConfig,
     servers: &[ServerView],
     tools: &ToolRegistry,
@@ -312,7 +351,7 @@ pub(crate) fn list_text(
             let id = sanitize_line(&s.id).into_owned();
             [
                 if plugins {
-                    format!("{id}  ({})", origin_text(plugin_of(loaded, &s.id)))
+                    format!("{id}  ({})", origin_text(plugin_of(loaded, &s.id), None))
                 } else {
                     id
                 },
@@ -361,6 +400,12 @@ pub(crate) fn list_text(
     for row in &rows {
         line(&mut out, [&row[0], &row[1], &row[2], &row[3]]);
     }
+    out
+}
+
+/// `Tools (n):` and one row per exported tool, the server's own name
+/// beside an encoded one.
+fn tools_section(out: &mut String, tools: &ToolRegistry) {
     let tools = tools.tools();
     if !tools.is_empty() {
         let _ = writeln!(out, "\nTools ({}):", tools.len());
@@ -380,7 +425,6 @@ pub(crate) fn list_text(
             }
         }
     }
-    out
 }
 
 /// ` stateless` after the version of a server driven in the 2026-07-28
@@ -440,6 +484,7 @@ pub(crate) fn show_text(
     tools: &ToolRegistry,
     auth: &AuthMap,
     plugin: Option<&PluginOrigin>,
+    adhoc: Option<&str>,
 ) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "{}", sanitize_line(&server.id));
@@ -448,7 +493,7 @@ pub(crate) fn show_text(
         "  status:     {}",
         server.status.label().replace('_', " ")
     );
-    let _ = writeln!(out, "  origin:     {}", origin_text(plugin));
+    let _ = writeln!(out, "  origin:     {}", origin_text(plugin, adhoc));
     if let Some(plugin) = plugin {
         let _ = writeln!(out, "  plugin dir: {}", sanitize_line(&plugin.root));
     }
@@ -475,20 +520,32 @@ pub(crate) fn show_text(
         }
         let env = config.env_names();
         if !env.is_empty() {
-            let _ = writeln!(out, "  env:        {} (values hidden)", env.join(", "));
+            let _ = writeln!(
+                out,
+                "  env:        {} (values hidden)",
+                sanitize_line(&env.join(", "))
+            );
         }
         let headers = config.header_names();
         if !headers.is_empty() {
-            let _ = writeln!(out, "  headers:    {} (values hidden)", headers.join(", "));
+            let _ = writeln!(
+                out,
+                "  headers:    {} (values hidden)",
+                sanitize_line(&headers.join(", "))
+            );
         }
         if let Some(status) = auth.get(&server.id) {
             let _ = writeln!(out, "  auth:       {}", status.describe(&server.id));
         }
         if let Some(allow) = &config.tools.allow {
-            let _ = writeln!(out, "  allow:      {}", allow.join(", "));
+            let _ = writeln!(out, "  allow:      {}", sanitize_line(&allow.join(", ")));
         }
         if !config.tools.deny.is_empty() {
-            let _ = writeln!(out, "  deny:       {}", config.tools.deny.join(", "));
+            let _ = writeln!(
+                out,
+                "  deny:       {}",
+                sanitize_line(&config.tools.deny.join(", "))
+            );
         }
         let _ = writeln!(
             out,
@@ -538,6 +595,9 @@ pub(crate) fn show_text(
                 );
                 if let Some(full) = &tool.full_name {
                     let _ = writeln!(out, "      (short for {})", sanitize_line(full));
+                }
+                for parameter in rho_host::parameters::parameters(&tool.input_schema) {
+                    let _ = writeln!(out, "      {}", sanitize_line(&parameter.line()));
                 }
             }
             if !report.filtered_tools.is_empty() {

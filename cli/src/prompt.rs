@@ -34,20 +34,23 @@ use rho_host::{Host, RuntimeKind};
 
 /// `rho mcp prompt` arguments.
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "rho mcp prompt [OPTIONS] <ID> <PROMPT> [ARGS]...\n       rho mcp prompt [OPTIONS] --stdio <COMMAND> <PROMPT> [ARGS]...\n       rho mcp prompt [OPTIONS] --url <URL> <PROMPT> [ARGS]..."
+)]
 pub(crate) struct PromptArgs {
-    /// The server identity.
+    /// The server identity (with --stdio or --url, the prompt's name).
     pub(crate) id: String,
     /// The prompt's name, as the server lists it (`rho mcp show <id>
     /// --connect` lists them).
-    pub(crate) prompt: String,
+    pub(crate) prompt: Option<String>,
     /// Its arguments: the value of a one-argument prompt (every word,
-    /// joined by blanks), or key=value words.
-    #[arg(
-        value_name = "ARGS",
-        trailing_var_arg = true,
-        allow_hyphen_values = true
-    )]
+    /// joined by blanks), or key=value words. Flags are flags wherever
+    /// they stand (`hello --json` is the value `hello` and --json); after
+    /// `--` every word is a value (`-- --json` sends `--json`).
+    #[arg(value_name = "ARGS", allow_negative_numbers = true)]
     pub(crate) args: Vec<String>,
+    #[command(flatten)]
+    pub(crate) adhoc: crate::adhoc::AdhocArgs,
     /// Print the messages as the server sent them, and the turn, as JSON.
     #[arg(long)]
     pub(crate) json: bool,
@@ -136,9 +139,17 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &PromptArgs,
 ) -> Result<ExitCode, Failure> {
-    let connected = connect(loaded, kind, options, &args.id)?;
+    let (id, name, words) =
+        crate::adhoc::shift(args.adhoc.given(), &args.id, &args.prompt, &args.args).ok_or_else(
+            || {
+                Failure::Usage(
+            "give the prompt's name after the server id (`rho mcp show <id> --connect` lists them)"
+                .into(),
+        )
+            },
+        )?;
+    let connected = connect(loaded, kind, options, id)?;
     let catalog = &connected.report().catalog;
-    let id = &args.id;
     let refuse = |connected: Connected, failure: Failure| {
         connected.host.shutdown();
         Err(failure)
@@ -149,27 +160,27 @@ pub(crate) fn run(
             Failure::Usage(format!("server `{id}` offers no prompts")),
         );
     }
-    let Some(prompt) = catalog.prompt(&args.prompt) else {
+    let Some(prompt) = catalog.prompt(name) else {
         let names: Vec<&str> = catalog
             .prompts
             .items
             .iter()
             .map(|p| p.name.as_str())
             .collect();
+        let near = rho_host::names::did_you_mean(name, names.iter().copied())
+            .map(|near| format!("; did you mean `{near}`?"))
+            .unwrap_or_default();
         let listed = match (&catalog.prompts.error, names.is_empty()) {
             (Some(error), _) => format!(" (its prompts could not be listed: {error})"),
             (None, true) => " (it lists none)".into(),
-            (None, false) => format!("; its prompts: {}", names.join(", ")),
+            (None, false) => format!("{near} (its prompts: {})", names.join(", ")),
         };
         return refuse(
             connected,
-            Failure::Usage(format!(
-                "server `{id}` has no prompt `{}`{listed}",
-                args.prompt
-            )),
+            Failure::Usage(format!("server `{id}` has no prompt `{name}`{listed}")),
         );
     };
-    let arguments = match prompts::arguments_from_words(prompt, &args.args) {
+    let arguments = match prompts::arguments_from_words(prompt, &words) {
         Ok(arguments) => arguments,
         Err(error) => return refuse(connected, Failure::Usage(error.to_string())),
     };
@@ -186,7 +197,7 @@ pub(crate) fn run(
         let doc = json!({
             "schema": 1,
             "server": id,
-            "prompt": args.prompt,
+            "prompt": name,
             "description": result.description,
             "messages": result.messages,
             "turn": turn,

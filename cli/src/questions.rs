@@ -79,7 +79,17 @@ impl rho_host::login::AuthorizationPrompt for TerminalPrompt {
         if person_present() {
             rho_host::login::open_in_browser(url);
         }
+        let _ = writeln!(std::io::stderr(), "{}", waiting_line(server));
     }
+}
+
+/// What rho says while the browser step runs: whom it waits for, and how
+/// to stop waiting.
+fn waiting_line(server: &str) -> String {
+    format!(
+        "rho: waiting for the browser to finish the login to server `{}` (Ctrl-C stops waiting)...",
+        sanitize_line(server)
+    )
 }
 
 /// Accepts forms with their defaults; refuses sampling.
@@ -144,6 +154,18 @@ pub(crate) fn ask_form(
     asked: &Asked,
     form: &Form,
 ) -> FormAnswer {
+    ask_form_with_keys(err, read, asked, form, "")
+}
+
+/// [`ask_form`] with `keys` (the keys that give the same answers where the
+/// asker has them, such as the shell's) added to the line of choices.
+pub(crate) fn ask_form_with_keys(
+    err: &mut impl Write,
+    read: &mut dyn FnMut() -> Option<String>,
+    asked: &Asked,
+    form: &Form,
+    keys: &str,
+) -> FormAnswer {
     // The call it belongs to, so that a form asked during one of several
     // calls is never taken for another's.
     let during = asked
@@ -159,21 +181,55 @@ pub(crate) fn ask_form(
     write_indented(err, &form.message);
     let _ = writeln!(
         err,
-        "(Enter keeps a [default]; type `!decline` to refuse, `!cancel` to dismiss the form)"
+        "(Enter keeps a [default] or skips an optional field; `{DECLINE}` declines the form, \
+         `{CANCEL}` cancels it{keys})"
     );
     let mut answers = std::collections::BTreeMap::new();
-    for field in &form.fields {
-        match ask_field(err, read, field) {
-            FieldAnswer::Values(values) => {
-                answers.insert(field.name.clone(), values);
+    let mut skipped: Vec<&str> = Vec::new();
+    let answer = 'fields: {
+        for field in &form.fields {
+            match ask_field(err, read, field) {
+                FieldAnswer::Values(values) => {
+                    answers.insert(field.name.clone(), values);
+                }
+                FieldAnswer::Skip => skipped.push(field.name.as_str()),
+                FieldAnswer::Dismiss => break 'fields FormAnswer::Dismissed,
+                FieldAnswer::Decline => break 'fields FormAnswer::Declined,
+                FieldAnswer::Unavailable => break 'fields FormAnswer::CouldNotAsk,
             }
-            FieldAnswer::Skip => {}
-            FieldAnswer::Dismiss => return FormAnswer::Dismissed,
-            FieldAnswer::Decline => return FormAnswer::Declined,
-            FieldAnswer::Unavailable => return FormAnswer::CouldNotAsk,
+        }
+        FormAnswer::Submitted(answers)
+    };
+    let _ = writeln!(err, "{}", sent_line(&answer, &skipped));
+    answer
+}
+
+/// What declines a whole form when typed as an answer.
+pub(crate) const DECLINE: &str = "!decline";
+/// What cancels a whole form when typed as an answer.
+pub(crate) const CANCEL: &str = "!cancel";
+
+/// The line that says which of the three answers went to the server:
+/// `accept` (with the fields skipped), `decline` or `cancel`.
+fn sent_line(answer: &FormAnswer, skipped: &[&str]) -> String {
+    match answer {
+        FormAnswer::Submitted(_) if skipped.is_empty() => {
+            "  → sent to the server: accept".to_owned()
+        }
+        FormAnswer::Submitted(_) => format!(
+            "  → sent to the server: accept (skipped: {})",
+            skipped
+                .iter()
+                .map(|name| sanitize_line(name).into_owned())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+        FormAnswer::Declined => "  → sent to the server: decline".to_owned(),
+        FormAnswer::Dismissed => "  → sent to the server: cancel".to_owned(),
+        FormAnswer::CouldNotAsk => {
+            "  → sent to the server: decline (no answer could be read)".to_owned()
         }
     }
-    FormAnswer::Submitted(answers)
 }
 
 /// Asks whether `server` may use the model for `question`; only a typed
@@ -218,7 +274,11 @@ fn ask_field(
     let _ = writeln!(
         err,
         "\n  {label}{}",
-        if field.required { " (required)" } else { "" }
+        if field.required {
+            " (required)"
+        } else {
+            " (optional: Enter skips it)"
+        }
     );
     for help in &field.help {
         let _ = writeln!(err, "    {}", sanitize_line(help));
@@ -263,10 +323,10 @@ fn ask_field(
             return FieldAnswer::Unavailable;
         };
         let line = line.trim();
-        if line == "!cancel" {
+        if line == CANCEL {
             return FieldAnswer::Dismiss;
         }
-        if line == "!decline" {
+        if line == DECLINE {
             return FieldAnswer::Decline;
         }
         if line.is_empty() {
@@ -439,9 +499,45 @@ mod tests {
             !shown.contains('\x1b'),
             "the call's name is sanitized: {shown:?}"
         );
+        assert!(
+            shown.ends_with("  → sent to the server: decline\n"),
+            "{shown}"
+        );
         let mut input = ["!cancel\n".to_owned()].into_iter();
-        let answer = ask_form(&mut Vec::new(), &mut || input.next(), &asked, &form);
+        let mut shown = Vec::new();
+        let answer = ask_form(&mut shown, &mut || input.next(), &asked, &form);
         assert_eq!(answer, FormAnswer::Dismissed, "cancel still dismisses");
+        let shown = String::from_utf8_lossy(&shown);
+        assert!(
+            shown.ends_with("  → sent to the server: cancel\n"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn optional_fields_are_marked_and_a_skipped_one_is_named_with_the_accept() {
+        let mut optional = field(FieldKind::Text, false);
+        optional.name = "nick".to_owned();
+        let form = Form {
+            message: "Who?".to_owned(),
+            fields: vec![field(FieldKind::Text, true), optional],
+        };
+        let asked = Asked {
+            server: "srv".to_owned(),
+            call: None,
+            what: None,
+        };
+        let mut shown = Vec::new();
+        let mut input = ["Ada\n".to_owned(), "\n".to_owned()].into_iter();
+        let answer = ask_form(&mut shown, &mut || input.next(), &asked, &form);
+        assert!(matches!(answer, FormAnswer::Submitted(_)), "{answer:?}");
+        let shown = String::from_utf8_lossy(&shown);
+        assert!(shown.contains("(optional: Enter skips it)"), "{shown}");
+        assert!(shown.contains(" (required)"), "{shown}");
+        assert!(
+            shown.ends_with("  → sent to the server: accept (skipped: nick)\n"),
+            "{shown}"
+        );
     }
 
     #[test]

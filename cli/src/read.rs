@@ -33,11 +33,14 @@ use rho_host::config::LoadedConfig;
 
 /// `rho mcp read` arguments.
 #[derive(clap::Args, Debug)]
+#[command(
+    override_usage = "rho mcp read [OPTIONS] <ID> <URI> [VAR=VALUE]...\n       rho mcp read [OPTIONS] --stdio <COMMAND> <URI> [VAR=VALUE]...\n       rho mcp read [OPTIONS] --url <URL> <URI> [VAR=VALUE]..."
+)]
 pub(crate) struct ReadArgs {
-    /// The server identity.
+    /// The server identity (with --stdio or --url, the URI).
     pub(crate) id: String,
     /// The resource's URI, or a URI template (quote it for the shell).
-    pub(crate) uri: String,
+    pub(crate) uri: Option<String>,
     /// Values for a template's variables, as VAR=VALUE words.
     #[arg(value_name = "VAR=VALUE")]
     pub(crate) values: Vec<String>,
@@ -48,6 +51,8 @@ pub(crate) struct ReadArgs {
     /// Print the bodies as sent and the attachment as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    #[command(flatten)]
+    pub(crate) adhoc: crate::adhoc::AdhocArgs,
 }
 
 /// The URI to read: `uri` itself, or a template expanded with `values`.
@@ -95,20 +100,38 @@ pub(crate) fn run(
     options: RuntimeOptions,
     args: &ReadArgs,
 ) -> Result<ExitCode, Failure> {
-    if loaded.config.get(&args.id).is_none() {
-        return Err(Failure::Usage(unknown_server(loaded, &args.id)));
+    let (id, uri, values) =
+        crate::adhoc::shift(args.adhoc.given(), &args.id, &args.uri, &args.values)
+            .ok_or_else(|| Failure::Usage("give the resource's URI after the server id".into()))?;
+    if loaded.config.get(id).is_none() {
+        return Err(Failure::Usage(unknown_server(loaded, id)));
     }
-    let uri = resolve(&args.uri, &args.values).map_err(Failure::Usage)?;
-    let connected = crate::prompt::connect(loaded, kind, options, &args.id)?;
+    let from_template = UriTemplate::is_template(uri);
+    let uri = resolve(uri, &values).map_err(Failure::Usage)?;
+    let connected = crate::prompt::connect(loaded, kind, options, id)?;
     if !connected.report().capabilities.resources {
         let id = connected.view.id.clone();
         connected.host.shutdown();
         return Err(Failure::Usage(format!("server `{id}` offers no resources")));
     }
     let cap = connected.max_output_bytes();
+    // A URI the server did not list (and not made from a template) gets
+    // the closest listed one, should the read fail.
+    let catalog = &connected.report().catalog;
+    let listed = from_template || catalog.resources.items.iter().any(|r| r.uri == uri);
+    let near = if listed {
+        None
+    } else {
+        rho_host::names::did_you_mean(&uri, catalog.resources.items.iter().map(|r| r.uri.as_str()))
+            .map(|near| format!("; did you mean `{near}`?"))
+    };
     let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
-    let value = connected.request_then_shut_down(request)?;
-    let id = &args.id;
+    let value = connected
+        .request_then_shut_down(request)
+        .map_err(|failure| match (failure, &near) {
+            (Failure::Runtime(message), Some(near)) => Failure::Runtime(format!("{message}{near}")),
+            (failure, _) => failure,
+        })?;
     let result = ReadResourceResult::from_value(&value)
         .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed resource: {e}")))?;
     if result.contents.is_empty() {
@@ -131,12 +154,15 @@ pub(crate) fn run(
         };
         std::fs::write(path, &bytes)
             .map_err(|e| Failure::Runtime(format!("cannot write {}: {e}", path.display())))?;
-        write_stdout(&format!(
-            "wrote {} ({} bytes) to {}\n",
-            human_size(bytes.len()),
-            bytes.len(),
-            path.display()
-        ))?;
+        // `human_size` already says bytes exactly below 1,000 bytes; above, the
+        // exact count follows the rounded size.
+        let size = human_size(bytes.len());
+        let exact = if size.ends_with(" B") {
+            String::new()
+        } else {
+            format!(" ({} bytes)", bytes.len())
+        };
+        write_stdout(&format!("wrote {size}{exact} to {}\n", path.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
     let carried = attachment(&result, cap);

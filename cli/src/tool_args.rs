@@ -89,6 +89,30 @@ pub(crate) fn typed(
         })?;
         out.insert(key, value);
     }
+    // What the schema requires is checked before anything is sent, as a
+    // prompt's required arguments are.
+    let missing: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .filter(|name| !out.contains_key(*name))
+        .collect();
+    if !missing.is_empty() {
+        return Err(format!(
+            "tool `{tool}` needs argument{}: {}{}",
+            if missing.len() == 1 { "" } else { "s" },
+            missing.join(", "),
+            properties
+                .filter(|p| !p.is_empty())
+                .map(|p| format!(
+                    " (its arguments: {})",
+                    p.keys().cloned().collect::<Vec<_>>().join(", ")
+                ))
+                .unwrap_or_default()
+        ));
+    }
     Ok(out)
 }
 
@@ -277,6 +301,31 @@ mod tests {
         ] {
             assert_eq!(typed_words(&[word], schema()), Err(expected.to_owned()));
         }
+    }
+
+    #[test]
+    fn key_value_words_missing_a_required_argument_are_refused_before_sending() {
+        let schema = json!({
+            "properties": {"a": {"type": "number"}, "b": {"type": "number"}, "c": {}},
+            "required": ["a", "b"]
+        });
+        assert_eq!(
+            typed_words(&["a=2"], schema.clone()),
+            Err("tool `t` needs argument: b (its arguments: a, b, c)".to_owned())
+        );
+        assert_eq!(
+            typed_words(&["c=1"], schema.clone()),
+            Err("tool `t` needs arguments: a, b (its arguments: a, b, c)".to_owned())
+        );
+        assert_eq!(
+            typed_words(&["a=2", "b=3"], schema.clone()),
+            Ok(json!({"a": 2, "b": 3}))
+        );
+        assert_eq!(
+            typed_words(&["{\"a\": 1}"], schema),
+            Ok(json!({"a": 1})),
+            "a JSON object is sent as given"
+        );
     }
 
     #[test]

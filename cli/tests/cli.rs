@@ -699,7 +699,7 @@ fn call_with_arguments_that_are_a_json_array_exits_2(rt: Runtime) {
     );
 }
 
-fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
+fn call_of_an_unknown_tool_is_a_usage_error_like_an_unknown_server(rt: Runtime) {
     let s = Scene::new(RHO, "call-unknown-tool", rt);
     let config = s.write("config.toml", &everything("everything"));
     let run = s.rho(&[
@@ -711,7 +711,7 @@ fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
         "no-such-tool",
         "{}",
     ]);
-    run.expect_code(1);
+    run.expect_code(2);
     assert!(run.stderr.contains("no-such-tool"), "{run}");
     assert_eq!(run.stdout, "", "{run}");
     // The error lists what the server does offer, and says that tools which
@@ -719,6 +719,59 @@ fn call_of_an_unknown_tool_exits_1_naming_the_tool(rt: Runtime) {
     assert!(run.stderr.contains("its tools: "), "{run}");
     assert!(run.stderr.contains("echo"), "{run}");
     assert!(run.stderr.contains("did not declare elicitation"), "{run}");
+}
+
+/// `rho mcp call` names a tool the shell's ways too (`server:tool`, the
+/// exported name as the first word); a near miss of a server or a tool
+/// says the closest name; a server alone lists its tools (exit 2).
+fn call_takes_server_colon_tool_and_says_the_closest_name_for_a_near_miss(rt: Runtime) {
+    let s = Scene::new(RHO, "call-forms", rt);
+    let config = s.write("config.toml", &everything("everything"));
+    let cfg = arg(&config);
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "call",
+        "everything:get-sum",
+        "a=2",
+        "b=3",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.contains('5'), "{run}");
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "call",
+        "mcp__everything__echo",
+        "message=hi",
+    ]);
+    run.expect_code(0);
+    assert_eq!(run.stdout, "Echo: hi\n", "{run}");
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "call",
+        "everything",
+        "get-summ",
+        "a=2",
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("did you mean `get-sum`?"), "{run}");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "everythin", "echo"]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("did you mean `everything`?"), "{run}");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "everything"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("name one of server `everything`'s tools: ")
+            && run.stderr.contains("echo")
+            && run.stderr.contains("get-sum"),
+        "{run}"
+    );
 }
 
 fn call_accepts_the_exported_name_as_well_as_the_own_name(rt: Runtime) {
@@ -758,6 +811,17 @@ fn show_connect_lists_each_tools_own_name_beside_its_exported_name(rt: Runtime) 
         })
         .unwrap_or_else(|| panic!("no get-env row: {run}"));
     assert!(line.contains(" get-env"), "{line}");
+    // Each tool's parameters: name, type, required, description.
+    let sum = run
+        .stdout
+        .find("mcp__everything___rho_6765742d73756d")
+        .expect("a get-sum row");
+    let after = &run.stdout[sum..];
+    assert!(
+        after.contains("\n      a (number, required): First number\n")
+            && after.contains("\n      b (number, required): Second number\n"),
+        "{run}"
+    );
 }
 
 fn long_exported_names_are_shortened_to_64_characters_and_both_forms_call(rt: Runtime) {
@@ -1140,7 +1204,8 @@ fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
             .is_some_and(|m| m.contains("nosuch")),
         "{run}"
     );
-    // A failed call: exit 1.
+    // A tool the server does not list is a usage error too (exit 2),
+    // like a server the config does not have.
     let run = s.rho(&[
         "--config",
         arg(&config),
@@ -1150,13 +1215,36 @@ fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
         "no-such-tool",
         "--json",
     ]);
+    run.expect_code(2);
+    let doc = run.json();
+    assert_eq!(doc["error"]["kind"], "usage", "{run}");
+    assert!(
+        doc["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("no-such-tool")),
+        "{run}"
+    );
+    // A failed call: exit 1.
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "everything",
+        "trigger-long-running-operation",
+        "duration=30",
+        "steps=3",
+        "--timeout",
+        "0.3",
+        "--json",
+    ]);
     run.expect_code(1);
     let doc = run.json();
     assert_eq!(doc["error"]["kind"], "failed", "{run}");
     assert!(
         doc["error"]["message"]
             .as_str()
-            .is_some_and(|m| m.contains("no-such-tool")),
+            .is_some_and(|m| m.contains("did not answer within")),
         "{run}"
     );
     // A command line clap refuses: exit 2, still JSON.
@@ -1225,8 +1313,9 @@ both_executors!(
     call_whose_result_is_an_error_exits_1,
     call_with_arguments_that_are_not_json_exits_2,
     call_with_arguments_that_are_a_json_array_exits_2,
-    call_of_an_unknown_tool_exits_1_naming_the_tool,
+    call_of_an_unknown_tool_is_a_usage_error_like_an_unknown_server,
     call_accepts_the_exported_name_as_well_as_the_own_name,
+    call_takes_server_colon_tool_and_says_the_closest_name_for_a_near_miss,
     show_connect_lists_each_tools_own_name_beside_its_exported_name,
     long_exported_names_are_shortened_to_64_characters_and_both_forms_call,
     call_on_a_disabled_server_exits_1_without_starting_it,

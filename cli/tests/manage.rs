@@ -108,6 +108,117 @@ fn add_then_list_then_remove_round_trips_a_commented_config() {
     assert_eq!(read(&config), original, "remove restores the file exactly");
 }
 
+/// The spellings people bring from `claude mcp add`: `--transport http ID
+/// URL`, a URL or a command without `--`, `--scope user`, and `add-json`;
+/// what rho cannot take is refused saying exactly what to type.
+#[test]
+fn add_takes_claude_style_spellings_or_says_exactly_what_to_type() {
+    let s = Scene::on_default_executor(RHO, "add-claude");
+    let config = s.dir().join("config.toml");
+    let cfg = arg(&config);
+    for args in [
+        &[
+            "--transport",
+            "http",
+            "remote",
+            "https://mcp.example.com/mcp",
+        ][..],
+        &["web", "https://web.example.com/mcp"],
+        &[
+            "-t",
+            "http",
+            "-s",
+            "user",
+            "scoped",
+            "https://scoped.example.com/mcp",
+        ],
+        &["local", "npx", "some-server"],
+        &["--transport", "stdio", "piped", "--", "npx", "-y", "other"],
+    ] {
+        let mut all = vec!["--config", cfg, "mcp", "add"];
+        all.extend_from_slice(args);
+        s.rho(&all).expect_code(0);
+    }
+    let text = read(&config);
+    for part in [
+        "[mcp.servers.remote]",
+        "url = \"https://mcp.example.com/mcp\"",
+        "url = \"https://web.example.com/mcp\"",
+        "[mcp.servers.scoped]",
+        "command = \"npx\"\nargs = [\"some-server\"]",
+        "args = [\"-y\", \"other\"]",
+    ] {
+        assert!(text.contains(part), "no {part:?} in\n{text}");
+    }
+    for (args, says) in [
+        (
+            &["--scope", "project", "p", "https://p.example.com/mcp"][..],
+            "rho has no `project` scope",
+        ),
+        (
+            &["--transport", "http", "h", "--", "npx", "x"],
+            "--transport http needs a URL, not a command: rho mcp add h --transport http https://host/mcp",
+        ),
+        (
+            &["--transport", "stdio", "h", "https://h.example.com/mcp"],
+            "--transport stdio needs a command after `--`",
+        ),
+        (
+            &["--transport", "ws", "h", "https://h.example.com/mcp"],
+            "--transport takes stdio or http",
+        ),
+        (
+            &[
+                "h",
+                "https://h.example.com/mcp",
+                "--url",
+                "https://h.example.com/mcp",
+            ],
+            "give the server once",
+        ),
+    ] {
+        let mut all = vec!["--config", cfg, "mcp", "add"];
+        all.extend_from_slice(args);
+        let run = s.rho(&all);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "no `{says}`\n{run}");
+        assert!(!run.stderr.contains("tip:"), "no clap tip\n{run}");
+    }
+    // add-json: one entry by the rules of import (secrets stay out).
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add-json",
+        "j",
+        r#"{"command": "npx", "args": ["-y", "s"], "env": {"API_KEY": "sk-abcdefghijklmnopqrstuvwx"}}"#,
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("added server `j`"), "{run}");
+    assert!(run.stderr.contains("RHO_J_API_KEY"), "{run}");
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add-json",
+        "jh",
+        r#"{"type": "http", "url": "https://jh.example.com/mcp"}"#,
+    ]);
+    run.expect_code(0);
+    let text = read(&config);
+    assert!(!text.contains("sk-abcdefghijklmnopqrstuvwx"), "{text}");
+    assert!(
+        text.contains("RHO_J_API_KEY") && text.contains("https://jh.example.com/mcp"),
+        "{text}"
+    );
+    let run = s.rho(&["--config", cfg, "mcp", "add-json", "bad", "{\"nope\": 1}"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains("has neither `command` nor `url`"),
+        "{run}"
+    );
+}
+
 #[test]
 fn add_refuses_an_existing_id_unless_forced() {
     let s = Scene::on_default_executor(RHO, "add-exists");
@@ -730,6 +841,60 @@ fn an_adhoc_stdio_server_lists_shows_and_calls_without_a_config_file() {
     assert!(run.stdout.contains("RHO_ADHOC_MARK"), "{run}");
 }
 
+/// Every command that starts one server takes an ad-hoc one: prompt, read
+/// and complete too; list and show start it without --connect, and show
+/// says where it comes from.
+#[test]
+fn an_adhoc_server_serves_every_one_server_command_and_is_started_by_list_and_show() {
+    let s = Scene::on_default_executor(RHO, "adhoc-all");
+    let line = format!("node '{}' stdio", arg(&everything_js()));
+    let run = s.rho(&["mcp", "list", "--stdio", &line]);
+    run.expect_code(0);
+    assert!(
+        run.stdout.contains("ready"),
+        "started without --connect: {run}"
+    );
+    let run = s.rho(&["mcp", "show", "--stdio", &line]);
+    run.expect_code(0);
+    assert!(
+        run.stdout
+            .contains("origin:     ad hoc (--stdio; no config file is read)"),
+        "{run}"
+    );
+    assert!(run.stdout.contains("mcp__adhoc__echo"), "{run}");
+    let run = s.rho(&["mcp", "show", "--stdio", &line, "--json"]);
+    assert_eq!(run.json()["origin"], "adhoc", "{run}");
+    let run = s.rho(&["mcp", "prompt", "--stdio", &line, "simple-prompt"]);
+    run.expect_code(0);
+    assert_eq!(
+        run.stdout, "This is a simple prompt without arguments.\n",
+        "{run}"
+    );
+    let run = s.rho(&[
+        "mcp",
+        "read",
+        "--stdio",
+        &line,
+        "demo://resource/dynamic/text/{resourceId}",
+        "resourceId=3",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.starts_with("Resource 3: "), "{run}");
+    let run = s.rho(&[
+        "mcp",
+        "complete",
+        "--stdio",
+        &line,
+        "completable-prompt",
+        "department",
+        "",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("Engineering"), "{run}");
+    let run = s.rho(&["mcp", "prompt", "everything"]);
+    run.expect_code(2);
+}
+
 #[test]
 fn an_adhoc_url_server_lists_and_calls_without_a_config_file() {
     let s = Scene::on_default_executor(RHO, "adhoc-url");
@@ -817,7 +982,7 @@ fn adhoc_servers_that_cannot_be_used_are_refused() {
         ),
         (
             &["--config", arg(&config), "mcp", "call", "ev"][..],
-            "give a server id and a tool name",
+            "name one of server `ev`'s tools: ",
         ),
     ] {
         let run = s.rho(args);

@@ -502,14 +502,25 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
             .spawn()
             .expect("run rho mcp login");
         let stderr = login.stderr.take().expect("stderr");
-        let url = std::io::BufReader::new(stderr)
+        let mut lines = std::io::BufReader::new(stderr)
             .lines()
-            .map_while(Result::ok)
+            .map_while(Result::ok);
+        let url = lines
+            .by_ref()
             .find_map(|line| {
                 let line = line.trim();
                 line.starts_with("http://").then(|| line.to_owned())
             })
             .expect("the authorization URL");
+        // Then it says what it waits for, naming the server.
+        let waiting = lines
+            .by_ref()
+            .find(|line| !line.trim().is_empty())
+            .expect("a line after the URL");
+        assert_eq!(
+            waiting,
+            "rho: waiting for the browser to finish the login to server `fx` (Ctrl-C stops waiting)..."
+        );
         // Discovered from the OpenID document (the provider publishes no
         // RFC 8414 one), with PKCE, the resource and the PRM's scope.
         for part in [

@@ -110,6 +110,12 @@ fn prompts_render_the_turn_and_refuse_bad_arguments_without_a_request(runtime: R
                 .contains("has no argument `town`; its arguments: city (required), state"),
             "{run}"
         );
+        let run = s.rho(&["mcp", "prompt", id, "simple-promt"]);
+        run.expect_code(2);
+        assert!(
+            run.stderr.contains("did you mean `simple-prompt`?"),
+            "{run}"
+        );
         let run = s.rho(&["mcp", "prompt", id, "nope"]);
         run.expect_code(2);
         assert!(
@@ -180,6 +186,13 @@ fn resources_read_as_a_message_would_carry_them(runtime: Runtime) {
             out.to_str().expect("UTF-8"),
         ]);
         run.expect_code(0);
+        // A size under 1,000 bytes is said once, exactly.
+        let written = std::fs::metadata(&out).expect("written").len();
+        assert_eq!(
+            run.stdout,
+            format!("wrote {written} B to {}\n", out.display()),
+            "{run}"
+        );
         let bytes = std::fs::read_to_string(&out).expect("written");
         assert!(
             bytes.starts_with("Resource 4: This is a base64 blob"),
@@ -194,6 +207,23 @@ fn resources_read_as_a_message_would_carry_them(runtime: Runtime) {
 
         let run = s.rho(&["mcp", "read", id, "demo://resource/static/document/none.md"]);
         run.expect_code(1);
+        // The server's error, its code once, and no "call" for a read.
+        assert!(run.stderr.contains("answered with an error: "), "{run}");
+        assert_eq!(run.stderr.matches("-32602").count(), 1, "{run}");
+        assert!(!run.stderr.contains("the call"), "{run}");
+        // A near miss of a listed URI says the closest one.
+        let run = s.rho(&[
+            "mcp",
+            "read",
+            id,
+            "demo://resource/static/document/architecture.mdx",
+        ]);
+        run.expect_code(1);
+        assert!(
+            run.stderr
+                .contains("did you mean `demo://resource/static/document/architecture.md`?"),
+            "{run}"
+        );
     }
 }
 
@@ -336,6 +366,45 @@ fn the_fixture_covers_one_argument_pagination_list_changed_and_failures(runtime:
 
 /// `[mcp] max_output_bytes` caps tool output and resource text as it
 /// caps prompt turns, saying where it cut.
+/// `rho mcp prompt ID NAME hello --json` is the value `hello` and the
+/// flag --json, wherever the flag stands; an unknown flag is a usage
+/// error, not data; after `--` every word is data.
+fn prompt_flags_are_flags_wherever_they_stand_and_double_dash_ends_them(runtime: Runtime) {
+    let js = catalog_js();
+    let s = Scene::new(RHO, "prompt-flags", runtime).with_config(&node_server(
+        "fixture",
+        &js,
+        &["serve"],
+    ));
+    let run = s.rho(&["mcp", "prompt", "fixture", "search", "hello", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let turn = doc["turn"].as_str().expect("a turn");
+    assert!(turn.ends_with("Search for: hello"), "{run}");
+
+    let run = s.rho(&[
+        "mcp",
+        "prompt",
+        "fixture",
+        "search",
+        "hello",
+        "--timeout",
+        "5",
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("--timeout"), "{run}");
+    assert!(
+        !run.stdout.contains("Search for"),
+        "nothing was sent: {run}"
+    );
+
+    let run = s.rho(&[
+        "mcp", "prompt", "fixture", "search", "--", "hello", "--json",
+    ]);
+    run.expect_code(0);
+    assert!(run.stdout.ends_with("Search for: hello --json\n"), "{run}");
+}
+
 fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
     let config = format!(
         "[mcp]\nmax_output_bytes = 1024\n{}",
@@ -366,6 +435,7 @@ fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
 }
 
 both_executors!(
+    prompt_flags_are_flags_wherever_they_stand_and_double_dash_ends_them,
     tool_output_and_resources_share_the_cap,
     show_lists_prompts_resources_and_templates,
     prompts_render_the_turn_and_refuse_bad_arguments_without_a_request,

@@ -12,21 +12,21 @@
 //! transcripts, which still replay; and a header value from the
 //! environment that holds CR/LF fails that server naming the header.
 //!
-//! Forms, progress and colour appear only on a terminal, so those tests
-//! run rho under a pseudo-terminal made by util-linux `script` (present
-//! wherever the rest of the suite runs: the tests read `/proc`, so they
-//! are Linux-only already), which avoids a pty crate as a dev-dependency.
-//! Inside it `stty -onlcr -echo` stops the terminal itself from adding CRs
-//! or echoing answers, so every byte seen is rho's.
+//! Forms, progress, colour and the shell's palette appear only on a
+//! terminal, so those tests run rho on a pseudo-terminal
+//! (`rho_tests::pty`) whose echo and CR insertion are off (`stty -echo
+//! -onlcr`), so every byte seen is rho's. The payloads include U+202E (a
+//! right-to-left override), which must never reach the terminal raw
+//! either.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
+use rho_tests::pty::{Pty, Screen, foreign_control};
 use rho_tests::scene::{Run, Scene, arg};
 use rho_tests::{node_server, tests_dir};
 use serde_json::Value;
@@ -54,7 +54,8 @@ fn hostile(name: &str, runtime: Runtime, extra: &str) -> Scene {
 }
 
 /// `rho --config <hostile> args...` on a pseudo-terminal (stdin,
-/// stdout and stderr all on it), typing each answer once its prompt
+/// stdout and stderr all on it, `rho_tests::pty`, echo and CR insertion
+/// off so every byte seen is rho's), typing each answer once its prompt
 /// has appeared that many times; returns the exit code and everything
 /// the terminal showed.
 fn rho_on_terminal(
@@ -63,59 +64,48 @@ fn rho_on_terminal(
     env: &[(&str, &str)],
     answers: &[(&str, &str)],
 ) -> (Option<i32>, String) {
-    let mut line = format!(
-        "stty -onlcr -echo; exec {} --config {}",
-        sh_quote(RHO),
-        sh_quote(arg(s.config()))
-    );
-    for word in args {
-        line.push(' ');
-        line.push_str(&sh_quote(word));
-    }
-    let mut command = s.program("script");
+    rho_on_terminal_sized(s, args, env, answers, 200)
+}
+
+/// The widths every interactive test here runs at.
+const WIDTHS: [u16; 2] = [80, 200];
+
+/// [`rho_on_terminal`] on a terminal `columns` wide.
+fn rho_on_terminal_sized(
+    s: &Scene,
+    args: &[&str],
+    env: &[(&str, &str)],
+    answers: &[(&str, &str)],
+    columns: u16,
+) -> (Option<i32>, String) {
+    let pty = Pty::sized(columns, 50).rho_bytes_only();
+    let mut command = s.command();
     command
-        .args(["-qfec", &line, "/dev/null"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::inherit());
+        .args(args)
+        .stdin(pty.slave())
+        .stdout(pty.slave())
+        .stderr(pty.slave());
     for (k, v) in env {
         command.env(k, v);
     }
-    let mut child = command
-        .spawn()
-        .expect("util-linux `script` is needed for the terminal tests");
-    let shown = Arc::new(Mutex::new(Vec::<u8>::new()));
-    let mut stdout = child.stdout.take().expect("piped stdout");
-    let reader = {
-        let shown = Arc::clone(&shown);
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n) = stdout.read(&mut buf) {
-                if n == 0 {
-                    break;
-                }
-                shown.lock().expect("lock").extend_from_slice(&buf[..n]);
-            }
-        })
-    };
-    let text = || String::from_utf8_lossy(&shown.lock().expect("lock")).into_owned();
-    let mut stdin = child.stdin.take().expect("piped stdin");
+    let mut child = command.spawn().expect("start rho");
+    let (mut screen, mut keyboard) = pty.record();
     let mut seen: Vec<&str> = Vec::new();
     for (prompt, answer) in answers {
         seen.push(prompt);
         let want = seen.iter().filter(|p| *p == prompt).count();
         let until = Instant::now() + Duration::from_secs(30);
-        while text().matches(prompt).count() < want {
+        while screen.text().matches(prompt).count() < want {
             if Instant::now() > until {
                 let _ = child.kill();
                 panic!(
                     "no prompt {prompt:?} (#{want}) within 30 s; the terminal showed:\n{}",
-                    text()
+                    screen.text()
                 );
             }
             std::thread::sleep(Duration::from_millis(20));
         }
-        stdin
+        keyboard
             .write_all(format!("{answer}\n").as_bytes())
             .expect("type an answer");
     }
@@ -128,32 +118,40 @@ fn rho_on_terminal(
             let _ = child.kill();
             panic!(
                 "rho did not finish within 60 s; the terminal showed:\n{}",
-                text()
+                screen.text()
             );
         }
         std::thread::sleep(Duration::from_millis(20));
     };
-    drop(stdin);
-    let _ = reader.join();
-    (status.code(), text())
+    drop(keyboard);
+    let shown = screen
+        .closed(Duration::from_secs(10))
+        .unwrap_or_else(|partial| partial);
+    (status.code(), shown)
 }
 
-fn sh_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', "'\\''"))
-}
-
-/// Fails when `text` holds a raw ESC, CR or C1 control.
+/// Fails when `text` holds a raw ESC, CR, C1 control or BIDI override.
 fn assert_no_raw_controls(what: &str, text: &str) {
     for (i, c) in text.char_indices() {
         assert!(
-            !(c == '\x1b' || c == '\r' || ('\u{80}'..='\u{9f}').contains(&c)),
+            !(c == '\x1b'
+                || c == '\r'
+                || ('\u{80}'..='\u{9f}').contains(&c)
+                || ('\u{202a}'..='\u{202e}').contains(&c)
+                || ('\u{2066}'..='\u{2069}').contains(&c)),
             "{what}: raw {c:?} at byte {i}:\n{text}"
         );
     }
 }
 
 /// The payloads as rho shows them: visible, inert.
-const SHOWN: [&str; 4] = ["\\x1b]0;pwned\\x07", "\\x1b[2J", "\\r\\x1b[K", "\\u{9b}31m"];
+const SHOWN: [&str; 5] = [
+    "\\x1b]0;pwned\\x07",
+    "\\x1b[2J",
+    "\\r\\x1b[K",
+    "\\u{9b}31m",
+    "\\u{202e}",
+];
 
 fn assert_shows_payloads(what: &str, text: &str) {
     for shown in SHOWN {
@@ -246,7 +244,7 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
     let doc: Value = serde_json::from_str(&stdout).expect("JSON");
     assert_eq!(
         doc["server_info"]["name"],
-        "hostile\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m"
+        "hostile\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m|\u{202e}"
     );
     let Run { stdout, .. } = s.rho(&["mcp", "list", "--connect", "--json"]);
     assert_no_raw_controls("list --json stdout", &stdout);
@@ -261,17 +259,20 @@ fn call_never_prints_raw_server_text(rt: Runtime) {
 
 fn progress_line_never_prints_raw_server_text(rt: Runtime) {
     let s = hostile("progress", rt, "");
-    let (code, shown) = rho_on_terminal(
-        &s,
-        &["mcp", "call", "h", "progress"],
-        &[("NO_COLOR", "1")],
-        &[],
-    );
-    assert_eq!(code, Some(0), "{shown}");
-    assert!(shown.contains("step 1\\x1b]0;pwned"), "{shown}");
-    // The progress line is rho's own `CR ESC [2K`; no server sequence.
-    let without_own = shown.replace("\r\x1b[2K", "");
-    assert_no_raw_controls("progress on a terminal", &without_own);
+    for columns in WIDTHS {
+        let (code, shown) = rho_on_terminal_sized(
+            &s,
+            &["mcp", "call", "h", "progress"],
+            &[("NO_COLOR", "1")],
+            &[],
+            columns,
+        );
+        assert_eq!(code, Some(0), "{shown}");
+        assert!(shown.contains("step 1\\x1b]0;pwned"), "{shown}");
+        // The progress line is rho's own `CR ESC [2K`; no server sequence.
+        let without_own = shown.replace("\r\x1b[2K", "");
+        assert_no_raw_controls(&format!("progress at {columns} columns"), &without_own);
+    }
 }
 
 fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
@@ -284,11 +285,18 @@ fn form_and_sampling_question_never_print_raw_server_text(rt: Runtime) {
         1,
     );
     std::fs::write(s.config(), config).expect("config");
-    let (code, shown) = rho_on_terminal(
-        &s,
+    for columns in WIDTHS {
+        form_on_a_terminal(&s, columns);
+    }
+}
+
+fn form_on_a_terminal(s: &Scene, columns: u16) {
+    let (code, shown) = rho_on_terminal_sized(
+        s,
         &["mcp", "call", "h", "ask"],
         &[("NO_COLOR", "1")],
         &[("\n> ", "Ada"), ("\n> ", "1"), ("Allow? [y/N]", "n")],
+        columns,
     );
     assert_eq!(code, Some(0), "{shown}");
     assert_no_raw_controls("form on a terminal", &shown);
@@ -488,7 +496,99 @@ fn header_value_with_crlf_from_the_environment_fails_naming_the_header(rt: Runti
     assert!(!error.contains("failed to parse header value"), "{error}");
 }
 
+/// Waits until `screen` shows `text` after byte `from`; where it ends.
+fn wait_on(screen: &Screen, child: &mut std::process::Child, from: usize, text: &str) -> usize {
+    let until = Instant::now() + Duration::from_secs(60);
+    loop {
+        let shown = screen.text();
+        if let Some(at) = shown.get(from..).and_then(|s| s.find(text)) {
+            return from + at + text.len();
+        }
+        if Instant::now() > until || child.try_wait().expect("wait").is_some() {
+            let _ = child.kill();
+            panic!("no {text:?} on the terminal; it showed:\n{shown}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Fails when the terminal got a control character rho's drawing does
+/// not account for (`rho_tests::pty::foreign_control`).
+fn assert_no_foreign_control(what: &str, shown: &str) {
+    if let Some((at, c)) = foreign_control(shown) {
+        let mut from = at.saturating_sub(80);
+        while !shown.is_char_boundary(from) {
+            from -= 1;
+        }
+        panic!(
+            "{what}: raw {c:?} at byte {at}, after {:?}\nwhole screen:\n{shown:?}",
+            &shown[from..at]
+        );
+    }
+}
+
+/// The shell's palette offers the hostile prompt and tool names escaped,
+/// inserts the escaped form (never U+202E or ESC into the edited line),
+/// and that escaped form runs the prompt; at two terminal widths.
+fn palette_never_draws_or_inserts_raw_server_text(rt: Runtime) {
+    for (columns, rows) in [(60, 20), (200, 50)] {
+        let s = hostile(&format!("palette-{columns}"), rt, "");
+        let pty = Pty::sized(columns, rows).rho_bytes_only();
+        let mut child = s
+            .command()
+            .args(["mcp", "shell"])
+            .env("NO_COLOR", "1")
+            .stdin(pty.slave())
+            .stdout(pty.slave())
+            .stderr(pty.slave())
+            .spawn()
+            .expect("start rho mcp shell");
+        let (mut screen, mut keyboard) = pty.record();
+        let mut typed = |keys: &str| {
+            keyboard.write_all(keys.as_bytes()).expect("type");
+            keyboard.flush().expect("flush");
+        };
+        let at = wait_on(&screen, &mut child, 0, "rho> ");
+        // The two prompts share `/mcp:h:`: Tab opens the menu.
+        typed("/mcp:h:\t");
+        let at = wait_on(
+            &screen,
+            &mut child,
+            at,
+            "/mcp:h:evil\\x1b]0;pwned\\x07\\u{202e}",
+        );
+        wait_on(&screen, &mut child, at, "/mcp:h:plain ");
+        // Enter picks the highlighted (first) row: its escaped form.
+        typed("\r");
+        // The line now ends in the name's escaped tail (at 60 columns
+        // the line is scrolled sideways to the cursor).
+        let at = wait_on(&screen, &mut child, at, "31m|\\u{202e} ");
+        typed("about it\r");
+        let at = wait_on(&screen, &mut child, at, "prompt got about it \\x1b]0;pwned");
+        // Tool names in `/call h:` completions, and `/tools`.
+        typed("/call h:ev\t");
+        let at = wait_on(&screen, &mut child, at, "31m|\\u{202e} ");
+        typed("\x15/tools h\r");
+        wait_on(&screen, &mut child, at, "(h:evil\\x1b]0;pwned");
+        typed("/quit\r");
+        let until = Instant::now() + Duration::from_secs(30);
+        while child.try_wait().expect("wait").is_none() {
+            assert!(
+                Instant::now() < until,
+                "rho did not quit:\n{}",
+                screen.text()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        drop(keyboard);
+        let shown = screen.closed(Duration::from_secs(10)).unwrap_or_else(|p| p);
+        assert_no_foreign_control(&format!("the shell at {columns} columns"), &shown);
+        assert!(shown.contains("\\u{202e}"), "{shown}");
+    }
+}
+
 both_executors!(
+    palette_never_draws_or_inserts_raw_server_text,
     echoed_secrets_never_reach_json_errors_logs_or_transcripts,
     header_value_with_crlf_from_the_environment_fails_naming_the_header,
     list_and_show_never_print_raw_server_text,
@@ -497,3 +597,94 @@ both_executors!(
     form_and_sampling_question_never_print_raw_server_text,
     logs_are_coloured_on_a_terminal_unless_no_color_is_set,
 );
+
+/// `import`, `add` and `show` with the payloads in every field a JSON
+/// file or a flag chooses: server names, `type` values, ignored keys and
+/// variable names. Nothing raw reaches the terminal, and no variable name
+/// holding a control character reaches the TOML.
+#[test]
+fn import_add_and_show_never_print_raw_names_and_refuse_control_variable_names() {
+    const P: &str = "\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m|\u{202e}";
+    let s = Scene::on_default_executor(RHO, "text-import").without_env(&["NO_COLOR", "CI"]);
+    let config = s.dir().join("config.toml");
+    let cfg = arg(&config);
+    let file = s.write(
+        "claude.json",
+        &serde_json::json!({"mcpServers": {
+            format!("bad{P}"): {"command": "x"},
+            "typed": {"type": format!("ws{P}"), "url": "https://x.example/mcp"},
+            "ignored": {"command": "x", format!("extra{P}"): 1},
+            "envname": {"command": "x", "env": {format!("K{P}"): "v"}},
+            "fine": {"command": "x", "env": {"LEVEL": "debug"}},
+        }})
+        .to_string(),
+    );
+    let run = s.rho(&["--config", cfg, "mcp", "import", arg(&file)]);
+    let what = "rho mcp import";
+    run.expect_code(1);
+    assert_no_raw_controls(&format!("{what} stdout"), &run.stdout);
+    assert_no_raw_controls(&format!("{what} stderr"), &run.stderr);
+    for part in [
+        "server `bad\\x1b]0;pwned\\x07",
+        "has `type` `ws\\x1b]0;pwned\\x07",
+        "ignored `extra\\x1b]0;pwned\\x07",
+        "control or bidirectional-override character",
+        "\\u{202e}",
+    ] {
+        assert!(run.stderr.contains(part), "no {part:?}:\n{}", run.stderr);
+    }
+    assert!(
+        run.stdout.contains("imported server `fine`"),
+        "{}",
+        run.stdout
+    );
+    assert!(
+        run.stdout.contains("imported server `ignored`"),
+        "{}",
+        run.stdout
+    );
+    let written = std::fs::read_to_string(&config).expect("the config");
+    assert!(!written.contains("envname"), "{written}");
+    assert!(!written.contains('\x1b'), "{written}");
+
+    // `add --env` refuses the name, saying so escaped.
+    let env = format!("K{P}=v");
+    let run = s.rho(&[
+        "--config", cfg, "mcp", "add", "x", "--env", &env, "--", "true",
+    ]);
+    run.expect_code(2);
+    assert_no_raw_controls("rho mcp add stderr", &run.stderr);
+    assert!(
+        run.stderr.contains("control or bidirectional-override"),
+        "{}",
+        run.stderr
+    );
+    assert!(
+        !std::fs::read_to_string(&config)
+            .expect("config")
+            .contains("[mcp.servers.x]")
+    );
+
+    // A config written by hand with such a name: `show` and `list` say
+    // why the entry is invalid, escaped.
+    let hand = s.write(
+        "hand.toml",
+        &format!(
+            "[mcp.servers.hand]\ntransport = \"stdio\"\ncommand = \"x\"\nenv = {{ \"{}\" = \"v\" }}\n",
+            "K\\u001b]0;pwned\\u0007\\u202e"
+        ),
+    );
+    for args in [&["mcp", "show", "hand"][..], &["mcp", "list"]] {
+        let mut all = vec!["--config", arg(&hand)];
+        all.extend_from_slice(args);
+        let run = s.rho(&all);
+        let what = format!("rho {}", args.join(" "));
+        assert_no_raw_controls(&format!("{what} stdout"), &run.stdout);
+        assert_no_raw_controls(&format!("{what} stderr"), &run.stderr);
+        assert!(
+            run.all().contains("control or bidirectional-override"),
+            "{what}: {}",
+            run.all()
+        );
+    }
+}

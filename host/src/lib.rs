@@ -61,6 +61,8 @@ mod facade;
 pub mod grants;
 pub mod jwt_key;
 pub mod login;
+pub mod names;
+pub mod parameters;
 pub mod plugins;
 pub mod questions;
 pub mod reauth;

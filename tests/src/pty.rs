@@ -21,6 +21,12 @@ pub struct Pty {
 impl Pty {
     /// Opens a new pseudo-terminal pair, 200 columns by 50 rows.
     pub fn open() -> Self {
+        Self::sized(200, 50)
+    }
+
+    /// Opens a new pseudo-terminal pair `columns` wide and `rows` high,
+    /// for tests that check the same screen at two widths.
+    pub fn sized(columns: u16, rows: u16) -> Self {
         use rustix::pty::{OpenptFlags, grantpt, openpt, ptsname, unlockpt};
         let master = openpt(OpenptFlags::RDWR | OpenptFlags::NOCTTY).expect("openpt");
         grantpt(&master).expect("grantpt");
@@ -28,8 +34,8 @@ impl Pty {
         // A wide terminal, so a test's long line is drawn whole rather
         // than scrolled sideways (a fresh pty reports no size at all).
         let size = rustix::termios::Winsize {
-            ws_row: 50,
-            ws_col: 200,
+            ws_row: rows,
+            ws_col: columns,
             ws_xpixel: 0,
             ws_ypixel: 0,
         };
@@ -37,6 +43,18 @@ impl Pty {
         let name = ptsname(&master, Vec::new()).expect("ptsname");
         let slave = PathBuf::from(name.to_string_lossy().into_owned());
         Self { master, slave }
+    }
+
+    /// Stops the terminal itself from echoing what is typed and from
+    /// turning `\n` into `\r\n` (`stty -echo -onlcr`), so that every byte
+    /// read back is one rho wrote: for tests that look for raw CRs.
+    pub fn rho_bytes_only(self) -> Self {
+        use rustix::termios::{LocalModes, OptionalActions, OutputModes, tcgetattr, tcsetattr};
+        let mut modes = tcgetattr(&self.master).expect("tcgetattr");
+        modes.output_modes.remove(OutputModes::ONLCR);
+        modes.local_modes.remove(LocalModes::ECHO);
+        tcsetattr(&self.master, OptionalActions::Now, &modes).expect("tcsetattr");
+        self
     }
 
     /// A fresh descriptor of the slave side, for one of rho's stdio.
@@ -107,5 +125,86 @@ impl Screen {
             reader.join().expect("the screen reader panicked");
         }
         Ok(self.text())
+    }
+}
+
+/// The first control character in `screen` that rho's own drawing does not
+/// account for, with its byte offset: any C1 control, bidirectional
+/// override or isolate, or C0 control other than LF, TAB and BS; an ESC
+/// that does not start one of the sequences rho itself writes (erase
+/// below `ESC[J`, erase line `ESC[2K`, reverse video `ESC[7m` and its
+/// reset `ESC[0m`, colours `ESC[<n>m` from the log writer, cursor up and
+/// right `ESC[<n>A` / `ESC[<n>C`); a CR not followed by LF, another CR,
+/// one of those sequences or the end. A server's payload (`ESC]0;…BEL`,
+/// `ESC[2J`, `CR ESC[K`, U+009B, U+202E) always trips it.
+pub fn foreign_control(screen: &str) -> Option<(usize, char)> {
+    let bytes = screen.as_bytes();
+    let own_sequence = |at: usize| -> Option<usize> {
+        let rest = screen.get(at..)?.strip_prefix("\x1b[")?;
+        let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+        let end = rest[digits..].chars().next()?;
+        let ok = match end {
+            'J' => digits == 0,
+            'K' => &rest[..digits] == "2",
+            'A' | 'C' | 'm' => digits > 0,
+            _ => false,
+        };
+        ok.then_some(2 + digits + 1)
+    };
+    let mut at = 0;
+    while let Some(c) = screen[at..].chars().next() {
+        match c {
+            '\x1b' => match own_sequence(at) {
+                Some(len) => {
+                    at += len;
+                    continue;
+                }
+                None => return Some((at, c)),
+            },
+            '\r' => {
+                let next = bytes.get(at + 1).copied();
+                let fine =
+                    matches!(next, None | Some(b'\n' | b'\r')) || own_sequence(at + 1).is_some();
+                if !fine {
+                    return Some((at, c));
+                }
+            }
+            '\n' | '\t' | '\u{8}' => {}
+            '\u{0}'..='\u{1f}' | '\u{7f}'..='\u{9f}' => return Some((at, c)),
+            '\u{61c}'
+            | '\u{200e}'
+            | '\u{200f}'
+            | '\u{202a}'..='\u{202e}'
+            | '\u{2066}'..='\u{2069}' => {
+                return Some((at, c));
+            }
+            _ => {}
+        }
+        at += c.len_utf8();
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::foreign_control;
+
+    #[test]
+    fn rhos_own_drawing_passes_and_every_payload_is_caught() {
+        let own = "\r\x1b[Jrho> /mcp\r\n  \x1b[7m/mcp \x1b[0m\x1b[1A\r\x1b[9C\x1b[33mWARN\x1b[0m\r\x1b[2K\r";
+        assert_eq!(foreign_control(own), None);
+        for payload in [
+            "\x1b]0;pwned\x07",
+            "\x1b[2J",
+            "\r\x1b[K",
+            "\u{9b}31m",
+            "a\u{202e}b",
+            "\x07",
+        ] {
+            assert!(
+                foreign_control(&format!("{own}{payload}")).is_some(),
+                "{payload:?}"
+            );
+        }
     }
 }

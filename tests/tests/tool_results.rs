@@ -398,7 +398,7 @@ fn annotation_hints_appear_in_exported_descriptions<R: TestRuntime>() {
         tool.description,
         "Get Annotated Message Tool: Demonstrates how annotations can be used to provide metadata about content.\n\
          \n\
-         Provided by MCP server `everything`.\n\
+         Provided by MCP server `everything` as its tool `get-annotated-message`.\n\
          Server hint: read-only (does not modify its environment).\n\
          Server hint: non-destructive (additive changes only).\n\
          Server hint: closed world."

@@ -103,8 +103,12 @@ pub(crate) fn parse(line: &str) -> Command {
         "/quit" | "/exit" => Command::Quit,
         "/mcp" | "/doctor" => Command::Refused(format!("{word} takes no arguments")),
         _ if word.starts_with('/') => Command::Refused(format!(
-            "unknown command `{}`; /help lists the commands",
-            rho_proto_core::text::terminal::sanitize_line(word)
+            "unknown command `{}`; {}",
+            sanitize_line(word),
+            match rho_host::names::did_you_mean(word, COMMANDS.iter().map(|(name, _)| *name)) {
+                Some(near) => format!("did you mean `{near}`? (/help lists the commands)"),
+                None => "/help lists the commands".to_owned(),
+            }
         )),
         _ => Command::Refused(
             "commands start with `/` (there is no model here to talk to); /help lists them".into(),
@@ -139,9 +143,12 @@ pub(crate) struct CatalogPrompt {
 }
 
 impl CatalogPrompt {
-    /// The command that runs it: `/mcp:<server>:<prompt>`.
+    /// The command that runs it: `/mcp:<server>:<prompt>`, with the
+    /// prompt's name in the form a terminal shows it (a name holding a
+    /// control or BIDI character is written escaped, which the prompt
+    /// lookup accepts back).
     pub(crate) fn command(&self) -> String {
-        rho_proto_core::features::prompts::command_name(&self.server, &self.name)
+        rho_proto_core::features::prompts::command_name(&self.server, &sanitize_line(&self.name))
     }
 }
 
@@ -160,6 +167,8 @@ pub(crate) struct CatalogTool {
     pub(crate) server: String,
     pub(crate) name: String,
     pub(crate) summary: String,
+    /// Its parameters, for completing argument names and values.
+    pub(crate) parameters: Vec<rho_host::parameters::Parameter>,
 }
 
 /// The candidates for the word of `line` from `word_start` to `cursor`.
@@ -190,6 +199,7 @@ pub(crate) fn complete(
             .map(|s| Candidate::text(s.clone(), ""))
             .collect(),
         ["/call"] => call_targets(catalog, word),
+        ["/call", target @ ..] => call_arguments(catalog, target, word),
         [first, ..] if first.starts_with("/mcp:") && !line[..word_start].ends_with('=') => {
             argument_names(catalog, line, word)
         }
@@ -203,9 +213,10 @@ fn call_targets(catalog: &Catalog, word: &str) -> Vec<Candidate> {
     let mut out: Vec<Candidate> = Vec::new();
     if let Some((server, tool)) = word.split_once(':') {
         for t in &catalog.tools {
-            if t.server == server && t.name.starts_with(tool) {
+            let shown = sanitize_line(&t.name);
+            if t.server == server && shown.starts_with(tool) {
                 out.push(Candidate::text(
-                    format!("{}:{} ", t.server, t.name),
+                    format!("{}:{shown} ", t.server),
                     t.summary.clone(),
                 ));
             }
@@ -228,6 +239,76 @@ fn call_targets(catalog: &Catalog, word: &str) -> Vec<Candidate> {
     out
 }
 
+/// The tool a `/call` line names by the words after `/call`: its
+/// exported name, `server:tool`, or `server tool`; and how many words
+/// that took.
+fn tool_of<'c>(catalog: &'c Catalog, words: &[&str]) -> Option<(&'c CatalogTool, usize)> {
+    let first = *words.first()?;
+    if let Some(tool) = catalog.tools.iter().find(|t| t.exported == first) {
+        return Some((tool, 1));
+    }
+    let shown = |t: &CatalogTool, name: &str| t.name == name || sanitize_line(&t.name) == name;
+    if let Some((server, name)) = first.split_once(':') {
+        if let Some(tool) = catalog
+            .tools
+            .iter()
+            .find(|t| t.server == server && shown(t, name))
+        {
+            return Some((tool, 1));
+        }
+    }
+    let second = *words.get(1)?;
+    catalog
+        .tools
+        .iter()
+        .find(|t| t.server == first && shown(t, second))
+        .map(|tool| (tool, 2))
+}
+
+/// After a `/call` target: the tool's argument names (`a` → `a=`, those
+/// not given yet, required first), or after `name=` the values its
+/// schema allows.
+fn call_arguments(catalog: &Catalog, before: &[&str], word: &str) -> Vec<Candidate> {
+    let Some((tool, used)) = tool_of(catalog, before) else {
+        return Vec::new();
+    };
+    let given = &before[used..];
+    if let Some(key) = given.last().and_then(|w| w.strip_suffix('=')) {
+        if key.contains('=') {
+            return Vec::new();
+        }
+        let Some(parameter) = tool.parameters.iter().find(|p| p.name == key) else {
+            return Vec::new();
+        };
+        return parameter
+            .values
+            .iter()
+            .filter(|v| v.starts_with(word))
+            .map(|v| Candidate::text(format!("{} ", quote(v)), ""))
+            .collect();
+    }
+    tool.parameters
+        .iter()
+        .filter(|p| p.name.starts_with(word))
+        .filter(|p| {
+            !given
+                .iter()
+                .any(|w| w.split_once('=').is_some_and(|(k, _)| k == p.name))
+        })
+        .map(|p| {
+            let mut note = p.types.join(" | ");
+            if p.required {
+                note.push_str(if note.is_empty() {
+                    "required"
+                } else {
+                    ", required"
+                });
+            }
+            Candidate::text(format!("{}=", p.name), note)
+        })
+        .collect()
+}
+
 /// Argument names of the prompt a `/mcp:` line runs, for the word being
 /// typed after the command (`dep` → `department=`).
 fn argument_names(catalog: &Catalog, line: &str, word: &str) -> Vec<Candidate> {
@@ -248,10 +329,14 @@ fn argument_names(catalog: &Catalog, line: &str, word: &str) -> Vec<Candidate> {
 /// The held prompt a `/mcp:<server>:<prompt>` line names.
 fn prompt_of<'a>(catalog: &'a Catalog, line: &str) -> Option<&'a CatalogPrompt> {
     let command = rho_proto_core::features::prompts::parse_command(line).ok()?;
-    catalog
+    let mut of_server = catalog
         .prompts
         .iter()
-        .find(|p| p.server == command.server && p.name == command.prompt)
+        .filter(|p| p.server == command.server);
+    of_server
+        .clone()
+        .find(|p| p.name == command.prompt)
+        .or_else(|| of_server.find(|p| sanitize_line(&p.name) == command.prompt))
 }
 
 /// What the cursor is in, for the palette.
@@ -538,7 +623,10 @@ pub(crate) fn help() -> String {
          \x20 then workspace files (inserted as @path). Backspace on an attachment removes\n\
          \x20 it and cancels its read; Enter waits until every read is done. A line that is\n\
          \x20 not a command but carries attachments prints the message a model would get.\n\
-         \x20 Ctrl-C cancels a running call; Ctrl-D or /quit leaves.\n",
+         \x20 Ctrl-C cancels a running call; Ctrl-D or /quit leaves.\n\
+         \x20 In a server's form: Enter keeps a default or skips an optional field,\n\
+         \x20 Ctrl-D declines the form, Ctrl-C cancels it and the call; the form says\n\
+         \x20 which answer the server was sent.\n",
     );
     text
 }
@@ -556,12 +644,20 @@ mod tests {
                     server: "everything".into(),
                     name: "echo".into(),
                     summary: "Echoes back the input".into(),
+                    parameters: rho_host::parameters::parameters(&serde_json::json!({
+                        "properties": {
+                            "message": {"type": "string"},
+                            "mode": {"type": "string", "enum": ["loud", "soft", "two words"]}
+                        },
+                        "required": ["message"]
+                    })),
                 },
                 CatalogTool {
                     exported: "mcp__everything__add".into(),
                     server: "everything".into(),
                     name: "add".into(),
                     summary: String::new(),
+                    parameters: Vec::new(),
                 },
             ],
             prompts: vec![
@@ -801,11 +897,33 @@ mod tests {
         );
         // A server without tools is not offered as a call target.
         assert_eq!(replacements("/call f"), Vec::<String>::new());
-        // After the target, nothing is guessed.
-        assert_eq!(
-            replacements("/call everything:echo mes"),
-            Vec::<String>::new()
-        );
+    }
+
+    #[test]
+    fn call_completes_argument_names_then_enum_values_in_every_target_form() {
+        for target in [
+            "everything:echo",
+            "everything echo",
+            "mcp__everything__echo",
+        ] {
+            assert_eq!(
+                replacements(&format!("/call {target} ")),
+                ["message=", "mode="],
+                "{target}"
+            );
+            assert_eq!(replacements(&format!("/call {target} mes")), ["message="]);
+            assert_eq!(
+                replacements(&format!("/call {target} message=hi m")),
+                ["mode="],
+                "a given argument is not offered again"
+            );
+            assert_eq!(
+                replacements(&format!("/call {target} mode=")),
+                ["loud ", "soft ", "'two words' "]
+            );
+            assert_eq!(replacements(&format!("/call {target} mode=s")), ["soft "]);
+        }
+        assert_eq!(replacements("/call everything:add x"), Vec::<String>::new());
     }
 
     #[test]

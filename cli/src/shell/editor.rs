@@ -35,10 +35,11 @@
 //! covers what people type; a terminal that disagrees on a rare character
 //! misplaces the cursor until the next redraw, nothing worse.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 
 use rho_proto_core::features::resources::ResourceRead;
-use rho_proto_core::text::terminal::sanitize_line;
+use rho_proto_core::text::terminal::{is_control, sanitize_line};
 
 use super::keys::Key;
 
@@ -228,6 +229,9 @@ impl Editor {
 
     fn edit_key(&mut self, key: Key) -> Action {
         match key {
+            // A control or BIDI character (pasted) would be drawn raw:
+            // the line never holds one.
+            Key::Char(c) if is_control(c) => {}
             Key::Char(c) => {
                 let mut buf = [0u8; 4];
                 self.splice(self.cursor, self.cursor, c.encode_utf8(&mut buf));
@@ -388,7 +392,10 @@ impl Editor {
             return;
         };
         match choice.pick {
-            Pick::Insert => self.splice(menu.word_start, menu.word_end, &choice.replacement),
+            Pick::Insert => {
+                let replacement = sanitize_line(&choice.replacement).into_owned();
+                self.splice(menu.word_start, menu.word_end, &replacement);
+            }
             Pick::Attach { server, uri } => {
                 // The URI is the server's: drawn only once made safe.
                 let label = sanitize_line(&ResourceRead::new(uri.as_str(), 0).label()).into_owned();
@@ -429,6 +436,18 @@ impl Editor {
             return;
         }
         let word_end = self.cursor;
+        // What is inserted is what is drawn: a server's name with a
+        // control or BIDI character goes in as its escaped form (which the
+        // shell's lookups accept), never raw.
+        let candidates: Vec<Candidate> = candidates
+            .into_iter()
+            .map(|mut c| {
+                if let Cow::Owned(safe) = sanitize_line(&c.replacement) {
+                    c.replacement = safe;
+                }
+                c
+            })
+            .collect();
         if let [only] = candidates.as_slice() {
             if only.pick == Pick::Insert {
                 let replacement = only.replacement.clone();
@@ -633,10 +652,12 @@ fn menu_rows(menu: &Menu, width: usize) -> Vec<String> {
         .skip(first)
         .take(MENU_ROWS)
     {
-        let mut text = format!("  {}", candidate.replacement);
+        // Every row passes the one sanitizer: a candidate's text and note
+        // may be a server's.
+        let mut text = format!("  {}", sanitize_line(&candidate.replacement));
         if !candidate.note.is_empty() {
             text.push_str("  ");
-            text.push_str(&candidate.note);
+            text.push_str(&sanitize_line(&candidate.note));
         }
         let text = cut(&text, width.saturating_sub(1));
         if menu.selected == Some(i) {
@@ -1050,6 +1071,81 @@ mod tests {
             }
         );
         assert_eq!(editor.history(), ["read it"]);
+    }
+
+    /// A raw control, C1 or BIDI override character in drawn bytes
+    /// (the editor's own `ESC [` sequences taken out first).
+    fn raw_server_control(drawn: &str) -> Option<char> {
+        let own = drawn
+            .replace("\r\x1b[J", "")
+            .replace("\x1b[7m", "")
+            .replace("\x1b[0m", "")
+            .replace("\r\n", "");
+        let own = without_cursor_moves(&own);
+        own.chars().find(|c| is_control(*c))
+    }
+
+    /// `drawn` without the editor's cursor moves (`ESC [ n A`, `ESC [ n C`)
+    /// and its lone CRs.
+    fn without_cursor_moves(drawn: &str) -> String {
+        let mut out = String::new();
+        let mut rest = drawn;
+        while let Some(at) = rest.find("\x1b[") {
+            out.push_str(&rest[..at]);
+            let after = &rest[at + 2..];
+            let digits = after.len() - after.trim_start_matches(|c: char| c.is_ascii_digit()).len();
+            match after[digits..].chars().next() {
+                Some('A' | 'C') if digits > 0 => rest = &after[digits + 1..],
+                _ => {
+                    out.push('\x1b');
+                    rest = &rest[at + 1..];
+                }
+            }
+        }
+        out.push_str(rest);
+        out.replace('\r', "")
+    }
+
+    #[test]
+    fn hostile_candidates_are_drawn_and_inserted_escaped_never_raw() {
+        let evil = "/mcp:h:evil\x1b]0;pwned\x07|\x1b[2J|\r\x1b[K|\u{9b}31m\u{202e} ";
+        for width in [40, 120] {
+            let mut editor = Editor::new("> ", vec![]);
+            typed(&mut editor, "/mcp:h:");
+            let line = editor.line().to_owned();
+            editor.offer(
+                &line,
+                0,
+                vec![
+                    Candidate::text(evil, "note \x1b]0;pwned\x07\u{202e}"),
+                    candidate("/mcp:h:plain "),
+                ],
+            );
+            let drawn = editor.render(width);
+            assert_eq!(raw_server_control(&drawn), None, "{drawn:?}");
+            assert!(drawn.contains("evil\\x1b]0;pwned"), "{drawn:?}");
+            editor.key(Key::Enter);
+            assert_eq!(
+                editor.line(),
+                "/mcp:h:evil\\x1b]0;pwned\\x07|\\x1b[2J|\\r\\x1b[K|\\u{9b}31m\\u{202e} "
+            );
+            assert_eq!(raw_server_control(&editor.render(width)), None);
+        }
+        // One candidate is inserted at once, escaped too.
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/mcp:h:e");
+        editor.offer("/mcp:h:e", 0, vec![candidate(evil)]);
+        assert!(!editor.line().contains(is_control), "{:?}", editor.line());
+        assert!(editor.line().contains("\\u{202e}"));
+    }
+
+    #[test]
+    fn typed_or_pasted_control_and_bidi_characters_never_enter_the_line() {
+        let mut editor = Editor::new("> ", vec![]);
+        for c in ['a', '\u{202e}', '\u{9b}', '\u{200f}', 'b'] {
+            editor.key(Key::Char(c));
+        }
+        assert_eq!(editor.line(), "ab");
     }
 
     #[test]

@@ -244,7 +244,7 @@ pub(crate) fn run(
         files: Mutex::new(None),
         workspace,
     };
-    let status = shell.status_text();
+    let status = shell.greeting_text();
     shell.out.print(&status);
     let outcome = if interactive {
         crate::logging::route_to(Some(Arc::new({
@@ -360,6 +360,7 @@ impl Shell<'_> {
                     .chars()
                     .take(60)
                     .collect(),
+                    parameters: rho_host::parameters::parameters(&t.input_schema),
                 })
                 .collect(),
             prompts: self
@@ -422,15 +423,36 @@ impl Shell<'_> {
     fn prompt_turn(&self, line: &str, cancel: &AtomicBool) -> Result<String, String> {
         let command = prompts::parse_command(line).map_err(|e| e.to_string())?;
         let Some(view) = self.host.server(command.server) else {
-            return Err(format!("no server `{}` is configured", command.server));
+            let servers: Vec<String> = self.host.servers().into_iter().map(|s| s.id).collect();
+            return Err(rho_host::names::NameError::UnknownServer {
+                id: command.server.to_owned(),
+                suggestion: rho_host::names::did_you_mean(
+                    command.server,
+                    servers.iter().map(String::as_str),
+                )
+                .map(str::to_owned),
+            }
+            .to_string());
         };
         let ServerStatus::Ready(report) = &view.status else {
             return Err(format!("server `{}` is not ready", command.server));
         };
         let Some(prompt) = report.catalog.prompt(&command.prompt) else {
+            let names: Vec<String> = report
+                .catalog
+                .prompts
+                .items
+                .iter()
+                .map(|p| sanitize_line(&p.name).into_owned())
+                .collect();
+            let near =
+                rho_host::names::did_you_mean(&command.prompt, names.iter().map(String::as_str));
             return Err(format!(
-                "server `{}` has no prompt `{}`",
-                command.server, command.prompt
+                "server `{}` has no prompt `{}`{}",
+                command.server,
+                sanitize_line(&command.prompt),
+                near.map(|n| format!("; did you mean `{n}`?"))
+                    .unwrap_or_default()
             ));
         };
         let arguments =
@@ -454,11 +476,40 @@ impl Shell<'_> {
         Ok(prompts::flatten(&result, cap))
     }
 
-    /// `/mcp`: the table `rho mcp list --connect` prints.
+    /// `/mcp`: the table `rho mcp list --connect` prints (servers,
+    /// transport, status, errors, exported tool names), then each
+    /// server's prompts and resources.
     fn status_text(&self) -> String {
         let servers = self.host.servers();
         let auth = crate::auth_statuses(self.loaded);
-        crate::output::list_text(self.loaded, &servers, self.host.tools(), &auth)
+        let mut text = crate::output::list_text(self.loaded, &servers, self.host.tools(), &auth);
+        text.push_str(&crate::output::catalogs_text(&servers));
+        text
+    }
+
+    /// What the shell says as it starts: the servers' table and one line
+    /// of counts, not every tool (`/mcp` and `/tools` list them).
+    fn greeting_text(&self) -> String {
+        let servers = self.host.servers();
+        let auth = crate::auth_statuses(self.loaded);
+        let mut text =
+            crate::output::servers_table(self.loaded, &servers, self.host.tools(), &auth);
+        if servers.is_empty() {
+            return text;
+        }
+        let (mut prompts, mut resources) = (0, 0);
+        for server in &servers {
+            if let ServerStatus::Ready(report) = &server.status {
+                prompts += report.catalog.prompts.items.len();
+                resources +=
+                    report.catalog.resources.items.len() + report.catalog.templates.items.len();
+            }
+        }
+        let tools = self.host.tools().tools().len();
+        text.push_str(&format!(
+            "\n{tools} tool(s), {prompts} prompt(s), {resources} resource(s) and template(s): /mcp lists them, /tools [server] shows the tools, /help the commands\n"
+        ));
+        text
     }
 
     /// `/doctor`: one row per server, what is wrong and what to do.
@@ -511,6 +562,9 @@ impl Shell<'_> {
                 sanitize_line(&tool.tool),
                 sanitize_line(summary)
             ));
+            for parameter in rho_host::parameters::parameters(&tool.input_schema) {
+                text.push_str(&format!("    {}\n", sanitize_line(&parameter.line())));
+            }
         }
         if text.is_empty() {
             text.push_str("no tools are exported\n");
@@ -518,24 +572,30 @@ impl Shell<'_> {
         text
     }
 
-    /// Where a `/call` target goes: `(server, tool)`.
-    fn route(&self, target: &str) -> Result<(String, String), String> {
-        if let Some(tool) = self.host.tools().get(target) {
-            return Ok((tool.server.clone(), tool.tool.clone()));
-        }
-        match target.split_once(':') {
-            Some((server, tool)) if self.host.server(server).is_some() => {
-                Ok((server.to_owned(), tool.to_owned()))
-            }
-            Some((server, _)) => Err(format!(
-                "no server `{}` is configured",
-                sanitize_line(server)
-            )),
-            None => Err(format!(
-                "no exported tool `{}`; use an exported name (Tab lists them) or server:tool",
-                sanitize_line(target)
-            )),
-        }
+    /// What a `/call` line calls: `(server, tool, arguments)`. The tool is
+    /// named as everywhere (`rho_host::names`): `<server> <tool>`,
+    /// `<server>:<tool>` or its exported name; the rest is its arguments.
+    fn prepare_call(
+        &self,
+        target: &str,
+        arguments: &str,
+    ) -> Result<(String, String, serde_json::Value), String> {
+        let servers: Vec<String> = self.host.servers().into_iter().map(|s| s.id).collect();
+        let tools = self.host.current_tools();
+        let second = arguments.split_whitespace().next();
+        let words: Vec<&str> = std::iter::once(target).chain(second).collect();
+        let resolved =
+            rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| e.to_string())?;
+        let rest = if resolved.words == 2 {
+            arguments
+                .trim_start()
+                .split_once(char::is_whitespace)
+                .map_or("", |(_, rest)| rest.trim())
+        } else {
+            arguments
+        };
+        let args = self.arguments(&resolved.server, &resolved.tool, rest)?;
+        Ok((resolved.server, resolved.tool, args))
     }
 
     /// The arguments of a call: a JSON object, or `key=value` words typed
@@ -575,6 +635,13 @@ impl Shell<'_> {
             self.host
                 .call_server_tool_with(server, tool, arguments, &mut on_progress, cancel);
         match outcome {
+            // Cancelled by the person, but the server answered first: what
+            // they stopped is not shown as if it had gone on.
+            Ok(_) if cancel.load(Ordering::Relaxed) => {
+                format!(
+                    "{label}: cancelled; the server answered before it stopped (its result is not shown)"
+                )
+            }
             Ok(result) => {
                 let rendered = content::render(&result);
                 let body = sanitize(&rendered.model_text).into_owned();
@@ -761,18 +828,25 @@ fn interactive_loop(
                             commands::complete(&shell.catalog(), &line, word_start, cursor);
                         screen.offer(&line, word_start, candidates);
                     }
+                    // In a form, each answer is one key: Ctrl-C cancels
+                    // the form and the call it came during, Ctrl-D
+                    // declines the form (the call goes on), Enter on an
+                    // empty optional field skips it. The form says which
+                    // answer the server was sent.
                     editor::Action::Interrupt => {
                         if let Some(tx) = take(answers) {
-                            let _ = tx.send(None);
+                            let _ = tx.send(Some(crate::questions::CANCEL.to_owned()));
                         }
                         if !cancel_running(shell) {
                             screen.print("(Ctrl-D or /quit leaves the shell)");
                         }
                     }
-                    editor::Action::EndOfInput => {
+                    editor::Action::EndOfInput if lock(answers).is_some() => {
                         if let Some(tx) = take(answers) {
-                            let _ = tx.send(None);
+                            let _ = tx.send(Some(crate::questions::DECLINE.to_owned()));
                         }
+                    }
+                    editor::Action::EndOfInput => {
                         cancel_running(shell);
                         break 'keys;
                     }
@@ -834,10 +908,7 @@ fn interactive_loop(
                                     continue;
                                 }
                                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
-                                let prepared = shell.route(&target).and_then(|(server, tool)| {
-                                    let args = shell.arguments(&server, &tool, &arguments)?;
-                                    Ok((server, tool, args))
-                                });
+                                let prepared = shell.prepare_call(&target, &arguments);
                                 let (server, tool, args) = match prepared {
                                     Ok(prepared) => prepared,
                                     Err(why) => {
@@ -1237,10 +1308,7 @@ fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
             Command::Quit => break,
             Command::Prompt(line) => shell.out.print(&shell.prompt(&line, stop)),
             Command::Call { target, arguments } => {
-                let prepared = shell.route(&target).and_then(|(server, tool)| {
-                    let args = shell.arguments(&server, &tool, &arguments)?;
-                    Ok((server, tool, args))
-                });
+                let prepared = shell.prepare_call(&target, &arguments);
                 match prepared {
                     Ok((server, tool, args)) => {
                         shell.out.print(&shell.call(&server, &tool, args, stop));
@@ -1302,8 +1370,13 @@ impl Responder for ShellResponder {
     fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
         let _one = lock(&self.one);
         let text = RefCell::new(Vec::new());
-        let answer =
-            crate::questions::ask_form(&mut Gathered(&text), &mut || self.read(&text), asked, form);
+        let answer = crate::questions::ask_form_with_keys(
+            &mut Gathered(&text),
+            &mut || self.read(&text),
+            asked,
+            form,
+            "; keys: Ctrl-D declines, Ctrl-C cancels the form and the call",
+        );
         let rest = text.take();
         if !rest.is_empty() {
             self.screen.print(&String::from_utf8_lossy(&rest));

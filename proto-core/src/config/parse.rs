@@ -984,6 +984,14 @@ fn variable_name(name: &str) -> Result<(), String> {
     if name.contains('\0') {
         return Err("a variable name must not contain a NUL character".to_owned());
     }
+    // No platform forbids more than `=` and NUL, but a name with a control
+    // or BIDI character cannot be typed, and would be an instruction to
+    // the terminal wherever a person is shown it.
+    if let Some(c) = name.chars().find(|c| crate::text::terminal::is_control(*c)) {
+        return Err(format!(
+            "a variable name must not contain a control or bidirectional-override character ({c:?})"
+        ));
+    }
     Ok(())
 }
 

@@ -787,6 +787,25 @@ fn environment_names_are_checked() {
         "`mcp.servers.a.env`: \"A=B\" is not a valid variable name: a variable name must not contain `=`"
     );
 
+    for name in ["K\\u001b]0;pwned\\u0007", "K\\u202e", "K\\u009b"] {
+        let text = format!(
+            "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\nenv = {{ \"{name}\" = \"1\" }}\n"
+        );
+        let (error, _) = entry_error(&text, "a");
+        assert!(
+            error
+                .message
+                .contains("control or bidirectional-override character"),
+            "{error}"
+        );
+        assert!(
+            !error
+                .message
+                .contains(|c: char| crate::text::terminal::is_control(c)),
+            "{error}"
+        );
+    }
+
     let text = "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\nenv_from_env = { \"\" = \"X\" }\n";
     let (error, at) = entry_error(text, "a");
     assert_eq!(at, (4, 18));

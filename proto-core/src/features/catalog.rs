@@ -125,9 +125,24 @@ pub struct Catalog {
 }
 
 impl Catalog {
-    /// One prompt by the server's name for it.
+    /// One prompt by the server's name for it, or else by the form a
+    /// terminal shows that name in (`crate::text::terminal::sanitize_line`):
+    /// a name holding a control or BIDI character is never inserted or
+    /// drawn raw, so a person can only type its escaped form. A shown form
+    /// two prompts share names neither.
     pub fn prompt(&self, name: &str) -> Option<&Prompt> {
-        self.prompts.items.iter().find(|p| p.name == name)
+        if let Some(exact) = self.prompts.items.iter().find(|p| p.name == name) {
+            return Some(exact);
+        }
+        let mut shown = self
+            .prompts
+            .items
+            .iter()
+            .filter(|p| crate::text::terminal::sanitize_line(&p.name) == name);
+        match (shown.next(), shown.next()) {
+            (Some(only), None) => Some(only),
+            _ => None,
+        }
     }
 
     /// Every listing failure, as `<method>: <reason>`, for a status line.
@@ -459,6 +474,45 @@ mod tests {
 
     fn first(kind: CatalogKind) -> PageRequest {
         PageRequest { kind, cursor: None }
+    }
+
+    fn named(name: &str) -> Prompt {
+        Prompt {
+            name: name.into(),
+            title: None,
+            description: None,
+            arguments: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn a_prompt_is_found_by_its_name_or_by_its_escaped_form_when_unique() {
+        let mut catalog = Catalog::default();
+        catalog.prompts.items = vec![
+            named("evil\x1b]0;pwned\x07\u{202e}"),
+            named("twin\x1b"),
+            named("twin\x1b"),
+            named("plain"),
+        ];
+        assert_eq!(
+            catalog.prompt("plain").map(|p| p.name.as_str()),
+            Some("plain")
+        );
+        assert_eq!(
+            catalog
+                .prompt("evil\\x1b]0;pwned\\x07\\u{202e}")
+                .map(|p| p.name.as_str()),
+            Some("evil\x1b]0;pwned\x07\u{202e}"),
+        );
+        assert!(
+            catalog.prompt("twin\\x1b").is_none(),
+            "ambiguous escaped form"
+        );
+        assert!(
+            catalog.prompt("twin\x1b").is_some(),
+            "the exact name still works"
+        );
+        assert!(catalog.prompt("missing").is_none());
     }
 
     #[test]

@@ -320,10 +320,12 @@ pub fn parse_command(line: &str) -> Result<PromptCommand<'_>, CommandError> {
 }
 
 /// The command that names `prompt` of `server`, the name quoted when it
-/// holds a blank or a quote (or is empty).
+/// holds a blank or starts with a quote (or is empty). An unquoted name is
+/// read literally, so a backslash (as in the escaped form a terminal shows
+/// of a name with control characters) needs no quoting.
 pub fn command_name(server: &str, prompt: &str) -> String {
-    let plain = !prompt.is_empty()
-        && !prompt.contains(|c: char| c.is_whitespace() || c == '"' || c == '\\');
+    let plain =
+        !prompt.is_empty() && !prompt.starts_with('"') && !prompt.contains(char::is_whitespace);
     if plain {
         return format!("/mcp:{server}:{prompt}");
     }
@@ -1025,11 +1027,25 @@ mod tests {
             parse_command("/mcp:docs:\"open"),
             Err(CommandError::UnclosedName)
         );
-        for name in ["search", "a:b", "two words", "q\"uote", ""] {
+        for name in [
+            "search",
+            "a:b",
+            "two words",
+            "q\"uote",
+            "\"q",
+            "back\\x1b",
+            "a \\ b",
+            "",
+        ] {
             let line = format!("{} rest", command_name("docs", name));
             let c = parse_command(&line).expect("round trip");
             assert_eq!((c.prompt.as_str(), c.rest), (name, "rest"), "{line}");
         }
+        assert_eq!(
+            command_name("h", "evil\\x1b]0;pwned"),
+            "/mcp:h:evil\\x1b]0;pwned",
+            "an escaped name is written as shown"
+        );
     }
 
     #[test]

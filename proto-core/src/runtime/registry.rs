@@ -184,7 +184,7 @@ fn title(tool: &Tool) -> Option<&str> {
 /// ```text
 /// <title>: <description>
 ///
-/// Provided by MCP server `<server>`.
+/// Provided by MCP server `<server>` as its tool `<tool's own name>`.
 /// Server hint: ...
 /// ```
 ///
@@ -193,7 +193,9 @@ fn title(tool: &Tool) -> Option<&str> {
 /// One `Server hint:` line follows for each of `readOnlyHint`,
 /// `destructiveHint` and `openWorldHint` the server set explicitly, in that
 /// order. The server identity is there so the model and a person reading a
-/// transcript can tell which server a tool belongs to. Hints are claims
+/// transcript can tell which server a tool belongs to, and the tool's own
+/// name so that one exported in hex (a name with `-`) can still be matched
+/// to the server's instructions and to what a person types. Hints are claims
 /// from a server rho does not control and never relax a permission.
 pub fn exported_description(server: &str, tool: &Tool) -> String {
     let description = tool
@@ -207,8 +209,13 @@ pub fn exported_description(server: &str, tool: &Tool) -> String {
         (None, Some(description)) => description.to_owned(),
         (None, None) => "(no description)".to_owned(),
     };
+    // The server's own name beside its identity: the exported name may
+    // be hex (`get-env` is `mcp__everything___rho_6765742d656e76`), and
+    // the server's instructions and a person use the server's name.
     out.push_str("\n\nProvided by MCP server `");
     out.push_str(server);
+    out.push_str("` as its tool `");
+    out.push_str(&tool.name);
     out.push_str("`.");
     let hints = &tool.annotations;
     let lines = [
@@ -416,7 +423,7 @@ mod tests {
             exported_description("fs", &t),
             "Remove file: Deletes a file.\n\
              \n\
-             Provided by MCP server `fs`.\n\
+             Provided by MCP server `fs` as its tool `rm`.\n\
              Server hint: may modify its environment.\n\
              Server hint: destructive (may delete or overwrite).\n\
              Server hint: closed world."
@@ -436,10 +443,20 @@ mod tests {
             exported_description("fs", &t),
             "Does ls.\n\
              \n\
-             Provided by MCP server `fs`.\n\
+             Provided by MCP server `fs` as its tool `ls`.\n\
              Server hint: read-only (does not modify its environment).\n\
              Server hint: non-destructive (additive changes only).\n\
              Server hint: open world (reaches external systems)."
+        );
+    }
+
+    #[test]
+    fn a_tool_exported_in_hex_is_described_with_its_own_name() {
+        let t = tool("get-env");
+        let described = exported_description("everything", &t);
+        assert!(
+            described.ends_with("Provided by MCP server `everything` as its tool `get-env`."),
+            "{described}"
         );
     }
 
@@ -450,13 +467,13 @@ mod tests {
         t.annotations.title = Some("Annotated".to_owned());
         assert_eq!(
             exported_description("s", &t),
-            "Annotated\n\nProvided by MCP server `s`."
+            "Annotated\n\nProvided by MCP server `s` as its tool `x`."
         );
         t.annotations.title = None;
         t.description = Some("  ".to_owned());
         assert_eq!(
             exported_description("s", &t),
-            "(no description)\n\nProvided by MCP server `s`."
+            "(no description)\n\nProvided by MCP server `s` as its tool `x`."
         );
     }
 }

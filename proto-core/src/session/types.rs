@@ -324,10 +324,7 @@ impl std::fmt::Display for CancelNotice {
 #[non_exhaustive]
 pub enum CallError {
     /// The server answered with a JSON-RPC error.
-    #[error(
-        "server `{server}` answered the call with an error: {}",
-        describe_error(error)
-    )]
+    #[error("server `{server}` answered with an error: {}", describe_error(error))]
     Rpc {
         /// The server identity.
         server: String,

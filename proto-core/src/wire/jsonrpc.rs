@@ -80,8 +80,13 @@ pub struct ErrorObject {
 }
 
 impl fmt::Display for ErrorObject {
+    /// The message, then the code once: a message the TypeScript SDK
+    /// wrote as `MCP error <code>: <text>` is shown as `<text> (code
+    /// <code>)`, not with its code twice.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} (code {})", self.message, self.code)
+        let prefix = format!("MCP error {}: ", self.code);
+        let message = self.message.strip_prefix(&prefix).unwrap_or(&self.message);
+        write!(f, "{message} (code {})", self.code)
     }
 }
 
@@ -759,6 +764,25 @@ fn plain_id(value: &[u8]) -> Option<RequestId> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_error_shows_its_code_once_even_when_the_message_repeats_it() {
+        let error = |message: &str| ErrorObject {
+            code: -32602,
+            message: message.into(),
+            data: None,
+        };
+        assert_eq!(
+            error("MCP error -32602: Resource x not found").to_string(),
+            "Resource x not found (code -32602)"
+        );
+        assert_eq!(error("bad params").to_string(), "bad params (code -32602)");
+        assert_eq!(
+            error("MCP error -1: other code").to_string(),
+            "MCP error -1: other code (code -32602)",
+            "only the error's own code is taken off"
+        );
+    }
     use serde_json::json;
 
     fn single(bytes: &[u8]) -> Message {
