@@ -3,18 +3,22 @@
 //!
 //! [`prepare_command`] builds the `std::process::Command` (no shell, a
 //! computed environment, its own process group, piped stdio, and on Linux
-//! a parent-death signal); the smol
-//! executor converts it into an async one, so both start servers the same
-//! way. [`has_exited`] and [`kill_group`] let shutdown sweep the whole
-//! group before the child is reaped, so its pid and group id cannot be
-//! reused while rho still signals them.
+//! a parent-death signal), and [`spawn`] starts it and puts the child in
+//! its [`ProcessGroup`] (on Unix the process group it leads, on Windows a
+//! Job Object that kills the tree when rho's handle to it closes), so
+//! both executors start servers the same way. [`has_exited`] and
+//! [`ProcessGroup::kill`] let shutdown sweep the whole group before the
+//! child is reaped, so its pid and group id cannot be reused while rho
+//! still signals them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::config::env::{Platform, child_environment};
-use rho_proto_core::config::process::{ProgramCandidates, program_candidates};
+use rho_proto_core::config::process::{
+    ProgramCandidates, batch_script_refusal, is_batch_script, program_candidates,
+};
 use rho_proto_core::runtime::driving::TransportSetupError;
 
 /// The command that starts `config` for server `server`, and the
@@ -52,6 +56,19 @@ pub fn prepare_command(
             candidates,
         });
     };
+    if Platform::current() == Platform::Windows && is_batch_script(&program) {
+        // Windows runs a .cmd/.bat through cmd.exe, whose command line std
+        // quotes (the BatBadBut fix); what it would refuse is refused here
+        // first, with the server and the argument named.
+        let name = program.to_string_lossy();
+        if let Some(refusal) = batch_script_refusal(&name, &config.args) {
+            return Err(TransportSetupError::Spawn {
+                server: server.to_owned(),
+                program,
+                reason: refusal.to_string(),
+            });
+        }
+    }
     if let Some(dir) = cwd {
         if !dir.is_dir() {
             return Err(TransportSetupError::CwdNotADirectory {
@@ -80,6 +97,86 @@ pub fn prepare_command(
     #[cfg(any(target_os = "linux", target_os = "android"))]
     die_with_parent(&mut command);
     Ok((command, program))
+}
+
+/// Starts `command` (from [`prepare_command`], which found `program`) for
+/// server `server`, and puts the child in its [`ProcessGroup`]. A child
+/// that cannot be contained is killed and not started.
+pub fn spawn(
+    server: &str,
+    command: &mut Command,
+    program: PathBuf,
+) -> Result<(Child, ProcessGroup), TransportSetupError> {
+    let mut child = command.spawn().map_err(|e| TransportSetupError::Spawn {
+        server: server.to_owned(),
+        program: program.clone(),
+        reason: e.to_string(),
+    })?;
+    match ProcessGroup::of(&child) {
+        Ok(group) => Ok((child, group)),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(TransportSetupError::Spawn {
+                server: server.to_owned(),
+                program,
+                reason: format!(
+                    "could not put it in a process group that ends with rho ({e}); it was stopped"
+                ),
+            })
+        }
+    }
+}
+
+/// A started server's whole process tree, as the platform groups it.
+///
+/// On Unix it is the process group the child leads (`process_group(0)` in
+/// [`prepare_command`]): killing it ends `npx` and the node it started.
+/// On Windows it is a Job Object the child is put in right after it
+/// starts, created with kill-on-close: killing it ends every process in
+/// it, and so does rho's exit, however it happens, since the kernel closes
+/// rho's handle to the job. Windows has no SIGTERM: [`ProcessGroup::terminate`]
+/// does nothing there, and a server that does not exit once its input
+/// closed is killed when the grace ends.
+#[derive(Debug)]
+pub struct ProcessGroup {
+    pid: u32,
+    #[cfg(windows)]
+    job: crate::job::Job,
+}
+
+impl ProcessGroup {
+    /// The group of a child [`prepare_command`] prepared: on Windows a new
+    /// Job Object with the child in it.
+    pub fn of(child: &Child) -> std::io::Result<Self> {
+        Ok(Self {
+            pid: child.id(),
+            #[cfg(windows)]
+            job: crate::job::Job::containing(child)?,
+        })
+    }
+
+    /// The child's process id (on Unix also the group's id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Kills every process in the group (SIGKILL; on Windows
+    /// `TerminateJobObject`). Nothing left in it is the common, fine case.
+    pub fn kill(&self) {
+        #[cfg(windows)]
+        self.job.terminate();
+        #[cfg(not(windows))]
+        kill_group(self.pid);
+    }
+
+    /// Asks every process in the group to terminate (SIGTERM). Windows
+    /// has no such request for a process without a console window of its
+    /// own: nothing is sent, and the kill follows when the grace ends.
+    pub fn terminate(&self) {
+        #[cfg(not(windows))]
+        terminate_group(self.pid);
+    }
 }
 
 /// Has the child killed (SIGKILL) by the kernel when its parent dies, so a
