@@ -48,9 +48,7 @@ impl Job {
         let job = Job {
             handle: unsafe { OwnedHandle::from_raw_handle(raw) },
         };
-        // SAFETY: a zeroed JOBOBJECT_EXTENDED_LIMIT_INFORMATION is a valid
-        // value (integers and null pointers only).
-        let mut limits: JOBOBJECT_EXTENDED_LIMIT_INFORMATION = unsafe { std::mem::zeroed() };
+        let mut limits = JOBOBJECT_EXTENDED_LIMIT_INFORMATION::default();
         limits.BasicLimitInformation.LimitFlags = JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE;
         // SAFETY: the pointer and size describe `limits`, which outlives
         // the call; the handle is the job's, open.

@@ -1,17 +1,27 @@
 //! Random bytes from the operating system, for what must not be guessed
-//! (a login's PKCE verifier and state): the kernel's getrandom on Unix,
-//! `BCryptGenRandom` with the system-preferred generator on Windows.
+//! (a login's PKCE verifier and state): the kernel's getrandom on Linux,
+//! `/dev/urandom` on the other Unixes (macOS: rustix has no getrandom
+//! there), `BCryptGenRandom` with the system-preferred generator on
+//! Windows.
 
 use std::io;
 
 /// Fills some of `buf` from the OS generator, returning how many bytes it
 /// filled (callers loop until all are).
-#[cfg(unix)]
+#[cfg(any(target_os = "linux", target_os = "android"))]
 pub fn fill(buf: &mut [u8]) -> io::Result<usize> {
     Ok(rustix::rand::getrandom(
         buf,
         rustix::rand::GetRandomFlags::empty(),
     )?)
+}
+
+/// Fills some of `buf` from the OS generator, returning how many bytes it
+/// filled (callers loop until all are).
+#[cfg(all(unix, not(any(target_os = "linux", target_os = "android"))))]
+pub fn fill(buf: &mut [u8]) -> io::Result<usize> {
+    use std::io::Read as _;
+    std::fs::File::open("/dev/urandom")?.read(buf)
 }
 
 /// Fills some of `buf` from the OS generator, returning how many bytes it
