@@ -25,6 +25,7 @@
 
 pub mod console;
 mod env;
+pub mod fs;
 pub mod pipe;
 pub mod process;
 pub mod random;
