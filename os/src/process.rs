@@ -138,11 +138,17 @@ pub fn spawn(
 /// rho's handle to the job. Windows has no SIGTERM: [`ProcessGroup::terminate`]
 /// does nothing there, and a server that does not exit once its input
 /// closed is killed when the grace ends.
+///
+/// On macOS, which has no parent-death signal, each group has a
+/// [`Watchdog`]: a `/bin/sh` that kills the group once rho's end of its
+/// stdin closes, which happens however rho ends, a SIGKILL included.
 #[derive(Debug)]
 pub struct ProcessGroup {
     pid: u32,
     #[cfg(windows)]
     job: crate::job::Job,
+    #[cfg(target_os = "macos")]
+    watchdog: std::sync::Mutex<Option<Watchdog>>,
 }
 
 impl ProcessGroup {
@@ -153,6 +159,8 @@ impl ProcessGroup {
             pid: child.id(),
             #[cfg(windows)]
             job: crate::job::Job::containing(child)?,
+            #[cfg(target_os = "macos")]
+            watchdog: std::sync::Mutex::new(Some(Watchdog::start(child.id())?)),
         })
     }
 
@@ -168,6 +176,17 @@ impl ProcessGroup {
         self.job.terminate();
         #[cfg(not(windows))]
         kill_group(self.pid);
+        // Its work is done, and it must be gone before the child is reaped
+        // (then the group id may be reused).
+        #[cfg(target_os = "macos")]
+        if let Some(watchdog) = self
+            .watchdog
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            watchdog.dismiss();
+        }
     }
 
     /// Asks every process in the group to terminate (SIGTERM). Windows
@@ -176,6 +195,55 @@ impl ProcessGroup {
     pub fn terminate(&self) {
         #[cfg(not(windows))]
         terminate_group(self.pid);
+    }
+}
+
+/// A process that kills a process group when rho dies, where the kernel
+/// has no parent-death signal (macOS): `/bin/sh` blocked reading a pipe
+/// whose only write end is rho's (std opens it close-on-exec, so no other
+/// child holds it). When rho exits, however, the kernel closes that end,
+/// the read sees end of file, and the shell sends SIGKILL to the group.
+/// It leads a process group of its own, so a Ctrl-C at the terminal
+/// (sent to rho's group) does not end it before rho's orderly shutdown
+/// does. Used on macOS; built and tested on every Unix.
+#[cfg(unix)]
+#[derive(Debug)]
+pub struct Watchdog {
+    shell: Child,
+}
+
+#[cfg(unix)]
+impl Watchdog {
+    /// Starts the watchdog of the group `pgid`.
+    pub fn start(pgid: u32) -> std::io::Result<Watchdog> {
+        use std::os::unix::process::CommandExt;
+        let shell = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "read _ignored; kill -s KILL -- -\"$0\"",
+                &pgid.to_string(),
+            ])
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        Ok(Watchdog { shell })
+    }
+
+    /// Ends the watchdog without it killing anything (rho is alive and
+    /// ends the group itself), and reaps it.
+    pub fn dismiss(mut self) {
+        let _ = self.shell.kill();
+        let _ = self.shell.wait();
+    }
+
+    /// What rho's death does: its end of the pipe closes. The shell then
+    /// kills the group and exits; this waits for that. For tests.
+    pub fn fire(mut self) -> std::io::Result<ExitStatus> {
+        drop(self.shell.stdin.take());
+        self.shell.wait()
     }
 }
 
@@ -301,6 +369,73 @@ pub fn describe_exit(status: ExitStatus) -> String {
     match status.code() {
         Some(code) => format!("exit status {code}"),
         None => status.to_string(),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt as _;
+
+    /// Whether `pid` is gone or a zombie (killed, not yet reaped by
+    /// whoever inherited it).
+    #[cfg(target_os = "linux")]
+    fn dead(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_watchdog_whose_pipe_closes_kills_the_whole_group() {
+        use std::io::BufRead as _;
+        use std::os::unix::process::ExitStatusExt as _;
+        let mut leader = Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("the group starts");
+        let mut line = String::new();
+        std::io::BufReader::new(leader.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the grandchild's pid");
+        let grandchild: u32 = line.trim().parse().expect("a pid");
+        let watchdog = Watchdog::start(leader.id()).expect("the watchdog starts");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!dead(grandchild), "nothing is killed while rho lives");
+        watchdog.fire().expect("the watchdog exits");
+        let status = leader.wait().expect("the leader is reaped");
+        assert_eq!(status.signal(), Some(9), "killed by SIGKILL: {status:?}");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead(grandchild) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            dead(grandchild),
+            "the server's own child went with the group"
+        );
+    }
+
+    #[test]
+    fn a_dismissed_watchdog_kills_nothing() {
+        let mut leader = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("the group starts");
+        Watchdog::start(leader.id())
+            .expect("the watchdog starts")
+            .dismiss();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!has_exited_pid(leader.id()), "rho ends the group itself");
+        kill_group(leader.id());
+        let _ = leader.wait();
     }
 }
 
