@@ -58,8 +58,8 @@ mod windows {
     use windows_sys::Win32::System::Console::{
         CONSOLE_MODE, ENABLE_ECHO_INPUT, ENABLE_LINE_INPUT, ENABLE_PROCESSED_INPUT,
         ENABLE_VIRTUAL_TERMINAL_INPUT, ENABLE_VIRTUAL_TERMINAL_PROCESSING, GetConsoleMode,
-        GetStdHandle, STD_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, SetConsoleCtrlHandler,
-        SetConsoleMode,
+        GetStdHandle, STD_ERROR_HANDLE, STD_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE,
+        SetConsoleCtrlHandler, SetConsoleMode,
     };
 
     use super::{CTRL_CLOSE, CTRL_LOGOFF, CTRL_SHUTDOWN, stop_signal};
@@ -128,12 +128,20 @@ mod windows {
         Ok(())
     }
 
-    /// Has the console interpret the escape sequences rho writes (colours,
-    /// the shell's line redraws) rather than print them. An error when
-    /// stdout is no console (a pipe, a file): then nothing is to be done.
+    /// Has the console interpret the escape sequences rho writes on
+    /// stdout and stderr (colours, a call's progress line, the shell's
+    /// redraws) rather than print them. An error when neither is a console
+    /// (a pipe, a file): then nothing is to be done.
     pub fn enable_virtual_terminal_output() -> io::Result<()> {
-        let out = std_handle(STD_OUTPUT_HANDLE)?;
-        set_mode(out, mode(out)? | ENABLE_VIRTUAL_TERMINAL_PROCESSING)
+        let mut result = Err(io::Error::other("no console"));
+        for which in [STD_OUTPUT_HANDLE, STD_ERROR_HANDLE] {
+            let enabled = std_handle(which)
+                .and_then(|h| set_mode(h, mode(h)? | ENABLE_VIRTUAL_TERMINAL_PROCESSING));
+            if result.is_err() {
+                result = enabled;
+            }
+        }
+        result
     }
 
     /// The console's input in raw mode for the shell's line editor: no
