@@ -504,7 +504,22 @@ impl Stdin {
         if self.failed.is_none() {
             self.flush(None);
         }
-        self.pipe = None;
+        let pipe = self.pipe.take();
+        // On Windows what the pipe took is still in the pool's buffer:
+        // dropping it could lose that (a cancellation, say). Closing on a
+        // pool thread writes it out, then closes the child's stdin; a
+        // child that never reads holds only that thread, until its job
+        // is killed.
+        #[cfg(windows)]
+        if let Some(mut pipe) = pipe {
+            use smol::io::AsyncWriteExt as _;
+            smol::unblock(move || {
+                let _ = smol::block_on(pipe.close());
+            })
+            .detach();
+        }
+        #[cfg(not(windows))]
+        drop(pipe);
         let queued: usize = self.pending.iter().map(Vec::len).sum();
         self.backlog.remove(queued - self.written);
         self.pending.clear();
