@@ -250,6 +250,10 @@ pub(crate) struct CallArgs {
 }
 
 fn main() -> ExitCode {
+    // A Windows console prints escape sequences literally unless told
+    // otherwise; the text in them is sanitized the same way everywhere.
+    #[cfg(windows)]
+    let _ = rho_os::console::enable_virtual_terminal_output();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),

@@ -15,6 +15,13 @@
 //! ([`watch_for_second`]), so a run with nothing enabled still starts no
 //! thread; before that, a second signal just exits.
 //!
+//! On Windows the stops are the console's control events
+//! (`rho_os::console`): Ctrl-C and Ctrl-Break stop as SIGINT (130), the
+//! console closing as SIGHUP (129), logoff and shutdown as SIGTERM (143),
+//! through the same flag and the same orderly shutdown; a second event
+//! exits at once, and the servers' Job Objects, closed with rho, end
+//! every server and what it started.
+//!
 //! Implementation note: the handlers come from `signal-hook` (with its
 //! `signal-hook-registry`, on `libc`; both small and maintained, no
 //! allocation in the handler): its `flag` module is exactly "set an atomic
@@ -25,8 +32,10 @@
 //! `rho mcp list` without `--connect` and `replay` keep the default
 //! actions.
 
+#[cfg(unix)]
+use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
 
 /// The signals that stop rho.
 #[cfg(unix)]
@@ -35,8 +44,6 @@ const STOP_SIGNALS: [i32; 3] = [
     signal_hook::consts::SIGTERM,
     signal_hook::consts::SIGHUP,
 ];
-#[cfg(not(unix))]
-const STOP_SIGNALS: [i32; 2] = [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
 
 /// What the handlers write.
 struct Received {
@@ -46,6 +53,7 @@ struct Received {
     which: Arc<AtomicUsize>,
     /// The handlers that exit on a second signal, until the watcher takes
     /// over.
+    #[cfg(unix)]
     exit_on_second: Mutex<Vec<signal_hook::SigId>>,
 }
 
@@ -58,8 +66,12 @@ pub(crate) fn install() -> Arc<AtomicBool> {
         let received = Received {
             stop: Arc::new(AtomicBool::new(false)),
             which: Arc::new(AtomicUsize::new(0)),
+            #[cfg(unix)]
             exit_on_second: Mutex::new(Vec::new()),
         };
+        #[cfg(windows)]
+        install_console(&received);
+        #[cfg(unix)]
         for signal in STOP_SIGNALS {
             // Order matters: handlers run in registration order. The
             // conditional exit sees the flag unset on the first signal; the
@@ -89,6 +101,28 @@ pub(crate) fn install() -> Arc<AtomicBool> {
         received
     });
     Arc::clone(&received.stop)
+}
+
+/// The console's control events as stop signals: the first records its
+/// signal and sets the flag (in that order, as on Unix); a second exits
+/// at once with its code (the Job Objects close with rho and kill every
+/// server).
+#[cfg(windows)]
+fn install_console(received: &Received) {
+    let stop = Arc::clone(&received.stop);
+    let which = Arc::clone(&received.which);
+    let installed = rho_os::console::on_stop_event(move |signal| {
+        if stop.load(Ordering::SeqCst) {
+            std::process::exit(i32::from(exit_code(signal)));
+        }
+        which.store(usize::try_from(signal).unwrap_or(0), Ordering::SeqCst);
+        stop.store(true, Ordering::SeqCst);
+    });
+    if let Err(error) = installed {
+        tracing::warn!(
+            "cannot handle Ctrl-C: {error}; it will end rho without stopping its servers"
+        );
+    }
 }
 
 /// Starts the thread that, on a second stop signal, kills every child's
@@ -133,7 +167,7 @@ pub(crate) fn watch_for_second() {
     });
 }
 
-/// Without signal-hook's iterator (Windows) a second signal just exits.
+/// On Windows the console handler itself exits on a second event.
 #[cfg(not(unix))]
 pub(crate) fn watch_for_second() {}
 
@@ -179,6 +213,7 @@ fn kill_children() {
     }
 }
 
+#[cfg(unix)]
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     mutex
         .lock()
@@ -213,14 +248,17 @@ pub(crate) fn name(signal: i32) -> String {
             _ => {}
         }
     }
+    #[cfg(windows)]
+    if let Some(name) = rho_os::console::stop_name(signal) {
+        return name.into();
+    }
     format!("signal {signal}")
 }
 
-#[cfg(test)]
+#[cfg(all(test, unix))]
 mod tests {
     use super::*;
 
-    #[cfg(unix)]
     #[test]
     fn exit_codes_follow_the_shell_convention() {
         assert_eq!(exit_code(signal_hook::consts::SIGINT), 130);

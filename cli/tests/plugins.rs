@@ -197,8 +197,12 @@ fn plugins_without_valid_servers_keep_the_zero_server_fast_path(rt: Runtime) {
     let plugins = scene.dir().join("plugins");
     std::fs::create_dir_all(&plugins).expect("create plugins dir");
     for name in ["broken", "empty"] {
-        std::os::unix::fs::symlink(tests_dir().join("plugins").join(name), plugins.join(name))
-            .expect("link a fixture plugin");
+        let (fixture, link) = (tests_dir().join("plugins").join(name), plugins.join(name));
+        #[cfg(unix)]
+        let linked = std::os::unix::fs::symlink(fixture, link);
+        #[cfg(windows)]
+        let linked = std::os::windows::fs::symlink_dir(fixture, link);
+        linked.expect("link a fixture plugin");
     }
     std::fs::write(
         scene.config(),

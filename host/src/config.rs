@@ -91,7 +91,8 @@ pub fn default_path() -> Option<PathBuf> {
     Some(rho_dir()?.join("config.toml"))
 }
 
-/// Creates `dir` (normally `~/.rho`) readable by its owner only (0700),
+/// Creates `dir` (normally `~/.rho`) readable by its owner only (0700; on
+/// Windows a protected ACL for the current user alone),
 /// with any missing parents, and repairs the mode of one that already
 /// exists with wider permissions: it holds the credential store, whose
 /// files are 0600 in a 0700 directory whoever created the directory first
@@ -110,7 +111,14 @@ pub fn ensure_private_dir(dir: &std::path::Path) -> std::io::Result<()> {
         }
         Ok(())
     }
-    #[cfg(not(unix))]
+    // Windows: an ACL that grants the current user alone (rho-os's
+    // `make_owner_only`), inherited by the store's files.
+    #[cfg(windows)]
+    {
+        builder.create(dir)?;
+        rho_os::fs::make_owner_only(dir)
+    }
+    #[cfg(not(any(unix, windows)))]
     builder.create(dir)
 }
 

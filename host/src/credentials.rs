@@ -232,6 +232,9 @@ impl FileStore {
         #[cfg(unix)]
         rustix::fs::flock(&file, rustix::fs::FlockOperation::LockExclusive)
             .map_err(|e| self.error(format!("cannot be locked: {e}")))?;
+        #[cfg(windows)]
+        rho_os::fs::lock_exclusive(&file)
+            .map_err(|e| self.error(format!("cannot be locked: {e}")))?;
         Ok(file)
     }
 

@@ -278,9 +278,8 @@ pub(crate) fn random() -> Result<[u8; RANDOM_BYTES], String> {
     let mut bytes = [0u8; RANDOM_BYTES];
     let mut filled = 0;
     while filled < bytes.len() {
-        let n =
-            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())
-                .map_err(|e| format!("no randomness from the operating system: {e}"))?;
+        let n = rho_os::random::fill(&mut bytes[filled..])
+            .map_err(|e| format!("no randomness from the operating system: {e}"))?;
         filled += n;
     }
     Ok(bytes)

@@ -93,6 +93,20 @@ impl Model for CommandModel {
                     "[sampling] command `{program}` could not start: {e}"
                 ))
             })?;
+        // On Windows it lives in a Job Object with kill-on-close, as a
+        // server does: it ends with this call (what it left running too)
+        // and with rho, whatever ends rho.
+        #[cfg(windows)]
+        let _tree = match rho_os::process::ProcessGroup::of(&child) {
+            Ok(tree) => tree,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(ModelError::new(format!(
+                    "[sampling] command `{program}` could not be tied to rho's lifetime: {e}"
+                )));
+            }
+        };
         if let Some(mut stdin) = child.stdin.take() {
             let _ = stdin.write_all(prompt.as_bytes());
         }

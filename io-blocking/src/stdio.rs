@@ -35,7 +35,7 @@ use rho_proto_core::config::StdioConfig;
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::stderr::StderrTail;
 
-use rho_os::process;
+use rho_os::process::{self, ProcessGroup};
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, READ_PAUSE, STDOUT_CHUNK};
 use rho_proto_core::runtime::driving::TransportSetupError;
 
@@ -59,6 +59,8 @@ pub(crate) type PipeSink = Arc<dyn Fn(Pipe<'_>) -> bool + Send + Sync>;
 pub(crate) struct StdioChild {
     server: String,
     child: Child,
+    /// Its whole process tree (its process group; on Windows its job).
+    group: ProcessGroup,
     stdin: Arc<Stdin>,
     backlog: Arc<Backlog>,
     stderr_tail: Arc<Mutex<StderrTail>>,
@@ -124,15 +126,11 @@ impl StdioChild {
         backlog: Arc<Backlog>,
     ) -> Result<Self, TransportSetupError> {
         let (mut command, program) = process::prepare_command(server, config, ambient)?;
-        let mut child = command.spawn().map_err(|e| TransportSetupError::Spawn {
-            server: server.to_owned(),
-            program,
-            reason: e.to_string(),
-        })?;
+        let (mut child, group) = process::spawn(server, &mut command, program)?;
         let (Some(stdout), Some(stdin), Some(stderr)) =
             (child.stdout.take(), child.stdin.take(), child.stderr.take())
         else {
-            process::kill_group(child.id());
+            group.kill();
             let _ = child.wait();
             return Err(TransportSetupError::Pipes {
                 server: server.to_owned(),
@@ -140,7 +138,7 @@ impl StdioChild {
             });
         };
         if let Err(e) = rho_os::pipe::set_nonblocking(&stdin) {
-            process::kill_group(child.id());
+            group.kill();
             let _ = child.wait();
             return Err(TransportSetupError::NonBlockingInput {
                 server: server.to_owned(),
@@ -189,6 +187,7 @@ impl StdioChild {
         let mut this = Self {
             server: server.to_owned(),
             child,
+            group,
             stdin: queue,
             backlog,
             stderr_tail,
@@ -275,7 +274,7 @@ impl StdioChild {
         if self.exit.is_some() {
             return;
         }
-        process::kill_group(self.child.id());
+        self.group.kill();
         self.exit = self.child.wait().ok();
     }
 
@@ -294,7 +293,7 @@ impl StdioChild {
         self.backlog.close();
         let first = rho_proto_core::config::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first) {
-            process::terminate_group(self.child.id());
+            self.group.terminate();
             if !self.wait_exit(grace.saturating_sub(first)) {
                 tracing::debug!(server = %self.server, "did not exit after SIGTERM; killing");
             }

@@ -62,6 +62,9 @@ const BURST: u32 = 64;
 const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
 
 /// What a session task owns of its transport: what it waits on.
+// On Windows a child's pipes are the blocking pool's (larger handles); one
+// per session, moved once.
+#[cfg_attr(windows, allow(clippy::large_enum_variant))]
 enum Io {
     Stdio(StdioChild),
     // Never made without the `http` feature (`no_http`).

@@ -19,36 +19,85 @@
 //! cannot fall behind what it read), and never while more than
 //! [`READ_PAUSE`] bytes wait for stdin; the stdin queue is counted in the
 //! shared backlog, so callers wait for room before sending more.
+//!
+//! On Windows an anonymous pipe cannot be registered with a reactor
+//! (async-io's `Async` takes sockets there): the pipes are handed to
+//! smol's blocking pool instead (`smol::Unblock`, a thread per pipe that
+//! copies through a bounded in-memory buffer), behind the same
+//! [`StdioChild`] and [`Stdin`]. The server's tree lives in a Job Object
+//! rather than a process group (`rho_os::process::ProcessGroup`); there
+//! is nothing to reap.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use rho_os::process::{
-    describe_exit, has_exited_pid, kill_group, prepare_command, terminate_group,
-};
+use rho_os::process::{ProcessGroup, describe_exit, has_exited, prepare_command, spawn};
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::runtime::backlog::{Backlog, READ_PAUSE, STDOUT_CHUNK};
 use rho_proto_core::runtime::driving::TransportSetupError;
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::stderr::StderrTail;
-use rustix::buffer::spare_capacity;
-use rustix::io::Errno;
 use smol::io::AsyncReadExt;
-use smol::{Async, Executor, Task, Timer};
-use std::process::{Child, ChildStdin, ChildStdout, Stdio};
+use smol::{Executor, Task, Timer};
+use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Stdio};
+
+/// Stdout as the session task reads it: non-blocking, registered with
+/// the reactor (on Windows, read by a thread of smol's blocking pool).
+#[cfg(unix)]
+type StdoutPipe = smol::Async<ChildStdout>;
+#[cfg(windows)]
+type StdoutPipe = smol::Unblock<ChildStdout>;
+/// Stdin as the session and its callers write it.
+#[cfg(unix)]
+type StdinPipe = smol::Async<ChildStdin>;
+#[cfg(windows)]
+type StdinPipe = smol::Unblock<ChildStdin>;
+/// Stderr as its drain task reads it.
+#[cfg(unix)]
+type StderrPipe = smol::Async<ChildStderr>;
+#[cfg(windows)]
+type StderrPipe = smol::Unblock<ChildStderr>;
+
+/// The child's pipes made async: non-blocking and registered with the
+/// reactor on Unix, handed to the blocking pool on Windows.
+fn async_pipes(
+    stdout: ChildStdout,
+    stdin: ChildStdin,
+    stderr: ChildStderr,
+) -> std::io::Result<(StdoutPipe, StdinPipe, StderrPipe)> {
+    #[cfg(unix)]
+    {
+        Ok((
+            smol::Async::new(stdout)?,
+            smol::Async::new(stdin)?,
+            smol::Async::new(stderr)?,
+        ))
+    }
+    #[cfg(windows)]
+    {
+        Ok((
+            smol::Unblock::with_capacity(STDOUT_CHUNK, stdout),
+            smol::Unblock::new(stdin),
+            smol::Unblock::new(stderr),
+        ))
+    }
+}
 
 /// A running stdio server: what its session task owns.
 pub(crate) struct StdioChild {
     child: Child,
+    /// Its whole process tree (its process group; on Windows its job).
+    group: ProcessGroup,
     pid: u32,
     /// Gone once it closed.
-    stdout: Option<Async<ChildStdout>>,
+    stdout: Option<StdoutPipe>,
     /// The last read of stdout filled the buffer (or readiness was
     /// reported since): read again before asking the reactor. Reading
     /// only when the reactor said so saves the read that would find the
     /// pipe empty after every message.
+    #[cfg(unix)]
     stdout_ready: bool,
     /// Where stdout is read into (what [`PipeReady::Read`] reports is
     /// [`StdioChild::read_bytes`] of it): reserved, not zeroed, so only
@@ -65,7 +114,7 @@ pub(crate) struct StdioChild {
 /// takes it; the rest waits for [`Stdin::poll_flush`].
 pub(crate) struct Stdin {
     /// Gone once a write failed or shutdown began.
-    pipe: Option<Async<ChildStdin>>,
+    pipe: Option<StdinPipe>,
     /// Bytes not yet written, oldest first; of the first, `written` bytes
     /// are out already.
     pending: VecDeque<Vec<u8>>,
@@ -103,35 +152,22 @@ impl StdioChild {
         backlog: Arc<Backlog>,
     ) -> Result<(Self, Stdin), TransportSetupError> {
         let (mut command, program) = prepare_command(server, config, ambient)?;
-        let mut child = command
+        command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| TransportSetupError::Spawn {
-                server: server.to_owned(),
-                program,
-                reason: e.to_string(),
-            })?;
+            .stderr(Stdio::piped());
+        let (mut child, group) = spawn(server, &mut command, program)?;
         let pid = child.id();
         let pipes = match (child.stdout.take(), child.stdin.take(), child.stderr.take()) {
             (Some(stdout), Some(stdin), Some(stderr)) => {
-                // Non-blocking, registered with the reactor.
-                (|| {
-                    Ok::<_, std::io::Error>((
-                        Async::new(stdout)?,
-                        Async::new(stdin)?,
-                        Async::new(stderr)?,
-                    ))
-                })()
-                .map_err(|e| e.to_string())
+                async_pipes(stdout, stdin, stderr).map_err(|e| e.to_string())
             }
             _ => Err("not all were created".to_owned()),
         };
         let (stdout, stdin, mut stderr) = match pipes {
             Ok(pipes) => pipes,
             Err(why) => {
-                kill_group(pid);
+                group.kill();
                 let _ = child.wait();
                 return Err(TransportSetupError::Pipes {
                     server: server.to_owned(),
@@ -174,8 +210,10 @@ impl StdioChild {
         };
         let child = Self {
             child,
+            group,
             pid,
             stdout: Some(stdout),
+            #[cfg(unix)]
             stdout_ready: true,
             buf: Vec::with_capacity(STDOUT_CHUNK),
             backlog,
@@ -200,6 +238,38 @@ impl StdioChild {
             // waits for stdin's room meanwhile) or the next input arrives.
             return Poll::Pending;
         }
+        #[cfg(windows)]
+        return self.poll_read_pool(cx);
+        #[cfg(unix)]
+        self.poll_read_ready(cx)
+    }
+
+    /// [`StdioChild::poll_read`] on Windows: the pool's thread reads into
+    /// its own buffer; this copies what it has (at most a chunk) without
+    /// waiting.
+    #[cfg(windows)]
+    fn poll_read_pool(&mut self, cx: &mut Context<'_>) -> Poll<PipeReady> {
+        use smol::io::AsyncRead;
+        let Some(stdout) = self.stdout.as_mut() else {
+            return Poll::Pending;
+        };
+        self.buf.resize(STDOUT_CHUNK, 0);
+        match std::pin::Pin::new(stdout).poll_read(cx, &mut self.buf) {
+            Poll::Pending => Poll::Pending,
+            Poll::Ready(Ok(n)) if n > 0 => Poll::Ready(PipeReady::Read(n)),
+            Poll::Ready(_) => {
+                self.stdout = None;
+                Poll::Ready(PipeReady::StdoutClosed)
+            }
+        }
+    }
+
+    /// [`StdioChild::poll_read`] on Unix: a read only when the reactor
+    /// said stdout is readable (or the last read filled the buffer).
+    #[cfg(unix)]
+    fn poll_read_ready(&mut self, cx: &mut Context<'_>) -> Poll<PipeReady> {
+        use rustix::buffer::spare_capacity;
+        use rustix::io::Errno;
         let Some(stdout) = &self.stdout else {
             return Poll::Pending;
         };
@@ -245,10 +315,10 @@ impl StdioChild {
         self.exit.clone()
     }
 
-    async fn wait_exit(&self, within: Duration) -> bool {
+    async fn wait_exit(&mut self, within: Duration) -> bool {
         let until = Instant::now() + within;
         loop {
-            if has_exited_pid(self.pid) {
+            if has_exited(&mut self.child) {
                 return true;
             }
             if Instant::now() >= until {
@@ -262,7 +332,7 @@ impl StdioChild {
         if self.exit.is_some() {
             return;
         }
-        kill_group(self.pid);
+        self.group.kill();
         // The group was just killed: the child is gone or going.
         let until = Instant::now() + REAP_POLL_WAIT;
         let status = loop {
@@ -291,7 +361,7 @@ impl StdioChild {
     pub(crate) async fn shutdown(mut self, grace: Duration) -> Option<String> {
         let first = rho_proto_core::config::process::terminate_after(grace);
         if self.exit.is_none() && !self.wait_exit(first).await {
-            terminate_group(self.pid);
+            self.group.terminate();
             if !self.wait_exit(grace.saturating_sub(first)).await {
                 tracing::debug!(pid = self.pid, "did not exit after SIGTERM; killing");
             }
@@ -350,7 +420,52 @@ impl Stdin {
     /// Writes queued bytes until the pipe would block (then, given `cx`,
     /// waits for room). A failed write is kept in `failed`; nothing more
     /// is written, and the backlog is closed so nobody waits for it.
-    fn flush(&mut self, mut cx: Option<&mut Context<'_>>) {
+    fn flush(&mut self, cx: Option<&mut Context<'_>>) {
+        #[cfg(unix)]
+        self.flush_ready(cx);
+        #[cfg(windows)]
+        self.flush_to_pool(cx);
+    }
+
+    /// [`Stdin::flush`] on Windows: the pool's thread takes what fits its
+    /// buffer at once and writes it as the child reads; without a task to
+    /// wake (`cx` is `None`) a full buffer leaves the rest to the task.
+    #[cfg(windows)]
+    fn flush_to_pool(&mut self, cx: Option<&mut Context<'_>>) {
+        use smol::io::AsyncWrite;
+        let mut no_task = Context::from_waker(std::task::Waker::noop());
+        let cx = cx.unwrap_or(&mut no_task);
+        let Some(pipe) = self.pipe.as_mut() else {
+            return;
+        };
+        while let Some(front) = self.pending.front() {
+            let failure =
+                match std::pin::Pin::new(&mut *pipe).poll_write(cx, &front[self.written..]) {
+                    Poll::Pending => return,
+                    Poll::Ready(Ok(0)) => "the server closed its input".to_owned(),
+                    Poll::Ready(Ok(n)) => {
+                        self.backlog.remove(n);
+                        self.written += n;
+                        if self.written == front.len() {
+                            self.pending.pop_front();
+                            self.written = 0;
+                        }
+                        continue;
+                    }
+                    Poll::Ready(Err(e)) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                    Poll::Ready(Err(e)) => e.to_string(),
+                };
+            self.failed = Some(failure);
+            self.close();
+            return;
+        }
+    }
+
+    /// [`Stdin::flush`] on Unix: writes straight into the non-blocking
+    /// pipe, and waits on the reactor for room.
+    #[cfg(unix)]
+    fn flush_ready(&mut self, mut cx: Option<&mut Context<'_>>) {
+        use rustix::io::Errno;
         let Some(pipe) = self.pipe.as_ref() else {
             return;
         };
@@ -389,7 +504,22 @@ impl Stdin {
         if self.failed.is_none() {
             self.flush(None);
         }
-        self.pipe = None;
+        let pipe = self.pipe.take();
+        // On Windows what the pipe took is still in the pool's buffer:
+        // dropping it could lose that (a cancellation, say). Closing on a
+        // pool thread writes it out, then closes the child's stdin; a
+        // child that never reads holds only that thread, until its job
+        // is killed.
+        #[cfg(windows)]
+        if let Some(mut pipe) = pipe {
+            use smol::io::AsyncWriteExt as _;
+            smol::unblock(move || {
+                let _ = smol::block_on(pipe.close());
+            })
+            .detach();
+        }
+        #[cfg(not(windows))]
+        drop(pipe);
         let queued: usize = self.pending.iter().map(Vec::len).sum();
         self.backlog.remove(queued - self.written);
         self.pending.clear();
@@ -405,7 +535,7 @@ impl Drop for StdioChild {
     /// rather than left a zombie for the host's lifetime.
     fn drop(&mut self) {
         if self.exit.is_none() {
-            kill_group(self.pid);
+            self.group.kill();
             if !matches!(self.child.try_wait(), Ok(Some(_))) {
                 reap_in_background(self.pid);
             }
@@ -415,6 +545,7 @@ impl Drop for StdioChild {
 
 /// Waits for child `pid` on a short-lived thread of its own, so that it
 /// does not stay a zombie while the host runs on.
+#[cfg(unix)]
 fn reap_in_background(pid: u32) {
     // `None` would wait for any child: only this one is reaped.
     let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else {
@@ -426,6 +557,11 @@ fn reap_in_background(pid: u32) {
             let _ = rustix::process::waitpid(Some(pid), rustix::process::WaitOptions::empty());
         });
 }
+
+/// Windows keeps no zombies: the exit is kept with the process handle,
+/// which closes with the `Child`.
+#[cfg(windows)]
+fn reap_in_background(_pid: u32) {}
 
 #[cfg(test)]
 mod tests {
@@ -568,7 +704,7 @@ mod tests {
         on_executor(|ex| async move {
             let mut child = start(&ex, "true", &[]);
             let until = Instant::now() + WAIT;
-            while !has_exited_pid(child.0.pid) && Instant::now() < until {
+            while !has_exited(&mut child.0.child) && Instant::now() < until {
                 Timer::after(EXIT_POLL).await;
             }
             assert!(child.1.write(b"too late\n".to_vec()), "a failure is left");

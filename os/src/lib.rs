@@ -11,16 +11,26 @@
 //! nothing: what to run and with which environment is computed by the
 //! core (`rho_proto_core::config::env`, `rho_proto_core::config::process`); this crate
 //! turns it into system calls. It also holds the one `unsafe` block of
-//! the workspace, the `pre_exec` hook of [`process::die_with_parent`], and
+//! the Unix build, the `pre_exec` hook of `process::die_with_parent`, and
 //! the one place runtime options are read from the process's environment
 //! ([`options_from_process_env`]; the core's `RuntimeOptions` is plain
 //! data). [`pipe`] makes a child's stdin non-blocking and waits for room
 //! in it, for the thread executor's writes; [`transcript`] is the file a
 //! host records transcripts into.
+//!
+//! Windows has its own half of each: a Job Object for the process group
+//! (`job`, behind [`process::ProcessGroup`]), the console's control events
+//! and modes ([`console`]), and the OS random generator ([`random`]).
+//! Those calls are `unsafe` FFI, each block with its own SAFETY note.
 
+pub mod console;
 mod env;
+pub mod fs;
 pub mod pipe;
 pub mod process;
+pub mod random;
 pub mod transcript;
 
 pub use env::options_from_process_env;
+#[cfg(windows)]
+mod job;

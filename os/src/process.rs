@@ -3,18 +3,22 @@
 //!
 //! [`prepare_command`] builds the `std::process::Command` (no shell, a
 //! computed environment, its own process group, piped stdio, and on Linux
-//! a parent-death signal); the smol
-//! executor converts it into an async one, so both start servers the same
-//! way. [`has_exited`] and [`kill_group`] let shutdown sweep the whole
-//! group before the child is reaped, so its pid and group id cannot be
-//! reused while rho still signals them.
+//! a parent-death signal), and [`spawn`] starts it and puts the child in
+//! its [`ProcessGroup`] (on Unix the process group it leads, on Windows a
+//! Job Object that kills the tree when rho's handle to it closes), so
+//! both executors start servers the same way. [`has_exited`] and
+//! [`ProcessGroup::kill`] let shutdown sweep the whole group before the
+//! child is reaped, so its pid and group id cannot be reused while rho
+//! still signals them.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus, Stdio};
+use std::process::{Child, Command, ExitStatus, Stdio};
 
 use rho_proto_core::config::StdioConfig;
 use rho_proto_core::config::env::{Platform, child_environment};
-use rho_proto_core::config::process::{ProgramCandidates, program_candidates};
+use rho_proto_core::config::process::{
+    ProgramCandidates, batch_script_refusal, is_batch_script, program_candidates,
+};
 use rho_proto_core::runtime::driving::TransportSetupError;
 
 /// The command that starts `config` for server `server`, and the
@@ -52,6 +56,19 @@ pub fn prepare_command(
             candidates,
         });
     };
+    if Platform::current() == Platform::Windows && is_batch_script(&program) {
+        // Windows runs a .cmd/.bat through cmd.exe, whose command line std
+        // quotes (the BatBadBut fix); what it would refuse is refused here
+        // first, with the server and the argument named.
+        let name = program.to_string_lossy();
+        if let Some(refusal) = batch_script_refusal(&name, &config.args) {
+            return Err(TransportSetupError::Spawn {
+                server: server.to_owned(),
+                program,
+                reason: refusal.to_string(),
+            });
+        }
+    }
     if let Some(dir) = cwd {
         if !dir.is_dir() {
             return Err(TransportSetupError::CwdNotADirectory {
@@ -80,6 +97,154 @@ pub fn prepare_command(
     #[cfg(any(target_os = "linux", target_os = "android"))]
     die_with_parent(&mut command);
     Ok((command, program))
+}
+
+/// Starts `command` (from [`prepare_command`], which found `program`) for
+/// server `server`, and puts the child in its [`ProcessGroup`]. A child
+/// that cannot be contained is killed and not started.
+pub fn spawn(
+    server: &str,
+    command: &mut Command,
+    program: PathBuf,
+) -> Result<(Child, ProcessGroup), TransportSetupError> {
+    let mut child = command.spawn().map_err(|e| TransportSetupError::Spawn {
+        server: server.to_owned(),
+        program: program.clone(),
+        reason: e.to_string(),
+    })?;
+    match ProcessGroup::of(&child) {
+        Ok(group) => Ok((child, group)),
+        Err(e) => {
+            let _ = child.kill();
+            let _ = child.wait();
+            Err(TransportSetupError::Spawn {
+                server: server.to_owned(),
+                program,
+                reason: format!(
+                    "could not put it in a process group that ends with rho ({e}); it was stopped"
+                ),
+            })
+        }
+    }
+}
+
+/// A started server's whole process tree, as the platform groups it.
+///
+/// On Unix it is the process group the child leads (`process_group(0)` in
+/// [`prepare_command`]): killing it ends `npx` and the node it started.
+/// On Windows it is a Job Object the child is put in right after it
+/// starts, created with kill-on-close: killing it ends every process in
+/// it, and so does rho's exit, however it happens, since the kernel closes
+/// rho's handle to the job. Windows has no SIGTERM: [`ProcessGroup::terminate`]
+/// does nothing there, and a server that does not exit once its input
+/// closed is killed when the grace ends.
+///
+/// On macOS, which has no parent-death signal, each group has a
+/// [`Watchdog`]: a `/bin/sh` that kills the group once rho's end of its
+/// stdin closes, which happens however rho ends, a SIGKILL included.
+#[derive(Debug)]
+pub struct ProcessGroup {
+    pid: u32,
+    #[cfg(windows)]
+    job: crate::job::Job,
+    #[cfg(target_os = "macos")]
+    watchdog: std::sync::Mutex<Option<Watchdog>>,
+}
+
+impl ProcessGroup {
+    /// The group of a child [`prepare_command`] prepared: on Windows a new
+    /// Job Object with the child in it.
+    pub fn of(child: &Child) -> std::io::Result<Self> {
+        Ok(Self {
+            pid: child.id(),
+            #[cfg(windows)]
+            job: crate::job::Job::containing(child)?,
+            #[cfg(target_os = "macos")]
+            watchdog: std::sync::Mutex::new(Some(Watchdog::start(child.id())?)),
+        })
+    }
+
+    /// The child's process id (on Unix also the group's id).
+    pub fn pid(&self) -> u32 {
+        self.pid
+    }
+
+    /// Kills every process in the group (SIGKILL; on Windows
+    /// `TerminateJobObject`). Nothing left in it is the common, fine case.
+    pub fn kill(&self) {
+        #[cfg(windows)]
+        self.job.terminate();
+        #[cfg(not(windows))]
+        kill_group(self.pid);
+        // Its work is done, and it must be gone before the child is reaped
+        // (then the group id may be reused).
+        #[cfg(target_os = "macos")]
+        if let Some(watchdog) = self
+            .watchdog
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .take()
+        {
+            watchdog.dismiss();
+        }
+    }
+
+    /// Asks every process in the group to terminate (SIGTERM). Windows
+    /// has no such request for a process without a console window of its
+    /// own: nothing is sent, and the kill follows when the grace ends.
+    pub fn terminate(&self) {
+        #[cfg(not(windows))]
+        terminate_group(self.pid);
+    }
+}
+
+/// A process that kills a process group when rho dies, where the kernel
+/// has no parent-death signal (macOS): `/bin/sh` blocked reading a pipe
+/// whose only write end is rho's (std opens it close-on-exec, so no other
+/// child holds it). When rho exits, however, the kernel closes that end,
+/// the read sees end of file, and the shell sends SIGKILL to the group.
+/// It leads a process group of its own, so a Ctrl-C at the terminal
+/// (sent to rho's group) does not end it before rho's orderly shutdown
+/// does. Used on macOS; built and tested on every Unix.
+#[cfg(unix)]
+#[derive(Debug)]
+pub struct Watchdog {
+    shell: Child,
+}
+
+#[cfg(unix)]
+impl Watchdog {
+    /// Starts the watchdog of the group `pgid`.
+    pub fn start(pgid: u32) -> std::io::Result<Watchdog> {
+        use std::os::unix::process::CommandExt;
+        let shell = Command::new("/bin/sh")
+            .args([
+                "-c",
+                "read _ignored; kill -s KILL -- -\"$0\"",
+                &pgid.to_string(),
+            ])
+            .env_clear()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()?;
+        Ok(Watchdog { shell })
+    }
+
+    /// Ends the watchdog without it killing anything (rho is alive and
+    /// ends the group itself), and reaps it.
+    pub fn dismiss(mut self) {
+        let _ = self.shell.kill();
+        let _ = self.shell.wait();
+    }
+
+    /// What rho's death does: its end of the pipe closes. The shell then
+    /// kills the group and exits; this waits for that. For tests.
+    pub fn fire(mut self) -> std::io::Result<ExitStatus> {
+        drop(self.shell.stdin.take());
+        self.shell.wait()
+    }
 }
 
 /// Has the child killed (SIGKILL) by the kernel when its parent dies, so a
@@ -204,6 +369,73 @@ pub fn describe_exit(status: ExitStatus) -> String {
     match status.code() {
         Some(code) => format!("exit status {code}"),
         None => status.to_string(),
+    }
+}
+
+#[cfg(all(test, unix))]
+mod tests {
+    use super::*;
+    use std::os::unix::process::CommandExt as _;
+
+    /// Whether `pid` is gone or a zombie (killed, not yet reaped by
+    /// whoever inherited it).
+    #[cfg(target_os = "linux")]
+    fn dead(pid: u32) -> bool {
+        match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+            Err(_) => true,
+            Ok(stat) => stat
+                .rsplit(')')
+                .next()
+                .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+        }
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_watchdog_whose_pipe_closes_kills_the_whole_group() {
+        use std::io::BufRead as _;
+        use std::os::unix::process::ExitStatusExt as _;
+        let mut leader = Command::new("sh")
+            .args(["-c", "sleep 30 & echo $!; wait"])
+            .stdout(Stdio::piped())
+            .process_group(0)
+            .spawn()
+            .expect("the group starts");
+        let mut line = String::new();
+        std::io::BufReader::new(leader.stdout.take().expect("stdout"))
+            .read_line(&mut line)
+            .expect("the grandchild's pid");
+        let grandchild: u32 = line.trim().parse().expect("a pid");
+        let watchdog = Watchdog::start(leader.id()).expect("the watchdog starts");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+        assert!(!dead(grandchild), "nothing is killed while rho lives");
+        watchdog.fire().expect("the watchdog exits");
+        let status = leader.wait().expect("the leader is reaped");
+        assert_eq!(status.signal(), Some(9), "killed by SIGKILL: {status:?}");
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        while !dead(grandchild) && std::time::Instant::now() < until {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+        assert!(
+            dead(grandchild),
+            "the server's own child went with the group"
+        );
+    }
+
+    #[test]
+    fn a_dismissed_watchdog_kills_nothing() {
+        let mut leader = Command::new("sleep")
+            .arg("30")
+            .process_group(0)
+            .spawn()
+            .expect("the group starts");
+        Watchdog::start(leader.id())
+            .expect("the watchdog starts")
+            .dismiss();
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        assert!(!has_exited_pid(leader.id()), "rho ends the group itself");
+        kill_group(leader.id());
+        let _ = leader.wait();
     }
 }
 

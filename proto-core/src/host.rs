@@ -417,6 +417,21 @@ mod tests {
         }
     }
 
+    /// A Windows workspace is a root as a `file:` URI with its drive
+    /// (under Wine in scripts/platforms).
+    #[cfg(windows)]
+    #[test]
+    fn a_windows_workspace_is_a_file_uri_with_its_drive() {
+        let options = RuntimeOptions::new(Vec::new(), Some(PathBuf::from(r"C:\work\my project")));
+        assert_eq!(
+            options.workspace_root().as_deref(),
+            Some("file:///C:/work/my%20project/")
+        );
+        let relative = RuntimeOptions::new(Vec::new(), Some(PathBuf::from(r"work\project")));
+        assert_eq!(relative.workspace_root(), None);
+    }
+
+    #[cfg(unix)]
     #[test]
     fn the_workspace_is_a_root_only_when_absolute_and_debug_hides_values() {
         let mut options = RuntimeOptions::new(

@@ -1284,7 +1284,45 @@ fn read_keys() -> Option<Vec<u8>> {
     }
 }
 
-#[cfg(not(unix))]
+/// On Windows a console handle cannot be polled for bytes (it signals for
+/// focus and mouse events too): one thread reads stdin, blocking, and
+/// hands its bytes over; this waits for them a tenth of a second.
+#[cfg(windows)]
+fn read_keys() -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    use std::sync::OnceLock;
+    use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+    static KEYS: OnceLock<Mutex<Receiver<Vec<u8>>>> = OnceLock::new();
+    let keys = KEYS.get_or_init(|| {
+        let (send, receive) = sync_channel(16);
+        let _ = std::thread::Builder::new()
+            .name("rho-keys".into())
+            .spawn(move || {
+                let mut buf = [0u8; READ_SIZE];
+                loop {
+                    match std::io::stdin().read(&mut buf) {
+                        Ok(0) | Err(_) => return,
+                        Ok(n) => {
+                            if send.send(buf[..n].to_vec()).is_err() {
+                                return;
+                            }
+                        }
+                    }
+                }
+            });
+        Mutex::new(receive)
+    });
+    let keys = keys
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    match keys.recv_timeout(Duration::from_millis(100)) {
+        Ok(bytes) => Some(bytes),
+        Err(RecvTimeoutError::Timeout) => Some(Vec::new()),
+        Err(RecvTimeoutError::Disconnected) => None,
+    }
+}
+
+#[cfg(not(any(unix, windows)))]
 fn read_keys() -> Option<Vec<u8>> {
     None
 }

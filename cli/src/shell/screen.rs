@@ -42,6 +42,23 @@ impl Drop for RawMode {
     }
 }
 
+/// The console's modes before raw mode (Windows: raw, virtual terminal
+/// input and output, `rho_os::console::RawInput`), put back on drop.
+#[cfg(windows)]
+pub(crate) struct RawMode {
+    _saved: rho_os::console::RawInput,
+}
+
+#[cfg(windows)]
+impl RawMode {
+    /// Puts the console into raw mode.
+    pub(crate) fn enter() -> std::io::Result<RawMode> {
+        Ok(RawMode {
+            _saved: rho_os::console::RawInput::enter()?,
+        })
+    }
+}
+
 /// The terminal's width in columns (80 when it cannot be read).
 pub(crate) fn width() -> usize {
     #[cfg(unix)]

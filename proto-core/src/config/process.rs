@@ -108,6 +108,72 @@ pub fn not_found_message(server: &str, command: &str, candidates: &ProgramCandid
     }
 }
 
+/// Whether Windows runs `program` through `cmd.exe`: a `.bat` or `.cmd`
+/// script (such as `npx.cmd`), whatever the case of its extension.
+pub fn is_batch_script(program: &Path) -> bool {
+    program
+        .extension()
+        .is_some_and(|ext| ext.eq_ignore_ascii_case("cmd") || ext.eq_ignore_ascii_case("bat"))
+}
+
+/// Why a batch script cannot be started with these arguments.
+///
+/// A `.cmd`/`.bat` runs under `cmd.exe`, which re-parses its whole command
+/// line: `%VAR%` expands, `&` and `|` start another command, a line break
+/// ends the line. Rust's std quotes a batch script's arguments for that
+/// parser (the fix for the "BatBadBut" injection, CVE-2024-24576: every
+/// argument with anything but letters, digits and `#$*+-./:?@\_` quoted,
+/// `"` doubled, `%` defused with `%%cd:~,%`), and refuses what no quoting
+/// can make safe. rho relies on that quoting and checks those refusals
+/// itself first, so the error names the server and the argument rather
+/// than std's "batch file arguments are invalid".
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum BatchRefusal {
+    /// A Windows file name cannot hold `"` or end with `\\`; std refuses
+    /// such a script.
+    #[error(
+        "`{script}` is a batch script whose name holds `\"` or ends with `\\`, which Windows cannot start safely through cmd.exe"
+    )]
+    ScriptName {
+        /// The script's path.
+        script: String,
+    },
+    /// An argument holds a character `cmd.exe` cannot be given safely.
+    #[error(
+        "argument {index} holds {what}, which a batch script (.cmd/.bat, run by cmd.exe) cannot be given safely; remove it, or start the program the script wraps (e.g. `node` with the script's file) instead"
+    )]
+    Argument {
+        /// Its position in `args`, from 1.
+        index: usize,
+        /// The character, in words.
+        what: &'static str,
+    },
+}
+
+/// What std would refuse when starting the batch script `script` with
+/// `args` ([`BatchRefusal`]): a script name with `"` or a trailing `\`,
+/// an argument with a line break (cmd.exe ends the command there) or a
+/// NUL; `None` when std can start it safely.
+pub fn batch_script_refusal(script: &str, args: &[String]) -> Option<BatchRefusal> {
+    if script.contains('"') || script.ends_with('\\') {
+        return Some(BatchRefusal::ScriptName {
+            script: script.to_owned(),
+        });
+    }
+    args.iter().enumerate().find_map(|(i, arg)| {
+        let what = if arg.contains('\r') {
+            "a carriage return"
+        } else if arg.contains('\n') {
+            "a line feed"
+        } else if arg.contains('\0') {
+            "a NUL character"
+        } else {
+            return None;
+        };
+        Some(BatchRefusal::Argument { index: i + 1, what })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -149,6 +215,141 @@ mod tests {
         };
         assert_eq!(list.len(), 2);
         assert!(list[0].to_string_lossy().ends_with("npx.EXE"));
+    }
+
+    #[test]
+    fn windows_tries_a_named_extension_as_is_first_then_the_default_pathext() {
+        let c = program_candidates(
+            "npx.cmd",
+            Some(r"C:\node;C:\bin"),
+            None,
+            None,
+            Platform::Windows,
+        );
+        let ProgramCandidates::Search(list) = c else {
+            panic!("search expected")
+        };
+        let names: Vec<String> = list
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        // Five per directory: as named, then .COM, .EXE, .BAT, .CMD.
+        assert_eq!(names.len(), 10, "{names:?}");
+        assert!(names[0].ends_with("npx.cmd"), "{names:?}");
+        assert!(names[1].ends_with("npx.cmd.COM"), "{names:?}");
+        assert!(names[4].ends_with("npx.cmd.CMD"), "{names:?}");
+        assert!(names[5].starts_with(r"C:\bin"), "{names:?}");
+    }
+
+    #[test]
+    fn windows_finds_npx_as_npx_cmd_in_path_order() {
+        let c = program_candidates(
+            "npx",
+            Some(r"C:\Windows\system32;;C:\Program Files\nodejs"),
+            Some(".COM;.EXE;.BAT;.CMD"),
+            None,
+            Platform::Windows,
+        );
+        let ProgramCandidates::Search(list) = c else {
+            panic!("search expected")
+        };
+        let names: Vec<String> = list
+            .iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect();
+        // The empty entry is skipped; no bare `npx` is ever tried.
+        assert_eq!(names.len(), 8, "{names:?}");
+        assert!(names.iter().all(|n| !n.ends_with("npx")), "{names:?}");
+        assert!(
+            names[7].starts_with(r"C:\Program Files\nodejs"),
+            "{names:?}"
+        );
+        assert!(names[7].ends_with("npx.CMD"), "{names:?}");
+    }
+
+    #[test]
+    fn windows_paths_with_either_separator_are_not_searched() {
+        for command in [r"C:\tools\server.exe", "tools/server.exe", r".\server.cmd"] {
+            let c = program_candidates(command, Some(r"C:\bin"), None, None, Platform::Windows);
+            assert!(matches!(c, ProgramCandidates::Path(_)), "{command}: {c:?}");
+        }
+        // On Unix a backslash is an ordinary character of a name.
+        let c = program_candidates(r"odd\name", Some("/bin"), None, None, Platform::Unix);
+        assert!(matches!(c, ProgramCandidates::Search(_)));
+    }
+
+    #[test]
+    fn batch_scripts_are_recognised_by_extension_in_any_case() {
+        for yes in ["npx.cmd", r"C:\node\NPX.CMD", "setup.bat", "x.Bat"] {
+            assert!(is_batch_script(Path::new(yes)), "{yes}");
+        }
+        for no in ["node.exe", "npx", "cmd", "script.cmd.exe", "x.batch"] {
+            assert!(!is_batch_script(Path::new(no)), "{no}");
+        }
+    }
+
+    #[test]
+    fn batch_arguments_std_quotes_safely_are_allowed() {
+        let args: Vec<String> = [
+            "%PATH%",
+            "a & calc.exe",
+            r#"say "hi""#,
+            "| more",
+            "^caret",
+            "trailing\\",
+            "",
+            "unicode: é",
+        ]
+        .iter()
+        .map(|a| (*a).to_owned())
+        .collect();
+        assert_eq!(batch_script_refusal(r"C:\node\npx.cmd", &args), None);
+    }
+
+    #[test]
+    fn batch_arguments_with_line_breaks_or_nul_are_refused_by_position() {
+        let args = |list: &[&str]| list.iter().map(|a| (*a).to_owned()).collect::<Vec<_>>();
+        assert_eq!(
+            batch_script_refusal("npx.cmd", &args(&["-y", "x\r\ncalc"])),
+            Some(BatchRefusal::Argument {
+                index: 2,
+                what: "a carriage return"
+            })
+        );
+        assert_eq!(
+            batch_script_refusal("npx.cmd", &args(&["a\nb"])),
+            Some(BatchRefusal::Argument {
+                index: 1,
+                what: "a line feed"
+            })
+        );
+        assert_eq!(
+            batch_script_refusal("npx.cmd", &args(&["ok", "ok", "nul\0"])),
+            Some(BatchRefusal::Argument {
+                index: 3,
+                what: "a NUL character"
+            })
+        );
+        let message = batch_script_refusal("npx.cmd", &args(&["a\nb"]))
+            .map(|r| r.to_string())
+            .unwrap_or_default();
+        assert!(
+            message.starts_with("argument 1 holds a line feed"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn batch_script_names_windows_cannot_hold_are_refused() {
+        for script in [r#"C:\a"b.cmd"#, "C:\\dir\\"] {
+            assert!(
+                matches!(
+                    batch_script_refusal(script, &[]),
+                    Some(BatchRefusal::ScriptName { .. })
+                ),
+                "{script}"
+            );
+        }
     }
 
     #[test]
