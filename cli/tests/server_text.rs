@@ -19,6 +19,9 @@
 //! right-to-left override), which must never reach the terminal raw
 //! either.
 
+// rho_tests::pty is a Unix pseudo-terminal.
+#![cfg(unix)]
+
 use std::io::Write;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};

@@ -127,13 +127,8 @@ pub fn proof_now(signer: &dyn DpopSigner, request: &ProofRequest<'_>) -> Result<
 /// A `jti` from 32 bytes of the operating system's randomness.
 pub fn random_jti() -> Result<String, String> {
     let mut bytes = [0u8; 32];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        let n =
-            rustix::rand::getrandom(&mut bytes[filled..], rustix::rand::GetRandomFlags::empty())
-                .map_err(|e| format!("no randomness from the operating system: {e}"))?;
-        filled += n;
-    }
+    rho_os::random::fill_all(&mut bytes)
+        .map_err(|e| format!("no randomness from the operating system: {e}"))?;
     Ok(dpop::jti_from_random(&bytes))
 }
 

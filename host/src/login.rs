@@ -276,12 +276,8 @@ pub fn redirect_uri(port: u16) -> String {
 /// Fresh random bytes from the operating system.
 pub(crate) fn random() -> Result<[u8; RANDOM_BYTES], String> {
     let mut bytes = [0u8; RANDOM_BYTES];
-    let mut filled = 0;
-    while filled < bytes.len() {
-        let n = rho_os::random::fill(&mut bytes[filled..])
-            .map_err(|e| format!("no randomness from the operating system: {e}"))?;
-        filled += n;
-    }
+    rho_os::random::fill_all(&mut bytes)
+        .map_err(|e| format!("no randomness from the operating system: {e}"))?;
     Ok(bytes)
 }
 

@@ -52,6 +52,15 @@ pub fn fill(buf: &mut [u8]) -> io::Result<usize> {
     Ok(len as usize)
 }
 
+/// Fills all of `buf` from the OS generator.
+pub fn fill_all(buf: &mut [u8]) -> io::Result<()> {
+    let mut filled = 0;
+    while filled < buf.len() {
+        filled += fill(&mut buf[filled..])?;
+    }
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
