@@ -866,13 +866,62 @@ fn claims_of(proof: &str) -> serde_json::Value {
 
 const ES256: &str = r#","dpop_signing_alg_values_supported":["ES256"]"#;
 
+/// The 401 of an MCP server that takes DPoP-bound tokens (RFC 9449 §7.1).
+fn dpop_challenge() -> BearerChallenge {
+    rho_proto_core::oauth::challenge::bearer_challenge([r#"DPoP algs="ES256""#])
+        .expect("a DPoP challenge")
+}
+
+/// Where the authorization server offers ES256, `auto` binds tokens only
+/// when the MCP server takes them (its challenge names DPoP, or its
+/// metadata lists DPoP algorithms): a Bearer-only server behind a
+/// DPoP-capable authorization server keeps working with Bearer tokens.
+#[test]
+fn auto_binds_tokens_only_where_the_mcp_server_takes_dpop_too() {
+    use rho_proto_core::oauth::dpop::DpopMode;
+    let prm_dpop = format!(
+        r#"{{"resource":"{SERVER}","authorization_servers":["{ISSUER}"],"dpop_signing_alg_values_supported":["ES256"]}}"#
+    );
+    let bearer_only = rho_proto_core::oauth::challenge::bearer_challenge([r#"Bearer realm="mcp""#]);
+    for (challenge, prm_body, binds) in [
+        (bearer_only.clone(), prm(), false),
+        (None, prm(), false),
+        (Some(dpop_challenge()), prm(), true),
+        (bearer_only, prm_dpop.clone(), true),
+        (None, prm_dpop, true),
+    ] {
+        let label = format!("{challenge:?} {prm_body}");
+        let now = Instant::now();
+        let mut login = Login::new(
+            dpop_settings(GrantKind::ClientCredentials, DpopMode::Auto, true),
+            challenge,
+            [1; RANDOM_BYTES],
+            now,
+        );
+        let mut proved = None;
+        while let Some(request) = login.poll_request() {
+            if request.url.path() == "/token" {
+                proved = Some(login.proof(&request, 1, "j".into(), None).is_some());
+            }
+            let (status, body) = match request.url.path() {
+                "/.well-known/oauth-protected-resource/mcp" => (200, prm_body.clone()),
+                "/.well-known/oauth-authorization-server" => (200, asm(ES256)),
+                "/token" => (200, TOKENS.to_owned()),
+                _ => (404, String::new()),
+            };
+            login.handle_response(now, request.id, status, body.as_bytes());
+        }
+        assert_eq!(proved, Some(binds), "{label}");
+    }
+}
+
 #[test]
 fn where_the_server_offers_es256_the_token_request_wants_a_proof_and_a_dpop_token_is_kept() {
     use rho_proto_core::oauth::dpop::DpopMode;
     let now = Instant::now();
     let mut login = Login::new(
         dpop_settings(GrantKind::ClientCredentials, DpopMode::Auto, true),
-        None,
+        Some(dpop_challenge()),
         [1; RANDOM_BYTES],
         now,
     );
@@ -1036,7 +1085,7 @@ fn a_bearer_answer_to_a_proof_is_used_under_auto_and_refused_under_required() {
     for (mode, fails) in [(DpopMode::Auto, false), (DpopMode::Required, true)] {
         let mut login = Login::new(
             dpop_settings(GrantKind::ClientCredentials, mode, true),
-            None,
+            Some(dpop_challenge()),
             [1; RANDOM_BYTES],
             now,
         );

@@ -42,6 +42,9 @@ pub struct BearerChallenge {
     pub error: Option<String>,
     /// `error_description`, for a person.
     pub error_description: Option<String>,
+    /// The server challenged with the `DPoP` scheme too (or only): it
+    /// takes DPoP-bound tokens (RFC 9449 §7.1).
+    pub dpop: bool,
 }
 
 impl BearerChallenge {
@@ -82,6 +85,7 @@ pub fn bearer_challenge<'a>(headers: impl IntoIterator<Item = &'a str>) -> Optio
         scope: get("scope").map(|s| s.split_ascii_whitespace().map(str::to_owned).collect()),
         error: get("error"),
         error_description: get("error_description"),
+        dpop: all.iter().any(|c| c.scheme.eq_ignore_ascii_case("dpop")),
     })
 }
 

@@ -192,6 +192,24 @@ pub struct ResourceMetadata {
     /// The scopes it uses.
     #[serde(default)]
     pub scopes_supported: Option<Vec<String>>,
+    /// The DPoP proof algorithms it takes (RFC 9728 §2): it accepts
+    /// DPoP-bound tokens.
+    #[serde(default)]
+    pub dpop_signing_alg_values_supported: Option<Vec<String>>,
+    /// It takes only DPoP-bound tokens (RFC 9728 §2).
+    #[serde(default)]
+    pub dpop_bound_access_tokens_required: bool,
+}
+
+impl ResourceMetadata {
+    /// Whether the resource says it takes DPoP-bound tokens.
+    pub fn takes_dpop(&self) -> bool {
+        self.dpop_bound_access_tokens_required
+            || self
+                .dpop_signing_alg_values_supported
+                .as_ref()
+                .is_some_and(|algs| !algs.is_empty())
+    }
 }
 
 /// Reads a PRM document fetched for `server` and checks it: its

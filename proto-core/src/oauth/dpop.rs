@@ -18,12 +18,18 @@
 //! RFC 9449 §5.1 has the authorization server advertise the algorithms it
 //! takes in `dpop_signing_alg_values_supported`, and the MCP DPoP profile
 //! (SEP-1932) makes DPoP an optional extension a client opts into where a
-//! server offers it. So the default ([`DpopMode::Auto`]) binds tokens
-//! wherever the server lists ES256 (sender-constrained tokens cost one
-//! signature per request and protect against every token leak) and stays
-//! Bearer elsewhere, so no server that works today stops working. A user
-//! who must not hold a bearer token sets `required`; one whose server
-//! advertises DPoP but mishandles it sets `off`.
+//! server offers it. A bound token is only usable where the MCP server
+//! takes the DPoP scheme, and an authorization server that offers DPoP
+//! often fronts servers that take only Bearer (oidc-provider offers it by
+//! default). So the default ([`DpopMode::Auto`]) binds tokens where both
+//! sides say they take them: the authorization server lists ES256, and
+//! the MCP server challenged with the `DPoP` scheme (RFC 9449 §7.1) or
+//! lists DPoP in its protected resource metadata (RFC 9728 §2).
+//! Sender-constrained tokens cost one signature per request and protect
+//! against every token leak; elsewhere tokens stay Bearer, so no server
+//! that works today stops working. A user who must not hold a bearer
+//! token sets `required` (the authorization server's word is enough
+//! then); one whose server advertises DPoP but mishandles it sets `off`.
 //!
 //! # Implementation note: where signing happens
 //!

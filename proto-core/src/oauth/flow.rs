@@ -799,9 +799,17 @@ impl Login {
                 );
             }
         };
+        // Auto binds tokens only where both sides take DPoP: the MCP server
+        // said so in its challenge or its metadata, and (below) the
+        // authorization server lists ES256. A server behind an
+        // authorization server that offers DPoP may itself take only
+        // Bearer tokens, and a bound token would lock it out.
+        let resource_takes_dpop = self.challenge.as_ref().is_some_and(|c| c.dpop)
+            || prm.as_ref().is_some_and(ResourceMetadata::takes_dpop);
         let mode = match (self.settings.dpop.mode, &self.settings.dpop.key) {
             // No key, no proof: auto falls back to Bearer, required fails.
             (DpopMode::Auto, None) => DpopMode::Off,
+            (DpopMode::Auto, Some(_)) if !resource_takes_dpop => DpopMode::Off,
             (mode, _) => mode,
         };
         let dpop = match dpop::decide(
