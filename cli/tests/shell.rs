@@ -796,46 +796,79 @@ fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
     assert!(shell.quit().success());
 }
 
-at_two_widths!(a_server_that_needs_a_login_gets_it_before_the_shell_connects);
+at_two_widths!(a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later);
 
-fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
-    // The OAuth fixture (an MCP server with its own authorization server,
-    // auto-approving) on an ephemeral loopback port.
-    let dir = scratch_dir(&format!("shell-login-fixture-{}", rt.name()));
-    let port_file = dir.join("port");
-    let server = Stopped(
+/// A server that needs a browser login does not hold up the others: the
+/// shell starts everything else, names the server and the command that
+/// logs in; `/login fx` shows the URL naming `fx`, Ctrl-C there skips the
+/// login and the shell goes on, and a later `/login fx` logs in and
+/// starts it.
+fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt: Runtime) {
+    let dir = scratch_dir(&format!(
+        "shell-login-fixture-{}-{}",
+        rt.name(),
+        COLUMNS.with(std::cell::Cell::get)
+    ));
+    // `fx`: oidc-provider in front of an MCP server (tests/servers/
+    // fixtures/oidc-server.mjs), whose login needs a person's browser
+    // (sign-in and consent pages). `ax`: the OAuth fixture, whose
+    // authorization server approves at once.
+    let oidc = Stopped(
+        Command::new("node")
+            .arg(rho_tests::tests_dir().join("servers/fixtures/oidc-server.mjs"))
+            .arg("--port-file")
+            .arg(dir.join("oidc-ports"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the oidc-provider fixture"),
+    );
+    let auto = Stopped(
         Command::new("node")
             .arg(rho_tests::tests_dir().join("servers/fixtures/oauth-server.js"))
             .arg("--port-file")
-            .arg(&port_file)
+            .arg(dir.join("auto-port"))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start the OAuth fixture"),
     );
-    let until = Instant::now() + SOON;
-    let port: u16 = loop {
-        if let Some(port) = std::fs::read_to_string(&port_file)
-            .ok()
-            .and_then(|p| p.trim().parse().ok())
-        {
-            break port;
+    let ports = |file: &str, count: usize| -> Vec<u16> {
+        let until = Instant::now() + SOON;
+        loop {
+            let ports: Vec<u16> = std::fs::read_to_string(dir.join(file))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if ports.len() == count {
+                return ports;
+            }
+            assert!(
+                Instant::now() < until,
+                "the fixture of {file} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(Instant::now() < until, "the OAuth fixture did not start");
-        std::thread::sleep(Duration::from_millis(20));
     };
+    let fx_port = ports("oidc-ports", 2)[1];
+    let ax_port = ports("auto-port", 1)[0];
     // The person's browser: rho opens the authorization URL with
-    // xdg-open, which here is a script that follows the redirects back to
-    // rho's loopback callback as a browser would.
+    // xdg-open, here a script that follows the redirects back to rho's
+    // loopback callback as a browser would, once `allow` exists; before,
+    // it is a browser the person never finishes.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).expect("make bin");
     let opener = bin.join("xdg-open");
     let browser = rho_tests::tests_dir().join("servers/fixtures/browser.mjs");
+    let allow = dir.join("allow");
     std::fs::write(
         &opener,
         format!(
-            "#!/bin/sh\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+            "#!/bin/sh\n[ -e '{}' ] || exit 0\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+            allow.display(),
             browser.display(),
             dir.join("browser.log").display()
         ),
@@ -849,8 +882,16 @@ fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let remote = |id: &str, port: u16| {
+        format!(
+            "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nstartup_timeout_secs = 20\n[mcp.servers.{id}.oauth]\n"
+        )
+    };
     let config = format!(
-        "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n"
+        "{}{}{}",
+        remote("fx", fx_port),
+        node_server("everything", &everything_js(), &[]),
+        remote("ax", ax_port),
     );
     let mut shell = Shell::launch(
         rt,
@@ -862,15 +903,51 @@ fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
         },
     );
     let screen = shell.screen();
+    for id in ["fx", "ax"] {
+        let named = format!(
+            "server `{id}` needs a browser login, so it is not started; `/login {id}` logs in and starts it"
+        );
+        assert!(screen.contains(&named), "no `{named}`:\n{screen}");
+    }
     assert!(
-        screen.contains("logged in to server `fx`"),
-        "the login came first:\n{screen}"
+        !screen.contains("open this URL"),
+        "no login at start:\n{screen}"
+    );
+    // The other server is up, without waiting for any login.
+    let at = shell.mark();
+    shell.keys("/call everything:echo message=up\r");
+    shell.wait_for_after(at, "Echo: up", SOON);
+
+    // A login the person gives up on: Ctrl-C skips it, the shell stays.
+    let at = shell.mark();
+    shell.keys("/login fx\r");
+    shell.wait_for_after(at, "To authorize rho for server `fx`, open this URL", SOON);
+    shell.wait_for_after(
+        at,
+        "waiting for the browser to finish the login to server `fx`",
+        SOON,
     );
     let at = shell.mark();
-    shell.keys("/call fx:whoami\r");
+    shell.keys("\x03");
+    shell.wait_for_after(at, "skipped the login to server `fx`", SOON);
+    let at = shell.mark();
+    shell.keys("/call everything:echo message=still\r");
+    shell.wait_for_after(at, "Echo: still", SOON);
+
+    // Later, a login goes through and its server starts.
+    std::fs::write(&allow, "").expect("allow the browser");
+    let at = shell.mark();
+    shell.keys("/login ax\r");
+    shell.wait_for_after(at, "logged in to server `ax`", SOON);
+    shell.wait_for_after(at, "server `ax` is ready", SOON);
+    let at = shell.mark();
+    shell.keys("/call ax:whoami\r");
     shell.wait_for_after(at, "token #1", SOON);
+    let at = shell.mark();
+    shell.keys("/call everything:echo message=after\r");
+    shell.wait_for_after(at, "Echo: after", SOON);
     assert!(shell.quit().success());
-    drop(server);
+    drop((oidc, auto));
 }
 
 /// A child process killed when dropped (a test that fails stops it too).
