@@ -227,6 +227,7 @@ both_executors!(
 );
 
 at_two_widths!(
+    editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once,
     slash_completes_commands_and_doctor_reports_each_server,
     a_tool_call_runs_and_its_result_prints_above_the_prompt,
     ctrl_c_cancels_a_long_call_and_the_shell_goes_on,
@@ -667,7 +668,10 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
         &format!("\n  {ARCHITECTURE}  everything · architecture.md"),
         SOON,
     );
-    shell.wait_for_after(row, "\n  @notes/architecture-notes.txt   file", SOON);
+    // (Notes start in one column, wherever the widest row puts it.)
+    let file = shell.wait_for_after(row, "\n  @notes/architecture-notes.txt ", SOON);
+    let rest = shell.screen()[file..].trim_start_matches(' ').to_owned();
+    assert!(rest.starts_with("file"), "{rest:?}");
     let at = shell.mark();
     shell.keys("\t\r");
     // (On a narrow terminal the line scrolls sideways to the cursor, so
@@ -948,6 +952,97 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     shell.wait_for_after(at, "Echo: after", SOON);
     assert!(shell.quit().success());
     drop((oidc, auto));
+}
+
+/// The line editor as a person uses it: one Tab that inserts a common
+/// prefix leaves the menu open so Enter picks (never submits the half
+/// word); Ctrl-L clears the screen and keeps the line; a resize redraws at
+/// once, before any key; palette notes start in one column; and a key
+/// typed while a palette shows draws the line once.
+fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(rt: Runtime) {
+    let config = format!(
+        "{}{}",
+        node_server("everything", &everything_js(), &[]),
+        fixture_config()
+    );
+    let mut shell = Shell::start_with(rt, "editing", &config);
+
+    // Tab: the two tools of everything starting `get-re` share
+    // `everything:get-resource-`; Enter then picks the first, and nothing
+    // is submitted.
+    let at = shell.mark();
+    shell.keys("/call everything:get-re\t");
+    shell.wait_for_after(at, "rho> /call everything:get-resource-", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    let end = shell.wait_for_after(at, "rho> /call everything:get-resource-", SOON);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = shell.screen()[at..].to_owned();
+    assert!(
+        !after.contains("no exported tool") && !after.contains("has no tool"),
+        "Enter submitted the half word:\n{after}"
+    );
+    let picked: String = shell.screen()[end..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    assert!(!picked.is_empty(), "Enter picked no tool:\n{after}");
+    shell.keys("\x15");
+
+    // Ctrl-L: the screen is cleared (cursor home, erase below) and the
+    // line drawn again as it was.
+    shell.keys("/mc");
+    let at = shell.mark();
+    shell.keys("\x0c");
+    shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[Jrho> /mc", SOON);
+    shell.keys("\x15");
+
+    // A resize redraws at once, with no key typed.
+    let at = shell.mark();
+    rho_tests::pty::resize(&shell.keyboard, 60, 50);
+    shell.wait_for_after(at, "rho> ", Duration::from_secs(3));
+
+    // Palette rows: the notes start in one column.
+    let at = shell.mark();
+    shell.keys("/");
+    shell.keys("\t");
+    shell.wait_for_after(at, "/quit", SOON);
+    let drawn = shell.screen()[at..].to_owned();
+    let menu = drawn.rsplit("rho> /").next().expect("the last drawing");
+    let columns: Vec<usize> = ["/mcp", "/doctor", "/tools", "/quit"]
+        .iter()
+        .map(|command| {
+            let row = menu
+                .split("\r\n")
+                .find(|row| row.contains(&format!("  {command} ")))
+                .unwrap_or_else(|| panic!("no row for {command}: {menu:?}"));
+            let row = row.replace("\x1b[7m", "").replace("\x1b[0m", "");
+            let note = row[row.find(command).expect("command") + command.len()..]
+                .find(|c: char| c != ' ')
+                .expect("a note");
+            row.find(command).expect("command") + command.len() + note
+        })
+        .collect();
+    assert!(
+        columns.windows(2).all(|w| w[0] == w[1]),
+        "notes not in one column: {columns:?}\n{menu:?}"
+    );
+    shell.keys("\x1b");
+    shell.keys("\x15");
+
+    // A key typed while a palette shows draws the line once.
+    let at = shell.mark();
+    shell.keys("hello @fi");
+    shell.wait_for_after(at, "fixture://fine", SOON);
+    std::thread::sleep(Duration::from_millis(300));
+    let at = shell.mark();
+    shell.keys("n");
+    shell.wait_for_after(at, "rho> hello @fin", SOON);
+    std::thread::sleep(Duration::from_millis(500));
+    let drawn = shell.screen()[at..].matches("rho> hello @fin").count();
+    assert_eq!(drawn, 1, "{:?}", &shell.screen()[at..]);
+    shell.keys("\x15");
+    assert!(shell.quit().success());
 }
 
 /// A child process killed when dropped (a test that fails stops it too).

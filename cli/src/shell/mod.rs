@@ -950,6 +950,7 @@ fn interactive_loop(
         let mut seen = shell.host().servers();
         let mut seen_tools = shell.host().current_tools();
         let mut ticks = 0u32;
+        let mut drawn_width = screen::width();
         'keys: loop {
             ticks = ticks.wrapping_add(1);
             if ticks % 10 == 0 {
@@ -981,9 +982,17 @@ fn interactive_loop(
                 cancel_running(shell);
                 break;
             };
+            // A resize redraws at once, for the new width.
+            let now_width = screen::width();
+            if now_width != drawn_width {
+                drawn_width = now_width;
+                screen.draw();
+            }
             for key in decoder.feed(&bytes, bytes.len() < READ_SIZE) {
                 let revision = screen.look(Editor::revision);
-                let action = screen.edit(|editor| editor.key(key));
+                // Drawn once per key, after the palette is brought up to
+                // date (see below), not once for the key and again for it.
+                let action = screen.look_mut(|editor| editor.key(key));
                 for event in screen.look_mut(Editor::take_events) {
                     match event {
                         Event::Attach { chip, server, uri } => {
@@ -996,7 +1005,11 @@ fn interactive_loop(
                 if !asking && screen.look(Editor::revision) != revision {
                     refresh_palette(scope, shell, screen);
                 }
+                if !matches!(action, editor::Action::Complete { .. }) {
+                    screen.draw();
+                }
                 match action {
+                    editor::Action::ClearScreen => screen.clear_screen(),
                     editor::Action::Redraw => {}
                     editor::Action::Notice(why) => screen.print(&why),
                     editor::Action::Complete {
@@ -1146,7 +1159,8 @@ fn interactive_loop(
 }
 
 /// After a key that changed the line or moved the cursor: the palette for
-/// what the cursor is in now (see the module docs).
+/// what the cursor is in now (see the module docs), drawn with the key's
+/// own redraw.
 fn refresh_palette<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     shell: &'env Shell<'env>,
@@ -1159,7 +1173,7 @@ fn refresh_palette<'scope, 'env>(
             *lock(&shell.suggest.anchor) = None;
             let files = shell.workspace_files();
             let rows = commands::mention_candidates(&catalog, &fragment, &files);
-            screen.update(|e| e.suggest(&line, cursor, range, rows));
+            screen.look_mut(|e| e.suggest(&line, cursor, range, rows));
         }
         Context::Argument {
             server,
@@ -1198,14 +1212,14 @@ fn refresh_palette<'scope, 'env>(
             let rows = shown
                 .map(|values| commands::value_candidates(&values, &typed, single))
                 .unwrap_or_default();
-            screen.update(|e| e.suggest(&line, cursor, range, rows));
+            screen.look_mut(|e| e.suggest(&line, cursor, range, rows));
             if let Some((ticket, params)) = request {
                 ask_server(scope, shell, screen, server, ticket, params);
             }
         }
         Context::None => {
             *lock(&shell.suggest.anchor) = None;
-            screen.update(|e| e.suggest(&line, cursor, (0, 0), Vec::new()));
+            screen.look_mut(|e| e.suggest(&line, cursor, (0, 0), Vec::new()));
         }
     }
 }

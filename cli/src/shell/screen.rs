@@ -122,6 +122,24 @@ impl Screen {
         self.edit(|editor| editor.offer(line, word_start, candidates));
     }
 
+    /// Draws the line (and the menu) again, as they are.
+    pub(crate) fn draw(&self) {
+        let editor = self.lock();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(editor.render(width()).as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Ctrl-L: clears the screen (cursor home, erase below) and draws the
+    /// line at its top.
+    pub(crate) fn clear_screen(&self) {
+        let editor = self.lock();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(b"\x1b[H\x1b[J");
+        let _ = out.write_all(editor.render(width()).as_bytes());
+        let _ = out.flush();
+    }
+
     /// Erases the prompt line (before leaving).
     pub(crate) fn erase(&self) {
         let editor = self.lock();
