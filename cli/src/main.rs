@@ -17,6 +17,7 @@
 mod adhoc;
 mod call;
 mod complete;
+mod completion_words;
 mod config_edit;
 mod conformance;
 mod import;
@@ -103,6 +104,15 @@ enum TopCommand {
     /// powershell) to stdout, e.g. `rho completions bash >
     /// ~/.local/share/bash-completion/completions/rho`.
     Completions(CompletionsArgs),
+    /// What the completion scripts run on each Tab (completion_words.rs).
+    #[command(name = "__complete", hide = true)]
+    CompleteWords {
+        /// Which word is being completed (0 is the program).
+        index: usize,
+        /// The words typed so far.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        words: Vec<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -269,6 +279,12 @@ fn main() -> ExitCode {
             command,
         ),
         TopCommand::Completions(args) => completions(args.shell),
+        TopCommand::CompleteWords { index, words } => {
+            use clap::CommandFactory as _;
+            let found = completion_words::candidates(&Cli::command(), index, &words);
+            write_stdout(&found.iter().map(|c| format!("{c}\n")).collect::<String>())
+                .map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -287,7 +303,9 @@ impl TopCommand {
             TopCommand::Mcp(McpCommand::Prompt(args)) => args.json,
             TopCommand::Mcp(McpCommand::Read(args)) => args.json,
             TopCommand::Mcp(McpCommand::Complete(args)) => args.json,
-            TopCommand::Mcp(_) | TopCommand::Completions(_) => false,
+            TopCommand::Mcp(_) | TopCommand::Completions(_) | TopCommand::CompleteWords { .. } => {
+                false
+            }
         }
     }
 }
@@ -296,6 +314,10 @@ impl TopCommand {
 /// option, from the same definitions clap parses with.
 fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
     use clap::CommandFactory as _;
+    if let Some(script) = completion_words::script(shell) {
+        write_stdout(script)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut script = Vec::new();
     clap_complete::generate(shell, &mut Cli::command(), "rho", &mut script);
     write_stdout(&String::from_utf8_lossy(&script))?;
