@@ -5,17 +5,120 @@
 //! flags (from the same clap definitions the parser uses, so hidden
 //! commands such as `conformance-client` are never offered), the values a
 //! flag allows, server identities from the config (the `--config` typed on
-//! the line, else the default) wherever a command takes one, and after
-//! `call <id>` the tool names that server's `tools.allow` lists. No server
-//! is started for a Tab. Elvish and PowerShell get clap's static script.
+//! the line, else the default) wherever a command takes one; after
+//! `call <id>` the tool names that server's `tools.allow` lists and those
+//! it listed when last connected, after `prompt <id>` its prompts and
+//! after `read <id>` its resources, from the names cache. No server is
+//! started for a Tab. Elvish and PowerShell get clap's static script.
+//!
+//! The names cache (`~/.rho/completion-names.json`) is written by the
+//! commands that connect to many servers anyway (`list --connect`, `show
+//! --connect`, `shell`): each ready server's tool, prompt and resource
+//! names, at most [`CACHED_NAMES`] of each, replacing what that server had
+//! (others are kept). It is read whole, up to [`CACHE_BYTES`]; a damaged
+//! or oversized cache is ignored.
 //!
 //! Every candidate is a config's text: one holding a control character,
 //! a blank or a BIDI override is left out rather than printed into the
 //! person's shell.
 
+use std::collections::BTreeMap;
 use std::path::PathBuf;
 
 use clap::Command;
+use rho_proto_core::runtime::ServerView;
+use rho_proto_core::runtime::status::ServerStatus;
+
+/// The most names of one kind the cache keeps for a server.
+pub(crate) const CACHED_NAMES: usize = 500;
+
+/// The largest cache file read.
+pub(crate) const CACHE_BYTES: u64 = 4 << 20;
+
+/// One server's cached names.
+#[derive(Default, serde::Serialize, serde::Deserialize)]
+struct Names {
+    #[serde(default)]
+    tools: Vec<String>,
+    #[serde(default)]
+    prompts: Vec<String>,
+    #[serde(default)]
+    resources: Vec<String>,
+}
+
+fn cache_path() -> Option<PathBuf> {
+    Some(rho_host::config::rho_dir()?.join("completion-names.json"))
+}
+
+fn read_cache() -> BTreeMap<String, Names> {
+    let Some(path) = cache_path() else {
+        return BTreeMap::new();
+    };
+    let fits = std::fs::metadata(&path).is_ok_and(|m| m.len() <= CACHE_BYTES);
+    fits.then(|| std::fs::read(&path).ok())
+        .flatten()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+/// Keeps the names of every ready server in `servers` for completion
+/// (see the module docs). A cache that cannot be written costs only
+/// completions: it is logged at debug level.
+pub(crate) fn remember(servers: &[ServerView]) {
+    let ready: Vec<(&str, Names)> = servers
+        .iter()
+        .filter_map(|view| match &view.status {
+            ServerStatus::Ready(report) => Some((
+                view.id.as_str(),
+                Names {
+                    tools: view
+                        .tools
+                        .iter()
+                        .map(|t| t.name.clone())
+                        .take(CACHED_NAMES)
+                        .collect(),
+                    prompts: report
+                        .catalog
+                        .prompts
+                        .items
+                        .iter()
+                        .map(|p| p.name.clone())
+                        .take(CACHED_NAMES)
+                        .collect(),
+                    resources: report
+                        .catalog
+                        .resources
+                        .items
+                        .iter()
+                        .map(|r| r.uri.clone())
+                        .take(CACHED_NAMES)
+                        .collect(),
+                },
+            )),
+            _ => None,
+        })
+        .collect();
+    let Some(path) = cache_path().filter(|_| !ready.is_empty()) else {
+        return;
+    };
+    let mut cache = read_cache();
+    for (id, names) in ready {
+        cache.insert(id.to_owned(), names);
+    }
+    let write = || -> std::io::Result<()> {
+        if let Some(dir) = path.parent() {
+            std::fs::create_dir_all(dir)?;
+        }
+        let text = serde_json::to_vec(&cache).map_err(std::io::Error::other)?;
+        // Written beside it, then renamed: a Tab never reads half a file.
+        let partial = path.with_extension(format!("json.{}", std::process::id()));
+        std::fs::write(&partial, text)?;
+        std::fs::rename(&partial, &path)
+    };
+    if let Err(e) = write() {
+        tracing::debug!("cannot write the completion names cache: {e}");
+    }
+}
 
 /// The commands whose first positional word is a server identity.
 const TAKES_SERVER: &[&str] = &[
@@ -46,9 +149,23 @@ pub(crate) fn script(shell: clap_complete::Shell) -> Option<&'static str> {
 }
 
 const BASH: &str = r#"# rho completion for bash: candidates come from `rho __complete`.
+# The words are split at blanks only (bash's own words also break at `:`,
+# which URIs and `server:tool` hold); what bash takes as the word after a
+# `:` is what the candidates keep.
 _rho() {
-    local IFS=$'\n'
-    COMPREPLY=($("${COMP_WORDS[0]}" __complete "$COMP_CWORD" "${COMP_WORDS[@]}" 2>/dev/null))
+    local line="${COMP_LINE:0:COMP_POINT}" IFS=$' \t\n'
+    local -a words
+    read -ra words <<< "$line"
+    [[ "$line" =~ [[:space:]]$ ]] && words+=("")
+    local cur="${words[${#words[@]}-1]}"
+    IFS=$'\n'
+    COMPREPLY=($("${words[0]}" __complete $((${#words[@]} - 1)) "${words[@]}" 2>/dev/null))
+    if [[ "$cur" == *:* && "$COMP_WORDBREAKS" == *:* ]]; then
+        local strip="${cur%"${cur##*:}"}" i
+        for i in "${!COMPREPLY[@]}"; do
+            COMPREPLY[$i]="${COMPREPLY[$i]#"$strip"}"
+        done
+    fi
 }
 complete -o bashdefault -o default -F _rho rho
 "#;
@@ -175,20 +292,32 @@ pub(crate) fn candidates(command: &Command, index: usize, words: &[String]) -> V
         let servers = loaded.as_ref().map(|l| &l.config.servers);
         match positionals {
             0 => out.extend(servers.into_iter().flatten().map(|e| e.id.clone())),
-            1 if leaf.get_name() == "call" => {
-                let entry = servers
-                    .into_iter()
-                    .flatten()
-                    .find(|e| Some(e.id.as_str()) == server);
-                if let Some(Ok(config)) = entry.map(|e| e.config.as_ref()) {
-                    out.extend(config.tools.allow.iter().flatten().cloned());
+            1 => {
+                let cached = server
+                    .and_then(|id| read_cache().remove(id))
+                    .unwrap_or_default();
+                match leaf.get_name() {
+                    "call" => {
+                        let entry = servers
+                            .into_iter()
+                            .flatten()
+                            .find(|e| Some(e.id.as_str()) == server);
+                        if let Some(Ok(config)) = entry.map(|e| e.config.as_ref()) {
+                            out.extend(config.tools.allow.iter().flatten().cloned());
+                        }
+                        out.extend(cached.tools);
+                    }
+                    "prompt" => out.extend(cached.prompts),
+                    "read" => out.extend(cached.resources),
+                    _ => {}
                 }
             }
             _ => {}
         }
     }
     out.retain(|c| c.starts_with(typed) && safe(c));
-    out.dedup();
+    let mut seen = std::collections::BTreeSet::new();
+    out.retain(|c| seen.insert(c.clone()));
     out
 }
 

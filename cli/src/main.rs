@@ -528,6 +528,7 @@ fn list(
     let connect = args.connect || loaded.adhoc.is_some();
     let runtime = unless_stopped(start(loaded, kind, options, connect, |_| true))?;
     let servers = runtime.servers();
+    completion_words::remember(&servers);
     let auth = auth_statuses(loaded);
     let text = if args.json {
         output::json_text(&output::list_json(loaded, &servers, runtime.tools(), &auth))
@@ -555,6 +556,7 @@ fn show(
         runtime.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));
     };
+    completion_words::remember(std::slice::from_ref(&server));
     let auth = auth_statuses(loaded);
     let text = if args.json {
         output::json_text(&output::server_json(

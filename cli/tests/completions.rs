@@ -14,14 +14,11 @@ const RHO: &str = env!("CARGO_BIN_EXE_rho");
 /// What bash's `_rho` puts in COMPREPLY for `words`, the last being the
 /// word under the cursor, with the scene's HOME.
 fn tab(s: &Scene, words: &[&str]) -> Vec<String> {
-    let quoted: Vec<String> = std::iter::once(RHO)
-        .chain(words.iter().copied())
-        .map(|w| format!("'{w}'"))
-        .collect();
+    // A last word of "" is a line ending in a blank.
+    let line: Vec<&str> = std::iter::once(RHO).chain(words.iter().copied()).collect();
+    let line = line.join(" ");
     let script = format!(
-        "source <('{RHO}' completions bash)\nCOMP_WORDS=({})\nCOMP_CWORD={}\n_rho\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n",
-        quoted.join(" "),
-        words.len()
+        "source <('{RHO}' completions bash)\nCOMP_LINE='{line}'\nCOMP_POINT=${{#COMP_LINE}}\n_rho\nprintf '%s\\n' \"${{COMPREPLY[@]}}\"\n"
     );
     let out = Command::new("bash")
         .arg("-c")
@@ -69,4 +66,46 @@ fn bash_completes_server_ids_tools_and_commands_from_the_config() {
     assert_eq!(tab(&s, &["--runtime", "b"]), ["blocking"]);
     let flags = tab(&s, &["mcp", "call", "everything", "echo", "--j"]);
     assert_eq!(flags, ["--json"]);
+}
+
+/// After `list --connect` has seen server-everything, Tab offers its
+/// tools after `call everything`, its prompts after `prompt everything`
+/// and its resources after `read everything`, from the names cache; no
+/// server starts for the Tab.
+#[test]
+fn bash_completes_tools_prompts_and_resources_from_the_last_listing() {
+    let s = Scene::new(RHO, "completions-cache", Runtime::Smol);
+    let home = s.home().to_owned();
+    std::fs::create_dir_all(home.join(".rho")).expect("make ~/.rho");
+    std::fs::write(
+        home.join(".rho/config.toml"),
+        rho_tests::node_server("everything", &rho_tests::everything_js(), &[]),
+    )
+    .expect("write the config");
+    assert!(
+        tab(&s, &["mcp", "call", "everything", "get-s"]).is_empty(),
+        "nothing cached yet"
+    );
+    s.rho(&["mcp", "list", "--connect"]).expect_code(0);
+    assert_eq!(
+        tab(&s, &["mcp", "call", "everything", "get-s"]),
+        ["get-structured-content", "get-sum"]
+    );
+    assert_eq!(
+        tab(&s, &["mcp", "prompt", "everything", "simple"]),
+        ["simple-prompt"]
+    );
+    assert_eq!(
+        tab(
+            &s,
+            &[
+                "mcp",
+                "read",
+                "everything",
+                "demo://resource/static/document/arch"
+            ]
+        ),
+        // bash puts back only what follows the word's last `:`.
+        ["//resource/static/document/architecture.md"]
+    );
 }

@@ -227,6 +227,7 @@ both_executors!(
 );
 
 at_two_widths!(
+    printed_lines_fit_the_terminal_and_break_between_words,
     editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once,
     slash_completes_commands_and_doctor_reports_each_server,
     a_tool_call_runs_and_its_result_prints_above_the_prompt,
@@ -917,6 +918,14 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
         !screen.contains("open this URL"),
         "no login at start:\n{screen}"
     );
+    // A call to a server left for its login says what to do.
+    let at = shell.mark();
+    shell.keys("/call ax:whoami\r");
+    shell.wait_for_after(
+        at,
+        "server `ax` is not started: it needs a browser login first (`/login ax`)",
+        SOON,
+    );
     // The other server is up, without waiting for any login.
     let at = shell.mark();
     shell.keys("/call everything:echo message=up\r");
@@ -952,6 +961,57 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     shell.wait_for_after(at, "Echo: after", SOON);
     assert!(shell.quit().success());
     drop((oidc, auto));
+}
+
+/// `/tools`, with its descriptions and parameters, is broken between
+/// words to fit the terminal: no row is wider than it, and no word is cut, so the terminal
+/// never wraps inside a name.
+fn printed_lines_fit_the_terminal_and_break_between_words(rt: Runtime) {
+    let columns = usize::from(COLUMNS.with(std::cell::Cell::get));
+    let mut shell = Shell::start(rt, "wrap");
+    let at = shell.mark();
+    shell.keys("/tools everything\r");
+    let sum = shell.wait_for_after(at, "(everything:get-sum)", SOON);
+    let end = shell.wait_for_after(sum, "rho> ", SOON);
+    let printed = shell.screen()[at..end].to_owned();
+    let mut words = 0;
+    for row in printed.split('\n') {
+        // What the terminal shows of the row: drawing sequences take no
+        // column, and a CR (but the one before the LF) starts the row
+        // again.
+        let row = row.strip_suffix('\r').unwrap_or(row);
+        let mut shown = String::new();
+        let mut chars = row.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\x1b' => {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+                '\r' => shown.clear(),
+                c => shown.push(c),
+            }
+        }
+        assert!(
+            shown.chars().count() <= columns,
+            "a row of {} columns on a {columns}-column terminal: {shown:?}",
+            shown.chars().count()
+        );
+        words += shown.split_whitespace().count();
+    }
+    assert!(words > 50, "{printed:?}");
+    // Every tool's name came out whole.
+    for name in [
+        "get-resource-reference",
+        "get-structured-content",
+        "trigger-long-running-operation",
+    ] {
+        assert!(printed.contains(name), "no {name}: {printed:?}");
+    }
+    assert!(shell.quit().success());
 }
 
 /// The line editor as a person uses it: one Tab that inserts a common

@@ -199,7 +199,7 @@ pub(crate) fn complete(
                     .then(|| Candidate::text(format!("{command} "), p.note.clone()))
             }))
             .collect(),
-        ["/tools"] => catalog
+        ["/tools" | "/login"] => catalog
             .servers
             .iter()
             .filter(|s| s.starts_with(word))
@@ -878,6 +878,8 @@ mod tests {
         assert!(why.contains("start with `/`"), "{why}");
         assert!(matches!(parse("/mcp now"), Command::Refused(_)));
         assert!(matches!(parse("/tools a b"), Command::Refused(_)));
+        assert_eq!(parse("/login fx"), Command::Login("fx".into()));
+        assert!(matches!(parse("/login"), Command::Refused(_)));
     }
 
     #[test]
@@ -945,5 +947,6 @@ mod tests {
     #[test]
     fn tools_completes_server_names() {
         assert_eq!(replacements("/tools f"), ["fs"]);
+        assert_eq!(replacements("/login f"), ["fs"]);
     }
 }

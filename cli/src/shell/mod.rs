@@ -231,11 +231,13 @@ pub(crate) fn run(
     // Smol sessions keep running between commands: pings answered, server
     // output read (the blocking runtime's sessions have threads already).
     let host = host.with_executor_thread();
+    crate::completion_words::remember(&host.servers());
     let shell = Shell {
         loaded,
         host: RwLock::new(host),
         starter,
         options,
+        deferred: Mutex::new(deferred),
         logged_in: Mutex::new(None),
         logging_in: AtomicBool::new(false),
         out: if interactive {
@@ -366,6 +368,8 @@ struct Shell<'a> {
     starter: Starter,
     /// What the host was started with.
     options: RuntimeOptions,
+    /// The servers left out of the start for their browser login.
+    deferred: Mutex<Vec<String>>,
     /// The server a `/login` just logged in to, until it is started.
     logged_in: Mutex<Option<String>>,
     /// A `/login` is waiting (Ctrl-C skips it rather than cancel a call).
@@ -490,6 +494,8 @@ impl Shell<'_> {
             !deferred.iter().any(|d| d == id)
         })
         .with_executor_thread();
+        *lock(&self.deferred) = deferred;
+        crate::completion_words::remember(&started.servers());
         let old = std::mem::replace(
             &mut *self
                 .host
@@ -757,8 +763,19 @@ impl Shell<'_> {
         let tools = self.host().current_tools();
         let second = arguments.split_whitespace().next();
         let words: Vec<&str> = std::iter::once(target).chain(second).collect();
-        let resolved =
-            rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| e.to_string())?;
+        let resolved = rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| {
+            // A server left for its login says so, rather than that it
+            // has no such tool.
+            let named = target.split_once(':').map_or(target, |(server, _)| server);
+            match lock(&self.deferred).iter().find(|d| *d == named) {
+                Some(id) => format!(
+                    "server `{}` is not started: it needs a browser login first (`/login {}`)",
+                    sanitize_line(id),
+                    sanitize_line(id)
+                ),
+                None => e.to_string(),
+            }
+        })?;
         let rest = if resolved.words == 2 {
             arguments
                 .trim_start()
@@ -903,7 +920,14 @@ impl Shell<'_> {
             Command::Nothing => return Some(String::new()),
             Command::Status => self.status_text(),
             Command::Doctor => self.doctor_text(),
-            Command::Tools(server) => self.tools_text(server.as_deref()),
+            // Descriptions and parameters are prose: broken between words
+            // to fit the terminal, never inside a name.
+            Command::Tools(server) => match &self.out {
+                Out::Screen(_) => {
+                    screen::wrap(&self.tools_text(server.as_deref()), screen::width()).into_owned()
+                }
+                Out::Plain => self.tools_text(server.as_deref()),
+            },
             Command::Help => commands::help(),
             Command::Refused(why) => why.clone(),
             Command::Call { .. } | Command::Prompt(_) | Command::Login(_) | Command::Quit => {
