@@ -310,8 +310,9 @@ impl TopCommand {
     }
 }
 
-/// `rho completions SHELL`: the completion script for every command and
-/// option, from the same definitions clap parses with.
+/// `rho completions SHELL`: for bash, zsh and fish a script that asks
+/// `rho __complete` on each Tab (see `completion_words`); for the others
+/// clap's static script of every command and option.
 fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
     use clap::CommandFactory as _;
     if let Some(script) = completion_words::script(shell) {
