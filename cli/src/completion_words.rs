@@ -9,7 +9,8 @@
 //! `call <id>` the tool names that server's `tools.allow` lists and those
 //! it listed when last connected, after `prompt <id>` its prompts and
 //! after `read <id>` its resources, from the names cache. No server is
-//! started for a Tab. Elvish and PowerShell get clap's static script.
+//! started for a Tab. Elvish and PowerShell get clap's static script,
+//! with the hidden commands taken out.
 //!
 //! The names cache (`~/.rho/completion-names.json`) is written by the
 //! commands that connect to many servers anyway (`list --connect`, `show
@@ -195,6 +196,30 @@ function __rho_complete
 end
 complete -c rho -f -a '(__rho_complete)'
 "#;
+
+/// `command` without its hidden subcommands, at every level, for clap's
+/// static scripts (which would list them): names, visible aliases, help
+/// text and arguments are kept.
+pub(crate) fn without_hidden(command: &Command) -> Command {
+    let mut out = Command::new(command.get_name().to_owned())
+        .args(command.get_arguments().cloned())
+        .visible_aliases(
+            command
+                .get_visible_aliases()
+                .map(str::to_owned)
+                .collect::<Vec<_>>(),
+        );
+    if let Some(about) = command.get_about() {
+        out = out.about(about.clone());
+    }
+    out.subcommands(
+        command
+            .get_subcommands()
+            .filter(|s| !s.is_hide_set())
+            .map(without_hidden)
+            .collect::<Vec<_>>(),
+    )
+}
 
 /// The candidates for `words[index]` (words[0] is the program), one per
 /// line, each starting with what is typed of that word.
@@ -420,6 +445,22 @@ mod tests {
         );
         assert!(at_end(&["rho", "--config", path, "mcp", "call", "beta", "echo", ""]).is_empty());
         std::fs::remove_dir_all(&dir).ok();
+    }
+
+    #[test]
+    fn static_scripts_list_no_hidden_command() {
+        let mut script = Vec::new();
+        let mut command = without_hidden(&crate::Cli::command());
+        clap_complete::generate(
+            clap_complete::Shell::Elvish,
+            &mut command,
+            "rho",
+            &mut script,
+        );
+        let script = String::from_utf8(script).expect("UTF-8");
+        assert!(script.contains("add-json"), "{script}");
+        assert!(!script.contains("conformance"), "{script}");
+        assert!(!script.contains("__complete"), "{script}");
     }
 
     #[test]

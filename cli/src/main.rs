@@ -320,7 +320,8 @@ fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
         return Ok(ExitCode::SUCCESS);
     }
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "rho", &mut script);
+    let mut command = completion_words::without_hidden(&Cli::command());
+    clap_complete::generate(shell, &mut command, "rho", &mut script);
     write_stdout(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }
