@@ -160,8 +160,10 @@ pub(crate) fn run(
     if args.json {
         let doc = json!({
             "schema": 1,
+            "document": "call",
             "server": id,
             "tool": tool,
+            "result": result.as_sent(),
             "is_error": rendered.is_error,
             "model_text": rendered.model_text,
             "card": rendered.card,

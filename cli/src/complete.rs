@@ -173,7 +173,9 @@ pub(crate) fn run(
     if args.json {
         let doc = json!({
             "schema": 1,
+            "document": "complete",
             "server": id,
+            "result": value,
             "values": values,
             "total": completion.total,
             "has_more": completion.has_more,

@@ -17,6 +17,7 @@
 mod adhoc;
 mod call;
 mod complete;
+mod completion_words;
 mod config_edit;
 mod conformance;
 mod import;
@@ -103,6 +104,15 @@ enum TopCommand {
     /// powershell) to stdout, e.g. `rho completions bash >
     /// ~/.local/share/bash-completion/completions/rho`.
     Completions(CompletionsArgs),
+    /// What the completion scripts run on each Tab (completion_words.rs).
+    #[command(name = "__complete", hide = true)]
+    CompleteWords {
+        /// Which word is being completed (0 is the program).
+        index: usize,
+        /// The words typed so far.
+        #[arg(allow_hyphen_values = true, trailing_var_arg = true)]
+        words: Vec<String>,
+    },
 }
 
 #[derive(Args, Debug)]
@@ -273,6 +283,12 @@ fn main() -> ExitCode {
             command,
         ),
         TopCommand::Completions(args) => completions(args.shell),
+        TopCommand::CompleteWords { index, words } => {
+            use clap::CommandFactory as _;
+            let found = completion_words::candidates(&Cli::command(), index, &words);
+            write_stdout(&found.iter().map(|c| format!("{c}\n")).collect::<String>())
+                .map(|()| ExitCode::SUCCESS)
+        }
     };
     match result {
         Ok(code) => code,
@@ -291,17 +307,25 @@ impl TopCommand {
             TopCommand::Mcp(McpCommand::Prompt(args)) => args.json,
             TopCommand::Mcp(McpCommand::Read(args)) => args.json,
             TopCommand::Mcp(McpCommand::Complete(args)) => args.json,
-            TopCommand::Mcp(_) | TopCommand::Completions(_) => false,
+            TopCommand::Mcp(_) | TopCommand::Completions(_) | TopCommand::CompleteWords { .. } => {
+                false
+            }
         }
     }
 }
 
-/// `rho completions SHELL`: the completion script for every command and
-/// option, from the same definitions clap parses with.
+/// `rho completions SHELL`: for bash, zsh and fish a script that asks
+/// `rho __complete` on each Tab (see `completion_words`); for the others
+/// clap's static script of every command and option.
 fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
     use clap::CommandFactory as _;
+    if let Some(script) = completion_words::script(shell) {
+        write_stdout(script)?;
+        return Ok(ExitCode::SUCCESS);
+    }
     let mut script = Vec::new();
-    clap_complete::generate(shell, &mut Cli::command(), "rho", &mut script);
+    let mut command = completion_words::without_hidden(&Cli::command());
+    clap_complete::generate(shell, &mut command, "rho", &mut script);
     write_stdout(&String::from_utf8_lossy(&script))?;
     Ok(ExitCode::SUCCESS)
 }
@@ -510,6 +534,7 @@ fn list(
     let connect = args.connect || loaded.adhoc.is_some();
     let runtime = unless_stopped(start(loaded, kind, options, connect, |_| true))?;
     let servers = runtime.servers();
+    completion_words::remember(&servers);
     let auth = auth_statuses(loaded);
     let text = if args.json {
         output::json_text(&output::list_json(loaded, &servers, runtime.tools(), &auth))
@@ -537,6 +562,7 @@ fn show(
         runtime.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));
     };
+    completion_words::remember(std::slice::from_ref(&server));
     let auth = auth_statuses(loaded);
     let text = if args.json {
         output::json_text(&output::server_json(

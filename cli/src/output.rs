@@ -9,8 +9,13 @@
 //!
 //! # JSON schema (`"schema": 1`)
 //!
-//! `list --json` prints `{"schema": 1, "config": PATH|null, "servers": [SERVER...]}`;
-//! `show --json` prints one SERVER with `"schema": 1` added. A SERVER is:
+//! Every document has `schema` and `document` (the command that printed
+//! it). `call`, `prompt`, `read` and `complete` carry the server's result
+//! object exactly as sent in `result`, beside rho's rendering of it (the
+//! README's "JSON output" section has the table, one row per command).
+//!
+//! `list --json` prints `{"schema": 1, "document": "list", "config": PATH|null, "servers": [SERVER...]}`;
+//! `show --json` prints one SERVER with `"schema": 1, "document": "show"` added. A SERVER is:
 //!
 //! | key | when | value |
 //! |---|---|---|
@@ -151,8 +156,9 @@ pub(crate) fn list_json<'a>(
     impl serde::Serialize for Doc<'_> {
         fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
             use serde::ser::SerializeMap as _;
-            let mut map = s.serialize_map(Some(3))?;
+            let mut map = s.serialize_map(Some(4))?;
             map.serialize_entry("schema", &SCHEMA)?;
+            map.serialize_entry("document", "list")?;
             let config = self.loaded.path.as_ref().map(|p| p.display().to_string());
             map.serialize_entry("config", &config)?;
             map.serialize_entry("servers", &Servers(self))?;
@@ -199,6 +205,7 @@ pub(crate) fn server_json(
     let mut obj = Map::new();
     if detailed {
         obj.insert("schema".into(), json!(SCHEMA));
+        obj.insert("document".into(), json!("show"));
     }
     obj.insert("id".into(), json!(server.id));
     obj.insert("status".into(), json!(server.status.label()));

@@ -196,8 +196,10 @@ pub(crate) fn run(
     if args.json {
         let doc = json!({
             "schema": 1,
+            "document": "prompt",
             "server": id,
             "prompt": name,
+            "result": value,
             "description": result.description,
             "messages": result.messages,
             "turn": turn,

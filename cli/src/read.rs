@@ -169,8 +169,10 @@ pub(crate) fn run(
     if args.json {
         let doc = json!({
             "schema": 1,
+            "document": "read",
             "server": id,
             "uri": uri,
+            "result": value,
             "contents": result.contents,
             "attachment": carried,
         });

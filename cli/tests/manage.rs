@@ -1085,13 +1085,25 @@ fn get_is_show() {
 #[test]
 fn completions_cover_the_commands_for_each_shell() {
     let s = Scene::on_default_executor(RHO, "completions");
+    // bash, zsh and fish ask rho for each word (see tests/completions.rs);
+    // elvish and powershell get the static script.
     for shell in ["bash", "zsh", "fish"] {
         let run = s.rho(&["completions", shell]);
         run.expect_code(0);
-        for word in ["mcp", "list", "call", "config", "connect"] {
-            assert!(run.stdout.contains(word), "{shell}: no `{word}`\n{run}");
-        }
+        assert!(run.stdout.contains("__complete"), "{shell}\n{run}");
     }
+    let run = s.rho(&["__complete", "2", "rho", "mcp", ""]);
+    run.expect_code(0);
+    for word in ["list", "call"] {
+        assert!(run.stdout.lines().any(|l| l == word), "no `{word}`\n{run}");
+    }
+    let run = s.rho(&["__complete", "3", "rho", "mcp", "list", "--"]);
+    for word in ["--config", "--connect"] {
+        assert!(run.stdout.lines().any(|l| l == word), "no `{word}`\n{run}");
+    }
+    let run = s.rho(&["completions", "elvish"]);
+    run.expect_code(0);
+    assert!(run.stdout.contains("connect"), "{run}");
     let run = s.rho(&["completions", "tcsh"]);
     run.expect_code(2);
     assert!(run.stderr.contains("tcsh"), "{run}");

@@ -434,7 +434,108 @@ fn tool_output_and_resources_share_the_cap(runtime: Runtime) {
     assert!(run.stdout.len() < 1100, "{}", run.stdout.len());
 }
 
+/// Every `--json` document has one shape: `schema`, `document` (the command), `server`,
+/// the server's result object as sent in `result`, and rho's rendering
+/// beside it (`model_text`/`card` for a call, `turn` for a prompt,
+/// `attachment` for a read, `values` for a completion).
+fn every_json_document_carries_the_result_as_sent_beside_the_rendering(runtime: Runtime) {
+    let (s, _http) = everything_both("json-schema", runtime);
+    for id in ["local", "remote"] {
+        let call = s.rho(&[
+            "mcp",
+            "call",
+            id,
+            "get-structured-content",
+            "location=Chicago",
+            "--json",
+        ]);
+        call.expect_code(0);
+        let doc = call.json();
+        assert_eq!(doc["schema"], 1, "{doc}");
+        assert_eq!(doc["document"], "call", "{doc}");
+        assert_eq!(doc["server"], id, "{doc}");
+        let weather = serde_json::json!({
+            "temperature": 36, "conditions": "Light rain / drizzle", "humidity": 82
+        });
+        // The MCP result as sent: camelCase members, the content array whole.
+        assert_eq!(doc["result"]["structuredContent"], weather, "{doc}");
+        assert_eq!(doc["result"]["content"][0]["type"], "text", "{doc}");
+        let sent_text = doc["result"]["content"][0]["text"].as_str().expect("text");
+        assert_eq!(
+            serde_json::from_str::<serde_json::Value>(sent_text).expect("JSON text"),
+            weather
+        );
+        assert!(doc["result"].get("structured_content").is_none(), "{doc}");
+        // rho's rendering, as before.
+        assert!(doc["model_text"].is_string(), "{doc}");
+        assert!(doc["card"].is_object(), "{doc}");
+        assert_eq!(doc["structured_content"], weather, "{doc}");
+        assert_eq!(doc["is_error"], false, "{doc}");
+
+        let doc = s
+            .rho(&["mcp", "prompt", id, "simple-prompt", "--json"])
+            .json();
+        assert_eq!(
+            (&doc["schema"], &doc["document"], &doc["server"]),
+            (&1.into(), &"prompt".into(), &id.into()),
+            "{doc}"
+        );
+        assert_eq!(doc["result"]["messages"], doc["messages"], "{doc}");
+        assert_eq!(doc["result"]["messages"][0]["content"]["type"], "text");
+        assert!(doc["turn"].is_string(), "{doc}");
+
+        let doc = s
+            .rho(&[
+                "mcp",
+                "read",
+                id,
+                "demo://resource/dynamic/text/{resourceId}",
+                "resourceId=5",
+                "--json",
+            ])
+            .json();
+        assert_eq!(doc["document"], "read", "{doc}");
+        let body = &doc["result"]["contents"][0];
+        assert_eq!(body["uri"], "demo://resource/dynamic/text/5", "{doc}");
+        // As sent: `mimeType`, no `kind` of rho's.
+        assert_eq!(body["mimeType"], "text/plain", "{doc}");
+        assert!(body.get("kind").is_none(), "{doc}");
+        assert_eq!(doc["attachment"]["kind"], "text", "{doc}");
+
+        let doc = s
+            .rho(&[
+                "mcp",
+                "complete",
+                id,
+                "completable-prompt",
+                "department",
+                "S",
+                "--json",
+            ])
+            .json();
+        assert_eq!(doc["document"], "complete", "{doc}");
+        assert_eq!(
+            doc["result"]["completion"]["values"],
+            serde_json::json!(["Sales", "Support"]),
+            "{doc}"
+        );
+        assert_eq!(doc["values"], serde_json::json!(["Sales", "Support"]));
+
+        let doc = s.rho(&["mcp", "show", id, "--json"]).json();
+        assert_eq!(
+            (&doc["schema"], &doc["document"]),
+            (&1.into(), &"show".into())
+        );
+    }
+    let doc = s.rho(&["mcp", "list", "--json"]).json();
+    assert_eq!(
+        (&doc["schema"], &doc["document"]),
+        (&1.into(), &"list".into())
+    );
+}
+
 both_executors!(
+    every_json_document_carries_the_result_as_sent_beside_the_rendering,
     prompt_flags_are_flags_wherever_they_stand_and_double_dash_ends_them,
     tool_output_and_resources_share_the_cap,
     show_lists_prompts_resources_and_templates,

@@ -227,6 +227,8 @@ both_executors!(
 );
 
 at_two_widths!(
+    printed_lines_fit_the_terminal_and_break_between_words,
+    editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once,
     slash_completes_commands_and_doctor_reports_each_server,
     a_tool_call_runs_and_its_result_prints_above_the_prompt,
     ctrl_c_cancels_a_long_call_and_the_shell_goes_on,
@@ -667,7 +669,10 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
         &format!("\n  {ARCHITECTURE}  everything · architecture.md"),
         SOON,
     );
-    shell.wait_for_after(row, "\n  @notes/architecture-notes.txt   file", SOON);
+    // (Notes start in one column, wherever the widest row puts it.)
+    let file = shell.wait_for_after(row, "\n  @notes/architecture-notes.txt ", SOON);
+    let rest = shell.screen()[file..].trim_start_matches(' ').to_owned();
+    assert!(rest.starts_with("file"), "{rest:?}");
     let at = shell.mark();
     shell.keys("\t\r");
     // (On a narrow terminal the line scrolls sideways to the cursor, so
@@ -796,46 +801,79 @@ fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
     assert!(shell.quit().success());
 }
 
-at_two_widths!(a_server_that_needs_a_login_gets_it_before_the_shell_connects);
+at_two_widths!(a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later);
 
-fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
-    // The OAuth fixture (an MCP server with its own authorization server,
-    // auto-approving) on an ephemeral loopback port.
-    let dir = scratch_dir(&format!("shell-login-fixture-{}", rt.name()));
-    let port_file = dir.join("port");
-    let server = Stopped(
+/// A server that needs a browser login does not hold up the others: the
+/// shell starts everything else, names the server and the command that
+/// logs in; `/login fx` shows the URL naming `fx`, Ctrl-C there skips the
+/// login and the shell goes on, and a later `/login fx` logs in and
+/// starts it.
+fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt: Runtime) {
+    let dir = scratch_dir(&format!(
+        "shell-login-fixture-{}-{}",
+        rt.name(),
+        COLUMNS.with(std::cell::Cell::get)
+    ));
+    // `fx`: oidc-provider in front of an MCP server (tests/servers/
+    // fixtures/oidc-server.mjs), whose login needs a person's browser
+    // (sign-in and consent pages). `ax`: the OAuth fixture, whose
+    // authorization server approves at once.
+    let oidc = Stopped(
+        Command::new("node")
+            .arg(rho_tests::tests_dir().join("servers/fixtures/oidc-server.mjs"))
+            .arg("--port-file")
+            .arg(dir.join("oidc-ports"))
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("start the oidc-provider fixture"),
+    );
+    let auto = Stopped(
         Command::new("node")
             .arg(rho_tests::tests_dir().join("servers/fixtures/oauth-server.js"))
             .arg("--port-file")
-            .arg(&port_file)
+            .arg(dir.join("auto-port"))
             .stdin(Stdio::piped())
             .stdout(Stdio::null())
             .stderr(Stdio::inherit())
             .spawn()
             .expect("start the OAuth fixture"),
     );
-    let until = Instant::now() + SOON;
-    let port: u16 = loop {
-        if let Some(port) = std::fs::read_to_string(&port_file)
-            .ok()
-            .and_then(|p| p.trim().parse().ok())
-        {
-            break port;
+    let ports = |file: &str, count: usize| -> Vec<u16> {
+        let until = Instant::now() + SOON;
+        loop {
+            let ports: Vec<u16> = std::fs::read_to_string(dir.join(file))
+                .unwrap_or_default()
+                .split_whitespace()
+                .filter_map(|p| p.parse().ok())
+                .collect();
+            if ports.len() == count {
+                return ports;
+            }
+            assert!(
+                Instant::now() < until,
+                "the fixture of {file} did not start"
+            );
+            std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(Instant::now() < until, "the OAuth fixture did not start");
-        std::thread::sleep(Duration::from_millis(20));
     };
+    let fx_port = ports("oidc-ports", 2)[1];
+    let ax_port = ports("auto-port", 1)[0];
     // The person's browser: rho opens the authorization URL with
-    // xdg-open, which here is a script that follows the redirects back to
-    // rho's loopback callback as a browser would.
+    // xdg-open, here a script that follows the redirects back to rho's
+    // loopback callback as a browser would, once `allow` exists; before,
+    // it is a browser the person never finishes.
     let bin = dir.join("bin");
     std::fs::create_dir_all(&bin).expect("make bin");
     let opener = bin.join("xdg-open");
     let browser = rho_tests::tests_dir().join("servers/fixtures/browser.mjs");
+    let allow = dir.join("allow");
     std::fs::write(
         &opener,
         format!(
-            "#!/bin/sh\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+            "#!/bin/sh\n[ -e '{}' ] || exit 0\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+            allow.display(),
             browser.display(),
             dir.join("browser.log").display()
         ),
@@ -849,8 +887,16 @@ fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
         bin.display(),
         std::env::var("PATH").unwrap_or_default()
     );
+    let remote = |id: &str, port: u16| {
+        format!(
+            "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nstartup_timeout_secs = 20\n[mcp.servers.{id}.oauth]\n"
+        )
+    };
     let config = format!(
-        "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{port}/mcp\"\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\n"
+        "{}{}{}",
+        remote("fx", fx_port),
+        node_server("everything", &everything_js(), &[]),
+        remote("ax", ax_port),
     );
     let mut shell = Shell::launch(
         rt,
@@ -862,15 +908,201 @@ fn a_server_that_needs_a_login_gets_it_before_the_shell_connects(rt: Runtime) {
         },
     );
     let screen = shell.screen();
+    for id in ["fx", "ax"] {
+        let named = format!(
+            "server `{id}` needs a browser login, so it is not started; `/login {id}` logs in and starts it"
+        );
+        assert!(screen.contains(&named), "no `{named}`:\n{screen}");
+    }
     assert!(
-        screen.contains("logged in to server `fx`"),
-        "the login came first:\n{screen}"
+        !screen.contains("open this URL"),
+        "no login at start:\n{screen}"
+    );
+    // A call to a server left for its login says what to do.
+    let at = shell.mark();
+    shell.keys("/call ax:whoami\r");
+    shell.wait_for_after(
+        at,
+        "server `ax` is not started: it needs a browser login first (`/login ax`)",
+        SOON,
+    );
+    // The other server is up, without waiting for any login.
+    let at = shell.mark();
+    shell.keys("/call everything:echo message=up\r");
+    shell.wait_for_after(at, "Echo: up", SOON);
+
+    // A login the person gives up on: Ctrl-C skips it, the shell stays.
+    let at = shell.mark();
+    shell.keys("/login fx\r");
+    shell.wait_for_after(at, "To authorize rho for server `fx`, open this URL", SOON);
+    shell.wait_for_after(
+        at,
+        "waiting for the browser to finish the login to server `fx`",
+        SOON,
     );
     let at = shell.mark();
-    shell.keys("/call fx:whoami\r");
+    shell.keys("\x03");
+    shell.wait_for_after(at, "skipped the login to server `fx`", SOON);
+    let at = shell.mark();
+    shell.keys("/call everything:echo message=still\r");
+    shell.wait_for_after(at, "Echo: still", SOON);
+
+    // Later, a login goes through and its server starts.
+    std::fs::write(&allow, "").expect("allow the browser");
+    let at = shell.mark();
+    shell.keys("/login ax\r");
+    shell.wait_for_after(at, "logged in to server `ax`", SOON);
+    shell.wait_for_after(at, "server `ax` is ready", SOON);
+    let at = shell.mark();
+    shell.keys("/call ax:whoami\r");
     shell.wait_for_after(at, "token #1", SOON);
+    let at = shell.mark();
+    shell.keys("/call everything:echo message=after\r");
+    shell.wait_for_after(at, "Echo: after", SOON);
     assert!(shell.quit().success());
-    drop(server);
+    drop((oidc, auto));
+}
+
+/// `/tools`, with its descriptions and parameters, is broken between
+/// words to fit the terminal: no row is wider than it, and no word is cut, so the terminal
+/// never wraps inside a name.
+fn printed_lines_fit_the_terminal_and_break_between_words(rt: Runtime) {
+    let columns = usize::from(COLUMNS.with(std::cell::Cell::get));
+    let mut shell = Shell::start(rt, "wrap");
+    let at = shell.mark();
+    shell.keys("/tools everything\r");
+    let sum = shell.wait_for_after(at, "(everything:get-sum)", SOON);
+    let end = shell.wait_for_after(sum, "rho> ", SOON);
+    let printed = shell.screen()[at..end].to_owned();
+    let mut words = 0;
+    for row in printed.split('\n') {
+        // What the terminal shows of the row: drawing sequences take no
+        // column, and a CR (but the one before the LF) starts the row
+        // again.
+        let row = row.strip_suffix('\r').unwrap_or(row);
+        let mut shown = String::new();
+        let mut chars = row.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\x1b' => {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+                '\r' => shown.clear(),
+                c => shown.push(c),
+            }
+        }
+        assert!(
+            shown.chars().count() <= columns,
+            "a row of {} columns on a {columns}-column terminal: {shown:?}",
+            shown.chars().count()
+        );
+        words += shown.split_whitespace().count();
+    }
+    assert!(words > 50, "{printed:?}");
+    // Every tool's name came out whole.
+    for name in [
+        "get-resource-reference",
+        "get-structured-content",
+        "trigger-long-running-operation",
+    ] {
+        assert!(printed.contains(name), "no {name}: {printed:?}");
+    }
+    assert!(shell.quit().success());
+}
+
+/// The line editor as a person uses it: one Tab that inserts a common
+/// prefix leaves the menu open so Enter picks (never submits the half
+/// word); Ctrl-L clears the screen and keeps the line; a resize redraws at
+/// once, before any key; palette notes start in one column; and a key
+/// typed while a palette shows draws the line once.
+fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(rt: Runtime) {
+    let config = format!(
+        "{}{}",
+        node_server("everything", &everything_js(), &[]),
+        fixture_config()
+    );
+    let mut shell = Shell::start_with(rt, "editing", &config);
+
+    // Tab: the two tools of everything starting `get-re` share
+    // `everything:get-resource-`; Enter then picks the first, and nothing
+    // is submitted.
+    let at = shell.mark();
+    shell.keys("/call everything:get-re\t");
+    shell.wait_for_after(at, "rho> /call everything:get-resource-", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    let end = shell.wait_for_after(at, "rho> /call everything:get-resource-", SOON);
+    std::thread::sleep(Duration::from_millis(300));
+    let after = shell.screen()[at..].to_owned();
+    assert!(
+        !after.contains("no exported tool") && !after.contains("has no tool"),
+        "Enter submitted the half word:\n{after}"
+    );
+    let picked: String = shell.screen()[end..]
+        .chars()
+        .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
+        .collect();
+    assert!(!picked.is_empty(), "Enter picked no tool:\n{after}");
+    shell.keys("\x15");
+
+    // Ctrl-L: the screen is cleared (cursor home, erase below) and the
+    // line drawn again as it was.
+    shell.keys("/mc");
+    let at = shell.mark();
+    shell.keys("\x0c");
+    shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[Jrho> /mc", SOON);
+    shell.keys("\x15");
+
+    // A resize redraws at once, with no key typed.
+    let at = shell.mark();
+    rho_tests::pty::resize(&shell.keyboard, 60, 50);
+    shell.wait_for_after(at, "rho> ", Duration::from_secs(3));
+
+    // Palette rows: the notes start in one column.
+    let at = shell.mark();
+    shell.keys("/");
+    shell.keys("\t");
+    shell.wait_for_after(at, "/quit", SOON);
+    let drawn = shell.screen()[at..].to_owned();
+    let menu = drawn.rsplit("rho> /").next().expect("the last drawing");
+    let columns: Vec<usize> = ["/mcp", "/doctor", "/tools", "/quit"]
+        .iter()
+        .map(|command| {
+            let row = menu
+                .split("\r\n")
+                .find(|row| row.contains(&format!("  {command} ")))
+                .unwrap_or_else(|| panic!("no row for {command}: {menu:?}"));
+            let row = row.replace("\x1b[7m", "").replace("\x1b[0m", "");
+            let note = row[row.find(command).expect("command") + command.len()..]
+                .find(|c: char| c != ' ')
+                .expect("a note");
+            row.find(command).expect("command") + command.len() + note
+        })
+        .collect();
+    assert!(
+        columns.windows(2).all(|w| w[0] == w[1]),
+        "notes not in one column: {columns:?}\n{menu:?}"
+    );
+    shell.keys("\x1b");
+    shell.keys("\x15");
+
+    // A key typed while a palette shows draws the line once.
+    let at = shell.mark();
+    shell.keys("hello @fi");
+    shell.wait_for_after(at, "fixture://fine", SOON);
+    std::thread::sleep(Duration::from_millis(300));
+    let at = shell.mark();
+    shell.keys("n");
+    shell.wait_for_after(at, "rho> hello @fin", SOON);
+    std::thread::sleep(Duration::from_millis(500));
+    let drawn = shell.screen()[at..].matches("rho> hello @fin").count();
+    assert_eq!(drawn, 1, "{:?}", &shell.screen()[at..]);
+    shell.keys("\x15");
+    assert!(shell.quit().success());
 }
 
 /// A child process killed when dropped (a test that fails stops it too).

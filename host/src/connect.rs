@@ -14,6 +14,11 @@
 //!   credentials, a step-up login where `mode` allows one), for the
 //!   host's `HostServices::authorizer`.
 //!
+//! [`prepare_deferring_logins`] is [`prepare`] for a host that lets no
+//! server wait for another's browser login (a shell): it runs none, and
+//! lists the servers that need one for the host to start later, after
+//! [`login_server`].
+//!
 //! [`Host::connect`] is [`prepare`] followed by [`Host::start_where`].
 
 use std::sync::Arc;
@@ -42,6 +47,10 @@ pub struct Prepared {
     /// The browser logins run before connecting (only with a person), by
     /// server, in config order.
     pub logins: Vec<LoginOutcome>,
+    /// The servers whose browser login [`prepare_deferring_logins`] left
+    /// for later, in config order: start the others without them, and
+    /// each once its [`login_server`] has succeeded.
+    pub deferred: Vec<String>,
 }
 
 /// Prepares the servers of `loaded` that `select` accepts, with the
@@ -58,6 +67,45 @@ pub fn prepare(
     prepare_with(loaded, store, kind, mode, select)
 }
 
+/// [`prepare`] for a host that starts every server at once and lets a
+/// person log in to each when they choose (a shell): no browser login is
+/// run here. A server that can only get a token through one is listed in
+/// [`Prepared::deferred`] instead (only with a person; with no one to ask
+/// it is started and fails at connect saying to log in). Mid-session
+/// re-authorization still reaches the person through `mode`.
+pub fn prepare_deferring_logins(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    mode: &LoginMode,
+    select: &dyn Fn(&str) -> bool,
+) -> Prepared {
+    let store = FileStore::default_location().map(|s| Arc::new(s) as Arc<dyn CredentialStore>);
+    let config = with_stored_tokens(&loaded.config, kind, store.as_deref(), select);
+    let deferred = match (mode, &store) {
+        (LoginMode::Person(_), Some(_)) => browser_logins_needed(&config, select),
+        _ => Vec::new(),
+    };
+    let authorizer = StoreAuthorizer::for_config(&loaded.config, store, mode.clone(), kind, select);
+    Prepared {
+        config,
+        authorizer,
+        logins: Vec::new(),
+        deferred,
+    }
+}
+
+/// The enabled servers `select` accepts that only a browser login can give
+/// a token, in config order.
+fn browser_logins_needed(config: &Config, select: &dyn Fn(&str) -> bool) -> Vec<String> {
+    config
+        .servers
+        .iter()
+        .filter(|e| select(&e.id) && e.config.as_ref().is_ok_and(|c| c.enabled))
+        .map(|e| e.id.clone())
+        .filter(|id| needs_browser_login(config, id))
+        .collect()
+}
+
 /// [`prepare`] with the host's own credential store.
 pub fn prepare_with(
     loaded: &LoadedConfig,
@@ -69,14 +117,7 @@ pub fn prepare_with(
     let mut config = with_stored_tokens(&loaded.config, kind, store.as_deref(), select);
     let mut logins = Vec::new();
     if let (LoginMode::Person(_), Some(store)) = (mode, &store) {
-        let ids: Vec<String> = config
-            .servers
-            .iter()
-            .filter(|e| select(&e.id) && e.config.as_ref().is_ok_and(|c| c.enabled))
-            .map(|e| e.id.clone())
-            .filter(|id| needs_browser_login(&config, id))
-            .collect();
-        for id in ids {
+        for id in browser_logins_needed(&config, select) {
             let outcome = login_server(loaded, store.as_ref(), kind, &id, mode);
             logins.push((id, outcome));
         }
@@ -89,6 +130,7 @@ pub fn prepare_with(
         config,
         authorizer,
         logins,
+        deferred: Vec::new(),
     }
 }
 

@@ -235,7 +235,18 @@ pub const HEADLESS_REDIRECT_PORT: u16 = 8976;
 pub trait AuthorizationPrompt: Send + Sync {
     /// The person must open `url` in a browser to log in to `server`.
     fn show(&self, server: &str, url: &Url);
+
+    /// Whether the person stopped waiting for the browser (a shell's
+    /// Ctrl-C): the login then ends at once, failing with
+    /// [`LOGIN_SKIPPED`]. Asked about every 50 ms while the login waits.
+    fn cancelled(&self) -> bool {
+        false
+    }
 }
+
+/// The reason a login fails with when its person stopped waiting for the
+/// browser ([`AuthorizationPrompt::cancelled`]).
+pub const LOGIN_SKIPPED: &str = "the person stopped waiting for the browser";
 
 /// How the browser step is taken.
 pub enum Browser {
@@ -489,7 +500,7 @@ fn browser_step(
     match browser {
         Browser::Person(listener, prompt) => {
             prompt.show(server, url);
-            wait_for_callback(listener, login)
+            wait_for_callback(listener, login, &|| prompt.cancelled())
         }
         Browser::Headless | Browser::Never => Err("no one is here to log in".into()),
     }
@@ -532,13 +543,20 @@ pub fn open_in_browser(url: &Url) {
 /// [`CALLBACK_READERS`] at once; more are closed at once), which hands the
 /// request line back here: an idle or slow local connection holds only its
 /// own reader, never the browser's callback behind it.
-fn wait_for_callback(listener: &TcpListener, login: &mut Login) -> Result<(), String> {
+fn wait_for_callback(
+    listener: &TcpListener,
+    login: &mut Login,
+    cancelled: &dyn Fn() -> bool,
+) -> Result<(), String> {
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("the callback listener: {e}"))?;
     let (tx, rx) = std::sync::mpsc::channel::<(TcpStream, Option<String>)>();
     let readers = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
+        if cancelled() {
+            return Err(LOGIN_SKIPPED.into());
+        }
         let now = Instant::now();
         if let Some(deadline) = login.poll_timeout() {
             if now >= deadline {
@@ -1253,7 +1271,7 @@ mod tests {
             let real = get(port, &format!("/callback?code=c0de&state={state}"));
             (stray, forged, real)
         });
-        wait_for_callback(listener, &mut login).expect("served");
+        wait_for_callback(listener, &mut login, &|| false).expect("served");
         let (stray, forged, real) = client.join().expect("client");
         assert!(stray.starts_with("HTTP/1.1 404"), "{stray}");
         assert!(forged.starts_with("HTTP/1.1 404"), "{forged}");
@@ -1262,6 +1280,21 @@ mod tests {
         let token = login.poll_request().expect("token request");
         assert_eq!(token.url.path(), "/token");
         assert!(String::from_utf8_lossy(&token.body).contains("code=c0de"));
+    }
+
+    #[test]
+    fn a_person_who_stops_waiting_ends_the_login_at_once() {
+        let (browser, redirect_uri) = Browser::person(Arc::new(Silent)).expect("listener");
+        let Browser::Person(listener, _) = &browser else {
+            panic!("a listener")
+        };
+        let (mut login, _url) = login_at_browser_step(redirect_uri);
+        let started = Instant::now();
+        let asked = std::sync::atomic::AtomicUsize::new(0);
+        let stop_on_third = || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
+        let error = wait_for_callback(listener, &mut login, &stop_on_third).expect_err("skipped");
+        assert_eq!(error, LOGIN_SKIPPED);
+        assert!(started.elapsed() < Duration::from_secs(2));
     }
 
     #[test]
@@ -1285,7 +1318,7 @@ mod tests {
         let client =
             std::thread::spawn(move || get(port, &format!("/callback?code=c0de&state={state}")));
         let started = Instant::now();
-        wait_for_callback(listener, &mut login).expect("served");
+        wait_for_callback(listener, &mut login, &|| false).expect("served");
         let took = started.elapsed();
         assert!(
             client.join().expect("client").starts_with("HTTP/1.1 200"),

@@ -94,6 +94,19 @@ impl Pty {
     }
 }
 
+/// Resizes the terminal whose master side is `keyboard` (what
+/// [`Pty::record`] returned) to `columns` by `rows`, as a person dragging
+/// the window does.
+pub fn resize(keyboard: &std::fs::File, columns: u16, rows: u16) {
+    let size = rustix::termios::Winsize {
+        ws_row: rows,
+        ws_col: columns,
+        ws_xpixel: 0,
+        ws_ypixel: 0,
+    };
+    rustix::termios::tcsetwinsize(keyboard, size).expect("resize the terminal");
+}
+
 /// What rho drew on a [`Pty`], as [`Pty::record`] collects it.
 pub struct Screen {
     text: Arc<Mutex<String>>,
@@ -132,7 +145,7 @@ impl Screen {
 /// account for, with its byte offset: any C1 control, bidirectional
 /// override or isolate, or C0 control other than LF, TAB and BS; an ESC
 /// that does not start one of the sequences rho itself writes (erase
-/// below `ESC[J`, erase line `ESC[2K`, reverse video `ESC[7m` and its
+/// below `ESC[J`, cursor home `ESC[H` (Ctrl-L), erase line `ESC[2K`, reverse video `ESC[7m` and its
 /// reset `ESC[0m`, colours `ESC[<n>m` from the log writer, cursor up and
 /// right `ESC[<n>A` / `ESC[<n>C`); a CR not followed by LF, another CR,
 /// one of those sequences or the end. A server's payload (`ESC]0;…BEL`,
@@ -144,7 +157,7 @@ pub fn foreign_control(screen: &str) -> Option<(usize, char)> {
         let digits = rest.len() - rest.trim_start_matches(|c: char| c.is_ascii_digit()).len();
         let end = rest[digits..].chars().next()?;
         let ok = match end {
-            'J' => digits == 0,
+            'J' | 'H' => digits == 0,
             'K' => &rest[..digits] == "2",
             'A' | 'C' | 'm' => digits > 0,
             _ => false,

@@ -30,6 +30,7 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/doctor", "one health row per server"),
     ("/tools", "exported tools [server]"),
     ("/call", "<tool or server:tool> [JSON or key=value...]"),
+    ("/login", "<server>: log in with a browser and start it"),
     ("/help", "these commands and keys"),
     ("/quit", "shut every server down and leave"),
 ];
@@ -55,6 +56,8 @@ pub(crate) enum Command {
         /// The rest of the line: a JSON object or `key=value` words.
         arguments: String,
     },
+    /// `/login <server>`: a browser login, then the server starts.
+    Login(String),
     /// `/help`.
     Help,
     /// `/quit` (or `/exit`).
@@ -99,6 +102,10 @@ pub(crate) fn parse(line: &str) -> Command {
                 arguments: arguments.to_owned(),
             }
         }
+        "/login" => match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [server] => Command::Login((*server).to_owned()),
+            _ => Command::Refused("usage: /login <server>".into()),
+        },
         "/help" | "/?" => Command::Help,
         "/quit" | "/exit" => Command::Quit,
         "/mcp" | "/doctor" => Command::Refused(format!("{word} takes no arguments")),
@@ -192,7 +199,7 @@ pub(crate) fn complete(
                     .then(|| Candidate::text(format!("{command} "), p.note.clone()))
             }))
             .collect(),
-        ["/tools"] => catalog
+        ["/tools" | "/login"] => catalog
             .servers
             .iter()
             .filter(|s| s.starts_with(word))
@@ -871,6 +878,8 @@ mod tests {
         assert!(why.contains("start with `/`"), "{why}");
         assert!(matches!(parse("/mcp now"), Command::Refused(_)));
         assert!(matches!(parse("/tools a b"), Command::Refused(_)));
+        assert_eq!(parse("/login fx"), Command::Login("fx".into()));
+        assert!(matches!(parse("/login"), Command::Refused(_)));
     }
 
     #[test]
@@ -938,5 +947,6 @@ mod tests {
     #[test]
     fn tools_completes_server_names() {
         assert_eq!(replacements("/tools f"), ["fs"]);
+        assert_eq!(replacements("/login f"), ["fs"]);
     }
 }

@@ -96,6 +96,8 @@ pub(crate) enum Action {
     Interrupt,
     /// Ctrl-D on an empty line.
     EndOfInput,
+    /// Ctrl-L: clear the screen, then draw the line at its top.
+    ClearScreen,
     /// Tab asked for completions of the word ending at the cursor; the shell
     /// answers with [`Editor::offer`].
     Complete {
@@ -285,7 +287,8 @@ impl Editor {
             }
             Key::EndOfInput if self.line.is_empty() => return Action::EndOfInput,
             Key::EndOfInput => self.delete_forward(),
-            Key::BackTab | Key::Escape | Key::Redraw | Key::Unknown => {}
+            Key::Redraw => return Action::ClearScreen,
+            Key::BackTab | Key::Escape | Key::Unknown => {}
         }
         Action::Redraw
     }
@@ -394,7 +397,7 @@ impl Editor {
         match choice.pick {
             Pick::Insert => {
                 let replacement = sanitize_line(&choice.replacement).into_owned();
-                self.splice(menu.word_start, menu.word_end, &replacement);
+                self.insert_choice(menu.word_start, menu.word_end, &replacement);
             }
             Pick::Attach { server, uri } => {
                 // The URI is the server's: drawn only once made safe.
@@ -451,7 +454,7 @@ impl Editor {
         if let [only] = candidates.as_slice() {
             if only.pick == Pick::Insert {
                 let replacement = only.replacement.clone();
-                self.splice(word_start, word_end, &replacement);
+                self.insert_choice(word_start, word_end, &replacement);
                 return;
             }
         }
@@ -461,12 +464,15 @@ impl Editor {
                 .filter(|c| c.pick == Pick::Insert)
                 .map(|c| c.replacement.as_str()),
         );
+        // The common prefix goes in, and the menu stays open over it with
+        // the first row highlighted: Enter picks it, as Tab promised.
+        let mut word_end = word_end;
         if candidates.iter().all(|c| c.pick == Pick::Insert)
             && common.len() > word_end - word_start
             && common.starts_with(&self.line[word_start..word_end])
         {
             self.splice(word_start, word_end, &common);
-            return;
+            word_end = word_start + common.len();
         }
         self.menu = Some(Menu {
             candidates,
@@ -474,6 +480,19 @@ impl Editor {
             word_start,
             word_end,
         });
+    }
+
+    /// Puts a picked `replacement` over `line[start..end]`. A replacement
+    /// ending in a blank before a blank already in the line steps over
+    /// that one instead of doubling it.
+    fn insert_choice(&mut self, start: usize, end: usize, replacement: &str) {
+        match replacement.strip_suffix(' ') {
+            Some(bare) if self.line[end..].starts_with(' ') => {
+                self.splice(start, end, bare);
+                self.cursor += 1;
+            }
+            _ => self.splice(start, end, replacement),
+        }
     }
 
     /// Puts up a palette of `candidates` for `line[start..end]`, no row
@@ -645,6 +664,17 @@ fn menu_rows(menu: &Menu, width: usize) -> Vec<String> {
         .saturating_sub(MENU_ROWS - 1)
         .min(count.saturating_sub(MENU_ROWS));
     let mut rows = Vec::new();
+    // Notes start in one column: after the widest text of the rows shown,
+    // at most half the width (a longer text pushes its own note along).
+    let column = menu
+        .candidates
+        .iter()
+        .skip(first)
+        .take(MENU_ROWS)
+        .map(|c| text_width(&sanitize_line(&c.replacement)))
+        .max()
+        .unwrap_or(0)
+        .min(width / 2);
     for (i, candidate) in menu
         .candidates
         .iter()
@@ -654,9 +684,11 @@ fn menu_rows(menu: &Menu, width: usize) -> Vec<String> {
     {
         // Every row passes the one sanitizer: a candidate's text and note
         // may be a server's.
-        let mut text = format!("  {}", sanitize_line(&candidate.replacement));
+        let shown = sanitize_line(&candidate.replacement);
+        let mut text = format!("  {shown}");
         if !candidate.note.is_empty() {
-            text.push_str("  ");
+            let pad = column.saturating_sub(text_width(&shown)) + 2;
+            text.extend(std::iter::repeat_n(' ', pad));
             text.push_str(&sanitize_line(&candidate.note));
         }
         let text = cut(&text, width.saturating_sub(1));
@@ -885,12 +917,70 @@ mod tests {
         typed(&mut editor, "/d");
         editor.offer("/d", 0, vec![candidate("/doctor"), candidate("/doc2")]);
         assert_eq!(editor.line(), "/doc");
-        editor.offer("/doc", 0, vec![candidate("/doctor"), candidate("/doc2")]);
         assert!(editor.menu_open());
         editor.key(Key::Tab);
         editor.key(Key::Enter);
         assert_eq!(editor.line(), "/doc2");
         assert!(!editor.menu_open());
+    }
+
+    #[test]
+    fn one_tab_then_enter_picks_the_first_candidate_instead_of_submitting() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/d");
+        editor.offer("/d", 0, vec![candidate("/doctor "), candidate("/doc2 ")]);
+        assert_eq!(editor.line(), "/doc");
+        assert_eq!(editor.key(Key::Enter), Action::Redraw, "Enter picked");
+        assert_eq!(editor.line(), "/doctor ");
+    }
+
+    #[test]
+    fn a_picked_word_ending_in_a_blank_steps_over_the_blank_already_there() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/call ev x=1");
+        for _ in 0.." x=1".len() {
+            editor.key(Key::Left);
+        }
+        editor.offer("/call ev x=1", 6, vec![candidate("everything:echo ")]);
+        assert_eq!(editor.line(), "/call everything:echo x=1");
+        assert_eq!(editor.cursor(), "/call everything:echo ".len());
+    }
+
+    #[test]
+    fn ctrl_l_asks_for_a_clear_screen_and_keeps_the_line() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/mc");
+        assert_eq!(editor.key(Key::Redraw), Action::ClearScreen);
+        assert_eq!(editor.line(), "/mc");
+    }
+
+    #[test]
+    fn palette_notes_start_in_one_column() {
+        let mut editor = Editor::new("> ", vec![]);
+        typed(&mut editor, "/");
+        let row = |text: &str, note: &str| Candidate::text(text, note);
+        editor.offer(
+            "/",
+            0,
+            vec![
+                row("/mcp", "servers"),
+                row("/doctor", "health"),
+                row("/quit", "leave"),
+            ],
+        );
+        let drawn = editor.render(80);
+        let columns: Vec<usize> = ["servers", "health", "leave"]
+            .iter()
+            .map(|note| {
+                let line = drawn
+                    .split("\r\n")
+                    .find(|l| l.contains(note))
+                    .expect("a row");
+                let plain = line.replace("\x1b[7m", "").replace("\x1b[0m", "");
+                plain.find(note).expect("the note")
+            })
+            .collect();
+        assert_eq!(columns, [11, 11, 11], "{drawn:?}");
     }
 
     #[test]
@@ -953,7 +1043,7 @@ mod tests {
         let drawn = editor.render(40);
         assert_eq!(
             drawn,
-            "\r\x1b[J> /\r\n\x1b[7m  /mcp  status\x1b[0m\r\n  /tools\x1b[2A\r\x1b[3C"
+            "\r\x1b[J> /\r\n\x1b[7m  /mcp    status\x1b[0m\r\n  /tools\x1b[2A\r\x1b[3C"
         );
     }
 

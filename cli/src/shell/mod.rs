@@ -66,6 +66,14 @@
 //! already depends on, so the binary grows by kilobytes, not by a
 //! terminal library.
 //!
+//! Logins: a server that can only get a token through a browser login is
+//! left out of the start ([`rho_host::connect::prepare_deferring_logins`])
+//! and named, so no server waits for another's login. `/login <server>`
+//! runs the host library's [`rho_host::login::login_server`] with a prompt
+//! that prints the URL above the line, naming the server; Ctrl-C skips it.
+//! A login that succeeds starts every server again with it, on the loop's
+//! own thread.
+//!
 //! History is kept in `~/.rho/shell_history` (the last
 //! [`editor::HISTORY_LINES`] lines, owner-only permissions), written after
 //! every command so a killed shell loses nothing.
@@ -83,7 +91,7 @@ use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, RwLock};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::LogLevel;
@@ -178,34 +186,26 @@ pub(crate) fn run(
         None
     };
     options.host = rho_host::sampling::services(responder, loaded.config.sampling_command.clone());
-    // A server with no usable login gets it now, as `rho mcp call` does: the
-    // 401 at connect would give a browser login only the startup budget. A
-    // login that fails is said, and that server then fails at connect;
-    // the others still start.
+    // No server waits for another's browser login: a server that needs
+    // one is left out of the start and named, and `/login <id>` logs in
+    // and starts it when the person chooses (the host library's login).
     let mode = if interactive {
         crate::questions::login_mode()
     } else {
         rho_host::login::LoginMode::Never
     };
-    let prepared = rho_host::connect::prepare(loaded, kind, &mode, &|_| true);
-    for (id, outcome) in &prepared.logins {
-        match outcome {
-            Ok(logged_in) => eprintln!("rho: {logged_in}"),
-            Err(why) => eprintln!(
-                "rho: server `{}` was not logged in: {}",
-                sanitize_line(id),
-                sanitize_line(&why.to_string())
-            ),
-        }
-    }
-    let mut config = prepared.config;
-    options.host.authorizer = prepared.authorizer;
-    if let Some(level) = args.log_level {
-        for entry in &mut config.servers {
-            if let Ok(server) = entry.config.as_mut() {
-                server.log_level = Some(level);
-            }
-        }
+    let starter = Starter {
+        kind,
+        mode,
+        log_level: args.log_level,
+    };
+    let (config, deferred) = starter.prepare(loaded, &mut options);
+    for id in &deferred {
+        eprintln!(
+            "rho: server `{}` needs a browser login, so it is not started; `/login {}` logs in and starts it",
+            sanitize_line(id),
+            sanitize_line(id)
+        );
     }
     let workspace = options
         .workspace
@@ -225,13 +225,21 @@ pub(crate) fn run(
                 .count()
         );
     }
-    let host = unless_stopped(crate::start_host(kind, &config, options, |_| true))?;
+    let host = unless_stopped(crate::start_host(kind, &config, options.clone(), |id| {
+        !deferred.iter().any(|d| d == id)
+    }))?;
     // Smol sessions keep running between commands: pings answered, server
     // output read (the blocking runtime's sessions have threads already).
     let host = host.with_executor_thread();
+    crate::completion_words::remember(&host.servers());
     let shell = Shell {
         loaded,
-        host: &host,
+        host: RwLock::new(host),
+        starter,
+        options,
+        deferred: Mutex::new(deferred),
+        logged_in: Mutex::new(None),
+        logging_in: AtomicBool::new(false),
         out: if interactive {
             Out::Screen(Arc::clone(&screen))
         } else {
@@ -258,7 +266,11 @@ pub(crate) fn run(
         plain_loop(&shell, &stop);
         Ok(())
     };
-    host.shutdown();
+    shell
+        .host
+        .into_inner()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+        .shutdown();
     outcome?;
     crate::check_stopped()?;
     Ok(ExitCode::SUCCESS)
@@ -288,10 +300,80 @@ impl Out {
     }
 }
 
+/// How the shell's servers are started, kept for a start after `/login`.
+struct Starter {
+    kind: RuntimeKind,
+    mode: rho_host::login::LoginMode,
+    log_level: Option<LogLevel>,
+}
+
+impl Starter {
+    /// The config to start (stored logins applied, `--log-level` over each
+    /// server's own) and the servers left for a later `/login`; sets the
+    /// authorizer in `options`.
+    fn prepare(
+        &self,
+        loaded: &LoadedConfig,
+        options: &mut RuntimeOptions,
+    ) -> (rho_proto_core::config::Config, Vec<String>) {
+        let prepared =
+            rho_host::connect::prepare_deferring_logins(loaded, self.kind, &self.mode, &|_| true);
+        let mut config = prepared.config;
+        options.host.authorizer = prepared.authorizer;
+        if let Some(level) = self.log_level {
+            for entry in &mut config.servers {
+                if let Ok(server) = entry.config.as_mut() {
+                    server.log_level = Some(level);
+                }
+            }
+        }
+        (config, prepared.deferred)
+    }
+}
+
+/// Shows a login's URL above the shell's line, naming the server, and
+/// ends the wait when the person presses Ctrl-C.
+struct ShellLoginPrompt {
+    /// Above the line; `None` prints to stdout.
+    screen: Option<Arc<Screen>>,
+    cancel: Arc<AtomicBool>,
+}
+
+impl rho_host::login::AuthorizationPrompt for ShellLoginPrompt {
+    fn show(&self, server: &str, url: &url::Url) {
+        let server = sanitize_line(server);
+        let out = match &self.screen {
+            Some(screen) => Out::Screen(Arc::clone(screen)),
+            None => Out::Plain,
+        };
+        out.print(&format!(
+            "To authorize rho for server `{server}`, open this URL in a browser (it is being opened for you where possible):\n\n  {}\n\nrho: waiting for the browser to finish the login to server `{server}` (Ctrl-C skips it; `/login {server}` again later)...",
+            sanitize_line(url.as_str())
+        ));
+        if crate::questions::person_present() {
+            rho_host::login::open_in_browser(url);
+        }
+    }
+
+    fn cancelled(&self) -> bool {
+        self.cancel.load(Ordering::Relaxed)
+    }
+}
+
 /// The shell's state while it runs.
 struct Shell<'a> {
     loaded: &'a LoadedConfig,
-    host: &'a Host,
+    /// Replaced whole when a `/login` starts a server.
+    host: RwLock<Host>,
+    starter: Starter,
+    /// What the host was started with.
+    options: RuntimeOptions,
+    /// The servers left out of the start for their browser login.
+    deferred: Mutex<Vec<String>>,
+    /// The server a `/login` just logged in to, until it is started.
+    logged_in: Mutex<Option<String>>,
+    /// A `/login` is waiting (Ctrl-C skips it rather than cancel a call).
+    logging_in: AtomicBool,
     out: Out,
     /// The running call's cancel flag.
     running: Mutex<Option<Arc<AtomicBool>>>,
@@ -340,11 +422,108 @@ struct ReadSlot {
 }
 
 impl Shell<'_> {
+    /// The running host.
+    fn host(&self) -> std::sync::RwLockReadGuard<'_, Host> {
+        self.host
+            .read()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// `/login <server>`: the host library's browser login for that
+    /// server (Ctrl-C sets `cancel` and skips it). A login that succeeds
+    /// leaves the start to [`Shell::start_after_login`], which the loop's
+    /// own thread runs: a stdio server dies with the thread that started it
+    /// (its parent-death signal), and a command's thread ends.
+    fn login(&self, id: &str, cancel: &Arc<AtomicBool>) -> String {
+        use rho_host::login::{LOGIN_SKIPPED, LoginError, LoginMode};
+        if !matches!(self.starter.mode, LoginMode::Person(_)) {
+            return format!(
+                "a browser login needs a person at a terminal: run `rho mcp login {}`",
+                sanitize_line(id)
+            );
+        }
+        if self.loaded.config.get(id).is_none() {
+            let ids = self.loaded.config.servers.iter().map(|e| e.id.as_str());
+            return rho_host::names::NameError::UnknownServer {
+                id: id.to_owned(),
+                suggestion: rho_host::names::did_you_mean(id, ids).map(str::to_owned),
+            }
+            .to_string();
+        }
+        let Some(store) = rho_host::credentials::FileStore::default_location() else {
+            return LoginError::NoStore.to_string();
+        };
+        let mode = LoginMode::Person(Arc::new(ShellLoginPrompt {
+            screen: match &self.out {
+                Out::Screen(screen) => Some(Arc::clone(screen)),
+                Out::Plain => None,
+            },
+            cancel: Arc::clone(cancel),
+        }));
+        self.logging_in.store(true, Ordering::Relaxed);
+        let logged_in =
+            rho_host::login::login_server(self.loaded, &store, self.starter.kind, id, &mode);
+        self.logging_in.store(false, Ordering::Relaxed);
+        let logged_in = match logged_in {
+            Ok(logged_in) => logged_in,
+            Err(LoginError::Failed { reason, .. }) if reason == LOGIN_SKIPPED => {
+                return format!(
+                    "skipped the login to server `{}`; `/login {}` when you are ready",
+                    sanitize_line(id),
+                    sanitize_line(id)
+                );
+            }
+            Err(why) => return sanitize_line(&why.to_string()).into_owned(),
+        };
+        *lock(&self.logged_in) = Some(id.to_owned());
+        format!(
+            "rho: {}; starting the servers again with it",
+            sanitize_line(&logged_in.to_string())
+        )
+    }
+
+    /// After a `/login` of server `id`: every server is started again (the
+    /// new login applied), the old sessions shut down, and `id`'s status
+    /// said. `None` when no login is waiting for its start.
+    fn start_after_login(&self) -> Option<String> {
+        let id = lock(&self.logged_in).take()?;
+        let id = id.as_str();
+        let mut options = self.options.clone();
+        let (config, deferred) = self.starter.prepare(self.loaded, &mut options);
+        let started = crate::start_host(self.starter.kind, &config, options, |id| {
+            !deferred.iter().any(|d| d == id)
+        })
+        .with_executor_thread();
+        *lock(&self.deferred) = deferred;
+        crate::completion_words::remember(&started.servers());
+        let old = std::mem::replace(
+            &mut *self
+                .host
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner),
+            started,
+        );
+        old.shutdown();
+        let status = match self.host().server(id).map(|view| view.status) {
+            Some(ServerStatus::Ready(_)) => format!("server `{}` is ready", sanitize_line(id)),
+            Some(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => format!(
+                "server `{}` did not start: {}",
+                sanitize_line(id),
+                sanitize_line(&error)
+            ),
+            Some(status) => format!("server `{}` is {}", sanitize_line(id), status.label()),
+            None => format!("server `{}` is not started", sanitize_line(id)),
+        };
+        Some(format!(
+            "rho: every server was started again with the new login; {status}"
+        ))
+    }
+
     fn catalog(&self) -> Catalog {
         Catalog {
-            servers: self.host.servers().into_iter().map(|s| s.id).collect(),
+            servers: self.host().servers().into_iter().map(|s| s.id).collect(),
             tools: self
-                .host
+                .host()
                 .current_tools()
                 .iter()
                 .filter(|t| !t.withdrawn)
@@ -364,7 +543,7 @@ impl Shell<'_> {
                 })
                 .collect(),
             prompts: self
-                .host
+                .host()
                 .servers()
                 .iter()
                 .filter_map(|view| match &view.status {
@@ -387,7 +566,7 @@ impl Shell<'_> {
                 })
                 .collect(),
             resources: self
-                .host
+                .host()
                 .servers()
                 .into_iter()
                 .filter_map(|view| match view.status {
@@ -404,7 +583,7 @@ impl Shell<'_> {
 
     /// The server's `max_output_bytes`.
     fn output_cap(&self, server: &str) -> usize {
-        self.host
+        self.host()
             .server(server)
             .and_then(|view| view.config.map(|c| c.max_output_bytes))
             .unwrap_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES)
@@ -422,8 +601,8 @@ impl Shell<'_> {
 
     fn prompt_turn(&self, line: &str, cancel: &AtomicBool) -> Result<String, String> {
         let command = prompts::parse_command(line).map_err(|e| e.to_string())?;
-        let Some(view) = self.host.server(command.server) else {
-            let servers: Vec<String> = self.host.servers().into_iter().map(|s| s.id).collect();
+        let Some(view) = self.host().server(command.server) else {
+            let servers: Vec<String> = self.host().servers().into_iter().map(|s| s.id).collect();
             return Err(rho_host::names::NameError::UnknownServer {
                 id: command.server.to_owned(),
                 suggestion: rho_host::names::did_you_mean(
@@ -468,7 +647,7 @@ impl Shell<'_> {
             arguments,
         });
         let value = self
-            .host
+            .host()
             .request(command.server, request, cancel)
             .map_err(|e| e.to_string())?;
         let result = prompts::GetPromptResult::from_value(&value)
@@ -480,9 +659,9 @@ impl Shell<'_> {
     /// transport, status, errors, exported tool names), then each
     /// server's prompts and resources.
     fn status_text(&self) -> String {
-        let servers = self.host.servers();
+        let servers = self.host().servers();
         let auth = crate::auth_statuses(self.loaded);
-        let mut text = crate::output::list_text(self.loaded, &servers, self.host.tools(), &auth);
+        let mut text = crate::output::list_text(self.loaded, &servers, self.host().tools(), &auth);
         text.push_str(&crate::output::catalogs_text(&servers));
         text
     }
@@ -490,10 +669,10 @@ impl Shell<'_> {
     /// What the shell says as it starts: the servers' table and one line
     /// of counts, not every tool (`/mcp` and `/tools` list them).
     fn greeting_text(&self) -> String {
-        let servers = self.host.servers();
+        let servers = self.host().servers();
         let auth = crate::auth_statuses(self.loaded);
         let mut text =
-            crate::output::servers_table(self.loaded, &servers, self.host.tools(), &auth);
+            crate::output::servers_table(self.loaded, &servers, self.host().tools(), &auth);
         if servers.is_empty() {
             return text;
         }
@@ -505,7 +684,7 @@ impl Shell<'_> {
                     report.catalog.resources.items.len() + report.catalog.templates.items.len();
             }
         }
-        let tools = self.host.tools().tools().len();
+        let tools = self.host().tools().tools().len();
         text.push_str(&format!(
             "\n{tools} tool(s), {prompts} prompt(s), {resources} resource(s) and template(s): /mcp lists them, /tools [server] shows the tools, /help the commands\n"
         ));
@@ -515,11 +694,11 @@ impl Shell<'_> {
     /// `/doctor`: one row per server, what is wrong and what to do.
     fn doctor_text(&self) -> String {
         let mut text = String::new();
-        for server in self.host.servers() {
+        for server in self.host().servers() {
             let id = sanitize_line(&server.id);
             let row = match &server.status {
                 ServerStatus::Ready(_) => {
-                    let tools = self.host.tools().server_tools(&server.id).count();
+                    let tools = self.host().tools().server_tools(&server.id).count();
                     format!("ok    {id}: ready, {tools} tool(s) exported")
                 }
                 ServerStatus::Disabled => format!("off   {id}: disabled (enabled = false)"),
@@ -542,11 +721,11 @@ impl Shell<'_> {
 
     /// `/tools [server]`.
     fn tools_text(&self, server: Option<&str>) -> String {
-        if let Some(id) = server.filter(|id| self.host.server(id).is_none()) {
+        if let Some(id) = server.filter(|id| self.host().server(id).is_none()) {
             return format!("no server `{}` is configured", sanitize_line(id));
         }
         let mut text = String::new();
-        for tool in &self.host.current_tools() {
+        for tool in &self.host().current_tools() {
             if server.is_some_and(|s| s != tool.server) {
                 continue;
             }
@@ -580,12 +759,23 @@ impl Shell<'_> {
         target: &str,
         arguments: &str,
     ) -> Result<(String, String, serde_json::Value), String> {
-        let servers: Vec<String> = self.host.servers().into_iter().map(|s| s.id).collect();
-        let tools = self.host.current_tools();
+        let servers: Vec<String> = self.host().servers().into_iter().map(|s| s.id).collect();
+        let tools = self.host().current_tools();
         let second = arguments.split_whitespace().next();
         let words: Vec<&str> = std::iter::once(target).chain(second).collect();
-        let resolved =
-            rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| e.to_string())?;
+        let resolved = rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| {
+            // A server left for its login says so, rather than that it
+            // has no such tool.
+            let named = target.split_once(':').map_or(target, |(server, _)| server);
+            match lock(&self.deferred).iter().find(|d| *d == named) {
+                Some(id) => format!(
+                    "server `{}` is not started: it needs a browser login first (`/login {}`)",
+                    sanitize_line(id),
+                    sanitize_line(id)
+                ),
+                None => e.to_string(),
+            }
+        })?;
         let rest = if resolved.words == 2 {
             arguments
                 .trim_start()
@@ -610,7 +800,7 @@ impl Shell<'_> {
         }
         let words = crate::adhoc::split(text)?;
         let arguments = crate::tool_args::parse_words(&words)?;
-        crate::call::typed_arguments(self.host, server, tool, arguments)
+        crate::call::typed_arguments(&self.host(), server, tool, arguments)
     }
 
     /// Runs one call to its end, printing progress; the result's text.
@@ -632,7 +822,7 @@ impl Shell<'_> {
                 .print(&format!("  … {label}: {}", progress_text(&progress)));
         };
         let outcome =
-            self.host
+            self.host()
                 .call_server_tool_with(server, tool, arguments, &mut on_progress, cancel);
         match outcome {
             // Cancelled by the person, but the server answered first: what
@@ -730,10 +920,19 @@ impl Shell<'_> {
             Command::Nothing => return Some(String::new()),
             Command::Status => self.status_text(),
             Command::Doctor => self.doctor_text(),
-            Command::Tools(server) => self.tools_text(server.as_deref()),
+            // Descriptions and parameters are prose: broken between words
+            // to fit the terminal, never inside a name.
+            Command::Tools(server) => match &self.out {
+                Out::Screen(_) => {
+                    screen::wrap(&self.tools_text(server.as_deref()), screen::width()).into_owned()
+                }
+                Out::Plain => self.tools_text(server.as_deref()),
+            },
             Command::Help => commands::help(),
             Command::Refused(why) => why.clone(),
-            Command::Call { .. } | Command::Prompt(_) | Command::Quit => return None,
+            Command::Call { .. } | Command::Prompt(_) | Command::Login(_) | Command::Quit => {
+                return None;
+            }
         })
     }
 }
@@ -772,14 +971,15 @@ fn interactive_loop(
         let mut worker: Option<std::thread::ScopedJoinHandle<'_, ()>> = None;
         // What the servers looked like when last checked, for the
         // list-change, ping and failure lines (about once a second).
-        let mut seen = shell.host.servers();
-        let mut seen_tools = shell.host.current_tools();
+        let mut seen = shell.host().servers();
+        let mut seen_tools = shell.host().current_tools();
         let mut ticks = 0u32;
+        let mut drawn_width = screen::width();
         'keys: loop {
             ticks = ticks.wrapping_add(1);
             if ticks % 10 == 0 {
-                let now = shell.host.servers();
-                let now_tools = shell.host.current_tools();
+                let now = shell.host().servers();
+                let now_tools = shell.host().current_tools();
                 for line in watch::changes(&seen, &now)
                     .into_iter()
                     .chain(watch::revisions(&seen_tools, &now_tools))
@@ -796,14 +996,27 @@ fn interactive_loop(
             }
             if worker.as_ref().is_some_and(|w| w.is_finished()) {
                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
+                if let Some(text) = shell.start_after_login() {
+                    screen.print(&text);
+                    seen = shell.host().servers();
+                    seen_tools = shell.host().current_tools();
+                }
             }
             let Some(bytes) = read_keys() else {
                 cancel_running(shell);
                 break;
             };
+            // A resize redraws at once, for the new width.
+            let now_width = screen::width();
+            if now_width != drawn_width {
+                drawn_width = now_width;
+                screen.draw();
+            }
             for key in decoder.feed(&bytes, bytes.len() < READ_SIZE) {
                 let revision = screen.look(Editor::revision);
-                let action = screen.edit(|editor| editor.key(key));
+                // Drawn once per key, after the palette is brought up to
+                // date (see below), not once for the key and again for it.
+                let action = screen.look_mut(|editor| editor.key(key));
                 for event in screen.look_mut(Editor::take_events) {
                     match event {
                         Event::Attach { chip, server, uri } => {
@@ -816,7 +1029,11 @@ fn interactive_loop(
                 if !asking && screen.look(Editor::revision) != revision {
                     refresh_palette(scope, shell, screen);
                 }
+                if !matches!(action, editor::Action::Complete { .. }) {
+                    screen.draw();
+                }
                 match action {
+                    editor::Action::ClearScreen => screen.clear_screen(),
                     editor::Action::Redraw => {}
                     editor::Action::Notice(why) => screen.print(&why),
                     editor::Action::Complete {
@@ -902,6 +1119,20 @@ fn interactive_loop(
                                     shell.out.print(&text);
                                 }));
                             }
+                            Command::Login(id) => {
+                                if lock(&shell.running).is_some() {
+                                    screen.print("a call is running; Ctrl-C cancels it");
+                                    continue;
+                                }
+                                let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
+                                let cancel = Arc::new(AtomicBool::new(false));
+                                *lock(&shell.running) = Some(Arc::clone(&cancel));
+                                worker = Some(scope.spawn(move || {
+                                    let text = shell.login(&id, &cancel);
+                                    lock(&shell.running).take();
+                                    shell.out.print(&text);
+                                }));
+                            }
                             Command::Call { target, arguments } => {
                                 if lock(&shell.running).is_some() {
                                     screen.print("a call is running; Ctrl-C cancels it");
@@ -952,7 +1183,8 @@ fn interactive_loop(
 }
 
 /// After a key that changed the line or moved the cursor: the palette for
-/// what the cursor is in now (see the module docs).
+/// what the cursor is in now (see the module docs), drawn with the key's
+/// own redraw.
 fn refresh_palette<'scope, 'env>(
     scope: &'scope std::thread::Scope<'scope, 'env>,
     shell: &'env Shell<'env>,
@@ -965,7 +1197,7 @@ fn refresh_palette<'scope, 'env>(
             *lock(&shell.suggest.anchor) = None;
             let files = shell.workspace_files();
             let rows = commands::mention_candidates(&catalog, &fragment, &files);
-            screen.update(|e| e.suggest(&line, cursor, range, rows));
+            screen.look_mut(|e| e.suggest(&line, cursor, range, rows));
         }
         Context::Argument {
             server,
@@ -976,7 +1208,7 @@ fn refresh_palette<'scope, 'env>(
             given,
             single,
         } => {
-            let enabled = shell.host.server(&server).is_some_and(
+            let enabled = shell.host().server(&server).is_some_and(
                 |view| matches!(&view.status, ServerStatus::Ready(r) if r.capabilities.completions),
             );
             *lock(&shell.suggest.anchor) = Some(Anchor {
@@ -1004,14 +1236,14 @@ fn refresh_palette<'scope, 'env>(
             let rows = shown
                 .map(|values| commands::value_candidates(&values, &typed, single))
                 .unwrap_or_default();
-            screen.update(|e| e.suggest(&line, cursor, range, rows));
+            screen.look_mut(|e| e.suggest(&line, cursor, range, rows));
             if let Some((ticket, params)) = request {
                 ask_server(scope, shell, screen, server, ticket, params);
             }
         }
         Context::None => {
             *lock(&shell.suggest.anchor) = None;
-            screen.update(|e| e.suggest(&line, cursor, (0, 0), Vec::new()));
+            screen.look_mut(|e| e.suggest(&line, cursor, (0, 0), Vec::new()));
         }
     }
 }
@@ -1036,7 +1268,7 @@ fn ask_server<'scope, 'env>(
                 break;
             }
             let result = shell
-                .host
+                .host()
                 .request(&server, FeatureRequest::Complete(params), &cancel);
             let (shown, following) = {
                 let mut brokers = lock(&shell.suggest.brokers);
@@ -1107,7 +1339,7 @@ fn attach<'scope, 'env>(
     );
     scope.spawn(move || {
         let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
-        let result = shell.host.request(&server, request, &cancel);
+        let result = shell.host().request(&server, request, &cancel);
         let outcome = {
             let mut reads = lock(&shell.reads);
             let Some(slot) = reads.get_mut(&chip) else {
@@ -1235,7 +1467,9 @@ fn cancel_running(shell: &Shell<'_>) -> bool {
     match lock(&shell.running).as_ref() {
         Some(cancel) => {
             cancel.store(true, Ordering::Relaxed);
-            shell.out.print("cancelling the call…");
+            if !shell.logging_in.load(Ordering::Relaxed) {
+                shell.out.print("cancelling the call…");
+            }
             true
         }
         None => false,
@@ -1345,6 +1579,13 @@ fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
         match command {
             Command::Quit => break,
             Command::Prompt(line) => shell.out.print(&shell.prompt(&line, stop)),
+            Command::Login(id) => {
+                let cancel = Arc::new(AtomicBool::new(false));
+                shell.out.print(&shell.login(&id, &cancel));
+                if let Some(text) = shell.start_after_login() {
+                    shell.out.print(&text);
+                }
+            }
             Command::Call { target, arguments } => {
                 let prepared = shell.prepare_call(&target, &arguments);
                 match prepared {

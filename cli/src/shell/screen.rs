@@ -11,7 +11,7 @@
 use std::io::Write as _;
 use std::sync::{Mutex, MutexGuard};
 
-use super::editor::{Candidate, Editor};
+use super::editor::{Candidate, Editor, width_of};
 
 /// The terminal's settings before raw mode, put back on drop.
 #[cfg(unix)]
@@ -68,6 +68,92 @@ pub(crate) fn width() -> usize {
         }
     }
     80
+}
+
+/// `text` with each line longer than `width` columns broken at its last
+/// blank that fits, so the terminal never wraps it inside a name; the
+/// continuation keeps the line's indent. A word longer than the whole
+/// width (a URL) gets a row of its own, which the terminal wraps. An escape sequence
+/// (`ESC [ ... letter`, the log's colours) takes no column.
+pub(crate) fn wrap(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
+    let width = width.max(20);
+    if text.lines().all(|line| columns(line) <= width) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 16);
+    for (i, line) in text.split('\n').enumerate() {
+        if i > 0 {
+            out.push('\n');
+        }
+        let indent = line.len() - line.trim_start_matches(' ').len();
+        let mut rest = line;
+        let mut first = true;
+        loop {
+            let lead = if first { 0 } else { indent };
+            let room = width.saturating_sub(lead);
+            if columns(rest) <= room {
+                out.extend(std::iter::repeat_n(' ', lead));
+                out.push_str(rest);
+                break;
+            }
+            // The last blank before the first column past the room, not
+            // inside the leading blanks.
+            let leading = rest.len() - rest.trim_start_matches(' ').len();
+            let mut used = 0;
+            let mut cut = None;
+            let mut chars = rest.char_indices();
+            while let Some((at, c)) = chars.next() {
+                if c == '\x1b' {
+                    for (_, c) in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                    continue;
+                }
+                if c == ' ' && at > leading {
+                    cut = Some(at);
+                }
+                used += width_of(c);
+                if used > room {
+                    break;
+                }
+            }
+            // A first word longer than the room gets a row of its own.
+            if cut.is_none() {
+                cut = rest[leading..].find(' ').map(|i| i + leading);
+            }
+            let Some(at) = cut.filter(|&at| !rest[..at].trim_start().is_empty()) else {
+                out.extend(std::iter::repeat_n(' ', lead));
+                out.push_str(rest);
+                break;
+            };
+            out.extend(std::iter::repeat_n(' ', lead));
+            out.push_str(rest[..at].trim_end_matches(' '));
+            out.push('\n');
+            rest = rest[at..].trim_start_matches(' ');
+            first = false;
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+/// Columns `line` takes, escape sequences taking none.
+fn columns(line: &str) -> usize {
+    let mut used = 0;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        if c == '\x1b' {
+            for c in chars.by_ref() {
+                if c.is_ascii_alphabetic() {
+                    break;
+                }
+            }
+            continue;
+        }
+        used += width_of(c);
+    }
+    used
 }
 
 /// The screen: the editor's line at the bottom, text printed above it.
@@ -139,6 +225,24 @@ impl Screen {
         self.edit(|editor| editor.offer(line, word_start, candidates));
     }
 
+    /// Draws the line (and the menu) again, as they are.
+    pub(crate) fn draw(&self) {
+        let editor = self.lock();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(editor.render(width()).as_bytes());
+        let _ = out.flush();
+    }
+
+    /// Ctrl-L: clears the screen (cursor home, erase below) and draws the
+    /// line at its top.
+    pub(crate) fn clear_screen(&self) {
+        let editor = self.lock();
+        let mut out = std::io::stdout().lock();
+        let _ = out.write_all(b"\x1b[H\x1b[J");
+        let _ = out.write_all(editor.render(width()).as_bytes());
+        let _ = out.flush();
+    }
+
     /// Erases the prompt line (before leaving).
     pub(crate) fn erase(&self) {
         let editor = self.lock();
@@ -150,5 +254,43 @@ impl Screen {
     /// The history, for saving.
     pub(crate) fn history(&self) -> Vec<String> {
         self.lock().history().to_vec()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn long_lines_break_between_words_never_inside_a_name() {
+        let line = "  mcp__everything__get-resource-reference  Returns a resource reference that can be used by MCP clients";
+        let wrapped = wrap(line, 50);
+        for row in wrapped.lines() {
+            assert!(row.chars().count() <= 50, "{row:?} in {wrapped:?}");
+            assert!(row.starts_with("  "), "the indent is kept: {row:?}");
+        }
+        assert!(
+            wrapped
+                .lines()
+                .next()
+                .unwrap_or("")
+                .starts_with("  mcp__everything__get-resource-reference ")
+        );
+        assert_eq!(
+            wrapped.split_whitespace().collect::<Vec<_>>(),
+            line.split_whitespace().collect::<Vec<_>>(),
+            "no word is cut or lost"
+        );
+    }
+
+    #[test]
+    fn short_lines_escapes_and_overlong_words_are_left_alone() {
+        assert!(matches!(wrap("short", 40), std::borrow::Cow::Borrowed(_)));
+        let coloured = format!("\x1b[33m WARN\x1b[0m {}", "x".repeat(30));
+        assert_eq!(wrap(&coloured, 40), coloured);
+        let url = format!("  http://127.0.0.1/{}", "a".repeat(60));
+        assert_eq!(wrap(&url, 40), url);
+        let long_then_short = format!("{url} and more");
+        assert_eq!(wrap(&long_then_short, 40), format!("{url}\n  and more"));
     }
 }

@@ -782,6 +782,7 @@ pub fn flatten(result: &GetPromptResult, max_output_bytes: usize) -> String {
             content,
             structured_content: None,
             is_error: false,
+            other: serde_json::Map::new(),
         })
         .model_text;
         parts.push(match message.role {

@@ -302,6 +302,11 @@ pub struct CallToolResult {
     pub structured_content: Option<Value>,
     /// The server reported the call itself as failed.
     pub is_error: bool,
+    /// Every other member as sent (`isError` itself, `_meta`, members of
+    /// later revisions, a `structuredContent` of null), so that
+    /// [`CallToolResult::as_sent`] gives the result back whole.
+    #[serde(skip)]
+    pub other: Map<String, Value>,
 }
 
 impl CallToolResult {
@@ -316,12 +321,17 @@ impl CallToolResult {
         let mut content = None;
         let mut structured = None;
         let mut is_error = false;
+        let mut other = Map::new();
         for (name, member) in obj {
             match name.as_str() {
                 "content" => content = Some(member),
-                "structuredContent" => structured = Some(member),
-                "isError" => is_error = member.as_bool().unwrap_or(false),
-                _ => {}
+                "structuredContent" if !member.is_null() => structured = Some(member),
+                _ => {
+                    if name == "isError" {
+                        is_error = member.as_bool().unwrap_or(false);
+                    }
+                    other.insert(name, member);
+                }
             }
         }
         let content = match content {
@@ -336,9 +346,25 @@ impl CallToolResult {
         };
         Ok(Self {
             content,
-            structured_content: structured.filter(|v| !v.is_null()),
+            structured_content: structured,
             is_error,
+            other,
         })
+    }
+
+    /// The result object as the server sent it, member order aside:
+    /// `content` is always present (`[]` when the server sent only
+    /// `structuredContent`).
+    pub fn as_sent(&self) -> Value {
+        let mut obj = Map::with_capacity(self.other.len() + 2);
+        obj.insert("content".into(), Value::Array(self.content.clone()));
+        if let Some(structured) = &self.structured_content {
+            obj.insert("structuredContent".into(), structured.clone());
+        }
+        for (name, member) in &self.other {
+            obj.insert(name.clone(), member.clone());
+        }
+        Value::Object(obj)
     }
 
     /// The text of every `text` block, joined by newlines: the plain reading
@@ -901,6 +927,34 @@ mod tests {
         .expect("result");
         assert_eq!(result.text(), "a\nb");
         assert!(result.is_error);
+    }
+
+    #[test]
+    fn call_result_as_sent_keeps_every_member() {
+        let sent = json!({
+            "content": [{"type": "text", "text": "a", "_meta": {"k": 1}}],
+            "structuredContent": {"n": 2},
+            "isError": "yes",
+            "_meta": {"trace": "x"},
+            "laterMember": [1]
+        });
+        let result = CallToolResult::from_value(sent.clone()).expect("result");
+        assert!(!result.is_error, "a non-boolean isError is not an error");
+        assert_eq!(result.as_sent(), sent);
+        let only_structured =
+            CallToolResult::from_value(json!({"structuredContent": {"n": 2}})).expect("result");
+        assert_eq!(
+            only_structured.as_sent(),
+            json!({"content": [], "structuredContent": {"n": 2}})
+        );
+        let null_structured =
+            CallToolResult::from_value(json!({"content": [], "structuredContent": null}))
+                .expect("result");
+        assert_eq!(null_structured.structured_content, None);
+        assert_eq!(
+            null_structured.as_sent(),
+            json!({"content": [], "structuredContent": null})
+        );
     }
 
     fn header_tool(properties: Value) -> Tool {
