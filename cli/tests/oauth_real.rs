@@ -29,16 +29,16 @@
 //! when the stored token is due and when the server dropped it, two rho
 //! processes refreshing one expired login at once (exactly one refresh at
 //! the server, and the rotated token kept), and a registration the server
-//! forgot replaced by one new registration; a refresh
-//! the server refuses sent once per call (not again at the `initialize`
-//! fallback); a login through a browser (the test follows the redirect to
-//! rho's listener).
+//! forgot replaced by one new registration; a refresh the server refuses
+//! sent once per call (not again at the `initialize` fallback).
 //!
-//! Ignored until rho does it (issue 36): a second browser login works
-//! though its listener's port is not the one the stored client was
-//! registered with (both servers match redirect URIs exactly); and a
-//! browser login after the server forgot the client registers a new one
-//! before sending the person to an error page.
+//! For the Python servers also: a login through a browser (the test
+//! follows the redirect to rho's listener); a second one works though its
+//! listener's port is not the one the stored client was registered with
+//! (both match redirect URIs exactly); and a browser login after the
+//! server forgot the client registers a new one before sending the person
+//! to an error page. (tests/oauth.rs logs in to oidc-provider through a
+//! browser that follows its login and consent redirects.)
 //!
 //! The Python servers run on the interop venvs (`tests/interop/install`;
 //! scripts/test runs it). Without them a test says so and passes, except
