@@ -12,13 +12,16 @@
 //! registration, PKCE, resource indicators, `iss`) in front of the official
 //! TypeScript SDK's server (which refuses a token the provider did not
 //! mint), logged in through a browser that follows its login and consent
-//! redirects.
+//! redirects. (Its headless login, rotation with reuse detection across
+//! two rho processes, and a forgotten client are in tests/oauth_real.rs,
+//! beside the other real authorization servers.)
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use rho_tests::CliRuntime as Runtime;
+use rho_tests::oidc::{OidcProvider, http_exchange};
 use rho_tests::scene::{Scene, arg};
 use rho_tests::{tests_dir, toml_str};
 use serde_json::Value;
@@ -71,16 +74,8 @@ impl OAuthServer {
 
 /// POSTs to a fixture's control path on `port`.
 fn control(port: u16, what: &str) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect to fixture");
-    write!(
-        stream,
-        "POST /control/{what} HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
-    )
-    .expect("write");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    assert!(answer.starts_with("HTTP/1.1 204"), "{answer}");
+    let (status, _, body) = http_exchange(port, "POST", &format!("/control/{what}"), "");
+    assert_eq!(status, 204, "POST /control/{what}: {body}");
 }
 
 impl Drop for OAuthServer {
@@ -436,52 +431,14 @@ fn a_stored_token_refused_at_initialize_is_refreshed_there_like_one_refused_late
     });
 }
 
-/// The MCP server behind oidc-provider (tests/servers/fixtures/
-/// oidc-server.mjs), stopped on drop: `(fixture, MCP port)`.
-fn oidc_server(dir: &Path) -> (OAuthServer, u16) {
-    let port_file = dir.join("ports");
-    let child = Command::new("node")
-        .arg(tests_dir().join("servers/fixtures/oidc-server.mjs"))
-        .arg("--port-file")
-        .arg(&port_file)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("start the oidc-provider fixture");
-    let until = Instant::now() + Duration::from_secs(20);
-    let ports: Vec<u16> = loop {
-        let ports: Vec<u16> = std::fs::read_to_string(&port_file)
-            .unwrap_or_default()
-            .split_whitespace()
-            .filter_map(|p| p.parse().ok())
-            .collect();
-        if ports.len() == 2 {
-            break ports;
-        }
-        assert!(
-            Instant::now() < until,
-            "the oidc-provider fixture did not start"
-        );
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    (
-        OAuthServer {
-            child,
-            port: ports[0],
-        },
-        ports[1],
-    )
-}
-
 #[test]
 fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_in_again() {
     use std::io::BufRead as _;
     for_both(|rt| {
         let s = Scene::new(RHO, "oauth-oidc", rt);
         let dir = s.dir();
-        let (_provider, mcp_port) = oidc_server(dir);
-        let mcp = format!("http://127.0.0.1:{mcp_port}");
+        let provider = OidcProvider::start(dir, &[]);
+        let mcp = format!("http://127.0.0.1:{}", provider.mcp_port());
         let config = dir.join("config.toml");
         std::fs::write(
             &config,
@@ -567,7 +524,7 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
             "{run}"
         );
         // The provider drops the access token: refreshed without anyone.
-        control(mcp_port, "expire");
+        provider.control("expire");
         let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(
             (run.code, run.stdout.as_str()),
@@ -575,7 +532,7 @@ fn a_real_openid_provider_login_through_a_browser_then_silent_refresh_then_log_i
             "{run}"
         );
         // Revoked: a clear "log in again".
-        control(mcp_port, "revoke");
+        provider.control("revoke");
         let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
         assert_eq!(run.code, Some(1), "{run}");
         assert!(
@@ -591,13 +548,13 @@ fn a_bearer_token_the_openid_provider_did_not_mint_is_refused_by_the_sdk_server(
     for_both(|rt| {
         let s = Scene::new(RHO, "oauth-oidc-forged", rt);
         let dir = s.dir();
-        let (_provider, mcp_port) = oidc_server(dir);
+        let provider = OidcProvider::start(dir, &[]);
         let config = dir.join("config.toml");
         std::fs::write(
             &config,
             format!(
                 "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\nheaders = {{ Authorization = \"Bearer forged-token\" }}\n",
-                toml_str(&format!("http://127.0.0.1:{mcp_port}/mcp"))
+                toml_str(&provider.mcp_url())
             ),
         )
         .expect("config");

@@ -7,40 +7,51 @@
 //!   HTTP server (tests/interop/python/oauth/mcp1_server.py);
 //! - fastmcp's (`fastmcp` 4.2.3, on `mcp` 2.3.0): its in-process
 //!   `InMemoryOAuthProvider` in front of a fastmcp server
-//!   (tests/interop/python/oauth/fastmcp_server.py).
+//!   (tests/interop/python/oauth/fastmcp_server.py);
+//! - oidc-provider's (the npm package, pinned in tests/servers): an
+//!   OpenID Connect / OAuth 2.1 server with dynamic registration, PKCE and
+//!   resource indicators, in front of the official TypeScript SDK's MCP
+//!   server (tests/servers/fixtures/oidc-server.mjs, which tests/oauth.rs
+//!   also logs in to through a browser's redirects), here approving at
+//!   once (`--approve-at-once`: the fixture takes oidc-provider's login
+//!   and consent redirects itself).
 //!
-//! (oidc-provider, the third, is in tests/oauth.rs.) Both approve at once,
-//! rotate refresh tokens, refuse a refresh token presented twice and revoke
-//! its login (reuse detection), and forget every registration when they
-//! stop. Each logs its authorization-server requests as JSON lines (the
-//! grant, where the request carried `client_id`, the answer's error), which
-//! the tests read to count what rho asked for.
+//! All approve at once, rotate refresh tokens, refuse a refresh token
+//! presented twice and revoke its login (reuse detection; oidc-provider's
+//! own, which revokes the whole grant), and forget every registration when
+//! they stop (oidc-provider: when told, `/control/forget`). Each logs its
+//! authorization-server requests as JSON lines (the grant, where the
+//! request carried `client_id`, the answer's error), which the tests read
+//! to count what rho asked for.
 //!
 //! For each: a headless login (the token request carries `client_id`
 //! where these servers read it, in the form body), a call, a silent refresh
 //! when the stored token is due and when the server dropped it, two rho
 //! processes refreshing one expired login at once (exactly one refresh at
 //! the server, and the rotated token kept), and a registration the server
-//! forgot (after a restart) replaced by one new registration; a refresh
-//! the server refuses sent once per call (not again at the `initialize`
-//! fallback); a login through a browser (the test follows the redirect to
-//! rho's listener).
+//! forgot replaced by one new registration; a refresh the server refuses
+//! sent once per call (not again at the `initialize` fallback).
 //!
-//! Ignored until rho does it (issue 36): a second browser login works
-//! though its listener's port is not the one the stored client was
-//! registered with (both servers match redirect URIs exactly); and a
-//! browser login after the server forgot the client registers a new one
-//! before sending the person to an error page.
+//! For the Python servers also: a login through a browser (the test
+//! follows the redirect to rho's listener); a second one works though its
+//! listener's port is not the one the stored client was registered with
+//! (both match redirect URIs exactly); and a browser login after the
+//! server forgot the client registers a new one before sending the person
+//! to an error page. (tests/oauth.rs logs in to oidc-provider through a
+//! browser that follows its login and consent redirects.)
 //!
-//! The servers run on the interop venvs (`tests/interop/install`; scripts/test
-//! runs it). Without them a test says so and passes, except with `CI=true`,
-//! where it fails.
+//! The Python servers run on the interop venvs (`tests/interop/install`;
+//! scripts/test runs it). Without them a test says so and passes, except
+//! with `CI=true`, where it fails. oidc-provider runs on node from
+//! tests/servers/node_modules (`npm ci --prefix tests/servers`), and a
+//! test fails without it.
 
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 
 use rho_tests::CliRuntime as Runtime;
+use rho_tests::oidc::{OidcProvider, http_exchange};
 use rho_tests::scene::{Run, Scene};
 use rho_tests::{listening_port, tests_dir, toml_str};
 use serde_json::Value;
@@ -55,14 +66,18 @@ enum Kind {
     PythonSdk,
     /// fastmcp's `InMemoryOAuthProvider`.
     FastMcp,
+    /// oidc-provider (tests/servers/fixtures/oidc-server.mjs), approving
+    /// at once.
+    OidcProvider,
 }
 
 impl Kind {
-    /// The interop venv it runs on, and its script.
+    /// The interop venv a Python server runs on, and its script.
     fn parts(self) -> (&'static str, &'static str) {
         match self {
             Kind::PythonSdk => ("mcp1", "mcp1_server.py"),
             Kind::FastMcp => ("fastmcp", "fastmcp_server.py"),
+            Kind::OidcProvider => unreachable!("oidc-provider runs on node"),
         }
     }
 
@@ -70,6 +85,7 @@ impl Kind {
         match self {
             Kind::PythonSdk => "python-sdk",
             Kind::FastMcp => "fastmcp",
+            Kind::OidcProvider => "oidc-provider",
         }
     }
 
@@ -94,54 +110,88 @@ impl Kind {
 /// A running authorization server + MCP server, stopped on drop.
 struct Fixture {
     kind: Kind,
-    python: PathBuf,
     dir: PathBuf,
-    /// Its extra arguments (`--refresh-delay`), kept for a restart.
-    args: Vec<String>,
-    child: Child,
-    port: u16,
-    /// How many times it was started (each start's stderr has a file).
-    starts: u32,
+    server: Server,
+}
+
+/// How a fixture runs.
+enum Server {
+    /// A Python fixture: one port for both servers.
+    Python {
+        python: PathBuf,
+        /// Its extra arguments (`--refresh-delay`), kept for a restart.
+        args: Vec<String>,
+        child: Child,
+        port: u16,
+        /// How many times it was started (each start's stderr has a file).
+        starts: u32,
+    },
+    /// oidc-provider: the authorization server and the MCP server on
+    /// ports of their own.
+    Oidc(OidcProvider),
 }
 
 impl Fixture {
-    /// Starts `kind` for a scene in `dir`, or `None` when it is not
-    /// installed (see [`Kind::python`]).
+    /// Starts `kind` for a scene in `dir` with `args` (`--refresh-delay
+    /// SECS`, which every fixture takes), or `None` when it is not
+    /// installed (see [`Kind::python`]). Every fixture logs its requests
+    /// to `dir/as.jsonl`.
     fn start(kind: Kind, dir: &Path, args: &[&str]) -> Option<Self> {
-        let python = kind.python()?;
-        let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
-        let (child, port) = spawn(kind, &python, dir, 0, 1, &args);
+        let server = if let Kind::OidcProvider = kind {
+            let log = dir.join("as.jsonl");
+            let log = log.to_str().expect("a UTF-8 path");
+            let mut all = vec!["--approve-at-once", "--log", log];
+            all.extend_from_slice(args);
+            Server::Oidc(OidcProvider::start(dir, &all))
+        } else {
+            let python = kind.python()?;
+            let args: Vec<String> = args.iter().map(|a| (*a).to_owned()).collect();
+            let (child, port) = spawn(kind, &python, dir, 0, 1, &args);
+            Server::Python {
+                python,
+                args,
+                child,
+                port,
+                starts: 1,
+            }
+        };
         Some(Self {
             kind,
-            python,
             dir: dir.to_owned(),
-            args,
-            child,
-            port,
-            starts: 1,
+            server,
         })
     }
 
-    /// Stops the server and starts it again on the same port: it has
-    /// forgotten every client, code and token.
-    fn restart(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        self.starts += 1;
-        let (child, port) = spawn(
-            self.kind,
-            &self.python,
-            &self.dir,
-            self.port,
-            self.starts,
-            &self.args,
-        );
-        assert_eq!(port, self.port);
-        self.child = child;
+    /// The server forgets every registered client, with its tokens: a
+    /// Python fixture is stopped and started again on the same port (it
+    /// has forgotten every client, code and token); oidc-provider deletes
+    /// them from its storage (`/control/forget`).
+    fn forget_clients(&mut self) {
+        let kind = self.kind;
+        match &mut self.server {
+            Server::Python {
+                python,
+                args,
+                child,
+                port,
+                starts,
+            } => {
+                let _ = child.kill();
+                let _ = child.wait();
+                *starts += 1;
+                let (new, new_port) = spawn(kind, python, &self.dir, *port, *starts, args);
+                assert_eq!(new_port, *port);
+                *child = new;
+            }
+            Server::Oidc(provider) => provider.control("forget"),
+        }
     }
 
     fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
+        match &self.server {
+            Server::Python { port, .. } => format!("http://127.0.0.1:{port}/mcp"),
+            Server::Oidc(provider) => provider.mcp_url(),
+        }
     }
 
     /// Every request logged so far, oldest first.
@@ -174,65 +224,53 @@ impl Fixture {
             .collect()
     }
 
-    /// POSTs a form to `path`; the status and the body.
-    fn post(&self, path: &str, form: &str) -> (u16, String) {
-        let (status, _, body) = exchange(self.port, "POST", path, form);
+    /// POSTs a form to the authorization server's `endpoint` (`token` or
+    /// `revoke`, where this server has it); the status and the body.
+    fn post(&self, endpoint: &str, form: &str) -> (u16, String) {
+        let (port, path) = match (&self.server, endpoint) {
+            (Server::Python { port, .. }, "token") => (*port, "/token"),
+            (Server::Python { port, .. }, "revoke") => (*port, "/revoke"),
+            (Server::Oidc(provider), "token") => (provider.as_port(), "/token"),
+            (Server::Oidc(provider), "revoke") => (provider.as_port(), "/token/revocation"),
+            (_, other) => panic!("no endpoint {other}"),
+        };
+        let (status, _, body) = http_exchange(port, "POST", path, form);
         (status, body)
     }
 
     /// Drops every access token at the server (rho's stored one is then
     /// refused with 401 though its clock says it lives).
     fn expire_access_tokens(&self) {
-        let (status, body) = self.post("/control/expire", "");
-        assert_eq!(status, 204, "{body}");
+        match &self.server {
+            Server::Python { port, .. } => {
+                let (status, _, body) = http_exchange(*port, "POST", "/control/expire", "");
+                assert_eq!(status, 204, "{body}");
+            }
+            Server::Oidc(provider) => provider.control("expire"),
+        }
     }
 
     /// What the server wrote on stderr, every start.
     fn stderr(&self) -> String {
-        (1..=self.starts)
-            .map(|n| {
-                std::fs::read_to_string(self.dir.join(format!("as-stderr-{n}.txt")))
-                    .unwrap_or_default()
-            })
-            .collect()
+        match &self.server {
+            Server::Python { starts, .. } => (1..=*starts)
+                .map(|n| {
+                    std::fs::read_to_string(self.dir.join(format!("as-stderr-{n}.txt")))
+                        .unwrap_or_default()
+                })
+                .collect(),
+            Server::Oidc(provider) => provider.stderr(),
+        }
     }
 }
 
 impl Drop for Fixture {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        if let Server::Python { child, .. } = &mut self.server {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
     }
-}
-
-/// One HTTP/1.1 exchange with 127.0.0.1:`port` (a form body for a
-/// POST): the status, the `Location` header and the body.
-fn exchange(port: u16, method: &str, target: &str, form: &str) -> (u16, Option<String>, String) {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(("127.0.0.1", port)).expect("connect");
-    stream
-        .set_read_timeout(Some(std::time::Duration::from_secs(20)))
-        .expect("timeout");
-    write!(
-        stream,
-        "{method} {target} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nContent-Type: application/x-www-form-urlencoded\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{form}",
-        form.len()
-    )
-    .expect("write");
-    let mut answer = String::new();
-    let _ = stream.read_to_string(&mut answer);
-    let (head, body) = answer.split_once("\r\n\r\n").unwrap_or((&answer, ""));
-    let status = head
-        .split_whitespace()
-        .nth(1)
-        .and_then(|s| s.parse().ok())
-        .unwrap_or(0);
-    let location = head.lines().find_map(|line| {
-        let (name, value) = line.split_once(':')?;
-        name.eq_ignore_ascii_case("location")
-            .then(|| value.trim().to_owned())
-    });
-    (status, location, body.to_owned())
 }
 
 /// GETs a loopback `http://127.0.0.1:PORT/...` URL, as a browser would
@@ -243,7 +281,7 @@ fn get(url: &str) -> (u16, Option<String>, String) {
         .unwrap_or_else(|| panic!("a loopback URL: {url}"));
     let (port, target) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
     let port = port.parse().expect("a port");
-    exchange(
+    http_exchange(
         port,
         "GET",
         if target.is_empty() { "/" } else { target },
@@ -251,7 +289,7 @@ fn get(url: &str) -> (u16, Option<String>, String) {
     )
 }
 
-/// Starts the server of `kind` on `port` (0: any), logging to
+/// Starts the Python server of `kind` on `port` (0: any), logging to
 /// `dir/as.jsonl`, with `args`; the child and its port.
 fn spawn(
     kind: Kind,
@@ -318,6 +356,21 @@ fn expire_stored_token(s: &Scene) {
         entry["tokens"]["expires_at"] = Value::from(now - 10);
     }
     std::fs::write(&path, serde_json::to_vec_pretty(&doc).expect("JSON")).expect("write the store");
+}
+
+/// The stored login's client, as form fields: `client_id`, and
+/// `client_secret` when it has one (a public client, such as rho
+/// registers with oidc-provider, sends none: an empty one would be
+/// another authentication method).
+fn client_form(login: &Value) -> String {
+    let mut form = format!(
+        "client_id={}",
+        login["client_id"].as_str().expect("a client")
+    );
+    if let Some(secret) = login["client_secret"].as_str() {
+        form.push_str(&format!("&client_secret={secret}"));
+    }
+    form
 }
 
 /// Context for an assertion message: the run and the server's side.
@@ -485,12 +538,11 @@ fn two_processes_refresh_once(kind: Kind, rt: Runtime) {
     // Reuse detection is on: the first refresh token, rotated away twice,
     // is refused, and its login goes with it.
     let form = format!(
-        "grant_type=refresh_token&refresh_token={}&client_id={}&client_secret={}",
+        "grant_type=refresh_token&refresh_token={}&{}",
         before["tokens"]["refresh_token"].as_str().expect("token"),
-        before["client_id"].as_str().expect("client"),
-        before["client_secret"].as_str().unwrap_or_default(),
+        client_form(&before),
     );
-    let (status, body) = fixture.post("/token", &form);
+    let (status, body) = fixture.post("token", &form);
     assert!(
         (400..500).contains(&status) && body.contains("invalid_grant"),
         "{status} {body}"
@@ -567,11 +619,12 @@ fn two_processes_renew_a_refused_token_once(kind: Kind, rt: Runtime) {
     );
 }
 
-/// The server restarts and forgets every registration. The next call
-/// cannot refresh (the client is unknown) and, with no one to log in,
-/// says to run `rho mcp login`; that login registers one new client
-/// and succeeds, and calls work again. A login run straight after a
-/// restart does the same.
+/// The server forgets every registration (a Python fixture restarts;
+/// oidc-provider deletes them, with their tokens). The next call cannot
+/// refresh (the client is unknown) and, with no one to log in, says to
+/// run `rho mcp login`; that login registers one new client and
+/// succeeds, and calls work again. A login run straight after the
+/// server forgot does the same.
 fn a_forgotten_client_is_registered_again_once(kind: Kind, rt: Runtime) {
     let Some((s, mut fixture)) = setup(kind, "forgotten", rt, &[]) else {
         return;
@@ -579,8 +632,8 @@ fn a_forgotten_client_is_registered_again_once(kind: Kind, rt: Runtime) {
     login(&s, &fixture);
     let old_client = stored(&s)["client_id"].clone();
 
-    // Restart, then a call.
-    fixture.restart();
+    // Forgotten, then a call.
+    fixture.forget_clients();
     let since = fixture.log().len();
     let run = s.rho(&["mcp", "call", "fx", "echo", "message=lost"]);
     assert_eq!(run.code, Some(1), "{}", both(&run, &fixture));
@@ -608,8 +661,8 @@ fn a_forgotten_client_is_registered_again_once(kind: Kind, rt: Runtime) {
     assert_eq!(registered[0]["client_id"], new_client);
     call(&s, &fixture, "found");
 
-    // Restart, then straight to a login.
-    fixture.restart();
+    // Forgotten, then straight to a login.
+    fixture.forget_clients();
     let since = fixture.log().len();
     login(&s, &fixture);
     assert_eq!(
@@ -749,7 +802,7 @@ fn a_forgotten_client_is_registered_again_before_the_browser_opens(kind: Kind, r
     };
     login(&s, &fixture);
     let old_client = stored(&s)["client_id"].clone();
-    fixture.restart();
+    fixture.forget_clients();
     let since = fixture.log().len();
     let run = browser_login(&s).unwrap_or_else(|e| panic!("{e}\n{}", fixture.log_text()));
     assert_eq!(run.code, Some(0), "{}", both(&run, &fixture));
@@ -773,12 +826,11 @@ fn a_refused_refresh_is_sent_once_per_call(kind: Kind, rt: Runtime) {
     login(&s, &fixture);
     let login = stored(&s);
     let form = format!(
-        "token={}&token_type_hint=refresh_token&client_id={}&client_secret={}",
+        "token={}&token_type_hint=refresh_token&{}",
         login["tokens"]["refresh_token"].as_str().expect("token"),
-        login["client_id"].as_str().expect("client"),
-        login["client_secret"].as_str().unwrap_or_default(),
+        client_form(&login),
     );
-    let (status, body) = fixture.post("/revoke", &form);
+    let (status, body) = fixture.post("revoke", &form);
     assert_eq!(status, 200, "{body}");
     let since = fixture.log().len();
     let run = s.rho(&["mcp", "call", "fx", "echo", "message=revoked"]);
@@ -880,4 +932,32 @@ fn fastmcp_forgotten_client_is_registered_again_before_the_browser_opens() {
         Kind::FastMcp,
         a_forgotten_client_is_registered_again_before_the_browser_opens,
     );
+}
+
+#[test]
+fn oidc_provider_headless_login_call_and_silent_refresh() {
+    for_both(Kind::OidcProvider, login_call_and_silent_refresh);
+}
+
+#[test]
+fn oidc_provider_two_processes_refresh_a_rotating_token_once() {
+    for_both(Kind::OidcProvider, two_processes_refresh_once);
+}
+
+#[test]
+fn oidc_provider_two_processes_renew_a_refused_token_once() {
+    for_both(Kind::OidcProvider, two_processes_renew_a_refused_token_once);
+}
+
+#[test]
+fn oidc_provider_forgotten_client_is_registered_again_once() {
+    for_both(
+        Kind::OidcProvider,
+        a_forgotten_client_is_registered_again_once,
+    );
+}
+
+#[test]
+fn oidc_provider_refused_refresh_is_sent_once_per_call() {
+    for_both(Kind::OidcProvider, a_refused_refresh_is_sent_once_per_call);
 }

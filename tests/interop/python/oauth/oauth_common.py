@@ -168,44 +168,63 @@ def logged(app, log, families, expire_all, refresh_delay=0):
             return await receive()
 
         answer = {"status": None, "body": b""}
+        logged_already = False
+
+        def log_answer():
+            """Logs the exchange once: before the answer's last byte goes
+            out, so a test that has the answer finds the line."""
+            nonlocal logged_already
+            if logged_already:
+                return
+            logged_already = True
+            log.write(entry_of(endpoint, scope, body, answer, len(families.reused) > reused_before))
 
         async def capture(message):
             if message["type"] == "http.response.start":
                 answer["status"] = message["status"]
             elif message["type"] == "http.response.body":
                 answer["body"] += message.get("body", b"")
+                if not message.get("more_body"):
+                    log_answer()
             await send(message)
 
         if endpoint == "token" and refresh_delay and form_of(body).get("grant_type") == "refresh_token":
             await anyio.sleep(refresh_delay)
         reused_before = len(families.reused)
         await app(scope, replay, capture)
-        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
-        entry = {"endpoint": endpoint, "status": answer["status"], "at": time.time()}
-        if endpoint == "authorize":
-            query = form_of(scope.get("query_string", b""))
-            entry["client_id"] = query.get("client_id")
-        elif endpoint == "register":
-            try:
-                entry["client_id"] = json.loads(answer["body"]).get("client_id")
-                entry["token_endpoint_auth_method"] = json.loads(answer["body"]).get(
-                    "token_endpoint_auth_method"
-                )
-            except Exception:
-                pass
-        else:
-            form = form_of(body)
-            in_body = form.get("client_id")
-            in_basic = basic_client_id(headers)
-            entry["grant_type"] = form.get("grant_type")
-            entry["client_id"] = in_body or in_basic
-            entry["client_id_in"] = "+".join(w for w, v in (("body", in_body), ("basic", in_basic)) if v) or "none"
-            if endpoint == "token":
-                entry["reuse"] = len(families.reused) > reused_before
-            try:
-                entry["error"] = json.loads(answer["body"]).get("error")
-            except Exception:
-                entry["error"] = None
-        log.write(entry)
+        log_answer()
 
     return wrapper
+
+
+def entry_of(endpoint, scope, body, answer, reused):
+    """The log entry of one exchange with `endpoint`: its request (`scope`,
+    `body`) and `answer` (`status`, `body`); `reused` when it presented a
+    rotated refresh token."""
+    headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope["headers"]}
+    entry = {"endpoint": endpoint, "status": answer["status"], "at": time.time()}
+    if endpoint == "authorize":
+        query = form_of(scope.get("query_string", b""))
+        entry["client_id"] = query.get("client_id")
+    elif endpoint == "register":
+        try:
+            entry["client_id"] = json.loads(answer["body"]).get("client_id")
+            entry["token_endpoint_auth_method"] = json.loads(answer["body"]).get(
+                "token_endpoint_auth_method"
+            )
+        except Exception:
+            pass
+    else:
+        form = form_of(body)
+        in_body = form.get("client_id")
+        in_basic = basic_client_id(headers)
+        entry["grant_type"] = form.get("grant_type")
+        entry["client_id"] = in_body or in_basic
+        entry["client_id_in"] = "+".join(w for w, v in (("body", in_body), ("basic", in_basic)) if v) or "none"
+        if endpoint == "token":
+            entry["reuse"] = reused
+        try:
+            entry["error"] = json.loads(answer["body"]).get("error")
+        except Exception:
+            entry["error"] = None
+    return entry
