@@ -770,21 +770,19 @@ pub fn settings_for(
         },
         secret: secret.clone(),
     });
+    let grant = crate::grants::grant_kind(id, oauth, redirect_uri)?;
     Ok(LoginSettings {
-        server_url: http.url.clone(),
-        grant: crate::grants::grant_kind(id, oauth, redirect_uri)?,
         client,
         stored_client: stored.map(|s| (s.issuer.clone(), s.client.clone())),
         client_metadata_url: oauth.client_metadata_url.clone(),
         scopes: oauth.scopes.clone(),
         extra_scopes: remembered_scopes(stored),
-        previous: None,
-        client_name: "rho".into(),
         client_assertion,
         dpop: DpopSettings {
             mode: oauth.dpop,
             key: None,
         },
+        ..LoginSettings::new(http.url.clone(), grant)
     })
 }
 
@@ -1084,21 +1082,12 @@ mod tests {
     fn login_at_browser_step(redirect_uri: String) -> (Login, Url) {
         let server = Url::parse("https://mcp.example.com/mcp").expect("url");
         let settings = LoginSettings {
-            server_url: server,
-            grant: GrantKind::AuthorizationCode { redirect_uri },
             client: Some(Client {
                 id: "c".into(),
                 secret: None,
                 auth: ClientAuth::None,
             }),
-            stored_client: None,
-            client_metadata_url: None,
-            scopes: None,
-            extra_scopes: Vec::new(),
-            previous: None,
-            client_name: "rho".into(),
-            client_assertion: None,
-            dpop: Default::default(),
+            ..LoginSettings::new(server, GrantKind::AuthorizationCode { redirect_uri })
         };
         let mut login = Login::new(settings, None, [4; RANDOM_BYTES], Instant::now());
         while let Some(request) = login.poll_request() {

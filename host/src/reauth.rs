@@ -551,7 +551,7 @@ mod tests {
         assert_eq!(union(Vec::new(), None), Vec::<String>::new());
     }
 
-    fn key() -> StoreKey {
+    pub(super) fn key() -> StoreKey {
         StoreKey {
             server: "s".into(),
             url: "https://mcp.example.com/mcp".into(),
@@ -559,25 +559,16 @@ mod tests {
     }
 
     fn settings() -> LoginSettings {
-        LoginSettings {
+        LoginSettings::new(
             // Nothing listens here: discovery fails to connect.
-            server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
-            grant: GrantKind::AuthorizationCode {
+            url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
+            GrantKind::AuthorizationCode {
                 redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
             },
-            client: None,
-            stored_client: None,
-            client_metadata_url: None,
-            scopes: None,
-            extra_scopes: Vec::new(),
-            previous: None,
-            client_name: "rho".into(),
-            client_assertion: None,
-            dpop: Default::default(),
-        }
+        )
     }
 
-    fn stored(scope: &str, refresh: Option<&str>) -> StoredLogin {
+    pub(super) fn stored(scope: &str, refresh: Option<&str>) -> StoredLogin {
         StoredLogin {
             issuer: "https://auth.example.com".into(),
             client: Client {

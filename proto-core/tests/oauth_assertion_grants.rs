@@ -27,19 +27,7 @@ const ISSUER: &str = "https://auth.example.com";
 const IDP_TOKEN: &str = "https://idp.example.com/oauth2/token";
 
 fn settings(grant: GrantKind) -> LoginSettings {
-    LoginSettings {
-        server_url: Url::parse(SERVER).expect("url"),
-        grant,
-        client: None,
-        stored_client: None,
-        client_metadata_url: None,
-        scopes: None,
-        extra_scopes: Vec::new(),
-        previous: None,
-        client_name: "rho".into(),
-        client_assertion: None,
-        dpop: Default::default(),
-    }
+    LoginSettings::new(Url::parse(SERVER).expect("url"), grant)
 }
 
 fn workload() -> GrantKind {

@@ -21,19 +21,7 @@ const SERVER: &str = "https://mcp.example.com/mcp";
 const ISSUER: &str = "https://auth.example.com";
 
 fn settings(grant: GrantKind) -> LoginSettings {
-    LoginSettings {
-        server_url: Url::parse(SERVER).expect("url"),
-        grant,
-        client: None,
-        stored_client: None,
-        client_metadata_url: None,
-        scopes: None,
-        extra_scopes: Vec::new(),
-        previous: None,
-        client_name: "rho".into(),
-        client_assertion: None,
-        dpop: Default::default(),
-    }
+    LoginSettings::new(Url::parse(SERVER).expect("url"), grant)
 }
 
 fn code_grant() -> GrantKind {

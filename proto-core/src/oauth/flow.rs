@@ -126,6 +126,28 @@ pub struct LoginSettings {
     pub dpop: DpopSettings,
 }
 
+impl LoginSettings {
+    /// A login to `server_url` by `grant` with nothing else configured:
+    /// no client (it registers, as `rho`), the discovered scopes, no
+    /// earlier login, no client key, and the default DPoP mode without a
+    /// key (so no DPoP). Callers set the rest.
+    pub fn new(server_url: Url, grant: GrantKind) -> Self {
+        LoginSettings {
+            server_url,
+            grant,
+            client: None,
+            stored_client: None,
+            client_metadata_url: None,
+            scopes: None,
+            extra_scopes: Vec::new(),
+            previous: None,
+            client_name: "rho".into(),
+            client_assertion: None,
+            dpop: DpopSettings::default(),
+        }
+    }
+}
+
 /// A login's DPoP (RFC 9449): the configured [`DpopMode`] and the host's
 /// key its token requests prove possession of. Without a key a login
 /// never uses DPoP, and one that requires it fails.
