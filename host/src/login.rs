@@ -1025,16 +1025,7 @@ mod tests {
     #[test]
     fn a_configured_client_key_makes_a_private_key_jwt_client_and_a_bad_one_is_named() {
         use rho_proto_core::config::{HttpConfig, OAuthClientKey, OAuthConfig, OAuthGrant};
-        use ring::signature::EcdsaKeyPair;
-        let rng = ring::rand::SystemRandom::new();
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-                .expect("a key");
-        use base64::Engine as _;
-        let pem = format!(
-            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-            base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
-        );
+        let pem = crate::test_support::generated_pem();
         let path = std::env::temp_dir().join(format!("rho-jwt-key-{}.pem", std::process::id()));
         std::fs::write(&path, pem).expect("written");
         let http = HttpConfig {
