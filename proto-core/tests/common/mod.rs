@@ -1,8 +1,9 @@
 //! What the test files share: the harnesses that drive the core against a
 //! scripted server on a fake clock ([`Stdio`] for a [`Session`] over
 //! stdio, [`Http`] for an [`HttpTransport`]), the bounded drain and drive
-//! under them, and [`Capture`], a tracing subscriber for tests that pin
-//! what is logged and at which level.
+//! under them, [`Capture`], a tracing subscriber for tests that pin
+//! what is logged and at which level, and [`FixedSigner`], a client
+//! assertion signer for the OAuth tests.
 //!
 //! Every harness reads the core the same way, by the drain rule: after each
 //! input or command it takes every output and event until the core is idle
@@ -622,6 +623,24 @@ impl Http {
             Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
             other => panic!("expected a transport failure for {call}, got {other:?}"),
         }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// OAuth
+// ---------------------------------------------------------------------------
+
+/// A client assertion signer whose signature is fixed bytes: the core
+/// only frames it.
+#[derive(Debug)]
+pub(crate) struct FixedSigner;
+
+impl rho_proto_core::oauth::assertion::ClientAssertionSigner for FixedSigner {
+    fn alg(&self) -> &str {
+        "ES256"
+    }
+    fn sign(&self, _: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![1; 64])
     }
 }
 
