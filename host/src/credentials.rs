@@ -504,55 +504,28 @@ command = "true"
     /// `invalid_grant`. It answers slowly, so that concurrent refreshes
     /// overlap. Returns its URL and the refresh tokens it was sent.
     fn rotating_token_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
-        use std::io::{BufRead, BufReader, Read};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
-        let url = format!("http://{}/token", listener.local_addr().expect("addr"));
+        use crate::test_support::{TokenAnswer, token_endpoint};
         let seen: Arc<Mutex<Vec<String>>> = Arc::default();
         let record = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let body = String::from_utf8_lossy(&body).into_owned();
-                let token = body
-                    .split('&')
-                    .find_map(|p| p.strip_prefix("refresh_token="))
-                    .unwrap_or_default()
-                    .to_owned();
-                std::thread::sleep(std::time::Duration::from_millis(300));
-                let first = {
-                    let mut seen = record.lock().expect("lock");
-                    seen.push(token.clone());
-                    seen.iter().filter(|t| **t == token).count() == 1
-                };
-                let (status, answer) = if token == "rt-1" && first {
-                    (
-                        "200 OK",
-                        r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#,
-                    )
-                } else {
-                    (
-                        "400 Bad Request",
-                        r#"{"error":"invalid_grant","error_description":"refresh token reused"}"#,
-                    )
-                };
-                let mut stream = stream;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
+        let url = token_endpoint(move |request| {
+            let token = request
+                .field("refresh_token")
+                .unwrap_or_default()
+                .to_owned();
+            std::thread::sleep(std::time::Duration::from_millis(300));
+            let first = {
+                let mut seen = record.lock().expect("lock");
+                seen.push(token.clone());
+                seen.iter().filter(|t| **t == token).count() == 1
+            };
+            if token == "rt-1" && first {
+                TokenAnswer::ok(
+                    r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#,
+                )
+            } else {
+                TokenAnswer::bad_request(
+                    r#"{"error":"invalid_grant","error_description":"refresh token reused"}"#,
+                )
             }
         });
         (url, seen)
@@ -610,61 +583,29 @@ url = "https://mcp.example.com/mcp"
     /// `use_dpop_nonce`. Returns its URL and, per request, the nonce its
     /// proof carried (`None`: no proof at all).
     fn nonce_demanding_token_endpoint() -> (String, Arc<Mutex<Vec<Option<String>>>>) {
+        use crate::test_support::{TokenAnswer, token_endpoint};
         use base64::Engine as _;
-        use std::io::{BufRead, BufReader, Read};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
-        let url = format!("http://{}/token", listener.local_addr().expect("addr"));
         let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
         let record = Arc::clone(&seen);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let (mut length, mut proof) = (0, None);
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    let lower = line.to_ascii_lowercase();
-                    if let Some(v) = lower.strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                    if lower.starts_with("dpop:") {
-                        proof = Some(line[5..].trim().to_owned());
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let nonce = proof.as_deref().map(|p| {
-                    let claims = p.split('.').nth(1).unwrap_or_default();
-                    let claims: serde_json::Value = serde_json::from_slice(
-                        &base64::engine::general_purpose::URL_SAFE_NO_PAD
-                            .decode(claims)
-                            .unwrap_or_default(),
-                    )
-                    .unwrap_or_default();
-                    claims["nonce"].as_str().unwrap_or_default().to_owned()
-                });
-                record.lock().expect("lock").push(nonce.clone());
-                let (status, extra, answer) = if nonce.as_deref() == Some("as-n") {
-                    (
-                        "200 OK",
-                        "",
-                        r#"{"access_token":"at-2","token_type":"DPoP","expires_in":3600,"refresh_token":"rt-2"}"#,
-                    )
-                } else {
-                    (
-                        "400 Bad Request",
-                        "DPoP-Nonce: as-n\r\n",
-                        r#"{"error":"use_dpop_nonce"}"#,
-                    )
-                };
-                let mut stream = stream;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 {status}\r\n{extra}Content-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
+        let url = token_endpoint(move |request| {
+            let nonce = request.header("dpop").map(|p| {
+                let claims = p.split('.').nth(1).unwrap_or_default();
+                let claims: serde_json::Value = serde_json::from_slice(
+                    &base64::engine::general_purpose::URL_SAFE_NO_PAD
+                        .decode(claims)
+                        .unwrap_or_default(),
+                )
+                .unwrap_or_default();
+                claims["nonce"].as_str().unwrap_or_default().to_owned()
+            });
+            record.lock().expect("lock").push(nonce.clone());
+            if nonce.as_deref() == Some("as-n") {
+                TokenAnswer::ok(
+                    r#"{"access_token":"at-2","token_type":"DPoP","expires_in":3600,"refresh_token":"rt-2"}"#,
+                )
+            } else {
+                TokenAnswer::bad_request(r#"{"error":"use_dpop_nonce"}"#)
+                    .with_header("DPoP-Nonce", "as-n")
             }
         });
         (url, seen)

@@ -296,45 +296,19 @@ mod tests {
     /// A token endpoint that answers every request 400 `use_dpop_nonce`
     /// with a new nonce; returns its URL and how many requests it got.
     fn never_satisfied() -> (Url, Arc<Mutex<usize>>) {
-        use std::io::{BufRead as _, BufReader, Read as _, Write as _};
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
-        let url = Url::parse(&format!(
-            "http://{}/token",
-            listener.local_addr().expect("addr")
-        ))
-        .expect("url");
+        use crate::test_support::{TokenAnswer, token_endpoint};
         let count = Arc::new(Mutex::new(0));
         let seen = Arc::clone(&count);
-        std::thread::spawn(move || {
-            for stream in listener.incoming().flatten() {
-                let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-                let mut length = 0;
-                loop {
-                    let mut line = String::new();
-                    if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                        break;
-                    }
-                    if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                        length = v.trim().parse().unwrap_or(0);
-                    }
-                }
-                let mut body = vec![0; length];
-                let _ = reader.read_exact(&mut body);
-                let n = {
-                    let mut c = seen.lock().expect("lock");
-                    *c += 1;
-                    *c
-                };
-                let answer = r#"{"error":"use_dpop_nonce"}"#;
-                let mut stream = stream;
-                let _ = write!(
-                    stream,
-                    "HTTP/1.1 400 Bad Request\r\nDPoP-Nonce: n{n}\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                    answer.len()
-                );
-            }
+        let url = token_endpoint(move |_| {
+            let n = {
+                let mut c = seen.lock().expect("lock");
+                *c += 1;
+                *c
+            };
+            TokenAnswer::bad_request(r#"{"error":"use_dpop_nonce"}"#)
+                .with_header("DPoP-Nonce", &format!("n{n}"))
         });
-        (url, count)
+        (Url::parse(&url).expect("url"), count)
     }
 
     #[test]

@@ -134,21 +134,8 @@ fn pem_body(pem: &str, label: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::test_support::generated_pem;
     use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
-
-    fn generated_pem() -> String {
-        let rng = SystemRandom::new();
-        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-            .expect("a generated key");
-        let b64 = STANDARD.encode(pkcs8.as_ref());
-        let mut pem = String::from("-----BEGIN PRIVATE KEY-----\n");
-        for line in b64.as_bytes().chunks(64) {
-            pem.push_str(std::str::from_utf8(line).expect("ascii"));
-            pem.push('\n');
-        }
-        pem.push_str("-----END PRIVATE KEY-----\n");
-        pem
-    }
 
     #[test]
     fn a_pkcs8_pem_key_signs_es256_that_its_public_key_verifies() {

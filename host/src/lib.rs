@@ -67,6 +67,8 @@ pub mod plugins;
 pub mod questions;
 pub mod reauth;
 pub mod sampling;
+#[cfg(test)]
+mod test_support;
 
 pub use facade::{AsyncHost, AttachError, Host, RuntimeKind};
 pub use rho_os::options_from_process_env;

@@ -788,21 +788,19 @@ pub fn settings_for(
         },
         secret: secret.clone(),
     });
+    let grant = crate::grants::grant_kind(id, oauth, redirect_uri)?;
     Ok(LoginSettings {
-        server_url: http.url.clone(),
-        grant: crate::grants::grant_kind(id, oauth, redirect_uri)?,
         client,
         stored_client: stored.map(|s| (s.issuer.clone(), s.client.clone())),
         client_metadata_url: oauth.client_metadata_url.clone(),
         scopes: oauth.scopes.clone(),
         extra_scopes: remembered_scopes(stored),
-        previous: None,
-        client_name: "rho".into(),
         client_assertion,
         dpop: DpopSettings {
             mode: oauth.dpop,
             key: None,
         },
+        ..LoginSettings::new(http.url.clone(), grant)
     })
 }
 
@@ -1045,16 +1043,7 @@ mod tests {
     #[test]
     fn a_configured_client_key_makes_a_private_key_jwt_client_and_a_bad_one_is_named() {
         use rho_proto_core::config::{HttpConfig, OAuthClientKey, OAuthConfig, OAuthGrant};
-        use ring::signature::EcdsaKeyPair;
-        let rng = ring::rand::SystemRandom::new();
-        let pkcs8 =
-            EcdsaKeyPair::generate_pkcs8(&ring::signature::ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
-                .expect("a key");
-        use base64::Engine as _;
-        let pem = format!(
-            "-----BEGIN PRIVATE KEY-----\n{}\n-----END PRIVATE KEY-----\n",
-            base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref())
-        );
+        let pem = crate::test_support::generated_pem();
         let path = std::env::temp_dir().join(format!("rho-jwt-key-{}.pem", std::process::id()));
         std::fs::write(&path, pem).expect("written");
         let http = HttpConfig {
@@ -1102,21 +1091,12 @@ mod tests {
     fn login_at_browser_step(redirect_uri: String) -> (Login, Url) {
         let server = Url::parse("https://mcp.example.com/mcp").expect("url");
         let settings = LoginSettings {
-            server_url: server,
-            grant: GrantKind::AuthorizationCode { redirect_uri },
             client: Some(Client {
                 id: "c".into(),
                 secret: None,
                 auth: ClientAuth::None,
             }),
-            stored_client: None,
-            client_metadata_url: None,
-            scopes: None,
-            extra_scopes: Vec::new(),
-            previous: None,
-            client_name: "rho".into(),
-            client_assertion: None,
-            dpop: Default::default(),
+            ..LoginSettings::new(server, GrantKind::AuthorizationCode { redirect_uri })
         };
         let mut login = Login::new(settings, None, [4; RANDOM_BYTES], Instant::now());
         while let Some(request) = login.poll_request() {

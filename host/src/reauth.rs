@@ -551,7 +551,7 @@ mod tests {
         assert_eq!(union(Vec::new(), None), Vec::<String>::new());
     }
 
-    fn key() -> StoreKey {
+    pub(super) fn key() -> StoreKey {
         StoreKey {
             server: "s".into(),
             url: "https://mcp.example.com/mcp".into(),
@@ -559,25 +559,16 @@ mod tests {
     }
 
     fn settings() -> LoginSettings {
-        LoginSettings {
+        LoginSettings::new(
             // Nothing listens here: discovery fails to connect.
-            server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
-            grant: GrantKind::AuthorizationCode {
+            url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
+            GrantKind::AuthorizationCode {
                 redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
             },
-            client: None,
-            stored_client: None,
-            client_metadata_url: None,
-            scopes: None,
-            extra_scopes: Vec::new(),
-            previous: None,
-            client_name: "rho".into(),
-            client_assertion: None,
-            dpop: Default::default(),
-        }
+        )
     }
 
-    fn stored(scope: &str, refresh: Option<&str>) -> StoredLogin {
+    pub(super) fn stored(scope: &str, refresh: Option<&str>) -> StoredLogin {
         StoredLogin {
             issuer: "https://auth.example.com".into(),
             client: Client {
@@ -599,7 +590,7 @@ mod tests {
     }
 
     /// An authorizer for server `s` with no one to log in.
-    fn unattended(store: Arc<MemoryStore>) -> StoreAuthorizer {
+    pub(super) fn unattended(store: Arc<MemoryStore>) -> StoreAuthorizer {
         StoreAuthorizer::for_one(
             store,
             "s",
@@ -696,64 +687,19 @@ mod tests {
 
 #[cfg(test)]
 mod dpop_tests {
+    use super::tests::{key, stored, unattended};
     use super::*;
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-    use rho_proto_core::oauth::store::StoredTokens;
-    use rho_proto_core::oauth::token::{Client, ClientAuth};
 
-    fn key() -> StoreKey {
-        StoreKey {
-            server: "s".into(),
-            url: "https://mcp.example.com/mcp".into(),
-        }
-    }
-
-    fn authorizer(store: Arc<MemoryStore>) -> StoreAuthorizer {
-        let settings = LoginSettings {
-            server_url: url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
-            grant: GrantKind::AuthorizationCode {
-                redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
-            },
-            client: None,
-            stored_client: None,
-            client_metadata_url: None,
-            scopes: None,
-            extra_scopes: Vec::new(),
-            previous: None,
-            client_name: "rho".into(),
-            client_assertion: None,
-            dpop: Default::default(),
-        };
-        StoreAuthorizer::for_one(
-            store,
-            "s",
-            key(),
-            settings,
-            LoginMode::Never,
-            RuntimeKind::Smol,
-        )
-    }
-
+    /// A stored login whose tokens are DPoP-bound, with the key stored
+    /// beside them (or none).
     fn bound(dpop_key: Option<String>) -> StoredLogin {
-        StoredLogin {
-            issuer: "https://auth.example.com".into(),
-            client: Client {
-                id: "c".into(),
-                secret: None,
-                auth: ClientAuth::None,
-            },
-            tokens: Some(StoredTokens {
-                access_token: "at".into(),
-                refresh_token: None,
-                expires_at: None,
-                scope: None,
-                resource: "https://mcp.example.com/mcp".into(),
-                token_endpoint: "http://127.0.0.1:9/token".into(),
-                dpop_key,
-            }),
-            wanted_scope: None,
+        let mut login = stored("mcp", None);
+        if let Some(tokens) = login.tokens.as_mut() {
+            tokens.dpop_key = dpop_key;
         }
+        login
     }
 
     #[test]
@@ -763,7 +709,7 @@ mod dpop_tests {
         store
             .update(&key(), &mut |_| Some(bound(Some(stored_key.clone()))))
             .expect("stored");
-        let authorizer = authorizer(store);
+        let authorizer = unattended(store);
         let url = url::Url::parse("https://mcp.example.com/mcp").expect("url");
         let proof = authorizer
             .prove_possession(
@@ -793,7 +739,7 @@ mod dpop_tests {
         store
             .update(&key(), &mut |_| Some(bound(None)))
             .expect("stored");
-        let authorizer = authorizer(store);
+        let authorizer = unattended(store);
         let url = url::Url::parse("https://mcp.example.com/mcp").expect("url");
         let request = ProofRequest {
             method: "POST",

@@ -4,72 +4,33 @@
 //! the tokens), on both executors' HTTP stacks; without its key the
 //! refresh is not sent at all.
 
-use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
-use base64::engine::general_purpose::{STANDARD, URL_SAFE_NO_PAD};
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use rho_host::RuntimeKind;
 use rho_host::credentials::{FileStore, now_unix, with_stored_tokens};
 use rho_proto_core::config::{Config, Transport};
 use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
 use rho_proto_core::oauth::token::{Client, ClientAuth};
-use ring::rand::SystemRandom;
-use ring::signature::{
-    ECDSA_P256_SHA256_FIXED, ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, UnparsedPublicKey,
-};
+use ring::signature::{ECDSA_P256_SHA256_FIXED, UnparsedPublicKey};
 
 const ISSUER: &str = "https://auth.example.com";
 
-/// A fresh P-256 key as a PKCS#8 PEM.
-fn generated_pem() -> String {
-    let pkcs8 =
-        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-            .expect("a generated key");
-    let b64 = STANDARD.encode(pkcs8.as_ref());
-    let mut pem = String::from("-----BEGIN PRIVATE KEY-----\n");
-    for line in b64.as_bytes().chunks(64) {
-        pem.push_str(std::str::from_utf8(line).expect("ascii"));
-        pem.push('\n');
-    }
-    pem.push_str("-----END PRIVATE KEY-----\n");
-    pem
-}
+#[path = "../src/test_support.rs"]
+mod test_support;
+use test_support::{TokenAnswer, generated_pem};
 
 /// A token endpoint that answers every refresh with new tokens and keeps
 /// the form bodies it was sent.
 fn token_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
-    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
-    let url = format!("http://{}/token", listener.local_addr().expect("addr"));
     let seen: Arc<Mutex<Vec<String>>> = Arc::default();
     let record = Arc::clone(&seen);
-    std::thread::spawn(move || {
-        for stream in listener.incoming().flatten() {
-            let mut reader = BufReader::new(stream.try_clone().expect("clone"));
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
-                    break;
-                }
-                if let Some(v) = line.to_ascii_lowercase().strip_prefix("content-length:") {
-                    length = v.trim().parse().unwrap_or(0);
-                }
-            }
-            let mut body = vec![0; length];
-            let _ = reader.read_exact(&mut body);
-            record
-                .lock()
-                .expect("lock")
-                .push(String::from_utf8_lossy(&body).into_owned());
-            let answer = r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#;
-            let mut stream = stream;
-            let _ = write!(
-                stream,
-                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{answer}",
-                answer.len()
-            );
-        }
+    let url = test_support::token_endpoint(move |request| {
+        record.lock().expect("lock").push(request.body.clone());
+        TokenAnswer::ok(
+            r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#,
+        )
     });
     (url, seen)
 }

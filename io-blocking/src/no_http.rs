@@ -31,12 +31,7 @@ impl HttpClient {
 
 /// Why `server` cannot start in this build.
 pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
-    TransportSetupError::NotBuiltIn {
-        server: server.to_owned(),
-        transport: "Streamable HTTP",
-        krate: "rho-io-blocking",
-        feature: "http",
-    }
+    TransportSetupError::http_not_built_in(server, "rho-io-blocking")
 }
 
 #[cfg(test)]

@@ -34,12 +34,7 @@ impl HttpIo {
 
 /// Why `server` cannot start in this build.
 pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
-    TransportSetupError::NotBuiltIn {
-        server: server.to_owned(),
-        transport: "Streamable HTTP",
-        krate: "rho-io-smol",
-        feature: "http",
-    }
+    TransportSetupError::http_not_built_in(server, "rho-io-smol")
 }
 
 #[cfg(test)]

@@ -43,22 +43,19 @@ use smol::io::AsyncReadExt;
 use smol::{Executor, Task, Timer};
 use std::process::{Child, ChildStderr, ChildStdin, ChildStdout, Stdio};
 
-/// Stdout as the session task reads it: non-blocking, registered with
-/// the reactor (on Windows, read by a thread of smol's blocking pool).
+/// One of the child's pipes made async: non-blocking, registered with
+/// the reactor (on Windows, read or written by a thread of smol's
+/// blocking pool).
 #[cfg(unix)]
-type StdoutPipe = smol::Async<ChildStdout>;
+type Pipe<T> = smol::Async<T>;
 #[cfg(windows)]
-type StdoutPipe = smol::Unblock<ChildStdout>;
+type Pipe<T> = smol::Unblock<T>;
+/// Stdout as the session task reads it.
+type StdoutPipe = Pipe<ChildStdout>;
 /// Stdin as the session and its callers write it.
-#[cfg(unix)]
-type StdinPipe = smol::Async<ChildStdin>;
-#[cfg(windows)]
-type StdinPipe = smol::Unblock<ChildStdin>;
+type StdinPipe = Pipe<ChildStdin>;
 /// Stderr as its drain task reads it.
-#[cfg(unix)]
-type StderrPipe = smol::Async<ChildStderr>;
-#[cfg(windows)]
-type StderrPipe = smol::Unblock<ChildStderr>;
+type StderrPipe = Pipe<ChildStderr>;
 
 /// The child's pipes made async: non-blocking and registered with the
 /// reactor on Unix, handed to the blocking pool on Windows.

@@ -542,19 +542,14 @@ pub fn check_reauthorization(data: &[u8], origin: std::time::Instant) {
         },
     };
     let settings = LoginSettings {
-        server_url: server,
-        grant: GrantKind::AuthorizationCode {
-            redirect_uri: "http://127.0.0.1:1/callback".into(),
-        },
-        client: None,
         stored_client: Some((old.into(), client)),
-        client_metadata_url: None,
-        scopes: None,
-        extra_scopes: Vec::new(),
         previous: Some(previous),
-        client_name: "rho".into(),
-        client_assertion: None,
-        dpop: Default::default(),
+        ..LoginSettings::new(
+            server,
+            GrantKind::AuthorizationCode {
+                redirect_uri: "http://127.0.0.1:1/callback".into(),
+            },
+        )
     };
     let mut login = Login::new(settings, None, [7; RANDOM_BYTES], origin);
     let mut answers = answers.split(|&b| b == 0);

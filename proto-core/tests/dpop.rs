@@ -9,11 +9,10 @@
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use rho_proto_core::http::{HttpOptions, HttpRequest, Method};
+use rho_proto_core::http::{HttpOptions, HttpRequest};
 use rho_proto_core::oauth::dpop::{DpopProver, ProofRequest};
-use rho_proto_core::session::{CallError, CallId, Event, Question, SessionOptions};
-use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
-use serde_json::{Value, json};
+use rho_proto_core::session::{CallId, Event, Question};
+use serde_json::json;
 use url::Url;
 
 const URL: &str = "https://mcp.example.com/mcp?tenant=a";
@@ -34,6 +33,17 @@ struct Asked {
 #[derive(Debug, Default)]
 struct Recording {
     asked: Mutex<Vec<Asked>>,
+}
+
+impl Recording {
+    /// The nonce the last proof was asked to carry.
+    fn last_nonce(&self) -> Option<String> {
+        self.asked
+            .lock()
+            .expect("lock")
+            .last()
+            .and_then(|a| a.nonce.clone())
+    }
 }
 
 impl DpopProver for Recording {
@@ -66,17 +76,6 @@ fn options(authorization: &str, prover: &Arc<Recording>) -> HttpOptions {
     o
 }
 
-fn rpc(req: &HttpRequest) -> Value {
-    serde_json::from_slice(&req.body).expect("POST bodies are JSON")
-}
-
-fn method_of(req: &HttpRequest) -> String {
-    rpc(req)["method"]
-        .as_str()
-        .unwrap_or("<response>")
-        .to_owned()
-}
-
 fn proofs(req: &HttpRequest) -> Vec<&str> {
     req.headers
         .iter()
@@ -86,34 +85,16 @@ fn proofs(req: &HttpRequest) -> Vec<&str> {
 }
 
 mod common;
-use common::Http as Harness;
+use common::{Http as Harness, http_session_options, rpc};
 
 impl Harness {
-    fn new(authorization: &str, prover: &Arc<Recording>) -> Self {
-        let mut session = SessionOptions::stdio("remote");
-        session.protocol_version = LATEST_PROTOCOL_VERSION.into();
-        session.startup_timeout = Duration::from_secs(10);
-        session.tool_timeout = Duration::from_secs(5);
-        Self::connect(session, options(authorization, prover))
-    }
-
-    fn posts(&self, method: &str) -> Vec<HttpRequest> {
-        self.sends()
-            .into_iter()
-            .filter(|r| r.method == Method::Post && method_of(r) == method)
-            .cloned()
-            .collect()
-    }
-
-    fn last_post(&self, method: &str) -> HttpRequest {
-        self.posts(method).pop().expect("a POST of that method")
-    }
-
-    fn answer(&mut self, req: &HttpRequest, result: Value, extra: &[(&str, &str)]) {
-        let body = json!({"jsonrpc": "2.0", "id": rpc(req)["id"], "result": result}).to_string();
-        let mut headers = vec![JSON];
-        headers.extend_from_slice(extra);
-        self.respond(req, 200, &headers, body.as_bytes());
+    /// A session presenting `authorization`, ready, and the prover that
+    /// makes its proofs.
+    fn ready(authorization: &str) -> (Self, Arc<Recording>) {
+        let prover = Arc::new(Recording::default());
+        let mut h = Self::connect(http_session_options(), options(authorization, &prover));
+        h.ready_without_stream();
+        (h, prover)
     }
 
     fn ask_for_nonce(&mut self, req: &HttpRequest, nonce: &str) {
@@ -132,44 +113,6 @@ impl Harness {
         );
     }
 
-    fn ready(&mut self) {
-        let init = self.last_post("initialize");
-        self.answer(
-            &init,
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "scripted", "version": "1"}
-            }),
-            &[],
-        );
-        let initialized = self.last_post("notifications/initialized");
-        self.respond(&initialized, 202, &[], b"");
-        let get = self.last_send();
-        assert_eq!(get.method, Method::Get);
-        self.respond(&get, 405, &[], b"");
-        let list = self.last_post("tools/list");
-        self.answer(
-            &list,
-            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
-            &[],
-        );
-        assert!(
-            self.events.iter().any(|e| matches!(e, Event::Ready(_))),
-            "{:?}",
-            self.events
-        );
-    }
-
-    fn call(&mut self) -> CallId {
-        let call = self
-            .transport
-            .call_tool(self.now, "echo", json!({}))
-            .expect("ready");
-        self.drain();
-        call
-    }
-
     fn authorization_questions(&self) -> usize {
         self.events
             .iter()
@@ -185,31 +128,14 @@ impl Harness {
             .count()
     }
 
-    fn failure(&self, call: CallId) -> String {
-        self.events
-            .iter()
-            .find_map(|e| match e {
-                Event::CallCompleted {
-                    call: c,
-                    result: Err(CallError::Transport { reason, .. }),
-                } if *c == call => Some(reason.clone()),
-                _ => None,
-            })
-            .unwrap_or_else(|| panic!("expected a transport failure: {:?}", self.events))
-    }
-
     fn succeeded(&self, call: CallId) -> bool {
-        self.events
-            .iter()
-            .any(|e| matches!(e, Event::CallCompleted { call: c, result: Ok(_) } if *c == call))
+        matches!(self.completion(call), Some(Ok(_)))
     }
 }
 
 #[test]
 fn every_request_presenting_a_dpop_token_carries_one_fresh_proof_for_its_method_and_url() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new(&format!("DPoP {TOKEN}"), &prover);
-    h.ready();
+    let (h, prover) = Harness::ready(&format!("DPoP {TOKEN}"));
     let sends = h.sends();
     assert!(sends.len() >= 4, "{sends:?}");
     let mut seen = Vec::new();
@@ -239,10 +165,8 @@ fn every_request_presenting_a_dpop_token_carries_one_fresh_proof_for_its_method_
 
 #[test]
 fn a_use_dpop_nonce_refusal_is_resent_once_with_the_nonce_which_later_requests_keep() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new(&format!("DPoP {TOKEN}"), &prover);
-    h.ready();
-    let call = h.call();
+    let (mut h, prover) = Harness::ready(&format!("DPoP {TOKEN}"));
+    let call = h.call_echo();
     let refused = h.last_post("tools/call");
     h.ask_for_nonce(&refused, "rs-nonce-1");
     assert_eq!(
@@ -253,65 +177,38 @@ fn a_use_dpop_nonce_refusal_is_resent_once_with_the_nonce_which_later_requests_k
     let resent = h.posts("tools/call");
     assert_eq!(resent.len(), 2, "resent once");
     assert_eq!(rpc(&resent[1])["id"], rpc(&refused)["id"]);
-    assert_eq!(
-        prover
-            .asked
-            .lock()
-            .expect("lock")
-            .last()
-            .and_then(|a| a.nonce.clone()),
-        Some("rs-nonce-1".into())
-    );
-    h.answer(
+    assert_eq!(prover.last_nonce(), Some("rs-nonce-1".into()));
+    h.answer_json(
         &resent[1],
         json!({"content": [{"type": "text", "text": "ok"}]}),
-        &[],
     );
     assert!(h.succeeded(call), "{:?}", h.events);
     // The nonce stays for the next request, which needs no second round.
-    let next = h.call();
+    let next = h.call_echo();
     let req = h.last_post("tools/call");
-    assert_eq!(
-        prover
-            .asked
-            .lock()
-            .expect("lock")
-            .last()
-            .and_then(|a| a.nonce.clone()),
-        Some("rs-nonce-1".into())
-    );
+    assert_eq!(prover.last_nonce(), Some("rs-nonce-1".into()));
     // A newer nonce on any answer replaces it.
-    h.answer(
+    h.answer_json_with(
         &req,
         json!({"content": [{"type": "text", "text": "ok"}]}),
         &[("DPoP-Nonce", "rs-nonce-2")],
     );
     assert!(h.succeeded(next));
-    h.call();
-    assert_eq!(
-        prover
-            .asked
-            .lock()
-            .expect("lock")
-            .last()
-            .and_then(|a| a.nonce.clone()),
-        Some("rs-nonce-2".into())
-    );
+    h.call_echo();
+    assert_eq!(prover.last_nonce(), Some("rs-nonce-2".into()));
 }
 
 #[test]
 fn a_second_use_dpop_nonce_refusal_fails_the_request_without_a_login() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new(&format!("DPoP {TOKEN}"), &prover);
-    h.ready();
-    let call = h.call();
+    let (mut h, _) = Harness::ready(&format!("DPoP {TOKEN}"));
+    let call = h.call_echo();
     let refused = h.last_post("tools/call");
     h.ask_for_nonce(&refused, "n1");
     let resent = h.last_post("tools/call");
     h.ask_for_nonce(&resent, "n2");
     assert_eq!(h.posts("tools/call").len(), 2, "no third try");
     assert_eq!(h.authorization_questions(), 0);
-    let why = h.failure(call);
+    let why = h.transport_error(call);
     assert!(why.contains("use_dpop_nonce"), "{why}");
     assert!(
         why.contains("refused the nonce it had just supplied"),
@@ -321,24 +218,20 @@ fn a_second_use_dpop_nonce_refusal_fails_the_request_without_a_login() {
 
 #[test]
 fn a_use_dpop_nonce_refusal_without_a_usable_nonce_fails_at_once() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new(&format!("DPoP {TOKEN}"), &prover);
-    h.ready();
-    let call = h.call();
+    let (mut h, _) = Harness::ready(&format!("DPoP {TOKEN}"));
+    let call = h.call_echo();
     let refused = h.last_post("tools/call");
     h.ask_for_nonce(&refused, "two words\r\nX-Injected: 1");
     assert_eq!(h.posts("tools/call").len(), 1, "nothing to resend with");
     assert_eq!(h.authorization_questions(), 0);
-    let why = h.failure(call);
+    let why = h.transport_error(call);
     assert!(why.contains("no usable `DPoP-Nonce`"), "{why}");
 }
 
 #[test]
 fn any_other_401_still_asks_the_host_to_re_authorize() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new(&format!("DPoP {TOKEN}"), &prover);
-    h.ready();
-    h.call();
+    let (mut h, _) = Harness::ready(&format!("DPoP {TOKEN}"));
+    h.call_echo();
     let refused = h.last_post("tools/call");
     h.respond(
         &refused,
@@ -351,9 +244,7 @@ fn any_other_401_still_asks_the_host_to_re_authorize() {
 
 #[test]
 fn a_bearer_token_carries_no_proof() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new("Bearer at-plain", &prover);
-    h.ready();
+    let (h, prover) = Harness::ready("Bearer at-plain");
     for req in h.sends() {
         assert!(proofs(req).is_empty(), "{req:?}");
     }
@@ -362,10 +253,8 @@ fn a_bearer_token_carries_no_proof() {
 
 #[test]
 fn a_bearer_session_refused_use_dpop_nonce_re_authorizes_instead_of_resending() {
-    let prover = Arc::new(Recording::default());
-    let mut h = Harness::new("Bearer at-plain", &prover);
-    h.ready();
-    h.call();
+    let (mut h, _) = Harness::ready("Bearer at-plain");
+    h.call_echo();
     let refused = h.last_post("tools/call");
     h.ask_for_nonce(&refused, "n1");
     assert_eq!(h.posts("tools/call").len(), 1, "no resend: it had no proof");

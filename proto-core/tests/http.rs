@@ -13,8 +13,6 @@ use rho_proto_core::http::{
 use rho_proto_core::session::{
     CallError, CallId, CancelNotice, CloseReason, Event, SessionOptions, Timer,
 };
-use rho_proto_core::wire::protocol::CallToolResult;
-use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
 use serde_json::{Value, json};
 use url::Url;
 
@@ -43,11 +41,7 @@ fn options() -> HttpOptions {
 }
 
 fn session_options() -> SessionOptions {
-    let mut o = SessionOptions::stdio("remote");
-    // These tests pin the 2025 handshake; tests/era.rs drives 2026-07-28.
-    o.protocol_version = LATEST_PROTOCOL_VERSION.into();
-    o.startup_timeout = Duration::from_secs(10);
-    o.tool_timeout = Duration::from_secs(5);
+    let mut o = common::http_session_options();
     o.request_timeout = Duration::from_secs(3);
     o
 }
@@ -66,20 +60,6 @@ fn init_result() -> Value {
 
 fn text_result(text: &str) -> Value {
     json!({"content": [{"type": "text", "text": text}]})
-}
-
-/// The JSON-RPC message a request carries.
-fn rpc(req: &HttpRequest) -> Value {
-    serde_json::from_slice(&req.body).expect("POST bodies are JSON")
-}
-
-/// The JSON-RPC method a POST carries; `<response>` for an answer.
-fn rpc_method(req: &HttpRequest) -> String {
-    let message = rpc(req);
-    match message.get("method").and_then(Value::as_str) {
-        Some(method) => method.to_owned(),
-        None => "<response>".into(),
-    }
 }
 
 /// A header's value, by case-insensitive name.
@@ -109,7 +89,7 @@ fn response(id: &Value, result: Value) -> Value {
 }
 
 mod common;
-use common::Http as Harness;
+use common::{Http as Harness, rpc, rpc_method};
 
 /// What these tests read off the shared harness, whose drain checks that
 /// every request goes to the configured endpoint and that nothing is
@@ -125,21 +105,6 @@ impl Harness {
 
     // ----- what the transport asked for -----
 
-    /// Every POST carrying `method` (`<response>` for answers), in order.
-    fn posts(&self, method: &str) -> Vec<HttpRequest> {
-        self.sends()
-            .into_iter()
-            .filter(|r| r.method == Method::Post && rpc_method(r) == method)
-            .cloned()
-            .collect()
-    }
-
-    fn last_post(&self, method: &str) -> HttpRequest {
-        self.posts(method)
-            .pop()
-            .unwrap_or_else(|| panic!("no POST {method} in {:?}", self.sends()))
-    }
-
     fn with_method(&self, method: Method) -> Vec<HttpRequest> {
         self.sends()
             .into_iter()
@@ -153,12 +118,6 @@ impl Harness {
     /// 202 Accepted, no body: how a server takes a notification or response.
     fn accept(&mut self, req: &HttpRequest) {
         self.respond(req, 202, &[], b"");
-    }
-
-    /// Answers a request POST with a JSON body.
-    fn answer_json(&mut self, req: &HttpRequest, result: Value) {
-        let body = response(&rpc(req)["id"], result).to_string();
-        self.respond(req, 200, &[JSON], body.as_bytes());
     }
 
     /// Answers a request POST with an SSE stream holding just the response.
@@ -211,27 +170,10 @@ impl Harness {
 
     // ----- what the host learned -----
 
-    fn completion(&self, call: CallId) -> Option<&Result<CallToolResult, CallError>> {
-        let mut found = self.events.iter().filter_map(|e| match e {
-            Event::CallCompleted { call: c, result } if *c == call => Some(result),
-            _ => None,
-        });
-        let first = found.next();
-        assert!(found.next().is_none(), "a call completes exactly once");
-        first
-    }
-
     fn completed_text(&self, call: CallId) -> String {
         match self.completion(call) {
             Some(Ok(result)) => result.text(),
             other => panic!("expected a result for {call}, got {other:?}"),
-        }
-    }
-
-    fn transport_error(&self, call: CallId) -> String {
-        match self.completion(call) {
-            Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
-            other => panic!("expected a transport failure for {call}, got {other:?}"),
         }
     }
 }

@@ -17,23 +17,14 @@ use rho_proto_core::oauth::pkce::{Pkce, RANDOM_BYTES};
 use rho_proto_core::oauth::token::{Client, ClientAuth};
 use url::Url;
 
+mod common;
+use common::FixedSigner;
+
 const SERVER: &str = "https://mcp.example.com/mcp";
 const ISSUER: &str = "https://auth.example.com";
 
 fn settings(grant: GrantKind) -> LoginSettings {
-    LoginSettings {
-        server_url: Url::parse(SERVER).expect("url"),
-        grant,
-        client: None,
-        stored_client: None,
-        client_metadata_url: None,
-        scopes: None,
-        extra_scopes: Vec::new(),
-        previous: None,
-        client_name: "rho".into(),
-        client_assertion: None,
-        dpop: Default::default(),
-    }
+    LoginSettings::new(Url::parse(SERVER).expect("url"), grant)
 }
 
 fn code_grant() -> GrantKind {
@@ -294,19 +285,6 @@ fn client_credentials_go_straight_to_the_token_endpoint() {
         &events(&mut login)[..],
         [LoginEvent::Failed(LoginError::NoClientCredentials)]
     ));
-}
-
-/// A signer whose signature is fixed bytes: the core only frames it.
-#[derive(Debug)]
-struct FixedSigner;
-
-impl rho_proto_core::oauth::assertion::ClientAssertionSigner for FixedSigner {
-    fn alg(&self) -> &str {
-        "ES256"
-    }
-    fn sign(&self, _: &[u8]) -> Result<Vec<u8>, String> {
-        Ok(vec![1; 64])
-    }
 }
 
 #[test]

@@ -9,10 +9,9 @@ use std::time::Duration;
 
 use rho_proto_core::http::{AuthorizationError, HttpOptions, HttpRequest, Method};
 use rho_proto_core::session::{
-    AuthorizationReason, CallError, CallId, Event, Question, QuestionId, SessionOptions,
+    AuthorizationReason, CallError, Event, Question, QuestionId, SessionOptions,
 };
-use rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION;
-use serde_json::{Value, json};
+use serde_json::json;
 use url::Url;
 
 const URL: &str = "https://mcp.example.com/mcp";
@@ -32,17 +31,6 @@ fn options(reauthorize: bool) -> HttpOptions {
     o
 }
 
-fn rpc(req: &HttpRequest) -> Value {
-    serde_json::from_slice(&req.body).expect("POST bodies are JSON")
-}
-
-fn method_of(req: &HttpRequest) -> String {
-    rpc(req)["method"]
-        .as_str()
-        .unwrap_or("<response>")
-        .to_owned()
-}
-
 fn authorization(req: &HttpRequest) -> Vec<&str> {
     req.headers
         .iter()
@@ -52,33 +40,12 @@ fn authorization(req: &HttpRequest) -> Vec<&str> {
 }
 
 mod common;
-use common::Http as Harness;
+use common::{Http as Harness, http_session_options, rpc};
 
 /// What these tests read off the shared harness.
 impl Harness {
     fn new(reauthorize: bool) -> Self {
-        let mut session = SessionOptions::stdio("remote");
-        session.protocol_version = LATEST_PROTOCOL_VERSION.into();
-        session.startup_timeout = Duration::from_secs(10);
-        session.tool_timeout = Duration::from_secs(5);
-        Self::connect(session, options(reauthorize))
-    }
-
-    fn posts(&self, method: &str) -> Vec<HttpRequest> {
-        self.sends()
-            .into_iter()
-            .filter(|r| r.method == Method::Post && method_of(r) == method)
-            .cloned()
-            .collect()
-    }
-
-    fn last_post(&self, method: &str) -> HttpRequest {
-        self.posts(method).pop().expect("a POST of that method")
-    }
-
-    fn answer(&mut self, req: &HttpRequest, result: Value) {
-        let body = json!({"jsonrpc": "2.0", "id": rpc(req)["id"], "result": result}).to_string();
-        self.respond(req, 200, &[JSON], body.as_bytes());
+        Self::connect(http_session_options(), options(reauthorize))
     }
 
     fn refuse_401(&mut self, req: &HttpRequest) {
@@ -102,47 +69,6 @@ impl Harness {
             &[JSON, ("WWW-Authenticate", &challenge)],
             br#"{"error":"insufficient_scope"}"#,
         );
-    }
-
-    /// Handshake and discovery; the server offers no stream of its own.
-    fn start(&mut self) -> HttpRequest {
-        let init = self.last_post("initialize");
-        self.answer(
-            &init,
-            json!({
-                "protocolVersion": "2025-11-25",
-                "capabilities": {"tools": {}},
-                "serverInfo": {"name": "scripted", "version": "1"}
-            }),
-        );
-        let initialized = self.last_post("notifications/initialized");
-        self.respond(&initialized, 202, &[], b"");
-        let get = self.last_send();
-        assert_eq!(get.method, Method::Get);
-        self.respond(&get, 405, &[], b"");
-        self.last_post("tools/list")
-    }
-
-    fn ready(&mut self) {
-        let list = self.start();
-        self.answer(
-            &list,
-            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
-        );
-        assert!(
-            self.events.iter().any(|e| matches!(e, Event::Ready(_))),
-            "{:?}",
-            self.events
-        );
-    }
-
-    fn call(&mut self) -> CallId {
-        let call = self
-            .transport
-            .call_tool(self.now, "echo", json!({}))
-            .expect("ready");
-        self.drain();
-        call
     }
 
     /// The authorization questions asked so far.
@@ -169,30 +95,13 @@ impl Harness {
             .answer_authorization(self.now, question, answer);
         self.drain();
     }
-
-    fn completion(
-        &self,
-        call: CallId,
-    ) -> Option<&Result<rho_proto_core::wire::protocol::CallToolResult, CallError>> {
-        self.events.iter().find_map(|e| match e {
-            Event::CallCompleted { call: c, result } if *c == call => Some(result),
-            _ => None,
-        })
-    }
-
-    fn failure(&self, call: CallId) -> String {
-        match self.completion(call) {
-            Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
-            other => panic!("expected a transport failure, got {other:?}"),
-        }
-    }
 }
 
 #[test]
 fn a_call_refused_401_waits_with_what_follows_and_is_resent_with_the_new_header() {
     let mut h = Harness::new(true);
-    h.ready();
-    let first = h.call();
+    h.ready_without_stream();
+    let first = h.call_echo();
     let refused = h.last_post("tools/call");
     assert_eq!(authorization(&refused), [OLD]);
     h.refuse_401(&refused);
@@ -204,7 +113,7 @@ fn a_call_refused_401_waits_with_what_follows_and_is_resent_with_the_new_header(
     assert!(h.transport.is_reauthorizing());
     assert!(h.completion(first).is_none(), "the call waits");
     // A call made meanwhile waits too: it would meet the same refusal.
-    let second = h.call();
+    let second = h.call_echo();
     assert_eq!(h.posts("tools/call").len(), 1, "nothing sent while asking");
     h.answer_authorization(question, Ok(NEW.to_owned()));
     assert!(!h.transport.is_reauthorizing());
@@ -214,11 +123,11 @@ fn a_call_refused_401_waits_with_what_follows_and_is_resent_with_the_new_header(
         assert_eq!(authorization(req), [NEW], "one header, the new one");
     }
     assert_eq!(rpc(&resent[1])["id"], rpc(&refused)["id"]);
-    h.answer(
+    h.answer_json(
         &resent[1],
         json!({"content": [{"type": "text", "text": "one"}]}),
     );
-    h.answer(
+    h.answer_json(
         &resent[2],
         json!({"content": [{"type": "text", "text": "two"}]}),
     );
@@ -236,8 +145,8 @@ fn a_call_refused_401_waits_with_what_follows_and_is_resent_with_the_new_header(
 #[test]
 fn a_step_up_goes_once_and_a_second_refusal_fails_naming_the_scope() {
     let mut h = Harness::new(true);
-    h.ready();
-    let call = h.call();
+    h.ready_without_stream();
+    let call = h.call_echo();
     h.refuse_403(&h.last_post("tools/call"), "mcp mcp:admin");
     let (question, reason, scope) = h.questions()[0].clone();
     assert_eq!(reason, AuthorizationReason::InsufficientScope);
@@ -247,7 +156,7 @@ fn a_step_up_goes_once_and_a_second_refusal_fails_naming_the_scope() {
     assert_eq!(authorization(&resent), [NEW]);
     h.refuse_403(&resent, "mcp mcp:admin");
     assert_eq!(h.questions().len(), 1, "no second step-up for the request");
-    let why = h.failure(call);
+    let why = h.transport_error(call);
     assert!(
         why.contains("HTTP 403")
             && why.contains("scope \"mcp mcp:admin\"")
@@ -259,8 +168,8 @@ fn a_step_up_goes_once_and_a_second_refusal_fails_naming_the_scope() {
 #[test]
 fn a_renewed_token_may_still_step_up_but_not_renew_twice() {
     let mut h = Harness::new(true);
-    h.ready();
-    let call = h.call();
+    h.ready_without_stream();
+    let call = h.call_echo();
     h.refuse_401(&h.last_post("tools/call"));
     let (q1, _, _) = h.questions()[0].clone();
     h.answer_authorization(q1, Ok(NEW.to_owned()));
@@ -271,13 +180,13 @@ fn a_renewed_token_may_still_step_up_but_not_renew_twice() {
     h.answer_authorization(questions[1].0, Ok("Bearer wider".to_owned()));
     h.refuse_401(&h.last_post("tools/call"));
     assert_eq!(h.questions().len(), 2, "no second renewal");
-    let why = h.failure(call);
+    let why = h.transport_error(call);
     assert!(
         why.contains("HTTP 401") && why.contains("refused the new token"),
         "{why}"
     );
     // The next request has its own tries.
-    let next = h.call();
+    let next = h.call_echo();
     h.refuse_401(&h.last_post("tools/call"));
     assert_eq!(h.questions().len(), 3);
     assert!(h.completion(next).is_none());
@@ -286,10 +195,10 @@ fn a_renewed_token_may_still_step_up_but_not_renew_twice() {
 #[test]
 fn the_hosts_no_fails_every_waiting_request_with_its_reason() {
     let mut h = Harness::new(true);
-    h.ready();
-    let first = h.call();
+    h.ready_without_stream();
+    let first = h.call_echo();
     h.refuse_403(&h.last_post("tools/call"), "files:write");
-    let second = h.call();
+    let second = h.call_echo();
     let (question, _, _) = h.questions()[0].clone();
     h.answer_authorization(
         question,
@@ -299,14 +208,14 @@ fn the_hosts_no_fails_every_waiting_request_with_its_reason() {
             scope: vec!["files:write".to_owned()],
         }),
     );
-    let one = h.failure(first);
+    let one = h.transport_error(first);
     assert!(
         one.contains("HTTP 403")
             && one.contains("scope \"files:write\"")
             && one.contains("rho mcp login remote"),
         "{one}"
     );
-    let two = h.failure(second);
+    let two = h.transport_error(second);
     assert!(
         two.contains("waited for a new authorization") && two.contains("no one is here"),
         "{two}"
@@ -317,16 +226,16 @@ fn the_hosts_no_fails_every_waiting_request_with_its_reason() {
 #[test]
 fn without_an_authorizer_or_a_step_up_challenge_a_refusal_fails_at_once() {
     let mut h = Harness::new(false);
-    h.ready();
-    let call = h.call();
+    h.ready_without_stream();
+    let call = h.call_echo();
     h.refuse_401(&h.last_post("tools/call"));
     assert!(h.questions().is_empty());
-    assert!(h.failure(call).contains("rho mcp login remote"));
+    assert!(h.transport_error(call).contains("rho mcp login remote"));
 
     // A 403 that is not insufficient_scope is not a step-up.
     let mut h = Harness::new(true);
-    h.ready();
-    let call = h.call();
+    h.ready_without_stream();
+    let call = h.call_echo();
     h.respond(
         &h.last_post("tools/call"),
         403,
@@ -334,14 +243,14 @@ fn without_an_authorizer_or_a_step_up_challenge_a_refusal_fails_at_once() {
         b"{}",
     );
     assert!(h.questions().is_empty());
-    assert!(h.failure(call).contains("HTTP 403"));
+    assert!(h.transport_error(call).contains("HTTP 403"));
 }
 
 #[test]
 fn the_calls_budget_keeps_running_and_a_late_header_resends_nothing_timed_out() {
     let mut h = Harness::new(true);
-    h.ready();
-    let call = h.call();
+    h.ready_without_stream();
+    let call = h.call_echo();
     h.refuse_401(&h.last_post("tools/call"));
     let (question, _, _) = h.questions()[0].clone();
     let deadline = h.transport.poll_timeout().expect("the call's deadline");
@@ -368,7 +277,7 @@ fn the_calls_budget_keeps_running_and_a_late_header_resends_nothing_timed_out() 
 #[test]
 fn a_401_during_startup_waits_and_the_session_becomes_ready() {
     let mut h = Harness::new(true);
-    let list = h.start();
+    let list = h.start_without_stream();
     h.refuse_401(&list);
     let (question, reason, _) = h.questions()[0].clone();
     assert_eq!(reason, AuthorizationReason::Unauthorized);
@@ -376,15 +285,15 @@ fn a_401_during_startup_waits_and_the_session_becomes_ready() {
     h.answer_authorization(question, Ok(NEW.to_owned()));
     let again = h.last_post("tools/list");
     assert_eq!(authorization(&again), [NEW]);
-    h.answer(&again, json!({"tools": []}));
+    h.answer_json(&again, json!({"tools": []}));
     assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
 }
 
 #[test]
 fn closing_while_asking_withdraws_the_question_and_a_late_answer_does_nothing() {
     let mut h = Harness::new(true);
-    h.ready();
-    let call = h.call();
+    h.ready_without_stream();
+    let call = h.call_echo();
     h.refuse_401(&h.last_post("tools/call"));
     let (question, _, _) = h.questions()[0].clone();
     h.transport.close(h.now);
@@ -435,7 +344,7 @@ fn an_initialize_refused_401_takes_the_same_path_and_is_resent_with_the_new_head
     assert_eq!(authorization(&resent[1]), [NEW], "one header, the new one");
     assert_eq!(rpc(&resent[1])["id"], rpc(&init)["id"]);
     // The handshake goes on with the new header, to ready.
-    h.ready();
+    h.ready_without_stream();
     assert_eq!(authorization(&h.last_post("tools/list")), [NEW]);
     // Refused again with the new token: startup fails, once, saying so.
     let mut h = Harness::new(true);

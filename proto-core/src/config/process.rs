@@ -201,38 +201,27 @@ mod tests {
         assert_eq!(c, ProgramCandidates::Path("/opt/s".into()));
     }
 
-    #[test]
-    fn windows_tries_pathext_extensions() {
-        let c = program_candidates(
-            "npx",
-            Some(r"C:\node"),
-            Some(".EXE;.CMD"),
-            None,
-            Platform::Windows,
-        );
+    /// The paths a Windows search for `command` tries, in order, as text.
+    fn windows_search(command: &str, path: &str, pathext: Option<&str>) -> Vec<String> {
+        let c = program_candidates(command, Some(path), pathext, None, Platform::Windows);
         let ProgramCandidates::Search(list) = c else {
             panic!("search expected")
         };
-        assert_eq!(list.len(), 2);
-        assert!(list[0].to_string_lossy().ends_with("npx.EXE"));
+        list.iter()
+            .map(|p| p.to_string_lossy().into_owned())
+            .collect()
+    }
+
+    #[test]
+    fn windows_tries_pathext_extensions() {
+        let names = windows_search("npx", r"C:\node", Some(".EXE;.CMD"));
+        assert_eq!(names.len(), 2);
+        assert!(names[0].ends_with("npx.EXE"));
     }
 
     #[test]
     fn windows_tries_a_named_extension_as_is_first_then_the_default_pathext() {
-        let c = program_candidates(
-            "npx.cmd",
-            Some(r"C:\node;C:\bin"),
-            None,
-            None,
-            Platform::Windows,
-        );
-        let ProgramCandidates::Search(list) = c else {
-            panic!("search expected")
-        };
-        let names: Vec<String> = list
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
+        let names = windows_search("npx.cmd", r"C:\node;C:\bin", None);
         // Five per directory: as named, then .COM, .EXE, .BAT, .CMD.
         assert_eq!(names.len(), 10, "{names:?}");
         assert!(names[0].ends_with("npx.cmd"), "{names:?}");
@@ -243,20 +232,11 @@ mod tests {
 
     #[test]
     fn windows_finds_npx_as_npx_cmd_in_path_order() {
-        let c = program_candidates(
+        let names = windows_search(
             "npx",
-            Some(r"C:\Windows\system32;;C:\Program Files\nodejs"),
+            r"C:\Windows\system32;;C:\Program Files\nodejs",
             Some(".COM;.EXE;.BAT;.CMD"),
-            None,
-            Platform::Windows,
         );
-        let ProgramCandidates::Search(list) = c else {
-            panic!("search expected")
-        };
-        let names: Vec<String> = list
-            .iter()
-            .map(|p| p.to_string_lossy().into_owned())
-            .collect();
         // The empty entry is skipped; no bare `npx` is ever tried.
         assert_eq!(names.len(), 8, "{names:?}");
         assert!(names.iter().all(|n| !n.ends_with("npx")), "{names:?}");

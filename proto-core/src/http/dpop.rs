@@ -80,20 +80,9 @@ impl HttpTransport {
             return false;
         };
         let spent = *nonce_retried;
-        let Some(Exchange {
-            role:
-                Role::Post {
-                    kind,
-                    body,
-                    retried,
-                    ..
-                },
-            ..
-        }) = self.exchanges.remove(&exchange)
-        else {
+        let Some((kind, body, retried)) = self.take_refused_post(exchange) else {
             return false;
         };
-        self.outputs.push_back(HttpOutput::Abort(exchange));
         if spent || self.dpop_nonce.is_none() {
             let why = if spent {
                 "it refused the nonce it had just supplied"

@@ -171,20 +171,9 @@ impl HttpTransport {
             }
             return true;
         }
-        let Some(Exchange {
-            role:
-                Role::Post {
-                    kind,
-                    body,
-                    retried,
-                    ..
-                },
-            ..
-        }) = self.exchanges.remove(&exchange)
-        else {
+        let Some((kind, body, retried)) = self.take_refused_post(exchange) else {
             return false;
         };
-        self.outputs.push_back(HttpOutput::Abort(exchange));
         let parked = AuthParked {
             body,
             kind,
@@ -215,6 +204,27 @@ impl HttpTransport {
             kind: Question::Authorization { reason, challenge },
         });
         true
+    }
+
+    /// Takes a refused request out of flight, to be sent again or failed:
+    /// the exchange is forgotten, and when it was a POST it is aborted and
+    /// its kind, body and whether it was already resent after a session
+    /// expiry come back.
+    pub(super) fn take_refused_post(
+        &mut self,
+        exchange: ExchangeId,
+    ) -> Option<(TransmitKind, Vec<u8>, bool)> {
+        let Role::Post {
+            kind,
+            body,
+            retried,
+            ..
+        } = self.exchanges.remove(&exchange)?.role
+        else {
+            return None;
+        };
+        self.outputs.push_back(HttpOutput::Abort(exchange));
+        Some((kind, body, retried))
     }
 
     /// Starts a fresh `initialize` after the server forgot the session.

@@ -117,17 +117,8 @@ pub fn read_id_jag(status: u16, body: &[u8]) -> Result<Secret, TokenError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::oauth::token::tests::{get, pairs};
     use crate::oauth::token::{ClientAuth, Grant, token_request};
-
-    fn pairs(body: &str) -> Vec<(String, String)> {
-        url::form_urlencoded::parse(body.as_bytes())
-            .map(|(k, v)| (k.into_owned(), v.into_owned()))
-            .collect()
-    }
-
-    fn get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
-        p.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
-    }
 
     #[test]
     fn a_workload_jwt_is_the_assertion_of_the_jwt_bearer_grant_with_no_client_id() {

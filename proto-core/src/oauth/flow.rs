@@ -126,6 +126,28 @@ pub struct LoginSettings {
     pub dpop: DpopSettings,
 }
 
+impl LoginSettings {
+    /// A login to `server_url` by `grant` with nothing else configured:
+    /// no client (it registers, as `rho`), the discovered scopes, no
+    /// earlier login, no client key, and the default DPoP mode without a
+    /// key (so no DPoP). Callers set the rest.
+    pub fn new(server_url: Url, grant: GrantKind) -> Self {
+        LoginSettings {
+            server_url,
+            grant,
+            client: None,
+            stored_client: None,
+            client_metadata_url: None,
+            scopes: None,
+            extra_scopes: Vec::new(),
+            previous: None,
+            client_name: "rho".into(),
+            client_assertion: None,
+            dpop: DpopSettings::default(),
+        }
+    }
+}
+
 /// A login's DPoP (RFC 9449): the configured [`DpopMode`] and the host's
 /// key its token requests prove possession of. Without a key a login
 /// never uses DPoP, and one that requires it fails.
@@ -952,26 +974,7 @@ impl Login {
                 self.exchange_identity_assertion(context, client, &grant);
             }
             GrantKind::ClientCredentials => {
-                let assertion = match self.assertion(&client, &context.server.issuer) {
-                    Ok(assertion) => assertion,
-                    Err(e) => return self.fail(e),
-                };
-                let request = token_request_with_assertion(
-                    &client,
-                    &Grant::ClientCredentials,
-                    &context.resource,
-                    context.scope.as_deref(),
-                    assertion.as_deref(),
-                );
-                self.post_form(
-                    context.token_endpoint.clone(),
-                    request.headers,
-                    request.body,
-                );
-                self.step = Step::Redeeming {
-                    context: Box::new(context),
-                    client,
-                };
+                self.redeem(context, client, &Grant::ClientCredentials);
             }
             GrantKind::AuthorizationCode { redirect_uri } => {
                 let Some(endpoint) = context.server.authorization_endpoint.as_deref() else {
@@ -1011,13 +1014,20 @@ impl Login {
     /// The JWT bearer grant (RFC 7523 §2.1) of `assertion` by `client` at
     /// the authorization server's token endpoint.
     fn redeem_assertion(&mut self, context: Context, client: Client, assertion: &Secret) {
+        self.redeem(context, client, &Grant::JwtBearer(assertion.expose()));
+    }
+
+    /// Sends `grant` by `client` to the authorization server's token
+    /// endpoint (with a client assertion when the client has a key); its
+    /// answer is the login's tokens.
+    fn redeem(&mut self, context: Context, client: Client, grant: &Grant<'_>) {
         let client_assertion = match self.assertion(&client, &context.server.issuer) {
             Ok(client_assertion) => client_assertion,
             Err(e) => return self.fail(e),
         };
         let request = token_request_with_assertion(
             &client,
-            &Grant::JwtBearer(assertion.expose()),
+            grant,
             &context.resource,
             context.scope.as_deref(),
             client_assertion.as_deref(),

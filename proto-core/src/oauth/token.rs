@@ -378,16 +378,18 @@ pub fn read_token_response(status: u16, body: &[u8]) -> Result<TokenResponse, To
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn pairs(body: &str) -> Vec<(String, String)> {
+    /// A form body's name-value pairs, decoded, in order.
+    pub(crate) fn pairs(body: &str) -> Vec<(String, String)> {
         url::form_urlencoded::parse(body.as_bytes())
             .map(|(k, v)| (k.into_owned(), v.into_owned()))
             .collect()
     }
 
-    fn get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
+    /// The first value named `k` among `p`.
+    pub(crate) fn get<'a>(p: &'a [(String, String)], k: &str) -> Option<&'a str> {
         p.iter().find(|(n, _)| n == k).map(|(_, v)| v.as_str())
     }
 

@@ -282,6 +282,19 @@ pub enum TransportSetupError {
     },
 }
 
+impl TransportSetupError {
+    /// Why `server`, configured for Streamable HTTP, cannot start in a
+    /// build of the executor crate `krate` without its `http` feature.
+    pub fn http_not_built_in(server: &str, krate: &'static str) -> Self {
+        TransportSetupError::NotBuiltIn {
+            server: server.to_owned(),
+            transport: "Streamable HTTP",
+            krate,
+            feature: "http",
+        }
+    }
+}
+
 /// `: REASON` when the OS said something.
 fn os_said(reason: &Option<String>) -> String {
     reason

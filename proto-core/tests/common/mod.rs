@@ -1,8 +1,9 @@
 //! What the test files share: the harnesses that drive the core against a
 //! scripted server on a fake clock ([`Stdio`] for a [`Session`] over
 //! stdio, [`Http`] for an [`HttpTransport`]), the bounded drain and drive
-//! under them, and [`Capture`], a tracing subscriber for tests that pin
-//! what is logged and at which level.
+//! under them, [`Capture`], a tracing subscriber for tests that pin
+//! what is logged and at which level, and [`FixedSigner`], a client
+//! assertion signer for the OAuth tests.
 //!
 //! Every harness reads the core the same way, by the drain rule: after each
 //! input or command it takes every output and event until the core is idle
@@ -27,9 +28,14 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::connection::{self, Connection};
-use rho_proto_core::http::{ExchangeId, HttpOptions, HttpOutput, HttpRequest, HttpTransport};
-use rho_proto_core::session::{CloseReason, Event, Session, SessionOptions, Transmit};
+use rho_proto_core::http::{
+    ExchangeId, HttpOptions, HttpOutput, HttpRequest, HttpTransport, Method,
+};
+use rho_proto_core::session::{
+    CallError, CallId, CloseReason, Event, Session, SessionOptions, Transmit,
+};
 use rho_proto_core::wire::jsonrpc::{Incoming, Message};
+use rho_proto_core::wire::protocol::{CallToolResult, LATEST_PROTOCOL_VERSION};
 use serde_json::{Value, json};
 use url::Url;
 
@@ -489,6 +495,152 @@ impl Http {
     /// Why the session closed, once it has (always its last event).
     pub(crate) fn closed(&self) -> Option<&CloseReason> {
         closed(&self.events)
+    }
+}
+
+/// The JSON-RPC message a POST carries.
+pub(crate) fn rpc(req: &HttpRequest) -> Value {
+    serde_json::from_slice(&req.body).expect("POST bodies are JSON")
+}
+
+/// The JSON-RPC method a POST carries; `<response>` for an answer.
+pub(crate) fn rpc_method(req: &HttpRequest) -> String {
+    rpc(req)
+        .get("method")
+        .and_then(Value::as_str)
+        .unwrap_or("<response>")
+        .to_owned()
+}
+
+/// The session options of the tests over HTTP: the 2025 handshake
+/// (tests/era.rs drives 2026-07-28) and budgets no test waits out by
+/// accident.
+pub(crate) fn http_session_options() -> SessionOptions {
+    let mut o = SessionOptions::stdio("remote");
+    o.protocol_version = LATEST_PROTOCOL_VERSION.into();
+    o.startup_timeout = Duration::from_secs(10);
+    o.tool_timeout = Duration::from_secs(5);
+    o
+}
+
+/// What the tests over HTTP send, answer and read off the transport.
+impl Http {
+    /// Every POST carrying `method` (`<response>` for answers), in order.
+    pub(crate) fn posts(&self, method: &str) -> Vec<HttpRequest> {
+        self.sends()
+            .into_iter()
+            .filter(|r| r.method == Method::Post && rpc_method(r) == method)
+            .cloned()
+            .collect()
+    }
+
+    /// The last POST carrying `method`.
+    pub(crate) fn last_post(&self, method: &str) -> HttpRequest {
+        self.posts(method)
+            .pop()
+            .unwrap_or_else(|| panic!("no POST {method} in {:?}", self.sends()))
+    }
+
+    /// Answers a request POST with a JSON body holding `result`.
+    pub(crate) fn answer_json(&mut self, req: &HttpRequest, result: Value) {
+        self.answer_json_with(req, result, &[]);
+    }
+
+    /// [`Http::answer_json`] with more headers.
+    pub(crate) fn answer_json_with(
+        &mut self,
+        req: &HttpRequest,
+        result: Value,
+        extra: &[(&str, &str)],
+    ) {
+        let body = json!({"jsonrpc": "2.0", "id": rpc(req)["id"], "result": result}).to_string();
+        let mut headers = vec![("content-type", "application/json")];
+        headers.extend_from_slice(extra);
+        self.respond(req, 200, &headers, body.as_bytes());
+    }
+
+    /// Handshake up to discovery, with no session id, where the server
+    /// offers no stream of its own (its GET is answered 405); returns the
+    /// `tools/list` POST, unanswered.
+    pub(crate) fn start_without_stream(&mut self) -> HttpRequest {
+        let init = self.last_post("initialize");
+        self.answer_json(
+            &init,
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "1"}
+            }),
+        );
+        let initialized = self.last_post("notifications/initialized");
+        self.respond(&initialized, 202, &[], b"");
+        let get = self.last_send();
+        assert_eq!(get.method, Method::Get);
+        self.respond(&get, 405, &[], b"");
+        self.last_post("tools/list")
+    }
+
+    /// [`Http::start_without_stream`], then discovery answered with one
+    /// tool, `echo`: the session is ready.
+    pub(crate) fn ready_without_stream(&mut self) {
+        let list = self.start_without_stream();
+        self.answer_json(
+            &list,
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+        );
+        assert!(
+            self.events.iter().any(|e| matches!(e, Event::Ready(_))),
+            "{:?}",
+            self.events
+        );
+    }
+
+    /// Calls the tool `echo` with no arguments.
+    pub(crate) fn call_echo(&mut self) -> CallId {
+        let call = self
+            .transport
+            .call_tool(self.now, "echo", json!({}))
+            .expect("ready");
+        self.drain();
+        call
+    }
+
+    /// How `call` completed, if it has; a call completes exactly once.
+    pub(crate) fn completion(&self, call: CallId) -> Option<&Result<CallToolResult, CallError>> {
+        let mut found = self.events.iter().filter_map(|e| match e {
+            Event::CallCompleted { call: c, result } if *c == call => Some(result),
+            _ => None,
+        });
+        let first = found.next();
+        assert!(found.next().is_none(), "a call completes exactly once");
+        first
+    }
+
+    /// The reason `call` failed in the transport; fails the test if it
+    /// did not.
+    pub(crate) fn transport_error(&self, call: CallId) -> String {
+        match self.completion(call) {
+            Some(Err(CallError::Transport { reason, .. })) => reason.clone(),
+            other => panic!("expected a transport failure for {call}, got {other:?}"),
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------
+// OAuth
+// ---------------------------------------------------------------------------
+
+/// A client assertion signer whose signature is fixed bytes: the core
+/// only frames it.
+#[derive(Debug)]
+pub(crate) struct FixedSigner;
+
+impl rho_proto_core::oauth::assertion::ClientAssertionSigner for FixedSigner {
+    fn alg(&self) -> &str {
+        "ES256"
+    }
+    fn sign(&self, _: &[u8]) -> Result<Vec<u8>, String> {
+        Ok(vec![1; 64])
     }
 }
 
