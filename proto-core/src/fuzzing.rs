@@ -446,12 +446,16 @@ pub fn check_oauth(data: &[u8], origin: std::time::Instant) {
                     );
                 }
             }
+            // The Bearer challenge, else the DPoP one (RFC 9449 §7.1: the
+            // same parameters under the other scheme).
             let bearer = challenge::bearer_challenge(text.split('\n'));
-            let first = all.iter().find(|c| c.scheme.eq_ignore_ascii_case("bearer"));
+            let scheme = |name: &str| all.iter().find(|c| c.scheme.eq_ignore_ascii_case(name));
+            let first = scheme("bearer").or_else(|| scheme("dpop"));
             assert_eq!(bearer.is_some(), first.is_some());
             if let (Some(b), Some(c)) = (bearer, first) {
                 assert_eq!(b.resource_metadata.as_deref(), c.param("resource_metadata"));
                 assert_eq!(b.error.as_deref(), c.param("error"));
+                assert_eq!(b.dpop, scheme("dpop").is_some());
             }
         }
         1 => {
