@@ -126,30 +126,17 @@ fn unknown_key(tool: &str, key: &str, properties: Option<&Map<String, Value>>) -
     }
 }
 
-/// The JSON types a property schema allows, in the order tried.
+/// The JSON types a property schema allows (as the host library reads
+/// them for `/tools`), in the order tried.
 fn types_of(property: &Value) -> Vec<&'static str> {
     const ORDER: [&str; 7] = [
         "null", "boolean", "integer", "number", "object", "array", "string",
     ];
-    fn names(schema: &Value) -> Vec<&str> {
-        match schema.get("type") {
-            Some(Value::String(t)) => vec![t.as_str()],
-            Some(Value::Array(ts)) => ts.iter().filter_map(Value::as_str).collect(),
-            _ => Vec::new(),
-        }
-    }
-    let mut named = names(property);
-    for key in ["anyOf", "oneOf"] {
-        for member in property
-            .get(key)
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            named.extend(names(member));
-        }
-    }
-    ORDER.into_iter().filter(|t| named.contains(t)).collect()
+    let named = rho_host::parameters::types(property);
+    ORDER
+        .into_iter()
+        .filter(|t| named.iter().any(|n| n == t))
+        .collect()
 }
 
 /// `text` as the first of `types` that reads it; with no type, JSON if it

@@ -88,7 +88,9 @@ pub fn parameters(schema: &Value) -> Vec<Parameter> {
     out
 }
 
-fn types(property: &Value) -> Vec<String> {
+/// The JSON types a property schema names (`type`, or those of its
+/// `anyOf`/`oneOf` members), in order, each once; empty when it names none.
+pub fn types(property: &Value) -> Vec<String> {
     fn named(schema: &Value) -> Vec<String> {
         match schema.get("type") {
             Some(Value::String(t)) => vec![t.clone()],
