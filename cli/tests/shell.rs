@@ -31,6 +31,29 @@ struct Shell {
 }
 
 impl Shell {
+    /// The pids of the shell's child processes whose command line holds
+    /// `needle`, in order.
+    fn children_running(&self, needle: &str) -> Vec<u32> {
+        let parent = self.child.id();
+        let mut pids: Vec<u32> = std::fs::read_dir("/proc")
+            .expect("/proc")
+            .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse::<u32>().ok())
+            .filter(|pid| {
+                let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+                // The parent pid is the second field after the command's
+                // closing parenthesis.
+                let ppid = stat
+                    .rsplit_once(')')
+                    .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+                ppid == Some(parent)
+                    && std::fs::read(format!("/proc/{pid}/cmdline"))
+                        .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+            })
+            .collect();
+        pids.sort_unstable();
+        pids
+    }
+
     /// Starts `rho mcp shell` over server-everything and waits for its
     /// first prompt.
     fn start(rt: Runtime, name: &str) -> Shell {
@@ -947,7 +970,10 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     shell.keys("/call everything:echo message=still\r");
     shell.wait_for_after(at, "Echo: still", SOON);
 
-    // Later, a login goes through and its server starts.
+    // Later, a login goes through and its server starts, alone: the
+    // other server keeps its process.
+    let everything_before = shell.children_running("index.js");
+    assert_eq!(everything_before.len(), 1, "{everything_before:?}");
     std::fs::write(&allow, "").expect("allow the browser");
     let at = shell.mark();
     shell.keys("/login ax\r");
@@ -959,6 +985,11 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     let at = shell.mark();
     shell.keys("/call everything:echo message=after\r");
     shell.wait_for_after(at, "Echo: after", SOON);
+    assert_eq!(
+        shell.children_running("index.js"),
+        everything_before,
+        "the login restarted the other server"
+    );
     assert!(shell.quit().success());
     drop((oidc, auto));
 }

@@ -124,6 +124,9 @@ struct SmolHost {
     reactor: bool,
     /// The thread that runs the executor between calls, when asked for.
     thread: Option<ExecutorThread>,
+    /// [`Host::with_executor_thread`] was asked for: a host that started
+    /// no session starts the thread with its first late server.
+    wants_thread: bool,
 }
 
 /// A thread running an executor until told to stop.
@@ -163,6 +166,7 @@ impl Host {
                     runtime: Some(runtime),
                     reactor,
                     thread: None,
+                    wants_thread: false,
                 })
             }
             RuntimeKind::Blocking => Inner::Blocking(Some(rho_io_blocking::Runtime::start_where(
@@ -178,25 +182,53 @@ impl Host {
     /// whose threads are busy between calls wants this; a command that
     /// only ever waits on the runtime does not.
     pub fn with_executor_thread(mut self) -> Self {
-        // With no session there is nothing to keep moving.
-        if let Inner::Smol(smol) = &mut self.inner
-            && smol.thread.is_none()
-            && smol.reactor
-        {
-            let (stop, stopped) = smol::channel::bounded::<()>(1);
-            let executor = Arc::clone(&smol.executor);
-            let thread = std::thread::Builder::new()
-                .name("rho-smol-executor".into())
-                .spawn(move || {
-                    let _ = rho_io_smol::block_on(&executor, stopped.recv());
-                });
-            match thread {
-                Ok(thread) => smol.thread = Some(ExecutorThread { stop, thread }),
-                // Calls still run the executor while they wait.
-                Err(e) => tracing::warn!("cannot start the executor thread: {e}"),
-            }
+        if let Inner::Smol(smol) = &mut self.inner {
+            smol.wants_thread = true;
+            smol.start_thread();
         }
         self
+    }
+
+    /// Starts the server `id` of `config` into this running host, beside
+    /// the servers already running, which are not touched: a server left
+    /// out of the start (deferred for its browser login, say) or one that
+    /// failed to start. Its entry in `config` replaces the one the host
+    /// started with, so a config prepared again after a login
+    /// ([`crate::connect::prepare_deferring_logins`]) brings the new token.
+    /// Returns once the server is ready or failed (within its startup
+    /// budget), with its view; its tools join [`Host::tools`]. The host's
+    /// options (services, authorizer, workspace, transcript) apply as at
+    /// start. Call it from a thread that lives as long as the sessions: a
+    /// stdio server is tied to the thread that spawns it.
+    pub fn start_server(
+        &mut self,
+        id: &str,
+        config: &Config,
+    ) -> Result<ServerView, rho_proto_core::runtime::StartServerError> {
+        let config = &*crate::plugins::prepare_data_dirs(config, &|s: &str| s == id);
+        match &mut self.inner {
+            Inner::Smol(smol) => {
+                // The first session of a host that started none needs
+                // async-io's reactor, and the executor thread it was asked
+                // for (which it left unstarted with nothing to move).
+                smol.reactor = true;
+                let executor = Arc::clone(&smol.executor);
+                let runtime = smol
+                    .runtime
+                    .as_mut()
+                    .expect("the runtime is present until the host shuts down");
+                let started =
+                    run_smol(&executor, true, runtime.start_server(&executor, id, config));
+                if smol.wants_thread {
+                    smol.start_thread();
+                }
+                started
+            }
+            Inner::Blocking(runtime) => runtime
+                .as_mut()
+                .expect("the runtime is present until the host shuts down")
+                .start_server(id, config),
+        }
     }
 
     /// Which executor drives this host's sessions.
@@ -511,6 +543,26 @@ impl Drop for Host {
 }
 
 impl SmolHost {
+    /// Starts the thread that runs the executor between calls, unless it
+    /// runs already or there is no session to move.
+    fn start_thread(&mut self) {
+        if self.thread.is_some() || !self.reactor {
+            return;
+        }
+        let (stop, stopped) = smol::channel::bounded::<()>(1);
+        let executor = Arc::clone(&self.executor);
+        let thread = std::thread::Builder::new()
+            .name("rho-smol-executor".into())
+            .spawn(move || {
+                let _ = rho_io_smol::block_on(&executor, stopped.recv());
+            });
+        match thread {
+            Ok(thread) => self.thread = Some(ExecutorThread { stop, thread }),
+            // Calls still run the executor while they wait.
+            Err(e) => tracing::warn!("cannot start the executor thread: {e}"),
+        }
+    }
+
     fn runtime(&self) -> &rho_io_smol::Runtime {
         self.runtime
             .as_ref()

@@ -17,7 +17,9 @@ use std::time::{Duration, Instant};
 use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
-use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
+use rho_proto_core::runtime::{
+    Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
+};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -35,6 +37,11 @@ pub struct Runtime {
     inventory: Inventory,
     drivers: BTreeMap<SlotId, DriverHandle>,
     next_ticket: AtomicU64,
+    /// The ambient environment, shared by every server's driver.
+    ambient: Arc<Vec<(String, String)>>,
+    /// What the runtime was started with (its ambient moved out), for a
+    /// server started later ([`Runtime::start_server`]).
+    options: RuntimeOptions,
 }
 
 /// How often a cancellable call checks its flag.
@@ -63,19 +70,60 @@ impl Runtime {
     /// [`ServerStatus::NotStarted`](rho_proto_core::runtime::status::ServerStatus::NotStarted).
     pub fn start_where(
         config: &Config,
-        options: RuntimeOptions,
+        mut options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
         inventory.learn_secrets(&options.ambient);
+        let ambient = Arc::new(std::mem::take(&mut options.ambient));
+        let mut runtime = Self {
+            inventory,
+            drivers: BTreeMap::new(),
+            next_ticket: AtomicU64::new(0),
+            ambient,
+            options,
+        };
+        runtime.start_listed();
+        runtime
+    }
+
+    /// Starts the server `id` of `config`, which this runtime is not
+    /// running (left out of its start, or failed), beside the others, and
+    /// returns once it is ready or failed, with its view. Its entry in
+    /// `config` replaces the one the runtime started with (a login's
+    /// token applied, say); the other servers are not touched.
+    pub fn start_server(
+        &mut self,
+        id: &str,
+        config: &Config,
+    ) -> Result<ServerView, StartServerError> {
+        let server = late_config(config, id)?;
+        let drivers = &self.drivers;
+        self.inventory
+            .start_later(id, server, &self.ambient, |slot| {
+                drivers.contains_key(&slot)
+            })?;
+        self.start_listed();
+        self.server(id)
+            .ok_or_else(|| StartServerError::Unknown(id.to_owned()))
+    }
+
+    /// Starts what the inventory lists to start, concurrently, waits for
+    /// each within its budget, and builds the tool registry.
+    fn start_listed(&mut self) {
+        let Self {
+            inventory,
+            drivers,
+            ambient,
+            options,
+            ..
+        } = self;
         let root = options.workspace_root();
-        let ambient = Arc::new(options.ambient);
-        let mut drivers = BTreeMap::new();
         let mut outcomes = BTreeMap::new();
         for (slot, server) in inventory.to_start() {
             let outcome = match spawn_driver(
                 server,
-                &ambient,
+                ambient,
                 (root.clone(), options.host.clone(), options.record.clone()),
                 options.shutdown_grace,
             ) {
@@ -88,15 +136,15 @@ impl Runtime {
             outcomes.insert(slot, outcome);
         }
         let interrupt = options.interrupt.as_deref();
-        let mut wait = StartupWait::new(&inventory);
-        while let Some(step) = wait.next(&mut inventory, Instant::now()) {
+        let mut wait = StartupWait::new(inventory);
+        while let Some(step) = wait.next(inventory, Instant::now()) {
             match step {
                 StartupStep::Wait { slot, until } => {
                     let heard = match outcomes.get(&slot) {
                         Some(outcome) => wait_startup(outcome, until, interrupt),
                         None => Heard::Gone,
                     };
-                    wait.heard(&mut inventory, slot, heard);
+                    wait.heard(inventory, slot, heard);
                 }
                 StartupStep::Close(slot) => {
                     if let Some(driver) = drivers.get(&slot) {
@@ -111,11 +159,6 @@ impl Runtime {
             }
         }
         inventory.finish_startup();
-        Self {
-            inventory,
-            drivers,
-            next_ticket: AtomicU64::new(0),
-        }
     }
 
     fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {

@@ -25,7 +25,9 @@ use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
-use rho_proto_core::runtime::{Health, Inventory, ServerView, SlotId, ToolCallError};
+use rho_proto_core::runtime::{
+    Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
+};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -59,6 +61,11 @@ pub struct Runtime {
     inventory: Inventory,
     tasks: BTreeMap<SlotId, TaskHandle>,
     next_ticket: AtomicU64,
+    /// The ambient environment, shared by every server's task.
+    ambient: Arc<Vec<(String, String)>>,
+    /// What the runtime was started with (its ambient moved out), for a
+    /// server started later ([`Runtime::start_server`]).
+    options: RuntimeOptions,
 }
 
 impl Runtime {
@@ -78,14 +85,55 @@ impl Runtime {
     pub async fn start_where(
         executor: &Arc<Executor<'static>>,
         config: &Config,
-        options: RuntimeOptions,
+        mut options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
         inventory.learn_secrets(&options.ambient);
+        let ambient = Arc::new(std::mem::take(&mut options.ambient));
+        let mut runtime = Self {
+            inventory,
+            tasks: BTreeMap::new(),
+            next_ticket: AtomicU64::new(0),
+            ambient,
+            options,
+        };
+        runtime.start_listed(executor).await;
+        runtime
+    }
+
+    /// Starts the server `id` of `config`, which this runtime is not
+    /// running (left out of its start, or failed), as a task on
+    /// `executor` beside the others, and resolves once it is ready or
+    /// failed, with its view. Its entry in `config` replaces the one the
+    /// runtime started with (a login's token applied, say); the other
+    /// servers are not touched.
+    pub async fn start_server(
+        &mut self,
+        executor: &Arc<Executor<'static>>,
+        id: &str,
+        config: &Config,
+    ) -> Result<ServerView, StartServerError> {
+        let server = late_config(config, id)?;
+        let tasks = &self.tasks;
+        self.inventory
+            .start_later(id, server, &self.ambient, |slot| tasks.contains_key(&slot))?;
+        self.start_listed(executor).await;
+        self.server(id)
+            .ok_or_else(|| StartServerError::Unknown(id.to_owned()))
+    }
+
+    /// Starts what the inventory lists to start as tasks on `executor`,
+    /// waits for each within its budget, and builds the tool registry.
+    async fn start_listed(&mut self, executor: &Arc<Executor<'static>>) {
+        let Self {
+            inventory,
+            tasks,
+            ambient,
+            options,
+            ..
+        } = self;
         let root = options.workspace_root();
-        let ambient = Arc::new(options.ambient);
-        let mut tasks = BTreeMap::new();
         let mut outcomes = BTreeMap::new();
         for (slot, server) in inventory.to_start() {
             let (commands, inputs) = inbox::inbox();
@@ -96,7 +144,7 @@ impl Runtime {
             let task = executor.spawn(driver::run(TaskArgs {
                 executor: Arc::clone(executor),
                 config: server.clone(),
-                ambient: Arc::clone(&ambient),
+                ambient: Arc::clone(ambient),
                 root: root.clone(),
                 host: options.host.clone(),
                 record: options.record.clone(),
@@ -121,15 +169,15 @@ impl Runtime {
             outcomes.insert(slot, outcome);
         }
         let interrupt = options.interrupt.clone();
-        let mut wait = StartupWait::new(&inventory);
-        while let Some(step) = wait.next(&mut inventory, Instant::now()) {
+        let mut wait = StartupWait::new(inventory);
+        while let Some(step) = wait.next(inventory, Instant::now()) {
             match step {
                 StartupStep::Wait { slot, until } => {
                     let heard = match outcomes.get(&slot) {
                         Some(outcome) => wait_startup(outcome, until, interrupt.as_deref()).await,
                         None => Heard::Gone,
                     };
-                    wait.heard(&mut inventory, slot, heard);
+                    wait.heard(inventory, slot, heard);
                 }
                 StartupStep::Close(slot) => {
                     if let Some(handle) = tasks.get(&slot) {
@@ -144,11 +192,6 @@ impl Runtime {
             }
         }
         inventory.finish_startup();
-        Self {
-            inventory,
-            tasks,
-            next_ticket: AtomicU64::new(0),
-        }
     }
 
     fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {

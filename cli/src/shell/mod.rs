@@ -71,8 +71,9 @@
 //! and named, so no server waits for another's login. `/login <server>`
 //! runs the host library's [`rho_host::login::login_server`] with a prompt
 //! that prints the URL above the line, naming the server; Ctrl-C skips it.
-//! A login that succeeds starts every server again with it, on the loop's
-//! own thread.
+//! A login that succeeds starts that one server into the running host
+//! ([`Host::start_server`]), on the loop's own thread; the other servers
+//! keep their sessions.
 //!
 //! History is kept in `~/.rho/shell_history` (the last
 //! [`editor::HISTORY_LINES`] lines, owner-only permissions), written after
@@ -363,7 +364,7 @@ impl rho_host::login::AuthorizationPrompt for ShellLoginPrompt {
 /// The shell's state while it runs.
 struct Shell<'a> {
     loaded: &'a LoadedConfig,
-    /// Replaced whole when a `/login` starts a server.
+    /// Written to only when a `/login` starts its server into it.
     host: RwLock<Host>,
     starter: Starter,
     /// What the host was started with.
@@ -477,46 +478,43 @@ impl Shell<'_> {
         };
         *lock(&self.logged_in) = Some(id.to_owned());
         format!(
-            "rho: {}; starting the servers again with it",
-            sanitize_line(&logged_in.to_string())
+            "rho: {}; starting server `{}` with it",
+            sanitize_line(&logged_in.to_string()),
+            sanitize_line(id)
         )
     }
 
-    /// After a `/login` of server `id`: every server is started again (the
-    /// new login applied), the old sessions shut down, and `id`'s status
-    /// said. `None` when no login is waiting for its start.
+    /// After a `/login` of server `id`: that one server is started into
+    /// the running host with the new login applied (the host library's
+    /// [`Host::start_server`]); the other servers keep their sessions.
+    /// `None` when no login is waiting for its start.
     fn start_after_login(&self) -> Option<String> {
         let id = lock(&self.logged_in).take()?;
         let id = id.as_str();
         let mut options = self.options.clone();
         let (config, deferred) = self.starter.prepare(self.loaded, &mut options);
-        let started = crate::start_host(self.starter.kind, &config, options, |id| {
-            !deferred.iter().any(|d| d == id)
-        })
-        .with_executor_thread();
-        *lock(&self.deferred) = deferred;
-        crate::completion_words::remember(&started.servers());
-        let old = std::mem::replace(
-            &mut *self
-                .host
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner),
-            started,
-        );
-        old.shutdown();
-        let status = match self.host().server(id).map(|view| view.status) {
-            Some(ServerStatus::Ready(_)) => format!("server `{}` is ready", sanitize_line(id)),
-            Some(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => format!(
+        let started = self
+            .host
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .start_server(id, &config);
+        lock(&self.deferred).retain(|d| d != id && deferred.contains(d));
+        crate::completion_words::remember(&self.host().servers());
+        let status = match started.map(|view| view.status) {
+            Ok(ServerStatus::Ready(_)) => format!("server `{}` is ready", sanitize_line(id)),
+            Ok(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => format!(
                 "server `{}` did not start: {}",
                 sanitize_line(id),
                 sanitize_line(&error)
             ),
-            Some(status) => format!("server `{}` is {}", sanitize_line(id), status.label()),
-            None => format!("server `{}` is not started", sanitize_line(id)),
+            Ok(status) => format!("server `{}` is {}", sanitize_line(id), status.label()),
+            Err(why) => format!(
+                "server `{}` was not started: {}",
+                sanitize_line(id),
+                sanitize_line(&why.to_string())
+            ),
         };
-        Some(format!(
-            "rho: every server was started again with the new login; {status}"
-        ))
+        Some(format!("rho: {status}"))
     }
 
     fn catalog(&self) -> Catalog {

@@ -176,6 +176,45 @@ fn redact_value(value: &mut serde_json::Value, redactor: &Redactor) {
     }
 }
 
+/// Why a server could not be started into a running runtime
+/// ([`Inventory::start_later`]).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum StartServerError {
+    /// No server of that identity is configured.
+    #[error("no server `{0}` is configured; `rho mcp list` shows the configured ones")]
+    Unknown(String),
+    /// The server's entry does not parse.
+    #[error("server `{id}` cannot start, its configuration is invalid: {error}")]
+    Invalid {
+        /// The server identity.
+        id: String,
+        /// What is wrong with its entry.
+        error: String,
+    },
+    /// The server is disabled in the config.
+    #[error("server `{0}` is disabled; `rho mcp enable {0}` enables it")]
+    Disabled(String),
+    /// The server has a session already (ready, or one that failed after
+    /// its start and still holds its task).
+    #[error("server `{0}` is already running")]
+    Running(String),
+}
+
+/// The entry of server `id` in `config`, for [`Inventory::start_later`].
+pub fn late_config(config: &Config, id: &str) -> Result<ServerConfig, StartServerError> {
+    let entry = config
+        .get(id)
+        .ok_or_else(|| StartServerError::Unknown(id.to_owned()))?;
+    entry
+        .config
+        .clone()
+        .map_err(|error| StartServerError::Invalid {
+            id: id.to_owned(),
+            error: error.to_string(),
+        })
+}
+
 /// One configured server as the host sees it.
 #[derive(Clone, Debug)]
 pub struct ServerView {
@@ -330,6 +369,48 @@ impl Inventory {
             let error = s.redactor.redact_owned(error);
             s.status = ServerStatus::Failed { error };
         }
+    }
+
+    /// Makes the one server `id`, not running now, the next to start into
+    /// this already running inventory, with `config` in place of the one it
+    /// was read with (a login's token applied, say; its secrets learnt
+    /// anew from `ambient`). `running` says whether the executor still
+    /// holds a session for the slot. The executor then starts what
+    /// [`Inventory::to_start`] lists, waits as at startup, and calls
+    /// [`Inventory::finish_startup`], which registers the server's tools
+    /// beside the others'; the other servers are not touched.
+    pub fn start_later(
+        &mut self,
+        id: &str,
+        config: ServerConfig,
+        ambient: &[(String, String)],
+        running: impl Fn(SlotId) -> bool,
+    ) -> Result<SlotId, StartServerError> {
+        let slot = self
+            .find(id)
+            .ok_or_else(|| StartServerError::Unknown(id.to_owned()))?;
+        let s = &mut self.slots[slot.0];
+        match &s.status {
+            ServerStatus::Invalid { error } => {
+                return Err(StartServerError::Invalid {
+                    id: id.to_owned(),
+                    error: error.clone(),
+                });
+            }
+            ServerStatus::Disabled => return Err(StartServerError::Disabled(id.to_owned())),
+            ServerStatus::Ready(_) => return Err(StartServerError::Running(id.to_owned())),
+            _ if running(slot) => return Err(StartServerError::Running(id.to_owned())),
+            _ => {}
+        }
+        if !config.enabled {
+            return Err(StartServerError::Disabled(id.to_owned()));
+        }
+        s.redactor = Redactor::for_server(&config, ambient);
+        s.config = Some(config);
+        s.status = ServerStatus::NotStarted;
+        s.tools.clear();
+        self.to_start = vec![slot];
+        Ok(slot)
     }
 
     /// Ends startup: builds the exported tool registry from the ready
@@ -720,6 +801,88 @@ transport = "stdio"
         };
         assert_eq!(report.added_tools, ["fresh"]);
         assert_eq!(report.withdrawn_tools, ["gone"]);
+    }
+
+    #[test]
+    fn a_server_started_later_joins_the_registry_and_leaves_the_others_alone() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let mut inventory = Inventory::new(&config, |id| id != "b");
+        let a = inventory.find("a").expect("a");
+        inventory.record_ready(a, ready(&["echo"]), Duration::ZERO, None);
+        inventory.finish_startup();
+        assert!(inventory.tools().get("mcp__b__ping").is_none());
+
+        let mut b_config = config.get("b").expect("b").config.clone().expect("valid");
+        b_config.tools.deny = vec!["hidden".into()];
+        let b = inventory
+            .start_later("b", b_config, &[], |_| false)
+            .expect("b starts later");
+        let ids: Vec<&str> = inventory
+            .to_start()
+            .iter()
+            .map(|(_, c)| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["b"], "only the late server is started");
+        inventory.record_ready(b, ready(&["ping", "hidden"]), Duration::ZERO, None);
+        inventory.finish_startup();
+
+        let names: Vec<&str> = inventory
+            .tools()
+            .tools()
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect();
+        assert_eq!(names, ["mcp__a__echo", "mcp__b__ping"]);
+        let view = inventory.view(b, None).expect("b");
+        let ServerStatus::Ready(report) = view.status else {
+            panic!("b is ready: {:?}", view.status);
+        };
+        assert_eq!(report.filtered_tools, ["hidden"], "the new config applies");
+        assert!(matches!(
+            inventory.view(a, None).expect("a").status,
+            ServerStatus::Ready(_)
+        ));
+    }
+
+    #[test]
+    fn a_late_start_is_refused_for_running_disabled_invalid_and_unknown_servers() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let mut inventory = Inventory::new(&config, |id| id == "a");
+        let a = inventory.find("a").expect("a");
+        inventory.record_ready(a, ready(&["echo"]), Duration::ZERO, None);
+        inventory.finish_startup();
+        let a_config = config.get("a").expect("a").config.clone().expect("valid");
+        let refused = |inventory: &mut Inventory, id: &str, running: bool| {
+            inventory
+                .start_later(id, a_config.clone(), &[], |_| running)
+                .expect_err(id)
+        };
+        assert_eq!(
+            refused(&mut inventory, "a", false),
+            StartServerError::Running("a".into())
+        );
+        assert_eq!(
+            refused(&mut inventory, "b", true),
+            StartServerError::Running("b".into()),
+            "a slot the executor still holds a session for"
+        );
+        assert_eq!(
+            refused(&mut inventory, "off", false),
+            StartServerError::Disabled("off".into())
+        );
+        assert!(matches!(
+            refused(&mut inventory, "bad", false),
+            StartServerError::Invalid { .. }
+        ));
+        let unknown = refused(&mut inventory, "nope", false);
+        assert_eq!(unknown, StartServerError::Unknown("nope".into()));
+        assert!(unknown.to_string().contains("`nope`"), "{unknown}");
+        let ids: Vec<&str> = inventory
+            .to_start()
+            .iter()
+            .map(|(_, c)| c.id.as_str())
+            .collect();
+        assert_eq!(ids, ["a"], "a refused start changes nothing");
     }
 
     #[test]
