@@ -331,7 +331,8 @@ fn completions(shell: clap_complete::Shell) -> Result<ExitCode, Failure> {
 }
 
 /// Prints a failure and returns its exit code. With `--json` the failure is
-/// also a JSON document on stdout, `{"schema": 1, "error": {"kind", "message"}}`
+/// also a JSON document on stdout, `{"schema": 1, "document": "error", "error":
+/// {"kind", "message"}}`
 /// (`kind` is `usage` for exit 2, `failed` for exit 1, `stopped` for 128 +
 /// a signal), so a script reading stdout never has to parse stderr; the
 /// line on stderr stays for a person.
@@ -357,6 +358,7 @@ fn report_failure(failure: &Failure, json: bool) -> ExitCode {
     if json {
         let doc = serde_json::json!({
             "schema": 1,
+            "document": "error",
             "error": {"kind": kind, "message": logging::redact(&message)},
         });
         // Nothing more can be said if stdout is gone; the code still tells.
@@ -400,6 +402,7 @@ fn usage_error(error: &clap::Error) -> ExitCode {
     if std::env::args_os().any(|a| a == "--json") {
         let doc = serde_json::json!({
             "schema": 1,
+            "document": "error",
             "error": {"kind": "usage", "message": message},
         });
         let _ = write_stdout(&output::json_text(&doc));

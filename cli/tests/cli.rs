@@ -1197,6 +1197,7 @@ fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
     run.expect_code(2);
     let doc = run.json();
     assert_eq!(doc["schema"], 1, "{run}");
+    assert_eq!(doc["document"], "error", "{run}");
     assert_eq!(doc["error"]["kind"], "usage", "{run}");
     assert!(
         doc["error"]["message"]
@@ -1260,6 +1261,7 @@ fn json_errors_are_json_on_stdout_with_the_same_exit_codes() {
         "soon",
     ]);
     run.expect_code(2);
+    assert_eq!(run.json()["document"], "error", "{run}");
     assert_eq!(run.json()["error"]["kind"], "usage", "{run}");
     // A bad RHO_RUNTIME is named as the variable it came from.
     let run = s.rho_env(&["mcp", "list", "--json"], &[("RHO_RUNTIME", "fast")]);
