@@ -451,9 +451,7 @@ fn browser_step(
                     );
                     return Ok(());
                 }
-                let detail = String::from_utf8_lossy(&answer.body);
-                let detail = detail.trim();
-                let detail: String = detail.chars().take(200).collect();
+                let detail = refusal_detail(&answer.body);
                 return Err(format!(
                     "the authorization endpoint refused the request (HTTP {}{})",
                     answer.status,
@@ -1033,9 +1031,37 @@ pub fn login_server(
     })
 }
 
+/// The start of a refusing authorization endpoint's body, for the error:
+/// its words on one line (an HTML page's newlines and indentation
+/// collapsed), control characters escaped, at most 200 characters.
+fn refusal_detail(body: &[u8]) -> String {
+    let text = String::from_utf8_lossy(body);
+    let words = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    rho_proto_core::text::terminal::sanitize_line(&words)
+        .chars()
+        .take(200)
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_refusal_body_is_one_escaped_line_of_at_most_200_characters() {
+        let page = format!(
+            "<html>\n  <body>\x1b]0;pwned\x07 denied\r\n\t{}</body>\n</html>",
+            "x".repeat(500)
+        );
+        let detail = refusal_detail(page.as_bytes());
+        assert!(
+            detail.starts_with("<html> <body>\\x1b]0;pwned\\x07 denied xxx"),
+            "{detail}"
+        );
+        assert_eq!(detail.chars().count(), 200);
+        assert!(!detail.chars().any(|c| c.is_control()), "{detail:?}");
+        assert_eq!(refusal_detail(b"  \n "), "");
+    }
     use rho_proto_core::oauth::flow::GrantKind;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
     use std::io::Read as _;
