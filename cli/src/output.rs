@@ -30,7 +30,7 @@
 //! | `tool_filter` | valid entries | `{"allow": [..]?, "deny": [..]?}` |
 //! | `startup_timeout_secs`, `tool_timeout_secs`, `max_message_bytes`, `max_output_bytes` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
-//! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error", "expires_in_secs", "refreshable", "error"}`: never a token |
+//! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error" \| "client_credentials" \| "jwt_bearer" \| "identity_assertion", "expires_in_secs", "refreshable", "dpop_bound", "error"}`: never a token |
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake (or, 2026-07-28, from `server/discover`) |
 //! | `era` | ready | the protocol era the server is driven in: `"2026-07-28"` (stateless, after `server/discover`) or the 2025 version its `initialize` negotiated |
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |

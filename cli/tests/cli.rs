@@ -1144,10 +1144,32 @@ fn list_and_show_report_oauth_login_state_without_revealing_tokens() {
         assert!(!out.all().contains("stored-access-token-value"), "{out}");
         assert!(!out.all().contains("stored-refresh-token-value"), "{out}");
     }
+    assert_eq!(auth["dpop_bound"], false, "{run}");
     // Expired, with a refresh token: it will refresh, not ask.
     store_login(&s, 1);
     let text = s.rho(&["--config", arg(&config), "mcp", "show", "remote"]);
     assert!(text.stdout.contains("expired; refreshes on use"), "{text}");
+    // Tokens bound to a DPoP key say so (the key itself is never shown).
+    let file = s.home().join(".rho/mcp-oauth.json");
+    let mut stored: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&file).expect("store")).expect("json");
+    stored["entries"][0]["tokens"]["dpop_key"] = "c3RvcmVkLWRwb3Ata2V5".into();
+    std::fs::write(&file, stored.to_string()).expect("store file");
+    let text = s.rho(&["--config", arg(&config), "mcp", "show", "remote"]);
+    assert!(
+        text.stdout
+            .contains("oauth (logged in, DPoP-bound, expired; refreshes on use)"),
+        "{text}"
+    );
+    let run = s.rho(&["--config", arg(&config), "mcp", "list", "--json"]);
+    assert_eq!(
+        server(&run.json(), "remote")["auth"]["dpop_bound"],
+        true,
+        "{run}"
+    );
+    for out in [&text, &run] {
+        assert!(!out.all().contains("c3RvcmVkLWRwb3Ata2V5"), "{out}");
+    }
 }
 
 #[test]

@@ -726,6 +726,9 @@ pub enum OAuthState {
         expires_in: Option<i64>,
         /// Whether a refresh token is stored.
         refreshable: bool,
+        /// Whether the tokens are DPoP-bound (RFC 9449): sent with a proof
+        /// made with the key stored beside them, useless without it.
+        dpop_bound: bool,
     },
     /// Nothing stored (or only a registration).
     NeedsLogin,
@@ -779,6 +782,7 @@ pub fn auth_status(
                 i64::try_from(at).unwrap_or(i64::MAX) - i64::try_from(now_unix).unwrap_or(0)
             }),
             refreshable: tokens.refresh_token.is_some(),
+            dpop_bound: tokens.is_bound(),
         },
         Ok(_) => OAuthState::NeedsLogin,
     };
@@ -804,14 +808,21 @@ impl AuthStatus {
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,
                 refreshable,
-            }) => match expires_in {
-                None => "oauth (logged in)".into(),
-                Some(secs) if *secs > 0 => {
-                    format!("oauth (logged in, expires in {})", duration_words(*secs))
+                dpop_bound,
+            }) => {
+                let bound = if *dpop_bound { ", DPoP-bound" } else { "" };
+                match expires_in {
+                    None => format!("oauth (logged in{bound})"),
+                    Some(secs) if *secs > 0 => format!(
+                        "oauth (logged in{bound}, expires in {})",
+                        duration_words(*secs)
+                    ),
+                    Some(_) if *refreshable => {
+                        format!("oauth (logged in{bound}, expired; refreshes on use)")
+                    }
+                    Some(_) => format!("oauth (expired: run `rho mcp login {id}`)"),
                 }
-                Some(_) if *refreshable => "oauth (logged in, expired; refreshes on use)".into(),
-                Some(_) => format!("oauth (expired: run `rho mcp login {id}`)"),
-            },
+            }
         }
     }
 
@@ -835,11 +846,13 @@ impl AuthStatus {
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,
                 refreshable,
+                dpop_bound,
             }) => json!({
                 "kind": "oauth",
                 "state": "logged_in",
                 "expires_in_secs": expires_in,
                 "refreshable": refreshable,
+                "dpop_bound": dpop_bound,
             }),
         }
     }
