@@ -19,9 +19,13 @@
 //! (others are kept). It is read whole, up to [`CACHE_BYTES`]; a damaged
 //! or oversized cache is ignored.
 //!
-//! Every candidate is a config's text: one holding a control character,
-//! a blank or a BIDI override is left out rather than printed into the
-//! person's shell.
+//! Every candidate is a config's or a server's text: one holding a
+//! control character, a blank or a BIDI override is left out rather than
+//! printed into the person's shell, and each script has the shell put a
+//! candidate into the line quoted (zsh's compadd and fish do; bash's
+//! script quotes with `%q`), so a name holding `;` or `$(...)` arrives as
+//! one literal word. The scripts are run in the real shells by
+//! `cli/tests/completions.rs`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

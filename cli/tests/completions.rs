@@ -267,11 +267,10 @@ fn read_tabs(out: &str) -> Vec<Tab> {
     tabs
 }
 
-/// Runs `command` (a driver) to its end within a minute; its output, or
-/// a failure with what it printed.
+/// Runs `command` (a driver under `timeout`, which bounds one whose shell
+/// never prints the marker it waits for) with `lines` as its arguments;
+/// what Tab did after each, or a failure with what it printed.
 fn drive(mut command: Command, lines: &[&str]) -> Vec<Tab> {
-    // zpty waits for a marker without a limit: `timeout` bounds a driver
-    // whose child never prints it (a broken script).
     command.args(lines);
     let out = command.output().expect("run the shell");
     let stdout = String::from_utf8_lossy(&out.stdout);
