@@ -19,9 +19,13 @@
 //! (others are kept). It is read whole, up to [`CACHE_BYTES`]; a damaged
 //! or oversized cache is ignored.
 //!
-//! Every candidate is a config's text: one holding a control character,
-//! a blank or a BIDI override is left out rather than printed into the
-//! person's shell.
+//! Every candidate is a config's or a server's text: one holding a
+//! control character, a blank or a BIDI override is left out rather than
+//! printed into the person's shell, and each script has the shell put a
+//! candidate into the line quoted (zsh's compadd and fish do; bash's
+//! script quotes with `%q`), so a name holding `;` or `$(...)` arrives as
+//! one literal word. The scripts are run in the real shells by
+//! `cli/tests/completions.rs`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -152,30 +156,39 @@ pub(crate) fn script(shell: clap_complete::Shell) -> Option<&'static str> {
 const BASH: &str = r#"# rho completion for bash: candidates come from `rho __complete`.
 # The words are split at blanks only (bash's own words also break at `:`,
 # which URIs and `server:tool` hold); what bash takes as the word after a
-# `:` is what the candidates keep.
+# `:` is what the candidates keep. bash puts a candidate into the line as
+# it is, so each is quoted (%q): a name holding `;` or `$(...)` lands as
+# one literal word, never as shell syntax.
 _rho() {
     local line="${COMP_LINE:0:COMP_POINT}" IFS=$' \t\n'
     local -a words
     read -ra words <<< "$line"
     [[ "$line" =~ [[:space:]]$ ]] && words+=("")
-    local cur="${words[${#words[@]}-1]}"
+    local cur="${words[${#words[@]}-1]}" i
     IFS=$'\n'
     COMPREPLY=($("${words[0]}" __complete $((${#words[@]} - 1)) "${words[@]}" 2>/dev/null))
     if [[ "$cur" == *:* && "$COMP_WORDBREAKS" == *:* ]]; then
-        local strip="${cur%"${cur##*:}"}" i
+        local strip="${cur%"${cur##*:}"}"
         for i in "${!COMPREPLY[@]}"; do
             COMPREPLY[$i]="${COMPREPLY[$i]#"$strip"}"
         done
     fi
+    for i in "${!COMPREPLY[@]}"; do
+        printf -v "COMPREPLY[$i]" '%q' "${COMPREPLY[$i]}"
+    done
 }
 complete -o bashdefault -o default -F _rho rho
 "#;
 
 const ZSH: &str = r#"#compdef rho
-# rho completion for zsh: candidates come from `rho __complete`.
+# rho completion for zsh: candidates come from `rho __complete`, asked
+# with the words as the command will get them (zsh's `words` keep the
+# line's quoting: `'my dir/c.toml'`); compadd quotes what it inserts.
+# Install: put it in a directory of $fpath as `_rho` (before compinit), or
+# `source <(rho completions zsh)` after compinit.
 _rho() {
     local -a candidates
-    candidates=("${(@f)$("${words[1]}" __complete $((CURRENT - 1)) "${words[@]}" 2>/dev/null)}")
+    candidates=("${(@f)$("${(Q)words[1]}" __complete $((CURRENT - 1)) "${(@Q)words}" 2>/dev/null)}")
     if [[ -n "${candidates[1]}" ]]; then
         compadd -a candidates
     else
@@ -189,10 +202,20 @@ else
 fi
 "#;
 
-const FISH: &str = r#"# rho completion for fish: candidates come from `rho __complete`.
+const FISH: &str = r#"# rho completion for fish: candidates come from `rho __complete`, asked
+# with the words as the command will get them (the word under the cursor
+# unescaped too: `semi\;` is `semi;`); fish escapes what it inserts. No
+# candidate (a path flag's value): the paths. Install: save it as
+# ~/.config/fish/completions/rho.fish.
 function __rho_complete
-    set -l words (commandline -opc) (commandline -ct)
-    $words[1] __complete (math (count $words) - 1) $words 2>/dev/null
+    set -l current (commandline -ct | string unescape)
+    set -l words (commandline -opc) "$current"
+    set -l candidates ($words[1] __complete (math (count $words) - 1) $words 2>/dev/null)
+    if set -q candidates[1]
+        printf '%s\n' $candidates
+    else
+        __fish_complete_path "$current"
+    end
 end
 complete -c rho -f -a '(__rho_complete)'
 "#;
