@@ -982,6 +982,18 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     let at = shell.mark();
     shell.keys("/call ax:whoami\r");
     shell.wait_for_after(at, "token #1", SOON);
+    // A login done again for a running server restarts that server alone,
+    // so the new login applies at once.
+    let at = shell.mark();
+    shell.keys("/login ax\r");
+    shell.wait_for_after(
+        at,
+        "its session was closed and started again with the new login; server `ax` is ready",
+        SOON,
+    );
+    let at = shell.mark();
+    shell.keys("/call ax:whoami\r");
+    shell.wait_for_after(at, "token #2", SOON);
     let at = shell.mark();
     shell.keys("/call everything:echo message=after\r");
     shell.wait_for_after(at, "Echo: after", SOON);

@@ -231,6 +231,29 @@ impl Host {
         }
     }
 
+    /// Closes the session of server `id` and waits for it to end (within
+    /// its grace period), leaving the other servers alone: the server is
+    /// `NotStarted` again, its tools leave [`Host::tools`], and
+    /// [`Host::start_server`] can start it again (a new login, say).
+    /// `false` when it had no session.
+    pub fn stop_server(&mut self, id: &str) -> bool {
+        match &mut self.inner {
+            Inner::Smol(smol) => {
+                let executor = Arc::clone(&smol.executor);
+                let reactor = smol.reactor;
+                let runtime = smol
+                    .runtime
+                    .as_mut()
+                    .expect("the runtime is present until the host shuts down");
+                run_smol(&executor, reactor, runtime.stop_server(id))
+            }
+            Inner::Blocking(runtime) => runtime
+                .as_mut()
+                .expect("the runtime is present until the host shuts down")
+                .stop_server(id),
+        }
+    }
+
     /// Which executor drives this host's sessions.
     pub fn kind(&self) -> RuntimeKind {
         match self.inner {

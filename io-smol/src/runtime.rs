@@ -123,6 +123,22 @@ impl Runtime {
             .ok_or_else(|| StartServerError::Unknown(id.to_owned()))
     }
 
+    /// Closes the session of server `id` and waits for it to end (its
+    /// grace period, as at shutdown), leaving the other servers alone; the
+    /// server is `NotStarted` again and its tools leave the registry.
+    /// `false` when it had no session.
+    pub async fn stop_server(&mut self, id: &str) -> bool {
+        let Some(slot) = self.inventory.find(id) else {
+            return false;
+        };
+        let Some(handle) = self.tasks.remove(&slot) else {
+            return false;
+        };
+        handle.stop().await;
+        self.inventory.record_stopped(slot);
+        true
+    }
+
     /// Starts what the inventory lists to start as tasks on `executor`,
     /// waits for each within its budget, and builds the tool registry.
     async fn start_listed(&mut self, executor: &Arc<Executor<'static>>) {

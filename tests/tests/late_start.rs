@@ -3,7 +3,9 @@
 //! the registry and answer, the servers already running keep their process
 //! and session, a host that started nothing gets its first session late,
 //! a server that failed to start can be started again with a corrected
-//! entry, and a running, unknown or disabled server is refused by name.
+//! entry, a running one is stopped alone ([`Host::stop_server`]) and
+//! started again, and a running, unknown or disabled server is refused by
+//! name.
 
 use rho_host::Host;
 use rho_proto_core::runtime::StartServerError;
@@ -97,6 +99,31 @@ fn a_failed_server_starts_again_with_a_corrected_entry<R: TestRuntime>() {
     host.shutdown();
 }
 
+fn a_running_server_is_stopped_alone_and_started_again<R: TestRuntime>() {
+    let config = parse_config(&format!("{}{}", everything("keep"), everything("again")));
+    let mut host = Host::start(R::KIND, &config, options_with(&[])).with_executor_thread();
+    let keep = pid(&host, "keep");
+    let old = pid(&host, "again");
+    assert!(host.stop_server("again"), "again had a session");
+    assert!(wait_gone(old), "the stopped server's process ended");
+    assert!(matches!(
+        host.server("again").map(|s| s.status),
+        Some(ServerStatus::NotStarted)
+    ));
+    assert!(host.tools().get("mcp__again__echo").is_none());
+    assert!(!host.stop_server("again"), "nothing left to stop");
+    assert!(!host.stop_server("nope"));
+    assert!(echo(&host, "keep", "alone").contains("alone"));
+
+    host.start_server("again", &config)
+        .expect("again starts again");
+    let new = pid(&host, "again");
+    assert_ne!(new, old);
+    assert!(echo(&host, "again", "back").contains("back"));
+    assert_eq!(pid(&host, "keep"), keep, "keep kept its process");
+    host.shutdown();
+}
+
 fn unknown_and_disabled_servers_are_refused_by_name<R: TestRuntime>() {
     let text = format!("{}enabled = false\n", everything("off"));
     let config = parse_config(&text);
@@ -117,5 +144,6 @@ both_executors!(
     a_late_server_joins_without_touching_the_running_one,
     a_host_that_started_nothing_gets_its_first_session_late,
     a_failed_server_starts_again_with_a_corrected_entry,
+    a_running_server_is_stopped_alone_and_started_again,
     unknown_and_disabled_servers_are_refused_by_name,
 );

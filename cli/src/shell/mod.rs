@@ -486,18 +486,24 @@ impl Shell<'_> {
 
     /// After a `/login` of server `id`: that one server is started into
     /// the running host with the new login applied (the host library's
-    /// [`Host::start_server`]); the other servers keep their sessions.
+    /// [`Host::start_server`]; one that was running is stopped first);
+    /// the other servers keep their sessions.
     /// `None` when no login is waiting for its start.
     fn start_after_login(&self) -> Option<String> {
         let id = lock(&self.logged_in).take()?;
         let id = id.as_str();
         let mut options = self.options.clone();
         let (config, deferred) = self.starter.prepare(self.loaded, &mut options);
-        let started = self
-            .host
-            .write()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
-            .start_server(id, &config);
+        let (restarted, started) = {
+            let mut host = self
+                .host
+                .write()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            // A server that was running (a login done again, to change
+            // account, say) is started again so the new login applies now.
+            let restarted = host.stop_server(id);
+            (restarted, host.start_server(id, &config))
+        };
         lock(&self.deferred).retain(|d| d != id && deferred.contains(d));
         crate::completion_words::remember(&self.host().servers());
         let status = match started.map(|view| view.status) {
@@ -514,7 +520,11 @@ impl Shell<'_> {
                 sanitize_line(&why.to_string())
             ),
         };
-        Some(format!("rho: {status}"))
+        Some(if restarted {
+            format!("rho: its session was closed and started again with the new login; {status}")
+        } else {
+            format!("rho: {status}")
+        })
     }
 
     fn catalog(&self) -> Catalog {

@@ -413,6 +413,18 @@ impl Inventory {
         Ok(slot)
     }
 
+    /// Records that the executor closed the session of the server in
+    /// `slot` on the host's request: it is `NotStarted` again, with no
+    /// tools, and drops out of the registry (which this rebuilds); it can
+    /// be started again with [`Inventory::start_later`].
+    pub fn record_stopped(&mut self, slot: SlotId) {
+        if let Some(s) = self.slots.get_mut(slot.0) {
+            s.status = ServerStatus::NotStarted;
+            s.tools.clear();
+        }
+        self.finish_startup();
+    }
+
     /// Ends startup: builds the exported tool registry from the ready
     /// servers, applying each server's allow/deny.
     pub fn finish_startup(&mut self) {
