@@ -40,7 +40,10 @@ fn main() {
     let scratch = std::env::temp_dir().join(format!("rho-import-scale-{}", std::process::id()));
     std::fs::create_dir_all(&scratch).expect("a scratch directory");
     println!("rho mcp import ({})", rho.display());
-    println!("{:>8} {:>10} {:>10} {:>12}", "entries", "args B", "seconds", "µs/entry");
+    println!(
+        "{:>8} {:>10} {:>10} {:>12}",
+        "entries", "args B", "seconds", "µs/entry"
+    );
     for &(entries, arg_bytes) in sizes {
         let seconds = time_import(&rho, &scratch, entries, arg_bytes);
         println!(

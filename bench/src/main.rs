@@ -11,7 +11,8 @@
 //! `valgrind --tool=callgrind`), `core [--quick]` (only the core
 //! throughput rows, printed), `counted` (only the counted cost per call
 //! over stdio, printed), `one-server [--write]` (only the one-server
-//! clients' peak RSS, printed; `--write` puts it in BENCHMARKS.md), `peak-rss PROGRAM ARGS...` (a command's exact peak RSS).
+//! clients' peak RSS, printed; `--write` puts it in BENCHMARKS.md), `memory [--write]` (only
+//! section 5's CLI peak RSS and binary size, likewise), `peak-rss PROGRAM ARGS...` (a command's exact peak RSS).
 
 mod bare_async_http;
 mod core;
@@ -29,6 +30,7 @@ fn main() {
         Some("worker") => workers::main(&args[1..]),
         Some("counted") => run::counted_only(),
         Some("one-server") => run::one_server_only(&args[1..]),
+        Some("memory") => run::memory_only(&args[1..]),
         #[cfg(feature = "rmcp")]
         Some("rmcp-echo") => rmcp_side::serve_echo(&args[1..]),
         Some("core-profile") => {

@@ -372,53 +372,7 @@ pub fn markdown(r: &Results) -> String {
     md.push_str(include_str!("../probe-startup.md"));
 
     // 5. Memory and size.
-    let _ = writeln!(md, "\n## 5. Memory and size\n");
-    let _ = writeln!(
-        md,
-        "Peak RSS is the `VmHWM` of the `rho` process (servers not included), read from `/proc/<pid>/status` as it exits: \
-         the harness traces it (`PTRACE_O_TRACEEXIT`), so it stops on its way out with its memory still mapped (separate runs from the timed ones). \
-         Most of it is the binary's own pages: the release build lays out the code rho runs together \
-         (`cli/build.rs`, `cli/hot-symbols.txt`, written by `scripts/order-symbols`), so a stale list shows here first.\n"
-    );
-    let _ = writeln!(md, "| case | peak RSS | limit | limit RSS | ratio |");
-    let _ = writeln!(md, "|---|---:|---|---:|---:|");
-    for s in &r.memory {
-        let f = |x: &Spread| {
-            if x.n == 0 {
-                "–".to_owned()
-            } else {
-                format!(
-                    "{} [{}–{}]",
-                    fmt_bytes(x.median),
-                    fmt_bytes(x.min),
-                    fmt_bytes(x.max)
-                )
-            }
-        };
-        let _ = writeln!(
-            md,
-            "| {} | {} | {} | {} | {} |",
-            s.case,
-            f(&s.peak_rss_bytes),
-            s.limit_case,
-            f(&s.limit_bytes),
-            fmt_ratio(s.ratio_to_limit)
-        );
-    }
-    let _ = writeln!(md, "\n| binary | size |\n|---|---:|");
-    for s in &r.size {
-        let _ = writeln!(
-            md,
-            "| {} | {} ({} bytes) |",
-            s.case,
-            fmt_bytes(s.bytes as f64),
-            s.bytes
-        );
-    }
-    let _ = writeln!(
-        md,
-        "\nThe binary size has no meaningful limit to divide by; it is tracked as is (release profile of the workspace, `strip` of a copy)."
-    );
+    memory_and_size(&mut md, r);
     one_server(&mut md, r);
 
     // 6. Large.
@@ -704,6 +658,58 @@ fn esc(s: &str) -> String {
     s.replace('&', "&amp;")
         .replace('<', "&lt;")
         .replace('>', "&gt;")
+}
+
+/// Section 5 up to 5b: the CLI's peak RSS with 1 and 10 servers against
+/// itself with none, and the binary's size.
+pub fn memory_and_size(md: &mut String, r: &Results) {
+    let _ = writeln!(md, "\n## 5. Memory and size\n");
+    let _ = writeln!(
+        md,
+        "Peak RSS is the `VmHWM` of the `rho` process (servers not included), read from `/proc/<pid>/status` as it exits: \
+         the harness traces it (`PTRACE_O_TRACEEXIT`), so it stops on its way out with its memory still mapped (separate runs from the timed ones). \
+         Most of it is the binary's own pages: the release build lays out the code rho runs together \
+         (`cli/build.rs`, `cli/hot-symbols.txt`, written by `scripts/order-symbols`), so a stale list shows here first.\n"
+    );
+    let _ = writeln!(md, "| case | peak RSS | limit | limit RSS | ratio |");
+    let _ = writeln!(md, "|---|---:|---|---:|---:|");
+    for s in &r.memory {
+        let f = |x: &Spread| {
+            if x.n == 0 {
+                "–".to_owned()
+            } else {
+                format!(
+                    "{} [{}–{}]",
+                    fmt_bytes(x.median),
+                    fmt_bytes(x.min),
+                    fmt_bytes(x.max)
+                )
+            }
+        };
+        let _ = writeln!(
+            md,
+            "| {} | {} | {} | {} | {} |",
+            s.case,
+            f(&s.peak_rss_bytes),
+            s.limit_case,
+            f(&s.limit_bytes),
+            fmt_ratio(s.ratio_to_limit)
+        );
+    }
+    let _ = writeln!(md, "\n| binary | size |\n|---|---:|");
+    for s in &r.size {
+        let _ = writeln!(
+            md,
+            "| {} | {} ({} bytes) |",
+            s.case,
+            fmt_bytes(s.bytes as f64),
+            s.bytes
+        );
+    }
+    let _ = writeln!(
+        md,
+        "\nThe binary size has no meaningful limit to divide by; it is tracked as is (release profile of the workspace, `strip` of a copy)."
+    );
 }
 
 /// The counted companion of the round-trip rows (`bench/src/counted.rs`),

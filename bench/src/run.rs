@@ -1694,6 +1694,92 @@ pub fn one_server_only(args: &[String]) {
     let _ = std::fs::remove_dir_all(&env.tmp);
 }
 
+/// `bench memory [--write]`: only section 5 above 5b (the CLI's peak RSS
+/// with 0, 1 and 10 servers on each executor, and the release binary's
+/// size), printed; builds the release `rho` first. With `--write` the
+/// part replaces its old self in BENCHMARKS.md and `memory` and `size` in
+/// results.json, saying when and at which commit it ran: peak RSS and
+/// size do not depend on the machine's load, so it can be re-run alone
+/// (the startup times it also takes are not written).
+pub fn memory_only(args: &[String]) {
+    let write = match args {
+        [] => false,
+        [flag] if flag == "--write" => true,
+        _ => {
+            eprintln!("usage: bench memory [--write]");
+            std::process::exit(2);
+        }
+    };
+    let root = repo_root();
+    eprintln!("building rho (cargo build --release -p rho-cli)");
+    let built = Command::new("cargo")
+        .args(["build", "--release", "-p", "rho-cli"])
+        .current_dir(&root)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !built {
+        eprintln!("bench memory: building rho failed");
+        std::process::exit(1);
+    }
+    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    let env = Env {
+        self_exe: std::env::current_exe().expect("own path"),
+        rho_bin: Some(root.join("target/release/rho")),
+        ts: false,
+        python: None,
+        rmcp: cfg!(feature = "rmcp"),
+        tmp,
+    };
+    let mut results = Results::default();
+    (_, results.memory) = startup(&Options::parse(&[]), &env, &mut results.notes);
+    results.size = size(&env);
+    let mut md = String::new();
+    crate::report::memory_and_size(&mut md, &results);
+    println!("{md}");
+    for note in &results.notes {
+        println!("- {note}");
+    }
+    if write {
+        let info = machine(&env);
+        let ran = format!(
+            "Re-run alone (`bench memory --write`) at {}, {}.\n",
+            info.get("rho_commit").map_or("?", String::as_str),
+            info.get("date").map_or("?", String::as_str),
+        );
+        splice_memory(&md, &ran, &results);
+    }
+    let _ = std::fs::remove_dir_all(&env.tmp);
+}
+
+/// Puts a re-run of section 5 (above 5b) in place of the old one in
+/// BENCHMARKS.md, and its figures in results.json.
+fn splice_memory(section: &str, ran: &str, results: &Results) {
+    let path = repo_root().join("BENCHMARKS.md");
+    let old = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
+    let start = old
+        .find("\n## 5. Memory and size")
+        .expect("BENCHMARKS.md has a section 5 (run the whole bench once)");
+    let end = old[start..]
+        .find("\n### 5b.")
+        .map_or(old.len(), |at| start + at);
+    let body = section.trim_start_matches('\n').trim_end();
+    let new = format!("{}\n{body}\n\n{ran}{}", &old[..start], &old[end..]);
+    std::fs::write(&path, new).expect("write BENCHMARKS.md");
+    let json_path = bench_dir().join("results.json");
+    let mut json: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("read results.json"))
+            .expect("results.json is JSON");
+    json["memory"] = serde_json::to_value(&results.memory).expect("serialize");
+    json["size"] = serde_json::to_value(&results.size).expect("serialize");
+    std::fs::write(
+        &json_path,
+        serde_json::to_string_pretty(&json).expect("serialize") + "\n",
+    )
+    .expect("write results.json");
+    eprintln!("wrote section 5 of BENCHMARKS.md and memory, size in bench/results.json");
+}
+
 /// Puts a re-run of section 5b in place of the old one in BENCHMARKS.md,
 /// and its figures in results.json.
 fn splice_one_server(section: &str, ran: &str, stats: &[OneServerStat]) {
