@@ -114,7 +114,7 @@ pub(crate) fn load(args: &AdhocArgs) -> Result<LoadedConfig, String> {
             url: url.clone(),
             headers: crate::manage::pairs("--header", &args.header, true)?,
             headers_from_env: Vec::new(),
-            oauth: false,
+            oauth: None,
         },
         (None, None) => return Err("no ad-hoc server: give --stdio or --url".into()),
     };

@@ -59,10 +59,27 @@ pub(crate) enum NewTransport {
         url: String,
         headers: Vec<(String, String)>,
         headers_from_env: Vec<(String, String)>,
-        /// Write an empty `oauth` table: the server authorizes with
-        /// OAuth (`rho mcp login`).
-        oauth: bool,
+        /// Write an `oauth` table with these keys: the server authorizes
+        /// with OAuth (`rho mcp login`); `None` writes none.
+        oauth: Option<NewOAuth>,
     },
+}
+
+/// The keys of a new entry's `oauth` table (an empty table asks for
+/// discovery, dynamic registration and a browser login). Never a secret:
+/// only where one is read from.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub(crate) struct NewOAuth {
+    /// `grant`.
+    pub(crate) grant: Option<String>,
+    /// `client_id`: a client issued out of band.
+    pub(crate) client_id: Option<String>,
+    /// `client_secret_file`.
+    pub(crate) client_secret_file: Option<String>,
+    /// `client_secret_from_env`.
+    pub(crate) client_secret_from_env: Option<String>,
+    /// `scopes`; empty leaves them to the server.
+    pub(crate) scopes: Vec<String>,
 }
 
 /// What [`ConfigDocument::set_enabled`] did.
@@ -439,8 +456,26 @@ fn entry_table(entry: &NewEntry) -> Table {
     if !entry.enabled {
         table.insert("enabled", toml_edit::value(false));
     }
-    if let NewTransport::Http { oauth: true, .. } = &entry.transport {
-        table.insert("oauth", toml_edit::Item::Table(toml_edit::Table::new()));
+    if let NewTransport::Http {
+        oauth: Some(oauth), ..
+    } = &entry.transport
+    {
+        let mut keys = toml_edit::Table::new();
+        for (key, value) in [
+            ("grant", &oauth.grant),
+            ("client_id", &oauth.client_id),
+            ("client_secret_file", &oauth.client_secret_file),
+            ("client_secret_from_env", &oauth.client_secret_from_env),
+        ] {
+            if let Some(value) = value {
+                keys.insert(key, toml_edit::value(value.as_str()));
+            }
+        }
+        if !oauth.scopes.is_empty() {
+            let array: toml_edit::Array = oauth.scopes.iter().map(String::as_str).collect();
+            keys.insert("scopes", toml_edit::value(array));
+        }
+        table.insert("oauth", toml_edit::Item::Table(keys));
     }
     table
 }
@@ -667,7 +702,7 @@ mod tests {
                 url: "http://example.com/mcp".into(),
                 headers: vec![],
                 headers_from_env: vec![],
-                oauth: false,
+                oauth: None,
             },
             enabled: true,
         };

@@ -319,7 +319,7 @@ fn translate(id: &str, value: &Value) -> Result<Translated, String> {
             url,
             headers,
             headers_from_env,
-            oauth: false,
+            oauth: None,
         }
     } else {
         let command = command.ok_or("is a stdio server without `command`")?;
@@ -520,7 +520,7 @@ mod tests {
                     url: "https://a.example/mcp".into(),
                     headers: pairs(&[("X-Tenant", "t1")]),
                     headers_from_env: pairs(&[("Authorization", "RHO_R_AUTHORIZATION")]),
-                    oauth: false,
+                    oauth: None,
                 },
                 "{entry}"
             );

@@ -145,7 +145,7 @@ enum McpCommand {
     Complete(complete::CompleteArgs),
     /// Add a server to the config file (a command after `--`, or --url),
     /// keeping the file's comments and layout.
-    Add(manage::AddArgs),
+    Add(Box<manage::AddArgs>),
     /// Add a server from one JSON entry as Claude Code, Cursor or VS Code
     /// write it (the rules of `import`).
     AddJson(import::AddJsonArgs),

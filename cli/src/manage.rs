@@ -16,7 +16,7 @@ use std::process::ExitCode;
 
 use clap::Args;
 
-use crate::config_edit::{ConfigDocument, NewEntry, NewTransport, Toggle};
+use crate::config_edit::{ConfigDocument, NewEntry, NewOAuth, NewTransport, Toggle};
 use crate::{Failure, unknown_server, write_stdout};
 
 /// `rho mcp add`.
@@ -61,10 +61,40 @@ pub(crate) struct AddArgs {
     /// (headers_from_env).
     #[arg(long = "header-from-env", value_name = "NAME=VAR")]
     header_from_env: Vec<String>,
-    /// A URL server that authorizes with OAuth: writes its (empty)
-    /// `oauth` table; log in with `rho mcp login ID`.
+    /// A URL server that authorizes with OAuth: writes its `oauth` table
+    /// (empty without the flags below: discovery, dynamic registration and
+    /// a browser login); log in with `rho mcp login ID`.
     #[arg(long)]
     oauth: bool,
+    /// With OAuth (implies --oauth): a client issued out of band
+    /// (`oauth.client_id`), for authorization servers without dynamic
+    /// registration.
+    #[arg(long, value_name = "ID")]
+    client_id: Option<String>,
+    /// With OAuth: a file holding the client's secret
+    /// (`oauth.client_secret_file`); only the path is written.
+    #[arg(long, value_name = "PATH", conflicts_with = "client_secret_from_env")]
+    client_secret_file: Option<String>,
+    /// With OAuth: an environment variable holding the client's secret
+    /// (`oauth.client_secret_from_env`); only its name is written.
+    #[arg(long, value_name = "VAR")]
+    client_secret_from_env: Option<String>,
+    /// With OAuth: how tokens are obtained (`oauth.grant`):
+    /// authorization_code (a browser, the default), client_credentials,
+    /// jwt_bearer or identity_assertion; the last two need keys of their
+    /// own (see the README's config reference).
+    #[arg(long, value_name = "GRANT")]
+    grant: Option<String>,
+    /// With OAuth: a scope to ask for (`oauth.scopes`); repeat for more.
+    #[arg(long = "oauth-scope", value_name = "SCOPE")]
+    oauth_scope: Vec<String>,
+    /// Refused, saying what to type: rho writes no secret into its config.
+    #[arg(long, hide = true, num_args = 0..=1, value_name = "SECRET")]
+    client_secret: Option<Option<String>>,
+    /// Refused, saying why: the login's loopback callback takes a port
+    /// the system picks.
+    #[arg(long, hide = true, value_name = "PORT")]
+    callback_port: Option<String>,
     /// Write the entry with `enabled = false`.
     #[arg(long)]
     disabled: bool,
@@ -80,6 +110,57 @@ pub(crate) struct AddArgs {
     /// ~/.rho/config.toml); there is no per-project or local scope.
     #[arg(long, short = 's', value_name = "SCOPE")]
     scope: Option<String>,
+}
+
+/// The `oauth` table the OAuth flags ask for: `None` with none of them.
+/// `--client-secret` and `--callback-port`, which `claude mcp add` takes,
+/// are refused saying what rho does instead.
+fn oauth_flags(args: &AddArgs) -> Result<Option<NewOAuth>, Failure> {
+    if args.client_secret.is_some() {
+        return Err(Failure::Usage(
+            "rho writes no secret into its config file: put the client secret in a file only you \
+             can read and pass --client-secret-file PATH, or keep it in an environment variable \
+             and pass --client-secret-from-env VAR"
+                .into(),
+        ));
+    }
+    if args.callback_port.is_some() {
+        return Err(Failure::Usage(
+            "rho's login takes its callback on a loopback port the system picks, as RFC 8252 \
+             asks of native apps (http://127.0.0.1:PORT/callback, any port); drop --callback-port"
+                .into(),
+        ));
+    }
+    if let Some(grant) = &args.grant
+        && !matches!(
+            grant.as_str(),
+            "authorization_code" | "client_credentials" | "jwt_bearer" | "identity_assertion"
+        )
+    {
+        return Err(Failure::Usage(format!(
+            "--grant takes authorization_code, client_credentials, jwt_bearer or \
+             identity_assertion, not `{}`",
+            rho_proto_core::text::terminal::sanitize_line(grant)
+        )));
+    }
+    let oauth = NewOAuth {
+        grant: args.grant.clone(),
+        client_id: args.client_id.clone(),
+        // The config reads only absolute paths; a relative one is meant
+        // from where the command runs.
+        client_secret_file: args
+            .client_secret_file
+            .as_ref()
+            .map(|path| {
+                std::path::absolute(path)
+                    .map(|p| p.display().to_string())
+                    .map_err(|e| Failure::Usage(format!("--client-secret-file {path}: {e}")))
+            })
+            .transpose()?,
+        client_secret_from_env: args.client_secret_from_env.clone(),
+        scopes: args.oauth_scope.clone(),
+    };
+    Ok((args.oauth || oauth != NewOAuth::default()).then_some(oauth))
 }
 
 /// The transport `--transport` names.
@@ -190,13 +271,16 @@ pub(crate) fn add(config: Option<PathBuf>, args: &AddArgs) -> Result<ExitCode, F
                 headers: pairs("--header", &args.header, true).map_err(Failure::Usage)?,
                 headers_from_env: pairs("--header-from-env", &args.header_from_env, false)
                     .map_err(Failure::Usage)?,
-                oauth: args.oauth,
+                oauth: oauth_flags(args)?,
             }
         }
         (None, Some((command, rest))) => {
-            if !args.header.is_empty() || !args.header_from_env.is_empty() || args.oauth {
+            if !args.header.is_empty()
+                || !args.header_from_env.is_empty()
+                || oauth_flags(args)?.is_some()
+            {
                 return Err(Failure::Usage(
-                    "--header, --header-from-env and --oauth are for --url servers, not stdio ones"
+                    "--header, --header-from-env, --oauth and the OAuth client flags are for --url servers, not stdio ones"
                         .into(),
                 ));
             }

@@ -11,7 +11,7 @@
 
 use std::path::Path;
 
-use rho_tests::scene::{Scene, arg};
+use rho_tests::scene::{Run, Scene, arg};
 use rho_tests::{EverythingHttp, everything_js, toml_path};
 
 /// The binary under test.
@@ -338,6 +338,111 @@ fn add_with_oauth_writes_the_opt_in_table_and_the_server_can_log_in() {
 }
 
 #[test]
+fn add_writes_an_out_of_band_oauth_client_and_never_a_secret() {
+    let s = Scene::on_default_executor(RHO, "add-oauth-client");
+    let config = s.dir().join("rho.toml");
+    let cfg = arg(&config);
+    // A client issued out of band, its secret in a file named relative to
+    // where the command runs, and a scope: claude's spelling of the rest.
+    let words = [
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "--transport",
+        "http",
+        "slack",
+        "https://mcp.example.com/mcp",
+        "--client-id",
+        "123.456",
+        "--client-secret-file",
+        "slack-secret",
+        "--oauth-scope",
+        "channels:read",
+        "--oauth-scope",
+        "chat:write",
+    ];
+    let output = s
+        .command()
+        .current_dir(s.dir())
+        .args(words)
+        .output()
+        .expect("run rho");
+    let run = Run::of(format!("rho {}", words.join(" ")), output);
+    run.expect_code(0);
+    let secret_path = s.dir().join("slack-secret").display().to_string();
+    assert_eq!(
+        read(&config),
+        format!(
+            "[mcp.servers.slack]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n\n[mcp.servers.slack.oauth]\nclient_id = \"123.456\"\nclient_secret_file = \"{secret_path}\"\nscopes = [\"channels:read\", \"chat:write\"]\n"
+        )
+    );
+    // A machine client: the grant, the id, and the secret's variable.
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "robot",
+        "https://mcp.example.com/mcp",
+        "--grant",
+        "client_credentials",
+        "--client-id",
+        "robot-1",
+        "--client-secret-from-env",
+        "ROBOT_SECRET",
+    ]);
+    run.expect_code(0);
+    let text = read(&config);
+    assert!(
+        text.contains("[mcp.servers.robot.oauth]\ngrant = \"client_credentials\"\nclient_id = \"robot-1\"\nclient_secret_from_env = \"ROBOT_SECRET\"\n"),
+        "{text}"
+    );
+    let before = read(&config);
+    let refused = |args: &[&str], says: &str| {
+        let mut all = vec![
+            "--config",
+            cfg,
+            "mcp",
+            "add",
+            "x",
+            "https://mcp.example.com/mcp",
+        ];
+        all.extend_from_slice(args);
+        let run = s.rho(&all);
+        run.expect_code(2);
+        assert!(run.stderr.contains(says), "{run}");
+        assert!(!run.all().contains("hunter2"), "{run}");
+    };
+    // A secret on the command line never reaches the file, and the error
+    // says what to type instead.
+    refused(&["--client-secret", "hunter2"], "--client-secret-file PATH");
+    refused(
+        &["--client-id", "c", "--client-secret"],
+        "--client-secret-from-env VAR",
+    );
+    refused(&["--callback-port", "8080"], "drop --callback-port");
+    refused(&["--grant", "password"], "--grant takes authorization_code");
+    // The config's own rule, named by key: a machine client needs its id.
+    refused(&["--grant", "client_credentials"], "client_id");
+    // Only for URL servers.
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add",
+        "y",
+        "--client-id",
+        "c",
+        "--",
+        "true",
+    ]);
+    run.expect_code(2);
+    assert!(run.stderr.contains("are for --url servers"), "{run}");
+    assert_eq!(read(&config), before, "nothing refused was written");
+}
+
+#[test]
 fn an_entry_the_config_parser_refuses_is_never_written() {
     let s = Scene::on_default_executor(RHO, "add-invalid");
     let config = s.dir().join("config.toml");
@@ -391,7 +496,7 @@ fn add_arguments_that_do_not_fit_the_transport_are_usage_errors() {
         (&["b"][..], "give the server's command after `--`"),
         (
             &["b", "--header", "A=b", "--", "x"][..],
-            "--header, --header-from-env and --oauth are for --url servers",
+            "--header, --header-from-env, --oauth and the OAuth client flags are for --url servers",
         ),
         (
             &["b", "--env", "A=b", "--url", "https://x.example/mcp"][..],
