@@ -9,9 +9,12 @@
 //! `/quit` shuts every session down in order. Everything that happens
 //! while a line is being typed — progress of the running call, server log
 //! messages, list changes, ping failures, a server's form — is printed
-//! above the prompt line, which is then drawn again. A server's form is
-//! asked with the same words and rules as `rho mcp call`, answered through
-//! the same editor; the prompt shows the field being asked.
+//! above the prompt line, which is then drawn again; all of it, like
+//! every line the shell prints on a terminal, is broken between words to
+//! fit the terminal's width ([`screen::wrap`]), after it was sanitized.
+//! A server's form is asked with the same words and rules as `rho mcp
+//! call`, answered through the same editor; the prompt shows the field
+//! being asked.
 //!
 //! Server log messages: `--log-level <level>` asks every server that
 //! declares the `logging` capability to send messages from that level up
@@ -53,7 +56,8 @@
 //! takes no attachments.
 //!
 //! Not on a terminal (input from a pipe or a file), the shell reads one
-//! command per line and prints plain output: the same commands, scriptable.
+//! command per line and prints plain output: the same commands, scriptable
+//! (and lines unbroken, unless stdout is a terminal).
 //! No person is present then, so forms are declined as in `rho mcp call`,
 //! and there is no palette: a line with `@` in it is text like any other.
 //!
@@ -201,11 +205,16 @@ pub(crate) fn run(
     };
     let (config, deferred) = starter.prepare(loaded, &mut options);
     for id in &deferred {
-        eprintln!(
+        let line = format!(
             "rho: server `{}` needs a browser login, so it is not started; `/login {}` logs in and starts it",
             sanitize_line(id),
             sanitize_line(id)
         );
+        if std::io::stderr().is_terminal() {
+            eprintln!("{}", screen::wrap(&line, screen::width()));
+        } else {
+            eprintln!("{line}");
+        }
     }
     let workspace = options
         .workspace
@@ -285,10 +294,18 @@ enum Out {
 }
 
 impl Out {
+    /// Prints `text` (sanitized already). On a terminal it is broken
+    /// between words to fit ([`screen::wrap`]); into a pipe or a file it
+    /// goes as it is, one line a line, for the script that reads it.
     fn print(&self, text: &str) {
         match self {
             Out::Screen(screen) => screen.print(text),
             Out::Plain => {
+                let text = if std::io::stdout().is_terminal() {
+                    screen::wrap(text, screen::width())
+                } else {
+                    std::borrow::Cow::Borrowed(text)
+                };
                 let mut stdout = std::io::stdout().lock();
                 let _ = stdout.write_all(text.as_bytes());
                 if !text.ends_with('\n') {
@@ -920,14 +937,7 @@ impl Shell<'_> {
             Command::Nothing => return Some(String::new()),
             Command::Status => self.status_text(),
             Command::Doctor => self.doctor_text(),
-            // Descriptions and parameters are prose: broken between words
-            // to fit the terminal, never inside a name.
-            Command::Tools(server) => match &self.out {
-                Out::Screen(_) => {
-                    screen::wrap(&self.tools_text(server.as_deref()), screen::width()).into_owned()
-                }
-                Out::Plain => self.tools_text(server.as_deref()),
-            },
+            Command::Tools(server) => self.tools_text(server.as_deref()),
             Command::Help => commands::help(),
             Command::Refused(why) => why.clone(),
             Command::Call { .. } | Command::Prompt(_) | Command::Login(_) | Command::Quit => {
