@@ -24,6 +24,8 @@ const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 /// A shell under test: rho on a pseudo-terminal, in its scene.
 struct Shell {
+    /// The terminal's width it started with.
+    columns: u16,
     child: Child,
     screen: Screen,
     keyboard: std::fs::File,
@@ -74,6 +76,7 @@ impl Shell {
             .expect("start rho mcp shell");
         let (screen, keyboard) = pty.record();
         let mut shell = Shell {
+            columns,
             child,
             screen,
             keyboard,
@@ -141,12 +144,25 @@ impl Shell {
     }
 
     /// Types `/quit` and waits for rho to exit (the scene stays until
-    /// the shell is dropped).
+    /// the shell is dropped). Everything the session showed is checked
+    /// to fit the terminal then: no row wider than it (which the terminal
+    /// would break, inside a word), but for a single word wider than the
+    /// whole terminal (a URL), which the shell never splits.
     fn quit(&mut self) -> std::process::ExitStatus {
         self.keys("/quit\r");
         let until = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for rho") {
+                let screen = self.screen();
+                let width = usize::from(self.columns);
+                for row in shown_rows(&screen) {
+                    let wide = row.chars().count();
+                    assert!(
+                        wide <= width || row.split_whitespace().count() == 1,
+                        "a row of {wide} columns on a {width}-column terminal: {row:?}\n\
+                         screen:\n{screen}"
+                    );
+                }
                 return status;
             }
             if Instant::now() >= until {
