@@ -692,6 +692,29 @@ fn printed_lines_are_broken_to_fit_only_on_a_terminal(rt: Runtime) {
     }
 }
 
+both_executors!(startup_log_lines_break_between_words_too);
+
+/// Log lines written while the servers start, before the prompt line is
+/// up (`--verbose`: rho's debug lines, with server text in them), are
+/// broken to fit the terminal like everything after ([`Shell::quit`]
+/// checks every row).
+fn startup_log_lines_break_between_words_too(rt: Runtime) {
+    let launch = Launch {
+        args: &["--verbose"],
+        columns: 80,
+        ..Launch::default()
+    };
+    let config = node_server("everything", &everything_js(), &[]);
+    let mut shell = Shell::launch(rt, "startup-logs", &config, &launch);
+    let start = shell.screen();
+    let before_prompt = &start[..start.find("rho> ").expect("the prompt")];
+    assert!(
+        before_prompt.contains("DEBUG"),
+        "debug lines at the start:\n{start}"
+    );
+    assert!(shell.quit().success());
+}
+
 both_executors!(typing_after_ctrl_l_adds_nothing_to_the_scrollback_of_tmux);
 
 /// A tmux server of a test's own (its socket in the scene), killed when

@@ -224,6 +224,11 @@ pub(crate) fn run(
     let stop = crate::signals::install();
     options.interrupt = Some(Arc::clone(&stop));
     if interactive {
+        // The servers' start logs before the prompt line is up: broken
+        // between words to fit, as the screen breaks what it prints.
+        crate::logging::route_to(Some(Arc::new(|line: &str| {
+            let _ = writeln!(std::io::stderr(), "{}", screen::wrap(line, screen::width()));
+        })));
         let _ = writeln!(
             std::io::stderr(),
             "rho: starting {} server(s); Ctrl-C stops the startup",
@@ -1630,14 +1635,31 @@ impl ShellResponder {
         if !lines.trim().is_empty() {
             self.screen.print(lines.trim_start_matches('\n'));
         }
+        let (above, prompt) = answer_prompt(prompt, screen::width());
+        if let Some(above) = above {
+            self.screen.print(above);
+        }
         let (tx, rx) = mpsc::channel();
         *lock(&self.answers) = Some(tx);
-        self.screen.edit(|editor| {
-            editor.set_prompt(if prompt.is_empty() { "> " } else { prompt });
-        });
+        self.screen.edit(|editor| editor.set_prompt(prompt));
         let answer = rx.recv().ok().flatten();
         self.screen.edit(|editor| editor.set_prompt(PROMPT));
         answer
+    }
+}
+
+/// The prompt an answer is typed after, for a terminal `width` columns
+/// wide: the question's unfinished last line (`> [default] `), or `> `.
+/// One wider than half the terminal (a long default) would leave the
+/// answer no room on the line: it is printed above (first in the pair)
+/// and the prompt is `> `.
+fn answer_prompt(prompt: &str, width: usize) -> (Option<&str>, &str) {
+    if prompt.trim().is_empty() {
+        (None, "> ")
+    } else if editor::text_width(prompt) > width / 2 {
+        (Some(prompt.trim_end()), "> ")
+    } else {
+        (None, prompt)
     }
 }
 
@@ -1732,6 +1754,18 @@ fn save_history(path: &std::path::Path, lines: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_too_wide_for_the_answer_is_printed_above_it() {
+        assert_eq!(answer_prompt("> [Ada] ", 80), (None, "> [Ada] "));
+        assert_eq!(answer_prompt("", 80), (None, "> "));
+        let long = format!("> [{}] ", "a default ".repeat(6).trim_end());
+        assert_eq!(answer_prompt(&long, 200), (None, long.as_str()));
+        assert_eq!(answer_prompt(&long, 80), (Some(long.trim_end()), "> "));
+        // Wide characters count two columns.
+        let wide = format!("> [{}] ", "漢".repeat(20));
+        assert_eq!(answer_prompt(&wide, 80), (Some(wide.trim_end()), "> "));
+    }
 
     #[test]
     fn workspace_files_are_listed_shallow_first_bounded_and_without_hidden_ones() {
