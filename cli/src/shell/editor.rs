@@ -32,7 +32,7 @@
 //! ([`Action::Notice`]).
 //!
 //! Widths: a character counts one column, East Asian wide characters and
-//! emoji two, combining marks none. That small table (see [`width`])
+//! emoji two, combining marks none. That small table (see [`width_of`])
 //! covers what people type; a terminal that disagrees on a rare character
 //! misplaces the cursor until the next redraw, nothing worse.
 

@@ -7,6 +7,12 @@
 //! processing left on, so a `\n` in printed text still starts a new line.
 //! [`RawMode`] restores the terminal as it was when dropped, on every exit
 //! path including a panic's unwinding.
+//!
+//! Every line printed above the prompt line goes through [`Screen::print`],
+//! which breaks it between words to fit the terminal's width ([`wrap`]);
+//! the screen also remembers how many rows its last drawing took under the
+//! line (the menu), so that printing erases exactly those, never with an
+//! erase-below from the top-left corner (see [`Editor::render`]).
 
 use std::io::Write as _;
 use std::sync::{Mutex, MutexGuard};
@@ -75,9 +81,10 @@ pub(crate) fn width() -> usize {
 /// wraps it inside a word or a name.
 ///
 /// - A continuation row hangs under the line's text: under the column
-///   after the last gap of two or more blanks that starts within the
-///   left half (the description of a `  name  description` row, the
-///   last column of a table), else under the line's own indent.
+///   where the text after the last gap of two or more blanks starts, if
+///   that is in the left half (the description of a `  name
+///   description` row, the last column of a table), else under the
+///   line's own indent.
 /// - A word that does not fit where the row starts takes a row of its
 ///   own: at the row's start when it fits the width there (a URL then
 ///   stays on one screen row, to be copied whole), else unbroken at the
@@ -87,7 +94,8 @@ pub(crate) fn width() -> usize {
 ///   column and is never broken: breaks fall on blanks only.
 ///
 /// Columns are display columns ([`width_of`]): wide characters count
-/// two, combining marks none. `text` is expected to be sanitized already.
+/// two, combining marks none. A width under 20 is taken as 20. `text` is
+/// expected to be sanitized already.
 pub(crate) fn wrap(text: &str, width: usize) -> std::borrow::Cow<'_, str> {
     let width = width.max(20);
     if text.split('\n').all(|line| columns(line) <= width) {
@@ -160,8 +168,8 @@ fn wrap_line(out: &mut String, line: &str, width: usize) {
 }
 
 /// The column continuation rows of a line hang under (see [`wrap`]):
-/// after the last gap of two or more blanks that ends in the left half
-/// of the width, else the line's indent.
+/// where the text after the last gap of two or more blanks starts, if
+/// that is in the left half of the width, else the line's indent.
 fn hang_column(indent: usize, words: &[(usize, &str)], width: usize) -> usize {
     let mut column = indent;
     let mut hang = indent;
