@@ -5,7 +5,12 @@
 //!
 //! What a person would see is checked on the raw terminal output, so a
 //! match is a string the shell drew (escape sequences included around it,
-//! never inside it: the editor draws a line's text in one piece).
+//! never inside it: the editor draws a line's text in one piece). Printed
+//! text is broken between words to fit the terminal, so a sentence is
+//! also found across those breaks ([`words`]); and every session's rows
+//! are checked to fit its terminal when it quits ([`Shell::quit`]). One
+//! test runs the shell inside a real tmux (skipped, saying so, without
+//! tmux), for what tmux keeps in its scrollback.
 
 #![cfg(target_os = "linux")]
 
