@@ -567,7 +567,10 @@ fn palette_never_draws_or_inserts_raw_server_text(rt: Runtime) {
         // the line is scrolled sideways to the cursor).
         let at = wait_on(&screen, &mut child, at, "31m|\\u{202e} ");
         typed("about it\r");
-        let at = wait_on(&screen, &mut child, at, "prompt got about it \\x1b]0;pwned");
+        // (At 60 columns the escaped name, one long word, takes a row of
+        // its own.)
+        let at = wait_on(&screen, &mut child, at, "prompt got about it");
+        let at = wait_on(&screen, &mut child, at, "\\x1b]0;pwned");
         // Tool names in `/call h:` completions, and `/tools`.
         typed("/call h:ev\t");
         let at = wait_on(&screen, &mut child, at, "31m|\\u{202e} ");

@@ -5,7 +5,12 @@
 //!
 //! What a person would see is checked on the raw terminal output, so a
 //! match is a string the shell drew (escape sequences included around it,
-//! never inside it: the editor draws a line's text in one piece).
+//! never inside it: the editor draws a line's text in one piece). Printed
+//! text is broken between words to fit the terminal, so a sentence is
+//! also found across those breaks ([`words`]); and every session's rows
+//! are checked to fit its terminal when it quits ([`Shell::quit`]). One
+//! test runs the shell inside a real tmux (skipped, saying so, without
+//! tmux), for what tmux keeps in its scrollback.
 
 #![cfg(target_os = "linux")]
 
@@ -24,6 +29,8 @@ const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
 /// A shell under test: rho on a pseudo-terminal, in its scene.
 struct Shell {
+    /// The terminal's width it started with.
+    columns: u16,
     child: Child,
     screen: Screen,
     keyboard: std::fs::File,
@@ -97,6 +104,7 @@ impl Shell {
             .expect("start rho mcp shell");
         let (screen, keyboard) = pty.record();
         let mut shell = Shell {
+            columns,
             child,
             screen,
             keyboard,
@@ -111,13 +119,30 @@ impl Shell {
     }
 
     /// Waits until the screen, from where it was `from` bytes long, shows
-    /// `text`; returns where the match ends.
+    /// `text`; returns where the match ends. Printed words (a `text`
+    /// without control characters) may also be found across the rows the
+    /// shell broke a long line into to fit the terminal, as [`words`]
+    /// reads the screen; a `text` with control characters is matched
+    /// byte for byte (what the editor draws).
     fn wait_for_after(&mut self, from: usize, text: &str, within: Duration) -> usize {
         let until = Instant::now() + within;
+        let printed = !text.contains(char::is_control);
         loop {
             let screen = self.screen();
-            if let Some(at) = screen.get(from..).and_then(|s| s.find(text)) {
-                return from + at + text.len();
+            let drawn = screen.get(from..).unwrap_or("");
+            let exact = drawn.find(text).map(|at| at + text.len());
+            let across = if printed && !text.is_empty() {
+                let (shown, ends) = words_with_offsets(drawn);
+                shown.find(text).map(|at| ends[at + text.len() - 1])
+            } else {
+                None
+            };
+            let found = match (exact, across) {
+                (Some(a), Some(b)) => Some(a.min(b)),
+                (a, b) => a.or(b),
+            };
+            if let Some(end) = found {
+                return from + end;
             }
             if let Some(status) = self.child.try_wait().expect("wait for rho") {
                 panic!("rho exited ({status}) before showing {text:?}; screen:\n{screen}");
@@ -147,12 +172,25 @@ impl Shell {
     }
 
     /// Types `/quit` and waits for rho to exit (the scene stays until
-    /// the shell is dropped).
+    /// the shell is dropped). Everything the session showed is checked
+    /// to fit the terminal then: no row wider than it (which the terminal
+    /// would break, inside a word), but for a single word wider than the
+    /// whole terminal (a URL), which the shell never splits.
     fn quit(&mut self) -> std::process::ExitStatus {
         self.keys("/quit\r");
         let until = Instant::now() + Duration::from_secs(30);
         loop {
             if let Some(status) = self.child.try_wait().expect("wait for rho") {
+                let screen = self.screen();
+                let width = usize::from(self.columns);
+                for row in shown_rows(&screen) {
+                    let wide = row.chars().count();
+                    assert!(
+                        wide <= width || row.split_whitespace().count() == 1,
+                        "a row of {wide} columns on a {width}-column terminal: {row:?}\n\
+                         screen:\n{screen}"
+                    );
+                }
                 return status;
             }
             if Instant::now() >= until {
@@ -162,6 +200,59 @@ impl Shell {
             std::thread::sleep(Duration::from_millis(20));
         }
     }
+}
+
+/// What `screen` shows with the shell's row breaks taken out: escape
+/// sequences removed, and each break (CRs and a line feed, with the
+/// blanks around it: the row's end, the next row's indent) made one
+/// blank, so a sentence the shell broke between words to fit the
+/// terminal reads whole again, while a word broken inside would not.
+/// Blanks within a row are kept as they are.
+fn words(screen: &str) -> String {
+    words_with_offsets(screen).0
+}
+
+/// [`words`], and for each of its bytes where in `screen` it ends.
+fn words_with_offsets(screen: &str) -> (String, Vec<usize>) {
+    let mut shown = String::with_capacity(screen.len());
+    let mut ends: Vec<usize> = Vec::with_capacity(screen.len());
+    // In a break: blanks are the next row's indent.
+    let mut breaking = false;
+    let mut chars = screen.char_indices().peekable();
+    while let Some((at, c)) = chars.next() {
+        let end = at + c.len_utf8();
+        match c {
+            '\x1b' => {
+                if chars.next_if(|&(_, c)| c == '[').is_some() {
+                    for (_, c) in chars.by_ref() {
+                        if c.is_ascii_alphabetic() {
+                            break;
+                        }
+                    }
+                }
+            }
+            '\r' | '\n' => {
+                while shown.ends_with(' ') {
+                    shown.pop();
+                    ends.pop();
+                }
+                shown.push(' ');
+                ends.push(end);
+                breaking = true;
+            }
+            ' ' if breaking => {
+                if let Some(last) = ends.last_mut() {
+                    *last = end;
+                }
+            }
+            c => {
+                breaking = false;
+                shown.push(c);
+                ends.extend(std::iter::repeat_n(end, c.len_utf8()));
+            }
+        }
+    }
+    (shown, ends)
 }
 
 impl Drop for Shell {
@@ -243,6 +334,7 @@ macro_rules! at_two_widths {
 
 // These loop over both widths themselves.
 both_executors!(
+    the_start_line_form_keys_results_and_errors_break_between_words,
     form_answers_are_one_key_each_and_say_what_was_sent,
     tools_show_parameters_and_call_completes_argument_names,
     mcp_lists_prompts_and_resources_and_the_start_shows_counts_only,
@@ -311,11 +403,11 @@ fn mcp_lists_prompts_and_resources_and_the_start_shows_counts_only(rt: Runtime) 
         let start = shell.screen();
         assert!(start.contains("SERVER"), "{start}");
         assert!(
-            start.contains("prompt(s)") && start.contains("/mcp lists them"),
+            words(&start).contains("prompt(s)") && words(&start).contains("/mcp lists them"),
             "{start}"
         );
         assert!(
-            !start.contains("Tools ("),
+            !words(&start).contains("Tools ("),
             "no tool dump at start:\n{start}"
         );
         let at = shell.mark();
@@ -430,7 +522,7 @@ fn a_form_is_answered_through_the_editor(rt: Runtime) {
     // Every later field is optional: Enter keeps its default or skips it,
     // until the result arrives. Each field's question ends with an empty
     // answer line drawn as the editor's prompt.
-    const ASKED: &str = "\x1b[J> \r\x1b[2C";
+    const ASKED: &str = "\x1b[2K> \x1b[J\r\x1b[2C";
     let until = Instant::now() + SOON;
     loop {
         let screen = shell.screen();
@@ -501,7 +593,7 @@ fn form_answers_are_one_key_each_and_say_what_was_sent(rt: Runtime) {
         shell.wait_for_after(at, "→ sent to the server: decline", SOON);
         let screen = shell.screen();
         assert!(
-            !screen[cancelled_at..].contains("User cancelled"),
+            !words(&screen[cancelled_at..]).contains("User cancelled"),
             "a cancelled call's result never prints:\n{screen}"
         );
         assert!(shell.quit().success());
@@ -560,6 +652,257 @@ fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
     assert!(stdout.contains("commands start with `/`"), "{stdout}");
     // No terminal: nothing that draws a prompt line.
     assert!(!stdout.contains("\x1b["), "plain output:\n{stdout:?}");
+}
+
+both_executors!(printed_lines_are_broken_to_fit_only_on_a_terminal);
+
+/// With its commands piped in, the shell prints plainly, and breaks long
+/// lines to fit only when stdout is a terminal: into a pipe every line
+/// goes whole, for the script that reads it.
+fn printed_lines_are_broken_to_fit_only_on_a_terminal(rt: Runtime) {
+    const COUNTS: &str = "/mcp lists them, /tools [server] shows the tools, /help the commands";
+    const ERROR: &str = "MCP error -32602: Input validation error: Invalid arguments for tool echo: Invalid input: expected string, received undefined at message";
+    let scene = Scene::new(RHO, "shell-plain-wrap", rt).with_config(&node_server(
+        "everything",
+        &everything_js(),
+        &[],
+    ));
+    let commands = b"/call everything:echo\n";
+    // Into a pipe: whole lines.
+    let mut child = scene
+        .command()
+        .args(["--runtime", rt.name(), "mcp", "shell"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho mcp shell");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(commands)
+        .expect("write the commands");
+    let output = child.wait_with_output().expect("rho mcp shell runs");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for whole in [COUNTS, ERROR] {
+        assert!(
+            stdout.lines().any(|line| line.contains(whole)),
+            "not on one line: {whole:?}\n{stdout}"
+        );
+    }
+    // Onto a 60-column terminal (stdin still a pipe): broken between
+    // words to fit.
+    let pty = Pty::sized(60, 50);
+    let mut child = scene
+        .command()
+        .args(["--runtime", rt.name(), "mcp", "shell"])
+        .stdin(Stdio::piped())
+        .stdout(pty.slave())
+        .stderr(pty.slave())
+        .spawn()
+        .expect("start rho mcp shell");
+    let (mut screen, _keyboard) = pty.record();
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(commands)
+        .expect("write the commands");
+    assert!(child.wait().expect("rho mcp shell runs").success());
+    let shown = screen
+        .closed(SOON)
+        .unwrap_or_else(|so_far| panic!("the terminal stayed open:\n{so_far}"));
+    assert_rows_fit(&shown, 60, "plain output on a terminal");
+    for whole in [COUNTS, ERROR] {
+        assert!(words(&shown).contains(whole), "{whole:?} in {shown:?}");
+    }
+}
+
+both_executors!(startup_log_lines_break_between_words_too);
+
+/// Log lines written while the servers start, before the prompt line is
+/// up (`--verbose`: rho's debug lines, with server text in them), are
+/// broken to fit the terminal like everything after ([`Shell::quit`]
+/// checks every row).
+fn startup_log_lines_break_between_words_too(rt: Runtime) {
+    let launch = Launch {
+        args: &["--verbose"],
+        columns: 80,
+        ..Launch::default()
+    };
+    let config = node_server("everything", &everything_js(), &[]);
+    let mut shell = Shell::launch(rt, "startup-logs", &config, &launch);
+    let start = shell.screen();
+    let before_prompt = &start[..start.find("rho> ").expect("the prompt")];
+    assert!(
+        before_prompt.contains("DEBUG"),
+        "debug lines at the start:\n{start}"
+    );
+    assert!(shell.quit().success());
+}
+
+both_executors!(typing_after_ctrl_l_adds_nothing_to_the_scrollback_of_tmux);
+
+/// A tmux server of a test's own (its socket in the scene), killed when
+/// dropped.
+struct Tmux {
+    socket: std::path::PathBuf,
+}
+
+impl Tmux {
+    /// `tmux -S <socket> args...`, its output.
+    fn run(&self, args: &[&str]) -> String {
+        let output = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .args(args)
+            .output()
+            .expect("run tmux");
+        assert!(output.status.success(), "tmux {args:?}: {output:?}");
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// How many lines the pane's scrollback holds.
+    fn history(&self) -> usize {
+        self.run(&["display-message", "-p", "-t", "rho", "#{history_size}"])
+            .trim()
+            .parse()
+            .expect("a number of lines")
+    }
+
+    /// The pane's screen, row by row.
+    fn capture(&self) -> String {
+        self.run(&["capture-pane", "-p", "-t", "rho"])
+    }
+
+    /// Waits until the pane shows `text`.
+    fn wait_for(&self, text: &str) -> String {
+        self.wait_until(&format!("{text:?}"), |screen| screen.contains(text))
+    }
+
+    /// Waits until the pane's screen is as `ready` says (`what`, for the
+    /// failure).
+    fn wait_until(&self, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let until = Instant::now() + SOON;
+        loop {
+            let screen = self.capture();
+            if ready(&screen) {
+                return screen;
+            }
+            assert!(Instant::now() < until, "no {what} in the pane:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Waits until the scrollback stops growing; its size then.
+    fn settled_history(&self) -> usize {
+        let mut last = self.history();
+        loop {
+            std::thread::sleep(Duration::from_millis(300));
+            let now = self.history();
+            if now == last {
+                return now;
+            }
+            last = now;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux")
+            .arg("-S")
+            .arg(&self.socket)
+            .arg("kill-server")
+            .output();
+    }
+}
+
+/// After Ctrl-L the line is at the top of the screen; a redraw that
+/// erased below from there would be a whole-screen clear to tmux, which
+/// keeps a copy of the screen in its scrollback each time. Typing after
+/// Ctrl-L, in a real tmux, adds nothing to the scrollback, and the line
+/// shows as typed, once.
+fn typing_after_ctrl_l_adds_nothing_to_the_scrollback_of_tmux(rt: Runtime) {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipped: tmux is not installed (the test runs the shell inside tmux)");
+        return;
+    }
+    let scene = Scene::new(RHO, "shell-tmux", rt)
+        .with_config(&node_server("everything", &everything_js(), &[]))
+        .without_env(&["CI", "TMUX"]);
+    let tmux = Tmux {
+        socket: scene.dir().join("tmux.sock"),
+    };
+    let rho = scene.command();
+    let mut start = scene.program("tmux");
+    start
+        .arg("-S")
+        .arg(&tmux.socket)
+        .args(["-f", "/dev/null", "new-session", "-d", "-s", "rho"])
+        .args(["-x", "100", "-y", "30", "--"])
+        .arg(rho.get_program())
+        .args(rho.get_args())
+        .args(["--runtime", rt.name(), "mcp", "shell"])
+        .current_dir(scene.dir());
+    let started = start.output().expect("start tmux");
+    assert!(started.status.success(), "tmux new-session: {started:?}");
+    tmux.wait_for("rho>");
+
+    tmux.run(&["send-keys", "-t", "rho", "C-l"]);
+    // Ctrl-L puts the line at the top (a row's trailing blanks are not
+    // captured: `rho>` is the bare prompt).
+    tmux.wait_until("line at the top", |screen| screen.starts_with("rho>\n"));
+    let before = tmux.settled_history();
+    let typed = "hello there, tmux!!";
+    for key in typed.chars() {
+        tmux.run(&["send-keys", "-t", "rho", "-l", &key.to_string()]);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    tmux.run(&["send-keys", "-t", "rho", "BSpace"]);
+    let line = &typed[..typed.len() - 1];
+    let screen = tmux.wait_for(&format!("rho> {line}\n"));
+    let after = tmux.settled_history();
+    assert!(
+        after <= before + 1,
+        "{} keys after Ctrl-L put {} lines in tmux's scrollback (from {before} to {after}):\n{screen}",
+        typed.len() + 1,
+        after - before
+    );
+    assert_eq!(
+        screen.lines().next(),
+        Some(format!("rho> {line}").as_str()),
+        "{screen}"
+    );
+    assert_eq!(screen.matches("rho>").count(), 1, "{screen}");
+
+    // A palette under the line (`@` lists resources) is drawn below it
+    // and erased when it closes, still without a copy in the scrollback.
+    for key in [" ", "@", "d", "e"] {
+        tmux.run(&["send-keys", "-t", "rho", "-l", key]);
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let filled = |screen: &str| screen.lines().filter(|row| !row.trim().is_empty()).count();
+    let screen = tmux.wait_until("palette under the line", |screen| {
+        screen.starts_with(&format!("rho> {line} @de")) && filled(screen) > 1
+    });
+    assert!(screen.contains("demo://"), "{screen}");
+    tmux.run(&["send-keys", "-t", "rho", "Escape"]);
+    let screen = tmux.wait_until("closed palette", |screen| filled(screen) == 1);
+    assert_eq!(
+        screen.lines().next(),
+        Some(format!("rho> {line} @de").as_str()),
+        "{screen}"
+    );
+    let end = tmux.settled_history();
+    assert!(
+        end <= before + 1,
+        "the palette put {} lines in tmux's scrollback:\n{screen}",
+        end - before
+    );
+    tmux.run(&["send-keys", "-t", "rho", "C-u", "/quit", "Enter"]);
 }
 
 fn a_tool_the_server_adds_mid_session_is_announced(rt: Runtime) {
@@ -637,7 +980,7 @@ fn a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed(rt: Runtime
     // Narrowed as typed; Tab on the one left picks it.
     let at = shell.mark();
     shell.keys("En");
-    shell.wait_for_after(at, "department=En\r\r\n  Engineering\x1b[1A", SOON);
+    shell.wait_for_after(at, "department=En\x1b[J\r\r\n  Engineering\x1b[1A", SOON);
     let at = shell.mark();
     shell.keys("\t");
     shell.wait_for_after(
@@ -751,7 +1094,7 @@ fn backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it(rt
     let at = shell.mark();
     shell.keys("/call fixture:cancelled-reads\r");
     let echoed = shell.wait_for_after(at, "rho> /call fixture:cancelled-reads", SOON);
-    shell.wait_for_after(echoed, "\x1b[Jfixture://slow", SOON);
+    shell.wait_for_after(echoed, "\x1b[2Kfixture://slow", SOON);
     assert!(shell.quit().success());
 }
 
@@ -780,7 +1123,7 @@ fn revised_and_withdrawn_tools_are_said_and_marked(rt: Runtime) {
     let mut shell = Shell::start_with(rt, "revised", &fixture_config());
     let at = shell.mark();
     shell.keys("/call fixture:revise\r");
-    let done = shell.wait_for_after(at, "\x1b[Jrevised", SOON);
+    let done = shell.wait_for_after(at, "\x1b[2Krevised", SOON);
     shell.wait_for_after(
         done,
         "server `fixture` revised tool `echo`: its new definition is in use",
@@ -817,10 +1160,10 @@ fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
     // sends those five, in order, and nothing below.
     let warning = shell.wait_for_after(at, "fixture says warning", SOON);
     let last = shell.wait_for_after(warning, "fixture says emergency", SOON);
-    shell.wait_for_after(at, "\x1b[Jlogged", SOON);
+    shell.wait_for_after(at, "\x1b[2Klogged", SOON);
     let shown = shell.screen()[at..last].to_owned();
-    assert!(!shown.contains("fixture says info"), "{shown}");
-    assert!(!shown.contains("fixture says notice"), "{shown}");
+    assert!(!words(&shown).contains("fixture says info"), "{shown}");
+    assert!(!words(&shown).contains("fixture says notice"), "{shown}");
     assert!(shell.quit().success());
 }
 
@@ -935,10 +1278,10 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
         let named = format!(
             "server `{id}` needs a browser login, so it is not started; `/login {id}` logs in and starts it"
         );
-        assert!(screen.contains(&named), "no `{named}`:\n{screen}");
+        assert!(words(&screen).contains(&named), "no `{named}`:\n{screen}");
     }
     assert!(
-        !screen.contains("open this URL"),
+        !words(&screen).contains("open this URL"),
         "no login at start:\n{screen}"
     );
     // A call to a server left for its login says what to do.
@@ -1006,22 +1349,12 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     drop((oidc, auto));
 }
 
-/// `/tools`, with its descriptions and parameters, is broken between
-/// words to fit the terminal: no row is wider than it, and no word is cut, so the terminal
-/// never wraps inside a name.
-fn printed_lines_fit_the_terminal_and_break_between_words(rt: Runtime) {
-    let columns = usize::from(COLUMNS.with(std::cell::Cell::get));
-    let mut shell = Shell::start(rt, "wrap");
-    let at = shell.mark();
-    shell.keys("/tools everything\r");
-    let sum = shell.wait_for_after(at, "(everything:get-sum)", SOON);
-    let end = shell.wait_for_after(sum, "rho> ", SOON);
-    let printed = shell.screen()[at..end].to_owned();
-    let mut words = 0;
+/// The rows a terminal shows of `printed` (raw output of the shell):
+/// drawing sequences take no column, and a CR (but the one before a
+/// LF) starts the row again.
+fn shown_rows(printed: &str) -> Vec<String> {
+    let mut rows = Vec::new();
     for row in printed.split('\n') {
-        // What the terminal shows of the row: drawing sequences take no
-        // column, and a CR (but the one before the LF) starts the row
-        // again.
         let row = row.strip_suffix('\r').unwrap_or(row);
         let mut shown = String::new();
         let mut chars = row.chars();
@@ -1038,13 +1371,39 @@ fn printed_lines_fit_the_terminal_and_break_between_words(rt: Runtime) {
                 c => shown.push(c),
             }
         }
-        assert!(
-            shown.chars().count() <= columns,
-            "a row of {} columns on a {columns}-column terminal: {shown:?}",
-            shown.chars().count()
-        );
-        words += shown.split_whitespace().count();
+        rows.push(shown);
     }
+    rows
+}
+
+/// Asserts that no row of `printed` is wider than `columns` (so the
+/// terminal breaks none of them itself, inside a word), and returns the
+/// rows.
+fn assert_rows_fit(printed: &str, columns: usize, what: &str) -> Vec<String> {
+    let rows = shown_rows(printed);
+    for row in &rows {
+        assert!(
+            row.chars().count() <= columns,
+            "{what}: a row of {} columns on a {columns}-column terminal: {row:?}\nin {printed:?}",
+            row.chars().count()
+        );
+    }
+    rows
+}
+
+/// `/tools`, with its descriptions and parameters, is broken between
+/// words to fit the terminal: no row is wider than it, and no word is
+/// cut, so the terminal never wraps inside a name.
+fn printed_lines_fit_the_terminal_and_break_between_words(rt: Runtime) {
+    let columns = usize::from(COLUMNS.with(std::cell::Cell::get));
+    let mut shell = Shell::start(rt, "wrap");
+    let at = shell.mark();
+    shell.keys("/tools everything\r");
+    let sum = shell.wait_for_after(at, "(everything:get-sum)", SOON);
+    let end = shell.wait_for_after(sum, "rho> ", SOON);
+    let printed = shell.screen()[at..end].to_owned();
+    let rows = assert_rows_fit(&printed, columns, "/tools");
+    let words: usize = rows.iter().map(|row| row.split_whitespace().count()).sum();
     assert!(words > 50, "{printed:?}");
     // Every tool's name came out whole.
     for name in [
@@ -1052,9 +1411,90 @@ fn printed_lines_fit_the_terminal_and_break_between_words(rt: Runtime) {
         "get-structured-content",
         "trigger-long-running-operation",
     ] {
-        assert!(printed.contains(name), "no {name}: {printed:?}");
+        assert!(
+            rows.iter()
+                .any(|row| row.split_whitespace().any(|w| w.contains(name))),
+            "no {name}: {printed:?}"
+        );
     }
     assert!(shell.quit().success());
+}
+
+/// Everything the shell prints is broken between words to fit the
+/// terminal, not only `/tools`: the start's line of counts, a form's line
+/// of keys, a long result and a long error, at 60 and 120 columns. No row
+/// is wider than the terminal (which would break it, inside a word) and
+/// every word comes out whole and in order.
+fn the_start_line_form_keys_results_and_errors_break_between_words(rt: Runtime) {
+    for columns in [60u16, 120] {
+        let width = usize::from(columns);
+        let launch = Launch {
+            columns,
+            ..Launch::default()
+        };
+        let config = node_server("everything", &everything_js(), &[]);
+        let mut shell = Shell::launch(rt, &format!("wrap-all-{columns}"), &config, &launch);
+        // The start: the servers' table and the line of counts.
+        let start = shell.screen();
+        assert_rows_fit(&start, width, "the start");
+        assert!(
+            words(&start).contains(
+                "resource(s) and template(s): /mcp lists them, /tools [server] shows the tools, /help the commands"
+            ),
+            "{start:?}"
+        );
+
+        // A form's line of keys.
+        let at = shell.mark();
+        shell.keys("/call everything:trigger-elicitation-request\r");
+        let keys = shell.wait_for_after(
+            at,
+            "(Enter keeps a [default] or skips an optional field; `!decline` declines the form, \
+             `!cancel` cancels it; keys: Ctrl-D declines, Ctrl-C cancels the form and the call)",
+            SOON,
+        );
+        let asked = shell.wait_for_after(keys, "Your full, legal name", SOON);
+        assert_rows_fit(&shell.screen()[at..asked], width, "the form");
+        shell.keys("\x03");
+        shell.wait_for_after(asked, "→ sent to the server: cancel", SOON);
+
+        // A long result: the words echoed, whole and in order.
+        let sent: Vec<String> = (1..=40).map(|i| format!("word{i:02}")).collect();
+        let at = shell.mark();
+        shell.keys(&format!(
+            "/call everything:echo message='{}'\r",
+            sent.join(" ")
+        ));
+        let echoed = shell.wait_for_after(at, "Echo: word01", SOON);
+        let end = shell.wait_for_after(echoed, "word40", SOON);
+        let end = shell.wait_for_after(end, "rho> ", SOON);
+        let printed = shell.screen()[at..end].to_owned();
+        let rows = assert_rows_fit(&printed, width, "a long result");
+        let first = rows
+            .iter()
+            .position(|row| row.starts_with("Echo: "))
+            .unwrap_or_else(|| panic!("no result row: {rows:?}"));
+        let got: Vec<&str> = rows[first..]
+            .iter()
+            .flat_map(|row| row.split_whitespace())
+            .skip(1)
+            .take(sent.len())
+            .collect();
+        assert_eq!(got, sent, "{rows:?}");
+        assert!(rows[first + 1].starts_with("word"), "{rows:?}");
+
+        // A long error, the server's, broken at blanks too.
+        let at = shell.mark();
+        shell.keys("/call everything:echo\r");
+        let error = shell.wait_for_after(
+            at,
+            "Invalid arguments for tool echo: Invalid input: expected string, received undefined at message",
+            SOON,
+        );
+        let end = shell.wait_for_after(error, "rho> ", SOON);
+        assert_rows_fit(&shell.screen()[at..end], width, "a long error");
+        assert!(shell.quit().success());
+    }
 }
 
 /// The line editor as a person uses it: one Tab that inserts a common
@@ -1082,7 +1522,7 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     std::thread::sleep(Duration::from_millis(300));
     let after = shell.screen()[at..].to_owned();
     assert!(
-        !after.contains("no exported tool") && !after.contains("has no tool"),
+        !words(&after).contains("no exported tool") && !words(&after).contains("has no tool"),
         "Enter submitted the half word:\n{after}"
     );
     let picked: String = shell.screen()[end..]
@@ -1097,7 +1537,7 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     shell.keys("/mc");
     let at = shell.mark();
     shell.keys("\x0c");
-    shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[Jrho> /mc", SOON);
+    shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[2Krho> /mc\x1b[J", SOON);
     shell.keys("\x15");
 
     // A resize redraws at once, with no key typed.
@@ -1202,22 +1642,22 @@ fn keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests(rt: Runtim
     shell.keys("/mcp:fixture:pick kind=Sal");
     // Drawn as typed without a palette first, the palette after, when
     // the answer came: no key waited for it.
-    let typed = shell.wait_for_after(at, "kind=Sal\r\x1b[", SOON);
-    let palette = shell.wait_for_after(at, "kind=Sal\r\r\n  Sales\x1b[1A", SOON);
+    let typed = shell.wait_for_after(at, "kind=Sal\x1b[J\r\x1b[", SOON);
+    let palette = shell.wait_for_after(at, "kind=Sal\x1b[J\r\r\n  Sales\x1b[1A", SOON);
     assert!(typed < palette, "{}", shell.screen());
     shell.keys("\t");
     shell.wait_for_after(at, "rho> /mcp:fixture:pick kind=Sales", SOON);
     // The next argument is asked with the first in context.arguments.
     let at = shell.mark();
     shell.keys(" item=xy");
-    shell.wait_for_after(at, "item=xy\r\r\n  xylophone\x1b[1A", SOON);
+    shell.wait_for_after(at, "item=xy\x1b[J\r\r\n  xylophone\x1b[1A", SOON);
     shell.keys("\t\r");
     shell.wait_for_after(at, "picked Sales xylophone", SOON);
     let at = shell.mark();
     shell.keys("/call fixture:completions-asked\r");
     shell.wait_for_after(
         at,
-        "\x1b[Jkind=\r\nitem= {\"kind\":\"Sales\"}\r\n\r\x1b[Jrho> ",
+        "\x1b[2Kkind=\r\nitem= {\"kind\":\"Sales\"}\r\n\r\x1b[2Krho> ",
         SOON,
     );
     assert!(shell.quit().success());

@@ -146,8 +146,8 @@ impl Screen {
 /// override or isolate, or C0 control other than LF, TAB and BS; an ESC
 /// that does not start one of the sequences rho itself writes (erase
 /// below `ESC[J`, cursor home `ESC[H` (Ctrl-L), erase line `ESC[2K`, reverse video `ESC[7m` and its
-/// reset `ESC[0m`, colours `ESC[<n>m` from the log writer, cursor up and
-/// right `ESC[<n>A` / `ESC[<n>C`); a CR not followed by LF, another CR,
+/// reset `ESC[0m`, colours `ESC[<n>m` from the log writer, cursor up,
+/// down and right `ESC[<n>A` / `ESC[<n>B` / `ESC[<n>C`); a CR not followed by LF, another CR,
 /// one of those sequences or the end. A server's payload (`ESC]0;…BEL`,
 /// `ESC[2J`, `CR ESC[K`, U+009B, U+202E) always trips it.
 pub fn foreign_control(screen: &str) -> Option<(usize, char)> {
@@ -159,7 +159,7 @@ pub fn foreign_control(screen: &str) -> Option<(usize, char)> {
         let ok = match end {
             'J' | 'H' => digits == 0,
             'K' => &rest[..digits] == "2",
-            'A' | 'C' | 'm' => digits > 0,
+            'A' | 'B' | 'C' | 'm' => digits > 0,
             _ => false,
         };
         ok.then_some(2 + digits + 1)
@@ -204,7 +204,7 @@ mod tests {
 
     #[test]
     fn rhos_own_drawing_passes_and_every_payload_is_caught() {
-        let own = "\r\x1b[Jrho> /mcp\r\n  \x1b[7m/mcp \x1b[0m\x1b[1A\r\x1b[9C\x1b[33mWARN\x1b[0m\r\x1b[2K\r";
+        let own = "\r\x1b[2Krho> /mcp\x1b[J\r\n  \x1b[7m/mcp \x1b[0m\x1b[1A\r\x1b[9C\x1b[33mWARN\x1b[0m\r\x1b[2K\x1b[1B\x1b[J\x1b[1A\r";
         assert_eq!(foreign_control(own), None);
         for payload in [
             "\x1b]0;pwned\x07",

@@ -10,9 +10,10 @@
 //! Drawing keeps to one screen line: a line longer than the terminal
 //! scrolls sideways around the cursor. The menu takes up to
 //! [`MENU_ROWS`] rows below the line, which the next redraw clears (`ESC
-//! [J`), and the cursor is put back on the line. Text printed while a line
-//! is being edited (progress, logs) goes above it: [`Editor::clear`], the
-//! text, then [`Editor::render`] again.
+//! [J` after the line's text, never from the top-left corner, which tmux
+//! takes for a whole-screen clear), and the cursor is put back on the
+//! line. Text printed while a line is being edited (progress, logs) goes
+//! above it: [`Editor::clear`], the text, then [`Editor::render`] again.
 //!
 //! The menu is opened two ways. Tab asks the shell for candidates
 //! ([`Action::Complete`], answered by [`Editor::offer`]). And the shell may
@@ -31,7 +32,7 @@
 //! ([`Action::Notice`]).
 //!
 //! Widths: a character counts one column, East Asian wide characters and
-//! emoji two, combining marks none. That small table (see [`width`])
+//! emoji two, combining marks none. That small table (see [`width_of`])
 //! covers what people type; a terminal that disagrees on a rare character
 //! misplaces the cursor until the next redraw, nothing worse.
 
@@ -168,11 +169,11 @@ pub(crate) struct Editor {
 }
 
 impl Editor {
-    /// An empty line after `prompt`.
+    /// An empty line after `prompt` (see [`Editor::set_prompt`]).
     pub(crate) fn new(prompt: &str, history: Vec<String>) -> Self {
         let browsing = history.len();
         Editor {
-            prompt: prompt.to_owned(),
+            prompt: shown_prompt(prompt).to_owned(),
             line: String::new(),
             cursor: 0,
             history,
@@ -186,9 +187,10 @@ impl Editor {
         }
     }
 
-    /// The prompt in front of the line.
+    /// The prompt in front of the line (one that takes no column is shown
+    /// as `> `).
     pub(crate) fn set_prompt(&mut self, prompt: &str) {
-        prompt.clone_into(&mut self.prompt);
+        shown_prompt(prompt).clone_into(&mut self.prompt);
     }
 
     /// The line as typed so far (attachment labels included).
@@ -607,14 +609,40 @@ impl Editor {
         self.set_line(line);
     }
 
-    /// The bytes that erase the prompt line and the menu under it, leaving
-    /// the cursor at the start of the line.
-    pub(crate) fn clear(&self) -> &'static str {
-        "\r\x1b[J"
+    /// The bytes that erase the prompt line and the `below` rows drawn
+    /// under it (the menu, as [`Editor::rows_below`] counted it when it
+    /// was drawn), leaving the cursor at the start of the line.
+    ///
+    /// The line itself is erased on its own (`ESC [2K`) and the rows
+    /// under it from the next row down (`ESC [1B ESC [J ESC [1A`): an
+    /// erase-below from the top-left corner is a whole-screen clear to
+    /// tmux, which would keep a copy of the screen in its scrollback for
+    /// every line printed after Ctrl-L.
+    pub(crate) fn clear(below: usize) -> &'static str {
+        if below == 0 {
+            "\r\x1b[2K"
+        } else {
+            "\r\x1b[2K\x1b[1B\x1b[J\x1b[1A"
+        }
+    }
+
+    /// How many rows [`Editor::render`] draws under the prompt line (the
+    /// menu's) for a terminal `width` columns wide.
+    pub(crate) fn rows_below(&self, width: usize) -> usize {
+        self.menu
+            .as_ref()
+            .map_or(0, |menu| menu_rows(menu, width.max(8)).len())
     }
 
     /// The bytes that draw the prompt line (and the menu) for a terminal
     /// `width` columns wide, ending with the cursor where it belongs.
+    ///
+    /// What was drawn before is erased: the line's row whole (`ESC [2K`),
+    /// and the rows under it after the line's text (`ESC [J` once the
+    /// prompt is written, never from the row's first column):
+    /// from the top-left corner, as after Ctrl-L, an erase-below is a
+    /// whole-screen clear to tmux, which keeps a copy of the screen in
+    /// its scrollback each time, so every keystroke would add one.
     pub(crate) fn render(&self, width: usize) -> String {
         let width = width.max(8);
         let prompt_width = text_width(&self.prompt);
@@ -636,9 +664,10 @@ impl Editor {
             shown.push(c);
         }
         let cursor_col = prompt_width + text_width(&self.line[start..self.cursor]);
-        let mut out = String::from("\r\x1b[J");
+        let mut out = String::from("\r\x1b[2K");
         out.push_str(&self.prompt);
         out.push_str(&shown);
+        out.push_str("\x1b[J");
         if let Some(menu) = &self.menu {
             let rows = menu_rows(menu, width);
             for row in &rows {
@@ -652,6 +681,17 @@ impl Editor {
             let _ = write!(out, "\x1b[{cursor_col}C");
         }
         out
+    }
+}
+
+/// `prompt`, or `> ` for one that takes no column: the line's redraw
+/// erases after the prompt ([`Editor::render`]), never from the row's
+/// first column.
+fn shown_prompt(prompt: &str) -> &str {
+    if text_width(prompt) == 0 {
+        "> "
+    } else {
+        prompt
     }
 }
 
@@ -1013,7 +1053,43 @@ mod tests {
         let mut editor = Editor::new("rho> ", vec![]);
         typed(&mut editor, "/mcp");
         editor.key(Key::Left);
-        assert_eq!(editor.render(80), "\r\x1b[Jrho> /mcp\r\x1b[8C");
+        assert_eq!(editor.render(80), "\r\x1b[2Krho> /mcp\x1b[J\r\x1b[8C");
+    }
+
+    /// After Ctrl-L the line sits in the top-left corner, where an erase
+    /// below (`ESC [J`) is a whole-screen clear that tmux copies into its
+    /// scrollback: no drawing erases below from the start of the line's
+    /// row, and what it must erase (the line's old tail, an old menu)
+    /// goes all the same.
+    #[test]
+    fn no_redraw_erases_below_from_the_start_of_the_lines_row() {
+        let erases_from_column_one = |drawn: &str| {
+            drawn.contains("\r\x1b[J") || drawn.contains("\n\x1b[J") || drawn.starts_with("\x1b[J")
+        };
+        for prompt in ["rho> ", "", "\u{200b}"] {
+            let mut editor = Editor::new(prompt, vec![]);
+            assert!(!erases_from_column_one(&editor.render(80)), "{prompt:?}");
+            typed(&mut editor, "/");
+            editor.offer("/", 0, vec![candidate("/mcp"), candidate("/tools")]);
+            let with_menu = editor.render(80);
+            assert_eq!(editor.rows_below(80), 2);
+            assert!(!erases_from_column_one(&with_menu), "{with_menu:?}");
+            editor.key(Key::Char('m'));
+            let drawn = editor.render(80);
+            assert_eq!(editor.rows_below(80), 0);
+            assert!(
+                drawn.contains("/m\x1b[J"),
+                "the old menu is erased: {drawn:?}"
+            );
+            assert!(!erases_from_column_one(&drawn), "{drawn:?}");
+        }
+        for below in [0, 3] {
+            assert!(!erases_from_column_one(Editor::clear(below)), "{below}");
+        }
+        assert!(
+            Editor::clear(3).contains("\x1b[1B\x1b[J"),
+            "rows under the line go"
+        );
     }
 
     #[test]
@@ -1022,8 +1098,8 @@ mod tests {
         typed(&mut editor, &"x".repeat(50));
         let drawn = editor.render(20);
         let visible = drawn
-            .trim_start_matches("\r\x1b[J> ")
-            .split('\r')
+            .trim_start_matches("\r\x1b[2K> ")
+            .split('\x1b')
             .next()
             .unwrap()
             .to_owned();
@@ -1043,7 +1119,7 @@ mod tests {
         let drawn = editor.render(40);
         assert_eq!(
             drawn,
-            "\r\x1b[J> /\r\n\x1b[7m  /mcp    status\x1b[0m\r\n  /tools\x1b[2A\r\x1b[3C"
+            "\r\x1b[2K> /\x1b[J\r\n\x1b[7m  /mcp    status\x1b[0m\r\n  /tools\x1b[2A\r\x1b[3C"
         );
     }
 
@@ -1167,7 +1243,8 @@ mod tests {
     /// (the editor's own `ESC [` sequences taken out first).
     fn raw_server_control(drawn: &str) -> Option<char> {
         let own = drawn
-            .replace("\r\x1b[J", "")
+            .replace("\x1b[J", "")
+            .replace("\x1b[2K", "")
             .replace("\x1b[7m", "")
             .replace("\x1b[0m", "")
             .replace("\r\n", "");

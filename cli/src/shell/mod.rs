@@ -9,9 +9,12 @@
 //! `/quit` shuts every session down in order. Everything that happens
 //! while a line is being typed — progress of the running call, server log
 //! messages, list changes, ping failures, a server's form — is printed
-//! above the prompt line, which is then drawn again. A server's form is
-//! asked with the same words and rules as `rho mcp call`, answered through
-//! the same editor; the prompt shows the field being asked.
+//! above the prompt line, which is then drawn again; all of it, like
+//! every line the shell prints on a terminal, is broken between words to
+//! fit the terminal's width ([`screen::wrap`]), after it was sanitized.
+//! A server's form is asked with the same words and rules as `rho mcp
+//! call`, answered through the same editor; the prompt shows the field
+//! being asked.
 //!
 //! Server log messages: `--log-level <level>` asks every server that
 //! declares the `logging` capability to send messages from that level up
@@ -53,7 +56,8 @@
 //! takes no attachments.
 //!
 //! Not on a terminal (input from a pipe or a file), the shell reads one
-//! command per line and prints plain output: the same commands, scriptable.
+//! command per line and prints plain output: the same commands, scriptable
+//! (and lines unbroken, unless stdout is a terminal).
 //! No person is present then, so forms are declined as in `rho mcp call`,
 //! and there is no palette: a line with `@` in it is text like any other.
 //!
@@ -202,11 +206,16 @@ pub(crate) fn run(
     };
     let (config, deferred) = starter.prepare(loaded, &mut options);
     for id in &deferred {
-        eprintln!(
+        let line = format!(
             "rho: server `{}` needs a browser login, so it is not started; `/login {}` logs in and starts it",
             sanitize_line(id),
             sanitize_line(id)
         );
+        if std::io::stderr().is_terminal() {
+            eprintln!("{}", screen::wrap(&line, screen::width()));
+        } else {
+            eprintln!("{line}");
+        }
     }
     let workspace = options
         .workspace
@@ -216,6 +225,11 @@ pub(crate) fn run(
     let stop = crate::signals::install();
     options.interrupt = Some(Arc::clone(&stop));
     if interactive {
+        // The servers' start logs before the prompt line is up: broken
+        // between words to fit, as the screen breaks what it prints.
+        crate::logging::route_to(Some(Arc::new(|line: &str| {
+            let _ = writeln!(std::io::stderr(), "{}", screen::wrap(line, screen::width()));
+        })));
         let _ = writeln!(
             std::io::stderr(),
             "rho: starting {} server(s); Ctrl-C stops the startup",
@@ -286,10 +300,18 @@ enum Out {
 }
 
 impl Out {
+    /// Prints `text` (sanitized already). On a terminal it is broken
+    /// between words to fit ([`screen::wrap`]); into a pipe or a file it
+    /// goes as it is, one line a line, for the script that reads it.
     fn print(&self, text: &str) {
         match self {
             Out::Screen(screen) => screen.print(text),
             Out::Plain => {
+                let text = if std::io::stdout().is_terminal() {
+                    screen::wrap(text, screen::width())
+                } else {
+                    std::borrow::Cow::Borrowed(text)
+                };
                 let mut stdout = std::io::stdout().lock();
                 let _ = stdout.write_all(text.as_bytes());
                 if !text.ends_with('\n') {
@@ -928,14 +950,7 @@ impl Shell<'_> {
             Command::Nothing => return Some(String::new()),
             Command::Status => self.status_text(),
             Command::Doctor => self.doctor_text(),
-            // Descriptions and parameters are prose: broken between words
-            // to fit the terminal, never inside a name.
-            Command::Tools(server) => match &self.out {
-                Out::Screen(_) => {
-                    screen::wrap(&self.tools_text(server.as_deref()), screen::width()).into_owned()
-                }
-                Out::Plain => self.tools_text(server.as_deref()),
-            },
+            Command::Tools(server) => self.tools_text(server.as_deref()),
             Command::Help => commands::help(),
             Command::Refused(why) => why.clone(),
             Command::Call { .. } | Command::Prompt(_) | Command::Login(_) | Command::Quit => {
@@ -1628,14 +1643,31 @@ impl ShellResponder {
         if !lines.trim().is_empty() {
             self.screen.print(lines.trim_start_matches('\n'));
         }
+        let (above, prompt) = answer_prompt(prompt, screen::width());
+        if let Some(above) = above {
+            self.screen.print(above);
+        }
         let (tx, rx) = mpsc::channel();
         *lock(&self.answers) = Some(tx);
-        self.screen.edit(|editor| {
-            editor.set_prompt(if prompt.is_empty() { "> " } else { prompt });
-        });
+        self.screen.edit(|editor| editor.set_prompt(prompt));
         let answer = rx.recv().ok().flatten();
         self.screen.edit(|editor| editor.set_prompt(PROMPT));
         answer
+    }
+}
+
+/// The prompt an answer is typed after, for a terminal `width` columns
+/// wide: the question's unfinished last line (`> [default] `), or `> `.
+/// One wider than half the terminal (a long default) would leave the
+/// answer no room on the line: it is printed above (first in the pair)
+/// and the prompt is `> `.
+fn answer_prompt(prompt: &str, width: usize) -> (Option<&str>, &str) {
+    if prompt.trim().is_empty() {
+        (None, "> ")
+    } else if editor::text_width(prompt) > width / 2 {
+        (Some(prompt.trim_end()), "> ")
+    } else {
+        (None, prompt)
     }
 }
 
@@ -1730,6 +1762,18 @@ fn save_history(path: &std::path::Path, lines: &[String]) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_prompt_too_wide_for_the_answer_is_printed_above_it() {
+        assert_eq!(answer_prompt("> [Ada] ", 80), (None, "> [Ada] "));
+        assert_eq!(answer_prompt("", 80), (None, "> "));
+        let long = format!("> [{}] ", "a default ".repeat(6).trim_end());
+        assert_eq!(answer_prompt(&long, 200), (None, long.as_str()));
+        assert_eq!(answer_prompt(&long, 80), (Some(long.trim_end()), "> "));
+        // Wide characters count two columns.
+        let wide = format!("> [{}] ", "漢".repeat(20));
+        assert_eq!(answer_prompt(&wide, 80), (Some(wide.trim_end()), "> "));
+    }
 
     #[test]
     fn workspace_files_are_listed_shallow_first_bounded_and_without_hidden_ones() {
