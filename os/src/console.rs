@@ -1,7 +1,7 @@
 //! The console rho runs in, on Windows: its control events mapped to the
 //! stop signals rho's Unix handling knows, its input in raw mode for the
-//! shell's line editor, and its output told to interpret the escape
-//! sequences rho writes (virtual terminal processing).
+//! shell's line editor, its output told to interpret the escape
+//! sequences rho writes (virtual terminal processing), and its width.
 //!
 //! The mapping is plain data, compiled and tested everywhere; the calls
 //! are Windows-only. Ctrl-C and Ctrl-Break both stop rho as SIGINT does
@@ -45,7 +45,7 @@ pub fn stop_name(signal: i32) -> Option<&'static str> {
 }
 
 #[cfg(windows)]
-pub use windows::{RawInput, enable_virtual_terminal_output, on_stop_event};
+pub use windows::{RawInput, columns, enable_virtual_terminal_output, on_stop_event};
 
 #[cfg(windows)]
 #[allow(unsafe_code)]
@@ -56,10 +56,10 @@ mod windows {
 
     use windows_sys::Win32::Foundation::{HANDLE, INVALID_HANDLE_VALUE};
     use windows_sys::Win32::System::Console::{
-        CONSOLE_MODE, ENABLE_ECHO_INPUT, ENABLE_LINE_INPUT, ENABLE_PROCESSED_INPUT,
-        ENABLE_VIRTUAL_TERMINAL_INPUT, ENABLE_VIRTUAL_TERMINAL_PROCESSING, GetConsoleMode,
-        GetStdHandle, STD_ERROR_HANDLE, STD_HANDLE, STD_INPUT_HANDLE, STD_OUTPUT_HANDLE,
-        SetConsoleCtrlHandler, SetConsoleMode,
+        CONSOLE_MODE, CONSOLE_SCREEN_BUFFER_INFO, ENABLE_ECHO_INPUT, ENABLE_LINE_INPUT,
+        ENABLE_PROCESSED_INPUT, ENABLE_VIRTUAL_TERMINAL_INPUT, ENABLE_VIRTUAL_TERMINAL_PROCESSING,
+        GetConsoleMode, GetConsoleScreenBufferInfo, GetStdHandle, STD_ERROR_HANDLE, STD_HANDLE,
+        STD_INPUT_HANDLE, STD_OUTPUT_HANDLE, SetConsoleCtrlHandler, SetConsoleMode,
     };
 
     use super::{CTRL_CLOSE, CTRL_LOGOFF, CTRL_SHUTDOWN, stop_signal};
@@ -142,6 +142,21 @@ mod windows {
             }
         }
         result
+    }
+
+    /// How many columns the console window shows (its visible width,
+    /// not the wider screen buffer behind it), or `None` when stdout is
+    /// not a console.
+    pub fn columns() -> Option<u16> {
+        let output = std_handle(STD_OUTPUT_HANDLE).ok()?;
+        let mut info = CONSOLE_SCREEN_BUFFER_INFO::default();
+        // SAFETY: `info` is a valid out pointer for the call, on a console
+        // handle GetStdHandle returned.
+        if unsafe { GetConsoleScreenBufferInfo(output, &raw mut info) } == 0 {
+            return None;
+        }
+        let width = i32::from(info.srWindow.Right) - i32::from(info.srWindow.Left) + 1;
+        u16::try_from(width).ok().filter(|&w| w > 0)
     }
 
     /// The console's input in raw mode for the shell's line editor: no

@@ -73,6 +73,10 @@ pub(crate) fn width() -> usize {
             return usize::from(size.ws_col);
         }
     }
+    #[cfg(windows)]
+    if let Some(columns) = rho_os::console::columns() {
+        return usize::from(columns);
+    }
     80
 }
 
