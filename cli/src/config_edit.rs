@@ -80,6 +80,8 @@ pub(crate) struct NewOAuth {
     pub(crate) client_secret_from_env: Option<String>,
     /// `scopes`; empty leaves them to the server.
     pub(crate) scopes: Vec<String>,
+    /// `redirect_port`.
+    pub(crate) redirect_port: Option<u16>,
 }
 
 /// What [`ConfigDocument::set_enabled`] did.
@@ -474,6 +476,9 @@ fn entry_table(entry: &NewEntry) -> Table {
         if !oauth.scopes.is_empty() {
             let array: toml_edit::Array = oauth.scopes.iter().map(String::as_str).collect();
             keys.insert("scopes", toml_edit::value(array));
+        }
+        if let Some(port) = oauth.redirect_port {
+            keys.insert("redirect_port", toml_edit::value(i64::from(port)));
         }
         table.insert("oauth", toml_edit::Item::Table(keys));
     }

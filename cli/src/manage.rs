@@ -91,10 +91,11 @@ pub(crate) struct AddArgs {
     /// Refused, saying what to type: rho writes no secret into its config.
     #[arg(long, hide = true, num_args = 0..=1, value_name = "SECRET")]
     client_secret: Option<Option<String>>,
-    /// Refused, saying why: the login's loopback callback takes a port
-    /// the system picks.
-    #[arg(long, hide = true, value_name = "PORT")]
-    callback_port: Option<String>,
+    /// With OAuth: the loopback port of the browser login's callback
+    /// (`oauth.redirect_port`), for a client registered out of band with
+    /// the redirect URI `http://127.0.0.1:PORT/callback`.
+    #[arg(long, value_name = "PORT")]
+    callback_port: Option<u16>,
     /// Write the entry with `enabled = false`.
     #[arg(long)]
     disabled: bool,
@@ -113,21 +114,14 @@ pub(crate) struct AddArgs {
 }
 
 /// The `oauth` table the OAuth flags ask for: `None` with none of them.
-/// `--client-secret` and `--callback-port`, which `claude mcp add` takes,
-/// are refused saying what rho does instead.
+/// `--client-secret`, which `claude mcp add` takes, is refused saying
+/// what to type instead.
 fn oauth_flags(args: &AddArgs) -> Result<Option<NewOAuth>, Failure> {
     if args.client_secret.is_some() {
         return Err(Failure::Usage(
             "rho writes no secret into its config file: put the client secret in a file only you \
              can read and pass --client-secret-file PATH, or keep it in an environment variable \
              and pass --client-secret-from-env VAR"
-                .into(),
-        ));
-    }
-    if args.callback_port.is_some() {
-        return Err(Failure::Usage(
-            "rho's login takes its callback on a loopback port the system picks, as RFC 8252 \
-             asks of native apps (http://127.0.0.1:PORT/callback, any port); drop --callback-port"
                 .into(),
         ));
     }
@@ -159,6 +153,7 @@ fn oauth_flags(args: &AddArgs) -> Result<Option<NewOAuth>, Failure> {
             .transpose()?,
         client_secret_from_env: args.client_secret_from_env.clone(),
         scopes: args.oauth_scope.clone(),
+        redirect_port: args.callback_port,
     };
     Ok((args.oauth || oauth != NewOAuth::default()).then_some(oauth))
 }

@@ -361,6 +361,8 @@ fn add_writes_an_out_of_band_oauth_client_and_never_a_secret() {
         "channels:read",
         "--oauth-scope",
         "chat:write",
+        "--callback-port",
+        "8765",
     ];
     let output = s
         .command()
@@ -374,7 +376,7 @@ fn add_writes_an_out_of_band_oauth_client_and_never_a_secret() {
     assert_eq!(
         read(&config),
         format!(
-            "[mcp.servers.slack]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n\n[mcp.servers.slack.oauth]\nclient_id = \"123.456\"\nclient_secret_file = \"{secret_path}\"\nscopes = [\"channels:read\", \"chat:write\"]\n"
+            "[mcp.servers.slack]\ntransport = \"streamable_http\"\nurl = \"https://mcp.example.com/mcp\"\n\n[mcp.servers.slack.oauth]\nclient_id = \"123.456\"\nclient_secret_file = \"{secret_path}\"\nscopes = [\"channels:read\", \"chat:write\"]\nredirect_port = 8765\n"
         )
     );
     // A machine client: the grant, the id, and the secret's variable.
@@ -421,7 +423,20 @@ fn add_writes_an_out_of_band_oauth_client_and_never_a_secret() {
         &["--client-id", "c", "--client-secret"],
         "--client-secret-from-env VAR",
     );
-    refused(&["--callback-port", "8080"], "drop --callback-port");
+    refused(&["--callback-port", "0"], "redirect_port");
+    refused(
+        &[
+            "--grant",
+            "client_credentials",
+            "--client-id",
+            "m",
+            "--client-secret-from-env",
+            "S",
+            "--callback-port",
+            "8080",
+        ],
+        "opens no browser",
+    );
     refused(&["--grant", "password"], "--grant takes authorization_code");
     // The config's own rule, named by key: a machine client needs its id.
     refused(&["--grant", "client_credentials"], "client_id");

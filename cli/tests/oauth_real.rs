@@ -769,6 +769,36 @@ fn a_login_through_a_browser_works(kind: Kind, rt: Runtime) {
     call(&s, &fixture, "browser");
 }
 
+/// A client registered out of band with one exact redirect URI: with
+/// `oauth.redirect_port` the login sends (and listens on) that port, and
+/// the server, which matches redirect URIs exactly, lets it through.
+fn a_configured_callback_port_is_the_redirect_uri(kind: Kind, rt: Runtime) {
+    let Some((s, fixture)) = setup(kind, "callback-port", rt, &[]) else {
+        return;
+    };
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .expect("a free port")
+        .port();
+    let s = s.with_config(&format!(
+        "[mcp.servers.fx]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\n[mcp.servers.fx.oauth]\nredirect_port = {port}\n",
+        toml_str(&fixture.url())
+    ));
+    let run = browser_login(&s).unwrap_or_else(|e| panic!("{e}\n{}", fixture.log_text()));
+    assert_eq!(run.code, Some(0), "{}", both(&run, &fixture));
+    let asked = fixture.requests(0, "authorize");
+    assert!(!asked.is_empty(), "{}", both(&run, &fixture));
+    for request in asked {
+        assert_eq!(
+            request["redirect_uri"],
+            format!("http://127.0.0.1:{port}/callback"),
+            "{}",
+            both(&run, &fixture)
+        );
+    }
+    call(&s, &fixture, "callback-port");
+}
+
 /// A person logs in through a browser, and later again (the refresh
 /// token died, say): rho's listener now has another loopback port than
 /// the one the stored client was registered with. These servers match
@@ -906,6 +936,14 @@ fn python_sdk_login_through_a_browser() {
 #[test]
 fn fastmcp_login_through_a_browser() {
     for_both(Kind::FastMcp, a_login_through_a_browser_works);
+}
+
+#[test]
+fn python_sdk_configured_callback_port_is_the_redirect_uri() {
+    for_both(
+        Kind::PythonSdk,
+        a_configured_callback_port_is_the_redirect_uri,
+    );
 }
 
 #[test]

@@ -841,7 +841,7 @@ impl AuthStatus {
                 json!({"kind": "oauth", "state": "client_credentials"})
             }
             AuthStatus::OAuth(OAuthState::Assertion(grant)) => {
-                json!({"kind": "oauth", "state": crate::grants::grant_name(*grant)})
+                json!({"kind": "oauth", "state": grant.name()})
             }
             AuthStatus::OAuth(OAuthState::LoggedIn {
                 expires_in,

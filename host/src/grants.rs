@@ -84,7 +84,7 @@ pub fn grant_kind(
     let missing = |what: &str| {
         format!(
             "server `{id}`: `oauth.grant` = \"{}\" needs {what}",
-            grant_name(oauth.grant)
+            oauth.grant.name()
         )
     };
     let assertion = &oauth.assertion;
@@ -132,16 +132,6 @@ pub fn grant_kind(
         // The person's grant, and any a newer config adds.
         _ => GrantKind::AuthorizationCode { redirect_uri },
     })
-}
-
-/// `grant`'s name in the config.
-pub fn grant_name(grant: OAuthGrant) -> &'static str {
-    match grant {
-        OAuthGrant::ClientCredentials => "client_credentials",
-        OAuthGrant::JwtBearer => "jwt_bearer",
-        OAuthGrant::IdentityAssertion => "identity_assertion",
-        _ => "authorization_code",
-    }
 }
 
 #[cfg(test)]

@@ -266,17 +266,33 @@ impl Browser {
     /// A listener for a person's browser on `127.0.0.1` and an ephemeral
     /// port, and its redirect URI; `prompt` shows the person the URL.
     pub fn person(prompt: Arc<dyn AuthorizationPrompt>) -> Result<(Self, String), String> {
-        let listener = TcpListener::bind("127.0.0.1:0")
-            .map_err(|e| format!("cannot listen for the login callback on 127.0.0.1: {e}"))?;
+        Self::person_on(prompt, None)
+    }
+
+    /// [`Browser::person`] on `port` when set (`oauth.redirect_port`: a
+    /// client registered out of band with that exact redirect URI), else
+    /// on a port the system picks. A port something else holds fails the
+    /// login at once, naming the port and the key.
+    pub fn person_on(
+        prompt: Arc<dyn AuthorizationPrompt>,
+        port: Option<u16>,
+    ) -> Result<(Self, String), String> {
+        let listener = TcpListener::bind(("127.0.0.1", port.unwrap_or(0))).map_err(|e| match port {
+            Some(port) => format!(
+                "cannot listen for the login callback on 127.0.0.1:{port} (`oauth.redirect_port`): {e}; end what holds the port, or change the key along with the client's registered redirect URI"
+            ),
+            None => format!("cannot listen for the login callback on 127.0.0.1: {e}"),
+        })?;
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         Ok((Self::Person(listener, prompt), redirect_uri(port)))
     }
 
-    /// The headless step and its redirect URI (see
-    /// [`HEADLESS_REDIRECT_PORT`]).
-    pub fn headless() -> (Self, String) {
-        (Self::Headless, redirect_uri(HEADLESS_REDIRECT_PORT))
-    }
+}
+
+/// The redirect URI a login registers before it knows its browser step:
+/// on `oauth.redirect_port` when set, else on [`HEADLESS_REDIRECT_PORT`].
+pub fn configured_redirect_uri(port: Option<u16>) -> String {
+    redirect_uri(port.unwrap_or(HEADLESS_REDIRECT_PORT))
 }
 
 /// The loopback redirect URI for `port`.
@@ -988,9 +1004,14 @@ pub fn login_server(
     };
     let challenge = probe(&login_http, &http.url, &[]).map_err(fail)?;
     let (browser, redirect_uri) = match mode {
-        LoginMode::Headless => Browser::headless(),
-        LoginMode::Person(prompt) => Browser::person(Arc::clone(prompt)).map_err(fail)?,
-        LoginMode::Never => (Browser::Never, redirect_uri(HEADLESS_REDIRECT_PORT)),
+        LoginMode::Headless => (
+            Browser::Headless,
+            configured_redirect_uri(oauth.redirect_port),
+        ),
+        LoginMode::Person(prompt) => {
+            Browser::person_on(Arc::clone(prompt), oauth.redirect_port).map_err(fail)?
+        }
+        LoginMode::Never => (Browser::Never, configured_redirect_uri(oauth.redirect_port)),
     };
     let mut settings =
         settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
@@ -1286,6 +1307,35 @@ mod tests {
         let token = login.poll_request().expect("token request");
         assert_eq!(token.url.path(), "/token");
         assert!(String::from_utf8_lossy(&token.body).contains("code=c0de"));
+    }
+
+    #[test]
+    fn a_configured_redirect_port_is_listened_on_and_a_held_one_is_named() {
+        // A port free a moment ago (the system's pick), now rho's.
+        let free = TcpListener::bind("127.0.0.1:0")
+            .and_then(|l| l.local_addr())
+            .expect("a free port")
+            .port();
+        let (browser, uri) = Browser::person_on(Arc::new(Silent), Some(free)).expect("listener");
+        let Browser::Person(listener, _) = &browser else {
+            panic!("a listener")
+        };
+        assert_eq!(listener.local_addr().expect("addr").port(), free);
+        assert_eq!(uri, format!("http://127.0.0.1:{free}/callback"));
+        // Held (by that listener): the login says which port and key.
+        let Err(error) = Browser::person_on(Arc::new(Silent), Some(free)) else {
+            panic!("a held port was listened on twice");
+        };
+        assert!(
+            error.contains(&format!("127.0.0.1:{free} (`oauth.redirect_port`)")),
+            "{error}"
+        );
+        // A login that never opens a browser registers the same URI.
+        assert_eq!(configured_redirect_uri(Some(free)), uri);
+        assert_eq!(
+            configured_redirect_uri(None),
+            redirect_uri(HEADLESS_REDIRECT_PORT)
+        );
     }
 
     #[test]

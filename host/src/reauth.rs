@@ -63,6 +63,15 @@ struct ServerLogin {
     configured: Option<(HttpConfig, OAuthConfig)>,
 }
 
+impl ServerLogin {
+    /// `oauth.redirect_port`, when the settings came from a config.
+    fn redirect_port(&self) -> Option<u16> {
+        self.configured
+            .as_ref()
+            .and_then(|(_, oauth)| oauth.redirect_port)
+    }
+}
+
 /// The [`Authorizer`] over a credential store that `rho mcp` uses: hand
 /// it to `HostServices::authorizer` (see [`crate::connect`]).
 pub struct StoreAuthorizer {
@@ -150,7 +159,7 @@ impl StoreAuthorizer {
                 http,
                 oauth,
                 None,
-                login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
+                login::configured_redirect_uri(oauth.redirect_port),
             );
             servers.insert(
                 entry.id.clone(),
@@ -215,7 +224,7 @@ impl StoreAuthorizer {
                 http,
                 oauth,
                 None,
-                login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
+                login::configured_redirect_uri(oauth.redirect_port),
             )?,
             None => server.settings.clone()?,
         };
@@ -244,7 +253,8 @@ impl StoreAuthorizer {
         let browser = match (machine, &self.mode) {
             (true, _) | (false, LoginMode::Headless) => Browser::Headless,
             (false, LoginMode::Person(prompt)) => {
-                let (browser, redirect_uri) = Browser::person(Arc::clone(prompt))?;
+                let (browser, redirect_uri) =
+                    Browser::person_on(Arc::clone(prompt), server.redirect_port())?;
                 settings.grant = GrantKind::AuthorizationCode { redirect_uri };
                 browser
             }

@@ -451,6 +451,10 @@ pub struct OAuthConfig {
     /// `dpop`: whether tokens are bound to a key of the host's (RFC 9449);
     /// `auto` (the default) where the authorization server offers ES256.
     pub dpop: crate::oauth::dpop::DpopMode,
+    /// `redirect_port`: the loopback port of the browser login's redirect
+    /// URI (`http://127.0.0.1:PORT/callback`), for a client registered
+    /// out of band with that exact URI; unset, the system picks a port.
+    pub redirect_port: Option<u16>,
 }
 
 /// A secret's place: a file or an ambient variable, never the secret.
@@ -513,6 +517,16 @@ impl OAuthGrant {
     /// Whether tokens come without a person (no browser login).
     pub fn is_unattended(self) -> bool {
         self != OAuthGrant::AuthorizationCode
+    }
+
+    /// The grant's name in the config (`grant = "..."`).
+    pub fn name(self) -> &'static str {
+        match self {
+            OAuthGrant::AuthorizationCode => "authorization_code",
+            OAuthGrant::ClientCredentials => "client_credentials",
+            OAuthGrant::JwtBearer => "jwt_bearer",
+            OAuthGrant::IdentityAssertion => "identity_assertion",
+        }
     }
 }
 

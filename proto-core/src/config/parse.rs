@@ -752,6 +752,7 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
             "idp_client_secret_from_env",
             "idp_audience",
             "dpop",
+            "redirect_port",
         ],
         "; nothing secret belongs in this table (a client secret is named by `client_secret_from_env`, a signing key by `client_key_file` or `client_key_from_env`)",
     )?;
@@ -853,11 +854,32 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
             )
         }),
     });
+    let redirect_port = match oauth.lookup("redirect_port") {
+        None => Ok(None),
+        Some((_, value)) => match value.get_ref() {
+            DeValue::Integer(integer) => i128::from_str_radix(integer.as_str(), integer.radix())
+                .ok()
+                .and_then(|n| u16::try_from(n).ok())
+                .filter(|&n| n > 0)
+                .map(Some)
+                .ok_or_else(|| {
+                    Fault::new(
+                        value.span(),
+                        format!(
+                            "`{}` must be a port from 1 to 65535, not {integer}",
+                            oauth.path_of("redirect_port")
+                        ),
+                    )
+                }),
+            _ => Err(oauth.type_fault("redirect_port", value, "a port number")),
+        },
+    };
     first_fault(&[
         client_id.as_ref().err(),
         scopes.as_ref().err(),
         grant.as_ref().err(),
         dpop.as_ref().err(),
+        redirect_port.as_ref().err(),
         secret.as_ref().err(),
         metadata_url.as_ref().err(),
         key_file.as_ref().err(),
@@ -888,7 +910,19 @@ fn read_oauth(server: &Scope<'_, '_>) -> Checked<Option<OAuthConfig>> {
         client_secret_file: secret_file?.map(|(path, _)| path),
         assertion: Box::default(),
         dpop: dpop?,
+        redirect_port: redirect_port?,
     };
+    if config.redirect_port.is_some() && config.grant.is_unattended() {
+        return Err(Fault::new(
+            server.span.clone(),
+            format!(
+                "`{}` is the browser login's callback; `{}` = \"{}\" opens no browser: drop it",
+                oauth.path_of("redirect_port"),
+                oauth.path_of("grant"),
+                config.grant.name()
+            ),
+        ));
+    }
     config.assertion = Box::new(grants::read_assertion_config(&oauth, &config)?);
     if let Some((_, span)) = &client_key {
         if config.client_secret_from_env.is_some() || config.client_secret_file.is_some() {

@@ -520,6 +520,42 @@ fn oauth_grants_secrets_by_name_and_metadata_documents() {
 }
 
 #[test]
+fn a_redirect_port_is_a_port_and_only_for_the_browser_grant() {
+    let table = |body: &str| {
+        format!(
+            "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = \"https://x.example.com/mcp\"\n[mcp.servers.r.oauth]\n{body}"
+        )
+    };
+    let config = parse_ok(&table("client_id = \"slack-app\"\nredirect_port = 8765\n"));
+    let server = config.get("r").expect("r").config.as_ref().expect("valid");
+    let Transport::StreamableHttp(http) = &server.transport else {
+        panic!("http")
+    };
+    assert_eq!(
+        http.oauth.as_ref().expect("oauth").redirect_port,
+        Some(8765)
+    );
+    for (body, says) in [
+        (
+            "redirect_port = 0\n",
+            "must be a port from 1 to 65535, not 0",
+        ),
+        (
+            "redirect_port = 70000\n",
+            "must be a port from 1 to 65535, not 70000",
+        ),
+        ("redirect_port = \"8765\"\n", "redirect_port"),
+        (
+            "grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret_from_env = \"S\"\nredirect_port = 8765\n",
+            "opens no browser: drop it",
+        ),
+    ] {
+        let (error, _) = entry_error(&table(body), "r");
+        assert!(error.message.contains(says), "{body}: {error}");
+    }
+}
+
+#[test]
 fn a_client_key_is_named_by_path_or_variable_never_inlined() {
     let table = |body: &str| {
         format!(

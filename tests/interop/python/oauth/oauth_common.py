@@ -206,6 +206,7 @@ def entry_of(endpoint, scope, body, answer, reused):
     if endpoint == "authorize":
         query = form_of(scope.get("query_string", b""))
         entry["client_id"] = query.get("client_id")
+        entry["redirect_uri"] = query.get("redirect_uri")
     elif endpoint == "register":
         try:
             entry["client_id"] = json.loads(answer["body"]).get("client_id")
