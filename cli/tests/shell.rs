@@ -339,6 +339,7 @@ both_executors!(
     tools_show_parameters_and_call_completes_argument_names,
     mcp_lists_prompts_and_resources_and_the_start_shows_counts_only,
     call_takes_both_forms_and_near_misses_say_the_closest_name,
+    reconnect_starts_one_server_again_and_leaves_the_others_alone,
 );
 
 at_two_widths!(
@@ -352,6 +353,51 @@ at_two_widths!(
     a_tool_the_server_adds_mid_session_is_announced,
     a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing,
 );
+
+/// `/reconnect <server>` closes that server's session and starts it
+/// again (a new process), the other server keeps its own, and calls reach
+/// both afterwards; a near miss says the closest name. At two widths.
+fn reconnect_starts_one_server_again_and_leaves_the_others_alone(rt: Runtime) {
+    for columns in [60, 200] {
+        let launch = Launch {
+            columns,
+            ..Launch::default()
+        };
+        let config = format!(
+            "{}{}",
+            node_server("everything", &everything_js(), &[]),
+            node_server("other", &everything_js(), &[])
+        );
+        let mut shell = Shell::launch(rt, &format!("reconnect-{columns}"), &config, &launch);
+        let before = shell.children_running("index.js");
+        assert_eq!(before.len(), 2, "{before:?}");
+        let at = shell.mark();
+        shell.keys("/reconnect everything\r");
+        shell.wait_for_after(
+            at,
+            "closed the session of server `everything` and started it again; server `everything` is ready",
+            SOON,
+        );
+        let after = shell.children_running("index.js");
+        assert_eq!(after.len(), 2, "{after:?}");
+        let kept: Vec<_> = after.iter().filter(|pid| before.contains(pid)).collect();
+        assert_eq!(
+            kept.len(),
+            1,
+            "one process kept, one new: {before:?} → {after:?}"
+        );
+        let at = shell.mark();
+        shell.keys("/call everything:echo message=again\r");
+        shell.wait_for_after(at, "Echo: again", SOON);
+        let at = shell.mark();
+        shell.keys("/call other:echo message=kept\r");
+        shell.wait_for_after(at, "Echo: kept", SOON);
+        let at = shell.mark();
+        shell.keys("/reconnect everythin\r");
+        shell.wait_for_after(at, "did you mean `everything`?", SOON);
+        assert!(shell.quit().success());
+    }
+}
 
 /// `/call` takes `<server> <tool>` as `rho mcp call` does, besides
 /// `<server>:<tool>` and the exported name; a near miss of a command, a
@@ -916,7 +962,7 @@ fn a_tool_the_server_adds_mid_session_is_announced(rt: Runtime) {
     let enabled = shell.wait_for_after(at, "extra enabled", SOON);
     shell.wait_for_after(
         enabled,
-        "server `sdk2` added tool `extra`: restart to use it",
+        "server `sdk2` added tool `extra`: `/reconnect sdk2` to use it",
         SOON,
     );
     assert!(shell.quit().success());

@@ -286,7 +286,6 @@ impl Browser {
         let port = listener.local_addr().map_err(|e| e.to_string())?.port();
         Ok((Self::Person(listener, prompt), redirect_uri(port)))
     }
-
 }
 
 /// The redirect URI a login registers before it knows its browser step:

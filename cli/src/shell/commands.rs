@@ -31,6 +31,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/tools", "exported tools [server]"),
     ("/call", "<tool or server:tool> [JSON or key=value...]"),
     ("/login", "<server>: log in with a browser and start it"),
+    (
+        "/reconnect",
+        "<server>: start it again, the others untouched",
+    ),
     ("/help", "these commands and keys"),
     ("/quit", "shut every server down and leave"),
 ];
@@ -58,6 +62,9 @@ pub(crate) enum Command {
     },
     /// `/login <server>`: a browser login, then the server starts.
     Login(String),
+    /// `/reconnect <server>`: its session closed (if it has one) and the
+    /// server started again with the config as it is now.
+    Reconnect(String),
     /// `/help`.
     Help,
     /// `/quit` (or `/exit`).
@@ -105,6 +112,10 @@ pub(crate) fn parse(line: &str) -> Command {
         "/login" => match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
             [server] => Command::Login((*server).to_owned()),
             _ => Command::Refused("usage: /login <server>".into()),
+        },
+        "/reconnect" => match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [server] => Command::Reconnect((*server).to_owned()),
+            _ => Command::Refused("usage: /reconnect <server>".into()),
         },
         "/help" | "/?" => Command::Help,
         "/quit" | "/exit" => Command::Quit,
@@ -199,7 +210,7 @@ pub(crate) fn complete(
                     .then(|| Candidate::text(format!("{command} "), p.note.clone()))
             }))
             .collect(),
-        ["/tools" | "/login"] => catalog
+        ["/tools" | "/login" | "/reconnect"] => catalog
             .servers
             .iter()
             .filter(|s| s.starts_with(word))
@@ -616,7 +627,7 @@ pub(crate) fn mention_candidates(
 pub(crate) fn help() -> String {
     let mut text = String::from("commands:\n");
     for (name, note) in COMMANDS {
-        text.push_str(&format!("  {name:<9} {note}\n"));
+        text.push_str(&format!("  {name:<10} {note}\n"));
     }
     text.push_str("  /mcp:<server>:<prompt> [arguments]  the prompt's user turn\n");
     text.push_str(
@@ -948,5 +959,13 @@ mod tests {
     fn tools_completes_server_names() {
         assert_eq!(replacements("/tools f"), ["fs"]);
         assert_eq!(replacements("/login f"), ["fs"]);
+        assert_eq!(replacements("/reconnect f"), ["fs"]);
+    }
+
+    #[test]
+    fn reconnect_takes_one_server() {
+        assert_eq!(parse("/reconnect fx"), Command::Reconnect("fx".into()));
+        assert!(matches!(parse("/reconnect"), Command::Refused(_)));
+        assert!(matches!(parse("/reconnect a b"), Command::Refused(_)));
     }
 }

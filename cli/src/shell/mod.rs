@@ -25,7 +25,7 @@
 //! messages show from the `--verbose`/`RUST_LOG` level (warning by
 //! default).
 //!
-//! List changes: a tool a server added is said with "restart to use it"
+//! List changes: a tool a server added is said with "`/reconnect` to use it"
 //! (a session's tool set is fixed); a tool it revised is said, and `/tools`
 //! and completion show its new definition; a tool it withdrew is said,
 //! and `/tools` marks it `(withdrawn)` (calling it fails with the reason).
@@ -507,13 +507,57 @@ impl Shell<'_> {
     }
 
     /// After a `/login` of server `id`: that one server is started into
-    /// the running host with the new login applied (the host library's
-    /// [`Host::start_server`]; one that was running is stopped first);
-    /// the other servers keep their sessions.
-    /// `None` when no login is waiting for its start.
+    /// the running host with the new login applied (see
+    /// [`Shell::start_one`]). `None` when no login is waiting for its
+    /// start.
     fn start_after_login(&self) -> Option<String> {
         let id = lock(&self.logged_in).take()?;
-        let id = id.as_str();
+        let (restarted, status) = self.start_one(&id);
+        Some(if restarted {
+            format!("rho: its session was closed and started again with the new login; {status}")
+        } else {
+            format!("rho: {status}")
+        })
+    }
+
+    /// `/reconnect <server>`: the server started again with the config
+    /// as it is now (stored logins applied), its old session closed
+    /// first if it has one; the other servers keep theirs. A server left
+    /// for its browser login is sent to `/login`.
+    fn reconnect(&self, id: &str) -> String {
+        if self.loaded.config.get(id).is_none() {
+            let ids = self.loaded.config.servers.iter().map(|e| e.id.as_str());
+            return rho_host::names::NameError::UnknownServer {
+                id: id.to_owned(),
+                suggestion: rho_host::names::did_you_mean(id, ids).map(str::to_owned),
+            }
+            .to_string();
+        }
+        if lock(&self.deferred).iter().any(|d| d == id) {
+            return format!(
+                "server `{}` needs a browser login first: `/login {}` logs in and starts it",
+                sanitize_line(id),
+                sanitize_line(id)
+            );
+        }
+        let (restarted, status) = self.start_one(id);
+        if restarted {
+            format!(
+                "rho: closed the session of server `{}` and started it again; {status}",
+                sanitize_line(id)
+            )
+        } else {
+            format!("rho: {status}")
+        }
+    }
+
+    /// Starts server `id` into the running host with the config prepared
+    /// again (stored logins applied, so a new login counts), through the
+    /// host library ([`Host::stop_server`], then [`Host::start_server`]):
+    /// whether it had a session that was closed first, and its status in
+    /// words. Runs on the loop's own thread: a stdio server is tied to
+    /// the thread that starts it.
+    fn start_one(&self, id: &str) -> (bool, String) {
         let mut options = self.options.clone();
         let (config, deferred) = self.starter.prepare(self.loaded, &mut options);
         let (restarted, started) = {
@@ -521,8 +565,6 @@ impl Shell<'_> {
                 .host
                 .write()
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-            // A server that was running (a login done again, to change
-            // account, say) is started again so the new login applies now.
             let restarted = host.stop_server(id);
             (restarted, host.start_server(id, &config))
         };
@@ -542,11 +584,7 @@ impl Shell<'_> {
                 sanitize_line(&why.to_string())
             ),
         };
-        Some(if restarted {
-            format!("rho: its session was closed and started again with the new login; {status}")
-        } else {
-            format!("rho: {status}")
-        })
+        (restarted, status)
     }
 
     fn catalog(&self) -> Catalog {
@@ -953,7 +991,11 @@ impl Shell<'_> {
             Command::Tools(server) => self.tools_text(server.as_deref()),
             Command::Help => commands::help(),
             Command::Refused(why) => why.clone(),
-            Command::Call { .. } | Command::Prompt(_) | Command::Login(_) | Command::Quit => {
+            Command::Call { .. }
+            | Command::Prompt(_)
+            | Command::Login(_)
+            | Command::Reconnect(_)
+            | Command::Quit => {
                 return None;
             }
         })
@@ -1141,6 +1183,16 @@ fn interactive_loop(
                                     lock(&shell.running).take();
                                     shell.out.print(&text);
                                 }));
+                            }
+                            Command::Reconnect(id) => {
+                                if lock(&shell.running).is_some() {
+                                    screen.print("a call is running; Ctrl-C cancels it");
+                                    continue;
+                                }
+                                let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
+                                screen.print(&shell.reconnect(&id));
+                                seen = shell.host().servers();
+                                seen_tools = shell.host().current_tools();
                             }
                             Command::Login(id) => {
                                 if lock(&shell.running).is_some() {
@@ -1602,6 +1654,7 @@ fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
         match command {
             Command::Quit => break,
             Command::Prompt(line) => shell.out.print(&shell.prompt(&line, stop)),
+            Command::Reconnect(id) => shell.out.print(&shell.reconnect(&id)),
             Command::Login(id) => {
                 let cancel = Arc::new(AtomicBool::new(false));
                 shell.out.print(&shell.login(&id, &cancel));

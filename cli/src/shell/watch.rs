@@ -26,7 +26,7 @@ pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String
                     .filter(|t| !old.added_tools.contains(t))
                 {
                     lines.push(format!(
-                        "server `{id}` added tool `{}`: restart to use it",
+                        "server `{id}` added tool `{}`: `/reconnect {id}` to use it",
                         sanitize_line(tool)
                     ));
                 }
@@ -51,7 +51,10 @@ pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String
                 }
             }
             (ServerStatus::Ready(_), ServerStatus::Failed { error }) => {
-                lines.push(format!("server `{id}` failed: {}", sanitize_line(error)));
+                lines.push(format!(
+                    "server `{id}` failed: {} (`/reconnect {id}` starts it again)",
+                    sanitize_line(error)
+                ));
             }
             _ => {}
         }
@@ -123,7 +126,7 @@ mod tests {
         assert_eq!(
             changes(&before, &after),
             [
-                "server `x` added tool `extra`: restart to use it",
+                "server `x` added tool `extra`: `/reconnect x` to use it",
                 "server `x` withdrew tool `old`"
             ]
         );
