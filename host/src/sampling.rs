@@ -81,6 +81,9 @@ impl Model for CommandModel {
         // On Linux the model dies with rho, whatever ends rho.
         #[cfg(any(target_os = "linux", target_os = "android"))]
         rho_os::process::die_with_parent(&mut command);
+        // On Windows it starts suspended, and runs once in its Job Object.
+        #[cfg(windows)]
+        rho_os::process::start_suspended(&mut command);
         let mut child = command
             .args(args)
             .env("RHO_SAMPLING_SYSTEM_PROMPT", system)

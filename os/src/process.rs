@@ -96,7 +96,18 @@ pub fn prepare_command(
     }
     #[cfg(any(target_os = "linux", target_os = "android"))]
     die_with_parent(&mut command);
+    #[cfg(windows)]
+    start_suspended(&mut command);
     Ok((command, program))
+}
+
+/// Has `command` start its process suspended, until [`ProcessGroup::of`]
+/// has put it in its Job Object and resumes it: nothing it starts can
+/// escape the job. A child started so must get its group (or be killed).
+#[cfg(windows)]
+pub fn start_suspended(command: &mut Command) {
+    use std::os::windows::process::CommandExt;
+    command.creation_flags(windows_sys::Win32::System::Threading::CREATE_SUSPENDED);
 }
 
 /// Starts `command` (from [`prepare_command`], which found `program`) for
@@ -153,7 +164,9 @@ pub struct ProcessGroup {
 
 impl ProcessGroup {
     /// The group of a child [`prepare_command`] prepared: on Windows a new
-    /// Job Object with the child in it.
+    /// Job Object with the child in it, then the child resumed (it was
+    /// created suspended). A child that cannot be contained is not resumed:
+    /// kill it.
     pub fn of(child: &Child) -> std::io::Result<Self> {
         Ok(Self {
             pid: child.id(),
