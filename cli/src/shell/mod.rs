@@ -465,13 +465,8 @@ impl Shell<'_> {
                 sanitize_line(id)
             );
         }
-        if self.loaded.config.get(id).is_none() {
-            let ids = self.loaded.config.servers.iter().map(|e| e.id.as_str());
-            return rho_host::names::NameError::UnknownServer {
-                id: id.to_owned(),
-                suggestion: rho_host::names::did_you_mean(id, ids).map(str::to_owned),
-            }
-            .to_string();
+        if let Some(unknown) = self.unknown_server(id) {
+            return unknown;
         }
         let Some(store) = rho_host::credentials::FileStore::default_location() else {
             return LoginError::NoStore.to_string();
@@ -520,18 +515,26 @@ impl Shell<'_> {
         })
     }
 
+    /// Why `id` names no configured server (with the closest that does),
+    /// or `None` when it names one.
+    fn unknown_server(&self, id: &str) -> Option<String> {
+        self.loaded.config.get(id).is_none().then(|| {
+            let ids = self.loaded.config.servers.iter().map(|e| e.id.as_str());
+            rho_host::names::NameError::UnknownServer {
+                id: id.to_owned(),
+                suggestion: rho_host::names::did_you_mean(id, ids).map(str::to_owned),
+            }
+            .to_string()
+        })
+    }
+
     /// `/reconnect <server>`: the server started again with the config
     /// as it is now (stored logins applied), its old session closed
     /// first if it has one; the other servers keep theirs. A server left
     /// for its browser login is sent to `/login`.
     fn reconnect(&self, id: &str) -> String {
-        if self.loaded.config.get(id).is_none() {
-            let ids = self.loaded.config.servers.iter().map(|e| e.id.as_str());
-            return rho_host::names::NameError::UnknownServer {
-                id: id.to_owned(),
-                suggestion: rho_host::names::did_you_mean(id, ids).map(str::to_owned),
-            }
-            .to_string();
+        if let Some(unknown) = self.unknown_server(id) {
+            return unknown;
         }
         if lock(&self.deferred).iter().any(|d| d == id) {
             return format!(
