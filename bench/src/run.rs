@@ -838,26 +838,12 @@ fn clients(env: &Env) -> Vec<&'static str> {
 
 /// `bench counted`: only the counted section, printed as markdown.
 pub fn counted_only() {
-    let self_exe = std::env::current_exe().expect("own path");
-    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).expect("temp dir");
-    let env = Env {
-        self_exe,
-        rho_bin: None,
-        ts: false,
-        python: None,
-        rmcp: cfg!(feature = "rmcp"),
-        tmp,
-    };
+    let env = env_alone(None);
     let mut results = Results::default();
     results.counted = counted(&Options::parse(&[]), &env, &mut results.notes);
     let mut md = String::new();
     crate::report::counted(&mut md, &results);
-    println!("{md}");
-    for note in &results.notes {
-        println!("- {note}");
-    }
-    let _ = std::fs::remove_dir_all(&env.tmp);
+    print_alone(&md, &results, &env);
 }
 
 /// Instructions and system calls per call of every Rust client over stdio
@@ -1655,43 +1641,18 @@ fn one_server(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<OneS
 /// and at which commit it ran apart from the rest: memory figures do
 /// not depend on the machine's load, so the section can be re-run alone.
 pub fn one_server_only(args: &[String]) {
-    let write = match args {
-        [] => false,
-        [flag] if flag == "--write" => true,
-        _ => {
-            eprintln!("usage: bench one-server [--write]");
-            std::process::exit(2);
-        }
-    };
-    let self_exe = std::env::current_exe().expect("own path");
-    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).expect("temp dir");
-    let env = Env {
-        self_exe,
-        rho_bin: None,
-        ts: false,
-        python: None,
-        rmcp: cfg!(feature = "rmcp"),
-        tmp,
-    };
+    let write = write_flag("one-server", args);
+    let env = env_alone(None);
     let mut results = Results::default();
     results.one_server = one_server(&Options::parse(&[]), &env, &mut results.notes);
     let mut md = String::new();
     crate::report::one_server(&mut md, &results);
-    println!("{md}");
-    for note in &results.notes {
-        println!("- {note}");
-    }
     if write {
-        let info = machine(&env);
-        let ran = format!(
-            "Re-run alone (`bench one-server --write`) at {}, {}.\n",
-            info.get("rho_commit").map_or("?", String::as_str),
-            info.get("date").map_or("?", String::as_str),
-        );
-        splice_one_server(&md, &ran, &results.one_server);
+        let section = splice_section(&md, "one-server", &env, "\n### 5b.", "\n#");
+        write_results(&[("one_server", serde_json::to_value(&results.one_server))]);
+        eprintln!("wrote {section} of BENCHMARKS.md and one_server in bench/results.json");
     }
-    let _ = std::fs::remove_dir_all(&env.tmp);
+    print_alone(&md, &results, &env);
 }
 
 /// `bench memory [--write]`: only section 5 above 5b (the CLI's peak RSS
@@ -1702,14 +1663,7 @@ pub fn one_server_only(args: &[String]) {
 /// size do not depend on the machine's load, so it can be re-run alone
 /// (the startup times it also takes are not written).
 pub fn memory_only(args: &[String]) {
-    let write = match args {
-        [] => false,
-        [flag] if flag == "--write" => true,
-        _ => {
-            eprintln!("usage: bench memory [--write]");
-            std::process::exit(2);
-        }
-    };
+    let write = write_flag("memory", args);
     let root = repo_root();
     eprintln!("building rho (cargo build --release -p rho-cli)");
     let built = Command::new("cargo")
@@ -1721,90 +1675,98 @@ pub fn memory_only(args: &[String]) {
         eprintln!("bench memory: building rho failed");
         std::process::exit(1);
     }
-    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
-    std::fs::create_dir_all(&tmp).expect("temp dir");
-    let env = Env {
-        self_exe: std::env::current_exe().expect("own path"),
-        rho_bin: Some(root.join("target/release/rho")),
-        ts: false,
-        python: None,
-        rmcp: cfg!(feature = "rmcp"),
-        tmp,
-    };
+    let env = env_alone(Some(root.join("target/release/rho")));
     let mut results = Results::default();
     (_, results.memory) = startup(&Options::parse(&[]), &env, &mut results.notes);
     results.size = size(&env);
     let mut md = String::new();
     crate::report::memory_and_size(&mut md, &results);
+    if write {
+        let section = splice_section(&md, "memory", &env, "\n## 5. Memory and size", "\n### 5b.");
+        write_results(&[
+            ("memory", serde_json::to_value(&results.memory)),
+            ("size", serde_json::to_value(&results.size)),
+        ]);
+        eprintln!("wrote {section} of BENCHMARKS.md and memory, size in bench/results.json");
+    }
+    print_alone(&md, &results, &env);
+}
+
+/// Whether a section run alone (`bench COMMAND [--write]`) writes.
+fn write_flag(command: &str, args: &[String]) -> bool {
+    match args {
+        [] => false,
+        [flag] if flag == "--write" => true,
+        _ => {
+            eprintln!("usage: bench {command} [--write]");
+            std::process::exit(2);
+        }
+    }
+}
+
+/// The surroundings of a section run alone: no client but rho's own and
+/// rmcp's, a scratch directory of its own.
+fn env_alone(rho_bin: Option<PathBuf>) -> Env {
+    let tmp = std::env::temp_dir().join(format!("rho-bench-{}", std::process::id()));
+    std::fs::create_dir_all(&tmp).expect("temp dir");
+    Env {
+        self_exe: std::env::current_exe().expect("own path"),
+        rho_bin,
+        ts: false,
+        python: None,
+        rmcp: cfg!(feature = "rmcp"),
+        tmp,
+    }
+}
+
+/// Prints a section run alone and its notes, and removes its scratch.
+fn print_alone(md: &str, results: &Results, env: &Env) {
     println!("{md}");
     for note in &results.notes {
         println!("- {note}");
     }
-    if write {
-        let info = machine(&env);
-        let ran = format!(
-            "Re-run alone (`bench memory --write`) at {}, {}.\n",
-            info.get("rho_commit").map_or("?", String::as_str),
-            info.get("date").map_or("?", String::as_str),
-        );
-        splice_memory(&md, &ran, &results);
-    }
     let _ = std::fs::remove_dir_all(&env.tmp);
 }
 
-/// Puts a re-run of section 5 (above 5b) in place of the old one in
-/// BENCHMARKS.md, and its figures in results.json.
-fn splice_memory(section: &str, ran: &str, results: &Results) {
+/// Puts `section` (run alone by `bench COMMAND --write`) in place of the
+/// BENCHMARKS.md text from the line starting `from` to the next line
+/// starting `until`, saying when and at which commit it ran; returns the
+/// section's heading for the message.
+fn splice_section(section: &str, command: &str, env: &Env, from: &str, until: &str) -> String {
+    let info = machine(env);
+    let ran = format!(
+        "Re-run alone (`bench {command} --write`) at {}, {}.\n",
+        info.get("rho_commit").map_or("?", String::as_str),
+        info.get("date").map_or("?", String::as_str),
+    );
     let path = repo_root().join("BENCHMARKS.md");
     let old = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
     let start = old
-        .find("\n## 5. Memory and size")
-        .expect("BENCHMARKS.md has a section 5 (run the whole bench once)");
-    let end = old[start..]
-        .find("\n### 5b.")
-        .map_or(old.len(), |at| start + at);
-    let body = section.trim_start_matches('\n').trim_end();
-    let new = format!("{}\n{body}\n\n{ran}{}", &old[..start], &old[end..]);
-    std::fs::write(&path, new).expect("write BENCHMARKS.md");
-    let json_path = bench_dir().join("results.json");
-    let mut json: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&json_path).expect("read results.json"))
-            .expect("results.json is JSON");
-    json["memory"] = serde_json::to_value(&results.memory).expect("serialize");
-    json["size"] = serde_json::to_value(&results.size).expect("serialize");
-    std::fs::write(
-        &json_path,
-        serde_json::to_string_pretty(&json).expect("serialize") + "\n",
-    )
-    .expect("write results.json");
-    eprintln!("wrote section 5 of BENCHMARKS.md and memory, size in bench/results.json");
-}
-
-/// Puts a re-run of section 5b in place of the old one in BENCHMARKS.md,
-/// and its figures in results.json.
-fn splice_one_server(section: &str, ran: &str, stats: &[OneServerStat]) {
-    let path = repo_root().join("BENCHMARKS.md");
-    let old = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
-    let start = old
-        .find("\n### 5b.")
-        .expect("BENCHMARKS.md has a section 5b (run the whole bench once)");
+        .find(from)
+        .unwrap_or_else(|| panic!("BENCHMARKS.md has no {from:?} (run the whole bench once)"));
     let end = old[start + 1..]
-        .find("\n#")
+        .find(until)
         .map_or(old.len(), |at| start + 1 + at);
     let body = section.trim_start_matches('\n').trim_end();
     let new = format!("{}\n{body}\n\n{ran}{}", &old[..start], &old[end..]);
     std::fs::write(&path, new).expect("write BENCHMARKS.md");
+    from.trim_start_matches('\n').to_owned()
+}
+
+/// Replaces `keys` of bench/results.json with a section's new figures.
+fn write_results(keys: &[(&str, serde_json::Result<serde_json::Value>)]) {
     let json_path = bench_dir().join("results.json");
     let mut json: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(&json_path).expect("read results.json"))
             .expect("results.json is JSON");
-    json["one_server"] = serde_json::to_value(stats).expect("serialize");
+    for (key, value) in keys {
+        json[*key] = value.as_ref().expect("serialize").clone();
+    }
     std::fs::write(
         &json_path,
         serde_json::to_string_pretty(&json).expect("serialize") + "\n",
     )
     .expect("write results.json");
-    eprintln!("wrote section 5b of BENCHMARKS.md and one_server in bench/results.json");
 }
 
 fn size(env: &Env) -> Vec<SizeStat> {
