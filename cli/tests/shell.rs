@@ -663,6 +663,32 @@ fn history_survives_the_session(rt: Runtime) {
     assert_eq!(mode & 0o077, 0, "history is the owner's only");
 }
 
+/// `rho mcp shell` with `commands` written to its piped stdin, which is
+/// then closed (the end of input ends the shell, as `/quit` does).
+fn fed_shell(
+    scene: &Scene,
+    rt: Runtime,
+    stdout: impl Into<Stdio>,
+    stderr: impl Into<Stdio>,
+    commands: &[u8],
+) -> std::process::Child {
+    let mut child = scene
+        .command()
+        .args(["--runtime", rt.name(), "mcp", "shell"])
+        .stdin(Stdio::piped())
+        .stdout(stdout)
+        .stderr(stderr)
+        .spawn()
+        .expect("start rho mcp shell");
+    child
+        .stdin
+        .take()
+        .expect("stdin")
+        .write_all(commands)
+        .expect("write the commands");
+    child
+}
+
 both_executors!(commands_from_a_pipe_run_in_turn_with_plain_output);
 
 fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
@@ -671,20 +697,13 @@ fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
         &everything_js(),
         &[],
     ));
-    let mut child = scene
-        .command()
-        .args(["--runtime", rt.name(), "mcp", "shell"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rho mcp shell");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(b"/doctor\n/call everything:echo message=piped\n/call nosuch:tool\nhello\n")
-        .expect("write the commands");
+    let child = fed_shell(
+        &scene,
+        rt,
+        Stdio::piped(),
+        Stdio::piped(),
+        b"/doctor\n/call everything:echo message=piped\n/call nosuch:tool\nhello\n",
+    );
     // End of input ends the shell, as /quit does.
     let output = child.wait_with_output().expect("rho mcp shell runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -715,20 +734,7 @@ fn printed_lines_are_broken_to_fit_only_on_a_terminal(rt: Runtime) {
     ));
     let commands = b"/call everything:echo\n";
     // Into a pipe: whole lines.
-    let mut child = scene
-        .command()
-        .args(["--runtime", rt.name(), "mcp", "shell"])
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start rho mcp shell");
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(commands)
-        .expect("write the commands");
+    let child = fed_shell(&scene, rt, Stdio::piped(), Stdio::piped(), commands);
     let output = child.wait_with_output().expect("rho mcp shell runs");
     assert!(output.status.success(), "{output:?}");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -741,21 +747,8 @@ fn printed_lines_are_broken_to_fit_only_on_a_terminal(rt: Runtime) {
     // Onto a 60-column terminal (stdin still a pipe): broken between
     // words to fit.
     let pty = Pty::sized(60, 50);
-    let mut child = scene
-        .command()
-        .args(["--runtime", rt.name(), "mcp", "shell"])
-        .stdin(Stdio::piped())
-        .stdout(pty.slave())
-        .stderr(pty.slave())
-        .spawn()
-        .expect("start rho mcp shell");
+    let mut child = fed_shell(&scene, rt, pty.slave(), pty.slave(), commands);
     let (mut screen, _keyboard) = pty.record();
-    child
-        .stdin
-        .take()
-        .expect("stdin")
-        .write_all(commands)
-        .expect("write the commands");
     assert!(child.wait().expect("rho mcp shell runs").success());
     let shown = screen
         .closed(SOON)
