@@ -502,7 +502,6 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use rho_proto_core::host::RuntimeOptions;
-    use rho_proto_core::session::DISCOVER_WAIT;
     use serde_json::json;
     use smol::{Executor, Timer};
 
@@ -618,10 +617,10 @@ process.stdin.on('data', (chunk) => {
         let big = "x".repeat(1024 * 1024);
         let arguments = json!({ "big": big });
         let expected = arguments.to_string().len().to_string();
-        // Well before the timer still set for the startup's `server/discover`
-        // probe (3 s after the start) fires early and runs the task anyway:
-        // the answer is in only if the caller woke the task for the rest.
-        let wait = DISCOVER_WAIT - Duration::from_millis(500);
+        // A ready stdio session keeps no timer that would run the task
+        // anyway (no ping, no probe): the answer is in within this bound
+        // only if the caller woke the task for the rest.
+        let wait = Duration::from_millis(2500);
         let result = block_on(
             &executor,
             within(wait, runtime.call_tool("mcp__t__echo", arguments)),

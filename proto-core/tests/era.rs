@@ -15,7 +15,7 @@ use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::http::{HttpFailure, HttpOptions, HttpRequest};
 use rho_proto_core::session::{
     CallError, CancelNotice, CloseReason, Event, MIN_FRESHNESS, PeerError, SessionOptions,
-    SessionState, Timer,
+    SessionState,
 };
 use rho_proto_core::wire::jsonrpc::Message;
 use serde_json::{Value, json};
@@ -316,29 +316,130 @@ fn a_server_refusing_the_probe_and_the_early_initialize_gets_a_plain_one() {
     assert!(h.ready(), "{:?}", h.events);
 }
 
+/// A modern server that starts slowly (the TypeScript SDK 2.x on a cold
+/// `npx`): nothing for 5 s, then -32601 to the early `initialize`, then its
+/// discovery result. The refusal says "modern", so the probe is waited for;
+/// no timer took the server for a 2025 one meanwhile.
 #[test]
-fn a_silent_probe_falls_back_after_its_wait_and_a_late_discovery_result_still_wins() {
+fn a_modern_server_that_answers_only_after_five_seconds_is_found_by_its_probe() {
+    for discover_first in [false, true] {
+        let mut h = Stdio::new(options());
+        assert_eq!(
+            h.session.poll_timeout(),
+            Some(h.start + Duration::from_secs(10)),
+            "silence is waited out only by the startup budget"
+        );
+        h.now += Duration::from_secs(5);
+        h.session.handle_timeout(h.now);
+        h.drain();
+        assert_eq!(h.methods(), ["server/discover", "initialize"], "no guess");
+        if discover_first {
+            h.reply(0, discover_result(json!([MODERN]), json!({"tools": {}})));
+            h.error(1, -32601, json!(null));
+        } else {
+            h.error(1, -32601, json!(null));
+            assert_eq!(h.session.state(), SessionState::Starting);
+            assert_eq!(
+                h.session.poll_timeout(),
+                Some(h.start + Duration::from_secs(10)),
+                "a modern refusal arms no shorter wait"
+            );
+            h.now += Duration::from_secs(2);
+            h.reply(0, discover_result(json!([MODERN]), json!({"tools": {}})));
+        }
+        let (list, method, _) = h.last_request();
+        assert_eq!(method, "tools/list");
+        h.reply(list, tools_page(&["echo"], 0));
+        assert!(h.ready(), "{:?}", h.events);
+        assert!(h.session.is_stateless());
+        assert_no_peer_errors(&h.events);
+        let inits = h.methods().iter().filter(|m| *m == "initialize").count();
+        assert_eq!(inits, 1, "never a second initialize: {:?}", h.methods());
+    }
+}
+
+/// Refusals that say the server does not know the method or the version,
+/// in whatever code or words, all wait for the probe.
+#[test]
+fn every_refusal_that_says_modern_waits_for_the_probe() {
+    for (code, message) in [
+        (-32601, "no"),
+        (-32022, "no"),
+        (-32021, "no"),
+        (-32600, "Method not found: initialize"),
+        (-32603, "Unsupported protocol version"),
+    ] {
+        let mut h = Stdio::new(options());
+        h.now += Duration::from_secs(4);
+        h.say(json!({"jsonrpc": "2.0", "id": 1, "error": {"code": code, "message": message}}));
+        assert_eq!(
+            h.session.poll_timeout(),
+            Some(h.start + Duration::from_secs(10)),
+            "{code} {message}"
+        );
+        h.wait_until(h.start + Duration::from_secs(9));
+        assert_eq!(h.methods(), ["server/discover", "initialize"]);
+        h.reply(0, discover_result(json!([MODERN]), json!({})));
+        assert!(h.ready(), "{code} {message}: {:?}", h.events);
+    }
+}
+
+/// A server silent to both fails at the end of its startup budget, saying
+/// what it was waiting for, and was never sent a guess.
+#[test]
+fn a_silent_server_fails_at_its_startup_budget_waiting_for_discovery() {
     let mut h = Stdio::new(options());
-    assert_eq!(h.session.timeout_reason(), Some(Timer::Request));
+    h.wait_until(h.start + Duration::from_secs(10));
+    let Some(CloseReason::StartupTimeout { waiting_for, .. }) = h.closed() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(waiting_for.contains("server/discover"), "{waiting_for}");
+    assert_eq!(h.methods(), ["server/discover", "initialize"]);
+}
+
+/// A 2025 server that refuses the early `initialize` for its envelope
+/// (without saying "modern") and ignores the probe gets a plain
+/// `initialize` after the probe's short wait; a late discovery result
+/// would still win.
+#[test]
+fn an_early_initialize_refused_for_another_reason_gets_a_plain_one_after_the_wait() {
+    let mut h = Stdio::new(options());
+    h.now += Duration::from_secs(1);
+    h.error(1, -32602, json!(null));
     let wait = h.session.poll_timeout().expect("the probe's wait");
-    assert_eq!(wait, h.start + Duration::from_secs(3));
+    assert_eq!(wait, h.now + Duration::from_secs(3));
+    h.wait_until(wait);
+    let (id, method, params) = h.last_request();
+    assert_eq!((id, method.as_str()), (2, "initialize"));
+    assert!(params.get("_meta").is_none(), "{params}");
+    h.reply(
+        2,
+        json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),
+    );
+    assert!(h.ready(), "{:?}", h.events);
+    assert!(!h.session.is_stateless());
+    h.error(0, -32601, json!(null));
+    assert_no_peer_errors(&h.events);
+}
+
+#[test]
+fn a_late_probe_after_a_refused_early_initialize_still_makes_the_server_stateless() {
+    let mut h = Stdio::new(options());
+    h.error(1, -32602, json!(null));
+    let wait = h.session.poll_timeout().expect("wait");
     h.wait_until(wait);
     assert_eq!(h.last_request().1, "initialize");
-    // A slow modern server answers the probe now: it is stateless after all.
     h.reply(0, discover_result(json!([MODERN]), json!({})));
     assert!(h.ready(), "{:?}", h.events);
     assert!(h.session.is_stateless());
-    // Its error to the initialize it was sent meanwhile is dropped quietly.
-    h.error(1, -32601, json!(null));
+    h.error(2, -32601, json!(null));
     assert_no_peer_errors(&h.events);
-    assert_eq!(h.session.state(), SessionState::Ready);
 }
 
 #[test]
 fn a_late_probe_error_after_the_handshake_answered_is_dropped_quietly() {
     let mut h = Stdio::new(options());
-    let wait = h.session.poll_timeout().expect("wait");
-    h.wait_until(wait);
+    h.now += Duration::from_secs(5);
     h.reply(
         1,
         json!({"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "old", "version": "1"}}),

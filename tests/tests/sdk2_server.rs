@@ -372,6 +372,29 @@ fn a_tool_list_change_is_applied(over: Over, runtime: &Host) {
     );
 }
 
+/// A 2026-only stdio server that answers nothing for its first 5 s (the
+/// TypeScript SDK 2.x on a cold `npx -y`): its -32601 to the early
+/// `initialize` says it is modern, so rho waits for its discovery result
+/// and it is ready in the 2026 era. Before, a 3 s timer took it for a 2025
+/// server and its -32601 failed the handshake.
+fn a_modern_server_that_starts_after_five_seconds_is_ready<R: TestRuntime>() {
+    let mut table = node_server("sdk", &sdk2_js(), &["stdio"]);
+    table.push_str("env = { SDK2_START_DELAY_MS = \"5000\" }\n");
+    let started = Instant::now();
+    let runtime = R::start(&parse_config(&table), options_with(&[]));
+    let report = ready(&runtime);
+    assert!(
+        started.elapsed() >= Duration::from_secs(5),
+        "the fixture's delay held"
+    );
+    assert_eq!(report.protocol_version, "2026-07-28");
+    let echo = runtime
+        .call_server_tool("sdk", "echo", json!({"message": "late"}))
+        .expect("echo succeeds");
+    assert_eq!(echo.text(), "Echo: late");
+    runtime.shutdown();
+}
+
 /// The list is fresh for ten minutes, so no re-listing on a call finds
 /// the change: only the `subscriptions/listen` stream tells rho.
 fn a_tool_list_change_arrives_through_subscriptions_listen<R: TestRuntime>() {
@@ -392,4 +415,5 @@ both_executors!(
     declined_and_dismissed_forms,
     rounds_up_to_the_bound_and_no_further,
     a_tool_list_change_arrives_through_subscriptions_listen,
+    a_modern_server_that_starts_after_five_seconds_is_ready,
 );

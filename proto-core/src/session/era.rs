@@ -12,11 +12,19 @@
 //! | -32022 listing a stateless version rho speaks | probe again with it, once |
 //! | -32022 listing only handshake versions | handshake, offering the newest |
 //! | -32022 listing nothing rho speaks, -32020, -32021 | the server is modern and refused: fail in words |
-//! | any other error, an unreadable answer, no answer in the probe's wait | handshake (2025-11-25) |
+//! | any other error, an unreadable answer | handshake (2025-11-25) |
 //!
 //! The fallback is never keyed to one error code: legacy servers answer an
 //! unknown pre-`initialize` request with whatever they like, or not at all.
 //! It shares the session's startup budget.
+//!
+//! On stdio an `initialize` goes right behind the probe, and a timer never
+//! decides the era: an answer does. A handshake result to it means 2025
+//! (a server that ignores the probe is ready at once); a refusal that says
+//! the method or version is unknown ([`refusal_says_modern`]) means the
+//! probe's answer is coming and is waited for, however slowly the server
+//! starts (the TypeScript SDK 2.x on a cold `npx`); only a refusal that
+//! says neither gives the probe a short wait before a plain `initialize`.
 //!
 //! In the stateless era every request carries [`ModernMeta`] in its
 //! `_meta`: there is no `initialize`, no `notifications/initialized`, no
@@ -28,6 +36,7 @@ use crate::wire::jsonrpc::ErrorObject;
 use crate::wire::protocol::{
     DiscoverResult, LATEST_PROTOCOL_VERSION, MODERN_PROTOCOL_VERSIONS, ModernMeta,
     SUPPORTED_PROTOCOL_VERSIONS, UnsupportedVersion, code, describe_error, is_modern,
+    is_modern_error,
 };
 
 /// The era a session is in.
@@ -161,6 +170,22 @@ fn discover_result_outcome(value: &Value) -> ProbeOutcome {
         MODERN_PROTOCOL_VERSIONS.join(", "),
         SUPPORTED_PROTOCOL_VERSIONS.join(", ")
     ))
+}
+
+/// Whether a refusal of `initialize` says the server is a modern one: it
+/// does not know the method (-32601, or words to that effect), or not the
+/// version or capabilities its envelope carried (-32022, -32021). A 2025
+/// server answers `initialize` with its handshake, so such a refusal means
+/// the `server/discover` answer is coming, however slowly the server
+/// starts, and is waited for within the startup budget.
+pub(crate) fn refusal_says_modern(error: &ErrorObject) -> bool {
+    if error.code == code::METHOD_NOT_FOUND || is_modern_error(error) {
+        return true;
+    }
+    let message = error.message.to_ascii_lowercase();
+    ["method not found", "unknown method", "protocol version"]
+        .iter()
+        .any(|words| message.contains(words))
 }
 
 /// The `_meta` entries of every request at `version`, as a map to merge.

@@ -65,29 +65,44 @@ impl Session {
         self.era = era;
     }
 
-    /// Sends the `server/discover` probe offering `offered`. On stdio it
-    /// waits [`SessionOptions::discover_wait`] (at most half of what is
-    /// left of the startup budget) before falling back; on HTTP it shares
-    /// the startup deadline.
+    /// Sends the `server/discover` probe offering `offered`, under the
+    /// startup deadline: a timer never decides the era, an answer does.
+    /// On stdio the first probe has an early `initialize` behind it.
     pub(super) fn send_probe(&mut self, now: Instant, offered: &'static str, retried: bool) {
         self.set_stateless(Era::Probing { offered, retried });
         let startup = self.startup_deadline().unwrap_or(now);
-        let (deadline, budget) = match self.options.discover_wait {
-            Some(wait) => {
-                let wait = wait.min(startup.saturating_duration_since(now) / 2);
-                (now + wait, wait)
-            }
-            None => (startup, self.options.startup_timeout),
-        };
         self.send_request(
             Purpose::Discover,
             "server/discover",
             None::<&Value>,
-            deadline,
-            budget,
+            startup,
+            self.options.startup_timeout,
         );
         if self.options.discover_wait.is_some() && !retried {
             self.send_early_initialize();
+        }
+    }
+
+    /// The early `initialize` was refused without saying the server is a
+    /// modern one (an invalid-params error for its envelope, say): the
+    /// probe now gets [`SessionOptions::discover_wait`] (at most half of
+    /// what is left of the startup budget) before a plain `initialize`
+    /// goes. This is the one case where the server's silence is read:
+    /// one answer already came, and it did not say "modern".
+    fn arm_probe_wait(&mut self, now: Instant) {
+        let (Some(wait), Some(probe)) = (self.options.discover_wait, self.probe_request()) else {
+            return;
+        };
+        let startup = self.startup_deadline().unwrap_or(now);
+        let wait = wait.min(startup.saturating_duration_since(now) / 2);
+        let deadline = now + wait;
+        if let Some(p) = self.pending.get_mut(&probe.0) {
+            if deadline < p.deadline {
+                self.deadlines.remove(&(p.deadline, probe.0));
+                p.deadline = deadline;
+                p.budget = wait;
+                self.deadlines.insert((deadline, probe.0));
+            }
         }
     }
 
@@ -247,11 +262,14 @@ impl Session {
             // The early `initialize` was answered before the probe.
             if !matches!(&reply, Ok(value) if InitializeResult::from_value(value).is_ok()) {
                 // A modern server refusing it: the probe decides.
-                let why = match &reply {
-                    Ok(_) => "not a handshake result".to_owned(),
-                    Err(error) => error.to_string(),
+                let (why, modern) = match &reply {
+                    Ok(_) => ("not a handshake result".to_owned(), false),
+                    Err(error) => (error.to_string(), era::refusal_says_modern(error)),
                 };
                 self.early_init = EarlyInit::Refused(why);
+                if !modern {
+                    self.arm_probe_wait(now);
+                }
                 return;
             }
             // A 2025 server (one that ignores the probe, or has not

@@ -120,8 +120,10 @@ pub const MAX_TOOL_PAGES: usize = 1000;
 /// arguments, and the newline after it, fit without a reallocation.
 const REQUEST_CAPACITY: usize = 256;
 
-/// How long a stdio `server/discover` probe waits before the session falls
-/// back to `initialize` (at most half the startup budget).
+/// How long a stdio `server/discover` probe still waits, once the early
+/// `initialize` was refused without saying the server is modern, before a
+/// plain `initialize` goes (at most half of what is left of the startup
+/// budget). Silence alone never ends the probe before the startup budget.
 pub const DISCOVER_WAIT: Duration = Duration::from_secs(3);
 
 /// The least time a 2026-era list counts as fresh, whatever its `ttlMs`.
@@ -729,6 +731,11 @@ impl Session {
         }
         if self.timers.is_due(Timer::Startup, now) {
             let waiting_for = match self.phase {
+                // On stdio an `initialize` is out beside the probe, and
+                // neither was answered.
+                Phase::Probing if matches!(self.early_init, EarlyInit::Pending(_)) => {
+                    "waiting for the server/discover or initialize response"
+                }
                 Phase::Probing => "waiting for the server/discover response",
                 Phase::Initializing => "waiting for the initialize response",
                 _ => "listing tools",

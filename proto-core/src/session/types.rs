@@ -37,11 +37,13 @@ pub struct SessionOptions {
     /// [`super::DEFAULT_STATELESS_LOG_LEVEL`] when `None`, since servers of
     /// that era log nothing unasked).
     pub log_level: Option<LogLevel>,
-    /// How long the `server/discover` probe waits for an answer before the
-    /// session takes the server for a legacy one that ignores unknown
-    /// requests and sends `initialize` (stdio; a late discovery result
-    /// still wins). `None`: wait out the startup budget (HTTP, where every
-    /// request gets an answer).
+    /// Stdio: an `initialize` goes right behind the `server/discover`
+    /// probe, and when that `initialize` is refused without saying the
+    /// server is modern, the probe waits this long more before a plain
+    /// `initialize` goes (a late discovery result still wins). Silence
+    /// alone never decides the era. `None`: no early `initialize`, the
+    /// probe alone within the startup budget (HTTP, where every request
+    /// gets an answer).
     pub discover_wait: Option<Duration>,
     /// Leave out tools whose `x-mcp-header` annotations are invalid, as
     /// the 2026 Streamable HTTP transport must (set by
