@@ -77,8 +77,12 @@ impl Harness {
     }
 
     fn fail(&mut self, method: &str) {
+        self.fail_with(method, -32603);
+    }
+
+    fn fail_with(&mut self, method: &str, code: i64) {
         let (id, _) = self.request(method);
-        self.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "nope"}}));
+        self.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": "nope"}}));
     }
 
     fn initialize(&mut self, capabilities: Value) {
@@ -167,6 +171,54 @@ fn undeclared_lists_are_never_asked_for() {
     }
     let catalog = h.ready_catalog();
     assert!(!catalog.prompts.offered && !catalog.resources.offered);
+}
+
+/// The Puppeteer and Kubernetes servers declare resources and answer
+/// `resources/templates/list` with -32601: a listing the server does not
+/// implement holds nothing, and no failure is shown for it.
+#[test]
+fn a_listing_answered_method_not_found_is_empty_not_failed() {
+    for method in ["prompts/list", "resources/list", "resources/templates/list"] {
+        let mut h = Harness::latest();
+        h.initialize(json!({"tools": {}, "prompts": {}, "resources": {}}));
+        h.answer("tools/list", json!({"tools": []}));
+        for other in ["prompts/list", "resources/list", "resources/templates/list"] {
+            if other == method {
+                h.fail_with(method, -32601);
+            } else if other == "resources/list" {
+                h.answer(other, json!({"resources": [{"uri": "a://b", "name": "b"}]}));
+            } else if other == "prompts/list" {
+                h.answer(other, json!({"prompts": [{"name": "p"}]}));
+            } else {
+                h.answer(other, json!({"resourceTemplates": []}));
+            }
+        }
+        assert_eq!(h.session.state(), SessionState::Ready);
+        let catalog = h.ready_catalog();
+        assert!(
+            catalog.errors().is_empty(),
+            "{method}: {:?}",
+            catalog.errors()
+        );
+        let held = [
+            catalog.prompts.items.len(),
+            catalog.resources.items.len(),
+            catalog.templates.items.len(),
+        ];
+        let expected = match method {
+            "prompts/list" => [0, 1, 0],
+            "resources/list" => [1, 0, 0],
+            _ => [1, 1, 0],
+        };
+        assert_eq!(held, expected, "{method}");
+        assert!(
+            !h.events
+                .iter()
+                .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+            "{method}: {:?}",
+            h.events
+        );
+    }
 }
 
 #[test]

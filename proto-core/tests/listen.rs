@@ -126,6 +126,75 @@ fn once_ready_the_session_listens_for_tool_list_changes_with_its_meta() {
     );
 }
 
+/// Only the lists the server declared changeable are asked for; a server
+/// that declares none changeable (context7: `listChanged: false` for
+/// tools, prompts and resources) is sent no listen request at all.
+#[test]
+fn only_lists_declared_changeable_are_listened_for() {
+    let ready = |capabilities: Value| {
+        let mut h = Stdio::new(SessionOptions::stdio("demo"));
+        let list = |key: &str| {
+            let mut page =
+                json!({"resultType": "complete", "ttlMs": 600_000, "cacheScope": "public"});
+            page[key] = json!([]);
+            page
+        };
+        h.drive_answering(&[
+            (
+                "server/discover",
+                json!({"resultType": "complete", "supportedVersions": [MODERN],
+                       "capabilities": capabilities, "ttlMs": 0, "cacheScope": "public"}),
+            ),
+            ("tools/list", tools(&["a"])),
+            ("prompts/list", list("prompts")),
+            ("resources/list", list("resources")),
+            ("resources/templates/list", list("resourceTemplates")),
+        ]);
+        assert!(
+            h.events.iter().any(|e| matches!(e, Event::Ready(_))),
+            "{:?}",
+            h.events
+        );
+        h
+    };
+    let h = ready(json!({
+        "tools": {"listChanged": false},
+        "prompts": {"listChanged": false},
+        "resources": {"listChanged": false}
+    }));
+    assert!(h.listen().is_empty(), "{:?}", h.sent);
+    let h = ready(json!({"tools": {}, "prompts": {}, "resources": {"listChanged": true}}));
+    let listen = h.requests("subscriptions/listen");
+    let [(_, params)] = listen.as_slice() else {
+        panic!("{:?}", h.sent)
+    };
+    assert_eq!(
+        params["notifications"],
+        json!({"resourcesListChanged": true}),
+        "{params}"
+    );
+}
+
+/// Any error answer to the listen request (context7's -32603
+/// "Subscription limit reached") is final and ordinary: nothing is sent
+/// again and no peer error is recorded.
+#[test]
+fn a_refused_listen_is_final_and_no_fault() {
+    let mut h = Stdio::ready(list_changing());
+    let [id] = h.listen()[..] else {
+        panic!("{:?}", h.sent)
+    };
+    h.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "Subscription limit reached"}}));
+    assert_eq!(h.listen(), [id], "not sent again");
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::PeerMisbehaved(_))),
+        "{:?}",
+        h.events
+    );
+}
+
 #[test]
 fn no_listen_without_list_changed_or_in_the_2025_era() {
     let h = Stdio::ready(json!({"tools": {}}));

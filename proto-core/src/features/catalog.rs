@@ -72,6 +72,14 @@ impl CatalogKind {
         }
     }
 
+    /// A last page with nothing in it: what a listing the server does not
+    /// implement holds.
+    pub fn empty_page(self) -> Value {
+        let mut page = serde_json::Map::new();
+        page.insert(self.field().to_owned(), Value::Array(Vec::new()));
+        Value::Object(page)
+    }
+
     /// The result's array field.
     fn field(self) -> &'static str {
         match self {

@@ -60,6 +60,17 @@ impl Session {
         if private {
             self.catalog.mark_private(kind);
         }
+        // A listing the server does not implement (-32601: the Puppeteer
+        // and Kubernetes servers declare resources and answer
+        // `resources/templates/list` so) has nothing in it: an empty list,
+        // not a failure shown on every `show` and `/mcp`.
+        let reply = match reply {
+            Err(error) if error.code == crate::wire::protocol::code::METHOD_NOT_FOUND => {
+                tracing::debug!(server = %self.options.server, "{} is not implemented ({error}); taken as empty", kind.method());
+                Ok(kind.empty_page())
+            }
+            reply => reply,
+        };
         let answer = reply.map_err(|error| format!("the server answered with an error: {error}"));
         let (outcome, rejected) = self
             .catalog

@@ -21,10 +21,12 @@ use crate::wire::jsonrpc::ErrorObject;
 
 impl Session {
     /// Once ready in the 2026 era: opens the subscription for the list
-    /// changes rho applies: tools when the server declared
-    /// `tools.listChanged`, and prompts and resources (with templates)
-    /// when it declared those capabilities at all, as the 2025
-    /// `list_changed` of a declared list is honoured.
+    /// changes rho applies, each only where the server declared that list
+    /// changeable (`tools.listChanged`, `prompts.listChanged`,
+    /// `resources.listChanged`); none declared, no request. A server that
+    /// says its lists never change (context7) is not asked to tell of
+    /// changes, and its lists are still read again when their `ttlMs`
+    /// runs out.
     pub(super) fn listen_if_wanted(&mut self, now: Instant) {
         if !self.is_stateless() || self.subscription.is_some() {
             return;
@@ -32,8 +34,8 @@ impl Session {
         let caps = self.ready.as_ref().map(|r| &r.capabilities);
         let filter = Filter {
             tools_list_changed: caps.is_some_and(|c| c.tools_list_changed),
-            prompts_list_changed: caps.is_some_and(|c| c.prompts),
-            resources_list_changed: caps.is_some_and(|c| c.resources),
+            prompts_list_changed: caps.is_some_and(|c| c.prompts && c.prompts_list_changed),
+            resources_list_changed: caps.is_some_and(|c| c.resources && c.resources_list_changed),
         };
         if filter.is_empty() {
             return;
@@ -135,20 +137,18 @@ impl Session {
         match reply {
             Ok(_) => self.listen_ended(now, Ending::Closed, "the server ended the subscription"),
             // Many servers of this era declare list changes and do not
-            // offer the stream (the Python SDK 2.x, fastmcp): an ordinary
-            // answer, not a fault. Lists are still read again when their
-            // `ttlMs` runs out, which is what the era allows without it.
-            Err(error) if error.code == crate::wire::protocol::code::METHOD_NOT_FOUND => {
-                tracing::debug!(server = %self.options.server, "the server does not offer subscriptions/listen ({error}); its lists are read again when they go stale");
+            // offer the stream (the Python SDK 2.x, fastmcp), or refuse it
+            // for their own reasons (context7: "Subscription limit
+            // reached"): an ordinary answer, not a fault, and final (the
+            // same request would get the same answer). Lists are still
+            // read again when their `ttlMs` runs out, which is what the
+            // era allows without it.
+            Err(error) => {
+                tracing::debug!(server = %self.options.server, "the server does not take subscriptions/listen ({error}); its lists are read again when they go stale");
                 if let Some(subscription) = &mut self.subscription {
                     let _ = subscription.ended(Ending::Refused);
                 }
             }
-            Err(error) => self.listen_ended(
-                now,
-                Ending::Refused,
-                &format!("the server refused subscriptions/listen: {error}"),
-            ),
         }
     }
 

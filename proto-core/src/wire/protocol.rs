@@ -107,8 +107,15 @@ pub struct ServerCapabilities {
     pub logging: bool,
     /// `prompts` declared.
     pub prompts: bool,
+    /// `prompts.listChanged` declared. Not recorded: transcripts keep the
+    /// capabilities they always had, and a replay reads it from the bytes.
+    #[serde(skip)]
+    pub prompts_list_changed: bool,
     /// `resources` declared.
     pub resources: bool,
+    /// `resources.listChanged` declared (not recorded, as above).
+    #[serde(skip)]
+    pub resources_list_changed: bool,
     /// `completions` declared.
     pub completions: bool,
     /// The skills extension declared (an object at
@@ -132,7 +139,9 @@ impl ServerCapabilities {
             tools_list_changed: flag("tools", "listChanged"),
             logging: caps.contains_key("logging"),
             prompts: caps.contains_key("prompts"),
+            prompts_list_changed: flag("prompts", "listChanged"),
             resources: caps.contains_key("resources"),
+            resources_list_changed: flag("resources", "listChanged"),
             completions: caps.contains_key("completions"),
             skills: caps
                 .get("extensions")
