@@ -548,6 +548,107 @@ fn call_prints_exactly_the_result_text_and_exits_0(rt: Runtime) {
     assert_eq!(run.stdout, "Echo: hi\n", "{run}");
 }
 
+/// A server on the official Python SDK (`mcp` 2.x) or fastmcp, from the
+/// interop fixtures (`tests/interop/install` makes their venvs).
+fn python_sdk_server(id: &str, sdk: &str) -> String {
+    let dir = rho_tests::tests_dir().join("interop/python").join(sdk);
+    let python = dir.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "the interop SDKs are not installed: run `tests/interop/install` (scripts/test does it)"
+    );
+    format!(
+        "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = {}\nargs = [{}, \"stdio\"]\n",
+        rho_tests::toml_path(&python),
+        rho_tests::toml_path(&dir.join("server.py"))
+    )
+}
+
+/// The Python SDK and fastmcp send a `-> str` tool's answer as
+/// `structuredContent: {"result": "..."}` beside the text: `call` prints
+/// the string, and `--json`'s `model_text` is the string, once. A tool
+/// returning an object (`structured`) is unchanged: its JSON.
+fn call_of_a_python_str_tool_prints_the_string_not_a_result_wrapper(rt: Runtime) {
+    for sdk in ["mcp2", "fastmcp"] {
+        let s = Scene::new(RHO, &format!("call-python-{sdk}"), rt);
+        let config = s.write("config.toml", &python_sdk_server("py", sdk));
+        let call = |tool: &str, json: bool| {
+            let mut args = vec!["--config", arg(&config), "mcp", "call", "py", tool];
+            if tool == "echo" {
+                args.push("message=hi");
+            }
+            if json {
+                args.push("--json");
+            }
+            let run = s.rho(&args);
+            run.expect_code(0);
+            run
+        };
+        let run = call("echo", false);
+        assert_eq!(run.stdout, "Echo: hi\n", "{sdk}: {run}");
+        let doc = call("echo", true).json();
+        assert_eq!(doc["model_text"], "Echo: hi", "{sdk}: {doc}");
+        assert_eq!(
+            doc["structured_content"],
+            serde_json::json!({"result": "Echo: hi"}),
+            "{sdk}: the result as sent is kept"
+        );
+        let doc = call("structured", true).json();
+        let model: Value = serde_json::from_str(doc["model_text"].as_str().expect("text"))
+            .unwrap_or_else(|e| panic!("{sdk}: model_text is the object's JSON ({e}): {doc}"));
+        assert_eq!(
+            model,
+            serde_json::json!({"city": "Paris", "celsius": 21.5}),
+            "{sdk}"
+        );
+    }
+}
+
+/// A server that refuses `subscriptions/listen` (-32603, as context7 does)
+/// and answers `resources/templates/list` with -32601 (as the Puppeteer
+/// and Kubernetes servers do), in both eras: an ordinary `call` and `show
+/// --connect` print no warning or error of rho's own, and `show` shows no
+/// failed listing. The fixture answers the listen request before the call
+/// that follows it, so the refusal is in before `call` prints.
+fn ordinary_refusals_print_no_warning_in_either_era(rt: Runtime) {
+    let fixture = rho_tests::tests_dir().join("servers/fixtures/refusing.js");
+    for era in ["2025", "2026"] {
+        let s = Scene::new(RHO, &format!("refusing-{era}"), rt);
+        let config = s.write("config.toml", &node_server("refusing", &fixture, &[era]));
+        let quiet = |run: &Run| {
+            for word in ["WARN", "ERROR", "listing failed"] {
+                assert!(
+                    !run.stderr.contains(word) && !run.stdout.contains(word),
+                    "{era}: `{word}`\n{run}"
+                );
+            }
+        };
+        let run = s.rho(&[
+            "--config",
+            arg(&config),
+            "mcp",
+            "call",
+            "refusing",
+            "echo",
+            "message=hi",
+        ]);
+        run.expect_code(0);
+        assert_eq!(run.stdout, "Echo: hi\n", "{era}: {run}");
+        quiet(&run);
+        let run = s.rho(&[
+            "--config",
+            arg(&config),
+            "mcp",
+            "show",
+            "refusing",
+            "--connect",
+        ]);
+        run.expect_code(0);
+        assert!(run.stdout.contains("refusing://r"), "{era}: {run}");
+        quiet(&run);
+    }
+}
+
 fn call_past_its_timeout_fails_naming_the_budget(rt: Runtime) {
     let s = Scene::new(RHO, "call-timeout", rt);
     let config = s.write("config.toml", &everything("everything"));
@@ -1316,6 +1417,8 @@ fn per_run_facts_removed(mut doc: Value) -> Value {
 }
 
 both_executors!(
+    ordinary_refusals_print_no_warning_in_either_era,
+    call_of_a_python_str_tool_prints_the_string_not_a_result_wrapper,
     call_past_its_timeout_fails_naming_the_budget,
     ctrl_c_cancels_the_call_and_exits_130,
     list_without_connect_starts_nothing_and_reports_not_started,

@@ -564,7 +564,11 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
             row.call("echo", json!({"message": "hi"})).and_then(|r| {
                 check(r.text() == "Echo: hi" && !r.is_error, || {
                     format!("got {:?}", r.text())
-                })
+                })?;
+                // What the model reads: the string once, also where the
+                // SDK wraps it as `{"result": ...}` (Python, fastmcp).
+                let model = rho_proto_core::features::content::render(&r).model_text;
+                check(model == "Echo: hi", || format!("the model reads {model:?}"))
             }),
         );
     }

@@ -59,6 +59,14 @@
 //! structured JSON itself only when the result has no text block at all,
 //! so a structured-only result never shows an empty card.
 //!
+//! A structured result that only wraps a value, `{"result": ...}` and
+//! nothing else ([`unwrapped_result`]), is read as that value: a string as
+//! is, anything else as its JSON. The Python SDK and fastmcp wrap every
+//! non-object return so (a `-> str` tool's markdown would otherwise reach
+//! the model as one escaped line, and a tool returning JSON text doubly
+//! escaped). The `outputSchema` contract is checked on the result as sent;
+//! only what the model reads changes.
+//!
 //! # Output schemas, and why compiling one does no IO
 //!
 //! An `outputSchema` without `$schema` is JSON Schema 2020-12, the MCP
@@ -233,7 +241,11 @@ pub fn render(result: &CallToolResult) -> RenderedResult {
     let mut card = Card::default();
     let structured = result.structured_content.as_ref();
     if let Some(value) = structured {
-        model.push(value.to_string());
+        model.push(match unwrapped_result(value) {
+            Some(Value::String(text)) => text.clone(),
+            Some(inner) => inner.to_string(),
+            None => value.to_string(),
+        });
     }
     let mut saw_text = false;
     for block in &result.content {
@@ -260,6 +272,19 @@ pub fn render(result: &CallToolResult) -> RenderedResult {
         model_text: model.join("\n"),
         card,
         is_error: result.is_error,
+    }
+}
+
+/// The value inside a structured result that is only a wrapper: an
+/// object whose one member is `result`, which is how the Python SDK and
+/// fastmcp send every tool that returns a non-object (a `-> str` tool, a
+/// list, a number), beside an `outputSchema` of that one property. The
+/// name says nothing and the value is the answer, so the model reads the
+/// value (see the [module docs](self)). `None` for any other value.
+pub fn unwrapped_result(structured: &Value) -> Option<&Value> {
+    match structured {
+        Value::Object(map) if map.len() == 1 => map.get("result"),
+        _ => None,
     }
 }
 

@@ -324,6 +324,41 @@ fn structured_content_replaces_the_mirrored_text_for_the_model() {
     assert_eq!(r.card.blocks.len(), 2);
 }
 
+/// The Python SDK's and fastmcp's wrap of a non-object return: the model
+/// reads the value once, a string as is, anything else as JSON; an object
+/// with more members than `result` (a tool returning a dict) is unchanged.
+#[test]
+fn a_structured_result_that_only_wraps_a_value_is_read_as_that_value() {
+    let markdown = "# Title\n\nSome **bold** text.";
+    let cases = [
+        (json!({ "result": markdown }), markdown.to_owned()),
+        (json!({ "result": "{\"a\": 1}" }), "{\"a\": 1}".to_owned()),
+        (json!({ "result": [1, "two"] }), "[1,\"two\"]".to_owned()),
+        (json!({ "result": 42 }), "42".to_owned()),
+        (json!({ "result": null }), "null".to_owned()),
+        (
+            json!({ "result": "x", "other": 1 }),
+            "{\"result\":\"x\",\"other\":1}".to_owned(),
+        ),
+        (json!({ "answer": "x" }), "{\"answer\":\"x\"}".to_owned()),
+    ];
+    for (structured, expected) in cases {
+        let text = match &structured["result"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        };
+        let r = render(
+            &CallToolResult::from_value(json!({
+                "content": [{ "type": "text", "text": text }],
+                "structuredContent": structured,
+            }))
+            .expect("result"),
+        );
+        assert_eq!(r.model_text, expected, "{structured}");
+        assert_eq!(r.card.blocks.len(), 1, "the card keeps the mirrored text");
+    }
+}
+
 #[test]
 fn structured_only_result_shows_the_json_on_the_card() {
     let r = render(
