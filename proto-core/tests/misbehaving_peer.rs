@@ -253,6 +253,23 @@ fn an_unreadable_answer_that_cannot_be_tied_is_named_by_the_next_failure() {
     );
 }
 
+/// A JSON object broken off before its id (or garbled) is not JSON, so
+/// nothing in it names a request: it is an answer all the same, and with
+/// one request in flight it is that request's.
+#[test]
+fn an_object_broken_off_before_its_id_fails_the_only_request_at_once() {
+    let mut peer = Peer::start();
+    peer.ready();
+    let call = peer.call();
+    peer.say_bytes(b"{\"jsonrpc\":\"2.0\",\"cut short\n");
+    let failure = peer.failure_of(call);
+    assert!(
+        failure.contains("its answer could not be read") && failure.contains("not JSON"),
+        "{failure}"
+    );
+    assert_eq!(peer.session.state(), SessionState::Ready);
+}
+
 #[test]
 fn junk_that_is_not_an_answer_fails_nothing() {
     let mut peer = Peer::start();

@@ -4,9 +4,11 @@
 //! nested past the parser's limit says it is not valid JSON-RPC. Without
 //! this the call waited out its whole budget and reported "did not answer".
 
+use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use rho_host::Host;
+use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -142,7 +144,81 @@ fn http_max_message_bytes_raises_the_cap<R: TestRuntime>() {
     }
 }
 
+/// `method` with `params`, through the host's request door: its failure,
+/// checked to come at once (as [`fails_at_once`]).
+fn request_fails_at_once(runtime: &Host, method: &str, params: Value) -> String {
+    let request = FeatureRequest::from_wire(method, &params)
+        .unwrap_or_else(|| panic!("{method} {params} is a feature request"));
+    let cancel = AtomicBool::new(false);
+    let started = Instant::now();
+    let result = runtime.request("bad", request, &cancel);
+    assert!(
+        started.elapsed() < Duration::from_secs(3),
+        "`{method}` waited {:?}",
+        started.elapsed()
+    );
+    match result {
+        Err(error) => error.to_string(),
+        Ok(value) => panic!("`{method}` should have failed: {value}"),
+    }
+}
+
+/// The three feature requests with their arguments spoiled as `how` says
+/// (see the fixture): `method`, `params`.
+fn feature_requests(how: &str) -> [(&'static str, Value); 3] {
+    [
+        ("prompts/get", json!({"name": "p", "arguments": {"a": how}})),
+        ("resources/read", json!({"uri": format!("bad://r?{how}")})),
+        (
+            "completion/complete",
+            json!({"ref": {"type": "ref/prompt", "name": "p"}, "argument": {"name": "a", "value": how}}),
+        ),
+    ]
+}
+
+/// prompts/get, resources/read and completion/complete answered with a
+/// JSON object cut short, its id readable or not: each is the only request
+/// in flight, so each fails at once with the reason, in both eras (a 2025
+/// server that ignores `server/discover`, and a 2026 one), and the session
+/// goes on. A line of plain text is a stray print, not an answer (the
+/// official SDKs' clients skip it too): the good answer after it is read.
+fn feature_requests_answered_unreadably_fail_at_once<R: TestRuntime>() {
+    for mode in ["stdio-quiet", "stdio-2026"] {
+        let runtime = R::start(
+            &parse_config(&node_server("bad", &bad_answers_js(), &[mode])),
+            options_with(&[]),
+        );
+        assert_ready(&runtime);
+        for how in ["id", "noid"] {
+            for (method, params) in feature_requests(how) {
+                let why = request_fails_at_once(&runtime, method, params);
+                assert!(
+                    why.contains("its answer could not be read"),
+                    "{mode} {method} {how}: {why}"
+                );
+            }
+        }
+        for (method, params) in feature_requests("stray") {
+            let cancel = AtomicBool::new(false);
+            let request = FeatureRequest::from_wire(method, &params).expect("a feature request");
+            let answer = runtime
+                .request("bad", request, &cancel)
+                .unwrap_or_else(|e| panic!("{mode} {method}: a stray line failed it: {e}"));
+            assert!(
+                answer.to_string().contains("ok"),
+                "{mode} {method}: {answer}"
+            );
+        }
+        let fine = runtime
+            .call_server_tool("bad", "fine", json!({}))
+            .expect("a correct answer still reads");
+        assert_eq!(fine.text(), "fine", "{mode}");
+        runtime.shutdown();
+    }
+}
+
 both_executors!(
+    feature_requests_answered_unreadably_fail_at_once,
     stdio_unreadable_answers_fail_the_call_at_once,
     stdio_max_message_bytes_raises_the_cap,
     http_unreadable_answers_fail_the_call_at_once,

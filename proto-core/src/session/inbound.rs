@@ -149,6 +149,7 @@ impl Session {
     }
 
     pub(super) fn unparseable(&mut self, now: Instant, error: ParseError, frame: &[u8]) {
+        let not_json = matches!(error, ParseError::NotJson(_));
         let text = String::from_utf8_lossy(frame);
         let mut excerpt: String = text.chars().take(120).collect();
         if text.chars().nth(120).is_some() {
@@ -163,8 +164,17 @@ impl Session {
                 excerpt: format!("{excerpt:?}"),
             },
         );
+        // What is taken for an answer: a message with `result` or `error`,
+        // or a JSON object broken off or garbled (not JSON at all) that is
+        // not a request or a notification, as an oversized line is. A line
+        // of plain text is a stray print, and a well-formed JSON object
+        // that is not JSON-RPC a structured log line (pino writes to
+        // stdout by default): the official SDKs' clients skip both, and
+        // so does rho; they fail nothing.
         let peek = Peek::scan(frame);
-        self.unreadable_answer(now, &peek, peek.response, reason);
+        let likely_answer = peek.response
+            || (not_json && !peek.method && frame.trim_ascii_start().first() == Some(&b'{'));
+        self.unreadable_answer(now, &peek, likely_answer, reason);
     }
 
     /// A line passed `max_message_bytes` (`len` bytes so far, starting
