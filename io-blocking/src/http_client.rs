@@ -86,8 +86,14 @@ pub(crate) struct HttpClient {
 }
 
 struct Pool {
-    /// What every worker's agent is built from.
-    config: ureq::config::Config,
+    /// What a worker's agent for plain `http` is built from: no trusted
+    /// roots, so none are loaded for a loopback server.
+    plain: ureq::config::Config,
+    /// What a worker's agent for `https` is built from, with the
+    /// platform's roots: built by the first `https` exchange, since
+    /// loading the roots costs 10–35 ms a start that a plain-`http`
+    /// session never needs.
+    tls: OnceLock<ureq::config::Config>,
     sink: HttpSink,
     /// Names the workers' threads.
     server: String,
@@ -142,7 +148,8 @@ impl HttpClient {
     fn with_retire(server: &str, sink: HttpSink, idle_retire: Duration) -> Self {
         Self {
             pool: Arc::new(Pool {
-                config: agent_config().build(),
+                plain: agent_config_with(no_roots()).build(),
+                tls: OnceLock::new(),
                 sink,
                 server: server.to_owned(),
                 closed: AtomicBool::new(false),
@@ -282,9 +289,10 @@ impl Pool {
         }
         // The job waits in a slot the new thread empties, so that a failed
         // start hands it back.
+        let tls = needs_tls(&job.request);
         let slot = Arc::new(Mutex::new(Some(job)));
         let id = state.started;
-        let agent = pool.new_agent();
+        let agent = pool.new_agent(tls);
         let spawned = std::thread::Builder::new()
             .name(format!("rho-mcp-{}-http", pool.server))
             .spawn({
@@ -313,9 +321,14 @@ impl Pool {
     }
 
     /// A worker's agent: its own pool of (at most one idle) keep-alive
-    /// connection, which an abort shuts down.
-    fn new_agent(&self) -> ureq::Agent {
-        ureq::Agent::new_with_config(self.config.clone())
+    /// connection, which an abort shuts down; able to speak TLS when `tls`.
+    fn new_agent(&self, tls: bool) -> ureq::Agent {
+        let config = if tls {
+            self.tls.get_or_init(|| agent_config().build())
+        } else {
+            &self.plain
+        };
+        ureq::Agent::new_with_config(config.clone())
     }
 
     /// A worker: runs its first job, then whatever is queued or handed to
@@ -324,8 +337,18 @@ impl Pool {
         let (tx, rx) = mpsc::channel();
         let mut buf = vec![0u8; CHUNK];
         let mut job = first;
+        let mut tls = needs_tls(&job.request);
         loop {
             let exchange = job.request.exchange;
+            if needs_tls(&job.request) && !tls {
+                // A worker of plain exchanges handed an `https` one (an
+                // authorization server beside a loopback MCP server): an
+                // agent that speaks TLS from now on, and the exchange's
+                // abort shuts that one down.
+                agent = self.new_agent(true);
+                tls = true;
+                set_running(&mut self.lock(), exchange, &agent);
+            }
             if !job.aborted.load(Ordering::Acquire) {
                 let aborted = Arc::clone(&job.aborted);
                 run_pooled(&agent, job.request, &aborted, &mut buf, |input| {
@@ -340,7 +363,7 @@ impl Pool {
                     return;
                 }
                 state.counted += 1;
-                agent = self.new_agent();
+                agent = self.new_agent(tls);
             }
             if self.closed.load(Ordering::Acquire) {
                 state.counted -= 1;
@@ -419,10 +442,27 @@ pub fn new_bounded_agent(total: Duration) -> ureq::Agent {
     agent_config().timeout_global(Some(total)).build().into()
 }
 
-/// What both agents share.
+/// Whether `request` needs an agent that speaks TLS.
+fn needs_tls(request: &HttpRequest) -> bool {
+    request.url.scheme() == "https"
+}
+
+/// No trusted roots: for an agent that only ever speaks plain `http`.
+fn no_roots() -> ureq::tls::RootCerts {
+    Vec::<ureq::tls::Certificate<'static>>::new().into()
+}
+
+/// What every agent shares, trusting the platform's roots.
 fn agent_config() -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
+    agent_config_with(platform_roots())
+}
+
+/// What every agent shares, trusting `roots`.
+fn agent_config_with(
+    roots: ureq::tls::RootCerts,
+) -> ureq::config::ConfigBuilder<ureq::typestate::AgentScope> {
     let tls = ureq::tls::TlsConfig::builder()
-        .root_certs(platform_roots())
+        .root_certs(roots)
         .unversioned_rustls_crypto_provider(Arc::new(rustls::crypto::ring::default_provider()))
         .build();
     ureq::Agent::config_builder()
@@ -1007,6 +1047,37 @@ mod tests {
         };
         let failure = start(&agent, request).expect_err("the handshake fails");
         assert_eq!(failure.kind, HttpFailureKind::UnknownIssuer, "{failure}");
+    }
+
+    /// Loading the platform's roots costs 10–35 ms: a session of plain
+    /// `http` exchanges never builds the TLS configuration, and the first
+    /// `https` exchange does (its idle plain worker takes a TLS agent).
+    #[test]
+    fn roots_are_loaded_only_when_an_https_exchange_needs_them() {
+        let server = server();
+        let (client, rx) = client("tls-lazy", IDLE_RETIRE);
+        for n in 0..3 {
+            client.send(request(&server, n, "/plain")).expect("sent");
+            assert_eq!(body_of(&rx, n), "answer to /plain");
+        }
+        assert!(client.pool.tls.get().is_none(), "plain http built TLS");
+        wait_idle(&client, 1);
+        let workers = started(&client);
+        let at = tls_server();
+        let mut https = request(&server, 9, "/mcp");
+        https.url = format!("https://{at}/mcp").parse().expect("url");
+        client.send(https).expect("sent");
+        let (x, input) = rx.recv_timeout(Duration::from_secs(10)).expect("an answer");
+        assert_eq!(x, ExchangeId::new(9));
+        // The test CA is no platform root: the handshake is refused, which
+        // shows the exchange spoke TLS.
+        assert!(
+            matches!(&input, HttpInput::Failed(f) if f.kind == HttpFailureKind::UnknownIssuer),
+            "{input:?}"
+        );
+        assert!(client.pool.tls.get().is_some(), "https built TLS");
+        assert_eq!(started(&client), workers, "an idle worker took it");
+        client.shutdown();
     }
 
     #[test]
