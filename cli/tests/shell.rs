@@ -719,6 +719,37 @@ fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
     assert!(!stdout.contains("\x1b["), "plain output:\n{stdout:?}");
 }
 
+both_executors!(tools_and_calls_read_parameters_given_by_ref);
+
+/// `/tools` shows a parameter given by `$ref` (alone or as an `anyOf`
+/// member) as the type it points at, and `/call` types a `key=value`
+/// word by it.
+/// The server is the `$ref` fixture on the TypeScript SDK 2.x.
+fn tools_and_calls_read_parameters_given_by_ref(rt: Runtime) {
+    rho_tests::node_modules();
+    let script = rho_tests::tests_dir().join("servers/fixtures/refs-server.js");
+    let scene = Scene::new(RHO, "shell-refs", rt).with_config(&node_server("refs", &script, &[]));
+    let child = fed_shell(
+        &scene,
+        rt,
+        Stdio::piped(),
+        Stdio::piped(),
+        b"/tools refs\n/call refs:post-page parent='{\"page_id\":\"abc\"}' title=42\n",
+    );
+    let output = child.wait_with_output().expect("rho mcp shell runs");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "    parent (object | string, required)\n",
+        "    title (string, required): The page's title\n",
+        "    status (string): one of draft, published\n",
+        "    options (object | null)\n",
+        r#"{"parent":{"page_id":"abc"},"title":"42"}"#,
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in\n{stdout}");
+    }
+}
+
 both_executors!(printed_lines_are_broken_to_fit_only_on_a_terminal);
 
 /// With its commands piped in, the shell prints plainly, and breaks long
