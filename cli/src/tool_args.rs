@@ -13,7 +13,9 @@
 //! when it is JSON, else as a string. A key the schema does not list is
 //! refused unless the schema allows additional properties (then the
 //! `additionalProperties` schema types it). Every refusal is a usage error
-//! naming the key and the type expected.
+//! naming the key and the type expected. What the schema requires is
+//! checked whether the words are some or none; a JSON object is sent as
+//! given.
 
 use serde_json::{Map, Value};
 
@@ -22,15 +24,17 @@ use serde_json::{Map, Value};
 pub(crate) enum Arguments {
     /// A JSON object, used as is.
     Json(Map<String, Value>),
-    /// `key=value` words, typed once the tool's schema is known.
+    /// `key=value` words (maybe none), typed and checked once the tool's
+    /// schema is known.
     Pairs(Vec<(String, String)>),
 }
 
-/// Reads the argument words of `rho mcp call`: none (an empty object), one
-/// word starting with `{` or `[` (JSON, which must be an object), or `key=value` words.
+/// Reads the argument words of `rho mcp call`: one word starting with `{`
+/// or `[` (JSON, which must be an object), or `key=value` words; none are
+/// no pairs, so that a tool's required arguments are asked for by name
+/// before anything is sent, as when some words are given.
 pub(crate) fn parse_words(words: &[String]) -> Result<Arguments, String> {
     match words {
-        [] => Ok(Arguments::Json(Map::new())),
         [one] if one.trim_start().starts_with(['{', '[']) => {
             match serde_json::from_str::<Value>(one) {
                 Ok(Value::Object(map)) => Ok(Arguments::Json(map)),
@@ -311,6 +315,28 @@ mod tests {
     }
 
     #[test]
+    fn no_words_are_refused_naming_the_required_arguments_before_sending() {
+        let schema = json!({
+            "properties": {"a": {"type": "number"}, "c": {}},
+            "required": ["a"]
+        });
+        assert_eq!(
+            typed_words(&[], schema.clone()),
+            Err("tool `t` needs argument: a (its arguments: a, c)".to_owned())
+        );
+        assert_eq!(
+            typed_words(&["{}"], schema),
+            Ok(json!({})),
+            "an empty JSON object is sent as given, as any JSON object is"
+        );
+        assert_eq!(
+            typed_words(&[], json!({"properties": {"c": {}}})),
+            Ok(json!({})),
+            "a tool that requires nothing is called with an empty object"
+        );
+    }
+
+    #[test]
     fn values_behind_a_ref_take_the_type_of_its_target() {
         // As the TypeScript SDK (zod `.meta({id})`) and Pydantic write them.
         let schema = json!({
@@ -392,7 +418,7 @@ mod tests {
 
     #[test]
     fn words_are_one_json_object_or_key_value_pairs() {
-        assert_eq!(parse_words(&[]), Ok(Arguments::Json(Map::new())));
+        assert_eq!(parse_words(&[]), Ok(Arguments::Pairs(Vec::new())));
         assert_eq!(
             parse_words(&words(&[r#"{"message": "hi"}"#])),
             Ok(Arguments::Json(

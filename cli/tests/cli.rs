@@ -849,6 +849,27 @@ fn call_types_key_value_words_by_the_type_behind_a_ref(rt: Runtime) {
     );
 }
 
+/// No argument words are checked as `key=value` words are: rho names the
+/// missing required arguments (exit 2) instead of sending `{}`; a JSON
+/// object is still sent as given (the server refuses it, exit 1).
+fn call_with_no_argument_words_names_the_missing_required_ones_and_exits_2(rt: Runtime) {
+    let s = Scene::new(RHO, "call-no-words", rt);
+    let config = s.write("config.toml", &refs("refs"));
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "call", "refs", "post-page"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "tool `post-page` needs arguments: parent, title (its arguments: parent, title, status, options)"
+        ),
+        "{run}"
+    );
+    assert_eq!(run.stdout, "", "{run}");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "refs", "post-page", "{}"]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("post-page"), "{run}");
+}
+
 fn call_accepts_the_exported_name_as_well_as_the_own_name(rt: Runtime) {
     let s = Scene::new(RHO, "call-exported", rt);
     let config = s.write("config.toml", &everything("everything"));
@@ -1416,6 +1437,7 @@ both_executors!(
     call_accepts_the_exported_name_as_well_as_the_own_name,
     show_connect_reads_parameters_given_by_ref_as_their_target,
     call_types_key_value_words_by_the_type_behind_a_ref,
+    call_with_no_argument_words_names_the_missing_required_ones_and_exits_2,
     call_takes_server_colon_tool_and_says_the_closest_name_for_a_near_miss,
     show_connect_lists_each_tools_own_name_beside_its_exported_name,
     long_exported_names_are_shortened_to_64_characters_and_both_forms_call,
