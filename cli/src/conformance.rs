@@ -230,13 +230,18 @@ fn every_tool(tools: &[&ExportedTool], _: &Value) -> Vec<ToolCall> {
         .collect()
 }
 
-/// A value for each required property of an object schema, by its type:
-/// what a model would fill in, minus the thought.
+/// A value for each required property of an object schema, by its type
+/// (its own, or its local `$ref`'s target's): what a model would fill in,
+/// minus the thought.
 fn placeholder_arguments(schema: &Value) -> Value {
+    use rho_host::parameters::{keyword, properties, required};
     let mut out = Map::new();
-    let required = schema["required"].as_array().cloned().unwrap_or_default();
-    for name in required.iter().filter_map(Value::as_str) {
-        let value = match schema["properties"][name]["type"].as_str() {
+    for name in required(schema) {
+        let kind = properties(schema)
+            .and_then(|p| p.get(name))
+            .and_then(|property| keyword(schema, property, "type"))
+            .and_then(Value::as_str);
+        let value = match kind {
             Some("string") => json!("us-west1"),
             Some("integer") => json!(1),
             Some("number") => json!(1.5),
@@ -403,6 +408,18 @@ mod tests {
             json!({"region": "us-west1", "n": 1, "flag": true, "free": null})
         );
         assert_eq!(placeholder_arguments(&json!({"type": "object"})), json!({}));
+    }
+
+    #[test]
+    fn placeholders_take_the_type_behind_a_ref() {
+        let schema = json!({"type": "object", "properties": {
+            "n": {"$ref": "#/$defs/N"}, "o": {"$ref": "#/definitions/O"}, "gone": {"$ref": "#/$defs/x"}
+        }, "required": ["n", "o", "gone"],
+           "$defs": {"N": {"type": "integer"}}, "definitions": {"O": {"type": "object"}}});
+        assert_eq!(
+            placeholder_arguments(&schema),
+            json!({"n": 1, "o": {}, "gone": null})
+        );
     }
 
     #[test]

@@ -234,8 +234,9 @@ struct ShowArgs {
     after_help = "ARGS is one JSON object ('{\"message\":\"hi\"}') or key=value words typed by the \
 tool's input schema: integer and number properties are parsed as numbers, boolean ones take \
 true or false, object and array ones take JSON, strings are taken as typed \
-(message=hi count=3 tags='[\"a\"]'). An unknown key, or a value that cannot take its type, \
-is a usage error. No ARGS sends {}."
+(message=hi count=3 tags='[\"a\"]'). An unknown key, a value that cannot take its type, or \
+a required argument left out (with some words or none) is a usage error. A JSON object, '{}' \
+too, is sent as given."
 )]
 pub(crate) struct CallArgs {
     /// The server identity (none with --stdio or --url), the tool's name

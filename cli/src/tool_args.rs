@@ -3,7 +3,8 @@
 //!
 //! A `key=value` word splits at its first `=`. The value's JSON type is the
 //! one the schema gives the property (`type`, or the `type`s of its
-//! `anyOf`/`oneOf` members): `integer` and `number` are parsed as numbers,
+//! `anyOf`/`oneOf` members, each read through a local `$ref` as
+//! `rho_host::parameters` reads it for `show`): `integer` and `number` are parsed as numbers,
 //! `boolean` takes `true` or `false`, `null` takes `null`, `object` and
 //! `array` take JSON of that kind, and `string` is the value as typed. A
 //! property that allows several types takes the first that reads the
@@ -12,7 +13,9 @@
 //! when it is JSON, else as a string. A key the schema does not list is
 //! refused unless the schema allows additional properties (then the
 //! `additionalProperties` schema types it). Every refusal is a usage error
-//! naming the key and the type expected.
+//! naming the key and the type expected. What the schema requires is
+//! checked whether the words are some or none; a JSON object is sent as
+//! given.
 
 use serde_json::{Map, Value};
 
@@ -21,15 +24,17 @@ use serde_json::{Map, Value};
 pub(crate) enum Arguments {
     /// A JSON object, used as is.
     Json(Map<String, Value>),
-    /// `key=value` words, typed once the tool's schema is known.
+    /// `key=value` words (maybe none), typed and checked once the tool's
+    /// schema is known.
     Pairs(Vec<(String, String)>),
 }
 
-/// Reads the argument words of `rho mcp call`: none (an empty object), one
-/// word starting with `{` or `[` (JSON, which must be an object), or `key=value` words.
+/// Reads the argument words of `rho mcp call`: one word starting with `{`
+/// or `[` (JSON, which must be an object), or `key=value` words; none are
+/// no pairs, so that a tool's required arguments are asked for by name
+/// before anything is sent, as when some words are given.
 pub(crate) fn parse_words(words: &[String]) -> Result<Arguments, String> {
     match words {
-        [] => Ok(Arguments::Json(Map::new())),
         [one] if one.trim_start().starts_with(['{', '[']) => {
             match serde_json::from_str::<Value>(one) {
                 Ok(Value::Object(map)) => Ok(Arguments::Json(map)),
@@ -72,8 +77,8 @@ pub(crate) fn typed(
         Arguments::Json(map) => return Ok(map),
         Arguments::Pairs(pairs) => pairs,
     };
-    let properties = schema.get("properties").and_then(Value::as_object);
-    let additional = schema.get("additionalProperties");
+    let properties = rho_host::parameters::properties(schema);
+    let additional = rho_host::parameters::keyword(schema, schema, "additionalProperties");
     let mut out = Map::new();
     for (key, text) in pairs {
         let property = match properties.and_then(|p| p.get(&key)) {
@@ -84,21 +89,15 @@ pub(crate) fn typed(
                 _ => return Err(unknown_key(tool, &key, properties)),
             },
         };
-        let value = typed_value(&text, &types_of(property)).map_err(|expected| {
+        let value = typed_value(&text, &types_of(schema, property)).map_err(|expected| {
             format!("tool argument `{key}` must be {expected}: got `{text}`")
         })?;
         out.insert(key, value);
     }
     // What the schema requires is checked before anything is sent, as a
     // prompt's required arguments are.
-    let missing: Vec<&str> = schema
-        .get("required")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(Value::as_str)
-        .filter(|name| !out.contains_key(*name))
-        .collect();
+    let mut missing = rho_host::parameters::required(schema);
+    missing.retain(|name| !out.contains_key(*name));
     if !missing.is_empty() {
         return Err(format!(
             "tool `{tool}` needs argument{}: {}{}",
@@ -126,13 +125,13 @@ fn unknown_key(tool: &str, key: &str, properties: Option<&Map<String, Value>>) -
     }
 }
 
-/// The JSON types a property schema allows (as the host library reads
-/// them for `/tools`), in the order tried.
-fn types_of(property: &Value) -> Vec<&'static str> {
+/// The JSON types a property schema of the input schema `root` allows
+/// (as the host library reads them for `/tools`), in the order tried.
+fn types_of(root: &Value, property: &Value) -> Vec<&'static str> {
     const ORDER: [&str; 7] = [
         "null", "boolean", "integer", "number", "object", "array", "string",
     ];
-    let named = rho_host::parameters::types(property);
+    let named = rho_host::parameters::types(root, property);
     ORDER
         .into_iter()
         .filter(|t| named.iter().any(|n| n == t))
@@ -316,6 +315,85 @@ mod tests {
     }
 
     #[test]
+    fn no_words_are_refused_naming_the_required_arguments_before_sending() {
+        let schema = json!({
+            "properties": {"a": {"type": "number"}, "c": {}},
+            "required": ["a"]
+        });
+        assert_eq!(
+            typed_words(&[], schema.clone()),
+            Err("tool `t` needs argument: a (its arguments: a, c)".to_owned())
+        );
+        assert_eq!(
+            typed_words(&["{}"], schema),
+            Ok(json!({})),
+            "an empty JSON object is sent as given, as any JSON object is"
+        );
+        assert_eq!(
+            typed_words(&[], json!({"properties": {"c": {}}})),
+            Ok(json!({})),
+            "a tool that requires nothing is called with an empty object"
+        );
+    }
+
+    #[test]
+    fn values_behind_a_ref_take_the_type_of_its_target() {
+        // As the TypeScript SDK (zod `.meta({id})`) and Pydantic write them.
+        let schema = json!({
+            "type": "object",
+            "properties": {
+                "parent": {"anyOf": [{"$ref": "#/$defs/PageParent"}, {"type": "string"}]},
+                "title": {"$ref": "#/$defs/Title"},
+                "options": {"anyOf": [{"$ref": "#/$defs/Options"}, {"type": "null"}]},
+                "count": {"$ref": "#/definitions/Count"},
+                "flag": {"$ref": "#/$defs/Flag"},
+                "rows": {"$ref": "#/$defs/Rows"},
+                "elsewhere": {"$ref": "https://example.com/s.json#/$defs/x"}
+            },
+            "required": ["title"],
+            "additionalProperties": {"$ref": "#/$defs/Title"},
+            "$defs": {
+                "PageParent": {"type": "object", "properties": {"page_id": {"type": "string"}}},
+                "Title": {"type": "string"},
+                "Options": {"type": "object"},
+                "Flag": {"type": "boolean"},
+                "Rows": {"type": "array"}
+            },
+            "definitions": {"Count": {"type": "integer"}}
+        });
+        assert_eq!(
+            typed_words(
+                &[
+                    r#"parent={"page_id":"abc"}"#,
+                    "title=42",
+                    r#"options={"bold":true}"#,
+                    "count=3",
+                    "flag=false",
+                    "rows=[[1]]",
+                    "elsewhere=[1]",
+                    "extra=7",
+                ],
+                schema.clone()
+            ),
+            Ok(
+                json!({"parent": {"page_id": "abc"}, "title": "42", "options": {"bold": true},
+                      "count": 3, "flag": false, "rows": [[1]], "elsewhere": [1], "extra": "7"})
+            )
+        );
+        assert_eq!(
+            typed_words(
+                &["title=t", "parent=https://x", "options=null"],
+                schema.clone()
+            ),
+            Ok(json!({"title": "t", "parent": "https://x", "options": null}))
+        );
+        assert_eq!(
+            typed_words(&["title=t", "count=many"], schema),
+            Err("tool argument `count` must be an integer: got `many`".to_owned())
+        );
+    }
+
+    #[test]
     fn unknown_keys_are_refused_unless_the_schema_allows_more() {
         assert_eq!(
             typed_words(&["nope=1"], json!({"properties": {"a": {}, "b": {}}})),
@@ -340,7 +418,7 @@ mod tests {
 
     #[test]
     fn words_are_one_json_object_or_key_value_pairs() {
-        assert_eq!(parse_words(&[]), Ok(Arguments::Json(Map::new())));
+        assert_eq!(parse_words(&[]), Ok(Arguments::Pairs(Vec::new())));
         assert_eq!(
             parse_words(&words(&[r#"{"message": "hi"}"#])),
             Ok(Arguments::Json(

@@ -83,6 +83,16 @@ fn everything(id: &str) -> String {
     node_server(id, &everything_js(), &["stdio"])
 }
 
+/// The fixture on the TypeScript SDK 2.x whose tool `post-page` takes
+/// parameters given by `$ref` and echoes its arguments as JSON
+/// (`tests/servers/fixtures/refs-server.js`).
+fn refs(id: &str) -> String {
+    // Says so when the pinned SDK is not installed.
+    rho_tests::node_modules();
+    let script = rho_tests::tests_dir().join("servers/fixtures/refs-server.js");
+    node_server(id, &script, &[])
+}
+
 /// Runs `rho args...` again with `--record`, asserts that it exits with
 /// `code` (as the same run without it did: a run that failed for another
 /// reason would show nothing) having opened the transcript, and that no
@@ -875,6 +885,92 @@ fn call_takes_server_colon_tool_and_says_the_closest_name_for_a_near_miss(rt: Ru
     );
 }
 
+/// A parameter given by `$ref` (alone or as an `anyOf` member) shows the
+/// type, description and values of what it points at; the schema itself
+/// is reported as the server sent it, `$ref`s and all.
+fn show_connect_reads_parameters_given_by_ref_as_their_target(rt: Runtime) {
+    let s = Scene::new(RHO, "show-refs", rt);
+    let config = s.write("config.toml", &refs("refs"));
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "show", "refs", "--connect"]);
+    run.expect_code(0);
+    for line in [
+        "      parent (object | string, required)\n",
+        "      title (string, required): The page's title\n",
+        "      status (string): one of draft, published\n",
+        "      options (object | null)\n",
+    ] {
+        assert!(run.stdout.contains(line), "no {line:?}\n{run}");
+    }
+    let run = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "show",
+        "refs",
+        "--connect",
+        "--json",
+    ]);
+    run.expect_code(0);
+    let doc = run.json();
+    let schema = &doc["tools"][0]["input_schema"];
+    assert_eq!(
+        schema["properties"]["title"]["$ref"], "#/$defs/Title",
+        "{doc}"
+    );
+    assert!(schema["$defs"]["PageParent"].is_object(), "{doc}");
+}
+
+/// `key=value` words are typed by what a `$ref` points at: an object
+/// behind an `anyOf` of a `$ref` and a string is sent as an object, a
+/// string behind a `$ref` stays a string even when it is digits.
+fn call_types_key_value_words_by_the_type_behind_a_ref(rt: Runtime) {
+    let s = Scene::new(RHO, "call-refs", rt);
+    let config = s.write("config.toml", &refs("refs"));
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "call",
+        "refs",
+        "post-page",
+        r#"parent={"page_id":"abc"}"#,
+        "title=42",
+        "status=draft",
+        r#"options={"bold":true}"#,
+    ]);
+    run.expect_code(0);
+    let received: Value = serde_json::from_str(run.stdout.trim())
+        .unwrap_or_else(|e| panic!("the echo is not JSON: {e}\n{run}"));
+    assert_eq!(
+        received,
+        serde_json::json!({"parent": {"page_id": "abc"}, "title": "42", "status": "draft",
+                           "options": {"bold": true}}),
+        "{run}"
+    );
+}
+
+/// No argument words are checked as `key=value` words are: rho names the
+/// missing required arguments (exit 2) instead of sending `{}`; a JSON
+/// object is still sent as given (the server refuses it, exit 1).
+fn call_with_no_argument_words_names_the_missing_required_ones_and_exits_2(rt: Runtime) {
+    let s = Scene::new(RHO, "call-no-words", rt);
+    let config = s.write("config.toml", &refs("refs"));
+    let cfg = arg(&config);
+    let run = s.rho(&["--config", cfg, "mcp", "call", "refs", "post-page"]);
+    run.expect_code(2);
+    assert!(
+        run.stderr.contains(
+            "tool `post-page` needs arguments: parent, title (its arguments: parent, title, status, options)"
+        ),
+        "{run}"
+    );
+    assert_eq!(run.stdout, "", "{run}");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "refs", "post-page", "{}"]);
+    run.expect_code(1);
+    assert!(run.stderr.contains("post-page"), "{run}");
+}
+
 fn call_accepts_the_exported_name_as_well_as_the_own_name(rt: Runtime) {
     let s = Scene::new(RHO, "call-exported", rt);
     let config = s.write("config.toml", &everything("everything"));
@@ -1442,6 +1538,9 @@ both_executors!(
     call_with_arguments_that_are_a_json_array_exits_2,
     call_of_an_unknown_tool_is_a_usage_error_like_an_unknown_server,
     call_accepts_the_exported_name_as_well_as_the_own_name,
+    show_connect_reads_parameters_given_by_ref_as_their_target,
+    call_types_key_value_words_by_the_type_behind_a_ref,
+    call_with_no_argument_words_names_the_missing_required_ones_and_exits_2,
     call_takes_server_colon_tool_and_says_the_closest_name_for_a_near_miss,
     show_connect_lists_each_tools_own_name_beside_its_exported_name,
     long_exported_names_are_shortened_to_64_characters_and_both_forms_call,

@@ -719,6 +719,38 @@ fn commands_from_a_pipe_run_in_turn_with_plain_output(rt: Runtime) {
     assert!(!stdout.contains("\x1b["), "plain output:\n{stdout:?}");
 }
 
+both_executors!(tools_and_calls_read_parameters_given_by_ref);
+
+/// `/tools` shows a parameter given by `$ref` (alone or as an `anyOf`
+/// member) as the type it points at, `/call` types a `key=value` word
+/// by it, and a `/call` with no words names the missing required ones.
+/// The server is the `$ref` fixture on the TypeScript SDK 2.x.
+fn tools_and_calls_read_parameters_given_by_ref(rt: Runtime) {
+    rho_tests::node_modules();
+    let script = rho_tests::tests_dir().join("servers/fixtures/refs-server.js");
+    let scene = Scene::new(RHO, "shell-refs", rt).with_config(&node_server("refs", &script, &[]));
+    let child = fed_shell(
+        &scene,
+        rt,
+        Stdio::piped(),
+        Stdio::piped(),
+        b"/tools refs\n/call refs:post-page\n/call refs:post-page parent='{\"page_id\":\"abc\"}' title=42\n",
+    );
+    let output = child.wait_with_output().expect("rho mcp shell runs");
+    assert!(output.status.success(), "{output:?}");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    for line in [
+        "    parent (object | string, required)\n",
+        "    title (string, required): The page's title\n",
+        "    status (string): one of draft, published\n",
+        "    options (object | null)\n",
+        "needs arguments: parent, title",
+        r#"{"parent":{"page_id":"abc"},"title":"42"}"#,
+    ] {
+        assert!(stdout.contains(line), "no {line:?} in\n{stdout}");
+    }
+}
+
 both_executors!(printed_lines_are_broken_to_fit_only_on_a_terminal);
 
 /// With its commands piped in, the shell prints plainly, and breaks long
@@ -732,7 +764,9 @@ fn printed_lines_are_broken_to_fit_only_on_a_terminal(rt: Runtime) {
         &everything_js(),
         &[],
     ));
-    let commands = b"/call everything:echo\n";
+    // A JSON object is sent as given (no words would be refused by rho,
+    // naming `message`): the server's long refusal is the line to break.
+    let commands = b"/call everything:echo {}\n";
     // Into a pipe: whole lines.
     let child = fed_shell(&scene, rt, Stdio::piped(), Stdio::piped(), commands);
     let output = child.wait_with_output().expect("rho mcp shell runs");
@@ -1522,9 +1556,10 @@ fn the_start_line_form_keys_results_and_errors_break_between_words(rt: Runtime) 
         assert_eq!(got, sent, "{rows:?}");
         assert!(rows[first + 1].starts_with("word"), "{rows:?}");
 
-        // A long error, the server's, broken at blanks too.
+        // A long error, the server's, broken at blanks too (a JSON object
+        // is sent as given; no words would be refused by rho instead).
         let at = shell.mark();
-        shell.keys("/call everything:echo\r");
+        shell.keys("/call everything:echo {}\r");
         let error = shell.wait_for_after(
             at,
             "Invalid arguments for tool echo: Invalid input: expected string, received undefined at message",

@@ -947,6 +947,53 @@ mod tests {
     }
 
     #[test]
+    fn call_completes_enum_values_and_shows_types_behind_a_ref() {
+        // As the TypeScript SDK writes a zod schema with `.meta({id})`.
+        let catalog = Catalog {
+            servers: vec!["notes".into()],
+            tools: vec![CatalogTool {
+                exported: "mcp__notes__post-page".into(),
+                server: "notes".into(),
+                name: "post-page".into(),
+                summary: String::new(),
+                parameters: rho_host::parameters::parameters(&serde_json::json!({
+                    "properties": {
+                        "parent": {"anyOf": [{"$ref": "#/$defs/PageParent"}, {"type": "string"}]},
+                        "status": {"$ref": "#/$defs/Status"}
+                    },
+                    "required": ["parent"],
+                    "$defs": {
+                        "PageParent": {"type": "object"},
+                        "Status": {"type": "string", "enum": ["draft", "published"]}
+                    }
+                })),
+            }],
+            ..Catalog::default()
+        };
+        let offered = |line: &str| -> Vec<(String, String)> {
+            let word_start = super::super::editor::word_start(line, line.len());
+            complete(&catalog, line, word_start, line.len())
+                .into_iter()
+                .map(|c| (c.replacement, c.note))
+                .collect()
+        };
+        assert_eq!(
+            offered("/call notes:post-page "),
+            [
+                ("parent=".to_owned(), "object | string, required".to_owned()),
+                ("status=".to_owned(), "string".to_owned()),
+            ]
+        );
+        assert_eq!(
+            offered("/call notes:post-page status="),
+            [
+                ("draft ".to_owned(), String::new()),
+                ("published ".to_owned(), String::new()),
+            ]
+        );
+    }
+
+    #[test]
     fn prompt_commands_complete_from_the_held_lists_and_parse_whole() {
         assert_eq!(replacements("/mcp:ev"), ["/mcp:everything:args-prompt "]);
         assert_eq!(
