@@ -59,9 +59,11 @@ fn read_cache() -> BTreeMap<String, Names> {
     let Some(path) = cache_path() else {
         return BTreeMap::new();
     };
-    let fits = std::fs::metadata(&path).is_ok_and(|m| m.len() <= CACHE_BYTES);
-    fits.then(|| std::fs::read(&path).ok())
-        .flatten()
+    // A regular file within the bound only: a FIFO or a link to a device
+    // is refused at once, so a Tab never hangs or grows, and offers what
+    // it can without the cache.
+    rho_os::fs::read_regular(&path, CACHE_BYTES)
+        .ok()
         .and_then(|bytes| serde_json::from_slice(&bytes).ok())
         .unwrap_or_default()
 }
@@ -112,12 +114,17 @@ pub(crate) fn remember(servers: &[ServerView]) {
     }
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
-            std::fs::create_dir_all(dir)?;
+            // Owner-only from the start, as the credential store's.
+            rho_host::config::ensure_private_dir(dir)?;
         }
         let text = serde_json::to_vec(&cache).map_err(std::io::Error::other)?;
         // Written beside it, then renamed: a Tab never reads half a file.
         let partial = path.with_extension(format!("json.{}", std::process::id()));
-        std::fs::write(&partial, text)?;
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+        std::io::Write::write_all(&mut options.open(&partial)?, &text)?;
         std::fs::rename(&partial, &path)
     };
     if let Err(e) = write() {

@@ -307,6 +307,81 @@ fn add_creates_the_file_and_its_directory_owner_only() {
     assert_eq!(list.json()["servers"][0]["status"], "disabled", "{list}");
 }
 
+/// A connecting command that is the first to create `~/.rho` makes it
+/// owner-only (0700), and the completion names cache in it 0600; a
+/// `--record` transcript, which holds a whole session, is 0600 too. Each
+/// created that way, under the test's ordinary 022 umask, not repaired.
+#[cfg(unix)]
+#[test]
+fn files_a_connecting_command_creates_are_owner_only() {
+    let s = Scene::on_default_executor(RHO, "modes");
+    let config = s.write("config.toml", &everything("everything"));
+    let record = s.dir().join("session.jsonl");
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "--record",
+        arg(&record),
+        "mcp",
+        "list",
+        "--connect",
+    ]);
+    run.expect_code(0);
+    let rho = s.home().join(".rho");
+    assert_eq!(mode(&rho), 0o700, "{run}");
+    assert_eq!(mode(&rho.join("completion-names.json")), 0o600);
+    assert_eq!(mode(&record), 0o600);
+    // Nothing else under ~/.rho is readable by others either.
+    for entry in std::fs::read_dir(&rho).expect("~/.rho").flatten() {
+        assert_eq!(mode(&entry.path()) & 0o077, 0, "{}", entry.path().display());
+    }
+}
+
+/// A names cache that is a FIFO (or a link to `/dev/zero`) is passed over
+/// at once: the connecting command neither hangs reading it nor grows, and
+/// completion still offers the configured servers.
+#[cfg(unix)]
+#[test]
+fn a_names_cache_that_is_not_a_file_is_passed_over_at_once() {
+    let s = Scene::on_default_executor(RHO, "cache-fifo");
+    let config = s.write("config.toml", &everything("everything"));
+    let rho = s.home().join(".rho");
+    std::fs::create_dir_all(&rho).expect("~/.rho");
+    for (i, make) in ["fifo", "zero"].iter().enumerate() {
+        let cache = rho.join("completion-names.json");
+        let _ = std::fs::remove_file(&cache);
+        if *make == "fifo" {
+            let made = std::process::Command::new("mkfifo")
+                .arg(&cache)
+                .status()
+                .expect("mkfifo");
+            assert!(made.success());
+        } else {
+            std::os::unix::fs::symlink("/dev/zero", &cache).expect("symlink");
+        }
+        // The tool position reads the cache; the server position offers
+        // the configured ids all the same.
+        let cfg = arg(&config);
+        for (words, expect) in [
+            (
+                vec!["rho", "--config", cfg, "mcp", "call", "everything", ""],
+                "",
+            ),
+            (
+                vec!["rho", "--config", cfg, "mcp", "call", ""],
+                "everything",
+            ),
+        ] {
+            let index = (words.len() - 1).to_string();
+            let mut args = vec!["__complete", index.as_str()];
+            args.extend(words.iter().copied());
+            let run = s.rho(&args);
+            run.expect_code(0);
+            assert!(run.stdout.contains(expect), "{i} {make}: {run}");
+        }
+    }
+}
+
 #[test]
 fn add_with_oauth_writes_the_opt_in_table_and_the_server_can_log_in() {
     let s = Scene::on_default_executor(RHO, "add-oauth");

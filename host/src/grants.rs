@@ -24,28 +24,13 @@ pub const MAX_SECRET_FILE: u64 = 64 * 1024;
 
 /// Reads the secret configured under `oauth.<base>_file` or
 /// `oauth.<base>_from_env` for server `id`, without the surrounding
-/// whitespace (a file's final newline). Missing, unreadable, oversized and
-/// empty secrets are errors naming the server and the key.
+/// whitespace (a file's final newline). Missing, unreadable, oversized,
+/// empty and not-a-file secrets are errors naming the server and the key.
 pub fn read_secret(id: &str, base: &str, source: &SecretSource) -> Result<String, String> {
     let (what, text) = match source {
         SecretSource::File(path) => {
             let what = format!("`oauth.{base}_file` {path}");
-            let unreadable = |e: std::io::Error| {
-                format!(
-                    "server `{id}`: {what} cannot be read: {e}; check the path and its permissions"
-                )
-            };
-            let file = std::fs::File::open(path).map_err(unreadable)?;
-            let mut text = String::new();
-            use std::io::Read as _;
-            file.take(MAX_SECRET_FILE + 1)
-                .read_to_string(&mut text)
-                .map_err(unreadable)?;
-            if text.len() as u64 > MAX_SECRET_FILE {
-                return Err(format!(
-                    "server `{id}`: {what} is over {MAX_SECRET_FILE} bytes, too large for a token or secret"
-                ));
-            }
+            let text = read_secret_file(id, &what, path)?;
             (what, text)
         }
         SecretSource::FromEnv(name) => {
@@ -61,6 +46,25 @@ pub fn read_secret(id: &str, base: &str, source: &SecretSource) -> Result<String
         return Err(format!("server `{id}`: {what} is empty"));
     }
     Ok(trimmed.to_owned())
+}
+
+/// Reads the secret file `path` (configured as `what`) of server `id`: a
+/// regular file of at most [`MAX_SECRET_FILE`] bytes of UTF-8. A FIFO, a
+/// device or a directory is refused at once without blocking, naming the
+/// key (`rho_os::fs::read_regular`), so a bad file fails its server alone
+/// and never stalls the others or grows rho.
+pub(crate) fn read_secret_file(id: &str, what: &str, path: &str) -> Result<String, String> {
+    let bytes = rho_os::fs::read_regular(std::path::Path::new(path), MAX_SECRET_FILE).map_err(
+        |e| match e.kind() {
+            std::io::ErrorKind::InvalidInput => format!(
+                "server `{id}`: {what} cannot be used: {e}; point it at a file that holds the secret (at most {MAX_SECRET_FILE} bytes)"
+            ),
+            _ => format!(
+                "server `{id}`: {what} cannot be read: {e}; check the path and its permissions"
+            ),
+        },
+    )?;
+    String::from_utf8(bytes).map_err(|_| format!("server `{id}`: {what} is not UTF-8 text"))
 }
 
 /// The client secret of server `id`, from `client_secret_from_env` or
@@ -171,6 +175,42 @@ mod tests {
         let _ = std::fs::remove_dir_all(&d);
     }
 
+    /// A FIFO with no writer (whose plain open waits forever) and a device
+    /// that never ends (`/dev/zero`) as a secret file or the client key:
+    /// refused at once naming the key, nothing read.
+    #[cfg(unix)]
+    #[test]
+    fn a_fifo_or_a_device_as_a_secret_file_is_refused_at_once_naming_the_key() {
+        let d = dir("fifo");
+        let fifo = d.join("fifo");
+        let made = std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .expect("mkfifo runs");
+        assert!(made.success());
+        for path in [fifo.display().to_string(), "/dev/zero".to_owned()] {
+            for base in ["assertion", "id_token", "client_secret"] {
+                let why = read_secret("corp", base, &SecretSource::File(path.clone()))
+                    .expect_err("refused");
+                assert!(
+                    why.starts_with(&format!("server `corp`: `oauth.{base}_file` {path}"))
+                        && why.contains("not a regular file"),
+                    "{why}"
+                );
+            }
+            let key = rho_proto_core::config::OAuthClientKey::File(path.clone());
+            let Err(why) = crate::login::client_key("corp", &key) else {
+                panic!("{path}: a client key")
+            };
+            assert!(
+                why.starts_with(&format!("server `corp`: `oauth.client_key_file` {path}"))
+                    && why.contains("not a regular file"),
+                "{why}"
+            );
+        }
+        let _ = std::fs::remove_dir_all(&d);
+    }
+
     #[test]
     fn missing_empty_and_oversized_secrets_name_the_server_and_key_never_the_text() {
         let d = dir("bad");
@@ -203,7 +243,10 @@ mod tests {
             &SecretSource::File(big.display().to_string()),
         )
         .expect_err("too big");
-        assert!(why.contains("too large") && !why.contains("sss"), "{why}");
+        assert!(
+            why.contains("larger than 65536 bytes") && !why.contains("sss"),
+            "{why}"
+        );
         let why = read_secret(
             "corp",
             "idp_client_secret",

@@ -826,12 +826,11 @@ pub(crate) fn client_key(
 ) -> Result<std::sync::Arc<dyn rho_proto_core::oauth::assertion::ClientAssertionSigner>, String> {
     use rho_proto_core::config::OAuthClientKey;
     let (what, pem) = match source {
-        OAuthClientKey::File(path) => (
-            format!("`oauth.client_key_file` {path}"),
-            std::fs::read_to_string(path).map_err(|e| {
-                format!("server `{id}`: `oauth.client_key_file` {path} cannot be read: {e}")
-            })?,
-        ),
+        OAuthClientKey::File(path) => {
+            let what = format!("`oauth.client_key_file` {path}");
+            let pem = crate::grants::read_secret_file(id, &what, path)?;
+            (what, pem)
+        }
         OAuthClientKey::FromEnv(name) => (
             format!("`oauth.client_key_from_env` `{name}`"),
             std::env::var(name).map_err(|_| {

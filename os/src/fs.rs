@@ -1,5 +1,7 @@
 //! Files only their owner may touch: the credential store's directory
-//! made owner-only and its lock file locked, per platform.
+//! made owner-only and its lock file locked, per platform; and the one
+//! way rho reads a file someone else may have pointed it at (a secret, a
+//! cache): a regular file only, never more than a bound ([`read_regular`]).
 //!
 //! On Unix the directory's mode does it (0700, set where the host creates
 //! it) and the lock is `flock`. On Windows a directory inherits its
@@ -9,8 +11,48 @@
 //! by every file and folder created inside; [`lock_exclusive`] is
 //! `LockFileEx`. Both locks are released when the file closes.
 
+use std::io::Read as _;
 #[cfg(unix)]
 use std::{fs::File, io, path::Path};
+
+/// Why [`read_regular`] refused a file, as an `io::Error` of kind
+/// `InvalidInput` (its text says which) or the open's own error.
+const NOT_REGULAR: &str = "not a regular file (a FIFO, a device or a directory cannot hold it)";
+
+/// Reads the whole of `path` when it is a regular file of at most `limit`
+/// bytes. A FIFO, a device (`/dev/zero`), a socket or a directory is
+/// refused at once, without blocking and without reading: on Unix the
+/// file is opened non-blocking (a FIFO's open would otherwise wait for a
+/// writer) and its type read from the open handle, so a file swapped
+/// between a check and the open cannot slip through. A larger file is
+/// refused after `limit + 1` bytes. Errors are `InvalidInput` with a
+/// reason, or the open's or the read's own.
+pub fn read_regular(path: &std::path::Path, limit: u64) -> std::io::Result<Vec<u8>> {
+    let mut options = std::fs::OpenOptions::new();
+    options.read(true);
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::OpenOptionsExt as _;
+        let flags = rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::NOCTTY;
+        options.custom_flags(flags.bits() as i32);
+    }
+    let file = options.open(path)?;
+    if !file.metadata()?.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            NOT_REGULAR,
+        ));
+    }
+    let mut bytes = Vec::new();
+    file.take(limit.saturating_add(1)).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > limit {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            format!("larger than {limit} bytes"),
+        ));
+    }
+    Ok(bytes)
+}
 
 /// Blocks until this process holds the exclusive lock of `file`.
 #[cfg(unix)]
@@ -239,6 +281,38 @@ mod windows {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[cfg(unix)]
+    #[test]
+    fn only_a_regular_file_within_the_limit_is_read() {
+        let dir = scratch("regular");
+        let file = dir.join("secret");
+        std::fs::write(&file, "s3cret\n").expect("write");
+        assert_eq!(read_regular(&file, 64).expect("read"), b"s3cret\n");
+        let err = read_regular(&file, 3).expect_err("over the limit");
+        assert!(err.to_string().contains("larger than 3 bytes"), "{err}");
+        // Neither a FIFO with no writer (whose plain open would block) nor
+        // a device that never ends nor a directory is opened for long.
+        let fifo = dir.join("fifo");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR,
+            0,
+        )
+        .expect("mkfifo");
+        for path in [fifo.as_path(), Path::new("/dev/zero"), dir.as_path()] {
+            let err = read_regular(path, 1 << 30).expect_err("refused");
+            assert_eq!(err.kind(), io::ErrorKind::InvalidInput, "{path:?}: {err}");
+            assert!(err.to_string().contains("not a regular file"), "{err}");
+        }
+        // Through a symlink, the target decides.
+        let link = dir.join("link");
+        std::os::unix::fs::symlink("/dev/zero", &link).expect("symlink");
+        assert!(read_regular(&link, 1 << 30).is_err());
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 
     fn scratch(name: &str) -> std::path::PathBuf {
         let dir = std::env::temp_dir().join(format!("rho-os-fs-{name}-{}", std::process::id()));

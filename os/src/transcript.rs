@@ -19,10 +19,15 @@ pub struct TranscriptFile {
 }
 
 impl TranscriptFile {
-    /// Creates (or truncates) the transcript file.
+    /// Creates (or truncates) the transcript file, owner-only (0600) when
+    /// it is new: it holds a whole session, the server's words included.
     pub fn create(path: &Path) -> std::io::Result<Self> {
+        let mut options = std::fs::OpenOptions::new();
+        options.write(true).create(true).truncate(true);
+        #[cfg(unix)]
+        std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
         Ok(Self {
-            file: Mutex::new(BufWriter::new(File::create(path)?)),
+            file: Mutex::new(BufWriter::new(options.open(path)?)),
         })
     }
 }
