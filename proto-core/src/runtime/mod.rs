@@ -110,12 +110,26 @@ pub enum ToolCallError {
     Call(#[from] CallError),
 }
 
-/// `available` as the tail of a [`ToolCallError::NoSuchTool`] message.
+/// How many of a server's tools a [`ToolCallError::NoSuchTool`] message
+/// names: a server of 10,000 tools would otherwise make it 80 KB.
+pub const NAMED_TOOLS: usize = 20;
+
+/// `available` as the tail of a [`ToolCallError::NoSuchTool`] message:
+/// the first [`NAMED_TOOLS`] names and how many more there are.
 fn tool_list(available: &[String]) -> String {
     if available.is_empty() {
         return " (it lists no tools)".into();
     }
-    format!("; its tools: {}", available.join(", "))
+    let named = available
+        .iter()
+        .take(NAMED_TOOLS)
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join(", ");
+    match available.len().saturating_sub(NAMED_TOOLS) {
+        0 => format!("; its tools: {named}"),
+        more => format!("; its {} tools: {named} and {more} more", available.len()),
+    }
 }
 
 impl ToolCallError {
@@ -952,6 +966,18 @@ transport = "stdio"
             ),
             other => panic!("{other:?}"),
         }
+        // A server of very many tools: the first few named, the rest counted.
+        let many: Vec<String> = (0..10_000).map(|n| format!("tool_{n:05}")).collect();
+        let text = ToolCallError::NoSuchTool {
+            server: "big".into(),
+            tool: "nope".into(),
+            available: many,
+        }
+        .to_string();
+        assert!(
+            text.ends_with("; its 10000 tools: tool_00000, tool_00001, tool_00002, tool_00003, tool_00004, tool_00005, tool_00006, tool_00007, tool_00008, tool_00009, tool_00010, tool_00011, tool_00012, tool_00013, tool_00014, tool_00015, tool_00016, tool_00017, tool_00018, tool_00019 and 9980 more"),
+            "{text}"
+        );
         // The exported name routes too, to the server's own name.
         assert_eq!(
             inventory
