@@ -262,6 +262,7 @@ mod tests {
             input_schema: json!({"type": "object"}).into(),
             output_schema: None,
             annotations: ToolAnnotations::default(),
+            meta: None,
         }
     }
 
