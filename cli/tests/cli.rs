@@ -21,8 +21,8 @@ use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
 use rho_tests::scene::{Run, Scene, arg};
 use rho_tests::{
-    EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile,
-    toml_str, wait_gone,
+    EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, pdf_js,
+    read_pidfile, toml_str, wait_gone,
 };
 use serde_json::Value;
 
@@ -488,6 +488,129 @@ fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas(rt: 
     assert!(
         echo["input_schema"]["properties"]["message"].is_object(),
         "{echo}"
+    );
+}
+
+/// `@modelcontextprotocol/server-pdf`'s six tools for its view only
+/// (`_meta.ui.visibility: ["app"]`), in the order it lists them.
+const PDF_APP_ONLY: [&str; 6] = [
+    "read_pdf_bytes",
+    "submit_page_data",
+    "submit_save_data",
+    "submit_viewer_state",
+    "poll_pdf_commands",
+    "save_pdf",
+];
+
+/// An MCP Apps server: its tools for the app only are not exported (not
+/// in `list`, not callable), yet `show` lists them marked app-only with
+/// the reason, and `show --json` keeps every tool's `_meta` as sent.
+fn show_lists_tools_for_an_mcp_app_only_apart_and_keeps_their_meta(rt: Runtime) {
+    let s =
+        Scene::new(RHO, "mcp-app", rt).with_config(&node_server("pdf", &pdf_js(), &["--stdio"]));
+
+    let run = s.rho(&["mcp", "list", "--connect", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let pdf = server(&doc, "pdf");
+    assert_eq!(
+        tool_names(pdf),
+        [
+            "mcp__pdf__display_pdf",
+            "mcp__pdf__interact",
+            "mcp__pdf__list_pdfs"
+        ],
+        "{pdf}"
+    );
+    let app_only: Vec<&Value> = pdf["app_only_tools"]
+        .as_array()
+        .expect("app_only_tools")
+        .iter()
+        .collect();
+    let names: Vec<&str> = app_only.iter().filter_map(|t| t["tool"].as_str()).collect();
+    assert_eq!(names, PDF_APP_ONLY, "{pdf}");
+    assert_eq!(
+        app_only[5]["visibility"],
+        serde_json::json!(["app"]),
+        "{pdf}"
+    );
+
+    let run = s.rho(&["mcp", "show", "pdf", "--connect", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let display = doc["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["tool"] == "display_pdf"))
+        .unwrap_or_else(|| panic!("no display_pdf: {doc}"));
+    // As the server sent it: the view under `ui`, and its deprecated flat key.
+    assert_eq!(
+        display["_meta"],
+        serde_json::json!({
+            "ui": {"resourceUri": "ui://pdf-viewer/mcp-app.html"},
+            "ui/resourceUri": "ui://pdf-viewer/mcp-app.html",
+        }),
+        "{display}"
+    );
+    assert_eq!(display["resource_uri"], "ui://pdf-viewer/mcp-app.html");
+    let save = doc["app_only_tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["tool"] == "save_pdf"))
+        .unwrap_or_else(|| panic!("no app-only save_pdf: {doc}"));
+    assert_eq!(
+        save["_meta"],
+        serde_json::json!({"ui": {"visibility": ["app"]}}),
+        "{save}"
+    );
+    assert!(save["input_schema"].is_object(), "{save}");
+    let reason = save["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("without \"model\""), "{save}");
+
+    let run = s.rho(&["mcp", "show", "pdf", "--connect"]);
+    run.expect_code(0);
+    let text = &run.stdout;
+    assert!(text.contains("  tools (3):"), "{run}");
+    assert!(
+        text.contains("      app view: ui://pdf-viewer/mcp-app.html"),
+        "{run}"
+    );
+    let apart = text
+        .find("for its MCP App only, not exported to the model (6):")
+        .unwrap_or_else(|| panic!("no app-only section\n{run}"));
+    let save = text
+        .find("    save_pdf — Save PDF")
+        .expect("save_pdf listed");
+    assert!(apart < save, "{run}");
+    assert!(
+        text[save..].contains("app-only: its `_meta.ui.visibility` is [\"app\"]"),
+        "{run}"
+    );
+    assert!(!text.contains("mcp__pdf__save_pdf"), "{run}");
+    let run = s.rho(&["mcp", "list", "--connect"]);
+    run.expect_code(0);
+    let line = row(&run, "pdf");
+    assert!(
+        line.starts_with("pdf") && line.contains(" 3 tools · "),
+        "{run}"
+    );
+    assert!(
+        line.contains("6 for its MCP App only, not exported"),
+        "{run}"
+    );
+
+    // Called by the server's own name, it is refused, saying why.
+    let run = s.rho(&[
+        "mcp",
+        "call",
+        "pdf",
+        "save_pdf",
+        "url=/nonexistent/x.pdf",
+        "data=eA==",
+    ]);
+    run.expect_code(1);
+    assert!(
+        run.stderr
+            .contains("tool `save_pdf` of server `pdf` is not exported"),
+        "{run}"
     );
 }
 
@@ -1331,6 +1454,7 @@ both_executors!(
     disabled_server_is_reported_disabled_never_started_and_exits_0,
     secret_values_never_appear_in_list_or_show_output,
     show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas,
+    show_lists_tools_for_an_mcp_app_only_apart_and_keeps_their_meta,
     show_unknown_server_exits_2_naming_the_configured_servers,
     show_without_connect_says_the_server_is_not_started,
     call_prints_exactly_the_result_text_and_exits_0,
