@@ -51,7 +51,7 @@ use rho_proto_core::runtime::ServerView;
 use rho_proto_core::runtime::registry::ToolRegistry;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::text::terminal::{self, sanitize, sanitize_line};
-use rho_proto_core::wire::protocol::Tool;
+use rho_proto_core::wire::protocol::{Implementation, Tool};
 use serde_json::{Map, Value, json};
 
 use rho_host::config::LoadedConfig;
@@ -431,6 +431,17 @@ pub(crate) fn app_only_rows(server: &ServerView) -> String {
     text
 }
 
+/// A server's name and version as it reported them, one blank between
+/// them; an empty (or blank) one is left out, never a doubled blank.
+fn name_version(info: &Implementation) -> String {
+    [&info.name, &info.version]
+        .into_iter()
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| sanitize_line(part))
+        .collect::<Vec<_>>()
+        .join(" ")
+}
+
 /// The `list` table, then the exported tools.
 pub(crate) fn list_text(
     loaded: &LoadedConfig,
@@ -576,10 +587,9 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
         ServerStatus::Ready(report) => {
             let count = tools.server_tools(&server.id).count();
             let mut text = format!(
-                "{count} tool{} · {} {} · protocol {}{} · {} ms",
+                "{count} tool{} · {} · protocol {}{} · {} ms",
                 if count == 1 { "" } else { "s" },
-                sanitize_line(&report.server_info.name),
-                sanitize_line(&report.server_info.version),
+                name_version(&report.server_info),
                 sanitize_line(&report.protocol_version),
                 era_note(report),
                 report.elapsed_ms
@@ -701,9 +711,8 @@ pub(crate) fn show_text(
         ServerStatus::Ready(report) => {
             let _ = writeln!(
                 out,
-                "  server:     {} {} (protocol {}{}, ready in {} ms)",
-                sanitize_line(&report.server_info.name),
-                sanitize_line(&report.server_info.version),
+                "  server:     {} (protocol {}{}, ready in {} ms)",
+                name_version(&report.server_info),
                 sanitize_line(&report.protocol_version),
                 era_note(report),
                 report.elapsed_ms
@@ -896,6 +905,61 @@ fn indent_rest(text: &str, by: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rho_proto_core::runtime::status::ReadyReport;
+
+    fn ready(name: &str, version: &str) -> ServerView {
+        ServerView {
+            id: "s".into(),
+            config: None,
+            status: ServerStatus::Ready(ReadyReport {
+                protocol_version: "2025-11-25".into(),
+                server_info: Implementation {
+                    name: name.into(),
+                    version: version.into(),
+                    title: None,
+                },
+                instructions: None,
+                elapsed_ms: 7,
+                pid: None,
+                filtered_tools: Vec::new(),
+                app_only_tools: Vec::new(),
+                last_ping_error: None,
+                added_tools: Vec::new(),
+                withdrawn_tools: Vec::new(),
+                capabilities: Default::default(),
+                catalog: Default::default(),
+            }),
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_empty_server_version_leaves_no_double_blank() {
+        let tools = ToolRegistry::new();
+        let auth = AuthMap::new();
+        for version in ["", " "] {
+            let view = ready("srv", version);
+            assert_eq!(
+                summary(&view, &tools),
+                "0 tools · srv · protocol 2025-11-25 · 7 ms"
+            );
+            let show = show_text(&view, &tools, &auth, None, None);
+            assert!(
+                show.contains("  server:     srv (protocol 2025-11-25, ready in 7 ms)\n"),
+                "{show}"
+            );
+        }
+        let view = ready("srv", "1.0");
+        assert_eq!(
+            summary(&view, &tools),
+            "0 tools · srv 1.0 · protocol 2025-11-25 · 7 ms"
+        );
+        // Nor a leading blank for an empty name.
+        assert_eq!(
+            summary(&ready("", "1.0"), &tools),
+            "0 tools · 1.0 · protocol 2025-11-25 · 7 ms"
+        );
+    }
 
     #[test]
     fn json_text_escapes_what_a_terminal_obeys_and_parses_back_exactly() {
