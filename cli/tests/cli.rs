@@ -1039,6 +1039,65 @@ fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged(rt: Runtime) {
     assert!(!quiet.stderr.contains("DEBUG"), "{quiet}");
 }
 
+/// A server's log messages (`notifications/message`) print as the
+/// server's words: its own level (`notice`, `critical`, not rho's
+/// `INFO`/`ERROR`), the server that said it and its logger, and no empty
+/// field (`logger=`) when it named none.
+fn server_log_messages_print_as_the_servers_words_naming_server_and_level(rt: Runtime) {
+    let fixture = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
+    let s = Scene::new(RHO, "server-logs", rt).with_config(&node_server("fx", &fixture, &[]));
+    let lines_of = |run: &Run| -> Vec<String> {
+        // Each line after its timestamp (`2026-...Z `).
+        run.stderr
+            .lines()
+            .map(|l| l.split_once("Z ").map_or(l, |(_, rest)| rest).to_owned())
+            .collect()
+    };
+    // The fixture's `log` sends one message per level, logger `fixture`;
+    // rho shows warning and up by default.
+    let run = s.rho(&["mcp", "call", "fx", "log"]);
+    run.expect_code(0);
+    assert_eq!(
+        lines_of(&run),
+        [
+            "warning from server `fx` (logger `fixture`): fixture says warning",
+            "error from server `fx` (logger `fixture`): fixture says error",
+            "critical from server `fx` (logger `fixture`): fixture says critical",
+            "alert from server `fx` (logger `fixture`): fixture says alert",
+            "emergency from server `fx` (logger `fixture`): fixture says emergency",
+        ],
+        "{run}"
+    );
+    // No logger, or an empty one: no logger part at all.
+    for logger in ["logger=", "logger=null"] {
+        let run = s.rho(&["mcp", "call", "fx", "log", logger]);
+        run.expect_code(0);
+        let lines = lines_of(&run);
+        assert_eq!(
+            lines.first().map(String::as_str),
+            Some("warning from server `fx`: fixture says warning"),
+            "{logger}: {run}"
+        );
+        assert_eq!(lines.len(), 5, "{logger}: {run}");
+        assert!(!run.stderr.contains("logger"), "{logger}: {run}");
+    }
+    // With --verbose every level shows, each by the server's own name.
+    let run = s.rho(&["--verbose", "mcp", "call", "fx", "log"]);
+    run.expect_code(0);
+    for level in ["debug", "info", "notice", "critical"] {
+        let line = format!("{level} from server `fx` (logger `fixture`): fixture says {level}");
+        assert!(lines_of(&run).contains(&line), "no {line:?}\n{run}");
+    }
+    // Never in rho's own field format.
+    assert!(
+        !run
+            .stderr
+            .lines()
+            .any(|l| l.contains("fixture says") && (l.contains("server=") || l.contains("logger="))),
+        "{run}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Nothing left behind
 
@@ -1455,6 +1514,7 @@ both_executors!(
     secret_values_never_appear_in_list_or_show_output,
     show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas,
     show_lists_tools_for_an_mcp_app_only_apart_and_keeps_their_meta,
+    server_log_messages_print_as_the_servers_words_naming_server_and_level,
     show_unknown_server_exits_2_naming_the_configured_servers,
     show_without_connect_says_the_server_is_not_started,
     call_prints_exactly_the_result_text_and_exits_0,

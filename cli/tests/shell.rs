@@ -1243,6 +1243,12 @@ fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
     let last = shell.wait_for_after(warning, "fixture says emergency", SOON);
     shell.wait_for_after(at, "\x1b[2Klogged", SOON);
     let shown = shell.screen()[at..last].to_owned();
+    // As the server's words, its own level first.
+    assert!(
+        words(&shown)
+            .contains("warning from server `fixture` (logger `fixture`): fixture says warning"),
+        "{shown}"
+    );
     assert!(!words(&shown).contains("fixture says info"), "{shown}");
     assert!(!words(&shown).contains("fixture says notice"), "{shown}");
     assert!(shell.quit().success());
