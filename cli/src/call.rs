@@ -98,6 +98,10 @@ pub(crate) fn run(
     let tools = runtime.current_tools();
     let resolved = match (tool, ready) {
         (Some(tool), false) => Ok(tool.to_owned()),
+        // A tool for the server's MCP App only is not exported, so not
+        // among `tools`: the call is left to the runtime, which refuses
+        // it saying why, rather than called unknown here.
+        (Some(tool), true) if app_only(&runtime, id, tool) => Ok(tool.to_owned()),
         (Some(tool), true) => rho_host::names::server_tool(&tools, id, tool),
         (None, _) => Err(rho_host::names::NameError::NoTool {
             server: id.to_owned(),
@@ -219,6 +223,15 @@ pub(crate) fn typed_arguments(
     let any = json!({"additionalProperties": true});
     let schema = listed.map_or(&any, |t| &t.input_schema);
     tool_args::typed(arguments, schema, tool).map(serde_json::Value::Object)
+}
+
+/// Whether ready server `id` listed `tool` (its own name) for its MCP App
+/// only: a tool rho exports to no model and calls for no one.
+pub(crate) fn app_only(runtime: &Host, id: &str, tool: &str) -> bool {
+    runtime.server(id).is_some_and(|view| {
+        matches!(&view.status, ServerStatus::Ready(report)
+            if report.app_only_tools.iter().any(|t| t == tool))
+    })
 }
 
 /// The server, the tool (none when only a server is named) and the

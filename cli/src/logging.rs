@@ -8,6 +8,12 @@
 //! terminal) and through the run's [`Redactor`] (no configured secret value
 //! a server echoed back is logged); see [`SafeFields`].
 //!
+//! A server's own log message (`notifications/message`) is written as
+//! the server's words, not as one of rho's lines: the time, the server's
+//! own level, the server that said it and, when it named one, its
+//! logger, then the message (``… warning from server `docs` (logger
+//! `index`): disk almost full``); see [`Events`].
+//!
 //! Colour follows the convention of <https://no-color.org>: on only when
 //! stderr is a terminal and `NO_COLOR` is unset or empty.
 
@@ -19,10 +25,17 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rho_proto_core::text::redact::Redactor;
 use rho_proto_core::text::terminal;
 use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::field::RecordFields;
-use tracing_subscriber::fmt::FormatFields;
-use tracing_subscriber::fmt::format::Writer;
+use tracing_subscriber::fmt::format::{Format, Full, Writer};
+use tracing_subscriber::fmt::time::{FormatTime, SystemTime};
+use tracing_subscriber::fmt::{FmtContext, FormatEvent, FormatFields};
+use tracing_subscriber::registry::LookupSpan;
+
+/// The tracing target of servers' log messages (and of rho's notes about
+/// them, such as how many a flood hid).
+const SERVER_TARGET: &str = "rho::mcp::server";
 
 /// The secrets of every configured server of this run, once the config is
 /// loaded (log lines written before that cannot hold server text).
@@ -56,9 +69,137 @@ pub(crate) fn init(verbose: bool, server_logs: Option<&str>) {
         .with_env_filter(filter)
         .with_writer(|| LogLine(Vec::new()))
         .with_ansi(ansi)
-        .with_target(verbose)
         .fmt_fields(SafeFields)
+        .event_format(Events {
+            rho: tracing_subscriber::fmt::format().with_target(verbose),
+        })
         .init();
+}
+
+/// Formats log events: a server's own log message (an event of the
+/// server target carrying the server's `level`) as the server's words,
+/// every other event as the default formatter does (with [`SafeFields`]).
+struct Events {
+    /// The format of rho's own lines.
+    rho: Format<Full, SystemTime>,
+}
+
+impl<S, N> FormatEvent<S, N> for Events
+where
+    S: Subscriber + for<'a> LookupSpan<'a>,
+    N: for<'a> FormatFields<'a> + 'static,
+{
+    fn format_event(
+        &self,
+        ctx: &FmtContext<'_, S, N>,
+        mut writer: Writer<'_>,
+        event: &Event<'_>,
+    ) -> fmt::Result {
+        if event.metadata().target() == SERVER_TARGET {
+            let mut said = ServerSaid::default();
+            event.record(&mut said);
+            if let Some(line) = said.line() {
+                let ansi = writer.has_ansi_escapes();
+                if ansi {
+                    writer.write_str("\x1b[2m")?;
+                }
+                SystemTime.format_time(&mut writer)?;
+                if ansi {
+                    writer.write_str("\x1b[0m")?;
+                }
+                writer.write_char(' ')?;
+                return match ansi {
+                    true => writeln!(writer, "{}", line.coloured(*event.metadata().level())),
+                    false => writeln!(writer, "{}", line.plain()),
+                };
+            }
+        }
+        self.rho.format_event(ctx, writer, event)
+    }
+}
+
+/// The fields of a server's log message, as recorded.
+#[derive(Default)]
+struct ServerSaid {
+    level: Option<String>,
+    server: Option<String>,
+    logger: Option<String>,
+    message: Option<String>,
+}
+
+impl Visit for ServerSaid {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        let slot = match field.name() {
+            "level" => &mut self.level,
+            "server" => &mut self.server,
+            "logger" => &mut self.logger,
+            "message" => &mut self.message,
+            _ => return,
+        };
+        *slot = Some(value.to_owned());
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn fmt::Debug) {
+        // The message arrives as format arguments, whose Debug is the text.
+        self.record_str(field, &format!("{value:?}"));
+    }
+}
+
+impl ServerSaid {
+    /// The line, when this is a server's own message (it names the
+    /// server's level); every part redacted and sanitized.
+    fn line(self) -> Option<ServerLine> {
+        let level = safe_line(&self.level?);
+        let mut from = format!("from server `{}`", safe_line(self.server.as_deref()?));
+        if let Some(logger) = self.logger.filter(|l| !l.trim().is_empty()) {
+            let _ = write!(from, " (logger `{}`)", safe_line(&logger));
+        }
+        let message = safe(self.message.as_deref().unwrap_or_default());
+        Some(ServerLine {
+            level,
+            from,
+            message,
+        })
+    }
+}
+
+/// A server's log message, ready to write.
+struct ServerLine {
+    /// The server's own level, as it named it.
+    level: String,
+    /// `from server `<id>``, and its logger when it named one.
+    from: String,
+    message: String,
+}
+
+impl ServerLine {
+    /// `<level> from server `<id>` (logger `<name>`): <message>`.
+    fn plain(&self) -> String {
+        let Self {
+            level,
+            from,
+            message,
+        } = self;
+        format!("{level} {from}: {message}")
+    }
+
+    /// [`ServerLine::plain`] with the level coloured as rho colours the
+    /// tracing level it is logged at.
+    fn coloured(&self, at: Level) -> String {
+        let colour = match at {
+            Level::ERROR => "31",
+            Level::WARN => "33",
+            Level::INFO => "32",
+            Level::DEBUG => "34",
+            Level::TRACE => "35",
+        };
+        let Self {
+            level,
+            from,
+            message,
+        } = self;
+        format!("\x1b[{colour}m{level}\x1b[0m {from}: {message}")
+    }
 }
 
 /// Sends every later log line to `route` (or, with `None`, to stderr
@@ -175,9 +316,53 @@ pub(crate) fn safe(text: &str) -> String {
     terminal::sanitize(&redact(text)).into_owned()
 }
 
+/// `text` redacted, then sanitized onto one line.
+fn safe_line(text: &str) -> String {
+    terminal::sanitize_line(&redact(text)).into_owned()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn said(level: Option<&str>, logger: Option<&str>) -> ServerSaid {
+        ServerSaid {
+            level: level.map(str::to_owned),
+            server: Some("docs".into()),
+            logger: logger.map(str::to_owned),
+            message: Some("disk \x1b[2J almost full".into()),
+        }
+    }
+
+    #[test]
+    fn a_server_message_reads_as_its_words_without_empty_fields() {
+        let line = |level, logger| said(level, logger).line().map(|l| l.plain());
+        assert_eq!(
+            line(Some("notice"), Some("index")).as_deref(),
+            Some("notice from server `docs` (logger `index`): disk \\x1b[2J almost full")
+        );
+        for empty in [None, Some(""), Some("  ")] {
+            assert_eq!(
+                line(Some("critical"), empty).as_deref(),
+                Some("critical from server `docs`: disk \\x1b[2J almost full"),
+                "{empty:?}"
+            );
+        }
+        // Server text in the level and the logger is escaped too.
+        assert_eq!(
+            line(Some("warn\x07ing"), Some("a\nb")).as_deref(),
+            Some("warn\\x07ing from server `docs` (logger `a\\nb`): disk \\x1b[2J almost full")
+        );
+        // Without the server's level it is one of rho's own lines.
+        assert!(said(None, Some("index")).line().is_none());
+        let coloured = said(Some("error"), None)
+            .line()
+            .map(|l| l.coloured(Level::ERROR));
+        assert_eq!(
+            coloured.as_deref(),
+            Some("\x1b[31merror\x1b[0m from server `docs`: disk \\x1b[2J almost full")
+        );
+    }
 
     #[test]
     fn colour_only_on_a_terminal_without_no_color() {

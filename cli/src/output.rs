@@ -34,7 +34,8 @@
 //! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake (or, 2026-07-28, from `server/discover`) |
 //! | `era` | ready | the protocol era the server is driven in: `"2026-07-28"` (stateless, after `server/discover`) or the 2025 version its `initialize` negotiated |
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
-//! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description` and `input_schema` |
+//! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description`, `input_schema`, `output_schema`, `_meta` (as sent, when sent), `resource_uri` (its MCP App view: `_meta.ui.resourceUri`, else the deprecated `_meta["ui/resourceUri"]`) and `visibility` (`_meta.ui.visibility` as sent), the last two when the tool has them |
+//! | `app_only_tools` | ready | tools for the server's MCP App only, not exported (`_meta.ui.visibility` without `"model"`, or unreadable): `tool`, `title`, `visibility` (as sent), `reason`, `resource_uri` (when it has one); `show` adds `description`, `input_schema`, `output_schema` and `_meta` |
 //! | `filtered_tools` | ready | server tool names kept out by allow/deny |
 //! | `added_tools`, `withdrawn_tools` | ready | tools the server added (need a restart) or withdrew since startup |
 //! | `prompts` | ready | `name`, `title`, `description`, `arguments` (`name`, `title`, `description`, `required`); empty when the server offers none |
@@ -45,10 +46,12 @@
 use std::fmt::Write as _;
 
 use rho_proto_core::config::{PluginOrigin, Transport};
+use rho_proto_core::features::apps::{ToolUi, Visibility};
 use rho_proto_core::runtime::ServerView;
 use rho_proto_core::runtime::registry::ToolRegistry;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::text::terminal::{self, sanitize, sanitize_line};
+use rho_proto_core::wire::protocol::{Implementation, Tool};
 use serde_json::{Map, Value, json};
 
 use rho_host::config::LoadedConfig;
@@ -286,11 +289,38 @@ pub(crate) fn server_json(
                         if let Some(schema) = &t.output_schema {
                             tool["output_schema"] = (**schema).clone();
                         }
+                        app_json(&mut tool, t.meta.as_deref());
                     }
                     tool
                 })
                 .collect();
             obj.insert("tools".into(), Value::Array(tools));
+            let app_only: Vec<Value> = app_only_tools(server, &report.app_only_tools)
+                .map(|t| {
+                    let visibility = Visibility::of(t.meta.as_deref());
+                    let mut tool = json!({
+                        "tool": t.name,
+                        "title": t.title,
+                        "visibility": sent_visibility(t.meta.as_deref()),
+                        "reason": visibility.held_back_reason(),
+                    });
+                    if let Some(uri) = ToolUi::of(t.meta.as_deref()).view() {
+                        tool["resource_uri"] = json!(uri);
+                    }
+                    if detailed {
+                        tool["description"] = json!(t.description);
+                        tool["input_schema"] = (*t.input_schema).clone();
+                        if let Some(schema) = &t.output_schema {
+                            tool["output_schema"] = (**schema).clone();
+                        }
+                        if let Some(meta) = &t.meta {
+                            tool["_meta"] = (**meta).clone();
+                        }
+                    }
+                    tool
+                })
+                .collect();
+            obj.insert("app_only_tools".into(), Value::Array(app_only));
             obj.insert("filtered_tools".into(), json!(report.filtered_tools));
             obj.insert("added_tools".into(), json!(report.added_tools));
             obj.insert("withdrawn_tools".into(), json!(report.withdrawn_tools));
@@ -303,6 +333,113 @@ pub(crate) fn server_json(
         ServerStatus::NotStarted | ServerStatus::Disabled => {}
     }
     Value::Object(obj)
+}
+
+/// The tools of `server` named in `names` (its tools for the MCP App
+/// only), as it listed them, in that order.
+fn app_only_tools<'a>(
+    server: &'a ServerView,
+    names: &'a [String],
+) -> impl Iterator<Item = &'a Tool> + 'a {
+    names
+        .iter()
+        .filter_map(|name| server.tools.iter().find(|t| &t.name == name))
+}
+
+/// `_meta.ui.visibility` as the server sent it (null when it sent none).
+fn sent_visibility(meta: Option<&Value>) -> Value {
+    meta.and_then(|m| m.get("ui"))
+        .and_then(|ui| ui.get("visibility"))
+        .cloned()
+        .unwrap_or(Value::Null)
+}
+
+/// Adds an exported tool's `_meta` as sent and what MCP Apps reads in it
+/// (`resource_uri`, `visibility`) to its `show --json` object.
+fn app_json(tool: &mut Value, meta: Option<&Value>) {
+    let Some(meta) = meta else { return };
+    tool["_meta"] = meta.clone();
+    if let Some(uri) = ToolUi::of(Some(meta)).view() {
+        tool["resource_uri"] = json!(uri);
+    }
+    let visibility = sent_visibility(Some(meta));
+    if !visibility.is_null() {
+        tool["visibility"] = visibility;
+    }
+}
+
+/// What MCP Apps says about a tool, one safe line each, for a person:
+/// the view that renders its results and who may call it. Nothing for a
+/// tool that says nothing.
+pub(crate) fn app_lines(meta: Option<&Value>) -> Vec<String> {
+    let ui = ToolUi::of(meta);
+    let mut lines = view_lines(&ui);
+    if let Some(visibility) = &ui.visibility {
+        lines.push(format!(
+            "visibility: {}",
+            sanitize_line(&visibility.to_string())
+        ));
+    }
+    lines
+}
+
+/// The view that renders a tool's results (`_meta.ui.resourceUri`, and
+/// the deprecated flat `_meta["ui/resourceUri"]` when it is the only one
+/// or says otherwise), one safe line each.
+fn view_lines(ui: &ToolUi) -> Vec<String> {
+    match (&ui.resource_uri, &ui.deprecated_resource_uri) {
+        (Some(uri), Some(old)) if old != uri => vec![
+            format!("app view: {}", sanitize_line(uri)),
+            format!(
+                "app view (deprecated `ui/resourceUri`): {}",
+                sanitize_line(old)
+            ),
+        ],
+        (Some(uri), _) => vec![format!("app view: {}", sanitize_line(uri))],
+        (None, Some(old)) => vec![format!(
+            "app view: {} (deprecated `ui/resourceUri`)",
+            sanitize_line(old)
+        )],
+        (None, None) => Vec::new(),
+    }
+}
+
+/// The shell's `/tools` rows of a ready server's tools for its MCP App
+/// only: `<server>:<tool>  (app-only, not exported)  <title>`, then the
+/// reason and the view, indented as a tool's parameters are.
+pub(crate) fn app_only_rows(server: &ServerView) -> String {
+    let ServerStatus::Ready(report) = &server.status else {
+        return String::new();
+    };
+    let mut text = String::new();
+    for tool in app_only_tools(server, &report.app_only_tools) {
+        let _ = writeln!(
+            text,
+            "{}:{}  (app-only, not exported)  {}",
+            sanitize_line(&server.id),
+            sanitize_line(&tool.name),
+            sanitize_line(tool.title.as_deref().unwrap_or(""))
+        );
+        let reason = Visibility::of(tool.meta.as_deref())
+            .held_back_reason()
+            .unwrap_or_default();
+        let _ = writeln!(text, "    {}", sanitize_line(&reason));
+        for line in view_lines(&ToolUi::of(tool.meta.as_deref())) {
+            let _ = writeln!(text, "    {line}");
+        }
+    }
+    text
+}
+
+/// A server's name and version as it reported them, one blank between
+/// them; an empty (or blank) one is left out, never a doubled blank.
+fn name_version(info: &Implementation) -> String {
+    [&info.name, &info.version]
+        .into_iter()
+        .filter(|part| !part.trim().is_empty())
+        .map(|part| sanitize_line(part))
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 /// The `list` table, then the exported tools.
@@ -450,14 +587,20 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
         ServerStatus::Ready(report) => {
             let count = tools.server_tools(&server.id).count();
             let mut text = format!(
-                "{count} tool{} · {} {} · protocol {}{} · {} ms",
+                "{count} tool{} · {} · protocol {}{} · {} ms",
                 if count == 1 { "" } else { "s" },
-                sanitize_line(&report.server_info.name),
-                sanitize_line(&report.server_info.version),
+                name_version(&report.server_info),
                 sanitize_line(&report.protocol_version),
                 era_note(report),
                 report.elapsed_ms
             );
+            if !report.app_only_tools.is_empty() {
+                let _ = write!(
+                    text,
+                    " · {} for its MCP App only, not exported",
+                    report.app_only_tools.len()
+                );
+            }
             if !report.filtered_tools.is_empty() {
                 let _ = write!(text, " · {} filtered out", report.filtered_tools.len());
             }
@@ -568,9 +711,8 @@ pub(crate) fn show_text(
         ServerStatus::Ready(report) => {
             let _ = writeln!(
                 out,
-                "  server:     {} {} (protocol {}{}, ready in {} ms)",
-                sanitize_line(&report.server_info.name),
-                sanitize_line(&report.server_info.version),
+                "  server:     {} (protocol {}{}, ready in {} ms)",
+                name_version(&report.server_info),
                 sanitize_line(&report.protocol_version),
                 era_note(report),
                 report.elapsed_ms
@@ -603,8 +745,36 @@ pub(crate) fn show_text(
                 if let Some(full) = &tool.full_name {
                     let _ = writeln!(out, "      (short for {})", sanitize_line(full));
                 }
+                for line in app_lines(tool.meta.as_deref()) {
+                    let _ = writeln!(out, "      {line}");
+                }
                 for parameter in rho_host::parameters::parameters(&tool.input_schema) {
                     let _ = writeln!(out, "      {}", sanitize_line(&parameter.line()));
+                }
+            }
+            if !report.app_only_tools.is_empty() {
+                let _ = writeln!(
+                    out,
+                    "  for its MCP App only, not exported to the model ({}):",
+                    report.app_only_tools.len()
+                );
+                for tool in app_only_tools(server, &report.app_only_tools) {
+                    let title = tool
+                        .title
+                        .as_deref()
+                        .map(|t| format!(" — {}", sanitize_line(t)))
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "    {}{title}", sanitize_line(&tool.name));
+                    let reason = Visibility::of(tool.meta.as_deref())
+                        .held_back_reason()
+                        .unwrap_or_default();
+                    let _ = writeln!(out, "      app-only: {}", sanitize_line(&reason));
+                    for line in view_lines(&ToolUi::of(tool.meta.as_deref())) {
+                        let _ = writeln!(out, "      {line}");
+                    }
+                    for parameter in rho_host::parameters::parameters(&tool.input_schema) {
+                        let _ = writeln!(out, "      {}", sanitize_line(&parameter.line()));
+                    }
                 }
             }
             if !report.filtered_tools.is_empty() {
@@ -735,6 +905,61 @@ fn indent_rest(text: &str, by: usize) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rho_proto_core::runtime::status::ReadyReport;
+
+    fn ready(name: &str, version: &str) -> ServerView {
+        ServerView {
+            id: "s".into(),
+            config: None,
+            status: ServerStatus::Ready(ReadyReport {
+                protocol_version: "2025-11-25".into(),
+                server_info: Implementation {
+                    name: name.into(),
+                    version: version.into(),
+                    title: None,
+                },
+                instructions: None,
+                elapsed_ms: 7,
+                pid: None,
+                filtered_tools: Vec::new(),
+                app_only_tools: Vec::new(),
+                last_ping_error: None,
+                added_tools: Vec::new(),
+                withdrawn_tools: Vec::new(),
+                capabilities: Default::default(),
+                catalog: Default::default(),
+            }),
+            tools: Vec::new(),
+        }
+    }
+
+    #[test]
+    fn an_empty_server_version_leaves_no_double_blank() {
+        let tools = ToolRegistry::new();
+        let auth = AuthMap::new();
+        for version in ["", " "] {
+            let view = ready("srv", version);
+            assert_eq!(
+                summary(&view, &tools),
+                "0 tools · srv · protocol 2025-11-25 · 7 ms"
+            );
+            let show = show_text(&view, &tools, &auth, None, None);
+            assert!(
+                show.contains("  server:     srv (protocol 2025-11-25, ready in 7 ms)\n"),
+                "{show}"
+            );
+        }
+        let view = ready("srv", "1.0");
+        assert_eq!(
+            summary(&view, &tools),
+            "0 tools · srv 1.0 · protocol 2025-11-25 · 7 ms"
+        );
+        // Nor a leading blank for an empty name.
+        assert_eq!(
+            summary(&ready("", "1.0"), &tools),
+            "0 tools · 1.0 · protocol 2025-11-25 · 7 ms"
+        );
+    }
 
     #[test]
     fn json_text_escapes_what_a_terminal_obeys_and_parses_back_exactly() {

@@ -21,8 +21,8 @@ use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
 use rho_tests::scene::{Run, Scene, arg};
 use rho_tests::{
-    EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, read_pidfile,
-    toml_str, wait_gone,
+    EverythingHttp, everything_js, filesystem_js, misbehaving_js, node_server, pdf_js,
+    read_pidfile, toml_str, wait_gone,
 };
 use serde_json::Value;
 
@@ -498,6 +498,129 @@ fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas(rt: 
     assert!(
         echo["input_schema"]["properties"]["message"].is_object(),
         "{echo}"
+    );
+}
+
+/// `@modelcontextprotocol/server-pdf`'s six tools for its view only
+/// (`_meta.ui.visibility: ["app"]`), in the order it lists them.
+const PDF_APP_ONLY: [&str; 6] = [
+    "read_pdf_bytes",
+    "submit_page_data",
+    "submit_save_data",
+    "submit_viewer_state",
+    "poll_pdf_commands",
+    "save_pdf",
+];
+
+/// An MCP Apps server: its tools for the app only are not exported (not
+/// in `list`, not callable), yet `show` lists them marked app-only with
+/// the reason, and `show --json` keeps every tool's `_meta` as sent.
+fn show_lists_tools_for_an_mcp_app_only_apart_and_keeps_their_meta(rt: Runtime) {
+    let s =
+        Scene::new(RHO, "mcp-app", rt).with_config(&node_server("pdf", &pdf_js(), &["--stdio"]));
+
+    let run = s.rho(&["mcp", "list", "--connect", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let pdf = server(&doc, "pdf");
+    assert_eq!(
+        tool_names(pdf),
+        [
+            "mcp__pdf__display_pdf",
+            "mcp__pdf__interact",
+            "mcp__pdf__list_pdfs"
+        ],
+        "{pdf}"
+    );
+    let app_only: Vec<&Value> = pdf["app_only_tools"]
+        .as_array()
+        .expect("app_only_tools")
+        .iter()
+        .collect();
+    let names: Vec<&str> = app_only.iter().filter_map(|t| t["tool"].as_str()).collect();
+    assert_eq!(names, PDF_APP_ONLY, "{pdf}");
+    assert_eq!(
+        app_only[5]["visibility"],
+        serde_json::json!(["app"]),
+        "{pdf}"
+    );
+
+    let run = s.rho(&["mcp", "show", "pdf", "--connect", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    let display = doc["tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["tool"] == "display_pdf"))
+        .unwrap_or_else(|| panic!("no display_pdf: {doc}"));
+    // As the server sent it: the view under `ui`, and its deprecated flat key.
+    assert_eq!(
+        display["_meta"],
+        serde_json::json!({
+            "ui": {"resourceUri": "ui://pdf-viewer/mcp-app.html"},
+            "ui/resourceUri": "ui://pdf-viewer/mcp-app.html",
+        }),
+        "{display}"
+    );
+    assert_eq!(display["resource_uri"], "ui://pdf-viewer/mcp-app.html");
+    let save = doc["app_only_tools"]
+        .as_array()
+        .and_then(|tools| tools.iter().find(|t| t["tool"] == "save_pdf"))
+        .unwrap_or_else(|| panic!("no app-only save_pdf: {doc}"));
+    assert_eq!(
+        save["_meta"],
+        serde_json::json!({"ui": {"visibility": ["app"]}}),
+        "{save}"
+    );
+    assert!(save["input_schema"].is_object(), "{save}");
+    let reason = save["reason"].as_str().unwrap_or_default();
+    assert!(reason.contains("without \"model\""), "{save}");
+
+    let run = s.rho(&["mcp", "show", "pdf", "--connect"]);
+    run.expect_code(0);
+    let text = &run.stdout;
+    assert!(text.contains("  tools (3):"), "{run}");
+    assert!(
+        text.contains("      app view: ui://pdf-viewer/mcp-app.html"),
+        "{run}"
+    );
+    let apart = text
+        .find("for its MCP App only, not exported to the model (6):")
+        .unwrap_or_else(|| panic!("no app-only section\n{run}"));
+    let save = text
+        .find("    save_pdf — Save PDF")
+        .expect("save_pdf listed");
+    assert!(apart < save, "{run}");
+    assert!(
+        text[save..].contains("app-only: its `_meta.ui.visibility` is [\"app\"]"),
+        "{run}"
+    );
+    assert!(!text.contains("mcp__pdf__save_pdf"), "{run}");
+    let run = s.rho(&["mcp", "list", "--connect"]);
+    run.expect_code(0);
+    let line = row(&run, "pdf");
+    assert!(
+        line.starts_with("pdf") && line.contains(" 3 tools · "),
+        "{run}"
+    );
+    assert!(
+        line.contains("6 for its MCP App only, not exported"),
+        "{run}"
+    );
+
+    // Called by the server's own name, it is refused, saying why.
+    let run = s.rho(&[
+        "mcp",
+        "call",
+        "pdf",
+        "save_pdf",
+        "url=/nonexistent/x.pdf",
+        "data=eA==",
+    ]);
+    run.expect_code(1);
+    assert!(
+        run.stderr
+            .contains("tool `save_pdf` of server `pdf` is not exported"),
+        "{run}"
     );
 }
 
@@ -1113,6 +1236,65 @@ fn verbose_logs_debug_to_stderr_and_leaves_stdout_unchanged(rt: Runtime) {
     assert!(!quiet.stderr.contains("DEBUG"), "{quiet}");
 }
 
+/// A server's log messages (`notifications/message`) print as the
+/// server's words: its own level (`notice`, `critical`, not rho's
+/// `INFO`/`ERROR`), the server that said it and its logger, and no empty
+/// field (`logger=`) when it named none.
+fn server_log_messages_print_as_the_servers_words_naming_server_and_level(rt: Runtime) {
+    let fixture = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
+    let s = Scene::new(RHO, "server-logs", rt).with_config(&node_server("fx", &fixture, &[]));
+    let lines_of = |run: &Run| -> Vec<String> {
+        // Each line after its timestamp (`2026-...Z `).
+        run.stderr
+            .lines()
+            .map(|l| l.split_once("Z ").map_or(l, |(_, rest)| rest).to_owned())
+            .collect()
+    };
+    // The fixture's `log` sends one message per level, logger `fixture`;
+    // rho shows warning and up by default.
+    let run = s.rho(&["mcp", "call", "fx", "log"]);
+    run.expect_code(0);
+    assert_eq!(
+        lines_of(&run),
+        [
+            "warning from server `fx` (logger `fixture`): fixture says warning",
+            "error from server `fx` (logger `fixture`): fixture says error",
+            "critical from server `fx` (logger `fixture`): fixture says critical",
+            "alert from server `fx` (logger `fixture`): fixture says alert",
+            "emergency from server `fx` (logger `fixture`): fixture says emergency",
+        ],
+        "{run}"
+    );
+    // No logger, or an empty one: no logger part at all.
+    for logger in ["logger=", "logger=null"] {
+        let run = s.rho(&["mcp", "call", "fx", "log", logger]);
+        run.expect_code(0);
+        let lines = lines_of(&run);
+        assert_eq!(
+            lines.first().map(String::as_str),
+            Some("warning from server `fx`: fixture says warning"),
+            "{logger}: {run}"
+        );
+        assert_eq!(lines.len(), 5, "{logger}: {run}");
+        assert!(!run.stderr.contains("logger"), "{logger}: {run}");
+    }
+    // With --verbose every level shows, each by the server's own name.
+    let run = s.rho(&["--verbose", "mcp", "call", "fx", "log"]);
+    run.expect_code(0);
+    for level in ["debug", "info", "notice", "critical"] {
+        let line = format!("{level} from server `fx` (logger `fixture`): fixture says {level}");
+        assert!(lines_of(&run).contains(&line), "no {line:?}\n{run}");
+    }
+    // Never in rho's own field format.
+    assert!(
+        !run
+            .stderr
+            .lines()
+            .any(|l| l.contains("fixture says") && (l.contains("server=") || l.contains("logger="))),
+        "{run}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Nothing left behind
 
@@ -1530,6 +1712,8 @@ both_executors!(
     disabled_server_is_reported_disabled_never_started_and_exits_0,
     secret_values_never_appear_in_list_or_show_output,
     show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas,
+    show_lists_tools_for_an_mcp_app_only_apart_and_keeps_their_meta,
+    server_log_messages_print_as_the_servers_words_naming_server_and_level,
     show_unknown_server_exits_2_naming_the_configured_servers,
     show_without_connect_says_the_server_is_not_started,
     call_prints_exactly_the_result_text_and_exits_0,

@@ -22,7 +22,7 @@ use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
 use rho_tests::pty::{Pty, Screen};
 use rho_tests::scene::Scene;
-use rho_tests::{everything_js, node_server, scratch_dir};
+use rho_tests::{everything_js, node_server, pdf_js, scratch_dir};
 
 /// The binary under test.
 const RHO: &str = env!("CARGO_BIN_EXE_rho");
@@ -751,6 +751,48 @@ fn tools_and_calls_read_parameters_given_by_ref(rt: Runtime) {
     }
 }
 
+both_executors!(tools_shows_the_app_view_and_marks_app_only_tools_which_are_not_called);
+
+/// `/tools` against an MCP Apps server (`@modelcontextprotocol/server-pdf`):
+/// an exported tool shows the view that renders it, a tool for the app
+/// only is marked so with the reason and is not exported, and `/call`
+/// refuses it, saying why.
+fn tools_shows_the_app_view_and_marks_app_only_tools_which_are_not_called(rt: Runtime) {
+    let scene = Scene::new(RHO, "shell-mcp-app", rt).with_config(&node_server(
+        "pdf",
+        &pdf_js(),
+        &["--stdio"],
+    ));
+    let child = fed_shell(
+        &scene,
+        rt,
+        Stdio::piped(),
+        Stdio::piped(),
+        b"/tools pdf\n/call pdf save_pdf url=/nonexistent/x.pdf data=eA==\n",
+    );
+    let output = child.wait_with_output().expect("rho mcp shell runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{output:?}");
+    let display = stdout
+        .find("mcp__pdf__display_pdf  (pdf:display_pdf)")
+        .unwrap_or_else(|| panic!("display_pdf row:\n{stdout}"));
+    assert!(
+        stdout[display..].starts_with(
+            "mcp__pdf__display_pdf  (pdf:display_pdf)  Display PDF\n    app view: ui://pdf-viewer/mcp-app.html\n"
+        ),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("pdf:save_pdf  (app-only, not exported)  Save PDF\n    its `_meta.ui.visibility` is [\"app\"]"),
+        "{stdout}"
+    );
+    assert!(!stdout.contains("mcp__pdf__save_pdf"), "{stdout}");
+    assert!(
+        stdout.contains("tool `save_pdf` of server `pdf` is not exported"),
+        "{stdout}"
+    );
+}
+
 both_executors!(printed_lines_are_broken_to_fit_only_on_a_terminal);
 
 /// With its commands piped in, the shell prints plainly, and breaks long
@@ -1235,6 +1277,12 @@ fn server_logs_show_from_the_level_chosen_with_log_level(rt: Runtime) {
     let last = shell.wait_for_after(warning, "fixture says emergency", SOON);
     shell.wait_for_after(at, "\x1b[2Klogged", SOON);
     let shown = shell.screen()[at..last].to_owned();
+    // As the server's words, its own level first.
+    assert!(
+        words(&shown)
+            .contains("warning from server `fixture` (logger `fixture`): fixture says warning"),
+        "{shown}"
+    );
     assert!(!words(&shown).contains("fixture says info"), "{shown}");
     assert!(!words(&shown).contains("fixture says notice"), "{shown}");
     assert!(shell.quit().success());

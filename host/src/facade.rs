@@ -272,7 +272,9 @@ impl Host {
         self.with(|r| r.server(id), |r| r.server(id))
     }
 
-    /// The exported tools of every ready server, as registered at startup.
+    /// The exported tools of every ready server, as registered at startup:
+    /// never a tool for a server's MCP App only (its `_meta.ui.visibility`
+    /// lacks `"model"`; `ReadyReport::app_only_tools` names them).
     pub fn tools(&self) -> &ToolRegistry {
         match &self.inner {
             Inner::Smol(smol) => smol.runtime().tools(),
@@ -340,7 +342,9 @@ impl Host {
     }
 
     /// Calls a tool by server identity and the server's own tool name,
-    /// honouring the server's allow/deny filter.
+    /// honouring the server's allow/deny filter; a tool for the server's
+    /// MCP App only is refused (`ToolCallError::AppOnly`), as
+    /// [`Host::call_tool`] refuses it.
     pub fn call_server_tool(
         &self,
         server: &str,

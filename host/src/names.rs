@@ -284,6 +284,7 @@ mod tests {
             input_schema: std::sync::Arc::new(serde_json::json!({"type": "object"})),
             output_schema: None,
             hints: ToolHints::default(),
+            meta: None,
             withdrawn: false,
         }
     }

@@ -48,6 +48,14 @@ pub fn filesystem_js() -> PathBuf {
     node_modules().join("@modelcontextprotocol/server-filesystem/dist/index.js")
 }
 
+/// Entry point of `@modelcontextprotocol/server-pdf`, an MCP Apps server
+/// from the ext-apps examples (run it with `--stdio`): six of its nine
+/// tools are for its view only (`_meta.ui.visibility: ["app"]`). It lists
+/// its tools without the network.
+pub fn pdf_js() -> PathBuf {
+    node_modules().join("@modelcontextprotocol/server-pdf/dist/index.js")
+}
+
 /// The odd-on-purpose fixture server (`tests/servers/fixtures/misbehaving.js`).
 pub fn misbehaving_js() -> PathBuf {
     tests_dir().join("servers/fixtures/misbehaving.js")

@@ -110,6 +110,64 @@ fn allow_and_deny_filter_exports_and_deny_wins<R: TestRuntime>() {
     runtime.shutdown();
 }
 
+/// `@modelcontextprotocol/server-pdf` lists nine tools; six carry
+/// `_meta.ui.visibility: ["app"]` (its view's own: `save_pdf` writes
+/// files). The model gets the other three, and no call reaches the six.
+fn tools_for_an_mcp_app_only_are_not_exported<R: TestRuntime>() {
+    const APP_ONLY: [&str; 6] = [
+        "read_pdf_bytes",
+        "submit_page_data",
+        "submit_save_data",
+        "submit_viewer_state",
+        "poll_pdf_commands",
+        "save_pdf",
+    ];
+    let config = parse_config(&node_server("pdf", &pdf_js(), &["--stdio"]));
+    let runtime = R::start(&config, options_with(&[]));
+    let report = ready(&runtime, "pdf");
+    let listed = runtime.server("pdf").map(|view| view.tools.len());
+    assert_eq!(listed, Some(9), "the pinned server lists nine tools");
+    let exported: Vec<&str> = runtime
+        .tools()
+        .tools()
+        .iter()
+        .map(|t| t.tool.as_str())
+        .collect();
+    assert_eq!(exported, ["display_pdf", "interact", "list_pdfs"]);
+    let current: Vec<String> = runtime
+        .current_tools()
+        .into_iter()
+        .map(|t| t.tool)
+        .collect();
+    assert_eq!(current, exported, "what the agent receives");
+    assert_eq!(report.app_only_tools, APP_ONLY);
+    assert!(report.filtered_tools.is_empty(), "{report:?}");
+    // The view that renders `display_pdf` stays readable on the export.
+    let display = runtime
+        .tools()
+        .get("mcp__pdf__display_pdf")
+        .expect("exported");
+    let meta = display.meta.as_deref().expect("display_pdf has _meta");
+    assert_eq!(
+        meta["ui"]["resourceUri"], "ui://pdf-viewer/mcp-app.html",
+        "{meta}"
+    );
+    // By the name the model would use, or the server's own: refused before
+    // anything is sent.
+    let arguments = json!({"url": "/nonexistent/x.pdf", "data": "eA=="});
+    match runtime.call_tool("mcp__pdf__save_pdf", arguments.clone()) {
+        Err(ToolCallError::AppOnly { tool, .. }) => assert_eq!(tool, "save_pdf"),
+        other => panic!("an app-only tool was callable by its exported name: {other:?}"),
+    }
+    match runtime.call_server_tool("pdf", "save_pdf", arguments) {
+        Err(error @ ToolCallError::AppOnly { .. }) => {
+            assert!(error.to_string().contains("without \"model\""), "{error}")
+        }
+        other => panic!("an app-only tool was callable by its own name: {other:?}"),
+    }
+    runtime.shutdown();
+}
+
 fn child_environment_is_sanitized_then_overlaid<R: TestRuntime>() {
     let mut text = node_server("everything", &everything_js(), &["stdio"]);
     text.push_str(
@@ -354,6 +412,7 @@ both_executors!(
     everything_handshake_exports_exact_tool_names,
     echo_call_returns_the_echoed_text,
     allow_and_deny_filter_exports_and_deny_wins,
+    tools_for_an_mcp_app_only_are_not_exported,
     child_environment_is_sanitized_then_overlaid,
     missing_ambient_variable_fails_only_that_server,
     filesystem_server_exports_annotated_tools,

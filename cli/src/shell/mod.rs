@@ -812,12 +812,21 @@ impl Shell<'_> {
                 sanitize_line(&tool.tool),
                 sanitize_line(summary)
             ));
+            for line in crate::output::app_lines(tool.meta.as_deref()) {
+                text.push_str(&format!("    {line}\n"));
+            }
             for parameter in rho_host::parameters::parameters(&tool.input_schema) {
                 text.push_str(&format!("    {}\n", sanitize_line(&parameter.line())));
             }
         }
         if text.is_empty() {
             text.push_str("no tools are exported\n");
+        }
+        for view in self.host().servers() {
+            if server.is_some_and(|s| s != view.id) {
+                continue;
+            }
+            text.push_str(&crate::output::app_only_rows(&view));
         }
         text
     }
@@ -834,7 +843,22 @@ impl Shell<'_> {
         let tools = self.host().current_tools();
         let second = arguments.split_whitespace().next();
         let words: Vec<&str> = std::iter::once(target).chain(second).collect();
-        let resolved = rho_host::names::resolve_tool(&servers, &tools, &words).map_err(|e| {
+        let resolved = match rho_host::names::resolve_tool(&servers, &tools, &words) {
+            // A tool for the server's MCP App only is not exported: the
+            // call is left to the runtime, which refuses it saying why.
+            Err(rho_host::names::NameError::UnknownTool { server, tool, .. })
+                if crate::call::app_only(&self.host(), &server, &tool) =>
+            {
+                let words = if target == server { 2 } else { 1 };
+                Ok(rho_host::names::ToolTarget {
+                    server,
+                    tool,
+                    words,
+                })
+            }
+            other => other,
+        };
+        let resolved = resolved.map_err(|e| {
             // A server left for its login says so, rather than that it
             // has no such tool.
             let named = target.split_once(':').map_or(target, |(server, _)| server);

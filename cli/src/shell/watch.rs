@@ -105,6 +105,7 @@ mod tests {
             elapsed_ms: 1,
             pid: None,
             filtered_tools: Vec::new(),
+            app_only_tools: Vec::new(),
             last_ping_error: ping.map(str::to_owned),
             added_tools: added.iter().map(|s| (*s).to_owned()).collect(),
             withdrawn_tools: withdrawn.iter().map(|s| (*s).to_owned()).collect(),
@@ -172,6 +173,7 @@ mod tests {
             input_schema: serde_json::json!({"type": "object"}).into(),
             output_schema: None,
             hints: Default::default(),
+            meta: None,
             withdrawn,
         }
     }

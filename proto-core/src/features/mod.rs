@@ -13,9 +13,11 @@
 //! for argument suggestions, and [`limit`] for the `max_output_bytes` cap
 //! they share with tool output; [`skills`] for the skills extension
 //! (SEP-2640): skill entries, and verifying a skill's files before it is
-//! loaded. They hold no session state; the session routes messages to
+//! loaded; [`apps`] for what MCP Apps (SEP-1865) says about a tool: its
+//! view and whether the model may be given it. They hold no session state; the session routes messages to
 //! them and carries their answers back.
 
+pub mod apps;
 pub mod catalog;
 pub mod completions;
 pub mod content;

@@ -25,6 +25,8 @@ pub mod status;
 use std::time::Duration;
 
 use crate::config::{Config, ServerConfig};
+use crate::features::apps::Visibility;
+use crate::runtime::naming::{exported_name, model_name};
 use crate::runtime::registry::{ExportedTool, ToolRegistry};
 use crate::runtime::status::{ReadyReport, ServerStatus};
 use crate::session::{ApiMisuse, CallError, ServerReady};
@@ -56,6 +58,21 @@ pub enum ToolCallError {
         server: String,
         /// The tool's own name.
         tool: String,
+    },
+    /// The tool is for the server's MCP App view only (its
+    /// `_meta.ui.visibility` lacks `"model"`): rho exports it to no model
+    /// and, rendering no view, calls it for no one.
+    #[error(
+        "tool `{tool}` of server `{server}` is not exported: {}",
+        .visibility.held_back_reason().unwrap_or_default()
+    )]
+    AppOnly {
+        /// The server identity.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// What its `_meta.ui.visibility` says.
+        visibility: Visibility,
     },
     /// The server withdrew the tool mid-session.
     #[error("tool `{tool}` of server `{server}` was withdrawn by the server during this session")]
@@ -369,6 +386,7 @@ impl Inventory {
             elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             pid,
             filtered_tools: Vec::new(),
+            app_only_tools: Vec::new(),
             last_ping_error: None,
             added_tools: Vec::new(),
             withdrawn_tools: Vec::new(),
@@ -440,12 +458,15 @@ impl Inventory {
     }
 
     /// Ends startup: builds the exported tool registry from the ready
-    /// servers, applying each server's allow/deny.
+    /// servers, holding back tools for an MCP App only and applying each
+    /// server's allow/deny.
     pub fn finish_startup(&mut self) {
         let mut registry = ToolRegistry::new();
         for slot in &mut self.slots {
             if let (ServerStatus::Ready(report), Some(config)) = (&mut slot.status, &slot.config) {
-                report.filtered_tools = registry.add_server(&slot.id, &config.tools, &slot.tools);
+                let left_out = registry.add_server(&slot.id, &config.tools, &slot.tools);
+                report.filtered_tools = left_out.filtered;
+                report.app_only_tools = left_out.app_only;
             }
         }
         self.registry = registry;
@@ -511,16 +532,33 @@ impl Inventory {
         exported: &str,
         health: impl Fn(SlotId) -> Option<Health>,
     ) -> Result<(SlotId, String), ToolCallError> {
-        let tool = self
-            .registry
-            .get(exported)
-            .ok_or_else(|| ToolCallError::UnknownTool(exported.to_owned()))?;
+        let Some(tool) = self.registry.get(exported) else {
+            return Err(self
+                .app_only_exported_as(exported)
+                .unwrap_or_else(|| ToolCallError::UnknownTool(exported.to_owned())));
+        };
         let (slot, health) = self.ready_slot(&tool.server, &health)?;
         self.still_listed(slot, &tool.tool, health.as_ref())?;
         Ok((slot, tool.tool.clone()))
     }
 
-    /// Fails a call of a tool the server withdrew mid-session.
+    /// The refusal of a call by the name `exported` when that is the name
+    /// a ready server's tool for its MCP App only would have been
+    /// exported under (either spelling of a long name).
+    fn app_only_exported_as(&self, exported: &str) -> Option<ToolCallError> {
+        self.slots
+            .iter()
+            .filter(|s| matches!(s.status, ServerStatus::Ready(_)))
+            .flat_map(|s| s.tools.iter().map(move |t| (s, t)))
+            .find(|(s, t)| {
+                let full = exported_name(&s.id, &t.name);
+                full == exported || model_name(&full) == exported
+            })
+            .and_then(|(s, t)| app_only(&s.id, t).err())
+    }
+
+    /// Fails a call of a tool the server withdrew mid-session, or revised
+    /// into one for its MCP App only.
     fn still_listed(
         &self,
         slot: SlotId,
@@ -530,13 +568,14 @@ impl Inventory {
         let Some(now) = health.and_then(|h| h.tools_now.as_ref()) else {
             return Ok(());
         };
-        if now.iter().any(|t| t.name == tool) {
-            return Ok(());
+        let server = &self.slots[slot.0].id;
+        match now.iter().find(|t| t.name == tool) {
+            Some(latest) => app_only(server, latest),
+            None => Err(ToolCallError::Withdrawn {
+                server: server.clone(),
+                tool: tool.to_owned(),
+            }),
         }
-        Err(ToolCallError::Withdrawn {
-            server: self.slots[slot.0].id.clone(),
-            tool: tool.to_owned(),
-        })
     }
 
     /// The exported tools as a turn should see them now: the startup set
@@ -595,7 +634,7 @@ impl Inventory {
             }
         };
         let tool = own;
-        if !s.tools.iter().any(|t| t.name == tool) {
+        let Some(listed) = s.tools.iter().find(|t| t.name == tool) else {
             let added = health
                 .as_ref()
                 .and_then(|h| h.tools_now.as_ref())
@@ -611,7 +650,8 @@ impl Inventory {
                 tool: tool.to_owned(),
                 available: s.tools.iter().map(|t| t.name.clone()).collect(),
             });
-        }
+        };
+        app_only(server, listed)?;
         if s.config.as_ref().is_some_and(|c| !c.tools.permits(tool)) {
             return Err(ToolCallError::Filtered {
                 server: server.to_owned(),
@@ -694,6 +734,20 @@ impl Inventory {
         }
         (!out.is_empty()).then_some(out)
     }
+}
+
+/// Refuses a call of `tool` of `server` when it is for the server's MCP
+/// App only: rho renders no view, so no caller in rho is the app.
+fn app_only(server: &str, tool: &Tool) -> Result<(), ToolCallError> {
+    let visibility = Visibility::of(tool.meta.as_deref());
+    if visibility.for_model() {
+        return Ok(());
+    }
+    Err(ToolCallError::AppOnly {
+        server: server.to_owned(),
+        tool: tool.name.clone(),
+        visibility,
+    })
 }
 
 /// Tools added since startup and tools withdrawn since, by name.
@@ -827,6 +881,89 @@ transport = "stdio"
         };
         assert_eq!(report.added_tools, ["fresh"]);
         assert_eq!(report.withdrawn_tools, ["gone"]);
+    }
+
+    fn tool_with_meta(name: &str, meta: serde_json::Value) -> Tool {
+        Tool::from_value(&json!({"name": name, "inputSchema": {"type": "object"}, "_meta": meta}))
+            .expect("tool")
+    }
+
+    #[test]
+    fn a_tool_for_the_app_only_is_not_exported_and_no_call_reaches_it() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let mut inventory = Inventory::new(&config, |_| true);
+        let a = inventory.find("a").expect("a");
+        let mut r = ready(&["echo"]);
+        r.tools.push(tool_with_meta(
+            "save_pdf",
+            json!({"ui": {"visibility": ["app"]}}),
+        ));
+        r.tools.push(tool_with_meta(
+            "display",
+            json!({"ui": {"visibility": ["model", "app"]}}),
+        ));
+        inventory.record_ready(a, r, Duration::ZERO, None);
+        inventory.finish_startup();
+        let exported: Vec<&str> = inventory
+            .tools()
+            .tools()
+            .iter()
+            .map(|t| t.tool.as_str())
+            .collect();
+        assert_eq!(exported, ["display", "echo"]);
+        let current: Vec<String> = inventory
+            .current_tools(|_| None)
+            .into_iter()
+            .map(|t| t.tool)
+            .collect();
+        assert_eq!(current, ["display", "echo"]);
+        let ServerStatus::Ready(report) = inventory.view(a, None).expect("view").status else {
+            panic!("ready")
+        };
+        assert_eq!(report.app_only_tools, ["save_pdf"]);
+        assert!(report.filtered_tools.is_empty());
+        // Named as the model would name it, or as a person would: refused,
+        // with the reason.
+        for refused in [
+            inventory.route_exported("mcp__a__save_pdf", |_| None),
+            inventory.route_server_tool("a", "save_pdf", |_| None),
+        ] {
+            match refused {
+                Err(error @ ToolCallError::AppOnly { .. }) => assert_eq!(
+                    error.to_string(),
+                    "tool `save_pdf` of server `a` is not exported: its `_meta.ui.visibility` is [\"app\"], without \"model\": only the server's MCP App view may call it"
+                ),
+                other => panic!("{other:?}"),
+            }
+        }
+        // A tool the server revises into one for the app only leaves the
+        // model's list (marked withdrawn) and is refused from then on.
+        let mut now = inventory.view(a, None).expect("view").tools;
+        for tool in &mut now {
+            if tool.name == "display" {
+                tool.meta = Some(json!({"ui": {"visibility": ["app"]}}).into());
+            }
+        }
+        let health = Health {
+            tools_now: Some(std::sync::Arc::new(now)),
+            ..Health::default()
+        };
+        let h = |_| Some(health.clone());
+        let display = inventory
+            .current_tools(h)
+            .into_iter()
+            .find(|t| t.tool == "display")
+            .expect("still listed");
+        assert!(display.withdrawn);
+        assert!(matches!(
+            inventory.route_exported("mcp__a__display", h),
+            Err(ToolCallError::AppOnly { .. })
+        ));
+        assert!(matches!(
+            inventory.route_server_tool("a", "display", h),
+            Err(ToolCallError::AppOnly { .. })
+        ));
+        assert!(inventory.route_exported("mcp__a__echo", h).is_ok());
     }
 
     #[test]

@@ -2,7 +2,10 @@
 //!
 //! After discovery, each server's `tools/list` result passes through its
 //! configured [`ToolFilter`] and lands here under its exported name (see
-//! [`crate::runtime::naming`]), with the description the model will read. This is
+//! [`crate::runtime::naming`]), with the description the model will read.
+//! A tool whose MCP Apps visibility lacks `"model"` is held back first
+//! ([`crate::features::apps`]): it is the server's view's own, and no
+//! model is given it. This is
 //! the pure part of the runtime's tool table: which tools exist, what they
 //! are called, and which server answers each one. Calling them is the
 //! session's job.
@@ -10,6 +13,7 @@
 use serde::Serialize;
 
 use crate::config::ToolFilter;
+use crate::features::apps::Visibility;
 use crate::runtime::naming::{MAX_MODEL_NAME_LEN, exported_name, model_name};
 use crate::wire::protocol::Tool;
 
@@ -57,10 +61,26 @@ pub struct ExportedTool {
     pub output_schema: Option<std::sync::Arc<serde_json::Value>>,
     /// Hints for the tool card.
     pub hints: ToolHints,
+    /// The tool's `_meta` as the server sent it (its MCP Apps view, read
+    /// with [`crate::features::apps::ToolUi::of`], is there).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<std::sync::Arc<serde_json::Value>>,
     /// The server withdrew the tool mid-session (`tools/list_changed`): it
     /// stays registered under its name, and calls fail with a reason.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub withdrawn: bool,
+}
+
+/// What [`ToolRegistry::add_server`] left out of one server's tools, by
+/// the server's own names, in the order listed. A tool is in one list at
+/// most: one held back for its visibility is not also filtered.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LeftOut {
+    /// Held back from the model by their MCP Apps visibility (no
+    /// `"model"` in `_meta.ui.visibility`, or one rho could not read).
+    pub app_only: Vec<String>,
+    /// Kept out by the server's allow/deny.
+    pub filtered: Vec<String>,
 }
 
 /// Every exported MCP tool, ordered by exported name so that the tool list
@@ -77,17 +97,17 @@ impl ToolRegistry {
         Self::default()
     }
 
-    /// Registers the tools `server` listed, keeping those `filter` permits
-    /// (`deny` wins over `allow`). Registering a server again replaces its
-    /// earlier tools. A tool name the server listed twice keeps its first
-    /// definition and is logged.
+    /// Registers the tools `server` listed that the model may be given
+    /// (their MCP Apps visibility includes `"model"`, or is unset) and that
+    /// `filter` permits (`deny` wins over `allow`). Registering a server
+    /// again replaces its earlier tools. A tool name the server listed
+    /// twice keeps its first definition and is logged.
     ///
-    /// Returns the server's names of the tools the filter left out, in the
-    /// order listed, so the caller can report them.
-    pub fn add_server(&mut self, server: &str, filter: &ToolFilter, tools: &[Tool]) -> Vec<String> {
+    /// Returns what it left out, so the caller can report it.
+    pub fn add_server(&mut self, server: &str, filter: &ToolFilter, tools: &[Tool]) -> LeftOut {
         self.tools.retain(|t| t.server != server);
         let mut seen = std::collections::BTreeSet::new();
-        let mut filtered_out = Vec::new();
+        let mut left_out = LeftOut::default();
         for tool in tools {
             if !seen.insert(tool.name.as_str()) {
                 tracing::warn!(
@@ -97,8 +117,12 @@ impl ToolRegistry {
                 );
                 continue;
             }
+            if !Visibility::of(tool.meta.as_deref()).for_model() {
+                left_out.app_only.push(tool.name.clone());
+                continue;
+            }
             if !filter.permits(&tool.name) {
-                filtered_out.push(tool.name.clone());
+                left_out.filtered.push(tool.name.clone());
                 continue;
             }
             let full = exported_name(server, &tool.name);
@@ -127,11 +151,12 @@ impl ToolRegistry {
                     destructive: tool.annotations.destructive,
                     open_world: tool.annotations.open_world,
                 },
+                meta: tool.meta.clone(),
                 withdrawn: false,
             });
         }
         self.tools.sort_by(|a, b| a.name.cmp(&b.name));
-        filtered_out
+        left_out
     }
 
     /// Every exported tool, ordered by exported name.
@@ -262,6 +287,14 @@ mod tests {
             input_schema: json!({"type": "object"}).into(),
             output_schema: None,
             annotations: ToolAnnotations::default(),
+            meta: None,
+        }
+    }
+
+    fn with_meta(name: &str, meta: serde_json::Value) -> Tool {
+        Tool {
+            meta: Some(meta.into()),
+            ..tool(name)
         }
     }
 
@@ -277,7 +310,7 @@ mod tests {
             &ToolFilter::default(),
             &[tool("echo"), tool("add"), tool("get-env")],
         );
-        assert!(filtered.is_empty());
+        assert_eq!(filtered, LeftOut::default());
         r.add_server("alpha", &ToolFilter::default(), &[tool("zz")]);
         assert_eq!(
             names(&r),
@@ -307,8 +340,8 @@ mod tests {
             allow: Some(vec!["echo".to_owned()]),
             deny: vec![],
         };
-        let filtered = r.add_server("s", &filter, &[tool("echo"), tool("add"), tool("rm")]);
-        assert_eq!(filtered, ["add", "rm"]);
+        let left_out = r.add_server("s", &filter, &[tool("echo"), tool("add"), tool("rm")]);
+        assert_eq!(left_out.filtered, ["add", "rm"]);
         assert_eq!(names(&r), ["mcp__s__echo"]);
     }
 
@@ -319,8 +352,8 @@ mod tests {
             allow: Some(vec!["echo".to_owned(), "rm".to_owned()]),
             deny: vec!["rm".to_owned()],
         };
-        let filtered = r.add_server("s", &filter, &[tool("echo"), tool("rm")]);
-        assert_eq!(filtered, ["rm"]);
+        let left_out = r.add_server("s", &filter, &[tool("echo"), tool("rm")]);
+        assert_eq!(left_out.filtered, ["rm"]);
         assert_eq!(names(&r), ["mcp__s__echo"]);
     }
 
@@ -329,8 +362,8 @@ mod tests {
         let mut r = ToolRegistry::new();
         let mut second = tool("echo");
         second.description = Some("Second.".to_owned());
-        let filtered = r.add_server("s", &ToolFilter::default(), &[tool("echo"), second]);
-        assert!(filtered.is_empty());
+        let left_out = r.add_server("s", &ToolFilter::default(), &[tool("echo"), second]);
+        assert_eq!(left_out, LeftOut::default());
         assert_eq!(r.len(), 1);
         let echo = r.get("mcp__s__echo").expect("registered");
         assert!(echo.description.starts_with("Does echo."));
@@ -371,6 +404,49 @@ mod tests {
             .get("mcp___rho_636f64652d736561726368__echo")
             .expect("echo");
         assert_eq!(echo.full_name, None);
+    }
+
+    #[test]
+    fn tools_whose_visibility_lacks_model_are_held_back_and_reported() {
+        // The shapes @modelcontextprotocol/server-pdf lists, and the edges.
+        let view = json!({
+            "ui": {"resourceUri": "ui://pdf-viewer/mcp-app.html"},
+            "ui/resourceUri": "ui://pdf-viewer/mcp-app.html",
+        });
+        let tools = [
+            tool("list_pdfs"),
+            with_meta("display_pdf", view.clone()),
+            with_meta("save_pdf", json!({"ui": {"visibility": ["app"]}})),
+            with_meta("both", json!({"ui": {"visibility": ["app", "model"]}})),
+            with_meta("model", json!({"ui": {"visibility": ["model"]}})),
+            with_meta("nobody", json!({"ui": {"visibility": []}})),
+            with_meta("garbled", json!({"ui": {"visibility": "model"}})),
+            with_meta("unset", json!({"ui": {"visibility": null}})),
+        ];
+        let mut r = ToolRegistry::new();
+        let filter = ToolFilter {
+            allow: None,
+            deny: vec!["save_pdf".to_owned(), "model".to_owned()],
+        };
+        let left_out = r.add_server("pdf", &filter, &tools);
+        assert_eq!(
+            names(&r),
+            [
+                "mcp__pdf__both",
+                "mcp__pdf__display_pdf",
+                "mcp__pdf__list_pdfs",
+                "mcp__pdf__unset",
+            ]
+        );
+        // Held back before allow/deny is asked: `save_pdf` is app-only,
+        // not filtered; `model` is filtered.
+        assert_eq!(left_out.app_only, ["save_pdf", "nobody", "garbled"]);
+        assert_eq!(left_out.filtered, ["model"]);
+        assert_eq!(r.get("mcp__pdf__save_pdf"), None);
+        // An exported tool keeps its `_meta` as sent.
+        let display = r.get("mcp__pdf__display_pdf").expect("exported");
+        assert_eq!(display.meta.as_deref(), Some(&view));
+        assert_eq!(r.get("mcp__pdf__list_pdfs").expect("exported").meta, None);
     }
 
     #[test]

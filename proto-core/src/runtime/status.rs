@@ -72,6 +72,11 @@ pub struct ReadyReport {
     /// own names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub filtered_tools: Vec<String>,
+    /// Tools the server listed for its MCP App view only (their
+    /// `_meta.ui.visibility` lacks `"model"`), held back from the model, by
+    /// the server's own names.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub app_only_tools: Vec<String>,
     /// Why the latest keep-alive ping failed, if it did (remote servers are
     /// pinged each minute; the next answered ping clears this).
     #[serde(skip_serializing_if = "Option::is_none")]

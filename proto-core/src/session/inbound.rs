@@ -84,7 +84,10 @@ impl Session {
 
     /// Routes a server's `notifications/message` into tracing under the
     /// `rho::mcp::server` target, and to the host as [`Event::Log`].
-    /// Severities above error map onto error in tracing.
+    /// Severities above error map onto error in tracing; the event's
+    /// `level` field keeps the server's own (`notice`, `critical`, ...),
+    /// which also tells a server's message from rho's own lines under
+    /// that target.
     /// A flood is rate-limited: past the first few of a window, messages
     /// are only counted, and the count is logged once.
     pub(super) fn server_log(&mut self, now: Instant, params: Option<&Value>) {
@@ -113,12 +116,16 @@ impl Session {
             let logger = logger.as_ref();
             let server = self.options.server.as_str();
             match level {
-                "debug" => tracing::debug!(target: "rho::mcp::server", server, logger, "{data}"),
-                "info" | "notice" => {
-                    tracing::info!(target: "rho::mcp::server", server, logger, "{data}")
+                "debug" => {
+                    tracing::debug!(target: "rho::mcp::server", server, logger, level, "{data}")
                 }
-                "warning" => tracing::warn!(target: "rho::mcp::server", server, logger, "{data}"),
-                _ => tracing::error!(target: "rho::mcp::server", server, logger, "{data}"),
+                "info" | "notice" => {
+                    tracing::info!(target: "rho::mcp::server", server, logger, level, "{data}")
+                }
+                "warning" => {
+                    tracing::warn!(target: "rho::mcp::server", server, logger, level, "{data}")
+                }
+                _ => tracing::error!(target: "rho::mcp::server", server, logger, level, "{data}"),
             }
         }
         // The host hears the same message (tracing is one consumer).

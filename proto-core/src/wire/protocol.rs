@@ -194,6 +194,11 @@ pub struct Tool {
     pub output_schema: Option<Arc<Value>>,
     /// Behaviour hints.
     pub annotations: ToolAnnotations,
+    /// The tool's `_meta` as the server sent it (an object), shared as
+    /// `input_schema` is. MCP Apps reads its `ui` member
+    /// ([`crate::features::apps`]).
+    #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
+    pub meta: Option<Arc<Value>>,
 }
 
 impl Tool {
@@ -232,6 +237,12 @@ impl Tool {
             _ => ToolAnnotations::default(),
         };
         let title = optional_string(obj, "title").or_else(|| annotations.title.clone());
+        // `_meta` is an object or nothing; another value is ignored as
+        // an unknown field would be.
+        let meta = obj
+            .get("_meta")
+            .filter(|m| m.is_object())
+            .map(|m| Arc::new(m.clone()));
         Ok(Self {
             description: optional_string(obj, "description"),
             name,
@@ -239,6 +250,7 @@ impl Tool {
             input_schema,
             output_schema,
             annotations,
+            meta,
         })
     }
 }
@@ -907,6 +919,35 @@ mod tests {
         assert_eq!(tool.annotations.destructive, None);
     }
 
+    #[test]
+    fn tool_meta_is_kept_as_sent_and_a_non_object_is_ignored() {
+        let meta = json!({
+            "ui": {"resourceUri": "ui://pdf-viewer/mcp-app.html", "visibility": ["app"]},
+            "ui/resourceUri": "ui://pdf-viewer/mcp-app.html",
+            "vendor/x": [1, {"y": null}]
+        });
+        let tool = Tool::from_value(&json!({
+            "name": "save_pdf",
+            "inputSchema": {"type": "object"},
+            "_meta": meta
+        }))
+        .expect("valid tool");
+        assert_eq!(tool.meta.as_deref(), Some(&meta));
+        assert_eq!(
+            serde_json::to_value(&tool).expect("json")["_meta"],
+            meta,
+            "serialized under its wire name"
+        );
+        for ignored in [json!(null), json!("x"), json!([1])] {
+            let tool = Tool::from_value(&json!({
+                "name": "t",
+                "inputSchema": {"type": "object"},
+                "_meta": ignored
+            }))
+            .expect("still a valid tool");
+            assert_eq!(tool.meta, None, "{ignored}");
+        }
+    }
     #[test]
     fn malformed_tool_is_rejected_alone() {
         let page = ToolsPage::from_value(&json!({
