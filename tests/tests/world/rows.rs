@@ -367,7 +367,7 @@ pub(crate) const ROWS: &[Row] = &[
         registry: Registry::Npm,
         transport: "stdio",
         late: false,
-        known: &[KnownIssue::EraByTimer, KnownIssue::ListenWarning],
+        known: &[],
         setup: context7,
     },
     Row {
@@ -377,7 +377,7 @@ pub(crate) const ROWS: &[Row] = &[
         registry: Registry::Npm,
         transport: "Streamable HTTP",
         late: false,
-        known: &[KnownIssue::ListenWarning],
+        known: &[],
         setup: context7_http,
     },
     Row {
@@ -387,7 +387,7 @@ pub(crate) const ROWS: &[Row] = &[
         registry: Registry::Npm,
         transport: "stdio, starts 5 s late",
         late: true,
-        known: &[KnownIssue::EraByTimer, KnownIssue::ListenWarning],
+        known: &[],
         setup: context7_late,
     },
     Row {
