@@ -15,14 +15,11 @@
 //! browser that is not installed).
 //!
 //! The outcome is a Markdown table written to `target/world-table.md`
-//! (`scripts/interop-table world` copies it into README.md). A check that
-//! fails with the symptom of a known rho bug the row lists
-//! ([`known::KnownIssue`]) is marked with the issue's footnote; every
-//! other failure fails the test.
+//! (`scripts/interop-table world` copies it into README.md); the test
+//! fails listing every check that failed.
 
 mod fixtures;
 mod host;
-mod known;
 mod python;
 mod rows;
 mod shell;
@@ -123,7 +120,7 @@ fn run_jobs<'a>(waiting: Vec<Job<'a>>, pooled: Vec<Job<'a>>) -> Vec<Done> {
 }
 
 /// Every world row on both executors; writes `target/world-table.md` and
-/// fails listing every failure that is not a known issue's symptom.
+/// fails listing every check that failed.
 /// `WORLD_ONLY=pdf` runs only the rows whose id contains `pdf`.
 #[test]
 fn world_rows() {

@@ -1,12 +1,9 @@
 //! The checks' outcomes and the Markdown table they make
 //! (`target/world-table.md`).
 
-use std::collections::BTreeSet;
-
 use rho_tests::CliRuntime;
 
 use crate::EXECUTORS;
-use crate::known::KnownIssue;
 use crate::rows::Row;
 
 /// One check on one executor.
@@ -72,21 +69,14 @@ impl Column {
 
 const LEGEND: &str = "Each cell: the thread executor / the smol executor. ✓ works, ✗ fails (see the test output), · not run (the server never became ready). *list = Python*: rho lists the same tools (and prompts and resources, where offered) as the official Python client (`mcp` 2.3.0) from the same server, and gives the model every tool but the app-only ones. *call*: one harmless call, checked for its answer (Context7 and Playwright answer with the tool's own refusal: argument validation, no browser installed). *shell*: `rho mcp shell` fed `/tools` and `/call` on a pipe shows the tools and the answer, with no WARN or ERROR line on stderr.";
 
-/// One cell: its mark on each executor, a known issue's symptom marked
-/// as that issue (and noted in `seen`).
-fn cell(row: &Row, outcomes: [&Outcome; 2], seen: &mut BTreeSet<KnownIssue>) -> String {
-    let marks: Vec<String> = outcomes
+/// One cell: its mark on each executor.
+fn cell(outcomes: [&Outcome; 2]) -> String {
+    let marks: Vec<&str> = outcomes
         .iter()
         .map(|outcome| match outcome {
-            Outcome::Pass => "✓".to_owned(),
-            Outcome::NotRun => "·".to_owned(),
-            Outcome::Fail(e) => match row.known.iter().find(|k| k.shows_in(e)) {
-                Some(known) => {
-                    seen.insert(*known);
-                    known.mark().to_owned()
-                }
-                None => "✗".to_owned(),
-            },
+            Outcome::Pass => "✓",
+            Outcome::Fail(_) => "✗",
+            Outcome::NotRun => "·",
         })
         .collect();
     marks.join("/")
@@ -99,13 +89,11 @@ fn executor_name(runtime: CliRuntime) -> &'static str {
     }
 }
 
-/// The Markdown table of the rows run, and the failures that are not a
-/// known issue's symptom (those are printed, as known).
+/// The Markdown table of the rows run, and every failure.
 pub(crate) fn table(rows: &[(&Row, [Cells; 2])]) -> (String, Vec<String>) {
     let mut out = String::from(
         "| server | package | registry | transport | era | connect | list = Python | call | shell |\n|---|---|---|---|---|---|---|---|---|\n",
     );
-    let mut seen = BTreeSet::new();
     let mut failures = Vec::new();
     for (row, pair) in rows {
         let eras = [0, 1].map(|e| pair[e].era.clone().unwrap_or_else(|| "—".into()));
@@ -124,7 +112,7 @@ pub(crate) fn table(rows: &[(&Row, [Cells; 2])]) -> (String, Vec<String>) {
         ));
         for column in Column::ALL {
             let outcomes = [column.of(&pair[0]), column.of(&pair[1])];
-            let mut text = cell(row, outcomes, &mut seen);
+            let mut text = cell(outcomes);
             if let Column::Call = column {
                 text.push_str(&format!(" `{}`", pair[0].tool));
             }
@@ -133,17 +121,12 @@ pub(crate) fn table(rows: &[(&Row, [Cells; 2])]) -> (String, Vec<String>) {
                 let Outcome::Fail(e) = outcome else {
                     continue;
                 };
-                let what = format!(
+                failures.push(format!(
                     "{} / {} / {}: {e}",
                     row.id,
                     column.label(),
                     executor_name(*runtime)
-                );
-                if row.known.iter().any(|k| k.shows_in(e)) {
-                    eprintln!("world (known issue): {what}");
-                } else {
-                    failures.push(what);
-                }
+                ));
             }
         }
         out.push('\n');
@@ -151,10 +134,5 @@ pub(crate) fn table(rows: &[(&Row, [Cells; 2])]) -> (String, Vec<String>) {
     out.push('\n');
     out.push_str(LEGEND);
     out.push('\n');
-    for issue in seen {
-        out.push('\n');
-        out.push_str(issue.footnote());
-        out.push('\n');
-    }
     (out, failures)
 }
