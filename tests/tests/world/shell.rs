@@ -1,5 +1,5 @@
 //! A row through the CLI: `rho mcp shell` with the row's server alone,
-//! fed `/tools <id>` and `/call <id>:<tool> <arguments>` on a pipe, as a
+//! fed `/call <id>:<tool> <arguments>` and `/tools <id>` on a pipe, as a
 //! script would drive it.
 //!
 //! It runs the built `rho` binary found beside this test's binary
@@ -37,7 +37,7 @@ pub(crate) fn shell_row(rho: &Path, row: &Row, ctx: &Ctx, runtime: CliRuntime) -
     let mut command = scene.command();
     command.args(["mcp", "shell"]).current_dir(ctx.dir);
     let input = format!(
-        "/tools {id}\n/call {id}:{tool} {arguments}\n",
+        "/call {id}:{tool} {arguments}\n/tools {id}\n",
         id = row.id,
         tool = call.tool,
         arguments = call.arguments
@@ -73,10 +73,19 @@ pub(crate) fn check_shell(
             ));
         }
     }
-    let refused = stdout.contains(&format!("{}:{} reported an error", row.id, call.tool));
+    // The call's answer: after the banner that ends the start, before
+    // the first tool `/tools` shows (tool descriptions must not count).
+    let answer: String = stdout
+        .lines()
+        .skip_while(|l| !l.contains("/help the commands"))
+        .skip(1)
+        .take_while(|l| !l.starts_with("mcp__"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let refused = answer.contains(&format!("{}:{} reported an error", row.id, call.tool));
     call.expect
-        .check(refused, &stdout)
-        .map_err(|e| format!("`/call`: {e}"))?;
+        .check(refused, &answer)
+        .map_err(|e| format!("`/call`: {e}\n{stdout}"))?;
     if let Some(line) = stderr
         .lines()
         .find(|l| l.contains(" WARN ") || l.contains(" ERROR "))
