@@ -21,11 +21,16 @@
 //!
 //! Every candidate is a config's or a server's text: one holding a
 //! control character, a blank or a BIDI override is left out rather than
-//! printed into the person's shell, and each script has the shell put a
+//! printed into the person's shell, and so is one the parser would read
+//! as a flag at that position (a tool named `--record=FILE` would make the
+//! completed line overwrite FILE). Each script reads the candidates a line
+//! at a time, never splitting or globbing them (a name `*` or
+//! `/etc/pass*` is that text, not files), and has the shell put a
 //! candidate into the line quoted (zsh's compadd and fish do; bash's
-//! script quotes with `%q`), so a name holding `;` or `$(...)` arrives as
-//! one literal word. The scripts are run in the real shells by
-//! `cli/tests/completions.rs`.
+//! script quotes with `%q`), so a name holding `;`, `*` or `$(...)`
+//! arrives as one literal word. Cached tool names pass through the
+//! server's `tools` filter as the config has it now. The scripts are run
+//! in the real shells by `cli/tests/completions.rs`.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -163,17 +168,21 @@ pub(crate) fn script(shell: clap_complete::Shell) -> Option<&'static str> {
 const BASH: &str = r#"# rho completion for bash: candidates come from `rho __complete`.
 # The words are split at blanks only (bash's own words also break at `:`,
 # which URIs and `server:tool` hold); what bash takes as the word after a
-# `:` is what the candidates keep. bash puts a candidate into the line as
-# it is, so each is quoted (%q): a name holding `;` or `$(...)` lands as
-# one literal word, never as shell syntax.
+# `:` is what the candidates keep. The candidates are read a line at a
+# time, never word-split or globbed (a server named `*` or `/etc/pass*`
+# is that text, not files), and bash puts a candidate into the line as it
+# is, so each is quoted (%q): a name holding `;`, `*` or `$(...)` lands
+# as one literal word, never as shell syntax.
 _rho() {
     local line="${COMP_LINE:0:COMP_POINT}" IFS=$' \t\n'
     local -a words
     read -ra words <<< "$line"
     [[ "$line" =~ [[:space:]]$ ]] && words+=("")
-    local cur="${words[${#words[@]}-1]}" i
-    IFS=$'\n'
-    COMPREPLY=($("${words[0]}" __complete $((${#words[@]} - 1)) "${words[@]}" 2>/dev/null))
+    local cur="${words[${#words[@]}-1]}" i candidate
+    COMPREPLY=()
+    while IFS= read -r candidate; do
+        COMPREPLY+=("$candidate")
+    done < <("${words[0]}" __complete $((${#words[@]} - 1)) "${words[@]}" 2>/dev/null)
     if [[ "$cur" == *:* && "$COMP_WORDBREAKS" == *:* ]]; then
         local strip="${cur%"${cur##*:}"}"
         for i in "${!COMPREPLY[@]}"; do
@@ -357,10 +366,29 @@ pub(crate) fn candidates(command: &Command, index: usize, words: &[String]) -> V
                             .into_iter()
                             .flatten()
                             .find(|e| Some(e.id.as_str()) == server);
-                        if let Some(Ok(config)) = entry.map(|e| e.config.as_ref()) {
-                            out.extend(config.tools.allow.iter().flatten().cloned());
+                        let filter = match entry.map(|e| e.config.as_ref()) {
+                            Some(Ok(config)) => Some(&config.tools),
+                            _ => None,
+                        };
+                        if let Some(filter) = filter {
+                            out.extend(
+                                filter
+                                    .allow
+                                    .iter()
+                                    .flatten()
+                                    .filter(|t| filter.permits(t))
+                                    .cloned(),
+                            );
                         }
-                        out.extend(cached.tools);
+                        // What the server listed when last connected, as the
+                        // config filters it now (allow and deny may have
+                        // changed since).
+                        out.extend(
+                            cached
+                                .tools
+                                .into_iter()
+                                .filter(|t| filter.is_none_or(|f| f.permits(t))),
+                        );
                     }
                     "prompt" => out.extend(cached.prompts),
                     "read" => out.extend(cached.resources),
@@ -369,6 +397,10 @@ pub(crate) fn candidates(command: &Command, index: usize, words: &[String]) -> V
             }
             _ => {}
         }
+        // Every candidate here is a config's or a server's name: one the
+        // parser would read as a flag (`--record=FILE` would overwrite
+        // FILE, `--config=...` load another config) is never offered.
+        out.retain(|c| !c.starts_with('-'));
     }
     out.retain(|c| c.starts_with(typed) && safe(c));
     let mut seen = std::collections::BTreeSet::new();

@@ -124,6 +124,23 @@ fn bash_completes_tools_prompts_and_resources_from_the_last_listing() {
         // bash puts back only what follows the word's last `:`.
         ["//resource/static/document/architecture.md"]
     );
+    // The config changed since: the cached names pass through its filter
+    // as it is now, so a tool `tools.deny` (or an allow list without it)
+    // keeps out is not offered.
+    let mut config = rho_tests::node_server("everything", &rho_tests::everything_js(), &[]);
+    config.push_str("[mcp.servers.everything.tools]\ndeny = [\"get-sum\"]\n");
+    std::fs::write(home.join(".rho/config.toml"), &config).expect("write the config");
+    assert_eq!(
+        tab(&s, &["mcp", "call", "everything", "get-s"]),
+        ["get-structured-content"]
+    );
+    config.push_str("allow = [\"echo\", \"get-sum\"]\n");
+    std::fs::write(home.join(".rho/config.toml"), &config).expect("write the config");
+    assert_eq!(
+        tab(&s, &["mcp", "call", "everything", "get-s"]),
+        Vec::<String>::new()
+    );
+    assert_eq!(tab(&s, &["mcp", "call", "everything", "e"]), ["echo"]);
 }
 
 /// A config whose server identities hold shell syntax, a blank and a
@@ -153,7 +170,8 @@ command = "x"
 /// A names cache as a hostile server `docs` would leave it: the names
 /// are the server's, so they hold whatever it chose.
 const HOSTILE_CACHE: &str = r#"{"docs": {
-    "tools": ["a&b|c", "$(touch${IFS}pwned-by-tool)", "q'uote\"d", "two words", "esc\u001b]0;x\u0007"],
+    "tools": ["a&b|c", "$(touch${IFS}pwned-by-tool)", "q'uote\"d", "two words", "esc\u001b]0;x\u0007",
+              "--record=x", "--config=y", "-x", "*", "/etc/pass*", "$(touch z)"],
     "prompts": ["p;rompt"],
     "resources": []
 }}"#;
@@ -165,6 +183,18 @@ const HOSTILE_IDS: [&str; 4] = [
     "`touch${IFS}ticked`",
     "docs",
     "semi;colon",
+];
+
+/// The tool names of [`HOSTILE_CACHE`] completion may offer, in order:
+/// not those with a blank or a control character, and not those the
+/// parser would read as a flag (`--record=x` would overwrite `x`); `*` and
+/// `/etc/pass*` go in as themselves, never globbed.
+const HOSTILE_TOOLS: [&str; 5] = [
+    "$(touch${IFS}pwned-by-tool)",
+    "*",
+    "/etc/pass*",
+    "a&b|c",
+    "q'uote\"d",
 ];
 
 /// Whether `name` (a shell) is installed. When it is not: a failure
@@ -589,7 +619,7 @@ fn fish_completes_commands_server_ids_tools_prompts_and_flags() {
 /// Asserts that no hostile name ran: none of the files their `$(...)`
 /// and backticks would touch is in the scene's directory.
 fn nothing_ran(s: &Scene) {
-    for name in ["pwned", "ticked", "pwned-by-tool"] {
+    for name in ["pwned", "ticked", "pwned-by-tool", "z"] {
         assert!(
             !s.dir().join(name).exists(),
             "a completed name ran as a command: {name} exists"
@@ -637,10 +667,7 @@ fn zsh_puts_a_hostile_server_id_or_tool_name_in_as_one_literal_word() {
     ran(1, &["mcp", "call", "semi;colon"]);
     ran(2, &["mcp", "call", "$(touch${IFS}pwned)"]);
     ran(3, &["mcp", "call", "`touch${IFS}ticked`"]);
-    assert_eq!(
-        tabs[4].offered,
-        ["$(touch${IFS}pwned-by-tool)", "a&b|c", "q'uote\"d"]
-    );
+    assert_eq!(tabs[4].offered, HOSTILE_TOOLS);
     ran(5, &["mcp", "call", "docs", "a&b|c"]);
     ran(6, &["mcp", "call", "docs", "$(touch${IFS}pwned-by-tool)"]);
     ran(7, &["mcp", "call", "docs", "q'uote\"d"]);
@@ -691,9 +718,8 @@ fn fish_puts_a_hostile_server_id_or_tool_name_in_as_one_literal_word() {
     assert_eq!(ran_each(&tabs[0], &["mcp", "call"]), HOSTILE_IDS);
     assert_eq!(tabs[1].offered, ["semi;colon"]);
     assert_eq!(ran_each(&tabs[1], &["mcp", "call"]), ["semi;colon"]);
-    let tools = ["$(touch${IFS}pwned-by-tool)", "a&b|c", "q'uote\"d"];
-    assert_eq!(tabs[2].offered, tools);
-    assert_eq!(ran_each(&tabs[2], &["mcp", "call", "docs"]), tools);
+    assert_eq!(tabs[2].offered, HOSTILE_TOOLS);
+    assert_eq!(ran_each(&tabs[2], &["mcp", "call", "docs"]), HOSTILE_TOOLS);
     assert_eq!(tabs[3].offered, ["p;rompt"]);
     assert_eq!(ran_each(&tabs[3], &["mcp", "prompt", "docs"]), ["p;rompt"]);
     nothing_ran(&s);
@@ -711,10 +737,7 @@ fn bash_puts_a_hostile_server_id_or_tool_name_in_as_one_literal_word() {
     );
     let cases: [(&str, &[&str]); 3] = [
         ("rho mcp call ", &HOSTILE_IDS),
-        (
-            "rho mcp call docs ",
-            &["$(touch${IFS}pwned-by-tool)", "a&b|c", "q'uote\"d"],
-        ),
+        ("rho mcp call docs ", &HOSTILE_TOOLS),
         ("rho mcp prompt docs ", &["p;rompt"]),
     ];
     for (line, names) in cases {
