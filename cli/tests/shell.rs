@@ -1019,6 +1019,7 @@ fn a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing(rt: R
 at_two_widths!(
     a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed,
     at_attaches_a_resource_that_reads_and_enter_prints_the_message,
+    a_read_shows_reading_until_the_server_answers_and_typing_goes_on,
     backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it,
     a_read_that_fails_removes_the_attachment_and_says_why,
     revised_and_withdrawn_tools_are_said_and_marked,
@@ -1114,10 +1115,12 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
     assert!(rest.starts_with("file"), "{rest:?}");
     let at = shell.mark();
     shell.keys("\t\r");
-    // (On a narrow terminal the line scrolls sideways to the cursor, so
-    // only its end is sure to be drawn.)
-    shell.wait_for_after(at, &format!("[resource: {ARCHITECTURE} · reading] "), SOON);
-    // The read completes while the person goes on typing.
+    // The person goes on typing at once; the read ends with the line as
+    // typed and the attachment read, however soon the server answered.
+    // (The `· reading` label a read shows while it runs is pinned with a
+    // read the fixture holds: a server this quick may answer before it
+    // is ever drawn. On a narrow terminal the line scrolls sideways to
+    // the cursor, so only its end is sure to be drawn.)
     shell.keys("please");
     shell.wait_for_after(at, &format!("[resource: {ARCHITECTURE}] please"), SOON);
     let at = shell.mark();
@@ -1139,6 +1142,46 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
     shell.keys("@notes\t");
     shell.wait_for_after(at, "rho> @notes/architecture-notes.txt ", SOON);
     shell.keys("\x15");
+    assert!(shell.quit().success());
+}
+
+/// A resource being read shows `· reading` in the line until the server
+/// answers, keys go on into the line meanwhile, and the answer marks the
+/// attachment read where it is, the typing after it kept. The fixture
+/// holds the read until the test releases it, so the label is sure to be
+/// drawn before the answer.
+fn a_read_shows_reading_until_the_server_answers_and_typing_goes_on(rt: Runtime) {
+    let hold = scratch_dir(&format!(
+        "shell-held-read-{}-{}",
+        rt.name(),
+        COLUMNS.with(std::cell::Cell::get)
+    ));
+    let script = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
+    let config = node_server("fixture", &script, &[&hold.display().to_string()]);
+    let mut shell = Shell::start_with(rt, "held-read", &config);
+    let at = shell.mark();
+    shell.keys("see @held");
+    shell.wait_for_after(at, "\n  fixture://held  fixture · held", SOON);
+    let at = shell.mark();
+    shell.keys("\t");
+    let reading = shell.wait_for_after(at, "rho> see [resource: fixture://held · reading] ", SOON);
+    shell.keys("please");
+    shell.wait_for_after(
+        reading,
+        "rho> see [resource: fixture://held · reading] please",
+        SOON,
+    );
+    std::fs::write(hold.join("release"), "").expect("release the read");
+    shell.wait_for_after(reading, "rho> see [resource: fixture://held] please", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    let text = shell.wait_for_after(at, "see please", SOON);
+    let body = shell.wait_for_after(
+        text,
+        "── [resource: fixture://held] from server `fixture` ──",
+        SOON,
+    );
+    shell.wait_for_after(body, "the held body", SOON);
     assert!(shell.quit().success());
 }
 
