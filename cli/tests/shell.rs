@@ -1633,8 +1633,12 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     let at = shell.mark();
     shell.keys("\r");
     let end = shell.wait_for_after(at, "rho> /call everything:get-resource-", SOON);
-    std::thread::sleep(Duration::from_millis(300));
-    let after = shell.screen()[at..].to_owned();
+    // A call typed next answers only after anything that Enter started
+    // has printed (a call waits for the one before it), so the screen up
+    // to its answer shows whether Enter submitted the half word.
+    shell.keys("\x15/call everything:echo message=after\r");
+    let answered = shell.wait_for_after(end, "Echo: after", SOON);
+    let after = shell.screen()[at..answered].to_owned();
     assert!(
         !words(&after).contains("no exported tool") && !words(&after).contains("has no tool"),
         "Enter submitted the half word:\n{after}"
@@ -1644,7 +1648,6 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
     assert!(!picked.is_empty(), "Enter picked no tool:\n{after}");
-    shell.keys("\x15");
 
     // Ctrl-L: the screen is cleared (cursor home, erase below) and the
     // line drawn again as it was.
@@ -1654,10 +1657,11 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[2Krho> /mc\x1b[J", SOON);
     shell.keys("\x15");
 
-    // A resize redraws at once, with no key typed.
+    // A resize redraws at once, with no key typed: nothing else draws
+    // the line meanwhile, so the redraw is the resize's.
     let at = shell.mark();
     rho_tests::pty::resize(&shell.keyboard, 60, 50);
-    shell.wait_for_after(at, "rho> ", Duration::from_secs(3));
+    shell.wait_for_after(at, "rho> ", SOON);
 
     // Palette rows: the notes start in one column.
     let at = shell.mark();
@@ -1687,18 +1691,23 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     shell.keys("\x1b");
     shell.keys("\x15");
 
-    // A key typed while a palette shows draws the line once.
+    // A key typed while a palette shows draws the line once. The line's
+    // last key drawn with the palette under it is the state to type on;
+    // the key after (Ctrl-U, which empties the line) is drawn after
+    // everything the first drew, on the same turn of the loop (a
+    // mention's palette is made there, not by a server).
     let at = shell.mark();
     shell.keys("hello @fi");
-    shell.wait_for_after(at, "fixture://fine", SOON);
-    std::thread::sleep(Duration::from_millis(300));
+    shell.wait_for_after(at, "rho> hello @fi\x1b[J\r\r\n", SOON);
     let at = shell.mark();
     shell.keys("n");
     shell.wait_for_after(at, "rho> hello @fin", SOON);
-    std::thread::sleep(Duration::from_millis(500));
-    let drawn = shell.screen()[at..].matches("rho> hello @fin").count();
-    assert_eq!(drawn, 1, "{:?}", &shell.screen()[at..]);
     shell.keys("\x15");
+    let emptied = shell.wait_for_after(at, "\x1b[2Krho> \x1b[J", SOON);
+    let drawn = shell.screen()[at..emptied]
+        .matches("rho> hello @fin")
+        .count();
+    assert_eq!(drawn, 1, "{:?}", &shell.screen()[at..emptied]);
     assert!(shell.quit().success());
 }
 
