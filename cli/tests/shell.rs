@@ -288,6 +288,20 @@ fn fixture_config() -> String {
     node_server("fixture", &script, &[])
 }
 
+/// The fixture, holding its answers to `fixture://held` and to
+/// completion/complete until the test writes `read` or `complete` in
+/// the scratch directory returned with the config.
+fn held_fixture_config(rt: Runtime, name: &str) -> (String, std::path::PathBuf) {
+    let hold = scratch_dir(&format!(
+        "shell-{name}-{}-{}",
+        rt.name(),
+        COLUMNS.with(std::cell::Cell::get)
+    ));
+    let script = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
+    let config = node_server("fixture", &script, &[&hold.display().to_string()]);
+    (config, hold)
+}
+
 /// The width of the terminal a test's shell gets when its [`Launch`]
 /// names none: 200 columns, or [`NARROW`] in the `_narrow` runs that
 /// [`at_two_widths!`] adds.
@@ -1148,13 +1162,7 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
 /// holds the read until the test releases it, so the label is sure to be
 /// drawn before the answer.
 fn a_read_shows_reading_until_the_server_answers_and_typing_goes_on(rt: Runtime) {
-    let hold = scratch_dir(&format!(
-        "shell-held-read-{}-{}",
-        rt.name(),
-        COLUMNS.with(std::cell::Cell::get)
-    ));
-    let script = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
-    let config = node_server("fixture", &script, &[&hold.display().to_string()]);
+    let (config, hold) = held_fixture_config(rt, "held-read");
     let mut shell = Shell::start_with(rt, "held-read", &config);
     let at = shell.mark();
     shell.keys("see @held");
@@ -1168,7 +1176,7 @@ fn a_read_shows_reading_until_the_server_answers_and_typing_goes_on(rt: Runtime)
         "rho> see [resource: fixture://held · reading] please",
         SOON,
     );
-    std::fs::write(hold.join("release"), "").expect("release the read");
+    std::fs::write(hold.join("read"), "").expect("release the read");
     shell.wait_for_after(reading, "rho> see [resource: fixture://held] please", SOON);
     let at = shell.mark();
     shell.keys("\r");
@@ -1756,16 +1764,18 @@ fn a_log_level_that_is_not_one_is_a_usage_error_naming_the_levels() {
 }
 
 fn keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests(rt: Runtime) {
-    // The fixture answers completion/complete 400 ms late: the keys after
-    // `kind=` arrive while the first request (for "") runs, pile up
-    // behind it as one, and are then answered from its complete list
-    // without another request.
-    let mut shell = Shell::start_with(rt, "coalesce", &fixture_config());
+    // The fixture holds its answers to completion/complete until the
+    // test lets them go: the keys after `kind=` arrive while the first
+    // request (for "") runs, pile up behind it as one, and are then
+    // answered from its complete list without another request.
+    let (config, hold) = held_fixture_config(rt, "coalesce");
+    let mut shell = Shell::start_with(rt, "coalesce", &config);
     let at = shell.mark();
     shell.keys("/mcp:fixture:pick kind=Sal");
     // Drawn as typed without a palette first, the palette after, when
     // the answer came: no key waited for it.
     let typed = shell.wait_for_after(at, "kind=Sal\x1b[J\r\x1b[", SOON);
+    std::fs::write(hold.join("complete"), "").expect("let the answers go");
     let palette = shell.wait_for_after(at, "kind=Sal\x1b[J\r\r\n  Sales\x1b[1A", SOON);
     assert!(typed < palette, "{}", shell.screen());
     shell.keys("\t");
