@@ -288,6 +288,20 @@ fn fixture_config() -> String {
     node_server("fixture", &script, &[])
 }
 
+/// The fixture, holding its answers to `fixture://held` and to
+/// completion/complete until the test writes `read` or `complete` in
+/// the scratch directory returned with the config.
+fn held_fixture_config(rt: Runtime, name: &str) -> (String, std::path::PathBuf) {
+    let hold = scratch_dir(&format!(
+        "shell-{name}-{}-{}",
+        rt.name(),
+        COLUMNS.with(std::cell::Cell::get)
+    ));
+    let script = rho_tests::tests_dir().join("servers/fixtures/shell-fixture.js");
+    let config = node_server("fixture", &script, &[&hold.display().to_string()]);
+    (config, hold)
+}
+
 /// The width of the terminal a test's shell gets when its [`Launch`]
 /// names none: 200 columns, or [`NARROW`] in the `_narrow` runs that
 /// [`at_two_widths!`] adds.
@@ -910,19 +924,6 @@ impl Tmux {
             std::thread::sleep(Duration::from_millis(50));
         }
     }
-
-    /// Waits until the scrollback stops growing; its size then.
-    fn settled_history(&self) -> usize {
-        let mut last = self.history();
-        loop {
-            std::thread::sleep(Duration::from_millis(300));
-            let now = self.history();
-            if now == last {
-                return now;
-            }
-            last = now;
-        }
-    }
 }
 
 impl Drop for Tmux {
@@ -940,6 +941,10 @@ impl Drop for Tmux {
 /// keeps a copy of the screen in its scrollback each time. Typing after
 /// Ctrl-L, in a real tmux, adds nothing to the scrollback, and the line
 /// shows as typed, once.
+///
+/// The scrollback is read when the pane shows a state only the last key
+/// could bring: tmux takes the shell's output in order, and the shell
+/// draws key after key, so by then every drawing before it is counted.
 fn typing_after_ctrl_l_adds_nothing_to_the_scrollback_of_tmux(rt: Runtime) {
     if Command::new("tmux").arg("-V").output().is_err() {
         eprintln!("skipped: tmux is not installed (the test runs the shell inside tmux)");
@@ -970,20 +975,24 @@ fn typing_after_ctrl_l_adds_nothing_to_the_scrollback_of_tmux(rt: Runtime) {
     // Ctrl-L puts the line at the top (a row's trailing blanks are not
     // captured: `rho>` is the bare prompt).
     tmux.wait_until("line at the top", |screen| screen.starts_with("rho>\n"));
-    let before = tmux.settled_history();
+    let before = tmux.history();
+    // Typed, a Backspace, and one key more: the line it ends with was
+    // never on the screen before that last key.
     let typed = "hello there, tmux!!";
     for key in typed.chars() {
         tmux.run(&["send-keys", "-t", "rho", "-l", &key.to_string()]);
         std::thread::sleep(Duration::from_millis(20));
     }
     tmux.run(&["send-keys", "-t", "rho", "BSpace"]);
-    let line = &typed[..typed.len() - 1];
+    std::thread::sleep(Duration::from_millis(20));
+    tmux.run(&["send-keys", "-t", "rho", "-l", "?"]);
+    let line = format!("{}?", &typed[..typed.len() - 1]);
     let screen = tmux.wait_for(&format!("rho> {line}\n"));
-    let after = tmux.settled_history();
+    let after = tmux.history();
     assert!(
         after <= before + 1,
         "{} keys after Ctrl-L put {} lines in tmux's scrollback (from {before} to {after}):\n{screen}",
-        typed.len() + 1,
+        typed.len() + 2,
         after - before
     );
     assert_eq!(
@@ -1005,13 +1014,15 @@ fn typing_after_ctrl_l_adds_nothing_to_the_scrollback_of_tmux(rt: Runtime) {
     });
     assert!(screen.contains("demo://"), "{screen}");
     tmux.run(&["send-keys", "-t", "rho", "Escape"]);
+    // (Closed is the last key's doing: the palette was open after the
+    // keys before it.)
     let screen = tmux.wait_until("closed palette", |screen| filled(screen) == 1);
     assert_eq!(
         screen.lines().next(),
         Some(format!("rho> {line} @de").as_str()),
         "{screen}"
     );
-    let end = tmux.settled_history();
+    let end = tmux.history();
     assert!(
         end <= before + 1,
         "the palette put {} lines in tmux's scrollback:\n{screen}",
@@ -1061,6 +1072,7 @@ fn a_prompt_command_completes_and_prints_the_turn_or_names_what_is_missing(rt: R
 at_two_widths!(
     a_prompt_argument_gets_suggestions_from_the_server_as_it_is_typed,
     at_attaches_a_resource_that_reads_and_enter_prints_the_message,
+    a_read_shows_reading_until_the_server_answers_and_typing_goes_on,
     backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it,
     a_read_that_fails_removes_the_attachment_and_says_why,
     revised_and_withdrawn_tools_are_said_and_marked,
@@ -1156,10 +1168,12 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
     assert!(rest.starts_with("file"), "{rest:?}");
     let at = shell.mark();
     shell.keys("\t\r");
-    // (On a narrow terminal the line scrolls sideways to the cursor, so
-    // only its end is sure to be drawn.)
-    shell.wait_for_after(at, &format!("[resource: {ARCHITECTURE} · reading] "), SOON);
-    // The read completes while the person goes on typing.
+    // The person goes on typing at once; the read ends with the line as
+    // typed and the attachment read, however soon the server answered.
+    // (The `· reading` label a read shows while it runs is pinned with a
+    // read the fixture holds: a server this quick may answer before it
+    // is ever drawn. On a narrow terminal the line scrolls sideways to
+    // the cursor, so only its end is sure to be drawn.)
     shell.keys("please");
     shell.wait_for_after(at, &format!("[resource: {ARCHITECTURE}] please"), SOON);
     let at = shell.mark();
@@ -1181,6 +1195,40 @@ fn at_attaches_a_resource_that_reads_and_enter_prints_the_message(rt: Runtime) {
     shell.keys("@notes\t");
     shell.wait_for_after(at, "rho> @notes/architecture-notes.txt ", SOON);
     shell.keys("\x15");
+    assert!(shell.quit().success());
+}
+
+/// A resource being read shows `· reading` in the line until the server
+/// answers, keys go on into the line meanwhile, and the answer marks the
+/// attachment read where it is, the typing after it kept. The fixture
+/// holds the read until the test releases it, so the label is sure to be
+/// drawn before the answer.
+fn a_read_shows_reading_until_the_server_answers_and_typing_goes_on(rt: Runtime) {
+    let (config, hold) = held_fixture_config(rt, "held-read");
+    let mut shell = Shell::start_with(rt, "held-read", &config);
+    let at = shell.mark();
+    shell.keys("see @held");
+    shell.wait_for_after(at, "\n  fixture://held  fixture · held", SOON);
+    let at = shell.mark();
+    shell.keys("\t");
+    let reading = shell.wait_for_after(at, "rho> see [resource: fixture://held · reading] ", SOON);
+    shell.keys("please");
+    shell.wait_for_after(
+        reading,
+        "rho> see [resource: fixture://held · reading] please",
+        SOON,
+    );
+    std::fs::write(hold.join("read"), "").expect("release the read");
+    shell.wait_for_after(reading, "rho> see [resource: fixture://held] please", SOON);
+    let at = shell.mark();
+    shell.keys("\r");
+    let text = shell.wait_for_after(at, "see please", SOON);
+    let body = shell.wait_for_after(
+        text,
+        "── [resource: fixture://held] from server `fixture` ──",
+        SOON,
+    );
+    shell.wait_for_after(body, "the held body", SOON);
     assert!(shell.quit().success());
 }
 
@@ -1641,8 +1689,12 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     let at = shell.mark();
     shell.keys("\r");
     let end = shell.wait_for_after(at, "rho> /call everything:get-resource-", SOON);
-    std::thread::sleep(Duration::from_millis(300));
-    let after = shell.screen()[at..].to_owned();
+    // A call typed next answers only after anything that Enter started
+    // has printed (a call waits for the one before it), so the screen up
+    // to its answer shows whether Enter submitted the half word.
+    shell.keys("\x15/call everything:echo message=after\r");
+    let answered = shell.wait_for_after(end, "Echo: after", SOON);
+    let after = shell.screen()[at..answered].to_owned();
     assert!(
         !words(&after).contains("no exported tool") && !words(&after).contains("has no tool"),
         "Enter submitted the half word:\n{after}"
@@ -1652,7 +1704,6 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
         .take_while(|c| c.is_ascii_alphanumeric() || *c == '-')
         .collect();
     assert!(!picked.is_empty(), "Enter picked no tool:\n{after}");
-    shell.keys("\x15");
 
     // Ctrl-L: the screen is cleared (cursor home, erase below) and the
     // line drawn again as it was.
@@ -1662,10 +1713,11 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[2Krho> /mc\x1b[J", SOON);
     shell.keys("\x15");
 
-    // A resize redraws at once, with no key typed.
+    // A resize redraws at once, with no key typed: nothing else draws
+    // the line meanwhile, so the redraw is the resize's.
     let at = shell.mark();
     rho_tests::pty::resize(&shell.keyboard, 60, 50);
-    shell.wait_for_after(at, "rho> ", Duration::from_secs(3));
+    shell.wait_for_after(at, "rho> ", SOON);
 
     // Palette rows: the notes start in one column.
     let at = shell.mark();
@@ -1695,18 +1747,23 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     shell.keys("\x1b");
     shell.keys("\x15");
 
-    // A key typed while a palette shows draws the line once.
+    // A key typed while a palette shows draws the line once. The line's
+    // last key drawn with the palette under it is the state to type on;
+    // the key after (Ctrl-U, which empties the line) is drawn after
+    // everything the first drew, on the same turn of the loop (a
+    // mention's palette is made there, not by a server).
     let at = shell.mark();
     shell.keys("hello @fi");
-    shell.wait_for_after(at, "fixture://fine", SOON);
-    std::thread::sleep(Duration::from_millis(300));
+    shell.wait_for_after(at, "rho> hello @fi\x1b[J\r\r\n", SOON);
     let at = shell.mark();
     shell.keys("n");
     shell.wait_for_after(at, "rho> hello @fin", SOON);
-    std::thread::sleep(Duration::from_millis(500));
-    let drawn = shell.screen()[at..].matches("rho> hello @fin").count();
-    assert_eq!(drawn, 1, "{:?}", &shell.screen()[at..]);
     shell.keys("\x15");
+    let emptied = shell.wait_for_after(at, "\x1b[2Krho> \x1b[J", SOON);
+    let drawn = shell.screen()[at..emptied]
+        .matches("rho> hello @fin")
+        .count();
+    assert_eq!(drawn, 1, "{:?}", &shell.screen()[at..emptied]);
     assert!(shell.quit().success());
 }
 
@@ -1755,16 +1812,18 @@ fn a_log_level_that_is_not_one_is_a_usage_error_naming_the_levels() {
 }
 
 fn keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests(rt: Runtime) {
-    // The fixture answers completion/complete 400 ms late: the keys after
-    // `kind=` arrive while the first request (for "") runs, pile up
-    // behind it as one, and are then answered from its complete list
-    // without another request.
-    let mut shell = Shell::start_with(rt, "coalesce", &fixture_config());
+    // The fixture holds its answers to completion/complete until the
+    // test lets them go: the keys after `kind=` arrive while the first
+    // request (for "") runs, pile up behind it as one, and are then
+    // answered from its complete list without another request.
+    let (config, hold) = held_fixture_config(rt, "coalesce");
+    let mut shell = Shell::start_with(rt, "coalesce", &config);
     let at = shell.mark();
     shell.keys("/mcp:fixture:pick kind=Sal");
     // Drawn as typed without a palette first, the palette after, when
     // the answer came: no key waited for it.
     let typed = shell.wait_for_after(at, "kind=Sal\x1b[J\r\x1b[", SOON);
+    std::fs::write(hold.join("complete"), "").expect("let the answers go");
     let palette = shell.wait_for_after(at, "kind=Sal\x1b[J\r\r\n  Sales\x1b[1A", SOON);
     assert!(typed < palette, "{}", shell.screen());
     shell.keys("\t");

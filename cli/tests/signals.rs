@@ -297,7 +297,10 @@ fn second_signal_exits_at_once_and_still_kills_every_group(rt: Runtime) {
     let (server, sleeper) = scene.pids();
     assert_eq!(scene.wait_file("phase"), "called");
     send(child.id(), Signal::TERM);
-    std::thread::sleep(Duration::from_millis(100));
+    // The second signal only once rho is shutting down on the first (it
+    // has closed the server's input): sent while both were pending, the
+    // lower-numbered SIGINT would be taken first.
+    scene.wait_file("ended");
     send(child.id(), Signal::INT);
     let second = Instant::now();
     let status = wait_exit(&mut child, Duration::from_secs(20), "two signals");

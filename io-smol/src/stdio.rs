@@ -666,11 +666,21 @@ mod tests {
 
     #[test]
     fn stdout_is_not_read_while_stdin_is_over_the_read_pause() {
+        let printed = std::env::temp_dir().join(format!("rho-smol-printed-{}", std::process::id()));
+        let _ = std::fs::remove_file(&printed);
+        let script = format!("echo ready; : > '{}'; sleep 10", printed.display());
+        let watched = printed.clone();
         on_executor(|ex| async move {
-            let mut child = start(&ex, "sh", &["-c", "echo ready; sleep 10"]);
+            let mut child = start(&ex, "sh", &["-c", &script]);
             child.1.write(vec![b'x'; READ_PAUSE + 1024 * 1024]);
-            // `ready` is on stdout, yet the session reads nothing more
-            // while the server leaves this much of its input unread.
+            // Once the child says so, `ready` is on stdout: a read would
+            // find it at once. Yet the session reads nothing more while the
+            // server leaves this much of its input unread.
+            let until = Instant::now() + WAIT;
+            while !watched.exists() && Instant::now() < until {
+                Timer::after(EXIT_POLL).await;
+            }
+            assert!(watched.exists(), "the child never printed");
             assert!(
                 next(&mut child, true, Duration::from_millis(300))
                     .await
@@ -678,6 +688,7 @@ mod tests {
             );
             stop(child, Duration::from_millis(100)).await;
         });
+        let _ = std::fs::remove_file(&printed);
     }
 
     #[cfg(target_os = "linux")]

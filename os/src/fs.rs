@@ -281,6 +281,7 @@ mod windows {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::sync::atomic::Ordering;
 
     #[cfg(unix)]
     #[test]
@@ -373,22 +374,66 @@ mod tests {
         lock_exclusive(&first).expect("locked");
         let (done, finished) = std::sync::mpsc::channel();
         let second = open();
-        std::thread::spawn(move || {
-            let locked = lock_exclusive(&second);
-            let _ = done.send(locked.is_ok());
-        });
-        assert!(
-            finished
-                .recv_timeout(std::time::Duration::from_millis(300))
-                .is_err(),
-            "a second lock waits while the first is held"
-        );
+        // Whether the first file was closed when the second lock was
+        // taken: the second lock must wait for that.
+        let released = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let seen = std::sync::Arc::clone(&released);
+        std::thread::Builder::new()
+            .name(SECOND_LOCK.into())
+            .spawn(move || {
+                let locked = lock_exclusive(&second);
+                let _ = done.send((locked.is_ok(), seen.load(Ordering::SeqCst)));
+            })
+            .expect("start the second locker");
+        second_lock_is_waiting();
+        released.store(true, Ordering::SeqCst);
         drop(first);
         assert_eq!(
             finished.recv_timeout(std::time::Duration::from_secs(5)),
-            Ok(true),
-            "the second lock is taken once the first file closed"
+            Ok((true, true)),
+            "the second lock is taken only once the first file closed"
         );
         let _ = std::fs::remove_dir_all(&dir);
+    }
+
+    /// The name of the thread that takes the second lock.
+    const SECOND_LOCK: &str = "rho-lock-second";
+
+    /// Returns once the second locker is blocked in flock(2), from
+    /// /proc/self/task (the thread's name, then its system call).
+    #[cfg(target_os = "linux")]
+    fn second_lock_is_waiting() {
+        #[cfg(target_arch = "x86_64")]
+        const FLOCK: &str = "73";
+        #[cfg(target_arch = "aarch64")]
+        const FLOCK: &str = "32";
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        const FLOCK: &str = "flock(2) is not known here";
+        let waiting = || {
+            std::fs::read_dir("/proc/self/task").is_ok_and(|tasks| {
+                tasks.flatten().any(|task| {
+                    std::fs::read_to_string(task.path().join("comm"))
+                        .is_ok_and(|comm| comm.trim_end() == SECOND_LOCK)
+                        && std::fs::read_to_string(task.path().join("syscall"))
+                            .is_ok_and(|call| call.split_whitespace().next() == Some(FLOCK))
+                })
+            })
+        };
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !waiting() {
+            assert!(
+                std::time::Instant::now() < until,
+                "the second lock never waited: it was taken while the first was held"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+    }
+
+    /// Elsewhere no process table tells where a thread waits: the second
+    /// locker gets a moment to reach its lock, and the order it saw (the
+    /// first file closed or not) tells whether it waited.
+    #[cfg(not(target_os = "linux"))]
+    fn second_lock_is_waiting() {
+        std::thread::sleep(std::time::Duration::from_millis(300));
     }
 }

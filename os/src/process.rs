@@ -403,6 +403,39 @@ mod tests {
         }
     }
 
+    /// Whether `pid` is dead, or killed and not yet gone: a SIGKILL sent
+    /// is pending (/proc/<pid>/status) until the process next runs.
+    #[cfg(target_os = "linux")]
+    fn killed(pid: u32) -> bool {
+        const SIGKILL_BIT: u64 = 1 << (9 - 1);
+        dead(pid)
+            || std::fs::read_to_string(format!("/proc/{pid}/status")).is_ok_and(|status| {
+                status.lines().any(|line| {
+                    ["SigPnd:", "ShdPnd:"].iter().any(|field| {
+                        line.strip_prefix(field)
+                            .and_then(|mask| u64::from_str_radix(mask.trim(), 16).ok())
+                            .is_some_and(|mask| mask & SIGKILL_BIT != 0)
+                    })
+                })
+            })
+    }
+
+    /// Whether `pid` is blocked in read(2) of its stdin, from
+    /// /proc/<pid>/syscall (the call's number, then its arguments).
+    #[cfg(target_os = "linux")]
+    fn blocked_reading_stdin(pid: u32) -> bool {
+        #[cfg(target_arch = "x86_64")]
+        const READ: &str = "0";
+        #[cfg(target_arch = "aarch64")]
+        const READ: &str = "63";
+        #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+        const READ: &str = "read(2) is not known here";
+        std::fs::read_to_string(format!("/proc/{pid}/syscall")).is_ok_and(|call| {
+            let mut fields = call.split_whitespace();
+            fields.next() == Some(READ) && fields.next() == Some("0x0")
+        })
+    }
+
     #[cfg(target_os = "linux")]
     #[test]
     fn a_watchdog_whose_pipe_closes_kills_the_whole_group() {
@@ -420,8 +453,19 @@ mod tests {
             .expect("the grandchild's pid");
         let grandchild: u32 = line.trim().parse().expect("a pid");
         let watchdog = Watchdog::start(leader.id()).expect("the watchdog starts");
-        std::thread::sleep(std::time::Duration::from_millis(100));
-        assert!(!dead(grandchild), "nothing is killed while rho lives");
+        // Once its shell waits in `read`, the kill after it has not run,
+        // and cannot while rho's end of the pipe is open; a kill sent
+        // before shows as the grandchild dead or its SIGKILL pending.
+        let shell = watchdog.shell.id();
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !blocked_reading_stdin(shell) {
+            assert!(
+                std::time::Instant::now() < until,
+                "the watchdog never waited"
+            );
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!killed(grandchild), "nothing is killed while rho lives");
         watchdog.fire().expect("the watchdog exits");
         let status = leader.wait().expect("the leader is reaped");
         assert_eq!(status.signal(), Some(9), "killed by SIGKILL: {status:?}");
@@ -445,10 +489,17 @@ mod tests {
         Watchdog::start(leader.id())
             .expect("the watchdog starts")
             .dismiss();
-        std::thread::sleep(std::time::Duration::from_millis(200));
-        assert!(!has_exited_pid(leader.id()), "rho ends the group itself");
-        kill_group(leader.id());
-        let _ = leader.wait();
+        // The watchdog is reaped: whatever it did is done. rho ends the
+        // group itself, with SIGTERM; a group the watchdog had killed
+        // would have died of SIGKILL (a process being killed takes no
+        // other signal).
+        terminate_group(leader.id());
+        let status = leader.wait().expect("the leader is reaped");
+        assert_eq!(
+            std::os::unix::process::ExitStatusExt::signal(&status),
+            Some(15),
+            "ended by rho's SIGTERM, not a SIGKILL: {status:?}"
+        );
     }
 }
 

@@ -126,10 +126,11 @@ pub fn process_alive(pid: u32) -> bool {
     }
 }
 
-/// Waits up to two seconds for a process to be gone (the kernel reaps
-/// reparented grandchildren asynchronously).
+/// Waits for a process to be gone (the kernel reaps reparented
+/// grandchildren asynchronously); `false` if it is still there after
+/// ten seconds, a bound only a process that was never stopped reaches.
 pub fn wait_gone(pid: u32) -> bool {
-    let until = Instant::now() + Duration::from_secs(2);
+    let until = Instant::now() + Duration::from_secs(10);
     while Instant::now() < until {
         if !process_alive(pid) {
             return true;
@@ -155,9 +156,10 @@ pub fn group_members(pgid: u32) -> Vec<u32> {
         .collect()
 }
 
-/// Reads a pid the fixture wrote, waiting briefly for the file.
+/// Reads a pid the fixture wrote, waiting for the file (up to 20 s: node
+/// fixtures starting on a busy machine can take seconds).
 pub fn read_pidfile(path: &Path) -> u32 {
-    let until = Instant::now() + Duration::from_secs(5);
+    let until = Instant::now() + Duration::from_secs(20);
     loop {
         if let Some(pid) = std::fs::read_to_string(path)
             .ok()
@@ -347,7 +349,8 @@ impl EverythingHttp {
                 }
             });
         }
-        let listening = port_rx.recv_timeout(Duration::from_secs(15));
+        // Long for a bound: a server that exits ends the wait at once.
+        let listening = port_rx.recv_timeout(LISTENING_WITHIN);
         match listening {
             Ok(Some(port)) if self.port == 0 || self.port == port => {
                 self.port = port;
@@ -387,7 +390,7 @@ impl Drop for EverythingHttp {
 /// kernel picks, so no two tests can race for one. The rest of its stdout
 /// is drained on a thread, so it never writes into a closed pipe. Panics,
 /// naming `fixture`, when it exits or prints something else first, or
-/// nothing within 15 s.
+/// nothing within [`LISTENING_WITHIN`].
 pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
     use std::io::BufRead;
     let stdout = child
@@ -407,11 +410,17 @@ pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
         }
     });
     let line = first
-        .recv_timeout(Duration::from_secs(15))
+        .recv_timeout(LISTENING_WITHIN)
         .unwrap_or_else(|e| panic!("{fixture} did not say where it listens ({e})"));
     listening_line(&line)
         .unwrap_or_else(|| panic!("{fixture}: expected `listening PORT` first, got {line:?}"))
 }
+
+/// How long a fixture may take to say where it listens. Only a fixture
+/// that is alive and silent waits it out (one that exits ends the wait at
+/// once); a Python SDK server importing its framework on a busy machine
+/// has taken more than 15 s.
+const LISTENING_WITHIN: Duration = Duration::from_secs(60);
 
 /// The port in a fixture's `listening PORT` line.
 fn listening_line(line: &str) -> Option<u16> {

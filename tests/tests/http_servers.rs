@@ -167,7 +167,7 @@ fn delete_ends_the_session_at_shutdown<R: TestRuntime>() {
     assert!(!server.output().contains("termination request"));
     runtime.shutdown();
     assert!(
-        server.wait_for_output("Received session termination request", 5),
+        server.wait_for_output("Received session termination request", 20),
         "{}",
         server.output()
     );

@@ -41,9 +41,10 @@ use serde_json::{Value, json};
 const CALL_BOUND: Duration = Duration::from_secs(6);
 /// rho's call budget in every row (`tool_timeout_secs`).
 const TOOL_BUDGET: Duration = Duration::from_secs(4);
-/// How long the server has to record a cancelled `slow`, and rho to see
-/// an added tool.
-const SETTLE: Duration = Duration::from_secs(5);
+/// How long the server has to record a cancelled `slow`, rho to see an
+/// added tool, and log messages to reach rho's log: each must come, so
+/// the bound only ends a wait that failed.
+const SETTLE: Duration = Duration::from_secs(20);
 /// Rows run at once (each one server process and one runtime).
 const PARALLEL_ROWS: usize = 4;
 
@@ -378,21 +379,40 @@ impl Drop for HttpServer {
 /// Runs `call` with a cancel flag set after `bound`: the harness's guard
 /// against a hang. Returns what the call gave and how long it took.
 fn bounded<T>(bound: Duration, call: impl FnOnce(&AtomicBool) -> T) -> (T, Duration) {
+    let (out, took, _) = cancelled_when(bound, || false, call);
+    (out, took)
+}
+
+/// [`bounded`], with the flag set as soon as `now` holds too (checked
+/// every 20 ms); also how long the call went on after the flag was set,
+/// when it was set before the call ended.
+fn cancelled_when<T>(
+    bound: Duration,
+    now: impl Fn() -> bool + Sync,
+    call: impl FnOnce(&AtomicBool) -> T,
+) -> (T, Duration, Option<Duration>) {
     let cancel = AtomicBool::new(false);
     let done = AtomicBool::new(false);
+    let set_at = Mutex::new(None);
     let started = Instant::now();
-    let out = std::thread::scope(|scope| {
+    let (out, ended) = std::thread::scope(|scope| {
         scope.spawn(|| {
-            while started.elapsed() < bound && !done.load(Ordering::Relaxed) {
+            while started.elapsed() < bound && !done.load(Ordering::Relaxed) && !now() {
                 std::thread::sleep(Duration::from_millis(20));
             }
+            *set_at.lock().expect("lock") = Some(Instant::now());
             cancel.store(true, Ordering::Relaxed);
         });
         let out = call(&cancel);
+        let ended = Instant::now();
         done.store(true, Ordering::Relaxed);
-        out
+        (out, ended)
     });
-    (out, started.elapsed())
+    let after_flag = set_at
+        .into_inner()
+        .expect("lock")
+        .and_then(|at| ended.checked_duration_since(at));
+    (out, ended.duration_since(started), after_flag)
 }
 
 struct Row<'a> {
@@ -638,17 +658,24 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
     }
 
     if wants(Feature::Cancel) {
-        // Cancel `slow` after a second; the server must record that it stopped.
+        // Cancel `slow` once the server says it is running it (not at a
+        // time, when it might not have started yet); the server must
+        // record that it stopped.
         let marker = format!("m{}", std::process::id());
-        let (slow, took) = bounded(Duration::from_secs(1), |cancel| {
-            runtime.call_server_tool_with(
-                &id,
-                "slow",
-                json!({"marker": marker, "seconds": 30}),
-                &mut |_| {},
-                cancel,
-            )
-        });
+        let running = format!("started {marker}");
+        let (slow, took, after_flag) = cancelled_when(
+            CALL_BOUND,
+            || std::fs::read_to_string(&record).is_ok_and(|text| text.contains(&running)),
+            |cancel| {
+                runtime.call_server_tool_with(
+                    &id,
+                    "slow",
+                    json!({"marker": marker, "seconds": 30}),
+                    &mut |_| {},
+                    cancel,
+                )
+            },
+        );
         let cancelled = {
             let until = Instant::now() + SETTLE;
             loop {
@@ -665,7 +692,7 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
                 Ok(r) => Err(format!("not cancelled: {:?}", r.text())),
                 Err(ToolCallError::Call(rho_proto_core::session::CallError::Cancelled {
                     ..
-                })) if took < Duration::from_secs(3) => {
+                })) if after_flag.is_some_and(|after| after < Duration::from_secs(2)) => {
                     check(cancelled.contains(&format!("cancelled {marker}")), || {
                         format!(
                             "rho ended the call as cancelled, but the server recorded {:?} within {SETTLE:?}",
@@ -673,7 +700,11 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
                         )
                     })
                 }
-                Err(e) => Err(format!("{e} (after {} ms)", took.as_millis())),
+                Err(e) => Err(format!(
+                    "{e} (after {} ms, {} ms of them after the flag was set)",
+                    took.as_millis(),
+                    after_flag.unwrap_or_default().as_millis()
+                )),
             },
         );
     }
@@ -684,7 +715,7 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
             row.call("log", json!({})).and_then(|r| {
                 check(r.text() == "logged", || format!("got {:?}", r.text()))?;
                 // Notifications may trail the result a little.
-                let until = Instant::now() + Duration::from_secs(2);
+                let until = Instant::now() + SETTLE;
                 loop {
                     let text = log.text();
                     let missing: Vec<&str> = ["debug", "info", "warning", "error"]

@@ -10,8 +10,9 @@
 // stateful (a session id per client; answers as SSE streams or as JSON
 // bodies, enableJsonResponse); stateless has no session id
 // (sessionIdGenerator undefined) and a fresh server per request.
-// Diagnostics go to stderr. `slow` appends `cancelled <marker>` or
-// `finished <marker>` to the file named by INTEROP_RECORD.
+// Diagnostics go to stderr. `slow` appends `started <marker>`, then
+// `cancelled <marker>` or `finished <marker>`, to the file named by
+// INTEROP_RECORD.
 import http from 'node:http';
 import fs from 'node:fs';
 import { randomUUID } from 'node:crypto';
@@ -98,6 +99,7 @@ function buildServer() {
     'slow',
     { description: 'Runs long; records whether it was cancelled', inputSchema: { marker: z.string().optional(), seconds: z.number().optional() } },
     async ({ marker = 'slow', seconds = 30 }, extra) => {
+      record(`started ${marker}`);
       try {
         await sleep(seconds * 1000, extra.signal);
       } catch {

@@ -8,8 +8,9 @@
 //
 // HTTP (createMcpHandler: no sessions) binds 127.0.0.1 on a port the kernel
 // picks, endpoint /mcp, and prints `listening PORT` first on stdout.
-// Diagnostics go to stderr. `slow` appends `cancelled <marker>` or
-// `finished <marker>` to the file named by INTEROP_RECORD.
+// Diagnostics go to stderr. `slow` appends `started <marker>`, then
+// `cancelled <marker>` or `finished <marker>`, to the file named by
+// INTEROP_RECORD.
 'use strict';
 
 const http = require('node:http');
@@ -116,6 +117,7 @@ function buildServer() {
       inputSchema: z.object({ marker: z.string().optional(), seconds: z.number().optional() }),
     },
     async ({ marker = 'slow', seconds = 30 }, ctx) => {
+      record(`started ${marker}`);
       try {
         await sleep(seconds * 1000, ctx.mcpReq.signal);
       } catch {

@@ -77,6 +77,7 @@ async def progress(ctx: Context) -> str:
 @mcp.tool
 async def slow(marker: str = "slow", seconds: float = 30) -> str:
     """Runs long; records whether it was cancelled."""
+    common.record(f"started {marker}")
     try:
         await anyio.sleep(seconds)
     except BaseException:

@@ -16,8 +16,8 @@
 //! notification or request comes first, rmcp's own rule) or SSE streams.
 //! rmcp offers no stateful session with JSON answers (`json_response`
 //! applies only outside legacy sessions). Diagnostics go to stderr. `slow`
-//! appends `cancelled <marker>` or `finished <marker>` to the file named by
-//! INTEROP_RECORD.
+//! appends `started <marker>`, then `cancelled <marker>` or
+//! `finished <marker>`, to the file named by INTEROP_RECORD.
 
 // Sampling and logging are deprecated by SEP-2577 (still functional):
 // the surface exercises them on purpose.
@@ -268,6 +268,7 @@ impl Interop {
             .get("seconds")
             .and_then(Value::as_f64)
             .unwrap_or(30.0);
+        record(&format!("started {marker}"));
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 3600.0))) => {
                 record(&format!("finished {marker}"));
