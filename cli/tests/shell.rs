@@ -1710,11 +1710,13 @@ fn editing_tab_enter_picks_ctrl_l_clears_a_resize_redraws_and_a_key_draws_once(r
     shell.keys("/mc");
     let at = shell.mark();
     shell.keys("\x0c");
-    shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[2Krho> /mc\x1b[J", SOON);
+    let cleared = shell.wait_for_after(at, "\x1b[H\x1b[J\r\x1b[2Krho> /mc\x1b[J", SOON);
     shell.keys("\x15");
+    shell.wait_for_after(cleared, "\x1b[2Krho> \x1b[J", SOON);
 
-    // A resize redraws at once, with no key typed: nothing else draws
-    // the line meanwhile, so the redraw is the resize's.
+    // A resize redraws at once, with no key typed: the last key's drawing
+    // is on the screen already and nothing else draws the line meanwhile,
+    // so the redraw is the resize's.
     let at = shell.mark();
     rho_tests::pty::resize(&shell.keyboard, 60, 50);
     shell.wait_for_after(at, "rho> ", SOON);

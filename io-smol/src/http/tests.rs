@@ -506,9 +506,9 @@ fn bodies_stop_while_the_session_has_too_much_unhandled() {
             }
             unhandled.push((id, input));
         }
-        // Then no more: without the bound the rest would go on coming. (A
-        // quiet spell shows that only with a broken bound; a working one
-        // cannot fail here.)
+        // Then no more comes. Without the bound the rest would go on
+        // coming, so a quiet spell is enough to see it broken, and a
+        // bound that holds cannot fail here.
         while let Some((id, input)) = client.recv(Duration::from_millis(300)).await {
             if let HttpInput::Body(chunk) = &input {
                 bytes += chunk.len();
