@@ -345,9 +345,11 @@ fn wait_screen(screen: &Screen, text: &str) {
 fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
     use std::io::Write;
     let scene = Lingering::with("sampling", rt, "ask", |dir| {
+        // Written aside and renamed, so the file is never seen empty.
+        let pid = dir.join("model.pid");
         let model = format!(
-            "echo $$ > '{}'; exec sleep 600",
-            dir.join("model.pid").display()
+            "echo $$ > '{0}.tmp' && mv '{0}.tmp' '{0}'; exec sleep 600",
+            pid.display()
         );
         format!(
             "sampling = \"ask\"\n[sampling]\ncommand = [\"sh\", \"-c\", {}]\n",
