@@ -578,3 +578,48 @@ fn a_bearer_token_the_openid_provider_did_not_mint_is_refused_by_the_sdk_server(
 fn url_encoded(s: &str) -> String {
     s.replace(':', "%3A").replace('/', "%2F")
 }
+
+/// A `client_secret_file` secret is read at each grant and never copied
+/// into the credential store: the store keeps the client's id and how it
+/// authenticates, and the next grant (here after the server dropped the
+/// token) reads the file again and works without a stored copy.
+fn a_client_secret_file_is_read_at_each_grant_and_never_stored(rt: Runtime) {
+    let (s, config, server) = setup("secret-not-stored", rt, 3600);
+    let secret = s.write("m2m-secret", "m2m-secret\n");
+    let text = std::fs::read_to_string(&config).expect("config").replace(
+        "[mcp.servers.fx.oauth]\n",
+        &format!(
+            "[mcp.servers.fx.oauth]\ngrant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_file = {}\n",
+            toml_str(arg(&secret))
+        ),
+    );
+    std::fs::write(&config, text).expect("config");
+    let cfg = arg(&config);
+    let store = s.home().join(".rho/mcp-oauth.json");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "token #1\n"),
+        "{run}"
+    );
+    let stored = std::fs::read_to_string(&store).expect("a stored login");
+    assert!(!stored.contains("m2m-secret"), "{stored}");
+    let login: Value = serde_json::from_str(&stored).expect("json");
+    assert_eq!(login["entries"][0]["client_id"], "m2m", "{stored}");
+    assert!(
+        login["entries"][0].get("client_secret").is_none(),
+        "{stored}"
+    );
+    // The token is refused now: the next grant reads the file again.
+    server.control("expire");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "token #2\n"),
+        "{run}"
+    );
+    let stored = std::fs::read_to_string(&store).expect("a stored login");
+    assert!(!stored.contains("m2m-secret"), "{stored}");
+}
+
+rho_tests::cli_both_executors!(a_client_secret_file_is_read_at_each_grant_and_never_stored);

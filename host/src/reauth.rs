@@ -42,7 +42,7 @@ use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
 use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, StoredLogin};
-use rho_proto_core::oauth::token::TokenResponse;
+use rho_proto_core::oauth::token::{Client, TokenResponse};
 use rho_proto_core::session::AuthorizationReason;
 
 use crate::RuntimeKind;
@@ -248,7 +248,10 @@ impl StoreAuthorizer {
         let refreshable = previous
             .as_ref()
             .is_some_and(|p| p.tokens.refresh_token.is_some());
-        settings.previous = previous;
+        // The store keeps no configured secret: the refresh authenticates
+        // with the one just read.
+        let configured = settings.client.clone();
+        settings.previous = previous.map(|p| with_configured_secret(p, configured.as_ref()));
         let machine = server.grant.is_unattended();
         let browser = match (machine, &self.mode) {
             (true, _) | (false, LoginMode::Headless) => Browser::Headless,
@@ -285,6 +288,7 @@ impl StoreAuthorizer {
             &server.key,
             &credentials,
             dpop_key.as_ref().map(|(_, stored)| stored.as_str()),
+            configured.as_ref(),
         )?;
         let bound = dpop::is_bound(&credentials.tokens);
         Ok((credentials.tokens.access_token, bound))
@@ -485,6 +489,15 @@ pub fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
         }
     }
     held
+}
+
+/// `previous` (a stored login) with the secret of the configured client,
+/// read for this login: the store keeps none (see [`login::save`]).
+fn with_configured_secret(mut previous: Credentials, configured: Option<&Client>) -> Credentials {
+    if let Some(client) = configured.filter(|c| c.id == previous.client.id && c.secret.is_some()) {
+        previous.client.secret = client.secret.clone();
+    }
+    previous
 }
 
 /// A stored login as the core's credentials, for a refresh.
