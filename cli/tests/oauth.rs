@@ -624,34 +624,41 @@ const SECRET_FILE_KEYS: [&str; 5] = [
     "client_key",
 ];
 
-/// A FIFO (whose plain open would wait for a writer forever) and
-/// `/dev/zero` (which never ends) as each secret file key, every one on a
-/// server of its own beside a working client-credentials server, in one
-/// config. Each bad server fails at once, when its grant runs at its 401,
+/// A FIFO (whose plain open would wait for a writer forever),
+/// `/dev/zero` (which never ends), a file over 64 KiB and a missing one as
+/// each secret file key, every one on a server of its own beside a
+/// working client-credentials server, in one config. Each bad server fails at once, when its grant runs at its 401,
 /// with a reason naming the key, the file and what to do with it, and
 /// never telling the person to run `rho mcp login` (a login would read
 /// the same file); the working server starts and is listed with its tool.
 #[cfg(unix)]
-fn a_fifo_or_dev_zero_as_any_secret_file_fails_that_server_alone_naming_the_key(rt: Runtime) {
+fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the_key(rt: Runtime) {
     let s = Scene::new(RHO, "oauth-bad-secret-files", rt);
     let server = OAuthServer::start_with(s.dir(), 3600, &[]);
     let fifo = s.dir().join("fifo");
     mkfifo(&fifo);
     let fifo = arg(&fifo).to_owned();
     let good = s.write("id_token", "eyJ.id.sig\n");
+    let big = s.write("big", &"s".repeat(64 * 1024 + 1));
+    let missing = s.dir().join("missing");
     let secret = s.write("m2m-secret", "m2m-secret\n");
     let url = toml_str(&server.url());
     // A long budget: a failure that waited for it would show.
     let mut text = String::new();
     let mut bad = Vec::new();
     for key in SECRET_FILE_KEYS {
-        for (name, path) in [("fifo", fifo.as_str()), ("zero", "/dev/zero")] {
+        for (name, path) in [
+            ("fifo", fifo.as_str()),
+            ("zero", "/dev/zero"),
+            ("big", arg(&big)),
+            ("missing", arg(&missing)),
+        ] {
             let id = format!("{}-{name}", key.replace('_', "-"));
             text.push_str(&format!(
                 "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = {url}\nstartup_timeout_secs = 120\n[mcp.servers.{id}.oauth]\n{}\n",
                 oauth_reading(key, path, arg(&good))
             ));
-            bad.push((id, key, path));
+            bad.push((id, key, path, name));
         }
     }
     text.push_str(&format!(
@@ -678,15 +685,26 @@ fn a_fifo_or_dev_zero_as_any_secret_file_fails_that_server_alone_naming_the_key(
             .find(|s| s["id"] == id)
             .unwrap_or_else(|| panic!("no `{id}` listed\n{run}"))
     };
-    for (id, key, path) in &bad {
+    for (id, key, path, kind) in &bad {
         let entry = of(id);
         assert_eq!(entry["status"], "failed", "{id}\n{run}");
         let error = entry["error"].as_str().unwrap_or_default();
+        let (why, what_to_do) = match *kind {
+            "big" => (
+                "larger than 65536 bytes",
+                "point it at a file that holds the secret",
+            ),
+            "missing" => ("cannot be read", "check the path and its permissions"),
+            _ => (
+                "not a regular file",
+                "point it at a file that holds the secret",
+            ),
+        };
         assert!(
             error.contains(&format!("server `{id}`"))
                 && error.contains(&format!("`oauth.{key}_file` {path}"))
-                && error.contains("not a regular file")
-                && error.contains("point it at a file that holds the secret"),
+                && error.contains(why)
+                && error.contains(what_to_do),
             "{id}: {error}\n{run}"
         );
         assert!(!error.contains("rho mcp login"), "{id}: {error}\n{run}");
@@ -743,7 +761,7 @@ fn a_client_secret_file_is_read_at_each_grant_and_never_stored(rt: Runtime) {
 
 #[cfg(unix)]
 rho_tests::cli_both_executors!(
-    a_fifo_or_dev_zero_as_any_secret_file_fails_that_server_alone_naming_the_key,
+    a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the_key,
 );
 
 rho_tests::cli_both_executors!(a_client_secret_file_is_read_at_each_grant_and_never_stored);
