@@ -841,6 +841,16 @@ pub fn settings_for(
     })
 }
 
+/// `reason` (a secret's, which names the server) without the
+/// ``server `id`: `` it starts with, for a failure that names the server
+/// already.
+pub(crate) fn without_server(id: &str, reason: String) -> String {
+    match reason.strip_prefix(&format!("server `{id}`: ")) {
+        Some(rest) => rest.to_owned(),
+        None => reason,
+    }
+}
+
 /// The signer of a `private_key_jwt` client, from where its config says
 /// the PEM is; errors name the server, the key and the reason, never
 /// the key's text.
@@ -1035,8 +1045,8 @@ pub fn login_server(
         }
         LoginMode::Never => (Browser::Never, configured_redirect_uri(oauth.redirect_port)),
     };
-    let mut settings =
-        settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
+    let mut settings = settings_for(id, http, oauth, stored.as_ref(), redirect_uri)
+        .map_err(|why| fail(without_server(id, why)))?;
     let configured = settings.client.clone();
     // A new login binds to a new key (the stored tokens it replaces, and
     // their key, are dropped when it is saved).

@@ -252,7 +252,7 @@ impl StoreAuthorizer {
                     None,
                     login::configured_redirect_uri(oauth.redirect_port),
                 )
-                .map_err(|why| LoginFailure::Misconfigured(without_server(id, why)))?
+                .map_err(|why| LoginFailure::Misconfigured(login::without_server(id, why)))?
             }
             LoginSource::Given(settings) => (**settings).clone(),
         };
@@ -528,15 +528,6 @@ pub fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
         }
     }
     held
-}
-
-/// `reason` without the `server `id`: ` it starts with: the failure it
-/// ends up in names the server already.
-fn without_server(id: &str, reason: String) -> String {
-    match reason.strip_prefix(&format!("server `{id}`: ")) {
-        Some(rest) => rest.to_owned(),
-        None => reason,
-    }
 }
 
 /// `previous` (a stored login) with the secret of the configured client,
