@@ -63,7 +63,12 @@ pub(crate) fn run(
     // at connect would give a browser login only the startup budget. A
     // token refused mid-call is refreshed, or a person logs in again.
     let mode = crate::questions::login_mode();
+    // The first stop signal sets the flag: it ends a browser login's wait
+    // (the terminal prompt asks it), the startup wait or the call; a
+    // second one exits at once. Installed before anything waits.
+    let cancel = crate::signals::install();
     let prepared = rho_host::connect::prepare(&loaded_for_call, kind, &mode, &|s| s == id);
+    crate::check_stopped()?;
     for (_, outcome) in prepared.logins {
         let logged_in = outcome.map_err(crate::login_failure)?;
         eprintln!("rho: {logged_in}");
@@ -74,9 +79,6 @@ pub(crate) fn run(
         options.host.can_elicit(),
         options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
     );
-    // The first stop signal sets the flag: it ends the startup wait or
-    // cancels the call; a second one exits at once.
-    let cancel = crate::signals::install();
     options.interrupt = Some(Arc::clone(&cancel));
 
     let runtime = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))

@@ -89,9 +89,13 @@ pub(crate) fn add_json(config: Option<PathBuf>, args: &AddJsonArgs) -> Result<Ex
     }
     let value: Value = serde_json::from_str(&args.json)
         .map_err(|e| Failure::Usage(format!("the entry is not JSON: {e}")))?;
-    let translated = translate(&args.id, &value).map_err(|reason| {
-        Failure::Usage(sanitize(&format!("server `{}`: {reason}", args.id)).into_owned())
-    })?;
+    // Refused before the config file is touched, citing the entry given
+    // (never a line of an edited text that is not written).
+    let translated = translate(&args.id, &value)
+        .and_then(|translated| check_alone(&args.id, &translated.entry).map(|()| translated))
+        .map_err(|reason| {
+            Failure::Usage(sanitize(&format!("server `{}`: {reason}", args.id)).into_owned())
+        })?;
     let mut doc = ConfigDocument::open(config).map_err(Failure::Usage)?;
     let target = doc.path().display().to_string();
     let existed = doc.contains(&args.id);
@@ -171,8 +175,8 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
         // The entry is checked on its own (the parser's reason, before
         // the document is touched), so an import costs time linear in the
         // file: the whole document is parsed once, when written.
-        if let Err(reason) = check_alone(doc.path(), name, &translated.entry)
-            .and_then(|()| doc.insert(name, &translated.entry))
+        if let Err(reason) =
+            check_alone(name, &translated.entry).and_then(|()| doc.insert(name, &translated.entry))
         {
             report(format!("rho: {file}: server `{name}`: {reason}"));
             invalid += 1;
@@ -227,11 +231,33 @@ pub(crate) fn run(config: Option<PathBuf>, args: &ImportArgs) -> Result<ExitCode
 }
 
 /// Whether `entry` would be a valid server `id` in a config of its own:
-/// the config parser's reason if not.
-fn check_alone(path: &Path, id: &str, entry: &NewEntry) -> Result<(), String> {
-    let mut alone = ConfigDocument::from_text(path.to_path_buf(), "")?;
+/// the config parser's reason if not. The reason cites no file or line:
+/// the text it parsed is never written, so a place in it would point at
+/// nothing. Its keys are named within the entry (`command`,
+/// `headers.X-A`), as the input names them, not by a path in a file.
+fn check_alone(id: &str, entry: &NewEntry) -> Result<(), String> {
+    let mut alone = ConfigDocument::from_text(PathBuf::from("<entry>"), "")?;
     alone.insert(id, entry)?;
-    alone.check(Some(id)).map(drop)
+    let config = alone.check(None)?;
+    match config.get(id).map(|e| &e.config) {
+        Some(Err(error)) => Err(within_entry(id, &error.message)),
+        _ => Ok(()),
+    }
+}
+
+/// `message` (the config parser's, about server `id`) with its key paths
+/// (`mcp.servers.<id>.command`) named within the entry (`command`).
+fn within_entry(id: &str, message: &str) -> String {
+    let bare = !id.is_empty()
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    let prefix = if bare {
+        format!("`mcp.servers.{id}.")
+    } else {
+        format!("`mcp.servers.{id:?}.")
+    };
+    message.replace(&prefix, "`")
 }
 
 /// The server entries of a JSON config, in file order.

@@ -741,13 +741,17 @@ fn start(
     select: impl Fn(&str) -> bool,
 ) -> Host {
     if connect {
+        // The handlers first: a stop signal while the connect is prepared
+        // (a refresh of a stored login waits on its token endpoint) is
+        // seen by the startup, which ends at once, never killed mid-write
+        // of a rotated token.
+        options.interrupt = Some(signals::install());
         // Stored OAuth logins become Authorization headers (refreshed when
         // expired); a token refused mid-session is refreshed; nothing here
         // ever opens a browser.
         let prepared =
             rho_host::connect::prepare(loaded, kind, &rho_host::login::LoginMode::Never, &select);
         options.host.authorizer = prepared.authorizer;
-        options.interrupt = Some(signals::install());
         start_host(kind, &prepared.config, options, select)
     } else {
         start_host(kind, &loaded.config, options, |_| false)

@@ -107,13 +107,14 @@ pub(crate) fn connect(
     id: &str,
 ) -> Result<Connected, Failure> {
     crate::startable_server(loaded, id)?;
+    // Before the connect is prepared: a stop signal then ends the startup.
+    let cancel = crate::signals::install();
     let prepared =
         rho_host::connect::prepare(loaded, kind, &rho_host::login::LoginMode::Never, &|s| {
             s == id
         });
     let config = prepared.config;
     options.host.authorizer = prepared.authorizer;
-    let cancel = crate::signals::install();
     options.interrupt = Some(Arc::clone(&cancel));
     let host = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))?;
     let Some(view) = host.server(id) else {

@@ -81,6 +81,13 @@ impl rho_host::login::AuthorizationPrompt for TerminalPrompt {
         }
         let _ = writeln!(std::io::stderr(), "{}", waiting_line(server));
     }
+
+    /// A stop signal (Ctrl-C) ends the wait, in a command that installed
+    /// the handlers before its login (`rho mcp call`); elsewhere the
+    /// signal's default action ends rho.
+    fn cancelled(&self) -> bool {
+        crate::signals::received().is_some()
+    }
 }
 
 /// What rho says while the browser step runs: whom it waits for, and how

@@ -945,6 +945,58 @@ fn invalid_entries_are_reported_and_the_valid_ones_still_imported() {
     );
 }
 
+/// An entry the config parser refuses is reported by the server's name in
+/// the input and the entry's own key (`command`, `headers.X-A`), never by
+/// a `file:line:column` of the config text rho checked and did not write:
+/// that line does not exist in any file the person can open. For `import`
+/// and for `add-json` alike, and the config file is left as it was.
+#[test]
+fn a_refused_entry_cites_its_name_and_key_never_a_line_of_an_unwritten_text() {
+    let s = Scene::on_default_executor(RHO, "import-refused-place");
+    let original = "# mine\n[mcp.servers.mine]\ntransport = \"stdio\"\ncommand = \"true\"\n";
+    let config = s.write("config.toml", original);
+    let cfg = arg(&config);
+    let input = s.write(
+        "claude.json",
+        r#"{"mcpServers": {
+  "badurl": {"type": "http", "url": "ftp://example.com/mcp"},
+  "badcmd": {"command": ""},
+  "badhdr": {"type": "http", "url": "https://x.example/mcp", "headers": {"X-A": "a\r\nb"}}
+}}"#,
+    );
+    let file = arg(&input);
+    let run = s.rho(&["--config", cfg, "mcp", "import", file]);
+    run.expect_code(1);
+    for says in [
+        format!("rho: {file}: server `badurl`: `url` must be an https URL"),
+        format!("rho: {file}: server `badcmd`: `command`: must not be empty"),
+        format!("rho: {file}: server `badhdr`: `headers.X-A`: a header value must not contain"),
+    ] {
+        assert!(run.stderr.contains(&says), "no `{says}`\n{run}");
+    }
+    let add = s.rho(&[
+        "--config",
+        cfg,
+        "mcp",
+        "add-json",
+        "remote",
+        r#"{"type": "http", "url": "ftp://example.com/mcp"}"#,
+    ]);
+    add.expect_code(2);
+    assert!(
+        add.stderr
+            .contains("rho: server `remote`: `url` must be an https URL"),
+        "{add}"
+    );
+    for run in [&run, &add] {
+        // No place in a config text: neither the file's name with a line
+        // nor the `mcp.servers.<id>.` path of a key it does not hold.
+        assert!(!run.stderr.contains(&format!("{cfg}:")), "{run}");
+        assert!(!run.stderr.contains("mcp.servers."), "{run}");
+    }
+    assert_eq!(read(&config), original);
+}
+
 #[test]
 fn import_skips_existing_ids_unless_forced() {
     let s = Scene::on_default_executor(RHO, "import-existing");

@@ -578,3 +578,190 @@ fn a_bearer_token_the_openid_provider_did_not_mint_is_refused_by_the_sdk_server(
 fn url_encoded(s: &str) -> String {
     s.replace(':', "%3A").replace('/', "%2F")
 }
+
+/// Makes a FIFO at `path` with mkfifo(1).
+#[cfg(unix)]
+fn mkfifo(path: &Path) {
+    let made = Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// The `oauth` table of a server whose grant reads its secret `key`
+/// (`assertion`, `id_token`, `idp_client_secret`, `client_secret`,
+/// `client_key`) from the file `bad`; any other secret it needs comes
+/// from `good` (a regular file).
+fn oauth_reading(key: &str, bad: &str, good: &str) -> String {
+    let (bad, good) = (toml_str(bad), toml_str(good));
+    match key {
+        "assertion" => format!("grant = \"jwt_bearer\"\nassertion_file = {bad}\n"),
+        "id_token" => format!(
+            "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {bad}\nidp_token_endpoint = \"https://idp.example.com/token\"\n"
+        ),
+        "idp_client_secret" => format!(
+            "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {good}\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_id = \"idp\"\nidp_client_secret_file = {bad}\n"
+        ),
+        "client_secret" => format!(
+            "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_file = {bad}\n"
+        ),
+        "client_key" => {
+            format!(
+                "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_key_file = {bad}\n"
+            )
+        }
+        other => panic!("no secret file key `{other}`"),
+    }
+}
+
+/// Every key of an `oauth` table that names a secret file.
+const SECRET_FILE_KEYS: [&str; 5] = [
+    "assertion",
+    "id_token",
+    "idp_client_secret",
+    "client_secret",
+    "client_key",
+];
+
+/// A FIFO (whose plain open would wait for a writer forever),
+/// `/dev/zero` (which never ends), a file over 64 KiB and a missing one as
+/// each secret file key, every one on a server of its own beside a
+/// working client-credentials server, in one config. Each bad server fails at once, when its grant runs at its 401,
+/// with a reason naming the key, the file and what to do with it, and
+/// never telling the person to run `rho mcp login` (a login would read
+/// the same file); the working server starts and is listed with its tool.
+#[cfg(unix)]
+fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the_key(rt: Runtime) {
+    let s = Scene::new(RHO, "oauth-bad-secret-files", rt);
+    let server = OAuthServer::start_with(s.dir(), 3600, &[]);
+    let fifo = s.dir().join("fifo");
+    mkfifo(&fifo);
+    let fifo = arg(&fifo).to_owned();
+    let good = s.write("id_token", "eyJ.id.sig\n");
+    let big = s.write("big", &"s".repeat(64 * 1024 + 1));
+    let missing = s.dir().join("missing");
+    let secret = s.write("m2m-secret", "m2m-secret\n");
+    let url = toml_str(&server.url());
+    // A long budget: a failure that waited for it would show.
+    let mut text = String::new();
+    let mut bad = Vec::new();
+    for key in SECRET_FILE_KEYS {
+        for (name, path) in [
+            ("fifo", fifo.as_str()),
+            ("zero", "/dev/zero"),
+            ("big", arg(&big)),
+            ("missing", arg(&missing)),
+        ] {
+            let id = format!("{}-{name}", key.replace('_', "-"));
+            text.push_str(&format!(
+                "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = {url}\nstartup_timeout_secs = 120\n[mcp.servers.{id}.oauth]\n{}\n",
+                oauth_reading(key, path, arg(&good))
+            ));
+            bad.push((id, key, path, name));
+        }
+    }
+    text.push_str(&format!(
+        "[mcp.servers.ok]\ntransport = \"streamable_http\"\nurl = {url}\n[mcp.servers.ok.oauth]\ngrant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_file = {}\n",
+        toml_str(arg(&secret))
+    ));
+    let config = s.write("config.toml", &text);
+    let started = Instant::now();
+    let run = s.rho(&[
+        "--config",
+        arg(&config),
+        "mcp",
+        "list",
+        "--connect",
+        "--json",
+    ]);
+    let took = started.elapsed();
+    run.expect_code(1);
+    let doc = run.json();
+    let servers = doc["servers"].as_array().expect("servers");
+    let of = |id: &str| {
+        servers
+            .iter()
+            .find(|s| s["id"] == id)
+            .unwrap_or_else(|| panic!("no `{id}` listed\n{run}"))
+    };
+    for (id, key, path, kind) in &bad {
+        let entry = of(id);
+        assert_eq!(entry["status"], "failed", "{id}\n{run}");
+        let error = entry["error"].as_str().unwrap_or_default();
+        let (why, what_to_do) = match *kind {
+            "big" => (
+                "larger than 65536 bytes",
+                "point it at a file that holds the secret",
+            ),
+            "missing" => ("cannot be read", "check the path and its permissions"),
+            _ => (
+                "not a regular file",
+                "point it at a file that holds the secret",
+            ),
+        };
+        assert!(
+            error.contains(&format!("server `{id}`"))
+                && error.contains(&format!("`oauth.{key}_file` {path}"))
+                && error.contains(why)
+                && error.contains(what_to_do),
+            "{id}: {error}\n{run}"
+        );
+        assert!(!error.contains("rho mcp login"), "{id}: {error}\n{run}");
+    }
+    let ok = of("ok");
+    assert_eq!(ok["status"], "ready", "{run}");
+    assert!(run.stdout.contains("mcp__ok__whoami"), "{run}");
+    // At once: far inside the 120 s budget the bad servers had.
+    assert!(took < Duration::from_secs(60), "took {took:?}\n{run}");
+}
+
+/// A `client_secret_file` secret is read at each grant and never copied
+/// into the credential store: the store keeps the client's id and how it
+/// authenticates, and the next grant (here after the server dropped the
+/// token) reads the file again and works without a stored copy.
+fn a_client_secret_file_is_read_at_each_grant_and_never_stored(rt: Runtime) {
+    let (s, config, server) = setup("secret-not-stored", rt, 3600);
+    let secret = s.write("m2m-secret", "m2m-secret\n");
+    let text = std::fs::read_to_string(&config).expect("config").replace(
+        "[mcp.servers.fx.oauth]\n",
+        &format!(
+            "[mcp.servers.fx.oauth]\ngrant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_file = {}\n",
+            toml_str(arg(&secret))
+        ),
+    );
+    std::fs::write(&config, text).expect("config");
+    let cfg = arg(&config);
+    let store = s.home().join(".rho/mcp-oauth.json");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "token #1\n"),
+        "{run}"
+    );
+    let stored = std::fs::read_to_string(&store).expect("a stored login");
+    assert!(!stored.contains("m2m-secret"), "{stored}");
+    let login: Value = serde_json::from_str(&stored).expect("json");
+    assert_eq!(login["entries"][0]["client_id"], "m2m", "{stored}");
+    assert!(
+        login["entries"][0].get("client_secret").is_none(),
+        "{stored}"
+    );
+    // The token is refused now: the next grant reads the file again.
+    server.control("expire");
+    let run = s.rho(&["--config", cfg, "mcp", "call", "fx", "whoami"]);
+    assert_eq!(
+        (run.code, run.stdout.as_str()),
+        (Some(0), "token #2\n"),
+        "{run}"
+    );
+    let stored = std::fs::read_to_string(&store).expect("a stored login");
+    assert!(!stored.contains("m2m-secret"), "{stored}");
+}
+
+#[cfg(unix)]
+rho_tests::cli_both_executors!(
+    a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the_key,
+);
+
+rho_tests::cli_both_executors!(a_client_secret_file_is_read_at_each_grant_and_never_stored);

@@ -465,6 +465,283 @@ fn answer_404(stream: &mut std::net::TcpStream) {
         .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
+/// Reads one HTTP request off `stream` (its head, then `Content-Length`
+/// bytes of body) and returns it as text.
+fn read_request(stream: &mut std::net::TcpStream) -> String {
+    let mut got = Vec::new();
+    let mut buf = [0u8; 4096];
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(20)));
+    loop {
+        let text = String::from_utf8_lossy(&got).into_owned();
+        if let Some(end) = text.find("\r\n\r\n") {
+            let length = text[..end]
+                .lines()
+                .find_map(|l| {
+                    let (name, value) = l.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse::<usize>().ok())?
+                })
+                .unwrap_or(0);
+            if got.len() >= end + 4 + length {
+                return text;
+            }
+        }
+        match stream.read(&mut buf) {
+            Ok(0) | Err(_) => return String::from_utf8_lossy(&got).into_owned(),
+            Ok(n) => got.extend_from_slice(&buf[..n]),
+        }
+    }
+}
+
+/// Ctrl-C while the connect is still being prepared (here: the refresh of
+/// a stored, expired login waits on its token endpoint, before any server
+/// starts) is rho's to handle, not the default action's: rho finishes the
+/// refresh it sent, stores the rotated refresh token (the old one is spent
+/// at the authorization server), and exits 130 with its usual words. The
+/// token endpoint answers only once the signal was sent.
+fn sigint_while_the_connect_is_prepared_exits_130_keeping_the_rotated_token(rt: Runtime) {
+    use std::io::Write;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let port = listener.local_addr().expect("port").port();
+    let (request_tx, request) = std::sync::mpsc::channel();
+    let (go, answer_now) = std::sync::mpsc::channel::<()>();
+    std::thread::spawn(move || {
+        for (n, stream) in listener.incoming().enumerate() {
+            let Ok(mut stream) = stream else { break };
+            if n > 0 {
+                // Anything after the refresh (the server's connect): refused.
+                drop(stream);
+                continue;
+            }
+            let _ = request_tx.send(read_request(&mut stream));
+            if answer_now.recv().is_err() {
+                return;
+            }
+            let body = r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#;
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    let base = format!("http://127.0.0.1:{port}");
+    let scene = Scene::new(RHO, "signals-prepare", rt).with_config(&format!(
+        "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = {}\n[mcp.servers.r.oauth]\n",
+        toml_str(&format!("{base}/mcp"))
+    ));
+    let rho_dir = scene.home().join(".rho");
+    std::fs::create_dir_all(&rho_dir).expect("~/.rho");
+    let store = rho_dir.join("mcp-oauth.json");
+    let login = serde_json::json!({
+        "version": 1,
+        "entries": [{
+            "server": "r",
+            "url": format!("{base}/mcp"),
+            "issuer": base,
+            "client_id": "c",
+            "client_auth": "none",
+            "tokens": {
+                "access_token": "at-1",
+                "refresh_token": "rt-1",
+                "expires_at": 1,
+                "resource": format!("{base}/mcp"),
+                "token_endpoint": format!("{base}/token"),
+            },
+        }],
+    });
+    std::fs::write(&store, login.to_string()).expect("store written");
+    let mut child = scene
+        .command()
+        .args(["mcp", "list", "--connect"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    let sent = request
+        .recv_timeout(Duration::from_secs(20))
+        .expect("rho never asked the token endpoint");
+    assert!(sent.contains("refresh_token=rt-1"), "{sent}");
+    // rho waits for the answer now, before any server starts.
+    send(child.id(), Signal::INT);
+    go.send(()).expect("the endpoint answers");
+    let status = wait_exit(&mut child, Duration::from_secs(20), "SIGINT");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
+    assert!(stderr.contains("stopped by SIGINT"), "{stderr}");
+    let stored = std::fs::read_to_string(&store).expect("the store");
+    assert!(
+        stored.contains("\"rt-2\""),
+        "the rotated token was lost: {stored}"
+    );
+}
+
+/// The FIFOs (`*.fifo`) opened since the last call, by the events on the
+/// inotify descriptor `watch`.
+fn fifos_opened(watch: &OwnedFd) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+    let mut events = rustix::fs::inotify::Reader::new(watch, &mut buf);
+    while let Ok(event) = events.next() {
+        let name = event
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if name.ends_with(".fifo") {
+            names.push(name);
+        }
+    }
+    names
+}
+
+/// Every secret file key as a FIFO (and as `/dev/zero`), each on a server
+/// of its own that answers 401, beside a server that never answers
+/// `initialize`: each grant reads its file when it runs, at its server's
+/// 401 and not before (inotify shows each FIFO's open; the 401s wait
+/// until the test has looked), and fails its server at once, and while the other server is still connecting
+/// SIGINT ends rho with its usual shutdown: exit 130, the server and its
+/// grandchild gone.
+fn sigint_while_servers_with_unusable_secret_files_connect_exits_130(rt: Runtime) {
+    use rustix::fs::inotify;
+    use std::io::Write;
+    // Every request is refused 401, once the test lets the answers go:
+    // a grant runs at its server's 401, not before.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
+    let url = format!(
+        "http://127.0.0.1:{}/mcp",
+        listener.local_addr().expect("port").port()
+    );
+    let released = std::sync::Arc::new((std::sync::Mutex::new(false), std::sync::Condvar::new()));
+    let (asked_tx, asked) = std::sync::mpsc::channel();
+    {
+        let released = std::sync::Arc::clone(&released);
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { break };
+                let released = std::sync::Arc::clone(&released);
+                let asked_tx = asked_tx.clone();
+                std::thread::spawn(move || {
+                    read_request(&mut stream);
+                    let _ = asked_tx.send(());
+                    let (lock, go) = &*released;
+                    let mut free = lock.lock().expect("lock");
+                    while !*free {
+                        free = go.wait(free).expect("wait");
+                    }
+                    drop(free);
+                    let _ = stream.write_all(
+                        b"HTTP/1.1 401 Unauthorized\r\nWWW-Authenticate: Bearer\r\nContent-Length: 0\r\nConnection: close\r\n\r\n",
+                    );
+                });
+            }
+        });
+    }
+    let keys = [
+        "assertion",
+        "id_token",
+        "idp_client_secret",
+        "client_secret",
+        "client_key",
+    ];
+    let scene = Lingering::with("secret-files", rt, "never", |dir| {
+        let good = dir.join("id_token");
+        std::fs::write(&good, "eyJ.id.sig\n").expect("id token");
+        let good = toml_path(&good);
+        let mut text = String::new();
+        for key in keys {
+            let fifo = dir.join(format!("{key}.fifo"));
+            let made = Command::new("mkfifo")
+                .arg(&fifo)
+                .status()
+                .expect("mkfifo runs");
+            assert!(made.success());
+            for (name, bad) in [("fifo", toml_path(&fifo)), ("zero", toml_str("/dev/zero"))] {
+                let id = format!("{}-{name}", key.replace('_', "-"));
+                let oauth = match key {
+                    "assertion" => format!("grant = \"jwt_bearer\"\nassertion_file = {bad}\n"),
+                    "id_token" => format!(
+                        "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {bad}\nidp_token_endpoint = \"https://idp.example.com/token\"\n"
+                    ),
+                    "idp_client_secret" => format!(
+                        "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {good}\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_id = \"idp\"\nidp_client_secret_file = {bad}\n"
+                    ),
+                    "client_secret" => format!(
+                        "grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret_file = {bad}\n"
+                    ),
+                    _ => format!(
+                        "grant = \"client_credentials\"\nclient_id = \"m\"\nclient_key_file = {bad}\n"
+                    ),
+                };
+                text.push_str(&format!(
+                    "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 60\n[mcp.servers.{id}.oauth]\n{oauth}",
+                    toml_str(&url)
+                ));
+            }
+        }
+        text
+    });
+    // Every open of a file in the scene's directory, as it happens.
+    let watch = inotify::init(inotify::CreateFlags::NONBLOCK).expect("inotify");
+    inotify::add_watch(&watch, scene.scene.dir(), inotify::WatchFlags::OPEN).expect("watch");
+    let mut child = scene
+        .command(&["list", "--connect"])
+        .stdin(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("start rho");
+    // A server asks, and no 401 has been answered: no grant has run, so
+    // no secret file has been opened (none was while the connect was
+    // prepared, before any server started).
+    let (server, sleeper) = scene.pids();
+    let asked = asked.recv_timeout(Duration::from_secs(20));
+    let opened_early = fifos_opened(&watch);
+    {
+        let (lock, go) = &*released;
+        *lock.lock().expect("lock") = true;
+        go.notify_all();
+    }
+    if asked.is_err() || !opened_early.is_empty() {
+        let _ = child.kill();
+        let _ = child.wait();
+        sweep(&[server, sleeper]);
+        panic!("asked: {asked:?}; read before any grant ran: {opened_early:?}");
+    }
+    // Each grant has read (tried) its FIFO: its server has failed.
+    let mut read: Vec<String> = Vec::new();
+    let until = Instant::now() + Duration::from_secs(20);
+    while read.len() < keys.len() {
+        for name in fifos_opened(&watch) {
+            if !read.contains(&name) {
+                read.push(name);
+            }
+        }
+        assert!(
+            Instant::now() < until,
+            "only these secret files were read: {read:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    send(child.id(), Signal::INT);
+    let status = wait_exit(&mut child, Duration::from_secs(20), "SIGINT");
+    let mut stderr = String::new();
+    if let Some(mut pipe) = child.stderr.take() {
+        let _ = pipe.read_to_string(&mut stderr);
+    }
+    let server_gone = gone_within_5s(server);
+    let sleeper_gone = gone_within_5s(sleeper);
+    sweep(&[server, sleeper]);
+    assert_eq!(status.code(), Some(130), "{status:?}\n{stderr}");
+    assert!(stderr.contains("stopped by SIGINT"), "{stderr}");
+    assert!(server_gone, "the server {server} outlived rho\n{stderr}");
+    assert!(
+        sleeper_gone,
+        "the server's grandchild {sleeper} outlived rho\n{stderr}"
+    );
+}
+
 /// A SIGKILLed rho cannot clean up: the kernel's parent-death signal ends
 /// its direct child. (The grandchild is the server's to end; a server
 /// SIGKILLed cannot, so the test sweeps it.)
@@ -604,6 +881,8 @@ both_executors!(
     sighup_inside_a_form_stops_everything_and_exits_129,
     sigterm_while_the_sampling_model_runs_leaves_no_model_behind,
     sigterm_during_conformance_client_startup_exits_143,
+    sigint_while_the_connect_is_prepared_exits_130_keeping_the_rotated_token,
+    sigint_while_servers_with_unusable_secret_files_connect_exits_130,
     sigkilled_rho_leaves_no_server_child,
     second_signal_exits_at_once_and_still_kills_every_group,
     no_enabled_server_list_connect_starts_no_thread,

@@ -916,9 +916,8 @@ pub fn with_stored_tokens(
                 continue;
             }
         };
-        let client_key = http.oauth.as_ref().and_then(|o| o.client_key.as_ref());
         let token = match login {
-            Some(login) => usable_token(&entry.id, &key, login, client_key, store, kind),
+            Some(login) => usable_token(&entry.id, &key, login, http.oauth.as_ref(), store, kind),
             None => None,
         };
         // Without one, the server's 401 asks the session's authorizer,
@@ -980,7 +979,7 @@ fn usable_token(
     id: &str,
     key: &StoreKey,
     login: StoredLogin,
-    client_key: Option<&rho_proto_core::config::OAuthClientKey>,
+    oauth: Option<&rho_proto_core::config::OAuthConfig>,
     store: &dyn CredentialStore,
     kind: crate::RuntimeKind,
 ) -> Option<(String, bool)> {
@@ -990,9 +989,10 @@ fn usable_token(
     }
     let mut token = None;
     let mut failure = None;
+    let mut unusable = None;
     let locked = store.update(key, &mut |current| {
         let current = current?;
-        match refreshed(id, &current, client_key, kind) {
+        match refreshed(id, &current, oauth, kind) {
             Refresh::Fresh(access) => {
                 let bound = current.tokens.as_ref().is_some_and(|t| t.is_bound());
                 token = Some((access, bound));
@@ -1013,6 +1013,10 @@ fn usable_token(
                 failure = Some(why);
                 Some(current)
             }
+            Refresh::Unusable(why) => {
+                unusable = Some(why);
+                Some(current)
+            }
             // A refresh token the server refused for good is never sent
             // again; the registered client stays.
             Refresh::Dead(why) => {
@@ -1029,6 +1033,10 @@ fn usable_token(
     }
     if let Some(why) = failure {
         tracing::warn!(server = %id, "refreshing the OAuth token failed: {why}; run `rho mcp login {id}`");
+    }
+    // A login would fail the same way: the reason names what to fix.
+    if let Some(why) = unusable {
+        tracing::warn!(server = %id, "cannot refresh the OAuth token: {why}");
     }
     token
 }
@@ -1048,16 +1056,22 @@ enum Refresh {
     /// Why not: the server refused the refresh token for good
     /// (`invalid_grant`).
     Dead(String),
+    /// Why not: the client's configured credentials (its secret, its
+    /// key) cannot be read; the reason names the key and what to fix.
+    Unusable(String),
 }
 
 /// Refreshes `login` of server `id` now if it still needs it, through
-/// executor `kind`'s HTTP stack. A `private_key_jwt` client authenticates
-/// the way its grant did: with an assertion signed by `client_key` (its
-/// configured `oauth.client_key_file` / `client_key_from_env`).
+/// executor `kind`'s HTTP stack. The client authenticates the way its
+/// grant did, with what its `oauth` table configures, read now: a
+/// `private_key_jwt` client with an assertion signed by its
+/// `client_key_file` / `client_key_from_env`, the configured client
+/// (`client_id`) with the secret of its `client_secret_file` /
+/// `client_secret_from_env`, which the store does not keep.
 fn refreshed(
     id: &str,
     login: &StoredLogin,
-    client_key: Option<&rho_proto_core::config::OAuthClientKey>,
+    oauth: Option<&rho_proto_core::config::OAuthConfig>,
     kind: crate::RuntimeKind,
 ) -> Refresh {
     let Some(tokens) = login.tokens.as_ref() else {
@@ -1072,9 +1086,13 @@ fn refreshed(
             tokens.token_endpoint
         ));
     };
+    let (client, configured) = match client_with_configured_secret(id, &login.client, oauth) {
+        Ok(client) => client,
+        Err(why) => return Refresh::Unusable(why),
+    };
     let credentials = rho_proto_core::oauth::flow::Credentials {
         issuer: login.issuer.clone(),
-        client: login.client.clone(),
+        client,
         resource: tokens.resource.clone(),
         token_endpoint,
         scope: tokens.scope.clone(),
@@ -1089,9 +1107,10 @@ fn refreshed(
     if credentials.tokens.refresh_token.is_none() {
         return Refresh::Failed("the access token expired and no refresh token is stored".into());
     }
+    let client_key = oauth.and_then(|o| o.client_key.as_ref());
     let assertion = match refresh_assertion(id, login, client_key) {
         Ok(assertion) => assertion,
-        Err(why) => return Refresh::Failed(why),
+        Err(why) => return Refresh::Unusable(why),
     };
     let Some(request) = rho_proto_core::oauth::flow::refresh_request_with_assertion(
         &credentials,
@@ -1129,9 +1148,39 @@ fn refreshed(
         Err(e) => return Refresh::Failed(e),
     };
     match rho_proto_core::oauth::flow::read_refresh(&credentials, answer.status, &answer.body) {
-        Ok(refreshed) => Refresh::Done(Box::new(refreshed)),
+        Ok(mut refreshed) => {
+            // What the store keeps: never the configured secret.
+            refreshed.client =
+                crate::login::client_to_store(&refreshed.client, configured.as_ref());
+            Refresh::Done(Box::new(refreshed))
+        }
         Err(e) if e.grant_is_dead() => Refresh::Dead(e.to_string()),
         Err(e) => Refresh::Failed(e.to_string()),
+    }
+}
+
+/// `client` (a stored one, of server `id`) with the secret its `oauth`
+/// table configures for it (`client_id` naming it, and
+/// `client_secret_file` or `client_secret_from_env`), read now; and that
+/// configured client, whose secret the store must not keep. A client the
+/// config does not name keeps the secret it was registered with.
+fn client_with_configured_secret(
+    id: &str,
+    client: &Client,
+    oauth: Option<&rho_proto_core::config::OAuthConfig>,
+) -> Result<(Client, Option<Client>), String> {
+    let Some(oauth) = oauth.filter(|o| o.client_id.as_deref() == Some(client.id.as_str())) else {
+        return Ok((client.clone(), None));
+    };
+    match crate::grants::client_secret(id, oauth)? {
+        Some(secret) => {
+            let client = Client {
+                secret: Some(secret),
+                ..client.clone()
+            };
+            Ok((client.clone(), Some(client)))
+        }
+        None => Ok((client.clone(), None)),
     }
 }
 

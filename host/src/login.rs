@@ -36,6 +36,7 @@ use rho_proto_core::oauth::challenge::{BearerChallenge, bearer_challenge};
 use rho_proto_core::oauth::flow::{Credentials, Login, LoginEvent, LoginSettings, OAuthRequest};
 use rho_proto_core::oauth::pkce::RANDOM_BYTES;
 use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
+use rho_proto_core::oauth::token::Client;
 use url::Url;
 
 use crate::RuntimeKind;
@@ -689,6 +690,24 @@ pub fn stored(credentials: &Credentials, now_unix: u64, dpop_key: Option<&str>) 
     }
 }
 
+/// What the store keeps of `client`: the client of the config
+/// (`configured`, which has a secret read from where the config says)
+/// without that secret, which each grant and refresh reads afresh (a
+/// rotated secret is the one sent; a copy in the store would outlive the
+/// file); any other client (one the authorization server registered)
+/// with the secret it was issued, which nothing else holds.
+pub fn client_to_store(client: &Client, configured: Option<&Client>) -> Client {
+    let is_configured = configured.is_some_and(|c| c.id == client.id && c.secret.is_some());
+    Client {
+        secret: if is_configured {
+            None
+        } else {
+            client.secret.clone()
+        },
+        ..client.clone()
+    }
+}
+
 /// What the store must hear of during a login of server `id` under
 /// `key`: a newly registered client is kept (without tokens) at once, and
 /// a stored login of an issuer the server no longer uses, or whose client
@@ -754,14 +773,19 @@ pub fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
 }
 
 /// Saves `credentials` under `key`, with the stored form of the DPoP key
-/// their tokens are bound to, when they are.
+/// their tokens are bound to, when they are. `configured` is the client
+/// the login's settings named (`oauth.client_id`, with the secret read
+/// from `client_secret_file` / `client_secret_from_env`): its secret is
+/// not stored ([`client_to_store`]).
 pub fn save(
     store: &dyn CredentialStore,
     key: &StoreKey,
     credentials: &Credentials,
     dpop_key: Option<&str>,
+    configured: Option<&Client>,
 ) -> Result<(), String> {
-    let login = stored(credentials, crate::credentials::now_unix(), dpop_key);
+    let mut login = stored(credentials, crate::credentials::now_unix(), dpop_key);
+    login.client = client_to_store(&login.client, configured);
     store
         .update(key, &mut |_| Some(login.clone()))
         .map_err(|e| e.to_string())
@@ -781,7 +805,7 @@ pub fn settings_for(
     redirect_uri: String,
 ) -> Result<LoginSettings, String> {
     use rho_proto_core::oauth::flow::DpopSettings;
-    use rho_proto_core::oauth::token::{Client, ClientAuth};
+    use rho_proto_core::oauth::token::ClientAuth;
     let secret = crate::grants::client_secret(id, oauth)?;
     let client_assertion = match &oauth.client_key {
         Some(source) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
@@ -815,6 +839,16 @@ pub fn settings_for(
         },
         ..LoginSettings::new(http.url.clone(), grant)
     })
+}
+
+/// `reason` (a secret's, which names the server) without the
+/// ``server `id`: `` it starts with, for a failure that names the server
+/// already.
+pub(crate) fn without_server(id: &str, reason: String) -> String {
+    match reason.strip_prefix(&format!("server `{id}`: ")) {
+        Some(rest) => rest.to_owned(),
+        None => reason,
+    }
 }
 
 /// The signer of a `private_key_jwt` client, from where its config says
@@ -1011,8 +1045,9 @@ pub fn login_server(
         }
         LoginMode::Never => (Browser::Never, configured_redirect_uri(oauth.redirect_port)),
     };
-    let mut settings =
-        settings_for(id, http, oauth, stored.as_ref(), redirect_uri).map_err(fail)?;
+    let mut settings = settings_for(id, http, oauth, stored.as_ref(), redirect_uri)
+        .map_err(|why| fail(without_server(id, why)))?;
+    let configured = settings.client.clone();
     // A new login binds to a new key (the stored tokens it replaces, and
     // their key, are dropped when it is saved).
     let dpop_key = match settings.dpop.mode {
@@ -1041,6 +1076,7 @@ pub fn login_server(
         &key,
         &credentials,
         dpop_key.as_ref().map(|(_, stored)| stored.as_str()),
+        configured.as_ref(),
     )
     .map_err(LoginError::Store)?;
     Ok(LoggedIn {

@@ -16,6 +16,15 @@
 //!   can log in, the wanted scope is kept with the stored login, and the
 //!   `rho mcp login` the reason suggests asks for it.
 //!
+//! Secrets: making the authorizer reads none ([`StoreAuthorizer::for_config`]
+//! only keeps each server's config). A grant reads its own (the files
+//! through `grants::read_secret`, a regular file only, bounded) when it
+//! runs: at that server's 401, inside the budget of the request that waits
+//! for it, after a CLI has installed its signal handlers. One that cannot
+//! be read fails that server alone with
+//! [`AuthorizationError::GrantMisconfigured`], which names the key and the
+//! file and never suggests a login (a login would read the same file).
+//!
 //! A new login runs only where it may: with a person at a terminal (the
 //! same rule as `rho mcp call` logging in first), or headless for the
 //! conformance client, whose mock authorization server approves at once.
@@ -42,7 +51,7 @@ use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
 use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, StoredLogin};
-use rho_proto_core::oauth::token::TokenResponse;
+use rho_proto_core::oauth::token::{Client, TokenResponse};
 use rho_proto_core::session::AuthorizationReason;
 
 use crate::RuntimeKind;
@@ -54,21 +63,44 @@ use rho_proto_core::oauth::dpop::{self, DpopMode, DpopSigner, ProofRequest};
 struct ServerLogin {
     key: StoreKey,
     grant: OAuthGrant,
-    /// The settings a login starts from, or why there are none (a client
-    /// secret variable that is not set).
-    settings: Result<LoginSettings, String>,
-    /// The server's config, when the settings came from it: each login
-    /// builds them again, reading the grant's secrets afresh (a rotated
-    /// workload token, a new ID token).
-    configured: Option<(HttpConfig, OAuthConfig)>,
+    source: LoginSource,
+}
+
+/// Where a login's settings come from.
+enum LoginSource {
+    /// The server's config (`http`, its `oauth` table): each login builds
+    /// its settings from it when it runs, reading the grant's secrets then
+    /// (a rotated workload token, a new ID token), inside the budget of
+    /// the request that waits for it. Nothing is read before.
+    Configured(Box<(HttpConfig, OAuthConfig)>),
+    /// Settings a caller built ([`StoreAuthorizer::for_one`]), used as
+    /// given.
+    Given(Box<LoginSettings>),
 }
 
 impl ServerLogin {
-    /// `oauth.redirect_port`, when the settings came from a config.
+    /// `oauth.redirect_port`, when the settings come from a config.
     fn redirect_port(&self) -> Option<u16> {
-        self.configured
-            .as_ref()
-            .and_then(|(_, oauth)| oauth.redirect_port)
+        match &self.source {
+            LoginSource::Configured(configured) => configured.1.redirect_port,
+            LoginSource::Given(_) => None,
+        }
+    }
+}
+
+/// Why a login gave no token.
+enum LoginFailure {
+    /// The grant cannot run as configured (a secret file or variable is
+    /// missing or unusable): the reason names the key and the fix, and
+    /// logging in again would not help.
+    Misconfigured(String),
+    /// The login ran and failed, or no one may run it: the reason.
+    Failed(String),
+}
+
+impl From<String> for LoginFailure {
+    fn from(reason: String) -> Self {
+        Self::Failed(reason)
     }
 }
 
@@ -133,7 +165,8 @@ impl StoreAuthorizer {
     /// An authorizer for every server of `config` selected by `select`
     /// that has an `oauth` table and no configured `Authorization` header
     /// (a configured header wins and suppresses the whole flow). `None`
-    /// when there is none, or no store.
+    /// when there is none, or no store. No secret is read here: each
+    /// grant reads its own when it runs.
     pub fn for_config(
         config: &Config,
         store: Option<Arc<dyn CredentialStore>>,
@@ -153,21 +186,13 @@ impl StoreAuthorizer {
             if has_header || !select(&entry.id) {
                 continue;
             }
-            let key = StoreKey::new(&entry.id, &http.url);
-            let settings = login::settings_for(
-                &entry.id,
-                http,
-                oauth,
-                None,
-                login::configured_redirect_uri(oauth.redirect_port),
-            );
+            // No secret is read here: a grant reads its own when it runs.
             servers.insert(
                 entry.id.clone(),
                 ServerLogin {
-                    key,
+                    key: StoreKey::new(&entry.id, &http.url),
                     grant: oauth.grant,
-                    settings,
-                    configured: Some((http.clone(), oauth.clone())),
+                    source: LoginSource::Configured(Box::new((http.clone(), oauth.clone()))),
                 },
             );
         }
@@ -198,8 +223,7 @@ impl StoreAuthorizer {
             ServerLogin {
                 key,
                 grant,
-                settings: Ok(settings),
-                configured: None,
+                source: LoginSource::Given(Box::new(settings)),
             },
         );
         Self::new(store, servers, mode, kind)
@@ -217,16 +241,20 @@ impl StoreAuthorizer {
         challenge: &BearerChallenge,
         scopes: Option<Vec<String>>,
         previous: Option<Credentials>,
-    ) -> Result<(String, bool), String> {
-        let mut settings = match &server.configured {
-            Some((http, oauth)) => login::settings_for(
-                id,
-                http,
-                oauth,
-                None,
-                login::configured_redirect_uri(oauth.redirect_port),
-            )?,
-            None => server.settings.clone()?,
+    ) -> Result<(String, bool), LoginFailure> {
+        let mut settings = match &server.source {
+            LoginSource::Configured(configured) => {
+                let (http, oauth) = &**configured;
+                login::settings_for(
+                    id,
+                    http,
+                    oauth,
+                    None,
+                    login::configured_redirect_uri(oauth.redirect_port),
+                )
+                .map_err(|why| LoginFailure::Misconfigured(login::without_server(id, why)))?
+            }
+            LoginSource::Given(settings) => (**settings).clone(),
         };
         // The key tokens are bound to: the stored one (a bound refresh
         // token proves it, whatever `oauth.dpop` says now), else this run's.
@@ -248,7 +276,10 @@ impl StoreAuthorizer {
         let refreshable = previous
             .as_ref()
             .is_some_and(|p| p.tokens.refresh_token.is_some());
-        settings.previous = previous;
+        // The store keeps no configured secret: the refresh authenticates
+        // with the one just read.
+        let configured = settings.client.clone();
+        settings.previous = previous.map(|p| with_configured_secret(p, configured.as_ref()));
         let machine = server.grant.is_unattended();
         let browser = match (machine, &self.mode) {
             (true, _) | (false, LoginMode::Headless) => Browser::Headless,
@@ -261,10 +292,12 @@ impl StoreAuthorizer {
             // Only a refresh can help; the login stops before anything else.
             (false, LoginMode::Never) if refreshable => Browser::Never,
             (false, LoginMode::Never) => {
-                return Err(match stored.and_then(|s| s.tokens.as_ref()) {
-                    Some(_) => "no one is here to log in again".to_owned(),
-                    None => "no login is stored and no one is here to log in".to_owned(),
-                });
+                return Err(LoginFailure::Failed(
+                    match stored.and_then(|s| s.tokens.as_ref()) {
+                        Some(_) => "no one is here to log in again".to_owned(),
+                        None => "no login is stored and no one is here to log in".to_owned(),
+                    },
+                ));
             }
         };
         let mut on_event = login::store_events(self.store.as_ref(), &server.key, id);
@@ -285,6 +318,7 @@ impl StoreAuthorizer {
             &server.key,
             &credentials,
             dpop_key.as_ref().map(|(_, stored)| stored.as_str()),
+            configured.as_ref(),
         )?;
         let bound = dpop::is_bound(&credentials.tokens);
         Ok((credentials.tokens.access_token, bound))
@@ -301,7 +335,7 @@ impl StoreAuthorizer {
         id: &str,
         entry: &ServerLogin,
         challenge: &BearerChallenge,
-    ) -> Result<Result<(String, bool), String>, AuthorizationError> {
+    ) -> Result<Result<(String, bool), LoginFailure>, AuthorizationError> {
         let person = matches!(self.mode, LoginMode::Person(_)) && !entry.grant.is_unattended();
         let held = self
             .handed
@@ -335,7 +369,8 @@ impl StoreAuthorizer {
                     Some(key) => self
                         .dpop
                         .adopt(id, key)
-                        .map(|_| (tokens.access_token.clone(), true)),
+                        .map(|_| (tokens.access_token.clone(), true))
+                        .map_err(LoginFailure::Failed),
                     None => Ok((tokens.access_token.clone(), false)),
                 });
                 return;
@@ -413,9 +448,9 @@ impl Authorizer for StoreAuthorizer {
                 }
                 token
             }
-            other => Err(format!(
+            other => Err(LoginFailure::Failed(format!(
                 "rho does not know how to answer the refusal {other:?}"
-            )),
+            ))),
         };
         if let Ok((token, _)) = &token {
             self.handed
@@ -425,14 +460,22 @@ impl Authorizer for StoreAuthorizer {
         }
         token
             .map(|(t, bound)| dpop::authorization(&t, bound))
-            .map_err(|why| match reason {
-                // The wanted scope is remembered: `rho mcp login` asks for it.
-                AuthorizationReason::InsufficientScope => AuthorizationError::StepUpNeeded {
+            .map_err(|why| match (why, reason) {
+                // Logging in would fail the same way: the reason says
+                // which key to fix.
+                (LoginFailure::Misconfigured(why), _) => AuthorizationError::GrantMisconfigured {
                     server: server.to_owned(),
                     reason: why,
-                    scope: challenge.scope.clone().unwrap_or_default(),
                 },
-                _ => AuthorizationError::LoginNeeded {
+                // The wanted scope is remembered: `rho mcp login` asks for it.
+                (LoginFailure::Failed(why), AuthorizationReason::InsufficientScope) => {
+                    AuthorizationError::StepUpNeeded {
+                        server: server.to_owned(),
+                        reason: why,
+                        scope: challenge.scope.clone().unwrap_or_default(),
+                    }
+                }
+                (LoginFailure::Failed(why), _) => AuthorizationError::LoginNeeded {
                     server: server.to_owned(),
                     reason: why,
                 },
@@ -485,6 +528,15 @@ pub fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
         }
     }
     held
+}
+
+/// `previous` (a stored login) with the secret of the configured client,
+/// read for this login: the store keeps none (see [`login::save`]).
+fn with_configured_secret(mut previous: Credentials, configured: Option<&Client>) -> Credentials {
+    if let Some(client) = configured.filter(|c| c.id == previous.client.id && c.secret.is_some()) {
+        previous.client.secret = client.secret.clone();
+    }
+    previous
 }
 
 /// A stored login as the core's credentials, for a refresh.

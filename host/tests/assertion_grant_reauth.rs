@@ -42,16 +42,18 @@ fn a_workload_token_is_read_when_the_login_starts_not_at_connect() {
             &BearerChallenge::default(),
         )
     };
-    // The platform has not written the token yet.
+    // The platform has not written the token yet: the file is what to
+    // fix (a login would read the same file), so no login is suggested.
     let why = authorize().expect_err("no token file");
-    let AuthorizationError::LoginNeeded { server, reason } = &why else {
+    let AuthorizationError::GrantMisconfigured { server, reason } = &why else {
         panic!("{why:?}")
     };
     assert_eq!(server, "w");
     assert!(
-        reason.contains("server `w`: `oauth.assertion_file`") && reason.contains("cannot be read"),
+        reason.starts_with("`oauth.assertion_file`") && reason.contains("cannot be read"),
         "{reason}"
     );
+    assert!(!why.to_string().contains("rho mcp login"), "{why}");
     // Now it has: the next login reads it and goes on to discovery.
     std::fs::write(&token, "eyJ.workload.sig\n").expect("token written");
     let why = authorize().expect_err("no server there");
@@ -95,4 +97,101 @@ fn list_and_show_describe_an_assertion_grant_and_never_need_a_login() {
     // Neither waits for a person's login before connecting.
     assert!(!rho_host::credentials::needs_browser_login(&config, "w"));
     assert!(!rho_host::credentials::needs_browser_login(&config, "e"));
+}
+
+/// Preparing a connect reads no secret: the file of every secret key
+/// (the workload JWT, the ID token, the identity provider's client
+/// secret, the client secret, the client key) is opened only when its
+/// server's grant runs, at that server's 401, inside its startup budget
+/// and after a CLI has installed its signal handlers, so a file that
+/// cannot be read fails that server alone. inotify shows every open of
+/// a file in their directory as it happens: none while the connect is
+/// prepared, then the one of the grant that ran.
+#[cfg(target_os = "linux")]
+#[test]
+fn preparing_a_connect_opens_no_secret_file_until_its_grant_runs() {
+    use rustix::fs::inotify;
+    let dir = std::env::temp_dir().join(format!("rho-secret-opens-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("dir");
+    let file = |name: &str, text: &str| {
+        let path = dir.join(name);
+        std::fs::write(&path, text).expect("write");
+        format!("{:?}", path.display().to_string())
+    };
+    let pem = {
+        // Any text: the grant that would parse it never runs here.
+        file("key.pem", "-----BEGIN PRIVATE KEY-----\n")
+    };
+    let (jwt, id_token) = (file("jwt", "eyJ.w.sig"), file("id_token", "eyJ.i.sig"));
+    let (idp_secret, secret) = (file("idp_secret", "idp"), file("secret", "m2m"));
+    // Nothing listens on port 9: a grant that gets past its secrets fails
+    // at discovery.
+    let server = |id: &str, oauth: String| {
+        format!(
+            "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/{id}\"\n[mcp.servers.{id}.oauth]\n{oauth}"
+        )
+    };
+    let text = [
+        server(
+            "w",
+            format!("grant = \"jwt_bearer\"\nassertion_file = {jwt}\n"),
+        ),
+        server(
+            "e",
+            format!(
+                "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {id_token}\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_id = \"idp\"\nidp_client_secret_file = {idp_secret}\n"
+            ),
+        ),
+        server(
+            "m",
+            format!("grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret_file = {secret}\n"),
+        ),
+        server(
+            "k",
+            format!("grant = \"client_credentials\"\nclient_id = \"k\"\nclient_key_file = {pem}\n"),
+        ),
+    ]
+    .concat();
+    let loaded = rho_host::config::LoadedConfig {
+        path: None,
+        config: rho_proto_core::config::parse(&text, "<test>").expect("config"),
+        adhoc: None,
+    };
+    let watch = inotify::init(inotify::CreateFlags::NONBLOCK).expect("inotify");
+    inotify::add_watch(&watch, &dir, inotify::WatchFlags::OPEN).expect("watch");
+    let opened = || {
+        let mut names = Vec::new();
+        let mut buf = [std::mem::MaybeUninit::uninit(); 4096];
+        let mut events = inotify::Reader::new(&watch, &mut buf);
+        while let Ok(event) = events.next() {
+            if let Some(name) = event.file_name() {
+                names.push(name.to_string_lossy().into_owned());
+            }
+        }
+        names
+    };
+    let prepared = rho_host::connect::prepare_with(
+        &loaded,
+        Some(Arc::new(MemoryStore::default())),
+        RuntimeKind::Smol,
+        &LoginMode::Never,
+        &|_| true,
+    );
+    let authorizer = prepared.authorizer.expect("OAuth servers");
+    assert_eq!(opened(), Vec::<String>::new(), "read while preparing");
+    // The workload's grant runs: its JWT, and only it, is read now.
+    let why = authorizer
+        .authorize(
+            "w",
+            AuthorizationReason::Unauthorized,
+            &BearerChallenge::default(),
+        )
+        .expect_err("no server there");
+    assert!(
+        why.to_string().contains("protected resource metadata"),
+        "{why}"
+    );
+    assert_eq!(opened(), ["jwt"]);
+    let _ = std::fs::remove_dir_all(&dir);
 }

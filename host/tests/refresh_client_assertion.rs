@@ -178,3 +178,62 @@ fn a_private_key_jwt_client_without_its_key_sends_no_unauthenticated_refresh() {
     );
     let _ = std::fs::remove_dir_all(&d);
 }
+
+/// A client whose secret the config names (`client_secret_file`): the
+/// store keeps no copy of it, so the connect-time refresh reads the file
+/// and authenticates with it (HTTP Basic, as the login did), and what it
+/// stores after has no secret either.
+#[test]
+fn a_configured_client_secret_is_read_for_the_refresh_and_never_stored() {
+    let d = dir("secret");
+    let secret_path = d.join("m2m-secret");
+    std::fs::write(&secret_path, "s3cret-from-file\n").expect("secret written");
+    let config = config(&format!(
+        "client_secret_file = \"{}\"",
+        secret_path.display()
+    ));
+    let key = StoreKey::new(
+        "m",
+        &url::Url::parse("https://mcp.example.com/mcp").expect("url"),
+    );
+    for kind in RuntimeKind::ALL {
+        let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
+        let record = Arc::clone(&seen);
+        let endpoint = test_support::token_endpoint(move |request| {
+            record
+                .lock()
+                .expect("lock")
+                .push(request.header("authorization").map(str::to_owned));
+            TokenAnswer::ok(
+                r#"{"access_token":"at-2","token_type":"Bearer","expires_in":3600,"refresh_token":"rt-2"}"#,
+            )
+        });
+        let store_dir = d.join(format!("{kind:?}"));
+        let store = FileStore::in_dir(&store_dir);
+        let mut login = expired_login(&endpoint);
+        login.client.auth = ClientAuth::ClientSecretBasic;
+        store
+            .update(&key, &mut |_| Some(login.clone()))
+            .expect("stored");
+        let with = with_stored_tokens(&config, kind, Some(&store), &|_| true);
+        assert_eq!(
+            authorization_of(&with).as_deref(),
+            Some("Bearer at-2"),
+            "{kind:?}: refreshed"
+        );
+        let basic = format!(
+            "Basic {}",
+            base64::engine::general_purpose::STANDARD.encode("m2m:s3cret-from-file")
+        );
+        assert_eq!(*seen.lock().expect("lock"), [Some(basic)], "{kind:?}");
+        let kept = store.load(&key).expect("loads").expect("entry");
+        assert_eq!(kept.client.secret, None, "{kind:?}");
+        assert_eq!(
+            kept.tokens.and_then(|t| t.refresh_token).as_deref(),
+            Some("rt-2")
+        );
+        let text = std::fs::read_to_string(store_dir.join("mcp-oauth.json")).expect("store");
+        assert!(!text.contains("s3cret"), "{kind:?}: {text}");
+    }
+    let _ = std::fs::remove_dir_all(&d);
+}

@@ -204,6 +204,8 @@ pub(crate) fn run(
         mode,
         log_level: args.log_level,
     };
+    // Before the connect is prepared: a stop signal then ends the startup.
+    let stop = crate::signals::install();
     let (config, deferred) = starter.prepare(loaded, &mut options);
     for id in &deferred {
         let line = format!(
@@ -222,7 +224,6 @@ pub(crate) fn run(
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
-    let stop = crate::signals::install();
     options.interrupt = Some(Arc::clone(&stop));
     if interactive {
         // The servers' start logs before the prompt line is up: broken

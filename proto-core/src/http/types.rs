@@ -321,6 +321,17 @@ pub enum AuthorizationError {
         /// The scope the server asked for; empty when it named none.
         scope: Vec<String>,
     },
+    /// The server's grant cannot run as configured: a secret its config
+    /// names (a file, an ambient variable, the client key) is missing or
+    /// unusable. A login would fail the same way, so the reason says what
+    /// to fix (the key and the file or variable), never to log in.
+    #[error("{reason}")]
+    GrantMisconfigured {
+        /// The server identity.
+        server: String,
+        /// Which key is wrong, why, and what to do about it.
+        reason: String,
+    },
     /// Another host's reason, in its own words (a replayed transcript's
     /// refusal is one too).
     #[error("{0}")]
