@@ -132,6 +132,7 @@ impl Connection {
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
+                        grant: http.oauth.as_ref().map(|o| o.grant),
                         reauthorize: host.can_reauthorize,
                         dpop: host.dpop.cloned(),
                         ..HttpOptions::new(http.url.clone(), headers)
@@ -180,6 +181,7 @@ impl Connection {
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
+                        grant: http.oauth.as_ref().map(|o| o.grant),
                         reauthorize: host.can_reauthorize,
                         dpop: host.dpop.cloned(),
                         ..HttpOptions::new(http.url.clone(), headers)
@@ -399,6 +401,11 @@ impl Connection {
         question: QuestionId,
         answer: Result<String, AuthorizationError>,
     ) {
+        // Recorded as the session takes it, so replay tells the same.
+        let answer = match &self.inner {
+            Inner::Http(transport) => answer.map_err(|e| e.for_grant(transport.oauth_grant())),
+            Inner::Stdio(_) => answer,
+        };
         self.record(now, "answer_authorization", || {
             [
                 ("question", json!(question.0)),
