@@ -488,7 +488,11 @@ fn run_mcp(
         None => rho_host::config::load(config),
     }
     .map_err(Failure::Usage)?;
-    logging::redact_secrets(run_secrets(&loaded.config, &options.ambient));
+    // What the run's logins read and receive later is learned into the
+    // host's book, which the logs redact against as they are written.
+    logging::redact_secrets(
+        run_secrets(&loaded.config, &options.ambient).learning(rho_host::secrets::book()),
+    );
     match command {
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),

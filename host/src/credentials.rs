@@ -96,8 +96,11 @@ impl Entry {
         }
     }
 
+    /// The stored login, its secrets learned (`crate::secrets`): what a
+    /// connect or a re-authorization reads from the file is hidden
+    /// wherever a server's words go.
     fn login(&self) -> StoredLogin {
-        StoredLogin {
+        let login = StoredLogin {
             issuer: self.issuer.clone(),
             client: Client {
                 id: self.client_id.clone(),
@@ -114,7 +117,9 @@ impl Entry {
                 dpop_key: t.dpop_key.clone(),
             }),
             wanted_scope: self.wanted_scope.clone(),
-        }
+        };
+        crate::secrets::learn_stored(&login);
+        login
     }
 
     fn new(key: &StoreKey, login: StoredLogin) -> Self {

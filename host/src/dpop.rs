@@ -74,6 +74,7 @@ impl DpopKeys {
         let (key, der) = Es256Key::generate()?;
         let key = Arc::new(key);
         let stored = URL_SAFE_NO_PAD.encode(der);
+        crate::secrets::learn(&stored);
         held.insert(
             server.to_owned(),
             HeldKey {
@@ -91,6 +92,7 @@ impl DpopKeys {
         if let Some(h) = held.get(server).filter(|h| h.stored == stored) {
             return Ok((Arc::clone(&h.key), h.stored.clone()));
         }
+        crate::secrets::learn(stored);
         let key = Arc::new(decode_key(stored)?);
         held.insert(
             server.to_owned(),

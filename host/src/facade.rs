@@ -152,6 +152,10 @@ impl Host {
         select: impl Fn(&str) -> bool,
     ) -> Self {
         let config = &*crate::plugins::prepare_data_dirs(config, &select);
+        // What the host's logins read and receive is hidden in every
+        // server's words, as its configured values are.
+        let mut options = options;
+        options.host.secrets = crate::secrets::book().clone();
         let inner = match kind {
             RuntimeKind::Smol => {
                 let reactor = !Inventory::new(config, &select).to_start().is_empty();

@@ -45,6 +45,7 @@ pub fn read_secret(id: &str, base: &str, source: &SecretSource) -> Result<String
     if trimmed.is_empty() {
         return Err(format!("server `{id}`: {what} is empty"));
     }
+    crate::secrets::learn(trimmed);
     Ok(trimmed.to_owned())
 }
 
@@ -64,7 +65,11 @@ pub(crate) fn read_secret_file(id: &str, what: &str, path: &str) -> Result<Strin
             ),
         },
     )?;
-    String::from_utf8(bytes).map_err(|_| format!("server `{id}`: {what} is not UTF-8 text"))
+    let text =
+        String::from_utf8(bytes).map_err(|_| format!("server `{id}`: {what} is not UTF-8 text"))?;
+    // Hidden wherever a server's words go from now on, whoever reads it.
+    crate::secrets::learn(&text);
+    Ok(text)
 }
 
 /// The client secret of server `id`, from `client_secret_from_env` or

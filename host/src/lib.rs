@@ -20,7 +20,8 @@
 //!    login itself, [`credentials`] the store, [`jwt_key`] the key a
 //!    `private_key_jwt` client signs with, [`grants`] the secrets a grant
 //!    reads from files or the environment, [`dpop`] the keys DPoP-bound
-//!    tokens prove possession of.
+//!    tokens prove possession of, and [`secrets`] the book of every
+//!    secret rho reads or holds for a server, which its runtime redacts.
 //! 4. **Drive**: [`Host`] is one face over either executor
 //!    ([`RuntimeKind`]): the tools to hand a model
 //!    ([`Host::current_tools`]), the servers' instructions for the system
@@ -67,6 +68,7 @@ pub mod plugins;
 pub mod questions;
 pub mod reauth;
 pub mod sampling;
+pub mod secrets;
 #[cfg(test)]
 mod test_support;
 

@@ -126,6 +126,9 @@ pub fn exchange(
     headers: Vec<(String, String)>,
     body: Vec<u8>,
 ) -> Result<Answer, String> {
+    // Before anything is sent (or logged): its secrets, then the answer's
+    // tokens, are hidden wherever a server's words go.
+    crate::secrets::learn_request(&headers, &body);
     let request = HttpRequest {
         exchange: ExchangeId::new(0),
         method,
@@ -159,6 +162,7 @@ pub fn exchange(
             false
         }
     });
+    crate::secrets::learn_answer(&answer.body);
     match failure {
         Some(e) => Err(e),
         None if answer.status == 0 => Err(format!("{url} did not answer")),

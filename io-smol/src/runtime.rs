@@ -90,6 +90,7 @@ impl Runtime {
     ) -> Self {
         let mut inventory = Inventory::new(config, select);
         inventory.learn_secrets(&options.ambient);
+        inventory.learn_from(&options.host.secrets);
         let ambient = Arc::new(std::mem::take(&mut options.ambient));
         let mut runtime = Self {
             inventory,

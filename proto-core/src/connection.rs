@@ -22,7 +22,7 @@ use crate::oauth::dpop::DpopProver;
 use crate::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
 };
-use crate::text::redact::Redactor;
+use crate::text::redact::{Redactor, SecretBook};
 use crate::transcript::{self, Recorder};
 
 /// What an executor must do for a connection.
@@ -70,6 +70,21 @@ pub struct HostContext<'a> {
     pub can_reauthorize: bool,
     /// The host's DPoP prover (see [`HttpOptions::dpop`]).
     pub dpop: Option<&'a Arc<dyn DpopProver>>,
+    /// The secrets the host learns as the run goes on, redacted beside
+    /// the server's configured values (see [`crate::text::redact`]).
+    pub secrets: Option<&'a SecretBook>,
+}
+
+impl HostContext<'_> {
+    /// The redactor of `config`'s text: its configured values
+    /// ([`Redactor::for_server`]) and what the host learns.
+    fn redactor(&self, config: &ServerConfig) -> Redactor {
+        let redactor = Redactor::for_server(config, self.ambient);
+        match self.secrets {
+            Some(book) => redactor.learning(book),
+            None => redactor,
+        }
+    }
 }
 
 /// One server's session over its transport.
@@ -105,7 +120,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             sampling: host.can_sample && config.sampling_allowed(),
-            redactor: Redactor::for_server(config, ambient),
+            redactor: host.redactor(config),
             ..SessionOptions::from_config(config, framing)
         };
         match &config.transport {
@@ -117,6 +132,7 @@ impl Connection {
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
+                        grant: http.oauth.as_ref().map(|o| o.grant),
                         reauthorize: host.can_reauthorize,
                         dpop: host.dpop.cloned(),
                         ..HttpOptions::new(http.url.clone(), headers)
@@ -153,7 +169,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             sampling: host.can_sample && config.sampling_allowed(),
-            redactor: Redactor::for_server(config, ambient),
+            redactor: host.redactor(config),
             ..SessionOptions::from_config(config, framing)
         };
         let (options, http) = match &config.transport {
@@ -165,6 +181,7 @@ impl Connection {
                     Some(HttpOptions {
                         max_body: config.max_message_bytes,
                         oauth: http.oauth.is_some(),
+                        grant: http.oauth.as_ref().map(|o| o.grant),
                         reauthorize: host.can_reauthorize,
                         dpop: host.dpop.cloned(),
                         ..HttpOptions::new(http.url.clone(), headers)
@@ -172,7 +189,7 @@ impl Connection {
                 )
             }
         };
-        let redactor = Redactor::for_server(config, ambient);
+        let redactor = host.redactor(config);
         let recorder = Recorder::new(config.id.as_str(), now, &options, http.as_ref(), redactor);
         let mut conn = Self::from_options(options, http, now);
         conn.recorder = Some(recorder);
@@ -384,6 +401,11 @@ impl Connection {
         question: QuestionId,
         answer: Result<String, AuthorizationError>,
     ) {
+        // Recorded as the session takes it, so replay tells the same.
+        let answer = match &self.inner {
+            Inner::Http(transport) => answer.map_err(|e| e.for_grant(transport.oauth_grant())),
+            Inner::Stdio(_) => answer,
+        };
         self.record(now, "answer_authorization", || {
             [
                 ("question", json!(question.0)),

@@ -257,6 +257,12 @@ pub struct HostServices {
     pub authorizer: Option<Arc<dyn Authorizer>>,
     /// Where the servers' log messages go besides tracing.
     pub logs: Option<Arc<dyn LogSink>>,
+    /// The secrets the host reads or holds for its servers (an OAuth
+    /// grant's assertion, ID token and client secret, the tokens it
+    /// receives), learned as the run goes on: every server's text is
+    /// redacted against them, as against its configured values (see
+    /// [`crate::text::redact`]).
+    pub secrets: crate::text::redact::SecretBook,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -267,6 +273,7 @@ impl std::fmt::Debug for HostServices {
             .field("ledger", &self.ledger.is_some())
             .field("authorizer", &self.authorizer.is_some())
             .field("logs", &self.logs.is_some())
+            .field("secrets", &self.secrets)
             .finish()
     }
 }

@@ -58,6 +58,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Map, Value, json};
 use url::Url;
 
+use crate::config::OAuthGrant;
 use crate::connection::{Connection, HttpInput, Output};
 use crate::features::elicitation::FormAnswer;
 use crate::http::{
@@ -243,6 +244,7 @@ fn http_json(h: &HttpOptions) -> Value {
         "ping_interval_ms": ms(h.ping_interval),
         "server_stream_wait_ms": ms(h.server_stream_wait),
         "oauth": h.oauth,
+        "grant": h.grant.map(OAuthGrant::name),
         "reauthorize": h.reauthorize,
     })
 }
@@ -634,6 +636,10 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
                 hms("server_stream_wait_ms").unwrap_or(http.server_stream_wait);
             let flag = |k: &str| h.get(k).and_then(Value::as_bool).unwrap_or(false);
             http.oauth = flag("oauth");
+            http.grant = h
+                .get("grant")
+                .and_then(Value::as_str)
+                .and_then(OAuthGrant::from_name);
             http.reauthorize = flag("reauthorize");
             Some(http)
         }

@@ -1,6 +1,7 @@
 //! Secrets on the way in: header values from the environment that a
 //! header cannot carry fail that server with a reason naming the header and
-//! the variable (never the value).
+//! the variable (never the value). And on the way out: what the inventory
+//! hides in servers' reasons and call errors.
 
 // A connection needs one real `Instant` to start from.
 #![allow(clippy::disallowed_methods)]
@@ -103,6 +104,61 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
         "{text}"
     );
     assert!(text.contains("bad <redacted>"), "{text}");
+}
+
+/// What the host learns after the servers started (an OAuth grant's
+/// secrets, its tokens) is hidden too, in every server's reasons and call
+/// errors, and in a server started later.
+#[test]
+fn inventory_hides_what_the_host_learns_after_startup() {
+    use rho_proto_core::runtime::status::ServerStatus;
+    use rho_proto_core::runtime::{Inventory, ToolCallError};
+    use rho_proto_core::session::CallError;
+    use rho_proto_core::text::redact::SecretBook;
+    use rho_proto_core::wire::jsonrpc::ErrorObject;
+
+    let text = "[mcp.servers.a]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/a\"\n\
+                [mcp.servers.b]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/b\"\n";
+    let config = config::parse(text, "t.toml").expect("valid file");
+    let book = SecretBook::default();
+    let mut inventory = Inventory::new(&config, |id| id == "a");
+    inventory.learn_secrets(&[]);
+    inventory.learn_from(&book);
+    // Learned once the grant ran: after the redactors were made.
+    book.learn("eyJ.workload-assertion.sig");
+    let a = inventory.find("a").expect("a");
+    inventory.record_failed(a, "refused eyJ.workload-assertion.sig".to_owned());
+    let view = inventory.view(a, None).expect("slot");
+    assert_eq!(
+        view.status,
+        ServerStatus::Failed {
+            error: "refused <redacted>".to_owned()
+        }
+    );
+    let error = ToolCallError::Call(CallError::Rpc {
+        server: "a".to_owned(),
+        error: Box::new(ErrorObject {
+            code: -1,
+            message: "quoting eyJ.workload-assertion.sig".to_owned(),
+            data: None,
+        }),
+    });
+    let text = format!("{:?}", inventory.redact_call_error(a, error));
+    assert!(!text.contains("workload-assertion"), "{text}");
+    // A server started into the running inventory learns from it too.
+    let b = config.get("b").and_then(|e| e.config.clone().ok());
+    let b = inventory
+        .start_later("b", b.expect("b"), &[], |_| false)
+        .expect("b starts later");
+    book.learn("at-learned-later-1");
+    inventory.record_failed(b, "401 for at-learned-later-1".to_owned());
+    let view = inventory.view(b, None).expect("slot");
+    assert_eq!(
+        view.status,
+        ServerStatus::Failed {
+            error: "401 for <redacted>".to_owned()
+        }
+    );
 }
 
 #[test]

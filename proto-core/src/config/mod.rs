@@ -519,6 +519,18 @@ impl OAuthGrant {
         self != OAuthGrant::AuthorizationCode
     }
 
+    /// The grant named `name` in the config, exactly.
+    pub fn from_name(name: &str) -> Option<Self> {
+        [
+            OAuthGrant::AuthorizationCode,
+            OAuthGrant::ClientCredentials,
+            OAuthGrant::JwtBearer,
+            OAuthGrant::IdentityAssertion,
+        ]
+        .into_iter()
+        .find(|grant| grant.name() == name)
+    }
+
     /// The grant's name in the config (`grant = "..."`).
     pub fn name(self) -> &'static str {
         match self {

@@ -948,6 +948,18 @@ impl HttpTransport {
         self.pump(now);
     }
 
+    /// The server's `oauth.grant`, when it has an `oauth` table.
+    pub fn oauth_grant(&self) -> Option<crate::config::OAuthGrant> {
+        self.options.grant.filter(|_| self.options.oauth)
+    }
+
+    /// Whether the server's grant needs no person (see
+    /// [`HttpOptions::grant`]).
+    fn unattended(&self) -> bool {
+        self.oauth_grant()
+            .is_some_and(crate::config::OAuthGrant::is_unattended)
+    }
+
     /// Whether the host is being asked for a new `Authorization` header.
     pub fn is_reauthorizing(&self) -> bool {
         self.reauthorizing.is_some()

@@ -77,6 +77,10 @@ impl HttpTransport {
         }
         let probe = request_of(kind).filter(|r| self.session.probe_request() == Some(*r));
         let hint = match status {
+            401 | 403 if self.options.oauth && self.unattended() => format!(
+                "; the server requires authorization and rho has no token from its `oauth` grant: check the `[mcp.servers.{}.oauth]` table (the grant needs no person, so a login does not help)",
+                self.session.server()
+            ),
             401 | 403 if self.options.oauth => format!(
                 "; the server requires authorization: run `rho mcp login {}` to log in",
                 self.session.server()
@@ -159,12 +163,22 @@ impl HttpTransport {
             self.outputs.push_back(HttpOutput::Abort(exchange));
             if let Some(x) = self.exchanges.remove(&exchange) {
                 if let Role::Post { kind, .. } = x.role {
+                    let next = if self.unattended() {
+                        format!(
+                            "check the server's scopes and the `[mcp.servers.{}.oauth]` table (the grant needs no person, so a login does not help)",
+                            self.session.server()
+                        )
+                    } else {
+                        format!(
+                            "check the server's scopes or run `rho mcp login {}`",
+                            self.session.server()
+                        )
+                    };
                     self.fail_transmit(
                         now,
                         kind,
                         format!(
-                            "the server answered HTTP {status}: it {what}{scope}; rho re-authorizes a request once, so check the server's scopes or run `rho mcp login {}`",
-                            self.session.server()
+                            "the server answered HTTP {status}: it {what}{scope}; rho re-authorizes a request once, so {next}"
                         ),
                     );
                 }

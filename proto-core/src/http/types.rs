@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use url::Url;
 
-use crate::config::HttpConfig;
+use crate::config::{HttpConfig, OAuthGrant};
 use crate::oauth::dpop::DpopProver;
 use crate::oauth::store::StoreError;
 use crate::wire::framing::DEFAULT_MAX_LINE;
@@ -35,6 +35,10 @@ pub struct HttpOptions {
     /// The entry has an `oauth` table: a 401 asks for `rho mcp login`
     /// rather than for a table and a login.
     pub oauth: bool,
+    /// With `oauth`: its grant. One that gets tokens without a person
+    /// (`client_credentials`, `jwt_bearer`, `identity_assertion`) has a
+    /// refusal name the grant's settings to check, never a login to run.
+    pub grant: Option<OAuthGrant>,
     /// With `oauth`: the host can re-authorize (it has an
     /// [`crate::host::Authorizer`]), so a request refused for its token
     /// waits for a new one instead of failing (see the module docs).
@@ -61,6 +65,7 @@ impl HttpOptions {
             delete_timeout: Duration::from_secs(2),
             ping_interval: Duration::from_secs(60),
             oauth: false,
+            grant: None,
             reauthorize: false,
             server_stream_wait: Duration::from_secs(2),
             dpop: None,
@@ -336,6 +341,60 @@ pub enum AuthorizationError {
     /// refusal is one too).
     #[error("{0}")]
     Refused(String),
+    /// The server's grant gets tokens without a person
+    /// (`client_credentials`, `jwt_bearer`, `identity_assertion`) and got
+    /// none that the server accepts: no login helps, its configuration or
+    /// its credentials must be fixed.
+    #[error("{reason}{}", grant_fix(.server, *.grant))]
+    GrantFailed {
+        /// The server identity.
+        server: String,
+        /// The configured grant.
+        grant: OAuthGrant,
+        /// Why no token came: what the authorization server, the identity
+        /// provider or the grant's secrets said.
+        reason: String,
+    },
+}
+
+impl AuthorizationError {
+    /// This refusal as a server whose `oauth.grant` is `grant` shows it: a
+    /// login (or a step-up login) needed becomes
+    /// [`AuthorizationError::GrantFailed`] when the grant needs no person,
+    /// since no login helps there; anything else is unchanged.
+    pub fn for_grant(self, grant: Option<OAuthGrant>) -> Self {
+        match (self, grant) {
+            (
+                Self::LoginNeeded { server, reason } | Self::StepUpNeeded { server, reason, .. },
+                Some(grant),
+            ) if grant.is_unattended() => Self::GrantFailed {
+                server,
+                grant,
+                reason,
+            },
+            (refusal, _) => refusal,
+        }
+    }
+}
+
+/// What to fix for server `server`, whose `grant` needs no person, when
+/// it got no token: the keys that grant reads.
+fn grant_fix(server: &str, grant: OAuthGrant) -> String {
+    let keys = match grant {
+        OAuthGrant::JwtBearer => {
+            "its workload token (`oauth.assertion_file` or `assertion_from_env`), and that the authorization server trusts the token's issuer"
+        }
+        OAuthGrant::IdentityAssertion => {
+            "its ID token (`oauth.id_token_file` or `id_token_from_env`), the identity provider's keys (`idp_token_endpoint`, `idp_client_id`, `idp_client_secret_file` or `idp_client_secret_from_env`) and `client_id`"
+        }
+        _ => {
+            "its client (`oauth.client_id` and `client_secret_file`, `client_secret_from_env`, `client_key_file` or `client_key_from_env`) and `oauth.scopes`"
+        }
+    };
+    format!(
+        "; server `{server}` gets its tokens without a person (`grant = \"{}\"`), so no login helps: check {keys}",
+        grant.name()
+    )
 }
 
 /// ` (the server asks for scope "a b")`, when it named one.
@@ -344,4 +403,58 @@ fn scope_asked(scope: &[String]) -> String {
         return String::new();
     }
     format!(" (the server asks for scope \"{}\")", scope.join(" "))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_grant_without_a_person_names_its_keys_and_never_a_login() {
+        let needed = |server: &str| AuthorizationError::LoginNeeded {
+            server: server.to_owned(),
+            reason: "the login failed: the token endpoint refused".to_owned(),
+        };
+        for (grant, key) in [
+            (OAuthGrant::ClientCredentials, "`oauth.client_id`"),
+            (OAuthGrant::JwtBearer, "`oauth.assertion_file`"),
+            (OAuthGrant::IdentityAssertion, "`oauth.id_token_file`"),
+        ] {
+            let text = needed("w").for_grant(Some(grant)).to_string();
+            assert!(
+                text.starts_with("the login failed: the token endpoint refused; server `w`")
+                    && text.contains(key)
+                    && text.contains(grant.name())
+                    && !text.contains("rho mcp login"),
+                "{text}"
+            );
+            let step_up = AuthorizationError::StepUpNeeded {
+                server: "w".to_owned(),
+                reason: "refused".to_owned(),
+                scope: vec!["mcp:admin".to_owned()],
+            };
+            assert!(matches!(
+                step_up.for_grant(Some(grant)),
+                AuthorizationError::GrantFailed { .. }
+            ));
+        }
+        // A person's grant, or a server without one: as it was.
+        for grant in [Some(OAuthGrant::AuthorizationCode), None] {
+            let text = needed("p").for_grant(grant).to_string();
+            assert!(text.ends_with("run `rho mcp login p` to log in"), "{text}");
+        }
+        assert_eq!(
+            AuthorizationError::CannotLogIn.for_grant(Some(OAuthGrant::JwtBearer)),
+            AuthorizationError::CannotLogIn
+        );
+        for grant in [
+            OAuthGrant::AuthorizationCode,
+            OAuthGrant::ClientCredentials,
+            OAuthGrant::JwtBearer,
+            OAuthGrant::IdentityAssertion,
+        ] {
+            assert_eq!(OAuthGrant::from_name(grant.name()), Some(grant));
+        }
+        assert_eq!(OAuthGrant::from_name("password"), None);
+    }
 }

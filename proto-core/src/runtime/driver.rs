@@ -161,6 +161,7 @@ impl<R> Driver<R> {
             can_reauthorize: setup.host.can_reauthorize(),
             can_sample: setup.host.can_sample(),
             dpop: proofs.as_ref(),
+            secrets: Some(&setup.host.secrets),
         };
         let conn = if setup.record {
             Connection::new_recorded(setup.config, &context, now)?

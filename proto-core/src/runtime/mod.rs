@@ -30,7 +30,7 @@ use crate::runtime::naming::{exported_name, model_name};
 use crate::runtime::registry::{ExportedTool, ToolRegistry};
 use crate::runtime::status::{ReadyReport, ServerStatus};
 use crate::session::{ApiMisuse, CallError, ServerReady};
-use crate::text::redact::Redactor;
+use crate::text::redact::{Redactor, SecretBook};
 use crate::wire::protocol::Tool;
 
 /// Why a tool call did not produce a result.
@@ -296,6 +296,9 @@ pub struct Inventory {
     slots: Vec<Slot>,
     registry: ToolRegistry,
     to_start: Vec<SlotId>,
+    /// What the host learns as the run goes on, hidden beside each
+    /// server's configured values (see [`Inventory::learn_from`]).
+    learned: Option<SecretBook>,
 }
 
 impl Inventory {
@@ -337,9 +340,24 @@ impl Inventory {
     pub fn learn_secrets(&mut self, ambient: &[(String, String)]) {
         for slot in &mut self.slots {
             if let Some(config) = &slot.config {
-                slot.redactor = Redactor::for_server(config, ambient);
+                slot.redactor = self
+                    .learned
+                    .iter()
+                    .fold(Redactor::for_server(config, ambient), Redactor::learning);
             }
         }
+    }
+
+    /// Hides also every value `book` holds, now and as it learns more (the
+    /// host's [`crate::host::HostServices::secrets`]: an OAuth grant's
+    /// secrets and tokens), in every server's reasons and call errors.
+    /// Executors call this with [`Inventory::learn_secrets`], before
+    /// starting anything.
+    pub fn learn_from(&mut self, book: &SecretBook) {
+        for slot in &mut self.slots {
+            slot.redactor = std::mem::take(&mut slot.redactor).learning(book);
+        }
+        self.learned = Some(book.clone());
     }
 
     /// The redactor of a server, empty for an unknown slot.
@@ -437,7 +455,10 @@ impl Inventory {
         if !config.enabled {
             return Err(StartServerError::Disabled(id.to_owned()));
         }
-        s.redactor = Redactor::for_server(&config, ambient);
+        s.redactor = self
+            .learned
+            .iter()
+            .fold(Redactor::for_server(&config, ambient), Redactor::learning);
         s.config = Some(config);
         s.status = ServerStatus::NotStarted;
         s.tools.clear();
