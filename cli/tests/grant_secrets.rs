@@ -289,7 +289,8 @@ fn echoed_grant_secrets_never_reach_output_logs_json_or_transcripts(rt: Runtime)
     // dropped), and the log says why, quoting the refresh token.
     assert!(
         list.stderr.contains("refreshing the OAuth token failed")
-            && list.stderr.contains("refused what it got"),
+            && list.stderr.contains("refused what it got")
+            && list.stderr.contains("run `rho mcp login ok_code`"),
         "{list}"
     );
     runs.push(("list --connect --json".into(), list));
@@ -313,6 +314,17 @@ fn echoed_grant_secrets_never_reach_output_logs_json_or_transcripts(rt: Runtime)
     assert!(
         call.all().contains("leaking authorization=DPoP <redacted>")
             && call.stderr.contains("got authorization=DPoP <redacted>"),
+        "{call}"
+    );
+    // Its stored token (10 s) was refreshed at connect, and refused: a
+    // grant without a person runs again by itself, so no login is
+    // suggested.
+    assert!(
+        call.stderr.contains("refreshing the OAuth token failed")
+            && call
+                .stderr
+                .contains("its grant runs again when the server asks")
+            && !call.stderr.contains("rho mcp login"),
         "{call}"
     );
     runs.push(("call ok_cc leak --json".into(), call));

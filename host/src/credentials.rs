@@ -1037,7 +1037,14 @@ fn usable_token(
         tracing::warn!(server = %id, "{e}");
     }
     if let Some(why) = failure {
-        tracing::warn!(server = %id, "refreshing the OAuth token failed: {why}; run `rho mcp login {id}`");
+        // A grant without a person runs again by itself at the server's
+        // next 401; only a browser login needs the person.
+        let next = if oauth.is_some_and(|o| o.grant.is_unattended()) {
+            "its grant runs again when the server asks for a token".to_owned()
+        } else {
+            format!("run `rho mcp login {id}`")
+        };
+        tracing::warn!(server = %id, "refreshing the OAuth token failed: {why}; {next}");
     }
     // A login would fail the same way: the reason names what to fix.
     if let Some(why) = unusable {
