@@ -593,6 +593,7 @@ fn mkfifo(path: &Path) {
 /// (`assertion`, `id_token`, `idp_client_secret`, `client_secret`,
 /// `client_key`) from the file `bad`; any other secret it needs comes
 /// from `good` (a regular file).
+#[cfg(unix)]
 fn oauth_reading(key: &str, bad: &str, good: &str) -> String {
     let (bad, good) = (toml_str(bad), toml_str(good));
     match key {
@@ -616,6 +617,7 @@ fn oauth_reading(key: &str, bad: &str, good: &str) -> String {
 }
 
 /// Every key of an `oauth` table that names a secret file.
+#[cfg(unix)]
 const SECRET_FILE_KEYS: [&str; 5] = [
     "assertion",
     "id_token",

@@ -136,6 +136,14 @@ fn connect_creates_plugin_data_then_starts_the_plugin_server(rt: Runtime) {
     );
     let data = data_dir(&scene);
     assert!(data.is_dir());
+    // Owner-only, each directory this created under the home.
+    #[cfg(unix)]
+    for dir in [data.as_path(), data.parent().expect("plugin-data")] {
+        let mode = std::os::unix::fs::PermissionsExt::mode(
+            &std::fs::metadata(dir).expect("metadata").permissions(),
+        );
+        assert_eq!(mode & 0o077, 0, "{} is {mode:o}", dir.display());
+    }
     let call = |tool: &str| {
         let run = scene.rho(&["--workspace", arg(&data), "mcp", "call", "files/fs", tool]);
         run.expect_code(0);

@@ -86,6 +86,9 @@ impl Shell {
             std::fs::write(path, text).expect("write a workspace file");
         }
         std::fs::create_dir_all(&workspace).expect("make the workspace");
+        if let Some(prepare) = launch.prepare {
+            prepare(&scene);
+        }
         let columns = match launch.columns {
             0 => COLUMNS.with(std::cell::Cell::get),
             columns => columns,
@@ -277,6 +280,8 @@ struct Launch<'a> {
     /// The terminal's width in columns (its height is 50 rows); 0 is
     /// the test's default ([`WIDE`], or [`NARROW`] in a `_narrow` run).
     columns: u16,
+    /// Run on the scene before the shell starts (files in its home).
+    prepare: Option<&'a dyn Fn(&Scene)>,
 }
 
 const SOON: Duration = Duration::from_secs(20);
@@ -354,6 +359,7 @@ both_executors!(
     mcp_lists_prompts_and_resources_and_the_start_shows_counts_only,
     call_takes_both_forms_and_near_misses_say_the_closest_name,
     reconnect_starts_one_server_again_and_leaves_the_others_alone,
+    a_history_that_is_a_fifo_is_not_read_and_the_shell_starts,
 );
 
 at_two_widths!(
@@ -675,6 +681,43 @@ fn history_survives_the_session(rt: Runtime) {
             .permissions(),
     );
     assert_eq!(mode & 0o077, 0, "history is the owner's only");
+    let dir = std::os::unix::fs::PermissionsExt::mode(
+        &std::fs::metadata(path.parent().expect("~/.rho"))
+            .expect("~/.rho metadata")
+            .permissions(),
+    );
+    assert_eq!(dir & 0o077, 0, "so is ~/.rho");
+}
+
+/// A history that is not a regular file (a FIFO no one writes, which an
+/// open would wait on for ever) is not read: the shell starts without
+/// history, works, and writes its own on the way out.
+fn a_history_that_is_a_fifo_is_not_read_and_the_shell_starts(rt: Runtime) {
+    let fifo = |scene: &Scene| {
+        let rho = scene.home().join(".rho");
+        std::fs::create_dir_all(&rho).expect("make ~/.rho");
+        let made = std::process::Command::new("mkfifo")
+            .arg(rho.join("shell_history"))
+            .status()
+            .expect("mkfifo");
+        assert!(made.success(), "mkfifo failed");
+    };
+    let mut shell = Shell::launch(
+        rt,
+        "history-fifo",
+        &node_server("everything", &everything_js(), &[]),
+        &Launch {
+            prepare: Some(&fifo),
+            ..Launch::default()
+        },
+    );
+    let at = shell.mark();
+    shell.keys("/tools everything\r");
+    shell.wait_for_after(at, "everything:echo", SOON);
+    assert!(shell.quit().success());
+    let path = shell.scene.home().join(".rho/shell_history");
+    let text = std::fs::read_to_string(&path).expect("history written");
+    assert_eq!(text, "/tools everything\n/quit\n");
 }
 
 /// `rho mcp shell` with `commands` written to its piped stdin, which is

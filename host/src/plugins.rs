@@ -203,7 +203,9 @@ pub fn prepare_data_dirs<'c>(
         {
             continue;
         }
-        if let Err(e) = std::fs::create_dir_all(&origin.data_dir) {
+        // Owner-only (the plugin's own data, under ~/.rho, which this may
+        // be the first to create).
+        if let Err(e) = crate::config::ensure_private_dir(std::path::Path::new(&origin.data_dir)) {
             failed.push((
                 index,
                 EntryError {

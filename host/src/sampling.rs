@@ -180,15 +180,19 @@ impl UsageLedger for FileLedger {
             "prompt_chars": prompt_chars,
             "completion_chars": completion_chars,
         });
+        // Owner-only, as everything rho keeps under ~/.rho: the directory
+        // (which this may be the first to create) and the file, created
+        // that way rather than repaired later.
         let written = self
             .path
             .parent()
-            .map_or(Ok(()), std::fs::create_dir_all)
+            .map_or(Ok(()), crate::config::ensure_private_dir)
             .and_then(|()| {
-                std::fs::OpenOptions::new()
-                    .create(true)
-                    .append(true)
-                    .open(&self.path)
+                let mut options = std::fs::OpenOptions::new();
+                options.create(true).append(true);
+                #[cfg(unix)]
+                std::os::unix::fs::OpenOptionsExt::mode(&mut options, 0o600);
+                options.open(&self.path)
             })
             .and_then(|mut file| writeln!(file, "{line}"));
         if let Err(e) = written {
@@ -266,6 +270,15 @@ mod tests {
         assert_eq!(lines[0]["completion_chars"], 3);
         assert!(lines[0]["time"].as_u64().is_some_and(|t| t > 0));
         assert_eq!(lines[1]["server"], "other");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = |p: &std::path::Path| {
+                std::fs::metadata(p).expect("metadata").permissions().mode() & 0o777
+            };
+            assert_eq!(mode(&path), 0o600, "the ledger is the owner's only");
+            assert_eq!(mode(&dir.join("nested")), 0o700, "so is its directory");
+        }
         let _ = std::fs::remove_dir_all(&dir);
     }
 

@@ -1803,10 +1803,19 @@ fn history_path() -> Option<PathBuf> {
     Some(PathBuf::from(home).join(".rho").join("shell_history"))
 }
 
+/// The most of a history file the shell reads: its lines are kept to
+/// [`editor::HISTORY_LINES`], so a larger file is not one it wrote.
+const MAX_HISTORY_FILE: u64 = 1024 * 1024;
+
+/// The saved history, last [`editor::HISTORY_LINES`] lines. Only a regular
+/// file of at most [`MAX_HISTORY_FILE`] bytes is read (never a FIFO, which
+/// would hang the shell's start, nor `/dev/zero`); anything else starts
+/// the shell with no history.
 fn load_history(path: &std::path::Path) -> Vec<String> {
-    let Ok(text) = std::fs::read_to_string(path) else {
+    let Ok(bytes) = rho_os::fs::read_regular(path, MAX_HISTORY_FILE) else {
         return Vec::new();
     };
+    let text = String::from_utf8_lossy(&bytes);
     let mut lines: Vec<String> = text
         .lines()
         .filter(|l| !l.trim().is_empty())
@@ -1822,7 +1831,7 @@ fn load_history(path: &std::path::Path) -> Vec<String> {
 /// crash never leaves half of it.
 fn save_history(path: &std::path::Path, lines: &[String]) {
     let Some(dir) = path.parent() else { return };
-    if std::fs::create_dir_all(dir).is_err() {
+    if rho_host::config::ensure_private_dir(dir).is_err() {
         return;
     }
     let tmp = path.with_extension("tmp");
