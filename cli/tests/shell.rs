@@ -666,8 +666,10 @@ fn form_answers_are_one_key_each_and_say_what_was_sent(rt: Runtime) {
     }
 }
 
-fn history_survives_the_session(rt: Runtime) {
-    let mut shell = Shell::start(rt, "history");
+/// Types one command, quits, and checks that the history file holds
+/// both lines; returns its path (in the shell's scene, which lives as
+/// long as the shell).
+fn one_command_then_quit_is_the_history(shell: &mut Shell) -> std::path::PathBuf {
     let at = shell.mark();
     shell.keys("/tools everything\r");
     shell.wait_for_after(at, "everything:echo", SOON);
@@ -675,6 +677,12 @@ fn history_survives_the_session(rt: Runtime) {
     let path = shell.scene.home().join(".rho/shell_history");
     let text = std::fs::read_to_string(&path).expect("history written");
     assert_eq!(text, "/tools everything\n/quit\n");
+    path
+}
+
+fn history_survives_the_session(rt: Runtime) {
+    let mut shell = Shell::start(rt, "history");
+    let path = one_command_then_quit_is_the_history(&mut shell);
     let mode = std::os::unix::fs::PermissionsExt::mode(
         &std::fs::metadata(&path)
             .expect("history metadata")
@@ -711,13 +719,7 @@ fn a_history_that_is_a_fifo_is_not_read_and_the_shell_starts(rt: Runtime) {
             ..Launch::default()
         },
     );
-    let at = shell.mark();
-    shell.keys("/tools everything\r");
-    shell.wait_for_after(at, "everything:echo", SOON);
-    assert!(shell.quit().success());
-    let path = shell.scene.home().join(".rho/shell_history");
-    let text = std::fs::read_to_string(&path).expect("history written");
-    assert_eq!(text, "/tools everything\n/quit\n");
+    one_command_then_quit_is_the_history(&mut shell);
 }
 
 /// `rho mcp shell` with `commands` written to its piped stdin, which is
