@@ -501,17 +501,6 @@ fn show_connect_json_reports_ready_with_tool_descriptions_and_input_schemas(rt: 
     );
 }
 
-/// `@modelcontextprotocol/server-pdf`'s six tools for its view only
-/// (`_meta.ui.visibility: ["app"]`), in the order it lists them.
-const PDF_APP_ONLY: [&str; 6] = [
-    "read_pdf_bytes",
-    "submit_page_data",
-    "submit_save_data",
-    "submit_viewer_state",
-    "poll_pdf_commands",
-    "save_pdf",
-];
-
 /// An MCP Apps server: its tools for the app only are not exported (not
 /// in `list`, not callable), yet `show` lists them marked app-only with
 /// the reason, and `show --json` keeps every tool's `_meta` as sent.
@@ -538,7 +527,7 @@ fn show_lists_tools_for_an_mcp_app_only_apart_and_keeps_their_meta(rt: Runtime) 
         .iter()
         .collect();
     let names: Vec<&str> = app_only.iter().filter_map(|t| t["tool"].as_str()).collect();
-    assert_eq!(names, PDF_APP_ONLY, "{pdf}");
+    assert_eq!(names, rho_tests::PDF_APP_ONLY, "{pdf}");
     assert_eq!(
         app_only[5]["visibility"],
         serde_json::json!(["app"]),

@@ -351,11 +351,7 @@ fn a_names_cache_that_is_not_a_file_is_passed_over_at_once() {
         let cache = rho.join("completion-names.json");
         let _ = std::fs::remove_file(&cache);
         if *make == "fifo" {
-            let made = std::process::Command::new("mkfifo")
-                .arg(&cache)
-                .status()
-                .expect("mkfifo");
-            assert!(made.success());
+            rho_tests::mkfifo(&cache);
         } else {
             std::os::unix::fs::symlink("/dev/zero", &cache).expect("symlink");
         }

@@ -579,53 +579,6 @@ fn url_encoded(s: &str) -> String {
     s.replace(':', "%3A").replace('/', "%2F")
 }
 
-/// Makes a FIFO at `path` with mkfifo(1).
-#[cfg(unix)]
-fn mkfifo(path: &Path) {
-    let made = Command::new("mkfifo")
-        .arg(path)
-        .status()
-        .expect("mkfifo runs");
-    assert!(made.success(), "mkfifo {}", path.display());
-}
-
-/// The `oauth` table of a server whose grant reads its secret `key`
-/// (`assertion`, `id_token`, `idp_client_secret`, `client_secret`,
-/// `client_key`) from the file `bad`; any other secret it needs comes
-/// from `good` (a regular file).
-#[cfg(unix)]
-fn oauth_reading(key: &str, bad: &str, good: &str) -> String {
-    let (bad, good) = (toml_str(bad), toml_str(good));
-    match key {
-        "assertion" => format!("grant = \"jwt_bearer\"\nassertion_file = {bad}\n"),
-        "id_token" => format!(
-            "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {bad}\nidp_token_endpoint = \"https://idp.example.com/token\"\n"
-        ),
-        "idp_client_secret" => format!(
-            "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {good}\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_id = \"idp\"\nidp_client_secret_file = {bad}\n"
-        ),
-        "client_secret" => format!(
-            "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_file = {bad}\n"
-        ),
-        "client_key" => {
-            format!(
-                "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_key_file = {bad}\n"
-            )
-        }
-        other => panic!("no secret file key `{other}`"),
-    }
-}
-
-/// Every key of an `oauth` table that names a secret file.
-#[cfg(unix)]
-const SECRET_FILE_KEYS: [&str; 5] = [
-    "assertion",
-    "id_token",
-    "idp_client_secret",
-    "client_secret",
-    "client_key",
-];
-
 /// A FIFO (whose plain open would wait for a writer forever),
 /// `/dev/zero` (which never ends), a file over 64 KiB and a missing one as
 /// each secret file key, every one on a server of its own beside a
@@ -638,7 +591,7 @@ fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the
     let s = Scene::new(RHO, "oauth-bad-secret-files", rt);
     let server = OAuthServer::start_with(s.dir(), 3600, &[]);
     let fifo = s.dir().join("fifo");
-    mkfifo(&fifo);
+    rho_tests::mkfifo(&fifo);
     let fifo = arg(&fifo).to_owned();
     let good = s.write("id_token", "eyJ.id.sig\n");
     let big = s.write("big", &"s".repeat(64 * 1024 + 1));
@@ -648,7 +601,7 @@ fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the
     // A long budget: a failure that waited for it would show.
     let mut text = String::new();
     let mut bad = Vec::new();
-    for key in SECRET_FILE_KEYS {
+    for key in rho_tests::SECRET_FILE_KEYS {
         for (name, path) in [
             ("fifo", fifo.as_str()),
             ("zero", "/dev/zero"),
@@ -658,7 +611,7 @@ fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the
             let id = format!("{}-{name}", key.replace('_', "-"));
             text.push_str(&format!(
                 "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = {url}\nstartup_timeout_secs = 120\n[mcp.servers.{id}.oauth]\n{}\n",
-                oauth_reading(key, path, arg(&good))
+                rho_tests::oauth_reading(key, path, arg(&good))
             ));
             bad.push((id, key, path, name));
         }

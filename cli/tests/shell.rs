@@ -704,11 +704,7 @@ fn a_history_that_is_a_fifo_is_not_read_and_the_shell_starts(rt: Runtime) {
     let fifo = |scene: &Scene| {
         let rho = scene.home().join(".rho");
         std::fs::create_dir_all(&rho).expect("make ~/.rho");
-        let made = std::process::Command::new("mkfifo")
-            .arg(rho.join("shell_history"))
-            .status()
-            .expect("mkfifo");
-        assert!(made.success(), "mkfifo failed");
+        rho_tests::mkfifo(&rho.join("shell_history"));
     };
     let mut shell = Shell::launch(
         rt,

@@ -639,42 +639,18 @@ fn sigint_while_servers_with_unusable_secret_files_connect_exits_130(rt: Runtime
             }
         });
     }
-    let keys = [
-        "assertion",
-        "id_token",
-        "idp_client_secret",
-        "client_secret",
-        "client_key",
-    ];
     let scene = Lingering::with("secret-files", rt, "never", |dir| {
         let good = dir.join("id_token");
         std::fs::write(&good, "eyJ.id.sig\n").expect("id token");
-        let good = toml_path(&good);
+        let good = good.to_str().expect("a UTF-8 path").to_owned();
         let mut text = String::new();
-        for key in keys {
+        for key in rho_tests::SECRET_FILE_KEYS {
             let fifo = dir.join(format!("{key}.fifo"));
-            let made = Command::new("mkfifo")
-                .arg(&fifo)
-                .status()
-                .expect("mkfifo runs");
-            assert!(made.success());
-            for (name, bad) in [("fifo", toml_path(&fifo)), ("zero", toml_str("/dev/zero"))] {
+            rho_tests::mkfifo(&fifo);
+            let fifo = fifo.to_str().expect("a UTF-8 path").to_owned();
+            for (name, bad) in [("fifo", fifo.as_str()), ("zero", "/dev/zero")] {
                 let id = format!("{}-{name}", key.replace('_', "-"));
-                let oauth = match key {
-                    "assertion" => format!("grant = \"jwt_bearer\"\nassertion_file = {bad}\n"),
-                    "id_token" => format!(
-                        "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {bad}\nidp_token_endpoint = \"https://idp.example.com/token\"\n"
-                    ),
-                    "idp_client_secret" => format!(
-                        "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {good}\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_id = \"idp\"\nidp_client_secret_file = {bad}\n"
-                    ),
-                    "client_secret" => format!(
-                        "grant = \"client_credentials\"\nclient_id = \"m\"\nclient_secret_file = {bad}\n"
-                    ),
-                    _ => format!(
-                        "grant = \"client_credentials\"\nclient_id = \"m\"\nclient_key_file = {bad}\n"
-                    ),
-                };
+                let oauth = rho_tests::oauth_reading(key, bad, &good);
                 text.push_str(&format!(
                     "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 60\n[mcp.servers.{id}.oauth]\n{oauth}",
                     toml_str(&url)
@@ -712,7 +688,7 @@ fn sigint_while_servers_with_unusable_secret_files_connect_exits_130(rt: Runtime
     // Each grant has read (tried) its FIFO: its server has failed.
     let mut read: Vec<String> = Vec::new();
     let until = Instant::now() + Duration::from_secs(20);
-    while read.len() < keys.len() {
+    while read.len() < rho_tests::SECRET_FILE_KEYS.len() {
         for name in fifos_opened(&watch) {
             if !read.contains(&name) {
                 read.push(name);

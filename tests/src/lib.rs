@@ -56,6 +56,18 @@ pub fn pdf_js() -> PathBuf {
     node_modules().join("@modelcontextprotocol/server-pdf/dist/index.js")
 }
 
+/// `@modelcontextprotocol/server-pdf`'s six tools for its view only
+/// (`_meta.ui.visibility: ["app"]`), in the order it lists them; it lists
+/// nine, and the model gets the other three.
+pub const PDF_APP_ONLY: [&str; 6] = [
+    "read_pdf_bytes",
+    "submit_page_data",
+    "submit_save_data",
+    "submit_viewer_state",
+    "poll_pdf_commands",
+    "save_pdf",
+];
+
 /// The odd-on-purpose fixture server (`tests/servers/fixtures/misbehaving.js`).
 pub fn misbehaving_js() -> PathBuf {
     tests_dir().join("servers/fixtures/misbehaving.js")
@@ -587,6 +599,49 @@ macro_rules! cli_both_executors {
             }
         )*
     };
+}
+
+/// Makes a FIFO at `path` with mkfifo(1).
+#[cfg(unix)]
+pub fn mkfifo(path: &Path) {
+    let made = std::process::Command::new("mkfifo")
+        .arg(path)
+        .status()
+        .expect("mkfifo runs");
+    assert!(made.success(), "mkfifo {}", path.display());
+}
+
+/// Every key of an `oauth` table that names a secret file, as
+/// [`oauth_reading`] takes it.
+pub const SECRET_FILE_KEYS: [&str; 5] = [
+    "assertion",
+    "id_token",
+    "idp_client_secret",
+    "client_secret",
+    "client_key",
+];
+
+/// The `oauth` table of a server whose grant reads its secret `key` (one
+/// of [`SECRET_FILE_KEYS`]) from the file `bad`; any other secret it needs
+/// comes from `good` (a regular file).
+pub fn oauth_reading(key: &str, bad: &str, good: &str) -> String {
+    let (bad, good) = (toml_str(bad), toml_str(good));
+    match key {
+        "assertion" => format!("grant = \"jwt_bearer\"\nassertion_file = {bad}\n"),
+        "id_token" => format!(
+            "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {bad}\nidp_token_endpoint = \"https://idp.example.com/token\"\n"
+        ),
+        "idp_client_secret" => format!(
+            "grant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_file = {good}\nidp_token_endpoint = \"https://idp.example.com/token\"\nidp_client_id = \"idp\"\nidp_client_secret_file = {bad}\n"
+        ),
+        "client_secret" => format!(
+            "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_secret_file = {bad}\n"
+        ),
+        "client_key" => format!(
+            "grant = \"client_credentials\"\nclient_id = \"m2m\"\nclient_key_file = {bad}\n"
+        ),
+        other => panic!("no secret file key `{other}`"),
+    }
 }
 
 #[cfg(test)]

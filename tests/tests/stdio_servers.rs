@@ -114,14 +114,6 @@ fn allow_and_deny_filter_exports_and_deny_wins<R: TestRuntime>() {
 /// `_meta.ui.visibility: ["app"]` (its view's own: `save_pdf` writes
 /// files). The model gets the other three, and no call reaches the six.
 fn tools_for_an_mcp_app_only_are_not_exported<R: TestRuntime>() {
-    const APP_ONLY: [&str; 6] = [
-        "read_pdf_bytes",
-        "submit_page_data",
-        "submit_save_data",
-        "submit_viewer_state",
-        "poll_pdf_commands",
-        "save_pdf",
-    ];
     let config = parse_config(&node_server("pdf", &pdf_js(), &["--stdio"]));
     let runtime = R::start(&config, options_with(&[]));
     let report = ready(&runtime, "pdf");
@@ -140,7 +132,7 @@ fn tools_for_an_mcp_app_only_are_not_exported<R: TestRuntime>() {
         .map(|t| t.tool)
         .collect();
     assert_eq!(current, exported, "what the agent receives");
-    assert_eq!(report.app_only_tools, APP_ONLY);
+    assert_eq!(report.app_only_tools, rho_tests::PDF_APP_ONLY);
     assert!(report.filtered_tools.is_empty(), "{report:?}");
     // The view that renders `display_pdf` stays readable on the export.
     let display = runtime
