@@ -12,7 +12,6 @@
 
 use std::io::{IsTerminal, Write};
 use std::process::ExitCode;
-use std::sync::Arc;
 use std::time::Duration;
 
 use rho_proto_core::config::Config;
@@ -79,7 +78,7 @@ pub(crate) fn run(
         options.host.can_elicit(),
         options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
     );
-    options.interrupt = Some(Arc::clone(&cancel));
+    options.interrupt = Some(cancel.clone());
 
     let runtime = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))
         .inspect_err(|_| {

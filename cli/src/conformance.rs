@@ -128,7 +128,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     options.host = crate::questions::services(true, None);
     options.host.authorizer = prepared.authorizer;
     let cancel = crate::signals::install();
-    options.interrupt = Some(std::sync::Arc::clone(&cancel));
+    options.interrupt = Some(cancel.clone());
     let runtime =
         crate::unless_stopped(crate::start_host(kind, &prepared.config, options, |_| true))?;
     let outcome = match runtime.server("conformance").map(|s| s.status) {
@@ -160,7 +160,7 @@ fn call(
     runtime: &Host,
     tool: &str,
     arguments: Value,
-    cancel: &std::sync::atomic::AtomicBool,
+    cancel: &rho_host::Cancel,
 ) -> Result<(), String> {
     let result = runtime
         .call_server_tool_with("conformance", tool, arguments, &mut |_| {}, cancel)
@@ -175,11 +175,7 @@ fn call(
 
 /// Lists the server's skills, printing each, and with `load` loads the
 /// first: a refusal (the content failed verification) is the error.
-fn skills(
-    runtime: &Host,
-    load: bool,
-    cancel: &std::sync::atomic::AtomicBool,
-) -> Result<(), String> {
+fn skills(runtime: &Host, load: bool, cancel: &rho_host::Cancel) -> Result<(), String> {
     use rho_proto_core::text::terminal::{sanitize, sanitize_line};
     let listing = runtime
         .list_skills("conformance", cancel)

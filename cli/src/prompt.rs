@@ -16,9 +16,8 @@
 //! share: one configured, enabled server started alone, with its stored
 //! login, stopped by a signal like every other command.
 
+use rho_host::Cancel;
 use std::process::ExitCode;
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::prompts::{self, GetPromptParams, GetPromptResult};
@@ -62,8 +61,8 @@ pub(crate) struct Connected {
     pub(crate) host: Host,
     /// The server's view.
     pub(crate) view: ServerView,
-    /// Its cancel flag: the first stop signal sets it.
-    pub(crate) cancel: Arc<AtomicBool>,
+    /// Its cancel token: the first stop signal cancels it.
+    pub(crate) cancel: Cancel,
 }
 
 impl Connected {
@@ -115,7 +114,7 @@ pub(crate) fn connect(
         });
     let config = prepared.config;
     options.host.authorizer = prepared.authorizer;
-    options.interrupt = Some(Arc::clone(&cancel));
+    options.interrupt = Some(cancel.clone());
     let host = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))?;
     let Some(view) = host.server(id) else {
         host.shutdown();

@@ -1,19 +1,21 @@
 //! Stopping on a signal: SIGINT (Ctrl-C), SIGTERM and SIGHUP end every
 //! `rho mcp` command that starts servers the same way, at any phase —
 //! startup, a call, a form on the terminal. The handler only records the
-//! signal; whoever is waiting (the startup wait, the call, the form's
-//! reader) sees it within 50 ms, every session is closed and every
-//! server's process group killed, and rho exits with 128 + the signal's
-//! number (130 INT, 143 TERM, 129 HUP), as shells report it.
+//! signal (a handler can wake nobody); the watcher thread then cancels
+//! the [`Cancel`] that the startup wait and the call wait on, which wakes
+//! them at once, and the form's reader sees the flag within 50 ms. Every
+//! session is closed and every server's process group killed, and rho
+//! exits with 128 + the signal's number (130 INT, 143 TERM, 129 HUP), as
+//! shells report it.
 //!
 //! A second signal while rho shuts down (which takes up to the two-second
 //! grace) exits at once, with 128 + that second signal, and first kills
 //! the process group of every child rho has (on Linux, read from `/proc`),
 //! so even the impatient path leaves no server or grandchild behind;
-//! elsewhere it only exits. The watcher for that second signal is a
-//! thread, started only once a server is about to start
-//! ([`watch_for_second`]), so a run with nothing enabled still starts no
-//! thread; before that, a second signal just exits.
+//! elsewhere it only exits. The watcher is a thread, started only once a
+//! server is about to start ([`watch_for_second`]), so a run with nothing
+//! enabled still starts no thread; before that, nothing waits on the
+//! token, and a second signal just exits.
 //!
 //! On Windows the stops are the console's control events
 //! (`rho_os::console`): Ctrl-C and Ctrl-Break stop as SIGINT (130), the
@@ -37,6 +39,8 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, OnceLock};
 
+use rho_host::Cancel;
+
 /// The signals that stop rho.
 #[cfg(unix)]
 const STOP_SIGNALS: [i32; 3] = [
@@ -47,8 +51,13 @@ const STOP_SIGNALS: [i32; 3] = [
 
 /// What the handlers write.
 struct Received {
-    /// Set by the first stop signal; the runtimes and the form watch it.
+    /// Set by the first stop signal (from the handler); the form and the
+    /// shell's loops read it.
     stop: Arc<AtomicBool>,
+    /// Cancelled on the first stop signal by a thread (a handler cannot
+    /// wake anyone): the watcher on Unix, the console's handler thread on
+    /// Windows. The startup wait and the calls wait on it.
+    cancel: Cancel,
     /// Which signal it was (0 until one arrives).
     which: Arc<AtomicUsize>,
     /// The handlers that exit on a second signal, until the watcher takes
@@ -59,12 +68,16 @@ struct Received {
 
 static RECEIVED: OnceLock<Received> = OnceLock::new();
 
-/// Installs the handlers (once per process) and returns the flag the first
-/// stop signal sets, for `RuntimeOptions::interrupt` and call cancellation.
-pub(crate) fn install() -> Arc<AtomicBool> {
+/// Installs the handlers (once per process) and returns the token the
+/// first stop signal cancels, for `RuntimeOptions::interrupt` and call
+/// cancellation. It is cancelled from the watcher thread, which runs once
+/// a server is about to start ([`watch_for_second`]): nothing waits on it
+/// before that.
+pub(crate) fn install() -> Cancel {
     let received = RECEIVED.get_or_init(|| {
         let received = Received {
             stop: Arc::new(AtomicBool::new(false)),
+            cancel: Cancel::new(),
             which: Arc::new(AtomicUsize::new(0)),
             #[cfg(unix)]
             exit_on_second: Mutex::new(Vec::new()),
@@ -100,7 +113,15 @@ pub(crate) fn install() -> Arc<AtomicBool> {
         }
         received
     });
-    Arc::clone(&received.stop)
+    received.cancel.clone()
+}
+
+/// Whether a stop signal arrived (the handlers' flag: true as soon as the
+/// handler ran, before any thread saw it).
+pub(crate) fn stopped() -> bool {
+    RECEIVED
+        .get()
+        .is_some_and(|received| received.stop.load(Ordering::SeqCst))
 }
 
 /// The console's control events as stop signals: the first records its
@@ -111,12 +132,15 @@ pub(crate) fn install() -> Arc<AtomicBool> {
 fn install_console(received: &Received) {
     let stop = Arc::clone(&received.stop);
     let which = Arc::clone(&received.which);
+    let cancel = received.cancel.clone();
+    // The console runs this on a thread of its own: it may wake waiters.
     let installed = rho_os::console::on_stop_event(move |signal| {
         if stop.load(Ordering::SeqCst) {
             std::process::exit(i32::from(exit_code(signal)));
         }
         which.store(usize::try_from(signal).unwrap_or(0), Ordering::SeqCst);
         stop.store(true, Ordering::SeqCst);
+        cancel.cancel();
     });
     if let Err(error) = installed {
         tracing::warn!(
@@ -145,15 +169,22 @@ pub(crate) fn watch_for_second() {
                 return;
             }
         };
+        let cancel = received.cancel.clone();
         let spawned = std::thread::Builder::new()
             .name("rho-signals".into())
             .spawn(move || {
+                // The first signal cancels what waits (it may have come
+                // before this thread); a second one stops at once.
                 let mut seen = usize::from(already);
+                if already {
+                    cancel.cancel();
+                }
                 for _ in signals.forever() {
                     seen += 1;
                     if seen >= 2 {
                         stop_now();
                     }
+                    cancel.cancel();
                 }
             });
         match spawned {

@@ -22,11 +22,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::atomic::{AtomicBool, Ordering};
 
 use rho_host::login::LoginMode;
 use rho_host::questions::{Asking, PendingQuestion};
-use rho_host::{Host, RuntimeKind};
+use rho_host::{Cancel, Host, RuntimeKind};
 use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::features::resources::Attachment;
 use rho_proto_core::runtime::ToolCallError;
@@ -152,7 +151,7 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
         tools: &tools,
         strict,
     };
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     if let Some(echo) = model.choose("echo")? {
         let result = host
             .call_tool_with(
@@ -201,11 +200,11 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
 
         // 7. The same call, cancelled at its first progress update (an
         //    agent's user pressing stop): the server is told.
-        let stop = AtomicBool::new(false);
+        let stop = Cancel::new();
         let outcome = host.call_tool_with(
             &long.name,
             json!({"duration": 30, "steps": 30}),
-            &mut |_| stop.store(true, Ordering::Relaxed),
+            &mut |_| stop.cancel(),
             &stop,
         );
         match outcome {

@@ -23,7 +23,6 @@
 
 use std::str::FromStr;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 
 use std::collections::BTreeMap;
 
@@ -38,7 +37,7 @@ use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
-use rho_proto_core::runtime::{Inventory, ServerView, ToolCallError};
+use rho_proto_core::runtime::{Cancel, Inventory, ServerView, ToolCallError};
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -306,7 +305,7 @@ impl Host {
         exported: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_tool_with(exported, arguments, &mut |_| {}, &AtomicBool::new(false))
+        self.call_tool_with(exported, arguments, &mut |_| {}, &Cancel::new())
     }
 
     /// Like [`Host::call_tool`], handing each progress notification the
@@ -317,11 +316,11 @@ impl Host {
         arguments: Value,
         on_progress: &mut dyn FnMut(Progress),
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_tool_with(exported, arguments, on_progress, &AtomicBool::new(false))
+        self.call_tool_with(exported, arguments, on_progress, &Cancel::new())
     }
 
     /// Calls an exported tool, handing progress to `on_progress`, until it
-    /// ends or `cancel` is set: then the server is told (as the session's
+    /// ends or `cancel` is cancelled: then the server is told (as the session's
     /// protocol era says) and the call ends with the core's own
     /// `CallError::Cancelled`, whose notice says whether the server was
     /// told.
@@ -330,7 +329,7 @@ impl Host {
         exported: &str,
         arguments: Value,
         on_progress: &mut dyn FnMut(Progress),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         match &self.inner {
             Inner::Smol(smol) => smol.block_on(smol.runtime().call_tool_with(
@@ -355,13 +354,7 @@ impl Host {
         tool: &str,
         arguments: Value,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_server_tool_with(
-            server,
-            tool,
-            arguments,
-            &mut |_| {},
-            &AtomicBool::new(false),
-        )
+        self.call_server_tool_with(server, tool, arguments, &mut |_| {}, &Cancel::new())
     }
 
     /// Like [`Host::call_tool_with`], by server identity and the server's
@@ -372,7 +365,7 @@ impl Host {
         tool: &str,
         arguments: Value,
         on_progress: &mut dyn FnMut(Progress),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         match &self.inner {
             Inner::Smol(smol) => smol.block_on(smol.runtime().call_server_tool_with(
@@ -417,7 +410,7 @@ impl Host {
         server: &str,
         name: &str,
         arguments: BTreeMap<String, String>,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<String, AttachError> {
         let request = FeatureRequest::GetPrompt(GetPromptParams {
             name: name.to_owned(),
@@ -439,7 +432,7 @@ impl Host {
         &self,
         server: &str,
         uri: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Attachment, AttachError> {
         let request = FeatureRequest::ReadResource(ReadResourceParams {
             uri: uri.to_owned(),
@@ -463,30 +456,24 @@ impl Host {
     /// Sends a prompt, resource or completion request to `server` and
     /// waits for the result as sent (the feature modules of
     /// `rho_proto_core::features` read it), until it ends or `cancel` is
-    /// set (then the server is told and it ends as cancelled).
+    /// cancelled (then the server is told and it ends as cancelled).
     pub fn request(
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Value, ToolCallError> {
         match &self.inner {
-            Inner::Smol(smol) => {
-                smol.block_on(smol.runtime().request(server, request, Some(cancel)))
-            }
-            Inner::Blocking(runtime) => blocking(runtime).request(server, request, Some(cancel)),
+            Inner::Smol(smol) => smol.block_on(smol.runtime().request(server, request, cancel)),
+            Inner::Blocking(runtime) => blocking(runtime).request(server, request, cancel),
         }
     }
 
     /// Every skill `server` lists (SEP-2640), reading none of their files.
-    pub fn list_skills(
-        &self,
-        server: &str,
-        cancel: &AtomicBool,
-    ) -> Result<SkillListing, SkillError> {
+    pub fn list_skills(&self, server: &str, cancel: &Cancel) -> Result<SkillListing, SkillError> {
         match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().list_skills(server, Some(cancel))),
-            Inner::Blocking(runtime) => blocking(runtime).list_skills(server, Some(cancel)),
+            Inner::Smol(smol) => smol.block_on(smol.runtime().list_skills(server, cancel)),
+            Inner::Blocking(runtime) => blocking(runtime).list_skills(server, cancel),
         }
     }
 
@@ -496,13 +483,11 @@ impl Host {
         &self,
         server: &str,
         entry: &SkillEntry,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<LoadedSkill, SkillError> {
         match &self.inner {
-            Inner::Smol(smol) => {
-                smol.block_on(smol.runtime().load_skill(server, entry, Some(cancel)))
-            }
-            Inner::Blocking(runtime) => blocking(runtime).load_skill(server, entry, Some(cancel)),
+            Inner::Smol(smol) => smol.block_on(smol.runtime().load_skill(server, entry, cancel)),
+            Inner::Blocking(runtime) => blocking(runtime).load_skill(server, entry, cancel),
         }
     }
 
@@ -514,17 +499,14 @@ impl Host {
         server: &str,
         skill: &LoadedSkill,
         uri: &str,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<Vec<u8>, SkillError> {
         match &self.inner {
             Inner::Smol(smol) => {
-                smol.block_on(
-                    smol.runtime()
-                        .read_skill_file(server, skill, uri, Some(cancel)),
-                )
+                smol.block_on(smol.runtime().read_skill_file(server, skill, uri, cancel))
             }
             Inner::Blocking(runtime) => {
-                blocking(runtime).read_skill_file(server, skill, uri, Some(cancel))
+                blocking(runtime).read_skill_file(server, skill, uri, cancel)
             }
         }
     }
@@ -631,7 +613,7 @@ fn run_smol<T>(
 /// sessions; on the blocking executor the call runs on smol's blocking
 /// pool and the future waits for it. Either way the awaiting executor
 /// runs none of rho's IO, and dropping a call's future leaves the call to
-/// its `cancel` flag (set it to stop the call; the server is told).
+/// its `cancel` token (cancel it to stop the call; the server is told).
 #[derive(Clone)]
 pub struct AsyncHost {
     host: Arc<Host>,
@@ -661,7 +643,7 @@ impl AsyncHost {
         exported: &str,
         arguments: Value,
         mut on_progress: impl FnMut(Progress) + Send + 'static,
-        cancel: Arc<AtomicBool>,
+        cancel: Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         match &self.host.inner {
             Inner::Smol(smol) => {
@@ -687,7 +669,7 @@ impl AsyncHost {
         tool: &str,
         arguments: Value,
         mut on_progress: impl FnMut(Progress) + Send + 'static,
-        cancel: Arc<AtomicBool>,
+        cancel: Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         match &self.host.inner {
             Inner::Smol(smol) => {
@@ -711,10 +693,10 @@ impl AsyncHost {
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: Arc<AtomicBool>,
+        cancel: Cancel,
     ) -> Result<Value, ToolCallError> {
         match &self.host.inner {
-            Inner::Smol(smol) => smol.runtime().request(server, request, Some(&cancel)).await,
+            Inner::Smol(smol) => smol.runtime().request(server, request, &cancel).await,
             Inner::Blocking(_) => {
                 let host = Arc::clone(&self.host);
                 let server = server.to_owned();

@@ -74,3 +74,4 @@ mod test_support;
 
 pub use facade::{AsyncHost, AttachError, Host, RuntimeKind};
 pub use rho_os::options_from_process_env;
+pub use rho_proto_core::runtime::{Cancel, Cancelled, OnCancel};

@@ -4,21 +4,20 @@
 //! decides whether a call may go and what it ends with if not (the smol
 //! executor awaits a timer instead of sleeping).
 
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driving::{Admission, Admit};
+use rho_proto_core::runtime::{Cancel, ToolCallError};
 
 /// Blocks until the call to `server` may go: `Ok` once `backlog` has room
 /// (or nobody drains it), the core's error once the call `budget` passed
-/// or `cancel` was set.
+/// or `cancel` was cancelled.
 pub(crate) fn wait_for_room(
     backlog: &Backlog,
     budget: Duration,
     server: &str,
-    cancel: Option<&AtomicBool>,
+    cancel: Option<&Cancel>,
 ) -> Result<(), ToolCallError> {
     let admission = Admission::new(Instant::now(), budget);
     loop {
@@ -26,7 +25,7 @@ pub(crate) fn wait_for_room(
             Admit::Send => return Ok(()),
             Admit::Refused(error) => return Err(error),
             Admit::Wait(pause) => {
-                if cancel.is_some_and(|c| c.load(Ordering::Relaxed)) {
+                if cancel.is_some_and(Cancel::is_cancelled) {
                     return Err(admission.gave_up(server));
                 }
                 std::thread::sleep(pause);
@@ -54,7 +53,8 @@ mod tests {
             }
             other => panic!("expected the not-reading error, got {other:?}"),
         }
-        let cancel = AtomicBool::new(true);
+        let cancel = Cancel::new();
+        cancel.cancel();
         match wait_for_room(&b, Duration::from_secs(60), "s", Some(&cancel)) {
             Err(ToolCallError::Call(CallError::Cancelled {
                 server,

@@ -36,7 +36,7 @@ use rho_proto_core::http::{ExchangeId, HttpFailure, HttpOutput};
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driver::{self, Effect, Setup};
-use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
+use rho_proto_core::runtime::driving::{CallUpdate, Heard, StartupError};
 use rho_proto_core::session::{Progress, Question, QuestionId};
 
 #[cfg(feature = "http")]
@@ -84,7 +84,7 @@ struct Live {
     core: driver::Driver<ReplyTx>,
     /// Taken at teardown.
     io: Option<Io>,
-    startup: Option<Sender<StartupOutcome>>,
+    startup: Option<Sender<Heard>>,
     /// The driver said the session closed: the driver thread tears down.
     ending: bool,
     /// What callers are to hear, sent once the session's lock is released
@@ -220,7 +220,7 @@ impl Driver {
         config: &ServerConfig,
         (ambient, root): (&[(String, String)], Option<&str>),
         grace: Duration,
-        startup: Sender<StartupOutcome>,
+        startup: Sender<Heard>,
         backlog: Arc<Backlog>,
     ) {
         let setup = Setup {
@@ -277,7 +277,7 @@ impl Driver {
             Err(reason) => {
                 state.ended = true;
                 drop(state);
-                let _ = startup.send(Err(reason));
+                let _ = startup.send(Heard::Outcome(Err(reason)));
                 return;
             }
         };
@@ -460,7 +460,7 @@ impl Driver {
                     }
                     Effect::Startup(outcome) => {
                         if let Some(tx) = live.startup.take() {
-                            let _ = tx.send(outcome);
+                            let _ = tx.send(Heard::Outcome(outcome));
                         }
                     }
                     Effect::Ask {

@@ -4,9 +4,8 @@
 //! of slots per call; this is one small allocation.
 
 use std::collections::VecDeque;
-use std::sync::mpsc::{RecvError, RecvTimeoutError};
+use std::sync::mpsc::RecvError;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
 
 use rho_proto_core::runtime::driving::CallUpdate;
 use rho_proto_core::session::Progress;
@@ -49,6 +48,9 @@ struct State {
     done: Option<CallUpdate>,
     /// The session's end is gone.
     dropped: bool,
+    /// The caller's cancel was cancelled ([`CancelWake::wake`]) and the
+    /// caller has not yet heard it.
+    cancel_asked: bool,
     /// The caller sleeps on `ready`. A notify costs a system call even
     /// with nobody waiting, so only a change the caller waits for makes
     /// one: most answers find it not yet asleep, and the close that
@@ -127,14 +129,45 @@ impl ProgressTx {
     }
 }
 
+/// What the caller's wait hears next.
+#[derive(Debug)]
+pub(crate) enum Next {
+    /// An update from the session.
+    Update(CallUpdate),
+    /// The caller's cancel: the caller tells the session, from its own
+    /// thread, and waits on.
+    CancelAsked,
+}
+
+/// Wakes the caller's wait with [`Next::CancelAsked`]: what a cancel's
+/// hook does, on the cancelling thread, taking no lock but the
+/// mailbox's (the session's lock is taken by the caller, as for every
+/// command it sends).
+#[derive(Debug)]
+pub(crate) struct CancelWake(Arc<Slot>);
+
+impl CancelWake {
+    pub(crate) fn wake(&self) {
+        self.0.change(|state| state.cancel_asked = true);
+    }
+}
+
 impl ReplyRx {
-    /// The next update; an error when the session's end is gone without
-    /// one.
-    pub(crate) fn recv(&self) -> Result<CallUpdate, RecvError> {
+    /// The handle that wakes this wait with [`Next::CancelAsked`].
+    pub(crate) fn cancel_wake(&self) -> CancelWake {
+        CancelWake(Arc::clone(&self.0))
+    }
+
+    /// The next update or the cancel, whichever comes first (the cancel
+    /// once); an error when the session's end is gone without an end.
+    pub(crate) fn next(&self) -> Result<Next, RecvError> {
         let mut state = self.0.lock();
         loop {
+            if std::mem::take(&mut state.cancel_asked) {
+                return Ok(Next::CancelAsked);
+            }
             if let Some(update) = take(&mut state) {
-                return Ok(update);
+                return Ok(Next::Update(update));
             }
             if state.dropped {
                 return Err(RecvError);
@@ -145,31 +178,6 @@ impl ReplyRx {
                 .ready
                 .wait(state)
                 .unwrap_or_else(std::sync::PoisonError::into_inner);
-        }
-    }
-
-    /// Like [`ReplyRx::recv`], waiting at most `timeout`.
-    pub(crate) fn recv_timeout(&self, timeout: Duration) -> Result<CallUpdate, RecvTimeoutError> {
-        let until = Instant::now() + timeout;
-        let mut state = self.0.lock();
-        loop {
-            if let Some(update) = take(&mut state) {
-                return Ok(update);
-            }
-            if state.dropped {
-                return Err(RecvTimeoutError::Disconnected);
-            }
-            let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() {
-                return Err(RecvTimeoutError::Timeout);
-            }
-            state.waiting = true;
-            state = self
-                .0
-                .ready
-                .wait_timeout(state, left)
-                .unwrap_or_else(std::sync::PoisonError::into_inner)
-                .0;
         }
     }
 }
@@ -186,6 +194,16 @@ fn take(state: &mut State) -> Option<CallUpdate> {
 mod tests {
     use super::*;
     use rho_proto_core::runtime::ToolCallError;
+
+    impl ReplyRx {
+        /// The next update, no cancel being asked.
+        fn recv(&self) -> Result<CallUpdate, RecvError> {
+            match self.next()? {
+                Next::Update(update) => Ok(update),
+                Next::CancelAsked => panic!("no cancel was asked"),
+            }
+        }
+    }
 
     #[test]
     fn progress_comes_in_order_then_the_end_and_a_dropped_end_is_reported() {
@@ -215,14 +233,34 @@ mod tests {
         assert_eq!(seen, [1.0, 2.0]);
         assert!(matches!(rx.recv(), Err(RecvError)), "nothing after the end");
         let (tx, rx) = mailbox();
-        assert_eq!(
-            rx.recv_timeout(Duration::from_millis(1)).err(),
-            Some(RecvTimeoutError::Timeout)
-        );
         drop(tx);
-        assert_eq!(
-            rx.recv_timeout(Duration::from_secs(60)).err(),
-            Some(RecvTimeoutError::Disconnected)
+        assert!(
+            matches!(rx.recv(), Err(RecvError)),
+            "a dropped sender ends the wait"
+        );
+    }
+
+    #[test]
+    fn a_cancel_wakes_the_wait_once_before_any_update() {
+        let (tx, rx) = mailbox();
+        let wake = rx.cancel_wake();
+        let waiter = std::thread::spawn(move || {
+            // Blocks until the wake: nothing else arrives.
+            let first = rx.next().expect("the wake");
+            tx.progress_handle().send(Progress {
+                progress: 1.0,
+                total: None,
+                message: None,
+            });
+            let second = rx.next().expect("the progress");
+            (first, second)
+        });
+        wake.wake();
+        let (first, second) = waiter.join().expect("the waiter ends");
+        assert!(matches!(first, Next::CancelAsked), "{first:?}");
+        assert!(
+            matches!(second, Next::Update(CallUpdate::Progress(_))),
+            "{second:?}"
         );
     }
 }

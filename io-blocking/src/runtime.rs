@@ -8,8 +8,8 @@
 //! process, no socket.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -18,7 +18,7 @@ use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{
-    Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
+    Cancel, Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
 };
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
@@ -26,10 +26,11 @@ use serde_json::Value;
 
 use crate::backlog::wait_for_room;
 use crate::driver::{Command, Driver, SharedHealth};
+use crate::reply::Next;
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driving::{
-    CallUpdate, Heard, StartupError, StartupOutcome, StartupStep, StartupWait, TransportSetupError,
+    CallUpdate, Heard, StartupError, StartupStep, StartupWait, TransportSetupError,
 };
 
 /// Every configured server of one run. Dropping it shuts them all down.
@@ -43,9 +44,6 @@ pub struct Runtime {
     /// server started later ([`Runtime::start_server`]).
     options: RuntimeOptions,
 }
-
-/// How often a cancellable call checks its flag.
-const CANCEL_POLL: Duration = Duration::from_millis(50);
 
 struct DriverHandle {
     /// The session, driven from the caller's thread.
@@ -137,22 +135,36 @@ impl Runtime {
         } = self;
         let root = options.workspace_root();
         let mut outcomes = BTreeMap::new();
+        // What an interrupt wakes: every wait below blocks on one of these.
+        let mut wakes = Vec::new();
         for (slot, server) in inventory.to_start() {
-            let outcome = match spawn_driver(
+            let (tx, outcome) = mpsc::channel();
+            wakes.push(tx.clone());
+            match spawn_driver(
                 server,
                 ambient,
                 (root.clone(), options.host.clone(), options.record.clone()),
                 options.shutdown_grace,
+                tx,
             ) {
-                Ok((handle, outcome)) => {
+                Ok(handle) => {
                     drivers.insert(slot, handle);
-                    outcome
                 }
-                Err(error) => failed_now(StartupError::Transport(error)),
-            };
+                Err(error) => {
+                    let _ = wakes[wakes.len() - 1]
+                        .send(Heard::Outcome(Err(StartupError::Transport(error))));
+                }
+            }
             outcomes.insert(slot, outcome);
         }
-        let interrupt = options.interrupt.as_deref();
+        let interrupt = options.interrupt.as_ref();
+        let _interrupted = interrupt.map(|cancel| {
+            cancel.on_cancel(move || {
+                for wake in wakes {
+                    let _ = wake.send(Heard::Interrupted);
+                }
+            })
+        });
         let mut wait = StartupWait::new(inventory);
         while let Some(step) = wait.next(inventory, Instant::now()) {
             match step {
@@ -233,15 +245,15 @@ impl Runtime {
         self.call(slot, tool, arguments, on_progress)
     }
 
-    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is set:
-    /// then the server is sent `notifications/cancelled` and the call ends
-    /// as cancelled. `cancel` is checked every 50 ms.
+    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is
+    /// cancelled: then the server is told (as the session's era says) and
+    /// the call ends as cancelled.
     pub fn call_tool_with(
         &self,
         exported: &str,
         arguments: Value,
         on_progress: impl FnMut(Progress),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
         self.call_cancellable(slot, tool, arguments, on_progress, Some(cancel))
@@ -262,16 +274,15 @@ impl Runtime {
     }
 
     /// Calls a tool by server identity and the server's own name, handing
-    /// progress to `on_progress`, until it ends or `cancel` is set: then the
-    /// server is sent `notifications/cancelled` and the call ends as
-    /// cancelled. `cancel` is checked every 50 ms.
+    /// progress to `on_progress`, until it ends or `cancel` is cancelled:
+    /// then the server is told and the call ends as cancelled.
     pub fn call_server_tool_with(
         &self,
         server: &str,
         tool: &str,
         arguments: Value,
         on_progress: impl FnMut(Progress),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool) = self
             .inventory
@@ -295,7 +306,7 @@ impl Runtime {
         tool: String,
         arguments: Value,
         on_progress: impl FnMut(Progress),
-        cancel: Option<&AtomicBool>,
+        cancel: Option<&Cancel>,
     ) -> Result<CallToolResult, ToolCallError> {
         self.call_unredacted(slot, tool, arguments, on_progress, cancel)
             .map_err(|e| self.inventory.redact_call_error(slot, e))
@@ -307,7 +318,7 @@ impl Runtime {
         tool: String,
         arguments: Value,
         mut on_progress: impl FnMut(Progress),
-        cancel: Option<&AtomicBool>,
+        cancel: Option<&Cancel>,
     ) -> Result<CallToolResult, ToolCallError> {
         let server = || self.inventory.id(slot).unwrap_or_default();
         let not_running = || ToolCallError::ServerNotReady {
@@ -339,16 +350,16 @@ impl Runtime {
 
     /// Sends a prompt, resource or completion request to `server` and
     /// waits for the server's result, as sent (the feature modules read
-    /// it), until it ends or `cancel` is set: then the server is told and
-    /// the request ends as cancelled. `cancel` is checked every 50 ms.
+    /// it), until it ends or `cancel` is cancelled: then the server is
+    /// told and the request ends as cancelled.
     pub fn request(
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: Option<&AtomicBool>,
+        cancel: &Cancel,
     ) -> Result<Value, ToolCallError> {
         let slot = self.inventory.route_server(server, self.health())?;
-        self.request_unredacted(slot, server, request, cancel)
+        self.request_unredacted(slot, server, request, Some(cancel))
             .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
 
@@ -357,7 +368,7 @@ impl Runtime {
         slot: SlotId,
         server: &str,
         request: FeatureRequest,
-        cancel: Option<&AtomicBool>,
+        cancel: Option<&Cancel>,
     ) -> Result<Value, ToolCallError> {
         let not_running = || ToolCallError::ServerNotReady {
             server: server.to_owned(),
@@ -398,36 +409,35 @@ impl Runtime {
 }
 
 /// Waits for the end of call or request `ticket` on `answer`, handing each
-/// update to `outcome` until it says the wait is over. `cancel` is checked
-/// every [`CANCEL_POLL`]; once set, the session is told (once) and the
-/// core ends the ticket as cancelled. A dropped sender means the driver
-/// is gone.
+/// update to `outcome` until it says the wait is over. Once `cancel` is
+/// cancelled, its hook wakes this wait at once, this thread tells the
+/// session (once), and the core ends the ticket as cancelled, which this
+/// wait then hears like any other end. The session is told from here,
+/// not from the hook: the cancelling thread (a terminal's key loop, say)
+/// may hold locks that the session's own work waits for. A dropped
+/// sender means the driver is gone.
 fn follow<T>(
     driver: &DriverHandle,
     ticket: u64,
     answer: &crate::reply::ReplyRx,
-    cancel: Option<&AtomicBool>,
+    cancel: Option<&Cancel>,
     not_running: impl Fn() -> ToolCallError,
     mut outcome: impl FnMut(CallUpdate) -> Option<Result<T, ToolCallError>>,
 ) -> Result<T, ToolCallError> {
-    let mut cancelled = false;
+    let _hook = cancel.map(|cancel| {
+        let wake = answer.cancel_wake();
+        cancel.on_cancel(move || wake.wake())
+    });
     loop {
-        let update = match cancel {
-            None => answer.recv().map_err(|_| not_running())?,
-            Some(flag) => match answer.recv_timeout(CANCEL_POLL) {
-                Ok(update) => update,
-                Err(RecvTimeoutError::Timeout) => {
-                    if !cancelled && flag.load(Ordering::Relaxed) {
-                        cancelled = true;
-                        let _ = driver.driver.command(Command::Cancel { ticket });
-                    }
-                    continue;
+        match answer.next().map_err(|_| not_running())? {
+            Next::CancelAsked => {
+                let _ = driver.driver.command(Command::Cancel { ticket });
+            }
+            Next::Update(update) => {
+                if let Some(end) = outcome(update) {
+                    return end;
                 }
-                Err(RecvTimeoutError::Disconnected) => return Err(not_running()),
-            },
-        };
-        if let Some(end) = outcome(update) {
-            return end;
+            }
         }
     }
 }
@@ -457,37 +467,27 @@ impl DriverHandle {
 }
 
 /// Waits for a driver's startup outcome until `until`, or until
-/// `interrupt` is set (checked every [`CANCEL_POLL`]).
-fn wait_startup(
-    outcome: &Receiver<StartupOutcome>,
-    until: Instant,
-    interrupt: Option<&AtomicBool>,
-) -> Heard {
-    loop {
-        if interrupt.is_some_and(|flag| flag.load(Ordering::Relaxed)) {
-            return Heard::Interrupted;
-        }
-        let left = until.saturating_duration_since(Instant::now());
-        let slice = match interrupt {
-            Some(_) => left.min(CANCEL_POLL),
-            None => left,
-        };
-        match outcome.recv_timeout(slice) {
-            Ok(outcome) => return Heard::Outcome(outcome),
-            Err(RecvTimeoutError::Disconnected) => return Heard::Gone,
-            Err(RecvTimeoutError::Timeout) if left.is_zero() || slice == left => {
-                return Heard::TimedOut;
-            }
-            Err(RecvTimeoutError::Timeout) => {}
-        }
+/// `interrupt` is cancelled (its hook sends [`Heard::Interrupted`] into
+/// every startup channel).
+fn wait_startup(outcome: &Receiver<Heard>, until: Instant, interrupt: Option<&Cancel>) -> Heard {
+    if interrupt.is_some_and(Cancel::is_cancelled) {
+        return Heard::Interrupted;
+    }
+    match outcome.recv_timeout(until.saturating_duration_since(Instant::now())) {
+        Ok(heard) => heard,
+        Err(RecvTimeoutError::Disconnected) => Heard::Gone,
+        Err(RecvTimeoutError::Timeout) => Heard::TimedOut,
     }
 }
 
-/// A startup outcome that is already known.
-fn failed_now(error: StartupError) -> Receiver<StartupOutcome> {
-    let (tx, rx) = mpsc::channel();
-    let _ = tx.send(Err(error));
-    rx
+/// Tells a startup wait that its driver thread ended (returned or
+/// panicked); after the driver's own report it is never read.
+struct GoneOnDrop(Sender<Heard>);
+
+impl Drop for GoneOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.send(Heard::Gone);
+    }
 }
 
 fn spawn_driver(
@@ -499,8 +499,8 @@ fn spawn_driver(
         Option<Arc<dyn TranscriptSink>>,
     ),
     grace: Duration,
-) -> Result<(DriverHandle, Receiver<StartupOutcome>), TransportSetupError> {
-    let (startup_tx, startup_rx) = mpsc::channel();
+    startup: Sender<Heard>,
+) -> Result<DriverHandle, TransportSetupError> {
     let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
     let backlog = Arc::new(Backlog::default());
     let driver = Driver::new(server.id.as_str(), host, record, Arc::clone(&health));
@@ -512,11 +512,12 @@ fn spawn_driver(
             let driver = Arc::clone(&driver);
             let backlog = Arc::clone(&backlog);
             move || {
+                let _gone = GoneOnDrop(startup.clone());
                 driver.run(
                     &server,
                     (&ambient, root.as_deref()),
                     grace,
-                    startup_tx,
+                    startup,
                     backlog,
                 );
             }
@@ -525,14 +526,11 @@ fn spawn_driver(
             server: server.id.to_string(),
             reason: e.to_string(),
         })?;
-    Ok((
-        DriverHandle {
-            driver,
-            thread: Some(thread),
-            health,
-            backlog,
-            tool_timeout: server.tool_timeout,
-        },
-        startup_rx,
-    ))
+    Ok(DriverHandle {
+        driver,
+        thread: Some(thread),
+        health,
+        backlog,
+        tool_timeout: server.tool_timeout,
+    })
 }

@@ -3,21 +3,16 @@
 //! and handed over only verified. The rules are the core's
 //! ([`rho_proto_core::features::skills`]); this is the waiting.
 
-use std::sync::atomic::AtomicBool;
-
 use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
+use rho_proto_core::runtime::Cancel;
 use rho_proto_core::runtime::skills::SkillError;
 
 use crate::Runtime;
 
 impl Runtime {
     /// Every skill `server` lists (`skills/list`, page by page), reading
-    /// none of their files. Until it ends or `cancel` is set.
-    pub fn list_skills(
-        &self,
-        server: &str,
-        cancel: Option<&AtomicBool>,
-    ) -> Result<SkillListing, SkillError> {
+    /// none of their files. Until it ends or `cancel` is cancelled.
+    pub fn list_skills(&self, server: &str, cancel: &Cancel) -> Result<SkillListing, SkillError> {
         let mut listing = SkillListing::default();
         let mut next = Some(SkillListing::first_request());
         while let Some(request) = next {
@@ -37,7 +32,7 @@ impl Runtime {
         &self,
         server: &str,
         entry: &SkillEntry,
-        cancel: Option<&AtomicBool>,
+        cancel: &Cancel,
     ) -> Result<LoadedSkill, SkillError> {
         let refused = |check| SkillError::refused(server, entry.name(), check);
         let request = entry.load_request().map_err(refused)?;
@@ -53,7 +48,7 @@ impl Runtime {
         server: &str,
         skill: &LoadedSkill,
         uri: &str,
-        cancel: Option<&AtomicBool>,
+        cancel: &Cancel,
     ) -> Result<Vec<u8>, SkillError> {
         let refused = |check| SkillError::refused(server, skill.entry.name(), check);
         let request = skill.file_request(uri).map_err(refused)?;

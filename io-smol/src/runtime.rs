@@ -16,7 +16,7 @@
 //! runs it on its main thread).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -26,7 +26,7 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{
-    Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
+    Cancel, Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
 };
 use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
@@ -191,7 +191,7 @@ impl Runtime {
             match step {
                 StartupStep::Wait { slot, until } => {
                     let heard = match outcomes.get(&slot) {
-                        Some(outcome) => wait_startup(outcome, until, interrupt.as_deref()).await,
+                        Some(outcome) => wait_startup(outcome, until, interrupt.as_ref()).await,
                         None => Heard::Gone,
                     };
                     wait.heard(inventory, slot, heard);
@@ -268,19 +268,19 @@ impl Runtime {
             .await
     }
 
-    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is set
-    /// (checked every 50 ms): then the session abandons the call (the
-    /// server is told) and the call ends with the core's own
-    /// `CallError::Cancelled`, or with its answer if that arrived first.
+    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is
+    /// cancelled: then the session abandons the call (the server is told)
+    /// and the call ends with the core's own `CallError::Cancelled`, or
+    /// with its answer if that arrived first.
     pub async fn call_tool_with(
         &self,
         exported: &str,
         arguments: Value,
         on_progress: impl FnMut(Progress),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
-        self.call(slot, tool, arguments, on_progress, watch_flag(cancel))
+        self.call(slot, tool, arguments, on_progress, cancel.cancelled())
             .await
     }
 
@@ -312,37 +312,23 @@ impl Runtime {
             .await
     }
 
-    /// Like [`Runtime::call_server_tool_with_progress`], until `cancel`
-    /// completes: then the session abandons the call (the server is told)
+    /// Like [`Runtime::call_server_tool_with_progress`], until `cancel` is
+    /// cancelled: then the session abandons the call (the server is told)
     /// and the call ends with the core's own `CallError::Cancelled`
     /// (`rho_proto_core::session::CallError`), or with its answer if that
     /// arrived first.
-    pub async fn call_server_tool_until(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: impl Future<Output = ()>,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self
-            .inventory
-            .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool, arguments, on_progress, cancel).await
-    }
-
-    /// Like [`Runtime::call_server_tool_until`], until `cancel` is set
-    /// (checked every 50 ms): the same surface as the thread runtime's
-    /// `call_server_tool_with`, so a host drives either the same way.
     pub async fn call_server_tool_with(
         &self,
         server: &str,
         tool: &str,
         arguments: Value,
         on_progress: impl FnMut(Progress),
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_server_tool_until(server, tool, arguments, on_progress, watch_flag(cancel))
+        let (slot, tool) = self
+            .inventory
+            .route_server_tool(server, tool, self.health())?;
+        self.call(slot, tool, arguments, on_progress, cancel.cancelled())
             .await
     }
 
@@ -420,41 +406,19 @@ impl Runtime {
 
     /// Sends a prompt, resource or completion request to `server` and
     /// waits for the server's result, as sent (the feature modules read
-    /// it), until it ends or `cancel` completes: then the server is told
-    /// and the request ends as cancelled. Dropping the future abandons
-    /// the request the same way.
-    pub async fn request_until(
-        &self,
-        server: &str,
-        request: FeatureRequest,
-        cancel: impl Future<Output = ()>,
-    ) -> Result<Value, ToolCallError> {
-        let slot = self.inventory.route_server(server, self.health())?;
-        self.request_unredacted(slot, server, request, cancel)
-            .await
-            .map_err(|e| self.inventory.redact_call_error(slot, e))
-    }
-
-    /// Like [`Runtime::request_until`], until `cancel` is set (checked
-    /// every 50 ms): the thread runtime's `request`, so a host drives
-    /// either the same way.
+    /// it), until it ends or `cancel` is cancelled: then the server is
+    /// told and the request ends as cancelled. Dropping the future
+    /// abandons the request the same way.
     pub async fn request(
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: Option<&AtomicBool>,
+        cancel: &Cancel,
     ) -> Result<Value, ToolCallError> {
-        let watch = async {
-            match cancel {
-                None => std::future::pending::<()>().await,
-                Some(flag) => {
-                    while !flag.load(Ordering::Relaxed) {
-                        Timer::after(CANCEL_POLL).await;
-                    }
-                }
-            }
-        };
-        self.request_until(server, request, watch).await
+        let slot = self.inventory.route_server(server, self.health())?;
+        self.request_unredacted(slot, server, request, cancel.cancelled())
+            .await
+            .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
 
     async fn request_unredacted(
@@ -497,18 +461,12 @@ impl Runtime {
     }
 }
 
-/// How often startup checks [`RuntimeOptions::interrupt`].
-const INTERRUPT_POLL: Duration = Duration::from_millis(50);
-
-/// How often a cancellable call checks its flag.
-const CANCEL_POLL: Duration = Duration::from_millis(50);
-
 /// Waits for a task's startup outcome until `until`, or until `interrupt`
-/// is set.
+/// is cancelled.
 async fn wait_startup(
     outcome: &Receiver<StartupOutcome>,
     until: Instant,
-    interrupt: Option<&AtomicBool>,
+    interrupt: Option<&Cancel>,
 ) -> Heard {
     let received = async {
         match outcome.recv().await {
@@ -522,10 +480,8 @@ async fn wait_startup(
     };
     let watch = async {
         match interrupt {
-            Some(flag) => {
-                while !flag.load(Ordering::Relaxed) {
-                    Timer::after(INTERRUPT_POLL).await;
-                }
+            Some(cancel) => {
+                cancel.cancelled().await;
                 Heard::Interrupted
             }
             None => std::future::pending().await,
@@ -562,7 +518,8 @@ async fn follow<T>(
                 cancel.as_mut().await;
                 None
             };
-            match smol::future::or(next, cancel).await {
+            // The cancel first: a flood of progress must not hide it.
+            match smol::future::or(cancel, next).await {
                 Some(update) => update,
                 None => {
                     cancelled = true;
@@ -629,12 +586,5 @@ impl TaskHandle {
         if let Some(task) = self.task.take() {
             task.await;
         }
-    }
-}
-
-/// Completes once `cancel` is set, checking it every [`CANCEL_POLL`].
-async fn watch_flag(cancel: &AtomicBool) {
-    while !cancel.load(Ordering::Relaxed) {
-        Timer::after(CANCEL_POLL).await;
     }
 }

@@ -22,7 +22,6 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::Duration;
 
 use crate::config::process::SHUTDOWN_GRACE;
@@ -31,6 +30,7 @@ use crate::features::sampling::{SamplingRequest, summary};
 use crate::http::AuthorizationError;
 use crate::oauth::challenge::BearerChallenge;
 use crate::oauth::dpop::{DpopProver, ProofRequest};
+use crate::runtime::Cancel;
 use crate::runtime::driving::Answer;
 use crate::session::{AuthorizationReason, Question, SamplingAnswer, ServerLog};
 
@@ -49,11 +49,11 @@ pub struct RuntimeOptions {
     pub host: HostServices,
     /// Record every session's transcript here (`--record FILE`).
     pub record: Option<Arc<dyn TranscriptSink>>,
-    /// Once set (the `rho` CLI sets it from SIGINT, SIGTERM and SIGHUP),
-    /// startup stops waiting within 50 ms: every server not yet ready is
-    /// closed, its process group killed, and reported as failed with
+    /// Once cancelled (the `rho` CLI cancels it on SIGINT, SIGTERM and
+    /// SIGHUP), startup stops waiting at once: every server not yet ready
+    /// is closed, its process group killed, and reported as failed with
     /// "startup was interrupted". `None` waits out the budgets.
-    pub interrupt: Option<Arc<AtomicBool>>,
+    pub interrupt: Option<Cancel>,
 }
 
 impl RuntimeOptions {

@@ -114,7 +114,8 @@ fn calls_to_a_server_that_stopped_reading_fail_saying_so<R: TestRuntime>() {
     }
     // A caller waiting for room can still give up (Ctrl-C): it is
     // cancelled, not kept waiting for the rest of the budget.
-    let cancel = std::sync::atomic::AtomicBool::new(true);
+    let cancel = rho_host::Cancel::new();
+    cancel.cancel();
     let cancelled = runtime.call_server_tool_with(
         "deaf",
         "echo",

@@ -4,10 +4,9 @@
 //! nested past the parser's limit says it is not valid JSON-RPC. Without
 //! this the call waited out its whole budget and reported "did not answer".
 
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
-use rho_host::Host;
+use rho_host::{Cancel, Host};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
@@ -156,7 +155,7 @@ fn http_max_message_bytes_raises_the_cap<R: TestRuntime>() {
 fn request_fails_at_once(runtime: &Host, method: &str, params: Value) -> String {
     let request = FeatureRequest::from_wire(method, &params)
         .unwrap_or_else(|| panic!("{method} {params} is a feature request"));
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let started = Instant::now();
     let result = runtime.request("bad", request, &cancel);
     assert!(
@@ -206,7 +205,7 @@ fn feature_requests_answered_unreadably_fail_at_once<R: TestRuntime>() {
             }
         }
         for (method, params) in feature_requests("stray") {
-            let cancel = AtomicBool::new(false);
+            let cancel = Cancel::new();
             let request = FeatureRequest::from_wire(method, &params).expect("a feature request");
             let answer = runtime
                 .request("bad", request, &cancel)

@@ -25,7 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use rho_host::Host;
+use rho_host::{Cancel, Host};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
 use rho_proto_core::host::{Asked, HostServices, Model, ModelError, Responder};
@@ -378,7 +378,7 @@ impl Drop for HttpServer {
 
 /// Runs `call` with a cancel flag set after `bound`: the harness's guard
 /// against a hang. Returns what the call gave and how long it took.
-fn bounded<T>(bound: Duration, call: impl FnOnce(&AtomicBool) -> T) -> (T, Duration) {
+fn bounded<T>(bound: Duration, call: impl FnOnce(&Cancel) -> T) -> (T, Duration) {
     let (out, took, _) = cancelled_when(bound, || false, call);
     (out, took)
 }
@@ -389,9 +389,9 @@ fn bounded<T>(bound: Duration, call: impl FnOnce(&AtomicBool) -> T) -> (T, Durat
 fn cancelled_when<T>(
     bound: Duration,
     now: impl Fn() -> bool + Sync,
-    call: impl FnOnce(&AtomicBool) -> T,
+    call: impl FnOnce(&Cancel) -> T,
 ) -> (T, Duration, Option<Duration>) {
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let done = AtomicBool::new(false);
     let set_at = Mutex::new(None);
     let started = Instant::now();
@@ -401,7 +401,7 @@ fn cancelled_when<T>(
                 std::thread::sleep(Duration::from_millis(20));
             }
             *set_at.lock().expect("lock") = Some(Instant::now());
-            cancel.store(true, Ordering::Relaxed);
+            cancel.cancel();
         });
         let out = call(&cancel);
         let ended = Instant::now();

@@ -6,10 +6,9 @@
 //! `sleep` grandchild.
 
 use std::path::Path;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use rho_host::Cancel;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -26,9 +25,9 @@ fn lingering(id: &str, dir: &Path) -> String {
 fn interrupt_ends_startup_at_once_and_leaves_nothing_running<R: TestRuntime>() {
     let (a, b) = (scratch_dir("interrupt-a"), scratch_dir("interrupt-b"));
     let config = parse_config(&format!("{}{}", lingering("a", &a), lingering("b", &b)));
-    let interrupt = Arc::new(AtomicBool::new(false));
+    let interrupt = Cancel::new();
     let mut options = options_with(&[]);
-    options.interrupt = Some(Arc::clone(&interrupt));
+    options.interrupt = Some(interrupt.clone());
     let pids = std::thread::scope(|scope| {
         let waiter = scope.spawn(|| {
             let pids: Vec<u32> = [&a, &b]
@@ -40,7 +39,7 @@ fn interrupt_ends_startup_at_once_and_leaves_nothing_running<R: TestRuntime>() {
                     ]
                 })
                 .collect();
-            interrupt.store(true, Ordering::SeqCst);
+            interrupt.cancel();
             (pids, Instant::now())
         });
         let runtime = R::start(&config, options);

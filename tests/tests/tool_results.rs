@@ -4,9 +4,7 @@
 //! base64, server instructions fenced as documentation, annotation hints in
 //! exported descriptions, and tools withdrawn or added mid-session.
 
-use rho_host::Host;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use rho_host::{Cancel, Host};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::features::content::{CardBlock, render};
@@ -86,7 +84,7 @@ fn progress_reaches_the_caller_before_the_result<R: TestRuntime>() {
 
 fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
     let runtime = everything::<R>();
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let mut seen: Vec<Progress> = Vec::new();
     let mut cancelled_at: Option<Instant> = None;
     let started = Instant::now();
@@ -98,7 +96,7 @@ fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
             seen.push(p);
             if cancelled_at.is_none() {
                 cancelled_at = Some(Instant::now());
-                cancel.store(true, Ordering::Relaxed);
+                cancel.cancel();
             }
         },
         &cancel,
@@ -549,7 +547,7 @@ fn a_cancelled_call_tells_the_server<R: TestRuntime>() {
     let text = fixture_server(&dir, "slowpoke", CANCEL_DEFS, &[&log.display().to_string()]);
     let runtime = R::start(&parse_config(&text), options_with(&[]));
     ready(&runtime, "slowpoke");
-    let cancel = AtomicBool::new(false);
+    let cancel = Cancel::new();
     let mut cancelled_at: Option<Instant> = None;
     let outcome = runtime.call_server_tool_with(
         "slowpoke",
@@ -558,7 +556,7 @@ fn a_cancelled_call_tells_the_server<R: TestRuntime>() {
         &mut |_| {
             if cancelled_at.is_none() {
                 cancelled_at = Some(Instant::now());
-                cancel.store(true, Ordering::Relaxed);
+                cancel.cancel();
             }
         },
         &cancel,
@@ -795,6 +793,41 @@ fn tools_withdrawn_or_added_mid_session<R: TestRuntime>() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// A cancel reaches the session when it is made, not when the waiting
+/// caller next looks: the server reports progress every 5 ms, so a caller
+/// that only checked a flag when nothing arrived for a poll's length
+/// (the thread executor's 50 ms poll did) would never see it, and the
+/// call would run its 20 s to a result.
+fn a_cancel_ends_a_call_whose_progress_never_pauses<R: TestRuntime>() {
+    let runtime = everything::<R>();
+    let cancel = Cancel::new();
+    let mut updates = 0;
+    let outcome = runtime.call_server_tool_with(
+        "everything",
+        "trigger-long-running-operation",
+        json!({"duration": 20, "steps": 4000}),
+        &mut |_| {
+            updates += 1;
+            if updates == 3 {
+                cancel.cancel();
+            }
+        },
+        &cancel,
+    );
+    match &outcome {
+        Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => {
+            assert_eq!(server, "everything")
+        }
+        other => panic!("expected a cancelled call, got {other:?} after {updates} updates"),
+    }
+    assert!(updates < 4000, "{updates}");
+    let echo = runtime
+        .call_server_tool("everything", "echo", json!({"message": "after cancel"}))
+        .expect("echo succeeds after a cancelled call");
+    assert_eq!(echo.text(), "Echo: after cancel");
+    runtime.shutdown();
+}
+
 /// The async face from an executor that is not the host's: a call with
 /// progress, then one cancelled by its flag at its first update, both by
 /// exported name.
@@ -804,25 +837,20 @@ fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
     let long = exported(host.host(), "everything", "trigger-long-running-operation");
     smol::block_on(async {
         let result = host
-            .call_tool_with(
-                &echo,
-                json!({"message": "async"}),
-                |_| {},
-                Arc::new(AtomicBool::new(false)),
-            )
+            .call_tool_with(&echo, json!({"message": "async"}), |_| {}, Cancel::new())
             .await
             .expect("echo");
         assert_eq!(result.text(), "Echo: async");
-        let cancel = Arc::new(AtomicBool::new(false));
+        let cancel = Cancel::new();
         let outcome = host
             .call_tool_with(
                 &long,
                 json!({"duration": 20, "steps": 20}),
                 {
-                    let cancel = Arc::clone(&cancel);
-                    move |_| cancel.store(true, Ordering::Relaxed)
+                    let cancel = cancel.clone();
+                    move |_| cancel.cancel()
                 },
-                Arc::clone(&cancel),
+                cancel.clone(),
             )
             .await;
         match outcome {
@@ -836,6 +864,7 @@ fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
 }
 
 both_executors!(
+    a_cancel_ends_a_call_whose_progress_never_pauses,
     the_async_face_calls_and_cancels_from_another_executor,
     progress_reaches_the_caller_before_the_result,
     cancelling_a_call_ends_it_at_once_and_keeps_the_session,

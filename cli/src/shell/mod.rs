@@ -119,7 +119,7 @@ use self::editor::{Editor, Event};
 use self::screen::Screen;
 use crate::{Failure, unless_stopped};
 use rho_host::config::LoadedConfig;
-use rho_host::{Host, RuntimeKind};
+use rho_host::{Cancel, Host, RuntimeKind};
 
 /// The prompt in front of a command line.
 const PROMPT: &str = "rho> ";
@@ -180,12 +180,14 @@ pub(crate) fn run(
         .unwrap_or_default();
     let screen = Arc::new(Screen::new(Editor::new(PROMPT, history)));
     let answers: Arc<Mutex<Option<mpsc::Sender<Option<String>>>>> = Arc::default();
+    let cancel_after_answer: Arc<Mutex<Option<Cancel>>> = Arc::default();
     let responder: Option<Arc<dyn Responder>> = if interactive && crate::questions::person_present()
     {
         Some(Arc::new(ShellResponder {
             screen: Arc::clone(&screen),
             answers: Arc::clone(&answers),
             one: Mutex::new(()),
+            cancel_after_answer: Arc::clone(&cancel_after_answer),
         }))
     } else {
         None
@@ -224,7 +226,7 @@ pub(crate) fn run(
         .clone()
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("."));
-    options.interrupt = Some(Arc::clone(&stop));
+    options.interrupt = Some(stop.clone());
     if interactive {
         // The servers' start logs before the prompt line is up: broken
         // between words to fit, as the screen breaks what it prints.
@@ -262,6 +264,7 @@ pub(crate) fn run(
             Out::Plain
         },
         running: Mutex::new(None),
+        cancel_after_answer,
         suggest: Suggest::default(),
         reads: Mutex::new(BTreeMap::new()),
         cancelling: Mutex::new(BTreeMap::new()),
@@ -360,7 +363,7 @@ impl Starter {
 struct ShellLoginPrompt {
     /// Above the line; `None` prints to stdout.
     screen: Option<Arc<Screen>>,
-    cancel: Arc<AtomicBool>,
+    cancel: Cancel,
 }
 
 impl rho_host::login::AuthorizationPrompt for ShellLoginPrompt {
@@ -380,7 +383,7 @@ impl rho_host::login::AuthorizationPrompt for ShellLoginPrompt {
     }
 
     fn cancelled(&self) -> bool {
-        self.cancel.load(Ordering::Relaxed)
+        self.cancel.is_cancelled()
     }
 }
 
@@ -399,8 +402,12 @@ struct Shell<'a> {
     /// A `/login` is waiting (Ctrl-C skips it rather than cancel a call).
     logging_in: AtomicBool,
     out: Out,
-    /// The running call's cancel flag.
-    running: Mutex<Option<Arc<AtomicBool>>>,
+    /// The running call's cancel token.
+    running: Mutex<Option<Cancel>>,
+    /// The running call's token while a form that Ctrl-C cancelled says
+    /// what the server was sent: the responder cancels the call after
+    /// that, so the person reads the answer, then the call's end.
+    cancel_after_answer: Arc<Mutex<Option<Cancel>>>,
     suggest: Suggest,
     /// The attachments of the line being edited, by the editor's id.
     reads: Mutex<BTreeMap<u64, ReadSlot>>,
@@ -419,7 +426,7 @@ struct Suggest {
     brokers: Mutex<BTreeMap<String, CompletionBroker>>,
     /// Per server: the ticket of the request being waited for, and the
     /// flag that cancels it.
-    flights: Mutex<BTreeMap<String, (CompletionTicket, Arc<AtomicBool>)>>,
+    flights: Mutex<BTreeMap<String, (CompletionTicket, Cancel)>>,
     /// Where the latest asked value sits: the palette of an answer goes
     /// there, if the line is still as it was.
     anchor: Mutex<Option<Anchor>>,
@@ -442,7 +449,7 @@ struct Anchor {
 struct ReadSlot {
     server: String,
     read: ResourceRead,
-    cancel: Arc<AtomicBool>,
+    cancel: Cancel,
 }
 
 impl Shell<'_> {
@@ -458,7 +465,7 @@ impl Shell<'_> {
     /// leaves the start to [`Shell::start_after_login`], which the loop's
     /// own thread runs: a stdio server dies with the thread that started it
     /// (its parent-death signal), and a command's thread ends.
-    fn login(&self, id: &str, cancel: &Arc<AtomicBool>) -> String {
+    fn login(&self, id: &str, cancel: &Cancel) -> String {
         use rho_host::login::{LOGIN_SKIPPED, LoginError, LoginMode};
         if !matches!(self.starter.mode, LoginMode::Person(_)) {
             return format!(
@@ -477,7 +484,7 @@ impl Shell<'_> {
                 Out::Screen(screen) => Some(Arc::clone(screen)),
                 Out::Plain => None,
             },
-            cancel: Arc::clone(cancel),
+            cancel: cancel.clone(),
         }));
         self.logging_in.store(true, Ordering::Relaxed);
         let logged_in =
@@ -664,14 +671,14 @@ impl Shell<'_> {
     /// `/mcp:<server>:<prompt> [arguments]`: checks the line against the
     /// server's prompts (no request for a bad one), then fetches the prompt
     /// and prints the user turn the model would get.
-    fn prompt(&self, line: &str, cancel: &AtomicBool) -> String {
+    fn prompt(&self, line: &str, cancel: &Cancel) -> String {
         match self.prompt_turn(line, cancel) {
             Ok(turn) => sanitize(&turn).into_owned(),
             Err(why) => sanitize(&why).into_owned(),
         }
     }
 
-    fn prompt_turn(&self, line: &str, cancel: &AtomicBool) -> Result<String, String> {
+    fn prompt_turn(&self, line: &str, cancel: &Cancel) -> Result<String, String> {
         let command = prompts::parse_command(line).map_err(|e| e.to_string())?;
         let Some(view) = self.host().server(command.server) else {
             let servers: Vec<String> = self.host().servers().into_iter().map(|s| s.id).collect();
@@ -905,7 +912,7 @@ impl Shell<'_> {
         server: &str,
         tool: &str,
         arguments: serde_json::Value,
-        cancel: &AtomicBool,
+        cancel: &Cancel,
     ) -> String {
         let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
         let mut last = Instant::now() - PROGRESS_EVERY;
@@ -923,7 +930,7 @@ impl Shell<'_> {
         match outcome {
             // Cancelled by the person, but the server answered first: what
             // they stopped is not shown as if it had gone on.
-            Ok(_) if cancel.load(Ordering::Relaxed) => {
+            Ok(_) if cancel.is_cancelled() => {
                 format!(
                     "{label}: cancelled; the server answered before it stopped (its result is not shown)"
                 )
@@ -997,7 +1004,7 @@ impl Shell<'_> {
         for chip in attachments {
             if let Some(mut slot) = reads.remove(chip) {
                 if slot.read.cancel() {
-                    slot.cancel.store(true, Ordering::Relaxed);
+                    slot.cancel.cancel();
                 }
             }
         }
@@ -1053,7 +1060,7 @@ fn interactive_loop(
     shell: &Shell<'_>,
     screen: &Arc<Screen>,
     answers: &Arc<Mutex<Option<mpsc::Sender<Option<String>>>>>,
-    stop: &AtomicBool,
+    stop: &Cancel,
     history_path: Option<&std::path::Path>,
 ) -> Result<(), Failure> {
     let raw = screen::RawMode::enter()
@@ -1083,7 +1090,7 @@ fn interactive_loop(
                 seen_tools = now_tools;
             }
             suggestion_timeouts(shell);
-            if stop.load(Ordering::Relaxed) {
+            if stop.is_cancelled() || crate::signals::stopped() {
                 cancel_running(shell);
                 break;
             }
@@ -1144,10 +1151,18 @@ fn interactive_loop(
                     // empty optional field skips it. The form says which
                     // answer the server was sent.
                     editor::Action::Interrupt => {
-                        if let Some(tx) = take(answers) {
-                            let _ = tx.send(Some(crate::questions::CANCEL.to_owned()));
-                        }
-                        if !cancel_running(shell) {
+                        let running = match take(answers) {
+                            Some(tx) => {
+                                // The form's answer first; the responder
+                                // cancels the call once it has said so.
+                                let running = lock(&shell.running).clone();
+                                *lock(&shell.cancel_after_answer) = running.clone();
+                                let _ = tx.send(Some(crate::questions::CANCEL.to_owned()));
+                                running.is_some()
+                            }
+                            None => cancel_running(shell),
+                        };
+                        if !running {
                             screen.print("(Ctrl-D or /quit leaves the shell)");
                         }
                     }
@@ -1202,8 +1217,8 @@ fn interactive_loop(
                                     continue;
                                 }
                                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
-                                let cancel = Arc::new(AtomicBool::new(false));
-                                *lock(&shell.running) = Some(Arc::clone(&cancel));
+                                let cancel = Cancel::new();
+                                *lock(&shell.running) = Some(cancel.clone());
                                 worker = Some(scope.spawn(move || {
                                     let text = shell.prompt(&line, &cancel);
                                     // Free before the result shows, so a
@@ -1228,8 +1243,8 @@ fn interactive_loop(
                                     continue;
                                 }
                                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
-                                let cancel = Arc::new(AtomicBool::new(false));
-                                *lock(&shell.running) = Some(Arc::clone(&cancel));
+                                let cancel = Cancel::new();
+                                *lock(&shell.running) = Some(cancel.clone());
                                 worker = Some(scope.spawn(move || {
                                     let text = shell.login(&id, &cancel);
                                     lock(&shell.running).take();
@@ -1250,8 +1265,8 @@ fn interactive_loop(
                                         continue;
                                     }
                                 };
-                                let cancel = Arc::new(AtomicBool::new(false));
-                                *lock(&shell.running) = Some(Arc::clone(&cancel));
+                                let cancel = Cancel::new();
+                                *lock(&shell.running) = Some(cancel.clone());
                                 worker = Some(scope.spawn(move || {
                                     let text = shell.call(&server, &tool, args, &cancel);
                                     lock(&shell.running).take();
@@ -1268,10 +1283,10 @@ fn interactive_loop(
         // reads still running are cancelled (the servers are told).
         shell.suggest.quitting.store(true, Ordering::Relaxed);
         for (_, cancel) in lock(&shell.suggest.flights).values() {
-            cancel.store(true, Ordering::Relaxed);
+            cancel.cancel();
         }
         for slot in lock(&shell.reads).values() {
-            slot.cancel.store(true, Ordering::Relaxed);
+            slot.cancel.cancel();
         }
         if let Some(worker) = worker {
             let _ = worker.join();
@@ -1362,8 +1377,8 @@ fn ask_server<'scope, 'env>(
     ticket: CompletionTicket,
     params: rho_proto_core::features::completions::CompleteParams,
 ) {
-    let cancel = Arc::new(AtomicBool::new(false));
-    lock(&shell.suggest.flights).insert(server.clone(), (ticket, Arc::clone(&cancel)));
+    let cancel = Cancel::new();
+    lock(&shell.suggest.flights).insert(server.clone(), (ticket, cancel.clone()));
     scope.spawn(move || {
         let mut next = Some((ticket, params, cancel));
         while let Some((ticket, params, cancel)) = next.take() {
@@ -1388,8 +1403,8 @@ fn ask_server<'scope, 'env>(
                     flights.remove(&server);
                 }
                 if let Some((ticket, params)) = following {
-                    let cancel = Arc::new(AtomicBool::new(false));
-                    flights.insert(server.clone(), (ticket, Arc::clone(&cancel)));
+                    let cancel = Cancel::new();
+                    flights.insert(server.clone(), (ticket, cancel.clone()));
                     next = Some((ticket, params, cancel));
                 }
             }
@@ -1416,7 +1431,7 @@ fn suggestion_timeouts(shell: &Shell<'_>) {
     for (server, ticket) in expired {
         if let Some((running, cancel)) = flights.get(&server) {
             if *running == ticket {
-                cancel.store(true, Ordering::Relaxed);
+                cancel.cancel();
             }
         }
     }
@@ -1431,13 +1446,13 @@ fn attach<'scope, 'env>(
     server: String,
     uri: String,
 ) {
-    let cancel = Arc::new(AtomicBool::new(false));
+    let cancel = Cancel::new();
     lock(&shell.reads).insert(
         chip,
         ReadSlot {
             server: server.clone(),
             read: ResourceRead::new(uri.clone(), shell.output_cap(&server)),
-            cancel: Arc::clone(&cancel),
+            cancel: cancel.clone(),
         },
     );
     scope.spawn(move || {
@@ -1490,7 +1505,7 @@ fn detach(shell: &Shell<'_>, chip: u64) {
         return;
     };
     if slot.read.cancel() {
-        slot.cancel.store(true, Ordering::Relaxed);
+        slot.cancel.cancel();
         lock(&shell.cancelling).insert(chip, slot);
     }
 }
@@ -1569,7 +1584,7 @@ fn list_files(root: &std::path::Path) -> Vec<String> {
 fn cancel_running(shell: &Shell<'_>) -> bool {
     match lock(&shell.running).as_ref() {
         Some(cancel) => {
-            cancel.store(true, Ordering::Relaxed);
+            cancel.cancel();
             if !shell.logging_in.load(Ordering::Relaxed) {
                 shell.out.print("cancelling the call…");
             }
@@ -1665,10 +1680,10 @@ fn read_keys() -> Option<Vec<u8>> {
 }
 
 /// The loop without a terminal: one command per line, run in turn.
-fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
+fn plain_loop(shell: &Shell<'_>, stop: &Cancel) {
     let stdin = std::io::stdin();
     for line in stdin.lock().lines() {
-        if stop.load(Ordering::Relaxed) {
+        if stop.is_cancelled() || crate::signals::stopped() {
             break;
         }
         let Ok(line) = line else { break };
@@ -1684,7 +1699,7 @@ fn plain_loop(shell: &Shell<'_>, stop: &AtomicBool) {
             Command::Prompt(line) => shell.out.print(&shell.prompt(&line, stop)),
             Command::Reconnect(id) => shell.out.print(&shell.reconnect(&id)),
             Command::Login(id) => {
-                let cancel = Arc::new(AtomicBool::new(false));
+                let cancel = Cancel::new();
                 shell.out.print(&shell.login(&id, &cancel));
                 if let Some(text) = shell.start_after_login() {
                     shell.out.print(&text);
@@ -1710,6 +1725,8 @@ struct ShellResponder {
     answers: Arc<Mutex<Option<mpsc::Sender<Option<String>>>>>,
     /// One form at a time, even when two servers ask at once.
     one: Mutex<()>,
+    /// The call to cancel once the answer is shown (Ctrl-C on a form).
+    cancel_after_answer: Arc<Mutex<Option<Cancel>>>,
 }
 
 impl ShellResponder {
@@ -1781,6 +1798,7 @@ impl Responder for ShellResponder {
         if !rest.is_empty() {
             self.screen.print(&String::from_utf8_lossy(&rest));
         }
+        self.cancel_the_call_if_asked();
         answer
     }
 
@@ -1788,12 +1806,25 @@ impl Responder for ShellResponder {
         let server = asked.server.as_str();
         let _one = lock(&self.one);
         let text = RefCell::new(Vec::new());
-        crate::questions::ask_sampling(
+        let allowed = crate::questions::ask_sampling(
             &mut Gathered(&text),
             &mut || self.read(&text),
             server,
             question,
-        )
+        );
+        self.cancel_the_call_if_asked();
+        allowed
+    }
+}
+
+impl ShellResponder {
+    /// Ctrl-C answered the question: now that the answer is shown, the
+    /// call it came during is cancelled.
+    fn cancel_the_call_if_asked(&self) {
+        if let Some(cancel) = lock(&self.cancel_after_answer).take() {
+            self.screen.print("cancelling the call…");
+            cancel.cancel();
+        }
     }
 }
 

@@ -11,16 +11,20 @@
 //! [`naming`] for exported tools, [`status`] for what each server reports,
 //! [`driver`] for the one driver of a server every executor runs,
 //! [`driving`] for the vocabulary executors speak and the startup wait,
-//! [`backlog`] for backpressure on a server's transport, and [`skills`]
-//! for how listing and loading a skill (SEP-2640) can fail.
+//! [`backlog`] for backpressure on a server's transport, [`skills`]
+//! for how listing and loading a skill (SEP-2640) can fail, and [`cancel`]
+//! for the token that stops whatever waits.
 
 pub mod backlog;
+pub mod cancel;
 pub mod driver;
 pub mod driving;
 pub mod naming;
 pub mod registry;
 pub mod skills;
 pub mod status;
+
+pub use cancel::{Cancel, Cancelled, OnCancel};
 
 use std::time::Duration;
 

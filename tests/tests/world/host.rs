@@ -2,6 +2,8 @@
 //! executor: connect, the lists, the call.
 
 use std::sync::atomic::{AtomicBool, Ordering};
+
+use rho_host::Cancel;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::runtime::status::ServerStatus;
@@ -135,8 +137,8 @@ fn not_ready(host: rho_host::Host, why: String) -> HostRun {
 
 /// Runs `call` with a cancel flag set after [`CALL_BOUND`], the guard
 /// against a hang; what it gave and how long it took.
-fn bounded<T>(call: impl FnOnce(&AtomicBool) -> T) -> (T, Duration) {
-    let cancel = AtomicBool::new(false);
+fn bounded<T>(call: impl FnOnce(&Cancel) -> T) -> (T, Duration) {
+    let cancel = Cancel::new();
     let done = AtomicBool::new(false);
     let started = Instant::now();
     let out = std::thread::scope(|scope| {
@@ -144,7 +146,7 @@ fn bounded<T>(call: impl FnOnce(&AtomicBool) -> T) -> (T, Duration) {
             while started.elapsed() < CALL_BOUND && !done.load(Ordering::Relaxed) {
                 std::thread::sleep(Duration::from_millis(20));
             }
-            cancel.store(true, Ordering::Relaxed);
+            cancel.cancel();
         });
         let out = call(&cancel);
         done.store(true, Ordering::Relaxed);
