@@ -25,13 +25,10 @@ use std::process::ExitCode;
 
 use rho_host::login::LoginMode;
 use rho_host::questions::{Asking, PendingQuestion};
-use rho_host::{Cancel, Host, RuntimeKind};
-use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
-use rho_proto_core::features::resources::Attachment;
-use rho_proto_core::runtime::ToolCallError;
-use rho_proto_core::runtime::registry::ExportedTool;
-use rho_proto_core::runtime::status::ServerStatus;
-use rho_proto_core::session::CallError;
+use rho_host::{
+    Attachment, CallError, Cancel, ExportedTool, FieldKind, Form, FormAnswer, Host, RuntimeKind,
+    ServerStatus, ToolCallError,
+};
 use serde_json::{Value, json};
 
 /// The agent's own part of the system prompt.

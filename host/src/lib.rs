@@ -26,13 +26,15 @@
 //!    ([`RuntimeKind`]): the tools to hand a model
 //!    ([`Host::current_tools`]), the servers' instructions for the system
 //!    prompt ([`Host::instructions_prompt`]), calls with progress and
-//!    cancellation ([`Host::call_tool_with`]), prompts, resources and
-//!    completions ([`Host::request`] with the core's `FeatureRequest`),
-//!    skills, and shutdown.
+//!    cancellation ([`Host::call_tool_with`], stopped by a [`Cancel`]),
+//!    prompts, resources and completions ([`Host::request`] with a
+//!    [`FeatureRequest`]), skills, and shutdown.
+//!
+//! Every type those methods take or return is re-exported here, so an
+//! agent depends on this crate alone.
 //!
 //! ```no_run
-//! use std::sync::atomic::AtomicBool;
-//! use rho_host::{Host, RuntimeKind, config, login::LoginMode};
+//! use rho_host::{Cancel, Host, RuntimeKind, config, login::LoginMode};
 //!
 //! let loaded = config::load(None).expect("a readable config");
 //! let mut options = rho_host::options_from_process_env();
@@ -43,7 +45,7 @@
 //! for tool in host.current_tools() {
 //!     println!("{}: {}", tool.name, tool.description);
 //! }
-//! let cancel = AtomicBool::new(false);
+//! let cancel = Cancel::new(); // cancel() from any thread stops the call
 //! let result = host.call_tool_with(
 //!     "mcp__everything__echo",
 //!     serde_json::json!({"message": "hi"}),
@@ -74,4 +76,23 @@ mod test_support;
 
 pub use facade::{AsyncHost, AttachError, Host, RuntimeKind};
 pub use rho_os::options_from_process_env;
-pub use rho_proto_core::runtime::{Cancel, Cancelled, OnCancel};
+
+// The vocabulary of the host's methods: what they take and return, and
+// what an agent matches on, so that it needs no `rho_proto_core` path.
+pub use rho_proto_core::config::Config;
+pub use rho_proto_core::features::FeatureRequest;
+pub use rho_proto_core::features::completions::CompleteParams;
+pub use rho_proto_core::features::content::RenderedResult;
+pub use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
+pub use rho_proto_core::features::prompts::GetPromptParams;
+pub use rho_proto_core::features::resources::{Attachment, ReadResourceParams};
+pub use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
+pub use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
+pub use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
+pub use rho_proto_core::runtime::skills::SkillError;
+pub use rho_proto_core::runtime::status::ServerStatus;
+pub use rho_proto_core::runtime::{
+    Cancel, Cancelled, OnCancel, ServerView, StartServerError, ToolCallError,
+};
+pub use rho_proto_core::session::{CallError, CancelNotice, Progress};
+pub use rho_proto_core::wire::protocol::CallToolResult;
