@@ -469,26 +469,34 @@ impl Host {
         }
     }
 
-    /// Every skill `server` lists (SEP-2640), reading none of their files.
+    /// Every skill `server` lists (SEP-2640, `skills/list` page by page),
+    /// reading none of their files. Written once for both executors: each
+    /// page is a [`Host::request`].
     pub fn list_skills(&self, server: &str, cancel: &Cancel) -> Result<SkillListing, SkillError> {
-        match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().list_skills(server, cancel)),
-            Inner::Blocking(runtime) => blocking(runtime).list_skills(server, cancel),
+        let mut listing = SkillListing::default();
+        let mut next = Some(SkillListing::first_request());
+        while let Some(request) = next {
+            let page = self.request(server, request, cancel)?;
+            next = listing
+                .add_page(&page)
+                .map_err(|reason| SkillError::malformed_listing(server, reason))?;
         }
+        Ok(listing)
     }
 
     /// Loads a listed skill: its `SKILL.md`, read now and verified against
-    /// `entry` (digest, size, frontmatter).
+    /// `entry` (size, digest, frontmatter); on any mismatch the content is
+    /// dropped and the error names the check.
     pub fn load_skill(
         &self,
         server: &str,
         entry: &SkillEntry,
         cancel: &Cancel,
     ) -> Result<LoadedSkill, SkillError> {
-        match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().load_skill(server, entry, cancel)),
-            Inner::Blocking(runtime) => blocking(runtime).load_skill(server, entry, cancel),
-        }
+        let refused = |check| SkillError::refused(server, entry.name(), check);
+        let request = entry.load_request().map_err(refused)?;
+        let result = self.request(server, request, cancel)?;
+        entry.verify_load(&result).map_err(refused)
     }
 
     /// Reads the file `uri` of a loaded skill, verified against the entry
@@ -501,14 +509,10 @@ impl Host {
         uri: &str,
         cancel: &Cancel,
     ) -> Result<Vec<u8>, SkillError> {
-        match &self.inner {
-            Inner::Smol(smol) => {
-                smol.block_on(smol.runtime().read_skill_file(server, skill, uri, cancel))
-            }
-            Inner::Blocking(runtime) => {
-                blocking(runtime).read_skill_file(server, skill, uri, cancel)
-            }
-        }
+        let refused = |check| SkillError::refused(server, skill.entry.name(), check);
+        let request = skill.file_request(uri).map_err(refused)?;
+        let result = self.request(server, request, cancel)?;
+        skill.verify_file(uri, &result).map_err(refused)
     }
 
     /// Closes every session and waits for each server to exit (each within

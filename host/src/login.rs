@@ -242,16 +242,18 @@ pub trait AuthorizationPrompt: Send + Sync {
     fn show(&self, server: &str, url: &Url);
 
     /// Whether the person stopped waiting for the browser (a shell's
-    /// Ctrl-C): the login then ends at once, failing with
-    /// [`LOGIN_SKIPPED`]. Asked about every 50 ms while the login waits.
+    /// Ctrl-C): the login then ends at once with
+    /// [`LoginError::Skipped`]. Asked about every 50 ms while the login
+    /// waits.
     fn cancelled(&self) -> bool {
         false
     }
 }
 
-/// The reason a login fails with when its person stopped waiting for the
-/// browser ([`AuthorizationPrompt::cancelled`]).
-pub const LOGIN_SKIPPED: &str = "the person stopped waiting for the browser";
+/// The reason the browser wait ends with when its person stopped waiting
+/// ([`AuthorizationPrompt::cancelled`]); the login turns it into
+/// [`LoginError::Skipped`].
+const LOGIN_SKIPPED: &str = "the person stopped waiting for the browser";
 
 /// How the browser step is taken.
 pub enum Browser {
@@ -927,6 +929,13 @@ pub enum LoginError {
     NoStore,
     /// The credential store could not be read or written.
     Store(String),
+    /// The person stopped waiting for the browser
+    /// ([`AuthorizationPrompt::cancelled`]): nothing failed, and nothing
+    /// was stored.
+    Skipped {
+        /// The server identity.
+        server: String,
+    },
     /// The login itself failed (discovery, registration, the browser
     /// step, the token exchange).
     Failed {
@@ -965,6 +974,12 @@ impl std::fmt::Display for LoginError {
                 "server `{server}` does not use OAuth: add an `[mcp.servers.{server}.oauth]` table to {config}"
             ),
             LoginError::NoStore => f.write_str("no home directory: there is no credential store"),
+            LoginError::Skipped { server } => {
+                write!(
+                    f,
+                    "server `{server}`: the login was skipped: {LOGIN_SKIPPED}"
+                )
+            }
             LoginError::Failed { server, reason } => {
                 write!(f, "server `{server}`: OAuth login failed: {reason}")
             }
@@ -1034,9 +1049,17 @@ pub fn login_server(
         .load(&key)
         .map_err(|e| LoginError::Store(e.to_string()))?;
     let login_http = LoginHttp::for_runtime(kind);
-    let fail = |reason: String| LoginError::Failed {
-        server: id.to_owned(),
-        reason,
+    let fail = |reason: String| {
+        if reason == LOGIN_SKIPPED {
+            LoginError::Skipped {
+                server: id.to_owned(),
+            }
+        } else {
+            LoginError::Failed {
+                server: id.to_owned(),
+                reason,
+            }
+        }
     };
     let challenge = probe(&login_http, &http.url, &[]).map_err(fail)?;
     let (browser, redirect_uri) = match mode {

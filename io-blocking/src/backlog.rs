@@ -30,8 +30,6 @@ pub(crate) fn wait_for_room(
                 }
                 std::thread::sleep(pause);
             }
-            // An answer added to the core later: waiting cannot help.
-            _ => return Err(admission.gave_up(server)),
         }
     }
 }

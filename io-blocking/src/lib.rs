@@ -46,7 +46,6 @@ pub mod http_client;
 mod no_http;
 mod reply;
 mod runtime;
-mod skills;
 mod stdio;
 
 #[cfg(feature = "http")]
@@ -54,6 +53,5 @@ pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
 pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;
 pub use rho_proto_core::host::RuntimeOptions;
-pub use rho_proto_core::runtime::skills::SkillError;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use runtime::Runtime;

@@ -61,13 +61,11 @@ mod no_http;
 mod reply;
 mod run;
 mod runtime;
-mod skills;
 mod stdio;
 
 pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;
 pub use rho_proto_core::host::RuntimeOptions;
-pub use rho_proto_core::runtime::skills::SkillError;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
 pub use run::block_on;
 pub use runtime::Runtime;

@@ -383,7 +383,6 @@ impl Runtime {
                         return Err(admission.gave_up(server()));
                     }
                 }
-                _ => return Err(not_running()),
             }
         }
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);

@@ -466,7 +466,7 @@ impl Shell<'_> {
     /// own thread runs: a stdio server dies with the thread that started it
     /// (its parent-death signal), and a command's thread ends.
     fn login(&self, id: &str, cancel: &Cancel) -> String {
-        use rho_host::login::{LOGIN_SKIPPED, LoginError, LoginMode};
+        use rho_host::login::{LoginError, LoginMode};
         if !matches!(self.starter.mode, LoginMode::Person(_)) {
             return format!(
                 "a browser login needs a person at a terminal: run `rho mcp login {}`",
@@ -492,7 +492,7 @@ impl Shell<'_> {
         self.logging_in.store(false, Ordering::Relaxed);
         let logged_in = match logged_in {
             Ok(logged_in) => logged_in,
-            Err(LoginError::Failed { reason, .. }) if reason == LOGIN_SKIPPED => {
+            Err(LoginError::Skipped { .. }) => {
                 return format!(
                     "skipped the login to server `{}`; `/login {}` when you are ready",
                     sanitize_line(id),

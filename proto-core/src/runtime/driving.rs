@@ -387,9 +387,9 @@ pub struct Admission {
     until: Instant,
 }
 
-/// What a caller does with its call now.
+/// What a caller does with its call now. Exhaustive: both executors
+/// match every answer, so they cannot disagree on one they do not know.
 #[derive(Debug)]
-#[non_exhaustive]
 pub enum Admit {
     /// Send it.
     Send,
