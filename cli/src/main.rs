@@ -131,6 +131,10 @@ enum McpCommand {
     Show(ShowArgs),
     /// Start one server, call one of its tools, and print the result.
     Call(CallArgs),
+    /// Start every enabled server and search their tools: the best
+    /// matches first, one line each (the tool index an agent defers
+    /// schemas with).
+    Search(SearchArgs),
     /// An interactive session over every enabled server: status, tools,
     /// calls and the servers' questions, with completion (no model).
     Shell(shell::ShellArgs),
@@ -208,6 +212,22 @@ struct ListArgs {
     connect: bool,
     #[command(flatten)]
     adhoc: adhoc::AdhocArgs,
+    /// Print JSON (see the README for the schema).
+    #[arg(long)]
+    json: bool,
+}
+
+#[derive(Args, Debug)]
+struct SearchArgs {
+    /// What to look for: words of a tool's name, title, description or
+    /// parameters.
+    #[arg(required = true, num_args = 1..)]
+    query: Vec<String>,
+    #[command(flatten)]
+    adhoc: adhoc::AdhocArgs,
+    /// At most this many tools.
+    #[arg(long, default_value_t = 10)]
+    limit: usize,
     /// Print JSON (see the README for the schema).
     #[arg(long)]
     json: bool,
@@ -305,6 +325,7 @@ impl TopCommand {
             TopCommand::Mcp(McpCommand::List(args)) => args.json,
             TopCommand::Mcp(McpCommand::Show(args)) => args.json,
             TopCommand::Mcp(McpCommand::Call(args)) => args.json,
+            TopCommand::Mcp(McpCommand::Search(args)) => args.json,
             TopCommand::Mcp(McpCommand::Prompt(args)) => args.json,
             TopCommand::Mcp(McpCommand::Read(args)) => args.json,
             TopCommand::Mcp(McpCommand::Complete(args)) => args.json,
@@ -497,6 +518,7 @@ fn run_mcp(
         McpCommand::List(args) => list(&loaded, kind, options, &args),
         McpCommand::Show(args) => show(&loaded, kind, options, &args),
         McpCommand::Call(args) => call::run(&loaded, kind, options, &args),
+        McpCommand::Search(args) => search(&loaded, kind, options, &args),
         McpCommand::Shell(args) => shell::run(&loaded, kind, options, &args),
         McpCommand::Prompt(args) => prompt::run(&loaded, kind, options, &args),
         McpCommand::Read(args) => read::run(&loaded, kind, options, &args),
@@ -523,6 +545,7 @@ impl McpCommand {
             McpCommand::List(args) => &args.adhoc,
             McpCommand::Show(args) => &args.adhoc,
             McpCommand::Call(args) => &args.adhoc,
+            McpCommand::Search(args) => &args.adhoc,
             McpCommand::Prompt(args) => &args.adhoc,
             McpCommand::Read(args) => &args.adhoc,
             McpCommand::Complete(args) => &args.adhoc,
@@ -550,6 +573,31 @@ fn list(
         output::list_text(loaded, &servers, runtime.tools(), &auth)
     };
     let failed = servers.iter().any(|s| s.status.is_failure());
+    print_then_shut_down(runtime, &text)?;
+    Ok(exit_code(failed))
+}
+
+/// `rho mcp search QUERY`: every enabled server started, its tools
+/// indexed ([`Host::tool_index`]) and searched. Exit 1 when nothing
+/// matched or a server failed to start (the hits still print).
+fn search(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    options: RuntimeOptions,
+    args: &SearchArgs,
+) -> Result<ExitCode, Failure> {
+    let runtime = unless_stopped(start(loaded, kind, options, true, |_| true))?;
+    let servers = runtime.servers();
+    completion_words::remember(&servers);
+    let index = runtime.tool_index();
+    let query = args.query.join(" ");
+    let hits = index.search(&query, args.limit);
+    let text = if args.json {
+        output::json_text(&output::search_json(&query, &index, &hits))
+    } else {
+        output::search_text(&query, &index, &hits)
+    };
+    let failed = hits.is_empty() || servers.iter().any(|s| s.status.is_failure());
     print_then_shut_down(runtime, &text)?;
     Ok(exit_code(failed))
 }

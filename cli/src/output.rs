@@ -42,12 +42,18 @@
 //! | `resources` | ready | `uri`, `name`, `title`, `description`, `mime_type`, `size` |
 //! | `resource_templates` | ready | `uri_template`, `name`, `title`, `description`, `mime_type` |
 //! | `catalog_errors` | ready | `"<method>: <reason>"` for each listing that failed (the server still loads) |
+//!
+//! `search --json` prints `{"schema": 1, "document": "search", "query": Q, "indexed": N, "hits": [HIT...]}`,
+//! best first; a HIT is `name` (exported), `server`, `tool` (server's name), `title` (when given),
+//! `summary` (the description's first sentence, at most 160 characters), `schema_bytes` (the input
+//! schema's size as JSON), `parameters` (names) and `score` (comparable within one search).
 
 use std::fmt::Write as _;
 
 use rho_proto_core::config::{PluginOrigin, Transport};
 use rho_proto_core::features::apps::{ToolUi, Visibility};
 use rho_proto_core::runtime::ServerView;
+use rho_proto_core::runtime::index::{Hit, ToolIndex};
 use rho_proto_core::runtime::registry::ToolRegistry;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::text::terminal::{self, sanitize, sanitize_line};
@@ -900,6 +906,70 @@ fn indent_rest(text: &str, by: usize) -> String {
         })
         .collect::<Vec<_>>()
         .join("\n")
+}
+
+/// `search --json`: the hits, best first, with their scores.
+pub(crate) fn search_json(query: &str, index: &ToolIndex, hits: &[Hit<'_>]) -> Value {
+    let hits: Vec<Value> = hits
+        .iter()
+        .map(|hit| {
+            let mut entry = serde_json::to_value(hit.entry).unwrap_or(Value::Null);
+            if let Value::Object(map) = &mut entry {
+                map.insert("score".into(), json!((hit.score * 1000.0).round() / 1000.0));
+            }
+            entry
+        })
+        .collect();
+    json!({
+        "schema": SCHEMA,
+        "document": "search",
+        "query": query,
+        "indexed": index.entries().len(),
+        "hits": hits,
+    })
+}
+
+/// `search`: one line per hit, best first (the exported name, the
+/// server's tool, the schema's size), its summary under it; or why
+/// nothing matched.
+pub(crate) fn search_text(query: &str, index: &ToolIndex, hits: &[Hit<'_>]) -> String {
+    let mut out = String::new();
+    if hits.is_empty() {
+        let _ = writeln!(
+            out,
+            "no tool matches \"{}\" among {} exported tool(s)",
+            sanitize_line(query),
+            index.entries().len()
+        );
+        return out;
+    }
+    for hit in hits {
+        let entry = hit.entry;
+        let title = entry
+            .title
+            .as_deref()
+            .map(|t| format!(" ({})", sanitize_line(t)))
+            .unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "{}{title}  {}:{}  schema {} bytes",
+            sanitize_line(&entry.name),
+            sanitize_line(&entry.server),
+            sanitize_line(&entry.tool),
+            entry.schema_bytes
+        );
+        if !entry.summary.is_empty() {
+            let _ = writeln!(out, "    {}", sanitize_line(&entry.summary));
+        }
+    }
+    let _ = writeln!(
+        out,
+        "{} of {} exported tool(s) match \"{}\"",
+        hits.len(),
+        index.entries().len(),
+        sanitize_line(query)
+    );
+    out
 }
 
 #[cfg(test)]

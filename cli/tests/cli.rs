@@ -221,6 +221,61 @@ fn list_connect_json_reports_ready_servers_with_tools_and_handshake_facts(rt: Ru
     );
 }
 
+/// `rho mcp search`: the best match first, one line each with its
+/// summary; `--json` has the same hits with their schema sizes; a query
+/// nothing matches says so and exits 1.
+fn search_ranks_the_tools_of_every_server(rt: Runtime) {
+    let s = Scene::new(RHO, "search", rt);
+    let root = s.dir().join("root");
+    std::fs::create_dir_all(&root).expect("create root");
+    let mut text = everything("everything");
+    text.push_str(&node_server("filesystem", &filesystem_js(), &[arg(&root)]));
+    let config = s.write("config.toml", &text);
+    let search = |words: &[&str]| {
+        let mut line = vec!["--config", arg(&config), "mcp", "search"];
+        line.extend_from_slice(words);
+        s.rho(&line)
+    };
+    let run = search(&["read", "a", "text", "file", "--limit", "3"]);
+    run.expect_code(0);
+    let first = run.stdout.lines().next().unwrap_or_default();
+    assert!(
+        first.starts_with(
+            "mcp__filesystem__read_text_file (Read Text File)  filesystem:read_text_file  schema "
+        ),
+        "{run}"
+    );
+    assert!(
+        run.stdout
+            .contains("\n    Read the complete contents of a file"),
+        "{run}"
+    );
+    assert!(run.stdout.contains("3 of "), "{run}");
+
+    let run = search(&["sum", "of", "two", "numbers", "--json"]);
+    run.expect_code(0);
+    let doc = run.json();
+    assert_eq!(doc["document"], "search", "{doc}");
+    assert_eq!(doc["query"], "sum of two numbers", "{doc}");
+    let hit = &doc["hits"][0];
+    assert_eq!(hit["tool"], "get-sum", "{doc}");
+    assert_eq!(hit["server"], "everything", "{doc}");
+    assert_eq!(hit["parameters"], serde_json::json!(["a", "b"]), "{doc}");
+    assert!(
+        hit["schema_bytes"].as_u64().is_some_and(|n| n > 20),
+        "{doc}"
+    );
+    assert!(doc["indexed"].as_u64().is_some_and(|n| n > 20), "{doc}");
+
+    let run = search(&["kubernetes"]);
+    run.expect_code(1);
+    assert!(
+        run.stdout
+            .starts_with("no tool matches \"kubernetes\" among "),
+        "{run}"
+    );
+}
+
 // ---------------------------------------------------------------------------
 // Which config file
 
@@ -1684,6 +1739,7 @@ fn per_run_facts_removed(mut doc: Value) -> Value {
 }
 
 both_executors!(
+    search_ranks_the_tools_of_every_server,
     ordinary_refusals_print_no_warning_in_either_era,
     call_of_a_python_str_tool_prints_the_string_not_a_result_wrapper,
     call_past_its_timeout_fails_naming_the_budget,

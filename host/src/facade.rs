@@ -35,6 +35,7 @@ use rho_proto_core::features::resources::{
 };
 use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 use rho_proto_core::host::RuntimeOptions;
+use rho_proto_core::runtime::index::ToolIndex;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{Cancel, Inventory, ServerView, ToolCallError};
@@ -289,6 +290,13 @@ impl Host {
     /// definitions after `tools/list_changed`, withdrawn tools marked.
     pub fn current_tools(&self) -> Vec<ExportedTool> {
         self.with(|r| r.current_tools(), |r| r.current_tools())
+    }
+
+    /// The exported tools as an agent defers them: one line each (name,
+    /// server, title, summary, schema size), searchable
+    /// ([`ToolIndex::search`]); built from [`Host::current_tools`].
+    pub fn tool_index(&self) -> ToolIndex {
+        ToolIndex::new(&self.current_tools())
     }
 
     /// The system-prompt text of every server's instructions, each fenced

@@ -88,6 +88,7 @@ pub use rho_proto_core::features::prompts::GetPromptParams;
 pub use rho_proto_core::features::resources::{Attachment, ReadResourceParams};
 pub use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 pub use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
+pub use rho_proto_core::runtime::index::{Hit, IndexEntry, ToolIndex};
 pub use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 pub use rho_proto_core::runtime::skills::SkillError;
 pub use rho_proto_core::runtime::status::ServerStatus;

@@ -230,6 +230,62 @@ fn filesystem_server_exports_annotated_tools<R: TestRuntime>() {
     let _ = std::fs::remove_dir_all(dir);
 }
 
+/// The tool index over two real servers: each query's expected tool is
+/// the first hit, and every entry is one line with its schema's size.
+fn the_tool_index_ranks_the_expected_tool_first<R: TestRuntime>() {
+    let dir = scratch_dir("index");
+    let mut text = node_server("everything", &everything_js(), &["stdio"]);
+    text.push_str(&node_server(
+        "filesystem",
+        &filesystem_js(),
+        &[&dir.display().to_string()],
+    ));
+    let mut options = options_with(&[]);
+    options.workspace = Some(dir.clone());
+    let runtime = R::start(&parse_config(&text), options);
+    ready(&runtime, "everything");
+    ready(&runtime, "filesystem");
+    let index = runtime.tool_index();
+    assert_eq!(index.entries().len(), runtime.current_tools().len());
+    for (query, server, tool) in [
+        ("sum of two numbers", "everything", "get-sum"),
+        ("read a text file", "filesystem", "read_text_file"),
+        (
+            "compress a file with gzip",
+            "everything",
+            "gzip-file-as-resource",
+        ),
+        ("environment variables", "everything", "get-env"),
+        ("directory tree", "filesystem", "directory_tree"),
+        ("move or rename a file", "filesystem", "move_file"),
+        (
+            "long running operation with progress",
+            "everything",
+            "trigger-long-running-operation",
+        ),
+    ] {
+        let hits = index.search(query, 5);
+        let ranked: Vec<String> = hits
+            .iter()
+            .map(|h| format!("{}:{} {:.2}", h.entry.server, h.entry.tool, h.score))
+            .collect();
+        let first = hits
+            .first()
+            .map(|h| (h.entry.server.as_str(), h.entry.tool.as_str()));
+        assert_eq!(first, Some((server, tool)), "{query:?} ranked {ranked:?}");
+    }
+    let sum = index
+        .entries()
+        .iter()
+        .find(|e| e.tool == "get-sum")
+        .expect("get-sum indexed");
+    assert_eq!(sum.summary, "Returns the sum of two numbers");
+    assert_eq!(sum.parameters, ["a", "b"]);
+    assert!(sum.schema_bytes > 20, "{}", sum.schema_bytes);
+    runtime.shutdown();
+    let _ = std::fs::remove_dir_all(dir);
+}
+
 fn paginated_tools_list_is_followed_to_the_end<R: TestRuntime>() {
     let text = node_server("paged", &misbehaving_js(), &["paginate"]);
     let runtime = R::start(&parse_config(&text), options_with(&[]));
@@ -411,6 +467,7 @@ both_executors!(
     child_environment_is_sanitized_then_overlaid,
     missing_ambient_variable_fails_only_that_server,
     filesystem_server_exports_annotated_tools,
+    the_tool_index_ranks_the_expected_tool_first,
     paginated_tools_list_is_followed_to_the_end,
     failures_are_isolated_and_nothing_is_left_running,
     grandchildren_end_with_their_server,

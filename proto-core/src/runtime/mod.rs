@@ -12,13 +12,15 @@
 //! [`driver`] for the one driver of a server every executor runs,
 //! [`driving`] for the vocabulary executors speak and the startup wait,
 //! [`backlog`] for backpressure on a server's transport, [`skills`]
-//! for how listing and loading a skill (SEP-2640) can fail, and [`cancel`]
-//! for the token that stops whatever waits.
+//! for how listing and loading a skill (SEP-2640) can fail, [`cancel`]
+//! for the token that stops whatever waits, and [`index`] for the tools
+//! as an agent defers them, with a ranked search.
 
 pub mod backlog;
 pub mod cancel;
 pub mod driver;
 pub mod driving;
+pub mod index;
 pub mod naming;
 pub mod registry;
 pub mod skills;
