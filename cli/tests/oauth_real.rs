@@ -49,6 +49,7 @@
 use std::fs::File;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
+use std::time::Duration;
 
 use rho_tests::CliRuntime as Runtime;
 use rho_tests::oidc::{OidcProvider, http_exchange};
@@ -179,7 +180,7 @@ impl Fixture {
                 let _ = child.kill();
                 let _ = child.wait();
                 *starts += 1;
-                let (new, new_port) = spawn(kind, python, &self.dir, *port, *starts, args);
+                let (new, new_port) = respawn(kind, python, &self.dir, *port, starts, args);
                 assert_eq!(new_port, *port);
                 *child = new;
             }
@@ -299,9 +300,25 @@ fn spawn(
     start: u32,
     args: &[String],
 ) -> (Child, u16) {
+    let (mut child, _) = start_fixture(kind, python, dir, port, start, args);
+    let port = listening_port(&mut child, kind.name());
+    (child, port)
+}
+
+/// Starts the fixture's process, its stderr in `as-stderr-<start>.txt`
+/// (returned).
+fn start_fixture(
+    kind: Kind,
+    python: &Path,
+    dir: &Path,
+    port: u16,
+    start: u32,
+    args: &[String],
+) -> (Child, PathBuf) {
     let (_, script) = kind.parts();
-    let stderr = File::create(dir.join(format!("as-stderr-{start}.txt"))).expect("stderr file");
-    let mut child = Command::new(python)
+    let stderr_path = dir.join(format!("as-stderr-{start}.txt"));
+    let stderr = File::create(&stderr_path).expect("stderr file");
+    let child = Command::new(python)
         .arg(tests_dir().join("interop/python/oauth").join(script))
         .arg("--port")
         .arg(port.to_string())
@@ -313,8 +330,41 @@ fn spawn(
         .stderr(stderr)
         .spawn()
         .expect("start the OAuth fixture");
-    let port = listening_port(&mut child, kind.name());
-    (child, port)
+    (child, stderr_path)
+}
+
+/// [`spawn`] on the port the fixture had: until that port is free again.
+/// The kernel picked it from the ephemeral range, so between the old
+/// fixture's exit and the new one's bind an outgoing connection of
+/// another test may hold it as its local port for a moment; the new
+/// fixture then fails to bind and exits ("Address already in use" in its
+/// stderr), and is started again. Any other failure fails the test.
+fn respawn(
+    kind: Kind,
+    python: &Path,
+    dir: &Path,
+    port: u16,
+    starts: &mut u32,
+    args: &[String],
+) -> (Child, u16) {
+    for _ in 0..100 {
+        let (mut child, stderr) = start_fixture(kind, python, dir, port, *starts, args);
+        match rho_tests::try_listening_port(&mut child, kind.name()) {
+            Ok(port) => return (child, port),
+            Err(rho_tests::ListenError::Exited(why)) => {
+                let _ = child.wait();
+                let said = std::fs::read_to_string(&stderr).unwrap_or_default();
+                assert!(
+                    said.contains("Address already in use"),
+                    "{why}; its stderr:\n{said}"
+                );
+                *starts += 1;
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            Err(why) => panic!("{why}"),
+        }
+    }
+    panic!("port {port} stayed in use for 10 s after the fixture that had it exited");
 }
 
 /// A scene with the fixture of `kind` configured as server `fx` (OAuth

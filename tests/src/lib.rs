@@ -404,6 +404,15 @@ impl Drop for EverythingHttp {
 /// naming `fixture`, when it exits or prints something else first, or
 /// nothing within [`LISTENING_WITHIN`].
 pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
+    try_listening_port(child, fixture).unwrap_or_else(|why| panic!("{why}"))
+}
+
+/// [`listening_port`], with why it failed as an error: a caller that
+/// binds a given port may try again (see [`ListenError::Exited`]).
+pub fn try_listening_port(
+    child: &mut std::process::Child,
+    fixture: &str,
+) -> Result<u16, ListenError> {
     use std::io::BufRead;
     let stdout = child
         .stdout
@@ -421,11 +430,42 @@ pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
             }
         }
     });
-    let line = first
-        .recv_timeout(LISTENING_WITHIN)
-        .unwrap_or_else(|e| panic!("{fixture} did not say where it listens ({e})"));
-    listening_line(&line)
-        .unwrap_or_else(|| panic!("{fixture}: expected `listening PORT` first, got {line:?}"))
+    let line = match first.recv_timeout(LISTENING_WITHIN) {
+        Ok(line) => line,
+        Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => {
+            return Err(ListenError::Exited(format!(
+                "{fixture} exited before saying where it listens"
+            )));
+        }
+        Err(e) => {
+            return Err(ListenError::Other(format!(
+                "{fixture} did not say where it listens ({e})"
+            )));
+        }
+    };
+    listening_line(&line).ok_or_else(|| {
+        ListenError::Other(format!(
+            "{fixture}: expected `listening PORT` first, got {line:?}"
+        ))
+    })
+}
+
+/// Why a fixture did not say where it listens.
+#[derive(Debug)]
+pub enum ListenError {
+    /// It closed its stdout (exited) first: one asked to bind a port that
+    /// something else holds for a moment does this.
+    Exited(String),
+    /// It printed something else, or nothing in time.
+    Other(String),
+}
+
+impl std::fmt::Display for ListenError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ListenError::Exited(why) | ListenError::Other(why) => f.write_str(why),
+        }
+    }
 }
 
 /// How long a fixture may take to say where it listens. Only a fixture
