@@ -754,7 +754,7 @@ mod tests {
     fn a_fixture_that_exits_before_it_listens_is_named_in_the_panic() {
         let message = listening_port_panic("process.exit(3)", "the silent fixture");
         assert!(
-            message.contains("the silent fixture did not say where it listens"),
+            message.contains("the silent fixture exited before saying where it listens"),
             "{message}"
         );
     }
