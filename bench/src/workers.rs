@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::util::Cpu;
+use rho_proto_core::runtime::CallOptions;
 
 /// What a client process is asked to do.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -244,7 +245,7 @@ fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
     let call = || -> Result<usize, String> {
         let result = runtime
-            .call_tool(&exported, spec.args.clone())
+            .call(&exported, spec.args.clone(), CallOptions::new())
             .map_err(|e| e.to_string())?;
         if result.is_error {
             return Err(format!("tool error: {}", result.text()));
@@ -268,7 +269,7 @@ fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
         let call = || async {
             let result = runtime
-                .call_tool(&exported, spec.args.clone())
+                .call(&exported, spec.args.clone(), CallOptions::new())
                 .await
                 .map_err(|e| e.to_string())?;
             if result.is_error {

@@ -24,6 +24,7 @@ use serde_json::json;
 
 use crate::tool_args;
 use crate::{CallArgs, Failure, check_stopped, unless_stopped, write_stdout};
+use rho_host::CallOptions;
 use rho_host::config::LoadedConfig;
 use rho_host::{Host, RuntimeKind};
 
@@ -135,8 +136,13 @@ pub(crate) fn run(
         }
     };
     let mut line = ProgressLine::new(std::io::stderr().is_terminal());
-    let outcome =
-        runtime.call_server_tool_with(id, tool, arguments, &mut |p| line.show(&p), &cancel);
+    let outcome = runtime.call(
+        (id, tool),
+        arguments,
+        CallOptions::new()
+            .on_progress(|p| line.show(&p))
+            .cancel(&cancel),
+    );
     line.clear();
     runtime.shutdown();
     if let Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) = &outcome {

@@ -16,6 +16,7 @@ use rho_proto_core::runtime::status::ServerStatus;
 use serde_json::{Map, Value, json};
 
 use crate::Failure;
+use rho_host::CallOptions;
 use rho_host::{Host, RuntimeKind};
 
 /// What a scenario asks of the client once it is connected.
@@ -163,7 +164,11 @@ fn call(
     cancel: &rho_host::Cancel,
 ) -> Result<(), String> {
     let result = runtime
-        .call_server_tool_with("conformance", tool, arguments, &mut |_| {}, cancel)
+        .call(
+            ("conformance", tool),
+            arguments,
+            CallOptions::new().cancel(cancel),
+        )
         .map_err(|e| e.to_string())?;
     let text = rho_proto_core::text::terminal::sanitize(&result.text()).into_owned();
     if result.is_error {

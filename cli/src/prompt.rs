@@ -28,6 +28,7 @@ use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
 use crate::{Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
+use rho_host::CallOptions;
 use rho_host::config::LoadedConfig;
 use rho_host::{Host, RuntimeKind};
 
@@ -90,7 +91,11 @@ impl Connected {
         self,
         request: FeatureRequest,
     ) -> Result<serde_json::Value, Failure> {
-        let outcome = self.host.request(&self.view.id, request, &self.cancel);
+        let outcome = self.host.request(
+            &self.view.id,
+            request,
+            CallOptions::new().cancel(&self.cancel),
+        );
         self.host.shutdown();
         check_stopped()?;
         outcome.map_err(|e| Failure::Runtime(e.to_string()))

@@ -23,6 +23,7 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use rho_host::CallOptions;
 use rho_host::login::LoginMode;
 use rho_host::questions::{Asking, PendingQuestion};
 use rho_host::{
@@ -151,11 +152,10 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
     let cancel = Cancel::new();
     if let Some(echo) = model.choose("echo")? {
         let result = host
-            .call_tool_with(
+            .call(
                 &echo.name,
                 json!({"message": "hello from the agent"}),
-                &mut |_| {},
-                &cancel,
+                CallOptions::new().cancel(&cancel),
             )
             .map_err(|e| e.to_string())?;
         step(
@@ -172,17 +172,18 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
     if let Some(long) = model.choose("trigger-long-running-operation")? {
         let mut updates = 0;
         let result = host
-            .call_tool_with(
+            .call(
                 &long.name,
                 json!({"duration": 1, "steps": 4}),
-                &mut |p| {
-                    updates += 1;
-                    step(
-                        6,
-                        &format!("progress {}/{}", p.progress, p.total.unwrap_or(f64::NAN)),
-                    );
-                },
-                &cancel,
+                CallOptions::new()
+                    .on_progress(|p| {
+                        updates += 1;
+                        step(
+                            6,
+                            &format!("progress {}/{}", p.progress, p.total.unwrap_or(f64::NAN)),
+                        );
+                    })
+                    .cancel(&cancel),
             )
             .map_err(|e| e.to_string())?;
         let text = host.render_result(&long.server, &result).model_text;
@@ -198,11 +199,12 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
         // 7. The same call, cancelled at its first progress update (an
         //    agent's user pressing stop): the server is told.
         let stop = Cancel::new();
-        let outcome = host.call_tool_with(
+        let outcome = host.call(
             &long.name,
             json!({"duration": 30, "steps": 30}),
-            &mut |_| stop.cancel(),
-            &stop,
+            CallOptions::new()
+                .on_progress(|_| stop.cancel())
+                .cancel(&stop),
         );
         match outcome {
             Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
@@ -215,7 +217,7 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
     // 8. A tool that asks the person a form; the host's UI answers.
     if let Some(ask) = model.choose("trigger-elicitation-request")? {
         let result = host
-            .call_tool_with(&ask.name, json!({}), &mut |_| {}, &cancel)
+            .call(&ask.name, json!({}), CallOptions::new().cancel(&cancel))
             .map_err(|e| e.to_string())?;
         let text = host.render_result(&ask.server, &result).model_text;
         step(8, &format!("{} -> {}", ask.name, first_line(&text)));

@@ -38,8 +38,9 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::index::ToolIndex;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
-use rho_proto_core::runtime::{Cancel, Inventory, ServerView, ToolCallError};
-use rho_proto_core::session::Progress;
+use rho_proto_core::runtime::{
+    CallOptions, CallTarget, Cancel, Inventory, ServerView, ToolCallError,
+};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
@@ -305,91 +306,28 @@ impl Host {
         self.with(|r| r.instructions_prompt(), |r| r.instructions_prompt())
     }
 
-    /// Calls an exported tool (`mcp__<server>__<tool>`) and waits for its
-    /// result. A result with `isError` is still `Ok`: the tool ran and
-    /// failed, which the caller reports as a tool failure.
-    pub fn call_tool(
+    /// Calls a tool and waits for its result: `target` is an exported
+    /// name (`"mcp__<server>__<tool>"`, as the model sees it) or a
+    /// server's own tool (`("server", "tool")`, under the server's
+    /// allow/deny filter); `options` add a progress callback, a
+    /// [`Cancel`] and a time limit of the call's own ([`CallOptions`];
+    /// `CallOptions::new()` adds none). A result with `isError` is still
+    /// `Ok`: the tool ran and failed, which the caller reports as a tool
+    /// failure. A tool for a server's MCP App only is refused
+    /// (`ToolCallError::AppOnly`). Once the cancel token is cancelled the
+    /// server is told (as the session's protocol era says) and the call
+    /// ends with the core's own `CallError::Cancelled`, whose notice says
+    /// whether the server was told.
+    pub fn call<'a>(
         &self,
-        exported: &str,
+        target: impl Into<CallTarget<'a>>,
         arguments: Value,
+        options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_tool_with(exported, arguments, &mut |_| {}, &Cancel::new())
-    }
-
-    /// Like [`Host::call_tool`], handing each progress notification the
-    /// server sends for this call to `on_progress` as it arrives.
-    pub fn call_tool_with_progress(
-        &self,
-        exported: &str,
-        arguments: Value,
-        on_progress: &mut dyn FnMut(Progress),
-    ) -> Result<CallToolResult, ToolCallError> {
-        self.call_tool_with(exported, arguments, on_progress, &Cancel::new())
-    }
-
-    /// Calls an exported tool, handing progress to `on_progress`, until it
-    /// ends or `cancel` is cancelled: then the server is told (as the session's
-    /// protocol era says) and the call ends with the core's own
-    /// `CallError::Cancelled`, whose notice says whether the server was
-    /// told.
-    pub fn call_tool_with(
-        &self,
-        exported: &str,
-        arguments: Value,
-        on_progress: &mut dyn FnMut(Progress),
-        cancel: &Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
+        let target = target.into();
         match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().call_tool_with(
-                exported,
-                arguments,
-                on_progress,
-                cancel,
-            )),
-            Inner::Blocking(runtime) => {
-                blocking(runtime).call_tool_with(exported, arguments, on_progress, cancel)
-            }
-        }
-    }
-
-    /// Calls a tool by server identity and the server's own tool name,
-    /// honouring the server's allow/deny filter; a tool for the server's
-    /// MCP App only is refused (`ToolCallError::AppOnly`), as
-    /// [`Host::call_tool`] refuses it.
-    pub fn call_server_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, ToolCallError> {
-        self.call_server_tool_with(server, tool, arguments, &mut |_| {}, &Cancel::new())
-    }
-
-    /// Like [`Host::call_tool_with`], by server identity and the server's
-    /// own tool name.
-    pub fn call_server_tool_with(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        on_progress: &mut dyn FnMut(Progress),
-        cancel: &Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
-        match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().call_server_tool_with(
-                server,
-                tool,
-                arguments,
-                on_progress,
-                cancel,
-            )),
-            Inner::Blocking(runtime) => blocking(runtime).call_server_tool_with(
-                server,
-                tool,
-                arguments,
-                on_progress,
-                cancel,
-            ),
+            Inner::Smol(smol) => smol.block_on(smol.runtime().call(target, arguments, options)),
+            Inner::Blocking(runtime) => blocking(runtime).call(target, arguments, options),
         }
     }
 
@@ -424,7 +362,7 @@ impl Host {
             name: name.to_owned(),
             arguments,
         });
-        let value = self.request(server, request, cancel)?;
+        let value = self.request_until(server, request, cancel)?;
         let result = GetPromptResult::from_value(&value).map_err(|e| AttachError::Malformed {
             server: server.to_owned(),
             what: "prompt",
@@ -445,7 +383,7 @@ impl Host {
         let request = FeatureRequest::ReadResource(ReadResourceParams {
             uri: uri.to_owned(),
         });
-        let value = self.request(server, request, cancel)?;
+        let value = self.request_until(server, request, cancel)?;
         let result =
             ReadResourceResult::from_value(&value).map_err(|e| AttachError::Malformed {
                 server: server.to_owned(),
@@ -463,18 +401,32 @@ impl Host {
 
     /// Sends a prompt, resource or completion request to `server` and
     /// waits for the result as sent (the feature modules of
-    /// `rho_proto_core::features` read it), until it ends or `cancel` is
-    /// cancelled (then the server is told and it ends as cancelled).
+    /// `rho_proto_core::features` read it), as `options` say: ended early
+    /// by its cancel token (then the server is told and it ends as
+    /// cancelled), within its own time limit. A request reports no
+    /// progress.
     pub fn request(
+        &self,
+        server: &str,
+        request: FeatureRequest,
+        options: CallOptions<'_>,
+    ) -> Result<Value, ToolCallError> {
+        match &self.inner {
+            Inner::Smol(smol) => smol.block_on(smol.runtime().request(server, request, options)),
+            Inner::Blocking(runtime) => blocking(runtime).request(server, request, options),
+        }
+    }
+
+    /// [`Host::request`] ended early only by `cancel`: the composed
+    /// requests below (prompt turns, attachments, skills) take a token,
+    /// and each of their requests gets it.
+    fn request_until(
         &self,
         server: &str,
         request: FeatureRequest,
         cancel: &Cancel,
     ) -> Result<Value, ToolCallError> {
-        match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().request(server, request, cancel)),
-            Inner::Blocking(runtime) => blocking(runtime).request(server, request, cancel),
-        }
+        self.request(server, request, CallOptions::new().cancel(cancel))
     }
 
     /// Every skill `server` lists (SEP-2640, `skills/list` page by page),
@@ -484,7 +436,7 @@ impl Host {
         let mut listing = SkillListing::default();
         let mut next = Some(SkillListing::first_request());
         while let Some(request) = next {
-            let page = self.request(server, request, cancel)?;
+            let page = self.request_until(server, request, cancel)?;
             next = listing
                 .add_page(&page)
                 .map_err(|reason| SkillError::malformed_listing(server, reason))?;
@@ -503,7 +455,7 @@ impl Host {
     ) -> Result<LoadedSkill, SkillError> {
         let refused = |check| SkillError::refused(server, entry.name(), check);
         let request = entry.load_request().map_err(refused)?;
-        let result = self.request(server, request, cancel)?;
+        let result = self.request_until(server, request, cancel)?;
         entry.verify_load(&result).map_err(refused)
     }
 
@@ -519,7 +471,7 @@ impl Host {
     ) -> Result<Vec<u8>, SkillError> {
         let refused = |check| SkillError::refused(server, skill.entry.name(), check);
         let request = skill.file_request(uri).map_err(refused)?;
-        let result = self.request(server, request, cancel)?;
+        let result = self.request_until(server, request, cancel)?;
         skill.verify_file(uri, &result).map_err(refused)
     }
 
@@ -649,53 +601,21 @@ impl AsyncHost {
         &self.host
     }
 
-    /// [`Host::call_tool_with`], awaited.
-    pub async fn call_tool_with(
+    /// [`Host::call`], awaited. The options are owned (`'static`): on
+    /// the blocking executor the call runs on another thread.
+    pub async fn call<'a>(
         &self,
-        exported: &str,
+        target: impl Into<CallTarget<'a>>,
         arguments: Value,
-        mut on_progress: impl FnMut(Progress) + Send + 'static,
-        cancel: Cancel,
+        options: CallOptions<'static>,
     ) -> Result<CallToolResult, ToolCallError> {
+        let target = target.into();
         match &self.host.inner {
-            Inner::Smol(smol) => {
-                smol.runtime()
-                    .call_tool_with(exported, arguments, on_progress, &cancel)
-                    .await
-            }
+            Inner::Smol(smol) => smol.runtime().call(target, arguments, options).await,
             Inner::Blocking(_) => {
                 let host = Arc::clone(&self.host);
-                let exported = exported.to_owned();
-                smol::unblock(move || {
-                    host.call_tool_with(&exported, arguments, &mut on_progress, &cancel)
-                })
-                .await
-            }
-        }
-    }
-
-    /// [`Host::call_server_tool_with`], awaited.
-    pub async fn call_server_tool_with(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        mut on_progress: impl FnMut(Progress) + Send + 'static,
-        cancel: Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
-        match &self.host.inner {
-            Inner::Smol(smol) => {
-                smol.runtime()
-                    .call_server_tool_with(server, tool, arguments, on_progress, &cancel)
-                    .await
-            }
-            Inner::Blocking(_) => {
-                let host = Arc::clone(&self.host);
-                let (server, tool) = (server.to_owned(), tool.to_owned());
-                smol::unblock(move || {
-                    host.call_server_tool_with(&server, &tool, arguments, &mut on_progress, &cancel)
-                })
-                .await
+                let target = OwnedTarget::from(target);
+                smol::unblock(move || host.call(target.as_target(), arguments, options)).await
             }
         }
     }
@@ -705,14 +625,14 @@ impl AsyncHost {
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: Cancel,
+        options: CallOptions<'static>,
     ) -> Result<Value, ToolCallError> {
         match &self.host.inner {
-            Inner::Smol(smol) => smol.runtime().request(server, request, &cancel).await,
+            Inner::Smol(smol) => smol.runtime().request(server, request, options).await,
             Inner::Blocking(_) => {
                 let host = Arc::clone(&self.host);
                 let server = server.to_owned();
-                smol::unblock(move || host.request(&server, request, &cancel)).await
+                smol::unblock(move || host.request(&server, request, options)).await
             }
         }
     }
@@ -723,6 +643,33 @@ impl AsyncHost {
     pub async fn shutdown(self) {
         if let Ok(host) = Arc::try_unwrap(self.host) {
             smol::unblock(move || host.shutdown()).await;
+        }
+    }
+}
+
+/// A [`CallTarget`] that owns its names, to move to another thread.
+enum OwnedTarget {
+    Exported(String),
+    Tool { server: String, tool: String },
+}
+
+impl From<CallTarget<'_>> for OwnedTarget {
+    fn from(target: CallTarget<'_>) -> Self {
+        match target {
+            CallTarget::Exported(name) => OwnedTarget::Exported(name.to_owned()),
+            CallTarget::Tool { server, tool } => OwnedTarget::Tool {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            },
+        }
+    }
+}
+
+impl OwnedTarget {
+    fn as_target(&self) -> CallTarget<'_> {
+        match self {
+            OwnedTarget::Exported(name) => CallTarget::Exported(name),
+            OwnedTarget::Tool { server, tool } => CallTarget::Tool { server, tool },
         }
     }
 }

@@ -25,8 +25,8 @@
 //! 4. **Drive**: [`Host`] is one face over either executor
 //!    ([`RuntimeKind`]): the tools to hand a model
 //!    ([`Host::current_tools`]), the servers' instructions for the system
-//!    prompt ([`Host::instructions_prompt`]), calls with progress and
-//!    cancellation ([`Host::call_tool_with`], stopped by a [`Cancel`]),
+//!    prompt ([`Host::instructions_prompt`]), calls ([`Host::call`], with
+//!    [`CallOptions`] for progress, a [`Cancel`] and a time limit),
 //!    prompts, resources and completions ([`Host::request`] with a
 //!    [`FeatureRequest`]), skills, and shutdown.
 //!
@@ -34,7 +34,7 @@
 //! agent depends on this crate alone.
 //!
 //! ```no_run
-//! use rho_host::{Cancel, Host, RuntimeKind, config, login::LoginMode};
+//! use rho_host::{CallOptions, Cancel, Host, RuntimeKind, config, login::LoginMode};
 //!
 //! let loaded = config::load(None).expect("a readable config");
 //! let mut options = rho_host::options_from_process_env();
@@ -46,11 +46,12 @@
 //!     println!("{}: {}", tool.name, tool.description);
 //! }
 //! let cancel = Cancel::new(); // cancel() from any thread stops the call
-//! let result = host.call_tool_with(
+//! let result = host.call(
 //!     "mcp__everything__echo",
 //!     serde_json::json!({"message": "hi"}),
-//!     &mut |progress| eprintln!("{progress:?}"),
-//!     &cancel,
+//!     CallOptions::new()
+//!         .on_progress(|progress| eprintln!("{progress:?}"))
+//!         .cancel(&cancel),
 //! );
 //! # let _ = (system, result);
 //! host.shutdown();
@@ -93,7 +94,8 @@ pub use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 pub use rho_proto_core::runtime::skills::SkillError;
 pub use rho_proto_core::runtime::status::ServerStatus;
 pub use rho_proto_core::runtime::{
-    Cancel, Cancelled, OnCancel, ServerView, StartServerError, ToolCallError,
+    CallOptions, CallTarget, Cancel, Cancelled, OnCancel, ServerView, StartServerError,
+    ToolCallError,
 };
 pub use rho_proto_core::session::{CallError, CancelNotice, Progress};
 pub use rho_proto_core::wire::protocol::CallToolResult;

@@ -26,13 +26,18 @@
 //!
 //! ```no_run
 //! use rho_io_blocking::{Runtime, options_from_process_env};
+//! use rho_proto_core::runtime::CallOptions;
 //! let config = rho_proto_core::config::parse(
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
 //! ).expect("valid config");
 //! let runtime = Runtime::start(&config, options_from_process_env());
 //! let result = runtime
-//!     .call_tool("mcp__everything__echo", serde_json::json!({"message": "hi"}))
+//!     .call(
+//!         "mcp__everything__echo",
+//!         serde_json::json!({"message": "hi"}),
+//!         CallOptions::new(),
+//!     )
 //!     .expect("call succeeds");
 //! println!("{}", result.text());
 //! runtime.shutdown();

@@ -18,9 +18,9 @@ use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{
-    Cancel, Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
+    CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, SlotId, StartServerError,
+    ToolCallError, late_config,
 };
-use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
@@ -222,93 +222,20 @@ impl Runtime {
         self.inventory.instructions_prompt()
     }
 
-    /// Calls an exported tool (`mcp__<server>__<tool>`) and waits for its
-    /// result. A result with `isError` is still `Ok`: the tool ran and
-    /// failed, which the caller reports as a tool failure.
-    pub fn call_tool(
+    /// Calls a tool (an exported name, or a server's own tool under its
+    /// allow/deny filter) and waits for its result, as `options` say:
+    /// progress handed over as it arrives, ended early by its cancel
+    /// token (the server is told and the call ends as cancelled), within
+    /// its own time limit. A result with `isError` is still `Ok`: the
+    /// tool ran and failed, which the caller reports as a tool failure.
+    pub fn call<'a>(
         &self,
-        exported: &str,
+        target: impl Into<CallTarget<'a>>,
         arguments: Value,
+        mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_tool_with_progress(exported, arguments, |_| {})
-    }
-
-    /// Like [`Runtime::call_tool`], handing each progress notification the
-    /// server sends for this call to `on_progress` as it arrives.
-    pub fn call_tool_with_progress(
-        &self,
-        exported: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
-        self.call(slot, tool, arguments, on_progress)
-    }
-
-    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is
-    /// cancelled: then the server is told (as the session's era says) and
-    /// the call ends as cancelled.
-    pub fn call_tool_with(
-        &self,
-        exported: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: &Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
-        self.call_cancellable(slot, tool, arguments, on_progress, Some(cancel))
-    }
-
-    /// Calls a tool by server identity and the server's own tool name,
-    /// honouring the server's allow/deny filter.
-    pub fn call_server_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self
-            .inventory
-            .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool, arguments, |_| {})
-    }
-
-    /// Calls a tool by server identity and the server's own name, handing
-    /// progress to `on_progress`, until it ends or `cancel` is cancelled:
-    /// then the server is told and the call ends as cancelled.
-    pub fn call_server_tool_with(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: &Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self
-            .inventory
-            .route_server_tool(server, tool, self.health())?;
-        self.call_cancellable(slot, tool, arguments, on_progress, Some(cancel))
-    }
-
-    fn call(
-        &self,
-        slot: SlotId,
-        tool: String,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-    ) -> Result<CallToolResult, ToolCallError> {
-        self.call_cancellable(slot, tool, arguments, on_progress, None)
-    }
-
-    fn call_cancellable(
-        &self,
-        slot: SlotId,
-        tool: String,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: Option<&Cancel>,
-    ) -> Result<CallToolResult, ToolCallError> {
-        self.call_unredacted(slot, tool, arguments, on_progress, cancel)
+        let (slot, tool) = self.inventory.route(target.into(), self.health())?;
+        self.call_unredacted(slot, tool, arguments, &mut options)
             .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
 
@@ -317,9 +244,11 @@ impl Runtime {
         slot: SlotId,
         tool: String,
         arguments: Value,
-        mut on_progress: impl FnMut(Progress),
-        cancel: Option<&Cancel>,
+        options: &mut CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
+        let cancel = options.cancel_token().cloned();
+        let cancel = cancel.as_ref();
+        let budget = options.time_limit();
         let server = || self.inventory.id(slot).unwrap_or_default();
         let not_running = || ToolCallError::ServerNotReady {
             server: server().to_owned(),
@@ -328,7 +257,12 @@ impl Runtime {
         let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
         // Backpressure: the core says whether the call may go yet, and
         // what it ends with if not.
-        wait_for_room(&driver.backlog, driver.tool_timeout, server(), cancel)?;
+        wait_for_room(
+            &driver.backlog,
+            budget.unwrap_or(driver.tool_timeout),
+            server(),
+            cancel,
+        )?;
         let (reply, answer) = crate::reply::mailbox();
         let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
         driver
@@ -337,6 +271,7 @@ impl Runtime {
                 ticket,
                 tool,
                 arguments,
+                budget,
                 reply,
             })
             .map_err(|_| not_running())?;
@@ -344,22 +279,23 @@ impl Runtime {
         // error, timeout, cancellation or session end), so this wait is
         // bounded by the call budget.
         follow(driver, ticket, &answer, cancel, not_running, |update| {
-            update.into_call_result(&mut on_progress)
+            update.into_call_result(|progress| options.report(progress))
         })
     }
 
     /// Sends a prompt, resource or completion request to `server` and
     /// waits for the server's result, as sent (the feature modules read
-    /// it), until it ends or `cancel` is cancelled: then the server is
-    /// told and the request ends as cancelled.
+    /// it), as `options` say: ended early by its cancel token (the server
+    /// is told and the request ends as cancelled), within its own time
+    /// limit. A request reports no progress.
     pub fn request(
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: &Cancel,
+        options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
         let slot = self.inventory.route_server(server, self.health())?;
-        self.request_unredacted(slot, server, request, Some(cancel))
+        self.request_unredacted(slot, server, request, &options)
             .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
 
@@ -368,8 +304,9 @@ impl Runtime {
         slot: SlotId,
         server: &str,
         request: FeatureRequest,
-        cancel: Option<&Cancel>,
+        options: &CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
+        let cancel = options.cancel_token();
         let not_running = || ToolCallError::ServerNotReady {
             server: server.to_owned(),
             reason: "its session has ended".into(),
@@ -382,6 +319,7 @@ impl Runtime {
             .command(Command::Request {
                 ticket,
                 request: Box::new(request),
+                budget: options.time_limit(),
                 reply,
             })
             .map_err(|_| not_running())?;

@@ -36,6 +36,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use rho_io_smol::{Runtime, options_from_process_env};
+//! use rho_proto_core::runtime::CallOptions;
 //! let config = rho_proto_core::config::parse(
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
@@ -44,7 +45,11 @@
 //! smol::block_on(executor.run(async {
 //!     let runtime = Runtime::start(&executor, &config, options_from_process_env()).await;
 //!     let result = runtime
-//!         .call_tool("mcp__everything__echo", serde_json::json!({"message": "hi"}))
+//!         .call(
+//!             "mcp__everything__echo",
+//!             serde_json::json!({"message": "hi"}),
+//!             CallOptions::new(),
+//!         )
 //!         .await
 //!         .expect("call succeeds");
 //!     println!("{}", result.text());

@@ -26,9 +26,9 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{
-    Cancel, Health, Inventory, ServerView, SlotId, StartServerError, ToolCallError, late_config,
+    CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, SlotId, StartServerError,
+    ToolCallError, late_config,
 };
-use rho_proto_core::session::Progress;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 use smol::channel::Receiver;
@@ -243,104 +243,21 @@ impl Runtime {
         self.inventory.instructions_prompt()
     }
 
-    /// Calls an exported tool (`mcp__<server>__<tool>`). Dropping the
-    /// future before it resolves cancels the call: the server is sent
-    /// `notifications/cancelled`.
-    pub async fn call_tool(
+    /// Calls a tool (an exported name, or a server's own tool under its
+    /// allow/deny filter) and waits for its result, as `options` say:
+    /// progress handed over as it arrives, ended early by its cancel
+    /// token (the session abandons the call, the server is told, and the
+    /// call ends with the core's own `CallError::Cancelled`, or with its
+    /// answer if that came first), within its own time limit. Dropping
+    /// the future before it resolves abandons the call the same way.
+    pub async fn call<'a>(
         &self,
-        exported: &str,
+        target: impl Into<CallTarget<'a>>,
         arguments: Value,
+        mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.call_tool_with_progress(exported, arguments, |_| {})
-            .await
-    }
-
-    /// Like [`Runtime::call_tool`], handing each progress notification to
-    /// `on_progress` as it arrives.
-    pub async fn call_tool_with_progress(
-        &self,
-        exported: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
-        self.call(slot, tool, arguments, on_progress, std::future::pending())
-            .await
-    }
-
-    /// Like [`Runtime::call_tool_with_progress`], until `cancel` is
-    /// cancelled: then the session abandons the call (the server is told)
-    /// and the call ends with the core's own `CallError::Cancelled`, or
-    /// with its answer if that arrived first.
-    pub async fn call_tool_with(
-        &self,
-        exported: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: &Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self.inventory.route_exported(exported, self.health())?;
-        self.call(slot, tool, arguments, on_progress, cancel.cancelled())
-            .await
-    }
-
-    /// Calls a tool by server identity and the server's own tool name,
-    /// honouring the server's allow/deny filter.
-    pub async fn call_server_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-    ) -> Result<CallToolResult, ToolCallError> {
-        self.call_server_tool_with_progress(server, tool, arguments, |_| {})
-            .await
-    }
-
-    /// Like [`Runtime::call_server_tool`], handing each progress
-    /// notification to `on_progress`. Dropping the future cancels the call.
-    pub async fn call_server_tool_with_progress(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self
-            .inventory
-            .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool, arguments, on_progress, std::future::pending())
-            .await
-    }
-
-    /// Like [`Runtime::call_server_tool_with_progress`], until `cancel` is
-    /// cancelled: then the session abandons the call (the server is told)
-    /// and the call ends with the core's own `CallError::Cancelled`
-    /// (`rho_proto_core::session::CallError`), or with its answer if that
-    /// arrived first.
-    pub async fn call_server_tool_with(
-        &self,
-        server: &str,
-        tool: &str,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: &Cancel,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self
-            .inventory
-            .route_server_tool(server, tool, self.health())?;
-        self.call(slot, tool, arguments, on_progress, cancel.cancelled())
-            .await
-    }
-
-    async fn call(
-        &self,
-        slot: SlotId,
-        tool: String,
-        arguments: Value,
-        on_progress: impl FnMut(Progress),
-        cancel: impl Future<Output = ()>,
-    ) -> Result<CallToolResult, ToolCallError> {
-        self.call_unredacted(slot, tool, arguments, on_progress, cancel)
+        let (slot, tool) = self.inventory.route(target.into(), self.health())?;
+        self.call_unredacted(slot, tool, arguments, &mut options)
             .await
             .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
@@ -350,9 +267,10 @@ impl Runtime {
         slot: SlotId,
         tool: String,
         arguments: Value,
-        mut on_progress: impl FnMut(Progress),
-        cancel: impl Future<Output = ()>,
+        options: &mut CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
+        let budget = options.time_limit();
+        let cancel = cancelled(options.cancel_token().cloned());
         let server = || self.inventory.id(slot).unwrap_or_default();
         let not_running = || ToolCallError::ServerNotReady {
             server: server().to_owned(),
@@ -362,7 +280,7 @@ impl Runtime {
         let mut cancel = std::pin::pin!(cancel);
         // Backpressure: the core says whether the call may go yet. A caller
         // that gives up while it waits hears the core's `Cancelled`.
-        let admission = Admission::new(Instant::now(), handle.tool_timeout);
+        let admission = Admission::new(Instant::now(), budget.unwrap_or(handle.tool_timeout));
         loop {
             match admission.check(Instant::now(), &handle.backlog, server()) {
                 Admit::Send => break,
@@ -392,30 +310,32 @@ impl Runtime {
                 ticket,
                 tool,
                 arguments,
+                budget,
                 reply,
             })
             .map_err(|_| not_running())?;
         // If this future is dropped before the answer, the guard in
         // `follow` tells the session to abandon the call.
         follow(handle, ticket, answer, cancel, not_running, |update| {
-            update.into_call_result(&mut on_progress)
+            update.into_call_result(|progress| options.report(progress))
         })
         .await
     }
 
     /// Sends a prompt, resource or completion request to `server` and
     /// waits for the server's result, as sent (the feature modules read
-    /// it), until it ends or `cancel` is cancelled: then the server is
-    /// told and the request ends as cancelled. Dropping the future
-    /// abandons the request the same way.
+    /// it), as `options` say: ended early by its cancel token (the server
+    /// is told and the request ends as cancelled), within its own time
+    /// limit. A request reports no progress. Dropping the future abandons
+    /// the request as a cancel does.
     pub async fn request(
         &self,
         server: &str,
         request: FeatureRequest,
-        cancel: &Cancel,
+        options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
         let slot = self.inventory.route_server(server, self.health())?;
-        self.request_unredacted(slot, server, request, cancel.cancelled())
+        self.request_unredacted(slot, server, request, &options)
             .await
             .map_err(|e| self.inventory.redact_call_error(slot, e))
     }
@@ -425,8 +345,9 @@ impl Runtime {
         slot: SlotId,
         server: &str,
         request: FeatureRequest,
-        cancel: impl Future<Output = ()>,
+        options: &CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
+        let cancel = cancelled(options.cancel_token().cloned());
         let not_running = || ToolCallError::ServerNotReady {
             server: server.to_owned(),
             reason: "its session has ended".into(),
@@ -439,6 +360,7 @@ impl Runtime {
             .command(Command::Request {
                 ticket,
                 request: Box::new(request),
+                budget: options.time_limit(),
                 reply,
             })
             .map_err(|_| not_running())?;
@@ -585,5 +507,13 @@ impl TaskHandle {
         if let Some(task) = self.task.take() {
             task.await;
         }
+    }
+}
+
+/// Resolves once `cancel` is cancelled; never without one.
+async fn cancelled(cancel: Option<Cancel>) {
+    match cancel {
+        Some(cancel) => cancel.cancelled().await,
+        None => std::future::pending().await,
     }
 }

@@ -8,7 +8,7 @@
 //! here, once for every executor.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
@@ -219,6 +219,26 @@ impl Connection {
         }
     }
 
+    /// Records a call or request, with its own budget (`budget_ms`) only
+    /// when it has one, so a transcript of a call without one reads as it
+    /// always did.
+    fn record_with_budget<const N: usize>(
+        &mut self,
+        now: Instant,
+        kind: &str,
+        budget: Option<Duration>,
+        pairs: impl FnOnce() -> [(&'static str, Value); N],
+    ) {
+        if let Some(r) = &mut self.recorder {
+            let mut fields = transcript::fields(&pairs());
+            if let Some(budget) = budget {
+                let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
+                fields.insert("budget_ms".into(), json!(ms));
+            }
+            r.input(now, kind, fields);
+        }
+    }
+
     // ----- inputs -----
 
     /// Bytes from a stdio child's stdout.
@@ -305,19 +325,21 @@ impl Connection {
 
     // ----- commands -----
 
-    /// Calls a tool by the server's own name.
+    /// Calls a tool by the server's own name, within `budget` when one is
+    /// given (else the server's `tool_timeout`).
     pub fn call_tool(
         &mut self,
         now: Instant,
         tool: &str,
         arguments: Value,
+        budget: Option<Duration>,
     ) -> Result<CallId, ApiMisuse> {
-        self.record(now, "call", || {
+        self.record_with_budget(now, "call", budget, || {
             [("tool", json!(tool)), ("args", arguments.clone())]
         });
         let result = match &mut self.inner {
-            Inner::Stdio(session) => session.call_tool(now, tool, arguments),
-            Inner::Http(transport) => transport.call_tool(now, tool, arguments),
+            Inner::Stdio(session) => session.call_tool_within(now, tool, arguments, budget),
+            Inner::Http(transport) => transport.call_tool_within(now, tool, arguments, budget),
         };
         if let Some(r) = &mut self.recorder {
             r.poll(
@@ -328,22 +350,24 @@ impl Connection {
         result
     }
 
-    /// Sends a prompt, resource or completion request; see
-    /// [`Session::request`]. [`Connection::cancel_call`] abandons it.
+    /// Sends a prompt, resource or completion request, within `budget`
+    /// when one is given; see [`Session::request_within`].
+    /// [`Connection::cancel_call`] abandons it.
     pub fn request(
         &mut self,
         now: Instant,
         request: &crate::features::FeatureRequest,
+        budget: Option<Duration>,
     ) -> Result<CallId, ApiMisuse> {
-        self.record(now, "request", || {
+        self.record_with_budget(now, "request", budget, || {
             [
                 ("method", json!(request.method())),
                 ("params", json!(request)),
             ]
         });
         let result = match &mut self.inner {
-            Inner::Stdio(session) => session.request(now, request),
-            Inner::Http(transport) => transport.request(now, request),
+            Inner::Stdio(session) => session.request_within(now, request, budget),
+            Inner::Http(transport) => transport.request_within(now, request, budget),
         };
         if let Some(r) = &mut self.recorder {
             r.poll(

@@ -204,6 +204,14 @@ fn bytes_from(value: &Value) -> Option<Vec<u8>> {
     }
 }
 
+/// A recorded call's or request's own budget (`budget_ms`), when it had
+/// one.
+fn budget_of(e: &Value) -> Option<Duration> {
+    e.get("budget_ms")
+        .and_then(Value::as_u64)
+        .map(Duration::from_millis)
+}
+
 fn micros(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
 }
@@ -702,14 +710,14 @@ fn apply(
         "call" => {
             let tool = str_of("tool").ok_or("no tool")?;
             let args = e.get("args").cloned().unwrap_or(Value::Null);
-            calls.push_back(c.call_tool(now, &tool, args).ok());
+            calls.push_back(c.call_tool(now, &tool, args, budget_of(e)).ok());
         }
         "request" => {
             let method = str_of("method").ok_or("no method")?;
             let params = e.get("params").cloned().unwrap_or(Value::Null);
             let request = crate::features::FeatureRequest::from_wire(&method, &params)
                 .ok_or("bad request")?;
-            calls.push_back(c.request(now, &request).ok());
+            calls.push_back(c.request(now, &request, budget_of(e)).ok());
         }
         "cancel" => c.cancel_call(
             now,

@@ -579,6 +579,36 @@ fn feature_requests_time_out_and_cancel_telling_the_server() {
     )));
 }
 
+/// A request with a budget of its own (`CallOptions::timeout`) times out
+/// at it, in place of its default (a completion's short budget here).
+#[test]
+fn a_feature_request_with_a_budget_of_its_own_times_out_at_that_budget() {
+    let mut h = Harness::latest();
+    h.everything();
+    let complete = FeatureRequest::Complete(CompleteParams {
+        reference: CompletionRef::Prompt {
+            name: "args-prompt".into(),
+        },
+        argument: CompleteArgument {
+            name: "city".into(),
+            value: "Pa".into(),
+        },
+        context: None,
+    });
+    let call = h
+        .session
+        .request_within(h.now, &complete, Some(Duration::from_secs(7)))
+        .expect("accepted");
+    h.drain();
+    let sent = h.now;
+    h.step();
+    assert_eq!(h.now - sent, Duration::from_secs(7), "not the default 3 s");
+    assert!(h.events.iter().any(|e| matches!(
+        e,
+        Event::RequestCompleted { call: c, result: Err(CallError::Timeout { .. }) } if *c == call
+    )));
+}
+
 /// Only a tool call carries a progress token (its call id): progress
 /// naming the id of a prompt, resource or completion request names no
 /// request of rho's, and neither reaches the host nor extends its budget.

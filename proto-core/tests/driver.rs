@@ -214,6 +214,7 @@ impl Harness {
             ticket,
             tool: "echo".into(),
             arguments: json!({"text": "hi"}),
+            budget: None,
             reply: ticket,
         });
     }
@@ -459,6 +460,7 @@ impl Harness {
                 name: "greet".into(),
                 arguments: [("who".to_owned(), "Ada".to_owned())].into(),
             })),
+            budget: None,
             reply: ticket,
         });
     }
@@ -835,6 +837,7 @@ fn a_closed_session_hands_commands_back_but_takes_a_second_close() {
             ticket: 1,
             tool: "echo".into(),
             arguments: json!({}),
+            budget: None,
             reply: 1,
         },
     );

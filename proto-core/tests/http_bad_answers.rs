@@ -127,7 +127,7 @@ impl Server {
     fn call(&mut self) -> (CallId, HttpRequest) {
         let call = self
             .conn
-            .call_tool(self.now, "t", json!({}))
+            .call_tool(self.now, "t", json!({}), None)
             .expect("ready");
         self.serve();
         (call, self.calls.pop().expect("a tools/call POST"))

@@ -226,6 +226,37 @@ fn tool_call_times_out_sends_cancelled_and_drops_the_late_reply() {
     assert_eq!(h.session.state(), SessionState::Ready);
 }
 
+/// A host's per-call limit (`CallOptions::timeout`) replaces the
+/// server's `tool_timeout` for that call alone, shorter or longer, and the
+/// error names the budget that ran out.
+#[test]
+fn a_call_with_a_budget_of_its_own_times_out_at_that_budget() {
+    let mut h = Harness::new(Harness::options());
+    h.ready_with_tools(json!([tool("slow")]));
+    for seconds in [2, 60] {
+        let budget = Duration::from_secs(seconds);
+        let call = h
+            .session
+            .call_tool_within(h.now, "slow", json!({}), Some(budget))
+            .expect("ready");
+        h.drain();
+        assert_eq!(h.step(), budget, "the call's own budget, not 5 s");
+        match h.events.last() {
+            Some(Event::CallCompleted {
+                call: c,
+                result: Err(CallError::Timeout { budget: b, .. }),
+            }) => assert_eq!((*c, *b), (call, budget)),
+            other => panic!("expected a timeout after {seconds} s, got {other:?}"),
+        }
+    }
+    // Without one, the server's budget again.
+    h.session
+        .call_tool(h.now, "slow", json!({}))
+        .expect("ready");
+    h.drain();
+    assert_eq!(h.step(), Duration::from_secs(5));
+}
+
 #[test]
 fn call_results_and_errors_reach_the_right_call() {
     let mut h = Harness::new(Harness::options());

@@ -376,3 +376,90 @@ fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
     let summary = replay(&text, now).expect("replays");
     assert_eq!(summary.sessions, 1);
 }
+
+/// A call with a budget of its own (`CallOptions::timeout`) is recorded
+/// with it (`budget_ms`) and replays: its timeout comes due when it did,
+/// not at the server's `tool_timeout`, which replay would refuse.
+#[test]
+fn a_calls_own_budget_is_recorded_and_replays() {
+    use rho_proto_core::connection::Output;
+    use rho_proto_core::session::{CallError, Event};
+    use serde_json::{Value, json};
+    use std::time::Duration;
+
+    let config = config::parse(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let now = Instant::now();
+    let mut conn =
+        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
+    // A 2025 server: it refuses the 2026 probe and answers the rest.
+    let mut ready = false;
+    for _ in 0..20 {
+        while let Some(output) = conn.poll_output() {
+            let Output::Write(bytes) = output else {
+                panic!("stdio writes bytes")
+            };
+            for line in String::from_utf8(bytes).expect("utf-8").lines() {
+                let message: Value = serde_json::from_str(line).expect("json");
+                let (Some(id), Some(method)) = (message.get("id"), message["method"].as_str())
+                else {
+                    continue;
+                };
+                let answer = match method {
+                    "server/discover" => {
+                        json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32601, "message": "Method not found"}})
+                    }
+                    "initialize" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "protocolVersion": "2025-11-25",
+                        "capabilities": {"tools": {}},
+                        "serverInfo": {"name": "s", "version": "1"}
+                    }}),
+                    "tools/list" => json!({"jsonrpc": "2.0", "id": id, "result": {
+                        "tools": [{"name": "slow", "inputSchema": {"type": "object"}}]
+                    }}),
+                    _ => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
+                };
+                conn.handle_stdio_bytes(now, format!("{answer}\n").as_bytes());
+            }
+        }
+        while let Some(event) = conn.poll_event() {
+            ready |= matches!(event, Event::Ready(_));
+        }
+        if ready {
+            break;
+        }
+    }
+    assert!(ready, "the scripted server makes the session ready");
+    let budget = Duration::from_secs(2);
+    let call = conn
+        .call_tool(now, "slow", json!({}), Some(budget))
+        .expect("ready");
+    while conn.poll_output().is_some() {}
+    let due = conn.poll_timeout().expect("the call's deadline");
+    assert_eq!(due - now, budget, "the call's own budget, not 60 s");
+    conn.handle_timeout(due);
+    while conn.poll_output().is_some() {}
+    let mut timed_out = false;
+    while let Some(event) = conn.poll_event() {
+        timed_out |= matches!(
+            event,
+            Event::CallCompleted { call: c, result: Err(CallError::Timeout { .. }) } if c == call
+        );
+    }
+    assert!(timed_out, "the call timed out at its budget");
+    let text = conn.take_transcript().join("\n");
+    assert!(text.contains("\"budget_ms\":2000"), "{text}");
+    replay(&text, now).expect("the transcript replays");
+    // Without the recorded budget the replayed call would wait 60 s, and
+    // replay says where it went another way.
+    let stripped = text.replace(",\"budget_ms\":2000", "");
+    assert_ne!(stripped, text);
+    assert!(matches!(
+        replay(&stripped, now),
+        Err(ReplayError::Diverged(_))
+    ));
+}

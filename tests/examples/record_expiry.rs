@@ -7,6 +7,7 @@
 use std::sync::Arc;
 
 use rho_io_blocking::Runtime;
+use rho_proto_core::runtime::CallOptions;
 use rho_tests::{EverythingHttp, TranscriptFile, options_with, parse_config};
 use serde_json::json;
 
@@ -23,11 +24,19 @@ fn main() {
     ));
     let runtime = Runtime::start(&parse_config(&server.config("remote")), options);
     let first = runtime
-        .call_tool("mcp__remote__echo", json!({"message": "before"}))
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "before"}),
+            CallOptions::new(),
+        )
         .expect("first call");
     server.restart();
     let second = runtime
-        .call_tool("mcp__remote__echo", json!({"message": "after"}))
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "after"}),
+            CallOptions::new(),
+        )
         .expect("the call after the restart recovers");
     runtime.shutdown();
     println!("{} / {}", first.text(), second.text());

@@ -5,6 +5,7 @@
 
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -39,7 +40,11 @@ fn a_burst_of_calls_to_a_slow_reader_is_all_answered<R: TestRuntime>() {
                     .stack_size(512 * 1024)
                     .spawn_scoped(scope, move || {
                         runtime
-                            .call_server_tool("slow", "echo", json!({"n": n, "pad": pad}))
+                            .call(
+                                ("slow", "echo"),
+                                json!({"n": n, "pad": pad}),
+                                CallOptions::new(),
+                            )
                             .map(|r| r.text())
                             .map_err(|e| e.to_string())
                     })
@@ -97,7 +102,11 @@ fn calls_to_a_server_that_stopped_reading_fail_saying_so<R: TestRuntime>() {
     for n in 0..6 {
         let started = Instant::now();
         let error = runtime
-            .call_server_tool("deaf", "echo", json!({"n": n, "pad": pad}))
+            .call(
+                ("deaf", "echo"),
+                json!({"n": n, "pad": pad}),
+                CallOptions::new(),
+            )
             .expect_err("the server never answers");
         // A hang guard: the budget is 2 s.
         assert!(
@@ -116,12 +125,10 @@ fn calls_to_a_server_that_stopped_reading_fail_saying_so<R: TestRuntime>() {
     // cancelled, not kept waiting for the rest of the budget.
     let cancel = rho_host::Cancel::new();
     cancel.cancel();
-    let cancelled = runtime.call_server_tool_with(
-        "deaf",
-        "echo",
+    let cancelled = runtime.call(
+        ("deaf", "echo"),
         json!({"n": "last", "pad": pad}),
-        &mut |_| {},
-        &cancel,
+        CallOptions::new().cancel(&cancel),
     );
     runtime.shutdown();
     assert!(

@@ -6,6 +6,7 @@
 
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_host::{Cancel, Host};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -60,7 +61,7 @@ const AT_ONCE: Duration = Duration::from_secs(30);
 /// ([`AT_ONCE`]).
 fn fails_at_once(runtime: &Host, tool: &str, arguments: Value) -> String {
     let started = Instant::now();
-    let result = runtime.call_server_tool("bad", tool, arguments);
+    let result = runtime.call(("bad", tool), arguments, CallOptions::new());
     assert!(
         started.elapsed() < AT_ONCE,
         "`{tool}` waited {:?}",
@@ -100,7 +101,7 @@ fn check_unreadable_answers<R: TestRuntime>(config: &str, arguments: Value) {
     );
     // The session goes on.
     let fine = runtime
-        .call_server_tool("bad", "fine", arguments)
+        .call(("bad", "fine"), arguments, CallOptions::new())
         .expect("a correct answer still reads");
     assert_eq!(fine.text(), "fine");
     runtime.shutdown();
@@ -110,7 +111,7 @@ fn check_raised_cap<R: TestRuntime>(config: &str, arguments: Value) {
     let runtime = R::start(&parse_config(config), options_with(&[]));
     assert_ready(&runtime);
     let huge = runtime
-        .call_server_tool("bad", "huge", arguments)
+        .call(("bad", "huge"), arguments, CallOptions::new())
         .expect("a 17 MiB answer reads under a 32 MiB max_message_bytes");
     assert_eq!(huge.text().len(), 17 * 1024 * 1024);
     runtime.shutdown();
@@ -157,7 +158,7 @@ fn request_fails_at_once(runtime: &Host, method: &str, params: Value) -> String 
         .unwrap_or_else(|| panic!("{method} {params} is a feature request"));
     let cancel = Cancel::new();
     let started = Instant::now();
-    let result = runtime.request("bad", request, &cancel);
+    let result = runtime.request("bad", request, CallOptions::new().cancel(&cancel));
     assert!(
         started.elapsed() < AT_ONCE,
         "`{method}` waited {:?}",
@@ -208,7 +209,7 @@ fn feature_requests_answered_unreadably_fail_at_once<R: TestRuntime>() {
             let cancel = Cancel::new();
             let request = FeatureRequest::from_wire(method, &params).expect("a feature request");
             let answer = runtime
-                .request("bad", request, &cancel)
+                .request("bad", request, CallOptions::new().cancel(&cancel))
                 .unwrap_or_else(|e| panic!("{mode} {method}: a stray line failed it: {e}"));
             assert!(
                 answer.to_string().contains("ok"),
@@ -216,7 +217,7 @@ fn feature_requests_answered_unreadably_fail_at_once<R: TestRuntime>() {
             );
         }
         let fine = runtime
-            .call_server_tool("bad", "fine", json!({}))
+            .call(("bad", "fine"), json!({}), CallOptions::new())
             .expect("a correct answer still reads");
         assert_eq!(fine.text(), "fine", "{mode}");
         runtime.shutdown();

@@ -6,6 +6,7 @@
 
 use std::process::{Child, Command, Stdio};
 
+use rho_host::CallOptions;
 use rho_host::Host;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
 use rho_tests::both_executors;
@@ -68,13 +69,14 @@ fn a_stateless_stdio_server_is_driven_in_the_2026_era<R: TestRuntime>() {
     assert_eq!(report.server_info.name, "stateless-fixture");
     // The server reads identity and log level from each request's _meta.
     let who = runtime
-        .call_server_tool("modern", "whoami", json!({}))
+        .call(("modern", "whoami"), json!({}), CallOptions::new())
         .expect("whoami");
     assert_eq!(who.text(), "rho at log level info");
     let echo = runtime
-        .call_tool(
+        .call(
             "mcp__modern__echo",
             json!({"message": "hi", "region": "eu"}),
+            CallOptions::new(),
         )
         .expect("echo");
     assert_eq!(echo.text(), "Echo: hi");
@@ -91,13 +93,17 @@ fn a_stateless_http_server_accepts_every_header_rho_sends<R: TestRuntime>() {
     // (Base64 here: not ASCII), and one that is absent for a null.
     for region in [json!("Région ü"), json!("us-west1"), json!(null)] {
         let echo = runtime
-            .call_server_tool("modern", "echo", json!({"message": "hi", "region": region}))
+            .call(
+                ("modern", "echo"),
+                json!({"message": "hi", "region": region}),
+                CallOptions::new(),
+            )
             .unwrap_or_else(|e| panic!("{region}: {e}"));
         assert!(!echo.is_error, "{echo:?}");
         assert_eq!(echo.text(), "Echo: hi");
     }
     let who = runtime
-        .call_server_tool("modern", "whoami", json!({}))
+        .call(("modern", "whoami"), json!({}), CallOptions::new())
         .expect("whoami");
     assert_eq!(who.text(), "rho at log level warning");
     runtime.shutdown();
@@ -113,7 +119,11 @@ fn a_2025_server_over_http_is_reached_through_the_probes_fallback<R: TestRuntime
     assert_eq!(report.era(), "2025-11-25");
     assert!(!report.is_stateless());
     let echo = runtime
-        .call_server_tool("everything", "echo", json!({"message": "old"}))
+        .call(
+            ("everything", "echo"),
+            json!({"message": "old"}),
+            CallOptions::new(),
+        )
         .expect("echo");
     assert_eq!(echo.text(), "Echo: old");
     runtime.shutdown();

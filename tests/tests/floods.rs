@@ -12,6 +12,7 @@
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use rho_proto_core::runtime::CallOptions;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -57,7 +58,7 @@ fn flooded_call_completes_within_bounded_memory<R: TestRuntime>() {
         runtime.server("flood")
     );
     let result = runtime
-        .call_server_tool("flood", "flood", json!({}))
+        .call(("flood", "flood"), json!({}), CallOptions::new())
         .expect("the call is answered after the flood");
     assert_eq!(result.text(), "flooded");
     let peak = status_kib("VmHWM:");
@@ -130,7 +131,7 @@ fn flooded_http_stream_completes_within_bounded_memory<R: TestRuntime>() {
     ));
     let runtime = R::start(&config, options_with(&[]));
     let result = runtime
-        .call_server_tool("flood", "flood", json!({}))
+        .call(("flood", "flood"), json!({}), CallOptions::new())
         .expect("the call is answered after a million events");
     assert_eq!(result.text(), "flooded");
     let peak = status_kib("VmHWM:");

@@ -10,6 +10,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_host::Host;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::ServerLog;
@@ -33,7 +34,11 @@ fn handshake_tools_and_echo_over_http<R: TestRuntime>() {
     assert_eq!(report.pid, None, "no process for a remote server");
     assert!(runtime.tools().get("mcp__remote__echo").is_some());
     let result = runtime
-        .call_tool("mcp__remote__echo", json!({"message": "over http"}))
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "over http"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     assert_eq!(result.text(), "Echo: over http");
     // Several calls in flight at once, each on its own POST.
@@ -43,7 +48,11 @@ fn handshake_tools_and_echo_over_http<R: TestRuntime>() {
                 let runtime = &runtime;
                 scope.spawn(move || {
                     runtime
-                        .call_tool("mcp__remote__echo", json!({"message": format!("m{i}")}))
+                        .call(
+                            "mcp__remote__echo",
+                            json!({"message": format!("m{i}")}),
+                            CallOptions::new(),
+                        )
                         .map(|r| r.text())
                 })
             })
@@ -69,9 +78,11 @@ fn progress_notifications_arrive_over_sse<R: TestRuntime>() {
         .expect("long-running tool exported");
     let mut seen = Vec::new();
     let result = runtime
-        .call_tool_with_progress(&exported, json!({"duration": 1, "steps": 3}), &mut |p| {
-            seen.push(p)
-        })
+        .call(
+            &exported,
+            json!({"duration": 1, "steps": 3}),
+            CallOptions::new().on_progress(|p| seen.push(p)),
+        )
         .expect("call succeeds");
     assert!(!result.is_error, "{result:?}");
     assert!(seen.len() >= 3, "progress seen: {seen:?}");
@@ -111,7 +122,7 @@ fn server_logs_arrive_on_the_server_stream<R: TestRuntime>() {
         .map(|t| t.name.clone())
         .expect("toggle exported");
     runtime
-        .call_tool(&toggle, json!({}))
+        .call(&toggle, json!({}), CallOptions::new())
         .expect("toggle succeeds");
     let until = Instant::now() + Duration::from_secs(20);
     while Instant::now() < until
@@ -139,11 +150,19 @@ fn a_restarted_server_gets_a_new_session_and_the_next_call_succeeds<R: TestRunti
     let runtime = R::start(&parse_config(&server.config("remote")), options_with(&[]));
     ready(&runtime, "remote");
     runtime
-        .call_tool("mcp__remote__echo", json!({"message": "before"}))
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "before"}),
+            CallOptions::new(),
+        )
         .expect("echo before restart");
     server.restart();
     let result = runtime
-        .call_tool("mcp__remote__echo", json!({"message": "after"}))
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "after"}),
+            CallOptions::new(),
+        )
         .expect("echo after restart");
     assert_eq!(result.text(), "Echo: after");
     // One session on the first process, a fresh one on the second.
@@ -266,7 +285,11 @@ fn sequential_calls_reuse_their_connection<R: TestRuntime>() {
     let runtime = R::start(&parse_config(&text), options_with(&[]));
     ready(&runtime, "remote");
     runtime
-        .call_tool("mcp__remote__echo", json!({"message": "first"}))
+        .call(
+            "mcp__remote__echo",
+            json!({"message": "first"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     let after_first = accepted.load(Ordering::SeqCst);
     // The POSTs of the handshake, the listings and the first call (eight
@@ -280,7 +303,11 @@ fn sequential_calls_reuse_their_connection<R: TestRuntime>() {
     assert!(after_first <= 4, "{after_first} connections for one call");
     for i in 0..20 {
         let result = runtime
-            .call_tool("mcp__remote__echo", json!({"message": format!("m{i}")}))
+            .call(
+                "mcp__remote__echo",
+                json!({"message": format!("m{i}")}),
+                CallOptions::new(),
+            )
             .expect("echo succeeds");
         assert_eq!(result.text(), format!("Echo: m{i}"));
     }

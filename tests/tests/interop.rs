@@ -25,6 +25,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_host::{Cancel, Host};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
@@ -424,8 +425,11 @@ impl Row<'_> {
     /// Calls `tool`; a call still running after [`CALL_BOUND`] is a hang.
     fn call(&self, tool: &str, arguments: Value) -> Result<CallToolResult, String> {
         let (result, took) = bounded(CALL_BOUND, |cancel| {
-            self.runtime
-                .call_server_tool_with(self.id, tool, arguments, &mut |_| {}, cancel)
+            self.runtime.call(
+                (self.id, tool),
+                arguments,
+                CallOptions::new().cancel(cancel),
+            )
         });
         result.map_err(|e| describe(e, took))
     }
@@ -434,7 +438,8 @@ impl Row<'_> {
         let request = FeatureRequest::from_wire(method, params)
             .unwrap_or_else(|| panic!("harness: bad {method} params {params}"));
         let (result, took) = bounded(CALL_BOUND, |cancel| {
-            self.runtime.request(self.id, request, cancel)
+            self.runtime
+                .request(self.id, request, CallOptions::new().cancel(cancel))
         });
         result.map_err(|e| describe(e, took))
     }
@@ -638,12 +643,12 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
     if wants(Feature::Progress) {
         let updates = Mutex::new(0usize);
         let (progress, took) = bounded(CALL_BOUND, |cancel| {
-            runtime.call_server_tool_with(
-                &id,
-                "progress",
+            runtime.call(
+                (&id, "progress"),
                 json!({}),
-                &mut |_| *updates.lock().expect("lock") += 1,
-                cancel,
+                CallOptions::new()
+                    .on_progress(|_| *updates.lock().expect("lock") += 1)
+                    .cancel(cancel),
             )
         });
         let updates = *updates.lock().expect("lock");
@@ -667,12 +672,10 @@ fn run_row<R: TestRuntime>(sdk: Sdk, transport: Transport) -> Run {
             CALL_BOUND,
             || std::fs::read_to_string(&record).is_ok_and(|text| text.contains(&running)),
             |cancel| {
-                runtime.call_server_tool_with(
-                    &id,
-                    "slow",
+                runtime.call(
+                    (&id, "slow"),
                     json!({"marker": marker, "seconds": 30}),
-                    &mut |_| {},
-                    cancel,
+                    CallOptions::new().cancel(cancel),
                 )
             },
         );

@@ -7,6 +7,7 @@
 //! started again, and a running, unknown or disabled server is refused by
 //! name.
 
+use rho_host::CallOptions;
 use rho_host::Host;
 use rho_proto_core::runtime::StartServerError;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -28,7 +29,11 @@ fn pid(host: &Host, id: &str) -> u32 {
 
 fn echo(host: &Host, id: &str, message: &str) -> String {
     let result = host
-        .call_tool(&format!("mcp__{id}__echo"), json!({ "message": message }))
+        .call(
+            &format!("mcp__{id}__echo"),
+            json!({ "message": message }),
+            CallOptions::new(),
+        )
         .unwrap_or_else(|e| panic!("echo on `{id}`: {e}"));
     serde_json::to_string(&result.content).expect("content serializes")
 }

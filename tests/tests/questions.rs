@@ -8,6 +8,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
+use rho_host::CallOptions;
 use rho_host::Host;
 use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::host::RuntimeOptions;
@@ -274,7 +275,7 @@ fn every_form_field_reaches_the_server_typed<R: TestRuntime>() {
     );
     let (name, _) = offered(&runtime, "trigger-elicitation-request").expect("offered");
     let result = runtime
-        .call_tool(&name, json!({}))
+        .call(&name, json!({}), CallOptions::new())
         .expect("the elicitation call succeeds");
     let text = result.text();
     assert!(!result.is_error, "{text}");
@@ -368,7 +369,7 @@ fn a_dismissed_form_cancels_the_call_and_the_session_carries_on<R: TestRuntime>(
         },
     );
     let (name, _) = offered(&runtime, "trigger-elicitation-request").expect("offered");
-    match runtime.call_tool(&name, json!({})) {
+    match runtime.call(&name, json!({}), CallOptions::new()) {
         Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => {
             assert_eq!(server, "everything")
         }
@@ -376,7 +377,11 @@ fn a_dismissed_form_cancels_the_call_and_the_session_carries_on<R: TestRuntime>(
     }
     assert_eq!(responder.forms().len(), 1);
     let echo = runtime
-        .call_server_tool("everything", "echo", json!({"message": "still here"}))
+        .call(
+            ("everything", "echo"),
+            json!({"message": "still here"}),
+            CallOptions::new(),
+        )
         .expect("echo after a dismissed form");
     assert_eq!(echo.text(), "Echo: still here");
     runtime.shutdown();
@@ -402,7 +407,7 @@ fn a_form_answered_later_names_its_call_and_a_decline_reaches_the_server<R: Test
         (asked, is_form)
     });
     let result = runtime
-        .call_tool(&name, json!({}))
+        .call(&name, json!({}), CallOptions::new())
         .expect("a declined form still ends the call with the server's result");
     let (asked, is_form) = ui.join().expect("the UI thread");
     assert!(is_form, "the question is a form");
@@ -425,7 +430,11 @@ fn approved_sampling_runs_the_model_and_records_one_ledger_line<R: TestRuntime>(
     assert_eq!(schema["properties"]["prompt"]["type"], "string", "{schema}");
 
     let result = runtime
-        .call_tool(&name, json!({"prompt": "say hi", "maxTokens": 50}))
+        .call(
+            &name,
+            json!({"prompt": "say hi", "maxTokens": 50}),
+            CallOptions::new(),
+        )
         .expect("the sampling call succeeds");
     let text = result.text();
     assert!(!result.is_error, "{text}");
@@ -495,7 +504,11 @@ fn refused_sampling_is_rejected_and_the_model_never_runs<R: TestRuntime>() {
     let runtime = everything::<R>("sampling = \"ask\"\n", host);
     let (name, _) = offered(&runtime, "trigger-sampling-request").expect("offered");
     let result = runtime
-        .call_tool(&name, json!({"prompt": "say hi", "maxTokens": 50}))
+        .call(
+            &name,
+            json!({"prompt": "say hi", "maxTokens": 50}),
+            CallOptions::new(),
+        )
         .expect("the server reports the rejection in its result");
     let text = result.text();
     assert!(result.is_error, "a refusal is not a success: {text}");

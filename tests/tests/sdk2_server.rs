@@ -16,6 +16,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_host::Host;
 use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
 use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
@@ -225,7 +226,11 @@ fn lists_and_calls(over: Over, runtime: &Host) {
         "{over:?}: `extra` starts disabled"
     );
     let echo = runtime
-        .call_server_tool("sdk", "echo", json!({"message": "hi"}))
+        .call(
+            ("sdk", "echo"),
+            json!({"message": "hi"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     assert_eq!(echo.text(), "Echo: hi");
     assert!(!echo.is_error);
@@ -245,7 +250,7 @@ fn list_and_call_over_http<R: TestRuntime>() {
 
 fn a_form_question_is_answered_through_the_responder(over: Over, runtime: &Host, person: &Person) {
     let result = runtime
-        .call_server_tool("sdk", "ask-name", json!({}))
+        .call(("sdk", "ask-name"), json!({}), CallOptions::new())
         .expect("ask-name succeeds");
     assert_eq!(result.text(), "Hello, Ada", "{over:?}");
     let forms = person.forms();
@@ -273,7 +278,7 @@ fn form_question_over_http<R: TestRuntime>() {
 
 fn two_rounds(over: Over, runtime: &Host, person: &Person) {
     let result = runtime
-        .call_server_tool("sdk", "confirm-then-name", json!({}))
+        .call(("sdk", "confirm-then-name"), json!({}), CallOptions::new())
         .expect("confirm-then-name succeeds");
     assert_eq!(result.text(), "Confirmed, Bo", "{over:?}");
     let messages: Vec<String> = person.forms().into_iter().map(|f| f.message).collect();
@@ -296,16 +301,20 @@ fn two_rounds_over_http<R: TestRuntime>() {
 
 fn declined_and_dismissed(over: Over, declined: &Host, dismissing: &Host) {
     let result = declined
-        .call_server_tool("sdk", "ask-name", json!({}))
+        .call(("sdk", "ask-name"), json!({}), CallOptions::new())
         .expect("the server reports the decline in its result");
     assert!(result.is_error, "{over:?}");
     assert_eq!(result.text(), "ask-name: decline", "{over:?}");
-    match dismissing.call_server_tool("sdk", "ask-name", json!({})) {
+    match dismissing.call(("sdk", "ask-name"), json!({}), CallOptions::new()) {
         Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => assert_eq!(server, "sdk"),
         other => panic!("{over:?}: a dismissed form cancels the call, got {other:?}"),
     }
     let echo = dismissing
-        .call_server_tool("sdk", "echo", json!({"message": "still here"}))
+        .call(
+            ("sdk", "echo"),
+            json!({"message": "still here"}),
+            CallOptions::new(),
+        )
         .expect("echo after a dismissed form");
     assert_eq!(echo.text(), "Echo: still here");
 }
@@ -327,13 +336,18 @@ fn rounds_up_to_the_bound_and_no_further<R: TestRuntime>() {
         // Entered 9 times: 8 rounds of retries, the bound.
         let result = c
             .runtime
-            .call_server_tool("sdk", "count-rounds", json!({"rounds": 9}))
+            .call(
+                ("sdk", "count-rounds"),
+                json!({"rounds": 9}),
+                CallOptions::new(),
+            )
             .expect("eight rounds are answered");
         assert_eq!(result.text(), "rounds: 9", "{over:?}");
-        match c
-            .runtime
-            .call_server_tool("sdk", "count-rounds", json!({"rounds": 10}))
-        {
+        match c.runtime.call(
+            ("sdk", "count-rounds"),
+            json!({"rounds": 10}),
+            CallOptions::new(),
+        ) {
             Err(ToolCallError::Call(error @ CallError::InputRequired { .. })) => {
                 assert!(error.to_string().contains("after 8 rounds"), "{error}")
             }
@@ -360,7 +374,7 @@ fn wait_for_added(runtime: &Host, tool: &str) -> Vec<String> {
 fn a_tool_list_change_is_applied(over: Over, runtime: &Host) {
     assert!(ready(runtime).added_tools.is_empty(), "{over:?}");
     let toggled = runtime
-        .call_server_tool("sdk", "toggle-extra", json!({}))
+        .call(("sdk", "toggle-extra"), json!({}), CallOptions::new())
         .expect("toggle-extra succeeds");
     assert_eq!(toggled.text(), "extra enabled");
     let added = wait_for_added(runtime, "extra");
@@ -389,7 +403,11 @@ fn a_modern_server_that_starts_after_five_seconds_is_ready<R: TestRuntime>() {
     );
     assert_eq!(report.protocol_version, "2026-07-28");
     let echo = runtime
-        .call_server_tool("sdk", "echo", json!({"message": "late"}))
+        .call(
+            ("sdk", "echo"),
+            json!({"message": "late"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     assert_eq!(echo.text(), "Echo: late");
     runtime.shutdown();

@@ -11,6 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -137,7 +138,7 @@ fn echoed_secrets_are_redacted_in_reasons_call_errors_and_transcripts<R: TestRun
     // A call's JSON-RPC error, message and data.
     for id in ["stdio_serve", "http_serve"] {
         let error = runtime
-            .call_server_tool(id, "leak", json!({}))
+            .call((id, "leak"), json!({}), CallOptions::new())
             .expect_err("the tool answers with an error");
         let text = format!("{error} {error:?}");
         assert!(text.contains("leaking"), "{text}");

@@ -9,6 +9,7 @@ use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use rho_proto_core::runtime::CallOptions;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
@@ -103,7 +104,7 @@ fn recovers_once_from<R: TestRuntime>(mode: &str) {
     }
     assert!(runtime.tools().get("mcp__forgetful__sessions").is_some());
     let result = runtime
-        .call_server_tool("forgetful", "sessions", json!({}))
+        .call(("forgetful", "sessions"), json!({}), CallOptions::new())
         .expect("the call goes to the fresh session");
     let counts: Value = serde_json::from_str(&result.text()).expect("the fixture's counts");
     assert_eq!(counts, json!({"initializes": 2, "expired": 1}));

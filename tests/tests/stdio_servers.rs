@@ -2,6 +2,7 @@
 //! handshake, exported names, calls, allow/deny, the environment policy,
 //! pagination, and failure isolation with nothing left running.
 
+use rho_host::CallOptions;
 use rho_host::Host;
 use rho_io_blocking::ToolCallError;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -66,18 +67,26 @@ fn echo_call_returns_the_echoed_text<R: TestRuntime>() {
     let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
     let runtime = R::start(&config, options_with(&[]));
     let result = runtime
-        .call_tool("mcp__everything__echo", json!({"message": "hi"}))
+        .call(
+            "mcp__everything__echo",
+            json!({"message": "hi"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     assert!(!result.is_error);
     assert_eq!(result.text(), "Echo: hi");
     // Bad arguments come back as a tool error result, not a transport failure.
     let result = runtime
-        .call_server_tool("everything", "echo", json!({}))
+        .call(("everything", "echo"), json!({}), CallOptions::new())
         .expect("the call itself succeeds");
     assert!(result.is_error, "{result:?}");
     // The session is still usable afterwards.
     let result = runtime
-        .call_server_tool("everything", "echo", json!({"message": "again"}))
+        .call(
+            ("everything", "echo"),
+            json!({"message": "again"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     assert_eq!(result.text(), "Echo: again");
     runtime.shutdown();
@@ -99,11 +108,15 @@ fn allow_and_deny_filter_exports_and_deny_wins<R: TestRuntime>() {
     assert_eq!(names, ["echo"]);
     assert!(report.filtered_tools.contains(&"get-env".to_string()));
     assert!(report.filtered_tools.contains(&"get-sum".to_string()));
-    match runtime.call_server_tool("everything", "get-env", json!({})) {
+    match runtime.call(("everything", "get-env"), json!({}), CallOptions::new()) {
         Err(ToolCallError::Filtered { tool, .. }) => assert_eq!(tool, "get-env"),
         other => panic!("denied tool was callable: {other:?}"),
     }
-    match runtime.call_tool("mcp__everything___rho_6765742d656e76", json!({})) {
+    match runtime.call(
+        "mcp__everything___rho_6765742d656e76",
+        json!({}),
+        CallOptions::new(),
+    ) {
         Err(ToolCallError::UnknownTool(_)) => {}
         other => panic!("denied tool was exported: {other:?}"),
     }
@@ -147,11 +160,11 @@ fn tools_for_an_mcp_app_only_are_not_exported<R: TestRuntime>() {
     // By the name the model would use, or the server's own: refused before
     // anything is sent.
     let arguments = json!({"url": "/nonexistent/x.pdf", "data": "eA=="});
-    match runtime.call_tool("mcp__pdf__save_pdf", arguments.clone()) {
+    match runtime.call("mcp__pdf__save_pdf", arguments.clone(), CallOptions::new()) {
         Err(ToolCallError::AppOnly { tool, .. }) => assert_eq!(tool, "save_pdf"),
         other => panic!("an app-only tool was callable by its exported name: {other:?}"),
     }
-    match runtime.call_server_tool("pdf", "save_pdf", arguments) {
+    match runtime.call(("pdf", "save_pdf"), arguments, CallOptions::new()) {
         Err(error @ ToolCallError::AppOnly { .. }) => {
             assert!(error.to_string().contains("without \"model\""), "{error}")
         }
@@ -172,7 +185,7 @@ fn child_environment_is_sanitized_then_overlaid<R: TestRuntime>() {
     ]);
     let runtime = R::start(&parse_config(&text), options);
     let result = runtime
-        .call_server_tool("everything", "get-env", json!({}))
+        .call(("everything", "get-env"), json!({}), CallOptions::new())
         .expect("get-env succeeds");
     let env: Value = serde_json::from_str(&result.text()).expect("get-env prints JSON");
     assert_eq!(env["RHO_LITERAL"], "literal-value");
@@ -223,7 +236,11 @@ fn filesystem_server_exports_annotated_tools<R: TestRuntime>() {
     assert!(read.output_schema.is_some());
     let path = dir.join("note.txt").display().to_string();
     let result = runtime
-        .call_tool("mcp__filesystem__read_text_file", json!({"path": path}))
+        .call(
+            "mcp__filesystem__read_text_file",
+            json!({"path": path}),
+            CallOptions::new(),
+        )
         .expect("read succeeds");
     assert!(result.text().contains("hello from a file"), "{result:?}");
     runtime.shutdown();
@@ -298,7 +315,7 @@ fn paginated_tools_list_is_followed_to_the_end<R: TestRuntime>() {
         .collect();
     assert_eq!(names, ["alpha", "beta", "delta", "gamma"]);
     let result = runtime
-        .call_tool("mcp__paged__delta", json!({}))
+        .call("mcp__paged__delta", json!({}), CallOptions::new())
         .expect("call succeeds");
     assert_eq!(result.text(), "called delta");
     runtime.shutdown();
@@ -357,7 +374,11 @@ fn failures_are_isolated_and_nothing_is_left_running<R: TestRuntime>() {
 
     // The healthy server still works beside them.
     let result = runtime
-        .call_tool("mcp__everything__echo", json!({"message": "still here"}))
+        .call(
+            "mcp__everything__echo",
+            json!({"message": "still here"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds");
     assert_eq!(result.text(), "Echo: still here");
 
@@ -442,7 +463,11 @@ fn filesystem_server_is_given_the_workspace_as_its_root<R: TestRuntime>() {
     let mut last = String::new();
     while std::time::Instant::now() < until {
         last = runtime
-            .call_tool("mcp__filesystem__list_allowed_directories", json!({}))
+            .call(
+                "mcp__filesystem__list_allowed_directories",
+                json!({}),
+                CallOptions::new(),
+            )
             .expect("call succeeds")
             .text();
         if last.contains(&expected) {

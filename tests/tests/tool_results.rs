@@ -4,9 +4,9 @@
 //! base64, server instructions fenced as documentation, annotation hints in
 //! exported descriptions, and tools withdrawn or added mid-session.
 
-use rho_host::{Cancel, Host};
 use std::time::{Duration, Instant};
 
+use rho_host::{CallOptions, Cancel, Host};
 use rho_proto_core::features::content::{CardBlock, render};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
@@ -62,9 +62,11 @@ fn progress_reaches_the_caller_before_the_result<R: TestRuntime>() {
     let name = exported(&runtime, "everything", "trigger-long-running-operation");
     let mut seen: Vec<Progress> = Vec::new();
     let result = runtime
-        .call_tool_with_progress(&name, json!({"duration": 2, "steps": 4}), &mut |p| {
-            seen.push(p)
-        })
+        .call(
+            &name,
+            json!({"duration": 2, "steps": 4}),
+            CallOptions::new().on_progress(|p| seen.push(p)),
+        )
         .expect("the long-running call succeeds");
     assert!(!result.is_error, "{result:?}");
     assert_eq!(
@@ -88,18 +90,18 @@ fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
     let mut seen: Vec<Progress> = Vec::new();
     let mut cancelled_at: Option<Instant> = None;
     let started = Instant::now();
-    let outcome = runtime.call_server_tool_with(
-        "everything",
-        "trigger-long-running-operation",
+    let outcome = runtime.call(
+        ("everything", "trigger-long-running-operation"),
         json!({"duration": 20, "steps": 20}),
-        &mut |p| {
-            seen.push(p);
-            if cancelled_at.is_none() {
-                cancelled_at = Some(Instant::now());
-                cancel.cancel();
-            }
-        },
-        &cancel,
+        CallOptions::new()
+            .on_progress(|p| {
+                seen.push(p);
+                if cancelled_at.is_none() {
+                    cancelled_at = Some(Instant::now());
+                    cancel.cancel();
+                }
+            })
+            .cancel(&cancel),
     );
     let returned = Instant::now();
     let cancelled_at = cancelled_at.expect("a progress update arrived before the call ended");
@@ -120,7 +122,11 @@ fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
 
     // The session is still usable.
     let echo = runtime
-        .call_server_tool("everything", "echo", json!({"message": "after cancel"}))
+        .call(
+            ("everything", "echo"),
+            json!({"message": "after cancel"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds after a cancelled call");
     assert_eq!(echo.text(), "Echo: after cancel");
 
@@ -129,9 +135,11 @@ fn cancelling_a_call_ends_it_at_once_and_keeps_the_session<R: TestRuntime>() {
     let name = exported(&runtime, "everything", "trigger-long-running-operation");
     let mut later: Vec<Progress> = Vec::new();
     let result = runtime
-        .call_tool_with_progress(&name, json!({"duration": 1, "steps": 2}), &mut |p| {
-            later.push(p)
-        })
+        .call(
+            &name,
+            json!({"duration": 1, "steps": 2}),
+            CallOptions::new().on_progress(|p| later.push(p)),
+        )
         .expect("a later long-running call succeeds");
     assert!(!result.is_error, "{result:?}");
     let values: Vec<(f64, Option<f64>)> = later.iter().map(|p| (p.progress, p.total)).collect();
@@ -151,7 +159,7 @@ fn structured_content_is_validated_and_rendered_once<R: TestRuntime>() {
     assert!(schema["properties"]["temperature"].is_object(), "{schema}");
 
     let result = runtime
-        .call_tool(&name, json!({"location": "Chicago"}))
+        .call(&name, json!({"location": "Chicago"}), CallOptions::new())
         .expect("the result satisfies the declared outputSchema");
     assert!(!result.is_error, "{result:?}");
     let structured = result
@@ -188,7 +196,11 @@ fn structured_content_is_validated_and_rendered_once<R: TestRuntime>() {
 fn images_reach_the_card_but_never_the_model_as_base64<R: TestRuntime>() {
     let runtime = everything::<R>();
     let result = runtime
-        .call_server_tool("everything", "get-tiny-image", json!({}))
+        .call(
+            ("everything", "get-tiny-image"),
+            json!({}),
+            CallOptions::new(),
+        )
         .expect("get-tiny-image succeeds");
     assert!(!result.is_error, "{result:?}");
     let data = result
@@ -245,7 +257,7 @@ fn resource_links_and_embedded_resources_render_as_references<R: TestRuntime>() 
     let schema = &runtime.tools().get(&links).expect("exported").input_schema;
     assert!(schema["properties"]["count"].is_object(), "{schema}");
     let result = runtime
-        .call_tool(&links, json!({"count": 2}))
+        .call(&links, json!({"count": 2}), CallOptions::new())
         .expect("get-resource-links succeeds");
     assert!(!result.is_error, "{result:?}");
     let rendered = render(&result);
@@ -288,7 +300,11 @@ fn resource_links_and_embedded_resources_render_as_references<R: TestRuntime>() 
 
     // An embedded text resource: its URI, then its body.
     let result = runtime
-        .call_tool(&reference, json!({"resourceType": "Text", "resourceId": 1}))
+        .call(
+            &reference,
+            json!({"resourceType": "Text", "resourceId": 1}),
+            CallOptions::new(),
+        )
         .expect("get-resource-reference succeeds");
     assert!(!result.is_error, "{result:?}");
     let body = result
@@ -324,7 +340,11 @@ fn resource_links_and_embedded_resources_render_as_references<R: TestRuntime>() 
 
     // An embedded blob resource: a descriptor, never the base64.
     let result = runtime
-        .call_tool(&reference, json!({"resourceType": "Blob", "resourceId": 2}))
+        .call(
+            &reference,
+            json!({"resourceType": "Blob", "resourceId": 2}),
+            CallOptions::new(),
+        )
         .expect("get-resource-reference succeeds");
     assert!(!result.is_error, "{result:?}");
     let blob = result
@@ -549,17 +569,17 @@ fn a_cancelled_call_tells_the_server<R: TestRuntime>() {
     ready(&runtime, "slowpoke");
     let cancel = Cancel::new();
     let mut cancelled_at: Option<Instant> = None;
-    let outcome = runtime.call_server_tool_with(
-        "slowpoke",
-        "slow",
+    let outcome = runtime.call(
+        ("slowpoke", "slow"),
         json!({}),
-        &mut |_| {
-            if cancelled_at.is_none() {
-                cancelled_at = Some(Instant::now());
-                cancel.cancel();
-            }
-        },
-        &cancel,
+        CallOptions::new()
+            .on_progress(|_| {
+                if cancelled_at.is_none() {
+                    cancelled_at = Some(Instant::now());
+                    cancel.cancel();
+                }
+            })
+            .cancel(&cancel),
     );
     let after_flag = cancelled_at
         .expect("a progress update arrived before the call ended")
@@ -596,7 +616,7 @@ fn a_cancelled_call_tells_the_server<R: TestRuntime>() {
     );
 
     let quick = runtime
-        .call_server_tool("slowpoke", "quick", json!({}))
+        .call(("slowpoke", "quick"), json!({}), CallOptions::new())
         .expect("the session is usable after a cancelled call");
     assert_eq!(quick.text(), "called quick");
     runtime.shutdown();
@@ -662,11 +682,11 @@ fn structured_content_breaking_its_output_schema_is_refused<R: TestRuntime>() {
     );
 
     let honest = runtime
-        .call_tool("mcp__weather__honest", json!({}))
+        .call("mcp__weather__honest", json!({}), CallOptions::new())
         .expect("a result that keeps its schema passes");
     assert_eq!(honest.structured_content, Some(json!({"temperature": 21})));
 
-    match runtime.call_tool("mcp__weather__liar", json!({})) {
+    match runtime.call("mcp__weather__liar", json!({}), CallOptions::new()) {
         Err(ToolCallError::Call(CallError::OutputSchema {
             server,
             error:
@@ -682,7 +702,7 @@ fn structured_content_breaking_its_output_schema_is_refused<R: TestRuntime>() {
         }
         other => panic!("a result breaking its outputSchema was accepted: {other:?}"),
     }
-    match runtime.call_tool("mcp__weather__bare", json!({})) {
+    match runtime.call("mcp__weather__bare", json!({}), CallOptions::new()) {
         Err(ToolCallError::Call(CallError::OutputSchema {
             error: OutputError::MissingStructuredContent { tool },
             ..
@@ -691,14 +711,14 @@ fn structured_content_breaking_its_output_schema_is_refused<R: TestRuntime>() {
     }
     // An error result is exempt: the server's explanation reaches the model.
     let failing = runtime
-        .call_tool("mcp__weather__failing", json!({}))
+        .call("mcp__weather__failing", json!({}), CallOptions::new())
         .expect("an isError result is exempt from the schema");
     assert!(failing.is_error);
     assert_eq!(render(&failing).model_text, "sensor offline");
 
     // The session survives the refused results.
     runtime
-        .call_tool("mcp__weather__honest", json!({}))
+        .call("mcp__weather__honest", json!({}), CallOptions::new())
         .expect("still usable");
     runtime.shutdown();
     let _ = std::fs::remove_dir_all(dir);
@@ -724,7 +744,7 @@ fn tools_withdrawn_or_added_mid_session<R: TestRuntime>() {
         ]
     );
     let result = runtime
-        .call_tool("mcp__swapper__swap", json!({}))
+        .call("mcp__swapper__swap", json!({}), CallOptions::new())
         .expect("swap succeeds");
     assert_eq!(result.text(), "called swap");
 
@@ -765,28 +785,28 @@ fn tools_withdrawn_or_added_mid_session<R: TestRuntime>() {
     );
     assert!(runtime.tools().get("mcp__swapper__fresh").is_none());
 
-    match runtime.call_tool("mcp__swapper__going", json!({})) {
+    match runtime.call("mcp__swapper__going", json!({}), CallOptions::new()) {
         Err(ToolCallError::Withdrawn { server, tool }) => {
             assert_eq!((server.as_str(), tool.as_str()), ("swapper", "going"))
         }
         other => panic!("a withdrawn tool was callable: {other:?}"),
     }
-    match runtime.call_server_tool("swapper", "going", json!({})) {
+    match runtime.call(("swapper", "going"), json!({}), CallOptions::new()) {
         Err(ToolCallError::Withdrawn { tool, .. }) => assert_eq!(tool, "going"),
         other => panic!("a withdrawn tool was callable: {other:?}"),
     }
-    match runtime.call_server_tool("swapper", "fresh", json!({})) {
+    match runtime.call(("swapper", "fresh"), json!({}), CallOptions::new()) {
         Err(ToolCallError::AddedMidSession { server, tool }) => {
             assert_eq!((server.as_str(), tool.as_str()), ("swapper", "fresh"))
         }
         other => panic!("an added tool joined the session: {other:?}"),
     }
-    match runtime.call_tool("mcp__swapper__fresh", json!({})) {
+    match runtime.call("mcp__swapper__fresh", json!({}), CallOptions::new()) {
         Err(ToolCallError::UnknownTool(name)) => assert_eq!(name, "mcp__swapper__fresh"),
         other => panic!("an added tool was exported: {other:?}"),
     }
     let kept = runtime
-        .call_tool("mcp__swapper__keep", json!({}))
+        .call("mcp__swapper__keep", json!({}), CallOptions::new())
         .expect("a tool still listed is callable");
     assert_eq!(kept.text(), "called keep");
     runtime.shutdown();
@@ -802,17 +822,17 @@ fn a_cancel_ends_a_call_whose_progress_never_pauses<R: TestRuntime>() {
     let runtime = everything::<R>();
     let cancel = Cancel::new();
     let mut updates = 0;
-    let outcome = runtime.call_server_tool_with(
-        "everything",
-        "trigger-long-running-operation",
+    let outcome = runtime.call(
+        ("everything", "trigger-long-running-operation"),
         json!({"duration": 20, "steps": 4000}),
-        &mut |_| {
-            updates += 1;
-            if updates == 3 {
-                cancel.cancel();
-            }
-        },
-        &cancel,
+        CallOptions::new()
+            .on_progress(|_| {
+                updates += 1;
+                if updates == 3 {
+                    cancel.cancel();
+                }
+            })
+            .cancel(&cancel),
     );
     match &outcome {
         Err(ToolCallError::Call(CallError::Cancelled { server, .. })) => {
@@ -822,9 +842,41 @@ fn a_cancel_ends_a_call_whose_progress_never_pauses<R: TestRuntime>() {
     }
     assert!(updates < 4000, "{updates}");
     let echo = runtime
-        .call_server_tool("everything", "echo", json!({"message": "after cancel"}))
+        .call(
+            ("everything", "echo"),
+            json!({"message": "after cancel"}),
+            CallOptions::new(),
+        )
         .expect("echo succeeds after a cancelled call");
     assert_eq!(echo.text(), "Echo: after cancel");
+    runtime.shutdown();
+}
+
+/// A call's own time limit (`CallOptions::timeout`) ends it at that
+/// limit, though the server's `tool_timeout_secs` would let it run on:
+/// the core's timeout, naming the limit, and the session goes on.
+fn a_calls_own_time_limit_ends_it_at_that_limit<R: TestRuntime>() {
+    let runtime = everything::<R>();
+    let limit = Duration::from_secs(1);
+    let outcome = runtime.call(
+        ("everything", "trigger-long-running-operation"),
+        json!({"duration": 30, "steps": 3}),
+        CallOptions::new().timeout(limit),
+    );
+    match &outcome {
+        Err(ToolCallError::Call(CallError::Timeout { server, budget })) => {
+            assert_eq!((server.as_str(), *budget), ("everything", limit))
+        }
+        other => panic!("expected the call's own timeout, got {other:?}"),
+    }
+    let echo = runtime
+        .call(
+            ("everything", "echo"),
+            json!({"message": "after the limit"}),
+            CallOptions::new(),
+        )
+        .expect("echo succeeds after a timed-out call");
+    assert_eq!(echo.text(), "Echo: after the limit");
     runtime.shutdown();
 }
 
@@ -837,20 +889,25 @@ fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
     let long = exported(host.host(), "everything", "trigger-long-running-operation");
     smol::block_on(async {
         let result = host
-            .call_tool_with(&echo, json!({"message": "async"}), |_| {}, Cancel::new())
+            .call(
+                &echo,
+                json!({"message": "async"}),
+                CallOptions::new().cancel(&Cancel::new()),
+            )
             .await
             .expect("echo");
         assert_eq!(result.text(), "Echo: async");
         let cancel = Cancel::new();
         let outcome = host
-            .call_tool_with(
+            .call(
                 &long,
                 json!({"duration": 20, "steps": 20}),
-                {
-                    let cancel = cancel.clone();
-                    move |_| cancel.cancel()
-                },
-                cancel.clone(),
+                CallOptions::new()
+                    .on_progress({
+                        let cancel = cancel.clone();
+                        move |_| cancel.cancel()
+                    })
+                    .cancel(&cancel.clone()),
             )
             .await;
         match outcome {
@@ -865,6 +922,7 @@ fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
 
 both_executors!(
     a_cancel_ends_a_call_whose_progress_never_pauses,
+    a_calls_own_time_limit_ends_it_at_that_limit,
     the_async_face_calls_and_cancels_from_another_executor,
     progress_reaches_the_caller_before_the_result,
     cancelling_a_call_ends_it_at_once_and_keeps_the_session,

@@ -4,6 +4,7 @@
 //! the bench harness's (see `bench/README.md`).
 
 use std::sync::Arc;
+use rho_proto_core::runtime::CallOptions;
 
 #[path = "common.rs"]
 mod common;
@@ -14,7 +15,7 @@ fn main() {
     let outcome = rho_io_smol::block_on(&executor, async {
         let runtime = rho_io_smol::Runtime::start(&executor, &config, options).await;
         let outcome = runtime
-            .call_tool(common::EXPORTED, common::arguments())
+            .call(common::EXPORTED, common::arguments(), CallOptions::new())
             .await
             .map(|result| common::text_len(&result))
             .map_err(|e| e.to_string());

@@ -118,6 +118,7 @@ use self::commands::{Catalog, CatalogPrompt, CatalogTool, Command, Context, Serv
 use self::editor::{Editor, Event};
 use self::screen::Screen;
 use crate::{Failure, unless_stopped};
+use rho_host::CallOptions;
 use rho_host::config::LoadedConfig;
 use rho_host::{Cancel, Host, RuntimeKind};
 
@@ -727,7 +728,7 @@ impl Shell<'_> {
         });
         let value = self
             .host()
-            .request(command.server, request, cancel)
+            .request(command.server, request, CallOptions::new().cancel(cancel))
             .map_err(|e| e.to_string())?;
         let result = prompts::GetPromptResult::from_value(&value)
             .map_err(|e| format!("server `{}` sent a malformed prompt: {e}", command.server))?;
@@ -916,7 +917,7 @@ impl Shell<'_> {
     ) -> String {
         let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
         let mut last = Instant::now() - PROGRESS_EVERY;
-        let mut on_progress = |progress: Progress| {
+        let on_progress = |progress: Progress| {
             if last.elapsed() < PROGRESS_EVERY {
                 return;
             }
@@ -924,9 +925,11 @@ impl Shell<'_> {
             self.out
                 .print(&format!("  … {label}: {}", progress_text(&progress)));
         };
-        let outcome =
-            self.host()
-                .call_server_tool_with(server, tool, arguments, &mut on_progress, cancel);
+        let outcome = self.host().call(
+            (server, tool),
+            arguments,
+            CallOptions::new().on_progress(on_progress).cancel(cancel),
+        );
         match outcome {
             // Cancelled by the person, but the server answered first: what
             // they stopped is not shown as if it had gone on.
@@ -1385,9 +1388,11 @@ fn ask_server<'scope, 'env>(
             if shell.suggest.quitting.load(Ordering::Relaxed) {
                 break;
             }
-            let result = shell
-                .host()
-                .request(&server, FeatureRequest::Complete(params), &cancel);
+            let result = shell.host().request(
+                &server,
+                FeatureRequest::Complete(params),
+                CallOptions::new().cancel(&cancel),
+            );
             let (shown, following) = {
                 let mut brokers = lock(&shell.suggest.brokers);
                 let Some(broker) = brokers.get_mut(&server) else {
@@ -1457,7 +1462,9 @@ fn attach<'scope, 'env>(
     );
     scope.spawn(move || {
         let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
-        let result = shell.host().request(&server, request, &cancel);
+        let result = shell
+            .host()
+            .request(&server, request, CallOptions::new().cancel(&cancel));
         let outcome = {
             let mut reads = lock(&shell.reads);
             let Some(slot) = reads.get_mut(&chip) else {

@@ -789,8 +789,22 @@ impl HttpTransport {
         name: &str,
         arguments: serde_json::Value,
     ) -> Result<CallId, ApiMisuse> {
+        self.call_tool_within(now, name, arguments, None)
+    }
+
+    /// Calls a tool within a budget of its own; see
+    /// [`Session::call_tool_within`].
+    pub fn call_tool_within(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: serde_json::Value,
+        budget: Option<Duration>,
+    ) -> Result<CallId, ApiMisuse> {
         let now = self.clock.observe(now);
-        let call = self.session.call_tool(now, name, arguments)?;
+        let call = self
+            .session
+            .call_tool_within(now, name, arguments, budget)?;
         self.pump(now);
         Ok(call)
     }
@@ -802,8 +816,19 @@ impl HttpTransport {
         now: Instant,
         request: &crate::features::FeatureRequest,
     ) -> Result<CallId, ApiMisuse> {
+        self.request_within(now, request, None)
+    }
+
+    /// Sends a request within a budget of its own; see
+    /// [`Session::request_within`].
+    pub fn request_within(
+        &mut self,
+        now: Instant,
+        request: &crate::features::FeatureRequest,
+        budget: Option<Duration>,
+    ) -> Result<CallId, ApiMisuse> {
         let now = self.clock.observe(now);
-        let call = self.session.request(now, request)?;
+        let call = self.session.request_within(now, request, budget)?;
         self.pump(now);
         Ok(call)
     }

@@ -226,8 +226,9 @@ impl<R> Driver<R> {
                 ticket,
                 tool,
                 arguments,
+                budget,
                 reply,
-            } => match self.conn.call_tool(now, &tool, arguments) {
+            } => match self.conn.call_tool(now, &tool, arguments, budget) {
                 Ok(call) => self.calls.insert(ticket, call, tool, reply),
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
@@ -237,8 +238,9 @@ impl<R> Driver<R> {
             Command::Request {
                 ticket,
                 request,
+                budget,
                 reply,
-            } => match self.conn.request(now, &request) {
+            } => match self.conn.request(now, &request, budget) {
                 Ok(call) => self
                     .calls
                     .insert(ticket, call, request.method().to_owned(), reply),

@@ -64,6 +64,9 @@ pub enum Command<R> {
         tool: String,
         /// The arguments object.
         arguments: Value,
+        /// The call's own budget, in place of the server's
+        /// `tool_timeout` ([`crate::runtime::CallOptions::timeout`]).
+        budget: Option<std::time::Duration>,
         /// Where [`CallUpdate`]s go.
         reply: R,
     },
@@ -77,6 +80,8 @@ pub enum Command<R> {
         /// What to ask (boxed: completion params are large beside the
         /// other commands).
         request: Box<crate::features::FeatureRequest>,
+        /// The request's own budget, in place of its default.
+        budget: Option<std::time::Duration>,
         /// Where the answer goes.
         reply: R,
     },

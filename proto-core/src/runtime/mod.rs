@@ -17,6 +17,7 @@
 //! as an agent defers them, with a ranked search.
 
 pub mod backlog;
+pub mod call;
 pub mod cancel;
 pub mod driver;
 pub mod driving;
@@ -26,6 +27,7 @@ pub mod registry;
 pub mod skills;
 pub mod status;
 
+pub use call::{CallOptions, CallTarget};
 pub use cancel::{Cancel, Cancelled, OnCancel};
 
 use std::time::Duration;
@@ -550,6 +552,19 @@ impl Inventory {
             status,
             tools: s.tools.clone(),
         })
+    }
+
+    /// Where a call goes: the server's slot and the tool's own name
+    /// ([`Inventory::route_exported`] or [`Inventory::route_server_tool`]).
+    pub fn route(
+        &self,
+        target: CallTarget<'_>,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<(SlotId, String), ToolCallError> {
+        match target {
+            CallTarget::Exported(exported) => self.route_exported(exported, health),
+            CallTarget::Tool { server, tool } => self.route_server_tool(server, tool, health),
+        }
     }
 
     /// Where a call of an exported tool goes: the server's slot and the

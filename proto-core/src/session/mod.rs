@@ -1077,6 +1077,19 @@ impl Session {
         name: &str,
         arguments: Value,
     ) -> Result<CallId, ApiMisuse> {
+        self.call_tool_within(now, name, arguments, None)
+    }
+
+    /// Like [`Session::call_tool`], within `budget` in place of the
+    /// server's `tool_timeout` when one is given (a host's per-call
+    /// limit); progress restarts it as it restarts the configured one.
+    pub fn call_tool_within(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: Value,
+        budget: Option<Duration>,
+    ) -> Result<CallId, ApiMisuse> {
         let now = self.clock.observe(now);
         match self.phase {
             Phase::Ready => {}
@@ -1100,7 +1113,7 @@ impl Session {
         self.call_tools.insert(call.0, called);
         // Every call carries a progress token (the call's own id), so a
         // server may report progress against it.
-        let budget = self.options.tool_timeout;
+        let budget = budget.unwrap_or(self.options.tool_timeout);
         if self.meta.is_some() {
             // Kept to be sent again: the arguments move, not copied.
             let params = era::Params::Call {
@@ -1198,6 +1211,18 @@ impl Session {
     /// abandons it. A server that did not declare the capability the
     /// request needs is not asked.
     pub fn request(&mut self, now: Instant, request: &FeatureRequest) -> Result<CallId, ApiMisuse> {
+        self.request_within(now, request, None)
+    }
+
+    /// Like [`Session::request`], within `budget` in place of the
+    /// request's own (`tool_timeout`, or `request_timeout` for a
+    /// completion) when one is given.
+    pub fn request_within(
+        &mut self,
+        now: Instant,
+        request: &FeatureRequest,
+        budget: Option<Duration>,
+    ) -> Result<CallId, ApiMisuse> {
         let now = self.clock.observe(now);
         match self.phase {
             Phase::Ready => {}
@@ -1237,10 +1262,10 @@ impl Session {
         self.catalog_list_changed(now, &stale);
         let call = CallId(self.next_id);
         // Completions are keystroke-sized: the short budget.
-        let budget = match request {
+        let budget = budget.unwrap_or(match request {
             FeatureRequest::Complete(_) => self.options.request_timeout,
             _ => self.options.tool_timeout,
-        };
+        });
         self.send_request(
             Purpose::Feature(call),
             request.method(),

@@ -6,6 +6,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use rho_host::Cancel;
 use std::time::{Duration, Instant};
 
+use rho_host::CallOptions;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::{options_with, parse_config};
@@ -98,12 +99,10 @@ pub(crate) fn host_row<R: TestRuntime>(row: &Row, ctx: &Ctx) -> HostRun {
         Err(format!("ready, but a listing failed: {listing_errors:?}"))
     };
     let (result, took) = bounded(|cancel| {
-        host.call_server_tool_with(
-            row.id,
-            call.tool,
+        host.call(
+            (row.id, call.tool),
             call.arguments.clone(),
-            &mut |_| {},
-            cancel,
+            CallOptions::new().cancel(cancel),
         )
     });
     let called = match result {
