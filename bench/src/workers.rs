@@ -5,6 +5,7 @@
 //! `tools/call` and reports per-call latencies, wall time and its own CPU
 //! time over exactly that window, as one JSON line on stdout.
 
+use rho_proto_core::runtime::Sessions as _;
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::sync::Arc;

@@ -1,8 +1,8 @@
 //! [`Host`]: one synchronous face over either executor. A host picks the
 //! executor with [`RuntimeKind`] and drives both with the same methods,
-//! so what it does (and what it prints, and its exit codes) cannot drift
-//! between them; the `rho` CLI and the integration tests both drive the
-//! runtime through it.
+//! written once over [`crate::executor::Executor`], so what it does (and
+//! what it prints, and its exit codes) cannot drift between them; the
+//! `rho` CLI and the integration tests both drive the runtime through it.
 //!
 //! - [`RuntimeKind::Smol`]: every session a task on one `smol::Executor`
 //!   that this `Host` owns. Each method runs that executor on the calling
@@ -16,10 +16,6 @@
 //!   session it started (dropping it shuts them down).
 //! - [`RuntimeKind::Blocking`]: a driver thread per session; calls wait on
 //!   the calling thread.
-//!
-//! With no server to start, nothing here starts a thread: `smol::block_on`
-//! starts async-io's reactor thread on first use, so the idle smol host
-//! runs its executor with futures-lite's reactor-free `block_on` instead.
 
 use std::str::FromStr;
 use std::sync::Arc;
@@ -38,9 +34,9 @@ use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::index::ToolIndex;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
-use rho_proto_core::runtime::{
-    CallOptions, CallTarget, Cancel, Inventory, ServerView, ToolCallError,
-};
+use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
+
+use crate::executor::{BlockingExecutor, Executor, SmolExecutor};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
@@ -108,32 +104,7 @@ pub enum AttachError {
 
 /// A started runtime of either kind, driven synchronously.
 pub struct Host {
-    inner: Inner,
-}
-
-enum Inner {
-    Smol(SmolHost),
-    Blocking(Option<rho_io_blocking::Runtime>),
-}
-
-/// The smol runtime with the executor it runs on.
-struct SmolHost {
-    executor: Arc<smol::Executor<'static>>,
-    /// `None` once shut down.
-    runtime: Option<rho_io_smol::Runtime>,
-    /// Whether any session was started, so IO needs async-io's reactor.
-    reactor: bool,
-    /// The thread that runs the executor between calls, when asked for.
-    thread: Option<ExecutorThread>,
-    /// [`Host::with_executor_thread`] was asked for: a host that started
-    /// no session starts the thread with its first late server.
-    wants_thread: bool,
-}
-
-/// A thread running an executor until told to stop.
-struct ExecutorThread {
-    stop: smol::channel::Sender<()>,
-    thread: std::thread::JoinHandle<()>,
+    executor: Box<dyn Executor>,
 }
 
 impl Host {
@@ -157,28 +128,13 @@ impl Host {
         // server's words, as its configured values are.
         let mut options = options;
         options.host.secrets = crate::secrets::book().clone();
-        let inner = match kind {
-            RuntimeKind::Smol => {
-                let reactor = !Inventory::new(config, &select).to_start().is_empty();
-                let executor = Arc::new(smol::Executor::new());
-                let runtime = run_smol(
-                    &executor,
-                    reactor,
-                    rho_io_smol::Runtime::start_where(&executor, config, options, select),
-                );
-                Inner::Smol(SmolHost {
-                    executor,
-                    runtime: Some(runtime),
-                    reactor,
-                    thread: None,
-                    wants_thread: false,
-                })
-            }
-            RuntimeKind::Blocking => Inner::Blocking(Some(rho_io_blocking::Runtime::start_where(
-                config, options, select,
-            ))),
+        // The one place that asks which executor: everything below is
+        // written once over the trait.
+        let executor: Box<dyn Executor> = match kind {
+            RuntimeKind::Smol => Box::new(SmolExecutor::start(config, options, select)),
+            RuntimeKind::Blocking => Box::new(BlockingExecutor::start(config, options, select)),
         };
-        Self { inner }
+        Self { executor }
     }
 
     /// Keeps the sessions moving between calls: on the smol executor, one
@@ -187,10 +143,7 @@ impl Host {
     /// whose threads are busy between calls wants this; a command that
     /// only ever waits on the runtime does not.
     pub fn with_executor_thread(mut self) -> Self {
-        if let Inner::Smol(smol) = &mut self.inner {
-            smol.wants_thread = true;
-            smol.start_thread();
-        }
+        self.executor.keep_moving();
         self
     }
 
@@ -211,29 +164,7 @@ impl Host {
         config: &Config,
     ) -> Result<ServerView, rho_proto_core::runtime::StartServerError> {
         let config = &*crate::plugins::prepare_data_dirs(config, &|s: &str| s == id);
-        match &mut self.inner {
-            Inner::Smol(smol) => {
-                // The first session of a host that started none needs
-                // async-io's reactor, and the executor thread it was asked
-                // for (which it left unstarted with nothing to move).
-                smol.reactor = true;
-                let executor = Arc::clone(&smol.executor);
-                let runtime = smol
-                    .runtime
-                    .as_mut()
-                    .expect("the runtime is present until the host shuts down");
-                let started =
-                    run_smol(&executor, true, runtime.start_server(&executor, id, config));
-                if smol.wants_thread {
-                    smol.start_thread();
-                }
-                started
-            }
-            Inner::Blocking(runtime) => runtime
-                .as_mut()
-                .expect("the runtime is present until the host shuts down")
-                .start_server(id, config),
-        }
+        self.executor.start_server(id, config)
     }
 
     /// Closes the session of server `id` and waits for it to end (within
@@ -242,55 +173,35 @@ impl Host {
     /// [`Host::start_server`] can start it again (a new login, say).
     /// `false` when it had no session.
     pub fn stop_server(&mut self, id: &str) -> bool {
-        match &mut self.inner {
-            Inner::Smol(smol) => {
-                let executor = Arc::clone(&smol.executor);
-                let reactor = smol.reactor;
-                let runtime = smol
-                    .runtime
-                    .as_mut()
-                    .expect("the runtime is present until the host shuts down");
-                run_smol(&executor, reactor, runtime.stop_server(id))
-            }
-            Inner::Blocking(runtime) => runtime
-                .as_mut()
-                .expect("the runtime is present until the host shuts down")
-                .stop_server(id),
-        }
+        self.executor.stop_server(id)
     }
 
     /// Which executor drives this host's sessions.
     pub fn kind(&self) -> RuntimeKind {
-        match self.inner {
-            Inner::Smol(_) => RuntimeKind::Smol,
-            Inner::Blocking(_) => RuntimeKind::Blocking,
-        }
+        self.executor.kind()
     }
 
     /// Every configured server, in configuration order.
     pub fn servers(&self) -> Vec<ServerView> {
-        self.with(|r| r.servers(), |r| r.servers())
+        self.executor.sessions().servers()
     }
 
     /// One server, by identity.
     pub fn server(&self, id: &str) -> Option<ServerView> {
-        self.with(|r| r.server(id), |r| r.server(id))
+        self.executor.sessions().server(id)
     }
 
     /// The exported tools of every ready server, as registered at startup:
     /// never a tool for a server's MCP App only (its `_meta.ui.visibility`
     /// lacks `"model"`; `ReadyReport::app_only_tools` names them).
     pub fn tools(&self) -> &ToolRegistry {
-        match &self.inner {
-            Inner::Smol(smol) => smol.runtime().tools(),
-            Inner::Blocking(runtime) => blocking(runtime).tools(),
-        }
+        self.executor.sessions().tools()
     }
 
     /// The exported tools as the next turn should see them: revised
     /// definitions after `tools/list_changed`, withdrawn tools marked.
     pub fn current_tools(&self) -> Vec<ExportedTool> {
-        self.with(|r| r.current_tools(), |r| r.current_tools())
+        self.executor.sessions().current_tools()
     }
 
     /// The exported tools as an agent defers them: one line each (name,
@@ -303,7 +214,7 @@ impl Host {
     /// The system-prompt text of every server's instructions, each fenced
     /// and labelled as documentation from that server.
     pub fn instructions_prompt(&self) -> Option<String> {
-        self.with(|r| r.instructions_prompt(), |r| r.instructions_prompt())
+        self.executor.sessions().instructions_prompt()
     }
 
     /// Calls a tool and waits for its result: `target` is an exported
@@ -324,11 +235,7 @@ impl Host {
         arguments: Value,
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        let target = target.into();
-        match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().call(target, arguments, options)),
-            Inner::Blocking(runtime) => blocking(runtime).call(target, arguments, options),
-        }
+        self.executor.call(target.into(), arguments, options)
     }
 
     /// The most of one answer of `server` a model reads
@@ -411,10 +318,7 @@ impl Host {
         request: FeatureRequest,
         options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
-        match &self.inner {
-            Inner::Smol(smol) => smol.block_on(smol.runtime().request(server, request, options)),
-            Inner::Blocking(runtime) => blocking(runtime).request(server, request, options),
-        }
+        self.executor.request(server, request, options)
     }
 
     /// [`Host::request`] ended early only by `cancel`: the composed
@@ -482,92 +386,13 @@ impl Host {
     }
 
     fn stop(&mut self) {
-        match &mut self.inner {
-            Inner::Smol(smol) => {
-                if let Some(runtime) = smol.runtime.take() {
-                    smol.block_on(runtime.shutdown());
-                }
-                if let Some(ExecutorThread { stop, thread }) = smol.thread.take() {
-                    let _ = stop.try_send(());
-                    let _ = thread.join();
-                }
-            }
-            Inner::Blocking(runtime) => {
-                if let Some(runtime) = runtime.take() {
-                    runtime.shutdown();
-                }
-            }
-        }
-    }
-
-    /// Runs the read-only `smol` or `blocking` accessor.
-    fn with<T>(
-        &self,
-        smol: impl FnOnce(&rho_io_smol::Runtime) -> T,
-        threads: impl FnOnce(&rho_io_blocking::Runtime) -> T,
-    ) -> T {
-        match &self.inner {
-            Inner::Smol(host) => smol(host.runtime()),
-            Inner::Blocking(runtime) => threads(blocking(runtime)),
-        }
+        self.executor.shutdown();
     }
 }
 
 impl Drop for Host {
     fn drop(&mut self) {
         self.stop();
-    }
-}
-
-impl SmolHost {
-    /// Starts the thread that runs the executor between calls, unless it
-    /// runs already or there is no session to move.
-    fn start_thread(&mut self) {
-        if self.thread.is_some() || !self.reactor {
-            return;
-        }
-        let (stop, stopped) = smol::channel::bounded::<()>(1);
-        let executor = Arc::clone(&self.executor);
-        let thread = std::thread::Builder::new()
-            .name("rho-smol-executor".into())
-            .spawn(move || {
-                let _ = rho_io_smol::block_on(&executor, stopped.recv());
-            });
-        match thread {
-            Ok(thread) => self.thread = Some(ExecutorThread { stop, thread }),
-            // Calls still run the executor while they wait.
-            Err(e) => tracing::warn!("cannot start the executor thread: {e}"),
-        }
-    }
-
-    fn runtime(&self) -> &rho_io_smol::Runtime {
-        self.runtime
-            .as_ref()
-            .expect("the runtime is present until the host shuts down")
-    }
-
-    fn block_on<T>(&self, future: impl std::future::Future<Output = T>) -> T {
-        run_smol(&self.executor, self.reactor, future)
-    }
-}
-
-fn blocking(runtime: &Option<rho_io_blocking::Runtime>) -> &rho_io_blocking::Runtime {
-    runtime
-        .as_ref()
-        .expect("the runtime is present until the host shuts down")
-}
-
-/// Runs `future` on `executor` from this thread: on async-io's reactor when
-/// sessions do IO, else without it, so an idle run starts no thread.
-fn run_smol<T>(
-    executor: &smol::Executor<'static>,
-    reactor: bool,
-    future: impl std::future::Future<Output = T>,
-) -> T {
-    if reactor {
-        rho_io_smol::block_on(executor, future)
-    } else {
-        smol::future::block_on(executor.run(future))
     }
 }
 
@@ -610,14 +435,12 @@ impl AsyncHost {
         options: CallOptions<'static>,
     ) -> Result<CallToolResult, ToolCallError> {
         let target = target.into();
-        match &self.host.inner {
-            Inner::Smol(smol) => smol.runtime().call(target, arguments, options).await,
-            Inner::Blocking(_) => {
-                let host = Arc::clone(&self.host);
-                let target = OwnedTarget::from(target);
-                smol::unblock(move || host.call(target.as_target(), arguments, options)).await
-            }
+        if let Some(smol) = self.host.executor.smol() {
+            return smol.call(target, arguments, options).await;
         }
+        let host = Arc::clone(&self.host);
+        let target = OwnedTarget::from(target);
+        smol::unblock(move || host.call(target.as_target(), arguments, options)).await
     }
 
     /// [`Host::request`], awaited.
@@ -627,14 +450,12 @@ impl AsyncHost {
         request: FeatureRequest,
         options: CallOptions<'static>,
     ) -> Result<Value, ToolCallError> {
-        match &self.host.inner {
-            Inner::Smol(smol) => smol.runtime().request(server, request, options).await,
-            Inner::Blocking(_) => {
-                let host = Arc::clone(&self.host);
-                let server = server.to_owned();
-                smol::unblock(move || host.request(&server, request, options)).await
-            }
+        if let Some(smol) = self.host.executor.smol() {
+            return smol.request(server, request, options).await;
         }
+        let host = Arc::clone(&self.host);
+        let server = server.to_owned();
+        smol::unblock(move || host.request(&server, request, options)).await
     }
 
     /// Closes every session and waits for the servers to exit, once the

@@ -61,6 +61,7 @@ pub mod config;
 pub mod connect;
 pub mod credentials;
 pub mod dpop;
+mod executor;
 mod facade;
 pub mod grants;
 pub mod jwt_key;

@@ -27,7 +27,6 @@
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::connection::HttpInput;
@@ -88,20 +87,15 @@ impl LoginHttp {
                 // bound is told the way the smol stack tells it.
                 let started = Instant::now();
                 let mut report = report;
-                rho_io_blocking::http_client::run_exchange(
-                    agent,
-                    request,
-                    &AtomicBool::new(false),
-                    |input| match input {
-                        HttpInput::Failed(_) if started.elapsed() >= *within => {
-                            report(HttpInput::Failed(HttpFailure::other(format!(
-                                "no complete answer within {} s",
-                                within.as_secs_f64()
-                            ))))
-                        }
-                        input => report(input),
-                    },
-                )
+                rho_io_blocking::http_client::run_exchange(agent, request, |input| match input {
+                    HttpInput::Failed(_) if started.elapsed() >= *within => {
+                        report(HttpInput::Failed(HttpFailure::other(format!(
+                            "no complete answer within {} s",
+                            within.as_secs_f64()
+                        ))))
+                    }
+                    input => report(input),
+                })
             }
             Self::Smol(within) => rho_io_smol::http::run_exchange(request, *within, report),
         }

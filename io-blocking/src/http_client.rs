@@ -507,24 +507,24 @@ fn platform_roots() -> ureq::tls::RootCerts {
 }
 
 /// Performs one exchange, blocking, and reports what happens to it through
-/// `report` until the body ends, fails, `report` returns `false`, or
-/// `aborted` is set. For a caller that consumes each chunk as it is
-/// reported; a session's driver uses [`run_exchange_bounded`].
+/// `report` until the body ends, fails, or `report` returns `false` (how
+/// its caller stops it). For a caller that consumes each chunk as it is
+/// reported, as the host's OAuth flows do; a session's exchanges go
+/// through its driver's pool instead.
 pub fn run_exchange(
     agent: &ureq::Agent,
     request: HttpRequest,
-    aborted: &AtomicBool,
     report: impl FnMut(HttpInput) -> bool,
 ) {
-    run_exchange_bounded(agent, request, (aborted, &Backlog::unlimited()), report);
+    let never = AtomicBool::new(false);
+    run_exchange_bounded(agent, request, (&never, &Backlog::unlimited()), report);
 }
 
-/// Like [`run_exchange`], with the body bytes reported added to `bodies`
-/// (the session's, which its driver takes them off once handled); the
-/// body is not read further while more than [`BODY_IN_FLIGHT`] bytes wait
-/// there. For an executor whose session handles inputs on another thread
-/// than the one reading (the smol one runs it on its blocking pool).
-pub fn run_exchange_bounded(
+/// Like [`run_exchange`], until `aborted` is set too, with the body bytes
+/// reported added to `bodies` (the session's, which its driver takes them
+/// off once handled); the body is not read further while more than
+/// [`BODY_IN_FLIGHT`] bytes wait there.
+fn run_exchange_bounded(
     agent: &ureq::Agent,
     request: HttpRequest,
     (aborted, bodies): (&AtomicBool, &Backlog),

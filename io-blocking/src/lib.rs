@@ -15,8 +15,8 @@
 //! Like `rho-io-smol`, its sibling, it stands on `rho-proto-core` (the
 //! protocol, the [`RuntimeOptions`], the host's services, the backpressure
 //! counters) and `rho-os` (starting and killing a stdio server). Its ureq
-//! exchange runner (`run_exchange`, `run_exchange_bounded`) is public: the
-//! host library's OAuth flows use it.
+//! exchange runner (`run_exchange`) is public: the host library's OAuth
+//! flows use it.
 //!
 //! Streamable HTTP is the `http` feature, on by default. A host that
 //! reaches only stdio servers can build without it (`default-features =
@@ -54,7 +54,7 @@ mod runtime;
 mod stdio;
 
 #[cfg(feature = "http")]
-pub use http_client::{new_agent, run_exchange, run_exchange_bounded};
+pub use http_client::{new_agent, run_exchange};
 pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;
 pub use rho_proto_core::host::RuntimeOptions;

@@ -36,6 +36,7 @@ pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
 
 #[cfg(test)]
 mod tests {
+    use rho_proto_core::runtime::Sessions as _;
     use rho_proto_core::runtime::status::ServerStatus;
 
     use crate::{Runtime, options_from_process_env};

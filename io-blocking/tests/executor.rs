@@ -3,6 +3,7 @@
 //! earlier wakes the driver on time, and shutdown leaves no thread and no
 //! process behind.
 
+use rho_proto_core::runtime::Sessions as _;
 use std::sync::mpsc;
 use std::time::Duration;
 

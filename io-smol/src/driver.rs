@@ -505,7 +505,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use rho_proto_core::host::RuntimeOptions;
-    use rho_proto_core::runtime::CallOptions;
+    use rho_proto_core::runtime::{CallOptions, Sessions as _};
     use serde_json::json;
     use smol::{Executor, Timer};
 

@@ -41,6 +41,7 @@ pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
 mod tests {
     use std::sync::Arc;
 
+    use rho_proto_core::runtime::Sessions as _;
     use rho_proto_core::runtime::status::ServerStatus;
 
     use crate::{Runtime, options_from_process_env};

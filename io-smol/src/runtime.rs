@@ -24,10 +24,9 @@ use rho_proto_core::config::Config;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::{
-    CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, SlotId, StartServerError,
-    ToolCallError, late_config,
+    CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
+    StartServerError, ToolCallError, late_config,
 };
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -215,34 +214,6 @@ impl Runtime {
         |slot| self.tasks.get(&slot).map(TaskHandle::health)
     }
 
-    /// Every configured server, in configuration order.
-    pub fn servers(&self) -> Vec<ServerView> {
-        self.inventory.servers(self.health())
-    }
-
-    /// One server, by identity.
-    pub fn server(&self, id: &str) -> Option<ServerView> {
-        let slot = self.inventory.find(id)?;
-        self.inventory.view(slot, self.health()(slot))
-    }
-
-    /// The exported tools of every ready server, as registered at startup.
-    pub fn tools(&self) -> &ToolRegistry {
-        self.inventory.tools()
-    }
-
-    /// The exported tools as the next turn should see them: revised
-    /// definitions after `tools/list_changed`, withdrawn tools marked.
-    pub fn current_tools(&self) -> Vec<ExportedTool> {
-        self.inventory.current_tools(self.health())
-    }
-
-    /// The system-prompt text of every server's instructions, each fenced
-    /// and labelled as documentation from that server.
-    pub fn instructions_prompt(&self) -> Option<String> {
-        self.inventory.instructions_prompt()
-    }
-
     /// Calls a tool (an exported name, or a server's own tool under its
     /// allow/deny filter) and waits for its result, as `options` say:
     /// progress handed over as it arrives, ended early by its cancel
@@ -379,6 +350,16 @@ impl Runtime {
         for (_, handle) in std::mem::take(&mut self.tasks) {
             handle.stop().await;
         }
+    }
+}
+
+impl Sessions for Runtime {
+    fn inventory(&self) -> &Inventory {
+        &self.inventory
+    }
+
+    fn health_of(&self, slot: SlotId) -> Option<Health> {
+        self.tasks.get(&slot).map(TaskHandle::health)
     }
 }
 

@@ -3,6 +3,7 @@
 //! other test threads to confuse the count.
 
 use rho_io_blocking::Runtime;
+use rho_proto_core::runtime::Sessions as _;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::{options_with, parse_config};
 

@@ -5,6 +5,7 @@
 //! (`smol::block_on` itself starts async-io's thread on first use.) One
 //! test in this file so no other test's threads confuse the count.
 
+use rho_proto_core::runtime::Sessions as _;
 use std::sync::Arc;
 
 use rho_io_smol::Runtime;

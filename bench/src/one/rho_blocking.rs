@@ -9,7 +9,11 @@ fn main() {
     let (config, options) = common::setup(rho_io_blocking::options_from_process_env());
     let runtime = rho_io_blocking::Runtime::start(&config, options);
     let outcome = runtime
-        .call(common::EXPORTED, common::arguments(), rho_proto_core::runtime::CallOptions::new())
+        .call(
+            common::EXPORTED,
+            common::arguments(),
+            rho_proto_core::runtime::CallOptions::new(),
+        )
         .map(|result| common::text_len(&result))
         .map_err(|e| e.to_string());
     runtime.shutdown();

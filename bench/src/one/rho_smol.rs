@@ -3,8 +3,8 @@
 //! in a binary of its own, so that its peak RSS is the client's and not
 //! the bench harness's (see `bench/README.md`).
 
-use std::sync::Arc;
 use rho_proto_core::runtime::CallOptions;
+use std::sync::Arc;
 
 #[path = "common.rs"]
 mod common;

@@ -24,11 +24,13 @@ pub mod driving;
 pub mod index;
 pub mod naming;
 pub mod registry;
+pub mod sessions;
 pub mod skills;
 pub mod status;
 
 pub use call::{CallOptions, CallTarget};
 pub use cancel::{Cancel, Cancelled, OnCancel};
+pub use sessions::Sessions;
 
 use std::time::Duration;
 
