@@ -5,7 +5,7 @@
 //! server has more).
 //!
 //! The request goes through the same
-//! [`CompletionBroker`](rho_proto_core::features::completions::CompletionBroker)
+//! [`rho_proto_core::features::completions::CompletionBroker`]
 //! an interactive palette uses, so a server that does not declare the
 //! `completions` capability is never asked (said so, exit 1), and the
 //! arguments already given (`ARG=VALUE` words) are sent as

@@ -260,7 +260,7 @@ pub(crate) fn without_hidden(command: &Command) -> Command {
     )
 }
 
-/// The candidates for `words[index]` (words[0] is the program), one per
+/// The candidates for `words[index]` (`words[0]` is the program), one per
 /// line, each starting with what is typed of that word.
 pub(crate) fn candidates(command: &Command, index: usize, words: &[String]) -> Vec<String> {
     let typed = words.get(index).map_or("", String::as_str);

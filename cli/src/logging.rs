@@ -167,13 +167,13 @@ impl ServerSaid {
 struct ServerLine {
     /// The server's own level, as it named it.
     level: String,
-    /// `from server `<id>``, and its logger when it named one.
+    /// ``from server `<id>` ``, and its logger when it named one.
     from: String,
     message: String,
 }
 
 impl ServerLine {
-    /// `<level> from server `<id>` (logger `<name>`): <message>`.
+    /// ``<level> from server `<id>` (logger `<name>`): <message>``.
     fn plain(&self) -> String {
         let Self {
             level,

@@ -212,7 +212,7 @@ struct ListArgs {
     connect: bool,
     #[command(flatten)]
     adhoc: adhoc::AdhocArgs,
-    /// Print JSON (see the README for the schema).
+    /// Print JSON (see docs/commands.md for the schema).
     #[arg(long)]
     json: bool,
 }
@@ -228,7 +228,7 @@ struct SearchArgs {
     /// At most this many tools.
     #[arg(long, default_value_t = 10)]
     limit: usize,
-    /// Print JSON (see the README for the schema).
+    /// Print JSON (see docs/commands.md for the schema).
     #[arg(long)]
     json: bool,
 }
@@ -243,7 +243,7 @@ struct ShowArgs {
     /// Start the server and report live status and tools.
     #[arg(long)]
     connect: bool,
-    /// Print JSON (see the README for the schema).
+    /// Print JSON (see docs/commands.md for the schema).
     #[arg(long)]
     json: bool,
 }

@@ -82,7 +82,7 @@ pub(crate) struct AddArgs {
     /// With OAuth: how tokens are obtained (`oauth.grant`):
     /// authorization_code (a browser, the default), client_credentials,
     /// jwt_bearer or identity_assertion; the last two need keys of their
-    /// own (see the README's config reference).
+    /// own (see docs/configuration.md).
     #[arg(long, value_name = "GRANT")]
     grant: Option<String>,
     /// With OAuth: a scope to ask for (`oauth.scopes`); repeat for more.

@@ -12,7 +12,7 @@
 //! Every document has `schema` and `document` (the command that printed
 //! it). `call`, `prompt`, `read` and `complete` carry the server's result
 //! object exactly as sent in `result`, beside rho's rendering of it (the
-//! README's "JSON output" section has the table, one row per command).
+//! docs/commands.md's "JSON output" section has the table, one row per command).
 //!
 //! `list --json` prints `{"schema": 1, "document": "list", "config": PATH|null, "servers": [SERVER...]}`;
 //! `show --json` prints one SERVER with `"schema": 1, "document": "show"` added. A SERVER is:

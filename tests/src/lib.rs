@@ -402,7 +402,7 @@ impl Drop for EverythingHttp {
 /// kernel picks, so no two tests can race for one. The rest of its stdout
 /// is drained on a thread, so it never writes into a closed pipe. Panics,
 /// naming `fixture`, when it exits or prints something else first, or
-/// nothing within [`LISTENING_WITHIN`].
+/// nothing within `LISTENING_WITHIN`.
 pub fn listening_port(child: &mut std::process::Child, fixture: &str) -> u16 {
     try_listening_port(child, fixture).unwrap_or_else(|why| panic!("{why}"))
 }

@@ -9,7 +9,7 @@
 //! Every server exposes the same surface (see `tests/interop/README.md`),
 //! and every (SDK, transport, executor) run checks each feature. The
 //! outcome is a Markdown table written to `target/interop-table.md`
-//! (`scripts/interop-table` copies it into the README). A feature the SDK
+//! (`scripts/interop-table` copies it into docs/testing.md). A feature the SDK
 //! itself cannot offer on a transport (a server request in stateless mode,
 //! say) is `—` with a footnote, not a failure, when the check fails there;
 //! rho must still end such a call on its own, with an error or a result,

@@ -15,7 +15,7 @@
 //! browser that is not installed).
 //!
 //! The outcome is a Markdown table written to `target/world-table.md`
-//! (`scripts/interop-table world` copies it into README.md); the test
+//! (`scripts/interop-table world` copies it into docs/testing.md); the test
 //! fails listing every check that failed.
 
 mod fixtures;
