@@ -27,45 +27,35 @@ use rho_host::CallOptions;
 use rho_host::login::LoginMode;
 use rho_host::questions::{Asking, PendingQuestion};
 use rho_host::{
-    Attachment, CallError, Cancel, ExportedTool, FieldKind, Form, FormAnswer, Host, RuntimeKind,
-    ServerStatus, ToolCallError,
+    Attachment, CallError, Cancel, ExportedTool, FormAnswer, Host, RuntimeKind, ServerStatus,
+    ToolCallError,
 };
 use serde_json::{Value, json};
 
 /// The agent's own part of the system prompt.
 const BASE_PROMPT: &str = "You are a helpful agent. Use the tools when they help.";
 
+#[path = "support/args.rs"]
+mod args;
+#[path = "support/form.rs"]
+mod form;
+
 fn main() -> ExitCode {
-    let mut config = None;
-    let mut kind = RuntimeKind::Smol;
-    let mut strict = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(arg) = args.next() {
-        if arg == "--strict" {
-            strict = true;
-            continue;
+    let args = match args::parse("agent", &["--strict"]) {
+        Ok(args) => args,
+        Err(usage) => {
+            eprintln!("agent: {usage}");
+            return ExitCode::from(2);
         }
-        match (arg.as_str(), args.next()) {
-            ("--config", Some(path)) => config = Some(PathBuf::from(path)),
-            ("--runtime", Some(name)) => match name.parse() {
-                Ok(k) => kind = k,
-                Err(e) => return usage(&e),
-            },
-            _ => return usage(&format!("unexpected argument `{arg}`")),
-        }
-    }
-    match run(config, kind, strict) {
+    };
+    let strict = args.flags.iter().any(|f| f == "--strict");
+    match run(args.config, args.kind, strict) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("agent: {e}");
             ExitCode::FAILURE
         }
     }
-}
-
-fn usage(why: &str) -> ExitCode {
-    eprintln!("agent: {why}\nusage: agent [--config PATH] [--runtime smol|blocking] [--strict]");
-    ExitCode::from(2)
 }
 
 /// Runs the loop. `strict` (the test command's) fails the run when a step
@@ -333,7 +323,7 @@ fn ui(pending: PendingQuestion) {
     let server = pending.asked.server.clone();
     match &pending.asking {
         Asking::Form(form) => {
-            let answers = fill(form);
+            let answers = form::fill(form);
             println!(
                 "ui: server `{server}` asked a form of {} field(s) during `{during}`; answered",
                 form.fields.len()
@@ -344,41 +334,5 @@ fn ui(pending: PendingQuestion) {
             println!("ui: server `{server}` asked to sample during `{during}`; refused");
             pending.answer_sampling(false);
         }
-    }
-}
-
-/// Every field of `form` answered with its default or a plain answer.
-fn fill(form: &Form) -> BTreeMap<String, Vec<String>> {
-    let mut answers = BTreeMap::new();
-    for field in &form.fields {
-        let value = match (&field.default, &field.kind) {
-            (Some(default), _) => default.clone(),
-            (None, FieldKind::Confirm) => vec!["true".into()],
-            (None, FieldKind::Number { .. }) => vec!["42".into()],
-            (
-                None,
-                FieldKind::Choice {
-                    options,
-                    multi: false,
-                },
-            ) => options
-                .first()
-                .map(|o| vec![o.value.clone()])
-                .unwrap_or_default(),
-            (None, FieldKind::Choice { multi: true, .. }) => Vec::new(),
-            (None, FieldKind::Text) => vec![text_for(&field.name)],
-        };
-        answers.insert(field.name.clone(), value);
-    }
-    answers
-}
-
-/// A plain answer for a text field, fit for the common formats.
-fn text_for(name: &str) -> String {
-    match name {
-        "email" => "agent@example.com".into(),
-        "homepage" => "https://example.com".into(),
-        "birthdate" => "2000-01-01".into(),
-        _ => "Ada".into(),
     }
 }
