@@ -146,7 +146,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
             }
             Action::Skills { load } => skills(&runtime, load, &cancel),
         },
-        Some(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => Err(error),
+        Some(ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error }) => Err(error),
         other => Err(format!("server did not start: {other:?}")),
     };
     runtime.shutdown();

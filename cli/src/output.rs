@@ -266,8 +266,12 @@ pub(crate) fn server_json(
         }
     }
     match &server.status {
-        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
+        ServerStatus::Invalid { error } => {
             obj.insert("error".into(), json!(error));
+        }
+        ServerStatus::Failed { error, kind } => {
+            obj.insert("error".into(), json!(error));
+            obj.insert("failure".into(), json!(kind));
         }
         ServerStatus::Ready(report) => {
             obj.insert("protocol_version".into(), json!(report.protocol_version));
@@ -612,7 +616,7 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
             }
             text
         }
-        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
+        ServerStatus::Invalid { error } | ServerStatus::Failed { error, .. } => {
             sanitize(error).into_owned()
         }
         ServerStatus::Disabled => "enabled = false".into(),
@@ -711,7 +715,7 @@ pub(crate) fn show_text(
         );
     }
     match &server.status {
-        ServerStatus::Invalid { error } | ServerStatus::Failed { error } => {
+        ServerStatus::Invalid { error } | ServerStatus::Failed { error, .. } => {
             let _ = writeln!(out, "  error:      {}", indent_rest(&sanitize(error), 14));
         }
         ServerStatus::Ready(report) => {

@@ -125,7 +125,7 @@ pub(crate) fn connect(
         host.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));
     };
-    if let ServerStatus::Failed { error } | ServerStatus::Invalid { error } = &view.status {
+    if let ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error } = &view.status {
         let error = error.clone();
         host.shutdown();
         return Err(Failure::Runtime(error));

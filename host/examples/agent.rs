@@ -91,7 +91,7 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
     for server in host.servers() {
         let status = match &server.status {
             ServerStatus::Ready(report) => format!("ready ({})", report.era()),
-            ServerStatus::Failed { error } | ServerStatus::Invalid { error } => {
+            ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error } => {
                 format!("{}: {error}", server.status.label())
             }
             other => other.label().to_owned(),

@@ -93,7 +93,7 @@ pub use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
 pub use rho_proto_core::runtime::index::{Hit, IndexEntry, ToolIndex};
 pub use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 pub use rho_proto_core::runtime::skills::SkillError;
-pub use rho_proto_core::runtime::status::ServerStatus;
+pub use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
 pub use rho_proto_core::runtime::{
     CallOptions, CallTarget, Cancel, Cancelled, OnCancel, ServerView, StartServerError,
     ToolCallError,

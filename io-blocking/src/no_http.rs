@@ -37,7 +37,7 @@ pub(crate) fn not_built_in(server: &str) -> TransportSetupError {
 #[cfg(test)]
 mod tests {
     use rho_proto_core::runtime::Sessions as _;
-    use rho_proto_core::runtime::status::ServerStatus;
+    use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
 
     use crate::{Runtime, options_from_process_env};
 
@@ -56,7 +56,11 @@ mod tests {
         let [remote] = servers.as_slice() else {
             panic!("one server: {servers:?}");
         };
-        let ServerStatus::Failed { error } = &remote.status else {
+        let ServerStatus::Failed {
+            error,
+            kind: FailureKind::NotBuiltIn,
+        } = &remote.status
+        else {
             panic!("not failed: {:?}", remote.status);
         };
         assert!(

@@ -42,7 +42,7 @@ mod tests {
     use std::sync::Arc;
 
     use rho_proto_core::runtime::Sessions as _;
-    use rho_proto_core::runtime::status::ServerStatus;
+    use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
 
     use crate::{Runtime, options_from_process_env};
 
@@ -66,7 +66,11 @@ mod tests {
         let [remote] = servers.as_slice() else {
             panic!("one server: {servers:?}");
         };
-        let ServerStatus::Failed { error } = &remote.status else {
+        let ServerStatus::Failed {
+            error,
+            kind: FailureKind::NotBuiltIn,
+        } = &remote.status
+        else {
             panic!("not failed: {:?}", remote.status);
         };
         assert!(

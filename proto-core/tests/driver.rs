@@ -1045,7 +1045,7 @@ const THREE: &str = "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"a\"\n\
 fn error_of(inventory: &Inventory, id: &str) -> String {
     let slot = inventory.find(id).expect("configured");
     match inventory.view(slot, None).expect("a view").status {
-        ServerStatus::Failed { error } => error,
+        ServerStatus::Failed { error, .. } => error,
         other => panic!("`{id}` is {other:?}, not failed"),
     }
 }

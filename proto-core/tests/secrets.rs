@@ -55,7 +55,7 @@ fn header_value_with_cr_or_lf_from_the_environment_fails_naming_the_header() {
 
 #[test]
 fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
-    use rho_proto_core::runtime::status::ServerStatus;
+    use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
     use rho_proto_core::runtime::{Health, Inventory, ToolCallError};
     use rho_proto_core::session::CallError;
     use rho_proto_core::wire::jsonrpc::ErrorObject;
@@ -70,13 +70,15 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     let slot = inventory.find("local").expect("the configured server");
     inventory.record_failed(
         slot,
+        FailureKind::Exited,
         "exited\nstderr: key=literal-secret-1 token=ambient-secret-2".to_owned(),
     );
     let view = inventory.view(slot, None).expect("slot");
     assert_eq!(
         view.status,
         ServerStatus::Failed {
-            error: "exited\nstderr: key=<redacted> token=<redacted>".to_owned()
+            error: "exited\nstderr: key=<redacted> token=<redacted>".to_owned(),
+            kind: FailureKind::Exited,
         }
     );
     // A failure reported after startup, too.
@@ -86,7 +88,7 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
     };
     let view = inventory.view(slot, Some(health)).expect("slot");
     assert!(
-        matches!(&view.status, ServerStatus::Failed { error } if error == "died saying <redacted>"),
+        matches!(&view.status, ServerStatus::Failed { error, kind: FailureKind::Ended } if error == "died saying <redacted>"),
         "{:?}",
         view.status
     );
@@ -111,7 +113,7 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
 /// errors, and in a server started later.
 #[test]
 fn inventory_hides_what_the_host_learns_after_startup() {
-    use rho_proto_core::runtime::status::ServerStatus;
+    use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
     use rho_proto_core::runtime::{Inventory, ToolCallError};
     use rho_proto_core::session::CallError;
     use rho_proto_core::text::redact::SecretBook;
@@ -127,12 +129,17 @@ fn inventory_hides_what_the_host_learns_after_startup() {
     // Learned once the grant ran: after the redactors were made.
     book.learn("eyJ.workload-assertion.sig");
     let a = inventory.find("a").expect("a");
-    inventory.record_failed(a, "refused eyJ.workload-assertion.sig".to_owned());
+    inventory.record_failed(
+        a,
+        FailureKind::Handshake,
+        "refused eyJ.workload-assertion.sig".to_owned(),
+    );
     let view = inventory.view(a, None).expect("slot");
     assert_eq!(
         view.status,
         ServerStatus::Failed {
-            error: "refused <redacted>".to_owned()
+            error: "refused <redacted>".to_owned(),
+            kind: FailureKind::Handshake,
         }
     );
     let error = ToolCallError::Call(CallError::Rpc {
@@ -151,12 +158,17 @@ fn inventory_hides_what_the_host_learns_after_startup() {
         .start_later("b", b.expect("b"), &[], |_| false)
         .expect("b starts later");
     book.learn("at-learned-later-1");
-    inventory.record_failed(b, "401 for at-learned-later-1".to_owned());
+    inventory.record_failed(
+        b,
+        FailureKind::Unreachable,
+        "401 for at-learned-later-1".to_owned(),
+    );
     let view = inventory.view(b, None).expect("slot");
     assert_eq!(
         view.status,
         ServerStatus::Failed {
-            error: "401 for <redacted>".to_owned()
+            error: "401 for <redacted>".to_owned(),
+            kind: FailureKind::Unreachable,
         }
     );
 }

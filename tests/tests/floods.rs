@@ -13,7 +13,7 @@ use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::runtime::CallOptions;
-use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
@@ -78,8 +78,11 @@ fn flood_before_the_handshake_ends_at_the_startup_budget<R: TestRuntime>() {
     let elapsed = started.elapsed();
     let peak = status_kib("VmHWM:");
     let error = match runtime.server("flood").map(|s| s.status) {
-        Some(ServerStatus::Failed { error }) => error,
-        other => panic!("a server that never answers initialize must fail: {other:?}"),
+        Some(ServerStatus::Failed {
+            error,
+            kind: FailureKind::StartupTimeout,
+        }) => error,
+        other => panic!("a server that never answers initialize must time out: {other:?}"),
     };
     runtime.shutdown();
     assert!(

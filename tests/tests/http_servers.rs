@@ -227,7 +227,7 @@ fn a_redirect_fails_the_server_and_nothing_reaches_the_target<R: TestRuntime>() 
     let runtime = R::start(&parse_config(&text), options_with(&[]));
     ready(&runtime, "fine");
     let error = match runtime.server("moved").map(|s| s.status) {
-        Some(ServerStatus::Failed { error }) => error,
+        Some(ServerStatus::Failed { error, .. }) => error,
         other => panic!("redirecting server should fail: {other:?}"),
     };
     assert!(error.contains("302"), "{error}");

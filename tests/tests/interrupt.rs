@@ -9,7 +9,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use rho_host::Cancel;
-use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
@@ -53,7 +53,10 @@ fn interrupt_ends_startup_at_once_and_leaves_nothing_running<R: TestRuntime>() {
         );
         for id in ["a", "b"] {
             match runtime.server(id).map(|s| s.status) {
-                Some(ServerStatus::Failed { error }) => {
+                Some(ServerStatus::Failed {
+                    error,
+                    kind: FailureKind::Interrupted,
+                }) => {
                     assert!(error.contains("startup was interrupted"), "{error}")
                 }
                 other => panic!("server `{id}`: {other:?}"),

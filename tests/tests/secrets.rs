@@ -89,7 +89,7 @@ fn assert_no_secret(what: &str, text: &str) {
 
 fn failure(runtime: &Host, id: &str) -> String {
     match runtime.server(id).map(|s| s.status) {
-        Some(ServerStatus::Failed { error }) => error,
+        Some(ServerStatus::Failed { error, .. }) => error,
         other => panic!("server `{id}` did not fail: {other:?}"),
     }
 }

@@ -128,7 +128,7 @@ fn a_server_that_forgets_every_session_fails_at_once_naming_it<R: TestRuntime>()
         options_with(&[]),
     );
     let error = match runtime.server("amnesiac").map(|s| s.status) {
-        Some(ServerStatus::Failed { error }) => error,
+        Some(ServerStatus::Failed { error, .. }) => error,
         other => panic!("expected a failure: {other:?}"),
     };
     assert!(error.contains("expired the session again"), "{error}");

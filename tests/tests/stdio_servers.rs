@@ -5,7 +5,7 @@
 use rho_host::CallOptions;
 use rho_host::Host;
 use rho_io_blocking::ToolCallError;
-use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
 use rho_tests::*;
@@ -20,7 +20,15 @@ fn ready(runtime: &Host, id: &str) -> rho_proto_core::runtime::status::ReadyRepo
 
 fn failure(runtime: &Host, id: &str) -> String {
     match runtime.server(id).map(|s| s.status) {
-        Some(ServerStatus::Failed { error }) => error,
+        Some(ServerStatus::Failed { error, .. }) => error,
+        other => panic!("server `{id}` should have failed: {other:?}"),
+    }
+}
+
+/// The kind of failure a failed server's status keeps.
+fn failure_kind(runtime: &Host, id: &str) -> FailureKind {
+    match runtime.server(id).map(|s| s.status) {
+        Some(ServerStatus::Failed { kind, .. }) => kind,
         other => panic!("server `{id}` should have failed: {other:?}"),
     }
 }
@@ -371,6 +379,13 @@ fn failures_are_isolated_and_nothing_is_left_running<R: TestRuntime>() {
     let silent = failure(&runtime, "silent");
     assert!(silent.contains("startup timed out after 6 s"), "{silent}");
     assert!(silent.contains("initialize response"), "{silent}");
+    // Each keeps what kind of failure it was, for a host to act on.
+    assert_eq!(failure_kind(&runtime, "missing"), FailureKind::NotFound);
+    assert_eq!(failure_kind(&runtime, "exits"), FailureKind::Exited);
+    assert_eq!(
+        failure_kind(&runtime, "silent"),
+        FailureKind::StartupTimeout
+    );
 
     // The healthy server still works beside them.
     let result = runtime

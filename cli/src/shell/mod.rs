@@ -584,7 +584,7 @@ impl Shell<'_> {
         crate::completion_words::remember(&self.host().servers());
         let status = match started.map(|view| view.status) {
             Ok(ServerStatus::Ready(_)) => format!("server `{}` is ready", sanitize_line(id)),
-            Ok(ServerStatus::Failed { error } | ServerStatus::Invalid { error }) => format!(
+            Ok(ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error }) => format!(
                 "server `{}` did not start: {}",
                 sanitize_line(id),
                 sanitize_line(&error)
@@ -786,7 +786,7 @@ impl Shell<'_> {
                 ServerStatus::Invalid { error } => {
                     format!("bad   {id}: {}", sanitize_line(error))
                 }
-                ServerStatus::Failed { error } => {
+                ServerStatus::Failed { error, .. } => {
                     format!("fail  {id}: {}", sanitize_line(error))
                 }
             };

@@ -50,7 +50,7 @@ pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String
                     }
                 }
             }
-            (ServerStatus::Ready(_), ServerStatus::Failed { error }) => {
+            (ServerStatus::Ready(_), ServerStatus::Failed { error, .. }) => {
                 lines.push(format!(
                     "server `{id}` failed: {} (`/reconnect {id}` starts it again)",
                     sanitize_line(error)
@@ -90,7 +90,7 @@ pub(crate) fn revisions(before: &[ExportedTool], after: &[ExportedTool]) -> Vec<
 #[cfg(test)]
 mod tests {
     use super::*;
-    use rho_proto_core::runtime::status::ReadyReport;
+    use rho_proto_core::runtime::status::{FailureKind, ReadyReport};
     use rho_proto_core::wire::protocol::Implementation;
 
     fn ready(added: &[&str], withdrawn: &[&str], ping: Option<&str>) -> ServerView {
@@ -153,6 +153,7 @@ mod tests {
             config: None,
             status: ServerStatus::Failed {
                 error: "gone\x1b[2J".into(),
+                kind: FailureKind::Ended,
             },
             tools: Vec::new(),
         }];

@@ -23,6 +23,7 @@ use crate::connection::HttpInput;
 use crate::features::elicitation::FormAnswer;
 use crate::http::{AuthorizationError, ExchangeId, HeaderError};
 use crate::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
+use crate::runtime::status::FailureKind;
 use crate::runtime::{Health, Inventory, SlotId, ToolCallError};
 use crate::session::{
     CallError, CallId, CancelNotice, CloseReason, Event, Progress, QuestionId, SamplingAnswer,
@@ -194,6 +195,30 @@ pub enum StartupError {
         /// The server's last stderr lines, redacted.
         stderr: Option<String>,
     },
+}
+
+impl StartupError {
+    /// What kind of failure this is, as a server's status keeps it.
+    pub fn kind(&self) -> FailureKind {
+        match self {
+            StartupError::Headers(_) => FailureKind::Config,
+            StartupError::Transport(TransportSetupError::NotFound { .. }) => FailureKind::NotFound,
+            StartupError::Transport(TransportSetupError::NotBuiltIn { .. }) => {
+                FailureKind::NotBuiltIn
+            }
+            StartupError::Transport(_) => FailureKind::Launch,
+            StartupError::Closed { reason, .. } => match reason {
+                CloseReason::StartupTimeout { .. } => FailureKind::StartupTimeout,
+                CloseReason::Handshake(_) => FailureKind::Handshake,
+                CloseReason::Discovery(_) => FailureKind::Discovery,
+                CloseReason::TransportClosed { .. } => FailureKind::Exited,
+                CloseReason::TransportFailed(_) => FailureKind::Unreachable,
+                // A close the host asked for, before startup ended: the
+                // startup was stopped.
+                CloseReason::Requested => FailureKind::Interrupted,
+            },
+        }
+    }
 }
 
 /// How startup ended: started, or why not.
@@ -522,7 +547,11 @@ impl StartupWait {
         }
         let (slot, budget) = self.waiting.pop_front()?;
         if self.interrupted {
-            inventory.record_failed(slot, interrupted_reason(inventory, slot));
+            inventory.record_failed(
+                slot,
+                FailureKind::Interrupted,
+                interrupted_reason(inventory, slot),
+            );
             return Some(StartupStep::Stop(slot));
         }
         let until = now + budget + STARTUP_MARGIN;
@@ -545,13 +574,17 @@ impl StartupWait {
                 inventory.record_ready(slot, started.ready, started.elapsed, started.pid);
                 return;
             }
-            Heard::Outcome(Err(error)) => inventory.record_failed(slot, error.to_string()),
+            Heard::Outcome(Err(error)) => {
+                inventory.record_failed(slot, error.kind(), error.to_string())
+            }
             Heard::Gone => inventory.record_failed(
                 slot,
+                FailureKind::DriverGone,
                 format!("server `{id}`: its driver stopped before it reported startup"),
             ),
             Heard::TimedOut => inventory.record_failed(
                 slot,
+                FailureKind::StartupTimeout,
                 format!(
                     "server `{id}`: did not finish starting within {} s",
                     budget.as_secs_f64()
@@ -559,7 +592,11 @@ impl StartupWait {
             ),
             Heard::Interrupted => {
                 self.interrupted = true;
-                inventory.record_failed(slot, interrupted_reason(inventory, slot));
+                inventory.record_failed(
+                    slot,
+                    FailureKind::Interrupted,
+                    interrupted_reason(inventory, slot),
+                );
                 self.steps.push_back(StartupStep::Close(slot));
                 self.steps
                     .extend(self.waiting.iter().map(|&(s, _)| StartupStep::Close(s)));

@@ -38,7 +38,7 @@ use crate::config::{Config, ServerConfig};
 use crate::features::apps::Visibility;
 use crate::runtime::naming::{exported_name, model_name};
 use crate::runtime::registry::{ExportedTool, ToolRegistry};
-use crate::runtime::status::{ReadyReport, ServerStatus};
+use crate::runtime::status::{FailureKind, ReadyReport, ServerStatus};
 use crate::session::{ApiMisuse, CallError, ServerReady};
 use crate::text::redact::{Redactor, SecretBook};
 use crate::wire::protocol::Tool;
@@ -423,11 +423,12 @@ impl Inventory {
         });
     }
 
-    /// Records a server that could not start.
-    pub fn record_failed(&mut self, slot: SlotId, error: String) {
+    /// Records a server that could not start: what kind of failure, and
+    /// the words (redacted here) that say why.
+    pub fn record_failed(&mut self, slot: SlotId, kind: FailureKind, error: String) {
         if let Some(s) = self.slots.get_mut(slot.0) {
             let error = s.redactor.redact_owned(error);
-            s.status = ServerStatus::Failed { error };
+            s.status = ServerStatus::Failed { error, kind };
         }
     }
 
@@ -545,6 +546,7 @@ impl Inventory {
             if let Some(error) = health.failure {
                 status = ServerStatus::Failed {
                     error: s.redactor.redact_owned(error),
+                    kind: FailureKind::Ended,
                 };
             }
         }
@@ -737,7 +739,7 @@ impl Inventory {
         }
         match &self.slots[slot.0].status {
             ServerStatus::Ready(_) => Ok((slot, health)),
-            ServerStatus::Failed { error } | ServerStatus::Invalid { error } => {
+            ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error } => {
                 Err(not_ready(error.clone()))
             }
             other => Err(not_ready(other.label().replace('_', " "))),
@@ -1124,7 +1126,7 @@ transport = "stdio"
             Duration::from_millis(5),
             None,
         );
-        inventory.record_failed(b, "server `b`: boom".into());
+        inventory.record_failed(b, FailureKind::Exited, "server `b`: boom".into());
         inventory.finish_startup();
         assert_eq!(
             inventory

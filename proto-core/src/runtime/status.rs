@@ -27,9 +27,52 @@ pub enum ServerStatus {
     Ready(ReadyReport),
     /// Could not start, or ended.
     Failed {
-        /// Why, in words a person can act on.
+        /// Why, in words a person can act on (redacted).
         error: String,
+        /// What kind of failure it was, for a host to act on without
+        /// reading the words.
+        kind: FailureKind,
     },
+}
+
+/// What kind of failure ended a server, beside the words that say why.
+///
+/// The kind is what a host matches on (offer to install a missing
+/// program, to log in, to retry later); the words are for a person. The
+/// typed startup error itself stays in the core: its fields hold what
+/// the server and the OS said, which are only shown redacted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum FailureKind {
+    /// The entry cannot become a connection here (a header names an unset
+    /// variable): the user's to fix in the config or the environment.
+    Config,
+    /// The server's program was not found (on `PATH`, or at its path).
+    NotFound,
+    /// The server could not be launched otherwise: its environment, its
+    /// working directory, the process, its pipes or a thread.
+    Launch,
+    /// The transport is not built into this host (the executor's `http`
+    /// feature is off).
+    NotBuiltIn,
+    /// The server refused or botched the handshake.
+    Handshake,
+    /// Tool discovery failed after the handshake.
+    Discovery,
+    /// Startup did not finish within its budget.
+    StartupTimeout,
+    /// The server exited, or its stream closed, before it was ready.
+    Exited,
+    /// The server could not be reached, or writing to it failed.
+    Unreachable,
+    /// The person stopped the startup (Ctrl-C, or the host's cancel).
+    Interrupted,
+    /// The executor's driver for the server stopped before reporting.
+    DriverGone,
+    /// The session ended after the server was ready (it exited, or its
+    /// transport failed).
+    Ended,
 }
 
 impl ServerStatus {

@@ -56,7 +56,7 @@ pub(crate) fn host_row<R: TestRuntime>(row: &Row, ctx: &Ctx) -> HostRun {
     let (report, tools) = match view {
         Some(view) => match view.status {
             ServerStatus::Ready(report) => (report, view.tools),
-            ServerStatus::Failed { error } => return not_ready(host, error),
+            ServerStatus::Failed { error, .. } => return not_ready(host, error),
             other => return not_ready(host, format!("{other:?}")),
         },
         None => return not_ready(host, "not in the host".into()),
