@@ -490,6 +490,20 @@ fn the_2025_era_keeps_its_lists_across_a_new_credential() {
     assert!(h.events.is_empty(), "{:?}", h.events);
 }
 
+/// A completion of `args-prompt`'s `city` from `Pa`.
+fn complete_city() -> FeatureRequest {
+    FeatureRequest::Complete(CompleteParams {
+        reference: CompletionRef::Prompt {
+            name: "args-prompt".into(),
+        },
+        argument: CompleteArgument {
+            name: "city".into(),
+            value: "Pa".into(),
+        },
+        context: None,
+    })
+}
+
 fn get_prompt() -> FeatureRequest {
     FeatureRequest::GetPrompt(GetPromptParams {
         name: "args-prompt".into(),
@@ -529,16 +543,7 @@ fn feature_requests_are_sent_and_answered_as_sent() {
 fn feature_requests_time_out_and_cancel_telling_the_server() {
     let mut h = Harness::latest();
     h.everything();
-    let complete = FeatureRequest::Complete(CompleteParams {
-        reference: CompletionRef::Prompt {
-            name: "args-prompt".into(),
-        },
-        argument: CompleteArgument {
-            name: "city".into(),
-            value: "Pa".into(),
-        },
-        context: None,
-    });
+    let complete = complete_city();
     let call = h.send(&complete);
     let sent = h.now;
     h.step();
@@ -585,16 +590,7 @@ fn feature_requests_time_out_and_cancel_telling_the_server() {
 fn a_feature_request_with_a_budget_of_its_own_times_out_at_that_budget() {
     let mut h = Harness::latest();
     h.everything();
-    let complete = FeatureRequest::Complete(CompleteParams {
-        reference: CompletionRef::Prompt {
-            name: "args-prompt".into(),
-        },
-        argument: CompleteArgument {
-            name: "city".into(),
-            value: "Pa".into(),
-        },
-        context: None,
-    });
+    let complete = complete_city();
     let call = h
         .session
         .request_within(h.now, &complete, Some(Duration::from_secs(7)))
