@@ -48,6 +48,21 @@ pub fn filesystem_js() -> PathBuf {
     node_modules().join("@modelcontextprotocol/server-filesystem/dist/index.js")
 }
 
+/// server-filesystem serving `dir`, as config text with the identity
+/// `filesystem`, and options whose session workspace is `dir`: the server
+/// replaces its allowed directories with the client's roots, so the
+/// workspace must be the directory it serves.
+pub fn filesystem_serving(dir: &Path) -> (String, RuntimeOptions) {
+    let text = node_server(
+        "filesystem",
+        &filesystem_js(),
+        &[&dir.display().to_string()],
+    );
+    let mut options = options_with(&[]);
+    options.workspace = Some(dir.to_path_buf());
+    (text, options)
+}
+
 /// Entry point of `@modelcontextprotocol/server-pdf`, an MCP Apps server
 /// from the ext-apps examples (run it with `--stdio`): six of its nine
 /// tools are for its view only (`_meta.ui.visibility: ["app"]`). It lists

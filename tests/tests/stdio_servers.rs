@@ -220,15 +220,7 @@ fn missing_ambient_variable_fails_only_that_server<R: TestRuntime>() {
 fn filesystem_server_exports_annotated_tools<R: TestRuntime>() {
     let dir = scratch_dir("fs");
     std::fs::write(dir.join("note.txt"), "hello from a file").expect("write");
-    let text = node_server(
-        "filesystem",
-        &filesystem_js(),
-        &[&dir.display().to_string()],
-    );
-    // The server replaces its allowed directories with the client's roots:
-    // the session workspace must be the directory it serves.
-    let mut options = options_with(&[]);
-    options.workspace = Some(dir.clone());
+    let (text, options) = filesystem_serving(&dir);
     let runtime = R::start(&parse_config(&text), options);
     ready(&runtime, "filesystem");
     let read = runtime
@@ -260,13 +252,8 @@ fn filesystem_server_exports_annotated_tools<R: TestRuntime>() {
 fn the_tool_index_ranks_the_expected_tool_first<R: TestRuntime>() {
     let dir = scratch_dir("index");
     let mut text = node_server("everything", &everything_js(), &["stdio"]);
-    text.push_str(&node_server(
-        "filesystem",
-        &filesystem_js(),
-        &[&dir.display().to_string()],
-    ));
-    let mut options = options_with(&[]);
-    options.workspace = Some(dir.clone());
+    let (filesystem, options) = filesystem_serving(&dir);
+    text.push_str(&filesystem);
     let runtime = R::start(&parse_config(&text), options);
     ready(&runtime, "everything");
     ready(&runtime, "filesystem");

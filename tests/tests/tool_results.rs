@@ -425,13 +425,7 @@ fn annotation_hints_appear_in_exported_descriptions<R: TestRuntime>() {
 
     // server-filesystem sets only some: one line per hint actually set.
     let dir = scratch_dir("hints");
-    let text = node_server(
-        "filesystem",
-        &filesystem_js(),
-        &[&dir.display().to_string()],
-    );
-    let mut options = options_with(&[]);
-    options.workspace = Some(dir.clone());
+    let (text, options) = filesystem_serving(&dir);
     let runtime = R::start(&parse_config(&text), options);
     ready(&runtime, "filesystem");
     let hint_lines = |exported: &str| -> Vec<String> {

@@ -34,6 +34,12 @@ impl BlockingExecutor {
             .as_ref()
             .expect("the runtime is present until the host shuts down")
     }
+
+    fn runtime_mut(&mut self) -> &mut rho_io_blocking::Runtime {
+        self.0
+            .as_mut()
+            .expect("the runtime is present until the host shuts down")
+    }
 }
 
 impl Executor for BlockingExecutor {
@@ -46,17 +52,11 @@ impl Executor for BlockingExecutor {
     }
 
     fn start_server(&mut self, id: &str, config: &Config) -> Result<ServerView, StartServerError> {
-        self.0
-            .as_mut()
-            .expect("the runtime is present until the host shuts down")
-            .start_server(id, config)
+        self.runtime_mut().start_server(id, config)
     }
 
     fn stop_server(&mut self, id: &str) -> bool {
-        self.0
-            .as_mut()
-            .expect("the runtime is present until the host shuts down")
-            .stop_server(id)
+        self.runtime_mut().stop_server(id)
     }
 
     fn call(
