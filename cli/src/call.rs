@@ -55,41 +55,43 @@ pub(crate) fn run(
         config,
         adhoc: loaded.adhoc,
     };
-    let mut options = options;
-    options.host =
+    let services =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
-    // A person at a terminal whose server has no usable login (none stored,
-    // or one whose refresh failed) logs in now, before connecting: the 401
-    // at connect would give a browser login only the startup budget. A
-    // token refused mid-call is refreshed, or a person logs in again.
-    let mode = crate::questions::login_mode();
+    let undeclared = undeclared_capabilities(
+        services.can_elicit(),
+        services.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
+    );
     // The first stop signal sets the flag: it ends a browser login's wait
     // (the terminal prompt asks it), the startup wait or the call; a
     // second one exits at once. Installed before anything waits.
     let cancel = crate::signals::install();
-    let prepared = rho_host::connect::prepare(&loaded_for_call, kind, &mode, &|s| s == id);
+    let mut options = options;
+    options.interrupt = Some(cancel.clone());
+    // A person at a terminal whose server has no usable login (none stored,
+    // or one whose refresh failed) logs in now, before connecting: the 401
+    // at connect would give a browser login only the startup budget. A
+    // token refused mid-call is refreshed, or a person logs in again.
+    let connecting = Host::builder(&loaded_for_call)
+        .runtime(kind)
+        .options(options)
+        .services(services)
+        .login(crate::questions::login_mode())
+        .only(|s| s == id)
+        .prepare();
     crate::check_stopped()?;
-    for (_, outcome) in prepared.logins {
-        let logged_in = outcome.map_err(crate::login_failure)?;
+    for (_, outcome) in connecting.logins() {
+        let logged_in = outcome.as_ref().map_err(crate::login_failure)?;
         eprintln!("rho: {logged_in}");
     }
-    let config = prepared.config;
-    options.host.authorizer = prepared.authorizer;
-    let undeclared = undeclared_capabilities(
-        options.host.can_elicit(),
-        options.host.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
-    );
-    options.interrupt = Some(cancel.clone());
 
-    let runtime = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))
-        .inspect_err(|_| {
-            // After SIGHUP the terminal may be gone: never panic writing.
-            let _ = writeln!(
-                std::io::stderr(),
-                "rho: call cancelled before it was sent; server `{}` was stopped during startup",
-                id
-            );
-        })?;
+    let runtime = unless_stopped(crate::start_host(connecting)).inspect_err(|_| {
+        // After SIGHUP the terminal may be gone: never panic writing.
+        let _ = writeln!(
+            std::io::stderr(),
+            "rho: call cancelled before it was sent; server `{}` was stopped during startup",
+            id
+        );
+    })?;
     // The tool by the names rho_host::names accepts (its own name, its
     // exported name, the escaped form a terminal shows); naming none, or
     // none that the server lists, is a usage error like an unknown server.

@@ -115,23 +115,21 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     // applied, and the authorizer every OAuth server gets, logging in
     // headless (the suite's mock authorization servers approve at once).
     let loaded = rho_host::config::LoadedConfig::built(config, "conformance-client");
-    let store: std::sync::Arc<dyn rho_proto_core::oauth::store::CredentialStore> =
-        std::sync::Arc::new(rho_host::reauth::MemoryStore::default());
-    let prepared = rho_host::connect::prepare_with(
-        &loaded,
-        Some(store),
-        kind,
-        &rho_host::login::LoginMode::Headless,
-        &|_| true,
-    );
     // The suite answers no prompt: forms take their defaults.
     let mut options = rho_os::options_from_process_env();
     options.host = crate::questions::services(true, None);
-    options.host.authorizer = prepared.authorizer;
     let cancel = crate::signals::install();
     options.interrupt = Some(cancel.clone());
-    let runtime =
-        crate::unless_stopped(crate::start_host(kind, &prepared.config, options, |_| true))?;
+    let runtime = crate::unless_stopped(crate::start_host(
+        Host::builder(&loaded)
+            .runtime(kind)
+            .options(options)
+            .store(Some(std::sync::Arc::new(
+                rho_host::reauth::MemoryStore::default(),
+            )))
+            .login(rho_host::login::LoginMode::Headless)
+            .prepare(),
+    ))?;
     let outcome = match runtime.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),

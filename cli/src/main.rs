@@ -665,7 +665,7 @@ pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
 fn login(loaded: &LoadedConfig, kind: RuntimeKind, args: &LoginArgs) -> Result<ExitCode, Failure> {
     use rho_host::login::LoginMode;
     let store = FileStore::default_location()
-        .ok_or_else(|| login_failure(rho_host::login::LoginError::NoStore))?;
+        .ok_or_else(|| login_failure(&rho_host::login::LoginError::NoStore))?;
     let mode = if args.headless {
         LoginMode::Headless
     } else {
@@ -676,7 +676,7 @@ fn login(loaded: &LoadedConfig, kind: RuntimeKind, args: &LoginArgs) -> Result<E
             rho_host::login::LoginError::UnknownServer(id) => {
                 Failure::Usage(unknown_server(loaded, &id))
             }
-            e => login_failure(e),
+            e => login_failure(&e),
         },
     )?;
     write_stdout(&format!("{logged_in}\n"))?;
@@ -684,7 +684,7 @@ fn login(loaded: &LoadedConfig, kind: RuntimeKind, args: &LoginArgs) -> Result<E
 }
 
 /// A login that did not happen, as the failure that ends the command.
-pub(crate) fn login_failure(error: rho_host::login::LoginError) -> Failure {
+pub(crate) fn login_failure(error: &rho_host::login::LoginError) -> Failure {
     if error.is_usage() {
         Failure::Usage(error.to_string())
     } else {
@@ -695,7 +695,7 @@ pub(crate) fn login_failure(error: rho_host::login::LoginError) -> Failure {
 /// `rho mcp logout <id>`: forgets the stored OAuth login of a server.
 fn logout(loaded: &LoadedConfig, id: &str) -> Result<ExitCode, Failure> {
     let store = FileStore::default_location()
-        .ok_or_else(|| login_failure(rho_host::login::LoginError::NoStore))?;
+        .ok_or_else(|| login_failure(&rho_host::login::LoginError::NoStore))?;
     let removed = store
         .forget_server(id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -792,39 +792,39 @@ fn start(
     connect: bool,
     select: impl Fn(&str) -> bool,
 ) -> Host {
-    if connect {
-        // The handlers first: a stop signal while the connect is prepared
-        // (a refresh of a stored login waits on its token endpoint) is
-        // seen by the startup, which ends at once, never killed mid-write
-        // of a rotated token.
-        options.interrupt = Some(signals::install());
-        // Stored OAuth logins become Authorization headers (refreshed when
-        // expired); a token refused mid-session is refreshed; nothing here
-        // ever opens a browser.
-        let prepared =
-            rho_host::connect::prepare(loaded, kind, &rho_host::login::LoginMode::Never, &select);
-        options.host.authorizer = prepared.authorizer;
-        start_host(kind, &prepared.config, options, select)
-    } else {
-        start_host(kind, &loaded.config, options, |_| false)
+    if !connect {
+        return start_host(
+            Host::builder(loaded)
+                .runtime(kind)
+                .options(options)
+                .only(|_| false)
+                .prepare(),
+        );
     }
+    // The handlers first: a stop signal while the connect is prepared (a
+    // refresh of a stored login waits on its token endpoint) is seen by
+    // the startup, which ends at once, never killed mid-write of a
+    // rotated token.
+    options.interrupt = Some(signals::install());
+    // Stored OAuth logins become Authorization headers (refreshed when
+    // expired); a token refused mid-session is refreshed; nothing here
+    // ever opens a browser.
+    start_host(
+        Host::builder(loaded)
+            .runtime(kind)
+            .options(options)
+            .only(select)
+            .prepare(),
+    )
 }
 
-/// Starts the servers `select` accepts; while any starts, a second stop
-/// signal exits at once (see `signals`).
-pub(crate) fn start_host(
-    kind: RuntimeKind,
-    config: &rho_proto_core::config::Config,
-    options: RuntimeOptions,
-    select: impl Fn(&str) -> bool,
-) -> Host {
-    let starts = !rho_proto_core::runtime::Inventory::new(config, &select)
-        .to_start()
-        .is_empty();
-    if starts {
+/// Starts the servers a prepared connect selected; while any starts, a
+/// second stop signal exits at once (see `signals`).
+pub(crate) fn start_host(connecting: rho_host::Connecting<'_>) -> Host {
+    if connecting.starts_any() {
         signals::watch_for_second();
     }
-    Host::start_where(kind, config, options, select)
+    connecting.start().host
 }
 
 pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {

@@ -113,14 +113,14 @@ pub(crate) fn connect(
     crate::startable_server(loaded, id)?;
     // Before the connect is prepared: a stop signal then ends the startup.
     let cancel = crate::signals::install();
-    let prepared =
-        rho_host::connect::prepare(loaded, kind, &rho_host::login::LoginMode::Never, &|s| {
-            s == id
-        });
-    let config = prepared.config;
-    options.host.authorizer = prepared.authorizer;
     options.interrupt = Some(cancel.clone());
-    let host = unless_stopped(crate::start_host(kind, &config, options, |s| s == id))?;
+    let host = unless_stopped(crate::start_host(
+        Host::builder(loaded)
+            .runtime(kind)
+            .options(options)
+            .only(|s| s == id)
+            .prepare(),
+    ))?;
     let Some(view) = host.server(id) else {
         host.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));

@@ -83,11 +83,15 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
             ui(pending);
         }
     });
-    let mut options = rho_host::options_from_process_env();
-    options.host =
+    let services =
         rho_host::sampling::services(Some(responder), loaded.config.sampling_command.clone());
-    let (host, _logins) = Host::connect(kind, &loaded, options, &LoginMode::Never, |_| true);
-    let host = host.with_executor_thread();
+    let host = Host::builder(&loaded)
+        .runtime(kind)
+        .services(services)
+        .login(LoginMode::Never)
+        .executor_thread()
+        .connect()
+        .host;
     for server in host.servers() {
         let status = match &server.status {
             ServerStatus::Ready(report) => format!("ready ({})", report.era()),

@@ -17,9 +17,12 @@ mod args;
 fn main() -> Result<(), String> {
     let args = args::parse("async_tokio", &[])?;
     let loaded = rho_host::config::load(args.config)?;
-    let options = rho_host::options_from_process_env();
-    // Starting waits for every server; it is done before the async part.
-    let host = Host::start(args.kind, &loaded.config, options).into_async();
+    // Connecting waits for every server; it is done before the async part.
+    let host = Host::builder(&loaded)
+        .runtime(args.kind)
+        .connect()
+        .host
+        .into_async();
     let tools = host.host().current_tools();
     let find = |name: &str| {
         tools

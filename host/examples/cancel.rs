@@ -19,11 +19,7 @@ mod args;
 fn main() -> Result<(), String> {
     let args = args::parse("cancel", &[])?;
     let loaded = rho_host::config::load(args.config)?;
-    let host = Host::start(
-        args.kind,
-        &loaded.config,
-        rho_host::options_from_process_env(),
-    );
+    let host = Host::builder(&loaded).runtime(args.kind).connect().host;
     let tools = host.current_tools();
     let long = tools
         .iter()

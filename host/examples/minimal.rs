@@ -14,8 +14,7 @@ mod args;
 fn main() -> Result<(), String> {
     let args = args::parse("minimal", &[])?;
     let loaded = rho_host::config::load(args.config)?;
-    let options = rho_host::options_from_process_env();
-    let host = Host::start(args.kind, &loaded.config, options);
+    let host = Host::builder(&loaded).runtime(args.kind).connect().host;
 
     // The tools, as a model sees them: exported name and description.
     let tools = host.current_tools();

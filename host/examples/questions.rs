@@ -46,9 +46,11 @@ fn main() -> Result<(), String> {
         answered
     });
 
-    let mut options = rho_host::options_from_process_env();
-    options.host = rho_host::sampling::services(Some(responder), None);
-    let host = Host::start(args.kind, &loaded.config, options);
+    let host = Host::builder(&loaded)
+        .runtime(args.kind)
+        .services(rho_host::sampling::services(Some(responder), None))
+        .connect()
+        .host;
     let ask = host
         .current_tools()
         .into_iter()

@@ -9,6 +9,7 @@ use std::path::PathBuf;
 use rho_proto_core::config::{self, Config};
 
 /// The config of this run and where it came from.
+#[derive(Clone)]
 pub struct LoadedConfig {
     /// The file read, when there was one.
     pub path: Option<PathBuf>,
@@ -33,6 +34,9 @@ impl LoadedConfig {
 
     /// The config's origin, for messages.
     pub fn describe(&self) -> String {
+        if self.adhoc == Some(IN_MEMORY) {
+            return "the config the host built in memory (no config file is read)".into();
+        }
         if let Some(flag) = self.adhoc {
             return format!("the ad-hoc {flag} server (no config file is read)");
         }
@@ -40,6 +44,17 @@ impl LoadedConfig {
             Some(path) => path.display().to_string(),
             None => "the default config (~/.rho/config.toml, absent)".into(),
         }
+    }
+}
+
+/// What replaced the file in a config made [`From`] a [`Config`].
+const IN_MEMORY: &str = "in-memory";
+
+/// A config the host built in memory, with no file behind it (a test's, an
+/// agent's own list of servers).
+impl From<Config> for LoadedConfig {
+    fn from(config: Config) -> Self {
+        Self::built(config, IN_MEMORY)
     }
 }
 

@@ -8,7 +8,7 @@
 //!   that this `Host` owns. Each method runs that executor on the calling
 //!   thread while it waits, so a command-line host needs no thread of its
 //!   own. Between calls nothing runs the executor unless the host asks
-//!   for a thread that does ([`Host::with_executor_thread`]): a host whose
+//!   for a thread that does ([`crate::HostBuilder::executor_thread`]): a host whose
 //!   threads do other work between calls (a UI, an agent loop, a tokio
 //!   runtime) wants one, so that server notifications, list changes and
 //!   server requests are handled while it is busy elsewhere. The executor
@@ -36,6 +36,7 @@ use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
 
+use crate::connect::Origin;
 use crate::executor::{BlockingExecutor, Executor, SmolExecutor};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -105,23 +106,22 @@ pub enum AttachError {
 /// A started runtime of either kind, driven synchronously.
 pub struct Host {
     executor: Box<dyn Executor>,
+    /// What it was connected from, for [`Host::reconnect`].
+    pub(crate) origin: Arc<Origin>,
 }
 
 impl Host {
-    /// Starts every enabled server of `config`.
-    pub fn start(kind: RuntimeKind, config: &Config, options: RuntimeOptions) -> Self {
-        Self::start_where(kind, config, options, |_| true)
-    }
-
     /// Starts the enabled servers `select` accepts, and waits until each
     /// is ready or has failed (within its startup budget, all at once).
     /// The data directory of each plugin stdio server about to start is
-    /// created first ([`crate::plugins::prepare_data_dirs`]).
-    pub fn start_where(
+    /// created first ([`crate::plugins::prepare_data_dirs`]). Only the
+    /// builder ([`Host::builder`]) starts a host.
+    pub(crate) fn start_where(
         kind: RuntimeKind,
         config: &Config,
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
+        origin: Arc<Origin>,
     ) -> Self {
         let config = &*crate::plugins::prepare_data_dirs(config, &select);
         // What the host's logins read and receive is hidden in every
@@ -134,15 +134,12 @@ impl Host {
             RuntimeKind::Smol => Box::new(SmolExecutor::start(config, options, select)),
             RuntimeKind::Blocking => Box::new(BlockingExecutor::start(config, options, select)),
         };
-        Self { executor }
+        Self { executor, origin }
     }
 
-    /// Keeps the sessions moving between calls: on the smol executor, one
-    /// thread runs it until the host shuts down (the blocking executor has
-    /// a thread per session already, and is returned as it is). A host
-    /// whose threads are busy between calls wants this; a command that
-    /// only ever waits on the runtime does not.
-    pub fn with_executor_thread(mut self) -> Self {
+    /// Keeps the sessions moving between calls (see
+    /// [`crate::HostBuilder::executor_thread`]).
+    pub(crate) fn with_executor_thread(mut self) -> Self {
         self.executor.keep_moving();
         self
     }
@@ -152,7 +149,7 @@ impl Host {
     /// out of the start (deferred for its browser login, say) or one that
     /// failed to start. Its entry in `config` replaces the one the host
     /// started with, so a config prepared again after a login
-    /// ([`crate::connect::prepare_deferring_logins`]) brings the new token.
+    /// ([`Host::reconnect`] does) brings the new token.
     /// Returns once the server is ready or failed (within its startup
     /// budget), with its view; its tools join [`Host::tools`]. The host's
     /// options (services, authorizer, workspace, transcript) apply as at
@@ -410,7 +407,7 @@ pub struct AsyncHost {
 
 impl Host {
     /// This host's async face. A smol host gets its executor thread (see
-    /// [`Host::with_executor_thread`]), since the awaiting executor does
+    /// [`crate::HostBuilder::executor_thread`]), since the awaiting executor does
     /// not run rho's.
     pub fn into_async(self) -> AsyncHost {
         AsyncHost {

@@ -13,10 +13,12 @@
 //!    to take each question as a value and answer it later from its UI
 //!    (each says which server and which call asks); [`sampling::services`]
 //!    adds the configured sampling command and the usage ledger.
-//! 3. **Connect**: [`Host::connect`] (or [`connect::prepare`] then
-//!    [`Host::start_where`]) applies the stored OAuth logins, logs in
-//!    first where a person can and must, and installs the authorizer that
-//!    answers a token refused mid-session ([`reauth`]). [`login`] is the
+//! 3. **Connect**: [`Host::builder`] takes the config, the executor, the
+//!    options and services, the servers to start and how a login may
+//!    reach a person; [`HostBuilder::connect`] applies the stored OAuth
+//!    logins, logs in first where a person can and must, installs the
+//!    authorizer that answers a token refused mid-session ([`reauth`]),
+//!    and starts the servers. [`login`] is the
 //!    login itself, [`credentials`] the store, [`jwt_key`] the key a
 //!    `private_key_jwt` client signs with, [`grants`] the secrets a grant
 //!    reads from files or the environment, [`dpop`] the keys DPoP-bound
@@ -34,13 +36,15 @@
 //! agent depends on this crate alone.
 //!
 //! ```no_run
-//! use rho_host::{CallOptions, Cancel, Host, RuntimeKind, config, login::LoginMode};
+//! use rho_host::{CallOptions, Cancel, Host, RuntimeKind, config};
 //!
 //! let loaded = config::load(None).expect("a readable config");
-//! let mut options = rho_host::options_from_process_env();
-//! options.host = rho_host::sampling::services(None, loaded.config.sampling_command.clone());
-//! let (host, _logins) =
-//!     Host::connect(RuntimeKind::Smol, &loaded, options, &LoginMode::Never, |_| true);
+//! let services = rho_host::sampling::services(None, loaded.config.sampling_command.clone());
+//! let host = Host::builder(&loaded)
+//!     .runtime(RuntimeKind::Smol)
+//!     .services(services)
+//!     .connect()
+//!     .host;
 //! let system = host.instructions_prompt().unwrap_or_default();
 //! for tool in host.current_tools() {
 //!     println!("{}: {}", tool.name, tool.description);
@@ -58,7 +62,7 @@
 //! ```
 
 pub mod config;
-pub mod connect;
+mod connect;
 pub mod credentials;
 pub mod dpop;
 mod executor;
@@ -76,6 +80,7 @@ pub mod secrets;
 #[cfg(test)]
 mod test_support;
 
+pub use connect::{Connected, Connecting, HostBuilder, LoginOutcome, Logins, Reconnected};
 pub use facade::{AsyncHost, AttachError, Host, RuntimeKind};
 pub use rho_os::options_from_process_env;
 

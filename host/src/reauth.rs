@@ -105,7 +105,7 @@ impl From<String> for LoginFailure {
 }
 
 /// The [`Authorizer`] over a credential store that `rho mcp` uses: hand
-/// it to `HostServices::authorizer` (see [`crate::connect`]).
+/// it to `HostServices::authorizer` (see [`crate::HostBuilder`]).
 pub struct StoreAuthorizer {
     store: Arc<dyn CredentialStore>,
     servers: BTreeMap<String, ServerLogin>,

@@ -19,7 +19,7 @@ use rho_proto_core::host::{HostServices, Model, ModelError, Responder, UsageLedg
 /// sampling consent; `None` when no one can be asked): the sampling model
 /// is `model_command` (the config's `[sampling] command`), and usage goes
 /// to the ledger at [`ledger_path`]. No authorizer: see
-/// [`crate::connect`].
+/// [`crate::HostBuilder`], which installs one.
 pub fn services(
     responder: Option<Arc<dyn Responder>>,
     model_command: Option<Vec<String>>,

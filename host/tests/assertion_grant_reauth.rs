@@ -10,6 +10,7 @@ use std::sync::Arc;
 use rho_host::RuntimeKind;
 use rho_host::login::LoginMode;
 use rho_host::reauth::{MemoryStore, StoreAuthorizer};
+use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::session::AuthorizationReason;
@@ -171,14 +172,13 @@ fn preparing_a_connect_opens_no_secret_file_until_its_grant_runs() {
         }
         names
     };
-    let prepared = rho_host::connect::prepare_with(
-        &loaded,
-        Some(Arc::new(MemoryStore::default())),
-        RuntimeKind::Smol,
-        &LoginMode::Never,
-        &|_| true,
-    );
-    let authorizer = prepared.authorizer.expect("OAuth servers");
+    let connecting = rho_host::Host::builder(&loaded)
+        .runtime(RuntimeKind::Smol)
+        .options(RuntimeOptions::new(Vec::new(), None))
+        .store(Some(Arc::new(MemoryStore::default())))
+        .login(LoginMode::Never)
+        .prepare();
+    let authorizer = Arc::clone(connecting.authorizer().expect("OAuth servers"));
     assert_eq!(opened(), Vec::<String>::new(), "read while preparing");
     // The workload's grant runs: its JWT, and only it, is read now.
     let why = authorizer

@@ -4,7 +4,8 @@
 //! between them. Every test drives the runtime through the hosts' own
 //! facade, [`rho_host::Host`], never a wrapper of its own.
 
-use rho_host::{Host, RuntimeKind};
+use rho_host::config::LoadedConfig;
+use rho_host::{Host, HostBuilder, RuntimeKind};
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
 
@@ -16,11 +17,24 @@ pub trait TestRuntime {
     /// The executor.
     const KIND: RuntimeKind;
 
-    /// Starts the enabled servers of `config` on this executor. A smol
+    /// Starts the enabled servers of `config` on this executor, with no
+    /// credential store (a test never reads the person's logins). A smol
     /// host gets a thread that runs its executor, so sessions move while
     /// a test thread sleeps or waits on something else.
     fn start(config: &Config, options: RuntimeOptions) -> Host {
-        Host::start(Self::KIND, config, options).with_executor_thread()
+        Self::builder(&LoadedConfig::from(config.clone()), options)
+            .executor_thread()
+            .connect()
+            .host
+    }
+
+    /// The builder [`TestRuntime::start`] uses, for a test that selects
+    /// servers or leaves the executor thread out.
+    fn builder(loaded: &LoadedConfig, options: RuntimeOptions) -> HostBuilder<'_> {
+        Host::builder(loaded)
+            .runtime(Self::KIND)
+            .options(options)
+            .store(None)
     }
 }
 

@@ -9,6 +9,7 @@
 
 use rho_host::CallOptions;
 use rho_host::Host;
+use rho_host::config::LoadedConfig;
 use rho_proto_core::runtime::StartServerError;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;
@@ -40,8 +41,12 @@ fn echo(host: &Host, id: &str, message: &str) -> String {
 
 fn a_late_server_joins_without_touching_the_running_one<R: TestRuntime>() {
     let config = parse_config(&format!("{}{}", everything("first"), everything("second")));
-    let mut host = Host::start_where(R::KIND, &config, options_with(&[]), |id| id == "first")
-        .with_executor_thread();
+    let loaded = LoadedConfig::from(config.clone());
+    let mut host = R::builder(&loaded, options_with(&[]))
+        .only(|id| id == "first")
+        .executor_thread()
+        .connect()
+        .host;
     let first_pid = pid(&host, "first");
     assert!(matches!(
         host.server("second").map(|s| s.status),
@@ -75,8 +80,12 @@ fn a_late_server_joins_without_touching_the_running_one<R: TestRuntime>() {
 
 fn a_host_that_started_nothing_gets_its_first_session_late<R: TestRuntime>() {
     let config = parse_config(&everything("only"));
-    let mut host =
-        Host::start_where(R::KIND, &config, options_with(&[]), |_| false).with_executor_thread();
+    let loaded = LoadedConfig::from(config.clone());
+    let mut host = R::builder(&loaded, options_with(&[]))
+        .only(|_| false)
+        .executor_thread()
+        .connect()
+        .host;
     assert!(host.tools().is_empty());
     host.start_server("only", &config).expect("only starts");
     assert!(host.tools().get("mcp__only__echo").is_some());
@@ -88,7 +97,7 @@ fn a_failed_server_starts_again_with_a_corrected_entry<R: TestRuntime>() {
     let broken = parse_config(
         "[mcp.servers.fixme]\ntransport = \"stdio\"\ncommand = \"/nonexistent/rho-late-start-server\"\n",
     );
-    let mut host = Host::start(R::KIND, &broken, options_with(&[])).with_executor_thread();
+    let mut host = R::start(&broken, options_with(&[]));
     assert!(matches!(
         host.server("fixme").map(|s| s.status),
         Some(ServerStatus::Failed { .. })
@@ -106,7 +115,7 @@ fn a_failed_server_starts_again_with_a_corrected_entry<R: TestRuntime>() {
 
 fn a_running_server_is_stopped_alone_and_started_again<R: TestRuntime>() {
     let config = parse_config(&format!("{}{}", everything("keep"), everything("again")));
-    let mut host = Host::start(R::KIND, &config, options_with(&[])).with_executor_thread();
+    let mut host = R::start(&config, options_with(&[]));
     let keep = pid(&host, "keep");
     let old = pid(&host, "again");
     assert!(host.stop_server("again"), "again had a session");
@@ -132,7 +141,7 @@ fn a_running_server_is_stopped_alone_and_started_again<R: TestRuntime>() {
 fn unknown_and_disabled_servers_are_refused_by_name<R: TestRuntime>() {
     let text = format!("{}enabled = false\n", everything("off"));
     let config = parse_config(&text);
-    let mut host = Host::start(R::KIND, &config, options_with(&[]));
+    let mut host = R::start(&config, options_with(&[]));
     let unknown = host.start_server("nope", &config).expect_err("unknown");
     assert_eq!(unknown, StartServerError::Unknown("nope".into()));
     assert!(unknown.to_string().contains("`nope`"), "{unknown}");

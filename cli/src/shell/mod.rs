@@ -71,13 +71,13 @@
 //! terminal library.
 //!
 //! Logins: a server that can only get a token through a browser login is
-//! left out of the start ([`rho_host::connect::prepare_deferring_logins`])
+//! left out of the start ([`rho_host::HostBuilder::defer_browser_logins`])
 //! and named, so no server waits for another's login. `/login <server>`
-//! runs the host library's [`rho_host::login::login_server`] with a prompt
-//! that prints the URL above the line, naming the server; Ctrl-C skips it.
-//! A login that succeeds starts that one server into the running host
-//! ([`Host::start_server`]), on the loop's own thread; the other servers
-//! keep their sessions.
+//! runs the host library's login ([`Host::logins`]) with a prompt that
+//! prints the URL above the line, naming the server; Ctrl-C skips it. A
+//! login that succeeds starts that one server into the running host
+//! ([`Host::reconnect`]), on the loop's own thread; the other servers keep
+//! their sessions.
 //!
 //! History is kept in `~/.rho/shell_history` (the last
 //! [`editor::HISTORY_LINES`] lines, owner-only permissions), written after
@@ -202,14 +202,26 @@ pub(crate) fn run(
     } else {
         rho_host::login::LoginMode::Never
     };
-    let starter = Starter {
-        kind,
-        mode,
-        log_level: args.log_level,
-    };
     // Before the connect is prepared: a stop signal then ends the startup.
     let stop = crate::signals::install();
-    let (config, deferred) = starter.prepare(loaded, &mut options);
+    let workspace = options
+        .workspace
+        .clone()
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| PathBuf::from("."));
+    options.interrupt = Some(stop.clone());
+    let connecting = Host::builder(loaded)
+        .runtime(kind)
+        .options(options)
+        .login(mode.clone())
+        .log_level(args.log_level)
+        .defer_browser_logins()
+        // Smol sessions keep running between commands: pings answered,
+        // server output read (the blocking runtime's sessions have
+        // threads already).
+        .executor_thread()
+        .prepare();
+    let deferred = connecting.deferred().to_vec();
     for id in &deferred {
         let line = format!(
             "rho: server `{}` needs a browser login, so it is not started; `/login {}` logs in and starts it",
@@ -222,12 +234,6 @@ pub(crate) fn run(
             eprintln!("{line}");
         }
     }
-    let workspace = options
-        .workspace
-        .clone()
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| PathBuf::from("."));
-    options.interrupt = Some(stop.clone());
     if interactive {
         // The servers' start logs before the prompt line is up: broken
         // between words to fit, as the screen breaks what it prints.
@@ -237,25 +243,20 @@ pub(crate) fn run(
         let _ = writeln!(
             std::io::stderr(),
             "rho: starting {} server(s); Ctrl-C stops the startup",
-            config
+            connecting
+                .config()
                 .servers
                 .iter()
                 .filter(|e| e.config.as_ref().is_ok_and(|c| c.enabled))
                 .count()
         );
     }
-    let host = unless_stopped(crate::start_host(kind, &config, options.clone(), |id| {
-        !deferred.iter().any(|d| d == id)
-    }))?;
-    // Smol sessions keep running between commands: pings answered, server
-    // output read (the blocking runtime's sessions have threads already).
-    let host = host.with_executor_thread();
+    let host = unless_stopped(crate::start_host(connecting))?;
     crate::completion_words::remember(&host.servers());
     let shell = Shell {
         loaded,
         host: RwLock::new(host),
-        starter,
-        options,
+        login_mode: mode,
         deferred: Mutex::new(deferred),
         logged_in: Mutex::new(None),
         logging_in: AtomicBool::new(false),
@@ -328,37 +329,6 @@ impl Out {
     }
 }
 
-/// How the shell's servers are started, kept for a start after `/login`.
-struct Starter {
-    kind: RuntimeKind,
-    mode: rho_host::login::LoginMode,
-    log_level: Option<LogLevel>,
-}
-
-impl Starter {
-    /// The config to start (stored logins applied, `--log-level` over each
-    /// server's own) and the servers left for a later `/login`; sets the
-    /// authorizer in `options`.
-    fn prepare(
-        &self,
-        loaded: &LoadedConfig,
-        options: &mut RuntimeOptions,
-    ) -> (rho_proto_core::config::Config, Vec<String>) {
-        let prepared =
-            rho_host::connect::prepare_deferring_logins(loaded, self.kind, &self.mode, &|_| true);
-        let mut config = prepared.config;
-        options.host.authorizer = prepared.authorizer;
-        if let Some(level) = self.log_level {
-            for entry in &mut config.servers {
-                if let Ok(server) = entry.config.as_mut() {
-                    server.log_level = Some(level);
-                }
-            }
-        }
-        (config, prepared.deferred)
-    }
-}
-
 /// Shows a login's URL above the shell's line, naming the server, and
 /// ends the wait when the person presses Ctrl-C.
 struct ShellLoginPrompt {
@@ -393,9 +363,8 @@ struct Shell<'a> {
     loaded: &'a LoadedConfig,
     /// Written to only when a `/login` starts its server into it.
     host: RwLock<Host>,
-    starter: Starter,
-    /// What the host was started with.
-    options: RuntimeOptions,
+    /// Whether, and how, a login may reach the person.
+    login_mode: rho_host::login::LoginMode,
     /// The servers left out of the start for their browser login.
     deferred: Mutex<Vec<String>>,
     /// The server a `/login` just logged in to, until it is started.
@@ -468,7 +437,7 @@ impl Shell<'_> {
     /// (its parent-death signal), and a command's thread ends.
     fn login(&self, id: &str, cancel: &Cancel) -> String {
         use rho_host::login::{LoginError, LoginMode};
-        if !matches!(self.starter.mode, LoginMode::Person(_)) {
+        if !matches!(self.login_mode, LoginMode::Person(_)) {
             return format!(
                 "a browser login needs a person at a terminal: run `rho mcp login {}`",
                 sanitize_line(id)
@@ -477,9 +446,6 @@ impl Shell<'_> {
         if let Some(unknown) = self.unknown_server(id) {
             return unknown;
         }
-        let Some(store) = rho_host::credentials::FileStore::default_location() else {
-            return LoginError::NoStore.to_string();
-        };
         let mode = LoginMode::Person(Arc::new(ShellLoginPrompt {
             screen: match &self.out {
                 Out::Screen(screen) => Some(Arc::clone(screen)),
@@ -488,8 +454,8 @@ impl Shell<'_> {
             cancel: cancel.clone(),
         }));
         self.logging_in.store(true, Ordering::Relaxed);
-        let logged_in =
-            rho_host::login::login_server(self.loaded, &store, self.starter.kind, id, &mode);
+        let logins = self.host().logins();
+        let logged_in = logins.log_in(id, &mode);
         self.logging_in.store(false, Ordering::Relaxed);
         let logged_in = match logged_in {
             Ok(logged_in) => logged_in,
@@ -563,26 +529,19 @@ impl Shell<'_> {
         }
     }
 
-    /// Starts server `id` into the running host with the config prepared
-    /// again (stored logins applied, so a new login counts), through the
-    /// host library ([`Host::stop_server`], then [`Host::start_server`]):
-    /// whether it had a session that was closed first, and its status in
-    /// words. Runs on the loop's own thread: a stdio server is tied to
+    /// Starts server `id` into the running host with the stored logins as
+    /// they are now, so a new login counts ([`Host::reconnect`]): whether
+    /// it had a session that was closed first, and its status in words. Runs on the loop's own thread: a stdio server is tied to
     /// the thread that starts it.
     fn start_one(&self, id: &str) -> (bool, String) {
-        let mut options = self.options.clone();
-        let (config, deferred) = self.starter.prepare(self.loaded, &mut options);
-        let (restarted, started) = {
-            let mut host = self
-                .host
-                .write()
-                .unwrap_or_else(std::sync::PoisonError::into_inner);
-            let restarted = host.stop_server(id);
-            (restarted, host.start_server(id, &config))
-        };
-        lock(&self.deferred).retain(|d| d != id && deferred.contains(d));
+        let reconnected = self
+            .host
+            .write()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
+            .reconnect(id);
+        lock(&self.deferred).retain(|d| d != id && reconnected.awaiting_login.contains(d));
         crate::completion_words::remember(&self.host().servers());
-        let status = match started.map(|view| view.status) {
+        let status = match reconnected.started.map(|view| view.status) {
             Ok(ServerStatus::Ready(_)) => format!("server `{}` is ready", sanitize_line(id)),
             Ok(ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error }) => format!(
                 "server `{}` did not start: {}",
@@ -596,7 +555,7 @@ impl Shell<'_> {
                 sanitize_line(&why.to_string())
             ),
         };
-        (restarted, status)
+        (reconnected.closed, status)
     }
 
     fn catalog(&self) -> Catalog {

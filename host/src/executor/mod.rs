@@ -55,7 +55,7 @@ pub(crate) trait Executor: Send + Sync {
     ) -> Result<Value, ToolCallError>;
 
     /// Keeps the sessions moving between calls, from now until shutdown;
-    /// see [`crate::Host::with_executor_thread`].
+    /// see [`crate::HostBuilder::executor_thread`].
     fn keep_moving(&mut self);
 
     /// Closes every session and waits for each server to exit. Idempotent.
