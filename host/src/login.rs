@@ -244,10 +244,37 @@ pub trait AuthorizationPrompt: Send + Sync {
     }
 }
 
-/// The reason the browser wait ends with when its person stopped waiting
-/// ([`AuthorizationPrompt::cancelled`]); the login turns it into
-/// [`LoginError::Skipped`].
-const LOGIN_SKIPPED: &str = "the person stopped waiting for the browser";
+/// Why a login run ended without credentials: the person stopped waiting
+/// for the browser ([`AuthorizationPrompt::cancelled`]), which is no
+/// failure, or it failed, saying why.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Ended {
+    /// The person stopped waiting ([`LoginError::Skipped`]).
+    Skipped,
+    /// The login failed (the reason, without the server's name).
+    Failed(String),
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Ended::Skipped => f.write_str("the person stopped waiting for the browser"),
+            Ended::Failed(reason) => f.write_str(reason),
+        }
+    }
+}
+
+impl From<String> for Ended {
+    fn from(reason: String) -> Self {
+        Ended::Failed(reason)
+    }
+}
+
+impl From<&str> for Ended {
+    fn from(reason: &str) -> Self {
+        Ended::Failed(reason.to_owned())
+    }
+}
 
 /// How the browser step is taken.
 pub enum Browser {
@@ -319,7 +346,7 @@ pub fn run(
     challenge: Option<BearerChallenge>,
     browser: &Browser,
     on_event: &mut dyn FnMut(&LoginEvent),
-) -> Result<Credentials, String> {
+) -> Result<Credentials, Ended> {
     let mut settings = settings;
     if let Some(key) = &mut settings.client_assertion {
         // The core reads no clock: assertions are issued at this login's start.
@@ -338,15 +365,15 @@ pub fn run(
                 LoginEvent::Authorize { url } => authorize = Some(url),
                 LoginEvent::Done(credentials) => return Ok(*credentials),
                 LoginEvent::Failed(error) => {
-                    return Err(match refresh_failed {
+                    return Err(Ended::Failed(match refresh_failed {
                         Some(why) => format!("{why}; {error}"),
                         None => error.to_string(),
-                    });
+                    }));
                 }
                 LoginEvent::RefreshFailed(error) => {
                     let why = format!("refreshing the token failed: {error}");
                     if matches!(browser, Browser::Never) {
-                        return Err(format!("{why}; no one is here to log in"));
+                        return Err(format!("{why}; no one is here to log in").into());
                     }
                     tracing::info!("{why}; logging in again");
                     refresh_failed = Some(why);
@@ -356,7 +383,7 @@ pub fn run(
                         "the server's authorization server moved from {previous} to {current}, so the old login was discarded"
                     );
                     if matches!(browser, Browser::Never) {
-                        return Err(format!("{why}; no one is here to log in"));
+                        return Err(format!("{why}; no one is here to log in").into());
                     }
                     tracing::info!("{why}");
                 }
@@ -428,7 +455,7 @@ fn browser_step(
     login: &mut Login,
     browser: &Browser,
     url: &Url,
-) -> Result<(), String> {
+) -> Result<(), Ended> {
     if matches!(browser, Browser::Never) {
         return Err("no one is here to log in".into());
     }
@@ -447,7 +474,7 @@ fn browser_step(
             );
             None
         }
-        Err(e) => return Err(e),
+        Err(e) => return Err(e.into()),
     };
     if let Some(answer) = preflight {
         let location = answer
@@ -476,13 +503,15 @@ fn browser_step(
                     } else {
                         format!(": {detail}")
                     }
-                ));
+                )
+                .into());
             }
             None if matches!(browser, Browser::Headless) => {
                 return Err(format!(
                     "the authorization endpoint answered HTTP {} without a redirect; a headless login needs one",
                     answer.status
-                ));
+                )
+                .into());
             }
             None => {}
             Some(location) => {
@@ -506,7 +535,8 @@ fn browser_step(
                         "the authorization server wants a person: it redirected to its own page {target} \
                          (a sign-in or consent page) instead of back to rho; log in with a browser \
                          (`rho mcp login {server}` without --headless)"
-                    ));
+                    )
+                    .into());
                 }
             }
         }
@@ -561,7 +591,7 @@ fn wait_for_callback(
     listener: &TcpListener,
     login: &mut Login,
     cancelled: &dyn Fn() -> bool,
-) -> Result<(), String> {
+) -> Result<(), Ended> {
     listener
         .set_nonblocking(true)
         .map_err(|e| format!("the callback listener: {e}"))?;
@@ -569,7 +599,7 @@ fn wait_for_callback(
     let readers = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
     loop {
         if cancelled() {
-            return Err(LOGIN_SKIPPED.into());
+            return Err(Ended::Skipped);
         }
         let now = Instant::now();
         if let Some(deadline) = login.poll_timeout() {
@@ -582,7 +612,7 @@ fn wait_for_callback(
             match listener.accept() {
                 Ok((stream, _)) => read_on_its_own(stream, &tx, &readers),
                 Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                Err(e) => return Err(format!("the callback listener: {e}")),
+                Err(e) => return Err(format!("the callback listener: {e}").into()),
             }
         }
         // A connection that sent no request line in time is dropped.
@@ -968,12 +998,11 @@ impl std::fmt::Display for LoginError {
                 "server `{server}` does not use OAuth: add an `[mcp.servers.{server}.oauth]` table to {config}"
             ),
             LoginError::NoStore => f.write_str("no home directory: there is no credential store"),
-            LoginError::Skipped { server } => {
-                write!(
-                    f,
-                    "server `{server}`: the login was skipped: {LOGIN_SKIPPED}"
-                )
-            }
+            LoginError::Skipped { server } => write!(
+                f,
+                "server `{server}`: the login was skipped: {}",
+                Ended::Skipped
+            ),
             LoginError::Failed { server, reason } => {
                 write!(f, "server `{server}`: OAuth login failed: {reason}")
             }
@@ -1043,17 +1072,9 @@ pub fn login_server(
         .load(&key)
         .map_err(|e| LoginError::Store(e.to_string()))?;
     let login_http = LoginHttp::for_runtime(kind);
-    let fail = |reason: String| {
-        if reason == LOGIN_SKIPPED {
-            LoginError::Skipped {
-                server: id.to_owned(),
-            }
-        } else {
-            LoginError::Failed {
-                server: id.to_owned(),
-                reason,
-            }
-        }
+    let fail = |reason: String| LoginError::Failed {
+        server: id.to_owned(),
+        reason,
     };
     let challenge = probe(&login_http, &http.url, &[]).map_err(fail)?;
     let (browser, redirect_uri) = match mode {
@@ -1091,7 +1112,12 @@ pub fn login_server(
         &browser,
         &mut on_event,
     )
-    .map_err(fail)?;
+    .map_err(|ended| match ended {
+        Ended::Skipped => LoginError::Skipped {
+            server: id.to_owned(),
+        },
+        Ended::Failed(reason) => fail(reason),
+    })?;
     save(
         store,
         &key,
@@ -1306,7 +1332,8 @@ mod tests {
                 &Browser::Headless,
                 &url,
             )
-            .expect_err("no callback came");
+            .expect_err("no callback came")
+            .to_string();
             assert!(
                 error.contains("wants a person")
                     && error.contains("/interaction/abc123")
@@ -1404,7 +1431,7 @@ mod tests {
         let asked = std::sync::atomic::AtomicUsize::new(0);
         let stop_on_third = || asked.fetch_add(1, std::sync::atomic::Ordering::SeqCst) >= 2;
         let error = wait_for_callback(listener, &mut login, &stop_on_third).expect_err("skipped");
-        assert_eq!(error, LOGIN_SKIPPED);
+        assert_eq!(error, Ended::Skipped);
         assert!(started.elapsed() < Duration::from_secs(2));
     }
 

@@ -310,7 +310,7 @@ impl StoreAuthorizer {
             &mut on_event,
         )
         .map_err(|e| match browser {
-            Browser::Never => e,
+            Browser::Never => e.to_string(),
             _ => format!("the login failed: {e}"),
         })?;
         login::save(
