@@ -27,6 +27,7 @@ mod output;
 mod prompt;
 mod questions;
 mod read;
+mod remedies;
 mod shell;
 mod signals;
 mod tool_args;
@@ -285,6 +286,7 @@ fn main() -> ExitCode {
     // otherwise; the text in them is sanitized the same way everywhere.
     #[cfg(windows)]
     let _ = rho_os::console::enable_virtual_terminal_output();
+    remedies::install();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(error) => return usage_error(&error),

@@ -95,6 +95,9 @@ pub use rho_proto_core::features::prompts::GetPromptParams;
 pub use rho_proto_core::features::resources::{Attachment, ReadResourceParams};
 pub use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 pub use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
+pub use rho_proto_core::remedy::{
+    PlainWords, Remedy, RemedyWords, install_words as install_remedy_words,
+};
 pub use rho_proto_core::runtime::index::{Hit, IndexEntry, ToolIndex};
 pub use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 pub use rho_proto_core::runtime::skills::SkillError;

@@ -685,7 +685,7 @@ mod tests {
         );
         let text = why.to_string();
         assert!(
-            text.contains("rho mcp login s") && text.contains("\"mcp:write\""),
+            text.contains("log in to server `s`") && text.contains("\"mcp:write\""),
             "{text}"
         );
         // The wanted scope is kept for that login, beside what is held.
@@ -702,7 +702,7 @@ mod tests {
             matches!(&why, AuthorizationError::LoginNeeded { server, .. } if server == "s"),
             "{why:?}"
         );
-        assert!(why.to_string().contains("rho mcp login s"), "{why}");
+        assert!(why.to_string().contains("log in to server `s`"), "{why}");
         let why = authorizer
             .authorize("other", AuthorizationReason::Unauthorized, &challenge)
             .expect_err("not an OAuth server");
@@ -737,7 +737,7 @@ mod tests {
                 if server == "s" && reason.contains("fetching the protected resource metadata failed")),
             "{why:?}"
         );
-        assert!(why.to_string().contains("rho mcp login s"), "{why}");
+        assert!(why.to_string().contains("log in to server `s`"), "{why}");
         // The old login is still stored: nothing was lost.
         let kept = store.load(&key()).expect("loads").expect("entry");
         assert_eq!(

@@ -57,6 +57,7 @@ pub mod fuzzing;
 pub mod host;
 pub mod http;
 pub mod oauth;
+pub mod remedy;
 pub mod runtime;
 pub mod session;
 pub mod text;

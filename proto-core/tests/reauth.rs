@@ -160,7 +160,7 @@ fn a_step_up_goes_once_and_a_second_refusal_fails_naming_the_scope() {
     assert!(
         why.contains("HTTP 403")
             && why.contains("scope \"mcp mcp:admin\"")
-            && why.contains("rho mcp login remote"),
+            && why.contains("log in to server `remote`"),
         "{why}"
     );
 }
@@ -212,7 +212,7 @@ fn the_hosts_no_fails_every_waiting_request_with_its_reason() {
     assert!(
         one.contains("HTTP 403")
             && one.contains("scope \"files:write\"")
-            && one.contains("rho mcp login remote"),
+            && one.contains("log in to server `remote`"),
         "{one}"
     );
     let two = h.transport_error(second);
@@ -230,7 +230,10 @@ fn without_an_authorizer_or_a_step_up_challenge_a_refusal_fails_at_once() {
     let call = h.call_echo();
     h.refuse_401(&h.last_post("tools/call"));
     assert!(h.questions().is_empty());
-    assert!(h.transport_error(call).contains("rho mcp login remote"));
+    assert!(
+        h.transport_error(call)
+            .contains("log in to server `remote`")
+    );
 
     // A 403 that is not insufficient_scope is not a step-up.
     let mut h = Harness::new(true);
@@ -390,7 +393,7 @@ fn an_initialize_refused_401_fails_startup_with_the_hosts_reason() {
         })
         .expect("startup failed");
     assert!(
-        closed.contains("HTTP 401") && closed.contains("rho mcp login remote"),
+        closed.contains("HTTP 401") && closed.contains("log in to server `remote`"),
         "{closed}"
     );
     // A host that cannot re-authorize fails at once, as before.
@@ -430,7 +433,7 @@ fn a_login_refused_during_the_discover_probe_fails_startup_with_one_login_not_tw
         })
         .expect("startup failed");
     assert!(
-        closed.contains("HTTP 401") && closed.contains("rho mcp login remote"),
+        closed.contains("HTTP 401") && closed.contains("log in to server `remote`"),
         "{closed}"
     );
 }

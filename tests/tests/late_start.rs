@@ -147,8 +147,16 @@ fn unknown_and_disabled_servers_are_refused_by_name<R: TestRuntime>() {
     assert!(unknown.to_string().contains("`nope`"), "{unknown}");
     let disabled = host.start_server("off", &config).expect_err("disabled");
     assert_eq!(disabled, StartServerError::Disabled("off".into()));
+    // The remedy is data; a host that installed no words of its own
+    // gets words that name no command.
+    assert_eq!(
+        disabled.remedy(),
+        Some(rho_host::Remedy::Enable { server: "off" })
+    );
     assert!(
-        disabled.to_string().contains("rho mcp enable off"),
+        disabled
+            .to_string()
+            .ends_with("is disabled; enable server `off` in the config"),
         "{disabled}"
     );
     host.shutdown();

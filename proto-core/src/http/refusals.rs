@@ -5,6 +5,7 @@
 //! status and an excerpt of the body.
 
 use super::*;
+use crate::remedy::Remedy;
 
 impl HttpTransport {
     /// An error status on a POST.
@@ -82,12 +83,16 @@ impl HttpTransport {
                 self.session.server()
             ),
             401 | 403 if self.options.oauth => format!(
-                "; the server requires authorization: run `rho mcp login {}` to log in",
-                self.session.server()
+                "; the server requires authorization: {}",
+                Remedy::LogIn {
+                    server: self.session.server()
+                }
             ),
             401 | 403 => format!(
-                "; the server requires authorization: OAuth is opt-in, so add an `[mcp.servers.{0}.oauth]` table (or re-add it with `rho mcp add {0} --url URL --oauth --force`) and run `rho mcp login {0}`, or set an Authorization header with headers_from_env",
-                self.session.server()
+                "; the server requires authorization: {}",
+                Remedy::OptInToOAuth {
+                    server: self.session.server()
+                }
             ),
             406 => "; the server refused the Accept header".into(),
             _ => String::new(),
@@ -170,8 +175,10 @@ impl HttpTransport {
                         )
                     } else {
                         format!(
-                            "check the server's scopes or run `rho mcp login {}`",
-                            self.session.server()
+                            "check the server's scopes or {}",
+                            Remedy::LogIn {
+                                server: self.session.server()
+                            }
                         )
                     };
                     self.fail_transmit(

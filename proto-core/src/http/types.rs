@@ -11,6 +11,7 @@ use url::Url;
 use crate::config::{HttpConfig, OAuthGrant};
 use crate::oauth::dpop::DpopProver;
 use crate::oauth::store::StoreError;
+use crate::remedy::Remedy;
 use crate::wire::framing::DEFAULT_MAX_LINE;
 
 /// Limits and timings of one HTTP session.
@@ -303,7 +304,7 @@ pub enum AuthorizationError {
     Store(#[from] StoreError),
     /// The server refused the token (401) and no new one could be had
     /// here: the refresh or the login failed, or no one can log in.
-    #[error("{reason}: run `rho mcp login {server}` to log in")]
+    #[error("{reason}: {}", log_in(.server))]
     LoginNeeded {
         /// The server identity.
         server: String,
@@ -314,8 +315,9 @@ pub enum AuthorizationError {
     /// The server wants more scope (403 `insufficient_scope`) and no
     /// login could get it here.
     #[error(
-        "{reason}{}: log in with it at a terminal (`rho mcp call` does), or run `rho mcp login {server}`, which asks for it too",
-        scope_asked(.scope)
+        "{reason}{}: {}",
+        scope_asked(.scope),
+        log_in_for_scope(.server)
     )]
     StepUpNeeded {
         /// The server identity.
@@ -358,6 +360,15 @@ pub enum AuthorizationError {
 }
 
 impl AuthorizationError {
+    /// What a person can do about this refusal, when a login helps.
+    pub fn remedy(&self) -> Option<Remedy<'_>> {
+        match self {
+            Self::LoginNeeded { server, .. } => Some(Remedy::LogIn { server }),
+            Self::StepUpNeeded { server, .. } => Some(Remedy::LogInForScope { server }),
+            _ => None,
+        }
+    }
+
     /// This refusal as a server whose `oauth.grant` is `grant` shows it: a
     /// login (or a step-up login) needed becomes
     /// [`AuthorizationError::GrantFailed`] when the grant needs no person,
@@ -395,6 +406,16 @@ fn grant_fix(server: &str, grant: OAuthGrant) -> String {
         "; server `{server}` gets its tokens without a person (`grant = \"{}\"`), so no login helps: check {keys}",
         grant.name()
     )
+}
+
+/// [`Remedy::LogIn`] for `server`, for a `Display` attribute.
+fn log_in(server: &str) -> Remedy<'_> {
+    Remedy::LogIn { server }
+}
+
+/// [`Remedy::LogInForScope`] for `server`, for a `Display` attribute.
+fn log_in_for_scope(server: &str) -> Remedy<'_> {
+    Remedy::LogInForScope { server }
 }
 
 /// ` (the server asks for scope "a b")`, when it named one.
@@ -441,7 +462,7 @@ mod tests {
         // A person's grant, or a server without one: as it was.
         for grant in [Some(OAuthGrant::AuthorizationCode), None] {
             let text = needed("p").for_grant(grant).to_string();
-            assert!(text.ends_with("run `rho mcp login p` to log in"), "{text}");
+            assert!(text.ends_with(": log in to server `p`"), "{text}");
         }
         assert_eq!(
             AuthorizationError::CannotLogIn.for_grant(Some(OAuthGrant::JwtBearer)),

@@ -311,7 +311,8 @@ pub enum LoginError {
     /// A DPoP-bound token is refreshed, or DPoP is required, and the host
     /// gave the login no key.
     #[error(
-        "the token is bound to a DPoP key (RFC 9449) and the host has no such key; log in again with `rho mcp login`"
+        "the token is bound to a DPoP key (RFC 9449) and the host has no such key; {}",
+        crate::remedy::Remedy::LogInAgain
     )]
     NoDpopKey,
     /// DPoP is required and the authorization server does not offer it,

@@ -223,7 +223,7 @@ fn redact_value(value: &mut serde_json::Value, redactor: &Redactor) {
 #[non_exhaustive]
 pub enum StartServerError {
     /// No server of that identity is configured.
-    #[error("no server `{0}` is configured; `rho mcp list` shows the configured ones")]
+    #[error("no server `{0}` is configured; {remedy}", remedy = crate::remedy::Remedy::ListServers)]
     Unknown(String),
     /// The server's entry does not parse.
     #[error("server `{id}` cannot start, its configuration is invalid: {error}")]
@@ -234,12 +234,30 @@ pub enum StartServerError {
         error: String,
     },
     /// The server is disabled in the config.
-    #[error("server `{0}` is disabled; `rho mcp enable {0}` enables it")]
+    #[error("server `{0}` is disabled; {remedy}", remedy = enable(.0))]
     Disabled(String),
     /// The server has a session already (ready, or one that failed after
     /// its start and still holds its task).
     #[error("server `{0}` is already running")]
     Running(String),
+}
+
+/// [`crate::remedy::Remedy::Enable`] for `server`, for a `Display`
+/// attribute.
+fn enable(server: &str) -> crate::remedy::Remedy<'_> {
+    crate::remedy::Remedy::Enable { server }
+}
+
+impl StartServerError {
+    /// What a person can do about it, when the config holds the answer.
+    pub fn remedy(&self) -> Option<crate::remedy::Remedy<'_>> {
+        use crate::remedy::Remedy;
+        match self {
+            Self::Unknown(_) => Some(Remedy::ListServers),
+            Self::Disabled(server) => Some(Remedy::Enable { server }),
+            _ => None,
+        }
+    }
 }
 
 /// The entry of server `id` in `config`, for [`Inventory::start_later`].
