@@ -1,5 +1,5 @@
 //! What the fuzz harness needs beyond the public API, behind the `fuzzing`
-//! feature: never in a normal build.
+//! feature, which only the harness turns on (rho's build never has it).
 //!
 //! The harness (`fuzz-harness/`, crate `rho-fuzz-harness`) drives the core
 //! as a host does, through its public API, with one exception: the opaque
