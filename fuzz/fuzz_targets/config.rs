@@ -1,6 +1,6 @@
-//! `config`: see `rho_proto_core::fuzzing::check_config` for the invariants.
+//! `config`: see `rho_fuzz_harness::check_config` for the invariants.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| rho_proto_core::fuzzing::check_config(data));
+fuzz_target!(|data: &[u8]| rho_fuzz_harness::check_config(data));

@@ -1,6 +1,6 @@
-//! `jsonrpc`: see `rho_proto_core::fuzzing::check_jsonrpc` for the invariants.
+//! `jsonrpc`: see `rho_fuzz_harness::check_jsonrpc` for the invariants.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| rho_proto_core::fuzzing::check_jsonrpc(data));
+fuzz_target!(|data: &[u8]| rho_fuzz_harness::check_jsonrpc(data));

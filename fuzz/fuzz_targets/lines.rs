@@ -1,6 +1,6 @@
-//! `lines`: see `rho_proto_core::fuzzing::check_lines` for the invariants.
+//! `lines`: see `rho_fuzz_harness::check_lines` for the invariants.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| rho_proto_core::fuzzing::check_lines(data));
+fuzz_target!(|data: &[u8]| rho_fuzz_harness::check_lines(data));

@@ -1,6 +1,6 @@
-//! `naming`: see `rho_proto_core::fuzzing::check_naming` for the invariants.
+//! `naming`: see `rho_fuzz_harness::check_naming` for the invariants.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 
-fuzz_target!(|data: &[u8]| rho_proto_core::fuzzing::check_naming(data));
+fuzz_target!(|data: &[u8]| rho_fuzz_harness::check_naming(data));

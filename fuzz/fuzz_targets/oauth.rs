@@ -1,4 +1,4 @@
-//! `oauth`: see `rho_proto_core::fuzzing::check_oauth` for the invariants.
+//! `oauth`: see `rho_fuzz_harness::check_oauth` for the invariants.
 #![no_main]
 
 use std::sync::OnceLock;
@@ -10,5 +10,5 @@ use libfuzzer_sys::fuzz_target;
 static ORIGIN: OnceLock<Instant> = OnceLock::new();
 
 fuzz_target!(|data: &[u8]| {
-    rho_proto_core::fuzzing::check_oauth(data, *ORIGIN.get_or_init(Instant::now))
+    rho_fuzz_harness::check_oauth(data, *ORIGIN.get_or_init(Instant::now))
 });

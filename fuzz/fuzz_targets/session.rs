@@ -1,12 +1,12 @@
 //! `session`: whole stdio sessions from structured scripts; see
-//! `rho_proto_core::fuzzing::session` for the invariants.
+//! `rho_fuzz_harness::session` for the invariants.
 #![no_main]
 
 use std::sync::OnceLock;
 use std::time::Instant;
 
 use libfuzzer_sys::fuzz_target;
-use rho_proto_core::fuzzing::session::{SessionInput, run_session};
+use rho_fuzz_harness::session::{SessionInput, run_session};
 
 /// The fake clock's origin: one real instant, taken once.
 static ORIGIN: OnceLock<Instant> = OnceLock::new();

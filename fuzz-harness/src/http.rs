@@ -3,14 +3,14 @@
 //! exchange, in any order), the host and the clock.
 //!
 //! Checked after every step, besides "no panic" and the session-level
-//! invariants of [`super::session`] (calls complete once, responses echo
+//! invariants of [`crate::session`] (calls complete once, responses echo
 //! received ids, questions, `Ready`, `Closed` last):
 //!
 //! - every request goes to the configured endpoint, with a fresh exchange
 //!   id, and no header holds CR, LF or NUL;
 //! - every POST body is one JSON-RPC message; an `Abort` names an
 //!   exchange that was sent;
-//! - each drain yields fewer than [`super::session::QUEUE_BOUND`] outputs
+//! - each drain yields fewer than [`crate::session::QUEUE_BOUND`] outputs
 //!   and events;
 //! - [`HttpTransport::poll_timeout`] is never before `now`, and after
 //!   `handle_timeout(now)` it is later than `now` or `None`;
@@ -25,18 +25,20 @@ use std::time::{Duration, Instant};
 use arbitrary::Arbitrary;
 use url::Url;
 
-use super::encode::{Encode, tag};
-use super::script::ServerMessage;
-use super::session::{
+use crate::encode::{Encode, tag};
+use crate::script::ServerMessage;
+use crate::session::{
     Arguments, ElicitAnswer, FeatureTemplate, Host, Log, QUEUE_BOUND, Ref, SamplingReply, Setup,
     View, Wait, offers, options, record,
 };
-use crate::http::{ExchangeId, HttpFailure, HttpOptions, HttpOutput, HttpTransport, Method};
-use crate::session::{Event, Framing};
-use crate::wire::sse::SseDecoder;
+use rho_proto_core::http::{
+    ExchangeId, HttpFailure, HttpOptions, HttpOutput, HttpTransport, Method,
+};
+use rho_proto_core::session::{Event, Framing};
+use rho_proto_core::wire::sse::SseDecoder;
 
 /// The stateless era's header rules for one request (see the module docs).
-fn stateless_headers(req: &crate::http::HttpRequest) {
+fn stateless_headers(req: &rho_proto_core::http::HttpRequest) {
     assert_eq!(req.method, Method::Post, "{req:?} in the stateless era");
     let header = |name: &str| {
         req.headers
@@ -113,7 +115,7 @@ pub enum HttpAction {
     /// The host calls a tool.
     CallTool {
         /// The tool name.
-        tool: super::script::Text,
+        tool: crate::script::Text,
         /// The arguments.
         arguments: Arguments,
     },
@@ -176,7 +178,7 @@ pub struct SseEvent {
 
 /// `http_session`: decodes an [`HttpInput`] and runs it from `origin`.
 pub fn check_http_session(data: &[u8], origin: Instant) {
-    if let Some(input) = super::decode::<HttpInput>(data) {
+    if let Some(input) = crate::decode::<HttpInput>(data) {
         run_http_session(&input, origin);
     }
 }
@@ -270,14 +272,14 @@ impl Harness {
 
     fn exchange(&self, exchange: &Exchange) -> ExchangeId {
         let pick = |list: &[ExchangeId], n: u8| match list.len() {
-            0 => ExchangeId(0),
+            0 => ExchangeId::new(0),
             len => list[usize::from(n) % len],
         };
         match exchange {
-            Exchange::Latest => self.open.last().copied().unwrap_or(ExchangeId(0)),
+            Exchange::Latest => self.open.last().copied().unwrap_or(ExchangeId::new(0)),
             Exchange::Open(n) => pick(&self.open, *n),
             Exchange::Any(n) => pick(&self.sent, *n),
-            Exchange::Raw(n) => ExchangeId(*n),
+            Exchange::Raw(n) => ExchangeId::new(*n),
         }
     }
 
@@ -312,7 +314,7 @@ impl Harness {
             } => {
                 let x = self.exchange(exchange);
                 let bytes = self.body_bytes(body);
-                let input = super::Chunked {
+                let input = crate::Chunked {
                     chunks: chunks.clone(),
                     stream: &bytes,
                 };

@@ -36,20 +36,21 @@ use std::time::{Duration, Instant};
 use arbitrary::Arbitrary;
 use serde_json::{Map, Value, json};
 
-use super::encode::{Encode, tag};
-use super::script::{Leaf, Peer, ServerMessage, Text};
-use crate::config::LogLevel;
-use crate::features::FeatureRequest;
-use crate::features::completions::{CompletionRef, Query};
-use crate::features::elicitation::{Form, FormAnswer};
-use crate::features::prompts::GetPromptParams;
-use crate::features::resources::ReadResourceParams;
-use crate::session::{
+use crate::encode::{Encode, tag};
+use crate::script::{Leaf, Peer, ServerMessage, Text};
+use rho_proto_core::config::LogLevel;
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::completions::{CompletionRef, Query};
+use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::prompts::GetPromptParams;
+use rho_proto_core::features::resources::ReadResourceParams;
+use rho_proto_core::fuzzing;
+use rho_proto_core::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
     SessionState, Transmit, TransmitKind,
 };
-use crate::wire::framing::LineDecoder;
-use crate::wire::jsonrpc::{ClientRequestId, Incoming, Message, RequestId};
+use rho_proto_core::wire::framing::LineDecoder;
+use rho_proto_core::wire::jsonrpc::{ClientRequestId, Incoming, Message, RequestId};
 
 /// A drain that yields this many transmits or events is a runaway queue.
 pub const QUEUE_BOUND: usize = 10_000;
@@ -124,7 +125,7 @@ pub enum Action {
         answer: SamplingReply,
     },
     /// The transport lost one request (`handle_request_failed`).
-    RequestFailed(super::script::Reply),
+    RequestFailed(crate::script::Reply),
     /// The host closes the session.
     Close,
     /// The server's output ended.
@@ -344,14 +345,14 @@ pub fn options(setup: &Setup, framing: Framing) -> SessionOptions {
     o.progress_extends_up_to = setup.progress_extends.then_some(Duration::from_secs(30));
     o.max_line = if setup.short_lines { 256 } else { 64 * 1024 };
     if !setup.stateless {
-        o.protocol_version = crate::wire::protocol::LATEST_PROTOCOL_VERSION.into();
+        o.protocol_version = rho_proto_core::wire::protocol::LATEST_PROTOCOL_VERSION.into();
     }
     o
 }
 
 /// `session`: decodes a [`SessionInput`] and runs it from `origin`.
 pub fn check_session(data: &[u8], origin: Instant) {
-    if let Some(input) = super::decode::<SessionInput>(data) {
+    if let Some(input) = crate::decode::<SessionInput>(data) {
         run_session(&input, origin);
     }
 }
@@ -584,9 +585,12 @@ impl Host {
         };
         match message {
             Message::Request { id, method, params } => {
-                let Some(ClientRequestId(n)) = ClientRequestId::from_wire(&id) else {
+                let (Some(request), RequestId::Number(n)) = (ClientRequestId::from_wire(&id), &id)
+                else {
                     panic!("request id {id} is not ours");
                 };
+                // A client id is a non-negative wire number.
+                let n = n.unsigned_abs();
                 // Fresh ids, and on stdio in increasing order. Over HTTP a
                 // request the transport parked (while the server stream's
                 // GET is awaited, or a fresh `initialize` replaces an
@@ -601,9 +605,9 @@ impl Host {
                     assert!(n > last, "request id {n} after {last}");
                 }
                 let want = if method == "initialize" {
-                    TransmitKind::Initialize(ClientRequestId(n))
+                    TransmitKind::Initialize(request)
                 } else {
-                    TransmitKind::Request(ClientRequestId(n))
+                    TransmitKind::Request(request)
                 };
                 assert!(kind.is_none_or(|k| k == want), "{method} sent as {kind:?}");
                 self.request(n, &method, params.as_ref());
@@ -720,9 +724,9 @@ impl Host {
                     params
                         .and_then(|p| p.get("protocolVersion"))
                         .and_then(Value::as_str)
-                        .is_some_and(
-                            |v| crate::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
-                        ),
+                        .is_some_and(|v| {
+                            rho_proto_core::wire::protocol::SUPPORTED_PROTOCOL_VERSIONS.contains(&v)
+                        }),
                     "an early initialize offering no 2025 version: {params:?}"
                 );
                 self.initializes += 1;
@@ -784,12 +788,17 @@ impl Host {
             "tools/call" | "prompts/get" | "resources/read" | "completion/complete" => {
                 let call = if method == "tools/call" {
                     let token = meta.and_then(|m| m.get("progressToken"));
-                    let Some(call) = token.and_then(Value::as_u64).map(CallId) else {
+                    let Some(token) = token.and_then(Value::as_u64) else {
                         panic!("tools/call without a progress token: {params:?}");
                     };
-                    assert!(self.peer.calls.contains(&call), "{call} was never called");
+                    let called = self.peer.calls.iter().find(|c| c.wire_id() == token);
+                    let Some(&call) = called else {
+                        panic!("{} was never called", fuzzing::call_id(token));
+                    };
                     call
-                } else if let Some(&(call, _)) = self.peer.features.iter().find(|(c, _)| c.0 == n) {
+                } else if let Some(&(call, _)) =
+                    self.peer.features.iter().find(|(c, _)| c.wire_id() == n)
+                {
                     call
                 } else {
                     // A feature request's retry names no call (it has no
@@ -817,7 +826,7 @@ impl Host {
                     "{method} {n} for {call}, which completed"
                 );
                 let core = core_params(params);
-                if call.0 == n {
+                if call.wire_id() == n {
                     assert!(self.ready, "{method} before ready");
                     assert!(!retried, "{method} sent first with multi round-trip inputs");
                     self.params_of.insert(call, core);
@@ -849,7 +858,7 @@ impl Host {
                 // Each one may be sent once more for another version
                 // (-32022).
                 self.listens += 1;
-                let most = 2 * (1 + crate::features::subscriptions::MAX_REISSUES as usize);
+                let most = 2 * (1 + rho_proto_core::features::subscriptions::MAX_REISSUES as usize);
                 assert!(
                     self.listens <= most,
                     "subscriptions/listen #{}",
@@ -909,9 +918,9 @@ impl Host {
                     "question {question:?} asked twice"
                 );
                 let form = match kind {
-                    crate::session::Question::Elicitation(form) => Some(form.clone()),
-                    crate::session::Question::Sampling(_)
-                    | crate::session::Question::Authorization { .. } => None,
+                    rho_proto_core::session::Question::Elicitation(form) => Some(form.clone()),
+                    rho_proto_core::session::Question::Sampling(_)
+                    | rho_proto_core::session::Question::Authorization { .. } => None,
                 };
                 self.questions.push((*question, form));
                 self.open.insert(*question);
@@ -944,6 +953,10 @@ impl Host {
                 assert!(self.open.is_empty(), "closed with questions open");
             }
             Event::PeerMisbehaved(_) | Event::ToolsChanged(_) | Event::CatalogChanged(_) => {}
+            // `Event` is non-exhaustive: an event the core adds fails here
+            // until this model checks it (inside the core this match was
+            // exhaustive, so the compiler asked).
+            other => panic!("an event this model does not check: {other:?}"),
         }
     }
 
@@ -976,11 +989,11 @@ impl Host {
                     .chain(self.peer.features.iter().map(|(c, _)| *c))
                     .collect();
                 match all.len() {
-                    0 => CallId(0),
+                    0 => fuzzing::call_id(0),
                     len => all[usize::from(*n) % len],
                 }
             }
-            Ref::Raw(n) => CallId(*n),
+            Ref::Raw(n) => fuzzing::call_id(*n),
         }
     }
 
@@ -988,10 +1001,10 @@ impl Host {
     pub(crate) fn answer(&mut self, r: &Ref) -> (QuestionId, Option<Form>) {
         let (question, form) = match r {
             Ref::Known(n) => match self.questions.len() {
-                0 => (QuestionId(0), None),
+                0 => (fuzzing::question_id(0), None),
                 len => self.questions[usize::from(*n) % len].clone(),
             },
-            Ref::Raw(n) => (QuestionId(*n), None),
+            Ref::Raw(n) => (fuzzing::question_id(*n), None),
         };
         self.open.remove(&question);
         (question, form)
@@ -1019,9 +1032,9 @@ impl Host {
                     "{state:?} {arguments}"
                 )
             }
-            Err(misuse @ ApiMisuse::NotOffered { .. }) => {
-                panic!("call_tool refused with {misuse}")
-            }
+            // `NotOffered` (tools need no capability the harness withholds),
+            // and any misuse the core adds that this model does not know.
+            Err(misuse) => panic!("call_tool refused with {misuse}"),
         }
     }
 
@@ -1053,9 +1066,10 @@ impl Host {
                 assert_eq!(capability, request.capability());
                 assert_eq!(offered, Some(false), "{capability} refused though offered");
             }
-            Err(misuse @ ApiMisuse::ArgumentsNotObject) => {
-                panic!("request refused with {misuse}")
-            }
+            // `ArgumentsNotObject` (a feature request has no tool
+            // arguments), and any misuse the core adds that this model
+            // does not know.
+            Err(misuse) => panic!("request refused with {misuse}"),
         }
     }
 
@@ -1151,7 +1165,7 @@ impl Harness {
                         bytes.push(b'\n');
                     }
                 }
-                let input = super::Chunked {
+                let input = crate::Chunked {
                     chunks: chunks.clone(),
                     stream: &bytes,
                 };
@@ -1201,8 +1215,11 @@ impl Harness {
                 self.step();
             }
             Action::RequestFailed(reply) => {
-                if let Some(id) = self.host.peer.reply_id(reply, "").as_u64() {
-                    let request = ClientRequestId(id);
+                // Any id the session could have sent: a non-negative
+                // number (ids past `i64::MAX` are never reached).
+                let id = self.host.peer.reply_id(reply, "").as_i64();
+                let wire = id.map(RequestId::Number);
+                if let Some(request) = wire.as_ref().and_then(ClientRequestId::from_wire) {
                     self.session
                         .handle_request_failed(self.now, request, "fuzz".into());
                     self.step();

@@ -83,7 +83,7 @@ impl<A: Encode, B: Encode> Encode for (A, B) {
     }
 }
 
-impl Encode for super::Chunked<'_> {
+impl Encode for crate::Chunked<'_> {
     fn encode(&self, out: &mut Vec<u8>) {
         self.chunks.encode(out);
         out.extend_from_slice(self.stream);

@@ -8,9 +8,9 @@ use std::collections::{BTreeMap, BTreeSet};
 use arbitrary::Arbitrary;
 use serde_json::{Map, Number, Value, json};
 
-use super::encode::{Encode, tag};
-use crate::features::subscriptions::SUBSCRIPTION_ID;
-use crate::session::CallId;
+use crate::encode::{Encode, tag};
+use rho_proto_core::features::subscriptions::SUBSCRIPTION_ID;
+use rho_proto_core::session::CallId;
 
 /// Strings a fuzzer would take long to find: tool names rho must encode,
 /// protocol words, JSON and line-breaking characters, non-ASCII.
@@ -592,7 +592,7 @@ impl Peer {
                         .iter()
                         .rev()
                         .find(|(_, c)| **c == call)
-                        .map_or(call.0, |(&id, _)| id);
+                        .map_or(call.wire_id(), |(&id, _)| id);
                     return json!(latest);
                 }
                 let latest = self.sent.iter().rev();
@@ -619,7 +619,7 @@ impl Peer {
     /// call's own id (the token every request of it carries).
     pub(crate) fn token(&self, reply: &Reply) -> Value {
         match (reply, self.latest_unfinished("tools/call")) {
-            (Reply::Latest, Some(call)) => json!(call.0),
+            (Reply::Latest, Some(call)) => json!(call.wire_id()),
             _ => self.reply_id(reply, "tools/call"),
         }
     }

@@ -13,21 +13,21 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::path::{Path, PathBuf};
 use std::time::Instant;
 
-use rho_proto_core::fuzzing::encode::{Encode, to_bytes};
-use rho_proto_core::fuzzing::http::{
+use rho_fuzz_harness::encode::{Encode, to_bytes};
+use rho_fuzz_harness::http::{
     Body, Exchange, HttpAction, HttpInput, SseEvent, check_http_session,
     transcript as http_transcript,
 };
-use rho_proto_core::fuzzing::script::{
+use rho_fuzz_harness::script::{
     CallResultTemplate, Capabilities, CatalogEntry, FieldTemplate, FormTemplate, InputTemplate,
     Json, Leaf, Reply, SamplingMessage, SamplingTemplate, ServerId, ServerMessage as S, Text,
     ToolTemplate,
 };
-use rho_proto_core::fuzzing::session::{
+use rho_fuzz_harness::session::{
     Action, Arguments, ElicitAnswer, FeatureTemplate, Ref, SamplingReply, SessionInput, Setup,
     Wait, check_session, transcript as session_transcript,
 };
-use rho_proto_core::fuzzing::{
+use rho_fuzz_harness::{
     Chunked, check_config, check_jsonrpc, check_lines, check_naming, check_oauth, check_sse, decode,
 };
 
@@ -125,7 +125,7 @@ fn structured_seeds_are_the_scripts_in_this_file() {
         assert!(
             committed == bytes,
             "fuzz/corpus/{path} is not its script's encoding; regenerate with \
-             `cargo test -p rho-proto-core --test fuzz_corpus -- --ignored write_structured_seeds`"
+             `cargo test -p rho-fuzz-harness --test fuzz_corpus -- --ignored write_structured_seeds`"
         );
     }
 }
@@ -567,7 +567,7 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                     Action::Wait(Wait::NextDeadline),
                     say(vec![S::Result {
                         id: Reply::Latest,
-                        result: rho_proto_core::fuzzing::script::Json::Object(vec![]),
+                        result: rho_fuzz_harness::script::Json::Object(vec![]),
                     }]),
                 ],
             ),
@@ -616,7 +616,7 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                             },
                             instructions: false,
                         },
-                        S::Raw(rho_proto_core::fuzzing::script::Json::Null),
+                        S::Raw(rho_fuzz_harness::script::Json::Null),
                     ],
                     batch: true,
                     chunks: vec![],
