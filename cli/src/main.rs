@@ -36,6 +36,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
+use rho_host::auth_status;
 use rho_host::config::LoadedConfig;
 use rho_host::credentials::{self, FileStore};
 use rho_host::{Host, RuntimeKind};
@@ -655,7 +656,7 @@ pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
         .iter()
         .filter_map(|entry| {
             let config = entry.config.as_ref().ok()?;
-            credentials::auth_status(&entry.id, config, store.as_ref().map(|s| s as _), now)
+            auth_status::auth_status(&entry.id, config, store.as_ref().map(|s| s as _), now)
                 .map(|status| (entry.id.clone(), status))
         })
         .collect()

@@ -36,9 +36,10 @@ use rho_proto_core::oauth::store::CredentialStore;
 use rho_proto_core::runtime::{ServerView, StartServerError};
 
 use crate::config::LoadedConfig;
-use crate::credentials::{FileStore, needs_browser_login, with_stored_tokens};
+use crate::credentials::FileStore;
 use crate::login::{LoggedIn, LoginError, LoginMode, login_server};
 use crate::reauth::StoreAuthorizer;
+use crate::stored_tokens::{needs_browser_login, with_stored_tokens};
 use crate::{Host, RuntimeKind};
 
 /// One login run before connecting: the server and how it went.

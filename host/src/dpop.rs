@@ -31,7 +31,7 @@ use rho_proto_core::oauth::dpop::{self, DpopSigner, ProofClaims, ProofRequest};
 use url::Url;
 
 use crate::jwt_key::Es256Key;
-use crate::login::{Answer, LoginHttp, exchange};
+use crate::oauth_http::{Answer, LoginHttp, exchange};
 
 /// The DPoP keys of a run, by server. `Debug` names the servers only.
 #[derive(Default)]

@@ -8,14 +8,20 @@
 //! - `grant = "jwt_bearer"`: the workload's JWT (`assertion_file` /
 //!   `assertion_from_env`);
 //! - `grant = "identity_assertion"`: the ID token (`id_token_file` /
-//!   `id_token_from_env`), the identity provider's client and its secret.
+//!   `id_token_from_env`), the identity provider's client and its secret;
+//! - a `private_key_jwt` client: its signing key (`client_key_file` /
+//!   `client_key_from_env`), as its signer (`client_key`).
 //!
 //! Errors name the server, the key and what to do; they never quote what
 //! was read.
+//!
+//! Beside them, the randomness a login or a refresh draws from the
+//! operating system (`random`): the core draws none itself.
 
 use rho_proto_core::config::{OAuthConfig, OAuthGrant, SecretSource};
 use rho_proto_core::oauth::exchange::{IdentityAssertionGrant, Secret};
 use rho_proto_core::oauth::flow::GrantKind;
+use rho_proto_core::oauth::pkce::RANDOM_BYTES;
 use rho_proto_core::oauth::token::{Client, ClientAuth};
 
 /// The most of a secret file rho reads: tokens and secrets are a few
@@ -143,6 +149,51 @@ pub fn grant_kind(
     })
 }
 
+/// `reason` (a secret's, which names the server) without the
+/// ``server `id`: `` it starts with, for a failure that names the server
+/// already.
+pub(crate) fn without_server(id: &str, reason: String) -> String {
+    match reason.strip_prefix(&format!("server `{id}`: ")) {
+        Some(rest) => rest.to_owned(),
+        None => reason,
+    }
+}
+
+/// The signer of a `private_key_jwt` client, from where its config says
+/// the PEM is; errors name the server, the key and the reason, never
+/// the key's text.
+pub(crate) fn client_key(
+    id: &str,
+    source: &rho_proto_core::config::OAuthClientKey,
+) -> Result<std::sync::Arc<dyn rho_proto_core::oauth::assertion::ClientAssertionSigner>, String> {
+    use rho_proto_core::config::OAuthClientKey;
+    let (what, pem) = match source {
+        OAuthClientKey::File(path) => {
+            let what = format!("`oauth.client_key_file` {path}");
+            let pem = read_secret_file(id, &what, path)?;
+            (what, pem)
+        }
+        OAuthClientKey::FromEnv(name) => (
+            format!("`oauth.client_key_from_env` `{name}`"),
+            std::env::var(name).map_err(|_| {
+                format!(
+                    "server `{id}`: `oauth.client_key_from_env` names `{name}`, which is not set"
+                )
+            })?,
+        ),
+    };
+    crate::jwt_key::Es256Key::signer_from_pem(&pem)
+        .map_err(|e| format!("server `{id}`: {what}: {e}"))
+}
+
+/// Fresh random bytes from the operating system.
+pub(crate) fn random() -> Result<[u8; RANDOM_BYTES], String> {
+    let mut bytes = [0u8; RANDOM_BYTES];
+    rho_os::random::fill_all(&mut bytes)
+        .map_err(|e| format!("no randomness from the operating system: {e}"))?;
+    Ok(bytes)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -204,7 +255,7 @@ mod tests {
                 );
             }
             let key = rho_proto_core::config::OAuthClientKey::File(path.clone());
-            let Err(why) = crate::login::client_key("corp", &key) else {
+            let Err(why) = client_key("corp", &key) else {
                 panic!("{path}: a client key")
             };
             assert!(

@@ -18,12 +18,18 @@
 //!    reach a person; [`HostBuilder::connect`] applies the stored OAuth
 //!    logins, logs in first where a person can and must, installs the
 //!    authorizer that answers a token refused mid-session ([`reauth`]),
-//!    and starts the servers. [`login`] is the
-//!    login itself, [`credentials`] the store, [`jwt_key`] the key a
-//!    `private_key_jwt` client signs with, [`grants`] the secrets a grant
-//!    reads from files or the environment, [`dpop`] the keys DPoP-bound
-//!    tokens prove possession of, and [`secrets`] the book of every
-//!    secret rho reads or holds for a server, which its runtime redacts.
+//!    and starts the servers. The OAuth modules point one way, from
+//!    the store up: [`credentials`] is the store (the file, its lock, the
+//!    clock); beside the requests, [`oauth_http`] is the HTTP exchange
+//!    every OAuth request goes through and [`dpop`] the keys DPoP-bound
+//!    tokens prove possession of, with [`grants`] the secrets a grant
+//!    reads from files or the environment and [`jwt_key`] the key a
+//!    `private_key_jwt` client signs with; above them, [`stored_tokens`]
+//!    applies stored logins to a config (refreshing them) and [`login`]
+//!    is the login itself; [`reauth`] and the builder are on top.
+//!    [`auth_status`] is what `list` reports, and [`secrets`] the book of
+//!    every secret rho reads or holds for a server, which its runtime
+//!    redacts.
 //! 4. **Drive**: [`Host`] is one face over either executor
 //!    ([`RuntimeKind`]): the tools to hand a model
 //!    ([`Host::current_tools`]), the servers' instructions for the system
@@ -61,6 +67,7 @@
 //! host.shutdown();
 //! ```
 
+pub mod auth_status;
 pub mod config;
 mod connect;
 pub mod credentials;
@@ -71,12 +78,14 @@ pub mod grants;
 pub mod jwt_key;
 pub mod login;
 pub mod names;
+pub mod oauth_http;
 pub mod parameters;
 pub mod plugins;
 pub mod questions;
 pub mod reauth;
 pub mod sampling;
 pub mod secrets;
+pub mod stored_tokens;
 #[cfg(test)]
 mod test_support;
 

@@ -4,13 +4,9 @@
 //! of `rho mcp login <id>`; [`run`] is the loop under it, which the
 //! re-authorization of a running session ([`crate::reauth`]) shares.
 //!
-//! The HTTP is the runtime's own stack ([`LoginHttp`]): io-smol's
-//! `run_exchange` under `--runtime smol`, so that runtime never touches
-//! ureq, and io-blocking's no-redirect ureq agent under `--runtime
-//! blocking`. Both follow no redirect and apply the transport's URL policy
-//! and limits, and every login exchange is bounded as a whole by
-//! [`EXCHANGE_BOUND`]: an authorization server that accepts a connection
-//! and never answers fails the login with a reason instead of stalling it.
+//! The HTTP is the runtime's own stack, bounded ([`crate::oauth_http`]);
+//! token requests carry a DPoP proof where the login binds its tokens
+//! ([`crate::dpop`]).
 //!
 //! Two ways through the browser step:
 //! - a person: the host's [`AuthorizationPrompt`] shows the URL (the CLI
@@ -29,140 +25,16 @@ use std::net::{TcpListener, TcpStream};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rho_proto_core::connection::HttpInput;
-use rho_proto_core::http::{ExchangeId, HttpFailure, HttpRequest, Method};
+use rho_proto_core::http::Method;
 use rho_proto_core::oauth::challenge::{BearerChallenge, bearer_challenge};
 use rho_proto_core::oauth::flow::{Credentials, Login, LoginEvent, LoginSettings, OAuthRequest};
-use rho_proto_core::oauth::pkce::RANDOM_BYTES;
-use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
+use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin};
 use rho_proto_core::oauth::token::Client;
 use url::Url;
 
 use crate::RuntimeKind;
-
-/// The most of an OAuth response rho reads: metadata and token answers
-/// are small, and a server cannot make rho buffer more.
-const MAX_BODY: usize = 1024 * 1024;
-
-/// The longest one login exchange (connect, send, read the whole answer)
-/// may take. Metadata and token answers are small and quick; this only
-/// stops a server that holds a connection open without answering.
-pub const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
-
-/// The HTTP stack a login's requests go through: the one of the runtime
-/// the command runs on.
-#[derive(Clone)]
-pub enum LoginHttp {
-    /// io-blocking's ureq agent, each exchange bounded as a whole by the
-    /// duration.
-    Threads(ureq::Agent, Duration),
-    /// io-smol's stack, one exchange on its own connection, bounded by the
-    /// duration.
-    Smol(Duration),
-}
-
-impl LoginHttp {
-    /// The stack of runtime `kind`, each exchange bounded by
-    /// [`EXCHANGE_BOUND`].
-    pub fn for_runtime(kind: RuntimeKind) -> Self {
-        Self::bounded(kind, EXCHANGE_BOUND)
-    }
-
-    /// The stack of runtime `kind`, each exchange bounded by `within`.
-    pub fn bounded(kind: RuntimeKind, within: Duration) -> Self {
-        match kind {
-            RuntimeKind::Smol => Self::Smol(within),
-            RuntimeKind::Blocking => {
-                let agent = rho_io_blocking::http_client::new_bounded_agent(within);
-                Self::Threads(agent, within)
-            }
-        }
-    }
-
-    /// Runs `request`, reporting to `report` as the transports do.
-    fn run(&self, request: HttpRequest, report: impl FnMut(HttpInput) -> bool) {
-        match self {
-            Self::Threads(agent, within) => {
-                // ureq names its bound `timeout: global`; a failure at the
-                // bound is told the way the smol stack tells it.
-                let started = Instant::now();
-                let mut report = report;
-                rho_io_blocking::http_client::run_exchange(agent, request, |input| match input {
-                    HttpInput::Failed(_) if started.elapsed() >= *within => {
-                        report(HttpInput::Failed(HttpFailure::other(format!(
-                            "no complete answer within {} s",
-                            within.as_secs_f64()
-                        ))))
-                    }
-                    input => report(input),
-                })
-            }
-            Self::Smol(within) => rho_io_smol::http::run_exchange(request, *within, report),
-        }
-    }
-}
-
-/// One finished exchange.
-pub struct Answer {
-    /// The HTTP status.
-    pub status: u16,
-    /// The response headers, as sent.
-    pub headers: Vec<(String, String)>,
-    /// The whole body.
-    pub body: Vec<u8>,
-}
-
-/// Sends one request and reads the whole answer (at most 1 MiB).
-pub fn exchange(
-    http: &LoginHttp,
-    method: Method,
-    url: &Url,
-    headers: Vec<(String, String)>,
-    body: Vec<u8>,
-) -> Result<Answer, String> {
-    // Before anything is sent (or logged): its secrets, then the answer's
-    // tokens, are hidden wherever a server's words go.
-    crate::secrets::learn_request(&headers, &body);
-    let request = HttpRequest {
-        exchange: ExchangeId::new(0),
-        method,
-        url: url.clone(),
-        headers,
-        body,
-    };
-    let mut answer = Answer {
-        status: 0,
-        headers: Vec::new(),
-        body: Vec::new(),
-    };
-    let mut failure = None;
-    http.run(request, |input| match input {
-        HttpInput::Head { status, headers } => {
-            answer.status = status;
-            answer.headers = headers;
-            true
-        }
-        HttpInput::Body(chunk) => {
-            if answer.body.len() + chunk.len() > MAX_BODY {
-                failure = Some(format!("the answer from {url} is over {MAX_BODY} bytes"));
-                return false;
-            }
-            answer.body.extend_from_slice(&chunk);
-            true
-        }
-        HttpInput::End => false,
-        HttpInput::Failed(e) => {
-            failure = Some(e.reason);
-            false
-        }
-    });
-    crate::secrets::learn_answer(&answer.body);
-    match failure {
-        Some(e) => Err(e),
-        None if answer.status == 0 => Err(format!("{url} did not answer")),
-        None => Ok(answer),
-    }
-}
+use crate::credentials::{client_to_store, now_unix, stored};
+use crate::oauth_http::{LoginHttp, exchange};
 
 /// Asks the MCP server once without credentials. A 401 (or 403) yields
 /// its Bearer challenge (empty when it sent none); any other answer means
@@ -327,14 +199,6 @@ pub fn redirect_uri(port: u16) -> String {
     format!("http://127.0.0.1:{port}/callback")
 }
 
-/// Fresh random bytes from the operating system.
-pub(crate) fn random() -> Result<[u8; RANDOM_BYTES], String> {
-    let mut bytes = [0u8; RANDOM_BYTES];
-    rho_os::random::fill_all(&mut bytes)
-        .map_err(|e| format!("no randomness from the operating system: {e}"))?;
-    Ok(bytes)
-}
-
 /// Runs a login to its end. `on_event` hears of what the store must
 /// know at once — a client registered (so a failed browser step does not
 /// register again), a login of a previous issuer to forget — before the
@@ -350,9 +214,14 @@ pub fn run(
     let mut settings = settings;
     if let Some(key) = &mut settings.client_assertion {
         // The core reads no clock: assertions are issued at this login's start.
-        key.now_unix = crate::credentials::now_unix();
+        key.now_unix = now_unix();
     }
-    let mut login = Login::new(settings, challenge, random()?, Instant::now());
+    let mut login = Login::new(
+        settings,
+        challenge,
+        crate::grants::random()?,
+        Instant::now(),
+    );
     let mut authorize = None;
     let mut refresh_failed = None;
     loop {
@@ -430,7 +299,7 @@ fn send(http: &LoginHttp, login: &mut Login, request: OAuthRequest) {
                 Err(e) => return Some(Err(e)),
             };
             login
-                .proof(&request, crate::credentials::now_unix(), jti, nonce)
+                .proof(&request, now_unix(), jti, nonce)
                 .map(|proof| proof.map_err(|e| e.to_string()))
         };
         crate::dpop::send_token_request(
@@ -692,52 +561,6 @@ fn answer(stream: TcpStream, line: &str, login: &mut Login) -> bool {
     ended
 }
 
-/// The stored form of finished `credentials`, with the expiry turned into
-/// wall-clock seconds; `dpop_key` is the stored form of the key DPoP-bound
-/// tokens are bound to (see [`crate::dpop`]), kept only for bound ones.
-pub fn stored(credentials: &Credentials, now_unix: u64, dpop_key: Option<&str>) -> StoredLogin {
-    let bound = rho_proto_core::oauth::dpop::is_bound(&credentials.tokens);
-    StoredLogin {
-        issuer: credentials.issuer.clone(),
-        client: credentials.client.clone(),
-        wanted_scope: None,
-        tokens: Some(StoredTokens {
-            access_token: credentials.tokens.access_token.clone(),
-            refresh_token: credentials.tokens.refresh_token.clone(),
-            expires_at: credentials
-                .tokens
-                .expires_in
-                .map(|secs| now_unix.saturating_add(secs)),
-            scope: credentials
-                .tokens
-                .scope
-                .clone()
-                .or_else(|| credentials.scope.clone()),
-            resource: credentials.resource.clone(),
-            token_endpoint: credentials.token_endpoint.to_string(),
-            dpop_key: dpop_key.filter(|_| bound).map(str::to_owned),
-        }),
-    }
-}
-
-/// What the store keeps of `client`: the client of the config
-/// (`configured`, which has a secret read from where the config says)
-/// without that secret, which each grant and refresh reads afresh (a
-/// rotated secret is the one sent; a copy in the store would outlive the
-/// file); any other client (one the authorization server registered)
-/// with the secret it was issued, which nothing else holds.
-pub fn client_to_store(client: &Client, configured: Option<&Client>) -> Client {
-    let is_configured = configured.is_some_and(|c| c.id == client.id && c.secret.is_some());
-    Client {
-        secret: if is_configured {
-            None
-        } else {
-            client.secret.clone()
-        },
-        ..client.clone()
-    }
-}
-
 /// What the store must hear of during a login of server `id` under
 /// `key`: a newly registered client is kept (without tokens) at once, and
 /// a stored login of an issuer the server no longer uses, or whose client
@@ -814,7 +637,7 @@ pub fn save(
     dpop_key: Option<&str>,
     configured: Option<&Client>,
 ) -> Result<(), String> {
-    let mut login = stored(credentials, crate::credentials::now_unix(), dpop_key);
+    let mut login = stored(credentials, now_unix(), dpop_key);
     login.client = client_to_store(&login.client, configured);
     store
         .update(key, &mut |_| Some(login.clone()))
@@ -839,8 +662,8 @@ pub fn settings_for(
     let secret = crate::grants::client_secret(id, oauth)?;
     let client_assertion = match &oauth.client_key {
         Some(source) => Some(rho_proto_core::oauth::assertion::ClientAssertionKey {
-            signer: client_key(id, source)?,
-            now_unix: crate::credentials::now_unix(),
+            signer: crate::grants::client_key(id, source)?,
+            now_unix: now_unix(),
         }),
         None => None,
     };
@@ -869,43 +692,6 @@ pub fn settings_for(
         },
         ..LoginSettings::new(http.url.clone(), grant)
     })
-}
-
-/// `reason` (a secret's, which names the server) without the
-/// ``server `id`: `` it starts with, for a failure that names the server
-/// already.
-pub(crate) fn without_server(id: &str, reason: String) -> String {
-    match reason.strip_prefix(&format!("server `{id}`: ")) {
-        Some(rest) => rest.to_owned(),
-        None => reason,
-    }
-}
-
-/// The signer of a `private_key_jwt` client, from where its config says
-/// the PEM is; errors name the server, the key and the reason, never
-/// the key's text.
-pub(crate) fn client_key(
-    id: &str,
-    source: &rho_proto_core::config::OAuthClientKey,
-) -> Result<std::sync::Arc<dyn rho_proto_core::oauth::assertion::ClientAssertionSigner>, String> {
-    use rho_proto_core::config::OAuthClientKey;
-    let (what, pem) = match source {
-        OAuthClientKey::File(path) => {
-            let what = format!("`oauth.client_key_file` {path}");
-            let pem = crate::grants::read_secret_file(id, &what, path)?;
-            (what, pem)
-        }
-        OAuthClientKey::FromEnv(name) => (
-            format!("`oauth.client_key_from_env` `{name}`"),
-            std::env::var(name).map_err(|_| {
-                format!(
-                    "server `{id}`: `oauth.client_key_from_env` names `{name}`, which is not set"
-                )
-            })?,
-        ),
-    };
-    crate::jwt_key::Es256Key::signer_from_pem(&pem)
-        .map_err(|e| format!("server `{id}`: {what}: {e}"))
 }
 
 /// Whether, and how, a login may reach a person.
@@ -1088,7 +874,7 @@ pub fn login_server(
         LoginMode::Never => (Browser::Never, configured_redirect_uri(oauth.redirect_port)),
     };
     let mut settings = settings_for(id, http, oauth, stored.as_ref(), redirect_uri)
-        .map_err(|why| fail(without_server(id, why)))?;
+        .map_err(|why| fail(crate::grants::without_server(id, why)))?;
     let configured = settings.client.clone();
     // A new login binds to a new key (the stored tokens it replaces, and
     // their key, are dropped when it is saved).
@@ -1165,6 +951,7 @@ mod tests {
         assert_eq!(refusal_detail(b"  \n "), "");
     }
     use rho_proto_core::oauth::flow::GrantKind;
+    use rho_proto_core::oauth::pkce::RANDOM_BYTES;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
     use std::io::Read as _;
 
@@ -1254,51 +1041,6 @@ mod tests {
         answer
     }
 
-    /// Runs `exchange` on its own thread so that a hang fails the test
-    /// (after a minute) instead of stalling it.
-    fn exchange_within_a_minute(http: LoginHttp, url: Url) -> Result<Answer, String> {
-        let (tx, rx) = std::sync::mpsc::channel();
-        std::thread::spawn(move || {
-            let _ = tx.send(exchange(&http, Method::Get, &url, Vec::new(), Vec::new()));
-        });
-        rx.recv_timeout(Duration::from_secs(60))
-            .expect("the exchange returned")
-    }
-
-    #[test]
-    fn a_login_exchange_reads_a_whole_answer_on_either_runtimes_stack() {
-        for kind in [RuntimeKind::Smol, RuntimeKind::Blocking] {
-            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-            let port = listener.local_addr().expect("addr").port();
-            let server = std::thread::spawn(move || {
-                let (mut stream, _) = listener.accept().expect("accept");
-                let mut head = Vec::new();
-                let mut byte = [0u8];
-                while !head.ends_with(b"\r\n\r\n") && stream.read(&mut byte).unwrap_or(0) == 1 {
-                    head.push(byte[0]);
-                }
-                let body = r#"{"issuer":"http://127.0.0.1"}"#;
-                write!(
-                    stream,
-                    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
-                    body.len()
-                )
-                .expect("answer");
-                String::from_utf8_lossy(&head).into_owned()
-            });
-            let url = Url::parse(&format!("http://127.0.0.1:{port}/.well-known/x")).expect("url");
-            let answer = exchange_within_a_minute(LoginHttp::for_runtime(kind), url)
-                .unwrap_or_else(|e| panic!("{kind:?}: {e}"));
-            let head = server.join().expect("server");
-            assert!(
-                head.starts_with("GET /.well-known/x HTTP/1.1\r\n"),
-                "{kind:?}: {head}"
-            );
-            assert_eq!(answer.status, 200, "{kind:?}");
-            assert_eq!(answer.body, br#"{"issuer":"http://127.0.0.1"}"#, "{kind:?}");
-        }
-    }
-
     /// An authorization endpoint on loopback that answers every request
     /// with a redirect to `location`.
     fn redirecting_authorization_endpoint(location: &'static str) -> Url {
@@ -1340,23 +1082,6 @@ mod tests {
                     && error.contains("`rho mcp login secure` without --headless"),
                 "{kind:?}: {error}"
             );
-        }
-    }
-
-    #[test]
-    fn a_login_exchange_with_a_server_that_never_answers_fails_at_its_bound() {
-        for kind in [RuntimeKind::Smol, RuntimeKind::Blocking] {
-            // Connections land in the backlog and are never accepted, so
-            // the request goes out and no answer ever comes.
-            let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
-            let port = listener.local_addr().expect("addr").port();
-            let url = Url::parse(&format!("http://127.0.0.1:{port}/token")).expect("url");
-            let http = LoginHttp::bounded(kind, Duration::from_millis(300));
-            let Err(error) = exchange_within_a_minute(http, url) else {
-                panic!("{kind:?}: a silent server gave an answer");
-            };
-            assert_eq!(error, "no complete answer within 0.3 s", "{kind:?}");
-            drop(listener);
         }
     }
 

@@ -50,14 +50,21 @@ use rho_proto_core::host::Authorizer;
 use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
-use rho_proto_core::oauth::store::{CredentialStore, StoreError, StoreKey, StoredLogin};
+use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin};
 use rho_proto_core::oauth::token::{Client, TokenResponse};
 use rho_proto_core::session::AuthorizationReason;
 
 use crate::RuntimeKind;
 use crate::dpop::DpopKeys;
-use crate::login::{self, Browser, LoginHttp, LoginMode};
+use crate::grants::without_server;
+use crate::login::{self, Browser, LoginMode};
+use crate::oauth_http::LoginHttp;
 use rho_proto_core::oauth::dpop::{self, DpopMode, DpopSigner, ProofRequest};
+
+/// The store to hand [`StoreAuthorizer`] in place of the file store, for
+/// a run that must not touch `~/.rho`; it lives beside the file store, in
+/// [`crate::credentials`].
+pub use crate::credentials::MemoryStore;
 
 /// One server's login, as configured.
 struct ServerLogin {
@@ -182,7 +189,7 @@ impl StoreAuthorizer {
                 continue;
             };
             let Some(oauth) = &http.oauth else { continue };
-            let has_header = crate::credentials::has_authorization_header(http);
+            let has_header = crate::auth_status::has_authorization_header(http);
             if has_header || !select(&entry.id) {
                 continue;
             }
@@ -252,7 +259,7 @@ impl StoreAuthorizer {
                     None,
                     login::configured_redirect_uri(oauth.redirect_port),
                 )
-                .map_err(|why| LoginFailure::Misconfigured(login::without_server(id, why)))?
+                .map_err(|why| LoginFailure::Misconfigured(without_server(id, why)))?
             }
             LoginSource::Given(settings) => (**settings).clone(),
         };
@@ -360,7 +367,7 @@ impl StoreAuthorizer {
                 .filter(|t| {
                     !t.needs_refresh(
                         crate::credentials::now_unix(),
-                        crate::credentials::REFRESH_MARGIN_SECS,
+                        crate::stored_tokens::REFRESH_MARGIN_SECS,
                     )
                 });
             if let Some(tokens) = renewed {
@@ -556,35 +563,6 @@ fn credentials_of(login: &StoredLogin) -> Option<Credentials> {
             scope: tokens.scope.clone(),
         },
     })
-}
-
-/// A credential store in memory, for a run that must not touch
-/// `~/.rho` (the conformance client).
-#[derive(Default)]
-pub struct MemoryStore(Mutex<BTreeMap<StoreKey, StoredLogin>>);
-
-impl CredentialStore for MemoryStore {
-    fn load(&self, key: &StoreKey) -> Result<Option<StoredLogin>, StoreError> {
-        Ok(self
-            .0
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .get(key)
-            .cloned())
-    }
-
-    fn update(
-        &self,
-        key: &StoreKey,
-        change: &mut dyn FnMut(Option<StoredLogin>) -> Option<StoredLogin>,
-    ) -> Result<(), StoreError> {
-        let mut map = self.0.lock().unwrap_or_else(|e| e.into_inner());
-        match change(map.get(key).cloned()) {
-            Some(login) => map.insert(key.clone(), login),
-            None => map.remove(key),
-        };
-        Ok(())
-    }
 }
 
 #[cfg(test)]

@@ -70,7 +70,7 @@ fn a_workload_token_is_read_when_the_login_starts_not_at_connect() {
 
 #[test]
 fn list_and_show_describe_an_assertion_grant_and_never_need_a_login() {
-    use rho_host::credentials::{AuthStatus, OAuthState, auth_status};
+    use rho_host::auth_status::{AuthStatus, OAuthState, auth_status};
     use rho_proto_core::config::OAuthGrant;
     let text = "[mcp.servers.w]\ntransport = \"streamable_http\"\nurl = \"https://w.example.com/mcp\"\n[mcp.servers.w.oauth]\ngrant = \"jwt_bearer\"\nassertion_from_env = \"MCP_JWT\"\n\
         [mcp.servers.e]\ntransport = \"streamable_http\"\nurl = \"https://e.example.com/mcp\"\n[mcp.servers.e.oauth]\ngrant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_from_env = \"SSO\"\nidp_token_endpoint = \"https://idp.example.com/token\"\n";
@@ -96,8 +96,8 @@ fn list_and_show_describe_an_assertion_grant_and_never_need_a_login() {
     );
     assert_eq!(enterprise.json()["state"], "identity_assertion");
     // Neither waits for a person's login before connecting.
-    assert!(!rho_host::credentials::needs_browser_login(&config, "w"));
-    assert!(!rho_host::credentials::needs_browser_login(&config, "e"));
+    assert!(!rho_host::stored_tokens::needs_browser_login(&config, "w"));
+    assert!(!rho_host::stored_tokens::needs_browser_login(&config, "e"));
 }
 
 /// Preparing a connect reads no secret: the file of every secret key
