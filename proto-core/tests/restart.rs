@@ -100,6 +100,11 @@ fn the_backoff_is_capped_and_a_zero_backoff_restarts_at_once() {
     assert_eq!(slow.delay(1), Duration::from_secs(20));
     assert_eq!(slow.delay(2), MAX_RESTART_BACKOFF);
     assert_eq!(slow.delay(100), MAX_RESTART_BACKOFF);
+    assert_eq!(
+        policy(3, u64::MAX / 2).delay(1),
+        MAX_RESTART_BACKOFF,
+        "a policy built in code is capped too"
+    );
     let t0 = Instant::now();
     let mut eager = Restarts::new(policy(2, 0));
     eager.ready(t0);

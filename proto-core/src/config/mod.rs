@@ -397,7 +397,7 @@ impl RestartPolicy {
         let doublings = attempt.saturating_sub(1).min(31);
         self.backoff
             .saturating_mul(1u32 << doublings)
-            .min(MAX_RESTART_BACKOFF.max(self.backoff))
+            .min(MAX_RESTART_BACKOFF)
     }
 }
 
