@@ -294,6 +294,30 @@ impl Harness {
         self.drain();
     }
 
+    /// Makes call `ticket`, then the server exits (`exit`) before it
+    /// answers: the call ends with the session's close, then the transport
+    /// is to end. Returns the call's reason; what was seen is dropped.
+    fn exit_during_call(&mut self, ticket: u64, exit: &str) -> String {
+        self.call(ticket);
+        self.seen.clear();
+        self.driver
+            .handle_stdout_closed(self.now, Some(exit.into()));
+        self.drain();
+        match std::mem::take(&mut self.seen).as_slice() {
+            [
+                Seen::Reply(
+                    t,
+                    CallUpdate::Done(Err(ToolCallError::Call(CallError::SessionClosed {
+                        reason,
+                        ..
+                    }))),
+                ),
+                Seen::EndTransport,
+            ] if *t == ticket => reason.clone(),
+            other => panic!("expected the call's end, then the transport's, got {other:?}"),
+        }
+    }
+
     fn startup(&mut self) -> Result<Started, StartupError> {
         let at = self
             .seen
@@ -894,29 +918,11 @@ const NO_RESTART: &str = "[mcp.servers.demo]\ntransport = \"stdio\"\ncommand = \
 fn a_server_that_exits_after_ready_with_restarts_off_fails_its_health_with_its_stderr() {
     let mut h = Harness::with(NO_RESTART, &HostServices::default(), false);
     h.ready_quietly();
-    h.call(2);
-    h.seen.clear();
-    h.driver
-        .handle_stdout_closed(h.now, Some("exit status: 3".into()));
-    h.drain();
-    match h.seen.as_slice() {
-        [
-            Seen::Reply(
-                2,
-                CallUpdate::Done(Err(ToolCallError::Call(CallError::SessionClosed {
-                    reason, ..
-                }))),
-            ),
-            Seen::EndTransport,
-        ] => {
-            assert!(
-                reason.contains("server exited (exit status: 3)"),
-                "{reason}"
-            )
-        }
-        other => panic!("expected the call's end, then the transport's, got {other:?}"),
-    }
-    h.seen.clear();
+    let reason = h.exit_during_call(2, "exit status: 3");
+    assert!(
+        reason.contains("server exited (exit status: 3)"),
+        "{reason}"
+    );
     h.finish(Some("stderr: boom"));
     match h.seen.as_slice() {
         [Seen::Health(health)] => {
@@ -1066,27 +1072,11 @@ fn a_server_that_exits_after_ready_is_restarted_after_its_backoff_and_its_call_i
     let mut h = Harness::with(RESTARTS, &HostServices::default(), false);
     h.driver.transport_started(Some(100));
     h.ready_quietly();
-    h.call(2);
-    h.seen.clear();
-    h.driver
-        .handle_stdout_closed(h.now, Some("exit status: 7".into()));
-    h.drain();
-    match h.seen.as_slice() {
-        [
-            Seen::Reply(
-                2,
-                CallUpdate::Done(Err(ToolCallError::Call(CallError::SessionClosed {
-                    reason, ..
-                }))),
-            ),
-            Seen::EndTransport,
-        ] => assert!(
-            reason.contains("server exited (exit status: 7)"),
-            "{reason}"
-        ),
-        other => panic!("expected the call's end, then the transport's, got {other:?}"),
-    }
-    h.seen.clear();
+    let reason = h.exit_during_call(2, "exit status: 7");
+    assert!(
+        reason.contains("server exited (exit status: 7)"),
+        "{reason}"
+    );
     h.finish(Some("stderr: panic: boom"));
     let health = h.health();
     let restarting = health.restarting.expect("a restart is under way");
