@@ -20,8 +20,11 @@
 //! | key | when | value |
 //! |---|---|---|
 //! | `id` | always | the server identity |
-//! | `status` | always | `not_started`, `disabled`, `invalid`, `ready` or `failed` |
-//! | `error` | invalid, failed | the reason, for a person |
+//! | `status` | always | `not_started`, `disabled`, `invalid`, `ready`, `restarting` or `failed` |
+//! | `error` | invalid, restarting, failed | the reason, for a person (restarting: why its last process ended) |
+//! | `failure` | failed | what kind of failure: `ended` (its session ended after it was ready, not restarted), `restarts_exhausted` (and every restart in a row failed), or a startup failure's kind |
+//! | `restart_attempt`, `restart_attempts` | restarting | which restart in a row this is, and how many its `restart.attempts` allows |
+//! | `restart` | stdio | `{"attempts": N, "backoff_ms": MS}`, as configured (or the default) |
 //! | `transport` | valid entries | `stdio` or `streamable_http` |
 //! | `enabled` | valid entries | bool |
 //! | `command`, `args`, `cwd` | stdio | as configured |
@@ -31,7 +34,8 @@
 //! | `startup_timeout_secs`, `tool_timeout_secs`, `max_message_bytes`, `max_output_bytes` | valid entries | numbers |
 //! | `log_level`, `sampling` | valid entries | as configured (`log_level` null when unset) |
 //! | `auth` | remote servers with an `oauth` table or an `Authorization` header | `{"kind": "header"}`, or `{"kind": "oauth", "state": "logged_in" \| "needs_login" \| "store_error" \| "client_credentials" \| "jwt_bearer" \| "identity_assertion", "expires_in_secs", "refreshable", "dpop_bound", "error"}`: never a token |
-//! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake (or, 2026-07-28, from `server/discover`) |
+//! | `protocol_version`, `server_info`, `elapsed_ms`, `pid`, `instructions` | ready | from the handshake (or, 2026-07-28, from `server/discover`); after a restart, `pid` is the new process's |
+//! | `restarts` | ready | how many times its process was started again after it died mid-session (0 when never) |
 //! | `era` | ready | the protocol era the server is driven in: `"2026-07-28"` (stateless, after `server/discover`) or the 2025 version its `initialize` negotiated |
 //! | `last_ping_error` | ready | null, or why the latest keep-alive ping of a remote server failed |
 //! | `tools` | ready | exported tools: `name` (exported, at most 64 characters), `full_name` (only when `name` is the short form of a longer name), `tool` (server's name), `title`, `hints`; `show` adds `description`, `input_schema`, `output_schema`, `_meta` (as sent, when sent), `resource_uri` (its MCP App view: `_meta.ui.resourceUri`, else the deprecated `_meta["ui/resourceUri"]`) and `visibility` (`_meta.ui.visibility` as sent), the last two when the tool has them |
@@ -241,6 +245,13 @@ pub(crate) fn server_json(
                 obj.insert("command".into(), json!(stdio.command));
                 obj.insert("args".into(), json!(stdio.args));
                 obj.insert("cwd".into(), json!(stdio.cwd));
+                obj.insert(
+                    "restart".into(),
+                    json!({
+                        "attempts": config.restart.attempts,
+                        "backoff_ms": config.restart.backoff.as_millis(),
+                    }),
+                );
             }
             Transport::StreamableHttp(http) => {
                 obj.insert("url".into(), json!(http.url.as_str()));
@@ -273,12 +284,22 @@ pub(crate) fn server_json(
             obj.insert("error".into(), json!(error));
             obj.insert("failure".into(), json!(kind));
         }
+        ServerStatus::Restarting {
+            error,
+            attempt,
+            attempts,
+        } => {
+            obj.insert("error".into(), json!(error));
+            obj.insert("restart_attempt".into(), json!(attempt));
+            obj.insert("restart_attempts".into(), json!(attempts));
+        }
         ServerStatus::Ready(report) => {
             obj.insert("protocol_version".into(), json!(report.protocol_version));
             obj.insert("era".into(), json!(report.era()));
             obj.insert("server_info".into(), json!(report.server_info));
             obj.insert("elapsed_ms".into(), json!(report.elapsed_ms));
             obj.insert("pid".into(), json!(report.pid));
+            obj.insert("restarts".into(), json!(report.restarts));
             obj.insert("instructions".into(), json!(report.instructions));
             obj.insert("last_ping_error".into(), json!(report.last_ping_error));
             let tools: Vec<Value> = tools
@@ -581,6 +602,14 @@ fn tools_section(out: &mut String, tools: &ToolRegistry) {
     }
 }
 
+/// How often a ready server's process was started again, in words.
+pub(crate) fn restarted(restarts: u32) -> String {
+    match restarts {
+        1 => "restarted once after its process died".into(),
+        n => format!("restarted {n} times after its process died"),
+    }
+}
+
 /// ` stateless` after the version of a server driven in the 2026-07-28
 /// era, else nothing (the handshake is the default a reader expects).
 fn era_note(report: &rho_proto_core::runtime::status::ReadyReport) -> &'static str {
@@ -614,8 +643,19 @@ fn summary(server: &ServerView, tools: &ToolRegistry) -> String {
             if !report.filtered_tools.is_empty() {
                 let _ = write!(text, " · {} filtered out", report.filtered_tools.len());
             }
+            if report.restarts > 0 {
+                let _ = write!(text, " · {}", restarted(report.restarts));
+            }
             text
         }
+        ServerStatus::Restarting {
+            error,
+            attempt,
+            attempts,
+        } => format!(
+            "restart {attempt} of {attempts} under way; its process ended: {}",
+            sanitize(error)
+        ),
         ServerStatus::Invalid { error } | ServerStatus::Failed { error, .. } => {
             sanitize(error).into_owned()
         }
@@ -713,10 +753,35 @@ pub(crate) fn show_text(
             config.startup_timeout.as_secs_f64(),
             config.tool_timeout.as_secs_f64()
         );
+        if let Transport::Stdio(_) = &config.transport {
+            let restart = &config.restart;
+            let _ = writeln!(
+                out,
+                "  restart:    {}",
+                if restart.is_enabled() {
+                    format!(
+                        "up to {} time{} in a row, after {} ms, doubling",
+                        restart.attempts,
+                        if restart.attempts == 1 { "" } else { "s" },
+                        restart.backoff.as_millis()
+                    )
+                } else {
+                    "never (attempts = 0)".into()
+                }
+            );
+        }
     }
     match &server.status {
         ServerStatus::Invalid { error } | ServerStatus::Failed { error, .. } => {
             let _ = writeln!(out, "  error:      {}", indent_rest(&sanitize(error), 14));
+        }
+        ServerStatus::Restarting {
+            error,
+            attempt,
+            attempts,
+        } => {
+            let _ = writeln!(out, "  restarting: attempt {attempt} of {attempts}");
+            let _ = writeln!(out, "  ended:      {}", indent_rest(&sanitize(error), 14));
         }
         ServerStatus::Ready(report) => {
             let _ = writeln!(
@@ -727,6 +792,9 @@ pub(crate) fn show_text(
                 era_note(report),
                 report.elapsed_ms
             );
+            if report.restarts > 0 {
+                let _ = writeln!(out, "  restarts:   {}", restarted(report.restarts));
+            }
             if let Some(error) = &report.last_ping_error {
                 let _ = writeln!(out, "  ping:       failed: {}", sanitize_line(error));
             }
@@ -995,6 +1063,7 @@ mod tests {
                 instructions: None,
                 elapsed_ms: 7,
                 pid: None,
+                restarts: 0,
                 filtered_tools: Vec::new(),
                 app_only_tools: Vec::new(),
                 last_ping_error: None,

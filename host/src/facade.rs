@@ -13,7 +13,10 @@
 //!   runtime) wants one, so that server notifications, list changes and
 //!   server requests are handled while it is busy elsewhere. The executor
 //!   and its thread live as long as the `Host`, which outlives every
-//!   session it started (dropping it shuts them down).
+//!   session it started (dropping it shuts them down). A thread that runs
+//!   the executor may spawn a stdio server again (a restart after its
+//!   process died), and on Linux that process ends with the thread: call
+//!   from threads that live as long as the host.
 //! - [`RuntimeKind::Blocking`]: a driver thread per session; calls wait on
 //!   the calling thread.
 

@@ -18,6 +18,13 @@
 //! starts the session, sleeps until the next deadline (re-armed only when
 //! a deadline moves earlier) and tears the session down once it closes.
 //!
+//! A server the driver restarts (a stdio child that died mid-session) keeps
+//! its driver thread: once the transport ended and the core is not done,
+//! the thread sleeps towards the restart's backoff like any deadline, and
+//! when the core asks for a new transport it starts one exactly as at
+//! startup. Each transport has a generation, so a pipe thread of a child
+//! that is gone can never feed the new session.
+//!
 //! Locks are taken in one order: the session, then the transport's own
 //! (stdin queue, HTTP pool). No transport thread holds its own lock while
 //! it waits for the session's, and nobody holds the session's while it
@@ -26,7 +33,7 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::Sender;
-use std::sync::{Arc, Condvar, Mutex, MutexGuard, OnceLock};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{ServerConfig, Transport};
@@ -36,7 +43,7 @@ use rho_proto_core::http::{ExchangeId, HttpFailure, HttpOutput};
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driver::{self, Effect, Setup};
-use rho_proto_core::runtime::driving::{CallUpdate, Heard, StartupError};
+use rho_proto_core::runtime::driving::{CallUpdate, Heard, StartupError, TransportSetupError};
 use rho_proto_core::session::{Progress, Question, QuestionId};
 
 #[cfg(feature = "http")]
@@ -62,12 +69,9 @@ pub(crate) struct Driver {
     record: Option<Arc<dyn TranscriptSink>>,
     health: SharedHealth,
     state: Mutex<State>,
-    /// Wakes the driver thread: a deadline moved earlier, or the session
-    /// closed.
+    /// Wakes the driver thread: a deadline moved earlier, the session
+    /// closed, or a restart wants a new transport.
     wake: Condvar,
-    /// A stdio child's queued input, written by whoever queued it once the
-    /// session's lock is released (set when the child starts).
-    stdin: OnceLock<StdinWriter>,
 }
 
 #[derive(Default)]
@@ -84,9 +88,18 @@ struct Live {
     core: driver::Driver<ReplyTx>,
     /// Taken at teardown.
     io: Option<Io>,
+    /// A stdio child's queued input, written by whoever queued it once the
+    /// session's lock is released (set when the child starts).
+    stdin: Option<StdinWriter>,
+    /// Which transport `io` is: each restart starts the next one, and only
+    /// the current one's pipes reach the session.
+    generation: u64,
     startup: Option<Sender<Heard>>,
     /// The driver said the session closed: the driver thread tears down.
     ending: bool,
+    /// The driver asked for a new transport (a restart): the driver thread
+    /// starts it.
+    start: bool,
     /// What callers are to hear, sent once the session's lock is released
     /// so that a woken caller does not wait for it.
     outbox: Vec<Outgoing>,
@@ -133,6 +146,22 @@ enum Deferred {
 }
 
 impl Io {
+    /// A stdio child's process id.
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Io::Stdio(child) => Some(child.pid()),
+            Io::Http(_) => None,
+        }
+    }
+
+    /// What writes a stdio child's queued input from the session's threads.
+    fn writer(&self) -> Option<StdinWriter> {
+        match self {
+            Io::Stdio(child) => Some(child.writer()),
+            Io::Http(_) => None,
+        }
+    }
+
     fn carry(&mut self, output: Output) -> Option<Deferred> {
         match (self, output) {
             (Io::Stdio(child), Output::Write(bytes)) => {
@@ -178,6 +207,14 @@ impl Live {
         self.core.handle_write_failed(now, error, exit);
     }
 
+    /// Writes a stdio child's queued input, where the session is locked
+    /// anyway (see [`StdinWriter::flush`]).
+    fn flush(&self) {
+        if let Some(stdin) = &self.stdin {
+            stdin.flush();
+        }
+    }
+
     /// Tells callers what waits for them (where the lock is held anyway).
     fn send_outbox(&mut self) {
         for outgoing in self.outbox.drain(..) {
@@ -201,7 +238,6 @@ impl Driver {
             health,
             state: Mutex::default(),
             wake: Condvar::new(),
-            stdin: OnceLock::new(),
         })
     }
 
@@ -212,7 +248,8 @@ impl Driver {
     }
 
     /// The driver thread: connects, starts the transport, then wakes for
-    /// deadlines until the session closes, and tears it down. `startup`
+    /// deadlines until the session closes, and tears it down; while the
+    /// core restarts the server, again with each new transport. `startup`
     /// hears exactly once; `backlog` counts what waits for a stdio child's
     /// stdin.
     pub(crate) fn run(
@@ -223,7 +260,7 @@ impl Driver {
         startup: Sender<Heard>,
         backlog: Arc<Backlog>,
     ) {
-        let setup = Setup {
+        let setup = || Setup {
             config,
             ambient,
             workspace_root: root,
@@ -233,47 +270,14 @@ impl Driver {
         // Held while the transport starts, so that whatever it delivers
         // finds the session in place.
         let mut state = self.lock();
-        let connected = driver::Driver::connect(setup, Instant::now()).and_then(|core| {
-            let io = match &config.transport {
-                Transport::Stdio(stdio) => {
-                    let driver = Arc::clone(self);
-                    Io::Stdio(
-                        StdioChild::spawn(
-                            &self.server,
-                            stdio,
-                            ambient,
-                            Arc::new(move |pipe| driver.pipe(pipe)),
-                            backlog,
-                        )
-                        .map_err(StartupError::Transport)?,
-                    )
-                }
-                #[cfg(not(feature = "http"))]
-                Transport::StreamableHttp(_) => {
-                    return Err(StartupError::Transport(crate::no_http::not_built_in(
-                        &self.server,
-                    )));
-                }
-                #[cfg(feature = "http")]
-                Transport::StreamableHttp(_) => {
-                    let driver = Arc::clone(self);
-                    Io::Http(HttpClient::new(
-                        &self.server,
-                        Arc::new(move |exchange, aborted, input| {
-                            driver.http(exchange, aborted, input)
-                        }),
-                    ))
-                }
-            };
+        let connected = driver::Driver::connect(setup(), Instant::now()).and_then(|core| {
+            let io = self
+                .start_transport(config, ambient, &backlog, 0)
+                .map_err(StartupError::Transport)?;
             Ok((core, io))
         });
         let (mut core, io) = match connected {
-            Ok(pair) => {
-                if let Io::Stdio(child) = &pair.1 {
-                    let _ = self.stdin.set(child.writer());
-                }
-                pair
-            }
+            Ok(pair) => pair,
             Err(reason) => {
                 state.ended = true;
                 drop(state);
@@ -281,16 +285,16 @@ impl Driver {
                 return;
             }
         };
-        core.transport_started(match &io {
-            Io::Stdio(child) => Some(child.pid()),
-            Io::Http(_) => None,
-        });
+        core.transport_started(io.pid());
         let close_early = state.close_early;
         let live = state.live.insert(Live {
             core,
+            stdin: io.writer(),
             io: Some(io),
+            generation: 0,
             startup: Some(startup),
             ending: false,
+            start: false,
             outbox: Vec::new(),
         });
         if close_early {
@@ -298,13 +302,92 @@ impl Driver {
         }
         self.settle(live);
         live.send_outbox();
-        self.flush();
-        let state = self.sleep_until_closed(state);
-        self.teardown(state, grace);
+        live.flush();
+        loop {
+            state = self.sleep_until_closed(state);
+            let Some(live) = state.live.as_mut() else {
+                return;
+            };
+            if live.ending {
+                state = self.teardown(state, grace);
+                if state.ended {
+                    return;
+                }
+            } else if std::mem::take(&mut live.start) {
+                self.restart(live, setup(), &backlog);
+            } else {
+                // Done without an end: a restart that could not start its
+                // process gave up.
+                state.ended = true;
+                return;
+            }
+        }
+    }
+
+    /// Starts the server's transport (the `generation`th): spawns a stdio
+    /// child whose pipes deliver to this session, or sets up the HTTP
+    /// exchanges.
+    fn start_transport(
+        self: &Arc<Self>,
+        config: &ServerConfig,
+        ambient: &[(String, String)],
+        backlog: &Arc<Backlog>,
+        generation: u64,
+    ) -> Result<Io, TransportSetupError> {
+        match &config.transport {
+            Transport::Stdio(stdio) => {
+                let driver = Arc::clone(self);
+                StdioChild::spawn(
+                    &self.server,
+                    stdio,
+                    ambient,
+                    Arc::new(move |pipe| driver.pipe(generation, pipe)),
+                    Arc::clone(backlog),
+                )
+                .map(Io::Stdio)
+            }
+            #[cfg(not(feature = "http"))]
+            Transport::StreamableHttp(_) => Err(crate::no_http::not_built_in(&self.server)),
+            #[cfg(feature = "http")]
+            Transport::StreamableHttp(_) => {
+                let driver = Arc::clone(self);
+                Ok(Io::Http(HttpClient::new(
+                    &self.server,
+                    Arc::new(move |exchange, aborted, input| driver.http(exchange, aborted, input)),
+                )))
+            }
+        }
+    }
+
+    /// Starts the transport again for the restart the core asked for, under
+    /// the session's lock (the new pipes wait for it), and hands the core
+    /// the outcome. One the core does not keep is ended at once.
+    fn restart(self: &Arc<Self>, live: &mut Live, setup: Setup<'_>, backlog: &Arc<Backlog>) {
+        // A fresh count for a fresh child: the old one's queue went with it.
+        backlog.reopen();
+        let generation = live.generation + 1;
+        let started = self.start_transport(setup.config, setup.ambient, backlog, generation);
+        let pid = started.as_ref().map(Io::pid).map_err(Clone::clone);
+        let kept = live.core.restart_transport(setup, Instant::now(), pid);
+        match started {
+            Ok(io) if kept => {
+                live.generation = generation;
+                live.stdin = io.writer();
+                live.io = Some(io);
+            }
+            // Its pipes deliver to a generation that never was: nothing of
+            // it reaches the session while it ends.
+            Ok(io) => drop(io.shutdown(Duration::ZERO)),
+            Err(_) => {}
+        }
+        self.settle(live);
+        live.send_outbox();
+        live.flush();
     }
 
     /// Sleeps until the next deadline, handles it, and again, until the
-    /// session closes. Woken early only when a deadline moves earlier.
+    /// session closes, or the core wants a new transport (or is done).
+    /// Woken early only when a deadline moves earlier, or for those.
     fn sleep_until_closed<'a>(
         self: &'a Arc<Self>,
         mut state: MutexGuard<'a, State>,
@@ -313,7 +396,7 @@ impl Driver {
             let Some(live) = state.live.as_mut() else {
                 return state;
             };
-            if live.ending {
+            if live.ending || live.start || live.core.is_done() {
                 return state;
             }
             // This thread is the timer: it sleeps until the instant the
@@ -323,7 +406,7 @@ impl Driver {
                 live.core.handle_timeout(now);
                 self.settle(live);
                 live.send_outbox();
-                self.flush();
+                live.flush();
                 continue;
             }
             let _ = live.core.rearm();
@@ -344,23 +427,33 @@ impl Driver {
 
     /// Ends the transport (unlocked: its threads may be waiting for the
     /// session), then lets the core tell every caller still waiting,
-    /// startup and health.
-    fn teardown(self: &Arc<Self>, mut state: MutexGuard<'_, State>, grace: Duration) {
-        state.ended = true;
+    /// startup and health. The session has ended for good (and takes no
+    /// more commands) when the core is done; else a restart is under way.
+    fn teardown<'a>(
+        self: &'a Arc<Self>,
+        mut state: MutexGuard<'a, State>,
+        grace: Duration,
+    ) -> MutexGuard<'a, State> {
         let Some(live) = state.live.as_mut() else {
-            return;
+            state.ended = true;
+            return state;
         };
         let io = live.io.take();
+        live.stdin = None;
         drop(state);
         let stderr = io.and_then(|io| io.shutdown(grace));
         let mut state = self.lock();
         let Some(live) = state.live.as_mut() else {
-            return;
+            state.ended = true;
+            return state;
         };
         live.send_outbox();
-        live.core.finish(stderr);
+        live.ending = false;
+        live.core.finish(Instant::now(), stderr);
         self.settle(live);
-        self.release(state);
+        live.send_outbox();
+        state.ended = live.core.is_done();
+        state
     }
 
     /// Does what the host asks, on the caller's thread. Hands the command
@@ -386,14 +479,19 @@ impl Driver {
         Ok(())
     }
 
-    /// What a stdio child's pipe thread delivers; `false` once the session
-    /// wants no more.
-    fn pipe(self: &Arc<Self>, pipe: Pipe<'_>) -> bool {
+    /// What the pipe threads of the `generation`th stdio child deliver;
+    /// `false` once the session wants no more of it (it closed, or a
+    /// restart replaced the child).
+    fn pipe(self: &Arc<Self>, generation: u64, pipe: Pipe<'_>) -> bool {
         let mut state = self.lock();
         if state.ended {
             return false;
         }
-        let Some(live) = state.live.as_mut().filter(|l| !l.core.is_closed()) else {
+        let Some(live) = state
+            .live
+            .as_mut()
+            .filter(|l| l.generation == generation && !l.core.is_closed())
+        else {
             return false;
         };
         let now = Instant::now();
@@ -486,9 +584,10 @@ impl Driver {
                         }
                     }
                     Effect::EndTransport => live.ending = true,
+                    Effect::StartTransport => live.start = true,
                 }
             }
-            if live.ending {
+            if live.ending || live.start {
                 self.wake.notify_all();
                 return;
             }
@@ -516,21 +615,18 @@ impl Driver {
         }
     }
 
-    /// Writes a stdio child's queued input, outside the session's lock
-    /// where the caller can (see [`StdinWriter::flush`]).
-    fn flush(&self) {
-        if let Some(stdin) = self.stdin.get() {
-            stdin.flush();
-        }
-    }
-
     /// Lets go of the session, writes what it queued for the child, then
     /// tells callers what it said: the request leaves before anyone is
     /// woken to make the next.
     fn release(self: &Arc<Self>, mut state: MutexGuard<'_, State>) {
         let outbox = Outbox::take(&mut state);
+        // The child's writer as it is now (a restart may replace it once
+        // the lock is let go of): what was queued went to this one.
+        let stdin = state.live.as_ref().and_then(|l| l.stdin.clone());
         drop(state);
-        self.flush();
+        if let Some(stdin) = stdin {
+            stdin.flush();
+        }
         if let Some(outbox) = outbox {
             outbox.send();
         }

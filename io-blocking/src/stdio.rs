@@ -326,6 +326,7 @@ fn spawn_named(name: String, f: impl FnOnce() + Send + 'static) -> io::Result<Jo
 
 /// Writes a child's queued stdin straight into the pipe, from whichever
 /// thread queued it, after that thread let go of the session.
+#[derive(Clone)]
 pub(crate) struct StdinWriter {
     stdin: Arc<Stdin>,
     backlog: Arc<Backlog>,

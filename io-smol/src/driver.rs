@@ -18,6 +18,13 @@
 //! The timer is re-armed only when the driver says the deadline moved
 //! earlier, and the task yields after a burst of inputs so one busy server
 //! cannot starve the others sharing the executor thread.
+//!
+//! The task outlives a transport when the driver restarts the server (a
+//! stdio child that died mid-session): after the transport ends and the
+//! driver is not done, the same loop waits without one (its commands and
+//! its timer, the restart's backoff) until the driver asks for a new
+//! transport, which it starts as at startup. What to do and when is the
+//! driver's; only the spawning is here.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,7 +39,9 @@ use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
-use rho_proto_core::runtime::driving::{CallUpdate, StartupError, StartupOutcome};
+use rho_proto_core::runtime::driving::{
+    CallUpdate, StartupError, StartupOutcome, TransportSetupError,
+};
 use smol::channel::Sender;
 use smol::{Executor, Timer};
 
@@ -70,20 +79,30 @@ enum Io {
     // Never made without the `http` feature (`no_http`).
     #[cfg_attr(not(feature = "http"), allow(dead_code))]
     Http,
+    /// The transport ended, and a restart is under way.
+    Gone,
 }
 
 impl Io {
+    /// A stdio child's process id.
+    fn pid(&self) -> Option<u32> {
+        match self {
+            Io::Stdio(child) => Some(child.pid()),
+            Io::Http | Io::Gone => None,
+        }
+    }
+
     async fn exit_detail(&mut self) -> Option<String> {
         match self {
             Io::Stdio(child) => child.exit_detail(EXIT_STATUS_WAIT).await,
-            Io::Http => None,
+            Io::Http | Io::Gone => None,
         }
     }
 
     async fn shutdown(self, grace: Duration) -> Option<String> {
         match self {
             Io::Stdio(child) => child.shutdown(grace).await,
-            Io::Http => None,
+            Io::Http | Io::Gone => None,
         }
     }
 }
@@ -166,15 +185,25 @@ struct Host {
     answers: inbox::Sender<Input>,
 }
 
+/// What the driver's effects left for the session task to do.
+#[derive(Clone, Copy, Default)]
+struct Left {
+    /// End the transport ([`Effect::EndTransport`]).
+    end: bool,
+    /// Start a new one for a restart ([`Effect::StartTransport`]).
+    start: bool,
+}
+
 impl Host {
     /// Carries out every effect the driver has, handing transport outputs
-    /// to `transmit`; returns whether the driver said to end the transport.
+    /// to `transmit`; returns what is left for the task: ending the
+    /// transport, or starting a new one.
     fn carry(
         &mut self,
         driver: &mut Driver<ReplySender>,
         mut transmit: impl FnMut(Output),
-    ) -> bool {
-        let mut end = false;
+    ) -> Left {
+        let mut left = Left::default();
         while let Some(effect) = driver.poll_effect() {
             match effect {
                 Effect::Transmit(output) => transmit(output),
@@ -222,10 +251,11 @@ impl Host {
                         sink.server_log(driver.server(), &log);
                     }
                 }
-                Effect::EndTransport => end = true,
+                Effect::EndTransport => left.end = true,
+                Effect::StartTransport => left.start = true,
             }
         }
-        end
+        left
     }
 }
 
@@ -237,6 +267,9 @@ pub(crate) struct Session {
     host: Host,
     /// The driver said to end the transport: the task does, next it runs.
     end: bool,
+    /// The driver said to start a new transport (a restart): the task
+    /// does, next it runs.
+    start: bool,
     /// The session task, while it waits: woken when a caller leaves it
     /// something to do.
     waker: Option<Waker>,
@@ -275,15 +308,16 @@ impl Session {
 
     /// Carries out every effect the driver has; whether the session task
     /// must run for what is left: the rest of a write stdin did not take,
-    /// the timer to move earlier, or the transport to end.
+    /// the timer to move earlier, the transport to end or to start anew.
     fn settle(&mut self) -> bool {
         let Self {
             driver, out, host, ..
         } = self;
-        let mut left = false;
-        let end = host.carry(driver, |output| left |= out.carry(output));
-        self.end |= end;
-        left | end | self.driver.rearm().is_some()
+        let mut unwritten = false;
+        let left = host.carry(driver, |output| unwritten |= out.carry(output));
+        self.end |= left.end;
+        self.start |= left.start;
+        unwritten | left.end | left.start | self.driver.rearm().is_some()
     }
 }
 
@@ -317,29 +351,22 @@ pub(crate) async fn run(args: TaskArgs) {
             return;
         }
     };
-    let io = match &config.transport {
-        Transport::Stdio(stdio) => {
-            StdioChild::spawn(&executor, driver.server(), stdio, &ambient, backlog)
-                .map(|(child, stdin)| (Io::Stdio(child), Out::Stdio(stdin)))
-        }
-        #[cfg(feature = "http")]
-        Transport::StreamableHttp(_) => {
-            Ok((Io::Http, Out::Http(HttpIo::new(&executor, tx.clone()))))
-        }
-        #[cfg(not(feature = "http"))]
-        Transport::StreamableHttp(_) => Err(crate::no_http::not_built_in(driver.server())),
+    // What a restart starts the transport with again.
+    let transport = TransportStart {
+        executor: Arc::clone(&executor),
+        config: &config,
+        ambient: &ambient,
+        backlog,
+        inbox: tx.clone(),
     };
-    let (mut io, out) = match io {
+    let (mut io, out) = match transport.start() {
         Ok(io) => io,
         Err(error) => {
             let _ = startup.try_send(Err(StartupError::Transport(error)));
             return;
         }
     };
-    driver.transport_started(match &io {
-        Io::Stdio(child) => Some(child.pid()),
-        Io::Http => None,
-    });
+    driver.transport_started(io.pid());
     let host = Host {
         executor,
         services: host,
@@ -356,6 +383,7 @@ pub(crate) async fn run(args: TaskArgs) {
             out,
             host,
             end: false,
+            start: false,
             waker: None,
         })
     });
@@ -364,20 +392,38 @@ pub(crate) async fn run(args: TaskArgs) {
     let mut burst = 0u32;
     let mut reads_first = false;
     loop {
-        {
+        let (end, start) = {
             let mut session = Session::lock(cell);
             session.settle();
-            if session.end {
+            // Done without an end: a restart that could not start its
+            // process gave up (there is no transport left).
+            if !session.end && session.driver.is_done() {
                 break;
             }
             // Input that is always ready (a flooding server) must not keep
             // a deadline from firing: the inbox is polled first, so a due
             // timer is handled here.
             let now = Instant::now();
-            if session.driver.is_due(now) {
+            let start = std::mem::take(&mut session.start);
+            if !session.end && !start && session.driver.is_due(now) {
                 session.driver.handle_timeout(now);
                 continue;
             }
+            (session.end, start)
+        };
+        if end {
+            // Unless the driver is done, a restart is under way: the loop
+            // goes on without a transport, its backoff the driver's timer.
+            if end_transport(cell, &mut io, grace).await {
+                return;
+            }
+            continue;
+        }
+        if start {
+            if let Some(started) = restart(cell, &transport, root.as_deref()).await {
+                io = started;
+            }
+            continue;
         }
         burst += 1;
         if burst >= BURST {
@@ -415,7 +461,7 @@ pub(crate) async fn run(args: TaskArgs) {
             }
             let mut poll_read = |cx: &mut Context<'_>| match &mut io {
                 Io::Stdio(child) => child.poll_read(cx),
-                Io::Http => Poll::Pending,
+                Io::Http | Io::Gone => Poll::Pending,
             };
             if reads_first {
                 if let Poll::Ready(ready) = poll_read(cx) {
@@ -438,7 +484,8 @@ pub(crate) async fn run(args: TaskArgs) {
         .await;
         let now = Instant::now();
         match woke {
-            Woke::End => break,
+            // Ended at the top of the loop.
+            Woke::End => {}
             Woke::Input(Some(input)) => {
                 let mut session = Session::lock(cell);
                 match input {
@@ -487,14 +534,109 @@ pub(crate) async fn run(args: TaskArgs) {
             }
         }
     }
+    // Nothing is left to end; this only makes sure of it.
+    end_transport(cell, &mut io, grace).await;
+}
+
+/// Ends the transport (a stdio child gets its grace, then is killed) and
+/// tells the driver, which tells the callers still waiting, startup and
+/// the health. Whether the driver is done: else a restart is under way.
+async fn end_transport(cell: &Mutex<Session>, io: &mut Io, grace: Duration) -> bool {
     Session::lock(cell).out.close();
-    let stderr = io.shutdown(grace).await;
+    let stderr = std::mem::replace(io, Io::Gone).shutdown(grace).await;
     let mut session = Session::lock(cell);
-    let Session { driver, host, .. } = &mut *session;
-    driver.finish(stderr);
-    // What is left are the callers' and startup's answers: the transport
-    // is gone.
-    host.carry(driver, |_| {});
+    session.driver.finish(Instant::now(), stderr);
+    // What is left are the callers', startup's and the health's answers:
+    // the transport is gone.
+    session.settle();
+    session.end = false;
+    session.driver.is_done()
+}
+
+/// What a session task starts its transport with, at startup and at each
+/// restart.
+struct TransportStart<'a> {
+    executor: Arc<Executor<'static>>,
+    config: &'a ServerConfig,
+    ambient: &'a [(String, String)],
+    /// What waits for a stdio child's stdin, the same across restarts (the
+    /// runtime's callers wait on it).
+    backlog: Arc<Backlog>,
+    /// Where an HTTP exchange's inputs go.
+    inbox: inbox::Sender<Input>,
+}
+
+impl TransportStart<'_> {
+    /// Starts the server's transport: spawns a stdio child, or sets up
+    /// the HTTP exchanges.
+    fn start(&self) -> Result<(Io, Out), TransportSetupError> {
+        let server = self.config.id.as_str();
+        match &self.config.transport {
+            Transport::Stdio(stdio) => StdioChild::spawn(
+                &self.executor,
+                server,
+                stdio,
+                self.ambient,
+                Arc::clone(&self.backlog),
+            )
+            .map(|(child, stdin)| (Io::Stdio(child), Out::Stdio(stdin))),
+            #[cfg(feature = "http")]
+            Transport::StreamableHttp(_) => Ok((
+                Io::Http,
+                Out::Http(HttpIo::new(&self.executor, self.inbox.clone())),
+            )),
+            #[cfg(not(feature = "http"))]
+            Transport::StreamableHttp(_) => {
+                let _ = &self.inbox;
+                Err(crate::no_http::not_built_in(server))
+            }
+        }
+    }
+}
+
+/// Starts the transport again for the restart the driver asked for, and
+/// hands the driver the outcome; the new transport's reading half, when
+/// the driver keeps it. Its sending half is put in place under the same
+/// lock, so the driver's first outputs (the handshake) go to the new
+/// child whoever carries them. One the driver does not keep (rho closed
+/// the server meanwhile) is ended at once.
+async fn restart(
+    cell: &Mutex<Session>,
+    transport: &TransportStart<'_>,
+    root: Option<&str>,
+) -> Option<Io> {
+    // A fresh count for a fresh child: the old one's queue went with it.
+    transport.backlog.reopen();
+    let started = transport.start();
+    let pid = started
+        .as_ref()
+        .map(|(io, _)| io.pid())
+        .map_err(Clone::clone);
+    let unwanted = {
+        let mut session = Session::lock(cell);
+        let Session { driver, host, .. } = &mut *session;
+        let setup = Setup {
+            config: transport.config,
+            ambient: transport.ambient,
+            workspace_root: root,
+            host: &host.services,
+            record: host.record.is_some(),
+        };
+        let kept = driver.restart_transport(setup, Instant::now(), pid);
+        match started {
+            Ok((io, out)) if kept => {
+                session.out = out;
+                return Some(io);
+            }
+            Ok(unwanted) => Some(unwanted),
+            Err(_) => None,
+        }
+    };
+    if let Some((io, mut out)) = unwanted {
+        out.close();
+        let _ = io.shutdown(Duration::ZERO).await;
+    }
+    None
 }
 
 #[cfg(test)]

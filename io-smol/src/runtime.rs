@@ -13,7 +13,10 @@
 //! its task, and on Linux it is killed when that *thread* exits (its
 //! parent-death signal, see `rho_os::process`), so the executor
 //! must run on threads that live as long as the sessions (the `rho` CLI
-//! runs it on its main thread).
+//! runs it on its main thread). That holds for a restart too: a server
+//! whose process died mid-session is spawned again by its task, on
+//! whichever thread runs it then (a caller waiting in a call runs the
+//! executor).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};

@@ -76,6 +76,7 @@ enum Seen {
     Record,
     Log(ServerLog),
     EndTransport,
+    StartTransport,
 }
 
 impl Seen {
@@ -99,6 +100,7 @@ impl Seen {
             Seen::Record => "record".into(),
             Seen::Log(_) => "log".into(),
             Seen::EndTransport => "end".into(),
+            Seen::StartTransport => "start".into(),
         }
     }
 }
@@ -108,6 +110,9 @@ struct Harness {
     start: Instant,
     driver: Driver<Tag>,
     seen: Vec<Seen>,
+    /// What the driver was connected with, for a restart's transport.
+    config: ServerConfig,
+    host: HostServices,
 }
 
 impl Harness {
@@ -131,19 +136,47 @@ impl Harness {
             start,
             driver,
             seen: Vec::new(),
+            config,
+            host: host.clone(),
         };
         h.drain();
-        // A stdio server that does not know the 2026 era: the session
-        // falls back to the 2025 handshake.
-        // (`initialize` went right behind the probe; it is answered later.)
-        if h.seen.iter().any(|s| s.label() == "send server/discover") {
-            let id = h.request_id("server/discover");
-            h.server_says(json!({
+        h.refuse_the_probe();
+        h
+    }
+
+    /// A stdio server that does not know the 2026 era: the session falls
+    /// back to the 2025 handshake. (`initialize` went right behind the
+    /// probe; it is answered later.)
+    fn refuse_the_probe(&mut self) {
+        if self
+            .seen
+            .iter()
+            .any(|s| s.label() == "send server/discover")
+        {
+            let id = self.request_id("server/discover");
+            self.server_says(json!({
                 "jsonrpc": "2.0", "id": id,
                 "error": {"code": -32601, "message": "Method not found"}
             }));
         }
-        h
+    }
+
+    /// The executor's part of a restart: starts "the process" (`started`)
+    /// and hands the outcome to the driver; whether it kept it.
+    fn restart_transport(&mut self, started: Result<Option<u32>, TransportSetupError>) -> bool {
+        let setup = Setup {
+            config: &self.config,
+            ambient: &[],
+            workspace_root: None,
+            host: &self.host,
+            record: false,
+        };
+        let kept = self.driver.restart_transport(setup, self.now, started);
+        self.drain();
+        if kept {
+            self.refuse_the_probe();
+        }
+        kept
     }
 
     /// Takes every effect, bounded like the shared harnesses' drains.
@@ -178,6 +211,7 @@ impl Harness {
                 }
                 Effect::Log(log) => Seen::Log(log),
                 Effect::EndTransport => Seen::EndTransport,
+                Effect::StartTransport => Seen::StartTransport,
             };
             self.seen.push(seen);
         }
@@ -256,8 +290,32 @@ impl Harness {
     }
 
     fn finish(&mut self, stderr: Option<&str>) {
-        self.driver.finish(stderr.map(str::to_owned));
+        self.driver.finish(self.now, stderr.map(str::to_owned));
         self.drain();
+    }
+
+    /// Makes call `ticket`, then the server exits (`exit`) before it
+    /// answers: the call ends with the session's close, then the transport
+    /// is to end. Returns the call's reason; what was seen is dropped.
+    fn exit_during_call(&mut self, ticket: u64, exit: &str) -> String {
+        self.call(ticket);
+        self.seen.clear();
+        self.driver
+            .handle_stdout_closed(self.now, Some(exit.into()));
+        self.drain();
+        match std::mem::take(&mut self.seen).as_slice() {
+            [
+                Seen::Reply(
+                    t,
+                    CallUpdate::Done(Err(ToolCallError::Call(CallError::SessionClosed {
+                        reason,
+                        ..
+                    }))),
+                ),
+                Seen::EndTransport,
+            ] if *t == ticket => reason.clone(),
+            other => panic!("expected the call's end, then the transport's, got {other:?}"),
+        }
     }
 
     fn startup(&mut self) -> Result<Started, StartupError> {
@@ -851,41 +909,33 @@ fn a_closed_session_hands_commands_back_but_takes_a_second_close() {
     );
 }
 
+/// [`STDIO`] with restarts turned off.
+const NO_RESTART: &str = "[mcp.servers.demo]\ntransport = \"stdio\"\ncommand = \"demo-server\"\n\
+                          startup_timeout_secs = 10\ntool_timeout_secs = 5\n\
+                          restart = { attempts = 0 }\n";
+
 #[test]
-fn a_server_that_exits_after_ready_fails_its_health_with_its_stderr() {
-    let mut h = Harness::stdio();
+fn a_server_that_exits_after_ready_with_restarts_off_fails_its_health_with_its_stderr() {
+    let mut h = Harness::with(NO_RESTART, &HostServices::default(), false);
     h.ready_quietly();
-    h.call(2);
-    h.seen.clear();
-    h.driver
-        .handle_stdout_closed(h.now, Some("exit status: 3".into()));
-    h.drain();
-    match h.seen.as_slice() {
-        [
-            Seen::Reply(
-                2,
-                CallUpdate::Done(Err(ToolCallError::Call(CallError::SessionClosed {
-                    reason, ..
-                }))),
-            ),
-            Seen::EndTransport,
-        ] => {
-            assert!(
-                reason.contains("server exited (exit status: 3)"),
-                "{reason}"
-            )
-        }
-        other => panic!("expected the call's end, then the transport's, got {other:?}"),
-    }
-    h.seen.clear();
+    let reason = h.exit_during_call(2, "exit status: 3");
+    assert!(
+        reason.contains("server exited (exit status: 3)"),
+        "{reason}"
+    );
     h.finish(Some("stderr: boom"));
     match h.seen.as_slice() {
-        [Seen::Health(health)] => assert_eq!(
-            health.failure.as_deref(),
-            Some("server exited (exit status: 3)\nstderr: boom")
-        ),
+        [Seen::Health(health)] => {
+            assert_eq!(
+                health.failure.as_deref(),
+                Some("server exited (exit status: 3)\nstderr: boom")
+            );
+            assert!(!health.restarts_exhausted && health.restarting.is_none());
+        }
         other => panic!("expected a health failure, got {other:?}"),
     }
+    assert!(h.driver.is_done(), "no restart comes");
+    assert_eq!(h.driver.poll_timeout(), None);
 }
 
 #[test]
@@ -953,6 +1003,367 @@ fn a_failed_write_is_an_exit_when_the_child_exited_and_a_transport_failure_other
         }) => assert_eq!(why, "writing to the server failed: Broken pipe"),
         other => panic!("expected a transport failure, got {other:?}"),
     }
+}
+
+// ----- restarts -----
+
+/// [`STDIO`] with 3 restarts in a row, the first after 500 ms.
+const RESTARTS: &str = "[mcp.servers.demo]\ntransport = \"stdio\"\ncommand = \"demo-server\"\n\
+                        startup_timeout_secs = 10\ntool_timeout_secs = 5\n\
+                        restart = { attempts = 3, backoff_ms = 500 }\n";
+
+impl Harness {
+    /// A ready server with restarts on, whose process then exits with
+    /// status 7 (stderr `panic: boom`); the transport has ended. What that
+    /// produced is dropped.
+    fn lost() -> Self {
+        let mut h = Self::with(RESTARTS, &HostServices::default(), false);
+        h.driver.transport_started(Some(100));
+        h.ready_quietly();
+        h.driver
+            .handle_stdout_closed(h.now, Some("exit status: 7".into()));
+        h.drain();
+        h.finish(Some("stderr: panic: boom"));
+        h.seen.clear();
+        h
+    }
+
+    /// The health in the last [`Seen::Health`] seen.
+    fn health(&self) -> rho_proto_core::runtime::Health {
+        self.seen
+            .iter()
+            .rev()
+            .find_map(|s| match s {
+                Seen::Health(health) => Some(health.clone()),
+                _ => None,
+            })
+            .unwrap_or_else(|| panic!("no health in {:?}", self.seen))
+    }
+
+    /// Moves the clock to the driver's next deadline and fires it.
+    fn fire(&mut self) {
+        let at = self.driver.poll_timeout().expect("a deadline");
+        self.now = self.now.max(at);
+        self.driver.handle_timeout(self.now);
+        self.drain();
+    }
+
+    /// Readies the restarted session listing `tools`.
+    fn ready_again(&mut self, tools: &[&str]) {
+        self.answer(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": {"tools": {}},
+                "serverInfo": {"name": "scripted", "version": "1.0"}
+            }),
+        );
+        let tools: Vec<Value> = tools
+            .iter()
+            .map(|name| json!({"name": name, "inputSchema": {"type": "object"}}))
+            .collect();
+        self.answer("tools/list", json!({"tools": tools}));
+    }
+}
+
+#[test]
+fn a_server_that_exits_after_ready_is_restarted_after_its_backoff_and_its_call_in_flight_fails_with_the_exit()
+ {
+    let mut h = Harness::with(RESTARTS, &HostServices::default(), false);
+    h.driver.transport_started(Some(100));
+    h.ready_quietly();
+    let reason = h.exit_during_call(2, "exit status: 7");
+    assert!(
+        reason.contains("server exited (exit status: 7)"),
+        "{reason}"
+    );
+    h.finish(Some("stderr: panic: boom"));
+    let health = h.health();
+    let restarting = health.restarting.expect("a restart is under way");
+    assert_eq!((restarting.attempt, restarting.attempts), (1, 3));
+    assert_eq!(
+        restarting.reason,
+        "server exited (exit status: 7)\nstderr: panic: boom"
+    );
+    assert_eq!(health.failure, None, "restarting is not failed");
+    assert!(!h.driver.is_done());
+    h.seen.clear();
+    // The backoff is a deadline of the driver's: nothing before it.
+    assert_eq!(
+        h.driver.poll_timeout(),
+        Some(h.now + Duration::from_millis(500))
+    );
+    h.advance(Duration::from_millis(499));
+    h.driver.handle_timeout(h.now);
+    h.drain();
+    assert_eq!(h.take(), Vec::<String>::new(), "too early");
+    h.advance(Duration::from_millis(1));
+    h.driver.handle_timeout(h.now);
+    h.drain();
+    assert_eq!(h.take(), ["start"]);
+    assert!(h.restart_transport(Ok(Some(200))));
+    let labels: Vec<String> = h.seen.iter().map(Seen::label).collect();
+    assert_eq!(
+        labels,
+        ["send server/discover", "send initialize"],
+        "connecting as at startup"
+    );
+    h.ready_again(&["echo"]);
+    let health = h.health();
+    assert_eq!(health.restarting, None);
+    assert_eq!(health.restarts, 1);
+    assert_eq!(health.pid, Some(200), "the new process");
+    let tools: Vec<&str> = health
+        .tools_now
+        .as_deref()
+        .expect("the new session's tools")
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(tools, ["echo"]);
+    assert!(
+        !h.seen.iter().any(|s| matches!(s, Seen::Startup(_))),
+        "startup heard once, at startup"
+    );
+    // The next call is served by the new session.
+    h.call(3);
+    let (_, method, _) = h.last_request();
+    assert_eq!(method, "tools/call");
+    h.answer_last(json!({"content": [{"type": "text", "text": "again"}]}));
+    assert!(
+        h.take().contains(&"reply 3 ok".to_owned()),
+        "the call is answered"
+    );
+}
+
+#[test]
+fn a_call_made_during_the_restart_waits_for_it_with_the_rest_of_its_budget() {
+    let mut h = Harness::lost();
+    h.call(4);
+    assert_eq!(
+        h.take(),
+        Vec::<String>::new(),
+        "held: nothing sent, no reply"
+    );
+    h.fire();
+    assert_eq!(h.take(), ["start"]);
+    h.restart_transport(Ok(Some(200)));
+    h.advance(Duration::from_millis(700));
+    h.ready_again(&["echo"]);
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "tools/call");
+    assert_eq!(params["name"], "echo");
+    h.answer_last(json!({"content": []}));
+    assert!(h.take().contains(&"reply 4 ok".to_owned()));
+    // Its budget (the server's 5 s) ran from when it came, not from when
+    // it was sent: another held call waits no longer than that.
+    let mut h = Harness::lost();
+    h.call(5);
+    h.fire();
+    h.restart_transport(Ok(Some(201)));
+    // 0.5 s of backoff and 4 s of startup: 0.5 s are left.
+    h.advance(Duration::from_millis(4000));
+    h.ready_again(&["echo"]);
+    h.seen.clear();
+    h.advance(Duration::from_millis(500));
+    h.driver.handle_timeout(h.now);
+    h.drain();
+    match h.seen.as_slice() {
+        [
+            ..,
+            Seen::Reply(
+                5,
+                CallUpdate::Done(Err(ToolCallError::Call(CallError::Timeout { budget, .. }))),
+            ),
+        ] => {
+            assert_eq!(*budget, Duration::from_millis(500), "what was left of 5 s");
+        }
+        other => panic!("expected the call's timeout, got {other:?}"),
+    }
+}
+
+#[test]
+fn a_held_call_of_a_tool_the_new_session_lacks_fails_as_withdrawn() {
+    let mut h = Harness::lost();
+    h.call(6);
+    h.fire();
+    h.restart_transport(Ok(Some(200)));
+    h.ready_again(&["other"]);
+    let reply = h.seen.iter().find_map(|s| match s {
+        Seen::Reply(6, CallUpdate::Done(Err(error))) => Some(error.to_string()),
+        _ => None,
+    });
+    assert_eq!(
+        reply.as_deref(),
+        Some("tool `echo` of server `demo` was withdrawn by the server during this session")
+    );
+    assert!(
+        !h.seen.iter().any(
+            |s| matches!(s, Seen::Sent(Message::Request { method, .. }) if method == "tools/call")
+        ),
+        "nothing was sent for it"
+    );
+}
+
+#[test]
+fn a_held_call_ends_at_its_budget_or_its_cancel_unsent() {
+    let mut h = Harness::lost();
+    h.command(Command::CallTool {
+        ticket: 8,
+        tool: "echo".into(),
+        arguments: json!({}),
+        budget: Some(Duration::from_millis(200)),
+        reply: 8,
+    });
+    h.call(9);
+    assert_eq!(
+        h.driver.poll_timeout(),
+        Some(h.now + Duration::from_millis(200)),
+        "the held call's budget is before the backoff"
+    );
+    h.fire();
+    match h.seen.as_slice() {
+        [Seen::Reply(8, CallUpdate::Done(Err(ToolCallError::ServerNotReady { reason, .. })))] => {
+            assert!(reason.contains("restarting (attempt 1 of 3"), "{reason}");
+            assert!(reason.contains("exit status: 7"), "{reason}");
+            assert!(reason.contains("0.2 s ran out"), "{reason}");
+        }
+        other => panic!("expected the held call's end, got {other:?}"),
+    }
+    h.seen.clear();
+    h.command(Command::Cancel { ticket: 9 });
+    match h.seen.as_slice() {
+        [
+            Seen::Reply(
+                9,
+                CallUpdate::Done(Err(ToolCallError::Call(CallError::Cancelled {
+                    notice: CancelNotice::NothingRunning,
+                    ..
+                }))),
+            ),
+        ] => {}
+        other => panic!("expected the core's Cancelled, got {other:?}"),
+    }
+}
+
+#[test]
+fn restarts_that_fail_their_startup_back_off_longer_then_give_up_with_the_reason() {
+    let mut h = Harness::lost();
+    h.call(10);
+    let mut waits = Vec::new();
+    for attempt in 1..=3 {
+        let from = h.now;
+        h.fire();
+        waits.push(h.now - from);
+        assert_eq!(h.take(), ["start"], "attempt {attempt}");
+        h.restart_transport(Ok(Some(200 + attempt)));
+        h.seen.clear();
+        // It exits before its handshake.
+        h.driver
+            .handle_stdout_closed(h.now, Some("exit status: 5".into()));
+        h.drain();
+        h.finish(Some("stderr: fatal: cannot start again"));
+        if attempt < 3 {
+            h.seen.clear();
+        }
+    }
+    assert_eq!(
+        waits,
+        [500, 1000, 2000].map(Duration::from_millis),
+        "the backoff doubles"
+    );
+    let health = h.health();
+    assert!(health.restarts_exhausted);
+    assert_eq!(health.restarting, None);
+    let failure = health.failure.expect("failed");
+    assert_eq!(
+        failure,
+        "restarts exhausted: 3 restarts in a row failed; the last: server exited during startup (exit status: 5)\nstderr: fatal: cannot start again"
+    );
+    match h.seen.iter().find(|s| matches!(s, Seen::Reply(10, _))) {
+        Some(Seen::Reply(
+            _,
+            CallUpdate::Done(Err(ToolCallError::ServerNotReady { reason, .. })),
+        )) => {
+            assert_eq!(reason, &failure, "the held call hears why")
+        }
+        other => panic!("expected the held call's end, got {other:?}"),
+    }
+    assert!(h.driver.is_done());
+    assert_eq!(h.driver.poll_timeout(), None);
+}
+
+#[test]
+fn a_restart_whose_process_cannot_start_counts_as_an_attempt() {
+    let mut h = Harness::lost();
+    h.fire();
+    h.seen.clear();
+    let not_found = TransportSetupError::Spawn {
+        server: "demo".into(),
+        program: "/gone/demo-server".into(),
+        reason: "No such file or directory".into(),
+    };
+    assert!(!h.restart_transport(Err(not_found)));
+    let restarting = h.health().restarting.expect("another attempt");
+    assert_eq!(restarting.attempt, 2);
+    assert!(
+        restarting
+            .reason
+            .contains("could not start `/gone/demo-server`"),
+        "{}",
+        restarting.reason
+    );
+    assert_eq!(
+        h.driver.poll_timeout(),
+        Some(h.now + Duration::from_millis(1000))
+    );
+}
+
+#[test]
+fn a_close_during_the_backoff_ends_the_driver_and_the_held_calls_and_starts_nothing() {
+    let mut h = Harness::lost();
+    h.call(11);
+    h.command(Command::Close);
+    assert_eq!(
+        h.take(),
+        ["end"],
+        "no transport to end, but finish says the rest"
+    );
+    h.finish(None);
+    let labels = h.take();
+    assert!(labels.contains(&"reply 11 err".to_owned()), "{labels:?}");
+    assert!(h.driver.is_done());
+    assert_eq!(h.driver.poll_timeout(), None, "no restart comes");
+    // Nor is one started when the close comes once it is due.
+    let mut h = Harness::lost();
+    h.fire();
+    assert_eq!(h.take(), ["start"]);
+    h.command(Command::Close);
+    h.finish(None);
+    h.seen.clear();
+    assert!(!h.restart_transport(Ok(Some(300))), "the executor ends it");
+    assert!(h.driver.is_done());
+}
+
+#[test]
+fn a_session_rho_closed_or_that_never_became_ready_is_not_restarted() {
+    let mut h = Harness::with(RESTARTS, &HostServices::default(), false);
+    h.ready_quietly();
+    h.command(Command::Close);
+    h.finish(None);
+    assert!(h.driver.is_done(), "a close rho asked for stays closed");
+    assert!(
+        !h.take().iter().any(|l| l == "start" || l == "health"),
+        "nothing to say"
+    );
+    let mut h = Harness::with(RESTARTS, &HostServices::default(), false);
+    h.driver
+        .handle_stdout_closed(h.now, Some("exit status: 3".into()));
+    h.drain();
+    h.finish(Some("stderr: fatal"));
+    assert!(matches!(h.startup(), Err(StartupError::Closed { .. })));
+    assert!(h.driver.is_done(), "a failed startup is not retried");
+    assert_eq!(h.driver.poll_timeout(), None);
 }
 
 // ----- time -----

@@ -748,6 +748,14 @@ impl Shell<'_> {
                 ServerStatus::Failed { error, .. } => {
                     format!("fail  {id}: {}", sanitize_line(error))
                 }
+                ServerStatus::Restarting {
+                    error,
+                    attempt,
+                    attempts,
+                } => format!(
+                    "wait  {id}: restarting (attempt {attempt} of {attempts}); its process ended: {}",
+                    sanitize_line(error)
+                ),
             };
             text.push_str(&row);
             text.push('\n');

@@ -1,8 +1,9 @@
 //! What changed on the servers while the shell ran, as lines for the
 //! person: tools a server added (which join only after a restart, as the
 //! reference says), tools it revised (the shell uses the new definition at
-//! once), tools it withdrew, a keep-alive ping that failed, and a server
-//! that failed. Pure: the shell hands it two snapshots of [`ServerView`]s
+//! once), tools it withdrew, a keep-alive ping that failed, a server whose
+//! process died and is being restarted (and is back), and a server that
+//! failed. Pure: the shell hands it two snapshots of [`ServerView`]s
 //! (and of the current tools) and prints what it returns.
 
 use rho_proto_core::runtime::ServerView;
@@ -20,6 +21,13 @@ pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String
         let id = sanitize_line(&now.id);
         match (&was.status, &now.status) {
             (ServerStatus::Ready(old), ServerStatus::Ready(new)) => {
+                // Restarted between two looks: its process died and is back.
+                if new.restarts > old.restarts {
+                    lines.push(format!(
+                        "server `{id}` {}; its tools are kept",
+                        crate::output::restarted(new.restarts)
+                    ));
+                }
                 for tool in new
                     .added_tools
                     .iter()
@@ -50,12 +58,30 @@ pub(crate) fn changes(before: &[ServerView], after: &[ServerView]) -> Vec<String
                     }
                 }
             }
-            (ServerStatus::Ready(_), ServerStatus::Failed { error, .. }) => {
+            (
+                ServerStatus::Ready(_) | ServerStatus::Restarting { .. },
+                ServerStatus::Failed { error, .. },
+            ) => {
                 lines.push(format!(
                     "server `{id}` failed: {} (`/reconnect {id}` starts it again)",
                     sanitize_line(error)
                 ));
             }
+            (
+                ServerStatus::Ready(_),
+                ServerStatus::Restarting {
+                    error,
+                    attempt,
+                    attempts,
+                },
+            ) => lines.push(format!(
+                "server `{id}` ended: {}; restarting it (attempt {attempt} of {attempts})",
+                sanitize_line(error)
+            )),
+            (ServerStatus::Restarting { .. }, ServerStatus::Ready(new)) => lines.push(format!(
+                "server `{id}` {}; its tools are kept",
+                crate::output::restarted(new.restarts)
+            )),
             _ => {}
         }
     }
@@ -104,6 +130,7 @@ mod tests {
             instructions: None,
             elapsed_ms: 1,
             pid: None,
+            restarts: 0,
             filtered_tools: Vec::new(),
             app_only_tools: Vec::new(),
             last_ping_error: ping.map(str::to_owned),
@@ -161,6 +188,40 @@ mod tests {
         assert_eq!(lines.len(), 1);
         assert!(lines[0].starts_with("server `x` failed: gone"));
         assert!(!lines[0].contains('\x1b'));
+    }
+
+    #[test]
+    fn a_restart_is_said_when_it_begins_and_when_the_server_is_back() {
+        let up = [ready(&[], &[], None)];
+        let restarting = [ServerView {
+            id: "x".into(),
+            config: None,
+            status: ServerStatus::Restarting {
+                error: "server exited (signal: 9 (SIGKILL))".into(),
+                attempt: 1,
+                attempts: 3,
+            },
+            tools: Vec::new(),
+        }];
+        let mut back = ready(&[], &[], None);
+        if let ServerStatus::Ready(report) = &mut back.status {
+            report.restarts = 1;
+        }
+        let back = [back];
+        assert_eq!(
+            changes(&up, &restarting),
+            [
+                "server `x` ended: server exited (signal: 9 (SIGKILL)); restarting it (attempt 1 of 3)"
+            ]
+        );
+        let said = ["server `x` restarted once after its process died; its tools are kept"];
+        assert_eq!(changes(&restarting, &back), said);
+        assert_eq!(
+            changes(&up, &back),
+            said,
+            "a restart between two looks is said too"
+        );
+        assert!(changes(&back, &back).is_empty());
     }
 
     fn tool(name: &str, description: &str, withdrawn: bool) -> ExportedTool {

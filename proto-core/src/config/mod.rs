@@ -93,6 +93,25 @@ pub const MIN_MAX_MESSAGE_BYTES: usize = 64 * 1024;
 /// may hold for one message; more than this is a mistake.
 pub const MAX_MAX_MESSAGE_BYTES: usize = 1024 * 1024 * 1024;
 
+/// How many restarts in a row a stdio server gets when its entry names no
+/// `restart.attempts`: enough to ride out a crash or two, few enough that a
+/// server that cannot start again is given up on within seconds.
+pub const DEFAULT_RESTART_ATTEMPTS: u32 = 3;
+
+/// The largest `restart.attempts` accepted. More is a crash loop, not a
+/// recovery.
+pub const MAX_RESTART_ATTEMPTS: u32 = 100;
+
+/// The wait before a stdio server's first restart when its entry names no
+/// `restart.backoff_ms`; each further attempt in a row waits twice as
+/// long, up to [`MAX_RESTART_BACKOFF`].
+pub const DEFAULT_RESTART_BACKOFF: Duration = Duration::from_millis(500);
+
+/// The longest wait before a restart, and the largest `restart.backoff_ms`
+/// accepted: a server that needs longer to come back is better restarted
+/// by a person.
+pub const MAX_RESTART_BACKOFF: Duration = Duration::from_secs(30);
+
 // ---------------------------------------------------------------------------
 // The model
 // ---------------------------------------------------------------------------
@@ -282,6 +301,10 @@ pub struct ServerConfig {
     /// The largest message accepted from the server, in bytes
     /// (`max_message_bytes`): a stdio line, an SSE event or a JSON body.
     pub max_message_bytes: usize,
+    /// How a stdio server whose process dies after its session was
+    /// established is started again (`restart`); a Streamable HTTP
+    /// server's entry cannot set it, and is [`RestartPolicy::NEVER`].
+    pub restart: RestartPolicy,
     /// How much text one tool result, prompt turn or resource from this
     /// server may put in front of the model (`max_output_bytes`: the
     /// server's own, else `[mcp] max_output_bytes`, else
@@ -330,6 +353,59 @@ impl ServerConfig {
                 .into_iter()
                 .collect(),
             Transport::Stdio(_) => Vec::new(),
+        }
+    }
+}
+
+/// `[mcp.servers.<id>] restart = { attempts = N, backoff_ms = MS }`: how
+/// a stdio server whose process died after its session was established
+/// is started again.
+///
+/// Only a session that was established is restarted: a server that fails
+/// its startup is reported failed and never retried (the reference:
+/// "Rho does not retry during startup"), and one rho closed (a person's
+/// stop, shutdown) stays closed. The pure decision of when is
+/// [`crate::runtime::restart::Restarts`]; this is only its configuration.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RestartPolicy {
+    /// Restarts in a row before rho gives up (`attempts`; `0`: never
+    /// restart). A restarted session that stays up for
+    /// [`crate::runtime::restart::STABLE_SESSION`] starts the count again.
+    pub attempts: u32,
+    /// The wait before the first restart in a row (`backoff_ms`); each
+    /// further one waits twice as long as the one before, at most
+    /// [`MAX_RESTART_BACKOFF`].
+    pub backoff: Duration,
+}
+
+impl RestartPolicy {
+    /// Never restart: a Streamable HTTP server (its session recovers on
+    /// its own, by a fresh `initialize`), or `attempts = 0`.
+    pub const NEVER: Self = Self {
+        attempts: 0,
+        backoff: Duration::ZERO,
+    };
+
+    /// Whether a lost session is restarted at all.
+    pub fn is_enabled(&self) -> bool {
+        self.attempts > 0
+    }
+
+    /// The wait before restart `attempt` in a row (from 1): `backoff`
+    /// doubled for each attempt before it, at most [`MAX_RESTART_BACKOFF`].
+    pub fn delay(&self, attempt: u32) -> Duration {
+        let doublings = attempt.saturating_sub(1).min(31);
+        self.backoff
+            .saturating_mul(1u32 << doublings)
+            .min(MAX_RESTART_BACKOFF)
+    }
+}
+
+impl Default for RestartPolicy {
+    fn default() -> Self {
+        Self {
+            attempts: DEFAULT_RESTART_ATTEMPTS,
+            backoff: DEFAULT_RESTART_BACKOFF,
         }
     }
 }

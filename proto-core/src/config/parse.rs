@@ -22,6 +22,9 @@ const COMMON_KEYS: &[&str] = &[
     "max_output_bytes",
 ];
 pub(super) const STDIO_KEYS: &[&str] = &["command", "args", "cwd", "env", "env_from_env"];
+/// The stdio keys of a config file's entry beyond [`STDIO_KEYS`] (which an
+/// `mcp.json` entry shares): how the server is restarted.
+const STDIO_FILE_KEYS: &[&str] = &["restart"];
 pub(super) const HTTP_KEYS: &[&str] = &["url", "headers", "headers_from_env", "oauth"];
 pub(super) const HTTP_LOOPBACK_ONLY: &str = "non-loopback endpoints must use https; http is allowed only for localhost, 127.0.0.0/8 and [::1]";
 
@@ -470,7 +473,7 @@ impl<'t, 'i> Scope<'t, 'i> {
         Ok(duration)
     }
 
-    /// `max_message_bytes`: a whole number of bytes within the sane range.
+    /// `max_output_bytes`: a whole number of bytes within the sane range.
     pub(super) fn max_output_bytes(&self) -> Checked<usize> {
         const KEY: &str = "max_output_bytes";
         match self.lookup(KEY) {
@@ -502,9 +505,76 @@ impl<'t, 'i> Scope<'t, 'i> {
                 )
             })
     }
+
+    /// `restart = { attempts = N, backoff_ms = MS }` (or a
+    /// `[mcp.servers.<id>.restart]` table); [`RestartPolicy::default`]
+    /// when absent, and for each key left out.
+    pub(super) fn restart(&self) -> Checked<RestartPolicy> {
+        const KEY: &str = "restart";
+        let Some((_, value)) = self.lookup(KEY) else {
+            return Ok(RestartPolicy::default());
+        };
+        let DeValue::Table(table) = value.get_ref() else {
+            return Err(self.type_fault(
+                KEY,
+                value,
+                "a table such as `{ attempts = 3, backoff_ms = 500 }` (`attempts = 0` turns restarts off)",
+            ));
+        };
+        let scope = Scope {
+            path: self.path_of(KEY),
+            span: value.span(),
+            table,
+        };
+        scope.reject_unknown(&["attempts", "backoff_ms"], "")?;
+        let default = RestartPolicy::default();
+        let attempts = scope.whole_number(
+            "attempts",
+            u64::from(MAX_RESTART_ATTEMPTS),
+            "a whole number of restarts in a row from 0 (never restart)",
+        );
+        let backoff_ms = scope.whole_number(
+            "backoff_ms",
+            u64::try_from(MAX_RESTART_BACKOFF.as_millis()).unwrap_or(u64::MAX),
+            "a whole number of milliseconds from 0",
+        );
+        first_fault(&[attempts.as_ref().err(), backoff_ms.as_ref().err()])?;
+        Ok(RestartPolicy {
+            attempts: attempts?
+                .and_then(|n| u32::try_from(n).ok())
+                .unwrap_or(default.attempts),
+            backoff: backoff_ms?
+                .map(Duration::from_millis)
+                .unwrap_or(default.backoff),
+        })
+    }
+
+    /// An integer from 0 to `max`; `None` when absent. `what` says what it
+    /// counts, for the message.
+    fn whole_number(&self, key: &str, max: u64, what: &str) -> Checked<Option<u64>> {
+        let Some((_, value)) = self.lookup(key) else {
+            return Ok(None);
+        };
+        let parsed = match value.get_ref() {
+            DeValue::Integer(integer) => i128::from_str_radix(integer.as_str(), integer.radix())
+                .ok()
+                .and_then(|n| u64::try_from(n).ok())
+                .filter(|n| *n <= max),
+            _ => None,
+        };
+        parsed.map(Some).ok_or_else(|| {
+            Fault::new(
+                value.span(),
+                format!(
+                    "`{}` must be {what} to {max}, not {}",
+                    self.path_of(key),
+                    value_text(value.get_ref())
+                ),
+            )
+        })
+    }
 }
 
-/// A scalar as the user wrote it (near enough), for messages.
 /// A `max_output_bytes` value (at `path`, for the message): a whole number
 /// of bytes from [`MIN_MAX_OUTPUT_BYTES`] to [`MAX_MAX_MESSAGE_BYTES`]
 /// (more than one message can hold would cap nothing).
@@ -528,6 +598,7 @@ fn output_bytes(value: &Value<'_>, path: &str) -> Checked<usize> {
         .ok_or_else(fault)
 }
 
+/// A scalar as the user wrote it (near enough), for messages.
 fn value_text(value: &DeValue<'_>) -> String {
     match value {
         DeValue::Integer(integer) => integer.to_string(),
@@ -552,6 +623,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
     let all_keys: Vec<&str> = COMMON_KEYS
         .iter()
         .chain(STDIO_KEYS)
+        .chain(STDIO_FILE_KEYS)
         .chain(HTTP_KEYS)
         .copied()
         .collect();
@@ -568,13 +640,17 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         ));
     };
     let (this_kind, other_kind, other_keys) = if is_http {
-        (TRANSPORT_HTTP, TRANSPORT_STDIO, STDIO_KEYS)
+        (
+            TRANSPORT_HTTP,
+            TRANSPORT_STDIO,
+            [STDIO_KEYS, STDIO_FILE_KEYS],
+        )
     } else {
-        (TRANSPORT_STDIO, TRANSPORT_HTTP, HTTP_KEYS)
+        (TRANSPORT_STDIO, TRANSPORT_HTTP, [HTTP_KEYS, &[]])
     };
     let misplaced = source_order(table)
         .into_iter()
-        .find(|(key, _)| other_keys.contains(&key.get_ref().as_ref()))
+        .find(|(key, _)| other_keys.concat().contains(&key.get_ref().as_ref()))
         .map(|(key, _)| {
             Fault::new(
                 key.span(),
@@ -601,6 +677,13 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
     let tool_timeout = scope.timeout("tool_timeout_secs");
     let max_message_bytes = scope.max_message_bytes();
     let max_output_bytes = scope.max_output_bytes();
+    // Only a stdio entry can hold `restart` (a misplaced one is refused
+    // above): an HTTP server is never restarted.
+    let restart = if is_http {
+        Ok(RestartPolicy::NEVER)
+    } else {
+        scope.restart()
+    };
     let transport = match misplaced {
         Some(fault) => Err(fault),
         None if is_http => read_http(&scope).map(Transport::StreamableHttp),
@@ -615,6 +698,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         tool_timeout.as_ref().err(),
         max_message_bytes.as_ref().err(),
         max_output_bytes.as_ref().err(),
+        restart.as_ref().err(),
         transport.as_ref().err(),
     ])?;
     Ok(ServerConfig {
@@ -628,6 +712,7 @@ fn read_entry(id_key: &Key<'_>, span: Range<usize>, table: &DeTable<'_>) -> Chec
         tool_timeout: tool_timeout?,
         max_message_bytes: max_message_bytes?,
         max_output_bytes: max_output_bytes?,
+        restart: restart?,
         plugin: None,
     })
 }

@@ -45,8 +45,8 @@ use toml::de::{DeArray, DeTable, DeValue};
 
 use super::parse::{Fault, HTTP_KEYS, STDIO_KEYS, Scope, key_path, read_http, read_stdio};
 use super::{
-    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, EntryError, PluginOrigin, SamplingPolicy,
-    ServerConfig, ServerEntry, ServerId, ToolFilter, Transport, line_column,
+    DEFAULT_MAX_MESSAGE_BYTES, DEFAULT_TIMEOUT, EntryError, PluginOrigin, RestartPolicy,
+    SamplingPolicy, ServerConfig, ServerEntry, ServerId, ToolFilter, Transport, line_column,
 };
 
 /// One plugin directory's files, as the host read them.
@@ -410,6 +410,13 @@ fn read_server(
         tool_timeout: DEFAULT_TIMEOUT,
         max_message_bytes: DEFAULT_MAX_MESSAGE_BYTES,
         max_output_bytes: super::DEFAULT_MAX_OUTPUT_BYTES,
+        // An `mcp.json` entry has no key for it: a plugin's stdio server is
+        // restarted as the default says, like the config's own.
+        restart: if is_http {
+            RestartPolicy::NEVER
+        } else {
+            RestartPolicy::default()
+        },
         plugin: Some(plugin.as_str().to_owned()),
     })
 }

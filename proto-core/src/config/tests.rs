@@ -1013,6 +1013,111 @@ fn timeouts_accept_positive_integers_and_floats_only() {
 }
 
 #[test]
+fn restart_defaults_to_a_few_attempts_with_backoff_and_zero_turns_it_off() {
+    let stdio =
+        |extra: &str| format!("[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\n{extra}");
+    let default = server(&stdio(""), "a").restart;
+    assert_eq!(default, RestartPolicy::default());
+    assert_eq!(
+        (default.attempts, default.backoff),
+        (DEFAULT_RESTART_ATTEMPTS, DEFAULT_RESTART_BACKOFF)
+    );
+    assert!(default.is_enabled());
+    let off = server(&stdio("restart = { attempts = 0 }\n"), "a").restart;
+    assert!(!off.is_enabled());
+    assert_eq!(
+        off.backoff, DEFAULT_RESTART_BACKOFF,
+        "a key left out keeps its default"
+    );
+    let table = server(
+        &stdio("[mcp.servers.a.restart]\nattempts = 5\nbackoff_ms = 50\n"),
+        "a",
+    )
+    .restart;
+    assert_eq!(
+        table,
+        RestartPolicy {
+            attempts: 5,
+            backoff: Duration::from_millis(50),
+        }
+    );
+    let edges = server(
+        &stdio("restart = { attempts = 100, backoff_ms = 30000 }\n"),
+        "a",
+    );
+    assert_eq!(edges.restart.attempts, MAX_RESTART_ATTEMPTS);
+    assert_eq!(edges.restart.backoff, MAX_RESTART_BACKOFF);
+    // A Streamable HTTP server is never restarted; plugin servers get the
+    // default like the config's own.
+    let http = server(
+        "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = \"https://example.com/mcp\"\n",
+        "r",
+    );
+    assert_eq!(http.restart, RestartPolicy::NEVER);
+}
+
+#[test]
+fn a_bad_restart_value_fails_that_server_naming_the_key_and_the_range() {
+    let with = |restart: &str| {
+        format!("[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\nrestart = {restart}\n")
+    };
+    for (restart, needle, message) in [
+        (
+            "{ attempts = -1 }",
+            "-1",
+            "`mcp.servers.a.restart.attempts` must be a whole number of restarts in a row from 0 (never restart) to 100, not -1",
+        ),
+        (
+            "{ attempts = 101 }",
+            "101",
+            "`mcp.servers.a.restart.attempts` must be a whole number of restarts in a row from 0 (never restart) to 100, not 101",
+        ),
+        (
+            "{ attempts = \"3\" }",
+            "\"3\"",
+            "`mcp.servers.a.restart.attempts` must be a whole number of restarts in a row from 0 (never restart) to 100, not string",
+        ),
+        (
+            "{ backoff_ms = 1.5 }",
+            "1.5",
+            "`mcp.servers.a.restart.backoff_ms` must be a whole number of milliseconds from 0 to 30000, not 1.5",
+        ),
+        (
+            "{ backoff_ms = 30001 }",
+            "30001",
+            "`mcp.servers.a.restart.backoff_ms` must be a whole number of milliseconds from 0 to 30000, not 30001",
+        ),
+        (
+            "{ attempt = 3 }",
+            "attempt",
+            "unknown key `mcp.servers.a.restart.attempt`; did you mean `attempts`?",
+        ),
+        (
+            "false",
+            "false",
+            "`mcp.servers.a.restart` must be a table such as `{ attempts = 3, backoff_ms = 500 }` (`attempts = 0` turns restarts off), found boolean",
+        ),
+    ] {
+        let text = with(restart);
+        let (error, at) = entry_error(&text, "a");
+        assert_eq!(error.message, message, "{restart}");
+        assert_eq!(at, position_of(&text, needle), "{restart}");
+        assert!(
+            error.to_string().contains("server `a`: "),
+            "the error names the server: {error}"
+        );
+    }
+    let (error, _) = entry_error(
+        "[mcp.servers.r]\ntransport = \"streamable_http\"\nurl = \"https://example.com/mcp\"\nrestart = { attempts = 1 }\n",
+        "r",
+    );
+    assert_eq!(
+        error.message,
+        "`restart` is for transport = \"stdio\"; this server has transport = \"streamable_http\""
+    );
+}
+
+#[test]
 fn the_first_error_in_the_file_is_reported() {
     let text = "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\nlog_level = \"loud\"\nsampling = \"maybe\"\n";
     let (_, at) = entry_error(text, "a");

@@ -110,6 +110,15 @@ impl Backlog {
     pub fn close(&self) {
         self.closed.store(true, Ordering::Release);
     }
+
+    /// A new taking side replaces the one that is gone (a stdio child
+    /// started again after its process died): nothing waits yet, and
+    /// waiting counts again. The callers' backlog stays the same one
+    /// across restarts, so a call admitted on it reaches the new child.
+    pub fn reopen(&self) {
+        self.bytes.store(0, Ordering::Release);
+        self.closed.store(false, Ordering::Release);
+    }
 }
 
 /// Why a call was not sent: the server left its input unread for the
@@ -147,6 +156,18 @@ mod tests {
         b.close();
         assert!(b.is_closed() && b.has_room(10));
         assert!(Backlog::unlimited().has_room(0));
+    }
+
+    #[test]
+    fn a_reopened_backlog_counts_afresh() {
+        let b = Backlog::default();
+        b.add(2000);
+        b.close();
+        b.reopen();
+        assert!(!b.is_closed());
+        assert_eq!(b.bytes(), 0, "the old child's queue went with it");
+        b.add(11);
+        assert!(!b.has_room(10), "waiting counts again");
     }
 
     #[test]

@@ -16,15 +16,48 @@
 //! 4. on [`Effect::EndTransport`], end the transport (a stdio child gets
 //!    its grace, then is killed) and hand its last stderr lines to
 //!    [`Driver::finish`]: every caller still waiting then hears that the
-//!    session closed, and either startup or the server's health hears why.
+//!    session closed, and either startup or the server's health hears why;
+//! 5. unless [`Driver::is_done`], a restart is under way: keep the loop
+//!    (commands and the timer) without a transport, and on
+//!    [`Effect::StartTransport`] start the server again as at startup and
+//!    report it with [`Driver::restart_transport`].
 //!
 //! Everything a caller sees comes from here or from the session below it,
 //! including a cancelled call's [`CallError::Cancelled`]: an executor never
 //! makes up an answer.
+//!
+//! # Restarts
+//!
+//! A stdio server whose process dies after its session was established is
+//! started again, as its [`RestartPolicy`](crate::config::RestartPolicy)
+//! says and [`Restarts`] decides (never during startup, never after rho
+//! closed it). The driver outlives its sessions for this: it keeps the
+//! server's calls, health and policy, and only its [`Connection`] is new.
+//!
+//! - A call in flight when the process died ends with
+//!   [`CallError::SessionClosed`] and the reason (the exit, the last
+//!   stderr lines), as without restarts.
+//! - A call or request that comes while the restart is under way (its
+//!   backoff, the new process's startup) is held here, not refused: it
+//!   goes to the new session once that is ready, with what is left of its
+//!   budget; it fails with the reason when its budget runs out first, when
+//!   the restarts are given up, or when rho closes the server; a cancel
+//!   ends it at once. Holding it here rather than in each executor's call
+//!   path keeps the two executors the same.
+//! - The exported tools stay the startup set (a session's tool set is
+//!   fixed once it starts): the new session's list is reported as
+//!   [`Health::tools_now`], so the registry reconciles it as after a
+//!   `tools/list_changed` — a tool it no longer has fails as withdrawn, a
+//!   tool it added waits for a person's restart. A held call of a tool the
+//!   new session lacks fails as withdrawn too.
+//! - [`Health`] says where it stands: [`Health::restarting`] while under
+//!   way, [`Health::restarts`] and [`Health::pid`] once ready again, and
+//!   [`Health::failure`] with [`Health::restarts_exhausted`] when the
+//!   attempts in a row ran out.
 
 use std::collections::VecDeque;
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use crate::config::ServerConfig;
 use crate::connection::{Connection, HostContext, HttpInput, Output};
@@ -32,10 +65,13 @@ use crate::host::{Asked, HostServices};
 use crate::http::ExchangeId;
 use crate::runtime::driving::{
     Answer, CallTable, CallUpdate, Command, Started, StartupError, StartupOutcome,
+    TransportSetupError,
 };
-use crate::runtime::{Health, ToolCallError};
+use crate::runtime::restart::{Decision, Restarts, Stop};
+use crate::runtime::{Health, PendingRestart, ToolCallError};
 use crate::session::{
-    CallError, CallId, CloseReason, Event, Progress, Question, QuestionId, ServerLog, Timer,
+    CallError, CallId, CancelNotice, CloseReason, Event, Progress, Question, QuestionId, ServerLog,
+    ServerReady, Timer,
 };
 
 /// What a driver needs to connect one server.
@@ -94,6 +130,10 @@ pub enum Effect<R> {
     /// The session closed: end the transport, then call [`Driver::finish`].
     /// Every output of the session came before this.
     EndTransport,
+    /// A restart is due: start the server's transport again exactly as at
+    /// startup (the same config, environment and backlog), then report it
+    /// with [`Driver::restart_transport`].
+    StartTransport,
 }
 
 /// Where a driver is in its life.
@@ -105,8 +145,36 @@ enum Phase {
     Closed(CloseReason),
     /// [`Effect::EndTransport`] handed out; waiting for [`Driver::finish`].
     Ending(CloseReason),
+    /// The transport ended and a restart waits for its backoff, until
+    /// this instant.
+    Backoff(Instant),
+    /// [`Effect::StartTransport`] handed out; waiting for
+    /// [`Driver::restart_transport`].
+    Respawn,
     /// Finished: nothing more comes.
     Done,
+}
+
+/// A restart decided for a lost session, until its new session is ready.
+#[derive(Clone, Debug)]
+struct Attempt {
+    /// Which attempt in a row, from 1.
+    attempt: u32,
+    /// How many in a row the policy allows.
+    attempts: u32,
+    /// When to start the server again.
+    at: Instant,
+}
+
+/// A call or request that came while a restart was under way.
+#[derive(Debug)]
+struct Held<R> {
+    /// When it stops waiting: its budget from when it came.
+    until: Instant,
+    /// When it came.
+    since: Instant,
+    /// The command itself: a [`Command::CallTool`] or [`Command::Request`].
+    command: Command<R>,
 }
 
 /// How far [`Driver::poll_effect`] has drained the connection since the
@@ -140,6 +208,19 @@ pub struct Driver<R> {
     /// Effects decided but not yet handed out.
     pending: VecDeque<Effect<R>>,
     drain: Drain,
+    /// Whether a lost session is started again, and when.
+    restarts: Restarts,
+    /// The restart decided for the session that was lost, from its close
+    /// until the new session is ready.
+    restart: Option<Attempt>,
+    /// Why the session that closed is not restarted, from its close
+    /// until [`Driver::finish`].
+    stop: Option<Stop>,
+    /// Calls and requests waiting for the restart, in the order they came.
+    held: VecDeque<Held<R>>,
+    /// How long a held call waits when it names no budget of its own: the
+    /// server's `tool_timeout`.
+    tool_timeout: Duration,
 }
 
 impl<R> Driver<R> {
@@ -148,6 +229,30 @@ impl<R> Driver<R> {
     /// variable that is unset or unusable: the user's to fix, and nothing
     /// was started.
     pub fn connect(setup: Setup<'_>, now: Instant) -> Result<Self, StartupError> {
+        Ok(Self {
+            server: setup.config.id.as_str().to_owned(),
+            conn: Self::connection(&setup, now)?,
+            recording: setup.record,
+            calls: CallTable::default(),
+            started_at: now,
+            now,
+            pid: None,
+            starting: true,
+            phase: Phase::Open,
+            health: Health::default(),
+            armed: None,
+            pending: VecDeque::new(),
+            drain: Drain::Outputs,
+            restarts: Restarts::new(setup.config.restart),
+            restart: None,
+            stop: None,
+            held: VecDeque::new(),
+            tool_timeout: setup.config.tool_timeout,
+        })
+    }
+
+    /// A new connection for `setup`, started at `now`.
+    fn connection(setup: &Setup<'_>, now: Instant) -> Result<Connection, StartupError> {
         // Requests that present a DPoP-bound token are proved by the
         // authorizer that bound it.
         let proofs = setup.host.authorizer.clone().map(|authorizer| {
@@ -163,25 +268,10 @@ impl<R> Driver<R> {
             dpop: proofs.as_ref(),
             secrets: Some(&setup.host.secrets),
         };
-        let conn = if setup.record {
+        Ok(if setup.record {
             Connection::new_recorded(setup.config, &context, now)?
         } else {
             Connection::new(setup.config, &context, now)?
-        };
-        Ok(Self {
-            server: setup.config.id.as_str().to_owned(),
-            conn,
-            recording: setup.record,
-            calls: CallTable::default(),
-            started_at: now,
-            now,
-            pid: None,
-            starting: true,
-            phase: Phase::Open,
-            health: Health::default(),
-            armed: None,
-            pending: VecDeque::new(),
-            drain: Drain::Outputs,
         })
     }
 
@@ -196,9 +286,16 @@ impl<R> Driver<R> {
         self.pid = pid;
     }
 
-    /// Whether the session has closed (nothing more goes in).
+    /// Whether no session is open (nothing more goes in from a transport;
+    /// while a restart is under way, commands still do).
     pub fn is_closed(&self) -> bool {
         !matches!(self.phase, Phase::Open)
+    }
+
+    /// Whether the driver is finished: no session, and no restart to come.
+    /// The executor's loop for the server ends here.
+    pub fn is_done(&self) -> bool {
+        matches!(self.phase, Phase::Done)
     }
 
     /// The reply channel of a call still in flight (see
@@ -213,6 +310,10 @@ impl<R> Driver<R> {
     /// has closed, so the caller can say so; closing a closed session is
     /// not an error.
     pub fn handle_command(&mut self, now: Instant, command: Command<R>) -> Result<(), Command<R>> {
+        if self.restart.is_some() {
+            self.while_restarting(now, command);
+            return Ok(());
+        }
         if self.is_closed() {
             return match command {
                 Command::Close => Ok(()),
@@ -315,8 +416,18 @@ impl<R> Driver<R> {
             return;
         }
         self.now = now;
-        self.drain = Drain::Outputs;
-        self.conn.handle_timeout(now);
+        self.expire_held(now);
+        match self.phase {
+            Phase::Open if self.conn.poll_timeout().is_some_and(|at| at <= now) => {
+                self.drain = Drain::Outputs;
+                self.conn.handle_timeout(now);
+            }
+            Phase::Backoff(at) if at <= now => {
+                self.phase = Phase::Respawn;
+                self.pending.push_back(Effect::StartTransport);
+            }
+            _ => {}
+        }
     }
 
     /// Before a transport input: takes it only while open, and fires a
@@ -336,17 +447,29 @@ impl<R> Driver<R> {
 
     // ----- time -----
 
-    /// When [`Driver::handle_timeout`] is next due.
+    /// When [`Driver::handle_timeout`] is next due: the session's next
+    /// deadline, a restart's backoff, or a held call's budget.
     pub fn poll_timeout(&self) -> Option<Instant> {
-        if self.is_closed() {
-            return None;
+        let own = match self.phase {
+            Phase::Open => self.conn.poll_timeout(),
+            Phase::Backoff(at) => Some(at),
+            Phase::Respawn => None,
+            Phase::Closed(_) | Phase::Ending(_) | Phase::Done => return None,
+        };
+        let held = self.held.iter().map(|h| h.until).min();
+        match (own, held) {
+            (Some(a), Some(b)) => Some(a.min(b)),
+            (a, b) => a.or(b),
         }
-        self.conn.poll_timeout()
     }
 
-    /// What the next deadline is for.
+    /// What the next deadline is for, when it is the session's.
     pub fn timeout_reason(&self) -> Option<Timer> {
-        self.poll_timeout().and(self.conn.timeout_reason())
+        let next = self.poll_timeout()?;
+        let session = self.conn.poll_timeout().filter(|_| !self.is_closed())?;
+        (session == next)
+            .then(|| self.conn.timeout_reason())
+            .flatten()
     }
 
     /// Whether a deadline is due at `now`.
@@ -383,7 +506,10 @@ impl<R> Driver<R> {
             if let Some(effect) = self.pending.pop_front() {
                 return Some(effect);
             }
-            if matches!(self.phase, Phase::Ending(_) | Phase::Done) {
+            if matches!(
+                self.phase,
+                Phase::Ending(_) | Phase::Backoff(_) | Phase::Respawn | Phase::Done
+            ) {
                 return None;
             }
             // Outputs and events come only from inputs: each is polled until
@@ -424,9 +550,13 @@ impl<R> Driver<R> {
     fn on_event(&mut self, event: Event) -> Option<Effect<R>> {
         match event {
             Event::Ready(ready) => {
+                if self.restart.take().is_some() {
+                    return Some(self.restarted(*ready));
+                }
                 if !std::mem::take(&mut self.starting) {
                     return None;
                 }
+                self.restarts.ready(self.now);
                 Some(Effect::Startup(Ok(Started {
                     ready: *ready,
                     elapsed: self.now.saturating_duration_since(self.started_at),
@@ -482,6 +612,12 @@ impl<R> Driver<R> {
             Event::Log(log) => Some(Effect::Log(log)),
             Event::Closed(reason) => {
                 if matches!(self.phase, Phase::Open) {
+                    // Decided now, so calls that come while the transport
+                    // ends already wait for the restart. A failed first
+                    // startup is startup's to report, never restarted.
+                    if !self.starting {
+                        self.decide(self.now, matches!(reason, CloseReason::Requested));
+                    }
                     self.phase = Phase::Closed(reason);
                 }
                 None
@@ -495,17 +631,23 @@ impl<R> Driver<R> {
         }
     }
 
-    /// The transport has ended ([`Effect::EndTransport`]); `stderr` is the
-    /// tail of what a stdio child wrote there. Every caller still waiting
-    /// hears that the session closed, then startup hears why it failed,
-    /// or, for a server that was ready, its health does (unless rho closed
-    /// it). Drain [`Driver::poll_effect`] afterwards.
-    pub fn finish(&mut self, stderr: Option<String>) {
+    /// The transport has ended ([`Effect::EndTransport`]) at `now`;
+    /// `stderr` is the tail of what a stdio child wrote there. Every caller
+    /// still waiting hears that the session closed, then startup hears why
+    /// it failed, or, for a server that was ready, its health does (unless
+    /// rho closed it): that a restart is under way, or why it is not. Drain
+    /// [`Driver::poll_effect`] afterwards; unless [`Driver::is_done`], keep
+    /// driving for the restart.
+    pub fn finish(&mut self, now: Instant, stderr: Option<String>) {
         let reason = match std::mem::replace(&mut self.phase, Phase::Done) {
             Phase::Ending(reason) | Phase::Closed(reason) => reason,
             Phase::Open => CloseReason::Requested,
-            Phase::Done => return,
+            other @ (Phase::Backoff(_) | Phase::Respawn | Phase::Done) => {
+                self.phase = other;
+                return;
+            }
         };
+        self.now = now;
         // What the server wrote to stderr explains a failure, not a close
         // rho asked for.
         let stderr = stderr.filter(|_| !matches!(reason, CloseReason::Requested));
@@ -530,10 +672,303 @@ impl<R> Driver<R> {
                     reason,
                     stderr,
                 })));
-        } else if !matches!(reason, CloseReason::Requested) {
-            tracing::warn!(server = %self.server, "session ended: {text}");
-            self.health.failure = Some(text);
-            self.pending.push_back(Effect::Health(self.health.clone()));
+            return;
         }
+        if let Some(attempt) = self.restart.clone() {
+            self.back_off(attempt, text);
+            return;
+        }
+        let stop = self.stop.take();
+        if matches!(reason, CloseReason::Requested) {
+            // Closed by rho, restart or not: the calls that waited hear it,
+            // and the health has nothing to report.
+            self.fail_held(&text);
+            if self.health.restarting.take().is_some() {
+                self.pending.push_back(Effect::Health(self.health.clone()));
+            }
+            return;
+        }
+        self.give_up(stop.unwrap_or(Stop::Disabled), text);
+    }
+
+    /// A new transport for the restart [`Effect::StartTransport`] asked
+    /// for was started at `now` (`started`: a stdio child's pid), or could
+    /// not be (why). Returns whether the driver keeps it: `false` when it
+    /// could not start (a further attempt is decided), or when rho closed
+    /// the server meanwhile; then the executor ends whatever it started.
+    /// Drain [`Driver::poll_effect`] afterwards.
+    pub fn restart_transport(
+        &mut self,
+        setup: Setup<'_>,
+        now: Instant,
+        started: Result<Option<u32>, TransportSetupError>,
+    ) -> bool {
+        if !matches!(self.phase, Phase::Respawn) {
+            return false;
+        }
+        self.now = now;
+        let connected = started
+            .map_err(StartupError::Transport)
+            .and_then(|pid| Ok((Self::connection(&setup, now)?, pid)));
+        match connected {
+            Ok((conn, pid)) => {
+                self.conn = conn;
+                self.pid = pid;
+                self.phase = Phase::Open;
+                self.drain = Drain::Outputs;
+                true
+            }
+            Err(error) => {
+                self.phase = Phase::Done;
+                self.decide(now, false);
+                let reason = error.to_string();
+                match self.restart.clone() {
+                    Some(attempt) => self.back_off(attempt, reason),
+                    None => {
+                        let stop = self.stop.take().unwrap_or(Stop::Disabled);
+                        self.give_up(stop, reason);
+                    }
+                }
+                false
+            }
+        }
+    }
+
+    // ----- restarts -----
+
+    /// Asks the policy what becomes of the session that ended at `now`.
+    fn decide(&mut self, now: Instant, requested: bool) {
+        match self.restarts.ended(now, requested) {
+            Decision::Restart {
+                attempt,
+                attempts,
+                at,
+            } => {
+                self.restart = Some(Attempt {
+                    attempt,
+                    attempts,
+                    at,
+                });
+                self.stop = None;
+            }
+            Decision::Stop(stop) => {
+                self.restart = None;
+                self.stop = Some(stop);
+            }
+        }
+    }
+
+    /// The transport is down and `attempt` is decided: wait out its
+    /// backoff, saying so in the health. `reason` is why the last process
+    /// ended, or why the last attempt could not start one.
+    fn back_off(&mut self, attempt: Attempt, reason: String) {
+        let wait = attempt.at.saturating_duration_since(self.now);
+        tracing::warn!(
+            server = %self.server,
+            "session ended: {reason}; restarting it in {} ms (attempt {} of {})",
+            wait.as_millis(),
+            attempt.attempt,
+            attempt.attempts
+        );
+        self.phase = Phase::Backoff(attempt.at);
+        self.health.failure = None;
+        self.health.restarting = Some(PendingRestart {
+            reason,
+            attempt: attempt.attempt,
+            attempts: attempt.attempts,
+        });
+        self.pending.push_back(Effect::Health(self.health.clone()));
+    }
+
+    /// The lost session stays lost, for `stop`'s reason: the calls that
+    /// waited fail with `reason`, and so does the health.
+    fn give_up(&mut self, stop: Stop, reason: String) {
+        self.phase = Phase::Done;
+        self.restart = None;
+        let text = match stop {
+            Stop::Exhausted { attempts } => format!(
+                "restarts exhausted: {attempts} restart{} in a row failed; the last: {reason}",
+                if attempts == 1 { "" } else { "s" }
+            ),
+            _ => reason,
+        };
+        tracing::warn!(server = %self.server, "session ended: {text}");
+        self.fail_held(&text);
+        self.health.restarting = None;
+        self.health.restarts_exhausted = matches!(stop, Stop::Exhausted { .. });
+        self.health.failure = Some(text);
+        self.pending.push_back(Effect::Health(self.health.clone()));
+    }
+
+    /// The restarted session is ready: it stands in for the lost one.
+    /// Its tools and catalog are reported as the latest (the registry
+    /// keeps the startup set and reconciles them, as after a
+    /// `list_changed`), and the calls that waited go to it.
+    fn restarted(&mut self, ready: ServerReady) -> Effect<R> {
+        let now = self.now;
+        self.restarts.ready(now);
+        let restarts = self.restarts.restarted();
+        tracing::info!(
+            server = %self.server,
+            pid = self.pid,
+            "restarted (restart {restarts} of this run)"
+        );
+        for held in std::mem::take(&mut self.held) {
+            let Held {
+                since, mut command, ..
+            } = held;
+            let withdrawn = match &command {
+                Command::CallTool { tool, .. } if !ready.tools.iter().any(|t| &t.name == tool) => {
+                    Some(tool.clone())
+                }
+                _ => None,
+            };
+            if let Some(tool) = withdrawn {
+                let server = self.server.clone();
+                self.reply_held(command, ToolCallError::Withdrawn { server, tool });
+                continue;
+            }
+            // What is left of its budget: the wait took the rest.
+            let waited = now.saturating_duration_since(since);
+            match &mut command {
+                Command::CallTool { budget, .. } => {
+                    *budget = Some(budget.unwrap_or(self.tool_timeout).saturating_sub(waited));
+                }
+                Command::Request { budget, .. } => {
+                    *budget = budget.map(|b| b.saturating_sub(waited));
+                }
+                _ => {}
+            }
+            // The session is open and no restart is under way: it takes it.
+            let _ = self.handle_command(now, command);
+        }
+        self.health.restarting = None;
+        self.health.failure = None;
+        self.health.ping_failure = None;
+        self.health.restarts = restarts;
+        self.health.pid = self.pid;
+        self.health.tools_now = Some(Arc::new(ready.tools));
+        self.health.catalog_now = Some(Arc::new(*ready.catalog));
+        Effect::Health(self.health.clone())
+    }
+
+    /// A command while a restart is under way: a call or request waits
+    /// for the new session (within its budget), a cancel ends a waiting
+    /// one, an answer (to the lost session's question) is dropped, and a
+    /// close stops the restart.
+    fn while_restarting(&mut self, now: Instant, command: Command<R>) {
+        self.now = now;
+        match command {
+            Command::CallTool { budget, .. } | Command::Request { budget, .. } => {
+                let wait = budget.unwrap_or(self.tool_timeout);
+                self.held.push_back(Held {
+                    until: now + wait,
+                    since: now,
+                    command,
+                });
+            }
+            Command::Cancel { ticket } => {
+                if let Some(at) = self
+                    .held
+                    .iter()
+                    .position(|h| ticket_of(&h.command) == Some(ticket))
+                {
+                    if let Some(held) = self.held.remove(at) {
+                        self.reply_held(
+                            held.command,
+                            ToolCallError::Call(CallError::Cancelled {
+                                server: self.server.clone(),
+                                notice: CancelNotice::NothingRunning,
+                            }),
+                        );
+                    }
+                } else if let Some(call) = self.calls.cancel(ticket) {
+                    if matches!(self.phase, Phase::Open) {
+                        self.drain = Drain::Outputs;
+                        self.conn.cancel_call(now, call);
+                    }
+                }
+            }
+            // The question was the lost session's.
+            Command::Answer { .. } => {}
+            Command::Close => {
+                self.restart = None;
+                self.stop = Some(Stop::Requested);
+                match self.phase {
+                    Phase::Open => {
+                        self.drain = Drain::Outputs;
+                        self.conn.close(now);
+                    }
+                    Phase::Backoff(_) | Phase::Respawn => {
+                        // No transport to end: finish says the rest.
+                        self.phase = Phase::Ending(CloseReason::Requested);
+                        self.pending.push_back(Effect::EndTransport);
+                    }
+                    // The lost session's transport is ending already.
+                    Phase::Closed(_) | Phase::Ending(_) | Phase::Done => {}
+                }
+            }
+        }
+    }
+
+    /// Fails the held calls whose budget ran out by `now`.
+    fn expire_held(&mut self, now: Instant) {
+        while let Some(at) = self.held.iter().position(|h| h.until <= now) {
+            let Some(held) = self.held.remove(at) else {
+                break;
+            };
+            let waited = held.until.saturating_duration_since(held.since);
+            let why = self
+                .health
+                .restarting
+                .as_ref()
+                .map(|r| {
+                    format!(
+                        " (attempt {} of {}; its last process: {})",
+                        r.attempt, r.attempts, r.reason
+                    )
+                })
+                .unwrap_or_default();
+            let reason = format!(
+                "it is restarting{why}, and the call's {} s ran out while it waited",
+                waited.as_secs_f64()
+            );
+            self.reply_held(
+                held.command,
+                ToolCallError::ServerNotReady {
+                    server: self.server.clone(),
+                    reason,
+                },
+            );
+        }
+    }
+
+    /// Every held call fails, unsent, with `reason`.
+    fn fail_held(&mut self, reason: &str) {
+        for held in std::mem::take(&mut self.held) {
+            self.reply_held(
+                held.command,
+                ToolCallError::ServerNotReady {
+                    server: self.server.clone(),
+                    reason: reason.to_owned(),
+                },
+            );
+        }
+    }
+
+    /// Ends a held call or request with `error`.
+    fn reply_held(&mut self, command: Command<R>, error: ToolCallError) {
+        if let Command::CallTool { reply, .. } | Command::Request { reply, .. } = command {
+            self.pending
+                .push_back(Effect::Reply(reply, CallUpdate::Done(Err(error))));
+        }
+    }
+}
+
+/// The ticket of a call or request.
+fn ticket_of<R>(command: &Command<R>) -> Option<u64> {
+    match command {
+        Command::CallTool { ticket, .. } | Command::Request { ticket, .. } => Some(*ticket),
+        _ => None,
     }
 }

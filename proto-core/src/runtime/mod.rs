@@ -11,6 +11,8 @@
 //! [`naming`] for exported tools, [`status`] for what each server reports,
 //! [`driver`] for the one driver of a server every executor runs,
 //! [`driving`] for the vocabulary executors speak and the startup wait,
+//! [`restart`] for when a stdio server that died mid-session is started
+//! again,
 //! [`backlog`] for backpressure on a server's transport, [`skills`]
 //! for how listing and loading a skill (SEP-2640) can fail, [`cancel`]
 //! for the token that stops whatever waits, and [`index`] for the tools
@@ -24,6 +26,7 @@ pub mod driving;
 pub mod index;
 pub mod naming;
 pub mod registry;
+pub mod restart;
 pub mod sessions;
 pub mod skills;
 pub mod status;
@@ -293,6 +296,18 @@ pub struct ServerView {
 pub struct Health {
     /// Why a once-ready server is no longer usable.
     pub failure: Option<String>,
+    /// With `failure`: its process died mid-session and every restart in a
+    /// row failed ([`FailureKind::RestartsExhausted`]; else the failure is
+    /// [`FailureKind::Ended`]).
+    pub restarts_exhausted: bool,
+    /// Its process died mid-session and a restart is under way: the
+    /// server is [`ServerStatus::Restarting`], and calls wait for it.
+    pub restarting: Option<PendingRestart>,
+    /// How many restarts became ready, in this run.
+    pub restarts: u32,
+    /// The process id of the latest process, once a restart became ready
+    /// (`None` while the one startup reported runs).
+    pub pid: Option<u32>,
     /// The latest keep-alive ping failure, cleared by the next success.
     pub ping_failure: Option<String>,
     /// The server's tools as last re-listed after `tools/list_changed`;
@@ -302,6 +317,18 @@ pub struct Health {
     /// The server's prompts, resources and templates as last re-listed
     /// after a `list_changed`; `None` while the startup listing stands.
     pub catalog_now: Option<std::sync::Arc<crate::features::catalog::Catalog>>,
+}
+
+/// A restart under way, as [`Health`] reports it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PendingRestart {
+    /// Why the last process ended (its exit, its last stderr lines), or
+    /// why the last attempt could not start it.
+    pub reason: String,
+    /// Which attempt in a row this is, from 1.
+    pub attempt: u32,
+    /// How many in a row the server's policy allows.
+    pub attempts: u32,
 }
 
 /// A server's position in the inventory.
@@ -431,6 +458,7 @@ impl Inventory {
             instructions: ready.instructions,
             elapsed_ms: u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX),
             pid,
+            restarts: 0,
             filtered_tools: Vec::new(),
             app_only_tools: Vec::new(),
             last_ping_error: None,
@@ -551,6 +579,10 @@ impl Inventory {
         let mut status = s.status.clone();
         if let Some(health) = health {
             if let ServerStatus::Ready(report) = &mut status {
+                report.restarts = health.restarts;
+                if health.pid.is_some() {
+                    report.pid = health.pid;
+                }
                 report.last_ping_error = health.ping_failure.map(|e| s.redactor.redact_owned(e));
                 if let Some(catalog) = &health.catalog_now {
                     report.catalog = (**catalog).clone();
@@ -561,10 +593,21 @@ impl Inventory {
                     report.withdrawn_tools = withdrawn;
                 }
             }
+            if let Some(restart) = health.restarting {
+                status = ServerStatus::Restarting {
+                    error: s.redactor.redact_owned(restart.reason),
+                    attempt: restart.attempt,
+                    attempts: restart.attempts,
+                };
+            }
             if let Some(error) = health.failure {
                 status = ServerStatus::Failed {
                     error: s.redactor.redact_owned(error),
-                    kind: FailureKind::Ended,
+                    kind: if health.restarts_exhausted {
+                        FailureKind::RestartsExhausted
+                    } else {
+                        FailureKind::Ended
+                    },
                 };
             }
         }
@@ -945,6 +988,73 @@ transport = "stdio"
         };
         assert_eq!(report.added_tools, ["fresh"]);
         assert_eq!(report.withdrawn_tools, ["gone"]);
+    }
+
+    #[test]
+    fn a_restarting_server_keeps_its_tools_and_routes_calls_and_its_status_says_where_it_stands() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let mut inventory = Inventory::new(&config, |_| true);
+        let a = inventory.find("a").expect("a");
+        inventory.record_ready(a, ready(&["echo", "gone"]), Duration::ZERO, Some(100));
+        inventory.finish_startup();
+        let restarting = Health {
+            restarting: Some(PendingRestart {
+                reason: "server exited (signal: 9 (SIGKILL))".into(),
+                attempt: 1,
+                attempts: 3,
+            }),
+            ..Health::default()
+        };
+        let h = |_| Some(restarting.clone());
+        assert_eq!(
+            inventory.view(a, h(a)).expect("view").status,
+            ServerStatus::Restarting {
+                error: "server exited (signal: 9 (SIGKILL))".into(),
+                attempt: 1,
+                attempts: 3,
+            }
+        );
+        assert!(!inventory.view(a, h(a)).expect("view").status.is_failure());
+        // A call goes to the driver, which holds it until the restart.
+        assert!(inventory.route_exported("mcp__a__echo", h).is_ok());
+        // Restarted: the startup set stays exported; the new session's
+        // list is the latest, so a tool it lacks is withdrawn.
+        let back = Health {
+            restarts: 1,
+            pid: Some(200),
+            tools_now: Some(std::sync::Arc::new(ready(&["echo"]).tools)),
+            ..Health::default()
+        };
+        let h = |_| Some(back.clone());
+        let ServerStatus::Ready(report) = inventory.view(a, h(a)).expect("view").status else {
+            panic!("ready again")
+        };
+        assert_eq!((report.restarts, report.pid), (1, Some(200)));
+        assert_eq!(report.withdrawn_tools, ["gone"]);
+        assert_eq!(inventory.tools().len(), 2, "the registry is untouched");
+        assert!(matches!(
+            inventory.route_exported("mcp__a__gone", h),
+            Err(ToolCallError::Withdrawn { .. })
+        ));
+        assert!(inventory.route_exported("mcp__a__echo", h).is_ok());
+        // Given up: failed, with its own kind.
+        let exhausted = Health {
+            failure: Some("restarts exhausted: ...".into()),
+            restarts_exhausted: true,
+            ..Health::default()
+        };
+        let view = inventory.view(a, Some(exhausted.clone())).expect("view");
+        assert!(matches!(
+            view.status,
+            ServerStatus::Failed {
+                kind: FailureKind::RestartsExhausted,
+                ..
+            }
+        ));
+        assert!(matches!(
+            inventory.route_exported("mcp__a__echo", |_| Some(exhausted.clone())),
+            Err(ToolCallError::ServerNotReady { reason, .. }) if reason.contains("restarts exhausted")
+        ));
     }
 
     fn tool_with_meta(name: &str, meta: serde_json::Value) -> Tool {

@@ -25,6 +25,19 @@ pub enum ServerStatus {
     },
     /// Connected: handshake and discovery done.
     Ready(ReadyReport),
+    /// A stdio server whose process ended after its session was
+    /// established is being started again (waiting out its backoff, or
+    /// starting). Its exported tools stay registered, and a call made now
+    /// waits for the restart within its budget.
+    Restarting {
+        /// Why its last process ended, in words a person can act on
+        /// (redacted): how it exited, and its last stderr lines.
+        error: String,
+        /// Which attempt in a row this is, from 1.
+        attempt: u32,
+        /// How many in a row its `restart.attempts` allows.
+        attempts: u32,
+    },
     /// Could not start, or ended.
     Failed {
         /// Why, in words a person can act on (redacted).
@@ -71,8 +84,12 @@ pub enum FailureKind {
     /// The executor's driver for the server stopped before reporting.
     DriverGone,
     /// The session ended after the server was ready (it exited, or its
-    /// transport failed).
+    /// transport failed), and it is not restarted (`restart.attempts =
+    /// 0`, or a Streamable HTTP server).
     Ended,
+    /// The session ended after the server was ready, and every restart its
+    /// `restart.attempts` allows in a row failed.
+    RestartsExhausted,
 }
 
 impl ServerStatus {
@@ -91,6 +108,7 @@ impl ServerStatus {
             ServerStatus::Disabled => "disabled",
             ServerStatus::Invalid { .. } => "invalid",
             ServerStatus::Ready(_) => "ready",
+            ServerStatus::Restarting { .. } => "restarting",
             ServerStatus::Failed { .. } => "failed",
         }
     }
@@ -108,9 +126,17 @@ pub struct ReadyReport {
     pub instructions: Option<String>,
     /// Milliseconds from start to ready (connect, handshake, discovery).
     pub elapsed_ms: u64,
-    /// The process id of a stdio server.
+    /// The process id of a stdio server (of its latest process, after a
+    /// restart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub pid: Option<u32>,
+    /// How many times its process was started again after it died
+    /// mid-session, in this run. The facts above (protocol version,
+    /// server info, capabilities, instructions) are the first session's;
+    /// the tools and the catalog are the latest session's, reconciled with
+    /// the startup set as after a `list_changed`.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub restarts: u32,
     /// Tools the server listed that allow/deny kept out, by the server's
     /// own names.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -136,6 +162,10 @@ pub struct ReadyReport {
     /// Its prompts, resources and templates, as held for the session;
     /// a listing that failed carries its error here.
     pub catalog: crate::features::catalog::Catalog,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 impl ReadyReport {
