@@ -10,7 +10,9 @@
 //! `core-profile small|large|roundtrip|serde|serde-large N` (the core alone, for
 //! `valgrind --tool=callgrind`), `core [--quick]` (only the core
 //! throughput rows, printed), `counted` (only the counted cost per call
-//! over stdio, printed), `one-server [--write]` (only the one-server
+//! over stdio, printed), `door [--rounds N] [--n N]` (CPU per call of
+//! each executor driven directly and through `rho_host::Host`, printed),
+//! `one-server [--write]` (only the one-server
 //! clients' peak RSS, printed; `--write` puts it in BENCHMARKS.md), `memory [--write]` (only
 //! section 5's CLI peak RSS and binary size, likewise), `peak-rss PROGRAM ARGS...` (a command's exact peak RSS).
 
@@ -29,6 +31,7 @@ fn main() {
     match args.first().map(String::as_str) {
         Some("worker") => workers::main(&args[1..]),
         Some("counted") => run::counted_only(),
+        Some("door") => run::door_only(&args[1..]),
         Some("one-server") => run::one_server_only(&args[1..]),
         Some("memory") => run::memory_only(&args[1..]),
         #[cfg(feature = "rmcp")]

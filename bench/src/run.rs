@@ -1973,3 +1973,116 @@ fn large(options: &Options, env: &Env, notes: &mut Vec<String>) -> (Vec<LargeSta
     }
     (stats, core_stats)
 }
+
+// ----- the host library's door against the executors driven directly -----
+
+/// The clients `bench door` compares: each executor driven directly, then
+/// through `rho_host::Host`, the one door an agent and the CLI use.
+const DOOR_CLIENTS: [(&str, &str); 4] = [
+    ("rho-smol", "smol, driven directly"),
+    ("rho-host-smol", "smol, through `Host`"),
+    ("rho-blocking", "blocking, driven directly"),
+    ("rho-host-blocking", "blocking, through `Host`"),
+];
+
+/// `bench door [--quick] [--rounds N] [--n N]`: CPU per `tools/call` echo
+/// of each executor driven directly and through `rho_host::Host`, over
+/// stdio against server-everything and the rmcp echo server, sequential
+/// and 16 in flight, interleaved round by round in one run; printed as
+/// markdown with the ratio of the door to the executor.
+pub fn door_only(args: &[String]) {
+    let options = Options::parse(args);
+    let env = env_alone(None);
+    let mut targets = vec![Target {
+        transport: "stdio",
+        server: "server-everything (node)",
+        stdio: Some(vec![
+            "node".into(),
+            util::everything_js().display().to_string(),
+        ]),
+        url: None,
+    }];
+    if env.rmcp {
+        targets.push(Target {
+            transport: "stdio",
+            server: "rmcp echo (Rust)",
+            stdio: Some(vec![
+                env.self_exe.display().to_string(),
+                "rmcp-echo".into(),
+                "--stdio".into(),
+            ]),
+            url: None,
+        });
+    }
+    let timeout = Duration::from_secs(180);
+    let combos: Vec<(usize, &str)> = (0..targets.len())
+        .flat_map(|t| DOOR_CLIENTS.iter().map(move |(c, _)| (t, *c)))
+        .collect();
+    let mut outs: BTreeMap<(usize, &str), Vec<WorkerOut>> = BTreeMap::new();
+    for round in 0..options.rounds {
+        let offset = round % combos.len();
+        for i in 0..combos.len() {
+            let (t, client) = combos[(offset + i) % combos.len()];
+            let spec = WorkerSpec {
+                client: client.to_owned(),
+                stdio: targets[t].stdio.clone(),
+                url: None,
+                tool: "echo".into(),
+                args: json!({"message": "hello"}),
+                warmup: options.server_warmup,
+                n: options.n,
+                inflight: vec![1, 16],
+                dump: None,
+                timeout_s: None,
+            };
+            let out = run_worker(&env, &spec, timeout);
+            if let Some(e) = &out.error {
+                eprintln!("round {round} {client}: ERROR {}", first_line(e, 300));
+            } else {
+                eprintln!("round {round} {} / {client}: done", targets[t].server);
+            }
+            outs.entry((t, client)).or_default().push(out);
+        }
+    }
+    let mut md = String::from(
+        "| server | client | seq. CPU/call | ×direct | 16 in flight CPU/call | ×direct |\n|---|---|---:|---:|---:|---:|\n",
+    );
+    for (t, target) in targets.iter().enumerate() {
+        let stat = |client: &str, inflight: usize| {
+            aggregate(
+                target,
+                client,
+                inflight,
+                outs.get(&(t, client)).map(Vec::as_slice).unwrap_or(&[]),
+            )
+        };
+        for pair in DOOR_CLIENTS.chunks(2) {
+            let (direct, _) = pair[0];
+            for &(client, label) in pair {
+                let mut row = format!("| {} | {label} |", target.server);
+                for inflight in [1, 16] {
+                    let s = stat(client, inflight);
+                    let d = stat(direct, inflight);
+                    let c = &s.cpu_per_call_us;
+                    row.push_str(&format!(
+                        " {:.1} µs [{:.1}–{:.1}] | {:.2}× |",
+                        c.median,
+                        c.min,
+                        c.max,
+                        c.median / d.cpu_per_call_us.median
+                    ));
+                    for e in &s.errors {
+                        eprintln!("{client} ({inflight} in flight): {}", first_line(e, 300));
+                    }
+                }
+                md.push_str(&row);
+                md.push('\n');
+            }
+        }
+    }
+    println!(
+        "CPU per call of the client process, median of {} round(s) of {} calls [min–max]; ×direct: through `Host` over the same executor driven directly.\n\n{md}",
+        options.rounds, options.n
+    );
+    let _ = std::fs::remove_dir_all(&env.tmp);
+}

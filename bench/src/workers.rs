@@ -113,6 +113,8 @@ fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     match spec.client.as_str() {
         "rho-smol" => rho_smol(spec),
         "rho-blocking" => rho_blocking(spec),
+        "rho-host-smol" => rho_host(spec, rho_host::RuntimeKind::Smol),
+        "rho-host-blocking" => rho_host(spec, rho_host::RuntimeKind::Blocking),
         "bare" if spec.stdio.is_some() => bare_stdio(spec),
         "bare" => bare_http(spec),
         "bare-threads" => bare_threads_stdio(spec),
@@ -255,6 +257,41 @@ fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     };
     let measured = warm_and_measure(spec, &call);
     runtime.shutdown();
+    measured
+}
+
+/// rho through the host library's one door, `rho_host::Host`, as an agent
+/// and the `rho` CLI drive it: connected by its builder (no credential
+/// store: the bench server needs no login), a blocking `call` per call.
+/// Lanes are threads, as for rho-blocking: the sync face has no other
+/// way to have 16 calls in flight.
+fn rho_host(
+    spec: &WorkerSpec,
+    kind: rho_host::RuntimeKind,
+) -> Result<(Vec<Measured>, usize), String> {
+    let loaded = rho_host::config::LoadedConfig::from(rho_config(spec)?);
+    let host = rho_host::Host::builder(&loaded)
+        .runtime(kind)
+        .options(rho_options())
+        .store(None)
+        .connect()
+        .host;
+    let view = host.server("bench").ok_or("no server view")?;
+    if view.status.is_failure() {
+        return Err(format!("rho could not start the server: {:?}", view.status));
+    }
+    let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
+    let call = || -> Result<usize, String> {
+        let result = host
+            .call(exported.as_str(), spec.args.clone(), CallOptions::new())
+            .map_err(|e| e.to_string())?;
+        if result.is_error {
+            return Err(format!("tool error: {}", result.text()));
+        }
+        Ok(text_len(&result))
+    };
+    let measured = warm_and_measure(spec, &call);
+    host.shutdown();
     measured
 }
 
