@@ -319,10 +319,10 @@ fn with_tool_timeout(config: &Config, id: &str, timeout: Option<Duration>) -> Co
     let mut config = config.clone();
     if let Some(timeout) = timeout {
         for entry in &mut config.servers {
-            if entry.id == id {
-                if let Ok(server) = &mut entry.config {
-                    server.tool_timeout = timeout;
-                }
+            if entry.id == id
+                && let Ok(server) = &mut entry.config
+            {
+                server.tool_timeout = timeout;
             }
         }
     }

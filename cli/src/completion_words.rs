@@ -297,10 +297,10 @@ pub(crate) fn candidates(command: &Command, index: usize, words: &[String]) -> V
             };
             let arg = find_long(leaf, &globals, name);
             if let Some(arg) = arg {
-                if name == "config" {
-                    if let Some(value) = inline {
-                        config = Some(PathBuf::from(value));
-                    }
+                if name == "config"
+                    && let Some(value) = inline
+                {
+                    config = Some(PathBuf::from(value));
                 }
                 if inline.is_none() && takes_value(arg) {
                     pending = Some(arg);

@@ -253,10 +253,10 @@ impl ConfigDocument {
         let name = self.path.display().to_string();
         let config = config::parse(&self.text(), &name)
             .map_err(|e| format!("the edit would leave {name} unreadable: {e}"))?;
-        if let Some(entry) = id.and_then(|id| config.get(id)) {
-            if let Err(error) = &entry.config {
-                return Err(error.to_string());
-            }
+        if let Some(entry) = id.and_then(|id| config.get(id))
+            && let Err(error) = &entry.config
+        {
+            return Err(error.to_string());
         }
         Ok(config)
     }

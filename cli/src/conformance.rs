@@ -106,10 +106,10 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     text.push_str(&oauth_table(&scenario, &scenario_context(), &secrets)?);
     let config =
         config::parse(&text, "<conformance>").map_err(|e| Failure::Usage(e.to_string()))?;
-    if let Some(entry) = config.get("conformance") {
-        if let Err(error) = &entry.config {
-            return Err(Failure::Usage(error.to_string()));
-        }
+    if let Some(entry) = config.get("conformance")
+        && let Err(error) = &entry.config
+    {
+        return Err(Failure::Usage(error.to_string()));
     }
     // The ordinary connect: stored logins (none, in a store in memory)
     // applied, and the authorizer every OAuth server gets, logging in

@@ -56,10 +56,10 @@ static ROUTE: Mutex<Option<Route>> = Mutex::new(None);
 pub(crate) fn init(verbose: bool, server_logs: Option<&str>) {
     let mut filter = EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| EnvFilter::new(if verbose { "debug" } else { "warn" }));
-    if let Some(level) = server_logs {
-        if let Ok(directive) = format!("rho::mcp::server={level}").parse() {
-            filter = filter.add_directive(directive);
-        }
+    if let Some(level) = server_logs
+        && let Ok(directive) = format!("rho::mcp::server={level}").parse()
+    {
+        filter = filter.add_directive(directive);
     }
     let ansi = use_color(
         std::env::var_os("NO_COLOR").as_deref(),

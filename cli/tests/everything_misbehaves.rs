@@ -50,14 +50,14 @@ fn processes_with(marker: &str) -> Vec<u32> {
         else {
             continue;
         };
-        if let Ok(environ) = std::fs::read(entry.path().join("environ")) {
-            if environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes()) {
-                // A zombie still listed until its parent reaps it is gone
-                // for every purpose that matters here.
-                let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
-                if !state.contains(") Z ") {
-                    out.push(pid);
-                }
+        if let Ok(environ) = std::fs::read(entry.path().join("environ"))
+            && environ.split(|b| *b == 0).any(|kv| kv == needle.as_bytes())
+        {
+            // A zombie still listed until its parent reaps it is gone
+            // for every purpose that matters here.
+            let state = std::fs::read_to_string(entry.path().join("stat")).unwrap_or_default();
+            if !state.contains(") Z ") {
+                out.push(pid);
             }
         }
     }

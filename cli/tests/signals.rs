@@ -149,10 +149,10 @@ fn gone_within_5s(pid: u32) -> bool {
 /// Kills leftovers so a failing test does not leak `sleep 600`.
 fn sweep(pids: &[u32]) {
     for &pid in pids {
-        if process_alive(pid) {
-            if let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw) {
-                let _ = rustix::process::kill_process(pid, Signal::KILL);
-            }
+        if process_alive(pid)
+            && let Some(pid) = i32::try_from(pid).ok().and_then(Pid::from_raw)
+        {
+            let _ = rustix::process::kill_process(pid, Signal::KILL);
         }
     }
 }

@@ -120,13 +120,13 @@ fn percent_decoded(fragment: &str) -> Option<String> {
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'%' {
-            if let (Some(high), Some(low)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2))) {
-                // Two hex digits: at most 0xff.
-                out.push((high * 16 + low) as u8);
-                i += 3;
-                continue;
-            }
+        if bytes[i] == b'%'
+            && let (Some(high), Some(low)) = (hex(bytes.get(i + 1)), hex(bytes.get(i + 2)))
+        {
+            // Two hex digits: at most 0xff.
+            out.push((high * 16 + low) as u8);
+            i += 3;
+            continue;
         }
         out.push(bytes[i]);
         i += 1;
@@ -248,12 +248,12 @@ pub fn types(root: &Value, property: &Value) -> Vec<String> {
             }
         }
     }
-    if out.is_empty() {
-        if let Some(items) = keyword(root, property, "items") {
-            let inner = named(items);
-            if !inner.is_empty() {
-                out.push(format!("array of {}", inner.join(" | ")));
-            }
+    if out.is_empty()
+        && let Some(items) = keyword(root, property, "items")
+    {
+        let inner = named(items);
+        if !inner.is_empty() {
+            out.push(format!("array of {}", inner.join(" | ")));
         }
     }
     out

@@ -10,7 +10,6 @@ use std::sync::Arc;
 use rho_host::RuntimeKind;
 use rho_host::login::LoginMode;
 use rho_host::reauth::{MemoryStore, StoreAuthorizer};
-use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::session::AuthorizationReason;

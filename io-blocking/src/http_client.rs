@@ -213,12 +213,12 @@ impl HttpClient {
         agent.shutdown();
         state.counted -= 1;
         // A place is free: what waits may start.
-        if let Some(job) = state.queue.pop_front() {
-            if let Err(refused) = Pool::dispatch(&self.pool, &mut state, job) {
-                let (job, e) = *refused;
-                tracing::debug!(server = %self.pool.server, "could not start an HTTP worker: {e}");
-                state.queue.push_front(job);
-            }
+        if let Some(job) = state.queue.pop_front()
+            && let Err(refused) = Pool::dispatch(&self.pool, &mut state, job)
+        {
+            let (job, e) = *refused;
+            tracing::debug!(server = %self.pool.server, "could not start an HTTP worker: {e}");
+            state.queue.push_front(job);
         }
     }
 

@@ -467,12 +467,12 @@ fn write_stdin(stdin: &ChildStdin, shared: &Stdin, sink: &PipeSink, backlog: &Ba
                     sink(Pipe::WriteFailed(error));
                     return;
                 }
-                if !queue.writing {
-                    if let Some(bytes) = queue.pending.pop_front() {
-                        queue.writing = true;
-                        held = true;
-                        break bytes;
-                    }
+                if !queue.writing
+                    && let Some(bytes) = queue.pending.pop_front()
+                {
+                    queue.writing = true;
+                    held = true;
+                    break bytes;
                 }
                 if queue.closing && !queue.writing {
                     drop(queue);

@@ -442,10 +442,10 @@ pub(crate) async fn run(args: TaskArgs) {
                 }
                 // Writes go first: they never end the wait by themselves,
                 // only move bytes out.
-                if let Out::Stdio(stdin) = &mut session.out {
-                    if let Some(failed) = stdin.poll_flush(cx) {
-                        return Poll::Ready(Woke::WriteFailed(failed));
-                    }
+                if let Out::Stdio(stdin) = &mut session.out
+                    && let Some(failed) = stdin.poll_flush(cx)
+                {
+                    return Poll::Ready(Woke::WriteFailed(failed));
                 }
                 let at = session.driver.timer();
                 if at != armed {
@@ -463,18 +463,14 @@ pub(crate) async fn run(args: TaskArgs) {
                 Io::Stdio(child) => child.poll_read(cx),
                 Io::Http | Io::Gone => Poll::Pending,
             };
-            if reads_first {
-                if let Poll::Ready(ready) = poll_read(cx) {
-                    return Poll::Ready(Woke::Pipe(ready));
-                }
+            if reads_first && let Poll::Ready(ready) = poll_read(cx) {
+                return Poll::Ready(Woke::Pipe(ready));
             }
             if let Poll::Ready(input) = rx.poll_recv(cx) {
                 return Poll::Ready(Woke::Input(input));
             }
-            if !reads_first {
-                if let Poll::Ready(ready) = poll_read(cx) {
-                    return Poll::Ready(Woke::Pipe(ready));
-                }
+            if !reads_first && let Poll::Ready(ready) = poll_read(cx) {
+                return Poll::Ready(Woke::Pipe(ready));
             }
             match Pin::new(&mut timer).poll(cx) {
                 Poll::Ready(_) => Poll::Ready(Woke::Timer),

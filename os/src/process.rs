@@ -69,13 +69,13 @@ pub fn prepare_command(
             });
         }
     }
-    if let Some(dir) = cwd {
-        if !dir.is_dir() {
-            return Err(TransportSetupError::CwdNotADirectory {
-                server: server.to_owned(),
-                cwd: dir.to_owned(),
-            });
-        }
+    if let Some(dir) = cwd
+        && !dir.is_dir()
+    {
+        return Err(TransportSetupError::CwdNotADirectory {
+            server: server.to_owned(),
+            cwd: dir.to_owned(),
+        });
     }
     let mut command = Command::new(&program);
     command

@@ -364,10 +364,10 @@ impl EverythingHttp {
             let output = std::sync::Arc::clone(&self.output);
             std::thread::spawn(move || {
                 for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
-                    if line.starts_with("listening ") {
-                        if let Some(tx) = port_tx.take() {
-                            let _ = tx.send(listening_line(&line));
-                        }
+                    if line.starts_with("listening ")
+                        && let Some(tx) = port_tx.take()
+                    {
+                        let _ = tx.send(listening_line(&line));
                     }
                     if let Ok(mut o) = output.lock() {
                         o.push_str(&line);
@@ -607,11 +607,11 @@ impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for ByServer {
         let Ok(watched) = capture().by_server.lock() else {
             return;
         };
-        if let Some(log) = watched.get(&server) {
-            if let Ok(mut log) = log.lock() {
-                log.push_str(&fields.line);
-                log.push('\n');
-            }
+        if let Some(log) = watched.get(&server)
+            && let Ok(mut log) = log.lock()
+        {
+            log.push_str(&fields.line);
+            log.push('\n');
         }
     }
 }

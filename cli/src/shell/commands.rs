@@ -266,14 +266,13 @@ fn tool_of<'c>(catalog: &'c Catalog, words: &[&str]) -> Option<(&'c CatalogTool,
         return Some((tool, 1));
     }
     let shown = |t: &CatalogTool, name: &str| t.name == name || sanitize_line(&t.name) == name;
-    if let Some((server, name)) = first.split_once(':') {
-        if let Some(tool) = catalog
+    if let Some((server, name)) = first.split_once(':')
+        && let Some(tool) = catalog
             .tools
             .iter()
             .find(|t| t.server == server && shown(t, name))
-        {
-            return Some((tool, 1));
-        }
+    {
+        return Some((tool, 1));
     }
     let second = *words.get(1)?;
     catalog
@@ -440,10 +439,11 @@ pub(crate) fn context(catalog: &Catalog, line: &str, cursor: usize) -> Context {
         if i == current {
             continue;
         }
-        if let Some((key, value)) = other.text.split_once('=') {
-            if key != argument && prompt.arguments.iter().any(|a| a == key) {
-                given.insert(key.to_owned(), value.to_owned());
-            }
+        if let Some((key, value)) = other.text.split_once('=')
+            && key != argument
+            && prompt.arguments.iter().any(|a| a == key)
+        {
+            given.insert(key.to_owned(), value.to_owned());
         }
     }
     Context::Argument {

@@ -453,12 +453,12 @@ impl Editor {
                 c
             })
             .collect();
-        if let [only] = candidates.as_slice() {
-            if only.pick == Pick::Insert {
-                let replacement = only.replacement.clone();
-                self.insert_choice(word_start, word_end, &replacement);
-                return;
-            }
+        if let [only] = candidates.as_slice()
+            && only.pick == Pick::Insert
+        {
+            let replacement = only.replacement.clone();
+            self.insert_choice(word_start, word_end, &replacement);
+            return;
         }
         let common = common_prefix(
             candidates

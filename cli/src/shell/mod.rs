@@ -972,10 +972,10 @@ impl Shell<'_> {
     fn drop_reads(&self, attachments: &[u64]) {
         let mut reads = lock(&self.reads);
         for chip in attachments {
-            if let Some(mut slot) = reads.remove(chip) {
-                if slot.read.cancel() {
-                    slot.cancel.cancel();
-                }
+            if let Some(mut slot) = reads.remove(chip)
+                && slot.read.cancel()
+            {
+                slot.cancel.cancel();
             }
         }
     }
@@ -1047,7 +1047,7 @@ fn interactive_loop(
         let mut drawn_width = screen::width();
         'keys: loop {
             ticks = ticks.wrapping_add(1);
-            if ticks % 10 == 0 {
+            if ticks.is_multiple_of(10) {
                 let now = shell.host().servers();
                 let now_tools = shell.host().current_tools();
                 for line in watch::changes(&seen, &now)
@@ -1401,10 +1401,10 @@ fn suggestion_timeouts(shell: &Shell<'_>) {
         .collect();
     let flights = lock(&shell.suggest.flights);
     for (server, ticket) in expired {
-        if let Some((running, cancel)) = flights.get(&server) {
-            if *running == ticket {
-                cancel.cancel();
-            }
+        if let Some((running, cancel)) = flights.get(&server)
+            && *running == ticket
+        {
+            cancel.cancel();
         }
     }
 }

@@ -68,10 +68,10 @@ impl RawMode {
 /// The terminal's width in columns (80 when it cannot be read).
 pub(crate) fn width() -> usize {
     #[cfg(unix)]
-    if let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout()) {
-        if size.ws_col > 0 {
-            return usize::from(size.ws_col);
-        }
+    if let Ok(size) = rustix::termios::tcgetwinsize(std::io::stdout())
+        && size.ws_col > 0
+    {
+        return usize::from(size.ws_col);
     }
     #[cfg(windows)]
     if let Some(columns) = rho_os::console::columns() {

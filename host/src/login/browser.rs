@@ -283,11 +283,11 @@ fn wait_for_callback(
             return Err(Ended::Skipped);
         }
         let now = Instant::now();
-        if let Some(deadline) = login.poll_timeout() {
-            if now >= deadline {
-                login.handle_timeout(now);
-                return Ok(());
-            }
+        if let Some(deadline) = login.poll_timeout()
+            && now >= deadline
+        {
+            login.handle_timeout(now);
+            return Ok(());
         }
         loop {
             match listener.accept() {

@@ -313,10 +313,10 @@ impl CompletionBroker {
         let key = (query.scope(), query.value.clone());
         if self.cache.insert(key.clone(), completion).is_none() {
             self.order.push_back(key);
-            if self.order.len() > CACHE_ENTRIES {
-                if let Some(oldest) = self.order.pop_front() {
-                    self.cache.remove(&oldest);
-                }
+            if self.order.len() > CACHE_ENTRIES
+                && let Some(oldest) = self.order.pop_front()
+            {
+                self.cache.remove(&oldest);
             }
         }
     }

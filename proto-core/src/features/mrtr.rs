@@ -130,10 +130,10 @@ impl RequestState {
     /// wrote), else the string's own JSON encoding, which a server decodes
     /// to the same string.
     fn new(value: &str, raw: Option<&RawValue>) -> Result<Self, MrtrError> {
-        if let Some(raw) = raw {
-            if serde_json::from_str::<String>(raw.get()).is_ok_and(|s| s == value) {
-                return Ok(Self(raw.to_owned()));
-            }
+        if let Some(raw) = raw
+            && serde_json::from_str::<String>(raw.get()).is_ok_and(|s| s == value)
+        {
+            return Ok(Self(raw.to_owned()));
         }
         serde_json::value::to_raw_value(value)
             .map(Self)

@@ -356,13 +356,12 @@ pub fn attachment(result: &ReadResourceResult, max_output_bytes: usize) -> Attac
             ..
         },
     ] = result.contents.as_slice()
+        && mime.to_ascii_lowercase().starts_with("image/")
     {
-        if mime.to_ascii_lowercase().starts_with("image/") {
-            return Attachment::Image {
-                mime_type: mime.clone(),
-                data_base64: blob.clone(),
-            };
-        }
+        return Attachment::Image {
+            mime_type: mime.clone(),
+            data_base64: blob.clone(),
+        };
     }
     let several = result.contents.len() > 1;
     let mut parts = Vec::with_capacity(result.contents.len());

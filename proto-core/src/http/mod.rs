@@ -453,10 +453,11 @@ impl HttpTransport {
         match &x.role {
             Role::Delete => x.body = Body::Ignore,
             Role::Post { kind, .. } => {
-                if matches!(kind, TransmitKind::Initialize(_)) && (200..300).contains(&status) {
-                    if let Some(id) = header("mcp-session-id") {
-                        self.session_id = Some(id.to_owned());
-                    }
+                if matches!(kind, TransmitKind::Initialize(_))
+                    && (200..300).contains(&status)
+                    && let Some(id) = header("mcp-session-id")
+                {
+                    self.session_id = Some(id.to_owned());
                 }
                 x.body = if !(200..300).contains(&status) {
                     Body::Error(Vec::new())
@@ -551,19 +552,18 @@ impl HttpTransport {
             return;
         }
         for frame in frames {
-            if let Err(error) = self.session.handle_answer_bytes(now, frame.as_bytes()) {
-                if request.is_some() {
-                    self.fail_exchange(now, exchange, not_json_rpc(&error));
-                    return;
-                }
+            if let Err(error) = self.session.handle_answer_bytes(now, frame.as_bytes())
+                && request.is_some()
+            {
+                self.fail_exchange(now, exchange, not_json_rpc(&error));
+                return;
             }
         }
-        if let Some(x) = self.exchanges.get_mut(&exchange) {
-            if matches!(x.role, Role::Post { .. })
-                && request.is_some_and(|r| !self.session.is_pending(r))
-            {
-                x.answered = true;
-            }
+        if let Some(x) = self.exchanges.get_mut(&exchange)
+            && matches!(x.role, Role::Post { .. })
+            && request.is_some_and(|r| !self.session.is_pending(r))
+        {
+            x.answered = true;
         }
         self.pump(now);
     }
@@ -1177,27 +1177,27 @@ impl HttpTransport {
     /// [`HttpTransport::post`]; `nonce_retried`: this is the one resend a
     /// `use_dpop_nonce` refusal earns.
     fn post_with(&mut self, body: Vec<u8>, kind: TransmitKind, retried: bool, nonce_retried: bool) {
-        if kind == TransmitKind::Notification && !self.unsent.is_empty() {
-            if let Some(request) = streams::cancelled_request(&body) {
-                if self.unsent.remove(&request) {
-                    return;
-                }
-            }
+        if kind == TransmitKind::Notification
+            && !self.unsent.is_empty()
+            && let Some(request) = streams::cancelled_request(&body)
+            && self.unsent.remove(&request)
+        {
+            return;
         }
-        if let Some(waiting) = &mut self.reauthorizing {
-            if !matches!(
+        if let Some(waiting) = &mut self.reauthorizing
+            && !matches!(
                 kind,
                 TransmitKind::Initialize(_) | TransmitKind::Initialized
-            ) {
-                // It would meet the same refusal: it waits for the new token.
-                waiting.parked.push(AuthParked {
-                    body,
-                    kind,
-                    retried,
-                    refusal: None,
-                });
-                return;
-            }
+            )
+        {
+            // It would meet the same refusal: it waits for the new token.
+            waiting.parked.push(AuthParked {
+                body,
+                kind,
+                retried,
+                refusal: None,
+            });
+            return;
         }
         let fresh = matches!(kind, TransmitKind::Initialize(_));
         let mut headers = self.headers(Method::Post, None, fresh);

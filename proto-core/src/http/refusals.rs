@@ -166,29 +166,29 @@ impl HttpTransport {
                 }
             };
             self.outputs.push_back(HttpOutput::Abort(exchange));
-            if let Some(x) = self.exchanges.remove(&exchange) {
-                if let Role::Post { kind, .. } = x.role {
-                    let next = if self.unattended() {
-                        format!(
-                            "check the server's scopes and the `[mcp.servers.{}.oauth]` table (the grant needs no person, so a login does not help)",
-                            self.session.server()
-                        )
-                    } else {
-                        format!(
-                            "check the server's scopes or {}",
-                            Remedy::LogIn {
-                                server: self.session.server()
-                            }
-                        )
-                    };
-                    self.fail_transmit(
+            if let Some(x) = self.exchanges.remove(&exchange)
+                && let Role::Post { kind, .. } = x.role
+            {
+                let next = if self.unattended() {
+                    format!(
+                        "check the server's scopes and the `[mcp.servers.{}.oauth]` table (the grant needs no person, so a login does not help)",
+                        self.session.server()
+                    )
+                } else {
+                    format!(
+                        "check the server's scopes or {}",
+                        Remedy::LogIn {
+                            server: self.session.server()
+                        }
+                    )
+                };
+                self.fail_transmit(
                         now,
                         kind,
                         format!(
                             "the server answered HTTP {status}: it {what}{scope}; rho re-authorizes a request once, so {next}"
                         ),
                     );
-                }
             }
             return true;
         }

@@ -35,13 +35,13 @@ impl HttpTransport {
             return;
         }
         for (body, kind, retried) in std::mem::take(&mut self.parked) {
-            if let TransmitKind::Request(request) = kind {
-                if !self.session.is_pending(request) {
-                    // Its cancellation, held here or still to come, is
-                    // dropped in `post`.
-                    self.unsent.insert(request);
-                    continue;
-                }
+            if let TransmitKind::Request(request) = kind
+                && !self.session.is_pending(request)
+            {
+                // Its cancellation, held here or still to come, is
+                // dropped in `post`.
+                self.unsent.insert(request);
+                continue;
             }
             self.post(body, kind, retried);
         }

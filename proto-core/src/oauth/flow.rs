@@ -919,23 +919,23 @@ impl Login {
             }
             _ => {}
         }
-        if let Some((issuer, client)) = &self.settings.stored_client {
-            if *issuer == context.server.issuer {
-                let client = client.clone();
-                self.stored_client_in_use = true;
-                return self.begin_grant(now, context, client);
-            }
+        if let Some((issuer, client)) = &self.settings.stored_client
+            && *issuer == context.server.issuer
+        {
+            let client = client.clone();
+            self.stored_client_in_use = true;
+            return self.begin_grant(now, context, client);
         }
         self.stored_client_in_use = false;
-        if context.server.client_id_metadata_document_supported {
-            if let Some(url) = self.settings.client_metadata_url.clone() {
-                let client = Client {
-                    id: url,
-                    secret: None,
-                    auth: ClientAuth::None,
-                };
-                return self.begin_grant(now, context, client);
-            }
+        if context.server.client_id_metadata_document_supported
+            && let Some(url) = self.settings.client_metadata_url.clone()
+        {
+            let client = Client {
+                id: url,
+                secret: None,
+                auth: ClientAuth::None,
+            };
+            return self.begin_grant(now, context, client);
         }
         let Some(endpoint) = context.server.registration_endpoint.clone() else {
             return self.fail(LoginError::NoRegistration);

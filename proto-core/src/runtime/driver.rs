@@ -882,11 +882,11 @@ impl<R> Driver<R> {
                             }),
                         );
                     }
-                } else if let Some(call) = self.calls.cancel(ticket) {
-                    if matches!(self.phase, Phase::Open) {
-                        self.drain = Drain::Outputs;
-                        self.conn.cancel_call(now, call);
-                    }
+                } else if let Some(call) = self.calls.cancel(ticket)
+                    && matches!(self.phase, Phase::Open)
+                {
+                    self.drain = Drain::Outputs;
+                    self.conn.cancel_call(now, call);
                 }
             }
             // The question was the lost session's.

@@ -96,13 +96,13 @@ impl Session {
         let startup = self.startup_deadline().unwrap_or(now);
         let wait = wait.min(startup.saturating_duration_since(now) / 2);
         let deadline = now + wait;
-        if let Some(p) = self.pending.get_mut(&probe.0) {
-            if deadline < p.deadline {
-                self.deadlines.remove(&(p.deadline, probe.0));
-                p.deadline = deadline;
-                p.budget = wait;
-                self.deadlines.insert((deadline, probe.0));
-            }
+        if let Some(p) = self.pending.get_mut(&probe.0)
+            && deadline < p.deadline
+        {
+            self.deadlines.remove(&(p.deadline, probe.0));
+            p.deadline = deadline;
+            p.budget = wait;
+            self.deadlines.insert((deadline, probe.0));
         }
     }
 

@@ -26,11 +26,11 @@ impl Session {
         if tool.output_schema.is_none() || result.is_error {
             return Ok(());
         }
-        if !self.output_schemas.contains_key(&tool.name) {
-            if let Some(schema) = &tool.output_schema {
-                let compiled = OutputSchema::compile(&tool.name, schema)?;
-                self.output_schemas.insert(tool.name.clone(), compiled);
-            }
+        if !self.output_schemas.contains_key(&tool.name)
+            && let Some(schema) = &tool.output_schema
+        {
+            let compiled = OutputSchema::compile(&tool.name, schema)?;
+            self.output_schemas.insert(tool.name.clone(), compiled);
         }
         check_output(tool, self.output_schemas.get(&tool.name), result)
     }

@@ -577,11 +577,12 @@ impl Session {
         // A line past the cap is acted on as soon as it passes it: a server
         // may never end it, and the request it answers would wait out its
         // whole budget for nothing.
-        if !self.oversized_acted_on && !matches!(self.phase, Phase::Closed) {
-            if let Some((head, len)) = decoder.oversized() {
-                self.oversized_acted_on = true;
-                self.oversized_line(now, head, len);
-            }
+        if !self.oversized_acted_on
+            && !matches!(self.phase, Phase::Closed)
+            && let Some((head, len)) = decoder.oversized()
+        {
+            self.oversized_acted_on = true;
+            self.oversized_line(now, head, len);
         }
         self.decoder = decoder;
     }
@@ -655,12 +656,11 @@ impl Session {
                 // A multi round-trip result's `requestState` is echoed as
                 // the exact text the server wrote, so it is taken from the
                 // frame (only for such a result: a second, borrowed parse).
-                if let Message::Response { result, .. } = &message {
-                    if result.get("requestState").is_some()
-                        && crate::features::mrtr::is_input_required(result)
-                    {
-                        self.raw_request_state = crate::features::mrtr::raw_request_state(frame);
-                    }
+                if let Message::Response { result, .. } = &message
+                    && result.get("requestState").is_some()
+                    && crate::features::mrtr::is_input_required(result)
+                {
+                    self.raw_request_state = crate::features::mrtr::raw_request_state(frame);
                 }
                 self.handle_message(now, message);
                 self.raw_request_state = None;

@@ -473,11 +473,11 @@ impl Session {
         let Some(request) = self.request_of(call) else {
             return;
         };
-        if let Some(p) = self.pending.get_mut(&request) {
-            if p.paused.is_none() {
-                self.deadlines.remove(&(p.deadline, request));
-                p.paused = Some(p.deadline.saturating_duration_since(now));
-            }
+        if let Some(p) = self.pending.get_mut(&request)
+            && p.paused.is_none()
+        {
+            self.deadlines.remove(&(p.deadline, request));
+            p.paused = Some(p.deadline.saturating_duration_since(now));
         }
     }
 
@@ -489,11 +489,11 @@ impl Session {
         let Some(request) = self.request_of(call) else {
             return;
         };
-        if let Some(p) = self.pending.get_mut(&request) {
-            if let Some(left) = p.paused.take() {
-                p.deadline = now + left;
-                self.deadlines.insert((p.deadline, request));
-            }
+        if let Some(p) = self.pending.get_mut(&request)
+            && let Some(left) = p.paused.take()
+        {
+            p.deadline = now + left;
+            self.deadlines.insert((p.deadline, request));
         }
     }
 

@@ -58,19 +58,18 @@ impl Session {
         // tool list to be read again, then goes once more.
         if let (Err(error), Some(resend), Purpose::CallTool(_)) =
             (&reply, &mut pending.resend, &pending.purpose)
+            && error.code == crate::wire::protocol::code::HEADER_MISMATCH
+            && !resend.header_retried
         {
-            if error.code == crate::wire::protocol::code::HEADER_MISMATCH && !resend.header_retried
-            {
-                tracing::info!(server = %self.options.server, "the server refused a call's headers; listing tools again before sending it again");
-                resend.header_retried = true;
-                if pending.armed() {
-                    self.deadlines.insert((pending.deadline, n));
-                }
-                self.pending.insert(n, pending);
-                self.held_for_list.insert(n);
-                self.start_relist(now, false);
-                return;
+            tracing::info!(server = %self.options.server, "the server refused a call's headers; listing tools again before sending it again");
+            resend.header_retried = true;
+            if pending.armed() {
+                self.deadlines.insert((pending.deadline, n));
             }
+            self.pending.insert(n, pending);
+            self.held_for_list.insert(n);
+            self.start_relist(now, false);
+            return;
         }
         match pending.purpose {
             Purpose::Discover => self.on_discover(now, reply),
@@ -87,11 +86,11 @@ impl Session {
             Purpose::Feature(call) => {
                 // A prompt, resource or completion request may need input
                 // first too, as a tool call may (2026 era, "any request").
-                if let Ok(value) = &reply {
-                    if let Ok(ResultType::InputRequired) = ResultType::of(value) {
-                        let value = reply.expect("matched above");
-                        return self.input_required(now, n, call, pending, value);
-                    }
+                if let Ok(value) = &reply
+                    && let Ok(ResultType::InputRequired) = ResultType::of(value)
+                {
+                    let value = reply.expect("matched above");
+                    return self.input_required(now, n, call, pending, value);
                 }
                 let result = reply.map_err(|error| CallError::Rpc {
                     server: self.options.server.clone(),

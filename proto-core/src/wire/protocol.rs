@@ -393,13 +393,13 @@ impl CallToolResult {
     pub fn text(&self) -> String {
         let mut out = String::new();
         for block in &self.content {
-            if block.get("type").and_then(Value::as_str) == Some("text") {
-                if let Some(text) = block.get("text").and_then(Value::as_str) {
-                    if !out.is_empty() {
-                        out.push('\n');
-                    }
-                    out.push_str(text);
+            if block.get("type").and_then(Value::as_str) == Some("text")
+                && let Some(text) = block.get("text").and_then(Value::as_str)
+            {
+                if !out.is_empty() {
+                    out.push('\n');
                 }
+                out.push_str(text);
             }
         }
         out
@@ -836,16 +836,16 @@ fn walk_schema(
                 if DATA_KEYWORDS.contains(&key.as_str()) || key == "x-mcp-header" {
                     continue;
                 }
-                if key == "properties" {
-                    if let Value::Object(props) = value {
-                        for (name, sub) in props {
-                            path.push(name.clone());
-                            let walked = walk_schema(sub, path, reachable, depth + 1, found);
-                            path.pop();
-                            walked?;
-                        }
-                        continue;
+                if key == "properties"
+                    && let Value::Object(props) = value
+                {
+                    for (name, sub) in props {
+                        path.push(name.clone());
+                        let walked = walk_schema(sub, path, reachable, depth + 1, found);
+                        path.pop();
+                        walked?;
                     }
+                    continue;
                 }
                 // Any other keyword leaves the statically reachable chain;
                 // maps of named subschemas ($defs, patternProperties, ...)

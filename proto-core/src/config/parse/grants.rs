@@ -154,10 +154,10 @@ pub(super) fn read_assertion_config(
             ),
         )
     };
-    if config.grant != OAuthGrant::JwtBearer {
-        if let Some((_, span, key)) = &assertion {
-            return Err(misplaced(key, span, "jwt_bearer"));
-        }
+    if config.grant != OAuthGrant::JwtBearer
+        && let Some((_, span, key)) = &assertion
+    {
+        return Err(misplaced(key, span, "jwt_bearer"));
     }
     if config.grant != OAuthGrant::IdentityAssertion {
         let placed =

@@ -258,15 +258,15 @@ pub fn render(result: &CallToolResult) -> RenderedResult {
         }
         card.blocks.push(card_block);
     }
-    if let Some(value) = structured {
-        if !saw_text {
-            card.blocks.insert(
-                0,
-                CardBlock::Structured {
-                    value: value.clone(),
-                },
-            );
-        }
+    if let Some(value) = structured
+        && !saw_text
+    {
+        card.blocks.insert(
+            0,
+            CardBlock::Structured {
+                value: value.clone(),
+            },
+        );
     }
     RenderedResult {
         model_text: model.join("\n"),

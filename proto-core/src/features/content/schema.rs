@@ -37,13 +37,13 @@ impl OutputSchema {
     /// [module docs](super)). The error names the tool, for the caller to
     /// fail the call with.
     pub fn compile(tool_name: &str, schema: &Value) -> Result<Self, SchemaError> {
-        if let Some(Value::String(dialect)) = schema.get("$schema") {
-            if boon::Draft::from_url(dialect).is_none() {
-                return Err(SchemaError::UnsupportedDialect {
-                    tool: tool_name.into(),
-                    dialect: dialect.clone(),
-                });
-            }
+        if let Some(Value::String(dialect)) = schema.get("$schema")
+            && boon::Draft::from_url(dialect).is_none()
+        {
+            return Err(SchemaError::UnsupportedDialect {
+                tool: tool_name.into(),
+                dialect: dialect.clone(),
+            });
         }
         let uncompilable = |error: &boon::CompileError| SchemaError::Uncompilable {
             tool: tool_name.into(),

@@ -86,10 +86,10 @@ pub(super) fn typed_answer(
     };
     // An option whose value is blank is still a choice; any other blank
     // text is an empty answer box.
-    if let FieldKind::Choice { options, .. } = &field.kind {
-        if options.iter().any(|o| o.value == *text) {
-            return Ok(Some(Value::String(text.clone())));
-        }
+    if let FieldKind::Choice { options, .. } = &field.kind
+        && options.iter().any(|o| o.value == *text)
+    {
+        return Ok(Some(Value::String(text.clone())));
     }
     if text.trim().is_empty() {
         return Ok(None);

@@ -300,10 +300,10 @@ pub(super) fn integral(f: f64) -> Option<i64> {
 /// The help lines: the description, then one line per constraint present.
 pub(super) fn help_lines(schema: &Map<String, Value>) -> Vec<String> {
     let mut help = Vec::new();
-    if let Some(description) = schema.get("description").and_then(Value::as_str) {
-        if !description.trim().is_empty() {
-            help.push(description.to_owned());
-        }
+    if let Some(description) = schema.get("description").and_then(Value::as_str)
+        && !description.trim().is_empty()
+    {
+        help.push(description.to_owned());
     }
     if let Some(format) = schema.get("format").and_then(Value::as_str) {
         help.push(format_help(format));

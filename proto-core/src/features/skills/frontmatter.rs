@@ -330,10 +330,11 @@ fn plain(text: &str) -> Result<Value, String> {
                 .into_iter()
                 .find_map(|(prefix, radix)| Some((text.strip_prefix(prefix)?, radix)));
             if let Some((digits, radix)) = radix {
-                if !digits.is_empty() && digits.chars().all(|c| c.is_digit(radix)) {
-                    if let Ok(n) = u64::from_str_radix(digits, radix) {
-                        return Ok(Value::Number(n.into()));
-                    }
+                if !digits.is_empty()
+                    && digits.chars().all(|c| c.is_digit(radix))
+                    && let Ok(n) = u64::from_str_radix(digits, radix)
+                {
+                    return Ok(Value::Number(n.into()));
                 }
                 return Ok(Value::String(text.to_owned()));
             }
@@ -342,16 +343,16 @@ fn plain(text: &str) -> Result<Value, String> {
             if let Ok(n) = text.parse::<i64>() {
                 return Ok(Value::Number(n.into()));
             }
-            if let Ok(n) = unsigned.parse::<u64>() {
-                if !text.starts_with('-') {
-                    return Ok(Value::Number(n.into()));
-                }
+            if let Ok(n) = unsigned.parse::<u64>()
+                && !text.starts_with('-')
+            {
+                return Ok(Value::Number(n.into()));
             }
         }
-        if is_float(unsigned) {
-            if let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64) {
-                return Ok(Value::Number(n));
-            }
+        if is_float(unsigned)
+            && let Some(n) = text.parse::<f64>().ok().and_then(Number::from_f64)
+        {
+            return Ok(Value::Number(n));
         }
     }
     Ok(Value::String(text.to_owned()))
