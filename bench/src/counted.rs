@@ -99,11 +99,23 @@ pub fn measure(
     rmcp: bool,
     servers: &[(&str, CountedTarget)],
 ) -> Vec<CountedStat> {
+    measure_clients(self_exe, tmp, rmcp, servers, (&CLIENTS, &HTTP_CLIENTS))
+}
+
+/// [`measure`] of other clients: `clients.0` over stdio, `clients.1`
+/// over HTTP (`bench door` counts the host library's door with it).
+pub fn measure_clients(
+    self_exe: &Path,
+    tmp: &Path,
+    rmcp: bool,
+    servers: &[(&str, CountedTarget)],
+    clients: (&[&str], &[&str]),
+) -> Vec<CountedStat> {
     let mut stats = Vec::new();
     for (server, target) in servers {
         let (transport, clients) = match target {
-            CountedTarget::Stdio(_) => ("stdio", &CLIENTS[..]),
-            CountedTarget::Http(_) => ("Streamable HTTP", &HTTP_CLIENTS[..]),
+            CountedTarget::Stdio(_) => ("stdio", clients.0),
+            CountedTarget::Http(_) => ("Streamable HTTP", clients.1),
         };
         for inflight in [1, 16] {
             let first = stats.len();

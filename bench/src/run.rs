@@ -2084,5 +2084,67 @@ pub fn door_only(args: &[String]) {
         "CPU per call of the client process, median of {} round(s) of {} calls [min–max]; ×direct: through `Host` over the same executor driven directly.\n\n{md}",
         options.rounds, options.n
     );
+    if !options.quick && crate::counted::available() {
+        println!("{}", door_counted(&env, &targets));
+    }
     let _ = std::fs::remove_dir_all(&env.tmp);
+}
+
+/// The door's counted cost per call (see `counted.rs`): user-space
+/// instructions and system calls of the client process per call, which
+/// hold from run to run where CPU time swings.
+fn door_counted(env: &Env, targets: &[Target]) -> String {
+    use crate::counted::CountedTarget;
+    let servers: Vec<(&str, CountedTarget)> = targets
+        .iter()
+        .filter_map(|t| Some((t.server, CountedTarget::Stdio(t.stdio.clone()?))))
+        .collect();
+    let clients: Vec<&str> = DOOR_CLIENTS.iter().map(|(c, _)| *c).collect();
+    let stats = crate::counted::measure_clients(
+        &env.self_exe,
+        &env.tmp,
+        env.rmcp,
+        &servers,
+        (&clients, &[]),
+    );
+    let mut md = String::from(
+        "Counted per call (callgrind, strace):\n\n| server | client | in flight | instructions | ×direct | system calls | ×direct |\n|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    let find = |server: &str, client: &str, inflight: usize| {
+        stats
+            .iter()
+            .find(|s| s.server == server && s.client == client && s.inflight == inflight)
+    };
+    let ratio = |x: Option<f64>, d: Option<f64>| match (x, d) {
+        (Some(x), Some(d)) if d > 0.0 => format!("{:.2}×", x / d),
+        _ => "–".into(),
+    };
+    for (server, _) in &servers {
+        for inflight in [1, 16] {
+            for pair in DOOR_CLIENTS.chunks(2) {
+                let direct = find(server, pair[0].0, inflight);
+                for &(client, label) in pair {
+                    let Some(s) = find(server, client, inflight) else {
+                        continue;
+                    };
+                    md.push_str(&format!(
+                        "| {server} | {label} | {inflight} | {} | {} | {} | {} |\n",
+                        s.instructions_per_call
+                            .map_or("–".into(), |v| format!("{v:.0}")),
+                        ratio(
+                            s.instructions_per_call,
+                            direct.and_then(|d| d.instructions_per_call)
+                        ),
+                        s.syscalls_per_call
+                            .map_or("–".into(), |v| format!("{v:.1}")),
+                        ratio(
+                            s.syscalls_per_call,
+                            direct.and_then(|d| d.syscalls_per_call)
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    md
 }

@@ -72,5 +72,5 @@ pub use rho_os::options_from_process_env;
 pub use rho_proto_core::host;
 pub use rho_proto_core::host::RuntimeOptions;
 pub use rho_proto_core::runtime::{ServerView, ToolCallError};
-pub use run::block_on;
+pub use run::{block_on, block_on_ticking};
 pub use runtime::Runtime;

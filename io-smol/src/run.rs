@@ -32,6 +32,23 @@ pub fn block_on<T>(executor: &Executor<'_>, future: impl Future<Output = T>) -> 
     smol::block_on(Quiet::new(executor.run(future)))
 }
 
+/// [`block_on`] for one short wait from a host thread (a call through a
+/// synchronous face): the executor's tasks are run a tick at a time while
+/// `future` is pending, with no runner. `executor.run` sets one up for
+/// every wait (a local queue of 512 slots, registered and unregistered
+/// under the executor's lock), which a call pays again each time. After
+/// each task `future` is polled again, so a task that keeps itself
+/// runnable cannot starve it.
+pub fn block_on_ticking<T>(executor: &Executor<'_>, future: impl Future<Output = T>) -> T {
+    let drive = async {
+        loop {
+            executor.tick().await;
+            smol::future::yield_now().await;
+        }
+    };
+    smol::block_on(Quiet::new(smol::future::or(future, drive)))
+}
+
 /// Polls `inner` with a waker that swallows wakes made during the poll.
 struct Quiet<F> {
     inner: std::pin::Pin<Box<F>>,
@@ -157,6 +174,46 @@ mod tests {
         });
         assert_eq!(total, (0..1000).sum::<u32>());
         drop(echo);
+    }
+
+    #[test]
+    fn a_ticking_wait_runs_the_tasks_its_future_waits_for() {
+        let executor = Executor::new();
+        let (ping_tx, ping_rx) = smol::channel::unbounded::<u32>();
+        let (pong_tx, pong_rx) = smol::channel::unbounded::<u32>();
+        let echo = executor.spawn(async move {
+            while let Ok(n) = ping_rx.recv().await {
+                if pong_tx.send(n).await.is_err() {
+                    return;
+                }
+            }
+        });
+        let mut total = 0;
+        for n in 0..200 {
+            total += block_on_ticking(&executor, async {
+                ping_tx.send(n).await.expect("ping");
+                pong_rx.recv().await.expect("pong")
+            });
+        }
+        assert_eq!(total, (0..200).sum::<u32>());
+        drop(echo);
+    }
+
+    #[test]
+    fn a_task_that_keeps_itself_runnable_does_not_starve_a_ticking_wait() {
+        let executor = Executor::new();
+        let busy = executor.spawn(async {
+            loop {
+                smol::future::yield_now().await;
+            }
+        });
+        let (tx, rx) = smol::channel::bounded::<u32>(1);
+        let sender = executor.spawn(async move { tx.send(3).await });
+        assert_eq!(
+            block_on_ticking(&executor, async { rx.recv().await }),
+            Ok(3)
+        );
+        drop((busy, sender));
     }
 
     #[test]

@@ -96,6 +96,17 @@ impl SmolExecutor {
     fn block_on<T>(&self, future: impl std::future::Future<Output = T>) -> T {
         run_smol(&self.executor, self.reactor, future)
     }
+
+    /// [`SmolExecutor::block_on`] for one call's wait: the executor is
+    /// ticked while it waits rather than given a runner per call
+    /// ([`rho_io_smol::block_on_ticking`]).
+    fn wait_for<T>(&self, future: impl std::future::Future<Output = T>) -> T {
+        if self.reactor {
+            rho_io_smol::block_on_ticking(&self.executor, future)
+        } else {
+            smol::future::block_on(self.executor.run(future))
+        }
+    }
 }
 
 impl Executor for SmolExecutor {
@@ -140,7 +151,7 @@ impl Executor for SmolExecutor {
         arguments: Value,
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.block_on(self.runtime().call(target, arguments, options))
+        self.wait_for(self.runtime().call(target, arguments, options))
     }
 
     fn request(
@@ -149,7 +160,7 @@ impl Executor for SmolExecutor {
         request: FeatureRequest,
         options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
-        self.block_on(self.runtime().request(server, request, options))
+        self.wait_for(self.runtime().request(server, request, options))
     }
 
     fn keep_moving(&mut self) {
