@@ -173,7 +173,7 @@ fn preparing_a_connect_opens_no_secret_file_until_its_grant_runs() {
     };
     let connecting = rho_host::Host::builder(&loaded)
         .runtime(RuntimeKind::Smol)
-        .options(RuntimeOptions::new(Vec::new(), None))
+        .options(rho_host::RuntimeOptions::new(Vec::new(), None))
         .store(Some(Arc::new(MemoryStore::default())))
         .login(LoginMode::Never)
         .prepare();
