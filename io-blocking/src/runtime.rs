@@ -8,7 +8,6 @@
 //! process, no socket.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -16,9 +15,10 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, Starting};
 use rho_proto_core::runtime::{
     CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
-    StartServerError, ToolCallError, late_config,
+    StartServerError, ToolCallError,
 };
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -34,14 +34,7 @@ use rho_proto_core::runtime::driving::{
 
 /// Every configured server of one run. Dropping it shuts them all down.
 pub struct Runtime {
-    inventory: Inventory,
-    drivers: BTreeMap<SlotId, DriverHandle>,
-    next_ticket: AtomicU64,
-    /// The ambient environment, shared by every server's driver.
-    ambient: Arc<Vec<(String, String)>>,
-    /// What the runtime was started with (its ambient moved out), for a
-    /// server started later ([`Runtime::start_server`]).
-    options: RuntimeOptions,
+    fleet: Fleet<DriverHandle>,
 }
 
 struct DriverHandle {
@@ -67,19 +60,11 @@ impl Runtime {
     /// [`ServerStatus::NotStarted`](rho_proto_core::runtime::status::ServerStatus::NotStarted).
     pub fn start_where(
         config: &Config,
-        mut options: RuntimeOptions,
+        options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
-        let mut inventory = Inventory::new(config, select);
-        inventory.learn_secrets(&options.ambient);
-        inventory.learn_from(&options.host.secrets);
-        let ambient = Arc::new(std::mem::take(&mut options.ambient));
         let mut runtime = Self {
-            inventory,
-            drivers: BTreeMap::new(),
-            next_ticket: AtomicU64::new(0),
-            ambient,
-            options,
+            fleet: Fleet::new(config, options, select),
         };
         runtime.start_listed();
         runtime
@@ -95,15 +80,9 @@ impl Runtime {
         id: &str,
         config: &Config,
     ) -> Result<ServerView, StartServerError> {
-        let server = late_config(config, id)?;
-        let drivers = &self.drivers;
-        self.inventory
-            .start_later(id, server, &self.ambient, |slot| {
-                drivers.contains_key(&slot)
-            })?;
+        self.fleet.start_later(id, config)?;
         self.start_listed();
-        self.server(id)
-            .ok_or_else(|| StartServerError::Unknown(id.to_owned()))
+        self.fleet.started(id)
     }
 
     /// Closes the session of server `id` and waits for it to end (its
@@ -111,27 +90,23 @@ impl Runtime {
     /// server is `NotStarted` again and its tools leave the registry.
     /// `false` when it had no session.
     pub fn stop_server(&mut self, id: &str) -> bool {
-        let Some(slot) = self.inventory.find(id) else {
-            return false;
-        };
-        let Some(mut driver) = self.drivers.remove(&slot) else {
+        let Some((slot, mut driver)) = self.fleet.take(id) else {
             return false;
         };
         driver.stop();
-        self.inventory.record_stopped(slot);
+        self.fleet.stopped(slot);
         true
     }
 
     /// Starts what the inventory lists to start, concurrently, waits for
     /// each within its budget, and builds the tool registry.
     fn start_listed(&mut self) {
-        let Self {
+        let Starting {
             inventory,
-            drivers,
+            handles: drivers,
             ambient,
             options,
-            ..
-        } = self;
+        } = self.fleet.starting();
         let root = options.workspace_root();
         let mut outcomes = BTreeMap::new();
         // What an interrupt wakes: every wait below blocks on one of these.
@@ -189,10 +164,6 @@ impl Runtime {
         inventory.finish_startup();
     }
 
-    fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {
-        |slot| self.drivers.get(&slot).map(DriverHandle::health)
-    }
-
     /// Calls a tool (an exported name, or a server's own tool under its
     /// allow/deny filter) and waits for its result, as `options` say:
     /// progress handed over as it arrives, ended early by its cancel
@@ -205,14 +176,15 @@ impl Runtime {
         arguments: Value,
         mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self.inventory.route(target.into(), self.health())?;
-        self.call_unredacted(slot, tool, arguments, &mut options)
-            .map_err(|e| self.inventory.redact_call_error(slot, e))
+        let (slot, tool, driver) = self.fleet.route(target.into())?;
+        self.call_unredacted(slot, driver, tool, arguments, &mut options)
+            .map_err(|e| self.fleet.redact(slot, e))
     }
 
     fn call_unredacted(
         &self,
         slot: SlotId,
+        driver: &DriverHandle,
         tool: String,
         arguments: Value,
         options: &mut CallOptions<'_>,
@@ -220,22 +192,17 @@ impl Runtime {
         let cancel = options.cancel_token().cloned();
         let cancel = cancel.as_ref();
         let budget = options.time_limit();
-        let server = || self.inventory.id(slot).unwrap_or_default();
-        let not_running = || ToolCallError::ServerNotReady {
-            server: server().to_owned(),
-            reason: "its session has ended".into(),
-        };
-        let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
+        let ended = || self.fleet.ended(slot);
         // Backpressure: the core says whether the call may go yet, and
         // what it ends with if not.
         wait_for_room(
             &driver.backlog,
             budget.unwrap_or(driver.tool_timeout),
-            server(),
+            self.fleet.inventory().id(slot).unwrap_or_default(),
             cancel,
         )?;
         let (reply, answer) = crate::reply::mailbox();
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.fleet.ticket();
         driver
             .driver
             .command(Command::CallTool {
@@ -245,11 +212,11 @@ impl Runtime {
                 budget,
                 reply,
             })
-            .map_err(|_| not_running())?;
+            .map_err(|_| ended())?;
         // The core completes every accepted call exactly once (result,
         // error, timeout, cancellation or session end), so this wait is
         // bounded by the call budget.
-        follow(driver, ticket, &answer, cancel, not_running, |update| {
+        follow(driver, ticket, &answer, cancel, ended, |update| {
             update.into_call_result(|progress| options.report(progress))
         })
     }
@@ -265,26 +232,10 @@ impl Runtime {
         request: FeatureRequest,
         options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
-        let slot = self.inventory.route_server(server, self.health())?;
-        self.request_unredacted(slot, server, request, &options)
-            .map_err(|e| self.inventory.redact_call_error(slot, e))
-    }
-
-    fn request_unredacted(
-        &self,
-        slot: SlotId,
-        server: &str,
-        request: FeatureRequest,
-        options: &CallOptions<'_>,
-    ) -> Result<Value, ToolCallError> {
-        let cancel = options.cancel_token();
-        let not_running = || ToolCallError::ServerNotReady {
-            server: server.to_owned(),
-            reason: "its session has ended".into(),
-        };
-        let driver = self.drivers.get(&slot).ok_or_else(not_running)?;
+        let (slot, driver) = self.fleet.route_server(server)?;
+        let ended = || self.fleet.ended(slot);
         let (reply, answer) = crate::reply::mailbox();
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.fleet.ticket();
         driver
             .driver
             .command(Command::Request {
@@ -293,12 +244,20 @@ impl Runtime {
                 budget: options.time_limit(),
                 reply,
             })
-            .map_err(|_| not_running())?;
-        // The core completes every accepted request exactly once, within
-        // its budget.
-        follow(driver, ticket, &answer, cancel, not_running, |update| {
-            update.into_answer(server)
-        })
+            .map_err(|_| ended())
+            // The core completes every accepted request exactly once,
+            // within its budget.
+            .and_then(|()| {
+                follow(
+                    driver,
+                    ticket,
+                    &answer,
+                    options.cancel_token(),
+                    ended,
+                    |update| update.into_answer(server),
+                )
+            })
+            .map_err(|e| self.fleet.redact(slot, e))
     }
 
     /// Closes every session and waits for each server to exit (each within
@@ -308,10 +267,10 @@ impl Runtime {
     }
 
     fn stop_all(&mut self) {
-        for driver in self.drivers.values() {
+        for driver in self.fleet.handles() {
             let _ = driver.driver.command(Command::Close);
         }
-        for (_, mut driver) in std::mem::take(&mut self.drivers) {
+        for (_, mut driver) in self.fleet.take_all() {
             driver.stop();
         }
     }
@@ -319,11 +278,11 @@ impl Runtime {
 
 impl Sessions for Runtime {
     fn inventory(&self) -> &Inventory {
-        &self.inventory
+        self.fleet.inventory()
     }
 
     fn health_of(&self, slot: SlotId) -> Option<Health> {
-        self.drivers.get(&slot).map(DriverHandle::health)
+        self.fleet.health_of(slot)
     }
 }
 
@@ -367,14 +326,13 @@ impl Drop for Runtime {
     }
 }
 
-impl DriverHandle {
-    fn health(&self) -> Health {
-        match self.health.lock() {
-            Ok(h) => h.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
-        }
+impl SessionHandle for DriverHandle {
+    fn health_cell(&self) -> &Mutex<Health> {
+        &self.health
     }
+}
 
+impl DriverHandle {
     /// Asks the driver to close and waits for it: the driver's own shutdown
     /// is bounded (grace, then kill), so this join is too.
     fn stop(&mut self) {

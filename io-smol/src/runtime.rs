@@ -19,7 +19,6 @@
 //! executor).
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -27,9 +26,10 @@ use rho_proto_core::config::Config;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
+use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, Starting};
 use rho_proto_core::runtime::{
     CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
-    StartServerError, ToolCallError, late_config,
+    StartServerError, ToolCallError,
 };
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -60,14 +60,7 @@ struct TaskHandle {
 /// instead cancels the tasks, and the children end with their process
 /// groups when the executor next runs (or with the process).
 pub struct Runtime {
-    inventory: Inventory,
-    tasks: BTreeMap<SlotId, TaskHandle>,
-    next_ticket: AtomicU64,
-    /// The ambient environment, shared by every server's task.
-    ambient: Arc<Vec<(String, String)>>,
-    /// What the runtime was started with (its ambient moved out), for a
-    /// server started later ([`Runtime::start_server`]).
-    options: RuntimeOptions,
+    fleet: Fleet<TaskHandle>,
 }
 
 impl Runtime {
@@ -87,19 +80,11 @@ impl Runtime {
     pub async fn start_where(
         executor: &Arc<Executor<'static>>,
         config: &Config,
-        mut options: RuntimeOptions,
+        options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
-        let mut inventory = Inventory::new(config, select);
-        inventory.learn_secrets(&options.ambient);
-        inventory.learn_from(&options.host.secrets);
-        let ambient = Arc::new(std::mem::take(&mut options.ambient));
         let mut runtime = Self {
-            inventory,
-            tasks: BTreeMap::new(),
-            next_ticket: AtomicU64::new(0),
-            ambient,
-            options,
+            fleet: Fleet::new(config, options, select),
         };
         runtime.start_listed(executor).await;
         runtime
@@ -117,13 +102,9 @@ impl Runtime {
         id: &str,
         config: &Config,
     ) -> Result<ServerView, StartServerError> {
-        let server = late_config(config, id)?;
-        let tasks = &self.tasks;
-        self.inventory
-            .start_later(id, server, &self.ambient, |slot| tasks.contains_key(&slot))?;
+        self.fleet.start_later(id, config)?;
         self.start_listed(executor).await;
-        self.server(id)
-            .ok_or_else(|| StartServerError::Unknown(id.to_owned()))
+        self.fleet.started(id)
     }
 
     /// Closes the session of server `id` and waits for it to end (its
@@ -131,27 +112,23 @@ impl Runtime {
     /// server is `NotStarted` again and its tools leave the registry.
     /// `false` when it had no session.
     pub async fn stop_server(&mut self, id: &str) -> bool {
-        let Some(slot) = self.inventory.find(id) else {
-            return false;
-        };
-        let Some(handle) = self.tasks.remove(&slot) else {
+        let Some((slot, handle)) = self.fleet.take(id) else {
             return false;
         };
         handle.stop().await;
-        self.inventory.record_stopped(slot);
+        self.fleet.stopped(slot);
         true
     }
 
     /// Starts what the inventory lists to start as tasks on `executor`,
     /// waits for each within its budget, and builds the tool registry.
     async fn start_listed(&mut self, executor: &Arc<Executor<'static>>) {
-        let Self {
+        let Starting {
             inventory,
-            tasks,
+            handles: tasks,
             ambient,
             options,
-            ..
-        } = self;
+        } = self.fleet.starting();
         let root = options.workspace_root();
         let mut outcomes = BTreeMap::new();
         for (slot, server) in inventory.to_start() {
@@ -213,10 +190,6 @@ impl Runtime {
         inventory.finish_startup();
     }
 
-    fn health(&self) -> impl Fn(SlotId) -> Option<Health> + '_ {
-        |slot| self.tasks.get(&slot).map(TaskHandle::health)
-    }
-
     /// Calls a tool (an exported name, or a server's own tool under its
     /// allow/deny filter) and waits for its result, as `options` say:
     /// progress handed over as it arrives, ended early by its cancel
@@ -230,27 +203,24 @@ impl Runtime {
         arguments: Value,
         mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool) = self.inventory.route(target.into(), self.health())?;
-        self.call_unredacted(slot, tool, arguments, &mut options)
+        let (slot, tool, handle) = self.fleet.route(target.into())?;
+        self.call_unredacted(slot, handle, tool, arguments, &mut options)
             .await
-            .map_err(|e| self.inventory.redact_call_error(slot, e))
+            .map_err(|e| self.fleet.redact(slot, e))
     }
 
     async fn call_unredacted(
         &self,
         slot: SlotId,
+        handle: &TaskHandle,
         tool: String,
         arguments: Value,
         options: &mut CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
         let budget = options.time_limit();
         let cancel = cancelled(options.cancel_token().cloned());
-        let server = || self.inventory.id(slot).unwrap_or_default();
-        let not_running = || ToolCallError::ServerNotReady {
-            server: server().to_owned(),
-            reason: "its session has ended".into(),
-        };
-        let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
+        let server = || self.fleet.inventory().id(slot).unwrap_or_default();
+        let ended = || self.fleet.ended(slot);
         let mut cancel = std::pin::pin!(cancel);
         // Backpressure: the core says whether the call may go yet. A caller
         // that gives up while it waits hears the core's `Cancelled`.
@@ -277,7 +247,7 @@ impl Runtime {
                 }
             }
         }
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let ticket = self.fleet.ticket();
         let (reply, answer) = crate::reply::reply();
         handle
             .command(Command::CallTool {
@@ -287,10 +257,10 @@ impl Runtime {
                 budget,
                 reply,
             })
-            .map_err(|_| not_running())?;
+            .map_err(|_| ended())?;
         // If this future is dropped before the answer, the guard in
         // `follow` tells the session to abandon the call.
-        follow(handle, ticket, answer, cancel, not_running, |update| {
+        follow(handle, ticket, answer, cancel, ended, |update| {
             update.into_call_result(|progress| options.report(progress))
         })
         .await
@@ -308,49 +278,38 @@ impl Runtime {
         request: FeatureRequest,
         options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
-        let slot = self.inventory.route_server(server, self.health())?;
-        self.request_unredacted(slot, server, request, &options)
-            .await
-            .map_err(|e| self.inventory.redact_call_error(slot, e))
-    }
-
-    async fn request_unredacted(
-        &self,
-        slot: SlotId,
-        server: &str,
-        request: FeatureRequest,
-        options: &CallOptions<'_>,
-    ) -> Result<Value, ToolCallError> {
-        let cancel = cancelled(options.cancel_token().cloned());
-        let not_running = || ToolCallError::ServerNotReady {
-            server: server.to_owned(),
-            reason: "its session has ended".into(),
-        };
-        let handle = self.tasks.get(&slot).ok_or_else(not_running)?;
-        let cancel = std::pin::pin!(cancel);
-        let ticket = self.next_ticket.fetch_add(1, Ordering::Relaxed);
+        let (slot, handle) = self.fleet.route_server(server)?;
+        let ended = || self.fleet.ended(slot);
+        let cancel = std::pin::pin!(cancelled(options.cancel_token().cloned()));
+        let ticket = self.fleet.ticket();
         let (reply, answer) = crate::reply::reply();
-        handle
+        let sent = handle
             .command(Command::Request {
                 ticket,
                 request: Box::new(request),
                 budget: options.time_limit(),
                 reply,
             })
-            .map_err(|_| not_running())?;
-        follow(handle, ticket, answer, cancel, not_running, |update| {
-            update.into_answer(server)
-        })
-        .await
+            .map_err(|_| ended());
+        let answered = match sent {
+            Ok(()) => {
+                follow(handle, ticket, answer, cancel, ended, |update| {
+                    update.into_answer(server)
+                })
+                .await
+            }
+            Err(error) => Err(error),
+        };
+        answered.map_err(|e| self.fleet.redact(slot, e))
     }
 
     /// Closes every session and waits for each server to exit (each within
     /// its grace period, concurrently).
     pub async fn shutdown(mut self) {
-        for handle in self.tasks.values() {
+        for handle in self.fleet.handles() {
             let _ = handle.commands.send(Input::Command(Command::Close));
         }
-        for (_, handle) in std::mem::take(&mut self.tasks) {
+        for (_, handle) in self.fleet.take_all() {
             handle.stop().await;
         }
     }
@@ -358,11 +317,11 @@ impl Runtime {
 
 impl Sessions for Runtime {
     fn inventory(&self) -> &Inventory {
-        &self.inventory
+        self.fleet.inventory()
     }
 
     fn health_of(&self, slot: SlotId) -> Option<Health> {
-        self.tasks.get(&slot).map(TaskHandle::health)
+        self.fleet.health_of(slot)
     }
 }
 
@@ -463,6 +422,12 @@ impl Drop for CancelOnDrop<'_> {
     }
 }
 
+impl SessionHandle for TaskHandle {
+    fn health_cell(&self) -> &Mutex<Health> {
+        &self.health
+    }
+}
+
 impl TaskHandle {
     /// Hands `command` to the session: straight in once its transport
     /// runs, through the task's inbox before. Fails when the session is
@@ -474,13 +439,6 @@ impl TaskHandle {
                 .commands
                 .send(Input::Command(command))
                 .map_err(|_| SessionGone),
-        }
-    }
-
-    fn health(&self) -> Health {
-        match self.health.lock() {
-            Ok(h) => h.clone(),
-            Err(poisoned) => poisoned.into_inner().clone(),
         }
     }
 

@@ -23,6 +23,7 @@ pub mod call;
 pub mod cancel;
 pub mod driver;
 pub mod driving;
+pub mod fleet;
 pub mod index;
 pub mod naming;
 pub mod registry;

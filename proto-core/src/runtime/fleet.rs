@@ -1,0 +1,196 @@
+//! The servers of one runtime with what its executor keeps for each running
+//! session: the part of a runtime that does not depend on how sessions are
+//! driven, written once for both executors.
+//!
+//! An executor's runtime is a [`Fleet`] of its own handles (a thread, a
+//! task) plus the spawning and waiting that differ between them. The fleet
+//! owns the [`Inventory`] (configuration, outcomes, tools), the handle of
+//! each running session, the options the runtime was started with and the
+//! call tickets; it answers the questions every call and every start asks
+//! the same way on both executors: where a call goes and whether its
+//! server runs, what a server started late is started with, what a
+//! stopped one leaves behind, and what an error may say.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use crate::config::Config;
+use crate::host::RuntimeOptions;
+use crate::runtime::{
+    CallTarget, Health, Inventory, ServerView, Sessions, SlotId, StartServerError, ToolCallError,
+    late_config,
+};
+
+/// What an executor keeps for one running session.
+pub trait SessionHandle {
+    /// Where the session's driver writes its health.
+    fn health_cell(&self) -> &Mutex<Health>;
+
+    /// What the session last reported (a poisoned cell is read as it
+    /// stands: health is a report, not an invariant).
+    fn health(&self) -> Health {
+        match self.health_cell().lock() {
+            Ok(health) => health.clone(),
+            Err(poisoned) => poisoned.into_inner().clone(),
+        }
+    }
+}
+
+/// Every configured server of one runtime, and the executor's handle `H`
+/// of each running session.
+pub struct Fleet<H> {
+    inventory: Inventory,
+    handles: BTreeMap<SlotId, H>,
+    next_ticket: AtomicU64,
+    /// The ambient environment, shared by every server's session.
+    ambient: Arc<Vec<(String, String)>>,
+    /// What the runtime was started with (its ambient moved out), for a
+    /// server started later.
+    options: RuntimeOptions,
+}
+
+/// What a start needs of a fleet at once: the inventory to record in, the
+/// handles to add to, and what every session is started with.
+pub struct Starting<'a, H> {
+    /// The servers, their outcomes and tools.
+    pub inventory: &'a mut Inventory,
+    /// The running sessions' handles.
+    pub handles: &'a mut BTreeMap<SlotId, H>,
+    /// The ambient environment.
+    pub ambient: &'a Arc<Vec<(String, String)>>,
+    /// The runtime's options.
+    pub options: &'a RuntimeOptions,
+}
+
+impl<H: SessionHandle> Fleet<H> {
+    /// The servers of `config` that `select` accepts, none started yet:
+    /// the secrets of the ambient environment and of the host's book are
+    /// learnt for redaction, and the ambient environment is shared.
+    pub fn new(
+        config: &Config,
+        mut options: RuntimeOptions,
+        select: impl Fn(&str) -> bool,
+    ) -> Self {
+        let mut inventory = Inventory::new(config, select);
+        inventory.learn_secrets(&options.ambient);
+        inventory.learn_from(&options.host.secrets);
+        let ambient = Arc::new(std::mem::take(&mut options.ambient));
+        Self {
+            inventory,
+            handles: BTreeMap::new(),
+            next_ticket: AtomicU64::new(0),
+            ambient,
+            options,
+        }
+    }
+
+    /// The parts a start works on.
+    pub fn starting(&mut self) -> Starting<'_, H> {
+        Starting {
+            inventory: &mut self.inventory,
+            handles: &mut self.handles,
+            ambient: &self.ambient,
+            options: &self.options,
+        }
+    }
+
+    /// Lists server `id` of `config` to start beside the running ones,
+    /// with its entry in `config` (a login's token applied, say); the
+    /// executor then starts what the inventory lists.
+    pub fn start_later(&mut self, id: &str, config: &Config) -> Result<(), StartServerError> {
+        let server = late_config(config, id)?;
+        let handles = &self.handles;
+        self.inventory
+            .start_later(id, server, &self.ambient, |slot| {
+                handles.contains_key(&slot)
+            })?;
+        Ok(())
+    }
+
+    /// Server `id` as it stands after a late start.
+    pub fn started(&self, id: &str) -> Result<ServerView, StartServerError> {
+        self.server(id)
+            .ok_or_else(|| StartServerError::Unknown(id.to_owned()))
+    }
+
+    /// Takes the handle of server `id`'s session for the executor to stop;
+    /// [`Fleet::stopped`] records the end. `None` when it has no session.
+    pub fn take(&mut self, id: &str) -> Option<(SlotId, H)> {
+        let slot = self.inventory.find(id)?;
+        let handle = self.handles.remove(&slot)?;
+        Some((slot, handle))
+    }
+
+    /// Records that the session of `slot`, taken to stop, has ended: the
+    /// server is `NotStarted` again and its tools leave the registry.
+    pub fn stopped(&mut self, slot: SlotId) {
+        self.inventory.record_stopped(slot);
+    }
+
+    /// Takes every handle, for shutdown.
+    pub fn take_all(&mut self) -> BTreeMap<SlotId, H> {
+        std::mem::take(&mut self.handles)
+    }
+
+    /// Every running session's handle.
+    pub fn handles(&self) -> impl Iterator<Item = &H> {
+        self.handles.values()
+    }
+
+    /// Where a tool call goes: the server's slot, the server's own tool
+    /// name, and its session's handle; or why it cannot go.
+    pub fn route(&self, target: CallTarget<'_>) -> Result<(SlotId, String, &H), ToolCallError> {
+        let (slot, tool) = self.inventory.route(target, |slot| self.health_of(slot))?;
+        Ok((slot, tool, self.running(slot)?))
+    }
+
+    /// Where a request to `server` goes: its slot and session handle.
+    pub fn route_server(&self, server: &str) -> Result<(SlotId, &H), ToolCallError> {
+        let slot = self
+            .inventory
+            .route_server(server, |slot| self.health_of(slot))?;
+        Ok((slot, self.running(slot)?))
+    }
+
+    /// The handle of `slot`'s session, or the error of a server whose
+    /// session has ended.
+    fn running(&self, slot: SlotId) -> Result<&H, ToolCallError> {
+        self.handles.get(&slot).ok_or_else(|| self.ended(slot))
+    }
+
+    /// The error of a call or request whose session ended before it was
+    /// answered (its driver gone).
+    pub fn ended(&self, slot: SlotId) -> ToolCallError {
+        ToolCallError::ServerNotReady {
+            server: self.inventory.id(slot).unwrap_or_default().to_owned(),
+            reason: "its session has ended".into(),
+        }
+    }
+
+    /// A ticket for the next call or request, unique in this runtime.
+    pub fn ticket(&self) -> u64 {
+        self.next_ticket.fetch_add(1, Ordering::Relaxed)
+    }
+
+    /// `error` of a call to `slot`'s server with the secrets it may carry
+    /// redacted.
+    pub fn redact(&self, slot: SlotId, error: ToolCallError) -> ToolCallError {
+        self.inventory.redact_call_error(slot, error)
+    }
+
+    /// The runtime's options.
+    pub fn options(&self) -> &RuntimeOptions {
+        &self.options
+    }
+}
+
+impl<H: SessionHandle> Sessions for Fleet<H> {
+    fn inventory(&self) -> &Inventory {
+        &self.inventory
+    }
+
+    fn health_of(&self, slot: SlotId) -> Option<Health> {
+        self.handles.get(&slot).map(SessionHandle::health)
+    }
+}
