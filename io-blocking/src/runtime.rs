@@ -205,13 +205,7 @@ impl Runtime {
         let ticket = self.fleet.ticket();
         driver
             .driver
-            .command(Command::CallTool {
-                ticket,
-                tool,
-                arguments,
-                budget,
-                reply,
-            })
+            .command(Command::call_tool(ticket, tool, arguments, budget, reply))
             .map_err(|_| ended())?;
         // The core completes every accepted call exactly once (result,
         // error, timeout, cancellation or session end), so this wait is
@@ -238,12 +232,12 @@ impl Runtime {
         let ticket = self.fleet.ticket();
         driver
             .driver
-            .command(Command::Request {
+            .command(Command::request(
                 ticket,
-                request: Box::new(request),
-                budget: options.time_limit(),
+                request,
+                options.time_limit(),
                 reply,
-            })
+            ))
             .map_err(|_| ended())
             // The core completes every accepted request exactly once,
             // within its budget.

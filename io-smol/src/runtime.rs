@@ -250,13 +250,7 @@ impl Runtime {
         let ticket = self.fleet.ticket();
         let (reply, answer) = crate::reply::reply();
         handle
-            .command(Command::CallTool {
-                ticket,
-                tool,
-                arguments,
-                budget,
-                reply,
-            })
+            .command(Command::call_tool(ticket, tool, arguments, budget, reply))
             .map_err(|_| ended())?;
         // If this future is dropped before the answer, the guard in
         // `follow` tells the session to abandon the call.
@@ -284,12 +278,12 @@ impl Runtime {
         let ticket = self.fleet.ticket();
         let (reply, answer) = crate::reply::reply();
         let sent = handle
-            .command(Command::Request {
+            .command(Command::request(
                 ticket,
-                request: Box::new(request),
-                budget: options.time_limit(),
+                request,
+                options.time_limit(),
                 reply,
-            })
+            ))
             .map_err(|_| ended());
         let answered = match sent {
             Ok(()) => {

@@ -102,6 +102,42 @@ pub enum Command<R> {
     Close,
 }
 
+impl<R> Command<R> {
+    /// [`Command::CallTool`]: call `tool` (the server's own name) with
+    /// `arguments`, within `budget` when the call has one of its own.
+    pub fn call_tool(
+        ticket: u64,
+        tool: String,
+        arguments: Value,
+        budget: Option<std::time::Duration>,
+        reply: R,
+    ) -> Self {
+        Command::CallTool {
+            ticket,
+            tool,
+            arguments,
+            budget,
+            reply,
+        }
+    }
+
+    /// [`Command::Request`]: send `request`, within `budget` when it has
+    /// one of its own.
+    pub fn request(
+        ticket: u64,
+        request: crate::features::FeatureRequest,
+        budget: Option<std::time::Duration>,
+        reply: R,
+    ) -> Self {
+        Command::Request {
+            ticket,
+            request: Box::new(request),
+            budget,
+            reply,
+        }
+    }
+}
+
 /// The host's answer to a question, either kind.
 #[derive(Debug)]
 pub enum Answer {
