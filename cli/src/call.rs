@@ -15,7 +15,6 @@ use std::process::ExitCode;
 use std::time::Duration;
 
 use rho_proto_core::config::Config;
-use rho_proto_core::features::content;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -146,6 +145,11 @@ pub(crate) fn run(
             .cancel(&cancel),
     );
     line.clear();
+    // What the model reads is capped, as every server answer is.
+    let outcome = outcome.map(|result| {
+        let rendered = runtime.render_result(id, &result);
+        (result, rendered)
+    });
     runtime.shutdown();
     if let Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) = &outcome {
         // After SIGHUP the terminal may be gone: never panic writing.
@@ -155,21 +159,13 @@ pub(crate) fn run(
         );
     }
     check_stopped()?;
-    let result = match outcome {
-        Ok(result) => result,
+    let (result, rendered) = match outcome {
+        Ok(answered) => answered,
         Err(error @ ToolCallError::NoSuchTool { .. }) => {
             return Err(Failure::Runtime(format!("{error}{undeclared}")));
         }
         Err(error) => return Err(Failure::Runtime(error.to_string())),
     };
-    // What the model reads is capped, as every server answer is.
-    let cap = entry
-        .config
-        .as_ref()
-        .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
-            c.max_output_bytes
-        });
-    let rendered = content::render_capped(&result, cap);
     if args.json {
         let doc = json!({
             "schema": 1,

@@ -20,7 +20,7 @@ use rho_host::Cancel;
 use std::process::ExitCode;
 
 use rho_proto_core::features::FeatureRequest;
-use rho_proto_core::features::prompts::{self, GetPromptParams, GetPromptResult};
+use rho_proto_core::features::prompts;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::ServerView;
 use rho_proto_core::runtime::status::{ReadyReport, ServerStatus};
@@ -75,27 +75,26 @@ impl Connected {
         }
     }
 
-    /// The server's `max_output_bytes`.
-    pub(crate) fn max_output_bytes(&self) -> usize {
-        self.view
-            .config
-            .as_ref()
-            .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
-                c.max_output_bytes
-            })
-    }
-
     /// Sends `request`, shuts the server down, and hands back the answer
     /// (a stop signal meanwhile ends the command).
     pub(crate) fn request_then_shut_down(
         self,
         request: FeatureRequest,
     ) -> Result<serde_json::Value, Failure> {
-        let outcome = self.host.request(
-            &self.view.id,
-            request,
-            CallOptions::new().cancel(&self.cancel),
-        );
+        self.ask_then_shut_down(|host, server, cancel| {
+            host.request(server, request, CallOptions::new().cancel(cancel))
+        })
+    }
+
+    /// Asks the server through the host (`ask` gets the host, the
+    /// server's id and the command's cancel token), shuts the server down,
+    /// and hands back the answer (a stop signal meanwhile ends the
+    /// command).
+    pub(crate) fn ask_then_shut_down<T, E: std::fmt::Display>(
+        self,
+        ask: impl FnOnce(&Host, &str, &Cancel) -> Result<T, E>,
+    ) -> Result<T, Failure> {
+        let outcome = ask(&self.host, &self.view.id, &self.cancel);
         self.host.shutdown();
         check_stopped()?;
         outcome.map_err(|e| Failure::Runtime(e.to_string()))
@@ -189,15 +188,14 @@ pub(crate) fn run(
         Ok(arguments) => arguments,
         Err(error) => return refuse(connected, Failure::Usage(error.to_string())),
     };
-    let cap = connected.max_output_bytes();
-    let request = FeatureRequest::GetPrompt(GetPromptParams {
-        name: prompt.name.clone(),
-        arguments,
-    });
-    let value = connected.request_then_shut_down(request)?;
-    let result = GetPromptResult::from_value(&value)
-        .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed prompt: {e}")))?;
-    let turn = prompts::flatten(&result, cap);
+    let name = prompt.name.clone();
+    let rho_host::PromptTurn {
+        turn,
+        result,
+        as_sent: value,
+    } = connected.ask_then_shut_down(|host, server, cancel| {
+        host.prompt_turn(server, &name, arguments, cancel)
+    })?;
     if args.json {
         let doc = json!({
             "schema": 1,

@@ -17,11 +17,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::content::human_size;
-use rho_proto_core::features::resources::{
-    Attachment, ReadResourceParams, ReadResourceResult, ResourceContents, attachment,
-};
+use rho_proto_core::features::resources::{Attachment, ResourceContents};
 use rho_proto_core::features::uri_template::{TemplateError, UriTemplate};
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::text::terminal::sanitize;
@@ -114,7 +111,6 @@ pub(crate) fn run(
         connected.host.shutdown();
         return Err(Failure::Usage(format!("server `{id}` offers no resources")));
     }
-    let cap = connected.max_output_bytes();
     // A URI the server did not list (and not made from a template) gets
     // the closest listed one, should the read fail.
     let catalog = &connected.report().catalog;
@@ -125,20 +121,16 @@ pub(crate) fn run(
         rho_host::names::did_you_mean(&uri, catalog.resources.items.iter().map(|r| r.uri.as_str()))
             .map(|near| format!("; did you mean `{near}`?"))
     };
-    let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
-    let value = connected
-        .request_then_shut_down(request)
+    let rho_host::Attached {
+        attachment: carried,
+        result,
+        as_sent: value,
+    } = connected
+        .ask_then_shut_down(|host, server, cancel| host.attach_resource(server, &uri, cancel))
         .map_err(|failure| match (failure, &near) {
             (Failure::Runtime(message), Some(near)) => Failure::Runtime(format!("{message}{near}")),
             (failure, _) => failure,
         })?;
-    let result = ReadResourceResult::from_value(&value)
-        .map_err(|e| Failure::Runtime(format!("server `{id}` sent a malformed resource: {e}")))?;
-    if result.contents.is_empty() {
-        return Err(Failure::Runtime(format!(
-            "server `{id}` returned nothing for `{uri}`"
-        )));
-    }
     if let Some(path) = &args.output {
         let [body] = result.contents.as_slice() else {
             return Err(Failure::Runtime(format!(
@@ -165,7 +157,6 @@ pub(crate) fn run(
         write_stdout(&format!("wrote {size}{exact} to {}\n", path.display()))?;
         return Ok(ExitCode::SUCCESS);
     }
-    let carried = attachment(&result, cap);
     if args.json {
         let doc = json!({
             "schema": 1,

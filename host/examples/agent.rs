@@ -232,7 +232,8 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
         {
             let turn = host
                 .prompt_turn(&server.id, &prompt.name, BTreeMap::new(), &cancel)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?
+                .turn;
             step(
                 9,
                 &format!(
@@ -247,7 +248,8 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
         if let Some(resource) = report.catalog.resources.items.first() {
             let attachment = host
                 .attach_resource(&server.id, &resource.uri, &cancel)
-                .map_err(|e| e.to_string())?;
+                .map_err(|e| e.to_string())?
+                .attachment;
             resources += 1;
             let what = match attachment {
                 Attachment::Text { text } => format!("{} bytes of text", text.len()),

@@ -106,6 +106,28 @@ pub enum AttachError {
     },
 }
 
+/// A prompt as a model gets it ([`Host::prompt_turn`]).
+#[derive(Debug)]
+pub struct PromptTurn {
+    /// The user turn: the prompt's messages flattened, capped.
+    pub turn: String,
+    /// The prompt as read.
+    pub result: GetPromptResult,
+    /// The result as the server sent it (for a transcript or `--json`).
+    pub as_sent: Value,
+}
+
+/// A resource as a message carries it ([`Host::attach_resource`]).
+#[derive(Debug)]
+pub struct Attached {
+    /// What the message carries, capped.
+    pub attachment: Attachment,
+    /// The resource as read, every body whole.
+    pub result: ReadResourceResult,
+    /// The result as the server sent it.
+    pub as_sent: Value,
+}
+
 /// A started runtime of either kind, driven synchronously.
 pub struct Host {
     executor: Box<dyn Executor>,
@@ -255,44 +277,50 @@ impl Host {
         render_capped(result, self.max_output_bytes(server))
     }
 
-    /// Gets prompt `name` of `server` with `arguments` and returns the
-    /// user turn the model gets: its messages flattened, capped at the
-    /// server's `max_output_bytes`.
+    /// Gets prompt `name` of `server` with `arguments`: the user turn the
+    /// model gets (its messages flattened, capped at the server's
+    /// `max_output_bytes`), with the result it was made from.
     pub fn prompt_turn(
         &self,
         server: &str,
         name: &str,
         arguments: BTreeMap<String, String>,
         cancel: &Cancel,
-    ) -> Result<String, AttachError> {
+    ) -> Result<PromptTurn, AttachError> {
         let request = FeatureRequest::GetPrompt(GetPromptParams {
             name: name.to_owned(),
             arguments,
         });
-        let value = self.request_until(server, request, cancel)?;
-        let result = GetPromptResult::from_value(&value).map_err(|e| AttachError::Malformed {
+        let as_sent = self.request_until(server, request, cancel)?;
+        let result = GetPromptResult::from_value(&as_sent).map_err(|e| AttachError::Malformed {
             server: server.to_owned(),
             what: "prompt",
             reason: e.to_string(),
         })?;
-        Ok(flatten(&result, self.max_output_bytes(server)))
+        let turn = flatten(&result, self.max_output_bytes(server));
+        Ok(PromptTurn {
+            turn,
+            result,
+            as_sent,
+        })
     }
 
-    /// Reads resource `uri` of `server` and returns what a message
-    /// carries: text (bodies, or descriptors of blobs) capped at the
-    /// server's `max_output_bytes`, or one image as sent.
+    /// Reads resource `uri` of `server`: what a message carries (text,
+    /// bodies or descriptors of blobs, capped at the server's
+    /// `max_output_bytes`, or one image as sent), with the result it was
+    /// made from.
     pub fn attach_resource(
         &self,
         server: &str,
         uri: &str,
         cancel: &Cancel,
-    ) -> Result<Attachment, AttachError> {
+    ) -> Result<Attached, AttachError> {
         let request = FeatureRequest::ReadResource(ReadResourceParams {
             uri: uri.to_owned(),
         });
-        let value = self.request_until(server, request, cancel)?;
+        let as_sent = self.request_until(server, request, cancel)?;
         let result =
-            ReadResourceResult::from_value(&value).map_err(|e| AttachError::Malformed {
+            ReadResourceResult::from_value(&as_sent).map_err(|e| AttachError::Malformed {
                 server: server.to_owned(),
                 what: "resource",
                 reason: e.to_string(),
@@ -303,7 +331,12 @@ impl Host {
                 uri: uri.to_owned(),
             });
         }
-        Ok(attachment(&result, self.max_output_bytes(server)))
+        let attachment = attachment(&result, self.max_output_bytes(server));
+        Ok(Attached {
+            attachment,
+            result,
+            as_sent,
+        })
     }
 
     /// Sends a prompt, resource or completion request to `server` and

@@ -90,7 +90,7 @@ pub mod stored_tokens;
 mod test_support;
 
 pub use connect::{Connected, Connecting, HostBuilder, LoginOutcome, Logins, Reconnected};
-pub use facade::{AsyncHost, AttachError, Host, RuntimeKind};
+pub use facade::{AsyncHost, AttachError, Attached, Host, PromptTurn, RuntimeKind};
 pub use rho_os::options_from_process_env;
 
 // The vocabulary of the host's methods: what they take and return, and
@@ -100,8 +100,10 @@ pub use rho_proto_core::features::FeatureRequest;
 pub use rho_proto_core::features::completions::CompleteParams;
 pub use rho_proto_core::features::content::RenderedResult;
 pub use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
-pub use rho_proto_core::features::prompts::GetPromptParams;
-pub use rho_proto_core::features::resources::{Attachment, ReadResourceParams};
+pub use rho_proto_core::features::prompts::{GetPromptParams, GetPromptResult};
+pub use rho_proto_core::features::resources::{
+    Attachment, ReadResourceParams, ReadResourceResult, ResourceContents,
+};
 pub use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 pub use rho_proto_core::host::{Asked, HostServices, Responder, RuntimeOptions};
 pub use rho_proto_core::remedy::{

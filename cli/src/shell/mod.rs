@@ -620,14 +620,6 @@ impl Shell<'_> {
         }
     }
 
-    /// The server's `max_output_bytes`.
-    fn output_cap(&self, server: &str) -> usize {
-        self.host()
-            .server(server)
-            .and_then(|view| view.config.map(|c| c.max_output_bytes))
-            .unwrap_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES)
-    }
-
     /// `/mcp:<server>:<prompt> [arguments]`: checks the line against the
     /// server's prompts (no request for a bad one), then fetches the prompt
     /// and prints the user turn the model would get.
@@ -675,23 +667,11 @@ impl Shell<'_> {
         };
         let arguments =
             prompts::parse_arguments(prompt, command.rest).map_err(|e| e.to_string())?;
-        let cap = view
-            .config
-            .as_ref()
-            .map_or(rho_proto_core::config::DEFAULT_MAX_OUTPUT_BYTES, |c| {
-                c.max_output_bytes
-            });
-        let request = FeatureRequest::GetPrompt(prompts::GetPromptParams {
-            name: prompt.name.clone(),
-            arguments,
-        });
-        let value = self
-            .host()
-            .request(command.server, request, CallOptions::new().cancel(cancel))
-            .map_err(|e| e.to_string())?;
-        let result = prompts::GetPromptResult::from_value(&value)
-            .map_err(|e| format!("server `{}` sent a malformed prompt: {e}", command.server))?;
-        Ok(prompts::flatten(&result, cap))
+        let name = prompt.name.clone();
+        self.host()
+            .prompt_turn(command.server, &name, arguments, cancel)
+            .map(|prompted| prompted.turn)
+            .map_err(|e| e.to_string())
     }
 
     /// `/mcp`: the table `rho mcp list --connect` prints (servers,
@@ -1423,7 +1403,7 @@ fn attach<'scope, 'env>(
         chip,
         ReadSlot {
             server: server.clone(),
-            read: ResourceRead::new(uri.clone(), shell.output_cap(&server)),
+            read: ResourceRead::new(uri.clone(), shell.host().max_output_bytes(&server)),
             cancel: cancel.clone(),
         },
     );
