@@ -906,8 +906,9 @@ fn counted(
     stats
 }
 
-fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<RoundTripStat> {
-    let mut keep = Vec::new();
+/// The stdio servers the round trips run against: server-everything, and
+/// the rmcp echo server where this build has rmcp.
+fn stdio_targets(env: &Env) -> Vec<Target> {
     let mut targets = vec![Target {
         transport: "stdio",
         server: "server-everything (node)",
@@ -929,6 +930,12 @@ fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<Rou
             url: None,
         });
     }
+    targets
+}
+
+fn round_trips(options: &Options, env: &Env, notes: &mut Vec<String>) -> Vec<RoundTripStat> {
+    let mut keep = Vec::new();
+    let mut targets = stdio_targets(env);
     let (bg, url) = start_everything_http();
     keep.push(bg);
     targets.push(Target {
@@ -1993,27 +2000,7 @@ const DOOR_CLIENTS: [(&str, &str); 4] = [
 pub fn door_only(args: &[String]) {
     let options = Options::parse(args);
     let env = env_alone(None);
-    let mut targets = vec![Target {
-        transport: "stdio",
-        server: "server-everything (node)",
-        stdio: Some(vec![
-            "node".into(),
-            util::everything_js().display().to_string(),
-        ]),
-        url: None,
-    }];
-    if env.rmcp {
-        targets.push(Target {
-            transport: "stdio",
-            server: "rmcp echo (Rust)",
-            stdio: Some(vec![
-                env.self_exe.display().to_string(),
-                "rmcp-echo".into(),
-                "--stdio".into(),
-            ]),
-            url: None,
-        });
-    }
+    let targets = stdio_targets(&env);
     let timeout = Duration::from_secs(180);
     let combos: Vec<(usize, &str)> = (0..targets.len())
         .flat_map(|t| DOOR_CLIENTS.iter().map(move |(c, _)| (t, *c)))

@@ -15,7 +15,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::util::Cpu;
-use rho_proto_core::runtime::CallOptions;
+use rho_proto_core::runtime::{CallOptions, ToolCallError};
+use rho_proto_core::wire::protocol::CallToolResult;
 
 /// What a client process is asked to do.
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -241,23 +242,33 @@ fn text_len(result: &rho_proto_core::wire::protocol::CallToolResult) -> usize {
 fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let config = rho_config(spec)?;
     let runtime = rho_io_blocking::Runtime::start(&config, rho_options());
-    let view = runtime.server("bench").ok_or("no server view")?;
+    let measured = measure_sync(spec, runtime.server("bench"), |exported, args| {
+        runtime.call(exported, args, CallOptions::new())
+    });
+    runtime.shutdown();
+    measured
+}
+
+/// Checks that the bench server started (`view`), then warms up and
+/// measures a synchronous face's `call` (by exported name) on threads.
+fn measure_sync(
+    spec: &WorkerSpec,
+    view: Option<rho_proto_core::runtime::ServerView>,
+    call: impl Fn(&str, Value) -> Result<CallToolResult, ToolCallError> + Sync,
+) -> Result<(Vec<Measured>, usize), String> {
+    let view = view.ok_or("no server view")?;
     if view.status.is_failure() {
         return Err(format!("rho could not start the server: {:?}", view.status));
     }
     let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
     let call = || -> Result<usize, String> {
-        let result = runtime
-            .call(&exported, spec.args.clone(), CallOptions::new())
-            .map_err(|e| e.to_string())?;
+        let result = call(&exported, spec.args.clone()).map_err(|e| e.to_string())?;
         if result.is_error {
             return Err(format!("tool error: {}", result.text()));
         }
         Ok(text_len(&result))
     };
-    let measured = warm_and_measure(spec, &call);
-    runtime.shutdown();
-    measured
+    warm_and_measure(spec, &call)
 }
 
 /// rho through the host library's one door, `rho_host::Host`, as an agent
@@ -276,21 +287,9 @@ fn rho_host(
         .store(None)
         .connect()
         .host;
-    let view = host.server("bench").ok_or("no server view")?;
-    if view.status.is_failure() {
-        return Err(format!("rho could not start the server: {:?}", view.status));
-    }
-    let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
-    let call = || -> Result<usize, String> {
-        let result = host
-            .call(exported.as_str(), spec.args.clone(), CallOptions::new())
-            .map_err(|e| e.to_string())?;
-        if result.is_error {
-            return Err(format!("tool error: {}", result.text()));
-        }
-        Ok(text_len(&result))
-    };
-    let measured = warm_and_measure(spec, &call);
+    let measured = measure_sync(spec, host.server("bench"), |exported, args| {
+        host.call(exported, args, CallOptions::new())
+    });
     host.shutdown();
     measured
 }

@@ -276,31 +276,22 @@ impl Connecting<'_> {
     /// login, and waits until each is ready or has failed (within its
     /// startup budget, all at once).
     pub fn start(self) -> Connected {
-        let Connecting {
-            origin,
-            config,
-            options,
-            select,
-            logins,
-            deferred,
-            executor_thread,
-        } = self;
+        let (select, deferred) = (&self.select, &self.deferred);
         let host = Host::start_where(
-            origin.kind,
-            &config,
-            options,
+            self.origin.kind,
+            &self.config,
+            self.options,
             |id: &str| select(id) && !deferred.iter().any(|d| d == id),
-            Arc::new(origin),
+            Arc::new(self.origin),
         );
-        let host = if executor_thread {
-            host.with_executor_thread()
-        } else {
-            host
-        };
         Connected {
-            host,
-            logins,
-            deferred,
+            host: if self.executor_thread {
+                host.with_executor_thread()
+            } else {
+                host
+            },
+            logins: self.logins,
+            deferred: self.deferred,
         }
     }
 }

@@ -152,9 +152,15 @@ mod tests {
         sender.join().expect("sender");
     }
 
-    #[test]
-    fn tasks_that_wake_each_other_run_to_the_end() {
-        let executor = Executor::new();
+    /// A task on `executor` that sends back every number it is sent: the
+    /// sender to it, the receiver of its answers, and the task.
+    fn echo_task(
+        executor: &Executor<'static>,
+    ) -> (
+        smol::channel::Sender<u32>,
+        smol::channel::Receiver<u32>,
+        smol::Task<()>,
+    ) {
         let (ping_tx, ping_rx) = smol::channel::unbounded::<u32>();
         let (pong_tx, pong_rx) = smol::channel::unbounded::<u32>();
         let echo = executor.spawn(async move {
@@ -164,6 +170,13 @@ mod tests {
                 }
             }
         });
+        (ping_tx, pong_rx, echo)
+    }
+
+    #[test]
+    fn tasks_that_wake_each_other_run_to_the_end() {
+        let executor = Executor::new();
+        let (ping_tx, pong_rx, echo) = echo_task(&executor);
         let total = block_on(&executor, async {
             let mut total = 0;
             for n in 0..1000 {
@@ -179,15 +192,7 @@ mod tests {
     #[test]
     fn a_ticking_wait_runs_the_tasks_its_future_waits_for() {
         let executor = Executor::new();
-        let (ping_tx, ping_rx) = smol::channel::unbounded::<u32>();
-        let (pong_tx, pong_rx) = smol::channel::unbounded::<u32>();
-        let echo = executor.spawn(async move {
-            while let Ok(n) = ping_rx.recv().await {
-                if pong_tx.send(n).await.is_err() {
-                    return;
-                }
-            }
-        });
+        let (ping_tx, pong_rx, echo) = echo_task(&executor);
         let mut total = 0;
         for n in 0..200 {
             total += block_on_ticking(&executor, async {
