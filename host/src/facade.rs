@@ -20,7 +20,6 @@
 //! - [`RuntimeKind::Blocking`]: a driver thread per session; calls wait on
 //!   the calling thread.
 
-use std::str::FromStr;
 use std::sync::Arc;
 
 use std::collections::BTreeMap;
@@ -40,45 +39,9 @@ use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
 
 use crate::connect::Origin;
-use crate::executor::{BlockingExecutor, Executor, SmolExecutor};
+use crate::executor::{BlockingExecutor, Executor, RuntimeKind, SmolExecutor};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
-
-/// Which executor drives the sessions.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum RuntimeKind {
-    /// One task per session on one executor (the `rho` CLI's default).
-    Smol,
-    /// A driver thread per session.
-    Blocking,
-}
-
-impl RuntimeKind {
-    /// Both kinds, smol first.
-    pub const ALL: [RuntimeKind; 2] = [RuntimeKind::Smol, RuntimeKind::Blocking];
-
-    /// The kind's name, as `--runtime` and `RHO_RUNTIME` spell it.
-    pub fn name(self) -> &'static str {
-        match self {
-            RuntimeKind::Smol => "smol",
-            RuntimeKind::Blocking => "blocking",
-        }
-    }
-}
-
-impl FromStr for RuntimeKind {
-    type Err = String;
-
-    fn from_str(s: &str) -> Result<Self, Self::Err> {
-        match s {
-            "smol" => Ok(RuntimeKind::Smol),
-            "blocking" => Ok(RuntimeKind::Blocking),
-            other => Err(format!(
-                "unknown runtime `{other}`: the runtimes are smol and blocking"
-            )),
-        }
-    }
-}
 
 /// Why a prompt or resource could not be attached.
 #[derive(Debug, thiserror::Error)]

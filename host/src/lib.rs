@@ -90,7 +90,8 @@ pub mod stored_tokens;
 mod test_support;
 
 pub use connect::{Connected, Connecting, HostBuilder, LoginOutcome, Logins, Reconnected};
-pub use facade::{AsyncHost, AttachError, Attached, Host, PromptTurn, RuntimeKind};
+pub use executor::RuntimeKind;
+pub use facade::{AsyncHost, AttachError, Attached, Host, PromptTurn};
 pub use rho_os::options_from_process_env;
 
 // The vocabulary of the host's methods: what they take and return, and

@@ -15,13 +15,49 @@ use rho_proto_core::runtime::{
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
-use crate::RuntimeKind;
+use std::str::FromStr;
 
 mod blocking;
 mod smol;
 
 pub(crate) use blocking::BlockingExecutor;
 pub(crate) use smol::SmolExecutor;
+
+/// Which executor drives the sessions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum RuntimeKind {
+    /// One task per session on one executor (the `rho` CLI's default).
+    Smol,
+    /// A driver thread per session.
+    Blocking,
+}
+
+impl RuntimeKind {
+    /// Both kinds, smol first.
+    pub const ALL: [RuntimeKind; 2] = [RuntimeKind::Smol, RuntimeKind::Blocking];
+
+    /// The kind's name, as `--runtime` and `RHO_RUNTIME` spell it.
+    pub fn name(self) -> &'static str {
+        match self {
+            RuntimeKind::Smol => "smol",
+            RuntimeKind::Blocking => "blocking",
+        }
+    }
+}
+
+impl FromStr for RuntimeKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "smol" => Ok(RuntimeKind::Smol),
+            "blocking" => Ok(RuntimeKind::Blocking),
+            other => Err(format!(
+                "unknown runtime `{other}`: the runtimes are smol and blocking"
+            )),
+        }
+    }
+}
 
 /// One executor, driven synchronously by the host's methods.
 pub(crate) trait Executor: Send + Sync {
