@@ -1984,10 +1984,15 @@ fn large(options: &Options, env: &Env, notes: &mut Vec<String>) -> (Vec<LargeSta
 // ----- the host library's door against the executors driven directly -----
 
 /// The clients `bench door` compares: each executor driven directly, then
-/// through `rho_host::Host`, the one door an agent and the CLI use.
-const DOOR_CLIENTS: [(&str, &str); 4] = [
+/// through `rho_host::Host`, the one door an agent and the CLI use (smol's
+/// three first: directly, as the CLI connects, as an agent connects).
+const DOOR_CLIENTS: [(&str, &str); 5] = [
     ("rho-smol", "smol, driven directly"),
     ("rho-host-smol", "smol, through `Host`"),
+    (
+        "rho-host-smol-thread",
+        "smol, through `Host` with its executor thread",
+    ),
     ("rho-blocking", "blocking, driven directly"),
     ("rho-host-blocking", "blocking, through `Host`"),
 ];
@@ -2043,7 +2048,7 @@ pub fn door_only(args: &[String]) {
                 outs.get(&(t, client)).map(Vec::as_slice).unwrap_or(&[]),
             )
         };
-        for pair in DOOR_CLIENTS.chunks(2) {
+        for pair in [&DOOR_CLIENTS[..3], &DOOR_CLIENTS[3..]] {
             let (direct, _) = pair[0];
             for &(client, label) in pair {
                 let mut row = format!("| {} | {label} |", target.server);
@@ -2108,7 +2113,7 @@ fn door_counted(env: &Env, targets: &[Target]) -> String {
     };
     for (server, _) in &servers {
         for inflight in [1, 16] {
-            for pair in DOOR_CLIENTS.chunks(2) {
+            for pair in [&DOOR_CLIENTS[..3], &DOOR_CLIENTS[3..]] {
                 let direct = find(server, pair[0].0, inflight);
                 for &(client, label) in pair {
                     let Some(s) = find(server, client, inflight) else {

@@ -114,8 +114,9 @@ fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     match spec.client.as_str() {
         "rho-smol" => rho_smol(spec),
         "rho-blocking" => rho_blocking(spec),
-        "rho-host-smol" => rho_host(spec, rho_host::RuntimeKind::Smol),
-        "rho-host-blocking" => rho_host(spec, rho_host::RuntimeKind::Blocking),
+        "rho-host-smol" => rho_host(spec, rho_host::RuntimeKind::Smol, false),
+        "rho-host-blocking" => rho_host(spec, rho_host::RuntimeKind::Blocking, false),
+        "rho-host-smol-thread" => rho_host(spec, rho_host::RuntimeKind::Smol, true),
         "bare" if spec.stdio.is_some() => bare_stdio(spec),
         "bare" => bare_http(spec),
         "bare-threads" => bare_threads_stdio(spec),
@@ -273,20 +274,27 @@ fn measure_sync(
 
 /// rho through the host library's one door, `rho_host::Host`, as an agent
 /// and the `rho` CLI drive it: connected by its builder (no credential
-/// store: the bench server needs no login), a blocking `call` per call.
+/// store: the bench server needs no login), a blocking `call` per call;
+/// with `executor_thread`, as an agent connects it (a thread keeps the
+/// smol sessions moving between calls).
 /// Lanes are threads, as for rho-blocking: the sync face has no other
 /// way to have 16 calls in flight.
 fn rho_host(
     spec: &WorkerSpec,
     kind: rho_host::RuntimeKind,
+    executor_thread: bool,
 ) -> Result<(Vec<Measured>, usize), String> {
     let loaded = rho_host::config::LoadedConfig::from(rho_config(spec)?);
-    let host = rho_host::Host::builder(&loaded)
+    let builder = rho_host::Host::builder(&loaded)
         .runtime(kind)
         .options(rho_options())
-        .store(None)
-        .connect()
-        .host;
+        .store(None);
+    let builder = if executor_thread {
+        builder.executor_thread()
+    } else {
+        builder
+    };
+    let host = builder.connect().host;
     let measured = measure_sync(spec, host.server("bench"), |exported, args| {
         host.call(exported, args, CallOptions::new())
     });

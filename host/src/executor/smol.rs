@@ -100,8 +100,16 @@ impl SmolExecutor {
     /// [`SmolExecutor::block_on`] for one call's wait: the executor is
     /// ticked while it waits rather than given a runner per call
     /// ([`rho_io_smol::block_on_ticking`]).
+    ///
+    /// With the executor thread running, the caller only waits: that
+    /// thread runs the sessions and holds async-io's reactor throughout,
+    /// so an answer is one wake of the caller. A caller that ran the
+    /// executor itself would compete with it for the reactor, and each
+    /// answer would reach it through a hand-off anyway.
     fn wait_for<T>(&self, future: impl std::future::Future<Output = T>) -> T {
-        if self.reactor {
+        if self.thread.is_some() {
+            smol::future::block_on(future)
+        } else if self.reactor {
             rho_io_smol::block_on_ticking(&self.executor, future)
         } else {
             smol::future::block_on(self.executor.run(future))
