@@ -10,8 +10,9 @@
 //! `core-profile small|large|roundtrip|serde|serde-large N` (the core alone, for
 //! `valgrind --tool=callgrind`), `core [--quick]` (only the core
 //! throughput rows, printed), `counted` (only the counted cost per call
-//! over stdio, printed), `door [--rounds N] [--n N]` (CPU per call of
-//! each executor driven directly and through `rho_host::Host`, printed),
+//! over stdio, printed), `door [--rounds N] [--n N] [--write]` (CPU per
+//! call of each executor driven directly and through `rho_host::Host`;
+//! `--write` puts it in BENCHMARKS.md),
 //! `one-server [--write]` (only the one-server
 //! clients' peak RSS, printed; `--write` puts it in BENCHMARKS.md), `memory [--write]` (only
 //! section 5's CLI peak RSS and binary size, likewise), `peak-rss PROGRAM ARGS...` (a command's exact peak RSS).

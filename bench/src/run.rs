@@ -266,6 +266,8 @@ pub fn main(options: Options) {
     println!("\n{markdown}");
     if options.write {
         let root = repo_root();
+        // `bench door --write`'s section is its own run's: kept as it was.
+        let markdown = keep_door_section(&markdown, &root.join("BENCHMARKS.md"));
         std::fs::write(root.join("BENCHMARKS.md"), &markdown).expect("write BENCHMARKS.md");
         std::fs::write(
             bench_dir().join("results.json"),
@@ -2003,7 +2005,9 @@ const DOOR_CLIENTS: [(&str, &str); 5] = [
 /// and 16 in flight, interleaved round by round in one run; printed as
 /// markdown with the ratio of the door to the executor.
 pub fn door_only(args: &[String]) {
-    let options = Options::parse(args);
+    let write = args.iter().any(|a| a == "--write");
+    let args: Vec<String> = args.iter().filter(|a| *a != "--write").cloned().collect();
+    let options = Options::parse(&args);
     let env = env_alone(None);
     let targets = stdio_targets(&env);
     let timeout = Duration::from_secs(180);
@@ -2072,14 +2076,54 @@ pub fn door_only(args: &[String]) {
             }
         }
     }
-    println!(
-        "CPU per call of the client process, median of {} round(s) of {} calls [min–max]; ×direct: through `Host` over the same executor driven directly.\n\n{md}",
+    let mut section = format!(
+        "{DOOR_HEADING}\n\nEach executor driven directly beside `rho_host::Host` over it (the CLI connects it without the executor thread; an agent with it), over stdio, sequential and 16 in flight, interleaved round by round in one run (`bench door`). CPU per call of the client process, median of {} round(s) of {} calls [min–max]; ×direct: over the same executor driven directly. CPU time on this VM swings by tens of percent from run to run; the counted table below it does not.\n\n{md}",
         options.rounds, options.n
     );
     if !options.quick && crate::counted::available() {
-        println!("{}", door_counted(&env, &targets));
+        section.push('\n');
+        section.push_str(&door_counted(&env, &targets));
+    }
+    println!("{section}");
+    if write {
+        let path = repo_root().join("BENCHMARKS.md");
+        let old = std::fs::read_to_string(&path).expect("read BENCHMARKS.md");
+        if !old.contains(DOOR_HEADING) {
+            let at = old.find(DOOR_BEFORE).unwrap_or(old.len());
+            let new = format!("{}\n{DOOR_HEADING}\n{}", &old[..at], &old[at..]);
+            std::fs::write(&path, new).expect("write BENCHMARKS.md");
+        }
+        let heading = splice_section(
+            &section,
+            "door",
+            &env,
+            &format!("\n{DOOR_HEADING}"),
+            DOOR_BEFORE,
+        );
+        eprintln!("wrote {heading} of BENCHMARKS.md");
     }
     let _ = std::fs::remove_dir_all(&env.tmp);
+}
+
+/// The heading of `bench door`'s section in BENCHMARKS.md, and the one it
+/// goes before.
+const DOOR_HEADING: &str = "## 7. The host library's door: `Host` against each executor";
+const DOOR_BEFORE: &str = "\n## Notes from this run";
+
+/// `markdown` (a whole run's BENCHMARKS.md) with the door section of the
+/// file at `path` put back before its notes, when the file has one.
+fn keep_door_section(markdown: &str, path: &Path) -> String {
+    let Ok(old) = std::fs::read_to_string(path) else {
+        return markdown.to_owned();
+    };
+    let Some(start) = old.find(&format!("\n{DOOR_HEADING}")) else {
+        return markdown.to_owned();
+    };
+    let end = old[start + 1..]
+        .find("\n## ")
+        .map_or(old.len(), |at| start + 1 + at);
+    let at = markdown.find(DOOR_BEFORE).unwrap_or(markdown.len());
+    format!("{}{}{}", &markdown[..at], &old[start..end], &markdown[at..])
 }
 
 /// The door's counted cost per call (see `counted.rs`): user-space
@@ -2139,4 +2183,34 @@ fn door_counted(env: &Env, targets: &[Target]) -> String {
         }
     }
     md
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_whole_run_keeps_the_door_section_before_its_notes() {
+        let dir = std::env::temp_dir().join(format!("rho-bench-door-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).expect("dir");
+        let path = dir.join("BENCHMARKS.md");
+        let door = format!("\n{DOOR_HEADING}\n\n| door table |\n");
+        std::fs::write(
+            &path,
+            format!("# old\n\n## 6. Large\n{door}\n## Notes from this run\n\nold notes\n"),
+        )
+        .expect("write");
+        let run = "# new\n\n## 6. Large\n\nnew table\n\n## Notes from this run\n\nnew notes\n";
+        let kept = keep_door_section(run, &path);
+        let at_door = kept.find(DOOR_HEADING).expect("door kept");
+        let at_notes = kept.find("## Notes from this run").expect("notes");
+        assert!(at_door < at_notes, "{kept}");
+        assert!(
+            kept.contains("new table") && kept.contains("new notes") && !kept.contains("old notes")
+        );
+        // A file without the section gives the run as it is.
+        std::fs::write(&path, "# old\n").expect("write");
+        assert_eq!(keep_door_section(run, &path), run);
+        let _ = std::fs::remove_dir_all(&dir);
+    }
 }
