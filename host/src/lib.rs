@@ -36,7 +36,11 @@
 //!    prompt ([`Host::instructions_prompt`]), calls ([`Host::call`], with
 //!    [`CallOptions`] for progress, a [`Cancel`] and a time limit),
 //!    prompts, resources and completions ([`Host::request`] with a
-//!    [`FeatureRequest`]), skills, and shutdown.
+//!    [`FeatureRequest`]; [`Host::prompt_turn`] and
+//!    [`Host::attach_resource`] give what a message carries, capped),
+//!    skills, a server started again with the logins as they are now
+//!    ([`Host::reconnect`], after a login through [`Host::logins`]), and
+//!    shutdown.
 //!
 //! Every type those methods take or return is re-exported here, so an
 //! agent depends on this crate alone.
