@@ -42,7 +42,7 @@ use rho_proto_core::host::{Asked, HostServices, TranscriptSink};
 use rho_proto_core::http::{ExchangeId, HttpFailure, HttpOutput};
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::driver::{self, Effect, Setup};
+use rho_proto_core::runtime::driver::{self, Effect, Reports, Setup};
 use rho_proto_core::runtime::driving::{CallUpdate, Heard, StartupError, TransportSetupError};
 use rho_proto_core::session::{Progress, Question, QuestionId};
 
@@ -64,10 +64,8 @@ const EXIT_STATUS_WAIT: Duration = Duration::from_millis(250);
 
 /// One server's session, shared by every thread that drives it.
 pub(crate) struct Driver {
-    server: String,
     host: HostServices,
-    record: Option<Arc<dyn TranscriptSink>>,
-    health: SharedHealth,
+    reports: Reports,
     state: Mutex<State>,
     /// Wakes the driver thread: a deadline moved earlier, the session
     /// closed, or a restart wants a new transport.
@@ -232,10 +230,13 @@ impl Driver {
         health: SharedHealth,
     ) -> Arc<Self> {
         Arc::new(Self {
-            server: server.to_owned(),
+            reports: Reports {
+                server: server.to_owned(),
+                health,
+                record,
+                logs: host.logs.clone(),
+            },
             host,
-            record,
-            health,
             state: Mutex::default(),
             wake: Condvar::new(),
         })
@@ -265,7 +266,7 @@ impl Driver {
             ambient,
             workspace_root: root,
             host: &self.host,
-            record: self.record.is_some(),
+            record: self.reports.record.is_some(),
         };
         // Held while the transport starts, so that whatever it delivers
         // finds the session in place.
@@ -338,7 +339,7 @@ impl Driver {
             Transport::Stdio(stdio) => {
                 let driver = Arc::clone(self);
                 StdioChild::spawn(
-                    &self.server,
+                    &self.reports.server,
                     stdio,
                     ambient,
                     Arc::new(move |pipe| driver.pipe(generation, pipe)),
@@ -352,7 +353,7 @@ impl Driver {
             Transport::StreamableHttp(_) => {
                 let driver = Arc::clone(self);
                 Ok(Io::Http(HttpClient::new(
-                    &self.server,
+                    &self.reports.server,
                     Arc::new(move |exchange, aborted, input| driver.http(exchange, aborted, input)),
                 )))
             }
@@ -569,20 +570,7 @@ impl Driver {
                         kind,
                         asked,
                     } => self.ask(question, kind, asked),
-                    Effect::Health(now) => match self.health.lock() {
-                        Ok(mut health) => *health = now,
-                        Err(poisoned) => *poisoned.into_inner() = now,
-                    },
-                    Effect::Record(lines) => {
-                        if let Some(sink) = &self.record {
-                            sink.write(lines);
-                        }
-                    }
-                    Effect::Log(log) => {
-                        if let Some(sink) = &self.host.logs {
-                            sink.server_log(&self.server, &log);
-                        }
-                    }
+                    Effect::Report(report) => self.reports.deliver(report),
                     Effect::EndTransport => live.ending = true,
                     Effect::StartTransport => live.start = true,
                 }
@@ -637,13 +625,13 @@ impl Driver {
     fn ask(self: &Arc<Self>, question: QuestionId, kind: Question, asked: Asked) {
         let driver = Arc::clone(self);
         let spawned = std::thread::Builder::new()
-            .name(format!("rho-mcp-{}-ask", self.server))
+            .name(format!("rho-mcp-{}-ask", self.reports.server))
             .spawn(move || {
                 let answer = rho_proto_core::host::answer(&driver.host, &asked, &kind);
                 let _ = driver.command(Command::Answer { question, answer });
             });
         if let Err(e) = spawned {
-            tracing::warn!(server = %self.server, "could not ask: {e}");
+            tracing::warn!(server = %self.reports.server, "could not ask: {e}");
         }
     }
 }

@@ -38,7 +38,7 @@ use rho_proto_core::host::{HostServices, TranscriptSink};
 use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::Health;
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
+use rho_proto_core::runtime::driver::{Driver, Effect, Reports, Setup};
 use rho_proto_core::runtime::driving::{
     CallUpdate, StartupError, StartupOutcome, TransportSetupError,
 };
@@ -178,9 +178,8 @@ pub(crate) struct TaskArgs {
 struct Host {
     executor: Arc<Executor<'static>>,
     services: HostServices,
-    record: Option<Arc<dyn TranscriptSink>>,
+    reports: Reports,
     startup: Option<Sender<StartupOutcome>>,
-    health: SharedHealth,
     /// Where the host's answers to questions come back in.
     answers: inbox::Sender<Input>,
 }
@@ -237,20 +236,7 @@ impl Host {
                         })
                         .detach();
                 }
-                Effect::Health(now) => match self.health.lock() {
-                    Ok(mut health) => *health = now,
-                    Err(poisoned) => *poisoned.into_inner() = now,
-                },
-                Effect::Record(lines) => {
-                    if let Some(sink) = &self.record {
-                        sink.write(lines);
-                    }
-                }
-                Effect::Log(log) => {
-                    if let Some(sink) = &self.services.logs {
-                        sink.server_log(driver.server(), &log);
-                    }
-                }
+                Effect::Report(report) => self.reports.deliver(report),
                 Effect::EndTransport => left.end = true,
                 Effect::StartTransport => left.start = true,
             }
@@ -369,10 +355,14 @@ pub(crate) async fn run(args: TaskArgs) {
     driver.transport_started(io.pid());
     let host = Host {
         executor,
+        reports: Reports {
+            server: config.id.to_string(),
+            health,
+            record,
+            logs: host.logs.clone(),
+        },
         services: host,
-        record,
         startup: Some(startup),
-        health,
         answers: tx,
     };
     // Set before the driver's first effect: callers can come only once
@@ -616,7 +606,7 @@ async fn restart(
             ambient: transport.ambient,
             workspace_root: root,
             host: &host.services,
-            record: host.record.is_some(),
+            record: host.reports.record.is_some(),
         };
         let kept = driver.restart_transport(setup, Instant::now(), pid);
         match started {
@@ -709,7 +699,10 @@ process.stdin.on('data', (chunk) => {
         let config = rho_proto_core::config::parse(&text, "test.toml").expect("valid config");
         let mut options = RuntimeOptions::new(std::env::vars().collect(), None);
         options.shutdown_grace = Duration::from_millis(300);
-        let runtime = block_on(executor, Runtime::start(executor, &config, options));
+        let runtime = block_on(
+            executor,
+            Runtime::start(executor, &config, options, |_| true),
+        );
         let view = runtime.server("t").expect("configured");
         assert!(!view.status.is_failure(), "{:?}", view.status);
         (runtime, marker)

@@ -18,9 +18,9 @@ use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::host::{Asked, HostServices, Responder};
 use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM};
-use rho_proto_core::runtime::driver::{Driver, Effect, Setup};
+use rho_proto_core::runtime::driver::{Driver, Effect, Report, Setup};
 use rho_proto_core::runtime::driving::{
-    Admission, Admit, Answer, CallUpdate, Command, Heard, STARTUP_MARGIN, Started, StartupError,
+    Admission, Answer, CallUpdate, Command, Heard, STARTUP_MARGIN, Started, StartupError,
     StartupStep, StartupWait, TransportSetupError,
 };
 use rho_proto_core::runtime::status::ServerStatus;
@@ -204,12 +204,12 @@ impl Harness {
                     kind,
                     asked,
                 } => Seen::Ask(question, kind, asked),
-                Effect::Health(health) => Seen::Health(health),
-                Effect::Record(lines) => {
+                Effect::Report(Report::Health(health)) => Seen::Health(health),
+                Effect::Report(Report::Record(lines)) => {
                     assert!(!lines.is_empty(), "a record effect has lines");
                     Seen::Record
                 }
-                Effect::Log(log) => Seen::Log(log),
+                Effect::Report(Report::Log(log)) => Seen::Log(log),
                 Effect::EndTransport => Seen::EndTransport,
                 Effect::StartTransport => Seen::StartTransport,
             };
@@ -1587,20 +1587,20 @@ fn a_call_waits_for_room_within_its_budget_and_then_fails_as_not_read() {
     let backlog = Backlog::default();
     let t0 = Instant::now();
     let admission = Admission::new(t0, Duration::from_secs(1));
-    assert!(matches!(admission.check(t0, &backlog, "demo"), Admit::Send));
+    assert!(matches!(admission.check(t0, &backlog, "demo"), Ok(None)));
     backlog.add(CALLER_ROOM + 1);
     assert!(matches!(
         admission.check(t0, &backlog, "demo"),
-        Admit::Wait(pause) if pause == BACKLOG_POLL
+        Ok(Some(pause)) if pause == BACKLOG_POLL
     ));
     // Never past the budget.
     let almost = t0 + Duration::from_secs(1) - Duration::from_micros(500);
     assert!(matches!(
         admission.check(almost, &backlog, "demo"),
-        Admit::Wait(pause) if pause == Duration::from_micros(500)
+        Ok(Some(pause)) if pause == Duration::from_micros(500)
     ));
     match admission.check(t0 + Duration::from_secs(1), &backlog, "demo") {
-        Admit::Refused(ToolCallError::Call(CallError::Transport { server, reason })) => {
+        Err(ToolCallError::Call(CallError::Transport { server, reason })) => {
             assert_eq!(server, "demo");
             assert!(
                 reason.contains("has not read its input for 1 s"),
@@ -1613,7 +1613,7 @@ fn a_call_waits_for_room_within_its_budget_and_then_fails_as_not_read() {
     backlog.close();
     assert!(matches!(
         admission.check(t0 + Duration::from_secs(2), &backlog, "demo"),
-        Admit::Send
+        Ok(None)
     ));
 }
 

@@ -56,12 +56,12 @@
 //!   attempts in a row ran out.
 
 use std::collections::VecDeque;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::ServerConfig;
 use crate::connection::{Connection, HostContext, HttpInput, Output};
-use crate::host::{Asked, HostServices};
+use crate::host::{Asked, HostServices, LogSink, TranscriptSink};
 use crate::http::ExchangeId;
 use crate::runtime::driving::{
     Answer, CallTable, CallUpdate, Command, Started, StartupError, StartupOutcome,
@@ -85,7 +85,7 @@ pub struct Setup<'a> {
     pub workspace_root: Option<&'a str>,
     /// What the host can do (ask a person, sample, re-authorize).
     pub host: &'a HostServices,
-    /// Record a transcript ([`Effect::Record`] hands its lines over).
+    /// Record a transcript ([`Report::Record`] hands its lines over).
     pub record: bool,
 }
 
@@ -120,13 +120,9 @@ pub enum Effect<R> {
         /// Who asks, during which call (hand it to [`crate::host::answer`]).
         asked: Asked,
     },
-    /// The server's health changed: this is how it stands now.
-    Health(Health),
-    /// Transcript lines to write to the host's sink (only when recording).
-    Record(Vec<String>),
-    /// The server logged this: hand it to the host's
-    /// [`crate::host::LogSink`], when it has one (tracing has had it).
-    Log(ServerLog),
+    /// Something to tell the host along the way: hand it to
+    /// [`Reports::deliver`].
+    Report(Report),
     /// The session closed: end the transport, then call [`Driver::finish`].
     /// Every output of the session came before this.
     EndTransport,
@@ -134,6 +130,56 @@ pub enum Effect<R> {
     /// startup (the same config, environment and backlog), then report it
     /// with [`Driver::restart_transport`].
     StartTransport,
+}
+
+/// What a session tells its host along the way, which every executor
+/// delivers the same way ([`Reports::deliver`]).
+#[derive(Debug)]
+pub enum Report {
+    /// The server's health changed: this is how it stands now.
+    Health(Health),
+    /// Transcript lines to write to the host's sink (only when recording).
+    Record(Vec<String>),
+    /// The server logged this: hand it to the host's
+    /// [`crate::host::LogSink`], when it has one (tracing has had it).
+    Log(ServerLog),
+}
+
+/// Where one session's [`Report`]s go: the cell its runtime reads its
+/// health from, and the host's transcript and log sinks.
+#[derive(Clone)]
+pub struct Reports {
+    /// The server whose session reports.
+    pub server: String,
+    /// The session's health, as its runtime reads it.
+    pub health: Arc<Mutex<Health>>,
+    /// The transcript's sink, when recording.
+    pub record: Option<Arc<dyn TranscriptSink>>,
+    /// The host's sink for server logs.
+    pub logs: Option<Arc<dyn LogSink>>,
+}
+
+impl Reports {
+    /// Delivers `report` (a poisoned health cell is written as it
+    /// stands: health is a report, not an invariant).
+    pub fn deliver(&self, report: Report) {
+        match report {
+            Report::Health(now) => match self.health.lock() {
+                Ok(mut health) => *health = now,
+                Err(poisoned) => *poisoned.into_inner() = now,
+            },
+            Report::Record(lines) => {
+                if let Some(sink) = &self.record {
+                    sink.write(lines);
+                }
+            }
+            Report::Log(log) => {
+                if let Some(sink) = &self.logs {
+                    sink.server_log(&self.server, &log);
+                }
+            }
+        }
+    }
 }
 
 /// Where a driver is in its life.
@@ -531,7 +577,7 @@ impl<R> Driver<R> {
                         if self.recording {
                             let lines = self.conn.take_transcript();
                             if !lines.is_empty() {
-                                return Some(Effect::Record(lines));
+                                return Some(Effect::Report(Report::Record(lines)));
                             }
                         }
                     }
@@ -607,9 +653,9 @@ impl<R> Driver<R> {
                 }
                 self.health
                     .observe(&event)
-                    .then(|| Effect::Health(self.health.clone()))
+                    .then(|| Effect::Report(Report::Health(self.health.clone())))
             }
-            Event::Log(log) => Some(Effect::Log(log)),
+            Event::Log(log) => Some(Effect::Report(Report::Log(log))),
             Event::Closed(reason) => {
                 if matches!(self.phase, Phase::Open) {
                     // Decided now, so calls that come while the transport
@@ -684,7 +730,8 @@ impl<R> Driver<R> {
             // and the health has nothing to report.
             self.fail_held(&text);
             if self.health.restarting.take().is_some() {
-                self.pending.push_back(Effect::Health(self.health.clone()));
+                self.pending
+                    .push_back(Effect::Report(Report::Health(self.health.clone())));
             }
             return;
         }
@@ -777,7 +824,8 @@ impl<R> Driver<R> {
             attempt: attempt.attempt,
             attempts: attempt.attempts,
         });
-        self.pending.push_back(Effect::Health(self.health.clone()));
+        self.pending
+            .push_back(Effect::Report(Report::Health(self.health.clone())));
     }
 
     /// The lost session stays lost, for `stop`'s reason: the calls that
@@ -797,7 +845,8 @@ impl<R> Driver<R> {
         self.health.restarting = None;
         self.health.restarts_exhausted = matches!(stop, Stop::Exhausted { .. });
         self.health.failure = Some(text);
-        self.pending.push_back(Effect::Health(self.health.clone()));
+        self.pending
+            .push_back(Effect::Report(Report::Health(self.health.clone())));
     }
 
     /// The restarted session is ready: it stands in for the lost one.
@@ -849,7 +898,7 @@ impl<R> Driver<R> {
         self.health.pid = self.pid;
         self.health.tools_now = Some(Arc::new(ready.tools));
         self.health.catalog_now = Some(Arc::new(*ready.catalog));
-        Effect::Health(self.health.clone())
+        Effect::Report(Report::Health(self.health.clone()))
     }
 
     /// A command while a restart is under way: a call or request waits
