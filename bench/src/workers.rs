@@ -242,7 +242,7 @@ fn text_len(result: &rho_proto_core::wire::protocol::CallToolResult) -> usize {
 
 fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let config = rho_config(spec)?;
-    let runtime = rho_io_blocking::Runtime::start(&config, rho_options());
+    let runtime = rho_io_blocking::Runtime::start(&config, rho_options(), |_| true);
     let measured = measure_sync(spec, runtime.server("bench"), |exported, args| {
         runtime.call(exported, args, CallOptions::new())
     });
@@ -306,7 +306,7 @@ fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let config = rho_config(spec)?;
     let executor = Arc::new(smol::Executor::new());
     rho_io_smol::block_on(&executor, async {
-        let runtime = rho_io_smol::Runtime::start(&executor, &config, rho_options()).await;
+        let runtime = rho_io_smol::Runtime::start(&executor, &config, rho_options(), |_| true).await;
         let view = runtime.server("bench").ok_or("no server view")?;
         if view.status.is_failure() {
             return Err(format!("rho could not start the server: {:?}", view.status));

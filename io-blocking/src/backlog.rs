@@ -7,7 +7,7 @@
 use std::time::{Duration, Instant};
 
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::driving::{Admission, Admit};
+use rho_proto_core::runtime::driving::Admission;
 use rho_proto_core::runtime::{Cancel, ToolCallError};
 
 /// Blocks until the call to `server` may go: `Ok` once `backlog` has room
@@ -20,18 +20,13 @@ pub(crate) fn wait_for_room(
     cancel: Option<&Cancel>,
 ) -> Result<(), ToolCallError> {
     let admission = Admission::new(Instant::now(), budget);
-    loop {
-        match admission.check(Instant::now(), backlog, server) {
-            Admit::Send => return Ok(()),
-            Admit::Refused(error) => return Err(error),
-            Admit::Wait(pause) => {
-                if cancel.is_some_and(Cancel::is_cancelled) {
-                    return Err(admission.gave_up(server));
-                }
-                std::thread::sleep(pause);
-            }
+    while let Some(pause) = admission.check(Instant::now(), backlog, server)? {
+        if cancel.is_some_and(Cancel::is_cancelled) {
+            return Err(admission.gave_up(server));
         }
+        std::thread::sleep(pause);
     }
+    Ok(())
 }
 
 #[cfg(test)]

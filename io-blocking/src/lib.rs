@@ -31,7 +31,7 @@
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
 //! ).expect("valid config");
-//! let runtime = Runtime::start(&config, options_from_process_env());
+//! let runtime = Runtime::start(&config, options_from_process_env(), |_| true);
 //! let result = runtime
 //!     .call(
 //!         "mcp__everything__echo",

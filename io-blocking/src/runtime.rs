@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{Config, ServerConfig};
 use rho_proto_core::features::FeatureRequest;
-use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, Starting};
+use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, WaitStep};
 use rho_proto_core::runtime::{
     CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
     StartServerError, ToolCallError,
@@ -28,9 +28,7 @@ use crate::driver::{Command, Driver, SharedHealth};
 use crate::reply::Next;
 use rho_proto_core::host::{HostServices, RuntimeOptions, TranscriptSink};
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::driving::{
-    CallUpdate, Heard, StartupError, StartupStep, StartupWait, TransportSetupError,
-};
+use rho_proto_core::runtime::driving::{CallUpdate, Heard, StartupError, TransportSetupError};
 
 /// Every configured server of one run. Dropping it shuts them all down.
 pub struct Runtime {
@@ -49,20 +47,11 @@ struct DriverHandle {
 }
 
 impl Runtime {
-    /// Starts every enabled server in `config` concurrently and returns
-    /// once each is ready or failed.
-    pub fn start(config: &Config, options: RuntimeOptions) -> Self {
-        Self::start_where(config, options, |_| true)
-    }
-
-    /// Like [`Runtime::start`], but starts only the enabled servers whose
-    /// identity `select` accepts; the others report
+    /// Starts the enabled servers in `config` whose identity `select`
+    /// accepts, concurrently, and returns once each is ready or failed;
+    /// the others report
     /// [`ServerStatus::NotStarted`](rho_proto_core::runtime::status::ServerStatus::NotStarted).
-    pub fn start_where(
-        config: &Config,
-        options: RuntimeOptions,
-        select: impl Fn(&str) -> bool,
-    ) -> Self {
+    pub fn start(config: &Config, options: RuntimeOptions, select: impl Fn(&str) -> bool) -> Self {
         let mut runtime = Self {
             fleet: Fleet::new(config, options, select),
         };
@@ -101,17 +90,13 @@ impl Runtime {
     /// Starts what the inventory lists to start, concurrently, waits for
     /// each within its budget, and builds the tool registry.
     fn start_listed(&mut self) {
-        let Starting {
-            inventory,
-            handles: drivers,
-            ambient,
-            options,
-        } = self.fleet.starting();
+        let starting = self.fleet.starting();
+        let (ambient, options) = (starting.ambient, starting.options);
         let root = options.workspace_root();
         let mut outcomes = BTreeMap::new();
         // What an interrupt wakes: every wait below blocks on one of these.
         let mut wakes = Vec::new();
-        for (slot, server) in inventory.to_start() {
+        for (slot, server) in starting.inventory.to_start() {
             let (tx, outcome) = mpsc::channel();
             wakes.push(tx.clone());
             match spawn_driver(
@@ -122,7 +107,7 @@ impl Runtime {
                 tx,
             ) {
                 Ok(handle) => {
-                    drivers.insert(slot, handle);
+                    starting.handles.insert(slot, handle);
                 }
                 Err(error) => {
                     let _ = wakes[wakes.len() - 1]
@@ -139,29 +124,16 @@ impl Runtime {
                 }
             })
         });
-        let mut wait = StartupWait::new(inventory);
-        while let Some(step) = wait.next(inventory, Instant::now()) {
+        let mut waiting = starting.wait();
+        while let Some(step) = waiting.step(Instant::now()) {
             match step {
-                StartupStep::Wait { slot, until } => {
-                    let heard = match outcomes.get(&slot) {
-                        Some(outcome) => wait_startup(outcome, until, interrupt),
-                        None => Heard::Gone,
-                    };
-                    wait.heard(inventory, slot, heard);
+                WaitStep::Wait { slot, until } => {
+                    let heard = wait_startup(outcomes.get(&slot), until, interrupt);
+                    waiting.heard(slot, heard);
                 }
-                StartupStep::Close(slot) => {
-                    if let Some(driver) = drivers.get(&slot) {
-                        let _ = driver.driver.command(Command::Close);
-                    }
-                }
-                StartupStep::Stop(slot) => {
-                    if let Some(mut driver) = drivers.remove(&slot) {
-                        driver.stop();
-                    }
-                }
+                WaitStep::Stop(mut driver) => driver.stop(),
             }
         }
-        inventory.finish_startup();
     }
 
     /// Calls a tool (an exported name, or a server's own tool under its
@@ -177,49 +149,36 @@ impl Runtime {
         mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool, driver) = self.fleet.route(target.into())?;
-        self.call_unredacted(slot, driver, tool, arguments, &mut options)
-            .map_err(|e| self.fleet.redact(slot, e))
-    }
-
-    fn call_unredacted(
-        &self,
-        slot: SlotId,
-        driver: &DriverHandle,
-        tool: String,
-        arguments: Value,
-        options: &mut CallOptions<'_>,
-    ) -> Result<CallToolResult, ToolCallError> {
         let cancel = options.cancel_token().cloned();
-        let cancel = cancel.as_ref();
         let budget = options.time_limit();
         let ended = || self.fleet.ended(slot);
+        let server = self.fleet.inventory().id(slot).unwrap_or_default();
         // Backpressure: the core says whether the call may go yet, and
         // what it ends with if not.
         wait_for_room(
             &driver.backlog,
             budget.unwrap_or(driver.tool_timeout),
-            self.fleet.inventory().id(slot).unwrap_or_default(),
-            cancel,
-        )?;
-        let (reply, answer) = crate::reply::mailbox();
-        let ticket = self.fleet.ticket();
-        driver
-            .driver
-            .command(Command::call_tool(ticket, tool, arguments, budget, reply))
-            .map_err(|_| ended())?;
-        // The core completes every accepted call exactly once (result,
-        // error, timeout, cancellation or session end), so this wait is
-        // bounded by the call budget.
-        follow(driver, ticket, &answer, cancel, ended, |update| {
-            update.into_call_result(|progress| options.report(progress))
+            server,
+            cancel.as_ref(),
+        )
+        .and_then(|()| {
+            let (reply, answer) = crate::reply::mailbox();
+            let ticket = self.fleet.ticket();
+            let call = Command::call_tool(ticket, tool, arguments, budget, reply);
+            driver.driver.command(call).map_err(|_| ended())?;
+            // The core completes every accepted call exactly once (result,
+            // error, timeout, cancellation or session end), so this wait
+            // is bounded by the call budget.
+            follow(driver, ticket, &answer, cancel.as_ref(), ended, |update| {
+                update.into_call_result(|progress| options.report(progress))
+            })
         })
+        .map_err(|e| self.fleet.redact(slot, e))
     }
 
-    /// Sends a prompt, resource or completion request to `server` and
-    /// waits for the server's result, as sent (the feature modules read
-    /// it), as `options` say: ended early by its cancel token (the server
-    /// is told and the request ends as cancelled), within its own time
-    /// limit. A request reports no progress.
+    /// A feature request to `server`, answered with the server's result
+    /// as sent, on the same terms as [`Runtime::call`] but with no
+    /// progress.
     pub fn request(
         &self,
         server: &str,
@@ -261,10 +220,7 @@ impl Runtime {
     }
 
     fn stop_all(&mut self) {
-        for driver in self.fleet.handles() {
-            let _ = driver.driver.command(Command::Close);
-        }
-        for (_, mut driver) in self.fleet.take_all() {
+        for mut driver in self.fleet.close_all() {
             driver.stop();
         }
     }
@@ -324,13 +280,17 @@ impl SessionHandle for DriverHandle {
     fn health_cell(&self) -> &Mutex<Health> {
         &self.health
     }
+
+    fn close(&self) {
+        let _ = self.driver.command(Command::Close);
+    }
 }
 
 impl DriverHandle {
     /// Asks the driver to close and waits for it: the driver's own shutdown
     /// is bounded (grace, then kill), so this join is too.
     fn stop(&mut self) {
-        let _ = self.driver.command(Command::Close);
+        self.close();
         if let Some(thread) = self.thread.take() {
             let _ = thread.join();
         }
@@ -340,7 +300,14 @@ impl DriverHandle {
 /// Waits for a driver's startup outcome until `until`, or until
 /// `interrupt` is cancelled (its hook sends [`Heard::Interrupted`] into
 /// every startup channel).
-fn wait_startup(outcome: &Receiver<Heard>, until: Instant, interrupt: Option<&Cancel>) -> Heard {
+fn wait_startup(
+    outcome: Option<&Receiver<Heard>>,
+    until: Instant,
+    interrupt: Option<&Cancel>,
+) -> Heard {
+    let Some(outcome) = outcome else {
+        return Heard::Gone;
+    };
     if interrupt.is_some_and(Cancel::is_cancelled) {
         return Heard::Interrupted;
     }

@@ -53,7 +53,7 @@ fn start(id: &str, tool_timeout: &str) -> Runtime {
     .expect("valid config");
     let mut options = options_from_process_env();
     options.shutdown_grace = Duration::from_millis(500);
-    let runtime = Runtime::start(&config, options);
+    let runtime = Runtime::start(&config, options, |_| true);
     assert!(
         matches!(
             runtime.server(id).map(|s| s.status),

@@ -43,7 +43,7 @@
 //! ).expect("valid config");
 //! let executor = Arc::new(smol::Executor::new());
 //! smol::block_on(executor.run(async {
-//!     let runtime = Runtime::start(&executor, &config, options_from_process_env()).await;
+//!     let runtime = Runtime::start(&executor, &config, options_from_process_env(), |_| true).await;
 //!     let result = runtime
 //!         .call(
 //!             "mcp__everything__echo",

@@ -26,7 +26,7 @@ use rho_proto_core::config::Config;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
-use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, Starting};
+use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, WaitStep};
 use rho_proto_core::runtime::{
     CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
     StartServerError, ToolCallError,
@@ -39,9 +39,7 @@ use smol::{Executor, Task, Timer};
 use crate::inbox::{self, Sender};
 
 use crate::driver::{self, Command, Input, Session, SessionCell, SharedHealth, TaskArgs};
-use rho_proto_core::runtime::driving::{
-    Admission, Admit, CallUpdate, Heard, StartupOutcome, StartupStep, StartupWait,
-};
+use rho_proto_core::runtime::driving::{Admission, CallUpdate, Heard, StartupOutcome};
 
 struct TaskHandle {
     commands: Sender<Input>,
@@ -64,20 +62,11 @@ pub struct Runtime {
 }
 
 impl Runtime {
-    /// Starts every enabled server in `config` as a task on `executor`, and
-    /// resolves once each is ready or failed. The executor must be running
-    /// (this future is usually awaited inside `executor.run(...)`).
+    /// Starts the enabled servers in `config` whose identity `select`
+    /// accepts, each as a task on `executor`, and resolves once each is
+    /// ready or failed. The executor must be running (this future is
+    /// usually awaited inside `executor.run(...)`).
     pub async fn start(
-        executor: &Arc<Executor<'static>>,
-        config: &Config,
-        options: RuntimeOptions,
-    ) -> Self {
-        Self::start_where(executor, config, options, |_| true).await
-    }
-
-    /// Like [`Runtime::start`], but starts only the enabled servers whose
-    /// identity `select` accepts.
-    pub async fn start_where(
         executor: &Arc<Executor<'static>>,
         config: &Config,
         options: RuntimeOptions,
@@ -123,15 +112,11 @@ impl Runtime {
     /// Starts what the inventory lists to start as tasks on `executor`,
     /// waits for each within its budget, and builds the tool registry.
     async fn start_listed(&mut self, executor: &Arc<Executor<'static>>) {
-        let Starting {
-            inventory,
-            handles: tasks,
-            ambient,
-            options,
-        } = self.fleet.starting();
+        let starting = self.fleet.starting();
+        let (ambient, options) = (starting.ambient, starting.options);
         let root = options.workspace_root();
         let mut outcomes = BTreeMap::new();
-        for (slot, server) in inventory.to_start() {
+        for (slot, server) in starting.inventory.to_start() {
             let (commands, inputs) = inbox::inbox();
             let (startup, outcome) = smol::channel::bounded(1);
             let health: SharedHealth = Arc::new(Mutex::new(Health::default()));
@@ -151,7 +136,7 @@ impl Runtime {
                 backlog: Arc::clone(&backlog),
                 session: Arc::clone(&session),
             }));
-            tasks.insert(
+            starting.handles.insert(
                 slot,
                 TaskHandle {
                     commands,
@@ -165,29 +150,16 @@ impl Runtime {
             outcomes.insert(slot, outcome);
         }
         let interrupt = options.interrupt.clone();
-        let mut wait = StartupWait::new(inventory);
-        while let Some(step) = wait.next(inventory, Instant::now()) {
+        let mut waiting = starting.wait();
+        while let Some(step) = waiting.step(Instant::now()) {
             match step {
-                StartupStep::Wait { slot, until } => {
-                    let heard = match outcomes.get(&slot) {
-                        Some(outcome) => wait_startup(outcome, until, interrupt.as_ref()).await,
-                        None => Heard::Gone,
-                    };
-                    wait.heard(inventory, slot, heard);
+                WaitStep::Wait { slot, until } => {
+                    let outcome = outcomes.get(&slot);
+                    waiting.heard(slot, wait_startup(outcome, until, interrupt.as_ref()).await);
                 }
-                StartupStep::Close(slot) => {
-                    if let Some(handle) = tasks.get(&slot) {
-                        let _ = handle.commands.send(Input::Command(Command::Close));
-                    }
-                }
-                StartupStep::Stop(slot) => {
-                    if let Some(handle) = tasks.remove(&slot) {
-                        handle.stop().await;
-                    }
-                }
+                WaitStep::Stop(handle) => handle.stop().await,
             }
         }
-        inventory.finish_startup();
     }
 
     /// Calls a tool (an exported name, or a server's own tool under its
@@ -204,68 +176,31 @@ impl Runtime {
         mut options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
         let (slot, tool, handle) = self.fleet.route(target.into())?;
-        self.call_unredacted(slot, handle, tool, arguments, &mut options)
-            .await
-            .map_err(|e| self.fleet.redact(slot, e))
-    }
-
-    async fn call_unredacted(
-        &self,
-        slot: SlotId,
-        handle: &TaskHandle,
-        tool: String,
-        arguments: Value,
-        options: &mut CallOptions<'_>,
-    ) -> Result<CallToolResult, ToolCallError> {
         let budget = options.time_limit();
-        let cancel = cancelled(options.cancel_token().cloned());
-        let server = || self.fleet.inventory().id(slot).unwrap_or_default();
+        let mut cancel = std::pin::pin!(cancelled(options.cancel_token().cloned()));
         let ended = || self.fleet.ended(slot);
-        let mut cancel = std::pin::pin!(cancel);
-        // Backpressure: the core says whether the call may go yet. A caller
-        // that gives up while it waits hears the core's `Cancelled`.
-        let admission = Admission::new(Instant::now(), budget.unwrap_or(handle.tool_timeout));
-        loop {
-            match admission.check(Instant::now(), &handle.backlog, server()) {
-                Admit::Send => break,
-                Admit::Refused(error) => return Err(error),
-                Admit::Wait(pause) => {
-                    let gave_up = smol::future::or(
-                        async {
-                            Timer::after(pause).await;
-                            false
-                        },
-                        async {
-                            cancel.as_mut().await;
-                            true
-                        },
-                    )
-                    .await;
-                    if gave_up {
-                        return Err(admission.gave_up(server()));
-                    }
-                }
-            }
-        }
-        let ticket = self.fleet.ticket();
-        let (reply, answer) = crate::reply::reply();
-        handle
-            .command(Command::call_tool(ticket, tool, arguments, budget, reply))
-            .map_err(|_| ended())?;
-        // If this future is dropped before the answer, the guard in
-        // `follow` tells the session to abandon the call.
-        follow(handle, ticket, answer, cancel, ended, |update| {
-            update.into_call_result(|progress| options.report(progress))
-        })
-        .await
+        let answered = async {
+            let server = self.fleet.inventory().id(slot).unwrap_or_default();
+            let waited = budget.unwrap_or(handle.tool_timeout);
+            wait_for_room(&handle.backlog, waited, server, cancel.as_mut()).await?;
+            let ticket = self.fleet.ticket();
+            let (reply, answer) = crate::reply::reply();
+            handle
+                .command(Command::call_tool(ticket, tool, arguments, budget, reply))
+                .map_err(|_| ended())?;
+            // If this future is dropped before the answer, the guard in
+            // `follow` tells the session to abandon the call.
+            follow(handle, ticket, answer, cancel, ended, |update| {
+                update.into_call_result(|progress| options.report(progress))
+            })
+            .await
+        };
+        answered.await.map_err(|e| self.fleet.redact(slot, e))
     }
 
-    /// Sends a prompt, resource or completion request to `server` and
-    /// waits for the server's result, as sent (the feature modules read
-    /// it), as `options` say: ended early by its cancel token (the server
-    /// is told and the request ends as cancelled), within its own time
-    /// limit. A request reports no progress. Dropping the future abandons
-    /// the request as a cancel does.
+    /// A feature request to `server`, answered with the server's result
+    /// as sent, on the same terms as [`Runtime::call`] (dropping the
+    /// future abandons it too) but with no progress.
     pub async fn request(
         &self,
         server: &str,
@@ -300,10 +235,7 @@ impl Runtime {
     /// Closes every session and waits for each server to exit (each within
     /// its grace period, concurrently).
     pub async fn shutdown(mut self) {
-        for handle in self.fleet.handles() {
-            let _ = handle.commands.send(Input::Command(Command::Close));
-        }
-        for (_, handle) in self.fleet.take_all() {
+        for handle in self.fleet.close_all() {
             handle.stop().await;
         }
     }
@@ -322,10 +254,13 @@ impl Sessions for Runtime {
 /// Waits for a task's startup outcome until `until`, or until `interrupt`
 /// is cancelled.
 async fn wait_startup(
-    outcome: &Receiver<StartupOutcome>,
+    outcome: Option<&Receiver<StartupOutcome>>,
     until: Instant,
     interrupt: Option<&Cancel>,
 ) -> Heard {
+    let Some(outcome) = outcome else {
+        return Heard::Gone;
+    };
     let received = async {
         match outcome.recv().await {
             Ok(outcome) => Heard::Outcome(outcome),
@@ -420,6 +355,10 @@ impl SessionHandle for TaskHandle {
     fn health_cell(&self) -> &Mutex<Health> {
         &self.health
     }
+
+    fn close(&self) {
+        let _ = self.commands.send(Input::Command(Command::Close));
+    }
 }
 
 impl TaskHandle {
@@ -439,11 +378,38 @@ impl TaskHandle {
     /// Asks the task to close and waits for it; its own shutdown is
     /// bounded (grace, then kill).
     async fn stop(mut self) {
-        let _ = self.commands.send(Input::Command(Command::Close));
+        self.close();
         if let Some(task) = self.task.take() {
             task.await;
         }
     }
+}
+
+/// Waits until the call to `server` may go: `Ok` once `backlog` has room
+/// (or nobody drains it), the core's error once the call's `budget`
+/// passed or `cancel` resolved first (the core's
+/// [`Admission`] decides; this only waits).
+async fn wait_for_room(
+    backlog: &Backlog,
+    budget: Duration,
+    server: &str,
+    mut cancel: std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> Result<(), ToolCallError> {
+    let admission = Admission::new(Instant::now(), budget);
+    while let Some(pause) = admission.check(Instant::now(), backlog, server)? {
+        let slept = async {
+            Timer::after(pause).await;
+            true
+        };
+        let gave_up = async {
+            cancel.as_mut().await;
+            false
+        };
+        if !smol::future::or(slept, gave_up).await {
+            return Err(admission.gave_up(server));
+        }
+    }
+    Ok(())
 }
 
 /// Resolves once `cancel` is cancelled; never without one.

@@ -22,7 +22,7 @@ fn main() {
     options.record = Some(Arc::new(
         TranscriptFile::create(std::path::Path::new(&path)).expect("create transcript"),
     ));
-    let runtime = Runtime::start(&parse_config(&server.config("remote")), options);
+    let runtime = Runtime::start(&parse_config(&server.config("remote")), options, |_| true);
     let first = runtime
         .call(
             "mcp__remote__echo",

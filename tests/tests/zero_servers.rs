@@ -28,7 +28,7 @@ fn no_enabled_server_creates_no_thread_and_no_process() {
          [other]\nkey = 1\n",
     );
     let before = threads();
-    let runtime = Runtime::start(&config, options_with(&[]));
+    let runtime = Runtime::start(&config, options_with(&[]), |_| true);
     assert_eq!(threads(), before, "a thread was started");
     assert_eq!(child_processes().trim(), "", "a process was started");
     assert_eq!(
@@ -39,7 +39,7 @@ fn no_enabled_server_creates_no_thread_and_no_process() {
     runtime.shutdown();
 
     let empty = parse_config("");
-    let runtime = Runtime::start(&empty, options_with(&[]));
+    let runtime = Runtime::start(&empty, options_with(&[]), |_| true);
     assert_eq!(threads(), before);
     assert!(runtime.servers().is_empty());
     runtime.shutdown();

@@ -33,8 +33,12 @@ fn no_enabled_server_creates_no_thread_and_no_process() {
     );
     let executor = Arc::new(smol::Executor::new());
     let before = threads();
-    let runtime =
-        smol::future::block_on(executor.run(Runtime::start(&executor, &config, options_with(&[]))));
+    let runtime = smol::future::block_on(executor.run(Runtime::start(
+        &executor,
+        &config,
+        options_with(&[]),
+        |_| true,
+    )));
     assert_eq!(threads(), before, "a thread was started");
     assert_eq!(child_processes().trim(), "", "a process was started");
     assert!(executor.is_empty(), "a task was spawned");

@@ -7,7 +7,7 @@ mod common;
 
 fn main() {
     let (config, options) = common::setup(rho_io_blocking::options_from_process_env());
-    let runtime = rho_io_blocking::Runtime::start(&config, options);
+    let runtime = rho_io_blocking::Runtime::start(&config, options, |_| true);
     let outcome = runtime
         .call(
             common::EXPORTED,

@@ -13,7 +13,7 @@ fn main() {
     let (config, options) = common::setup(rho_io_smol::options_from_process_env());
     let executor = Arc::new(smol::Executor::new());
     let outcome = rho_io_smol::block_on(&executor, async {
-        let runtime = rho_io_smol::Runtime::start(&executor, &config, options).await;
+        let runtime = rho_io_smol::Runtime::start(&executor, &config, options, |_| true).await;
         let outcome = runtime
             .call(common::EXPORTED, common::arguments(), CallOptions::new())
             .await

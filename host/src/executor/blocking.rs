@@ -24,7 +24,7 @@ impl BlockingExecutor {
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
     ) -> Self {
-        Self(Some(rho_io_blocking::Runtime::start_where(
+        Self(Some(rho_io_blocking::Runtime::start(
             config, options, select,
         )))
     }

@@ -56,7 +56,7 @@ impl SmolExecutor {
         let runtime = run_smol(
             &executor,
             reactor,
-            rho_io_smol::Runtime::start_where(&executor, config, options, select),
+            rho_io_smol::Runtime::start(&executor, config, options, select),
         );
         Self {
             executor,

@@ -445,24 +445,12 @@ impl<R> CallTable<R> {
 /// Whether a caller's call may go to its server yet. Backpressure: a
 /// server that leaves its input unread gets no more calls queued for it
 /// until it catches up, within the call budget. Pure: the executor looks
-/// again after [`Admit::Wait`] (a thread sleeps, a task awaits a timer)
-/// and passes `now` in.
+/// again after the pause [`Admission::check`] gives (a thread sleeps, a
+/// task awaits a timer) and passes `now` in.
 #[derive(Clone, Copy, Debug)]
 pub struct Admission {
     budget: Duration,
     until: Instant,
-}
-
-/// What a caller does with its call now. Exhaustive: both executors
-/// match every answer, so they cannot disagree on one they do not know.
-#[derive(Debug)]
-pub enum Admit {
-    /// Send it.
-    Send,
-    /// Look again after this long (sooner if the caller gives up).
-    Wait(Duration),
-    /// The call ends here, unsent, with this error.
-    Refused(ToolCallError),
 }
 
 impl Admission {
@@ -476,18 +464,25 @@ impl Admission {
 
     /// Whether the call to `server` may go now that `backlog` holds what it
     /// holds (at most [`CALLER_ROOM`] bytes waiting, or nobody left to
-    /// drain them).
-    pub fn check(&self, now: Instant, backlog: &Backlog, server: &str) -> Admit {
+    /// drain them): `Ok(None)` to send it, `Ok(Some(pause))` to look
+    /// again after that pause (sooner if the caller gives up), or the
+    /// error the call ends with, unsent.
+    pub fn check(
+        &self,
+        now: Instant,
+        backlog: &Backlog,
+        server: &str,
+    ) -> Result<Option<Duration>, ToolCallError> {
         if backlog.has_room(CALLER_ROOM) {
-            return Admit::Send;
+            return Ok(None);
         }
         if now >= self.until {
-            return Admit::Refused(ToolCallError::Call(CallError::Transport {
+            return Err(ToolCallError::Call(CallError::Transport {
                 server: server.to_owned(),
                 reason: not_reading_reason(self.budget, backlog),
             }));
         }
-        Admit::Wait(BACKLOG_POLL.min(self.until - now))
+        Ok(Some(BACKLOG_POLL.min(self.until - now)))
     }
 
     /// The caller gave up while it waited: nothing was sent, so there is no
@@ -686,6 +681,19 @@ mod tests {
             stderr: None,
         };
         assert_eq!(quiet.to_string(), "server `local`: closed by rho");
+    }
+
+    #[test]
+    fn a_server_whose_transport_is_not_built_in_names_the_crate_and_feature() {
+        let error =
+            StartupError::from(TransportSetupError::http_not_built_in("remote", "rho-io-x"));
+        assert_eq!(error.kind(), FailureKind::NotBuiltIn);
+        assert_eq!(
+            error.to_string(),
+            "server `remote`: this build has no Streamable HTTP transport (the executor crate \
+             `rho-io-x` was built without its `http` feature); use a build with it, or remove \
+             the server from the config"
+        );
     }
 
     #[test]

@@ -14,9 +14,11 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use crate::config::Config;
 use crate::host::RuntimeOptions;
+use crate::runtime::driving::{Heard, StartupStep, StartupWait};
 use crate::runtime::{
     CallTarget, Health, Inventory, ServerView, Sessions, SlotId, StartServerError, ToolCallError,
     late_config,
@@ -26,6 +28,9 @@ use crate::runtime::{
 pub trait SessionHandle {
     /// Where the session's driver writes its health.
     fn health_cell(&self) -> &Mutex<Health>;
+
+    /// Asks the session to close, without waiting for it to end.
+    fn close(&self);
 
     /// What the session last reported (a poisoned cell is read as it
     /// stands: health is a report, not an invariant).
@@ -61,6 +66,72 @@ pub struct Starting<'a, H> {
     pub ambient: &'a Arc<Vec<(String, String)>>,
     /// The runtime's options.
     pub options: &'a RuntimeOptions,
+}
+
+/// The wait for the sessions a [`Starting`] spawned, each within its
+/// budget ([`StartupWait`]): what the fleet does itself (close a server
+/// when rho is stopping, take a failed one's handle, record the end of
+/// startup) is done here, and the executor only waits and stops.
+pub struct Waiting<'a, H> {
+    inventory: &'a mut Inventory,
+    handles: &'a mut BTreeMap<SlotId, H>,
+    wait: StartupWait,
+}
+
+/// What the executor does next while its servers start.
+pub enum WaitStep<H> {
+    /// Wait for `slot`'s startup report until `until` (or the host's
+    /// interrupt), then tell [`Waiting::heard`] what came.
+    Wait {
+        /// The server.
+        slot: SlotId,
+        /// When to stop waiting.
+        until: Instant,
+    },
+    /// A server that failed to start: stop its session and wait for it.
+    Stop(H),
+}
+
+impl<'a, H: SessionHandle> Starting<'a, H> {
+    /// The wait for what this start spawned (its handles added).
+    pub fn wait(self) -> Waiting<'a, H> {
+        Waiting {
+            wait: StartupWait::new(self.inventory),
+            inventory: self.inventory,
+            handles: self.handles,
+        }
+    }
+}
+
+impl<H: SessionHandle> Waiting<'_, H> {
+    /// What to do next, at `now`; `None` once every server is accounted
+    /// for and the tool registry is built.
+    pub fn step(&mut self, now: Instant) -> Option<WaitStep<H>> {
+        loop {
+            let Some(step) = self.wait.next(self.inventory, now) else {
+                self.inventory.finish_startup();
+                return None;
+            };
+            match step {
+                StartupStep::Wait { slot, until } => return Some(WaitStep::Wait { slot, until }),
+                StartupStep::Close(slot) => {
+                    if let Some(handle) = self.handles.get(&slot) {
+                        handle.close();
+                    }
+                }
+                StartupStep::Stop(slot) => {
+                    if let Some(handle) = self.handles.remove(&slot) {
+                        return Some(WaitStep::Stop(handle));
+                    }
+                }
+            }
+        }
+    }
+
+    /// What the wait for `slot` came to.
+    pub fn heard(&mut self, slot: SlotId, heard: Heard) {
+        self.wait.heard(self.inventory, slot, heard);
+    }
 }
 
 impl<H: SessionHandle> Fleet<H> {
@@ -128,14 +199,14 @@ impl<H: SessionHandle> Fleet<H> {
         self.inventory.record_stopped(slot);
     }
 
-    /// Takes every handle, for shutdown.
-    pub fn take_all(&mut self) -> BTreeMap<SlotId, H> {
-        std::mem::take(&mut self.handles)
-    }
-
-    /// Every running session's handle.
-    pub fn handles(&self) -> impl Iterator<Item = &H> {
-        self.handles.values()
+    /// Asks every running session to close at once, so that their
+    /// shutdowns overlap, and takes their handles for the executor to wait
+    /// for each.
+    pub fn close_all(&mut self) -> impl Iterator<Item = H> + use<H> {
+        for handle in self.handles.values() {
+            handle.close();
+        }
+        std::mem::take(&mut self.handles).into_values()
     }
 
     /// Where a tool call goes: the server's slot, the server's own tool
