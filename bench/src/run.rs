@@ -1985,18 +1985,35 @@ fn large(options: &Options, env: &Env, notes: &mut Vec<String>) -> (Vec<LargeSta
 
 // ----- the host library's door against the executors driven directly -----
 
-/// The clients `bench door` compares: each executor driven directly, then
-/// through `rho_host::Host`, the one door an agent and the CLI use (smol's
-/// three first: directly, as the CLI connects, as an agent connects).
-const DOOR_CLIENTS: [(&str, &str); 5] = [
-    ("rho-smol", "smol, driven directly"),
-    ("rho-host-smol", "smol, through `Host`"),
+/// The clients `bench door` compares, each with the client it is measured
+/// against: each executor driven directly, then through the host library's
+/// door the same way. smol is driven two ways, so it has two bases: async
+/// (the sessions' futures awaited on one task, the way the agent's own
+/// executor runs them through `AsyncHost`) and from synchronous code (a
+/// wait per call, the way the sync face `Host` runs it, as the CLI
+/// connects it and as an agent does with its executor thread); a wait
+/// per call on smol costs a hand-over with async-io's reactor whoever
+/// makes it, which is the executor's cost, not the door's.
+const DOOR_CLIENTS: [(&str, &str, &str); 7] = [
+    ("rho-smol", "smol, driven directly (async)", "rho-smol"),
+    (
+        "rho-host-async",
+        "smol, through `AsyncHost` on the agent's executor",
+        "rho-smol",
+    ),
+    (
+        "rho-smol-sync",
+        "smol, driven directly from synchronous code",
+        "rho-smol-sync",
+    ),
+    ("rho-host-smol", "smol, through `Host`", "rho-smol-sync"),
     (
         "rho-host-smol-thread",
         "smol, through `Host` with its executor thread",
+        "rho-smol-sync",
     ),
-    ("rho-blocking", "blocking, driven directly"),
-    ("rho-host-blocking", "blocking, through `Host`"),
+    ("rho-blocking", "blocking, driven directly", "rho-blocking"),
+    ("rho-host-blocking", "blocking, through `Host`", "rho-blocking"),
 ];
 
 /// `bench door [--quick] [--rounds N] [--n N]`: CPU per `tools/call` echo
@@ -2012,7 +2029,7 @@ pub fn door_only(args: &[String]) {
     let targets = stdio_targets(&env);
     let timeout = Duration::from_secs(180);
     let combos: Vec<(usize, &str)> = (0..targets.len())
-        .flat_map(|t| DOOR_CLIENTS.iter().map(move |(c, _)| (t, *c)))
+        .flat_map(|t| DOOR_CLIENTS.iter().map(move |(c, _, _)| (t, *c)))
         .collect();
     let mut outs: BTreeMap<(usize, &str), Vec<WorkerOut>> = BTreeMap::new();
     for round in 0..options.rounds {
@@ -2052,32 +2069,29 @@ pub fn door_only(args: &[String]) {
                 outs.get(&(t, client)).map(Vec::as_slice).unwrap_or(&[]),
             )
         };
-        for pair in [&DOOR_CLIENTS[..3], &DOOR_CLIENTS[3..]] {
-            let (direct, _) = pair[0];
-            for &(client, label) in pair {
-                let mut row = format!("| {} | {label} |", target.server);
-                for inflight in [1, 16] {
-                    let s = stat(client, inflight);
-                    let d = stat(direct, inflight);
-                    let c = &s.cpu_per_call_us;
-                    row.push_str(&format!(
-                        " {:.1} µs [{:.1}–{:.1}] | {:.2}× |",
-                        c.median,
-                        c.min,
-                        c.max,
-                        c.median / d.cpu_per_call_us.median
-                    ));
-                    for e in &s.errors {
-                        eprintln!("{client} ({inflight} in flight): {}", first_line(e, 300));
-                    }
+        for &(client, label, direct) in &DOOR_CLIENTS {
+            let mut row = format!("| {} | {label} |", target.server);
+            for inflight in [1, 16] {
+                let s = stat(client, inflight);
+                let d = stat(direct, inflight);
+                let c = &s.cpu_per_call_us;
+                row.push_str(&format!(
+                    " {:.1} µs [{:.1}–{:.1}] | {:.2}× |",
+                    c.median,
+                    c.min,
+                    c.max,
+                    c.median / d.cpu_per_call_us.median
+                ));
+                for e in &s.errors {
+                    eprintln!("{client} ({inflight} in flight): {}", first_line(e, 300));
                 }
-                md.push_str(&row);
-                md.push('\n');
             }
+            md.push_str(&row);
+            md.push('\n');
         }
     }
     let mut section = format!(
-        "{DOOR_HEADING}\n\nEach executor driven directly beside `rho_host::Host` over it (the CLI connects it without the executor thread; an agent with it), over stdio, sequential and 16 in flight, interleaved round by round in one run (`bench door`). CPU per call of the client process, median of {} round(s) of {} calls [min–max]; ×direct: over the same executor driven directly. CPU time on this VM swings by tens of percent from run to run; the counted table below it does not.\n\n{md}",
+        "{DOOR_HEADING}\n\nEach executor driven directly beside the host library's door over it, driven the same way, over stdio, sequential and 16 in flight, interleaved round by round in one run (`bench door`). smol is driven two ways: async (futures on one task; the door is `AsyncHost` on the agent's own executor, `HostBuilder::smol_executor`), and from synchronous code (a wait per call, lanes as threads; the door is `Host`, as the CLI connects it, and with its executor thread, as an agent with busy threads does). A wait per call on smol hands each answer over from async-io's reactor, whoever waits: that is the cost of driving smol synchronously, which the blocking executor avoids. CPU per call of the client process, median of {} round(s) of {} calls [min–max]; ×direct: over the same executor driven directly the same way. CPU time on this VM swings by tens of percent from run to run; the counted table below it does not.\n\n{md}",
         options.rounds, options.n
     );
     if !options.quick && crate::counted::available() {
@@ -2135,7 +2149,7 @@ fn door_counted(env: &Env, targets: &[Target]) -> String {
         .iter()
         .filter_map(|t| Some((t.server, CountedTarget::Stdio(t.stdio.clone()?))))
         .collect();
-    let clients: Vec<&str> = DOOR_CLIENTS.iter().map(|(c, _)| *c).collect();
+    let clients: Vec<&str> = DOOR_CLIENTS.iter().map(|(c, _, _)| *c).collect();
     let stats = crate::counted::measure_clients(
         &env.self_exe,
         &env.tmp,
@@ -2157,9 +2171,9 @@ fn door_counted(env: &Env, targets: &[Target]) -> String {
     };
     for (server, _) in &servers {
         for inflight in [1, 16] {
-            for pair in [&DOOR_CLIENTS[..3], &DOOR_CLIENTS[3..]] {
-                let direct = find(server, pair[0].0, inflight);
-                for &(client, label) in pair {
+            for &(client, label, base) in &DOOR_CLIENTS {
+                let direct = find(server, base, inflight);
+                {
                     let Some(s) = find(server, client, inflight) else {
                         continue;
                     };

@@ -117,6 +117,8 @@ fn run(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
         "rho-host-smol" => rho_host(spec, rho_host::RuntimeKind::Smol, false),
         "rho-host-blocking" => rho_host(spec, rho_host::RuntimeKind::Blocking, false),
         "rho-host-smol-thread" => rho_host(spec, rho_host::RuntimeKind::Smol, true),
+        "rho-host-async" => rho_host_async(spec),
+        "rho-smol-sync" => rho_smol_sync(spec),
         "bare" if spec.stdio.is_some() => bare_stdio(spec),
         "bare" => bare_http(spec),
         "bare-threads" => bare_threads_stdio(spec),
@@ -307,55 +309,114 @@ fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let executor = Arc::new(smol::Executor::new());
     rho_io_smol::block_on(&executor, async {
         let runtime = rho_io_smol::Runtime::start(&executor, &config, rho_options(), |_| true).await;
-        let view = runtime.server("bench").ok_or("no server view")?;
-        if view.status.is_failure() {
-            return Err(format!("rho could not start the server: {:?}", view.status));
-        }
-        let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
-        let call = || async {
-            let result = runtime
-                .call(&exported, spec.args.clone(), CallOptions::new())
-                .await
-                .map_err(|e| e.to_string())?;
-            if result.is_error {
-                return Err(format!("tool error: {}", result.text()));
-            }
-            Ok::<usize, String>(text_len(&result))
-        };
-        let mut result_len = 0;
-        for _ in 0..spec.warmup {
-            result_len = call().await?;
-        }
-        let mut out = Vec::new();
-        for &inflight in &spec.inflight {
-            let cpu = Cpu::now();
-            let wall = Instant::now();
-            let per = spec.n.div_ceil(inflight);
-            let lanes = (0..inflight).map(|lane| {
-                let count = per.min(spec.n.saturating_sub(lane * per));
-                let call = &call;
-                async move {
-                    let mut lat = Vec::with_capacity(count);
-                    for _ in 0..count {
-                        let t = Instant::now();
-                        call().await?;
-                        lat.push(t.elapsed().as_secs_f64() * 1e6);
-                    }
-                    Ok::<Vec<f64>, String>(lat)
-                }
-            });
-            let lanes = all_lanes(lanes).await;
-            let wall = wall.elapsed();
-            let cpu = Cpu::now().since(cpu);
-            let mut lat = Vec::new();
-            for lane in lanes {
-                lat.extend(lane?);
-            }
-            out.push(Measured::new(inflight, wall, cpu, lat));
-        }
+        let measured = measure_async(spec, runtime.server("bench"), async |exported, args| {
+            runtime.call(exported, args, CallOptions::new()).await
+        })
+        .await;
         runtime.shutdown().await;
-        Ok((out, result_len))
+        measured
     })
+}
+
+/// The smol executor driven directly from synchronous code, as a host
+/// without an async face of its own would: a wait per call that runs the
+/// executor while it waits (`rho_io_smol::block_on_ticking`), lanes as
+/// threads. What the sync face of `Host` on smol is measured against.
+fn rho_smol_sync(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let config = rho_config(spec)?;
+    let executor = Arc::new(smol::Executor::new());
+    let runtime = rho_io_smol::block_on(
+        &executor,
+        rho_io_smol::Runtime::start(&executor, &config, rho_options(), |_| true),
+    );
+    let measured = measure_sync(spec, runtime.server("bench"), |exported, args| {
+        rho_io_smol::block_on_ticking(
+            &executor,
+            runtime.call(exported, args, CallOptions::new()),
+        )
+    });
+    rho_io_smol::block_on(&executor, runtime.shutdown());
+    measured
+}
+
+/// rho through the host's async face on the agent's own smol executor
+/// (`HostBuilder::smol_executor`), which this client runs as rho-smol
+/// runs its own: lanes as futures on one task.
+fn rho_host_async(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
+    let loaded = rho_host::config::LoadedConfig::from(rho_config(spec)?);
+    let executor = Arc::new(smol::Executor::new());
+    let host = rho_host::Host::builder(&loaded)
+        .options(rho_options())
+        .store(None)
+        .smol_executor(Arc::clone(&executor))
+        .connect()
+        .host
+        .into_async();
+    rho_io_smol::block_on(&executor, async {
+        let view = host.host().server("bench");
+        let measured = measure_async(spec, view, async |exported, args| {
+            host.call(exported, args, CallOptions::new()).await
+        })
+        .await;
+        host.shutdown().await;
+        measured
+    })
+}
+
+/// Checks that the bench server started (`view`), then warms up and
+/// measures an async face's `call` (by exported name), lanes as futures
+/// on the task awaiting this.
+async fn measure_async(
+    spec: &WorkerSpec,
+    view: Option<rho_proto_core::runtime::ServerView>,
+    call: impl AsyncFn(&str, Value) -> Result<CallToolResult, ToolCallError>,
+) -> Result<(Vec<Measured>, usize), String> {
+    let view = view.ok_or("no server view")?;
+    if view.status.is_failure() {
+        return Err(format!("rho could not start the server: {:?}", view.status));
+    }
+    let exported = rho_proto_core::runtime::naming::exported_name("bench", &spec.tool);
+    let call = || async {
+        let result = call(&exported, spec.args.clone())
+            .await
+            .map_err(|e| e.to_string())?;
+        if result.is_error {
+            return Err(format!("tool error: {}", result.text()));
+        }
+        Ok::<usize, String>(text_len(&result))
+    };
+    let mut result_len = 0;
+    for _ in 0..spec.warmup {
+        result_len = call().await?;
+    }
+    let mut out = Vec::new();
+    for &inflight in &spec.inflight {
+        let cpu = Cpu::now();
+        let wall = Instant::now();
+        let per = spec.n.div_ceil(inflight);
+        let lanes = (0..inflight).map(|lane| {
+            let count = per.min(spec.n.saturating_sub(lane * per));
+            let call = &call;
+            async move {
+                let mut lat = Vec::with_capacity(count);
+                for _ in 0..count {
+                    let t = Instant::now();
+                    call().await?;
+                    lat.push(t.elapsed().as_secs_f64() * 1e6);
+                }
+                Ok::<Vec<f64>, String>(lat)
+            }
+        });
+        let lanes = all_lanes(lanes).await;
+        let wall = wall.elapsed();
+        let cpu = Cpu::now().since(cpu);
+        let mut lat = Vec::new();
+        for lane in lanes {
+            lat.extend(lane?);
+        }
+        out.push(Measured::new(inflight, wall, cpu, lat));
+    }
+    Ok((out, result_len))
 }
 
 /// Runs the concurrent lanes of one async client to their ends, polling

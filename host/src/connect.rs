@@ -59,7 +59,20 @@ pub struct HostBuilder<'a> {
     select: Box<dyn Fn(&str) -> bool + 'a>,
     defer_logins: bool,
     log_level: Option<LogLevel>,
-    executor_thread: bool,
+    moving: Moving,
+}
+
+/// What keeps a host's sessions moving between its calls.
+#[derive(Clone, Default)]
+pub(crate) enum Moving {
+    /// Nothing: on smol they move only while a call waits (the CLI).
+    #[default]
+    OnCalls,
+    /// A thread of the host's own ([`HostBuilder::executor_thread`]).
+    Thread,
+    /// The agent's smol executor, which the agent runs
+    /// ([`HostBuilder::smol_executor`]).
+    Agent(Arc<smol::Executor<'static>>),
 }
 
 impl Host {
@@ -79,7 +92,7 @@ impl Host {
             select: Box::new(|_| true),
             defer_logins: false,
             log_level: None,
-            executor_thread: false,
+            moving: Moving::OnCalls,
         }
     }
 }
@@ -153,7 +166,23 @@ impl<'a> HostBuilder<'a> {
     /// handled while it is elsewhere; a command that only ever waits on
     /// the runtime does not.
     pub fn executor_thread(mut self) -> Self {
-        self.executor_thread = true;
+        self.moving = Moving::Thread;
+        self
+    }
+
+    /// Runs the sessions as tasks on `executor`, the agent's own smol
+    /// executor, which the agent keeps running (`smol::block_on(executor.
+    /// run(..))` on a thread that lives as long as the host: on Linux a
+    /// stdio server ends with the thread that spawned it). The async face
+    /// ([`Host::into_async`]) then awaits the sessions' own futures on it,
+    /// so a call crosses no thread and costs what the smol executor driven
+    /// directly costs. Picks the smol runtime. Connect from outside that
+    /// executor (before running it, or from a thread that is not running
+    /// it): the start runs it on the calling thread until the servers are
+    /// up.
+    pub fn smol_executor(mut self, executor: Arc<smol::Executor<'static>>) -> Self {
+        self.kind = RuntimeKind::Smol;
+        self.moving = Moving::Agent(executor);
         self
     }
 
@@ -170,7 +199,7 @@ impl<'a> HostBuilder<'a> {
             select,
             defer_logins,
             log_level,
-            executor_thread,
+            moving,
         } = self;
         let origin = Origin {
             loaded: loaded.clone(),
@@ -217,7 +246,7 @@ impl<'a> HostBuilder<'a> {
             select,
             logins,
             deferred,
-            executor_thread,
+            moving,
         }
     }
 
@@ -236,7 +265,7 @@ pub struct Connecting<'a> {
     select: Box<dyn Fn(&str) -> bool + 'a>,
     logins: Vec<LoginOutcome>,
     deferred: Vec<String>,
-    executor_thread: bool,
+    moving: Moving,
 }
 
 impl Connecting<'_> {
@@ -278,18 +307,14 @@ impl Connecting<'_> {
     pub fn start(self) -> Connected {
         let (select, deferred) = (&self.select, &self.deferred);
         let host = Host::start_where(
-            self.origin.kind,
             &self.config,
             self.options,
             |id: &str| select(id) && !deferred.iter().any(|d| d == id),
             Arc::new(self.origin),
+            self.moving,
         );
         Connected {
-            host: if self.executor_thread {
-                host.with_executor_thread()
-            } else {
-                host
-            },
+            host,
             logins: self.logins,
             deferred: self.deferred,
         }
@@ -313,7 +338,7 @@ pub struct Connected {
 /// [`Host::logins`].
 pub(crate) struct Origin {
     loaded: LoadedConfig,
-    kind: RuntimeKind,
+    pub(crate) kind: RuntimeKind,
     mode: LoginMode,
     store: Option<Arc<dyn CredentialStore>>,
     log_level: Option<LogLevel>,

@@ -38,7 +38,7 @@ use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
 
-use crate::connect::Origin;
+use crate::connect::{Moving, Origin};
 use crate::executor::{BlockingExecutor, Executor, RuntimeKind, SmolExecutor};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -105,11 +105,11 @@ impl Host {
     /// created first ([`crate::plugins::prepare_data_dirs`]). Only the
     /// builder ([`Host::builder`]) starts a host.
     pub(crate) fn start_where(
-        kind: RuntimeKind,
         config: &Config,
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
         origin: Arc<Origin>,
+        moving: Moving,
     ) -> Self {
         let config = &*crate::plugins::prepare_data_dirs(config, &select);
         // What the host's logins read and receive is hidden in every
@@ -118,10 +118,19 @@ impl Host {
         options.host.secrets = crate::secrets::book().clone();
         // The one place that asks which executor: everything below is
         // written once over the trait.
-        let executor: Box<dyn Executor> = match kind {
-            RuntimeKind::Smol => Box::new(SmolExecutor::start(config, options, select)),
+        let mut executor: Box<dyn Executor> = match origin.kind {
+            RuntimeKind::Smol => {
+                let agent = match &moving {
+                    Moving::Agent(executor) => Some(Arc::clone(executor)),
+                    Moving::OnCalls | Moving::Thread => None,
+                };
+                Box::new(SmolExecutor::start(config, options, select, agent))
+            }
             RuntimeKind::Blocking => Box::new(BlockingExecutor::start(config, options, select)),
         };
+        if let Moving::Thread = moving {
+            executor.keep_moving();
+        }
         Self { executor, origin }
     }
 
@@ -395,8 +404,10 @@ impl Drop for Host {
 /// The async face of a [`Host`]: the same calls as futures, awaitable on
 /// any executor (smol, tokio, a GUI's own). On the smol executor a call is
 /// the session's own future, with the host's executor thread moving the
-/// sessions; on the blocking executor the call runs on smol's blocking
-/// pool and the future waits for it. Either way the awaiting executor
+/// sessions, or the agent's own executor when the sessions run on it
+/// ([`crate::HostBuilder::smol_executor`]: then nothing crosses a thread);
+/// on the blocking executor the call runs on smol's blocking pool and the
+/// future waits for it. Either way the awaiting executor
 /// runs none of rho's IO, and dropping a call's future leaves the call to
 /// its `cancel` token (cancel it to stop the call; the server is told).
 #[derive(Clone)]
@@ -406,8 +417,9 @@ pub struct AsyncHost {
 
 impl Host {
     /// This host's async face. A smol host gets its executor thread (see
-    /// [`crate::HostBuilder::executor_thread`]), since the awaiting executor does
-    /// not run rho's.
+    /// [`crate::HostBuilder::executor_thread`]), since the awaiting executor
+    /// does not run rho's, unless its sessions run on the agent's own
+    /// executor ([`crate::HostBuilder::smol_executor`]).
     pub fn into_async(self) -> AsyncHost {
         AsyncHost {
             host: Arc::new(self.with_executor_thread()),

@@ -879,39 +879,78 @@ fn a_calls_own_time_limit_ends_it_at_that_limit<R: TestRuntime>() {
 /// exported name.
 fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
     let host = everything::<R>().into_async();
-    let echo = exported(host.host(), "everything", "echo");
-    let long = exported(host.host(), "everything", "trigger-long-running-operation");
     smol::block_on(async {
-        let result = host
-            .call(
-                &echo,
-                json!({"message": "async"}),
-                CallOptions::new().cancel(&Cancel::new()),
-            )
-            .await
-            .expect("echo");
-        assert_eq!(result.text(), "Echo: async");
-        let cancel = Cancel::new();
-        let outcome = host
-            .call(
-                &long,
-                json!({"duration": 20, "steps": 20}),
-                CallOptions::new()
-                    .on_progress({
-                        let cancel = cancel.clone();
-                        move |_| cancel.cancel()
-                    })
-                    .cancel(&cancel.clone()),
-            )
-            .await;
-        match outcome {
-            Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
-                assert_eq!(notice, CancelNotice::Told)
-            }
-            other => panic!("expected a cancelled call, got {other:?}"),
-        }
+        calls_then_cancels(&host).await;
         host.shutdown().await;
     });
+}
+
+/// The async face on the agent's own smol executor
+/// (`HostBuilder::smol_executor`): the sessions are tasks on it and a
+/// call is their own future awaited there, so the host starts no thread
+/// to move them.
+#[test]
+fn the_async_face_on_the_agents_smol_executor_calls_and_cancels_there() {
+    let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
+    let executor = std::sync::Arc::new(smol::Executor::new());
+    let loaded = rho_host::config::LoadedConfig::from(config);
+    let host = rho_tests::matrix::Smol::builder(&loaded, options_with(&[]))
+        .smol_executor(std::sync::Arc::clone(&executor))
+        .connect()
+        .host;
+    ready(&host, "everything");
+    let host = host.into_async();
+    smol::block_on(executor.run(async {
+        calls_then_cancels(&host).await;
+        #[cfg(target_os = "linux")]
+        assert_eq!(threads_named("rho-smol-exec"), 0, "no executor thread");
+        host.shutdown().await;
+    }));
+}
+
+/// The threads of this process whose name starts with `prefix`.
+#[cfg(target_os = "linux")]
+fn threads_named(prefix: &str) -> usize {
+    std::fs::read_dir("/proc/self/task")
+        .expect("the process's threads")
+        .filter_map(|task| std::fs::read_to_string(task.ok()?.path().join("comm")).ok())
+        .filter(|name| name.starts_with(prefix))
+        .count()
+}
+
+/// An echo through `host`, then a long call cancelled at its first
+/// progress (the server is told).
+async fn calls_then_cancels(host: &rho_host::AsyncHost) {
+    let echo = exported(host.host(), "everything", "echo");
+    let long = exported(host.host(), "everything", "trigger-long-running-operation");
+    let result = host
+        .call(
+            &echo,
+            json!({"message": "async"}),
+            CallOptions::new().cancel(&Cancel::new()),
+        )
+        .await
+        .expect("echo");
+    assert_eq!(result.text(), "Echo: async");
+    let cancel = Cancel::new();
+    let outcome = host
+        .call(
+            &long,
+            json!({"duration": 20, "steps": 20}),
+            CallOptions::new()
+                .on_progress({
+                    let cancel = cancel.clone();
+                    move |_| cancel.cancel()
+                })
+                .cancel(&cancel.clone()),
+        )
+        .await;
+    match outcome {
+        Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
+            assert_eq!(notice, CancelNotice::Told)
+        }
+        other => panic!("expected a cancelled call, got {other:?}"),
+    }
 }
 
 both_executors!(

@@ -1,9 +1,11 @@
 //! The smol executor behind [`crate::Host`]: every session a task on one
-//! `smol::Executor` that the host owns. Each method runs that executor on
-//! the calling thread while it waits, so a command-line host needs no
-//! thread of its own. Between calls nothing runs the executor unless the
-//! host asks for a thread that does ([`Executor::keep_moving`]), which
-//! then lives until shutdown.
+//! `smol::Executor`, the host's own or the agent's
+//! ([`crate::HostBuilder::smol_executor`]). Each method runs that
+//! executor on the calling thread while it waits, so a command-line host
+//! needs no thread of its own. Between calls nothing runs the host's own
+//! executor unless the host asks for a thread that does
+//! ([`Executor::keep_moving`]), which then lives until shutdown; the
+//! agent's executor is the agent's to run.
 //!
 //! With no server to start, nothing here starts a thread: `smol::block_on`
 //! starts async-io's reactor thread on first use, so the idle host runs
@@ -35,6 +37,9 @@ pub(crate) struct SmolExecutor {
     /// [`Executor::keep_moving`] was asked for: a host that started no
     /// session starts the thread with its first late server.
     wants_thread: bool,
+    /// The executor is the agent's, which the agent runs: the host starts
+    /// no thread for it.
+    agents: bool,
 }
 
 /// A thread running an executor until told to stop.
@@ -44,15 +49,20 @@ struct ExecutorThread {
 }
 
 impl SmolExecutor {
-    /// Starts the enabled servers of `config` that `select` accepts, and
-    /// waits until each is ready or has failed.
+    /// Starts the enabled servers of `config` that `select` accepts, as
+    /// tasks on the agent's executor when given one (else on the host's
+    /// own), and waits until each is ready or has failed.
     pub(crate) fn start(
         config: &Config,
         options: RuntimeOptions,
         select: impl Fn(&str) -> bool,
+        agents: Option<Arc<smol::Executor<'static>>>,
     ) -> Self {
         let reactor = !Inventory::new(config, &select).to_start().is_empty();
-        let executor = Arc::new(smol::Executor::new());
+        let (executor, agents) = match agents {
+            Some(executor) => (executor, true),
+            None => (Arc::new(smol::Executor::new()), false),
+        };
         let runtime = run_smol(
             &executor,
             reactor,
@@ -64,13 +74,14 @@ impl SmolExecutor {
             reactor,
             thread: None,
             wants_thread: false,
+            agents,
         }
     }
 
     /// Starts the thread that runs the executor between calls, unless it
     /// runs already or there is no session to move.
     fn start_thread(&mut self) {
-        if self.thread.is_some() || !self.reactor {
+        if self.thread.is_some() || !self.reactor || self.agents {
             return;
         }
         let (stop, stopped) = smol::channel::bounded::<()>(1);
