@@ -348,7 +348,7 @@ impl Driver {
                 .map(Io::Stdio)
             }
             #[cfg(not(feature = "http"))]
-            Transport::StreamableHttp(_) => Err(crate::no_http::not_built_in(&self.server)),
+            Transport::StreamableHttp(_) => Err(crate::no_http::not_built_in(&self.reports.server)),
             #[cfg(feature = "http")]
             Transport::StreamableHttp(_) => {
                 let driver = Arc::clone(self);

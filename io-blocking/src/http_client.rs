@@ -659,6 +659,10 @@ fn head(response: &ureq::http::Response<ureq::Body>) -> HttpInput {
 }
 
 #[cfg(test)]
+#[path = "../../tests/servers/fixtures/tls/loopback.rs"]
+mod loopback_tls;
+
+#[cfg(test)]
 mod tests {
     //! The pool against a loopback HTTP/1.1 server that counts the
     //! connections it accepts and holds `/slow` answers until released.
@@ -1001,32 +1005,10 @@ mod tests {
         assert_eq!(threads_named("rho-mcp-h4-http"), 0, "every worker joined");
     }
 
-    /// A loopback TLS server for one handshake, whose certificate (for
-    /// 127.0.0.1) the test CA issued; its address.
+    /// A loopback TLS server for one handshake ([`super::loopback_tls`]); its
+    /// address.
     fn tls_server() -> std::net::SocketAddr {
-        use rustls::pki_types::pem::PemObject;
-        use rustls::pki_types::{CertificateDer, PrivateKeyDer};
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/servers/fixtures/tls");
-        let chain = CertificateDer::pem_file_iter(fixtures.join("server.pem"))
-            .and_then(Iterator::collect)
-            .expect("the test certificate");
-        let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).expect("its key");
-        let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let config = rustls::ServerConfig::builder_with_provider(provider)
-            .with_safe_default_protocol_versions()
-            .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
-            .expect("server config");
-        let listener = TcpListener::bind("127.0.0.1:0").expect("bind loopback");
-        let at = listener.local_addr().expect("address");
-        std::thread::spawn(move || {
-            if let Ok((mut tcp, _)) = listener.accept() {
-                let mut tls = rustls::ServerConnection::new(Arc::new(config)).expect("connection");
-                // Fails once the client refuses the certificate.
-                let _ = tls.complete_io(&mut tcp);
-            }
-        });
-        at
+        super::loopback_tls::serve_one_handshake().0
     }
 
     #[test]

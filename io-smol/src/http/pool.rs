@@ -575,6 +575,10 @@ impl hyper::rt::Write for Stream {
 }
 
 #[cfg(test)]
+#[path = "../../../tests/servers/fixtures/tls/loopback.rs"]
+mod loopback_tls;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use smol::io::AsyncReadExt as _;
@@ -620,27 +624,8 @@ mod tests {
     /// ends in, whose certificate (for 127.0.0.1) the test CA issued: the
     /// client trusts `roots` and expects the certificate to name `name`.
     fn handshake_failure(roots: RootCertStore, name: &str) -> HttpFailureKind {
-        use futures_rustls::pki_types::pem::PemObject;
-        use futures_rustls::pki_types::{CertificateDer, PrivateKeyDer};
-        let fixtures =
-            std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/servers/fixtures/tls");
-        let chain = CertificateDer::pem_file_iter(fixtures.join("server.pem"))
-            .and_then(Iterator::collect)
-            .expect("the test certificate");
-        let key = PrivateKeyDer::from_pem_file(fixtures.join("server.key")).expect("its key");
+        let (at, serving) = super::loopback_tls::serve_one_handshake();
         let provider = Arc::new(rustls::crypto::ring::default_provider());
-        let server = rustls::ServerConfig::builder_with_provider(Arc::clone(&provider))
-            .with_safe_default_protocol_versions()
-            .and_then(|b| b.with_no_client_auth().with_single_cert(chain, key))
-            .expect("server config");
-        let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind");
-        let at = listener.local_addr().expect("addr");
-        let serving = std::thread::spawn(move || {
-            let (mut tcp, _) = listener.accept().expect("accept");
-            let mut tls = rustls::ServerConnection::new(Arc::new(server)).expect("connection");
-            // Fails once the client refuses the certificate.
-            let _ = tls.complete_io(&mut tcp);
-        });
         let client = ClientConfig::builder_with_provider(provider)
             .with_safe_default_protocol_versions()
             .expect("versions")
