@@ -16,74 +16,15 @@
 //! two rho processes, and a forgotten client are in tests/oauth_real.rs,
 //! beside the other real authorization servers.)
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use rho_tests::CliRuntime as Runtime;
-use rho_tests::oidc::{OidcProvider, http_exchange};
+use rho_tests::oauth_server::OAuthServer;
+use rho_tests::oidc::OidcProvider;
 use rho_tests::scene::{Scene, arg};
 use rho_tests::{tests_dir, toml_str};
 use serde_json::Value;
-
-/// The fixture server, stopped on drop.
-struct OAuthServer {
-    child: Child,
-    port: u16,
-}
-
-impl OAuthServer {
-    /// With the fixture's extra modes (`--expire-on`, `--step-up`).
-    fn start_with(dir: &Path, ttl: u32, modes: &[&str]) -> Self {
-        let port_file = dir.join("port");
-        let child = Command::new("node")
-            .arg(tests_dir().join("servers/fixtures/oauth-server.js"))
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--ttl")
-            .arg(ttl.to_string())
-            .args(modes)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the OAuth fixture");
-        let until = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Some(port) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|p| p.trim().parse().ok())
-            {
-                break port;
-            }
-            assert!(Instant::now() < until, "the OAuth fixture did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Self { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    /// POSTs to a control path (`expire`, `revoke`).
-    fn control(&self, what: &str) {
-        control(self.port, what);
-    }
-}
-
-/// POSTs to a fixture's control path on `port`.
-fn control(port: u16, what: &str) {
-    let (status, _, body) = http_exchange(port, "POST", &format!("/control/{what}"), "");
-    assert_eq!(status, 204, "POST /control/{what}: {body}");
-}
-
-impl Drop for OAuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The binary under test.
 const RHO: &str = env!("CARGO_BIN_EXE_rho");
@@ -588,6 +529,7 @@ fn url_encoded(s: &str) -> String {
 /// the same file); the working server starts and is listed with its tool.
 #[cfg(unix)]
 fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the_key(rt: Runtime) {
+    use std::time::{Duration, Instant};
     let s = Scene::new(RHO, "oauth-bad-secret-files", rt);
     let server = OAuthServer::start_with(s.dir(), 3600, &[]);
     let fifo = s.dir().join("fifo");
