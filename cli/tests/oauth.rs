@@ -3,18 +3,21 @@
 //! on an ephemeral loopback port): the headless login, the stored token on
 //! connect, a silent refresh, a revoked login, and connecting without one;
 //! mid-session, a token that expires is refreshed and the call resent, and
-//! a tool that needs a wider scope steps up (headless) or says how to,
-//! and the `rho mcp login` it suggests asks for that scope; a server that
-//! moves to another authorization server gets a new client there and the
-//! old login is forgotten; a token refused at `initialize` takes the same
-//! re-authorization path as one refused later. And interop with a real
-//! authorization server: oidc-provider (OpenID discovery only, dynamic
-//! registration, PKCE, resource indicators, `iss`) in front of the official
-//! TypeScript SDK's server (which refuses a token the provider did not
-//! mint), logged in through a browser that follows its login and consent
-//! redirects. (Its headless login, rotation with reuse detection across
-//! two rho processes, and a forgotten client are in tests/oauth_real.rs,
-//! beside the other real authorization servers.)
+//! a tool that needs a wider scope says how to get it, and the `rho mcp
+//! login` it suggests asks for that scope; a server that moves to another
+//! authorization server gets a new client there and the old login is
+//! forgotten; a token refused at `initialize` takes the same
+//! re-authorization path as one refused later. (The headless step-up and
+//! the headless login at a moved server, which only the conformance
+//! client makes, are in tests/tests/conformance_client.rs.) And
+//! interop with a real authorization server: oidc-provider (OpenID
+//! discovery only, dynamic registration, PKCE, resource indicators,
+//! `iss`) in front of the official TypeScript SDK's server (which refuses
+//! a token the provider did not mint), logged in through a browser that
+//! follows its login and consent redirects. (Its headless login, rotation
+//! with reuse detection across two rho processes, and a forgotten client
+//! are in tests/oauth_real.rs, beside the other real authorization
+//! servers.)
 
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
@@ -234,29 +237,6 @@ fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
 }
 
 #[test]
-fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() {
-    for_both(|rt| {
-        // The conformance client logs in headless (in memory) when the
-        // server first refuses, and steps up when a tool needs more.
-        let (s, _config, server) = setup_with("step-up", rt, 3600, &["--step-up", "test-tool"]);
-        let run = s.rho_env(
-            &["mcp", "conformance-client", &server.url()],
-            &[("MCP_CONFORMANCE_SCENARIO", "auth/scope-step-up")],
-        );
-        assert_eq!(run.code, Some(0), "{run}");
-        assert!(
-            run.stderr
-                .contains("token #2 (mcp offline_access mcp:admin)"),
-            "{run}"
-        );
-        assert!(
-            !s.home().join(".rho/mcp-oauth.json").exists(),
-            "nothing stored on disk"
-        );
-    });
-}
-
-#[test]
 fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
     for_both(|rt| {
         // After tools/list the resource trusts only /auth2: its PRM names
@@ -297,27 +277,6 @@ fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
                 && stored.contains(&format!("\"issuer\": \"{old_issuer}2\"")),
             "{stored}"
         );
-    });
-}
-
-#[test]
-fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
-    for_both(|rt| {
-        let (s, _config, server) = setup_with(
-            "migrate-headless",
-            rt,
-            3600,
-            &["--migrate-on", "tools/list"],
-        );
-        let run = s.rho_env(
-            &["mcp", "conformance-client", &server.url()],
-            &[(
-                "MCP_CONFORMANCE_SCENARIO",
-                "auth/authorization-server-migration",
-            )],
-        );
-        assert_eq!(run.code, Some(0), "{run}");
-        assert!(run.stderr.contains("token #2"), "{run}");
     });
 }
 
