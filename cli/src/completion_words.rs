@@ -2,8 +2,8 @@
 //! prints a small script that, on each Tab, runs the hidden
 //! `rho __complete INDEX WORD...` with the words typed so far; this module
 //! answers it with one candidate per line: the visible subcommands and
-//! flags (from the same clap definitions the parser uses, so hidden
-//! commands such as `conformance-client` are never offered), the values a
+//! flags (from the same clap definitions the parser uses, so the hidden
+//! `__complete` itself is never offered), the values a
 //! flag allows, server identities from the config (the `--config` typed on
 //! the line, else the default) wherever a command takes one; after
 //! `call <id>` the tool names that server's `tools.allow` lists and those
@@ -463,11 +463,10 @@ mod tests {
         for name in ["list", "show", "get", "call", "shell", "login", "add-json"] {
             assert!(offered.iter().any(|c| c == name), "{name}: {offered:?}");
         }
-        assert!(
-            !offered.iter().any(|c| c.contains("conformance")),
-            "{offered:?}"
-        );
         assert_eq!(at_end(&["rho", "mcp", "sh"]), ["show", "shell"]);
+        let top = at_end(&["rho", ""]);
+        assert!(top.iter().any(|c| c == "mcp"), "{top:?}");
+        assert!(!top.iter().any(|c| c.starts_with("__")), "{top:?}");
     }
 
     #[test]
@@ -521,7 +520,6 @@ mod tests {
         );
         let script = String::from_utf8(script).expect("UTF-8");
         assert!(script.contains("add-json"), "{script}");
-        assert!(!script.contains("conformance"), "{script}");
         assert!(!script.contains("__complete"), "{script}");
     }
 

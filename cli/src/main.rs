@@ -19,7 +19,6 @@ mod call;
 mod complete;
 mod completion_words;
 mod config_edit;
-mod conformance;
 mod import;
 mod logging;
 mod manage;
@@ -173,9 +172,6 @@ enum McpCommand {
     /// Replay a recorded transcript against the core and check every output
     /// matches, byte for byte (no process, socket or server involved).
     Replay(ReplayArgs),
-    /// The client driven by the official MCP conformance suite.
-    #[command(hide = true)]
-    ConformanceClient(ConformanceArgs),
 }
 
 #[derive(Args, Debug)]
@@ -199,12 +195,6 @@ struct LogoutArgs {
 struct ReplayArgs {
     /// The transcript file.
     file: PathBuf,
-}
-
-#[derive(Args, Debug)]
-struct ConformanceArgs {
-    /// The server URL (the suite appends it).
-    url: String,
 }
 
 #[derive(Args, Debug)]
@@ -471,9 +461,6 @@ fn run_mcp(
     record: Option<&std::path::Path>,
     command: McpCommand,
 ) -> Result<ExitCode, Failure> {
-    if let McpCommand::ConformanceClient(args) = &command {
-        return conformance::run(kind, &args.url);
-    }
     match &command {
         McpCommand::Replay(args) => return replay(&args.file),
         McpCommand::Add(args) => return manage::add(config, args),
@@ -528,7 +515,6 @@ fn run_mcp(
         McpCommand::Complete(args) => complete::run(&loaded, kind, options, &args),
         McpCommand::Login(args) => login(&loaded, kind, &args),
         McpCommand::Logout(args) => logout(&loaded, &args.id),
-        McpCommand::ConformanceClient(args) => conformance::run(kind, &args.url),
         McpCommand::Replay(args) => replay(&args.file),
         McpCommand::Add(_)
         | McpCommand::AddJson(_)

@@ -8,9 +8,9 @@
 //!   the sampling question) passes through [`terminal::sanitize`] and is
 //!   indented, so it can neither move the cursor nor clear or forge the
 //!   `── MCP server `x` asks ──` header, which alone starts at column 0.
-//! - `--yes-defaults` (scripts, the conformance suite) accepts every form
-//!   with its defaults and declines one with a required field that has
-//!   none; it refuses sampling, which has no default.
+//! - `--yes-defaults` (scripts) accepts every form with its defaults and
+//!   declines one with a required field that has none; it refuses
+//!   sampling, which has no default (`rho_host::questions::AcceptDefaults`).
 //! - Otherwise nobody can be asked, and the runtime declares no
 //!   elicitation, so a well-behaved server never asks.
 //!
@@ -38,7 +38,7 @@ pub(crate) fn person_present() -> bool {
 /// The host services for a command that may ask questions.
 pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -> HostServices {
     let responder: Option<Arc<dyn Responder>> = if yes_defaults {
-        Some(Arc::new(Defaults))
+        Some(Arc::new(rho_host::questions::AcceptDefaults))
     } else if person_present() {
         Some(Arc::new(Terminal {
             lock: Mutex::new(()),
@@ -97,35 +97,6 @@ fn waiting_line(server: &str) -> String {
         "rho: waiting for the browser to finish the login to server `{}` (Ctrl-C stops waiting)...",
         sanitize_line(server)
     )
-}
-
-/// Accepts forms with their defaults; refuses sampling.
-struct Defaults;
-
-impl Responder for Defaults {
-    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
-        let server = asked.server.as_str();
-        let mut answers = std::collections::BTreeMap::new();
-        for field in &form.fields {
-            match &field.default {
-                Some(values) => {
-                    answers.insert(field.name.clone(), values.clone());
-                }
-                None if field.required => {
-                    tracing::info!(server, field = %field.name, "--yes-defaults: a required field has no default; declining");
-                    return FormAnswer::CouldNotAsk;
-                }
-                None => {}
-            }
-        }
-        FormAnswer::Submitted(answers)
-    }
-
-    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
-        let server = asked.server.as_str();
-        tracing::info!(server, "--yes-defaults refuses sampling: {question}");
-        false
-    }
 }
 
 /// Asks on the terminal, one question at a time.

@@ -1728,6 +1728,24 @@ fn help_names_each_runtime_once() {
     assert!(run.stdout.contains("smol:"), "{run}");
 }
 
+/// The conformance suite's client is not part of the shipped `rho` (it is
+/// the tests crate's `rho-conformance-client`): the hidden command it was
+/// is refused as any unknown one is.
+#[test]
+fn conformance_client_is_an_unknown_command_and_exits_2() {
+    let s = Scene::on_default_executor(RHO, "no-conformance-client");
+    let run = s.rho_env(
+        &["mcp", "conformance-client", "http://127.0.0.1:9/mcp"],
+        &[("MCP_CONFORMANCE_SCENARIO", "initialize")],
+    );
+    run.expect_code(2);
+    assert!(
+        run.stderr
+            .contains("unrecognized subcommand 'conformance-client'"),
+        "{run}"
+    );
+}
+
 fn per_run_facts_removed(mut doc: Value) -> Value {
     for entry in doc["servers"].as_array_mut().into_iter().flatten() {
         if let Some(entry) = entry.as_object_mut() {

@@ -2,7 +2,7 @@
 //! real shells: Tab after `rho mcp call` offers the config's server
 //! identities, then the tools its allow list names and those the names
 //! cache holds; after `rho mcp` the visible subcommands and never the
-//! hidden `conformance-client` or `__complete`; a flag's values after it;
+//! hidden `__complete`; a flag's values after it;
 //! and a name holding shell syntax (`;`, `$(...)`) goes into the line as
 //! one literal word, never run.
 //!
@@ -75,10 +75,6 @@ fn bash_completes_server_ids_tools_and_commands_from_the_config() {
     );
     let commands = tab(&s, &["mcp", ""]);
     assert!(commands.iter().any(|c| c == "call"), "{commands:?}");
-    assert!(
-        !commands.iter().any(|c| c.contains("conformance")),
-        "{commands:?}"
-    );
     assert_eq!(tab(&s, &["--runtime", "b"]), ["blocking"]);
     let flags = tab(&s, &["mcp", "call", "everything", "echo", "--j"]);
     assert_eq!(flags, ["--json"]);
@@ -491,12 +487,7 @@ fn check_listed(shell: &str, s: &Scene, tabs: &[Tab]) {
     ] {
         assert!(mcp.offered.iter().any(|c| c == name), "{name}: {mcp:?}");
     }
-    assert!(
-        !mcp.offered
-            .iter()
-            .any(|c| c.contains("conformance") || c.starts_with("__")),
-        "{mcp:?}"
-    );
+    assert!(!mcp.offered.iter().any(|c| c.starts_with("__")), "{mcp:?}");
     assert!(top.offered.iter().any(|c| c == "mcp"), "{top:?}");
     assert!(!top.offered.iter().any(|c| c.starts_with("__")), "{top:?}");
     assert_eq!(call.offered, ["docs", "everything"]);

@@ -3,87 +3,31 @@
 //! on an ephemeral loopback port): the headless login, the stored token on
 //! connect, a silent refresh, a revoked login, and connecting without one;
 //! mid-session, a token that expires is refreshed and the call resent, and
-//! a tool that needs a wider scope steps up (headless) or says how to,
-//! and the `rho mcp login` it suggests asks for that scope; a server that
-//! moves to another authorization server gets a new client there and the
-//! old login is forgotten; a token refused at `initialize` takes the same
-//! re-authorization path as one refused later. And interop with a real
-//! authorization server: oidc-provider (OpenID discovery only, dynamic
-//! registration, PKCE, resource indicators, `iss`) in front of the official
-//! TypeScript SDK's server (which refuses a token the provider did not
-//! mint), logged in through a browser that follows its login and consent
-//! redirects. (Its headless login, rotation with reuse detection across
-//! two rho processes, and a forgotten client are in tests/oauth_real.rs,
-//! beside the other real authorization servers.)
+//! a tool that needs a wider scope says how to get it, and the `rho mcp
+//! login` it suggests asks for that scope; a server that moves to another
+//! authorization server gets a new client there and the old login is
+//! forgotten; a token refused at `initialize` takes the same
+//! re-authorization path as one refused later. (The headless step-up and
+//! the headless login at a moved server, which only the conformance
+//! client makes, are in tests/tests/conformance_client.rs.) And
+//! interop with a real authorization server: oidc-provider (OpenID
+//! discovery only, dynamic registration, PKCE, resource indicators,
+//! `iss`) in front of the official TypeScript SDK's server (which refuses
+//! a token the provider did not mint), logged in through a browser that
+//! follows its login and consent redirects. (Its headless login, rotation
+//! with reuse detection across two rho processes, and a forgotten client
+//! are in tests/oauth_real.rs, beside the other real authorization
+//! servers.)
 
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
 
 use rho_tests::CliRuntime as Runtime;
-use rho_tests::oidc::{OidcProvider, http_exchange};
+use rho_tests::oauth_server::OAuthServer;
+use rho_tests::oidc::OidcProvider;
 use rho_tests::scene::{Scene, arg};
 use rho_tests::{tests_dir, toml_str};
 use serde_json::Value;
-
-/// The fixture server, stopped on drop.
-struct OAuthServer {
-    child: Child,
-    port: u16,
-}
-
-impl OAuthServer {
-    /// With the fixture's extra modes (`--expire-on`, `--step-up`).
-    fn start_with(dir: &Path, ttl: u32, modes: &[&str]) -> Self {
-        let port_file = dir.join("port");
-        let child = Command::new("node")
-            .arg(tests_dir().join("servers/fixtures/oauth-server.js"))
-            .arg("--port-file")
-            .arg(&port_file)
-            .arg("--ttl")
-            .arg(ttl.to_string())
-            .args(modes)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("start the OAuth fixture");
-        let until = Instant::now() + Duration::from_secs(10);
-        let port = loop {
-            if let Some(port) = std::fs::read_to_string(&port_file)
-                .ok()
-                .and_then(|p| p.trim().parse().ok())
-            {
-                break port;
-            }
-            assert!(Instant::now() < until, "the OAuth fixture did not start");
-            std::thread::sleep(Duration::from_millis(20));
-        };
-        Self { child, port }
-    }
-
-    fn url(&self) -> String {
-        format!("http://127.0.0.1:{}/mcp", self.port)
-    }
-
-    /// POSTs to a control path (`expire`, `revoke`).
-    fn control(&self, what: &str) {
-        control(self.port, what);
-    }
-}
-
-/// POSTs to a fixture's control path on `port`.
-fn control(port: u16, what: &str) {
-    let (status, _, body) = http_exchange(port, "POST", &format!("/control/{what}"), "");
-    assert_eq!(status, 204, "POST /control/{what}: {body}");
-}
-
-impl Drop for OAuthServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
 
 /// The binary under test.
 const RHO: &str = env!("CARGO_BIN_EXE_rho");
@@ -293,29 +237,6 @@ fn a_tool_that_needs_a_wider_scope_says_how_to_get_it_when_no_one_can_log_in() {
 }
 
 #[test]
-fn a_tool_that_needs_a_wider_scope_steps_up_headless_with_the_union_of_scopes() {
-    for_both(|rt| {
-        // The conformance client logs in headless (in memory) when the
-        // server first refuses, and steps up when a tool needs more.
-        let (s, _config, server) = setup_with("step-up", rt, 3600, &["--step-up", "test-tool"]);
-        let run = s.rho_env(
-            &["mcp", "conformance-client", &server.url()],
-            &[("MCP_CONFORMANCE_SCENARIO", "auth/scope-step-up")],
-        );
-        assert_eq!(run.code, Some(0), "{run}");
-        assert!(
-            run.stderr
-                .contains("token #2 (mcp offline_access mcp:admin)"),
-            "{run}"
-        );
-        assert!(
-            !s.home().join(".rho/mcp-oauth.json").exists(),
-            "nothing stored on disk"
-        );
-    });
-}
-
-#[test]
 fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
     for_both(|rt| {
         // After tools/list the resource trusts only /auth2: its PRM names
@@ -356,27 +277,6 @@ fn a_server_moved_to_another_authorization_server_forgets_the_old_login() {
                 && stored.contains(&format!("\"issuer\": \"{old_issuer}2\"")),
             "{stored}"
         );
-    });
-}
-
-#[test]
-fn a_server_moved_mid_session_gets_a_headless_login_at_the_new_server() {
-    for_both(|rt| {
-        let (s, _config, server) = setup_with(
-            "migrate-headless",
-            rt,
-            3600,
-            &["--migrate-on", "tools/list"],
-        );
-        let run = s.rho_env(
-            &["mcp", "conformance-client", &server.url()],
-            &[(
-                "MCP_CONFORMANCE_SCENARIO",
-                "auth/authorization-server-migration",
-            )],
-        );
-        assert_eq!(run.code, Some(0), "{run}");
-        assert!(run.stderr.contains("token #2"), "{run}");
     });
 }
 
@@ -588,6 +488,7 @@ fn url_encoded(s: &str) -> String {
 /// the same file); the working server starts and is listed with its tool.
 #[cfg(unix)]
 fn a_fifo_dev_zero_big_or_missing_secret_file_fails_that_server_alone_naming_the_key(rt: Runtime) {
+    use std::time::{Duration, Instant};
     let s = Scene::new(RHO, "oauth-bad-secret-files", rt);
     let server = OAuthServer::start_with(s.dir(), 3600, &[]);
     let fifo = s.dir().join("fifo");

@@ -385,12 +385,11 @@ fn sigterm_while_the_sampling_model_runs_leaves_no_model_behind(rt: Runtime) {
     assert!(server_gone, "the server {server} outlived rho\n{shown}");
 }
 
-/// `conformance-client` (Streamable HTTP, no child process) ends its
-/// startup wait on a signal too. The server here answers the first request
-/// (the client's OAuth probe) with a 404, meaning no login is needed, then
-/// accepts the session's connection and never answers, so the scenario's
-/// 20 s budget would otherwise run.
-fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
+/// A Streamable HTTP server (no child process) that never answers ends
+/// `rho mcp list --connect`'s startup wait on a signal too: the server
+/// here accepts every connection and holds it unanswered, so the 60 s
+/// startup budget would otherwise run.
+fn sigterm_during_an_http_servers_startup_exits_143(rt: Runtime) {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("bind loopback");
     let url = format!(
         "http://127.0.0.1:{}/mcp",
@@ -399,22 +398,20 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
     let (accepted_tx, accepted) = std::sync::mpsc::channel();
     std::thread::spawn(move || {
         let mut held = Vec::new();
-        for (n, stream) in listener.incoming().enumerate() {
-            let Ok(mut stream) = stream else { break };
-            if n == 0 {
-                answer_404(&mut stream);
-                continue;
-            }
+        for stream in listener.incoming() {
+            let Ok(stream) = stream else { break };
             // Held open, unanswered, until the test ends.
             held.push(stream);
             let _ = accepted_tx.send(());
         }
     });
-    let scene = Scene::new(RHO, "signals-conformance", rt);
+    let scene = Scene::new(RHO, "signals-http-startup", rt).with_config(&format!(
+        "[mcp.servers.h]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 60\n",
+        toml_str(&url)
+    ));
     let mut child = scene
         .command()
-        .args(["mcp", "conformance-client", &url])
-        .env("MCP_CONFORMANCE_SCENARIO", "initialize")
+        .args(["mcp", "list", "--connect"])
         .stdout(Stdio::null())
         .stderr(Stdio::piped())
         .spawn()
@@ -423,7 +420,7 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
         .recv_timeout(Duration::from_secs(20))
         .expect("rho never connected");
     send(child.id(), Signal::TERM);
-    // A hang guard well under the 20 s startup budget.
+    // A hang guard well under the 60 s startup budget.
     let status = wait_exit(&mut child, Duration::from_secs(10), "SIGTERM");
     let mut stderr = String::new();
     if let Some(mut pipe) = child.stderr.take() {
@@ -431,38 +428,6 @@ fn sigterm_during_conformance_client_startup_exits_143(rt: Runtime) {
     }
     assert_eq!(status.code(), Some(143), "{stderr}");
     assert!(stderr.contains("stopped by SIGTERM"), "{stderr}");
-}
-
-/// Reads one HTTP request (headers, then `Content-Length` bytes) and
-/// answers 404, closing the connection.
-fn answer_404(stream: &mut std::net::TcpStream) {
-    use std::io::Write;
-    let mut got = Vec::new();
-    let mut buf = [0u8; 4096];
-    let _ = stream.set_read_timeout(Some(Duration::from_secs(10)));
-    let complete = |got: &[u8]| {
-        let text = String::from_utf8_lossy(got);
-        let Some(end) = text.find("\r\n\r\n") else {
-            return false;
-        };
-        let length = text[..end]
-            .lines()
-            .find_map(|l| {
-                let (name, value) = l.split_once(':')?;
-                name.eq_ignore_ascii_case("content-length")
-                    .then(|| value.trim().parse::<usize>().ok())?
-            })
-            .unwrap_or(0);
-        got.len() >= end + 4 + length
-    };
-    while !complete(&got) {
-        match stream.read(&mut buf) {
-            Ok(0) | Err(_) => break,
-            Ok(n) => got.extend_from_slice(&buf[..n]),
-        }
-    }
-    let _ = stream
-        .write_all(b"HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
 }
 
 /// Reads one HTTP request off `stream` (its head, then `Content-Length`
@@ -856,7 +821,7 @@ both_executors!(
     sigterm_inside_a_form_stops_everything_and_exits_143,
     sighup_inside_a_form_stops_everything_and_exits_129,
     sigterm_while_the_sampling_model_runs_leaves_no_model_behind,
-    sigterm_during_conformance_client_startup_exits_143,
+    sigterm_during_an_http_servers_startup_exits_143,
     sigint_while_the_connect_is_prepared_exits_130_keeping_the_rotated_token,
     sigint_while_servers_with_unusable_secret_files_connect_exits_130,
     sigkilled_rho_leaves_no_server_child,

@@ -14,7 +14,11 @@
 //! of a person ([`FormAnswer::CouldNotAsk`]), sampling refused. The
 //! call's budget is paused while the question is open, as for any
 //! responder.
+//!
+//! A run with no one to ask that should still get past forms (a script,
+//! the conformance client) answers with [`AcceptDefaults`] instead.
 
+use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
@@ -128,6 +132,42 @@ impl Responder for ChannelResponder {
     }
 }
 
+/// A responder for a run with no one to ask: every form is submitted with
+/// its fields' defaults, and one with a required field that has none is
+/// answered as no one could be asked; sampling, which has no default, is
+/// refused. The CLI's `--yes-defaults` and the conformance client use it.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct AcceptDefaults;
+
+impl Responder for AcceptDefaults {
+    fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
+        let server = asked.server.as_str();
+        let mut answers = BTreeMap::new();
+        for field in &form.fields {
+            match &field.default {
+                Some(values) => {
+                    answers.insert(field.name.clone(), values.clone());
+                }
+                None if field.required => {
+                    tracing::info!(server, field = %field.name, "answering with defaults: a required field has none; declining");
+                    return FormAnswer::CouldNotAsk;
+                }
+                None => {}
+            }
+        }
+        FormAnswer::Submitted(answers)
+    }
+
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        let server = asked.server.as_str();
+        tracing::info!(
+            server,
+            "answering with defaults refuses sampling: {question}"
+        );
+        false
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -165,6 +205,36 @@ mod tests {
         assert_eq!(responder.elicit(&asked(), &form()), FormAnswer::Declined);
         assert!(responder.confirm_sampling(&asked(), "may I?"));
         host.join().expect("the host thread");
+    }
+
+    #[test]
+    fn accept_defaults_submits_the_defaults_declines_a_required_field_without_one_and_refuses_sampling()
+     {
+        use rho_proto_core::features::elicitation::{Field, FieldKind};
+        let field = |name: &str, required: bool, default: Option<&str>| Field {
+            name: name.to_owned(),
+            title: None,
+            help: Vec::new(),
+            required,
+            kind: FieldKind::Text,
+            default: default.map(|d| vec![d.to_owned()]),
+        };
+        let mut form = form();
+        form.fields = vec![
+            field("region", true, Some("eu")),
+            field("note", false, None),
+        ];
+        let submitted = BTreeMap::from([("region".to_owned(), vec!["eu".to_owned()])]);
+        assert_eq!(
+            AcceptDefaults.elicit(&asked(), &form),
+            FormAnswer::Submitted(submitted)
+        );
+        form.fields.push(field("name", true, None));
+        assert_eq!(
+            AcceptDefaults.elicit(&asked(), &form),
+            FormAnswer::CouldNotAsk
+        );
+        assert!(!AcceptDefaults.confirm_sampling(&asked(), "may I?"));
     }
 
     #[test]

@@ -1,13 +1,14 @@
 //! Shared helpers for the integration tests: where the pinned real servers
 //! live, configs that start them, process checks for "nothing left
-//! behind", the CLI tests' scene ([`scene`]), and the oidc-provider
-//! fixture of the OAuth tests ([`oidc`]).
+//! behind", the CLI tests' scene ([`scene`]), and the OAuth tests'
+//! fixtures ([`oauth_server`], [`oidc`]).
 //!
 //! The servers are installed by `scripts/test` (`npm ci --prefix
 //! tests/servers`); a test that finds them missing says so instead of
 //! failing obscurely.
 
 pub mod matrix;
+pub mod oauth_server;
 pub mod oidc;
 #[cfg(target_os = "linux")]
 pub mod pty;

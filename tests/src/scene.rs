@@ -10,7 +10,8 @@
 //! [`Scene::program`] gives another program the scene's environment (a
 //! terminal wrapper that starts `rho` itself). The binary is passed in,
 //! as `env!("CARGO_BIN_EXE_rho")`, which only the CLI's own test crates
-//! can name.
+//! can name; the tests crate's own tests pass its conformance client the
+//! same way, and a run's command line names whichever binary it ran.
 //!
 //! Each run has a null stdin, no `RUST_LOG` and no `USERPROFILE`, and
 //! `RHO_RUNTIME` set to the scene's executor (or removed, for a scene on
@@ -163,8 +164,12 @@ impl Scene {
             .rev()
             .find(|(k, _)| *k == "RHO_RUNTIME")
             .map_or(self.runtime_name(), |(_, v)| v);
+        let program = self
+            .rho
+            .file_name()
+            .map_or_else(|| "rho".into(), |name| name.to_string_lossy());
         Run::of(
-            format!("RHO_RUNTIME={runtime} rho {}", args.join(" ")),
+            format!("RHO_RUNTIME={runtime} {program} {}", args.join(" ")),
             output,
         )
     }

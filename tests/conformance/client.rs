@@ -1,23 +1,126 @@
-//! `rho mcp conformance-client <url>`: the client the official MCP
-//! conformance suite drives (`tests/conformance/run`).
+//! `rho-conformance-client URL`: the client the official MCP conformance
+//! suite drives. `tests/conformance/run` hands the suite this binary as
+//! its client command; the suite appends the URL of its mock server,
+//! names the scenario in `MCP_CONFORMANCE_SCENARIO` and passes what the
+//! scenario gives a client (credentials, tool calls) as JSON in
+//! `MCP_CONFORMANCE_CONTEXT`. `RHO_RUNTIME` (`smol`, the default, or
+//! `blocking`) picks the executor, as it does for `rho`.
 //!
-//! It does what each client scenario asks through the ordinary runtime —
-//! the same config model, executor and session as `rho mcp call` — so a
-//! passing scenario says something about rho, not about a test double.
-//! The scenario comes from `MCP_CONFORMANCE_SCENARIO`; the suite appends
-//! the server URL as the last argument. Scenarios this build cannot do yet
-//! exit with a clear message rather than pretend.
+//! It does what each client scenario asks through `rho-host`'s public
+//! API, as an agent embedding rho would and as `rho mcp call` does: the
+//! config a user would write for the suite's server (an `oauth` table
+//! made from the scenario's credentials, their secrets in files),
+//! [`Host::builder`] with headless logins into a credential store in
+//! memory, then calls and skills. So a passing scenario says something
+//! about rho, not about a test double. A scenario it cannot do exits 1
+//! saying so rather than pretend. Exit codes: 0 the scenario's part was
+//! done, 1 it failed, 2 the command line or the config was wrong.
+//!
+//! Implementation note: where it lives. This is a test instrument, not a
+//! command a person runs, so it is not part of the shipped `rho` (it was
+//! the hidden `rho mcp conformance-client`). It is a binary of the
+//! unpublished `rho-tests` crate rather than an example of `rho-host`
+//! because that keeps the test command simplest: the workspace's test
+//! build (`cargo test --workspace`, the first thing `scripts/test` builds)
+//! already makes it, at `target/debug/rho-conformance-client`, which is
+//! the path `tests/conformance/run --client` is handed; the crate's
+//! integration tests (`tests/conformance_client.rs`) name it with
+//! `env!("CARGO_BIN_EXE_rho-conformance-client")`, which cargo gives no
+//! example; its unit tests run as every other test binary does; and
+//! `rho-host`'s examples stay one short file per thing an embedder does.
+//! It sits beside the suite's runner and lists rather than in `src/bin/`,
+//! so that everything about conformance is in one folder.
+//!
+//! Stop signals keep their default action (the process ends at once),
+//! where `rho` shuts every server down first: this client starts no
+//! process (its one server is Streamable HTTP) and stores no login on
+//! disk, so there is nothing to shut down but the connections. The one
+//! trace a signal can leave is the run's secrets directory (0700, the
+//! suite's throwaway credentials) in the temporary directory; the next
+//! run with the same pid replaces it.
 
 use std::process::ExitCode;
+use std::sync::Arc;
 
+use rho_host::login::LoginMode;
+use rho_host::questions::AcceptDefaults;
+use rho_host::reauth::MemoryStore;
+use rho_host::{CallOptions, Cancel, ExportedTool, Host, RuntimeKind, ServerStatus};
 use rho_proto_core::config;
-use rho_proto_core::runtime::registry::ExportedTool;
-use rho_proto_core::runtime::status::ServerStatus;
 use serde_json::{Map, Value, json};
 
-use crate::Failure;
-use rho_host::CallOptions;
-use rho_host::{Host, RuntimeKind};
+/// How the command line is written, for `--help` and usage errors.
+const USAGE: &str = "usage: rho-conformance-client URL
+(the scenario in MCP_CONFORMANCE_SCENARIO, its context in
+MCP_CONFORMANCE_CONTEXT, the executor in RHO_RUNTIME: smol or blocking)";
+
+/// Why a run failed, by whose fault.
+#[derive(Debug)]
+enum Failure {
+    /// The command line, the environment or the config made from them is
+    /// wrong: exit 2.
+    Usage(String),
+    /// The scenario's part could not be done (the server failed, a call
+    /// failed, the scenario is one this client does not take part in):
+    /// exit 1.
+    Failed(String),
+}
+
+fn main() -> ExitCode {
+    init_logging();
+    match run() {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(failure) => {
+            let (code, message) = match failure {
+                Failure::Usage(message) => (2, message),
+                Failure::Failed(message) => (1, message),
+            };
+            let message = rho_proto_core::text::terminal::sanitize(&message).into_owned();
+            eprintln!("rho-conformance-client: {message}");
+            ExitCode::from(code)
+        }
+    }
+}
+
+/// Logs to stderr, which the suite keeps as the client's `stderr.txt`:
+/// warnings unless `RUST_LOG` says otherwise.
+fn init_logging() {
+    use tracing_subscriber::EnvFilter;
+    let filter = EnvFilter::try_from_default_env().unwrap_or_else(|_| EnvFilter::new("warn"));
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(false)
+        .init();
+}
+
+/// The server URL from the command line (the suite's last argument).
+fn url_argument() -> Result<Option<String>, Failure> {
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| {
+            a.into_string()
+                .map_err(|a| Failure::Usage(format!("not UTF-8: {a:?}\n{USAGE}")))
+        })
+        .collect::<Result<_, _>>()?;
+    match args.as_slice() {
+        [flag] if flag == "-h" || flag == "--help" => Ok(None),
+        [url] if !url.starts_with('-') => Ok(Some(url.clone())),
+        _ => Err(Failure::Usage(format!(
+            "expected one argument, the server URL; got {args:?}\n{USAGE}"
+        ))),
+    }
+}
+
+/// The executor `RHO_RUNTIME` names; smol when it is unset or empty.
+fn runtime_kind() -> Result<RuntimeKind, Failure> {
+    match std::env::var("RHO_RUNTIME") {
+        Ok(name) if !name.is_empty() => name
+            .parse()
+            .map_err(|e| Failure::Usage(format!("RHO_RUNTIME: {e}"))),
+        _ => Ok(RuntimeKind::Smol),
+    }
+}
 
 /// What a scenario asks of the client once it is connected.
 enum Action {
@@ -84,17 +187,23 @@ fn action(scenario: &str) -> Option<Action> {
     }
 }
 
-/// Runs the scenario named by `MCP_CONFORMANCE_SCENARIO` against `url`.
-pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
+/// Runs the scenario named by `MCP_CONFORMANCE_SCENARIO` against the URL
+/// on the command line.
+fn run() -> Result<(), Failure> {
+    let Some(url) = url_argument()? else {
+        println!("{USAGE}");
+        return Ok(());
+    };
+    let kind = runtime_kind()?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let Some(action) = action(&scenario) else {
-        return Err(Failure::Runtime(format!(
+        return Err(Failure::Failed(format!(
             "conformance scenario `{scenario}` is not supported by this build"
         )));
     };
     let mut text = format!(
         "[mcp.servers.conformance]\ntransport = \"streamable_http\"\nurl = {}\nstartup_timeout_secs = 20\ntool_timeout_secs = 20\n",
-        toml_string(url)
+        toml_string(&url)
     );
     // As an OAuth server with no stored login: the 401 to `initialize` (or
     // to a later request, where a server lets initialize through) asks the
@@ -111,57 +220,47 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     {
         return Err(Failure::Usage(error.to_string()));
     }
-    // The ordinary connect: stored logins (none, in a store in memory)
-    // applied, and the authorizer every OAuth server gets, logging in
-    // headless (the suite's mock authorization servers approve at once).
-    let loaded = rho_host::config::LoadedConfig::built(config, "conformance-client");
-    // The suite answers no prompt: forms take their defaults.
-    let mut options = rho_os::options_from_process_env();
-    options.host = crate::questions::services(true, None);
-    let cancel = crate::signals::install();
-    options.interrupt = Some(cancel.clone());
-    let runtime = crate::unless_stopped(crate::start_host(
-        Host::builder(&loaded)
-            .runtime(kind)
-            .options(options)
-            .store(Some(std::sync::Arc::new(
-                rho_host::reauth::MemoryStore::default(),
-            )))
-            .login(rho_host::login::LoginMode::Headless)
-            .prepare(),
-    ))?;
-    let outcome = match runtime.server("conformance").map(|s| s.status) {
+    // The ordinary connect, with a credential store in memory (nothing
+    // read from or written to ~/.rho) and the authorizer every OAuth
+    // server gets, logging in headless: the suite's mock authorization
+    // servers approve at once. The suite answers no form: each takes its
+    // defaults.
+    let loaded = rho_host::config::LoadedConfig::from(config);
+    let host = Host::builder(&loaded)
+        .runtime(kind)
+        .services(rho_host::sampling::services(
+            Some(Arc::new(AcceptDefaults)),
+            None,
+        ))
+        .store(Some(Arc::new(MemoryStore::default())))
+        .login(LoginMode::Headless)
+        .connect()
+        .host;
+    // Nothing cancels: a stop signal ends the process (see the module doc).
+    let cancel = Cancel::new();
+    let outcome = match host.server("conformance").map(|s| s.status) {
         Some(ServerStatus::Ready(_)) => match action {
             Action::Connect => Ok(()),
-            Action::Call(tool, arguments) => call(&runtime, tool, arguments(), &cancel),
+            Action::Call(tool, arguments) => call(&host, tool, arguments(), &cancel),
             Action::Calls(pick) => {
-                let listed: Vec<&ExportedTool> =
-                    runtime.tools().server_tools("conformance").collect();
+                let listed: Vec<&ExportedTool> = host.tools().server_tools("conformance").collect();
                 let context = scenario_context();
                 pick(&listed, &context)
                     .into_iter()
-                    .try_for_each(|(tool, arguments)| call(&runtime, &tool, arguments, &cancel))
+                    .try_for_each(|(tool, arguments)| call(&host, &tool, arguments, &cancel))
             }
-            Action::Skills { load } => skills(&runtime, load, &cancel),
+            Action::Skills { load } => skills(&host, load, &cancel),
         },
         Some(ServerStatus::Failed { error, .. } | ServerStatus::Invalid { error }) => Err(error),
         other => Err(format!("server did not start: {other:?}")),
     };
-    runtime.shutdown();
-    crate::check_stopped()?;
-    outcome
-        .map(|()| ExitCode::SUCCESS)
-        .map_err(Failure::Runtime)
+    host.shutdown();
+    outcome.map_err(Failure::Failed)
 }
 
 /// Calls `tool` by the server's name; a result marked `isError` fails.
-fn call(
-    runtime: &Host,
-    tool: &str,
-    arguments: Value,
-    cancel: &rho_host::Cancel,
-) -> Result<(), String> {
-    let result = runtime
+fn call(host: &Host, tool: &str, arguments: Value, cancel: &Cancel) -> Result<(), String> {
+    let result = host
         .call(
             ("conformance", tool),
             arguments,
@@ -178,9 +277,9 @@ fn call(
 
 /// Lists the server's skills, printing each, and with `load` loads the
 /// first: a refusal (the content failed verification) is the error.
-fn skills(runtime: &Host, load: bool, cancel: &rho_host::Cancel) -> Result<(), String> {
+fn skills(host: &Host, load: bool, cancel: &Cancel) -> Result<(), String> {
     use rho_proto_core::text::terminal::{sanitize, sanitize_line};
-    let listing = runtime
+    let listing = host
         .list_skills("conformance", cancel)
         .map_err(|e| e.to_string())?;
     for skill in &listing.skills {
@@ -201,7 +300,7 @@ fn skills(runtime: &Host, load: bool, cancel: &rho_host::Cancel) -> Result<(), S
         .skills
         .first()
         .ok_or("the server lists no skill to load")?;
-    let loaded = runtime
+    let loaded = host
         .load_skill("conformance", entry, cancel)
         .map_err(|e| e.to_string())?;
     eprintln!(
@@ -351,7 +450,7 @@ impl SecretFiles {
         let dir = std::env::temp_dir().join(format!("rho-conformance-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         rho_host::config::ensure_private_dir(&dir)
-            .map_err(|e| Failure::Runtime(format!("{}: {e}", dir.display())))?;
+            .map_err(|e| Failure::Failed(format!("{}: {e}", dir.display())))?;
         Ok(Self(dir))
     }
 
@@ -366,7 +465,7 @@ impl SecretFiles {
         options
             .open(&path)
             .and_then(|mut file| file.write_all(value.as_bytes()))
-            .map_err(|e| Failure::Runtime(format!("{}: {e}", path.display())))?;
+            .map_err(|e| Failure::Failed(format!("{}: {e}", path.display())))?;
         Ok(path.display().to_string())
     }
 }
