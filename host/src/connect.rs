@@ -64,14 +64,15 @@ pub struct HostBuilder<'a> {
 
 impl Host {
     /// A builder that connects the servers of `loaded`: by default every
-    /// enabled server, on the smol executor, with the options of this
+    /// enabled server, on the default executor ([`RuntimeKind::default`]:
+    /// smol when this build has it), with the options of this
     /// process's environment and current directory, no host services, the
     /// credential store at its default place (`~/.rho/mcp-oauth.json`;
     /// none without a home directory), and no login that needs a person.
     pub fn builder(loaded: &LoadedConfig) -> HostBuilder<'_> {
         HostBuilder {
             loaded,
-            kind: RuntimeKind::Smol,
+            kind: RuntimeKind::default(),
             options: None,
             services: None,
             mode: LoginMode::Never,
@@ -85,7 +86,8 @@ impl Host {
 }
 
 impl<'a> HostBuilder<'a> {
-    /// Which executor drives the sessions (smol by default).
+    /// Which executor drives the sessions ([`RuntimeKind::default`] by
+    /// default).
     pub fn runtime(mut self, kind: RuntimeKind) -> Self {
         self.kind = kind;
         self

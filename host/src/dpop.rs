@@ -318,7 +318,7 @@ mod tests {
         let (url, count) = never_satisfied();
         let keys = DpopKeys::default();
         let (key, _) = keys.key_for("s", None).expect("a key");
-        let http = LoginHttp::for_runtime(crate::RuntimeKind::Smol);
+        let http = LoginHttp::for_runtime(crate::RuntimeKind::default());
         let mut nonces = Vec::new();
         let answer = send_token_request(&http, &url, &[], b"grant_type=x", &mut |nonce| {
             nonces.push(nonce.map(str::to_owned));

@@ -39,7 +39,11 @@ use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
 
 use crate::connect::Origin;
-use crate::executor::{BlockingExecutor, Executor, RuntimeKind, SmolExecutor};
+#[cfg(feature = "blocking")]
+use crate::executor::BlockingExecutor;
+#[cfg(feature = "smol")]
+use crate::executor::SmolExecutor;
+use crate::executor::{Executor, RuntimeKind};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
@@ -119,7 +123,9 @@ impl Host {
         // The one place that asks which executor: everything below is
         // written once over the trait.
         let executor: Box<dyn Executor> = match kind {
+            #[cfg(feature = "smol")]
             RuntimeKind::Smol => Box::new(SmolExecutor::start(config, options, select)),
+            #[cfg(feature = "blocking")]
             RuntimeKind::Blocking => Box::new(BlockingExecutor::start(config, options, select)),
         };
         Self { executor, origin }
@@ -431,6 +437,7 @@ impl AsyncHost {
         options: CallOptions<'static>,
     ) -> Result<CallToolResult, ToolCallError> {
         let target = target.into();
+        #[cfg(feature = "smol")]
         if let Some(smol) = self.host.executor.smol() {
             return smol.call(target, arguments, options).await;
         }
@@ -446,6 +453,7 @@ impl AsyncHost {
         request: FeatureRequest,
         options: CallOptions<'static>,
     ) -> Result<Value, ToolCallError> {
+        #[cfg(feature = "smol")]
         if let Some(smol) = self.host.executor.smol() {
             return smol.request(server, request, options).await;
         }

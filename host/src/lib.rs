@@ -70,6 +70,30 @@
 //! # let _ = (system, result);
 //! host.shutdown();
 //! ```
+//!
+//! # Features
+//!
+//! - `smol` (default): [`RuntimeKind::Smol`], every session a task on one
+//!   executor the host owns (`rho-io-smol`).
+//! - `blocking` (default): [`RuntimeKind::Blocking`], a driver thread per
+//!   session (`rho-io-blocking`).
+//! - `http` (default): Streamable HTTP servers, on whichever executors
+//!   are built. Without it a server configured for HTTP fails to start
+//!   with a reason naming the feature, and so does an OAuth exchange
+//!   (only an HTTP server has OAuth); the OAuth code itself stays, since
+//!   the builder applies the stored logins to any config.
+//!
+//! At least one executor is needed (the crate does not build without
+//! either, saying so). A kind whose feature is off is not in
+//! [`RuntimeKind`] at all, so a host cannot ask for it and no start fails
+//! at run time for want of it; spelled as text it parses to an error
+//! naming the feature. The default kind ([`RuntimeKind::default`]) is
+//! smol when it is built, else blocking.
+
+#[cfg(not(any(feature = "smol", feature = "blocking")))]
+compile_error!(
+    "rho-host needs an executor to drive its sessions: enable its `smol` feature, its `blocking` feature, or both (the default)"
+);
 
 pub mod auth_status;
 pub mod config;

@@ -637,7 +637,7 @@ mod tests {
             key(),
             settings(),
             LoginMode::Never,
-            RuntimeKind::Smol,
+            RuntimeKind::default(),
         )
     }
 

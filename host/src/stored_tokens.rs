@@ -396,7 +396,12 @@ command = "true"
         store
             .update(&key("a"), &mut |_| Some(live.clone()))
             .expect("saved");
-        let with = with_stored_tokens(&config, crate::RuntimeKind::Smol, Some(&store), &|_| true);
+        let with = with_stored_tokens(
+            &config,
+            crate::RuntimeKind::default(),
+            Some(&store),
+            &|_| true,
+        );
         assert!(!needs_browser_login(&with, "a"), "a usable stored login");
         assert!(needs_browser_login(&with, "b"), "nothing stored");
         assert!(!needs_browser_login(&with, "keyed"), "a configured header");
@@ -460,8 +465,8 @@ url = "https://mcp.example.com/mcp"
         // Two stores on one file, as two rho processes have; both executors'
         // HTTP stacks.
         let threads: Vec<_> = crate::RuntimeKind::ALL
-            .into_iter()
-            .map(|kind| {
+            .iter()
+            .map(|&kind| {
                 let config = config.clone();
                 let d = d.clone();
                 std::thread::spawn(move || {
@@ -541,10 +546,7 @@ url = "https://mcp.example.com/mcp"
         let file = fs::read_to_string(d.join("mcp-oauth.json")).expect("file");
         assert!(file.contains(&dpop_key));
         assert!(!format!("{:?}", store.load(&key("a"))).contains(&dpop_key));
-        for (round, kind) in [crate::RuntimeKind::Smol, crate::RuntimeKind::Blocking]
-            .into_iter()
-            .enumerate()
-        {
+        for (round, &kind) in crate::RuntimeKind::ALL.iter().enumerate() {
             store
                 .update(&key("a"), &mut |_| Some(bound.clone()))
                 .expect("reset");

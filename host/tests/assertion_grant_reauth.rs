@@ -31,7 +31,7 @@ fn a_workload_token_is_read_when_the_login_starts_not_at_connect() {
         &config,
         Some(Arc::new(MemoryStore::default())),
         LoginMode::Never,
-        RuntimeKind::Smol,
+        RuntimeKind::default(),
         &|_| true,
     )
     .expect("an OAuth server");
@@ -172,7 +172,7 @@ fn preparing_a_connect_opens_no_secret_file_until_its_grant_runs() {
         names
     };
     let connecting = rho_host::Host::builder(&loaded)
-        .runtime(RuntimeKind::Smol)
+        .runtime(RuntimeKind::default())
         .options(rho_host::RuntimeOptions::new(Vec::new(), None))
         .store(Some(Arc::new(MemoryStore::default())))
         .login(LoginMode::Never)

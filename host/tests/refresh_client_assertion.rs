@@ -104,7 +104,7 @@ fn a_private_key_jwt_clients_connect_time_refresh_carries_a_signed_assertion() {
         "m",
         &url::Url::parse("https://mcp.example.com/mcp").expect("url"),
     );
-    for kind in RuntimeKind::ALL {
+    for &kind in RuntimeKind::ALL {
         let (endpoint, seen) = token_endpoint();
         let store = FileStore::in_dir(&d.join(format!("{kind:?}")));
         store
@@ -168,7 +168,7 @@ fn a_private_key_jwt_client_without_its_key_sends_no_unauthenticated_refresh() {
         "client_key_file = \"{}\"",
         d.join("absent.pem").display()
     ));
-    let with = with_stored_tokens(&config, RuntimeKind::Smol, Some(&store), &|_| true);
+    let with = with_stored_tokens(&config, RuntimeKind::default(), Some(&store), &|_| true);
     assert_eq!(authorization_of(&with), None, "no usable token");
     assert!(seen.lock().expect("lock").is_empty(), "nothing was sent");
     // The stored login is kept for when the key is back.
@@ -197,7 +197,7 @@ fn a_configured_client_secret_is_read_for_the_refresh_and_never_stored() {
         "m",
         &url::Url::parse("https://mcp.example.com/mcp").expect("url"),
     );
-    for kind in RuntimeKind::ALL {
+    for &kind in RuntimeKind::ALL {
         let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
         let record = Arc::clone(&seen);
         let endpoint = test_support::token_endpoint(move |request| {

@@ -479,7 +479,7 @@ mod tests {
 
     #[test]
     fn a_headless_login_sent_to_the_servers_own_page_says_it_needs_a_person() {
-        for kind in RuntimeKind::ALL {
+        for &kind in RuntimeKind::ALL {
             let (mut login, _) = login_at_browser_step(redirect_uri(HEADLESS_REDIRECT_PORT));
             let url = redirecting_authorization_endpoint("/interaction/abc123");
             let error = browser_step(
