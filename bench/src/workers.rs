@@ -284,7 +284,7 @@ fn rho_host(
     kind: rho_host::RuntimeKind,
     executor_thread: bool,
 ) -> Result<(Vec<Measured>, usize), String> {
-    let loaded = rho_host::config::LoadedConfig::from(rho_config(spec)?);
+    let loaded = rho_host::LoadedConfig::from(rho_config(spec)?);
     let builder = rho_host::Host::builder(&loaded)
         .runtime(kind)
         .options(rho_options())

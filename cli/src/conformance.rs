@@ -114,7 +114,7 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
     // The ordinary connect: stored logins (none, in a store in memory)
     // applied, and the authorizer every OAuth server gets, logging in
     // headless (the suite's mock authorization servers approve at once).
-    let loaded = rho_host::config::LoadedConfig::built(config, "conformance-client");
+    let loaded = rho_host::LoadedConfig::built(config, "conformance-client");
     // The suite answers no prompt: forms take their defaults.
     let mut options = rho_os::options_from_process_env();
     options.host = crate::questions::services(true, None);
@@ -124,10 +124,8 @@ pub(crate) fn run(kind: RuntimeKind, url: &str) -> Result<ExitCode, Failure> {
         Host::builder(&loaded)
             .runtime(kind)
             .options(options)
-            .store(Some(std::sync::Arc::new(
-                rho_host::reauth::MemoryStore::default(),
-            )))
-            .login(rho_host::login::LoginMode::Headless)
+            .store(Some(std::sync::Arc::new(rho_host::MemoryStore::default())))
+            .login(rho_host::LoginMode::Headless)
             .prepare(),
     ))?;
     let outcome = match runtime.server("conformance").map(|s| s.status) {
@@ -350,7 +348,7 @@ impl SecretFiles {
     fn create() -> Result<Self, Failure> {
         let dir = std::env::temp_dir().join(format!("rho-conformance-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        rho_host::config::ensure_private_dir(&dir)
+        rho_host::ensure_private_dir(&dir)
             .map_err(|e| Failure::Runtime(format!("{}: {e}", dir.display())))?;
         Ok(Self(dir))
     }

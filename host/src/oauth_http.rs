@@ -34,12 +34,12 @@ const MAX_BODY: usize = 1024 * 1024;
 /// The longest one login exchange (connect, send, read the whole answer)
 /// may take. Metadata and token answers are small and quick; this only
 /// stops a server that holds a connection open without answering.
-pub const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
 
 /// The HTTP stack a login's requests go through: the one of the runtime
 /// the command runs on.
 #[derive(Clone)]
-pub enum LoginHttp {
+pub(crate) enum LoginHttp {
     /// io-blocking's ureq agent, each exchange bounded as a whole by the
     /// duration.
     #[cfg(all(feature = "blocking", feature = "http"))]
@@ -57,13 +57,13 @@ pub enum LoginHttp {
 impl LoginHttp {
     /// The stack of runtime `kind`, each exchange bounded by
     /// [`EXCHANGE_BOUND`].
-    pub fn for_runtime(kind: RuntimeKind) -> Self {
+    pub(crate) fn for_runtime(kind: RuntimeKind) -> Self {
         Self::bounded(kind, EXCHANGE_BOUND)
     }
 
     /// The stack of runtime `kind`, each exchange bounded by `within`.
     #[cfg(feature = "http")]
-    pub fn bounded(kind: RuntimeKind, within: Duration) -> Self {
+    pub(crate) fn bounded(kind: RuntimeKind, within: Duration) -> Self {
         match kind {
             #[cfg(feature = "smol")]
             RuntimeKind::Smol => Self::Smol(within),
@@ -77,7 +77,7 @@ impl LoginHttp {
 
     /// No stack, whatever the runtime: see [`LoginHttp::NotBuiltIn`].
     #[cfg(not(feature = "http"))]
-    pub fn bounded(_kind: RuntimeKind, _within: Duration) -> Self {
+    pub(crate) fn bounded(_kind: RuntimeKind, _within: Duration) -> Self {
         Self::NotBuiltIn
     }
 
@@ -115,7 +115,7 @@ impl LoginHttp {
 }
 
 /// One finished exchange.
-pub struct Answer {
+pub(crate) struct Answer {
     /// The HTTP status.
     pub status: u16,
     /// The response headers, as sent.
@@ -125,7 +125,7 @@ pub struct Answer {
 }
 
 /// Sends one request and reads the whole answer (at most 1 MiB).
-pub fn exchange(
+pub(crate) fn exchange(
     http: &LoginHttp,
     method: Method,
     url: &Url,

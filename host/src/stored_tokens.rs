@@ -23,7 +23,7 @@ use crate::oauth_http::LoginHttp;
 /// left as it is: its 401 then goes to the session's authorizer
 /// ([`crate::reauth`]), like a token refused mid-session. A refresh goes
 /// through runtime `kind`'s HTTP stack.
-pub fn with_stored_tokens(
+pub(crate) fn with_stored_tokens(
     config: &rho_proto_core::config::Config,
     kind: crate::RuntimeKind,
     store: Option<&dyn CredentialStore>,
@@ -80,7 +80,7 @@ pub fn with_stored_tokens(
 /// can only get a token through a person's browser login: an `oauth`
 /// table with the authorization code grant and no `Authorization` header,
 /// neither configured nor from a usable stored login.
-pub fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
+pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
     use rho_proto_core::config::{OAuthGrant, Transport};
     let Some(Ok(server)) = config.get(id).map(|e| e.config.as_ref()) else {
         return false;
@@ -177,7 +177,7 @@ fn usable_token(
 
 /// How many seconds before it expires a stored access token is refreshed
 /// before a connect (so it does not expire on the way).
-pub const REFRESH_MARGIN_SECS: u64 = 60;
+pub(crate) const REFRESH_MARGIN_SECS: u64 = 60;
 
 /// What a refresh attempt of a stored login came to.
 enum Refresh {
