@@ -286,7 +286,7 @@ fn rho_host(
     kind: rho_host::RuntimeKind,
     executor_thread: bool,
 ) -> Result<(Vec<Measured>, usize), String> {
-    let loaded = rho_host::config::LoadedConfig::from(rho_config(spec)?);
+    let loaded = rho_host::LoadedConfig::from(rho_config(spec)?);
     let builder = rho_host::Host::builder(&loaded)
         .runtime(kind)
         .options(rho_options())
@@ -343,7 +343,7 @@ fn rho_smol_sync(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
 /// (`HostBuilder::smol_executor`), which this client runs as rho-smol
 /// runs its own: lanes as futures on one task.
 fn rho_host_async(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
-    let loaded = rho_host::config::LoadedConfig::from(rho_config(spec)?);
+    let loaded = rho_host::LoadedConfig::from(rho_config(spec)?);
     let executor = Arc::new(smol::Executor::new());
     let host = rho_host::Host::builder(&loaded)
         .options(rho_options())

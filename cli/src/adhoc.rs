@@ -25,7 +25,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use crate::config_edit::{ConfigDocument, NewEntry, NewTransport};
-use rho_host::config::LoadedConfig;
+use rho_host::LoadedConfig;
 
 /// The identity of every ad-hoc server.
 pub(crate) const ID: &str = "adhoc";

@@ -23,9 +23,7 @@ use serde_json::json;
 
 use crate::tool_args;
 use crate::{CallArgs, Failure, check_stopped, unless_stopped, write_stdout};
-use rho_host::CallOptions;
-use rho_host::config::LoadedConfig;
-use rho_host::{Host, RuntimeKind};
+use rho_host::{CallOptions, Host, LoadedConfig, RuntimeKind};
 
 /// Runs `rho mcp call`.
 pub(crate) fn run(
@@ -91,7 +89,7 @@ pub(crate) fn run(
             id
         );
     })?;
-    // The tool by the names rho_host::names accepts (its own name, its
+    // The tool by the names rho_host::server_tool accepts (its own name, its
     // exported name, the escaped form a terminal shows); naming none, or
     // none that the server lists, is a usage error like an unknown server.
     // A server that did not start is left to the call, which says why.
@@ -105,8 +103,8 @@ pub(crate) fn run(
         // among `tools`: the call is left to the runtime, which refuses
         // it saying why, rather than called unknown here.
         (Some(tool), true) if app_only(&runtime, id, tool) => Ok(tool.to_owned()),
-        (Some(tool), true) => rho_host::names::server_tool(&tools, id, tool),
-        (None, _) => Err(rho_host::names::NameError::NoTool {
+        (Some(tool), true) => rho_host::server_tool(&tools, id, tool),
+        (None, _) => Err(rho_host::NameError::NoTool {
             server: id.to_owned(),
             tools: tools
                 .iter()
@@ -122,7 +120,7 @@ pub(crate) fn run(
             // A tool the server did not list may be one it hides from a
             // client that declared less.
             let tail = match error {
-                rho_host::names::NameError::UnknownTool { .. } => undeclared.as_str(),
+                rho_host::NameError::UnknownTool { .. } => undeclared.as_str(),
                 _ => "",
             };
             return Err(Failure::Usage(format!("{error}{tail}")));
@@ -241,7 +239,7 @@ pub(crate) fn app_only(runtime: &Host, id: &str, tool: &str) -> bool {
 
 /// The server, the tool (none when only a server is named) and the
 /// arguments of `rho mcp call`'s words. A tool is named as everywhere
-/// (`rho_host::names`): `<id> <tool>`, `<id>:<tool>`, or an exported name
+/// (`rho_host::resolve_tool`): `<id> <tool>`, `<id>:<tool>`, or an exported name
 /// `mcp__<id>__<tool>`; with --stdio or --url, the tool alone. Before any
 /// server starts, only the server is checked (an unknown one is a usage
 /// error with the closest configured id).
@@ -259,9 +257,7 @@ fn split_target<'w>(
         };
     }
     let Some((first, rest)) = words.split_first() else {
-        return Err(Failure::Usage(
-            rho_host::names::NameError::Nothing.to_string(),
-        ));
+        return Err(Failure::Usage(rho_host::NameError::Nothing.to_string()));
     };
     let configured = |id: &str| loaded.config.get(id).is_some();
     if !configured(first) {

@@ -23,8 +23,7 @@ use rho_proto_core::text::terminal::sanitize_line;
 use serde_json::json;
 
 use crate::{Failure, write_stdout};
-use rho_host::RuntimeKind;
-use rho_host::config::LoadedConfig;
+use rho_host::{LoadedConfig, RuntimeKind};
 
 /// `rho mcp complete` arguments.
 #[derive(clap::Args, Debug)]

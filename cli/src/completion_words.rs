@@ -57,7 +57,7 @@ struct Names {
 }
 
 fn cache_path() -> Option<PathBuf> {
-    Some(rho_host::config::rho_dir()?.join("completion-names.json"))
+    Some(rho_host::rho_dir()?.join("completion-names.json"))
 }
 
 fn read_cache() -> BTreeMap<String, Names> {
@@ -120,7 +120,7 @@ pub(crate) fn remember(servers: &[ServerView]) {
     let write = || -> std::io::Result<()> {
         if let Some(dir) = path.parent() {
             // Owner-only from the start, as the credential store's.
-            rho_host::config::ensure_private_dir(dir)?;
+            rho_host::ensure_private_dir(dir)?;
         }
         let text = serde_json::to_vec(&cache).map_err(std::io::Error::other)?;
         // Written beside it, then renamed: a Tab never reads half a file.
@@ -352,7 +352,7 @@ pub(crate) fn candidates(command: &Command, index: usize, words: &[String]) -> V
             out.extend(sub.get_visible_aliases().map(str::to_owned));
         }
     } else if TAKES_SERVER.contains(&leaf.get_name()) && !after_dash_dash {
-        let loaded = rho_host::config::load(config).ok();
+        let loaded = rho_host::LoadedConfig::load(config).ok();
         let servers = loaded.as_ref().map(|l| &l.config.servers);
         match positionals {
             0 => out.extend(servers.into_iter().flatten().map(|e| e.id.clone())),

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 use rho_proto_core::config::{self, Config, ServerId};
 use toml_edit::{DocumentMut, InlineTable, Item, Table, Value};
 
-use rho_host::config::LoadedConfig;
+use rho_host::LoadedConfig;
 
 /// The selected config file, read for editing.
 #[derive(Clone)]
@@ -101,7 +101,7 @@ impl ConfigDocument {
     pub(crate) fn open(explicit: Option<PathBuf>) -> Result<Self, String> {
         let path = match explicit {
             Some(path) => path,
-            None => rho_host::config::default_path()
+            None => rho_host::LoadedConfig::default_path()
                 .ok_or("no home directory: give the config file with --config PATH")?,
         };
         let text = match std::fs::read_to_string(&path) {
@@ -498,8 +498,8 @@ fn write_atomically(path: &Path, text: &str) -> std::io::Result<()> {
     };
     // `~/.rho` also holds the credential store: owner-only (0700), whoever
     // creates it first. Any other directory is the person's own.
-    if rho_host::config::rho_dir().is_some_and(|rho| rho == dir) {
-        rho_host::config::ensure_private_dir(&dir)?;
+    if rho_host::rho_dir().is_some_and(|rho| rho == dir) {
+        rho_host::ensure_private_dir(&dir)?;
     } else {
         std::fs::create_dir_all(&dir)?;
     }

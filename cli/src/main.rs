@@ -35,10 +35,7 @@ use clap::{Args, Parser, Subcommand};
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rho_host::auth_status;
-use rho_host::config::LoadedConfig;
-use rho_host::credentials::{self, FileStore};
-use rho_host::{Host, RuntimeKind};
+use rho_host::{FileStore, Host, LoadedConfig, RuntimeKind, auth_status, now_unix};
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::text::redact::Redactor;
 
@@ -496,13 +493,13 @@ fn run_mcp(
             ));
         }
         Some(adhoc) => adhoc::load(adhoc),
-        None => rho_host::config::load(config),
+        None => rho_host::LoadedConfig::load(config),
     }
     .map_err(Failure::Usage)?;
     // What the run's logins read and receive later is learned into the
     // host's book, which the logs redact against as they are written.
     logging::redact_secrets(
-        run_secrets(&loaded.config, &options.ambient).learning(rho_host::secrets::book()),
+        run_secrets(&loaded.config, &options.ambient).learning(rho_host::secret_book()),
     );
     match command {
         McpCommand::List(args) => list(&loaded, kind, options, &args),
@@ -635,14 +632,14 @@ fn show(
 /// How each configured server authenticates, for `list` and `show`.
 pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
     let store = FileStore::default_location();
-    let now = credentials::now_unix();
+    let now = now_unix();
     loaded
         .config
         .servers
         .iter()
         .filter_map(|entry| {
             let config = entry.config.as_ref().ok()?;
-            auth_status::auth_status(&entry.id, config, store.as_ref().map(|s| s as _), now)
+            auth_status(&entry.id, config, store.as_ref().map(|s| s as _), now)
                 .map(|status| (entry.id.clone(), status))
         })
         .collect()
@@ -652,28 +649,25 @@ pub(crate) fn auth_statuses(loaded: &LoadedConfig) -> output::AuthMap {
 /// stores what it yields. Its requests go through runtime `kind`'s HTTP
 /// stack.
 fn login(loaded: &LoadedConfig, kind: RuntimeKind, args: &LoginArgs) -> Result<ExitCode, Failure> {
-    use rho_host::login::LoginMode;
+    use rho_host::LoginMode;
     let store = FileStore::default_location()
-        .ok_or_else(|| login_failure(&rho_host::login::LoginError::NoStore))?;
+        .ok_or_else(|| login_failure(&rho_host::LoginError::NoStore))?;
     let mode = if args.headless {
         LoginMode::Headless
     } else {
         LoginMode::Person(questions::terminal_prompt())
     };
-    let logged_in = rho_host::login::login_server(loaded, &store, kind, &args.id, &mode).map_err(
-        |e| match e {
-            rho_host::login::LoginError::UnknownServer(id) => {
-                Failure::Usage(unknown_server(loaded, &id))
-            }
+    let logged_in =
+        rho_host::login_server(loaded, &store, kind, &args.id, &mode).map_err(|e| match e {
+            rho_host::LoginError::UnknownServer(id) => Failure::Usage(unknown_server(loaded, &id)),
             e => login_failure(&e),
-        },
-    )?;
+        })?;
     write_stdout(&format!("{logged_in}\n"))?;
     Ok(ExitCode::SUCCESS)
 }
 
 /// A login that did not happen, as the failure that ends the command.
-pub(crate) fn login_failure(error: &rho_host::login::LoginError) -> Failure {
+pub(crate) fn login_failure(error: &rho_host::LoginError) -> Failure {
     if error.is_usage() {
         Failure::Usage(error.to_string())
     } else {
@@ -684,7 +678,7 @@ pub(crate) fn login_failure(error: &rho_host::login::LoginError) -> Failure {
 /// `rho mcp logout <id>`: forgets the stored OAuth login of a server.
 fn logout(loaded: &LoadedConfig, id: &str) -> Result<ExitCode, Failure> {
     let store = FileStore::default_location()
-        .ok_or_else(|| login_failure(&rho_host::login::LoginError::NoStore))?;
+        .ok_or_else(|| login_failure(&rho_host::LoginError::NoStore))?;
     let removed = store
         .forget_server(id)
         .map_err(|e| Failure::Runtime(e.to_string()))?;
@@ -835,7 +829,7 @@ pub(crate) fn unknown_server(loaded: &LoadedConfig, id: &str) -> String {
             loaded.describe()
         )
     } else {
-        let near = rho_host::names::did_you_mean(id, known.iter().copied())
+        let near = rho_host::did_you_mean(id, known.iter().copied())
             .map(|near| format!("; did you mean `{near}`?"))
             .unwrap_or_default();
         format!(

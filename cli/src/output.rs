@@ -64,8 +64,7 @@ use rho_proto_core::text::terminal::{self, sanitize, sanitize_line};
 use rho_proto_core::wire::protocol::{Implementation, Tool};
 use serde_json::{Map, Value, json};
 
-use rho_host::auth_status::AuthStatus;
-use rho_host::config::LoadedConfig;
+use rho_host::{AuthStatus, LoadedConfig};
 
 /// Each server's auth status, by identity (servers that use none are absent).
 pub(crate) type AuthMap = std::collections::BTreeMap<String, AuthStatus>;

@@ -16,9 +16,9 @@
 //! share: one configured, enabled server started alone, with its stored
 //! login, stopped by a signal like every other command.
 
-use rho_host::Cancel;
 use std::process::ExitCode;
 
+use rho_host::{CallOptions, Cancel, Host, LoadedConfig, RuntimeKind};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::prompts;
 use rho_proto_core::host::RuntimeOptions;
@@ -28,9 +28,6 @@ use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
 use crate::{Failure, check_stopped, unknown_server, unless_stopped, write_stdout};
-use rho_host::CallOptions;
-use rho_host::config::LoadedConfig;
-use rho_host::{Host, RuntimeKind};
 
 /// `rho mcp prompt` arguments.
 #[derive(clap::Args, Debug)]
@@ -171,7 +168,7 @@ pub(crate) fn run(
             .iter()
             .map(|p| p.name.as_str())
             .collect();
-        let near = rho_host::names::did_you_mean(name, names.iter().copied())
+        let near = rho_host::did_you_mean(name, names.iter().copied())
             .map(|near| format!("; did you mean `{near}`?"))
             .unwrap_or_default();
         let listed = match (&catalog.prompts.error, names.is_empty()) {

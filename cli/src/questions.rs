@@ -10,13 +10,13 @@
 //!   `── MCP server `x` asks ──` header, which alone starts at column 0.
 //! - `--yes-defaults` (scripts) accepts every form with its defaults and
 //!   declines one with a required field that has none; it refuses
-//!   sampling, which has no default (`rho_host::questions::AcceptDefaults`).
+//!   sampling, which has no default (`rho_host::AcceptDefaults`).
 //! - Otherwise nobody can be asked, and the runtime declares no
 //!   elicitation, so a well-behaved server never asks.
 //!
 //! The model is `[sampling] command = [...]` in the selected config file
 //! and each completion is appended to `~/.rho/usage.jsonl`
-//! (`rho_host::sampling`). A login's URL is printed here and opened in a
+//! (`rho_host::host_services`). A login's URL is printed here and opened in a
 //! browser ([`login_mode`]).
 
 use std::io::{IsTerminal, Write};
@@ -38,7 +38,7 @@ pub(crate) fn person_present() -> bool {
 /// The host services for a command that may ask questions.
 pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -> HostServices {
     let responder: Option<Arc<dyn Responder>> = if yes_defaults {
-        Some(Arc::new(rho_host::questions::AcceptDefaults))
+        Some(Arc::new(rho_host::AcceptDefaults))
     } else if person_present() {
         Some(Arc::new(Terminal {
             lock: Mutex::new(()),
@@ -46,29 +46,29 @@ pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -
     } else {
         None
     };
-    rho_host::sampling::services(responder, model_command)
+    rho_host::host_services(responder, model_command)
 }
 
 /// How a login may reach the person: at a terminal, the URL is printed
 /// and opened in a browser; with no one there, never.
-pub(crate) fn login_mode() -> rho_host::login::LoginMode {
+pub(crate) fn login_mode() -> rho_host::LoginMode {
     if person_present() {
-        rho_host::login::LoginMode::Person(terminal_prompt())
+        rho_host::LoginMode::Person(terminal_prompt())
     } else {
-        rho_host::login::LoginMode::Never
+        rho_host::LoginMode::Never
     }
 }
 
 /// The prompt that prints a login's URL on stderr (and opens it in a
 /// browser where a person is).
-pub(crate) fn terminal_prompt() -> Arc<dyn rho_host::login::AuthorizationPrompt> {
+pub(crate) fn terminal_prompt() -> Arc<dyn rho_host::AuthorizationPrompt> {
     Arc::new(TerminalPrompt)
 }
 
 /// Shows a login's URL on stderr and opens it in a browser.
 struct TerminalPrompt;
 
-impl rho_host::login::AuthorizationPrompt for TerminalPrompt {
+impl rho_host::AuthorizationPrompt for TerminalPrompt {
     fn show(&self, server: &str, url: &url::Url) {
         // After SIGHUP the terminal may be gone: never panic writing.
         let _ = writeln!(
@@ -77,7 +77,7 @@ impl rho_host::login::AuthorizationPrompt for TerminalPrompt {
             sanitize_line(server)
         );
         if person_present() {
-            rho_host::login::open_in_browser(url);
+            rho_host::open_in_browser(url);
         }
         let _ = writeln!(std::io::stderr(), "{}", waiting_line(server));
     }

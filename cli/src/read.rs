@@ -25,8 +25,7 @@ use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
 use crate::{Failure, unknown_server, write_stdout};
-use rho_host::RuntimeKind;
-use rho_host::config::LoadedConfig;
+use rho_host::{LoadedConfig, RuntimeKind};
 
 /// `rho mcp read` arguments.
 #[derive(clap::Args, Debug)]
@@ -118,7 +117,7 @@ pub(crate) fn run(
     let near = if listed {
         None
     } else {
-        rho_host::names::did_you_mean(&uri, catalog.resources.items.iter().map(|r| r.uri.as_str()))
+        rho_host::did_you_mean(&uri, catalog.resources.items.iter().map(|r| r.uri.as_str()))
             .map(|near| format!("; did you mean `{near}`?"))
     };
     let rho_host::Attached {

@@ -23,12 +23,9 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use rho_host::CallOptions;
-use rho_host::login::LoginMode;
-use rho_host::questions::{Asking, PendingQuestion};
 use rho_host::{
-    Attachment, CallError, Cancel, ExportedTool, FormAnswer, Host, RuntimeKind, ServerStatus,
-    ToolCallError,
+    Asking, Attachment, CallError, CallOptions, Cancel, ExportedTool, FormAnswer, Host, LoginMode,
+    PendingQuestion, RuntimeKind, ServerStatus, ToolCallError,
 };
 use serde_json::{Value, json};
 
@@ -64,7 +61,7 @@ fn main() -> ExitCode {
 fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), String> {
     // 1. The config: `--config PATH`, else ~/.rho/config.toml, with the
     //    servers of its Agent Plugins after its own.
-    let loaded = rho_host::config::load(config)?;
+    let loaded = rho_host::LoadedConfig::load(config)?;
     step(
         1,
         &format!(
@@ -77,14 +74,13 @@ fn run(config: Option<PathBuf>, kind: RuntimeKind, strict: bool) -> Result<(), S
     // 2. Start them the way `rho mcp` does: stored OAuth logins applied,
     //    refreshed when expiring. Questions from servers come to the
     //    host's UI as values, answered on its own thread when it likes.
-    let (responder, questions) = rho_host::questions::channel();
+    let (responder, questions) = rho_host::question_channel();
     std::thread::spawn(move || {
         while let Some(pending) = questions.next_blocking() {
             ui(pending);
         }
     });
-    let services =
-        rho_host::sampling::services(Some(responder), loaded.config.sampling_command.clone());
+    let services = rho_host::host_services(Some(responder), loaded.config.sampling_command.clone());
     let host = Host::builder(&loaded)
         .runtime(kind)
         .services(services)

@@ -16,7 +16,7 @@ mod args;
 
 fn main() -> Result<(), String> {
     let args = args::parse("async_tokio", &[])?;
-    let loaded = rho_host::config::load(args.config)?;
+    let loaded = rho_host::LoadedConfig::load(args.config)?;
     // Connecting waits for every server; it is done before the async part.
     let host = Host::builder(&loaded)
         .runtime(args.kind)

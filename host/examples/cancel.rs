@@ -18,7 +18,7 @@ mod args;
 
 fn main() -> Result<(), String> {
     let args = args::parse("cancel", &[])?;
-    let loaded = rho_host::config::load(args.config)?;
+    let loaded = rho_host::LoadedConfig::load(args.config)?;
     let host = Host::builder(&loaded).runtime(args.kind).connect().host;
     let tools = host.current_tools();
     let long = tools

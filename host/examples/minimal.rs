@@ -13,7 +13,7 @@ mod args;
 
 fn main() -> Result<(), String> {
     let args = args::parse("minimal", &[])?;
-    let loaded = rho_host::config::load(args.config)?;
+    let loaded = rho_host::LoadedConfig::load(args.config)?;
     let host = Host::builder(&loaded).runtime(args.kind).connect().host;
 
     // The tools, as a model sees them: exported name and description.

@@ -8,8 +8,7 @@
 //! cargo run -p rho-host --example questions -- --config examples/rho.toml
 //! ```
 
-use rho_host::questions::Asking;
-use rho_host::{CallOptions, FormAnswer, Host};
+use rho_host::{Asking, CallOptions, FormAnswer, Host};
 use serde_json::json;
 
 #[path = "support/args.rs"]
@@ -19,10 +18,10 @@ mod form;
 
 fn main() -> Result<(), String> {
     let args = args::parse("questions", &[])?;
-    let loaded = rho_host::config::load(args.config)?;
+    let loaded = rho_host::LoadedConfig::load(args.config)?;
 
     // The host's UI: every question arrives here with its reply slot.
-    let (responder, questions) = rho_host::questions::channel();
+    let (responder, questions) = rho_host::question_channel();
     let ui = std::thread::spawn(move || {
         let mut answered = 0;
         while let Some(pending) = questions.next_blocking() {
@@ -48,7 +47,7 @@ fn main() -> Result<(), String> {
 
     let host = Host::builder(&loaded)
         .runtime(args.kind)
-        .services(rho_host::sampling::services(Some(responder), None))
+        .services(rho_host::host_services(Some(responder), None))
         .connect()
         .host;
     let ask = host

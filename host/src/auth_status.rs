@@ -173,7 +173,7 @@ fn duration_words(secs: i64) -> String {
 /// Whether `http` has an `Authorization` header, configured or from the
 /// environment (a stored token that
 /// [`crate::stored_tokens::with_stored_tokens`] added counts too).
-pub fn has_authorization_header(http: &rho_proto_core::config::HttpConfig) -> bool {
+pub(crate) fn has_authorization_header(http: &rho_proto_core::config::HttpConfig) -> bool {
     http.headers
         .keys()
         .chain(http.headers_from_env.keys())

@@ -22,6 +22,36 @@ pub struct LoadedConfig {
 }
 
 impl LoadedConfig {
+    /// Reads the selected config, with its plugins' servers after its own.
+    /// An explicit path must exist; the default path may be missing, which
+    /// configures no server. The error names the file and what is wrong.
+    pub fn load(explicit: Option<PathBuf>) -> Result<Self, String> {
+        let (path, required) = match explicit {
+            Some(path) => (Some(path), true),
+            None => (Self::default_path(), false),
+        };
+        let Some(path) = path else {
+            return Ok(with_plugins(None, Config::default()));
+        };
+        let text = match std::fs::read_to_string(&path) {
+            Ok(text) => text,
+            Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
+                return Ok(with_plugins(None, Config::default()));
+            }
+            Err(e) => return Err(format!("cannot read config {}: {e}", path.display())),
+        };
+        let config =
+            config::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
+        Ok(with_plugins(Some(path), config))
+    }
+
+    /// `~/.rho/config.toml`, where [`LoadedConfig::load`] looks without
+    /// an explicit path (and `rho mcp add` writes), when there is a home
+    /// directory.
+    pub fn default_path() -> Option<PathBuf> {
+        Some(rho_dir()?.join("config.toml"))
+    }
+
     /// A config the host built itself, replacing any file: `replaced_by`
     /// names what replaced it, for messages (`--stdio`, say).
     pub fn built(config: Config, replaced_by: &'static str) -> Self {
@@ -58,28 +88,6 @@ impl From<Config> for LoadedConfig {
     }
 }
 
-/// Reads the selected config, with its plugins' servers after its own.
-/// An explicit path must exist; the default path may be missing, which
-/// configures no server. The error names the file and what is wrong.
-pub fn load(explicit: Option<PathBuf>) -> Result<LoadedConfig, String> {
-    let (path, required) = match explicit {
-        Some(path) => (Some(path), true),
-        None => (default_path(), false),
-    };
-    let Some(path) = path else {
-        return Ok(with_plugins(None, Config::default()));
-    };
-    let text = match std::fs::read_to_string(&path) {
-        Ok(text) => text,
-        Err(e) if !required && e.kind() == std::io::ErrorKind::NotFound => {
-            return Ok(with_plugins(None, Config::default()));
-        }
-        Err(e) => return Err(format!("cannot read config {}: {e}", path.display())),
-    };
-    let config = config::parse(&text, &path.display().to_string()).map_err(|e| e.to_string())?;
-    Ok(with_plugins(Some(path), config))
-}
-
 /// The config with its plugins' servers after its own.
 fn with_plugins(path: Option<PathBuf>, mut config: Config) -> LoadedConfig {
     let home = home_dir();
@@ -95,15 +103,10 @@ fn with_plugins(path: Option<PathBuf>, mut config: Config) -> LoadedConfig {
 
 /// The home directory (`HOME`, else `USERPROFILE`), where rho keeps its
 /// config, credentials and usage ledger.
-pub fn home_dir() -> Option<PathBuf> {
+pub(crate) fn home_dir() -> Option<PathBuf> {
     std::env::var_os("HOME")
         .or_else(|| std::env::var_os("USERPROFILE"))
         .map(PathBuf::from)
-}
-
-/// `~/.rho/config.toml`, when there is a home directory.
-pub fn default_path() -> Option<PathBuf> {
-    Some(rho_dir()?.join("config.toml"))
 }
 
 /// Creates `dir` (normally `~/.rho`) readable by its owner only (0700; on

@@ -72,19 +72,21 @@ pub(crate) enum Moving {
     Thread,
     /// The agent's smol executor, which the agent runs
     /// ([`HostBuilder::smol_executor`]).
+    #[cfg(feature = "smol")]
     Agent(Arc<smol::Executor<'static>>),
 }
 
 impl Host {
     /// A builder that connects the servers of `loaded`: by default every
-    /// enabled server, on the smol executor, with the options of this
+    /// enabled server, on the default executor ([`RuntimeKind::default`]:
+    /// smol when this build has it), with the options of this
     /// process's environment and current directory, no host services, the
     /// credential store at its default place (`~/.rho/mcp-oauth.json`;
     /// none without a home directory), and no login that needs a person.
     pub fn builder(loaded: &LoadedConfig) -> HostBuilder<'_> {
         HostBuilder {
             loaded,
-            kind: RuntimeKind::Smol,
+            kind: RuntimeKind::default(),
             options: None,
             services: None,
             mode: LoginMode::Never,
@@ -98,7 +100,8 @@ impl Host {
 }
 
 impl<'a> HostBuilder<'a> {
-    /// Which executor drives the sessions (smol by default).
+    /// Which executor drives the sessions ([`RuntimeKind::default`] by
+    /// default).
     pub fn runtime(mut self, kind: RuntimeKind) -> Self {
         self.kind = kind;
         self
@@ -180,6 +183,7 @@ impl<'a> HostBuilder<'a> {
     /// executor (before running it, or from a thread that is not running
     /// it): the start runs it on the calling thread until the servers are
     /// up.
+    #[cfg(feature = "smol")]
     pub fn smol_executor(mut self, executor: Arc<smol::Executor<'static>>) -> Self {
         self.kind = RuntimeKind::Smol;
         self.moving = Moving::Agent(executor);

@@ -367,7 +367,9 @@ impl CredentialStore for MemoryStore {
     }
 }
 
-/// Wall-clock seconds since the Unix epoch (0 before it).
+/// Wall-clock seconds since the Unix epoch (0 before it): the clock the
+/// credential store keeps expiries in, and the `now` [`crate::auth_status`]
+/// takes.
 pub fn now_unix() -> u64 {
     std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -377,7 +379,11 @@ pub fn now_unix() -> u64 {
 /// The stored form of finished `credentials`, with the expiry turned into
 /// wall-clock seconds; `dpop_key` is the stored form of the key DPoP-bound
 /// tokens are bound to (see [`crate::dpop`]), kept only for bound ones.
-pub fn stored(credentials: &Credentials, now_unix: u64, dpop_key: Option<&str>) -> StoredLogin {
+pub(crate) fn stored(
+    credentials: &Credentials,
+    now_unix: u64,
+    dpop_key: Option<&str>,
+) -> StoredLogin {
     let bound = rho_proto_core::oauth::dpop::is_bound(&credentials.tokens);
     StoredLogin {
         issuer: credentials.issuer.clone(),
@@ -408,7 +414,7 @@ pub fn stored(credentials: &Credentials, now_unix: u64, dpop_key: Option<&str>) 
 /// rotated secret is the one sent; a copy in the store would outlive the
 /// file); any other client (one the authorization server registered)
 /// with the secret it was issued, which nothing else holds.
-pub fn client_to_store(client: &Client, configured: Option<&Client>) -> Client {
+pub(crate) fn client_to_store(client: &Client, configured: Option<&Client>) -> Client {
     let is_configured = configured.is_some_and(|c| c.id == client.id && c.secret.is_some());
     Client {
         secret: if is_configured {

@@ -35,7 +35,7 @@ use crate::oauth_http::{Answer, LoginHttp, exchange};
 
 /// The DPoP keys of a run, by server. `Debug` names the servers only.
 #[derive(Default)]
-pub struct DpopKeys {
+pub(crate) struct DpopKeys {
     held: Mutex<BTreeMap<String, HeldKey>>,
 }
 
@@ -59,7 +59,7 @@ impl DpopKeys {
     /// form: the one stored with the server's tokens (`stored`, so a
     /// refresh of a bound token proves the key it is bound to), else the
     /// one this run holds, else a new one.
-    pub fn key_for(
+    pub(crate) fn key_for(
         &self,
         server: &str,
         stored: Option<&str>,
@@ -87,7 +87,11 @@ impl DpopKeys {
 
     /// Holds the key stored with `server`'s tokens (base64url PKCS#8) and
     /// returns it: what a stored DPoP-bound token is proved with.
-    pub fn adopt(&self, server: &str, stored: &str) -> Result<(Arc<Es256Key>, String), String> {
+    pub(crate) fn adopt(
+        &self,
+        server: &str,
+        stored: &str,
+    ) -> Result<(Arc<Es256Key>, String), String> {
         let mut held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         if let Some(h) = held.get(server).filter(|h| h.stored == stored) {
             return Ok((Arc::clone(&h.key), h.stored.clone()));
@@ -105,7 +109,7 @@ impl DpopKeys {
     }
 
     /// The key this run holds for `server`, if any.
-    pub fn held(&self, server: &str) -> Option<Arc<Es256Key>> {
+    pub(crate) fn held(&self, server: &str) -> Option<Arc<Es256Key>> {
         let held = self.held.lock().unwrap_or_else(|e| e.into_inner());
         held.get(server).map(|h| Arc::clone(&h.key))
     }
@@ -113,7 +117,7 @@ impl DpopKeys {
 
 /// The key a store entry keeps (base64url PKCS#8). The error says what is
 /// wrong with the entry, never what the key is.
-pub fn decode_key(stored: &str) -> Result<Es256Key, String> {
+pub(crate) fn decode_key(stored: &str) -> Result<Es256Key, String> {
     let der = URL_SAFE_NO_PAD
         .decode(stored)
         .map_err(|_| "the stored DPoP key is not base64url".to_owned())?;
@@ -121,13 +125,16 @@ pub fn decode_key(stored: &str) -> Result<Es256Key, String> {
 }
 
 /// A fresh proof for `request`, issued now, with a random `jti`.
-pub fn proof_now(signer: &dyn DpopSigner, request: &ProofRequest<'_>) -> Result<String, String> {
+pub(crate) fn proof_now(
+    signer: &dyn DpopSigner,
+    request: &ProofRequest<'_>,
+) -> Result<String, String> {
     let claims = ProofClaims::new(request, crate::credentials::now_unix(), random_jti()?);
     dpop::proof(signer, &claims).map_err(|e| e.to_string())
 }
 
 /// A `jti` from 32 bytes of the operating system's randomness.
-pub fn random_jti() -> Result<String, String> {
+pub(crate) fn random_jti() -> Result<String, String> {
     let mut bytes = [0u8; 32];
     rho_os::random::fill_all(&mut bytes)
         .map_err(|e| format!("no randomness from the operating system: {e}"))?;
@@ -147,13 +154,13 @@ fn origin(url: &Url) -> String {
 }
 
 /// The latest nonce the authorization server at `url` supplied.
-pub fn as_nonce(url: &Url) -> Option<String> {
+pub(crate) fn as_nonce(url: &Url) -> Option<String> {
     let nonces = AS_NONCES.lock().unwrap_or_else(|e| e.into_inner());
     nonces.get(&origin(url)).cloned()
 }
 
 /// Keeps the nonce an answer from `url` supplies, if it carries one.
-pub fn remember_as_nonce(url: &Url, headers: &[(String, String)]) {
+pub(crate) fn remember_as_nonce(url: &Url, headers: &[(String, String)]) {
     let Some(nonce) = dpop::nonce_of(headers) else {
         return;
     };
@@ -166,14 +173,14 @@ pub fn remember_as_nonce(url: &Url, headers: &[(String, String)]) {
 
 /// Makes the proof of one token request, given the nonce to put in it:
 /// `None` when the request carries none, `Err` when it cannot be made.
-pub type MakeProof<'a> = dyn FnMut(Option<&str>) -> Option<Result<String, String>> + 'a;
+pub(crate) type MakeProof<'a> = dyn FnMut(Option<&str>) -> Option<Result<String, String>> + 'a;
 
 /// Sends a token request (a POST of `body` with `headers` to `url`). When
 /// `prove` makes a proof (given the nonce to put in it) it goes in the
 /// `DPoP` header; a `use_dpop_nonce` answer that supplies a nonce is
 /// resent once with a new proof carrying it. `prove` returning `None`
 /// sends the request as it is; its error is the request's.
-pub fn send_token_request(
+pub(crate) fn send_token_request(
     http: &LoginHttp,
     url: &Url,
     headers: &[(String, String)],
@@ -318,7 +325,7 @@ mod tests {
         let (url, count) = never_satisfied();
         let keys = DpopKeys::default();
         let (key, _) = keys.key_for("s", None).expect("a key");
-        let http = LoginHttp::for_runtime(crate::RuntimeKind::Smol);
+        let http = LoginHttp::for_runtime(crate::RuntimeKind::default());
         let mut nonces = Vec::new();
         let answer = send_token_request(&http, &url, &[], b"grant_type=x", &mut |nonce| {
             nonces.push(nonce.map(str::to_owned));

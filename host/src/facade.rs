@@ -39,7 +39,11 @@ use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
 
 use crate::connect::{Moving, Origin};
-use crate::executor::{BlockingExecutor, Executor, RuntimeKind, SmolExecutor};
+#[cfg(feature = "blocking")]
+use crate::executor::BlockingExecutor;
+#[cfg(feature = "smol")]
+use crate::executor::SmolExecutor;
+use crate::executor::{Executor, RuntimeKind};
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
@@ -119,6 +123,7 @@ impl Host {
         // The one place that asks which executor: everything below is
         // written once over the trait.
         let mut executor: Box<dyn Executor> = match origin.kind {
+            #[cfg(feature = "smol")]
             RuntimeKind::Smol => {
                 let agent = match &moving {
                     Moving::Agent(executor) => Some(Arc::clone(executor)),
@@ -126,6 +131,7 @@ impl Host {
                 };
                 Box::new(SmolExecutor::start(config, options, select, agent))
             }
+            #[cfg(feature = "blocking")]
             RuntimeKind::Blocking => Box::new(BlockingExecutor::start(config, options, select)),
         };
         if let Moving::Thread = moving {
@@ -443,6 +449,7 @@ impl AsyncHost {
         options: CallOptions<'static>,
     ) -> Result<CallToolResult, ToolCallError> {
         let target = target.into();
+        #[cfg(feature = "smol")]
         if let Some(smol) = self.host.executor.smol() {
             return smol.call(target, arguments, options).await;
         }
@@ -458,6 +465,7 @@ impl AsyncHost {
         request: FeatureRequest,
         options: CallOptions<'static>,
     ) -> Result<Value, ToolCallError> {
+        #[cfg(feature = "smol")]
         if let Some(smol) = self.host.executor.smol() {
             return smol.request(server, request, options).await;
         }

@@ -26,13 +26,13 @@ use rho_proto_core::oauth::token::{Client, ClientAuth};
 
 /// The most of a secret file rho reads: tokens and secrets are a few
 /// kilobytes; a larger file is not one.
-pub const MAX_SECRET_FILE: u64 = 64 * 1024;
+pub(crate) const MAX_SECRET_FILE: u64 = 64 * 1024;
 
 /// Reads the secret configured under `oauth.<base>_file` or
 /// `oauth.<base>_from_env` for server `id`, without the surrounding
 /// whitespace (a file's final newline). Missing, unreadable, oversized,
 /// empty and not-a-file secrets are errors naming the server and the key.
-pub fn read_secret(id: &str, base: &str, source: &SecretSource) -> Result<String, String> {
+pub(crate) fn read_secret(id: &str, base: &str, source: &SecretSource) -> Result<String, String> {
     let (what, text) = match source {
         SecretSource::File(path) => {
             let what = format!("`oauth.{base}_file` {path}");
@@ -80,7 +80,7 @@ pub(crate) fn read_secret_file(id: &str, what: &str, path: &str) -> Result<Strin
 
 /// The client secret of server `id`, from `client_secret_from_env` or
 /// `client_secret_file`, when one is configured.
-pub fn client_secret(id: &str, oauth: &OAuthConfig) -> Result<Option<String>, String> {
+pub(crate) fn client_secret(id: &str, oauth: &OAuthConfig) -> Result<Option<String>, String> {
     let source = match (&oauth.client_secret_from_env, &oauth.client_secret_file) {
         (Some(name), _) => SecretSource::FromEnv(name.clone()),
         (None, Some(path)) => SecretSource::File(path.clone()),
@@ -91,7 +91,7 @@ pub fn client_secret(id: &str, oauth: &OAuthConfig) -> Result<Option<String>, St
 
 /// The grant of server `id` as the login runs it, with the secrets it
 /// needs read now; `redirect_uri` is the authorization code grant's.
-pub fn grant_kind(
+pub(crate) fn grant_kind(
     id: &str,
     oauth: &OAuthConfig,
     redirect_uri: String,

@@ -12,7 +12,7 @@ use ring::rand::SystemRandom;
 use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
 
 /// An ES256 signing key. `Debug` never shows the private key.
-pub struct Es256Key {
+pub(crate) struct Es256Key {
     pair: EcdsaKeyPair,
     rng: SystemRandom,
 }
@@ -26,7 +26,7 @@ impl std::fmt::Debug for Es256Key {
 impl Es256Key {
     /// Reads a PKCS#8 PEM (`-----BEGIN PRIVATE KEY-----`) holding a P-256
     /// key. The error says what is wrong, never what the key is.
-    pub fn from_pem(pem: &str) -> Result<Self, String> {
+    pub(crate) fn from_pem(pem: &str) -> Result<Self, String> {
         if pem.contains("-----BEGIN EC PRIVATE KEY-----") {
             return Err("the key is a SEC1 `EC PRIVATE KEY`; rho reads PKCS#8 (`BEGIN PRIVATE KEY`): convert it with `openssl pkcs8 -topk8 -nocrypt`".into());
         }
@@ -45,7 +45,7 @@ impl Es256Key {
     }
 
     /// [`Es256Key::from_pem`], as the signer a login takes.
-    pub fn signer_from_pem(pem: &str) -> Result<Arc<dyn ClientAssertionSigner>, String> {
+    pub(crate) fn signer_from_pem(pem: &str) -> Result<Arc<dyn ClientAssertionSigner>, String> {
         // Hidden wherever a server's words go, from whichever source.
         crate::secrets::learn(pem);
         Ok(Arc::new(Self::from_pem(pem)?))
@@ -54,7 +54,7 @@ impl Es256Key {
     /// A new key from the system's randomness, and its PKCS#8 DER (for
     /// the credential store: a DPoP key outlives the process that made it
     /// when the tokens bound to it are stored).
-    pub fn generate() -> Result<(Self, Vec<u8>), String> {
+    pub(crate) fn generate() -> Result<(Self, Vec<u8>), String> {
         let rng = SystemRandom::new();
         let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
             .map_err(|e| format!("no P-256 key could be generated: {e}"))?;
@@ -63,7 +63,7 @@ impl Es256Key {
     }
 
     /// A key from its PKCS#8 DER. The error never shows the key.
-    pub fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
+    pub(crate) fn from_pkcs8(der: &[u8]) -> Result<Self, String> {
         let rng = SystemRandom::new();
         let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, der, &rng)
             .map_err(|e| format!("not a PKCS#8 P-256 (ES256) private key: {e}"))?;
@@ -71,7 +71,7 @@ impl Es256Key {
     }
 
     /// The uncompressed public point (`04 || x || y`), to verify with.
-    pub fn public_key(&self) -> &[u8] {
+    pub(crate) fn public_key(&self) -> &[u8] {
         use ring::signature::KeyPair as _;
         self.pair.public_key().as_ref()
     }

@@ -12,11 +12,17 @@
 //! A request's secrets, then its answer's tokens, are learned
 //! ([`crate::secrets`]) before anything is sent or logged, so they are
 //! hidden wherever a server's words go.
+//!
+//! A build without the `http` feature has no HTTP stack: every exchange
+//! fails saying so (`LoginHttp::NotBuiltIn`). Only an HTTP server has
+//! OAuth, and such a build cannot start one either.
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rho_proto_core::connection::HttpInput;
-use rho_proto_core::http::{ExchangeId, HttpFailure, HttpRequest, Method};
+#[cfg(any(feature = "blocking", not(feature = "http")))]
+use rho_proto_core::http::HttpFailure;
+use rho_proto_core::http::{ExchangeId, HttpRequest, Method};
 use url::Url;
 
 use crate::RuntimeKind;
@@ -28,31 +34,40 @@ const MAX_BODY: usize = 1024 * 1024;
 /// The longest one login exchange (connect, send, read the whole answer)
 /// may take. Metadata and token answers are small and quick; this only
 /// stops a server that holds a connection open without answering.
-pub const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
+pub(crate) const EXCHANGE_BOUND: Duration = Duration::from_secs(30);
 
 /// The HTTP stack a login's requests go through: the one of the runtime
 /// the command runs on.
 #[derive(Clone)]
-pub enum LoginHttp {
+pub(crate) enum LoginHttp {
     /// io-blocking's ureq agent, each exchange bounded as a whole by the
     /// duration.
-    Threads(ureq::Agent, Duration),
+    #[cfg(all(feature = "blocking", feature = "http"))]
+    Threads(rho_io_blocking::http_client::Agent, Duration),
     /// io-smol's stack, one exchange on its own connection, bounded by the
     /// duration.
+    #[cfg(all(feature = "smol", feature = "http"))]
     Smol(Duration),
+    /// This build has no HTTP stack (the `http` feature is off): every
+    /// exchange fails, saying so.
+    #[cfg(not(feature = "http"))]
+    NotBuiltIn,
 }
 
 impl LoginHttp {
     /// The stack of runtime `kind`, each exchange bounded by
     /// [`EXCHANGE_BOUND`].
-    pub fn for_runtime(kind: RuntimeKind) -> Self {
+    pub(crate) fn for_runtime(kind: RuntimeKind) -> Self {
         Self::bounded(kind, EXCHANGE_BOUND)
     }
 
     /// The stack of runtime `kind`, each exchange bounded by `within`.
-    pub fn bounded(kind: RuntimeKind, within: Duration) -> Self {
+    #[cfg(feature = "http")]
+    pub(crate) fn bounded(kind: RuntimeKind, within: Duration) -> Self {
         match kind {
+            #[cfg(feature = "smol")]
             RuntimeKind::Smol => Self::Smol(within),
+            #[cfg(feature = "blocking")]
             RuntimeKind::Blocking => {
                 let agent = rho_io_blocking::http_client::new_bounded_agent(within);
                 Self::Threads(agent, within)
@@ -60,13 +75,20 @@ impl LoginHttp {
         }
     }
 
+    /// No stack, whatever the runtime: see [`LoginHttp::NotBuiltIn`].
+    #[cfg(not(feature = "http"))]
+    pub(crate) fn bounded(_kind: RuntimeKind, _within: Duration) -> Self {
+        Self::NotBuiltIn
+    }
+
     /// Runs `request`, reporting to `report` as the transports do.
     fn run(&self, request: HttpRequest, report: impl FnMut(HttpInput) -> bool) {
         match self {
+            #[cfg(all(feature = "blocking", feature = "http"))]
             Self::Threads(agent, within) => {
                 // ureq names its bound `timeout: global`; a failure at the
                 // bound is told the way the smol stack tells it.
-                let started = Instant::now();
+                let started = std::time::Instant::now();
                 let mut report = report;
                 rho_io_blocking::http_client::run_exchange(agent, request, |input| match input {
                     HttpInput::Failed(_) if started.elapsed() >= *within => {
@@ -78,13 +100,22 @@ impl LoginHttp {
                     input => report(input),
                 })
             }
+            #[cfg(all(feature = "smol", feature = "http"))]
             Self::Smol(within) => rho_io_smol::http::run_exchange(request, *within, report),
+            #[cfg(not(feature = "http"))]
+            Self::NotBuiltIn => {
+                let mut report = report;
+                report(HttpInput::Failed(HttpFailure::other(format!(
+                    "{} cannot be reached: rho-host was built without its `http` feature",
+                    request.url
+                ))));
+            }
         }
     }
 }
 
 /// One finished exchange.
-pub struct Answer {
+pub(crate) struct Answer {
     /// The HTTP status.
     pub status: u16,
     /// The response headers, as sent.
@@ -94,7 +125,7 @@ pub struct Answer {
 }
 
 /// Sends one request and reads the whole answer (at most 1 MiB).
-pub fn exchange(
+pub(crate) fn exchange(
     http: &LoginHttp,
     method: Method,
     url: &Url,
@@ -145,7 +176,7 @@ pub fn exchange(
     }
 }
 
-#[cfg(test)]
+#[cfg(all(test, feature = "http"))]
 mod tests {
     use super::*;
     use std::io::{Read as _, Write as _};
@@ -164,7 +195,7 @@ mod tests {
 
     #[test]
     fn a_login_exchange_reads_a_whole_answer_on_either_runtimes_stack() {
-        for kind in [RuntimeKind::Smol, RuntimeKind::Blocking] {
+        for &kind in RuntimeKind::ALL {
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind");
             let port = listener.local_addr().expect("addr").port();
             let server = std::thread::spawn(move || {
@@ -198,7 +229,7 @@ mod tests {
 
     #[test]
     fn a_login_exchange_with_a_server_that_never_answers_fails_at_its_bound() {
-        for kind in [RuntimeKind::Smol, RuntimeKind::Blocking] {
+        for &kind in RuntimeKind::ALL {
             // Connections land in the backlog and are never accepted, so
             // the request goes out and no answer ever comes.
             let listener = TcpListener::bind("127.0.0.1:0").expect("bind");

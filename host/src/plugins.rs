@@ -33,7 +33,7 @@ const MAX_PLUGIN_FILE: u64 = 1024 * 1024;
 
 /// The plugin servers of the plugin directories `config` lists, in
 /// directory order, then plugin (subdirectory name) order.
-pub fn discover(
+pub(crate) fn discover(
     config: &Config,
     config_dir: Option<&Path>,
     home: Option<&Path>,
@@ -190,7 +190,7 @@ fn taken(name: &str, root: &Path, first: &Path, origin: Option<PluginOrigin>) ->
 /// `select` is about to start. A server whose directory cannot be created
 /// becomes an invalid entry with the reason; everything else is untouched
 /// (borrowed when there is nothing to do).
-pub fn prepare_data_dirs<'c>(
+pub(crate) fn prepare_data_dirs<'c>(
     config: &'c Config,
     select: &impl Fn(&str) -> bool,
 ) -> Cow<'c, Config> {

@@ -1,6 +1,7 @@
-//! Questions from servers answered when the host likes: [`channel`] gives a
-//! `Responder` for `HostServices::responder` and a [`QuestionReceiver`]
-//! that yields each question as a [`PendingQuestion`] value. The host
+//! Questions from servers answered when the host likes:
+//! [`question_channel`] gives a `Responder` for `HostServices::responder`
+//! and a [`QuestionReceiver`] that yields each question as a
+//! [`PendingQuestion`] value. The host
 //! shows it in its own UI (a GUI dialog, a chat message, an agent's
 //! prompt) and answers it later, from any thread or task; nothing in the
 //! runtime waits on the host's own threads meanwhile.
@@ -26,7 +27,7 @@ use rho_proto_core::host::{Asked, Responder};
 
 /// A responder that hands questions to a [`QuestionReceiver`], and the
 /// receiver.
-pub fn channel() -> (Arc<dyn Responder>, QuestionReceiver) {
+pub fn question_channel() -> (Arc<dyn Responder>, QuestionReceiver) {
     let (tx, rx) = smol::channel::unbounded();
     (Arc::new(ChannelResponder(tx)), QuestionReceiver(rx))
 }
@@ -189,7 +190,7 @@ mod tests {
 
     #[test]
     fn a_question_is_answered_later_from_another_thread_with_its_context() {
-        let (responder, questions) = channel();
+        let (responder, questions) = question_channel();
         let host = std::thread::spawn(move || {
             let pending = questions.next_blocking().expect("a question");
             assert_eq!(pending.asked, asked());
@@ -239,7 +240,7 @@ mod tests {
 
     #[test]
     fn a_dropped_question_or_a_gone_receiver_is_answered_as_no_one_to_ask() {
-        let (responder, questions) = channel();
+        let (responder, questions) = question_channel();
         let host = std::thread::spawn(move || {
             drop(questions.next_blocking().expect("a question"));
             drop(questions.next_blocking().expect("a second question"));

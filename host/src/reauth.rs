@@ -49,7 +49,9 @@ use rho_proto_core::config::{Config, HttpConfig, OAuthConfig, OAuthGrant, Transp
 use rho_proto_core::host::Authorizer;
 use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
-use rho_proto_core::oauth::flow::{Credentials, GrantKind, LoginSettings};
+#[cfg(test)]
+use rho_proto_core::oauth::flow::LoginSettings;
+use rho_proto_core::oauth::flow::{Credentials, GrantKind};
 use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin};
 use rho_proto_core::oauth::token::{Client, TokenResponse};
 use rho_proto_core::session::AuthorizationReason;
@@ -60,11 +62,6 @@ use crate::grants::without_server;
 use crate::login::{self, Browser, LoginMode};
 use crate::oauth_http::LoginHttp;
 use rho_proto_core::oauth::dpop::{self, DpopMode, DpopSigner, ProofRequest};
-
-/// The store to hand [`StoreAuthorizer`] in place of the file store, for
-/// a run that must not touch `~/.rho`; it lives beside the file store, in
-/// [`crate::credentials`].
-pub use crate::credentials::MemoryStore;
 
 /// One server's login, as configured.
 struct ServerLogin {
@@ -80,8 +77,9 @@ enum LoginSource {
     /// (a rotated workload token, a new ID token), inside the budget of
     /// the request that waits for it. Nothing is read before.
     Configured(Box<(HttpConfig, OAuthConfig)>),
-    /// Settings a caller built ([`StoreAuthorizer::for_one`]), used as
+    /// Settings a test built ([`StoreAuthorizer::for_one`]), used as
     /// given.
+    #[cfg(test)]
     Given(Box<LoginSettings>),
 }
 
@@ -90,6 +88,7 @@ impl ServerLogin {
     fn redirect_port(&self) -> Option<u16> {
         match &self.source {
             LoginSource::Configured(configured) => configured.1.redirect_port,
+            #[cfg(test)]
             LoginSource::Given(_) => None,
         }
     }
@@ -113,7 +112,7 @@ impl From<String> for LoginFailure {
 
 /// The [`Authorizer`] over a credential store that `rho mcp` uses: hand
 /// it to `HostServices::authorizer` (see [`crate::HostBuilder`]).
-pub struct StoreAuthorizer {
+pub(crate) struct StoreAuthorizer {
     store: Arc<dyn CredentialStore>,
     servers: BTreeMap<String, ServerLogin>,
     mode: LoginMode,
@@ -174,7 +173,7 @@ impl StoreAuthorizer {
     /// (a configured header wins and suppresses the whole flow). `None`
     /// when there is none, or no store. No secret is read here: each
     /// grant reads its own when it runs.
-    pub fn for_config(
+    pub(crate) fn for_config(
         config: &Config,
         store: Option<Arc<dyn CredentialStore>>,
         mode: LoginMode,
@@ -207,10 +206,13 @@ impl StoreAuthorizer {
             .then(|| Arc::new(Self::new(store, servers, mode, kind)) as Arc<dyn Authorizer>)
     }
 
-    /// An authorizer for one server whose login settings the caller built
-    /// instead of a config (a host with settings of its own, a test). The
-    /// settings are used as given: secrets in them are not read again.
-    pub fn for_one(
+    /// An authorizer for one server whose login settings the test built
+    /// instead of a config. The settings are used as given: secrets in
+    /// them are not read again. Only tests build one: a host's servers
+    /// come from its config, and the builder makes their authorizer
+    /// ([`StoreAuthorizer::for_config`]).
+    #[cfg(test)]
+    pub(crate) fn for_one(
         store: Arc<dyn CredentialStore>,
         id: &str,
         key: StoreKey,
@@ -261,6 +263,7 @@ impl StoreAuthorizer {
                 )
                 .map_err(|why| LoginFailure::Misconfigured(without_server(id, why)))?
             }
+            #[cfg(test)]
             LoginSource::Given(settings) => (**settings).clone(),
         };
         // The key tokens are bound to: the stored one (a bound refresh
@@ -528,7 +531,7 @@ fn held_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
 }
 
 /// `held` then every scope of `asked` not already in it, in order.
-pub fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
+pub(crate) fn union(mut held: Vec<String>, asked: Option<&[String]>) -> Vec<String> {
     for scope in asked.unwrap_or_default() {
         if !held.contains(scope) {
             held.push(scope.clone());
@@ -568,6 +571,8 @@ fn credentials_of(login: &StoredLogin) -> Option<Credentials> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::credentials::MemoryStore;
+    use crate::login::{HEADLESS_REDIRECT_PORT, redirect_uri};
     use rho_proto_core::oauth::store::StoredTokens;
     use rho_proto_core::oauth::token::{Client, ClientAuth};
 
@@ -603,7 +608,7 @@ mod tests {
             // Nothing listens here: discovery fails to connect.
             url::Url::parse("http://127.0.0.1:9/mcp").expect("url"),
             GrantKind::AuthorizationCode {
-                redirect_uri: login::redirect_uri(login::HEADLESS_REDIRECT_PORT),
+                redirect_uri: redirect_uri(HEADLESS_REDIRECT_PORT),
             },
         )
     }
@@ -637,7 +642,7 @@ mod tests {
             key(),
             settings(),
             LoginMode::Never,
-            RuntimeKind::Smol,
+            RuntimeKind::default(),
         )
     }
 
@@ -729,6 +734,7 @@ mod tests {
 mod dpop_tests {
     use super::tests::{key, stored, unattended};
     use super::*;
+    use crate::credentials::MemoryStore;
     use base64::Engine as _;
     use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 

@@ -1,7 +1,7 @@
 //! The sampling services `rho mcp` lends its runtime: a command as the
 //! model (`[sampling] command = [...]`) and a ledger file for the spend
 //! (`~/.rho/usage.jsonl`), put together with the host's own responder by
-//! [`services`]. The traits they implement, and the gates in front of
+//! [`host_services`]. The traits they implement, and the gates in front of
 //! them, are the core's (`rho_proto_core::host`); these are the IO: a
 //! child process and an appended file. An agent with a model of its own
 //! implements `Model` itself and keeps the ledger.
@@ -18,9 +18,9 @@ use rho_proto_core::host::{HostServices, Model, ModelError, Responder, UsageLedg
 /// The host services with `responder` (the host's UI for forms and
 /// sampling consent; `None` when no one can be asked): the sampling model
 /// is `model_command` (the config's `[sampling] command`), and usage goes
-/// to the ledger at [`ledger_path`]. No authorizer: see
-/// [`crate::HostBuilder`], which installs one.
-pub fn services(
+/// to the ledger at `~/.rho/usage.jsonl` (none without a home directory).
+/// No authorizer: see [`crate::HostBuilder`], which installs one.
+pub fn host_services(
     responder: Option<Arc<dyn Responder>>,
     model_command: Option<Vec<String>>,
 ) -> HostServices {
@@ -37,7 +37,7 @@ pub fn services(
 }
 
 /// `~/.rho/usage.jsonl`, when there is a home directory.
-pub fn ledger_path() -> Option<PathBuf> {
+pub(crate) fn ledger_path() -> Option<PathBuf> {
     Some(crate::config::home_dir()?.join(".rho").join("usage.jsonl"))
 }
 
@@ -47,13 +47,13 @@ const MODEL_BUDGET: Duration = Duration::from_secs(180);
 /// A command as the model: it gets the flattened prompt on stdin and the
 /// system prompt in `RHO_SAMPLING_SYSTEM_PROMPT`, and its stdout is the
 /// completion, within three minutes (sampling's bound).
-pub struct CommandModel {
+pub(crate) struct CommandModel {
     command: Vec<String>,
 }
 
 impl CommandModel {
     /// A model that runs `command` (program, then arguments).
-    pub fn new(command: Vec<String>) -> Self {
+    pub(crate) fn new(command: Vec<String>) -> Self {
         Self { command }
     }
 }
@@ -153,13 +153,13 @@ impl Model for CommandModel {
 
 /// A usage ledger that appends one JSON line per completion to a file
 /// (the CLI's is `~/.rho/usage.jsonl`).
-pub struct FileLedger {
+pub(crate) struct FileLedger {
     path: PathBuf,
 }
 
 impl FileLedger {
     /// A ledger appending to `path` (created with its directory).
-    pub fn new(path: PathBuf) -> Self {
+    pub(crate) fn new(path: PathBuf) -> Self {
         Self { path }
     }
 }

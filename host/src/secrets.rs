@@ -51,7 +51,7 @@ pub fn book() -> &'static SecretBook {
 /// Learns `text` (a secret file's or variable's content) without its
 /// surrounding whitespace, and, when it spans lines (a PEM key), each
 /// line of it, so a quoted line is hidden too.
-pub fn learn(text: &str) {
+pub(crate) fn learn(text: &str) {
     let text = text.trim();
     BOOK.learn(text);
     if text.contains('\n') {
@@ -92,7 +92,7 @@ const ANSWER_FIELDS: &[&str] = &[
 /// server or identity provider: the credentials of its `Authorization`
 /// header (for `Basic`, the decoded client id and secret too, as sent and
 /// form-decoded), its `DPoP` proof, and the secret fields of a form body.
-pub fn learn_request(headers: &[(String, String)], body: &[u8]) {
+pub(crate) fn learn_request(headers: &[(String, String)], body: &[u8]) {
     for (name, value) in headers {
         if name.eq_ignore_ascii_case("dpop") {
             BOOK.learn(value);
@@ -136,7 +136,7 @@ pub fn learn_request(headers: &[(String, String)], body: &[u8]) {
 
 /// Learns the tokens (and a registration's client secret) in the JSON
 /// answer `body` of an authorization server or identity provider.
-pub fn learn_answer(body: &[u8]) {
+pub(crate) fn learn_answer(body: &[u8]) {
     let Ok(serde_json::Value::Object(answer)) = serde_json::from_slice(body) else {
         return;
     };
@@ -149,7 +149,7 @@ pub fn learn_answer(body: &[u8]) {
 
 /// Learns what a stored login holds: its tokens, its client's secret and
 /// the key its tokens are bound to.
-pub fn learn_stored(login: &StoredLogin) {
+pub(crate) fn learn_stored(login: &StoredLogin) {
     if let Some(secret) = &login.client.secret {
         BOOK.learn(secret);
     }

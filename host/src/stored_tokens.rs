@@ -23,7 +23,7 @@ use crate::oauth_http::LoginHttp;
 /// left as it is: its 401 then goes to the session's authorizer
 /// ([`crate::reauth`]), like a token refused mid-session. A refresh goes
 /// through runtime `kind`'s HTTP stack.
-pub fn with_stored_tokens(
+pub(crate) fn with_stored_tokens(
     config: &rho_proto_core::config::Config,
     kind: crate::RuntimeKind,
     store: Option<&dyn CredentialStore>,
@@ -80,7 +80,7 @@ pub fn with_stored_tokens(
 /// can only get a token through a person's browser login: an `oauth`
 /// table with the authorization code grant and no `Authorization` header,
 /// neither configured nor from a usable stored login.
-pub fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
+pub(crate) fn needs_browser_login(config: &rho_proto_core::config::Config, id: &str) -> bool {
     use rho_proto_core::config::{OAuthGrant, Transport};
     let Some(Ok(server)) = config.get(id).map(|e| e.config.as_ref()) else {
         return false;
@@ -177,7 +177,7 @@ fn usable_token(
 
 /// How many seconds before it expires a stored access token is refreshed
 /// before a connect (so it does not expire on the way).
-pub const REFRESH_MARGIN_SECS: u64 = 60;
+pub(crate) const REFRESH_MARGIN_SECS: u64 = 60;
 
 /// What a refresh attempt of a stored login came to.
 enum Refresh {
@@ -396,7 +396,12 @@ command = "true"
         store
             .update(&key("a"), &mut |_| Some(live.clone()))
             .expect("saved");
-        let with = with_stored_tokens(&config, crate::RuntimeKind::Smol, Some(&store), &|_| true);
+        let with = with_stored_tokens(
+            &config,
+            crate::RuntimeKind::default(),
+            Some(&store),
+            &|_| true,
+        );
         assert!(!needs_browser_login(&with, "a"), "a usable stored login");
         assert!(needs_browser_login(&with, "b"), "nothing stored");
         assert!(!needs_browser_login(&with, "keyed"), "a configured header");
@@ -460,8 +465,8 @@ url = "https://mcp.example.com/mcp"
         // Two stores on one file, as two rho processes have; both executors'
         // HTTP stacks.
         let threads: Vec<_> = crate::RuntimeKind::ALL
-            .into_iter()
-            .map(|kind| {
+            .iter()
+            .map(|&kind| {
                 let config = config.clone();
                 let d = d.clone();
                 std::thread::spawn(move || {
@@ -541,10 +546,7 @@ url = "https://mcp.example.com/mcp"
         let file = fs::read_to_string(d.join("mcp-oauth.json")).expect("file");
         assert!(file.contains(&dpop_key));
         assert!(!format!("{:?}", store.load(&key("a"))).contains(&dpop_key));
-        for (round, kind) in [crate::RuntimeKind::Smol, crate::RuntimeKind::Blocking]
-            .into_iter()
-            .enumerate()
-        {
+        for (round, &kind) in crate::RuntimeKind::ALL.iter().enumerate() {
             store
                 .update(&key("a"), &mut |_| Some(bound.clone()))
                 .expect("reset");

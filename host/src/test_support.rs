@@ -10,7 +10,7 @@ use std::io::{BufRead as _, BufReader, Read as _, Write as _};
 
 use base64::Engine as _;
 use ring::rand::SystemRandom;
-use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair};
+use ring::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, KeyPair as _};
 
 /// One request the token endpoint got.
 pub(crate) struct TokenRequest {
@@ -126,9 +126,20 @@ pub(crate) fn token_endpoint(
 
 /// A fresh P-256 key as a PKCS#8 PEM.
 pub(crate) fn generated_pem() -> String {
-    let pkcs8 =
-        EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &SystemRandom::new())
-            .expect("a generated key");
+    generated_key().0
+}
+
+/// A fresh P-256 key as a PKCS#8 PEM, with its public key (the
+/// uncompressed point a signature is verified with).
+pub(crate) fn generated_key() -> (String, Vec<u8>) {
+    let rng = SystemRandom::new();
+    let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng)
+        .expect("a generated key");
+    let public = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref(), &rng)
+        .expect("the generated key")
+        .public_key()
+        .as_ref()
+        .to_vec();
     let b64 = base64::engine::general_purpose::STANDARD.encode(pkcs8.as_ref());
     let mut pem = String::from("-----BEGIN PRIVATE KEY-----\n");
     for line in b64.as_bytes().chunks(64) {
@@ -136,5 +147,5 @@ pub(crate) fn generated_pem() -> String {
         pem.push('\n');
     }
     pem.push_str("-----END PRIVATE KEY-----\n");
-    pem
+    (pem, public)
 }

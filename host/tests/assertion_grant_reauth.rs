@@ -7,9 +7,10 @@
 
 use std::sync::Arc;
 
-use rho_host::RuntimeKind;
-use rho_host::login::LoginMode;
-use rho_host::reauth::{MemoryStore, StoreAuthorizer};
+use rho_host::{
+    AuthorizationPrompt, Host, HostBuilder, LoadedConfig, LoginMode, MemoryStore, RuntimeOptions,
+    Url,
+};
 use rho_proto_core::http::AuthorizationError;
 use rho_proto_core::oauth::challenge::BearerChallenge;
 use rho_proto_core::session::AuthorizationReason;
@@ -26,15 +27,10 @@ fn a_workload_token_is_read_when_the_login_starts_not_at_connect() {
         "[mcp.servers.w]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/mcp\"\n[mcp.servers.w.oauth]\ngrant = \"jwt_bearer\"\nassertion_file = \"{}\"\n",
         token.display()
     );
-    let config = rho_proto_core::config::parse(&text, "<test>").expect("config");
-    let authorizer = StoreAuthorizer::for_config(
-        &config,
-        Some(Arc::new(MemoryStore::default())),
-        LoginMode::Never,
-        RuntimeKind::Smol,
-        &|_| true,
-    )
-    .expect("an OAuth server");
+    let loaded =
+        LoadedConfig::from(rho_proto_core::config::parse(&text, "<test>").expect("config"));
+    let connecting = builder(&loaded).prepare();
+    let authorizer = connecting.authorizer().expect("an OAuth server");
     let authorize = || {
         authorizer.authorize(
             "w",
@@ -69,7 +65,7 @@ fn a_workload_token_is_read_when_the_login_starts_not_at_connect() {
 
 #[test]
 fn list_and_show_describe_an_assertion_grant_and_never_need_a_login() {
-    use rho_host::auth_status::{AuthStatus, OAuthState, auth_status};
+    use rho_host::{AuthStatus, OAuthState, auth_status};
     use rho_proto_core::config::OAuthGrant;
     let text = "[mcp.servers.w]\ntransport = \"streamable_http\"\nurl = \"https://w.example.com/mcp\"\n[mcp.servers.w.oauth]\ngrant = \"jwt_bearer\"\nassertion_from_env = \"MCP_JWT\"\n\
         [mcp.servers.e]\ntransport = \"streamable_http\"\nurl = \"https://e.example.com/mcp\"\n[mcp.servers.e.oauth]\ngrant = \"identity_assertion\"\nclient_id = \"c\"\nid_token_from_env = \"SSO\"\nidp_token_endpoint = \"https://idp.example.com/token\"\n";
@@ -94,9 +90,36 @@ fn list_and_show_describe_an_assertion_grant_and_never_need_a_login() {
         "oauth (enterprise-managed: identity assertion)"
     );
     assert_eq!(enterprise.json()["state"], "identity_assertion");
-    // Neither waits for a person's login before connecting.
-    assert!(!rho_host::stored_tokens::needs_browser_login(&config, "w"));
-    assert!(!rho_host::stored_tokens::needs_browser_login(&config, "e"));
+    // Neither waits for a person's login before connecting: with a
+    // person to ask, the connect leaves neither out for a browser login.
+    let loaded = LoadedConfig::from(config);
+    let connecting = builder(&loaded)
+        .login(LoginMode::Person(Arc::new(NoOneLooks)))
+        .defer_browser_logins()
+        .prepare();
+    assert!(
+        connecting.deferred().is_empty(),
+        "{:?}",
+        connecting.deferred()
+    );
+}
+
+/// A connect of `loaded` with a store of its own and no process
+/// environment, no login reaching a person unless the test says.
+fn builder(loaded: &LoadedConfig) -> HostBuilder<'_> {
+    Host::builder(loaded)
+        .options(RuntimeOptions::new(Vec::new(), None))
+        .store(Some(Arc::new(MemoryStore::default())))
+        .login(LoginMode::Never)
+}
+
+/// A person who is never shown anything: no login here gets that far.
+struct NoOneLooks;
+
+impl AuthorizationPrompt for NoOneLooks {
+    fn show(&self, server: &str, url: &Url) {
+        panic!("server `{server}` asked for a browser login at {url}");
+    }
 }
 
 /// Preparing a connect reads no secret: the file of every secret key
@@ -153,7 +176,7 @@ fn preparing_a_connect_opens_no_secret_file_until_its_grant_runs() {
         ),
     ]
     .concat();
-    let loaded = rho_host::config::LoadedConfig {
+    let loaded = LoadedConfig {
         path: None,
         config: rho_proto_core::config::parse(&text, "<test>").expect("config"),
         adhoc: None,
@@ -171,12 +194,7 @@ fn preparing_a_connect_opens_no_secret_file_until_its_grant_runs() {
         }
         names
     };
-    let connecting = rho_host::Host::builder(&loaded)
-        .runtime(RuntimeKind::Smol)
-        .options(rho_host::RuntimeOptions::new(Vec::new(), None))
-        .store(Some(Arc::new(MemoryStore::default())))
-        .login(LoginMode::Never)
-        .prepare();
+    let connecting = builder(&loaded).prepare();
     let authorizer = Arc::clone(connecting.authorizer().expect("OAuth servers"));
     assert_eq!(opened(), Vec::<String>::new(), "read while preparing");
     // The workload's grant runs: its JWT, and only it, is read now.

@@ -8,9 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
-use rho_host::RuntimeKind;
-use rho_host::credentials::{FileStore, now_unix};
-use rho_host::stored_tokens::with_stored_tokens;
+use rho_host::{FileStore, Host, LoadedConfig, RuntimeKind, RuntimeOptions, now_unix};
 use rho_proto_core::config::{Config, Transport};
 use rho_proto_core::oauth::store::{CredentialStore, StoreKey, StoredLogin, StoredTokens};
 use rho_proto_core::oauth::token::{Client, ClientAuth};
@@ -20,7 +18,7 @@ const ISSUER: &str = "https://auth.example.com";
 
 #[path = "../src/test_support.rs"]
 mod test_support;
-use test_support::{TokenAnswer, generated_pem};
+use test_support::{TokenAnswer, generated_key};
 
 /// A token endpoint that answers every refresh with new tokens and keeps
 /// the form bodies it was sent.
@@ -34,6 +32,20 @@ fn token_endpoint() -> (String, Arc<Mutex<Vec<String>>>) {
         )
     });
     (url, seen)
+}
+
+/// `config` as a connect prepares it ([`Host::builder`]): each stored
+/// login of `store` applied, refreshed first when it has expired, through
+/// executor `kind`'s HTTP stack.
+fn prepared(config: &Config, kind: RuntimeKind, store: &Arc<FileStore>) -> Config {
+    let loaded = LoadedConfig::from(config.clone());
+    Host::builder(&loaded)
+        .runtime(kind)
+        .options(RuntimeOptions::new(Vec::new(), None))
+        .store(Some(Arc::clone(store) as Arc<dyn CredentialStore>))
+        .prepare()
+        .config()
+        .clone()
 }
 
 fn dir(name: &str) -> std::path::PathBuf {
@@ -92,25 +104,21 @@ fn form_value(body: &str, key: &str) -> Option<String> {
 #[test]
 fn a_private_key_jwt_clients_connect_time_refresh_carries_a_signed_assertion() {
     let d = dir("assertion");
-    let pem = generated_pem();
+    let (pem, public) = generated_key();
     let key_path = d.join("m2m.pem");
     std::fs::write(&key_path, &pem).expect("key written");
-    let public = rho_host::jwt_key::Es256Key::from_pem(&pem)
-        .expect("key")
-        .public_key()
-        .to_vec();
     let config = config(&format!("client_key_file = \"{}\"", key_path.display()));
     let key = StoreKey::new(
         "m",
         &url::Url::parse("https://mcp.example.com/mcp").expect("url"),
     );
-    for kind in RuntimeKind::ALL {
+    for &kind in RuntimeKind::ALL {
         let (endpoint, seen) = token_endpoint();
-        let store = FileStore::in_dir(&d.join(format!("{kind:?}")));
+        let store = Arc::new(FileStore::in_dir(&d.join(format!("{kind:?}"))));
         store
             .update(&key, &mut |_| Some(expired_login(&endpoint)))
             .expect("stored");
-        let with = with_stored_tokens(&config, kind, Some(&store), &|_| true);
+        let with = prepared(&config, kind, &store);
         assert_eq!(
             authorization_of(&with).as_deref(),
             Some("Bearer at-2"),
@@ -159,7 +167,7 @@ fn a_private_key_jwt_client_without_its_key_sends_no_unauthenticated_refresh() {
         "m",
         &url::Url::parse("https://mcp.example.com/mcp").expect("url"),
     );
-    let store = FileStore::in_dir(&d);
+    let store = Arc::new(FileStore::in_dir(&d));
     store
         .update(&key, &mut |_| Some(expired_login(&endpoint)))
         .expect("stored");
@@ -168,7 +176,7 @@ fn a_private_key_jwt_client_without_its_key_sends_no_unauthenticated_refresh() {
         "client_key_file = \"{}\"",
         d.join("absent.pem").display()
     ));
-    let with = with_stored_tokens(&config, RuntimeKind::Smol, Some(&store), &|_| true);
+    let with = prepared(&config, RuntimeKind::default(), &store);
     assert_eq!(authorization_of(&with), None, "no usable token");
     assert!(seen.lock().expect("lock").is_empty(), "nothing was sent");
     // The stored login is kept for when the key is back.
@@ -197,7 +205,7 @@ fn a_configured_client_secret_is_read_for_the_refresh_and_never_stored() {
         "m",
         &url::Url::parse("https://mcp.example.com/mcp").expect("url"),
     );
-    for kind in RuntimeKind::ALL {
+    for &kind in RuntimeKind::ALL {
         let seen: Arc<Mutex<Vec<Option<String>>>> = Arc::default();
         let record = Arc::clone(&seen);
         let endpoint = test_support::token_endpoint(move |request| {
@@ -210,13 +218,13 @@ fn a_configured_client_secret_is_read_for_the_refresh_and_never_stored() {
             )
         });
         let store_dir = d.join(format!("{kind:?}"));
-        let store = FileStore::in_dir(&store_dir);
+        let store = Arc::new(FileStore::in_dir(&store_dir));
         let mut login = expired_login(&endpoint);
         login.client.auth = ClientAuth::ClientSecretBasic;
         store
             .update(&key, &mut |_| Some(login.clone()))
             .expect("stored");
-        let with = with_stored_tokens(&config, kind, Some(&store), &|_| true);
+        let with = prepared(&config, kind, &store);
         assert_eq!(
             authorization_of(&with).as_deref(),
             Some("Bearer at-2"),

@@ -53,6 +53,11 @@ use rho_proto_core::runtime::backlog::{BACKLOG_POLL, BODY_IN_FLIGHT, Backlog};
 
 use crate::driver::NotStarted;
 
+/// The agent [`new_agent`] and [`new_bounded_agent`] make and
+/// [`run_exchange`] takes, so that a host holding one (rho-host's OAuth
+/// exchanges) needs no ureq of its own.
+pub use ureq::Agent;
+
 /// Connect timeout for every request.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(10);
 /// Timeout for sending a request's head and body.

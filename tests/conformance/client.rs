@@ -42,10 +42,10 @@
 use std::process::ExitCode;
 use std::sync::Arc;
 
-use rho_host::login::LoginMode;
-use rho_host::questions::AcceptDefaults;
-use rho_host::reauth::MemoryStore;
-use rho_host::{CallOptions, Cancel, ExportedTool, Host, RuntimeKind, ServerStatus};
+use rho_host::{
+    AcceptDefaults, CallOptions, Cancel, ExportedTool, Host, LoginMode, MemoryStore, RuntimeKind,
+    ServerStatus,
+};
 use rho_proto_core::config;
 use serde_json::{Map, Value, json};
 
@@ -225,10 +225,10 @@ fn run() -> Result<(), Failure> {
     // server gets, logging in headless: the suite's mock authorization
     // servers approve at once. The suite answers no form: each takes its
     // defaults.
-    let loaded = rho_host::config::LoadedConfig::from(config);
+    let loaded = rho_host::LoadedConfig::from(config);
     let host = Host::builder(&loaded)
         .runtime(kind)
-        .services(rho_host::sampling::services(
+        .services(rho_host::host_services(
             Some(Arc::new(AcceptDefaults)),
             None,
         ))
@@ -449,7 +449,7 @@ impl SecretFiles {
     fn create() -> Result<Self, Failure> {
         let dir = std::env::temp_dir().join(format!("rho-conformance-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
-        rho_host::config::ensure_private_dir(&dir)
+        rho_host::ensure_private_dir(&dir)
             .map_err(|e| Failure::Failed(format!("{}: {e}", dir.display())))?;
         Ok(Self(dir))
     }

@@ -4,8 +4,7 @@
 //! between them. Every test drives the runtime through the hosts' own
 //! facade, [`rho_host::Host`], never a wrapper of its own.
 
-use rho_host::config::LoadedConfig;
-use rho_host::{Host, HostBuilder, RuntimeKind};
+use rho_host::{Host, HostBuilder, LoadedConfig, RuntimeKind};
 use rho_proto_core::config::Config;
 use rho_proto_core::host::RuntimeOptions;
 

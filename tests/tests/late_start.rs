@@ -7,9 +7,7 @@
 //! started again, and a running, unknown or disabled server is refused by
 //! name.
 
-use rho_host::CallOptions;
-use rho_host::Host;
-use rho_host::config::LoadedConfig;
+use rho_host::{CallOptions, Host, LoadedConfig};
 use rho_proto_core::runtime::StartServerError;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_tests::both_executors;

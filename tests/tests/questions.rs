@@ -388,7 +388,7 @@ fn a_dismissed_form_cancels_the_call_and_the_session_carries_on<R: TestRuntime>(
 }
 
 fn a_form_answered_later_names_its_call_and_a_decline_reaches_the_server<R: TestRuntime>() {
-    let (responder, questions) = rho_host::questions::channel();
+    let (responder, questions) = rho_host::question_channel();
     let runtime = everything::<R>(
         "",
         HostServices {
@@ -402,7 +402,7 @@ fn a_form_answered_later_names_its_call_and_a_decline_reaches_the_server<R: Test
     let ui = std::thread::spawn(move || {
         let pending = questions.next_blocking().expect("a question");
         let asked = pending.asked.clone();
-        let is_form = matches!(pending.asking, rho_host::questions::Asking::Form(_));
+        let is_form = matches!(pending.asking, rho_host::Asking::Form(_));
         pending.answer_form(FormAnswer::Declined);
         (asked, is_form)
     });

@@ -893,7 +893,7 @@ fn the_async_face_calls_and_cancels_from_another_executor<R: TestRuntime>() {
 fn the_async_face_on_the_agents_smol_executor_calls_and_cancels_there() {
     let config = parse_config(&node_server("everything", &everything_js(), &["stdio"]));
     let executor = std::sync::Arc::new(smol::Executor::new());
-    let loaded = rho_host::config::LoadedConfig::from(config);
+    let loaded = rho_host::LoadedConfig::from(config);
     let host = rho_tests::matrix::Smol::builder(&loaded, options_with(&[]))
         .smol_executor(std::sync::Arc::clone(&executor))
         .connect()

@@ -123,7 +123,7 @@ pub(crate) fn parse(line: &str) -> Command {
         _ if word.starts_with('/') => Command::Refused(format!(
             "unknown command `{}`; {}",
             sanitize_line(word),
-            match rho_host::names::did_you_mean(word, COMMANDS.iter().map(|(name, _)| *name)) {
+            match rho_host::did_you_mean(word, COMMANDS.iter().map(|(name, _)| *name)) {
                 Some(near) => format!("did you mean `{near}`? (/help lists the commands)"),
                 None => "/help lists the commands".to_owned(),
             }

@@ -118,9 +118,7 @@ use self::commands::{Catalog, CatalogPrompt, CatalogTool, Command, Context, Serv
 use self::editor::{Editor, Event};
 use self::screen::Screen;
 use crate::{Failure, unless_stopped};
-use rho_host::CallOptions;
-use rho_host::config::LoadedConfig;
-use rho_host::{Cancel, Host, RuntimeKind};
+use rho_host::{CallOptions, Cancel, Host, LoadedConfig, RuntimeKind};
 
 /// The prompt in front of a command line.
 const PROMPT: &str = "rho> ";
@@ -193,14 +191,14 @@ pub(crate) fn run(
     } else {
         None
     };
-    options.host = rho_host::sampling::services(responder, loaded.config.sampling_command.clone());
+    options.host = rho_host::host_services(responder, loaded.config.sampling_command.clone());
     // No server waits for another's browser login: a server that needs
     // one is left out of the start and named, and `/login <id>` logs in
     // and starts it when the person chooses (the host library's login).
     let mode = if interactive {
         crate::questions::login_mode()
     } else {
-        rho_host::login::LoginMode::Never
+        rho_host::LoginMode::Never
     };
     // Before the connect is prepared: a stop signal then ends the startup.
     let stop = crate::signals::install();
@@ -337,7 +335,7 @@ struct ShellLoginPrompt {
     cancel: Cancel,
 }
 
-impl rho_host::login::AuthorizationPrompt for ShellLoginPrompt {
+impl rho_host::AuthorizationPrompt for ShellLoginPrompt {
     fn show(&self, server: &str, url: &url::Url) {
         let server = sanitize_line(server);
         let out = match &self.screen {
@@ -349,7 +347,7 @@ impl rho_host::login::AuthorizationPrompt for ShellLoginPrompt {
             sanitize_line(url.as_str())
         ));
         if crate::questions::person_present() {
-            rho_host::login::open_in_browser(url);
+            rho_host::open_in_browser(url);
         }
     }
 
@@ -364,7 +362,7 @@ struct Shell<'a> {
     /// Written to only when a `/login` starts its server into it.
     host: RwLock<Host>,
     /// Whether, and how, a login may reach the person.
-    login_mode: rho_host::login::LoginMode,
+    login_mode: rho_host::LoginMode,
     /// The servers left out of the start for their browser login.
     deferred: Mutex<Vec<String>>,
     /// The server a `/login` just logged in to, until it is started.
@@ -436,7 +434,7 @@ impl Shell<'_> {
     /// own thread runs: a stdio server dies with the thread that started it
     /// (its parent-death signal), and a command's thread ends.
     fn login(&self, id: &str, cancel: &Cancel) -> String {
-        use rho_host::login::{LoginError, LoginMode};
+        use rho_host::{LoginError, LoginMode};
         if !matches!(self.login_mode, LoginMode::Person(_)) {
             return format!(
                 "a browser login needs a person at a terminal: run `rho mcp login {}`",
@@ -495,9 +493,9 @@ impl Shell<'_> {
     fn unknown_server(&self, id: &str) -> Option<String> {
         self.loaded.config.get(id).is_none().then(|| {
             let ids = self.loaded.config.servers.iter().map(|e| e.id.as_str());
-            rho_host::names::NameError::UnknownServer {
+            rho_host::NameError::UnknownServer {
                 id: id.to_owned(),
-                suggestion: rho_host::names::did_you_mean(id, ids).map(str::to_owned),
+                suggestion: rho_host::did_you_mean(id, ids).map(str::to_owned),
             }
             .to_string()
         })
@@ -634,9 +632,9 @@ impl Shell<'_> {
         let command = prompts::parse_command(line).map_err(|e| e.to_string())?;
         let Some(view) = self.host().server(command.server) else {
             let servers: Vec<String> = self.host().servers().into_iter().map(|s| s.id).collect();
-            return Err(rho_host::names::NameError::UnknownServer {
+            return Err(rho_host::NameError::UnknownServer {
                 id: command.server.to_owned(),
-                suggestion: rho_host::names::did_you_mean(
+                suggestion: rho_host::did_you_mean(
                     command.server,
                     servers.iter().map(String::as_str),
                 )
@@ -655,8 +653,7 @@ impl Shell<'_> {
                 .iter()
                 .map(|p| sanitize_line(&p.name).into_owned())
                 .collect();
-            let near =
-                rho_host::names::did_you_mean(&command.prompt, names.iter().map(String::as_str));
+            let near = rho_host::did_you_mean(&command.prompt, names.iter().map(String::as_str));
             return Err(format!(
                 "server `{}` has no prompt `{}`{}",
                 command.server,
@@ -788,7 +785,7 @@ impl Shell<'_> {
     }
 
     /// What a `/call` line calls: `(server, tool, arguments)`. The tool is
-    /// named as everywhere (`rho_host::names`): `<server> <tool>`,
+    /// named as everywhere (`rho_host::resolve_tool`): `<server> <tool>`,
     /// `<server>:<tool>` or its exported name; the rest is its arguments.
     fn prepare_call(
         &self,
@@ -799,14 +796,14 @@ impl Shell<'_> {
         let tools = self.host().current_tools();
         let second = arguments.split_whitespace().next();
         let words: Vec<&str> = std::iter::once(target).chain(second).collect();
-        let resolved = match rho_host::names::resolve_tool(&servers, &tools, &words) {
+        let resolved = match rho_host::resolve_tool(&servers, &tools, &words) {
             // A tool for the server's MCP App only is not exported: the
             // call is left to the runtime, which refuses it saying why.
-            Err(rho_host::names::NameError::UnknownTool { server, tool, .. })
+            Err(rho_host::NameError::UnknownTool { server, tool, .. })
                 if crate::call::app_only(&self.host(), &server, &tool) =>
             {
                 let words = if target == server { 2 } else { 1 };
-                Ok(rho_host::names::ToolTarget {
+                Ok(rho_host::ToolTarget {
                     server,
                     tool,
                     words,
@@ -1816,7 +1813,7 @@ fn load_history(path: &std::path::Path) -> Vec<String> {
 /// crash never leaves half of it.
 fn save_history(path: &std::path::Path, lines: &[String]) {
     let Some(dir) = path.parent() else { return };
-    if rho_host::config::ensure_private_dir(dir).is_err() {
+    if rho_host::ensure_private_dir(dir).is_err() {
         return;
     }
     let tmp = path.with_extension("tmp");

@@ -1,5 +1,6 @@
 //! The examples' command line: `--config PATH` (else `~/.rho/config.toml`)
-//! and `--runtime smol|blocking` (else smol), plus flags of their own.
+//! and `--runtime smol|blocking` (else the default: smol when built),
+//! plus flags of their own.
 
 use std::path::PathBuf;
 
@@ -23,7 +24,7 @@ pub(crate) fn parse(name: &str, flags: &[&str]) -> Result<Args, String> {
     };
     let mut parsed = Args {
         config: None,
-        kind: RuntimeKind::Smol,
+        kind: RuntimeKind::default(),
         flags: Vec::new(),
     };
     let mut args = std::env::args().skip(1);

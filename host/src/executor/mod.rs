@@ -17,41 +17,81 @@ use serde_json::Value;
 
 use std::str::FromStr;
 
+#[cfg(feature = "blocking")]
 mod blocking;
+#[cfg(feature = "smol")]
 mod smol;
 
+#[cfg(feature = "blocking")]
 pub(crate) use blocking::BlockingExecutor;
+#[cfg(feature = "smol")]
 pub(crate) use smol::SmolExecutor;
 
 /// Which executor drives the sessions.
+///
+/// Each kind is a feature of this crate (`smol`, `blocking`; both by
+/// default), and a kind whose feature is off is not in the enum: a host
+/// built with one executor cannot ask for the other, so there is no
+/// start that fails at run time for want of it. Spelled as text (a
+/// flag, an environment variable), the missing kind parses to an error
+/// naming the feature ([`FromStr`]). The enum is `#[non_exhaustive]`
+/// because features are unified across a build: another crate turning
+/// the other feature on adds its variant to this crate's match arms.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum RuntimeKind {
     /// One task per session on one executor (the `rho` CLI's default).
+    #[cfg(feature = "smol")]
     Smol,
     /// A driver thread per session.
+    #[cfg(feature = "blocking")]
     Blocking,
 }
 
 impl RuntimeKind {
-    /// Both kinds, smol first.
-    pub const ALL: [RuntimeKind; 2] = [RuntimeKind::Smol, RuntimeKind::Blocking];
+    /// Every kind this build has, smol first.
+    pub const ALL: &'static [RuntimeKind] = &[
+        #[cfg(feature = "smol")]
+        RuntimeKind::Smol,
+        #[cfg(feature = "blocking")]
+        RuntimeKind::Blocking,
+    ];
 
-    /// The kind's name, as `--runtime` and `RHO_RUNTIME` spell it.
+    /// The kind's name, as `--runtime` and `RHO_RUNTIME` spell it (and as
+    /// this crate's feature for it is named).
     pub fn name(self) -> &'static str {
         match self {
+            #[cfg(feature = "smol")]
             RuntimeKind::Smol => "smol",
+            #[cfg(feature = "blocking")]
             RuntimeKind::Blocking => "blocking",
         }
     }
 }
 
+/// Smol when this build has it (the `rho` CLI's default, and
+/// [`crate::Host::builder`]'s), else blocking.
+impl Default for RuntimeKind {
+    fn default() -> Self {
+        // Never empty: a build without either executor stops at the
+        // crate root's `compile_error!`.
+        Self::ALL[0]
+    }
+}
+
+/// A kind by its [`RuntimeKind::name`]; a kind this build left out is an
+/// error that names the feature, not an unknown name.
 impl FromStr for RuntimeKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
+        if let Some(&kind) = Self::ALL.iter().find(|kind| kind.name() == s) {
+            return Ok(kind);
+        }
         match s {
-            "smol" => Ok(RuntimeKind::Smol),
-            "blocking" => Ok(RuntimeKind::Blocking),
+            "smol" | "blocking" => Err(format!(
+                "runtime `{s}` is not in this build: rho-host's `{s}` feature is off"
+            )),
             other => Err(format!(
                 "unknown runtime `{other}`: the runtimes are smol and blocking"
             )),
@@ -99,7 +139,37 @@ pub(crate) trait Executor: Send + Sync {
 
     /// The smol runtime, whose calls an async host awaits as they are;
     /// `None` on an executor whose calls block a thread.
+    #[cfg(feature = "smol")]
     fn smol(&self) -> Option<&rho_io_smol::Runtime> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::RuntimeKind;
+
+    /// Each kind this build has parses from its name and is the default
+    /// when first; a kind left out by its feature is an error that names
+    /// the feature, not an unknown runtime.
+    #[test]
+    fn a_kind_parses_from_its_name_and_one_left_out_names_its_feature() {
+        for &kind in RuntimeKind::ALL {
+            assert_eq!(kind.name().parse::<RuntimeKind>(), Ok(kind));
+        }
+        assert_eq!(RuntimeKind::default(), RuntimeKind::ALL[0]);
+        for name in ["smol", "blocking"] {
+            if RuntimeKind::ALL.iter().all(|kind| kind.name() != name) {
+                let error = name.parse::<RuntimeKind>().expect_err("left out");
+                assert_eq!(
+                    error,
+                    format!(
+                        "runtime `{name}` is not in this build: rho-host's `{name}` feature is off"
+                    )
+                );
+            }
+        }
+        let error = "tokio".parse::<RuntimeKind>().expect_err("unknown");
+        assert!(error.starts_with("unknown runtime `tokio`"), "{error}");
     }
 }

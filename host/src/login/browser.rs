@@ -24,7 +24,7 @@ use crate::oauth_http::{LoginHttp, exchange};
 /// (`http://127.0.0.1:8976/callback`): nothing listens on it, since the
 /// answer is read from the authorization endpoint's redirect itself, but
 /// the URI keeps the registered loopback shape.
-pub const HEADLESS_REDIRECT_PORT: u16 = 8976;
+pub(crate) const HEADLESS_REDIRECT_PORT: u16 = 8976;
 
 /// Shows a login's authorization URL to the person who approves it: the
 /// host's UI (a terminal prints it and opens a browser; a GUI opens its
@@ -46,7 +46,7 @@ pub trait AuthorizationPrompt: Send + Sync {
 /// for the browser ([`AuthorizationPrompt::cancelled`]), which is no
 /// failure, or it failed, saying why.
 #[derive(Debug, PartialEq, Eq)]
-pub enum Ended {
+pub(crate) enum Ended {
     /// The person stopped waiting ([`super::LoginError::Skipped`]).
     Skipped,
     /// The login failed (the reason, without the server's name).
@@ -75,7 +75,7 @@ impl From<&str> for Ended {
 }
 
 /// How the browser step is taken.
-pub enum Browser {
+pub(crate) enum Browser {
     /// Show the URL to a person (the prompt), and wait for the callback on
     /// the listener.
     Person(TcpListener, Arc<dyn AuthorizationPrompt>),
@@ -91,7 +91,10 @@ pub enum Browser {
 impl Browser {
     /// A listener for a person's browser on `127.0.0.1` and an ephemeral
     /// port, and its redirect URI; `prompt` shows the person the URL.
-    pub fn person(prompt: Arc<dyn AuthorizationPrompt>) -> Result<(Self, String), String> {
+    /// (The login itself goes through [`Browser::person_on`], with the
+    /// configured port.)
+    #[cfg(test)]
+    pub(crate) fn person(prompt: Arc<dyn AuthorizationPrompt>) -> Result<(Self, String), String> {
         Self::person_on(prompt, None)
     }
 
@@ -99,7 +102,7 @@ impl Browser {
     /// client registered out of band with that exact redirect URI), else
     /// on a port the system picks. A port something else holds fails the
     /// login at once, naming the port and the key.
-    pub fn person_on(
+    pub(crate) fn person_on(
         prompt: Arc<dyn AuthorizationPrompt>,
         port: Option<u16>,
     ) -> Result<(Self, String), String> {
@@ -116,12 +119,12 @@ impl Browser {
 
 /// The redirect URI a login registers before it knows its browser step:
 /// on `oauth.redirect_port` when set, else on [`HEADLESS_REDIRECT_PORT`].
-pub fn configured_redirect_uri(port: Option<u16>) -> String {
+pub(crate) fn configured_redirect_uri(port: Option<u16>) -> String {
     redirect_uri(port.unwrap_or(HEADLESS_REDIRECT_PORT))
 }
 
 /// The loopback redirect URI for `port`.
-pub fn redirect_uri(port: u16) -> String {
+pub(crate) fn redirect_uri(port: u16) -> String {
     format!("http://127.0.0.1:{port}/callback")
 }
 
@@ -479,7 +482,7 @@ mod tests {
 
     #[test]
     fn a_headless_login_sent_to_the_servers_own_page_says_it_needs_a_person() {
-        for kind in RuntimeKind::ALL {
+        for &kind in RuntimeKind::ALL {
             let (mut login, _) = login_at_browser_step(redirect_uri(HEADLESS_REDIRECT_PORT));
             let url = redirecting_authorization_endpoint("/interaction/abc123");
             let error = browser_step(

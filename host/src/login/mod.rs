@@ -35,15 +35,15 @@ use crate::oauth_http::{LoginHttp, exchange};
 mod browser;
 
 use browser::browser_step;
-pub use browser::{
-    AuthorizationPrompt, Browser, Ended, HEADLESS_REDIRECT_PORT, configured_redirect_uri,
-    open_in_browser, redirect_uri,
-};
+pub use browser::{AuthorizationPrompt, open_in_browser};
+pub(crate) use browser::{Browser, Ended, configured_redirect_uri};
+#[cfg(test)]
+pub(crate) use browser::{HEADLESS_REDIRECT_PORT, redirect_uri};
 
 /// Asks the MCP server once without credentials. A 401 (or 403) yields
 /// its Bearer challenge (empty when it sent none); any other answer means
 /// the server does not demand a token up front.
-pub fn probe(
+pub(crate) fn probe(
     http: &LoginHttp,
     url: &Url,
     headers: &[(String, String)],
@@ -102,7 +102,7 @@ pub fn probe(
 /// know at once — a client registered (so a failed browser step does not
 /// register again), a login of a previous issuer to forget — before the
 /// next request goes out.
-pub fn run(
+pub(crate) fn run(
     server: &str,
     http: &LoginHttp,
     settings: LoginSettings,
@@ -222,7 +222,7 @@ fn send(http: &LoginHttp, login: &mut Login, request: OAuthRequest) {
 /// a stored login of an issuer the server no longer uses, or whose client
 /// the server forgot, is forgotten, and a refresh token refused for good
 /// is dropped.
-pub fn store_events<'a>(
+pub(crate) fn store_events<'a>(
     store: &'a dyn CredentialStore,
     key: &'a StoreKey,
     id: &'a str,
@@ -263,7 +263,7 @@ pub fn store_events<'a>(
 /// The scopes a stored login holds or asked for, and those a refused
 /// step-up wanted: a new login asks for them too, so it never loses what
 /// was granted before (the union the 2025-11-25 spec asks of a step-up).
-pub fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
+pub(crate) fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
     let Some(stored) = stored else {
         return Vec::new();
     };
@@ -286,7 +286,7 @@ pub fn remembered_scopes(stored: Option<&StoredLogin>) -> Vec<String> {
 /// the login's settings named (`oauth.client_id`, with the secret read
 /// from `client_secret_file` / `client_secret_from_env`): its secret is
 /// not stored ([`client_to_store`]).
-pub fn save(
+pub(crate) fn save(
     store: &dyn CredentialStore,
     key: &StoreKey,
     credentials: &Credentials,
@@ -306,7 +306,7 @@ pub fn save(
 /// it), the grant's own secrets ([`crate::grants`]), the signing key of a
 /// `private_key_jwt` client read from `client_key_file` or the variable
 /// `client_key_from_env` names, and a stored registration.
-pub fn settings_for(
+pub(crate) fn settings_for(
     id: &str,
     http: &rho_proto_core::config::HttpConfig,
     oauth: &rho_proto_core::config::OAuthConfig,

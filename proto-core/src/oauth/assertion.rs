@@ -23,7 +23,7 @@ pub const CLIENT_ASSERTION_TYPE: &str = "urn:ietf:params:oauth:client-assertion-
 pub const ASSERTION_LIFETIME_SECS: u64 = 300;
 
 /// Signs client assertions with a key the host holds (a PKCS#8 PEM file,
-/// an HSM, a cloud KMS). Implemented by the host; see `rho_host::jwt_key`.
+/// an HSM, a cloud KMS). Implemented by the host; see rho-host's `jwt_key.rs`.
 pub trait ClientAssertionSigner: std::fmt::Debug + Send + Sync {
     /// The JWS `alg` of the signatures, e.g. `ES256`.
     fn alg(&self) -> &str;

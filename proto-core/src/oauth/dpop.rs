@@ -154,7 +154,7 @@ pub fn decide(mode: DpopMode, issuer: &str, offered: Option<&[String]>) -> Resul
 }
 
 /// Signs DPoP proofs with one key the host holds. Implemented by the host
-/// (`rho_host::jwt_key::Es256Key`); the private key never crosses this
+/// (rho-host's ES256 key, `jwt_key.rs`); the private key never crosses this
 /// trait.
 pub trait DpopSigner: std::fmt::Debug + Send + Sync {
     /// The JWS `alg`, e.g. `ES256`.
