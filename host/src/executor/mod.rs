@@ -172,4 +172,43 @@ mod tests {
         let error = "tokio".parse::<RuntimeKind>().expect_err("unknown");
         assert!(error.starts_with("unknown runtime `tokio`"), "{error}");
     }
+
+    /// In a build without the `http` feature, a server configured for
+    /// Streamable HTTP fails to start on every executor built, naming the
+    /// executor crate and the feature, and the host goes on (the test
+    /// command runs this in its builds of one executor and no `http`).
+    #[cfg(not(feature = "http"))]
+    #[test]
+    fn an_http_server_fails_to_start_naming_the_feature_it_lacks() {
+        use rho_proto_core::runtime::driving::{StartupError, TransportSetupError};
+        use rho_proto_core::runtime::status::{FailureKind, ServerStatus};
+
+        let toml =
+            "[mcp.servers.remote]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:9/\"";
+        let config = rho_proto_core::config::parse(toml, "rho.toml").expect("valid config");
+        let loaded = crate::LoadedConfig::from(config);
+        for &kind in RuntimeKind::ALL {
+            let host = crate::Host::builder(&loaded)
+                .runtime(kind)
+                .store(None)
+                .connect()
+                .host;
+            let status = host.server("remote").map(|server| server.status);
+            host.shutdown();
+            let krate = match kind {
+                #[cfg(feature = "smol")]
+                RuntimeKind::Smol => "rho-io-smol",
+                #[cfg(feature = "blocking")]
+                RuntimeKind::Blocking => "rho-io-blocking",
+            };
+            let error = TransportSetupError::http_not_built_in("remote", krate);
+            assert_eq!(
+                status,
+                Some(ServerStatus::Failed {
+                    error: StartupError::from(error).to_string(),
+                    kind: FailureKind::NotBuiltIn,
+                })
+            );
+        }
+    }
 }
