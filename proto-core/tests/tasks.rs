@@ -907,3 +907,24 @@ fn a_failed_2025_task_ends_with_what_tasks_result_returns() {
         h.events
     );
 }
+
+#[test]
+fn a_call_cancelled_before_its_task_handle_came_cancels_the_task_when_it_comes() {
+    let mut h = Stdio::modern(options());
+    let call = h.call("slow");
+    let (id, _, _) = h.last_request();
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    assert!(h.sent_for("tasks/cancel").is_empty());
+    // The server had made it a task already.
+    h.reply(id, handle(json!({})));
+    assert_eq!(h.sent_for("tasks/cancel").len(), 1);
+    assert_eq!(h.sent_for("tasks/cancel")[0]["taskId"], TASK);
+    // A late plain answer is only dropped.
+    let call = h.call("slow");
+    let (id, _, _) = h.last_request();
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    h.reply(id, text("late"));
+    assert_eq!(h.sent_for("tasks/cancel").len(), 1);
+}

@@ -197,9 +197,16 @@ fn cancelling_a_task_call_stops_the_servers_work<R: TestRuntime>(server: Server)
         call.join().expect("the call's thread")
     });
     match outcome {
-        Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
-            assert_eq!(notice, CancelNotice::TaskCancelRequested)
-        }
+        // The cancel may come before rho has the task handle (the server
+        // starts the work first): the call is cancelled as a request, and
+        // the handle, when it comes, gets its `tasks/cancel`.
+        Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => assert!(
+            matches!(
+                notice,
+                CancelNotice::TaskCancelRequested | CancelNotice::Told
+            ),
+            "{notice:?}"
+        ),
         other => panic!("{server:?}: expected a cancelled call, got {other:?}"),
     }
     assert!(

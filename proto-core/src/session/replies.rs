@@ -18,6 +18,11 @@ impl Session {
             if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
                 if self.stale.remove(&n) {
                     tracing::debug!(server = %self.options.server, "an answer to request {n}, which rho no longer waits for, dropped");
+                    // A call cancelled while the server was making it a
+                    // task: the task would run for no one.
+                    if let Ok(value) = &reply {
+                        self.cancel_late_task(value);
+                    }
                     return;
                 }
                 if self.late_probe == Some(n) {

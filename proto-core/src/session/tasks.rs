@@ -768,6 +768,49 @@ impl Session {
         }
     }
 
+    /// A late answer to a request rho gave up on (a call cancelled, or
+    /// out of budget, before its answer came) that is a task handle: the
+    /// server made the call a task after all, so the task is cancelled
+    /// too, or it would run for no one. Anything else is left alone.
+    pub(super) fn cancel_late_task(&mut self, result: &Value) {
+        let era = if self.is_stateless() {
+            if !matches!(ResultType::of(result), Ok(ResultType::Task)) {
+                return;
+            }
+            TaskEra::Extension
+        } else {
+            if !tasks::is_create_task_result(result) {
+                return;
+            }
+            TaskEra::Core
+        };
+        let Ok(snapshot) = tasks::handle(era, result) else {
+            return;
+        };
+        let cancellable = era == TaskEra::Extension
+            || self
+                .ready
+                .as_ref()
+                .is_some_and(|r| r.capabilities.tasks_cancel);
+        tracing::info!(server = %self.options.server, task = %snapshot.task_id, "a call given up on became a task; cancelling it");
+        let run = TaskRun {
+            era,
+            id: snapshot.task_id,
+            status: snapshot.status,
+            message: None,
+            interval: Duration::ZERO,
+            next_poll: None,
+            polling: None,
+            fetching: None,
+            seen_inputs: BTreeSet::new(),
+            round: None,
+            failed_polls: 0,
+            changes: 0,
+            cancellable,
+        };
+        self.send_task_cancel(&run);
+    }
+
     /// The session is being closed by rho: every task still running is
     /// cancelled on the server first (the executor writes what is queued
     /// before it closes the transport).
