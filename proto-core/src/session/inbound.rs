@@ -35,6 +35,36 @@ impl Session {
         check_output(tool, self.output_schemas.get(&tool.name), result)
     }
 
+    /// What call `call` ends with, given the server's answer as read:
+    /// the result held to its tool's outputSchema, or the malformed
+    /// result or the server's error, named as such. The tool's record
+    /// leaves with it.
+    pub(super) fn call_outcome(
+        &mut self,
+        call: CallId,
+        reply: Result<Result<CallToolResult, ShapeError>, ErrorObject>,
+    ) -> Result<CallToolResult, CallError> {
+        let tool = self.call_tools.remove(&call.0);
+        // The server's name is copied only into an error.
+        match reply {
+            Ok(Ok(result)) => match self.check_output(tool.as_ref(), &result) {
+                Ok(()) => Ok(result),
+                Err(error) => Err(CallError::OutputSchema {
+                    server: self.options.server.clone(),
+                    error,
+                }),
+            },
+            Ok(Err(error)) => Err(CallError::Malformed {
+                server: self.options.server.clone(),
+                error,
+            }),
+            Err(error) => Err(CallError::Rpc {
+                server: self.options.server.clone(),
+                error: Box::new(error),
+            }),
+        }
+    }
+
     /// Attaches a `notifications/progress` to the call whose token it
     /// names; progress for anything else is dropped and logged. Only a
     /// tool call carries a token: a prompt, resource or completion request

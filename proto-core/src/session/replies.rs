@@ -165,25 +165,8 @@ impl Session {
                     Ok((Err(error), _)) => Ok(Err(error)),
                     Err(error) => Err(error),
                 };
-                let tool = self.call_tools.remove(&call.0);
-                // The server's name is copied only into an error.
-                let result = match reply.map(|r| r.and_then(CallToolResult::from_value)) {
-                    Ok(Ok(result)) => match self.check_output(tool.as_ref(), &result) {
-                        Ok(()) => Ok(result),
-                        Err(error) => Err(CallError::OutputSchema {
-                            server: self.options.server.clone(),
-                            error,
-                        }),
-                    },
-                    Ok(Err(error)) => Err(CallError::Malformed {
-                        server: self.options.server.clone(),
-                        error,
-                    }),
-                    Err(error) => Err(CallError::Rpc {
-                        server: self.options.server.clone(),
-                        error: Box::new(error),
-                    }),
-                };
+                let result =
+                    self.call_outcome(call, reply.map(|r| r.and_then(CallToolResult::from_value)));
                 self.withdraw_questions_of(call);
                 self.events.push_back(Event::CallCompleted { call, result });
             }

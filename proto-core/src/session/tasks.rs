@@ -129,6 +129,27 @@ pub(crate) struct TaskRun {
 }
 
 impl TaskRun {
+    /// The task a handle names, nothing asked of it yet: its status not
+    /// yet reported (the handle's own status is the first change), polled
+    /// every `interval`, told to cancel when `cancellable`.
+    fn new(era: TaskEra, snapshot: &TaskSnapshot, interval: Duration, cancellable: bool) -> Self {
+        Self {
+            era,
+            id: snapshot.task_id.clone(),
+            status: snapshot.status,
+            message: None,
+            interval,
+            next_poll: None,
+            polling: None,
+            fetching: None,
+            seen_inputs: BTreeSet::new(),
+            round: None,
+            failed_polls: 0,
+            changes: 0,
+            cancellable,
+        }
+    }
+
     /// The task's requests still out.
     fn requests_out(&self) -> impl Iterator<Item = u64> {
         self.polling.into_iter().chain(self.fetching)
@@ -203,30 +224,10 @@ impl Session {
                 return;
             }
         };
-        let cancellable = match era {
-            TaskEra::Extension => true,
-            TaskEra::Core => self
-                .ready
-                .as_ref()
-                .is_some_and(|r| r.capabilities.tasks_cancel),
-        };
+        let cancellable = self.tasks_cancellable(era);
         tracing::debug!(server = %self.options.server, task = %snapshot.task_id, "the call runs as a task");
-        pending.task = Some(Box::new(TaskRun {
-            era,
-            id: snapshot.task_id.clone(),
-            // Not yet reported: the handle's own status is the first change.
-            status: snapshot.status,
-            message: None,
-            interval: snapshot.next_poll(),
-            next_poll: None,
-            polling: None,
-            fetching: None,
-            seen_inputs: BTreeSet::new(),
-            round: None,
-            failed_polls: 0,
-            changes: 0,
-            cancellable,
-        }));
+        let run = TaskRun::new(era, &snapshot, snapshot.next_poll(), cancellable);
+        pending.task = Some(Box::new(run));
         if pending.armed() {
             self.deadlines.insert((pending.deadline, n));
         }
@@ -333,24 +334,7 @@ impl Session {
             Some(Purpose::CallTool(call)) => *call,
             _ => CallId(n),
         };
-        let tool = self.call_tools.remove(&call.0);
-        match reply.map(CallToolResult::from_value) {
-            Ok(Ok(result)) => match self.check_output(tool.as_ref(), &result) {
-                Ok(()) => Ok(result),
-                Err(error) => Err(CallError::OutputSchema {
-                    server: self.options.server.clone(),
-                    error,
-                }),
-            },
-            Ok(Err(error)) => Err(CallError::Malformed {
-                server: self.options.server.clone(),
-                error,
-            }),
-            Err(error) => Err(CallError::Rpc {
-                server: self.options.server.clone(),
-                error: Box::new(error),
-            }),
-        }
+        self.call_outcome(call, reply.map(CallToolResult::from_value))
     }
 
     /// Queues the next poll of the task held under `n`, `after` from now
@@ -787,28 +771,21 @@ impl Session {
         let Ok(snapshot) = tasks::handle(era, result) else {
             return;
         };
-        let cancellable = era == TaskEra::Extension
-            || self
+        tracing::info!(server = %self.options.server, task = %snapshot.task_id, "a call given up on became a task; cancelling it");
+        let run = TaskRun::new(era, &snapshot, Duration::ZERO, self.tasks_cancellable(era));
+        self.send_task_cancel(&run);
+    }
+
+    /// Whether the server answers `tasks/cancel`: always in the 2026
+    /// extension; in 2025 when it declared `tasks.cancel`.
+    fn tasks_cancellable(&self, era: TaskEra) -> bool {
+        match era {
+            TaskEra::Extension => true,
+            TaskEra::Core => self
                 .ready
                 .as_ref()
-                .is_some_and(|r| r.capabilities.tasks_cancel);
-        tracing::info!(server = %self.options.server, task = %snapshot.task_id, "a call given up on became a task; cancelling it");
-        let run = TaskRun {
-            era,
-            id: snapshot.task_id,
-            status: snapshot.status,
-            message: None,
-            interval: Duration::ZERO,
-            next_poll: None,
-            polling: None,
-            fetching: None,
-            seen_inputs: BTreeSet::new(),
-            round: None,
-            failed_polls: 0,
-            changes: 0,
-            cancellable,
-        };
-        self.send_task_cancel(&run);
+                .is_some_and(|r| r.capabilities.tasks_cancel),
+        }
     }
 
     /// The session is being closed by rho: every task still running is
