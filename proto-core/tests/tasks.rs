@@ -677,8 +677,9 @@ impl Http {
     }
 }
 
-#[test]
-fn over_http_every_tasks_request_names_the_task_in_mcp_name() {
+/// A 2026 server over HTTP whose tool `slow` was called and answered
+/// with a task handle: the transport, and the call.
+fn http_task_call() -> (Http, CallId) {
     let mut o = options();
     o.framing = rho_proto_core::session::Framing::Messages;
     o.discover_wait = None;
@@ -704,6 +705,12 @@ fn over_http_every_tasks_request_names_the_task_in_mcp_name() {
     h.drain();
     let post = h.last_send();
     h.result(&post, handle(json!({})));
+    (h, call)
+}
+
+#[test]
+fn over_http_every_tasks_request_names_the_task_in_mcp_name() {
+    let (mut h, call) = http_task_call();
     h.step();
     let poll = h.last_send();
     assert_eq!(body(&poll)["method"], "tasks/get");
@@ -725,6 +732,44 @@ fn over_http_every_tasks_request_names_the_task_in_mcp_name() {
             ..
         }
     )));
+}
+
+fn closed(h: &Http) -> bool {
+    h.events.iter().any(|e| matches!(e, Event::Closed(_)))
+}
+
+#[test]
+fn over_http_closing_lets_the_tasks_cancel_reach_the_server_before_the_end() {
+    let (mut h, _call) = http_task_call();
+    let aborted_before = h.aborted().len();
+    h.transport.close(h.now);
+    h.drain();
+    let cancel = h.last_send();
+    assert_eq!(body(&cancel)["method"], "tasks/cancel");
+    assert!(
+        !h.aborted()[aborted_before..].contains(&cancel.exchange),
+        "the cancel is not aborted with the transport"
+    );
+    assert!(
+        !closed(&h),
+        "the close waits for the cancel: {:?}",
+        h.events
+    );
+    h.result(&cancel, json!({}));
+    assert!(closed(&h), "{:?}", h.events);
+}
+
+#[test]
+fn over_http_a_tasks_cancel_the_server_never_answers_holds_the_close_only_so_long() {
+    let (mut h, _call) = http_task_call();
+    h.transport.close(h.now);
+    h.drain();
+    let cancel = h.last_send();
+    assert_eq!(body(&cancel)["method"], "tasks/cancel");
+    let waited = h.step();
+    assert!(closed(&h), "{:?}", h.events);
+    assert!(h.aborted().contains(&cancel.exchange));
+    assert!(waited <= Duration::from_secs(10), "{waited:?}");
 }
 
 // ----- 2025-11-25: experimental core tasks -----

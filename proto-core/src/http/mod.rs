@@ -187,6 +187,9 @@ struct Exchange {
     /// it next, so once nothing needs it, it lingers rather than being
     /// aborted (an aborted exchange costs the executor its connection).
     answered: bool,
+    /// A request the session sent as it closed (a `tasks/cancel`), which
+    /// the close waits for, its answer unread, before the DELETE.
+    farewell: bool,
 }
 
 impl Exchange {
@@ -230,6 +233,8 @@ enum ServerStream {
 #[derive(Debug)]
 struct Closing {
     reason: CloseReason,
+    /// The DELETE went (or there is no session to delete).
+    deleted: bool,
 }
 
 /// What one request already spent on re-authorization.
@@ -411,6 +416,9 @@ impl HttpTransport {
         let Some(x) = self.exchanges.get_mut(&exchange) else {
             return;
         };
+        if x.farewell {
+            return;
+        }
         x.status = status;
         // Any answer to the server stream's GET, a stream or not, ends the
         // wait of the messages held for it.
@@ -575,8 +583,12 @@ impl HttpTransport {
             self.stop_lingering(exchange);
             return;
         };
+        if x.farewell {
+            self.close_step();
+            return;
+        }
         match (x.role, x.body) {
-            (Role::Delete, _) => self.finish_close(),
+            (Role::Delete, _) => self.close_step(),
             (Role::Post { kind, .. }, Body::Json(buf)) => {
                 if buf.is_empty() {
                     self.fail_transmit(now, kind, "the server sent an empty response".into());
@@ -678,6 +690,10 @@ impl HttpTransport {
             self.stop_lingering(exchange);
             return;
         };
+        if x.farewell {
+            self.close_step();
+            return;
+        }
         if matches!(
             x.role,
             Role::Stream {
@@ -688,7 +704,7 @@ impl HttpTransport {
             self.end_stream_wait();
         }
         match (x.role, x.body) {
-            (Role::Delete, _) => self.finish_close(),
+            (Role::Delete, _) => self.close_step(),
             (Role::Post { kind, .. }, Body::Sse(decoder)) => {
                 self.stream_ended(
                     now,
@@ -1106,6 +1122,7 @@ impl HttpTransport {
                 body: Body::Ignore,
                 delivered: false,
                 answered: false,
+                farewell: false,
             },
         );
         id
@@ -1232,6 +1249,10 @@ impl HttpTransport {
         let Some(x) = self.exchanges.remove(&exchange) else {
             return;
         };
+        if x.farewell {
+            self.close_step();
+            return;
+        }
         match x.role {
             Role::Post { kind, .. } => self.fail_transmit(now, kind, reason),
             Role::Stream {
@@ -1241,7 +1262,7 @@ impl HttpTransport {
             Role::Stream {
                 for_request: None, ..
             } => self.session.handle_transport_failed(now, reason),
-            Role::Delete => self.finish_close(),
+            Role::Delete => self.close_step(),
         }
         self.pump(now);
     }
@@ -1268,7 +1289,12 @@ impl HttpTransport {
         let ids: Vec<ExchangeId> = self
             .exchanges
             .iter()
-            .filter(|(_, x)| x.request().is_some_and(|r| !self.session.is_pending(r)))
+            .filter(|(_, x)| {
+                x.request().is_some_and(|r| {
+                    // A farewell is no longer pending, but goes on.
+                    !self.session.is_pending(r) && !self.session.is_farewell(r)
+                })
+            })
             .map(|(id, _)| *id)
             .collect();
         for id in ids {
@@ -1289,13 +1315,21 @@ impl HttpTransport {
     }
 
     fn begin_close(&mut self, now: Instant, reason: CloseReason) {
-        for id in self.exchanges.keys().copied().collect::<Vec<_>>() {
-            self.outputs.push_back(HttpOutput::Abort(id));
+        // What the session sent as it closed (its tasks' cancels) goes on;
+        // every other exchange is over.
+        let session = &self.session;
+        for (id, x) in &mut self.exchanges {
+            if x.request().is_some_and(|r| session.is_farewell(r)) {
+                x.farewell = true;
+                x.body = Body::Ignore;
+            } else {
+                self.outputs.push_back(HttpOutput::Abort(*id));
+            }
         }
+        self.exchanges.retain(|_, x| x.farewell);
         for (_, id) in self.lingering.drain(..) {
             self.outputs.push_back(HttpOutput::Abort(id));
         }
-        self.exchanges.clear();
         self.resumes.clear();
         self.parked.clear();
         if let Some(waiting) = self.reauthorizing.take() {
@@ -1303,23 +1337,48 @@ impl HttpTransport {
                 .push_back(Event::QuestionWithdrawn(waiting.question));
         }
         self.timers.stop(Timer::ServerStreamWait);
-        if self.session_id.is_none() {
+        if self.session_id.is_none() && self.exchanges.is_empty() {
             self.events.push_back(Event::Closed(reason));
             self.closed = true;
             return;
         }
-        let headers = self.headers(Method::Delete, None, false);
-        let exchange = self.new_exchange(Role::Delete);
-        self.outputs.push_back(HttpOutput::Send(HttpRequest {
-            exchange,
-            method: Method::Delete,
-            url: self.options.url.clone(),
-            headers,
-            body: Vec::new(),
-        }));
-        self.closing = Some(Closing { reason });
+        self.closing = Some(Closing {
+            reason,
+            deleted: false,
+        });
+        // One bound for the whole close: the farewells, then the DELETE.
         self.timers
             .set(Timer::Delete, now + self.options.delete_timeout);
+        self.close_step();
+    }
+
+    /// The close's next step: once no farewell is out, the DELETE (with a
+    /// session to delete); once that is done too, the end.
+    fn close_step(&mut self) {
+        let Some(closing) = &mut self.closing else {
+            return;
+        };
+        if self.exchanges.values().any(|x| x.farewell) {
+            return;
+        }
+        if !closing.deleted {
+            closing.deleted = true;
+            if self.session_id.is_some() {
+                let headers = self.headers(Method::Delete, None, false);
+                let exchange = self.new_exchange(Role::Delete);
+                self.outputs.push_back(HttpOutput::Send(HttpRequest {
+                    exchange,
+                    method: Method::Delete,
+                    url: self.options.url.clone(),
+                    headers,
+                    body: Vec::new(),
+                }));
+                return;
+            }
+        }
+        if self.exchanges.is_empty() {
+            self.finish_close();
+        }
     }
 
     fn finish_close(&mut self) {

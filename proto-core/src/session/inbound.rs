@@ -371,6 +371,11 @@ impl Session {
         }
         self.task_polls.clear();
         let pending = std::mem::take(&mut self.pending);
+        self.farewell = pending
+            .iter()
+            .filter(|(_, p)| matches!(p.purpose, Purpose::TaskCancel))
+            .map(|(&n, _)| n)
+            .collect();
         self.held_for_list.clear();
         self.deadlines.clear();
         self.timers.clear();

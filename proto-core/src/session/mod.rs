@@ -355,6 +355,9 @@ pub struct Session {
     catalog_fresh_until: BTreeMap<CatalogKind, Instant>,
     /// The tool each call in flight called, for its outputSchema check.
     call_tools: BTreeMap<u64, CalledTool>,
+    /// The `tasks/cancel` requests out when rho closed the session, which
+    /// an HTTP transport lets finish before it ends ([`Session::is_farewell`]).
+    farewell: BTreeSet<u64>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
     output_schemas: BTreeMap<String, OutputSchema>,
     /// Questions put to the host and not yet answered.
@@ -459,6 +462,7 @@ impl Session {
             catalog: Lister::new(MAX_TOOL_PAGES),
             catalog_fresh_until: BTreeMap::new(),
             call_tools: BTreeMap::new(),
+            farewell: BTreeSet::new(),
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
             next_question: 0,
@@ -561,6 +565,14 @@ impl Session {
     /// Whether a request this session sent still awaits its answer.
     pub fn is_pending(&self, request: ClientRequestId) -> bool {
         self.pending.contains_key(&request.0)
+    }
+
+    /// Whether `request` is a task's cancel that was out when rho closed
+    /// the session: a transport lets it reach the server before it ends
+    /// (its answer is not read), so that the task does not run on for no
+    /// one.
+    pub fn is_farewell(&self, request: ClientRequestId) -> bool {
+        self.farewell.contains(&request.0)
     }
 
     /// Whether `request` still awaits its answer to the message it was
