@@ -28,6 +28,7 @@ use rho_proto_core::config::{Config, DEFAULT_MAX_OUTPUT_BYTES};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::content::{RenderedResult, render_capped};
 use rho_proto_core::features::prompts::{GetPromptParams, GetPromptResult, flatten};
+use rho_proto_core::features::resource_subscriptions::SubscribeParams;
 use rho_proto_core::features::resources::{
     Attachment, ReadResourceParams, ReadResourceResult, attachment,
 };
@@ -332,6 +333,52 @@ impl Host {
         self.executor.request(server, request, options)
     }
 
+    /// Subscribes to resource `uri` of `server`: from now on, each time the
+    /// server says it changed, the host's
+    /// [`crate::HostServices::resource_updates`] sink hears of it (with
+    /// [`crate::resource_update_channel`], the receiver yields a
+    /// [`crate::ResourceUpdated`]), coalesced until the host looks; read it
+    /// again with [`Host::attach_resource`] when convenient. Returns once the
+    /// server agreed (2025 era: `resources/subscribe` answered; 2026 era: a
+    /// `subscriptions/listen` carrying the URI acknowledged with it).
+    /// Subscribing to a resource held already succeeds at once.
+    ///
+    /// Fails, naming the server, when the server did not declare
+    /// `resources.subscribe` (`ToolCallError::NotCallable`), when it already
+    /// holds [`crate::MAX_SUBSCRIPTIONS_PER_SERVER`] subscriptions (the same),
+    /// or when it refused (`CallError::Rpc`, or in the 2026 era
+    /// `CallError::SubscriptionNotAgreed`). Subscriptions end with the
+    /// session: shutting the host down (or stopping the server) ends them
+    /// all, and a restarted server starts with none.
+    pub fn subscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'_>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::SubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).map(drop)
+    }
+
+    /// Ends the subscription to resource `uri` of `server`: no update of it
+    /// reaches the host from the moment it is sent, and the server is told
+    /// (2025 era: `resources/unsubscribe`, answered; 2026 era: the
+    /// subscription stream replaced by one without it). Unsubscribing from a
+    /// resource not subscribed to succeeds at once.
+    pub fn unsubscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'_>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).map(drop)
+    }
+
     /// [`Host::request`] ended early only by `cancel`: the composed
     /// requests below (prompt turns, attachments, skills) take a token,
     /// and each of their requests gets it.
@@ -472,6 +519,32 @@ impl AsyncHost {
         let host = Arc::clone(&self.host);
         let server = server.to_owned();
         smol::unblock(move || host.request(&server, request, options)).await
+    }
+
+    /// [`Host::subscribe_resource`], awaited.
+    pub async fn subscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'static>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::SubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).await.map(drop)
+    }
+
+    /// [`Host::unsubscribe_resource`], awaited.
+    pub async fn unsubscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'static>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).await.map(drop)
     }
 
     /// Closes every session and waits for the servers to exit, once the

@@ -132,6 +132,7 @@ mod secrets;
 mod stored_tokens;
 #[cfg(test)]
 mod test_support;
+mod updates;
 
 pub use auth_status::{AuthStatus, OAuthState, auth_status};
 pub use config::LoadedConfig;
@@ -147,6 +148,9 @@ pub use questions::{AcceptDefaults, Asking, PendingQuestion, QuestionReceiver, q
 pub use rho_os::options_from_process_env;
 pub use sampling::host_services;
 pub use secrets::book as secret_book;
+pub use updates::{
+    MAX_SUBSCRIPTIONS_PER_SERVER, ResourceUpdated, ResourceUpdates, resource_update_channel,
+};
 
 // Where rho keeps its own files (`~/.rho`, owner-only): the `rho` CLI's
 // completion cache and config edits live there beside the credential
@@ -168,8 +172,8 @@ pub use rho_proto_core::features::resources::{
 };
 pub use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 pub use rho_proto_core::host::{
-    Asked, Authorizer, HostServices, LogSink, Model, ModelError, Responder, RuntimeOptions,
-    TranscriptSink, UsageLedger,
+    Asked, Authorizer, HostServices, LogSink, Model, ModelError, ResourceSink, Responder,
+    RuntimeOptions, TranscriptSink, UsageLedger,
 };
 pub use rho_proto_core::oauth::store::{CredentialStore, StoreError};
 pub use rho_proto_core::remedy::{

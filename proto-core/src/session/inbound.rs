@@ -299,7 +299,7 @@ impl Session {
             .values()
             .any(|p| matches!(p.purpose, Purpose::Initialize));
         let mut candidates = self.pending.iter().filter(|(_, p)| match p.purpose {
-            Purpose::Listen => false,
+            Purpose::Listen | Purpose::Watch => false,
             Purpose::Discover => !initializing,
             _ => true,
         });

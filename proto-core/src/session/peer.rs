@@ -45,7 +45,9 @@ impl Session {
         method: &str,
         params: Option<&Value>,
     ) {
-        if self.subscription_delivers(now, method, params) {
+        if self.watch_delivers(now, method, params)
+            || self.subscription_delivers(now, method, params)
+        {
             return;
         }
         match method {
@@ -56,10 +58,11 @@ impl Session {
             "notifications/resources/list_changed" => {
                 self.catalog_list_changed(now, &[CatalogKind::Resources, CatalogKind::Templates])
             }
+            "notifications/resources/updated" => self.resource_updated(None, params),
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
             "notifications/cancelled" => {
-                if !self.listen_cancelled(now, params) {
+                if !self.listen_cancelled(now, params) && !self.watch_cancelled(now, params) {
                     self.server_cancelled(now, params)
                 }
             }

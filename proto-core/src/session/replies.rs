@@ -77,6 +77,7 @@ impl Session {
             Purpose::Reinitialize => self.on_reinitialize(reply),
             Purpose::Relist => self.on_relist_page(now, reply),
             Purpose::Listen => self.listen_answered(now, reply),
+            Purpose::Watch => self.watch_answered(now, n, reply),
             Purpose::Ping => self.events.push_back(match reply {
                 Ok(_) => Event::PingAnswered,
                 Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
@@ -96,6 +97,7 @@ impl Session {
                     server: self.options.server.clone(),
                     error: Box::new(error),
                 });
+                self.watch_request_answered(call, result.is_ok());
                 self.events
                     .push_back(Event::RequestCompleted { call, result });
             }
