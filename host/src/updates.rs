@@ -23,6 +23,7 @@ use std::sync::{Arc, Mutex};
 pub use rho_proto_core::features::resource_subscriptions::MAX_PER_SERVER as MAX_SUBSCRIPTIONS_PER_SERVER;
 use rho_proto_core::features::resource_subscriptions::UpdateQueue;
 use rho_proto_core::host::ResourceSink;
+use rho_proto_core::runtime::Cancel;
 
 /// One resource that changed: read it again when convenient.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -112,6 +113,15 @@ impl ResourceUpdates {
         smol::block_on(self.next())
     }
 
+    /// [`ResourceUpdates::next_blocking`], ended early by `cancel`: `None`
+    /// at once when it is cancelled (a stop signal, the host giving up).
+    pub fn next_blocking_until(&self, cancel: &Cancel) -> Option<ResourceUpdated> {
+        smol::block_on(smol::future::or(self.next(), async {
+            cancel.cancelled().await;
+            None
+        }))
+    }
+
     /// An update already waiting, if any.
     pub fn try_next(&self) -> Option<ResourceUpdated> {
         self.shared.pop()
@@ -156,6 +166,18 @@ mod tests {
             })
         );
         assert_eq!(updates.next_blocking(), None);
+    }
+
+    #[test]
+    fn a_cancel_ends_the_wait_for_an_update() {
+        let (_sink, updates) = resource_update_channel();
+        let cancel = Cancel::new();
+        let waiter = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || updates.next_blocking_until(&cancel))
+        };
+        cancel.cancel();
+        assert_eq!(waiter.join().expect("waiter"), None);
     }
 
     #[test]
