@@ -34,7 +34,11 @@
 //!    prompts, resources and completions ([`Host::request`] with a
 //!    [`FeatureRequest`]; [`Host::prompt_turn`] and
 //!    [`Host::attach_resource`] give what a message carries, capped),
-//!    skills, a server started again with the logins as they are now
+//!    skills, subscriptions to resources ([`Host::subscribe_resource`],
+//!    heard through the host services' `resource_updates` sink, or
+//!    [`resource_update_channel`] to take each change as a
+//!    [`ResourceUpdated`] value, coalesced until the host looks),
+//!    a server started again with the logins as they are now
 //!    ([`Host::reconnect`], after a login through [`Host::logins`]), and
 //!    shutdown. [`AsyncHost`] is the same calls as futures.
 //! 5. **Names a person types**: [`resolve_tool`] and [`server_tool`]
