@@ -423,3 +423,41 @@ fn a_cancelled_2026_subscribe_ends_at_once() {
         h.events
     );
 }
+
+#[test]
+fn a_2026_listen_sent_again_for_another_version_is_acknowledged_under_its_new_id() {
+    let mut h = Harness::modern(subscribable());
+    let call = h.send(&subscribe("demo://a")).expect("accepted");
+    let (first, _) = h.requests("subscriptions/listen")[0];
+    h.say(json!({"jsonrpc": "2.0", "id": first, "error": {
+        "code": -32022, "message": "unsupported version",
+        "data": {"supported": [MODERN], "requested": MODERN}}}));
+    let listens = h.requests("subscriptions/listen");
+    assert_eq!(listens.len(), 2, "{:?}", h.sent);
+    let (second, ref params) = listens[1];
+    assert_eq!(
+        params["notifications"]["resourceSubscriptions"],
+        json!(["demo://a"])
+    );
+    h.acknowledge(second, &["demo://a"]);
+    assert_eq!(h.completed(call), Some(&Ok(json!({}))));
+    h.updated("demo://a", Some(second));
+    assert_eq!(h.updates(), vec!["demo://a"]);
+}
+
+#[test]
+fn a_2026_subscribe_waiting_when_the_session_closes_ends_with_it() {
+    let mut h = Harness::modern(subscribable());
+    let call = h.send(&subscribe("demo://a")).expect("accepted");
+    h.session.close(h.now);
+    h.drain();
+    assert!(
+        matches!(
+            h.completed(call),
+            Some(Err(CallError::SessionClosed { .. }))
+        ),
+        "{:?}",
+        h.events
+    );
+    assert!(matches!(h.events.last(), Some(Event::Closed(_))));
+}

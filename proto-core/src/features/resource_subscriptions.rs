@@ -271,6 +271,17 @@ impl ResourceSubscriptions {
         previous.map(|p| p.request)
     }
 
+    /// Stream `from` went again under the id `to` (another protocol
+    /// version, -32022): it is that one now.
+    pub fn renamed(&mut self, from: u64, to: u64) {
+        if self.current == Some(from) {
+            self.current = Some(to);
+        }
+        if let Some(opening) = self.opening.as_mut().filter(|o| o.request == from) {
+            opening.request = to;
+        }
+    }
+
     /// The request of the acknowledged stream.
     pub fn current(&self) -> Option<u64> {
         self.current
@@ -333,6 +344,18 @@ impl ResourceSubscriptions {
         let mut requests: Vec<u64> = self.current.take().into_iter().collect();
         requests.extend(self.opening.take().map(|o| o.request));
         requests
+    }
+
+    /// The session ended: every subscription with it. Returns the calls
+    /// still waiting for an acknowledgement, for the session to fail.
+    pub fn session_closed(&mut self) -> Vec<u64> {
+        self.held.clear();
+        self.asked.clear();
+        self.current = None;
+        self.opening
+            .take()
+            .map(|o| o.waiting.into_iter().map(|(call, _)| call).collect())
+            .unwrap_or_default()
     }
 
     /// Stream `request` ended; `refused` when the server answered with an
@@ -605,6 +628,30 @@ mod tests {
         assert!(!s.abandon(1));
         let (resolved, _) = s.acknowledged(1, &["a://1".into()]).unwrap();
         assert!(resolved.is_empty());
+    }
+
+    #[test]
+    fn a_stream_sent_again_under_a_new_id_is_acknowledged_under_it() {
+        let mut s = ResourceSubscriptions::default();
+        let _ = s.opened(1, vec!["a://1".into()], Some((1, "a://1".into())));
+        s.renamed(1, 4);
+        assert!(!s.is_stream(1));
+        assert_eq!(s.acknowledged(1, &["a://1".into()]), None);
+        let (resolved, _) = s.acknowledged(4, &["a://1".into()]).unwrap();
+        assert_eq!(resolved, vec![(1, "a://1".into(), Resolved::Agreed)]);
+        s.renamed(4, 9);
+        assert!(s.update_passes(Some(9), "a://1"));
+    }
+
+    #[test]
+    fn a_closed_session_fails_the_calls_still_waiting() {
+        let mut s = ResourceSubscriptions::default();
+        let _ = s.opened(1, vec!["a://1".into()], Some((1, "a://1".into())));
+        let _ = s.acknowledged(1, &["a://1".into()]);
+        let _ = s.opened(2, s.wanted_with(Some("a://2")), Some((2, "a://2".into())));
+        assert_eq!(s.session_closed(), vec![2]);
+        assert!(!s.holds("a://1"));
+        assert!(!s.is_stream(1));
     }
 
     #[test]

@@ -368,6 +368,7 @@ impl Session {
                 _ => {}
             }
         }
+        self.watch_session_closed(&reason);
         self.phase = Phase::Closed;
         self.events.push_back(Event::Closed(reason));
     }

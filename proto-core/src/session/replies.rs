@@ -49,7 +49,11 @@ impl Session {
                 self.negotiated_version = Some(version.to_owned());
                 let mut resend = *pending.resend.take().expect("matched above");
                 resend.version_retried = true;
-                self.reissue(pending, resend);
+                let watch = matches!(pending.purpose, Purpose::Watch);
+                let id = self.reissue(pending, resend);
+                if watch {
+                    self.resource_subscriptions.renamed(n, id);
+                }
                 return;
             }
         }

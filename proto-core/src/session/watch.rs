@@ -116,7 +116,7 @@ impl Session {
             let uris = self.resource_subscriptions.wanted_with(None);
             if uris.is_empty() {
                 for request in self.resource_subscriptions.close_all() {
-                    self.cancel_watch(request);
+                    self.cancel_watch(request, "no resource subscriptions left");
                 }
             } else {
                 self.send_watch(now, uris, None, budget);
@@ -155,7 +155,7 @@ impl Session {
             budget,
         );
         if let Some(replaced) = self.resource_subscriptions.opened(request, uris, waiting) {
-            self.cancel_watch(replaced);
+            self.cancel_watch(replaced, "subscription replaced");
         }
         request
     }
@@ -163,13 +163,27 @@ impl Session {
     /// Ends resource stream `request` from rho's side: on stdio the spec's
     /// way is `notifications/cancelled` naming it (over HTTP the transport
     /// closes its stream); its late answer is dropped.
-    fn cancel_watch(&mut self, request: u64) {
+    fn cancel_watch(&mut self, request: u64, reason: &str) {
         if let Some(pending) = self.pending.remove(&request) {
             self.deadlines.remove(&(pending.deadline, request));
         }
-        let params = json!({"requestId": request, "reason": "subscription replaced"});
+        let params = json!({"requestId": request, "reason": reason});
         self.send_notification("notifications/cancelled", Some(&params));
         self.abandoned(request);
+    }
+
+    /// The session is closing for `reason`: a 2026 subscribe still
+    /// waiting for its acknowledgement ends as every request does then.
+    pub(super) fn watch_session_closed(&mut self, reason: &CloseReason) {
+        for call in self.resource_subscriptions.session_closed() {
+            self.events.push_back(Event::RequestCompleted {
+                call: CallId(call),
+                result: Err(CallError::SessionClosed {
+                    server: self.options.server.clone(),
+                    reason: reason.to_string(),
+                }),
+            });
+        }
     }
 
     /// A host request was answered (2025): a subscribe's URI is held if
@@ -230,7 +244,7 @@ impl Session {
             self.deadlines.remove(&(pending.deadline, request));
         }
         if let Some(replaced) = replaced {
-            self.cancel_watch(replaced);
+            self.cancel_watch(replaced, "subscription replaced");
         }
         for (call, uri, outcome) in resolved {
             let result = match outcome {
