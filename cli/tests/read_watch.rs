@@ -52,7 +52,10 @@ fn wait_exit(child: &mut Child, within: Duration) -> std::process::ExitStatus {
 fn watches_until_interrupted(runtime: Runtime, era: &str) {
     let scene = Scene::new(RHO, &format!("read-watch-{era}"), runtime);
     let record = scene.dir().join("record");
-    let mut env = format!("WATCH_EVERY_MS = \"300\", WATCH_RECORD = {}", toml_path(&record));
+    let mut env = format!(
+        "WATCH_EVERY_MS = \"300\", WATCH_RECORD = {}",
+        toml_path(&record)
+    );
     if era == "2025" {
         env.push_str(", WATCH_ERA = \"2025\"");
     }
