@@ -1,7 +1,8 @@
 //! Resource subscriptions against real servers, both eras, both executors,
 //! through `rho_host::Host` (and once through `AsyncHost`):
 //!
-//! - 2025: server-everything (`resources/subscribe`; it sends
+//! - 2025: server-everything over stdio and Streamable HTTP
+//!   (`resources/subscribe`; it sends
 //!   `notifications/resources/updated` for each subscribed URI once when
 //!   its `toggle-subscriber-updates` tool is called, then every 5 s), and
 //!   `fixtures/watched.js` with `WATCH_ERA=2025` (the TypeScript SDK 2.x on
@@ -206,6 +207,17 @@ fn server_everything_sends_updates_for_a_subscribed_resource<R: TestRuntime>() {
         &everything_js(),
         &[],
     )));
+    everything_round(host, &updates);
+}
+
+/// Over Streamable HTTP its updates come on the session's GET stream.
+fn server_everything_over_http_sends_updates_on_its_get_stream<R: TestRuntime>() {
+    let server = EverythingHttp::start();
+    let (host, updates) = start::<R>(&parse_config(&server.config("everything")));
+    everything_round(host, &updates);
+}
+
+fn everything_round(host: Host, updates: &ResourceUpdates) {
     assert_eq!(era_of(&host, "everything"), "2025-11-25");
     let uri = match host.server("everything").map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
@@ -220,7 +232,7 @@ fn server_everything_sends_updates_for_a_subscribed_resource<R: TestRuntime>() {
         CallOptions::new(),
     )
     .expect("toggle");
-    assert_eq!(next_update(&updates).uri, uri);
+    assert_eq!(next_update(updates).uri, uri);
     host.unsubscribe_resource("everything", &uri, CallOptions::new())
         .expect("unsubscribe");
     host.shutdown();
@@ -321,6 +333,7 @@ both_executors!(
     a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests,
     a_burst_of_updates_before_the_host_looks_is_one,
     server_everything_sends_updates_for_a_subscribed_resource,
+    server_everything_over_http_sends_updates_on_its_get_stream,
     a_server_without_resources_subscribe_is_refused_naming_it,
     a_subscription_the_server_refuses_fails_with_its_error,
     one_subscription_past_the_bound_is_refused_before_it_is_sent,
