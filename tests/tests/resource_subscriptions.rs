@@ -187,6 +187,28 @@ fn a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests<R: TestRuntime>() 
     host.shutdown();
 }
 
+/// What the host still holds at shutdown is unsubscribed from before the
+/// session closes (the 2025 server records the request).
+fn shutting_down_unsubscribes_what_the_host_still_holds<R: TestRuntime>() {
+    let record = scratch_dir("watched-shutdown").join("record");
+    let table = watched_stdio("watched", "2025").replace(
+        "env = { WATCH_ERA = \"2025\" }",
+        &format!(
+            "env = {{ WATCH_ERA = \"2025\", WATCH_RECORD = {:?} }}",
+            record.display().to_string()
+        ),
+    );
+    let (host, _updates) = start::<R>(&parse_config(&table));
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("subscribe");
+    host.shutdown();
+    let seen = std::fs::read_to_string(&record).expect("the fixture's record");
+    assert_eq!(
+        seen,
+        format!("subscribe {COUNTER}\nunsubscribe {COUNTER}\n")
+    );
+}
+
 /// A burst of three notifications for one change, all handled before the
 /// call that caused them returns (stdio keeps their order), is one update.
 fn a_burst_of_updates_before_the_host_looks_is_one<R: TestRuntime>() {
@@ -332,6 +354,7 @@ both_executors!(
     a_2026_http_server_tells_of_changes_through_subscriptions_listen,
     a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests,
     a_burst_of_updates_before_the_host_looks_is_one,
+    shutting_down_unsubscribes_what_the_host_still_holds,
     server_everything_sends_updates_for_a_subscribed_resource,
     server_everything_over_http_sends_updates_on_its_get_stream,
     a_server_without_resources_subscribe_is_refused_naming_it,

@@ -22,8 +22,11 @@
 //!   answer to wait for.
 //!
 //! Closing the session ends every subscription with it (the stdio process
-//! exits, a 2025 HTTP session is deleted, a 2026 stream closes), so a host
-//! that shuts down sends no unsubscribes of its own.
+//! exits, a 2025 HTTP session is deleted, a 2026 stream closes) and sends
+//! nothing: `close` is immediate. A host that wants the server told first
+//! unsubscribes before it closes (the host library's shutdown does, within
+//! a bound), since a 2025 server over HTTP may keep its subscribers past a
+//! session it is not told is over.
 
 use std::time::{Duration, Instant};
 
