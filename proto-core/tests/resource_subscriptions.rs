@@ -461,3 +461,35 @@ fn a_2026_subscribe_waiting_when_the_session_closes_ends_with_it() {
     );
     assert!(matches!(h.events.last(), Some(Event::Closed(_))));
 }
+
+#[test]
+fn an_acknowledged_2026_stream_the_server_ends_is_opened_again_once() {
+    let mut h = Harness::modern(subscribable());
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    let (first, _) = h.requests("subscriptions/listen")[0];
+    h.acknowledge(first, &["demo://a"]);
+    // The server ends it gracefully: rho opens it again with what it holds.
+    h.reply(first, json!({"resultType": "complete"}));
+    let listens = h.requests("subscriptions/listen");
+    assert_eq!(listens.len(), 2, "{:?}", h.sent);
+    let (second, ref params) = listens[1];
+    assert_eq!(
+        params["notifications"]["resourceSubscriptions"],
+        json!(["demo://a"])
+    );
+    // Until it is acknowledged, nothing passes, untagged or not.
+    h.updated("demo://a", None);
+    h.updated("demo://a", Some(first));
+    assert!(h.updates().is_empty());
+    h.acknowledge(second, &["demo://a"]);
+    h.updated("demo://a", Some(second));
+    assert_eq!(h.updates(), vec!["demo://a"]);
+    // A second end is final: the subscriptions are dropped.
+    h.reply(second, json!({"resultType": "complete"}));
+    assert_eq!(h.requests("subscriptions/listen").len(), 2);
+    h.updated("demo://a", Some(second));
+    assert_eq!(h.updates().len(), 1);
+    // And subscribing again starts over.
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    assert_eq!(h.requests("subscriptions/listen").len(), 3);
+}

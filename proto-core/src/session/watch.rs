@@ -271,7 +271,9 @@ impl Session {
             tracing::debug!(server = %self.options.server, "resources/updated without a uri; ignored");
             return;
         };
-        if !self.resource_subscriptions.update_passes(tag, uri) {
+        // The 2026 era's updates come only on a stream, tagged.
+        let untagged_on_a_stream = tag.is_none() && self.is_stateless();
+        if untagged_on_a_stream || !self.resource_subscriptions.update_passes(tag, uri) {
             tracing::debug!(server = %self.options.server, "resources/updated for a resource not subscribed to; ignored");
             return;
         }
