@@ -236,7 +236,9 @@ fn schema(n: u8) -> Value {
 pub struct CallResultTemplate {
     /// `content`: 0 one text block, 1 empty, 2 absent, 3 not an array;
     /// 4 one text block with `resultType: "input_required"`, 5 with a
-    /// `resultType` rho does not know.
+    /// `resultType` rho does not know; 6 a 2026 task handle
+    /// (`resultType: "task"`, task [`TASK_ID`]), 7 a 2025
+    /// `CreateTaskResult` (`{"task": ...}`).
     pub content: u8,
     /// The text block's text.
     pub text: Text,
@@ -541,6 +543,22 @@ pub enum ServerMessage {
         /// The resources one.
         resources: bool,
     },
+    /// A task's state (both eras' tasks): the answer to `tasks/get`
+    /// (`id`), or with `notify` a `notifications/tasks/status`. Status 0
+    /// working, 1 input required (a form, key `k{status}`), 2 completed, 3
+    /// failed, 4 cancelled, 5 one rho does not know.
+    TaskState {
+        /// Its id.
+        id: Reply,
+        /// The status.
+        status: u8,
+        /// `statusMessage`.
+        message: Option<Text>,
+        /// `pollIntervalMs` and `pollInterval`.
+        interval: Option<u16>,
+        /// Sent as a notification.
+        notify: bool,
+    },
     /// A notification on a `subscriptions/listen` stream (2026 era),
     /// tagged with the id `listen` names: event 0 the acknowledgement
     /// (agreeing to everything), 1 tools, 2 prompts, 3 resources changed.
@@ -683,11 +701,16 @@ impl Peer {
             }
             ServerMessage::CallResult { id, result } => {
                 let mut value = json!({});
-                match result.content % 6 {
+                match result.content % 8 {
                     0 => value["content"] = json!([{"type": "text", "text": result.text.text()}]),
                     1 => value["content"] = json!([]),
                     2 => {}
                     3 => value["content"] = json!("not an array"),
+                    6 => {
+                        value = task_state(0, None, Some(result.text.text().len() as u16));
+                        value["resultType"] = json!("task");
+                    }
+                    7 => value = json!({"task": task_state(0, None, None)}),
                     n => {
                         value["content"] = json!([{"type": "text", "text": result.text.text()}]);
                         value["resultType"] =
@@ -878,6 +901,20 @@ impl Peer {
                 },
                 None,
             ),
+            ServerMessage::TaskState {
+                id,
+                status,
+                message,
+                interval,
+                notify,
+            } => {
+                let task = task_state(*status, message.as_ref().map(Text::text), *interval);
+                if *notify {
+                    notification("notifications/tasks/status", Some(task))
+                } else {
+                    response(self.reply_id(id, "tasks/get"), task)
+                }
+            }
             ServerMessage::Subscription { listen, event } => {
                 let id = self.reply_id(listen, "subscriptions/listen");
                 let meta = json!({ SUBSCRIPTION_ID: id });
@@ -924,6 +961,44 @@ impl Peer {
             }
         }
     }
+}
+
+/// The one task id the scripted server hands out.
+pub const TASK_ID: &str = "fuzz-task";
+
+/// A task in `status` (see [`ServerMessage::TaskState`]), with both eras'
+/// interval keys and what a 2026 status inlines.
+fn task_state(status: u8, message: Option<String>, interval: Option<u16>) -> Value {
+    const STATUSES: [&str; 6] = [
+        "working",
+        "input_required",
+        "completed",
+        "failed",
+        "cancelled",
+        "paused",
+    ];
+    let status = STATUSES[usize::from(status) % STATUSES.len()];
+    let mut task = json!({"taskId": TASK_ID, "status": status,
+                          "createdAt": "2026-01-01T00:00:00Z",
+                          "lastUpdatedAt": "2026-01-01T00:00:00Z", "ttlMs": 60000});
+    if let Some(message) = message {
+        task["statusMessage"] = json!(message);
+    }
+    if let Some(ms) = interval {
+        task["pollIntervalMs"] = json!(ms);
+        task["pollInterval"] = json!(ms);
+    }
+    match status {
+        "input_required" => {
+            task["inputRequests"] = json!({"k1": {"method": "elicitation/create", "params": {
+                "mode": "form", "message": "name?",
+                "requestedSchema": {"type": "object", "properties": {"n": {"type": "string"}}}}}});
+        }
+        "completed" => task["result"] = json!({"content": [{"type": "text", "text": "done"}]}),
+        "failed" => task["error"] = json!({"code": -32603, "message": "failed"}),
+        _ => {}
+    }
+    task
 }
 
 /// One catalog entry of list `kind`, as [`ServerMessage::CatalogPage`]
@@ -1395,7 +1470,7 @@ impl Encode for SamplingMessage {
 
 impl Encode for ServerMessage {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u32 = 25;
+        const N: u32 = 26;
         match self {
             ServerMessage::Initialize {
                 id,
@@ -1548,17 +1623,31 @@ impl Encode for ServerMessage {
                 resources.encode(out);
             }
             ServerMessage::Subscription { listen, event } => {
-                tag(out, 22, N);
+                tag(out, 23, N);
                 listen.encode(out);
                 event.encode(out);
             }
+            ServerMessage::TaskState {
+                id,
+                status,
+                message,
+                interval,
+                notify,
+            } => {
+                tag(out, 22, N);
+                id.encode(out);
+                status.encode(out);
+                message.encode(out);
+                interval.encode(out);
+                notify.encode(out);
+            }
             ServerMessage::ResourceUpdated { uri, listen } => {
-                tag(out, 23, N);
+                tag(out, 24, N);
                 uri.encode(out);
                 listen.encode(out);
             }
             ServerMessage::ResourceAcknowledged { listen, uris } => {
-                tag(out, 24, N);
+                tag(out, 25, N);
                 listen.encode(out);
                 uris.encode(out);
             }

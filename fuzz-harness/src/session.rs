@@ -517,6 +517,9 @@ pub(crate) struct Host {
     pub(crate) server_requests: BTreeMap<RequestId, usize>,
     /// Ids we answered, with how often.
     pub(crate) responses: BTreeMap<RequestId, usize>,
+    /// Task ids the server handed out (a `tools/call` answered with a
+    /// task handle).
+    pub(crate) tasks: BTreeSet<String>,
     /// Every question asked, with its form.
     pub(crate) questions: Vec<(QuestionId, Option<Form>)>,
     /// Questions asked and neither answered nor withdrawn.
@@ -581,10 +584,18 @@ impl Host {
     /// Notes the server requests in one frame the client was fed.
     pub(crate) fn received(&mut self, frame: &[u8]) {
         self.note(|| format!("server: {}", String::from_utf8_lossy(frame)));
-        let mut note = |message: &Message| {
-            if let Message::Request { id, .. } = message {
+        let mut note = |message: &Message| match message {
+            Message::Request { id, .. } => {
                 *self.server_requests.entry(id.clone()).or_default() += 1;
             }
+            // A task handle (2026 `resultType: "task"`, 2025 `task`).
+            Message::Response { result, .. } => {
+                let task = result.get("task").unwrap_or(result);
+                if let Some(id) = task.get("taskId").and_then(Value::as_str) {
+                    self.tasks.insert(id.to_owned());
+                }
+            }
+            _ => {}
         };
         match Incoming::parse(frame) {
             Ok(Incoming::Single(message)) => note(&message),
@@ -935,6 +946,30 @@ impl Host {
                     "subscriptions/listen #{}",
                     self.listens
                 );
+            }
+            // A call's task (both eras): only about a task the server
+            // handed out, `tasks/update` only in the 2026 extension's
+            // form, `tasks/result` only in the 2025 core tasks'.
+            "tasks/get" | "tasks/cancel" | "tasks/update" | "tasks/result" => {
+                let task = params.and_then(|p| p.get("taskId")).and_then(Value::as_str);
+                assert!(
+                    task.is_some_and(|t| self.tasks.contains(t)),
+                    "{method} for a task the server never handed out: {params:?}"
+                );
+                assert!(self.ready, "{method} before ready");
+                assert!(!retried, "{method} with multi round-trip inputs");
+                if method == "tasks/update" {
+                    assert!(stateless_form, "tasks/update outside the 2026 era");
+                    assert!(
+                        params
+                            .and_then(|p| p.get("inputResponses"))
+                            .is_some_and(Value::is_object),
+                        "tasks/update without answers: {params:?}"
+                    );
+                }
+                if method == "tasks/result" {
+                    assert!(!stateless_form, "tasks/result in the 2026 era");
+                }
             }
             other => panic!("unexpected request {other}: {params:?}"),
         }

@@ -40,7 +40,10 @@
 //!    [`ResourceUpdated`] value, coalesced until the host looks),
 //!    a server started again with the logins as they are now
 //!    ([`Host::reconnect`], after a login through [`Host::logins`]), and
-//!    shutdown. [`AsyncHost`] is the same calls as futures.
+//!    shutdown. [`AsyncHost`] ([`Host::into_async`]) is the same calls
+//!    as futures; an agent on smol that gives the host its own executor
+//!    ([`HostBuilder::smol_executor`]) awaits the sessions' own futures
+//!    on it, at the cost of the executor driven directly.
 //! 5. **Names a person types**: [`resolve_tool`] and [`server_tool`]
 //!    take a tool the way `rho mcp` accepts it, with [`did_you_mean`]
 //!    for a near miss; [`parameters`] reads a tool's input schema.

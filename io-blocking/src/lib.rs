@@ -9,8 +9,15 @@
 //! child has three pipe threads (stdout, stdin for what the pipe could not
 //! take at once, stderr), and an HTTP server a small pool of persistent
 //! workers that reuse keep-alive connections.
-//! The host sees a [`Runtime`]: start every enabled server concurrently,
-//! read per-server status and the exported tools, call tools, shut down.
+//!
+//! [`Runtime`] is an executor's whole contract with the host library, and
+//! nothing more: start the selected servers, start or stop one late, the
+//! servers as they stand (`rho_proto_core::runtime::Sessions`), a tool
+//! call or a feature request waited for as its `CallOptions` say, and
+//! shutdown. An agent embeds it through `rho_host::Host`, which writes
+//! everything else (prompt turns, attachments, rendering, skills, logins)
+//! once over both executors; a host that drives this crate directly
+//! gets the same calls, blocking the calling thread.
 //!
 //! Like `rho-io-smol`, its sibling, it stands on `rho-proto-core` (the
 //! protocol, the [`RuntimeOptions`], the host's services, the backpressure

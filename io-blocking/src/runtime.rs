@@ -128,7 +128,8 @@ impl Runtime {
         while let Some(step) = waiting.step(Instant::now()) {
             match step {
                 WaitStep::Wait { slot, until } => {
-                    let heard = wait_startup(outcomes.get(&slot), until, interrupt);
+                    // Every server this start spawned has its channel.
+                    let heard = wait_startup(&outcomes[&slot], until, interrupt);
                     waiting.heard(slot, heard);
                 }
                 WaitStep::Stop(mut driver) => driver.stop(),
@@ -300,14 +301,7 @@ impl DriverHandle {
 /// Waits for a driver's startup outcome until `until`, or until
 /// `interrupt` is cancelled (its hook sends [`Heard::Interrupted`] into
 /// every startup channel).
-fn wait_startup(
-    outcome: Option<&Receiver<Heard>>,
-    until: Instant,
-    interrupt: Option<&Cancel>,
-) -> Heard {
-    let Some(outcome) = outcome else {
-        return Heard::Gone;
-    };
+fn wait_startup(outcome: &Receiver<Heard>, until: Instant, interrupt: Option<&Cancel>) -> Heard {
     if interrupt.is_some_and(Cancel::is_cancelled) {
         return Heard::Interrupted;
     }

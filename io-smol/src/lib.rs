@@ -9,6 +9,28 @@
 //! whatever threads run the executor — the `rho` CLI runs it on its main
 //! thread only.
 //!
+//! # What it offers
+//!
+//! [`Runtime`] is an executor's whole contract with the host library, and
+//! nothing more: start the selected servers, start or stop one late, the
+//! servers as they stand (`rho_proto_core::runtime::Sessions`), a tool
+//! call or a feature request waited for as its `CallOptions` say, and
+//! shutdown. An agent embeds it through `rho_host::Host`, which writes
+//! everything else (prompt turns, attachments, rendering, skills, logins)
+//! once over both executors; a host that drives this crate directly
+//! gets the same calls as futures.
+//!
+//! # What it offers
+//!
+//! [`Runtime`] is an executor's whole contract with the host library, and
+//! nothing more: start the selected servers, start or stop one late, the
+//! servers as they stand (`rho_proto_core::runtime::Sessions`), a tool
+//! call or a feature request waited for as its `CallOptions` say, and
+//! shutdown. An agent embeds it through `rho_host::Host`, which writes
+//! everything else (prompt turns, attachments, rendering, skills, logins)
+//! once over both executors; a host that drives this crate directly
+//! gets the same calls as futures.
+//!
 //! # Layering
 //!
 //! This crate stands on `rho-proto-core` (the protocol, the

@@ -154,7 +154,8 @@ impl Runtime {
         while let Some(step) = waiting.step(Instant::now()) {
             match step {
                 WaitStep::Wait { slot, until } => {
-                    let outcome = outcomes.get(&slot);
+                    // Every server this start spawned has its channel.
+                    let outcome = &outcomes[&slot];
                     waiting.heard(slot, wait_startup(outcome, until, interrupt.as_ref()).await);
                 }
                 WaitStep::Stop(handle) => handle.stop().await,
@@ -254,13 +255,10 @@ impl Sessions for Runtime {
 /// Waits for a task's startup outcome until `until`, or until `interrupt`
 /// is cancelled.
 async fn wait_startup(
-    outcome: Option<&Receiver<StartupOutcome>>,
+    outcome: &Receiver<StartupOutcome>,
     until: Instant,
     interrupt: Option<&Cancel>,
 ) -> Heard {
-    let Some(outcome) = outcome else {
-        return Heard::Gone;
-    };
     let received = async {
         match outcome.recv().await {
             Ok(outcome) => Heard::Outcome(outcome),

@@ -143,10 +143,12 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
     assert_eq!(meta["io.modelcontextprotocol/protocolVersion"], MODERN);
     assert_eq!(meta["io.modelcontextprotocol/clientInfo"]["name"], "rho");
     assert_eq!(meta["io.modelcontextprotocol/logLevel"], "debug");
-    // Only what this run answers; the era's roots carry no listChanged.
+    // Only what this run answers; the era's roots carry no listChanged;
+    // the tasks extension is followed on every request.
     assert_eq!(
         meta["io.modelcontextprotocol/clientCapabilities"],
-        json!({"roots": {}, "elicitation": {"form": {}}})
+        json!({"roots": {}, "elicitation": {"form": {}},
+               "extensions": {"io.modelcontextprotocol/tasks": {}}})
     );
     h.reply(
         0,
@@ -619,9 +621,9 @@ fn an_unknown_result_type_is_malformed_and_an_absent_one_is_complete() {
     let mut h = modern_ready(60_000);
     h.call("echo", json!({}));
     let (id, _, _) = h.last_request();
-    h.reply(id, json!({"resultType": "task", "content": []}));
+    h.reply(id, json!({"resultType": "deferred", "content": []}));
     assert!(
-        matches!(h.call_result(), Some(Err(CallError::Malformed { error, .. })) if error.0.contains("`task`")),
+        matches!(h.call_result(), Some(Err(CallError::Malformed { error, .. })) if error.0.contains("`deferred`")),
         "{:?}",
         h.events
     );

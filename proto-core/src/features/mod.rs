@@ -6,7 +6,8 @@
 //! server asks a person, [`sampling`] for a server's requests of rho's
 //! model, [`mrtr`] for the 2026 era's multi round-trip requests, which
 //! carry those same questions inside a result, and [`subscriptions`] for
-//! the 2026 era's `subscriptions/listen` stream; [`catalog`] for the
+//! the 2026 era's `subscriptions/listen` stream, [`tasks`] for a call
+//! whose answer comes later (both eras' tasks); [`catalog`] for the
 //! prompts, resources and templates a server lists, [`prompts`] for
 //! prompt commands and their turns, [`resources`] for `@` matching and
 //! reads (with [`uri_template`] for RFC 6570 templates), [`completions`]
@@ -30,6 +31,7 @@ pub mod resources;
 pub mod sampling;
 pub mod skills;
 pub mod subscriptions;
+pub mod tasks;
 pub mod uri_template;
 
 use serde::Serialize;

@@ -319,6 +319,12 @@ impl Rounds {
         self.open.is_empty()
     }
 
+    /// Whether the round has any answer to send (a request rho could not
+    /// answer is left out, so a round may have none).
+    pub fn has_answers(&self) -> bool {
+        !self.responses.is_empty()
+    }
+
     /// The keys of the questions still open, for withdrawing them.
     pub fn open_keys(&self) -> impl Iterator<Item = &str> {
         self.open.keys().map(String::as_str)

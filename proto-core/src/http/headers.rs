@@ -79,6 +79,8 @@ struct OutgoingParams<'a> {
     name: Option<Cow<'a, str>>,
     #[serde(borrow, default)]
     uri: Option<Cow<'a, str>>,
+    #[serde(rename = "taskId", borrow, default)]
+    task_id: Option<Cow<'a, str>>,
     /// Left unparsed: only a call of a tool with `x-mcp-header`
     /// parameters reads it, and most calls' tools have none.
     #[serde(borrow, default)]
@@ -87,8 +89,9 @@ struct OutgoingParams<'a> {
 
 /// The headers a POST of `body` carries in the 2026-07-28 era, in order:
 /// `Mcp-Method` for every request and notification, `Mcp-Name` for
-/// `tools/call` and `prompts/get` (`params.name`) and `resources/read`
-/// (`params.uri`), and for `tools/call` one `Mcp-Param-{name}` per
+/// `tools/call` and `prompts/get` (`params.name`), `resources/read`
+/// (`params.uri`) and the tasks extension's `tasks/get`, `tasks/update`
+/// and `tasks/cancel` (`params.taskId`), and for `tools/call` one `Mcp-Param-{name}` per
 /// annotated parameter of the called tool (found in `tools`) that has a
 /// value. A body that cannot be read gets none (the session wrote it, so
 /// that does not happen).
@@ -104,6 +107,10 @@ pub fn request_headers(body: &[u8], tools: &[Tool]) -> Vec<(String, String)> {
     let name = match method.as_ref() {
         "tools/call" | "prompts/get" => params.as_ref().and_then(|p| p.name.as_deref()),
         "resources/read" => params.as_ref().and_then(|p| p.uri.as_deref()),
+        // The tasks extension routes every request about a task by its id.
+        "tasks/get" | "tasks/update" | "tasks/cancel" => {
+            params.as_ref().and_then(|p| p.task_id.as_deref())
+        }
         _ => None,
     };
     if let Some(name) = name {

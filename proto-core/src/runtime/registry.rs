@@ -288,6 +288,7 @@ mod tests {
             output_schema: None,
             annotations: ToolAnnotations::default(),
             meta: None,
+            task_support: Default::default(),
         }
     }
 

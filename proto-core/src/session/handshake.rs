@@ -29,6 +29,15 @@ impl Session {
             if self.options.sampling {
                 map.insert("sampling".into(), crate::features::sampling::capability());
             }
+            if stateless {
+                // The tasks extension: a server may answer a call with a
+                // task, and rho follows it to its result (session/tasks.rs).
+                // Declared on every request of the era, as it asks.
+                let extensions = map.entry("extensions").or_insert_with(|| json!({}));
+                if let Value::Object(extensions) = extensions {
+                    extensions.insert(crate::features::tasks::EXTENSION_ID.into(), json!({}));
+                }
+            }
         }
         capabilities
     }

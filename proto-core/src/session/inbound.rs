@@ -57,18 +57,9 @@ impl Session {
             tracing::debug!(server = %self.options.server, ?token, "progress for no call in flight; dropped");
             return;
         };
-        if let Some(cap) = self.options.progress_extends_up_to {
-            // A call that reports progress is alive: its idle budget starts
-            // again, but never past the hard cap from when it was sent.
-            if let Some(p) = self.pending.get_mut(&request) {
-                let extended = (now + p.budget).min(p.sent + cap);
-                if p.paused.is_none() && extended > p.deadline {
-                    self.deadlines.remove(&(p.deadline, request));
-                    p.deadline = extended;
-                    self.deadlines.insert((extended, request));
-                }
-            }
-        }
+        // A call that reports progress is alive: its idle budget starts
+        // again, but never past the hard cap from when it was sent.
+        self.extend_budget(now, request);
         self.events.push_back(Event::Progress {
             call,
             progress: Progress {
@@ -343,6 +334,12 @@ impl Session {
             self.log_hidden_server_logs(n);
         }
         let server = self.options.server.clone();
+        if matches!(reason, CloseReason::Requested) {
+            // Rho closes the session: its tasks are cancelled on the
+            // server, not left to run for no one.
+            self.cancel_tasks_at_close();
+        }
+        self.task_polls.clear();
         let pending = std::mem::take(&mut self.pending);
         self.held_for_list.clear();
         self.deadlines.clear();

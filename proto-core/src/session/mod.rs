@@ -79,6 +79,7 @@ mod peer;
 mod questions;
 mod replies;
 mod tally;
+mod tasks;
 mod timer;
 mod types;
 mod watch;
@@ -87,6 +88,7 @@ pub(crate) use crate::text::grouped;
 use tally::{Tally, Verdict};
 
 pub use questions::{AuthorizationReason, Question, QuestionId, SamplingAnswer};
+pub use tasks::{MAX_FAILED_POLLS, MAX_TASK_INPUTS};
 pub use timer::Timer;
 pub(crate) use timer::{Clock, TimerTable, earlier};
 pub use types::*;
@@ -110,7 +112,7 @@ use crate::wire::jsonrpc::{
 use crate::wire::protocol::{
     CallToolParams, CallToolResult, Implementation, InitializeResult, LATEST_PROTOCOL_VERSION,
     MODERN_PROTOCOL_VERSION, RequestMeta, ResultType, SUPPORTED_PROTOCOL_VERSIONS, ShapeError,
-    Tool, ToolsPage, UnsupportedVersion, describe_error,
+    TaskSupport, Tool, ToolsPage, UnsupportedVersion, describe_error,
 };
 use era::{Era, ProbeOutcome};
 
@@ -198,6 +200,15 @@ enum Purpose {
     Catalog(CatalogKind),
     /// A request from [`Session::request`].
     Feature(CallId),
+    /// A request about the task a call runs (`tasks/get`, `tasks/result`,
+    /// `tasks/update`; see `tasks.rs`).
+    Task {
+        call: CallId,
+        op: tasks::TaskOp,
+    },
+    /// `tasks/cancel` for a task whose call is over: its answer is only
+    /// logged.
+    TaskCancel,
 }
 
 #[derive(Clone, Debug)]
@@ -216,6 +227,11 @@ struct Pending {
     /// What the request was, to send it again under a new id (2026 era:
     /// after a -32022, or a multi round-trip request's next round).
     resend: Option<Box<Resend>>,
+    /// A call's request answered with a task handle: the call is held
+    /// under this id for its task (see `tasks.rs`).
+    task: Option<Box<tasks::TaskRun>>,
+    /// A 2025 call sent with `params.task`: its answer may be a task handle.
+    augmented: bool,
 }
 
 impl Pending {
@@ -229,6 +245,8 @@ impl Pending {
             sent: deadline.checked_sub(budget).unwrap_or(deadline),
             paused: None,
             resend: None,
+            task: None,
+            augmented: false,
         }
     }
 
@@ -236,7 +254,14 @@ impl Pending {
     /// `subscriptions/listen`, which is meant to stay open for the
     /// session's life, however often it is sent again under a new id.
     fn timed(&self) -> bool {
-        !matches!(self.purpose, Purpose::Listen)
+        !matches!(
+            self.purpose,
+            Purpose::Listen
+                | Purpose::Task {
+                    op: tasks::TaskOp::Result,
+                    ..
+                }
+        )
     }
 
     /// Whether `(deadline, id)` belongs in the deadline set: a timed
@@ -386,6 +411,9 @@ pub struct Session {
     /// none): it belongs to one authorization context, and a new token
     /// makes it stale.
     tools_private: bool,
+    /// The next poll of each task a call runs, by `(when, the call's
+    /// request id)` (see `tasks.rs`).
+    task_polls: BTreeSet<(Instant, u64)>,
 }
 
 /// The tool a call in flight called, for its outputSchema check: its
@@ -458,6 +486,7 @@ impl Session {
             tools_fresh_until: None,
             held_for_list: BTreeSet::new(),
             tools_private: true,
+            task_polls: BTreeSet::new(),
         };
         session.timers.set(Timer::Startup, startup_deadline);
         match era::modern_version(&session.options.protocol_version) {
@@ -762,6 +791,7 @@ impl Session {
             self.send_request(Purpose::Ping, "ping", None::<&Value>, now + budget, budget);
             self.arm_ping(now);
         }
+        self.polls_due(now);
         while let Some(&(deadline, id)) = self.deadlines.first() {
             if deadline > now {
                 break;
@@ -771,13 +801,20 @@ impl Session {
                 continue;
             };
             let server = self.options.server.clone();
+            let mut pending = pending;
             match pending.purpose {
                 Purpose::CallTool(call) => {
                     self.call_tools.remove(&call.0);
-                    // The spec asks the sender to cancel a request it gave up on.
-                    let params = json!({"requestId": id, "reason": "timed out"});
-                    self.send_notification("notifications/cancelled", Some(&params));
-                    self.abandoned(id);
+                    if pending.task.is_some() {
+                        // A task is cancelled with `tasks/cancel`: the
+                        // request a notification would name was answered.
+                        self.abandon_task(id, &mut pending);
+                    } else {
+                        // The spec asks the sender to cancel a request it gave up on.
+                        let params = json!({"requestId": id, "reason": "timed out"});
+                        self.send_notification("notifications/cancelled", Some(&params));
+                        self.abandoned(id);
+                    }
                     self.withdraw_questions_of(call);
                     self.events.push_back(Event::CallCompleted {
                         call,
@@ -820,6 +857,13 @@ impl Session {
                             budget: pending.budget,
                         }),
                     });
+                }
+                // A lost poll is asked again (tasks.rs); a `tasks/*`
+                // request is not cancelled with a notification either.
+                Purpose::Task { call, op } => self.task_request_lost(now, call, op, id),
+                Purpose::TaskCancel => {
+                    self.abandoned(id);
+                    tracing::info!(server = %server, "tasks/cancel got no answer in time");
                 }
                 Purpose::Ping => self.events.push_back(Event::PingFailed(format!(
                     "no answer to ping within {} s",
@@ -945,6 +989,13 @@ impl Session {
             Purpose::SetLevel => {
                 tracing::warn!(server = %server, "logging/setLevel failed: {reason}");
             }
+            Purpose::Task { call, op } => {
+                tracing::info!(server = %server, "a request about a call's task failed: {reason}");
+                self.task_request_lost(now, call, op, request.0);
+            }
+            Purpose::TaskCancel => {
+                tracing::info!(server = %server, "tasks/cancel failed: {reason}");
+            }
         }
     }
 
@@ -964,7 +1015,14 @@ impl Session {
             return;
         };
         let safe = match pending.purpose {
-            Purpose::Discover | Purpose::ListTools | Purpose::Relist => true,
+            // A poll reads and changes nothing.
+            Purpose::Discover
+            | Purpose::ListTools
+            | Purpose::Relist
+            | Purpose::Task {
+                op: tasks::TaskOp::Get,
+                ..
+            } => true,
             Purpose::CallTool(call) => self.called_tool_is_repeatable(call),
             _ => false,
         };
@@ -1107,6 +1165,22 @@ impl Session {
         arguments: Value,
         budget: Option<Duration>,
     ) -> Result<CallId, ApiMisuse> {
+        self.call_tool_with(now, name, arguments, budget, TaskAugmentation::default())
+    }
+
+    /// Like [`Session::call_tool_within`], saying when a 2025-era call
+    /// goes as a task ([`TaskAugmentation`]; the host's hook for a tool
+    /// whose `taskSupport` is `optional`). A call that becomes a task, in
+    /// either era, still ends with one [`Event::CallCompleted`] carrying
+    /// the task's final result (see `session/tasks.rs`).
+    pub fn call_tool_with(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: Value,
+        budget: Option<Duration>,
+        augmentation: TaskAugmentation,
+    ) -> Result<CallId, ApiMisuse> {
         let now = self.clock.observe(now);
         match self.phase {
             Phase::Ready => {}
@@ -1141,15 +1215,27 @@ impl Session {
             let purpose = Purpose::CallTool(call);
             self.send_stateless(purpose, "tools/call", params, now + budget, budget);
         } else {
+            // 2025-11-25 tasks: only a server that declared task-augmented
+            // calls is asked, for a tool that allows it, as the spec says.
+            let as_task = self.ready.as_ref().is_some_and(|ready| {
+                let support = listed
+                    .and_then(|at| ready.tools.get(at))
+                    .map_or(TaskSupport::Forbidden, |t| t.task_support);
+                ready.capabilities.tasks_tool_call && augmentation.wants(support)
+            });
             let params = CallToolParams {
                 name,
                 arguments: &arguments,
                 meta: RequestMeta {
                     progress_token: call.0,
                 },
+                task: as_task.then(|| json!({})),
             };
             let purpose = Purpose::CallTool(call);
-            self.send_request(purpose, "tools/call", Some(&params), now + budget, budget);
+            let n = self.send_request(purpose, "tools/call", Some(&params), now + budget, budget);
+            if let Some(pending) = self.pending.get_mut(&n) {
+                pending.augmented = as_task;
+            }
         }
         // A list past its freshness (2026 `ttlMs`) is read again now that
         // it is needed; the call goes with the definition rho has.
@@ -1184,6 +1270,24 @@ impl Session {
             self.watch_call_cancelled(call);
             return;
         };
+        if self.is_held_for_task(request) {
+            // A call that became a task is cancelled with `tasks/cancel`.
+            let Some(mut pending) = self.pending.remove(&request) else {
+                return;
+            };
+            self.deadlines.remove(&(pending.deadline, request));
+            let notice = self.abandon_task(request, &mut pending);
+            self.call_tools.remove(&call.0);
+            self.withdraw_questions_of(call);
+            self.events.push_back(Event::CallCompleted {
+                call,
+                result: Err(CallError::Cancelled {
+                    server: self.options.server.clone(),
+                    notice,
+                }),
+            });
+            return;
+        }
         // A request held for its input questions was answered already:
         // there is nothing on the server to cancel.
         let answered = self.is_held_for_input(request);
@@ -1342,7 +1446,10 @@ impl Session {
             return None;
         }
         let request = self.deadlines.first().map(|&(d, _)| d);
-        self.timers.next([(Timer::Request, request)])
+        self.timers.next([
+            (Timer::Request, request),
+            (Timer::TaskPoll, self.next_poll()),
+        ])
     }
 }
 

@@ -61,6 +61,11 @@ impl Session {
             "notifications/resources/updated" => self.resource_updated(None, params),
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
+            // A task's status pushed: 2025 core tasks, and the 2026
+            // extension's (which arrives through `subscriptions/listen`).
+            "notifications/tasks/status" | "notifications/tasks" => {
+                self.task_notification(now, params)
+            }
             "notifications/cancelled" => {
                 if !self.listen_cancelled(now, params) && !self.watch_cancelled(now, params) {
                     self.server_cancelled(now, params)

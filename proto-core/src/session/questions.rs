@@ -85,12 +85,15 @@ pub enum SamplingAnswer {
 
 /// Where the answer to a question goes.
 #[derive(Debug)]
-enum Asker {
+pub(super) enum Asker {
     /// A server request (2025 era): answered with a response to its id.
     Request(ServerRequestId),
     /// An input request of a call's `InputRequiredResult` (2026 era):
     /// answered into the call's retry, under the server's key.
     Input(String),
+    /// An input request of the task a call runs (2026 tasks extension):
+    /// answered with `tasks/update`, under the server's key.
+    TaskInput(String),
 }
 
 /// A question waiting for the host.
@@ -121,6 +124,11 @@ impl Session {
                     rounds.answer_elicitation(&key, &answer)
                 });
             }
+            Asker::TaskInput(key) => {
+                return self.task_input_answered(now, open.call, |rounds| {
+                    rounds.answer_elicitation(&key, &answer)
+                });
+            }
         };
         let result = match &open.form {
             Some(form) => elicitation::result_for(form, &answer),
@@ -147,6 +155,11 @@ impl Session {
             Asker::Request(request) => request,
             Asker::Input(key) => {
                 return self.input_answered(now, open.call, |rounds| {
+                    rounds.answer_sampling(&key, answer)
+                });
+            }
+            Asker::TaskInput(key) => {
+                return self.task_input_answered(now, open.call, |rounds| {
                     rounds.answer_sampling(&key, answer)
                 });
             }
@@ -193,6 +206,7 @@ impl Session {
             tracing::info!(server = %server, "elicitation declined: this run cannot ask a person");
             return self.respond(&id, &elicitation::declined());
         }
+        let owner = self.owner_of_question(params.as_ref());
         let params = params.unwrap_or(Value::Null);
         let form = match elicitation::form_from_request(&params) {
             Ok(form) => form,
@@ -201,7 +215,7 @@ impl Session {
                 return self.respond(&id, &elicitation::declined());
             }
         };
-        match self.the_one_call() {
+        match owner {
             Ok(call) => self.open(
                 now,
                 Asker::Request(id),
@@ -227,6 +241,7 @@ impl Session {
             tracing::info!(server = %server, "sampling rejected: not enabled for this server");
             return self.respond_error(&id, &sampling::rejected());
         }
+        let owner = self.owner_of_question(params.as_ref());
         let params = params.unwrap_or(Value::Null);
         let request = match sampling::parse_request(&server, &params) {
             Ok(request) => request,
@@ -241,7 +256,7 @@ impl Session {
                 );
             }
         };
-        match self.the_one_call() {
+        match owner {
             Ok(call) => self.open(
                 now,
                 Asker::Request(id),
@@ -432,6 +447,19 @@ impl Session {
             .and_then(|p| p.resend.as_deref())
             .and_then(|r| r.rounds.as_deref())
             .is_some_and(|rounds| !rounds.is_ready())
+            || self.is_held_for_task(request)
+    }
+
+    /// The call a server's question belongs to: the call whose task its
+    /// `related-task` names (2025 tasks: the tag says whose it is, however
+    /// many calls run), else the one tool call in flight. `Err` carries how
+    /// many calls could have been meant (0 for a task of no call here).
+    fn owner_of_question(&self, params: Option<&Value>) -> Result<CallId, usize> {
+        match self.call_of_related_task(params) {
+            Some(Ok(call)) => Ok(call),
+            Some(Err(())) => Err(0),
+            None => self.the_one_call(),
+        }
     }
 
     /// The one tool call in flight, or how many there are.
@@ -447,7 +475,7 @@ impl Session {
         }
     }
 
-    fn open(
+    pub(super) fn open(
         &mut self,
         now: Instant,
         asker: Asker,
@@ -482,7 +510,7 @@ impl Session {
     }
 
     /// Puts the call's deadline back once no question of it is open.
-    fn resume_budget(&mut self, now: Instant, call: CallId) {
+    pub(super) fn resume_budget(&mut self, now: Instant, call: CallId) {
         if self.questions.values().any(|q| q.call == call) {
             return;
         }

@@ -18,6 +18,11 @@ impl Session {
             if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
                 if self.stale.remove(&n) {
                     tracing::debug!(server = %self.options.server, "an answer to request {n}, which rho no longer waits for, dropped");
+                    // A call cancelled while the server was making it a
+                    // task: the task would run for no one.
+                    if let Ok(value) = &reply {
+                        self.cancel_late_task(value);
+                    }
                     return;
                 }
                 if self.late_probe == Some(n) {
@@ -105,6 +110,15 @@ impl Session {
                 self.events
                     .push_back(Event::RequestCompleted { call, result });
             }
+            Purpose::Task { call, op } => self.on_task_reply(now, call, op, n, reply),
+            Purpose::TaskCancel => match reply {
+                Ok(_) => {
+                    tracing::debug!(server = %self.options.server, "tasks/cancel acknowledged")
+                }
+                Err(error) => {
+                    tracing::info!(server = %self.options.server, "tasks/cancel was refused: {error}")
+                }
+            },
             Purpose::SetLevel => {
                 if let Err(error) = reply {
                     self.peer_error(
@@ -123,6 +137,35 @@ impl Session {
                 let reply = match reply.map(|value| (ResultType::of(&value), value)) {
                     Ok((Ok(ResultType::InputRequired), value)) => {
                         return self.input_required(now, n, call, pending, value);
+                    }
+                    // The tasks extension: the server made the call a task
+                    // (it may only when the request declared the extension,
+                    // which every 2026-era request does).
+                    Ok((Ok(ResultType::Task), value)) if self.is_stateless() => {
+                        return self.task_created(
+                            now,
+                            n,
+                            call,
+                            pending,
+                            crate::features::tasks::TaskEra::Extension,
+                            &value,
+                        );
+                    }
+                    // 2025: a call sent with `params.task` answered with a
+                    // `CreateTaskResult` (a server without the capability
+                    // answers it as a plain call, which is read as one).
+                    Ok((Ok(_), value))
+                        if pending.augmented
+                            && crate::features::tasks::is_create_task_result(&value) =>
+                    {
+                        return self.task_created(
+                            now,
+                            n,
+                            call,
+                            pending,
+                            crate::features::tasks::TaskEra::Core,
+                            &value,
+                        );
                     }
                     Ok((Ok(_), value)) => Ok(Ok(value)),
                     Ok((Err(error), _)) => Ok(Err(error)),

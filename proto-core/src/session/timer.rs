@@ -3,8 +3,8 @@
 //! Every wakeup the core can ask for has a name, [`Timer`]. The ones a
 //! session has at most one of (the startup budget, the next ping, and for
 //! Streamable HTTP the server-stream wait and the DELETE at close) are
-//! slots of a fixed [`TimerTable`] indexed by that name; the two kinds
-//! there can be many of (request deadlines, stream resumptions) stay in
+//! slots of a fixed [`TimerTable`] indexed by that name; the kinds
+//! there can be many of (request deadlines, stream resumptions, task polls) stay in
 //! their own ordered queues, and their earliest entry competes with the
 //! table under its own name. The next wakeup is the minimum of all of
 //! them, and its name is what `timeout_reason` reports.
@@ -37,15 +37,21 @@ pub enum Timer {
     /// Streamable HTTP: a POST stream whose answer arrived did not end by
     /// itself in time and is aborted (the earliest of them).
     Linger,
+    /// A task a call runs is due to be polled with `tasks/get` (the
+    /// earliest of them).
+    TaskPoll,
 }
 
 impl Timer {
     /// How many timers there are: the size of a [`TimerTable`].
-    const COUNT: usize = 7;
+    const COUNT: usize = 8;
 
     /// Whether this timer is the head of a queue rather than a table slot.
     fn is_queued(self) -> bool {
-        matches!(self, Timer::Request | Timer::StreamResume | Timer::Linger)
+        matches!(
+            self,
+            Timer::Request | Timer::StreamResume | Timer::Linger | Timer::TaskPoll
+        )
     }
 }
 
@@ -106,6 +112,7 @@ impl<T: Copy + Ord> TimerTable<T> {
             Timer::StreamResume,
             Timer::Delete,
             Timer::Linger,
+            Timer::TaskPoll,
         ];
         // A plain loop: executors ask several times per input, and the
         // iterator chain this replaces cost ~350 instructions a time.

@@ -124,6 +124,33 @@ impl SessionOptions {
     }
 }
 
+/// When a 2025-era tool call goes as a task (`params.task`, the
+/// 2025-11-25 experimental tasks), for a server that declared
+/// `tasks.requests.tools.call`. In the 2026 era the server decides (the
+/// tasks extension is declared on every request) and this is not read.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum TaskAugmentation {
+    /// Only a tool whose `execution.taskSupport` is `required` (the server
+    /// refuses it otherwise): every other call is a plain call.
+    #[default]
+    WhenRequired,
+    /// Also a tool whose `taskSupport` is `optional`: the host asked for a
+    /// task (a long call it means to leave running).
+    WhenOffered,
+}
+
+impl TaskAugmentation {
+    /// Whether a tool of `support` goes as a task.
+    pub fn wants(self, support: TaskSupport) -> bool {
+        match support {
+            TaskSupport::Required => true,
+            TaskSupport::Optional => self == Self::WhenOffered,
+            TaskSupport::Forbidden => false,
+        }
+    }
+}
+
 /// What a transmit is, for transports that treat messages differently
 /// (Streamable HTTP sends each as its own POST and expects an answer only
 /// for requests).
@@ -316,6 +343,10 @@ pub enum CancelNotice {
     /// Nothing was running on the server: the request was never sent, or
     /// its answer (a request for input) had come.
     NothingRunning,
+    /// The call ran as a task and the server was asked to cancel it
+    /// (`tasks/cancel`); cancelling a task is cooperative, so whether it
+    /// stopped is the server's to say.
+    TaskCancelRequested,
 }
 
 impl std::fmt::Display for CancelNotice {
@@ -324,6 +355,7 @@ impl std::fmt::Display for CancelNotice {
             Self::Told => "the server was told to stop",
             Self::StreamClosed => "the response stream was closed",
             Self::NothingRunning => "nothing was running on the server",
+            Self::TaskCancelRequested => "the server was asked to cancel the task",
         })
     }
 }
@@ -400,6 +432,16 @@ pub enum CallError {
         /// The server identity.
         server: String,
         /// Why rho could not go on.
+        reason: String,
+    },
+    /// The server ran the call as a task (either era's tasks), and the
+    /// task ended without a result: the server cancelled it, it sent a
+    /// task handle or state rho cannot read, or it no longer knows it.
+    #[error("server `{server}` ran the call as a task, which {reason}")]
+    Task {
+        /// The server identity.
+        server: String,
+        /// What happened to the task.
         reason: String,
     },
     /// The session ended before the answer came.

@@ -494,7 +494,7 @@ fn parse_id(id: Value) -> Result<Option<RequestId>, ParseError> {
     }
 }
 
-fn parse_error_object(error: Value) -> Result<ErrorObject, ParseError> {
+pub(crate) fn parse_error_object(error: Value) -> Result<ErrorObject, ParseError> {
     let Value::Object(mut obj) = error else {
         return Err(ParseError::Invalid("`error` is not an object".into()));
     };

@@ -130,6 +130,15 @@ pub struct ServerCapabilities {
     /// set, so transcripts of servers without it read as before.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub skills: bool,
+    /// `tasks.requests.tools.call` declared (2025-11-25, experimental
+    /// tasks): a tool may be called as a task ([`TaskSupport`]). Recorded
+    /// only when set, as `skills` is.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tasks_tool_call: bool,
+    /// `tasks.cancel` declared (2025-11-25): the server answers
+    /// `tasks/cancel`. Recorded only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tasks_cancel: bool,
 }
 
 impl ServerCapabilities {
@@ -153,6 +162,16 @@ impl ServerCapabilities {
             skills: caps
                 .get("extensions")
                 .and_then(|e| e.get(crate::features::skills::EXTENSION_ID))
+                .is_some_and(Value::is_object),
+            tasks_tool_call: caps
+                .get("tasks")
+                .and_then(|t| t.get("requests"))
+                .and_then(|r| r.get("tools"))
+                .and_then(|t| t.get("call"))
+                .is_some_and(Value::is_object),
+            tasks_cancel: caps
+                .get("tasks")
+                .and_then(|t| t.get("cancel"))
                 .is_some_and(Value::is_object),
         }
     }
@@ -206,6 +225,44 @@ pub struct Tool {
     /// ([`crate::features::apps`]).
     #[serde(rename = "_meta", skip_serializing_if = "Option::is_none")]
     pub meta: Option<Arc<Value>>,
+    /// `execution.taskSupport` (2025-11-25, experimental tasks): whether
+    /// the tool may or must be called as a task. Recorded only when not
+    /// the default, so transcripts of other tools read as before.
+    #[serde(skip_serializing_if = "TaskSupport::is_forbidden")]
+    pub task_support: TaskSupport,
+}
+
+/// A tool's `execution.taskSupport` (2025-11-25): how a client may call
+/// it. Only a server that declared `tasks.requests.tools.call` is called
+/// as a task; without that capability the value means nothing.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum TaskSupport {
+    /// Absent, `"forbidden"`, or a value rho does not know: a plain call.
+    #[default]
+    Forbidden,
+    /// `"optional"`: a plain call, or a task when the host asks for one.
+    Optional,
+    /// `"required"`: always a task (the server refuses a plain call).
+    Required,
+}
+
+impl TaskSupport {
+    fn is_forbidden(&self) -> bool {
+        *self == Self::Forbidden
+    }
+
+    fn of(tool: &Map<String, Value>) -> Self {
+        match tool
+            .get("execution")
+            .and_then(|e| e.get("taskSupport"))
+            .and_then(Value::as_str)
+        {
+            Some("required") => Self::Required,
+            Some("optional") => Self::Optional,
+            _ => Self::Forbidden,
+        }
+    }
 }
 
 impl Tool {
@@ -258,6 +315,7 @@ impl Tool {
             output_schema,
             annotations,
             meta,
+            task_support: TaskSupport::of(obj),
         })
     }
 }
@@ -310,6 +368,11 @@ pub(crate) struct CallToolParams<'a> {
     pub(crate) arguments: &'a Value,
     #[serde(rename = "_meta")]
     pub(crate) meta: RequestMeta,
+    /// `task` (2025-11-25): the call runs as a task; the server answers
+    /// with a `CreateTaskResult`. An empty object: the server chooses the
+    /// task's lifetime.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub(crate) task: Option<Value>,
 }
 
 /// The `_meta` of a request rho sends: the token a server reports
@@ -561,6 +624,9 @@ pub enum ResultType {
     /// The server needs input first (an `InputRequiredResult`: a multi
     /// round-trip request).
     InputRequired,
+    /// The server made the request a task (`CreateTaskResult`, the tasks
+    /// extension, `io.modelcontextprotocol/tasks`): the result comes later.
+    Task,
 }
 
 impl ResultType {
@@ -578,6 +644,7 @@ impl ResultType {
             None | Some(Value::Null) => Ok(Self::Complete),
             Some(Value::String(s)) if s == "complete" => Ok(Self::Complete),
             Some(Value::String(s)) if s == "input_required" => Ok(Self::InputRequired),
+            Some(Value::String(s)) if s == "task" => Ok(Self::Task),
             Some(Value::String(s)) => Err(ShapeError(format!(
                 "the result has resultType `{}`, which rho does not know",
                 s.chars().take(64).collect::<String>()
@@ -597,6 +664,11 @@ fn final_result(value: &Value, method: &str) -> Result<(), ShapeError> {
         ResultType::Complete => Ok(()),
         ResultType::InputRequired => Err(ShapeError(format!(
             "the server asked for input to answer {method} (a multi round-trip request), which rho answers only for tool calls"
+        ))),
+        // The tasks extension covers `tools/call` alone: a task handle
+        // for anything else is an invalid response, as the extension says.
+        ResultType::Task => Err(ShapeError(format!(
+            "the server answered {method} with a task handle, which the tasks extension allows only for tool calls"
         ))),
     }
 }
@@ -1140,10 +1212,19 @@ mod tests {
             ResultType::of(&json!({"resultType": "input_required"})),
             Ok(ResultType::InputRequired)
         );
-        for bad in [json!("task"), json!(1)] {
+        // The tasks extension's handle, declared on every 2026 request.
+        assert_eq!(
+            ResultType::of(&json!({"resultType": "task"})),
+            Ok(ResultType::Task)
+        );
+        for bad in [json!("deferred"), json!(1)] {
             let error = ResultType::of(&json!({ "resultType": bad })).expect_err("invalid");
             assert!(error.0.contains("resultType"), "{bad}: {error}");
         }
+        // A task handle answers only a tool call.
+        let err = ToolsPage::from_value(&json!({"resultType": "task", "tools": []}))
+            .expect_err("a task is no listing");
+        assert!(err.0.contains("task handle"), "{err}");
     }
 
     #[test]
