@@ -103,20 +103,35 @@ impl Connected {
 pub(crate) fn connect(
     loaded: &LoadedConfig,
     kind: RuntimeKind,
+    options: RuntimeOptions,
+    id: &str,
+) -> Result<Connected, Failure> {
+    connect_with(loaded, kind, options, id, false)
+}
+
+/// [`connect`], with the sessions kept moving between calls when
+/// `between_calls` (`read --watch` waits for updates, not on a call, and a
+/// smol host moves its sessions only while a call waits unless it has its
+/// executor thread).
+pub(crate) fn connect_with(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
     mut options: RuntimeOptions,
     id: &str,
+    between_calls: bool,
 ) -> Result<Connected, Failure> {
     crate::startable_server(loaded, id)?;
     // Before the connect is prepared: a stop signal then ends the startup.
     let cancel = crate::signals::install();
     options.interrupt = Some(cancel.clone());
-    let host = unless_stopped(crate::start_host(
-        Host::builder(loaded)
-            .runtime(kind)
-            .options(options)
-            .only(|s| s == id)
-            .prepare(),
-    ))?;
+    let mut builder = Host::builder(loaded)
+        .runtime(kind)
+        .options(options)
+        .only(|s| s == id);
+    if between_calls {
+        builder = builder.executor_thread();
+    }
+    let host = unless_stopped(crate::start_host(builder.prepare()))?;
     let Some(view) = host.server(id) else {
         host.shutdown();
         return Err(Failure::Usage(unknown_server(loaded, id)));

@@ -7,6 +7,17 @@
 //! `--output FILE` writes the body's bytes instead (a blob decoded, text
 //! as UTF-8); `--json` prints the bodies as sent and the attachment.
 //!
+//! `--watch` subscribes to the resource (`resources.subscribe`, either
+//! protocol era), prints it, and prints it again each time the server says
+//! it changed, until a stop signal (Ctrl-C): then it unsubscribes and
+//! exits as every interrupted command does (130 for SIGINT). Changes that
+//! come while a read is under way are one more read, not one per
+//! notification ([`rho_host::resource_update_channel`] coalesces them).
+//! It subscribes before the first read, so a change between the two is
+//! not missed. A server that does not declare `resources.subscribe` is
+//! refused before anything is sent (exit 2), naming the server; a server
+//! that refuses the subscription fails the command (exit 1).
+//!
 //! A URI template (`demo://resource/dynamic/text/{resourceId}`) names
 //! nothing to read until its variables are filled in: its values follow
 //! as `VAR=VALUE` words and are expanded by RFC 6570. A template with a
@@ -25,7 +36,7 @@ use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
 use crate::{Failure, unknown_server, write_stdout};
-use rho_host::{LoadedConfig, RuntimeKind};
+use rho_host::{CallOptions, LoadedConfig, RuntimeKind};
 
 /// `rho mcp read` arguments.
 #[derive(clap::Args, Debug)]
@@ -47,6 +58,10 @@ pub(crate) struct ReadArgs {
     /// Print the bodies as sent and the attachment as JSON.
     #[arg(long)]
     pub(crate) json: bool,
+    /// Subscribe to the resource and print it again each time the server
+    /// says it changed, until Ctrl-C (needs `resources.subscribe`).
+    #[arg(long, conflicts_with_all = ["output", "json"])]
+    pub(crate) watch: bool,
     #[command(flatten)]
     pub(crate) adhoc: crate::adhoc::AdhocArgs,
 }
@@ -104,6 +119,9 @@ pub(crate) fn run(
     }
     let from_template = UriTemplate::is_template(uri);
     let uri = resolve(uri, &values).map_err(Failure::Usage)?;
+    if args.watch {
+        return watch(loaded, kind, options, id, &uri);
+    }
     let connected = crate::prompt::connect(loaded, kind, options, id)?;
     if !connected.report().capabilities.resources {
         let id = connected.view.id.clone();
@@ -169,6 +187,12 @@ pub(crate) fn run(
         write_stdout(&crate::output::json_text(&doc))?;
         return Ok(ExitCode::SUCCESS);
     }
+    write_stdout(&printed(carried))?;
+    Ok(ExitCode::SUCCESS)
+}
+
+/// What `read` prints of an attachment, sanitized for a terminal.
+fn printed(carried: Attachment) -> String {
     let mut text = match carried {
         Attachment::Text { text } => sanitize(&text).into_owned(),
         Attachment::Image {
@@ -182,7 +206,81 @@ pub(crate) fn run(
         _ => String::new(),
     };
     text.push('\n');
-    write_stdout(&text)?;
+    text
+}
+
+/// How long the unsubscribe on the way out may take: the command is
+/// ending, and the session's close ends the subscription anyway.
+const UNSUBSCRIBE_WAIT: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// `rho mcp read --watch`: subscribe, print, print again on each change,
+/// until a stop signal.
+fn watch(
+    loaded: &LoadedConfig,
+    kind: RuntimeKind,
+    mut options: RuntimeOptions,
+    id: &str,
+    uri: &str,
+) -> Result<ExitCode, Failure> {
+    let (sink, updates) = rho_host::resource_update_channel();
+    options.host.resource_updates = Some(sink);
+    let connected = crate::prompt::connect_with(loaded, kind, options, id, true)?;
+    let capabilities = &connected.report().capabilities;
+    if !(capabilities.resources && capabilities.resources_subscribe) {
+        let id = connected.view.id.clone();
+        let what = if capabilities.resources {
+            "does not offer resource subscriptions (it does not declare `resources.subscribe`)"
+        } else {
+            "offers no resources"
+        };
+        connected.host.shutdown();
+        return Err(Failure::Usage(format!(
+            "server `{id}` {what}, so rho cannot watch `{}`; without --watch, `rho mcp read` reads it once",
+            sanitize(uri)
+        )));
+    }
+    let crate::prompt::Connected { host, view, cancel } = connected;
+    let server = view.id.as_str();
+    let outcome = (|| -> Result<(), Failure> {
+        let runtime = |e: &dyn std::fmt::Display| Failure::Runtime(e.to_string());
+        host.subscribe_resource(server, uri, CallOptions::new().cancel(&cancel))
+            .map_err(|e| runtime(&e))?;
+        let mut last = None;
+        loop {
+            let attached = host
+                .attach_resource(server, uri, &cancel)
+                .map_err(|e| runtime(&e))?;
+            // A read that shows what was printed last is not printed again:
+            // the notifications of one change can straddle a read (the
+            // reader looked between them), and the same body twice says
+            // nothing new.
+            let text = printed(attached.attachment);
+            if last.as_ref() != Some(&text) {
+                write_stdout(&text)?;
+                last = Some(text);
+            }
+            // Wait for this resource's next change (other updates cannot
+            // come: it is the only subscription), or the stop signal.
+            loop {
+                match updates.next_blocking_until(&cancel) {
+                    Some(update) if update.server == server && update.uri == uri => break,
+                    Some(_) => continue,
+                    None => return Ok(()),
+                }
+            }
+            tracing::info!(server, "`{}` changed; reading it again", sanitize(uri));
+        }
+    })();
+    // Unsubscribed on the way out, whatever ended the watch: the token is
+    // likely cancelled by now, so the unsubscribe gets its own short wait.
+    if let Err(error) =
+        host.unsubscribe_resource(server, uri, CallOptions::new().timeout(UNSUBSCRIBE_WAIT))
+    {
+        tracing::debug!(server, "unsubscribing on the way out failed: {error}");
+    }
+    host.shutdown();
+    crate::check_stopped()?;
+    outcome?;
     Ok(ExitCode::SUCCESS)
 }
 

@@ -181,6 +181,8 @@ pub struct Capabilities {
     pub resources: bool,
     /// `completions`.
     pub completions: bool,
+    /// `resources.subscribe` (with `resources`).
+    pub resources_subscribe: bool,
 }
 
 impl Capabilities {
@@ -199,6 +201,9 @@ impl Capabilities {
             if declared {
                 caps.insert(name.into(), json!({}));
             }
+        }
+        if self.resources && self.resources_subscribe {
+            caps.insert("resources".into(), json!({"subscribe": true}));
         }
         Value::Object(caps)
     }
@@ -563,6 +568,22 @@ pub enum ServerMessage {
         /// What it says.
         event: u8,
     },
+    /// `notifications/resources/updated` for `uri`, tagged with the
+    /// subscription id `listen` names (2026 era) or untagged (2025).
+    ResourceUpdated {
+        /// The resource.
+        uri: Text,
+        /// The subscription id it carries, if any.
+        listen: Option<Reply>,
+    },
+    /// A resource stream's acknowledgement (2026 era): the subscription id
+    /// `listen` names, agreeing to `uris` (`resourceSubscriptions`).
+    ResourceAcknowledged {
+        /// The subscription id it carries.
+        listen: Reply,
+        /// The URIs agreed to.
+        uris: Vec<Text>,
+    },
 }
 
 /// What the scripted server knows: the client's requests so far, to
@@ -918,6 +939,25 @@ impl Peer {
                         Some(json!({ "_meta": meta })),
                     ),
                 }
+            }
+            ServerMessage::ResourceUpdated { uri, listen } => {
+                let mut params = json!({ "uri": uri.text() });
+                if let Some(listen) = listen {
+                    let id = self.reply_id(listen, "subscriptions/listen");
+                    params["_meta"] = json!({ SUBSCRIPTION_ID: id });
+                }
+                notification("notifications/resources/updated", Some(params))
+            }
+            ServerMessage::ResourceAcknowledged { listen, uris } => {
+                let id = self.reply_id(listen, "subscriptions/listen");
+                let uris: Vec<String> = uris.iter().map(Text::text).collect();
+                notification(
+                    "notifications/subscriptions/acknowledged",
+                    Some(json!({
+                        "_meta": { SUBSCRIPTION_ID: id },
+                        "notifications": { "resourceSubscriptions": uris },
+                    })),
+                )
             }
         }
     }
@@ -1299,12 +1339,14 @@ impl Encode for Capabilities {
             prompts,
             resources,
             completions,
+            resources_subscribe,
         } = self;
         tools.encode(out);
         logging.encode(out);
         prompts.encode(out);
         resources.encode(out);
         completions.encode(out);
+        resources_subscribe.encode(out);
     }
 }
 
@@ -1428,7 +1470,7 @@ impl Encode for SamplingMessage {
 
 impl Encode for ServerMessage {
     fn encode(&self, out: &mut Vec<u8>) {
-        const N: u32 = 24;
+        const N: u32 = 26;
         match self {
             ServerMessage::Initialize {
                 id,
@@ -1598,6 +1640,16 @@ impl Encode for ServerMessage {
                 message.encode(out);
                 interval.encode(out);
                 notify.encode(out);
+            }
+            ServerMessage::ResourceUpdated { uri, listen } => {
+                tag(out, 24, N);
+                uri.encode(out);
+                listen.encode(out);
+            }
+            ServerMessage::ResourceAcknowledged { listen, uris } => {
+                tag(out, 25, N);
+                listen.encode(out);
+                uris.encode(out);
             }
         }
     }

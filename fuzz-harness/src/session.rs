@@ -43,6 +43,7 @@ use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::completions::{CompletionRef, Query};
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
 use rho_proto_core::features::prompts::GetPromptParams;
+use rho_proto_core::features::resource_subscriptions::{MAX_PER_SERVER, SubscribeParams};
 use rho_proto_core::features::resources::ReadResourceParams;
 use rho_proto_core::fuzzing;
 use rho_proto_core::session::{
@@ -164,6 +165,16 @@ pub enum FeatureTemplate {
         /// The other arguments.
         context: Vec<(Text, Text)>,
     },
+    /// A subscription to a resource.
+    SubscribeResource {
+        /// The URI.
+        uri: Text,
+    },
+    /// The end of one.
+    UnsubscribeResource {
+        /// The URI.
+        uri: Text,
+    },
 }
 
 impl FeatureTemplate {
@@ -203,6 +214,12 @@ impl FeatureTemplate {
                     }
                     .params(),
                 )
+            }
+            FeatureTemplate::SubscribeResource { uri } => {
+                FeatureRequest::SubscribeResource(SubscribeParams { uri: uri.text() })
+            }
+            FeatureTemplate::UnsubscribeResource { uri } => {
+                FeatureRequest::UnsubscribeResource(SubscribeParams { uri: uri.text() })
             }
         }
     }
@@ -528,6 +545,10 @@ pub(crate) struct Host {
     /// were sent.
     pub(crate) initializes: usize,
     pub(crate) listens: usize,
+    /// `subscriptions/listen` requests carrying resource subscriptions.
+    pub(crate) resource_listens: usize,
+    /// Every URI the host asked to subscribe to.
+    pub(crate) subscribed: BTreeSet<String>,
     pub(crate) ready: bool,
     pub(crate) closed: bool,
     /// A transcript, when asked for ([`transcript`]); shared, so that it
@@ -854,6 +875,56 @@ impl Host {
                 }
                 self.peer.call_of.insert(n, call);
             }
+            // 2025 era: sent once, under the id of the host's request, once
+            // ready.
+            "resources/subscribe" | "resources/unsubscribe" => {
+                let asked = self
+                    .peer
+                    .features
+                    .iter()
+                    .any(|(c, m)| c.wire_id() == n && *m == method);
+                assert!(asked, "{method} {n} is no request the host made");
+                assert!(self.ready, "{method} before ready");
+                assert!(!stateless_form, "{method} in the stateless era");
+                assert!(!retried, "{method} with multi round-trip inputs");
+            }
+            // 2026 era: a listen request for resource subscriptions, sent for
+            // a subscribe or an unsubscribe of the host's (each may go once
+            // more for another version), or re-issued after its stream ended
+            // (at most `MAX_REISSUES` times); never more URIs than the bound.
+            "subscriptions/listen"
+                if params
+                    .and_then(|p| p.get("notifications"))
+                    .is_some_and(|n| n.get("resourceSubscriptions").is_some()) =>
+            {
+                assert!(
+                    stateless_form && self.view.modern(),
+                    "a resource subscriptions/listen outside the stateless era"
+                );
+                assert!(self.view.ready, "subscriptions/listen before ready");
+                let uris = params
+                    .and_then(|p| p["notifications"]["resourceSubscriptions"].as_array())
+                    .map_or(0, Vec::len);
+                assert!(
+                    (1..=MAX_PER_SERVER).contains(&uris),
+                    "resourceSubscriptions with {uris} URIs"
+                );
+                self.resource_listens += 1;
+                let asks = self
+                    .peer
+                    .features
+                    .iter()
+                    .filter(|(_, m)| m.starts_with("resources/") && m.ends_with("subscribe"))
+                    .count();
+                let most = 2
+                    * (asks
+                        + rho_proto_core::features::resource_subscriptions::MAX_REISSUES as usize);
+                assert!(
+                    self.resource_listens <= most,
+                    "resource subscriptions/listen #{} after {asks} asks",
+                    self.resource_listens
+                );
+            }
             // 2026 era, once ready, for the list changes the server can
             // report; re-issued at most `MAX_REISSUES` times after it ended.
             "subscriptions/listen" => {
@@ -972,6 +1043,11 @@ impl Host {
             }
             // A server's log message, for the host: anything the peer sent.
             Event::Log(_) => {}
+            // Only for a resource the host subscribed to.
+            Event::ResourceUpdated { uri } => assert!(
+                self.subscribed.contains(uri),
+                "an update of {uri:?}, never subscribed to"
+            ),
             Event::Closed(_) => {
                 self.closed = true;
                 let unfinished: Vec<_> = self
@@ -1093,6 +1169,9 @@ impl Host {
                 assert_eq!(offered, Some(true), "{} not offered", request.method());
                 assert!(!self.known(call), "{call} handed out twice");
                 self.peer.features.push((call, request.method()));
+                if let FeatureRequest::SubscribeResource(params) = request {
+                    self.subscribed.insert(params.uri.clone());
+                }
             }
             Err(ApiMisuse::NotReady(_)) => assert_eq!(state, SessionState::Starting),
             Err(ApiMisuse::Closed(_)) => assert_eq!(state, SessionState::Closed),
@@ -1100,6 +1179,27 @@ impl Host {
                 assert_eq!(state, SessionState::Ready);
                 assert_eq!(capability, request.capability());
                 assert_eq!(offered, Some(false), "{capability} refused though offered");
+            }
+            // The bound: as many subscribes were accepted before.
+            Err(ApiMisuse::SubscriptionLimit { limit, .. }) => {
+                assert_eq!(state, SessionState::Ready);
+                assert_eq!(limit, MAX_PER_SERVER);
+                assert!(
+                    matches!(request, FeatureRequest::SubscribeResource(_)),
+                    "the bound refused a {}",
+                    request.method()
+                );
+                let subscribes = self
+                    .peer
+                    .features
+                    .iter()
+                    .filter(|(_, m)| *m == "resources/subscribe")
+                    .count();
+                assert!(
+                    subscribes >= limit,
+                    "the bound refused subscribe #{}",
+                    subscribes + 1
+                );
             }
             // `ArgumentsNotObject` (a feature request has no tool
             // arguments), and any misuse the core adds that this model
@@ -1145,6 +1245,7 @@ pub(crate) fn offers(session: &Session, request: &FeatureRequest) -> Option<bool
         "prompts" => caps.prompts,
         "resources" => caps.resources,
         "completions" => caps.completions,
+        "resources.subscribe" => caps.resources && caps.resources_subscribe,
         _ => false,
     })
 }
@@ -1434,12 +1535,12 @@ impl Encode for FeatureTemplate {
     fn encode(&self, out: &mut Vec<u8>) {
         match self {
             FeatureTemplate::GetPrompt { name, arguments } => {
-                tag(out, 0, 3);
+                tag(out, 0, 5);
                 name.encode(out);
                 arguments.encode(out);
             }
             FeatureTemplate::ReadResource { uri } => {
-                tag(out, 1, 3);
+                tag(out, 1, 5);
                 uri.encode(out);
             }
             FeatureTemplate::Complete {
@@ -1449,12 +1550,20 @@ impl Encode for FeatureTemplate {
                 value,
                 context,
             } => {
-                tag(out, 2, 3);
+                tag(out, 2, 5);
                 prompt.encode(out);
                 name.encode(out);
                 argument.encode(out);
                 value.encode(out);
                 context.encode(out);
+            }
+            FeatureTemplate::SubscribeResource { uri } => {
+                tag(out, 3, 5);
+                uri.encode(out);
+            }
+            FeatureTemplate::UnsubscribeResource { uri } => {
+                tag(out, 4, 5);
+                uri.encode(out);
             }
         }
     }

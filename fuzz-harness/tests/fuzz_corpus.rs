@@ -309,6 +309,7 @@ fn initialize(tools: Option<bool>, logging: bool) -> S {
             prompts: false,
             resources: false,
             completions: false,
+            resources_subscribe: false,
         },
         instructions: true,
     }
@@ -398,6 +399,32 @@ fn everything() -> Capabilities {
         prompts: true,
         resources: true,
         completions: true,
+        resources_subscribe: false,
+    }
+}
+
+/// Tools without list changes, and resources with `subscribe`: no
+/// list-change stream, so every `subscriptions/listen` is a resource one.
+fn subscribable() -> Capabilities {
+    Capabilities {
+        tools: Some(false),
+        logging: false,
+        prompts: false,
+        resources: true,
+        completions: false,
+        resources_subscribe: true,
+    }
+}
+
+fn subscribe(uri: &str) -> FeatureTemplate {
+    FeatureTemplate::SubscribeResource { uri: t(uri) }
+}
+
+/// `{}` for the latest request.
+fn empty_result() -> S {
+    S::Result {
+        id: Reply::Latest,
+        result: Json::Object(vec![]),
     }
 }
 
@@ -613,6 +640,7 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                                 prompts: false,
                                 resources: false,
                                 completions: false,
+                                resources_subscribe: false,
                             },
                             instructions: false,
                         },
@@ -921,6 +949,81 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                 ],
             ),
         ),
+        (
+            "resource-subscribe-update-unsubscribe-2025",
+            with(
+                Setup::default(),
+                vec![
+                    say(vec![S::Initialize {
+                        id: Reply::Latest,
+                        version: 0,
+                        capabilities: subscribable(),
+                        instructions: false,
+                    }]),
+                    say(vec![page(&["echo"], None)]),
+                    say(vec![catalog(1, &["a"], None, None)]),
+                    say(vec![catalog(2, &[], None, None)]),
+                    Action::Request(subscribe("a://x")),
+                    say(vec![empty_result()]),
+                    say(vec![
+                        S::ResourceUpdated {
+                            uri: t("a://x"),
+                            listen: None,
+                        },
+                        S::ResourceUpdated {
+                            uri: t("a://other"),
+                            listen: None,
+                        },
+                    ]),
+                    Action::Request(subscribe("a://x")),
+                    Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
+                    say(vec![empty_result()]),
+                    say(vec![S::ResourceUpdated {
+                        uri: t("a://x"),
+                        listen: None,
+                    }]),
+                ],
+            ),
+        ),
+        (
+            "resource-subscriptions-listen-2026",
+            with(
+                Setup {
+                    stateless: true,
+                    ..Setup::default()
+                },
+                vec![
+                    say(vec![S::Discover {
+                        id: Reply::Latest,
+                        versions: 0,
+                        capabilities: subscribable(),
+                        ttl_ms: Some(60_000),
+                    }]),
+                    say(vec![page(&["echo"], None)]),
+                    say(vec![catalog(1, &["a"], None, Some(1000))]),
+                    say(vec![catalog(2, &[], None, Some(1000))]),
+                    Action::Request(subscribe("a://x")),
+                    say(vec![S::ResourceAcknowledged {
+                        listen: Reply::Latest,
+                        uris: vec![t("a://x")],
+                    }]),
+                    say(vec![S::ResourceUpdated {
+                        uri: t("a://x"),
+                        listen: Some(Reply::Latest),
+                    }]),
+                    // A second URI the server leaves out of its
+                    // acknowledgement: not agreed, the first one kept.
+                    Action::Request(subscribe("a://y")),
+                    say(vec![S::ResourceAcknowledged {
+                        listen: Reply::Latest,
+                        uris: vec![t("a://x")],
+                    }]),
+                    Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
+                    Action::Request(subscribe("a://z")),
+                    Action::Wait(Wait::NextDeadline),
+                ],
+            ),
+        ),
     ]
 }
 
@@ -943,6 +1046,7 @@ fn discover(versions: u8, ttl_ms: Option<u16>) -> S {
             prompts: false,
             resources: false,
             completions: false,
+            resources_subscribe: false,
         },
         ttl_ms,
     }
@@ -1188,6 +1292,7 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
                                 prompts: true,
                                 resources: true,
                                 completions: false,
+                                resources_subscribe: false,
                             },
                             instructions: false,
                         }),

@@ -28,6 +28,7 @@ use rho_proto_core::config::{Config, DEFAULT_MAX_OUTPUT_BYTES};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::content::{RenderedResult, render_capped};
 use rho_proto_core::features::prompts::{GetPromptParams, GetPromptResult, flatten};
+use rho_proto_core::features::resource_subscriptions::SubscribeParams;
 use rho_proto_core::features::resources::{
     Attachment, ReadResourceParams, ReadResourceResult, attachment,
 };
@@ -100,7 +101,14 @@ pub struct Host {
     executor: Box<dyn Executor>,
     /// What it was connected from, for [`Host::reconnect`].
     pub(crate) origin: Arc<Origin>,
+    /// The resource subscriptions the host holds, `(server, uri)`: ended
+    /// with an unsubscribe each at shutdown.
+    subscriptions: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
 }
+
+/// How long the unsubscribes at shutdown may take together: a server that
+/// does not answer in time loses its subscriptions with its session anyway.
+const UNSUBSCRIBE_AT_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Host {
     /// Starts the enabled servers `select` accepts, and waits until each
@@ -137,7 +145,11 @@ impl Host {
         if let Moving::Thread = moving {
             executor.keep_moving();
         }
-        Self { executor, origin }
+        Self {
+            executor,
+            origin,
+            subscriptions: Default::default(),
+        }
     }
 
     /// Keeps the sessions moving between calls (see
@@ -332,6 +344,67 @@ impl Host {
         self.executor.request(server, request, options)
     }
 
+    /// Subscribes to resource `uri` of `server`: from now on, each time the
+    /// server says it changed, the host's
+    /// [`crate::HostServices::resource_updates`] sink hears of it (with
+    /// [`crate::resource_update_channel`], the receiver yields a
+    /// [`crate::ResourceUpdated`]), coalesced until the host looks; read it
+    /// again with [`Host::attach_resource`] when convenient. Returns once the
+    /// server agreed (2025 era: `resources/subscribe` answered; 2026 era: a
+    /// `subscriptions/listen` carrying the URI acknowledged with it).
+    /// Subscribing to a resource held already succeeds at once.
+    ///
+    /// Fails, naming the server, when the server did not declare
+    /// `resources.subscribe` (`ToolCallError::NotCallable`), when it already
+    /// holds [`crate::MAX_SUBSCRIPTIONS_PER_SERVER`] subscriptions (the same),
+    /// or when it refused (`CallError::Rpc`, or in the 2026 era
+    /// `CallError::SubscriptionNotAgreed`). Shutting the host down
+    /// unsubscribes from what it still holds (within two seconds for all),
+    /// then closes the sessions; stopping a server ends its subscriptions
+    /// with its session, and a restarted server starts with none.
+    pub fn subscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'_>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::SubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options)?;
+        self.held_subscriptions()
+            .insert((server.to_owned(), uri.to_owned()));
+        Ok(())
+    }
+
+    fn held_subscriptions(
+        &self,
+    ) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<(String, String)>> {
+        match self.subscriptions.lock() {
+            Ok(held) => held,
+            Err(poisoned) => poisoned.into_inner(),
+        }
+    }
+
+    /// Ends the subscription to resource `uri` of `server`: no update of it
+    /// reaches the host from the moment it is sent, and the server is told
+    /// (2025 era: `resources/unsubscribe`, answered; 2026 era: the
+    /// subscription stream replaced by one without it). Unsubscribing from a
+    /// resource not subscribed to succeeds at once.
+    pub fn unsubscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'_>,
+    ) -> Result<(), ToolCallError> {
+        self.held_subscriptions()
+            .remove(&(server.to_owned(), uri.to_owned()));
+        let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).map(drop)
+    }
+
     /// [`Host::request`] ended early only by `cancel`: the composed
     /// requests below (prompt turns, attachments, skills) take a token,
     /// and each of their requests gets it.
@@ -397,7 +470,34 @@ impl Host {
     }
 
     fn stop(&mut self) {
+        self.unsubscribe_all();
         self.executor.shutdown();
+    }
+
+    /// Tells each server of the subscriptions the host still holds that
+    /// they end, within [`UNSUBSCRIBE_AT_SHUTDOWN`] for all of them: the
+    /// session's close would end them too, but a 2025 server over HTTP
+    /// keeps its subscribers past a session it is not told is over
+    /// (server-everything keeps them for its life).
+    fn unsubscribe_all(&mut self) {
+        let held = std::mem::take(&mut *self.held_subscriptions());
+        if held.is_empty() {
+            return;
+        }
+        let until = std::time::Instant::now() + UNSUBSCRIBE_AT_SHUTDOWN;
+        for (server, uri) in held {
+            let left = until.saturating_duration_since(std::time::Instant::now());
+            if left.is_zero() {
+                break;
+            }
+            let request = FeatureRequest::UnsubscribeResource(SubscribeParams { uri });
+            if let Err(error) =
+                self.executor
+                    .request(&server, request, CallOptions::new().timeout(left))
+            {
+                tracing::debug!(server, "unsubscribing at shutdown failed: {error}");
+            }
+        }
     }
 }
 
@@ -472,6 +572,32 @@ impl AsyncHost {
         let host = Arc::clone(&self.host);
         let server = server.to_owned();
         smol::unblock(move || host.request(&server, request, options)).await
+    }
+
+    /// [`Host::subscribe_resource`], awaited.
+    pub async fn subscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'static>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::SubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).await.map(drop)
+    }
+
+    /// [`Host::unsubscribe_resource`], awaited.
+    pub async fn unsubscribe_resource(
+        &self,
+        server: &str,
+        uri: &str,
+        options: CallOptions<'static>,
+    ) -> Result<(), ToolCallError> {
+        let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
+            uri: uri.to_owned(),
+        });
+        self.request(server, request, options).await.map(drop)
     }
 
     /// Closes every session and waits for the servers to exit, once the

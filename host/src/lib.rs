@@ -34,7 +34,11 @@
 //!    prompts, resources and completions ([`Host::request`] with a
 //!    [`FeatureRequest`]; [`Host::prompt_turn`] and
 //!    [`Host::attach_resource`] give what a message carries, capped),
-//!    skills, a server started again with the logins as they are now
+//!    skills, subscriptions to resources ([`Host::subscribe_resource`],
+//!    heard through the host services' `resource_updates` sink, or
+//!    [`resource_update_channel`] to take each change as a
+//!    [`ResourceUpdated`] value, coalesced until the host looks),
+//!    a server started again with the logins as they are now
 //!    ([`Host::reconnect`], after a login through [`Host::logins`]), and
 //!    shutdown. [`AsyncHost`] ([`Host::into_async`]) is the same calls
 //!    as futures; an agent on smol that gives the host its own executor
@@ -135,6 +139,7 @@ mod secrets;
 mod stored_tokens;
 #[cfg(test)]
 mod test_support;
+mod updates;
 
 pub use auth_status::{AuthStatus, OAuthState, auth_status};
 pub use config::LoadedConfig;
@@ -150,6 +155,9 @@ pub use questions::{AcceptDefaults, Asking, PendingQuestion, QuestionReceiver, q
 pub use rho_os::options_from_process_env;
 pub use sampling::host_services;
 pub use secrets::book as secret_book;
+pub use updates::{
+    MAX_SUBSCRIPTIONS_PER_SERVER, ResourceUpdated, ResourceUpdates, resource_update_channel,
+};
 
 // Where rho keeps its own files (`~/.rho`, owner-only): the `rho` CLI's
 // completion cache and config edits live there beside the credential
@@ -171,8 +179,8 @@ pub use rho_proto_core::features::resources::{
 };
 pub use rho_proto_core::features::skills::{LoadedSkill, SkillEntry, SkillListing};
 pub use rho_proto_core::host::{
-    Asked, Authorizer, HostServices, LogSink, Model, ModelError, Responder, RuntimeOptions,
-    TranscriptSink, UsageLedger,
+    Asked, Authorizer, HostServices, LogSink, Model, ModelError, ResourceSink, Responder,
+    RuntimeOptions, TranscriptSink, UsageLedger,
 };
 pub use rho_proto_core::oauth::store::{CredentialStore, StoreError};
 pub use rho_proto_core::remedy::{

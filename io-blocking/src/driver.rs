@@ -235,6 +235,7 @@ impl Driver {
                 health,
                 record,
                 logs: host.logs.clone(),
+                resource_updates: host.resource_updates.clone(),
             },
             host,
             state: Mutex::default(),

@@ -360,6 +360,7 @@ pub(crate) async fn run(args: TaskArgs) {
             health,
             record,
             logs: host.logs.clone(),
+            resource_updates: host.resource_updates.clone(),
         },
         services: host,
         startup: Some(startup),

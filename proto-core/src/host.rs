@@ -158,6 +158,22 @@ impl<F: Fn(&str, &ServerLog) + Send + Sync> LogSink for F {
     }
 }
 
+/// Where a host hears that a resource it subscribed to changed
+/// (`Host::subscribe_resource` in the host library; see
+/// [`crate::features::resource_subscriptions`]). Called on the session's
+/// own path: keep it quick (queue the update, never block, never read the
+/// resource from inside it). The URI is the one the host subscribed to.
+pub trait ResourceSink: Send + Sync {
+    /// Resource `uri` of server `server` changed.
+    fn resource_updated(&self, server: &str, uri: &str);
+}
+
+impl<F: Fn(&str, &str) + Send + Sync> ResourceSink for F {
+    fn resource_updated(&self, server: &str, uri: &str) {
+        self(server, uri)
+    }
+}
+
 /// The user's model, for sampling.
 pub trait Model: Send + Sync {
     /// The model's name, reported to the server.
@@ -257,6 +273,9 @@ pub struct HostServices {
     pub authorizer: Option<Arc<dyn Authorizer>>,
     /// Where the servers' log messages go besides tracing.
     pub logs: Option<Arc<dyn LogSink>>,
+    /// Where updates of subscribed resources go; `None` drops them (a
+    /// subscription is then of no use, but harmless).
+    pub resource_updates: Option<Arc<dyn ResourceSink>>,
     /// The secrets the host reads or holds for its servers (an OAuth
     /// grant's assertion, ID token and client secret, the tokens it
     /// receives), learned as the run goes on: every server's text is
@@ -273,6 +292,7 @@ impl std::fmt::Debug for HostServices {
             .field("ledger", &self.ledger.is_some())
             .field("authorizer", &self.authorizer.is_some())
             .field("logs", &self.logs.is_some())
+            .field("resource_updates", &self.resource_updates.is_some())
             .field("secrets", &self.secrets)
             .finish()
     }

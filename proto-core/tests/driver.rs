@@ -75,6 +75,7 @@ enum Seen {
     Health(rho_proto_core::runtime::Health),
     Record,
     Log(ServerLog),
+    ResourceUpdated(String),
     EndTransport,
     StartTransport,
 }
@@ -99,6 +100,7 @@ impl Seen {
             Seen::Health(_) => "health".into(),
             Seen::Record => "record".into(),
             Seen::Log(_) => "log".into(),
+            Seen::ResourceUpdated(uri) => format!("resource updated {uri}"),
             Seen::EndTransport => "end".into(),
             Seen::StartTransport => "start".into(),
         }
@@ -210,6 +212,7 @@ impl Harness {
                     Seen::Record
                 }
                 Effect::Report(Report::Log(log)) => Seen::Log(log),
+                Effect::Report(Report::ResourceUpdated(uri)) => Seen::ResourceUpdated(uri),
                 Effect::EndTransport => Seen::EndTransport,
                 Effect::StartTransport => Seen::StartTransport,
             };

@@ -26,6 +26,7 @@ pub mod elicitation;
 pub mod limit;
 pub mod mrtr;
 pub mod prompts;
+pub mod resource_subscriptions;
 pub mod resources;
 pub mod sampling;
 pub mod skills;
@@ -55,6 +56,17 @@ pub enum FeatureRequest {
     ListSkills(skills::ListSkillsParams),
     /// `skills/get` (the skills extension): one skill's entry by URI.
     GetSkill(skills::GetSkillParams),
+    /// Subscribe to one resource's changes (`resources.subscribe`): in the
+    /// 2025 era `resources/subscribe`; in the 2026 era the session carries
+    /// the URI on a `subscriptions/listen` request instead (see
+    /// [`resource_subscriptions`]). Answered with an empty object once the
+    /// server agreed.
+    SubscribeResource(resource_subscriptions::SubscribeParams),
+    /// Unsubscribe from one resource (`resources/unsubscribe` in the 2025
+    /// era; a new listen request without it in the 2026 era). Answered
+    /// with an empty object; unsubscribing from a resource not subscribed
+    /// to succeeds at once.
+    UnsubscribeResource(resource_subscriptions::SubscribeParams),
 }
 
 impl FeatureRequest {
@@ -66,6 +78,8 @@ impl FeatureRequest {
             FeatureRequest::Complete(_) => "completion/complete",
             FeatureRequest::ListSkills(_) => "skills/list",
             FeatureRequest::GetSkill(_) => "skills/get",
+            FeatureRequest::SubscribeResource(_) => "resources/subscribe",
+            FeatureRequest::UnsubscribeResource(_) => "resources/unsubscribe",
         }
     }
 
@@ -79,6 +93,12 @@ impl FeatureRequest {
             "completion/complete" => FeatureRequest::Complete(serde_json::from_value(params).ok()?),
             "skills/list" => FeatureRequest::ListSkills(serde_json::from_value(params).ok()?),
             "skills/get" => FeatureRequest::GetSkill(serde_json::from_value(params).ok()?),
+            "resources/subscribe" => {
+                FeatureRequest::SubscribeResource(serde_json::from_value(params).ok()?)
+            }
+            "resources/unsubscribe" => {
+                FeatureRequest::UnsubscribeResource(serde_json::from_value(params).ok()?)
+            }
             _ => return None,
         })
     }
@@ -91,6 +111,9 @@ impl FeatureRequest {
             FeatureRequest::ReadResource(_) => "resources",
             FeatureRequest::Complete(_) => "completions",
             FeatureRequest::ListSkills(_) | FeatureRequest::GetSkill(_) => skills::EXTENSION_ID,
+            FeatureRequest::SubscribeResource(_) | FeatureRequest::UnsubscribeResource(_) => {
+                "resources.subscribe"
+            }
         }
     }
 
@@ -101,6 +124,9 @@ impl FeatureRequest {
             FeatureRequest::ReadResource(_) => capabilities.resources,
             FeatureRequest::Complete(_) => capabilities.completions,
             FeatureRequest::ListSkills(_) | FeatureRequest::GetSkill(_) => capabilities.skills,
+            FeatureRequest::SubscribeResource(_) | FeatureRequest::UnsubscribeResource(_) => {
+                capabilities.resources && capabilities.resources_subscribe
+            }
         }
     }
 }

@@ -46,7 +46,9 @@
 //! reports the result only if the list did change.
 //!
 //! Notifications tagged with another id (an earlier stream's, a stranger's)
-//! are ignored: only the open subscription speaks for it. An untagged list
+//! are ignored: only the open subscription speaks for it. (The session's
+//! resource stream, [`super::resource_subscriptions`], is another listen
+//! request; the session hands its notifications there first.) An untagged list
 //! change is not the subscription's; the session applies it as before.
 
 use serde::Serialize;
@@ -60,8 +62,10 @@ pub const SUBSCRIPTION_ID: &str = "io.modelcontextprotocol/subscriptionId";
 pub const MAX_REISSUES: u32 = 1;
 
 /// The notification kinds a listen request opts in to (the spec's
-/// `SubscriptionFilter`, without resource subscriptions, which rho does not
-/// use). Kinds left `false` are left out of the request.
+/// `SubscriptionFilter`, without resource subscriptions: those ride on a
+/// listen request of their own, see
+/// [`super::resource_subscriptions`]). Kinds left `false` are left out of
+/// the request.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "camelCase")]
 pub struct Filter {

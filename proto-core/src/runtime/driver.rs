@@ -61,7 +61,7 @@ use std::time::{Duration, Instant};
 
 use crate::config::ServerConfig;
 use crate::connection::{Connection, HostContext, HttpInput, Output};
-use crate::host::{Asked, HostServices, LogSink, TranscriptSink};
+use crate::host::{Asked, HostServices, LogSink, ResourceSink, TranscriptSink};
 use crate::http::ExchangeId;
 use crate::runtime::driving::{
     Answer, CallTable, CallUpdate, Command, Started, StartupError, StartupOutcome,
@@ -143,6 +143,9 @@ pub enum Report {
     /// The server logged this: hand it to the host's
     /// [`crate::host::LogSink`], when it has one (tracing has had it).
     Log(ServerLog),
+    /// A resource the host subscribed to changed: hand it to the host's
+    /// [`crate::host::ResourceSink`], when it has one.
+    ResourceUpdated(String),
 }
 
 /// Where one session's [`Report`]s go: the cell its runtime reads its
@@ -157,6 +160,8 @@ pub struct Reports {
     pub record: Option<Arc<dyn TranscriptSink>>,
     /// The host's sink for server logs.
     pub logs: Option<Arc<dyn LogSink>>,
+    /// The host's sink for updates of subscribed resources.
+    pub resource_updates: Option<Arc<dyn ResourceSink>>,
 }
 
 impl Reports {
@@ -176,6 +181,11 @@ impl Reports {
             Report::Log(log) => {
                 if let Some(sink) = &self.logs {
                     sink.server_log(&self.server, &log);
+                }
+            }
+            Report::ResourceUpdated(uri) => {
+                if let Some(sink) = &self.resource_updates {
+                    sink.resource_updated(&self.server, &uri);
                 }
             }
         }
@@ -656,6 +666,7 @@ impl<R> Driver<R> {
                     .then(|| Effect::Report(Report::Health(self.health.clone())))
             }
             Event::Log(log) => Some(Effect::Report(Report::Log(log))),
+            Event::ResourceUpdated { uri } => Some(Effect::Report(Report::ResourceUpdated(uri))),
             Event::Closed(reason) => {
                 if matches!(self.phase, Phase::Open) {
                     // Decided now, so calls that come while the transport

@@ -320,7 +320,7 @@ impl Session {
             .values()
             .any(|p| matches!(p.purpose, Purpose::Initialize));
         let mut candidates = self.pending.iter().filter(|(_, p)| match p.purpose {
-            Purpose::Listen => false,
+            Purpose::Listen | Purpose::Watch => false,
             Purpose::Discover => !initializing,
             _ => true,
         });
@@ -400,6 +400,7 @@ impl Session {
                 _ => {}
             }
         }
+        self.watch_session_closed(&reason);
         self.phase = Phase::Closed;
         self.events.push_back(Event::Closed(reason));
     }

@@ -20,6 +20,7 @@
 //! and re-listing), `inbound.rs` (results checked, progress, logs, junk
 //! and peer errors, the close), `questions.rs` (elicitation, sampling and
 //! multi round-trip inputs), `listen.rs` (subscriptions/listen),
+//! `watch.rs` (resource subscriptions, both eras),
 //! `tally.rs` and `timer.rs`.
 //!
 //! # Lifecycle
@@ -81,6 +82,7 @@ mod tally;
 mod tasks;
 mod timer;
 mod types;
+mod watch;
 
 pub(crate) use crate::text::grouped;
 use tally::{Tally, Verdict};
@@ -190,6 +192,10 @@ enum Purpose {
     CallTool(CallId),
     /// `subscriptions/listen` (2026 era), open for the session's life.
     Listen,
+    /// A `subscriptions/listen` carrying resource subscriptions (2026
+    /// era): timed until acknowledged, then open for the session's life
+    /// (see `watch.rs`).
+    Watch,
     /// A page of a prompt or resource listing.
     Catalog(CatalogKind),
     /// A request from [`Session::request`].
@@ -378,6 +384,8 @@ pub struct Session {
     raw_request_state: Option<Box<serde_json::value::RawValue>>,
     /// The `subscriptions/listen` request, once opened (2026 era).
     subscription: Option<crate::features::subscriptions::Subscription>,
+    /// The resources subscribed to, in either era.
+    resource_subscriptions: crate::features::resource_subscriptions::ResourceSubscriptions,
     /// Which era the session speaks, or that it is finding out.
     era: Era,
     /// The `_meta` entries of every request, while the era is stateless
@@ -472,6 +480,7 @@ impl Session {
             reinitialized_during_startup: false,
             raw_request_state: None,
             subscription: None,
+            resource_subscriptions: Default::default(),
             era: Era::Legacy,
             meta: None,
             late_probe: None,
@@ -890,6 +899,10 @@ impl Session {
                 // Startup requests share the startup deadline, handled
                 // above; a listen request has none.
                 Purpose::Initialize | Purpose::ListTools | Purpose::Listen => {}
+                Purpose::Watch => self.watch_failed(now, id, |server| CallError::Timeout {
+                    server,
+                    budget: pending.budget,
+                }),
             }
         }
     }
@@ -970,6 +983,10 @@ impl Session {
             Purpose::Listen => {
                 self.listen_ended(now, crate::features::subscriptions::Ending::Broken, &reason)
             }
+            Purpose::Watch => self.watch_failed(now, request.0, |server| CallError::Transport {
+                server,
+                reason: reason.clone(),
+            }),
             Purpose::Catalog(kind) => {
                 let outcome = self.catalog.fail(kind, reason);
                 self.after_catalog_page(now, outcome);
@@ -1262,6 +1279,7 @@ impl Session {
     pub fn cancel_call(&mut self, now: Instant, call: CallId) {
         self.clock.observe(now);
         let Some(request) = self.request_of(call) else {
+            self.watch_call_cancelled(call);
             return;
         };
         if self.is_held_for_task(request) {
@@ -1354,14 +1372,21 @@ impl Session {
                 capability,
             });
         }
+        match request {
+            FeatureRequest::SubscribeResource(params) => {
+                return self.subscribe_resource(now, &params.uri, budget);
+            }
+            FeatureRequest::UnsubscribeResource(params) => {
+                return Ok(self.unsubscribe_resource(now, &params.uri, budget));
+            }
+            _ => {}
+        }
         // The lists this request draws on, read again if past their
         // freshness (2026 `ttlMs`); the request itself does not wait.
         let uses: &[CatalogKind] = match request {
             FeatureRequest::GetPrompt(_) => &[CatalogKind::Prompts],
             FeatureRequest::ReadResource(_) => &[CatalogKind::Resources, CatalogKind::Templates],
-            FeatureRequest::Complete(_)
-            | FeatureRequest::ListSkills(_)
-            | FeatureRequest::GetSkill(_) => &[],
+            _ => &[],
         };
         let stale: Vec<CatalogKind> = uses
             .iter()

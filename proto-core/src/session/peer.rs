@@ -45,7 +45,9 @@ impl Session {
         method: &str,
         params: Option<&Value>,
     ) {
-        if self.subscription_delivers(now, method, params) {
+        if self.watch_delivers(now, method, params)
+            || self.subscription_delivers(now, method, params)
+        {
             return;
         }
         match method {
@@ -56,6 +58,7 @@ impl Session {
             "notifications/resources/list_changed" => {
                 self.catalog_list_changed(now, &[CatalogKind::Resources, CatalogKind::Templates])
             }
+            "notifications/resources/updated" => self.resource_updated(None, params),
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
             // A task's status pushed: 2025 core tasks, and the 2026
@@ -64,7 +67,7 @@ impl Session {
                 self.task_notification(now, params)
             }
             "notifications/cancelled" => {
-                if !self.listen_cancelled(now, params) {
+                if !self.listen_cancelled(now, params) && !self.watch_cancelled(now, params) {
                     self.server_cancelled(now, params)
                 }
             }

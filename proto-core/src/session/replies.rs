@@ -54,7 +54,11 @@ impl Session {
                 self.negotiated_version = Some(version.to_owned());
                 let mut resend = *pending.resend.take().expect("matched above");
                 resend.version_retried = true;
-                self.reissue(pending, resend);
+                let watch = matches!(pending.purpose, Purpose::Watch);
+                let id = self.reissue(pending, resend);
+                if watch {
+                    self.resource_subscriptions.renamed(n, id);
+                }
                 return;
             }
         }
@@ -82,6 +86,7 @@ impl Session {
             Purpose::Reinitialize => self.on_reinitialize(reply),
             Purpose::Relist => self.on_relist_page(now, reply),
             Purpose::Listen => self.listen_answered(now, reply),
+            Purpose::Watch => self.watch_answered(now, n, reply),
             Purpose::Ping => self.events.push_back(match reply {
                 Ok(_) => Event::PingAnswered,
                 Err(error) => Event::PingFailed(format!("ping answered with an error: {error}")),
@@ -101,6 +106,7 @@ impl Session {
                     server: self.options.server.clone(),
                     error: Box::new(error),
                 });
+                self.watch_request_answered(call, result.is_ok());
                 self.events
                     .push_back(Event::RequestCompleted { call, result });
             }

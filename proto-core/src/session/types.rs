@@ -296,6 +296,14 @@ pub enum Event {
     /// A log message from the server (`notifications/message`), redacted
     /// and within the flood limit: the same message tracing gets.
     Log(ServerLog),
+    /// A resource the host subscribed to changed
+    /// (`notifications/resources/updated`, for a URI held; see
+    /// [`crate::features::resource_subscriptions`]): read it again when
+    /// convenient. The URI is the one subscribed to, as the host gave it.
+    ResourceUpdated {
+        /// The resource.
+        uri: String,
+    },
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host
@@ -406,6 +414,16 @@ pub enum CallError {
         server: String,
         /// What the transport reported.
         reason: String,
+    },
+    /// The server acknowledged a resource subscription (2026 era,
+    /// `subscriptions/listen`) without the resource: it does not take a
+    /// subscription to it.
+    #[error("server `{server}` did not agree to a subscription to resource `{uri}`")]
+    SubscriptionNotAgreed {
+        /// The server identity.
+        server: String,
+        /// The resource.
+        uri: String,
     },
     /// The server needs input before it can finish the call (an
     /// `InputRequiredResult`, 2026 era) and rho could not give it.
@@ -579,5 +597,17 @@ pub enum ApiMisuse {
         server: String,
         /// The capability, as the protocol names it.
         capability: &'static str,
+    },
+    /// The session holds (or is asking for) as many resource
+    /// subscriptions as it takes
+    /// ([`crate::features::resource_subscriptions::MAX_PER_SERVER`]).
+    #[error(
+        "server `{server}` already has {limit} resource subscriptions, the most rho holds for one server; unsubscribe from one first"
+    )]
+    SubscriptionLimit {
+        /// The server identity.
+        server: String,
+        /// The bound.
+        limit: usize,
     },
 }

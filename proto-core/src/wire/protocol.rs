@@ -116,6 +116,12 @@ pub struct ServerCapabilities {
     /// `resources.listChanged` declared (not recorded, as above).
     #[serde(skip)]
     pub resources_list_changed: bool,
+    /// `resources.subscribe` declared: the server takes subscriptions to
+    /// single resources (2025: `resources/subscribe`; 2026:
+    /// `resourceSubscriptions` on `subscriptions/listen`). Not recorded,
+    /// as above.
+    #[serde(skip)]
+    pub resources_subscribe: bool,
     /// `completions` declared.
     pub completions: bool,
     /// The skills extension declared (an object at
@@ -151,6 +157,7 @@ impl ServerCapabilities {
             prompts_list_changed: flag("prompts", "listChanged"),
             resources: caps.contains_key("resources"),
             resources_list_changed: flag("resources", "listChanged"),
+            resources_subscribe: flag("resources", "subscribe"),
             completions: caps.contains_key("completions"),
             skills: caps
                 .get("extensions")

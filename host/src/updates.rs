@@ -1,0 +1,191 @@
+//! Updates of subscribed resources, heard when the host likes:
+//! [`resource_update_channel`] gives a sink for
+//! `HostServices::resource_updates` and a [`ResourceUpdates`] receiver
+//! that yields each change as a [`ResourceUpdated`] value, in the style
+//! of [`crate::question_channel`]: the sync face blocks on
+//! [`ResourceUpdates::next_blocking`], the async face awaits
+//! [`ResourceUpdates::next`], on any executor.
+//!
+//! Updates are coalesced while they wait
+//! ([`rho_proto_core::features::resource_subscriptions::UpdateQueue`]):
+//! a server that says a resource changed a hundred times before the host
+//! looks is read once. The queue is bounded; each session passes on only
+//! updates of resources the host subscribed to, at most
+//! [`MAX_SUBSCRIPTIONS_PER_SERVER`] per server, so the bound is reached
+//! only by a host with very many servers, and what passes it is counted
+//! ([`ResourceUpdates::dropped`]).
+//!
+//! The URI is the one the host subscribed to; a server's strings are
+//! still the host's to sanitize before a terminal.
+
+use std::sync::{Arc, Mutex};
+
+pub use rho_proto_core::features::resource_subscriptions::MAX_PER_SERVER as MAX_SUBSCRIPTIONS_PER_SERVER;
+use rho_proto_core::features::resource_subscriptions::UpdateQueue;
+use rho_proto_core::host::ResourceSink;
+use rho_proto_core::runtime::Cancel;
+
+/// One resource that changed: read it again when convenient.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ResourceUpdated {
+    /// The server identity.
+    pub server: String,
+    /// The resource, as subscribed to.
+    pub uri: String,
+}
+
+struct Shared {
+    queue: Mutex<UpdateQueue>,
+}
+
+impl Shared {
+    fn pop(&self) -> Option<ResourceUpdated> {
+        let mut queue = match self.queue.lock() {
+            Ok(queue) => queue,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        queue
+            .pop()
+            .map(|(server, uri)| ResourceUpdated { server, uri })
+    }
+}
+
+/// The sink a runtime's sessions report to: queues, coalesces, rings.
+struct ChannelSink {
+    shared: Arc<Shared>,
+    /// A doorbell, not a queue: one pending ring is enough to wake the
+    /// reader, which then drains the coalesced queue.
+    bell: smol::channel::Sender<()>,
+}
+
+impl ResourceSink for ChannelSink {
+    fn resource_updated(&self, server: &str, uri: &str) {
+        let new = match self.shared.queue.lock() {
+            Ok(mut queue) => queue.push(server, uri),
+            Err(poisoned) => poisoned.into_inner().push(server, uri),
+        };
+        if new {
+            // Full means a ring is already pending: the reader will look.
+            let _ = self.bell.try_send(());
+        }
+    }
+}
+
+/// A sink for `HostServices::resource_updates`, and the receiver the host
+/// reads updates from.
+pub fn resource_update_channel() -> (Arc<dyn ResourceSink>, ResourceUpdates) {
+    let shared = Arc::new(Shared {
+        queue: Mutex::new(UpdateQueue::default()),
+    });
+    let (bell, rung) = smol::channel::bounded(1);
+    (
+        Arc::new(ChannelSink {
+            shared: Arc::clone(&shared),
+            bell,
+        }),
+        ResourceUpdates { shared, rung },
+    )
+}
+
+/// Where the host takes resource updates from, as they come (coalesced).
+pub struct ResourceUpdates {
+    shared: Arc<Shared>,
+    rung: smol::channel::Receiver<()>,
+}
+
+impl ResourceUpdates {
+    /// The next update, waiting for one; `None` once the runtime that
+    /// reports them is gone and none is left.
+    pub async fn next(&self) -> Option<ResourceUpdated> {
+        loop {
+            if let Some(update) = self.shared.pop() {
+                return Some(update);
+            }
+            if self.rung.recv().await.is_err() {
+                return self.shared.pop();
+            }
+        }
+    }
+
+    /// The next update, blocking this thread until one comes; `None` once
+    /// the runtime that reports them is gone and none is left.
+    pub fn next_blocking(&self) -> Option<ResourceUpdated> {
+        smol::block_on(self.next())
+    }
+
+    /// [`ResourceUpdates::next_blocking`], ended early by `cancel`: `None`
+    /// at once when it is cancelled (a stop signal, the host giving up).
+    pub fn next_blocking_until(&self, cancel: &Cancel) -> Option<ResourceUpdated> {
+        smol::block_on(smol::future::or(self.next(), async {
+            cancel.cancelled().await;
+            None
+        }))
+    }
+
+    /// An update already waiting, if any.
+    pub fn try_next(&self) -> Option<ResourceUpdated> {
+        self.shared.pop()
+    }
+
+    /// How many updates were dropped because the queue was full.
+    pub fn dropped(&self) -> u64 {
+        match self.shared.queue.lock() {
+            Ok(queue) => queue.dropped(),
+            Err(poisoned) => poisoned.into_inner().dropped(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn updates_of_one_resource_before_the_host_looks_come_once() {
+        let (sink, updates) = resource_update_channel();
+        for _ in 0..50 {
+            sink.resource_updated("s", "a://1");
+        }
+        sink.resource_updated("s", "a://2");
+        let first = updates.next_blocking().expect("an update");
+        assert_eq!(first.uri, "a://1");
+        assert_eq!(updates.try_next().map(|u| u.uri).as_deref(), Some("a://2"));
+        assert_eq!(updates.try_next(), None);
+    }
+
+    #[test]
+    fn the_receiver_ends_once_the_sink_is_gone() {
+        let (sink, updates) = resource_update_channel();
+        sink.resource_updated("s", "a://1");
+        drop(sink);
+        assert_eq!(
+            updates.next_blocking(),
+            Some(ResourceUpdated {
+                server: "s".into(),
+                uri: "a://1".into()
+            })
+        );
+        assert_eq!(updates.next_blocking(), None);
+    }
+
+    #[test]
+    fn a_cancel_ends_the_wait_for_an_update() {
+        let (_sink, updates) = resource_update_channel();
+        let cancel = Cancel::new();
+        let waiter = {
+            let cancel = cancel.clone();
+            std::thread::spawn(move || updates.next_blocking_until(&cancel))
+        };
+        cancel.cancel();
+        assert_eq!(waiter.join().expect("waiter"), None);
+    }
+
+    #[test]
+    fn an_update_from_another_thread_wakes_a_waiting_reader() {
+        let (sink, updates) = resource_update_channel();
+        let reader = std::thread::spawn(move || updates.next_blocking());
+        sink.resource_updated("s", "a://1");
+        let got = reader.join().expect("reader");
+        assert_eq!(got.map(|u| u.uri).as_deref(), Some("a://1"));
+    }
+}

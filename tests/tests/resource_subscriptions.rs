@@ -1,0 +1,364 @@
+//! Resource subscriptions against real servers, both eras, both executors,
+//! through `rho_host::Host` (and once through `AsyncHost`):
+//!
+//! - 2025: server-everything over stdio and Streamable HTTP
+//!   (`resources/subscribe`; it sends
+//!   `notifications/resources/updated` for each subscribed URI once when
+//!   its `toggle-subscriber-updates` tool is called, then every 5 s), and
+//!   `fixtures/watched.js` with `WATCH_ERA=2025` (the TypeScript SDK 2.x on
+//!   its plain stdio transport), which refuses URIs it does not hold.
+//! - 2026-07-28: `fixtures/watched.js` over stdio and Streamable HTTP, the
+//!   SDK's own `subscriptions/listen` with `resourceSubscriptions`.
+//!
+//! Each test waits for an update that must come, bounded by a deadline
+//! only a broken run reaches; none sleeps to show that nothing came.
+
+use std::sync::Arc;
+use std::thread;
+use std::time::Duration;
+
+use rho_host::{
+    CallError, CallOptions, Cancel, Host, MAX_SUBSCRIPTIONS_PER_SERVER, ResourceUpdated,
+    ResourceUpdates, ToolCallError, resource_update_channel,
+};
+use rho_proto_core::config::Config;
+use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::session::ApiMisuse;
+use rho_tests::both_executors;
+use rho_tests::matrix::TestRuntime;
+use rho_tests::*;
+use serde_json::json;
+
+const COUNTER: &str = "watch://counter";
+
+/// The longest any update may take to come (server-everything sends its
+/// first at once, the fixture with the call that bumps).
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn watched_js() -> std::path::PathBuf {
+    assert!(
+        node_modules().join("@modelcontextprotocol/server").is_dir(),
+        "the TypeScript server SDK is not installed: run `npm ci --prefix tests/servers`"
+    );
+    tests_dir().join("servers/fixtures/watched.js")
+}
+
+/// `fixtures/watched.js` on stdio, `era` `2025` or `2026`.
+fn watched_stdio(id: &str, era: &str) -> String {
+    let mut table = node_server(id, &watched_js(), &["stdio"]);
+    if era == "2025" {
+        table.push_str("env = { WATCH_ERA = \"2025\" }\n");
+    }
+    table
+}
+
+/// `fixtures/watched.js` over HTTP on a loopback port; killed on drop.
+struct WatchedHttp {
+    child: std::process::Child,
+    port: u16,
+}
+
+impl WatchedHttp {
+    fn start() -> Self {
+        let mut child = std::process::Command::new("node")
+            .arg(watched_js())
+            .arg("http")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::inherit())
+            .spawn()
+            .expect("start node watched.js http");
+        let port = listening_port(&mut child, "watched.js http");
+        Self { child, port }
+    }
+
+    fn config(&self, id: &str) -> String {
+        format!(
+            "[mcp.servers.{id}]\ntransport = \"streamable_http\"\nurl = \"http://127.0.0.1:{}/mcp\"\n",
+            self.port
+        )
+    }
+}
+
+impl Drop for WatchedHttp {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A host on `R` for `config`, with its updates.
+fn start<R: TestRuntime>(config: &Config) -> (Host, ResourceUpdates) {
+    let (sink, updates) = resource_update_channel();
+    let mut options = options_with(&[]);
+    options.host.resource_updates = Some(sink);
+    (R::start(config, options), updates)
+}
+
+/// The next update, or a panic once [`PATIENCE`] is out.
+fn next_update(updates: &ResourceUpdates) -> ResourceUpdated {
+    let deadline = Cancel::new();
+    let timer = deadline.clone();
+    let _ticker = thread::spawn(move || {
+        thread::sleep(PATIENCE);
+        timer.cancel();
+    });
+    updates
+        .next_blocking_until(&deadline)
+        .unwrap_or_else(|| panic!("no resource update within {PATIENCE:?}"))
+}
+
+fn era_of(host: &Host, id: &str) -> String {
+    match host.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.era().to_owned(),
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
+fn read_text(host: &Host, id: &str, uri: &str) -> String {
+    let attached = host.attach_resource(id, uri, &Cancel::new()).expect("read");
+    match attached.attachment {
+        rho_host::Attachment::Text { text } => text,
+        other => panic!("not text: {other:?}"),
+    }
+}
+
+fn bump(host: &Host, id: &str) -> String {
+    host.call((id, "bump"), json!({}), CallOptions::new())
+        .expect("bump")
+        .text()
+}
+
+/// Subscribe, change, hear of it, re-read the new body, unsubscribe: the
+/// whole round on one server.
+fn subscribe_change_reread(host: &Host, updates: &ResourceUpdates, id: &str) {
+    assert_eq!(read_text(host, id, COUNTER), "count 0");
+    host.subscribe_resource(id, COUNTER, CallOptions::new())
+        .expect("subscribe");
+    assert_eq!(bump(host, id), "count 1");
+    let update = next_update(updates);
+    assert_eq!(
+        update,
+        ResourceUpdated {
+            server: id.into(),
+            uri: COUNTER.into()
+        }
+    );
+    assert_eq!(read_text(host, id, COUNTER), "count 1");
+    host.unsubscribe_resource(id, COUNTER, CallOptions::new())
+        .expect("unsubscribe");
+}
+
+fn a_2026_stdio_server_tells_of_changes_through_subscriptions_listen<R: TestRuntime>() {
+    let (host, updates) = start::<R>(&parse_config(&watched_stdio("watched", "2026")));
+    assert_eq!(era_of(&host, "watched"), "2026-07-28");
+    subscribe_change_reread(&host, &updates, "watched");
+    host.shutdown();
+}
+
+fn a_2026_http_server_tells_of_changes_through_subscriptions_listen<R: TestRuntime>() {
+    let server = WatchedHttp::start();
+    let (host, updates) = start::<R>(&parse_config(&server.config("watched")));
+    assert_eq!(era_of(&host, "watched"), "2026-07-28");
+    subscribe_change_reread(&host, &updates, "watched");
+    host.shutdown();
+}
+
+fn a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests<R: TestRuntime>() {
+    let record = scratch_dir("watched-record").join("record");
+    let mut table = watched_stdio("watched", "2025");
+    table = table.replace(
+        "env = { WATCH_ERA = \"2025\" }",
+        &format!(
+            "env = {{ WATCH_ERA = \"2025\", WATCH_RECORD = {:?} }}",
+            record.display().to_string()
+        ),
+    );
+    let (host, updates) = start::<R>(&parse_config(&table));
+    assert_eq!(era_of(&host, "watched"), "2025-11-25");
+    subscribe_change_reread(&host, &updates, "watched");
+    // The server's own record: asked, then released (the unsubscribe is
+    // answered before it returns).
+    let seen = std::fs::read_to_string(&record).expect("the fixture's record");
+    assert_eq!(
+        seen,
+        format!("subscribe {COUNTER}\nunsubscribe {COUNTER}\n")
+    );
+    host.shutdown();
+}
+
+/// What the host still holds at shutdown is unsubscribed from before the
+/// session closes (the 2025 server records the request).
+fn shutting_down_unsubscribes_what_the_host_still_holds<R: TestRuntime>() {
+    let record = scratch_dir("watched-shutdown").join("record");
+    let table = watched_stdio("watched", "2025").replace(
+        "env = { WATCH_ERA = \"2025\" }",
+        &format!(
+            "env = {{ WATCH_ERA = \"2025\", WATCH_RECORD = {:?} }}",
+            record.display().to_string()
+        ),
+    );
+    let (host, _updates) = start::<R>(&parse_config(&table));
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("subscribe");
+    host.shutdown();
+    let seen = std::fs::read_to_string(&record).expect("the fixture's record");
+    assert_eq!(
+        seen,
+        format!("subscribe {COUNTER}\nunsubscribe {COUNTER}\n")
+    );
+}
+
+/// A burst of three notifications for one change, all handled before the
+/// call that caused them returns (stdio keeps their order), is one update.
+fn a_burst_of_updates_before_the_host_looks_is_one<R: TestRuntime>() {
+    for era in ["2025", "2026"] {
+        let (host, updates) = start::<R>(&parse_config(&watched_stdio("watched", era)));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        let _ = bump(&host, "watched");
+        assert_eq!(next_update(&updates).uri, COUNTER);
+        assert_eq!(updates.try_next(), None, "{era}: coalesced into one");
+        host.shutdown();
+    }
+}
+
+fn server_everything_sends_updates_for_a_subscribed_resource<R: TestRuntime>() {
+    let (host, updates) = start::<R>(&parse_config(&node_server(
+        "everything",
+        &everything_js(),
+        &[],
+    )));
+    everything_round(host, &updates);
+}
+
+/// Over Streamable HTTP its updates come on the session's GET stream.
+fn server_everything_over_http_sends_updates_on_its_get_stream<R: TestRuntime>() {
+    let server = EverythingHttp::start();
+    let (host, updates) = start::<R>(&parse_config(&server.config("everything")));
+    everything_round(host, &updates);
+}
+
+fn everything_round(host: Host, updates: &ResourceUpdates) {
+    assert_eq!(era_of(&host, "everything"), "2025-11-25");
+    let uri = match host.server("everything").map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
+        other => panic!("not ready: {other:?}"),
+    };
+    host.subscribe_resource("everything", &uri, CallOptions::new())
+        .expect("subscribe");
+    // Its updates start with this tool (one at once, then every 5 s).
+    host.call(
+        ("everything", "toggle-subscriber-updates"),
+        json!({}),
+        CallOptions::new(),
+    )
+    .expect("toggle");
+    assert_eq!(next_update(updates).uri, uri);
+    host.unsubscribe_resource("everything", &uri, CallOptions::new())
+        .expect("unsubscribe");
+    host.shutdown();
+}
+
+fn a_server_without_resources_subscribe_is_refused_naming_it<R: TestRuntime>() {
+    let table = node_server(
+        "plain",
+        &tests_dir().join("servers/fixtures/sdk2-server.js"),
+        &["stdio"],
+    );
+    let (host, _updates) = start::<R>(&parse_config(&table));
+    let error = host
+        .subscribe_resource("plain", COUNTER, CallOptions::new())
+        .expect_err("not offered");
+    assert!(
+        matches!(
+            error,
+            ToolCallError::NotCallable(ApiMisuse::NotOffered {
+                capability: "resources.subscribe",
+                ..
+            })
+        ),
+        "{error:?}"
+    );
+    assert_eq!(
+        error.to_string(),
+        "server `plain` does not offer resources.subscribe"
+    );
+    host.shutdown();
+}
+
+fn a_subscription_the_server_refuses_fails_with_its_error<R: TestRuntime>() {
+    let (host, _updates) = start::<R>(&parse_config(&watched_stdio("watched", "2025")));
+    let error = host
+        .subscribe_resource("watched", "watch://nothing", CallOptions::new())
+        .expect_err("refused");
+    assert!(
+        matches!(error, ToolCallError::Call(CallError::Rpc { .. })),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("server `watched`"), "{error}");
+    // The refused one is not held: the real one still subscribes.
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("subscribe");
+    host.shutdown();
+}
+
+fn one_subscription_past_the_bound_is_refused_before_it_is_sent<R: TestRuntime>() {
+    let (host, _updates) = start::<R>(&parse_config(&watched_stdio("watched", "2026")));
+    for n in 0..MAX_SUBSCRIPTIONS_PER_SERVER {
+        host.subscribe_resource("watched", &format!("watch://n/{n}"), CallOptions::new())
+            .unwrap_or_else(|e| panic!("subscription {n}: {e}"));
+    }
+    let error = host
+        .subscribe_resource("watched", "watch://one-more", CallOptions::new())
+        .expect_err("bound");
+    assert!(
+        matches!(
+            error,
+            ToolCallError::NotCallable(ApiMisuse::SubscriptionLimit { limit, .. })
+                if limit == MAX_SUBSCRIPTIONS_PER_SERVER
+        ),
+        "{error:?}"
+    );
+    // Releasing one makes room.
+    host.unsubscribe_resource("watched", "watch://n/0", CallOptions::new())
+        .expect("unsubscribe");
+    host.subscribe_resource("watched", "watch://one-more", CallOptions::new())
+        .expect("room again");
+    host.shutdown();
+}
+
+fn the_async_face_subscribes_and_awaits_updates<R: TestRuntime>() {
+    let (host, updates) = start::<R>(&parse_config(&watched_stdio("watched", "2026")));
+    let host = host.into_async();
+    let updates = Arc::new(updates);
+    let update = smol::block_on(async {
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .await
+            .expect("subscribe");
+        host.call(("watched", "bump"), json!({}), CallOptions::new())
+            .await
+            .expect("bump");
+        smol::future::or(async { updates.next().await }, async {
+            smol::Timer::after(PATIENCE).await;
+            None
+        })
+        .await
+    });
+    assert_eq!(update.map(|u| u.uri).as_deref(), Some(COUNTER));
+    smol::block_on(host.shutdown());
+}
+
+both_executors!(
+    a_2026_stdio_server_tells_of_changes_through_subscriptions_listen,
+    a_2026_http_server_tells_of_changes_through_subscriptions_listen,
+    a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests,
+    a_burst_of_updates_before_the_host_looks_is_one,
+    shutting_down_unsubscribes_what_the_host_still_holds,
+    server_everything_sends_updates_for_a_subscribed_resource,
+    server_everything_over_http_sends_updates_on_its_get_stream,
+    a_server_without_resources_subscribe_is_refused_naming_it,
+    a_subscription_the_server_refuses_fails_with_its_error,
+    one_subscription_past_the_bound_is_refused_before_it_is_sent,
+    the_async_face_subscribes_and_awaits_updates,
+);
