@@ -195,6 +195,23 @@ fn name_form() -> Value {
 
 // ----- 2026-07-28: the tasks extension -----
 
+impl Stdio {
+    /// The next poll hears that the task completed with the text
+    /// `expected`, and the call ends with it.
+    fn completes_with(&mut self, expected: &str) {
+        self.poll();
+        self.answer_last(
+            "tasks/get",
+            task("completed", json!({"result": text(expected)})),
+        );
+        assert!(
+            matches!(self.result(), Some(Ok(r)) if r.text() == expected),
+            "{:?}",
+            self.events
+        );
+    }
+}
+
 #[test]
 fn a_task_handle_is_polled_at_its_interval_and_the_call_settles_with_its_result() {
     let mut h = Stdio::modern(options());
@@ -217,16 +234,7 @@ fn a_task_handle_is_polled_at_its_interval_and_the_call_settles_with_its_result(
         h.progress_lines(),
         ["task working: queued", "task working: 1 of 2"]
     );
-    h.poll();
-    h.answer_last(
-        "tasks/get",
-        task("completed", json!({"result": text("done")})),
-    );
-    assert!(
-        matches!(h.result(), Some(Ok(r)) if r.text() == "done"),
-        "{:?}",
-        h.events
-    );
+    h.completes_with("done");
     // Settled: nothing more is polled, nothing cancelled.
     assert_eq!(h.session.timeout_reason(), None);
     assert!(h.sent_for("tasks/cancel").is_empty());
@@ -388,16 +396,7 @@ fn status_changes_keep_a_task_alive_past_its_budget() {
         );
     }
     assert!(h.now - started > Duration::from_secs(5));
-    h.poll();
-    h.answer_last(
-        "tasks/get",
-        task("completed", json!({"result": text("late")})),
-    );
-    assert!(
-        matches!(h.result(), Some(Ok(r)) if r.text() == "late"),
-        "{:?}",
-        h.events
-    );
+    h.completes_with("late");
 }
 
 #[test]
@@ -530,16 +529,7 @@ fn input_required_is_asked_once_and_answered_with_tasks_update() {
         json!({"name": {"action": "accept", "content": {"name": "Luca"}}})
     );
     h.answer_last("tasks/update", json!({"resultType": "complete"}));
-    h.poll();
-    h.answer_last(
-        "tasks/get",
-        task("completed", json!({"result": text("Hello, Luca!")})),
-    );
-    assert!(
-        matches!(h.result(), Some(Ok(r)) if r.text() == "Hello, Luca!"),
-        "{:?}",
-        h.events
-    );
+    h.completes_with("Hello, Luca!");
 }
 
 #[test]
