@@ -101,14 +101,7 @@ pub struct Host {
     executor: Box<dyn Executor>,
     /// What it was connected from, for [`Host::reconnect`].
     pub(crate) origin: Arc<Origin>,
-    /// The resource subscriptions the host holds, `(server, uri)`: ended
-    /// with an unsubscribe each at shutdown.
-    subscriptions: std::sync::Mutex<std::collections::BTreeSet<(String, String)>>,
 }
-
-/// How long the unsubscribes at shutdown may take together: a server that
-/// does not answer in time loses its subscriptions with its session anyway.
-const UNSUBSCRIBE_AT_SHUTDOWN: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl Host {
     /// Starts the enabled servers `select` accepts, and waits until each
@@ -145,11 +138,7 @@ impl Host {
         if let Moving::Thread = moving {
             executor.keep_moving();
         }
-        Self {
-            executor,
-            origin,
-            subscriptions: Default::default(),
-        }
+        Self { executor, origin }
     }
 
     /// Keeps the sessions moving between calls (see
@@ -359,8 +348,8 @@ impl Host {
     /// holds [`crate::MAX_SUBSCRIPTIONS_PER_SERVER`] subscriptions (the same),
     /// or when it refused (`CallError::Rpc`, or in the 2026 era
     /// `CallError::SubscriptionNotAgreed`). Shutting the host down
-    /// unsubscribes from what it still holds (within two seconds for all),
-    /// then closes the sessions; stopping a server ends its subscriptions
+    /// ends what it still holds: closing a 2025 session tells the server
+    /// each (a `resources/unsubscribe`, within the close's bound); stopping a server ends its subscriptions
     /// with its session, and a restarted server starts with none.
     pub fn subscribe_resource(
         &self,
@@ -371,19 +360,7 @@ impl Host {
         let request = FeatureRequest::SubscribeResource(SubscribeParams {
             uri: uri.to_owned(),
         });
-        self.request(server, request, options)?;
-        self.held_subscriptions()
-            .insert((server.to_owned(), uri.to_owned()));
-        Ok(())
-    }
-
-    fn held_subscriptions(
-        &self,
-    ) -> std::sync::MutexGuard<'_, std::collections::BTreeSet<(String, String)>> {
-        match self.subscriptions.lock() {
-            Ok(held) => held,
-            Err(poisoned) => poisoned.into_inner(),
-        }
+        self.request(server, request, options).map(drop)
     }
 
     /// Ends the subscription to resource `uri` of `server`: no update of it
@@ -397,8 +374,6 @@ impl Host {
         uri: &str,
         options: CallOptions<'_>,
     ) -> Result<(), ToolCallError> {
-        self.held_subscriptions()
-            .remove(&(server.to_owned(), uri.to_owned()));
         let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
             uri: uri.to_owned(),
         });
@@ -470,34 +445,7 @@ impl Host {
     }
 
     fn stop(&mut self) {
-        self.unsubscribe_all();
         self.executor.shutdown();
-    }
-
-    /// Tells each server of the subscriptions the host still holds that
-    /// they end, within [`UNSUBSCRIBE_AT_SHUTDOWN`] for all of them: the
-    /// session's close would end them too, but a 2025 server over HTTP
-    /// keeps its subscribers past a session it is not told is over
-    /// (server-everything keeps them for its life).
-    fn unsubscribe_all(&mut self) {
-        let held = std::mem::take(&mut *self.held_subscriptions());
-        if held.is_empty() {
-            return;
-        }
-        let until = std::time::Instant::now() + UNSUBSCRIBE_AT_SHUTDOWN;
-        for (server, uri) in held {
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            if left.is_zero() {
-                break;
-            }
-            let request = FeatureRequest::UnsubscribeResource(SubscribeParams { uri });
-            if let Err(error) =
-                self.executor
-                    .request(&server, request, CallOptions::new().timeout(left))
-            {
-                tracing::debug!(server, "unsubscribing at shutdown failed: {error}");
-            }
-        }
     }
 }
 

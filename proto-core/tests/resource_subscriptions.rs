@@ -178,6 +178,20 @@ fn a_2025_subscribe_is_a_request_and_its_updates_reach_the_host() {
 }
 
 #[test]
+fn closing_a_2025_session_tells_the_server_each_subscription_ends() {
+    let mut h = Harness::legacy(subscribable());
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    let (id, _) = h.requests("resources/subscribe")[0];
+    h.reply(id, json!({}));
+    h.session.close(h.now);
+    h.drain();
+    let [(_, ref params)] = h.requests("resources/unsubscribe")[..] else {
+        panic!("{:?}", h.sent)
+    };
+    assert_eq!(params, &json!({"uri": "demo://a"}));
+}
+
+#[test]
 fn subscribing_again_to_a_held_resource_asks_nothing() {
     let mut h = Harness::legacy(subscribable());
     let _ = h.send(&subscribe("demo://a")).expect("accepted");

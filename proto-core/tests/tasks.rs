@@ -196,6 +196,21 @@ fn name_form() -> Value {
 // ----- 2026-07-28: the tasks extension -----
 
 impl Stdio {
+    /// The call ended as cancelled, the server told with `tasks/cancel`.
+    fn ended_cancelling_the_task(&self) {
+        assert!(
+            matches!(
+                self.result(),
+                Some(Err(CallError::Cancelled {
+                    notice: CancelNotice::TaskCancelRequested,
+                    ..
+                }))
+            ),
+            "{:?}",
+            self.events
+        );
+    }
+
     /// The next poll hears that the task completed with the text
     /// `expected`, and the call ends with it.
     fn completes_with(&mut self, expected: &str) {
@@ -432,17 +447,7 @@ fn cancelling_a_task_call_sends_tasks_cancel_and_drops_the_late_poll_answer() {
     let (poll, _, _) = h.last_request();
     h.session.cancel_call(h.now, call);
     h.drain();
-    assert!(
-        matches!(
-            h.result(),
-            Some(Err(CallError::Cancelled {
-                notice: CancelNotice::TaskCancelRequested,
-                ..
-            }))
-        ),
-        "{:?}",
-        h.events
-    );
+    h.ended_cancelling_the_task();
     assert_eq!(h.sent_for("tasks/cancel")[0]["taskId"], TASK);
     assert!(!h.methods().contains(&"notifications/cancelled".to_owned()));
     // The poll's late answer and the cancel's acknowledgement are quiet.
@@ -554,17 +559,7 @@ fn a_dismissed_form_cancels_the_task_and_the_call() {
     h.drain();
     assert!(h.sent_for("tasks/update").is_empty());
     assert_eq!(h.sent_for("tasks/cancel")[0]["taskId"], TASK);
-    assert!(
-        matches!(
-            h.result(),
-            Some(Err(CallError::Cancelled {
-                notice: CancelNotice::TaskCancelRequested,
-                ..
-            }))
-        ),
-        "{:?}",
-        h.events
-    );
+    h.ended_cancelling_the_task();
 }
 
 #[test]

@@ -366,14 +366,16 @@ impl Session {
         let server = self.options.server.clone();
         if matches!(reason, CloseReason::Requested) {
             // Rho closes the session: its tasks are cancelled on the
-            // server, not left to run for no one.
+            // server, not left to run for no one, and its 2025
+            // subscriptions ended.
             self.cancel_tasks_at_close();
+            self.unsubscribe_at_close();
         }
         self.task_polls.clear();
         let pending = std::mem::take(&mut self.pending);
         self.farewell = pending
             .iter()
-            .filter(|(_, p)| matches!(p.purpose, Purpose::TaskCancel))
+            .filter(|(_, p)| matches!(p.purpose, Purpose::TaskCancel | Purpose::Farewell))
             .map(|(&n, _)| n)
             .collect();
         self.held_for_list.clear();

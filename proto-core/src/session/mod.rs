@@ -209,6 +209,10 @@ enum Purpose {
     /// `tasks/cancel` for a task whose call is over: its answer is only
     /// logged.
     TaskCancel,
+    /// What rho tells a server as it closes the session (a 2025
+    /// `resources/unsubscribe` for each subscription held): sent, never
+    /// read, since the session is over ([`Session::is_farewell`]).
+    Farewell,
 }
 
 #[derive(Clone, Debug)]
@@ -576,10 +580,10 @@ impl Session {
         self.pending.contains_key(&request.0)
     }
 
-    /// Whether `request` is a task's cancel that was out when rho closed
-    /// the session: a transport lets it reach the server before it ends
-    /// (its answer is not read), so that the task does not run on for no
-    /// one.
+    /// Whether `request` is what rho told the server as it closed the
+    /// session (a task's cancel, a 2025 unsubscribe): a transport lets it
+    /// reach the server before it ends (its answer is not read), so that
+    /// the task does not run on, nor the subscription live on, for no one.
     pub fn is_farewell(&self, request: ClientRequestId) -> bool {
         self.farewell.contains(&request.0)
     }
@@ -877,6 +881,7 @@ impl Session {
                     self.abandoned(id);
                     tracing::info!(server = %server, "tasks/cancel got no answer in time");
                 }
+                Purpose::Farewell => self.abandoned(id),
                 Purpose::Ping => self.events.push_back(Event::PingFailed(format!(
                     "no answer to ping within {} s",
                     pending.budget.as_secs_f64()
@@ -1007,6 +1012,9 @@ impl Session {
             }
             Purpose::TaskCancel => {
                 tracing::info!(server = %server, "tasks/cancel failed: {reason}");
+            }
+            Purpose::Farewell => {
+                tracing::debug!(server = %server, "a message at close failed: {reason}");
             }
         }
     }

@@ -111,6 +111,7 @@ impl Session {
                     .push_back(Event::RequestCompleted { call, result });
             }
             Purpose::Task { call, op } => self.on_task_reply(now, call, op, n, reply),
+            Purpose::Farewell => {}
             Purpose::TaskCancel => match reply {
                 Ok(_) => {
                     tracing::debug!(server = %self.options.server, "tasks/cancel acknowledged")

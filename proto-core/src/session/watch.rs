@@ -21,12 +21,12 @@
 //!   the stream when nothing is left), and ends at once: there is no
 //!   answer to wait for.
 //!
-//! Closing the session ends every subscription with it (the stdio process
-//! exits, a 2025 HTTP session is deleted, a 2026 stream closes) and sends
-//! nothing: `close` is immediate. A host that wants the server told first
-//! unsubscribes before it closes (the host library's shutdown does, within
-//! a bound), since a 2025 server over HTTP may keep its subscribers past a
-//! session it is not told is over.
+//! When rho closes the session, a 2025 server is sent
+//! `resources/unsubscribe` for each URI held (a farewell: the transport
+//! lets it reach the server before it ends, its answer unread), since a
+//! 2025 server over HTTP may keep its subscribers past a session it is not
+//! told is over (server-everything keeps them for its life). A 2026
+//! subscription ends with its stream.
 
 use std::time::{Duration, Instant};
 
@@ -173,6 +173,31 @@ impl Session {
         let params = json!({"requestId": request, "reason": reason});
         self.send_notification("notifications/cancelled", Some(&params));
         self.abandoned(request);
+    }
+
+    /// Rho closes the session: a 2025 server is told each subscription
+    /// held ends.
+    pub(super) fn unsubscribe_at_close(&mut self) {
+        if self.is_stateless() {
+            return;
+        }
+        let held: Vec<String> = self
+            .resource_subscriptions
+            .held()
+            .map(str::to_owned)
+            .collect();
+        let now = self.clock.latest();
+        let budget = self.options.request_timeout;
+        for uri in held {
+            let params = json!({ "uri": uri });
+            self.send_request(
+                Purpose::Farewell,
+                "resources/unsubscribe",
+                Some(&params),
+                now + budget,
+                budget,
+            );
+        }
     }
 
     /// The session is closing for `reason`: a 2026 subscribe still
