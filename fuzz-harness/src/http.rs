@@ -202,6 +202,7 @@ fn run(input: &HttpInput, origin: Instant, log: Option<Log>) {
         h.act(action);
     }
     h.host.note(|| "-- close".to_owned());
+    h.host.closing = true;
     h.transport.close(h.now);
     h.step(false);
     if !h.host.closed {
@@ -375,6 +376,7 @@ impl Harness {
                 self.step(false);
             }
             HttpAction::Close => {
+                self.host.closing = true;
                 self.transport.close(self.now);
                 self.step(false);
             }

@@ -414,6 +414,7 @@ fn run(input: &SessionInput, origin: Instant, log: Option<Log>) {
         h.act(action);
     }
     h.host.note(|| "-- close".to_owned());
+    h.host.closing = true;
     h.session.close(h.now);
     h.drain();
     h.check_state();
@@ -550,6 +551,9 @@ pub(crate) struct Host {
     /// Every URI the host asked to subscribe to.
     pub(crate) subscribed: BTreeSet<String>,
     pub(crate) ready: bool,
+    /// The host asked the session to close: rho may then send requests of
+    /// its own (a 2025 unsubscribe for each subscription held).
+    pub(crate) closing: bool,
     pub(crate) closed: bool,
     /// A transcript, when asked for ([`transcript`]); shared, so that it
     /// survives a panic.
@@ -876,14 +880,24 @@ impl Host {
                 self.peer.call_of.insert(n, call);
             }
             // 2025 era: sent once, under the id of the host's request, once
-            // ready.
+            // ready; or, when the host closes the session, an unsubscribe of
+            // rho's own for a URI the host subscribed to.
             "resources/subscribe" | "resources/unsubscribe" => {
                 let asked = self
                     .peer
                     .features
                     .iter()
                     .any(|(c, m)| c.wire_id() == n && *m == method);
-                assert!(asked, "{method} {n} is no request the host made");
+                let farewell = method == "resources/unsubscribe"
+                    && self.closing
+                    && params
+                        .and_then(|p| p.get("uri"))
+                        .and_then(Value::as_str)
+                        .is_some_and(|uri| self.subscribed.contains(uri));
+                assert!(
+                    asked || farewell,
+                    "{method} {n} is no request the host made: {params:?}"
+                );
                 assert!(self.ready, "{method} before ready");
                 assert!(!stateless_form, "{method} in the stateless era");
                 assert!(!retried, "{method} with multi round-trip inputs");
@@ -1362,6 +1376,7 @@ impl Harness {
                 }
             }
             Action::Close => {
+                self.host.closing = true;
                 self.session.close(self.now);
                 self.step();
             }

@@ -986,6 +986,27 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
             ),
         ),
         (
+            // Closing with a subscription held: rho ends it with an
+            // unsubscribe of its own, which no request of the host's made.
+            "resource-subscription-held-at-close-unsubscribed-2025",
+            with(
+                Setup::default(),
+                vec![
+                    say(vec![S::Initialize {
+                        id: Reply::Latest,
+                        version: 0,
+                        capabilities: subscribable(),
+                        instructions: false,
+                    }]),
+                    say(vec![page(&["echo"], None)]),
+                    say(vec![catalog(1, &["a"], None, None)]),
+                    say(vec![catalog(2, &[], None, None)]),
+                    Action::Request(subscribe("a://x")),
+                    say(vec![empty_result()]),
+                ],
+            ),
+        ),
+        (
             "resource-subscriptions-listen-2026",
             with(
                 Setup {
