@@ -2013,7 +2013,11 @@ const DOOR_CLIENTS: [(&str, &str, &str); 7] = [
         "rho-smol-sync",
     ),
     ("rho-blocking", "blocking, driven directly", "rho-blocking"),
-    ("rho-host-blocking", "blocking, through `Host`", "rho-blocking"),
+    (
+        "rho-host-blocking",
+        "blocking, through `Host`",
+        "rho-blocking",
+    ),
 ];
 
 /// `bench door [--quick] [--rounds N] [--n N]`: CPU per `tools/call` echo

@@ -15,7 +15,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
 use crate::util::Cpu;
-use rho_proto_core::runtime::{CallOptions, ToolCallError};
+use rho_proto_core::runtime::{CallOptions, ToolCall, ToolCallError};
 use rho_proto_core::wire::protocol::CallToolResult;
 
 /// What a client process is asked to do.
@@ -246,7 +246,7 @@ fn rho_blocking(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let config = rho_config(spec)?;
     let runtime = rho_io_blocking::Runtime::start(&config, rho_options(), |_| true);
     let measured = measure_sync(spec, runtime.server("bench"), |exported, args| {
-        runtime.call(exported, args, CallOptions::new())
+        runtime.submit(ToolCall::new(exported, args), CallOptions::new())
     });
     runtime.shutdown();
     measured
@@ -308,9 +308,12 @@ fn rho_smol(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let config = rho_config(spec)?;
     let executor = Arc::new(smol::Executor::new());
     rho_io_smol::block_on(&executor, async {
-        let runtime = rho_io_smol::Runtime::start(&executor, &config, rho_options(), |_| true).await;
+        let runtime =
+            rho_io_smol::Runtime::start(&executor, &config, rho_options(), |_| true).await;
         let measured = measure_async(spec, runtime.server("bench"), async |exported, args| {
-            runtime.call(exported, args, CallOptions::new()).await
+            runtime
+                .submit(ToolCall::new(exported, args), CallOptions::new())
+                .await
         })
         .await;
         runtime.shutdown().await;
@@ -332,7 +335,7 @@ fn rho_smol_sync(spec: &WorkerSpec) -> Result<(Vec<Measured>, usize), String> {
     let measured = measure_sync(spec, runtime.server("bench"), |exported, args| {
         rho_io_smol::block_on_ticking(
             &executor,
-            runtime.call(exported, args, CallOptions::new()),
+            runtime.submit(ToolCall::new(exported, args), CallOptions::new()),
         )
     });
     rho_io_smol::block_on(&executor, runtime.shutdown());

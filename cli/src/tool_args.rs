@@ -215,21 +215,28 @@ mod tests {
         typed(parse_words(&words(w))?, &schema, "t").map(Value::Object)
     }
 
+    /// A property of each JSON type (named by its initial), then one that
+    /// allows two, one that allows any, and one whose members each allow
+    /// one.
     fn schema() -> Value {
-        json!({
-            "type": "object",
-            "properties": {
-                "n": {"type": "integer"},
-                "x": {"type": "number"},
-                "b": {"type": "boolean"},
-                "o": {"type": "object"},
-                "a": {"type": "array"},
-                "s": {"type": "string"},
-                "maybe": {"type": ["integer", "null"]},
-                "any": {},
-                "either": {"anyOf": [{"type": "boolean"}, {"type": "string"}]}
-            }
-        })
+        let mut properties: Map<String, Value> = [
+            ("n", "integer"),
+            ("x", "number"),
+            ("b", "boolean"),
+            ("o", "object"),
+            ("a", "array"),
+            ("s", "string"),
+        ]
+        .into_iter()
+        .map(|(name, kind)| (name.to_owned(), json!({ "type": kind })))
+        .collect();
+        properties.insert("maybe".into(), json!({"type": ["integer", "null"]}));
+        properties.insert("any".into(), json!({}));
+        properties.insert(
+            "either".into(),
+            json!({"anyOf": [{"type": "boolean"}, {"type": "string"}]}),
+        );
+        json!({"type": "object", "properties": properties})
     }
 
     #[test]

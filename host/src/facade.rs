@@ -38,6 +38,8 @@ use rho_proto_core::runtime::index::ToolIndex;
 use rho_proto_core::runtime::registry::{ExportedTool, ToolRegistry};
 use rho_proto_core::runtime::skills::SkillError;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ServerView, ToolCallError};
+#[cfg(feature = "smol")]
+use rho_proto_core::runtime::{ServerRequest, ToolCall};
 
 use crate::connect::{Moving, Origin};
 #[cfg(feature = "blocking")]
@@ -499,7 +501,7 @@ impl AsyncHost {
         let target = target.into();
         #[cfg(feature = "smol")]
         if let Some(smol) = self.host.executor.smol() {
-            return smol.call(target, arguments, options).await;
+            return smol.submit(ToolCall::new(target, arguments), options).await;
         }
         let host = Arc::clone(&self.host);
         let target = OwnedTarget::from(target);
@@ -515,7 +517,9 @@ impl AsyncHost {
     ) -> Result<Value, ToolCallError> {
         #[cfg(feature = "smol")]
         if let Some(smol) = self.host.executor.smol() {
-            return smol.request(server, request, options).await;
+            return smol
+                .submit(ServerRequest::new(server, request), options)
+                .await;
         }
         let host = Arc::clone(&self.host);
         let server = server.to_owned();

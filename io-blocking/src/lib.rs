@@ -12,9 +12,10 @@
 //!
 //! [`Runtime`] is an executor's whole contract with the host library, and
 //! nothing more: start the selected servers, start or stop one late, the
-//! servers as they stand (`rho_proto_core::runtime::Sessions`), a tool
-//! call or a feature request waited for as its `CallOptions` say, and
-//! shutdown. An agent embeds it through `rho_host::Host`, which writes
+//! servers as they stand (`rho_proto_core::runtime::Sessions`), one
+//! `submit` for a job (a tool call or a feature request, each a
+//! `rho_proto_core::runtime::Job`) waited for as its `CallOptions` say,
+//! and shutdown. An agent embeds it through `rho_host::Host`, which writes
 //! everything else (prompt turns, attachments, rendering, skills, logins)
 //! once over both executors; a host that drives this crate directly
 //! gets the same calls, blocking the calling thread.
@@ -33,16 +34,15 @@
 //!
 //! ```no_run
 //! use rho_io_blocking::{Runtime, options_from_process_env};
-//! use rho_proto_core::runtime::CallOptions;
+//! use rho_proto_core::runtime::{CallOptions, ToolCall};
 //! let config = rho_proto_core::config::parse(
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
 //! ).expect("valid config");
 //! let runtime = Runtime::start(&config, options_from_process_env(), |_| true);
 //! let result = runtime
-//!     .call(
-//!         "mcp__everything__echo",
-//!         serde_json::json!({"message": "hi"}),
+//!     .submit(
+//!         ToolCall::new("mcp__everything__echo", serde_json::json!({"message": "hi"})),
 //!         CallOptions::new(),
 //!     )
 //!     .expect("call succeeds");

@@ -14,14 +14,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{Config, ServerConfig};
-use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, WaitStep};
 use rho_proto_core::runtime::{
-    CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
-    StartServerError, ToolCallError,
+    CallOptions, Cancel, Health, Inventory, Job, ServerView, Sessions, SlotId, StartServerError,
+    ToolCallError,
 };
-use rho_proto_core::wire::protocol::CallToolResult;
-use serde_json::Value;
 
 use crate::backlog::wait_for_room;
 use crate::driver::{Command, Driver, SharedHealth};
@@ -137,81 +134,46 @@ impl Runtime {
         }
     }
 
-    /// Calls a tool (an exported name, or a server's own tool under its
-    /// allow/deny filter) and waits for its result, as `options` say:
-    /// progress handed over as it arrives, ended early by its cancel
-    /// token (the server is told and the call ends as cancelled), within
-    /// its own time limit. A result with `isError` is still `Ok`: the
-    /// tool ran and failed, which the caller reports as a tool failure.
-    pub fn call<'a>(
+    /// Submits a job (a [`ToolCall`] or a [`ServerRequest`]) and waits
+    /// for its end, as `options` say: progress handed over as it arrives,
+    /// ended early by its cancel token (the server is told and the job
+    /// ends as cancelled), within its own time limit. A tool call first
+    /// waits for room on a busy server (backpressure), within the same
+    /// limit.
+    ///
+    /// [`ToolCall`]: rho_proto_core::runtime::ToolCall
+    /// [`ServerRequest`]: rho_proto_core::runtime::ServerRequest
+    pub fn submit<J: Job>(
         &self,
-        target: impl Into<CallTarget<'a>>,
-        arguments: Value,
+        job: J,
         mut options: CallOptions<'_>,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool, driver) = self.fleet.route(target.into())?;
+    ) -> Result<J::Output, ToolCallError> {
+        let routed = job.route(&self.fleet)?;
+        let (slot, driver, server) = (routed.slot, routed.handle, routed.server);
         let cancel = options.cancel_token().cloned();
         let budget = options.time_limit();
         let ended = || self.fleet.ended(slot);
-        let server = self.fleet.inventory().id(slot).unwrap_or_default();
-        // Backpressure: the core says whether the call may go yet, and
-        // what it ends with if not.
-        wait_for_room(
-            &driver.backlog,
-            budget.unwrap_or(driver.tool_timeout),
-            server,
-            cancel.as_ref(),
-        )
-        .and_then(|()| {
+        // Backpressure: the core says whether a call may go yet, and what
+        // it ends with if not.
+        let room = if J::WAITS_FOR_ROOM {
+            let waited = budget.unwrap_or(driver.tool_timeout);
+            wait_for_room(&driver.backlog, waited, server, cancel.as_ref())
+        } else {
+            Ok(())
+        };
+        room.and_then(|()| {
             let (reply, answer) = crate::reply::mailbox();
             let ticket = self.fleet.ticket();
-            let call = Command::call_tool(ticket, tool, arguments, budget, reply);
-            driver.driver.command(call).map_err(|_| ended())?;
-            // The core completes every accepted call exactly once (result,
+            let command = routed.command(ticket, budget, reply);
+            driver.driver.command(command).map_err(|_| ended())?;
+            // The core completes every accepted job exactly once (result,
             // error, timeout, cancellation or session end), so this wait
-            // is bounded by the call budget.
+            // is bounded by its budget.
             follow(driver, ticket, &answer, cancel.as_ref(), ended, |update| {
-                update.into_call_result(|progress| options.report(progress))
+                J::settle(update, server, |progress| options.report(progress))
             })
         })
         .map_err(|e| self.fleet.redact(slot, e))
-    }
-
-    /// A feature request to `server`, answered with the server's result
-    /// as sent, on the same terms as [`Runtime::call`] but with no
-    /// progress.
-    pub fn request(
-        &self,
-        server: &str,
-        request: FeatureRequest,
-        options: CallOptions<'_>,
-    ) -> Result<Value, ToolCallError> {
-        let (slot, driver) = self.fleet.route_server(server)?;
-        let ended = || self.fleet.ended(slot);
-        let (reply, answer) = crate::reply::mailbox();
-        let ticket = self.fleet.ticket();
-        driver
-            .driver
-            .command(Command::request(
-                ticket,
-                request,
-                options.time_limit(),
-                reply,
-            ))
-            .map_err(|_| ended())
-            // The core completes every accepted request exactly once,
-            // within its budget.
-            .and_then(|()| {
-                follow(
-                    driver,
-                    ticket,
-                    &answer,
-                    options.cancel_token(),
-                    ended,
-                    |update| update.into_answer(server),
-                )
-            })
-            .map_err(|e| self.fleet.redact(slot, e))
     }
 
     /// Closes every session and waits for each server to exit (each within

@@ -8,8 +8,8 @@ use std::sync::mpsc;
 use std::time::Duration;
 
 use rho_io_blocking::{Runtime, ToolCallError, options_from_process_env};
-use rho_proto_core::runtime::CallOptions;
 use rho_proto_core::runtime::status::ServerStatus;
+use rho_proto_core::runtime::{CallOptions, ToolCall};
 use rho_proto_core::session::CallError;
 use serde_json::json;
 
@@ -87,7 +87,10 @@ fn a_deadline_that_moves_earlier_wakes_the_driver_on_time() {
     let (tx, rx) = mpsc::channel();
     std::thread::scope(|scope| {
         scope.spawn(|| {
-            let _ = tx.send(runtime.call(("rearm", "hang"), json!({}), CallOptions::new()));
+            let _ = tx.send(runtime.submit(
+                ToolCall::new(("rearm", "hang"), json!({})),
+                CallOptions::new(),
+            ));
         });
         let result = rx
             .recv_timeout(Duration::from_secs(10))
@@ -98,7 +101,10 @@ fn a_deadline_that_moves_earlier_wakes_the_driver_on_time() {
         );
     });
     let echoed = runtime
-        .call(("rearm", "echo"), json!({"n": 1}), CallOptions::new())
+        .submit(
+            ToolCall::new(("rearm", "echo"), json!({"n": 1})),
+            CallOptions::new(),
+        )
         .expect("the session carries on");
     assert_eq!(echoed.text(), r#"echo {"n":1}"#);
     runtime.shutdown();
@@ -113,7 +119,10 @@ fn shutdown_joins_every_thread_and_reaps_the_child() {
     };
     for n in 0..20 {
         let echoed = runtime
-            .call(("td", "echo"), json!({"n": n}), CallOptions::new())
+            .submit(
+                ToolCall::new(("td", "echo"), json!({"n": n})),
+                CallOptions::new(),
+            )
             .expect("answered");
         assert_eq!(echoed.text(), format!(r#"echo {{"n":{n}}}"#));
     }

@@ -634,7 +634,7 @@ mod tests {
     use std::time::{Duration, Instant};
 
     use rho_proto_core::host::RuntimeOptions;
-    use rho_proto_core::runtime::{CallOptions, Sessions as _};
+    use rho_proto_core::runtime::{CallOptions, Sessions as _, ToolCall};
     use serde_json::json;
     use smol::{Executor, Timer};
 
@@ -723,7 +723,10 @@ process.stdin.on('data', (chunk) => {
         let executor = Arc::new(Executor::new());
         let (runtime, marker) = start(&executor, "serve");
         let result = {
-            let mut call = pin!(runtime.call("mcp__t__echo", json!({"n": 1}), CallOptions::new()));
+            let mut call = pin!(runtime.submit(
+                ToolCall::new("mcp__t__echo", json!({"n": 1})),
+                CallOptions::new()
+            ));
             // One poll, outside the executor: no session task can run, so
             // the request reaches the server only if the caller wrote it.
             let first = smol::future::block_on(smol::future::poll_once(call.as_mut()));
@@ -761,7 +764,7 @@ process.stdin.on('data', (chunk) => {
             &executor,
             within(
                 wait,
-                runtime.call("mcp__t__echo", arguments, CallOptions::new()),
+                runtime.submit(ToolCall::new("mcp__t__echo", arguments), CallOptions::new()),
             ),
         )
         .expect("the whole request went out")

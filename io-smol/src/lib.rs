@@ -13,20 +13,10 @@
 //!
 //! [`Runtime`] is an executor's whole contract with the host library, and
 //! nothing more: start the selected servers, start or stop one late, the
-//! servers as they stand (`rho_proto_core::runtime::Sessions`), a tool
-//! call or a feature request waited for as its `CallOptions` say, and
-//! shutdown. An agent embeds it through `rho_host::Host`, which writes
-//! everything else (prompt turns, attachments, rendering, skills, logins)
-//! once over both executors; a host that drives this crate directly
-//! gets the same calls as futures.
-//!
-//! # What it offers
-//!
-//! [`Runtime`] is an executor's whole contract with the host library, and
-//! nothing more: start the selected servers, start or stop one late, the
-//! servers as they stand (`rho_proto_core::runtime::Sessions`), a tool
-//! call or a feature request waited for as its `CallOptions` say, and
-//! shutdown. An agent embeds it through `rho_host::Host`, which writes
+//! servers as they stand (`rho_proto_core::runtime::Sessions`), one
+//! `submit` for a job (a tool call or a feature request, each a
+//! `rho_proto_core::runtime::Job`) waited for as its `CallOptions` say,
+//! and shutdown. An agent embeds it through `rho_host::Host`, which writes
 //! everything else (prompt turns, attachments, rendering, skills, logins)
 //! once over both executors; a host that drives this crate directly
 //! gets the same calls as futures.
@@ -58,7 +48,7 @@
 //! ```no_run
 //! use std::sync::Arc;
 //! use rho_io_smol::{Runtime, options_from_process_env};
-//! use rho_proto_core::runtime::CallOptions;
+//! use rho_proto_core::runtime::{CallOptions, ToolCall};
 //! let config = rho_proto_core::config::parse(
 //!     "[mcp.servers.everything]\ntransport = \"stdio\"\ncommand = \"npx\"\nargs = [\"-y\", \"@modelcontextprotocol/server-everything\"]\n",
 //!     "rho.toml",
@@ -67,9 +57,8 @@
 //! smol::block_on(executor.run(async {
 //!     let runtime = Runtime::start(&executor, &config, options_from_process_env(), |_| true).await;
 //!     let result = runtime
-//!         .call(
-//!             "mcp__everything__echo",
-//!             serde_json::json!({"message": "hi"}),
+//!         .submit(
+//!             ToolCall::new("mcp__everything__echo", serde_json::json!({"message": "hi"})),
 //!             CallOptions::new(),
 //!         )
 //!         .await

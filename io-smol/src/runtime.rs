@@ -23,16 +23,13 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::config::Config;
-use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::backlog::Backlog;
 use rho_proto_core::runtime::fleet::{Fleet, SessionHandle, WaitStep};
 use rho_proto_core::runtime::{
-    CallOptions, CallTarget, Cancel, Health, Inventory, ServerView, Sessions, SlotId,
-    StartServerError, ToolCallError,
+    CallOptions, Cancel, Health, Inventory, Job, ServerView, Sessions, SlotId, StartServerError,
+    ToolCallError,
 };
-use rho_proto_core::wire::protocol::CallToolResult;
-use serde_json::Value;
 use smol::channel::Receiver;
 use smol::{Executor, Task, Timer};
 
@@ -163,74 +160,45 @@ impl Runtime {
         }
     }
 
-    /// Calls a tool (an exported name, or a server's own tool under its
-    /// allow/deny filter) and waits for its result, as `options` say:
-    /// progress handed over as it arrives, ended early by its cancel
-    /// token (the session abandons the call, the server is told, and the
-    /// call ends with the core's own `CallError::Cancelled`, or with its
-    /// answer if that came first), within its own time limit. Dropping
-    /// the future before it resolves abandons the call the same way.
-    pub async fn call<'a>(
+    /// Submits a job (a [`ToolCall`] or a [`ServerRequest`]) and waits
+    /// for its end, as `options` say: progress handed over as it arrives,
+    /// ended early by its cancel token (the session abandons the job, the
+    /// server is told, and it ends with the core's own
+    /// `CallError::Cancelled`, or with its answer if that came first),
+    /// within its own time limit. A tool call first waits for room on a
+    /// busy server (backpressure), within the same limit. Dropping the
+    /// future before it resolves abandons the job the same way.
+    ///
+    /// [`ToolCall`]: rho_proto_core::runtime::ToolCall
+    /// [`ServerRequest`]: rho_proto_core::runtime::ServerRequest
+    pub async fn submit<J: Job>(
         &self,
-        target: impl Into<CallTarget<'a>>,
-        arguments: Value,
+        job: J,
         mut options: CallOptions<'_>,
-    ) -> Result<CallToolResult, ToolCallError> {
-        let (slot, tool, handle) = self.fleet.route(target.into())?;
+    ) -> Result<J::Output, ToolCallError> {
+        let routed = job.route(&self.fleet)?;
+        let (slot, handle, server) = (routed.slot, routed.handle, routed.server);
         let budget = options.time_limit();
         let mut cancel = std::pin::pin!(cancelled(options.cancel_token().cloned()));
         let ended = || self.fleet.ended(slot);
         let answered = async {
-            let server = self.fleet.inventory().id(slot).unwrap_or_default();
-            let waited = budget.unwrap_or(handle.tool_timeout);
-            wait_for_room(&handle.backlog, waited, server, cancel.as_mut()).await?;
+            if J::WAITS_FOR_ROOM {
+                let waited = budget.unwrap_or(handle.tool_timeout);
+                wait_for_room(&handle.backlog, waited, server, cancel.as_mut()).await?;
+            }
             let ticket = self.fleet.ticket();
             let (reply, answer) = crate::reply::reply();
             handle
-                .command(Command::call_tool(ticket, tool, arguments, budget, reply))
+                .command(routed.command(ticket, budget, reply))
                 .map_err(|_| ended())?;
             // If this future is dropped before the answer, the guard in
-            // `follow` tells the session to abandon the call.
+            // `follow` tells the session to abandon the job.
             follow(handle, ticket, answer, cancel, ended, |update| {
-                update.into_call_result(|progress| options.report(progress))
+                J::settle(update, server, |progress| options.report(progress))
             })
             .await
         };
         answered.await.map_err(|e| self.fleet.redact(slot, e))
-    }
-
-    /// A feature request to `server`, answered with the server's result
-    /// as sent, on the same terms as [`Runtime::call`] (dropping the
-    /// future abandons it too) but with no progress.
-    pub async fn request(
-        &self,
-        server: &str,
-        request: FeatureRequest,
-        options: CallOptions<'_>,
-    ) -> Result<Value, ToolCallError> {
-        let (slot, handle) = self.fleet.route_server(server)?;
-        let ended = || self.fleet.ended(slot);
-        let cancel = std::pin::pin!(cancelled(options.cancel_token().cloned()));
-        let ticket = self.fleet.ticket();
-        let (reply, answer) = crate::reply::reply();
-        let sent = handle
-            .command(Command::request(
-                ticket,
-                request,
-                options.time_limit(),
-                reply,
-            ))
-            .map_err(|_| ended());
-        let answered = match sent {
-            Ok(()) => {
-                follow(handle, ticket, answer, cancel, ended, |update| {
-                    update.into_answer(server)
-                })
-                .await
-            }
-            Err(error) => Err(error),
-        };
-        answered.map_err(|e| self.fleet.redact(slot, e))
     }
 
     /// Closes every session and waits for each server to exit (each within

@@ -7,7 +7,7 @@
 use std::sync::Arc;
 
 use rho_io_blocking::Runtime;
-use rho_proto_core::runtime::CallOptions;
+use rho_proto_core::runtime::{CallOptions, ToolCall};
 use rho_tests::{EverythingHttp, TranscriptFile, options_with, parse_config};
 use serde_json::json;
 
@@ -24,17 +24,15 @@ fn main() {
     ));
     let runtime = Runtime::start(&parse_config(&server.config("remote")), options, |_| true);
     let first = runtime
-        .call(
-            "mcp__remote__echo",
-            json!({"message": "before"}),
+        .submit(
+            ToolCall::new("mcp__remote__echo", json!({"message": "before"})),
             CallOptions::new(),
         )
         .expect("first call");
     server.restart();
     let second = runtime
-        .call(
-            "mcp__remote__echo",
-            json!({"message": "after"}),
+        .submit(
+            ToolCall::new("mcp__remote__echo", json!({"message": "after"})),
             CallOptions::new(),
         )
         .expect("the call after the restart recovers");

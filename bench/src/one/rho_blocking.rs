@@ -9,9 +9,8 @@ fn main() {
     let (config, options) = common::setup(rho_io_blocking::options_from_process_env());
     let runtime = rho_io_blocking::Runtime::start(&config, options, |_| true);
     let outcome = runtime
-        .call(
-            common::EXPORTED,
-            common::arguments(),
+        .submit(
+            rho_proto_core::runtime::ToolCall::new(common::EXPORTED, common::arguments()),
             rho_proto_core::runtime::CallOptions::new(),
         )
         .map(|result| common::text_len(&result))

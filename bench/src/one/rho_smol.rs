@@ -3,7 +3,7 @@
 //! in a binary of its own, so that its peak RSS is the client's and not
 //! the bench harness's (see `bench/README.md`).
 
-use rho_proto_core::runtime::CallOptions;
+use rho_proto_core::runtime::{CallOptions, ToolCall};
 use std::sync::Arc;
 
 #[path = "common.rs"]
@@ -15,7 +15,10 @@ fn main() {
     let outcome = rho_io_smol::block_on(&executor, async {
         let runtime = rho_io_smol::Runtime::start(&executor, &config, options, |_| true).await;
         let outcome = runtime
-            .call(common::EXPORTED, common::arguments(), CallOptions::new())
+            .submit(
+                ToolCall::new(common::EXPORTED, common::arguments()),
+                CallOptions::new(),
+            )
             .await
             .map(|result| common::text_len(&result))
             .map_err(|e| e.to_string());

@@ -5,7 +5,8 @@ use rho_proto_core::config::Config;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::{
-    CallOptions, CallTarget, ServerView, Sessions, StartServerError, ToolCallError,
+    CallOptions, CallTarget, ServerRequest, ServerView, Sessions, StartServerError, ToolCall,
+    ToolCallError,
 };
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -65,7 +66,8 @@ impl Executor for BlockingExecutor {
         arguments: Value,
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.runtime().call(target, arguments, options)
+        self.runtime()
+            .submit(ToolCall::new(target, arguments), options)
     }
 
     fn request(
@@ -74,7 +76,8 @@ impl Executor for BlockingExecutor {
         request: FeatureRequest,
         options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
-        self.runtime().request(server, request, options)
+        self.runtime()
+            .submit(ServerRequest::new(server, request), options)
     }
 
     /// Each session has its driver thread already.

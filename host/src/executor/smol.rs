@@ -17,7 +17,8 @@ use rho_proto_core::config::Config;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::host::RuntimeOptions;
 use rho_proto_core::runtime::{
-    CallOptions, CallTarget, Inventory, ServerView, Sessions, StartServerError, ToolCallError,
+    CallOptions, CallTarget, Inventory, ServerRequest, ServerView, Sessions, StartServerError,
+    ToolCall, ToolCallError,
 };
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
@@ -170,7 +171,10 @@ impl Executor for SmolExecutor {
         arguments: Value,
         options: CallOptions<'_>,
     ) -> Result<CallToolResult, ToolCallError> {
-        self.wait_for(self.runtime().call(target, arguments, options))
+        self.wait_for(
+            self.runtime()
+                .submit(ToolCall::new(target, arguments), options),
+        )
     }
 
     fn request(
@@ -179,7 +183,10 @@ impl Executor for SmolExecutor {
         request: FeatureRequest,
         options: CallOptions<'_>,
     ) -> Result<Value, ToolCallError> {
-        self.wait_for(self.runtime().request(server, request, options))
+        self.wait_for(
+            self.runtime()
+                .submit(ServerRequest::new(server, request), options),
+        )
     }
 
     fn keep_moving(&mut self) {

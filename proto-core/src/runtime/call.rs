@@ -1,14 +1,23 @@
 //! How a host asks for a tool call or a request, the same on both
-//! executors: [`CallTarget`] names the tool, [`CallOptions`] carries what
-//! the caller adds (where progress goes, what cancels it, its own time
-//! limit). One method per executor takes them, in place of a variant per
-//! combination.
+//! executors: a [`Job`] ([`ToolCall`], naming its tool by a
+//! [`CallTarget`], or [`ServerRequest`]) says what is asked, and
+//! [`CallOptions`] what the caller adds (where progress goes, what cancels
+//! it, its own time limit). Each executor has one `submit` that takes
+//! both, in place of a method per kind and a variant per combination: the
+//! job routes itself, makes the command that carries it and reads the
+//! updates that answer it, so the executor only sends and waits.
 
 use std::fmt;
 use std::time::Duration;
 
-use super::Cancel;
+use serde_json::Value;
+
+use super::fleet::{Fleet, SessionHandle};
+use super::{Cancel, SlotId, ToolCallError};
+use crate::features::FeatureRequest;
+use crate::runtime::driving::{CallUpdate, Command};
 use crate::session::Progress;
+use crate::wire::protocol::CallToolResult;
 
 /// The tool a call goes to.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -125,5 +134,153 @@ impl fmt::Debug for CallOptions<'_> {
             .field("cancel", &self.cancel)
             .field("timeout", &self.timeout)
             .finish()
+    }
+}
+
+/// What a caller submits to an executor and waits for: a [`ToolCall`] or
+/// a [`ServerRequest`]. Sealed: the executors rely on its two kinds.
+pub trait Job: sealed::Sealed {
+    /// What the job settles with.
+    type Output;
+
+    /// Whether the job waits for room in its session's backlog before it
+    /// goes: a tool call does (see [`super::backlog`]); a feature request,
+    /// small and answered at once, does not.
+    const WAITS_FOR_ROOM: bool;
+
+    /// Where the job goes in `fleet`, or why it cannot go.
+    fn route<H: SessionHandle>(self, fleet: &Fleet<H>) -> Result<Routed<'_, H>, ToolCallError>;
+
+    /// What a caller waiting on the job makes of one update: progress goes
+    /// to `on_progress` and `None` says keep waiting; the job's end is its
+    /// output, or why there is none.
+    fn settle(
+        update: CallUpdate,
+        server: &str,
+        on_progress: impl FnOnce(Progress),
+    ) -> Option<Result<Self::Output, ToolCallError>>;
+}
+
+mod sealed {
+    pub trait Sealed {}
+    impl Sealed for super::ToolCall<'_> {}
+    impl Sealed for super::ServerRequest<'_> {}
+}
+
+/// A tool call: the tool (an exported name, or a server's own tool under
+/// its allow/deny filter) and its arguments. Settles with the tool's
+/// result; one with `isError` is still a result (the tool ran and
+/// failed, which the caller reports as a tool failure).
+#[derive(Debug)]
+pub struct ToolCall<'a> {
+    target: CallTarget<'a>,
+    arguments: Value,
+}
+
+impl<'a> ToolCall<'a> {
+    /// A call of `target` with `arguments`.
+    pub fn new(target: impl Into<CallTarget<'a>>, arguments: Value) -> Self {
+        Self {
+            target: target.into(),
+            arguments,
+        }
+    }
+}
+
+/// A feature request to one server (a prompt, a resource, a completion,
+/// a subscription...). Settles with the server's result as sent.
+#[derive(Debug)]
+pub struct ServerRequest<'a> {
+    server: &'a str,
+    request: FeatureRequest,
+}
+
+impl<'a> ServerRequest<'a> {
+    /// `request`, to `server`.
+    pub fn new(server: &'a str, request: FeatureRequest) -> Self {
+        Self { server, request }
+    }
+}
+
+/// A job that has found its session: the slot, the session's handle and
+/// the server's identity, and the command that carries it
+/// ([`Routed::command`]).
+#[derive(Debug)]
+pub struct Routed<'f, H> {
+    /// The server's slot.
+    pub slot: SlotId,
+    /// Its session's handle.
+    pub handle: &'f H,
+    /// The server's identity.
+    pub server: &'f str,
+    work: Work,
+}
+
+/// What a routed job sends.
+#[derive(Debug)]
+enum Work {
+    Call { tool: String, arguments: Value },
+    Request(FeatureRequest),
+}
+
+impl<H> Routed<'_, H> {
+    /// The command that submits the job under `ticket`, within `budget`
+    /// when the caller set one, answered through `reply`.
+    pub fn command<R>(self, ticket: u64, budget: Option<Duration>, reply: R) -> Command<R> {
+        match self.work {
+            Work::Call { tool, arguments } => {
+                Command::call_tool(ticket, tool, arguments, budget, reply)
+            }
+            Work::Request(request) => Command::request(ticket, request, budget, reply),
+        }
+    }
+}
+
+impl Job for ToolCall<'_> {
+    type Output = CallToolResult;
+    const WAITS_FOR_ROOM: bool = true;
+
+    fn route<H: SessionHandle>(self, fleet: &Fleet<H>) -> Result<Routed<'_, H>, ToolCallError> {
+        let (slot, tool, handle) = fleet.route(self.target)?;
+        Ok(Routed {
+            slot,
+            handle,
+            server: fleet.server_id(slot),
+            work: Work::Call {
+                tool,
+                arguments: self.arguments,
+            },
+        })
+    }
+
+    fn settle(
+        update: CallUpdate,
+        _server: &str,
+        on_progress: impl FnOnce(Progress),
+    ) -> Option<Result<CallToolResult, ToolCallError>> {
+        update.into_call_result(on_progress)
+    }
+}
+
+impl Job for ServerRequest<'_> {
+    type Output = Value;
+    const WAITS_FOR_ROOM: bool = false;
+
+    fn route<H: SessionHandle>(self, fleet: &Fleet<H>) -> Result<Routed<'_, H>, ToolCallError> {
+        let (slot, handle) = fleet.route_server(self.server)?;
+        Ok(Routed {
+            slot,
+            handle,
+            server: fleet.server_id(slot),
+            work: Work::Request(self.request),
+        })
+    }
+
+    fn settle(
+        update: CallUpdate,
+        server: &str,
+        _on_progress: impl FnOnce(Progress),
+    ) -> Option<Result<Value, ToolCallError>> {
+        update.into_answer(server)
     }
 }

@@ -211,17 +211,25 @@ impl<H: SessionHandle> Fleet<H> {
 
     /// Where a tool call goes: the server's slot, the server's own tool
     /// name, and its session's handle; or why it cannot go.
-    pub fn route(&self, target: CallTarget<'_>) -> Result<(SlotId, String, &H), ToolCallError> {
+    pub(crate) fn route(
+        &self,
+        target: CallTarget<'_>,
+    ) -> Result<(SlotId, String, &H), ToolCallError> {
         let (slot, tool) = self.inventory.route(target, |slot| self.health_of(slot))?;
         Ok((slot, tool, self.running(slot)?))
     }
 
     /// Where a request to `server` goes: its slot and session handle.
-    pub fn route_server(&self, server: &str) -> Result<(SlotId, &H), ToolCallError> {
+    pub(crate) fn route_server(&self, server: &str) -> Result<(SlotId, &H), ToolCallError> {
         let slot = self
             .inventory
             .route_server(server, |slot| self.health_of(slot))?;
         Ok((slot, self.running(slot)?))
+    }
+
+    /// The identity of the server in `slot`.
+    pub fn server_id(&self, slot: SlotId) -> &str {
+        self.inventory.id(slot).unwrap_or_default()
     }
 
     /// The handle of `slot`'s session, or the error of a server whose

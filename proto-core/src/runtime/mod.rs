@@ -32,7 +32,7 @@ pub mod sessions;
 pub mod skills;
 pub mod status;
 
-pub use call::{CallOptions, CallTarget};
+pub use call::{CallOptions, CallTarget, Job, Routed, ServerRequest, ToolCall};
 pub use cancel::{Cancel, Cancelled, OnCancel};
 pub use sessions::Sessions;
 
