@@ -135,13 +135,13 @@ pub(crate) fn run(
         }
     };
     let mut line = ProgressLine::new(std::io::stderr().is_terminal());
-    let outcome = runtime.call(
-        (id, tool),
-        arguments,
-        CallOptions::new()
-            .on_progress(|p| line.show(&p))
-            .cancel(&cancel),
-    );
+    let mut options = CallOptions::new()
+        .on_progress(|p| line.show(&p))
+        .cancel(&cancel);
+    if args.task {
+        options = options.as_task();
+    }
+    let outcome = runtime.call((id, tool), arguments, options);
     line.clear();
     // What the model reads is capped, as every server answer is.
     let outcome = outcome.map(|result| {

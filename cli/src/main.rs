@@ -267,6 +267,12 @@ pub(crate) struct CallArgs {
     /// asking: for scripts.
     #[arg(long)]
     yes_defaults: bool,
+    /// Ask the server to run the call as a task where the tool leaves it
+    /// to the caller (a 2025-11-25 tool whose taskSupport is `optional`),
+    /// for a long call: its status shows as it changes and Ctrl-C cancels
+    /// it on the server. A tool that requires a task runs as one anyway.
+    #[arg(long)]
+    task: bool,
 }
 
 fn main() -> ExitCode {

@@ -164,7 +164,7 @@ impl Runtime {
         room.and_then(|()| {
             let (reply, answer) = crate::reply::mailbox();
             let ticket = self.fleet.ticket();
-            let command = routed.command(ticket, budget, reply);
+            let command = routed.command(ticket, &options, reply);
             driver.driver.command(command).map_err(|_| ended())?;
             // The core completes every accepted job exactly once (result,
             // error, timeout, cancellation or session end), so this wait

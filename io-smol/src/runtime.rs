@@ -189,7 +189,7 @@ impl Runtime {
             let ticket = self.fleet.ticket();
             let (reply, answer) = crate::reply::reply();
             handle
-                .command(routed.command(ticket, budget, reply))
+                .command(routed.command(ticket, &options, reply))
                 .map_err(|_| ended())?;
             // If this future is dropped before the answer, the guard in
             // `follow` tells the session to abandon the job.

@@ -20,7 +20,8 @@ use crate::http::{
 };
 use crate::oauth::dpop::DpopProver;
 use crate::session::{
-    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions, Timer,
+    ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
+    TaskAugmentation, Timer,
 };
 use crate::text::redact::{Redactor, SecretBook};
 use crate::transcript::{self, Recorder};
@@ -230,7 +231,10 @@ impl Connection {
         pairs: impl FnOnce() -> [(&'static str, Value); N],
     ) {
         if let Some(r) = &mut self.recorder {
+            // A field with nothing to say is left out, as replay reads a
+            // missing one.
             let mut fields = transcript::fields(&pairs());
+            fields.retain(|_, value| !value.is_null());
             if let Some(budget) = budget {
                 let ms = u64::try_from(budget.as_millis()).unwrap_or(u64::MAX);
                 fields.insert("budget_ms".into(), json!(ms));
@@ -334,12 +338,34 @@ impl Connection {
         arguments: Value,
         budget: Option<Duration>,
     ) -> Result<CallId, ApiMisuse> {
+        self.call_tool_with(now, tool, arguments, budget, TaskAugmentation::default())
+    }
+
+    /// Like [`Connection::call_tool`], saying when a 2025-era call goes as
+    /// a task; see [`Session::call_tool_with`]. The transcript records a
+    /// task asked for (`"task": "offered"`), so replay asks the same.
+    pub fn call_tool_with(
+        &mut self,
+        now: Instant,
+        tool: &str,
+        arguments: Value,
+        budget: Option<Duration>,
+        task: TaskAugmentation,
+    ) -> Result<CallId, ApiMisuse> {
         self.record_with_budget(now, "call", budget, || {
-            [("tool", json!(tool)), ("args", arguments.clone())]
+            let asked = match task {
+                TaskAugmentation::WhenOffered => json!("offered"),
+                _ => Value::Null,
+            };
+            [
+                ("tool", json!(tool)),
+                ("args", arguments.clone()),
+                ("task", asked),
+            ]
         });
         let result = match &mut self.inner {
-            Inner::Stdio(session) => session.call_tool_within(now, tool, arguments, budget),
-            Inner::Http(transport) => transport.call_tool_within(now, tool, arguments, budget),
+            Inner::Stdio(session) => session.call_tool_with(now, tool, arguments, budget, task),
+            Inner::Http(transport) => transport.call_tool_with(now, tool, arguments, budget, task),
         };
         if let Some(r) = &mut self.recorder {
             r.poll(

@@ -65,7 +65,9 @@ use crate::http::{
     AuthorizationError, ExchangeId, HttpFailure, HttpFailureKind, HttpOptions, HttpOutput,
     HttpRequest,
 };
-use crate::session::{CallId, Event, Framing, QuestionId, SamplingAnswer, SessionOptions};
+use crate::session::{
+    CallId, Event, Framing, QuestionId, SamplingAnswer, SessionOptions, TaskAugmentation,
+};
 use crate::text::redact::Redactor;
 use crate::wire::protocol::Implementation;
 
@@ -710,7 +712,11 @@ fn apply(
         "call" => {
             let tool = str_of("tool").ok_or("no tool")?;
             let args = e.get("args").cloned().unwrap_or(Value::Null);
-            calls.push_back(c.call_tool(now, &tool, args, budget_of(e)).ok());
+            let task = match str_of("task").as_deref() {
+                Some("offered") => TaskAugmentation::WhenOffered,
+                _ => TaskAugmentation::WhenRequired,
+            };
+            calls.push_back(c.call_tool_with(now, &tool, args, budget_of(e), task).ok());
         }
         "request" => {
             let method = str_of("method").ok_or("no method")?;

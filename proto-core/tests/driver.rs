@@ -26,7 +26,8 @@ use rho_proto_core::runtime::driving::{
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::runtime::{Inventory, ToolCallError};
 use rho_proto_core::session::{
-    ApiMisuse, CallError, CancelNotice, CloseReason, Question, QuestionId, ServerLog, Timer,
+    ApiMisuse, CallError, CancelNotice, CloseReason, Question, QuestionId, ServerLog,
+    TaskAugmentation, Timer,
 };
 use rho_proto_core::wire::jsonrpc::{Incoming, Message, RequestId};
 use serde_json::{Value, json};
@@ -252,6 +253,7 @@ impl Harness {
             tool: "echo".into(),
             arguments: json!({"text": "hi"}),
             budget: None,
+            task: TaskAugmentation::default(),
             reply: ticket,
         });
     }
@@ -899,6 +901,7 @@ fn a_closed_session_hands_commands_back_but_takes_a_second_close() {
             tool: "echo".into(),
             arguments: json!({}),
             budget: None,
+            task: TaskAugmentation::default(),
             reply: 1,
         },
     );
@@ -1216,6 +1219,7 @@ fn a_held_call_ends_at_its_budget_or_its_cancel_unsent() {
         tool: "echo".into(),
         arguments: json!({}),
         budget: Some(Duration::from_millis(200)),
+        task: TaskAugmentation::default(),
         reply: 8,
     });
     h.call(9);

@@ -377,26 +377,23 @@ fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
     assert_eq!(summary.sessions, 1);
 }
 
-/// A call with a budget of its own (`CallOptions::timeout`) is recorded
-/// with it (`budget_ms`) and replays: its timeout comes due when it did,
-/// not at the server's `tool_timeout`, which replay would refuse.
-#[test]
-fn a_calls_own_budget_is_recorded_and_replays() {
+/// A recorded session with a scripted 2025 server that declared
+/// `capabilities` and lists `tools`, ready. The server refuses the 2026
+/// probe and answers every other request with `{}`.
+fn ready_2025(
+    config_text: &str,
+    capabilities: serde_json::Value,
+    tools: serde_json::Value,
+) -> (Connection, Instant) {
     use rho_proto_core::connection::Output;
-    use rho_proto_core::session::{CallError, Event};
+    use rho_proto_core::session::Event;
     use serde_json::{Value, json};
-    use std::time::Duration;
 
-    let config = config::parse(
-        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
-        "t.toml",
-    )
-    .expect("parses");
+    let config = config::parse(config_text, "t.toml").expect("parses");
     let server = config.servers[0].config.as_ref().expect("valid");
     let now = Instant::now();
     let mut conn =
         Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
-    // A 2025 server: it refuses the 2026 probe and answers the rest.
     let mut ready = false;
     for _ in 0..20 {
         while let Some(output) = conn.poll_output() {
@@ -415,12 +412,10 @@ fn a_calls_own_budget_is_recorded_and_replays() {
                     }
                     "initialize" => json!({"jsonrpc": "2.0", "id": id, "result": {
                         "protocolVersion": "2025-11-25",
-                        "capabilities": {"tools": {}},
+                        "capabilities": capabilities,
                         "serverInfo": {"name": "s", "version": "1"}
                     }}),
-                    "tools/list" => json!({"jsonrpc": "2.0", "id": id, "result": {
-                        "tools": [{"name": "slow", "inputSchema": {"type": "object"}}]
-                    }}),
+                    "tools/list" => json!({"jsonrpc": "2.0", "id": id, "result": {"tools": tools}}),
                     _ => json!({"jsonrpc": "2.0", "id": id, "result": {}}),
                 };
                 conn.handle_stdio_bytes(now, format!("{answer}\n").as_bytes());
@@ -434,6 +429,23 @@ fn a_calls_own_budget_is_recorded_and_replays() {
         }
     }
     assert!(ready, "the scripted server makes the session ready");
+    (conn, now)
+}
+
+/// A call with a budget of its own (`CallOptions::timeout`) is recorded
+/// with it (`budget_ms`) and replays: its timeout comes due when it did,
+/// not at the server's `tool_timeout`, which replay would refuse.
+#[test]
+fn a_calls_own_budget_is_recorded_and_replays() {
+    use rho_proto_core::session::{CallError, Event};
+    use serde_json::json;
+    use std::time::Duration;
+
+    let (mut conn, now) = ready_2025(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
+        json!({"tools": {}}),
+        json!([{"name": "slow", "inputSchema": {"type": "object"}}]),
+    );
     let budget = Duration::from_secs(2);
     let call = conn
         .call_tool(now, "slow", json!({}), Some(budget))
@@ -457,6 +469,44 @@ fn a_calls_own_budget_is_recorded_and_replays() {
     // Without the recorded budget the replayed call would wait 60 s, and
     // replay says where it went another way.
     let stripped = text.replace(",\"budget_ms\":2000", "");
+    assert_ne!(stripped, text);
+    assert!(matches!(
+        replay(&stripped, now),
+        Err(ReplayError::Diverged(_))
+    ));
+}
+
+/// A call that asked to run as a task (`CallOptions::as_task`) of a tool
+/// whose `taskSupport` is `optional` is recorded so (`"task":"offered"`)
+/// and replays asking the same; without it, replay sends a plain call and
+/// says the session went another way.
+#[test]
+fn a_call_asked_as_a_task_is_recorded_and_replays() {
+    use rho_proto_core::session::TaskAugmentation;
+    use serde_json::json;
+
+    let (mut conn, now) = ready_2025(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n",
+        json!({"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}),
+        json!([{"name": "maybe", "inputSchema": {"type": "object"},
+                "execution": {"taskSupport": "optional"}}]),
+    );
+    conn.call_tool_with(now, "maybe", json!({}), None, TaskAugmentation::WhenOffered)
+        .expect("ready");
+    let mut sent = String::new();
+    while let Some(output) = conn.poll_output() {
+        if let rho_proto_core::connection::Output::Write(bytes) = output {
+            sent.push_str(&String::from_utf8_lossy(&bytes));
+        }
+    }
+    assert!(
+        sent.contains("\"task\":{"),
+        "the call went as a task: {sent}"
+    );
+    let text = conn.take_transcript().join("\n");
+    assert!(text.contains("\"task\":\"offered\""), "{text}");
+    replay(&text, now).expect("the transcript replays");
+    let stripped = text.replace(",\"task\":\"offered\"", "");
     assert_ne!(stripped, text);
     assert!(matches!(
         replay(&stripped, now),

@@ -13,6 +13,7 @@ pub mod oidc;
 #[cfg(target_os = "linux")]
 pub mod pty;
 pub mod scene;
+pub mod task_servers;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};

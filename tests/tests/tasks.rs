@@ -12,9 +12,8 @@
 //! sends `tasks/cancel`, which the server's own record shows stopped the
 //! work.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
 
 use rho_host::{CallOptions, Cancel, Host};
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
@@ -24,51 +23,9 @@ use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::{CallError, CancelNotice, Progress};
 use rho_tests::both_executors;
 use rho_tests::matrix::TestRuntime;
+use rho_tests::task_servers::{TaskServer as Server, recorded};
 use rho_tests::*;
 use serde_json::json;
-
-/// The two servers, one per era.
-#[derive(Clone, Copy, Debug)]
-enum Server {
-    /// `rmcp` 3.11.0, the 2026-07-28 tasks extension.
-    Rmcp,
-    /// Python `mcp` 1.30.0, the 2025-11-25 core tasks.
-    Mcp1,
-}
-
-impl Server {
-    /// The `[mcp.servers.tasks]` program and arguments.
-    fn command(self) -> (PathBuf, Vec<PathBuf>) {
-        let interop = tests_dir().join("interop");
-        match self {
-            Server::Rmcp => {
-                let binary = tests_dir().join("../target/interop-rmcp/debug/tasks-rmcp");
-                assert!(
-                    binary.exists(),
-                    "the rmcp tasks server is not built: run `tests/interop/install`"
-                );
-                (binary, Vec::new())
-            }
-            Server::Mcp1 => {
-                let dir = interop.join("python/mcp1");
-                let python = dir.join(".venv/bin/python");
-                assert!(
-                    python.exists(),
-                    "the interop SDKs are not installed: run `tests/interop/install`"
-                );
-                (python, vec![dir.join("tasks_server.py")])
-            }
-        }
-    }
-
-    /// The protocol version the session says it speaks with this server.
-    fn era(self) -> &'static str {
-        match self {
-            Server::Rmcp => "2026-07-28",
-            Server::Mcp1 => "2025-11-25",
-        }
-    }
-}
 
 /// A person who fills every form in with `Ada`.
 #[derive(Default)]
@@ -98,23 +55,15 @@ impl Responder for Ada {
 /// Starts `server` as `tasks` with a `budget`-second call budget, the
 /// server recording into `record`, a person answering as `Ada`.
 fn start<R: TestRuntime>(server: Server, record: &Path, ada: &Arc<Ada>, budget: u64) -> Host {
-    let (program, args) = server.command();
-    let config = format!(
-        "[mcp.servers.tasks]\ntransport = \"stdio\"\ncommand = {}\nargs = [{}]\n\
-         env = {{ INTEROP_RECORD = {} }}\nstartup_timeout_secs = 30\ntool_timeout_secs = {budget}\n",
-        toml_path(&program),
-        args.iter()
-            .map(|a| toml_path(a))
-            .collect::<Vec<_>>()
-            .join(", "),
-        toml_path(record),
-    );
     let mut options = options_with(&[]);
     options.host = HostServices {
         responder: Some(Arc::clone(ada) as Arc<dyn Responder>),
         ..HostServices::default()
     };
-    let host = R::start(&parse_config(&config), options);
+    let host = R::start(
+        &parse_config(&server.config("tasks", record, budget)),
+        options,
+    );
     match host.server("tasks").map(|s| s.status) {
         Some(ServerStatus::Ready(report)) => {
             assert_eq!(report.protocol_version, server.era(), "{report:?}")
@@ -122,19 +71,6 @@ fn start<R: TestRuntime>(server: Server, record: &Path, ada: &Arc<Ada>, budget: 
         other => panic!("the tasks server is not ready: {other:?}"),
     }
     host
-}
-
-/// Waits (bounded) until `record` holds `line`.
-fn recorded(record: &Path, line: &str) -> bool {
-    let until = Instant::now() + Duration::from_secs(20);
-    while Instant::now() < until {
-        let text = std::fs::read_to_string(record).unwrap_or_default();
-        if text.lines().any(|l| l == line) {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(50));
-    }
-    false
 }
 
 fn a_task_settles_with_its_result_and_shows_its_status<R: TestRuntime>(server: Server) {
@@ -217,6 +153,46 @@ fn cancelling_a_task_call_stops_the_servers_work<R: TestRuntime>(server: Server)
     host.shutdown();
 }
 
+/// A 2025 tool whose `taskSupport` is `optional` runs as a plain call
+/// unless the caller asks for a task (`CallOptions::as_task`), and then
+/// as one: the server's own record says how each call came.
+fn mcp1_optional_task_runs_as_a_task_only_when_asked<R: TestRuntime>() {
+    let scratch = scratch_dir(&format!("tasks-optional-{}", R::NAME));
+    let record = scratch.join("record.txt");
+    let _ = std::fs::remove_file(&record);
+    let ada = Arc::new(Ada::default());
+    let host = start::<R>(Server::Mcp1, &record, &ada, 30);
+    let plain = host
+        .call(
+            ("tasks", "maybe_task"),
+            json!({"marker": "first"}),
+            CallOptions::new(),
+        )
+        .expect("the plain call");
+    assert_eq!(plain.text(), "first plainly");
+    let mut seen: Vec<Progress> = Vec::new();
+    let tasked = host
+        .call(
+            ("tasks", "maybe_task"),
+            json!({"marker": "second"}),
+            CallOptions::new().as_task().on_progress(|p| seen.push(p)),
+        )
+        .expect("the call as a task");
+    assert_eq!(tasked.text(), "second as a task");
+    assert!(
+        seen.iter()
+            .filter_map(|p| p.message.as_deref())
+            .any(|l| l.starts_with("task ")),
+        "the task's status reached the caller: {seen:?}"
+    );
+    let lines = std::fs::read_to_string(&record).expect("the server's record");
+    assert_eq!(
+        lines.lines().collect::<Vec<_>>(),
+        ["first plainly", "second as a task"]
+    );
+    host.shutdown();
+}
+
 fn rmcp_task_result<R: TestRuntime>() {
     a_task_settles_with_its_result_and_shows_its_status::<R>(Server::Rmcp);
 }
@@ -248,4 +224,5 @@ both_executors!(
     mcp1_task_result,
     mcp1_task_form,
     mcp1_task_cancel,
+    mcp1_optional_task_runs_as_a_task_only_when_asked,
 );

@@ -121,8 +121,8 @@ use crate::features::elicitation::FormAnswer;
 use crate::oauth::challenge::{BearerChallenge, bearer_challenge};
 use crate::session::{
     ApiMisuse, AuthorizationReason, CallError, CallId, CancelNotice, CloseReason, Event, Framing,
-    Question, QuestionId, SamplingAnswer, Session, SessionOptions, SessionState, Timer,
-    TransmitKind,
+    Question, QuestionId, SamplingAnswer, Session, SessionOptions, SessionState, TaskAugmentation,
+    Timer, TransmitKind,
 };
 use crate::session::{Clock, TimerTable, earlier};
 use crate::wire::framing::byte_size;
@@ -817,10 +817,23 @@ impl HttpTransport {
         arguments: serde_json::Value,
         budget: Option<Duration>,
     ) -> Result<CallId, ApiMisuse> {
+        self.call_tool_with(now, name, arguments, budget, TaskAugmentation::default())
+    }
+
+    /// Calls a tool, saying when a 2025-era call goes as a task; see
+    /// [`Session::call_tool_with`].
+    pub fn call_tool_with(
+        &mut self,
+        now: Instant,
+        name: &str,
+        arguments: serde_json::Value,
+        budget: Option<Duration>,
+        task: TaskAugmentation,
+    ) -> Result<CallId, ApiMisuse> {
         let now = self.clock.observe(now);
         let call = self
             .session
-            .call_tool_within(now, name, arguments, budget)?;
+            .call_tool_with(now, name, arguments, budget, task)?;
         self.pump(now);
         Ok(call)
     }

@@ -16,7 +16,7 @@ use super::fleet::{Fleet, SessionHandle};
 use super::{Cancel, SlotId, ToolCallError};
 use crate::features::FeatureRequest;
 use crate::runtime::driving::{CallUpdate, Command};
-use crate::session::Progress;
+use crate::session::{Progress, TaskAugmentation};
 use crate::wire::protocol::CallToolResult;
 
 /// The tool a call goes to.
@@ -74,6 +74,7 @@ pub struct CallOptions<'a> {
     progress: Option<ProgressFn<'a>>,
     cancel: Option<Cancel>,
     timeout: Option<Duration>,
+    task: TaskAugmentation,
 }
 
 impl<'a> CallOptions<'a> {
@@ -109,6 +110,24 @@ impl<'a> CallOptions<'a> {
         self
     }
 
+    /// Asks for the call to run as a task where the tool leaves it to the
+    /// caller: a 2025-era tool whose `execution.taskSupport` is
+    /// `optional`, on a server that declared task-augmented `tools/call`.
+    /// For a long call the caller means to leave running: it survives the
+    /// request's own time limit as the task's status keeps it alive, and
+    /// is cancelled with `tasks/cancel`. A tool that requires a task runs
+    /// as one without this; in the 2026 era the server decides. A request
+    /// other than a tool call ignores it.
+    pub fn as_task(mut self) -> Self {
+        self.task = TaskAugmentation::WhenOffered;
+        self
+    }
+
+    /// Whether the call asked to run as a task ([`CallOptions::as_task`]).
+    pub fn wants_task(&self) -> bool {
+        self.task == TaskAugmentation::WhenOffered
+    }
+
     /// The token that cancels the call, if any.
     pub fn cancel_token(&self) -> Option<&Cancel> {
         self.cancel.as_ref()
@@ -133,6 +152,7 @@ impl fmt::Debug for CallOptions<'_> {
             .field("progress", &self.progress.is_some())
             .field("cancel", &self.cancel)
             .field("timeout", &self.timeout)
+            .field("task", &self.task)
             .finish()
     }
 }
@@ -224,14 +244,26 @@ enum Work {
 }
 
 impl<H> Routed<'_, H> {
-    /// The command that submits the job under `ticket`, within `budget`
-    /// when the caller set one, answered through `reply`.
-    pub fn command<R>(self, ticket: u64, budget: Option<Duration>, reply: R) -> Command<R> {
+    /// The command that submits the job under `ticket`, as `options` say
+    /// (its own time limit, whether it asks for a task), answered through
+    /// `reply`.
+    pub fn command<R>(self, ticket: u64, options: &CallOptions<'_>, reply: R) -> Command<R> {
+        let budget = options.time_limit();
         match self.work {
-            Work::Call { tool, arguments } => {
-                Command::call_tool(ticket, tool, arguments, budget, reply)
-            }
-            Work::Request(request) => Command::request(ticket, request, budget, reply),
+            Work::Call { tool, arguments } => Command::CallTool {
+                ticket,
+                tool,
+                arguments,
+                budget,
+                task: options.task,
+                reply,
+            },
+            Work::Request(request) => Command::Request {
+                ticket,
+                request: Box::new(request),
+                budget,
+                reply,
+            },
         }
     }
 }

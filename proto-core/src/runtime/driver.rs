@@ -384,8 +384,12 @@ impl<R> Driver<R> {
                 tool,
                 arguments,
                 budget,
+                task,
                 reply,
-            } => match self.conn.call_tool(now, &tool, arguments, budget) {
+            } => match self
+                .conn
+                .call_tool_with(now, &tool, arguments, budget, task)
+            {
                 Ok(call) => self.calls.insert(ticket, call, tool, reply),
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,

@@ -68,6 +68,9 @@ pub enum Command<R> {
         /// The call's own budget, in place of the server's
         /// `tool_timeout` ([`crate::runtime::CallOptions::timeout`]).
         budget: Option<std::time::Duration>,
+        /// When a 2025-era call goes as a task
+        /// ([`crate::runtime::CallOptions::as_task`]).
+        task: crate::session::TaskAugmentation,
         /// Where [`CallUpdate`]s go.
         reply: R,
     },
@@ -100,42 +103,6 @@ pub enum Command<R> {
     },
     /// End the session and the transport.
     Close,
-}
-
-impl<R> Command<R> {
-    /// [`Command::CallTool`]: call `tool` (the server's own name) with
-    /// `arguments`, within `budget` when the call has one of its own.
-    pub fn call_tool(
-        ticket: u64,
-        tool: String,
-        arguments: Value,
-        budget: Option<std::time::Duration>,
-        reply: R,
-    ) -> Self {
-        Command::CallTool {
-            ticket,
-            tool,
-            arguments,
-            budget,
-            reply,
-        }
-    }
-
-    /// [`Command::Request`]: send `request`, within `budget` when it has
-    /// one of its own.
-    pub fn request(
-        ticket: u64,
-        request: crate::features::FeatureRequest,
-        budget: Option<std::time::Duration>,
-        reply: R,
-    ) -> Self {
-        Command::Request {
-            ticket,
-            request: Box::new(request),
-            budget,
-            reply,
-        }
-    }
 }
 
 /// The host's answer to a question, either kind.

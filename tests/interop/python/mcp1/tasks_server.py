@@ -7,7 +7,7 @@ questions on `tasks/result`; only the tools' work is written here.
     tasks_server.py
 
 Tools, each declared `execution.taskSupport: "required"` (the SDK refuses
-a plain call of them):
+a plain call of them) but `maybe_task`:
 
 - `countdown {steps=3}`: a status message `step <i> of <steps>` every
   200 ms (`notifications/tasks/status`), then `counted <steps>`;
@@ -15,7 +15,10 @@ a plain call of them):
   then `cancelled <marker>` once the task is cancelled (or
   `finished <marker>`), to the file named by INTEROP_RECORD;
 - `greet_task`: asks for a name (a form, tagged with the task), then
-  returns `Hello, <name>!` or `action=<action>`.
+  returns `Hello, <name>!` or `action=<action>`;
+- `maybe_task {marker}`: `taskSupport: "optional"`, so the client chooses:
+  appends `<marker> as a task` or `<marker> plainly` to INTEROP_RECORD as
+  the call came, and returns the same words.
 """
 
 import os
@@ -42,12 +45,14 @@ def record(line: str) -> None:
     print(f"record: {line}", file=sys.stderr)
 
 
-def task_tool(name: str, description: str, properties: dict) -> types.Tool:
+def task_tool(
+    name: str, description: str, properties: dict, support: str = types.TASK_REQUIRED
+) -> types.Tool:
     return types.Tool(
         name=name,
         description=description,
         inputSchema={"type": "object", "properties": properties},
-        execution=types.ToolExecution(taskSupport=types.TASK_REQUIRED),
+        execution=types.ToolExecution(taskSupport=support),
     )
 
 
@@ -61,6 +66,12 @@ async def list_tools() -> list[types.Tool]:
         task_tool("countdown", "Counts down as a task", {"steps": {"type": "integer"}}),
         task_tool("slow_task", "Works for an hour as a task", {"marker": {"type": "string"}}),
         task_tool("greet_task", "Asks for a name inside a task", {}),
+        task_tool(
+            "maybe_task",
+            "Runs as a task when the client asks for one",
+            {"marker": {"type": "string"}},
+            types.TASK_OPTIONAL,
+        ),
     ]
 
 
@@ -70,7 +81,9 @@ async def cancelled(task: ServerTaskContext) -> bool:
 
 
 @server.call_tool()
-async def call_tool(name: str, arguments: dict) -> types.CreateTaskResult:
+async def call_tool(
+    name: str, arguments: dict
+) -> types.CallToolResult | types.CreateTaskResult:
     ctx = server.request_context
 
     if name == "countdown":
@@ -109,6 +122,16 @@ async def call_tool(name: str, arguments: dict) -> types.CreateTaskResult:
             if answer.action == "accept" and answer.content:
                 return text(f"Hello, {answer.content.get('name')}!")
             return text(f"action={answer.action}")
+
+    elif name == "maybe_task":
+        marker = str(arguments.get("marker", "maybe"))
+        if not ctx.experimental.is_task:
+            record(f"{marker} plainly")
+            return text(f"{marker} plainly")
+
+        async def work(task: ServerTaskContext) -> types.CallToolResult:
+            record(f"{marker} as a task")
+            return text(f"{marker} as a task")
 
     else:
         raise ValueError(f"unknown tool {name}")
