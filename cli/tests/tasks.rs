@@ -1,7 +1,8 @@
 //! `rho mcp call` on tools that run as tasks, on both executors, against
-//! the two task servers whose task protocol comes from an official SDK
-//! (`rho_tests::task_servers`): rmcp's 2026-07-28 tasks extension, where
-//! the server decides, and the Python SDK's 2025-11-25 core tasks, where a
+//! the task servers whose task protocol is not ours
+//! (`rho_tests::task_servers`): rmcp's and fastmcp-tasks' 2026-07-28 tasks
+//! extension, where the server decides, and the Python SDK's 2025-11-25
+//! core tasks, where a
 //! `required` tool always runs as one and an `optional` one when `--task`
 //! asks. Each shows: the result printed as any call's, `--json` carrying
 //! the task's final result as sent (never the task handle), the task's
@@ -22,7 +23,7 @@ use rho_tests::task_servers::{TaskServer, recorded};
 
 const RHO: &str = env!("CARGO_BIN_EXE_rho");
 
-const SERVERS: [TaskServer; 2] = [TaskServer::Rmcp, TaskServer::Mcp1];
+const SERVERS: [TaskServer; 3] = [TaskServer::Rmcp, TaskServer::FastmcpTasks, TaskServer::Mcp1];
 
 /// A scene with `server` configured as `tasks`, recording into the file
 /// returned beside the config's path.

@@ -48,7 +48,7 @@ use rho_proto_core::features::resources::ReadResourceParams;
 use rho_proto_core::fuzzing;
 use rho_proto_core::session::{
     ApiMisuse, CallId, Event, Framing, QuestionId, SamplingAnswer, Session, SessionOptions,
-    SessionState, Transmit, TransmitKind,
+    SessionState, Timer, Transmit, TransmitKind,
 };
 use rho_proto_core::wire::framing::LineDecoder;
 use rho_proto_core::wire::jsonrpc::{ClientRequestId, Incoming, Message, RequestId};
@@ -418,6 +418,21 @@ fn run(input: &SessionInput, origin: Instant, log: Option<Log>) {
     h.session.close(h.now);
     h.drain();
     h.check_state();
+    if !h.host.closed {
+        // Waiting for farewells' answers: the wait runs out.
+        let due = h
+            .session
+            .poll_timeout()
+            .expect("a held close has its bound");
+        assert!(
+            due <= h.now + rho_proto_core::session::FAREWELL_WAIT,
+            "a held close waits at most FAREWELL_WAIT"
+        );
+        h.now = due;
+        h.session.handle_timeout(h.now);
+        h.drain();
+        h.check_state();
+    }
     assert!(h.host.closed, "close() produced no Closed event");
     assert_eq!(h.session.poll_timeout(), None);
 }
@@ -1452,8 +1467,16 @@ impl Harness {
         if self.host.closed {
             assert_eq!(state, SessionState::Closed);
             assert_eq!(self.session.poll_timeout(), None);
+        } else if state == SessionState::Closed {
+            // Only a close rho asked for is held, and only while its
+            // farewells may still be answered (a stdio session).
+            assert!(self.host.closing, "closed without Closed");
+            assert_eq!(
+                self.session.timeout_reason(),
+                Some(Timer::Farewell),
+                "closed without Closed, and not waiting for farewells"
+            );
         } else {
-            assert_ne!(state, SessionState::Closed, "closed without Closed");
             assert_eq!(state == SessionState::Ready, self.host.ready, "{state:?}");
         }
     }

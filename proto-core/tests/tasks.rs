@@ -618,6 +618,60 @@ fn closing_the_session_cancels_a_running_task() {
     ));
 }
 
+/// Over stdio the transport ends at `Closed` (stdin closed, the server
+/// stopped), so the close holds it until the server has answered the
+/// task's `tasks/cancel`: a server stopped before it acts on the cancel
+/// would leave the work running. The caller is released at once.
+#[test]
+fn over_stdio_closing_ends_once_the_tasks_cancel_is_answered() {
+    let mut h = Stdio::modern(options());
+    h.call("slow");
+    h.answer_last("tools/call", handle(json!({})));
+    h.session.close(h.now);
+    h.drain();
+    assert!(
+        matches!(h.result(), Some(Err(CallError::SessionClosed { .. }))),
+        "{:?}",
+        h.events
+    );
+    let ended = |h: &Stdio| h.events.iter().any(|e| matches!(e, Event::Closed(_)));
+    assert!(!ended(&h), "the end waits for the cancel: {:?}", h.events);
+    assert_eq!(h.session.timeout_reason(), Some(Timer::Farewell));
+    // What is not the cancel's answer leaves it waiting.
+    h.say(json!({"jsonrpc": "2.0", "method": "notifications/tasks",
+                 "params": task("working", json!({}))}));
+    h.reply(999, json!({}));
+    assert!(!ended(&h), "{:?}", h.events);
+    h.answer_last("tasks/cancel", task("cancelled", json!({})));
+    assert!(ended(&h), "{:?}", h.events);
+    assert_eq!(h.session.poll_timeout(), None);
+}
+
+/// A `tasks/cancel` the server never answers holds a stdio close only for
+/// `FAREWELL_WAIT`; the transport ending first ends it at once.
+#[test]
+fn over_stdio_an_unanswered_tasks_cancel_holds_the_close_only_so_long() {
+    let ended = |h: &Stdio| h.events.iter().any(|e| matches!(e, Event::Closed(_)));
+    let mut h = Stdio::modern(options());
+    h.call("slow");
+    h.answer_last("tools/call", handle(json!({})));
+    h.session.close(h.now);
+    h.drain();
+    assert!(!ended(&h));
+    assert_eq!(h.step(), rho_proto_core::session::FAREWELL_WAIT);
+    assert!(ended(&h), "{:?}", h.events);
+    assert_eq!(h.session.poll_timeout(), None);
+
+    let mut h = Stdio::modern(options());
+    h.call("slow");
+    h.answer_last("tools/call", handle(json!({})));
+    h.session.close(h.now);
+    h.drain();
+    h.session.handle_transport_closed(h.now, None);
+    h.drain();
+    assert!(ended(&h), "{:?}", h.events);
+}
+
 #[test]
 fn a_pushed_task_status_settles_the_call_without_a_poll() {
     let mut h = Stdio::modern(options());

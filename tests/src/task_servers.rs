@@ -1,11 +1,13 @@
-//! The two task servers whose task protocol comes from an official SDK,
-//! for the task tests of the host library (`tests/tests/tasks.rs`) and of
-//! the CLI (`cli/tests/tasks.rs`): Rust `rmcp` 3.11.0's `TaskManager`
-//! (the 2026-07-28 tasks extension, `tests/interop/rust`, `tasks-rmcp`)
-//! and Python `mcp` 1.30.0's experimental tasks (the 2025-11-25 core
-//! tasks, `tests/interop/python/mcp1/tasks_server.py`). Both are installed
-//! by `tests/interop/install` (scripts/test runs it), and append what
-//! their tools did to the file named by `INTEROP_RECORD`.
+//! The task servers whose task protocol is not ours, for the task tests
+//! of the host library (`tests/tests/tasks.rs`) and of the CLI
+//! (`cli/tests/tasks.rs`): Rust `rmcp` 3.11.0's `TaskManager` and
+//! `fastmcp-tasks` 4.1.8 (the 2026-07-28 tasks extension;
+//! `tests/interop/rust`, `tasks-rmcp`, and
+//! `tests/interop/python/fastmcp_tasks/server.py`), and Python `mcp`
+//! 1.30.0's experimental tasks (the 2025-11-25 core tasks,
+//! `tests/interop/python/mcp1/tasks_server.py`). All are installed by
+//! `tests/interop/install` (scripts/test runs it), and append what their
+//! tools did to the file named by `INTEROP_RECORD`.
 
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -17,6 +19,8 @@ use crate::{tests_dir, toml_path};
 pub enum TaskServer {
     /// `rmcp` 3.11.0, the 2026-07-28 tasks extension.
     Rmcp,
+    /// `fastmcp-tasks` 4.1.8 on fastmcp, the 2026-07-28 tasks extension.
+    FastmcpTasks,
     /// Python `mcp` 1.30.0, the 2025-11-25 core tasks.
     Mcp1,
 }
@@ -33,22 +37,15 @@ impl TaskServer {
                 );
                 (binary, Vec::new())
             }
-            TaskServer::Mcp1 => {
-                let dir = tests_dir().join("interop/python/mcp1");
-                let python = dir.join(".venv/bin/python");
-                assert!(
-                    python.exists(),
-                    "the interop SDKs are not installed: run `tests/interop/install`"
-                );
-                (python, vec![dir.join("tasks_server.py")])
-            }
+            TaskServer::FastmcpTasks => python_server("fastmcp_tasks", "server.py"),
+            TaskServer::Mcp1 => python_server("mcp1", "tasks_server.py"),
         }
     }
 
     /// The protocol version a session speaks with it.
     pub fn era(self) -> &'static str {
         match self {
-            TaskServer::Rmcp => "2026-07-28",
+            TaskServer::Rmcp | TaskServer::FastmcpTasks => "2026-07-28",
             TaskServer::Mcp1 => "2025-11-25",
         }
     }
@@ -68,6 +65,17 @@ impl TaskServer {
             toml_path(record),
         )
     }
+}
+
+/// `script` of `tests/interop/python/<venv>`, run by its venv's python.
+fn python_server(venv: &str, script: &str) -> (PathBuf, Vec<PathBuf>) {
+    let dir = tests_dir().join("interop/python").join(venv);
+    let python = dir.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "the interop SDKs are not installed: run `tests/interop/install`"
+    );
+    (python, vec![dir.join(script)])
 }
 
 /// Waits, at most 20 seconds, until the file `record` holds the line

@@ -1,10 +1,8 @@
-//! Tasks against servers whose task protocol comes from an official SDK,
-//! on both executors, through `Host::call`: the 2026-07-28 tasks extension
-//! on Rust `rmcp` 3.11.0's `TaskManager` (`tests/interop/rust`,
-//! `tasks-rmcp`) and the 2025-11-25 experimental core tasks on Python
-//! `mcp` 1.30.0 (`tests/interop/python/mcp1/tasks_server.py`). Only the
-//! tools' work is written here; both are installed by
-//! `tests/interop/install` (scripts/test runs it).
+//! Tasks against servers whose task protocol is not ours
+//! (`rho_tests::task_servers`), on both executors, through `Host::call`:
+//! the 2026-07-28 tasks extension on Rust `rmcp` 3.11.0's `TaskManager`
+//! and on `fastmcp-tasks` 4.1.8, and the 2025-11-25 experimental core
+//! tasks on Python `mcp` 1.30.0. Only the tools' work is written here.
 //!
 //! Each era shows: a call the server runs as a task settles with the
 //! task's result, its status messages reaching the caller as progress; a
@@ -81,17 +79,20 @@ fn a_task_settles_with_its_result_and_shows_its_status<R: TestRuntime>(server: S
     let result = host
         .call(
             ("tasks", "countdown"),
-            json!({"steps": 3}),
+            json!({"steps": 10}),
             CallOptions::new().on_progress(|p| seen.push(p)),
         )
         .unwrap_or_else(|e| panic!("{server:?}: the task's call failed: {e}"));
     assert!(!result.is_error, "{result:?}");
-    assert_eq!(result.text(), "counted 3");
+    assert_eq!(result.text(), "counted 10");
     let lines: Vec<&str> = seen.iter().filter_map(|p| p.message.as_deref()).collect();
     assert!(
         lines.iter().any(|l| l.starts_with("task working")),
         "{server:?}: the status reached the caller as progress: {lines:?}"
     );
+    // Ten steps of 200 ms: long enough for a poll at any server's
+    // interval (rmcp 100 ms, fastmcp-tasks and the Python SDK 1 s) to see
+    // one.
     assert!(
         lines.iter().any(|l| l.contains("step ")),
         "{server:?}: a status message reached the caller: {lines:?}"
@@ -205,6 +206,18 @@ fn rmcp_task_cancel<R: TestRuntime>() {
     cancelling_a_task_call_stops_the_servers_work::<R>(Server::Rmcp);
 }
 
+fn fastmcp_task_result<R: TestRuntime>() {
+    a_task_settles_with_its_result_and_shows_its_status::<R>(Server::FastmcpTasks);
+}
+
+fn fastmcp_task_form<R: TestRuntime>() {
+    a_question_inside_a_task_is_answered_by_a_form::<R>(Server::FastmcpTasks);
+}
+
+fn fastmcp_task_cancel<R: TestRuntime>() {
+    cancelling_a_task_call_stops_the_servers_work::<R>(Server::FastmcpTasks);
+}
+
 fn mcp1_task_result<R: TestRuntime>() {
     a_task_settles_with_its_result_and_shows_its_status::<R>(Server::Mcp1);
 }
@@ -221,6 +234,9 @@ both_executors!(
     rmcp_task_result,
     rmcp_task_form,
     rmcp_task_cancel,
+    fastmcp_task_result,
+    fastmcp_task_form,
+    fastmcp_task_cancel,
     mcp1_task_result,
     mcp1_task_form,
     mcp1_task_cancel,

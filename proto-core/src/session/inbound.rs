@@ -404,6 +404,48 @@ impl Session {
         }
         self.watch_session_closed(&reason);
         self.phase = Phase::Closed;
+        // On stdio the transport ends at `Closed` (stdin closed, the child
+        // stopped), and a server that read a farewell may be stopped before
+        // it acts on it: a task's `tasks/cancel` must stop the work, so the
+        // end waits for the farewells' answers, within a bound. (Streamable
+        // HTTP lets them finish in its own close.)
+        if matches!(reason, CloseReason::Requested)
+            && matches!(self.options.framing, Framing::Lines)
+            && !self.farewell.is_empty()
+        {
+            let now = self.clock.latest();
+            self.timers.set(Timer::Farewell, now + FAREWELL_WAIT);
+            self.held_close = Some(reason);
+            return;
+        }
         self.events.push_back(Event::Closed(reason));
+    }
+
+    /// A closed stdio session's line, while it waits for its farewells'
+    /// answers: an answer to one is taken off the list (its content is not
+    /// read: the session is over), and once none is left the session ends.
+    pub(super) fn farewell_line(&mut self, line: &str) {
+        let answered = serde_json::from_str::<Value>(line)
+            .ok()
+            .and_then(|message| {
+                let is_answer = message.get("method").is_none()
+                    && (message.get("result").is_some() || message.get("error").is_some());
+                is_answer.then(|| message.get("id").and_then(Value::as_u64))?
+            });
+        if let Some(id) = answered {
+            self.farewell.remove(&id);
+        }
+        if self.farewell.is_empty() {
+            self.end_held_close();
+        }
+    }
+
+    /// Ends a closed session whose `Closed` waited for its farewells: they
+    /// were answered, their wait ran out, or the transport ended.
+    pub(super) fn end_held_close(&mut self) {
+        if let Some(reason) = self.held_close.take() {
+            self.timers.stop(Timer::Farewell);
+            self.events.push_back(Event::Closed(reason));
+        }
     }
 }

@@ -130,6 +130,12 @@ const REQUEST_CAPACITY: usize = 256;
 /// budget). Silence alone never ends the probe before the startup budget.
 pub const DISCOVER_WAIT: Duration = Duration::from_secs(3);
 
+/// How long a stdio session rho closed waits for the answers to its
+/// farewells (a running task's `tasks/cancel`, a 2025 unsubscribe) before
+/// it ends and its server is stopped: as long as Streamable HTTP's close
+/// waits by default.
+pub const FAREWELL_WAIT: Duration = Duration::from_secs(2);
+
 /// The least time a 2026-era list counts as fresh, whatever its `ttlMs`.
 ///
 /// `ttlMs: 0` (the default of some servers, rmcp's among them) lets a
@@ -366,8 +372,12 @@ pub struct Session {
     /// The tool each call in flight called, for its outputSchema check.
     call_tools: BTreeMap<u64, CalledTool>,
     /// The `tasks/cancel` requests out when rho closed the session, which
-    /// an HTTP transport lets finish before it ends ([`Session::is_farewell`]).
+    /// an HTTP transport lets finish before it ends ([`Session::is_farewell`]),
+    /// and a stdio session waits for (see `held_close`).
     farewell: BTreeSet<u64>,
+    /// Stdio: why the session closed, while its `Event::Closed` waits for
+    /// the farewells' answers (at most [`FAREWELL_WAIT`]).
+    held_close: Option<CloseReason>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
     output_schemas: BTreeMap<String, OutputSchema>,
     /// Questions put to the host and not yet answered.
@@ -475,6 +485,7 @@ impl Session {
             catalog_fresh_until: BTreeMap::new(),
             call_tools: BTreeMap::new(),
             farewell: BTreeSet::new(),
+            held_close: None,
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
             next_question: 0,
@@ -612,6 +623,18 @@ impl Session {
     pub fn handle_stdio_bytes(&mut self, now: Instant, bytes: &[u8]) {
         let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
+            if self.held_close.is_some() {
+                self.decoder.push(bytes);
+                while let Some(line) = self.decoder.next_line() {
+                    if let Ok(line) = line {
+                        let line = String::from_utf8_lossy(line).into_owned();
+                        self.farewell_line(&line);
+                    }
+                    if self.held_close.is_none() {
+                        break;
+                    }
+                }
+            }
             return;
         }
         // The decoder lends each line from its buffer; it is out of `self`
@@ -768,6 +791,9 @@ impl Session {
     pub fn handle_timeout(&mut self, now: Instant) {
         let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
+            if self.timers.is_due(Timer::Farewell, now) {
+                self.end_held_close();
+            }
             return;
         }
         if self.timers.is_due(Timer::Startup, now)
@@ -917,6 +943,7 @@ impl Session {
     pub fn handle_transport_closed(&mut self, now: Instant, detail: Option<String>) {
         let now = self.clock.observe(now);
         if matches!(self.phase, Phase::Closed) {
+            self.end_held_close();
             return;
         }
         // A final line without a newline still counts.
@@ -1463,7 +1490,10 @@ impl Session {
 
     pub(crate) fn next_timer(&self) -> Option<(Timer, Instant)> {
         if matches!(self.phase, Phase::Closed) {
-            return None;
+            return self
+                .timers
+                .get(Timer::Farewell)
+                .map(|at| (Timer::Farewell, at));
         }
         let request = self.deadlines.first().map(|&(d, _)| d);
         self.timers.next([

@@ -1,8 +1,9 @@
 //! The session's timers and its view of time.
 //!
 //! Every wakeup the core can ask for has a name, [`Timer`]. The ones a
-//! session has at most one of (the startup budget, the next ping, and for
-//! Streamable HTTP the server-stream wait and the DELETE at close) are
+//! session has at most one of (the startup budget, the next ping, a stdio
+//! close's wait for its farewells, and for Streamable HTTP the
+//! server-stream wait and the DELETE at close) are
 //! slots of a fixed [`TimerTable`] indexed by that name; the kinds
 //! there can be many of (request deadlines, stream resumptions, task polls) stay in
 //! their own ordered queues, and their earliest entry competes with the
@@ -40,11 +41,14 @@ pub enum Timer {
     /// A task a call runs is due to be polled with `tasks/get` (the
     /// earliest of them).
     TaskPoll,
+    /// Stdio: a session rho closed stops waiting for the answers to its
+    /// farewells (a task's `tasks/cancel`, a 2025 unsubscribe) and ends.
+    Farewell,
 }
 
 impl Timer {
     /// How many timers there are: the size of a [`TimerTable`].
-    const COUNT: usize = 8;
+    const COUNT: usize = 9;
 
     /// Whether this timer is the head of a queue rather than a table slot.
     fn is_queued(self) -> bool {
@@ -113,6 +117,7 @@ impl<T: Copy + Ord> TimerTable<T> {
             Timer::Delete,
             Timer::Linger,
             Timer::TaskPoll,
+            Timer::Farewell,
         ];
         // A plain loop: executors ask several times per input, and the
         // iterator chain this replaces cost ~350 instructions a time.
