@@ -103,7 +103,7 @@ use rho_proto_core::config::LogLevel;
 use rho_proto_core::features::completions::{
     CompletionBroker, CompletionRef, CompletionTicket, Query,
 };
-use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::elicitation::{Form, FormAnswer, UrlAnswer, UrlRequest};
 use rho_proto_core::features::resources::{
     Attachment, ReadResourceParams, ReadState, ResourceRead,
 };
@@ -896,7 +896,7 @@ impl Shell<'_> {
             Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
                 format!("{label}: cancelled; {notice}")
             }
-            Err(error) => sanitize(&error.to_string()).into_owned(),
+            Err(error) => sanitize(&crate::questions::call_error_text(&error)).into_owned(),
         }
     }
 
@@ -1744,6 +1744,29 @@ impl Responder for ShellResponder {
             asked,
             form,
             "; keys: Ctrl-D declines, Ctrl-C cancels the form and the call",
+        );
+        let rest = text.take();
+        if !rest.is_empty() {
+            self.screen.print(&String::from_utf8_lossy(&rest));
+        }
+        self.cancel_the_call_if_asked();
+        answer
+    }
+
+    /// The shell runs only where a person is (see where it is built).
+    fn can_open_urls(&self) -> bool {
+        true
+    }
+
+    fn open_url(&self, asked: &Asked, request: &UrlRequest) -> UrlAnswer {
+        let _one = lock(&self.one);
+        let text = RefCell::new(Vec::new());
+        let answer = crate::questions::ask_url(
+            &mut Gathered(&text),
+            &mut || self.read(&text),
+            asked,
+            request,
+            &mut crate::questions::open_in_browser,
         );
         let rest = text.take();
         if !rest.is_empty() {

@@ -396,7 +396,7 @@ pub enum CallError {
     /// send the call again.
     #[error(
         "server `{server}` needs the person to visit {} before the call can go on: {message}",
-        visit_list(elicitations)
+        visit_count(elicitations)
     )]
     UrlElicitationRequired {
         /// The server identity.
@@ -486,13 +486,13 @@ pub enum CallError {
     },
 }
 
-/// The URLs of a -32042 error, for its one-line message.
-fn visit_list(elicitations: &[crate::features::elicitation::UrlRequest]) -> String {
-    elicitations
-        .iter()
-        .map(|e| e.url.as_str())
-        .collect::<Vec<_>>()
-        .join(", ")
+/// How many URLs a -32042 error lists, in words (the URLs themselves are
+/// the host's to show, each with its host apart).
+fn visit_count(elicitations: &[crate::features::elicitation::UrlRequest]) -> String {
+    match elicitations.len() {
+        1 => "a URL".to_owned(),
+        n => format!("{n} URLs"),
+    }
 }
 
 /// A protocol violation the session survived.
