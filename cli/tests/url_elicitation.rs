@@ -1,0 +1,309 @@
+//! URLs a server asks a person to open (URL-mode elicitation, and the
+//! URLs of a -32042 refusal), end to end through `rho mcp call` against
+//! the Python SDK 1.x server `tests/interop/python/mcp1/url_server.py`.
+//!
+//! On a terminal (`rho_tests::pty`) the server, the call, the host on a
+//! line of its own (with the Unicode spelling beside the punycode) and
+//! the whole URL are shown, server text sanitized; the URL goes to the
+//! browser opener (`xdg-open`, here a script on PATH that writes its
+//! argument to a file) only on a yes. With `--yes-defaults` or without a
+//! terminal, URL mode is not declared and the server hears -32602; a
+//! -32042's URLs are printed with the failure, and nothing is opened.
+
+// rho_tests::pty is a Unix pseudo-terminal.
+#![cfg(unix)]
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use rho_tests::CliRuntime as Runtime;
+use rho_tests::cli_both_executors as both_executors;
+use rho_tests::pty::{foreign_control, run_on_terminal};
+use rho_tests::scene::{Run, Scene};
+use rho_tests::tests_dir;
+
+/// The binary under test.
+const RHO: &str = env!("CARGO_BIN_EXE_rho");
+
+/// What the server asks to open: an internationalized host (a Cyrillic
+/// `а` in `pаypal`), so the punycode and the Unicode spelling both show.
+const URL: &str = "https://pаypal.example/connect?step=1";
+/// The same URL as rho opens it.
+const OPENED: &str = "https://xn--pypal-4ve.example/connect?step=1";
+
+/// A scene whose `urls` server asks to open [`URL`], with an `xdg-open`
+/// on PATH that appends what it was given to `opened.txt`, after the
+/// `RUN_TAG` of the rho that ran it.
+fn scene(name: &str, runtime: Runtime) -> (Scene, PathBuf) {
+    let dir = tests_dir().join("interop/python/mcp1");
+    let python = dir.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "the interop SDKs are not installed: run `tests/interop/install`"
+    );
+    let config = format!(
+        "[mcp.servers.urls]\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"{}\", \"{URL}\"]\nstartup_timeout_secs = 30\n",
+        python.display(),
+        dir.join("url_server.py").display(),
+    );
+    let s = Scene::new(RHO, &format!("url-{name}"), runtime)
+        .with_config(&config)
+        .without_env(&["CI", "NO_COLOR"]);
+    let bin = s.dir().join("bin");
+    std::fs::create_dir_all(&bin).expect("make bin");
+    let opened = s.dir().join("opened.txt");
+    let _ = std::fs::remove_file(&opened);
+    let opener = bin.join("xdg-open");
+    std::fs::write(
+        &opener,
+        format!(
+            "#!/bin/sh\nprintf '%s %s\\n' \"$RUN_TAG\" \"$*\" >>'{}'\n",
+            opened.display()
+        ),
+    )
+    .expect("write the opener");
+    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
+    (s, opened)
+}
+
+/// PATH with the scene's fake browser opener first.
+fn path_with_opener(s: &Scene) -> String {
+    format!(
+        "{}:{}",
+        s.dir().join("bin").display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
+/// `rho args...` on a terminal as run `tag`, answering each prompt.
+fn call_on_terminal(
+    s: &Scene,
+    tag: &str,
+    args: &[&str],
+    answers: &[(&str, &str)],
+) -> (Option<i32>, String) {
+    let mut command: Command = s.command();
+    command
+        .args(args)
+        .env("PATH", path_with_opener(s))
+        .env("RUN_TAG", tag);
+    run_on_terminal(command, answers, 200)
+}
+
+/// Everything the opener was given, once the run tagged `yes` has given
+/// it its URL (waited for, bounded: the opener rho spawns may still be
+/// writing when rho ends). Any earlier run that opened something was
+/// spawned before that one and is on record too.
+fn opened_by_the_yes(opened: &Path) -> Vec<String> {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let text = std::fs::read_to_string(opened).unwrap_or_default();
+        if text.lines().any(|l| l.starts_with("yes ")) || Instant::now() > until {
+            return text.lines().map(str::to_owned).collect();
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// What the opener holds when only the run tagged `yes` opened the URL.
+fn only_the_yes() -> Vec<String> {
+    vec![format!("yes {OPENED}")]
+}
+
+const OPEN_PROMPT: &str = "Open it in your browser? [y/N";
+
+fn a_url_request_shows_the_url_and_host_and_opens_only_on_yes(rt: Runtime) {
+    let (s, opened) = scene("ask", rt);
+    // No: the URL is shown, nothing is opened, the server hears decline.
+    let (code, shown) = call_on_terminal(
+        &s,
+        "no",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "n")],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains(
+            "── MCP server `urls` asks during `connect` to open a URL in your browser ──"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Connect your Example account to continue."),
+        "{shown}"
+    );
+    assert!(shown.contains("  host: xn--pypal-4ve.example\n"), "{shown}");
+    assert!(
+        shown.contains("(written pаypal.example — punycode above)"),
+        "{shown}"
+    );
+    assert!(shown.contains(&format!("  URL:  {OPENED}\n")), "{shown}");
+    assert!(
+        shown.contains("warning: the host is an internationalized name"),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("not opened; sent to the server: decline"),
+        "{shown}"
+    );
+    assert!(shown.contains("action=decline"), "{shown}");
+    assert_eq!(foreign_control(&shown), None, "{shown:?}");
+    // Yes: the same URL, exactly, goes to the browser, and the server
+    // hears accept. Only that run's opening is on record.
+    let (code, shown) = call_on_terminal(
+        &s,
+        "yes",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "y")],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains("opened in your browser; sent to the server: accept"),
+        "{shown}"
+    );
+    assert!(shown.contains("action=accept"), "{shown}");
+    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+}
+
+fn a_dismissed_url_request_cancels_the_call_and_opens_nothing(rt: Runtime) {
+    let (s, opened) = scene("cancel", rt);
+    let (code, shown) = call_on_terminal(
+        &s,
+        "no",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "!cancel")],
+    );
+    assert!(
+        shown.contains("not opened; sent to the server: cancel"),
+        "{shown}"
+    );
+    assert!(shown.contains("cancelled"), "{shown}");
+    assert_eq!(code, Some(1), "{shown}");
+    // A later yes is the only opening on record.
+    let (_, shown) = call_on_terminal(
+        &s,
+        "yes",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "yes")],
+    );
+    assert!(shown.contains("action=accept"), "{shown}");
+    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+}
+
+fn with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params(rt: Runtime) {
+    let (s, opened) = scene("refused", rt);
+    let path = path_with_opener(&s);
+    // --yes-defaults on a terminal: forms are declared, URLs are not.
+    let (code, shown) = call_on_terminal(
+        &s,
+        "no",
+        &["mcp", "call", "--yes-defaults", "urls", "connect"],
+        &[],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("error -32602"), "{shown}");
+    assert!(!shown.contains("open a URL"), "{shown}");
+    // No terminal at all.
+    let Run {
+        code,
+        stdout,
+        stderr,
+        ..
+    } = s.rho_env(
+        &["mcp", "call", "urls", "connect"],
+        &[("PATH", &path), ("RUN_TAG", "no")],
+    );
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(stdout.trim(), "error -32602");
+    // In CI, on a terminal.
+    let mut command = s.command();
+    command
+        .args(["mcp", "call", "urls", "connect"])
+        .env("PATH", &path)
+        .env("RUN_TAG", "no")
+        .env("CI", "true");
+    let (code, shown) = run_on_terminal(command, &[], 200);
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("error -32602"), "{shown}");
+    // The opener was never given anything: a later yes is its first line.
+    let (_, shown) = call_on_terminal(
+        &s,
+        "yes",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "y")],
+    );
+    assert!(shown.contains("action=accept"), "{shown}");
+    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+}
+
+fn a_url_elicitation_required_error_shows_its_url_and_retries_on_yes(rt: Runtime) {
+    let (s, opened) = scene("required", rt);
+    let (code, shown) = call_on_terminal(
+        &s,
+        "yes",
+        &["mcp", "call", "urls", "needs_connect"],
+        &[
+            ("Open it in your browser? [y/N] ", "y"),
+            ("send the call again? [y/N] ", "y"),
+        ],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(
+        shown.contains(
+            "── MCP server `urls` needs you to visit a URL before `needs_connect` can go on ──"
+        ),
+        "{shown}"
+    );
+    assert!(
+        shown.contains("Authorization is required for your Example files."),
+        "{shown}"
+    );
+    assert!(shown.contains("  host: xn--pypal-4ve.example\n"), "{shown}");
+    assert!(shown.contains(&format!("  URL:  {OPENED}\n")), "{shown}");
+    assert!(shown.contains("connected"), "{shown}");
+    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+}
+
+fn a_url_elicitation_required_error_without_a_terminal_lists_its_url_and_opens_nothing(
+    rt: Runtime,
+) {
+    let (s, opened) = scene("required-plain", rt);
+    let path = path_with_opener(&s);
+    let run = s.rho_env(
+        &["mcp", "call", "urls", "needs_connect"],
+        &[("PATH", &path), ("RUN_TAG", "no")],
+    );
+    assert_eq!(run.code, Some(1), "{run}");
+    assert!(
+        run.stderr.contains(
+            "server `urls` needs the person to visit a URL before the call can go on: URL elicitation required"
+        ),
+        "{run}"
+    );
+    assert!(
+        run.stderr.contains("  host: xn--pypal-4ve.example\n"),
+        "{run}"
+    );
+    assert!(run.stderr.contains(&format!("  URL:  {OPENED}\n")), "{run}");
+    assert!(run.stderr.contains("nothing was opened"), "{run}");
+    // The opener was never given anything: a later yes is its first line.
+    let (_, shown) = call_on_terminal(
+        &s,
+        "yes",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "y")],
+    );
+    assert!(shown.contains("action=accept"), "{shown}");
+    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+}
+
+both_executors!(
+    a_url_request_shows_the_url_and_host_and_opens_only_on_yes,
+    a_dismissed_url_request_cancels_the_call_and_opens_nothing,
+    with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params,
+    a_url_elicitation_required_error_shows_its_url_and_retries_on_yes,
+    a_url_elicitation_required_error_without_a_terminal_lists_its_url_and_opens_nothing,
+);
