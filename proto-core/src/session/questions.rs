@@ -13,6 +13,14 @@
 //! an unresponsive server, and a call waiting on a person is not that. The
 //! budget resumes with what was left when the last question is answered.
 //!
+//! URL-mode elicitation is its own question ([`Question::Url`]), asked only
+//! where the host declared it can open URLs; one rho did not declare, or
+//! cannot show safely, is answered with -32602 Invalid params, as the spec
+//! names, not with a decline. A -32042 error on a call is read into the
+//! URLs it names (`Session::rpc_error`), and a
+//! `notifications/elicitation/complete` is reported only for a URL rho
+//! showed.
+//!
 //! In the 2026 era the same questions come inside a call's result (an
 //! `InputRequiredResult`, see [`crate::features::mrtr`]): they belong to
 //! that call without any routing, and their answers go into the call's
