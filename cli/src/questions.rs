@@ -169,18 +169,7 @@ pub(crate) fn ask_form_with_keys(
     form: &Form,
     keys: &str,
 ) -> FormAnswer {
-    // The call it belongs to, so that a form asked during one of several
-    // calls is never taken for another's.
-    let during = asked
-        .what
-        .as_deref()
-        .map(|what| format!(" during `{}`", sanitize_line(what)))
-        .unwrap_or_default();
-    let _ = writeln!(
-        err,
-        "\n── MCP server `{}` asks{during} ──",
-        sanitize_line(&asked.server)
-    );
+    let _ = writeln!(err, "{}", asks_header(asked, ""));
     write_indented(err, &form.message);
     let _ = writeln!(
         err,
@@ -205,6 +194,22 @@ pub(crate) fn ask_form_with_keys(
     };
     let _ = writeln!(err, "{}", sent_line(&answer, &skipped));
     answer
+}
+
+/// The line that starts a server's question, at column 0 (server text
+/// never does): the asking server and the call it came during, so that a
+/// question asked during one of several calls is never taken for
+/// another's, then `what` it asks for.
+fn asks_header(asked: &Asked, what: &str) -> String {
+    let during = asked
+        .what
+        .as_deref()
+        .map(|call| format!(" during `{}`", sanitize_line(call)))
+        .unwrap_or_default();
+    format!(
+        "\n── MCP server `{}` asks{during}{what} ──",
+        sanitize_line(&asked.server)
+    )
 }
 
 /// What declines a whole form when typed as an answer.
@@ -296,15 +301,10 @@ pub(crate) fn ask_url(
     request: &UrlRequest,
     open: &mut dyn FnMut(&str),
 ) -> UrlAnswer {
-    let during = asked
-        .what
-        .as_deref()
-        .map(|what| format!(" during `{}`", sanitize_line(what)))
-        .unwrap_or_default();
     let _ = writeln!(
         err,
-        "\n── MCP server `{}` asks{during} to open a URL in your browser ──",
-        sanitize_line(&asked.server)
+        "{}",
+        asks_header(asked, " to open a URL in your browser")
     );
     write_indented(err, &request.message);
     let _ = write!(err, "{}", url_lines(request));

@@ -115,6 +115,45 @@ fn only_the_yes() -> Vec<String> {
 
 const OPEN_PROMPT: &str = "Open it in your browser? [y/N";
 
+/// Fails unless `shown` holds every one of `texts`.
+fn assert_shows(shown: &str, texts: &[&str]) {
+    for text in texts {
+        assert!(shown.contains(text), "no {text:?} in:\n{shown}");
+    }
+}
+
+/// How the URL is shown: its host apart, punycode and as written, the
+/// whole URL as opened, the warning.
+fn url_shown() -> [String; 4] {
+    [
+        "  host: xn--pypal-4ve.example\n".to_owned(),
+        "(written pаypal.example — punycode above)".to_owned(),
+        format!("  URL:  {OPENED}\n"),
+        "warning: the host is an internationalized name".to_owned(),
+    ]
+}
+
+/// A person says yes to the URL of `connect` (run `yes`); then the opener
+/// must hold that run's opening alone: any earlier run that had opened
+/// something was spawned before it, so is on record too.
+fn a_later_yes_is_the_only_opening(s: &Scene, opened: &Path) {
+    let (code, shown) = call_on_terminal(
+        s,
+        "yes",
+        &["mcp", "call", "urls", "connect"],
+        &[(OPEN_PROMPT, "y")],
+    );
+    assert_eq!(code, Some(0), "{shown}");
+    assert_shows(
+        &shown,
+        &[
+            "opened in your browser; sent to the server: accept",
+            "action=accept",
+        ],
+    );
+    assert_eq!(opened_by_the_yes(opened), only_the_yes());
+}
+
 fn a_url_request_shows_the_url_and_host_and_opens_only_on_yes(rt: Runtime) {
     let (s, opened) = scene("ask", rt);
     // No: the URL is shown, nothing is opened, the server hears decline.
@@ -125,47 +164,19 @@ fn a_url_request_shows_the_url_and_host_and_opens_only_on_yes(rt: Runtime) {
         &[(OPEN_PROMPT, "n")],
     );
     assert_eq!(code, Some(0), "{shown}");
-    assert!(
-        shown.contains(
-            "── MCP server `urls` asks during `connect` to open a URL in your browser ──"
-        ),
-        "{shown}"
+    assert_shows(
+        &shown,
+        &[
+            "── MCP server `urls` asks during `connect` to open a URL in your browser ──",
+            "Connect your Example account to continue.",
+            "not opened; sent to the server: decline",
+            "action=decline",
+        ],
     );
-    assert!(
-        shown.contains("Connect your Example account to continue."),
-        "{shown}"
-    );
-    assert!(shown.contains("  host: xn--pypal-4ve.example\n"), "{shown}");
-    assert!(
-        shown.contains("(written pаypal.example — punycode above)"),
-        "{shown}"
-    );
-    assert!(shown.contains(&format!("  URL:  {OPENED}\n")), "{shown}");
-    assert!(
-        shown.contains("warning: the host is an internationalized name"),
-        "{shown}"
-    );
-    assert!(
-        shown.contains("not opened; sent to the server: decline"),
-        "{shown}"
-    );
-    assert!(shown.contains("action=decline"), "{shown}");
+    assert_shows(&shown, &url_shown().each_ref().map(String::as_str));
     assert_eq!(foreign_control(&shown), None, "{shown:?}");
-    // Yes: the same URL, exactly, goes to the browser, and the server
-    // hears accept. Only that run's opening is on record.
-    let (code, shown) = call_on_terminal(
-        &s,
-        "yes",
-        &["mcp", "call", "urls", "connect"],
-        &[(OPEN_PROMPT, "y")],
-    );
-    assert_eq!(code, Some(0), "{shown}");
-    assert!(
-        shown.contains("opened in your browser; sent to the server: accept"),
-        "{shown}"
-    );
-    assert!(shown.contains("action=accept"), "{shown}");
-    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+    // Yes: the same URL, exactly, goes to the browser.
+    a_later_yes_is_the_only_opening(&s, &opened);
 }
 
 fn a_dismissed_url_request_cancels_the_call_and_opens_nothing(rt: Runtime) {
@@ -176,21 +187,12 @@ fn a_dismissed_url_request_cancels_the_call_and_opens_nothing(rt: Runtime) {
         &["mcp", "call", "urls", "connect"],
         &[(OPEN_PROMPT, "!cancel")],
     );
-    assert!(
-        shown.contains("not opened; sent to the server: cancel"),
-        "{shown}"
-    );
-    assert!(shown.contains("cancelled"), "{shown}");
     assert_eq!(code, Some(1), "{shown}");
-    // A later yes is the only opening on record.
-    let (_, shown) = call_on_terminal(
-        &s,
-        "yes",
-        &["mcp", "call", "urls", "connect"],
-        &[(OPEN_PROMPT, "yes")],
+    assert_shows(
+        &shown,
+        &["not opened; sent to the server: cancel", "cancelled"],
     );
-    assert!(shown.contains("action=accept"), "{shown}");
-    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+    a_later_yes_is_the_only_opening(&s, &opened);
 }
 
 fn with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params(rt: Runtime) {
@@ -204,7 +206,7 @@ fn with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params(rt: Ru
         &[],
     );
     assert_eq!(code, Some(0), "{shown}");
-    assert!(shown.contains("error -32602"), "{shown}");
+    assert_shows(&shown, &["error -32602"]);
     assert!(!shown.contains("open a URL"), "{shown}");
     // No terminal at all.
     let Run {
@@ -227,16 +229,8 @@ fn with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params(rt: Ru
         .env("CI", "true");
     let (code, shown) = run_on_terminal(command, &[], 200);
     assert_eq!(code, Some(0), "{shown}");
-    assert!(shown.contains("error -32602"), "{shown}");
-    // The opener was never given anything: a later yes is its first line.
-    let (_, shown) = call_on_terminal(
-        &s,
-        "yes",
-        &["mcp", "call", "urls", "connect"],
-        &[(OPEN_PROMPT, "y")],
-    );
-    assert!(shown.contains("action=accept"), "{shown}");
-    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+    assert_shows(&shown, &["error -32602"]);
+    a_later_yes_is_the_only_opening(&s, &opened);
 }
 
 fn a_url_elicitation_required_error_shows_its_url_and_retries_on_yes(rt: Runtime) {
@@ -251,19 +245,15 @@ fn a_url_elicitation_required_error_shows_its_url_and_retries_on_yes(rt: Runtime
         ],
     );
     assert_eq!(code, Some(0), "{shown}");
-    assert!(
-        shown.contains(
-            "── MCP server `urls` needs you to visit a URL before `needs_connect` can go on ──"
-        ),
-        "{shown}"
+    assert_shows(
+        &shown,
+        &[
+            "── MCP server `urls` needs you to visit a URL before `needs_connect` can go on ──",
+            "Authorization is required for your Example files.",
+            "connected",
+        ],
     );
-    assert!(
-        shown.contains("Authorization is required for your Example files."),
-        "{shown}"
-    );
-    assert!(shown.contains("  host: xn--pypal-4ve.example\n"), "{shown}");
-    assert!(shown.contains(&format!("  URL:  {OPENED}\n")), "{shown}");
-    assert!(shown.contains("connected"), "{shown}");
+    assert_shows(&shown, &url_shown().each_ref().map(String::as_str));
     assert_eq!(opened_by_the_yes(&opened), only_the_yes());
 }
 
@@ -277,27 +267,15 @@ fn a_url_elicitation_required_error_without_a_terminal_lists_its_url_and_opens_n
         &[("PATH", &path), ("RUN_TAG", "no")],
     );
     assert_eq!(run.code, Some(1), "{run}");
-    assert!(
-        run.stderr.contains(
-            "server `urls` needs the person to visit a URL before the call can go on: URL elicitation required"
-        ),
-        "{run}"
+    assert_shows(
+        &run.stderr,
+        &[
+            "server `urls` needs the person to visit a URL before the call can go on: URL elicitation required",
+            "nothing was opened",
+        ],
     );
-    assert!(
-        run.stderr.contains("  host: xn--pypal-4ve.example\n"),
-        "{run}"
-    );
-    assert!(run.stderr.contains(&format!("  URL:  {OPENED}\n")), "{run}");
-    assert!(run.stderr.contains("nothing was opened"), "{run}");
-    // The opener was never given anything: a later yes is its first line.
-    let (_, shown) = call_on_terminal(
-        &s,
-        "yes",
-        &["mcp", "call", "urls", "connect"],
-        &[(OPEN_PROMPT, "y")],
-    );
-    assert!(shown.contains("action=accept"), "{shown}");
-    assert_eq!(opened_by_the_yes(&opened), only_the_yes());
+    assert_shows(&run.stderr, &url_shown().each_ref().map(String::as_str));
+    a_later_yes_is_the_only_opening(&s, &opened);
 }
 
 both_executors!(

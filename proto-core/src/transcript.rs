@@ -368,6 +368,14 @@ fn form_answer_from(value: &Value) -> Option<FormAnswer> {
     }
 }
 
+/// The `question` an `answer_*` line answers.
+fn question_of(e: &Value) -> Result<QuestionId, &'static str> {
+    e.get("question")
+        .and_then(Value::as_u64)
+        .map(QuestionId)
+        .ok_or("no question")
+}
+
 /// `UrlAnswer` as transcript JSON.
 pub(crate) fn url_answer_json(answer: UrlAnswer) -> Value {
     serde_json::to_value(answer).unwrap_or(Value::Null)
@@ -746,11 +754,7 @@ fn apply(
         ),
         "close" => c.close(now),
         "answer_elicitation" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(form_answer_from)
@@ -758,11 +762,7 @@ fn apply(
             c.answer_elicitation(now, q, answer);
         }
         "answer_url" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(url_answer_from)
@@ -770,11 +770,7 @@ fn apply(
             c.answer_url(now, q, answer);
         }
         "answer_sampling" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(sampling_answer_from)
@@ -782,11 +778,7 @@ fn apply(
             c.answer_sampling(now, q, answer);
         }
         "answer_authorization" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(authorization_answer_from)

@@ -380,23 +380,13 @@ fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
 /// A call with a budget of its own (`CallOptions::timeout`) is recorded
 /// with it (`budget_ms`) and replays: its timeout comes due when it did,
 /// not at the server's `tool_timeout`, which replay would refuse.
-#[test]
-fn a_calls_own_budget_is_recorded_and_replays() {
+/// Drives `conn` as a 2025 server with one tool, `slow`, would: it refuses
+/// the 2026 probe and answers the rest, until the session is ready.
+fn ready_2025(conn: &mut Connection, now: Instant) {
     use rho_proto_core::connection::Output;
-    use rho_proto_core::session::{CallError, Event};
+    use rho_proto_core::session::Event;
     use serde_json::{Value, json};
-    use std::time::Duration;
 
-    let config = config::parse(
-        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
-        "t.toml",
-    )
-    .expect("parses");
-    let server = config.servers[0].config.as_ref().expect("valid");
-    let now = Instant::now();
-    let mut conn =
-        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
-    // A 2025 server: it refuses the 2026 probe and answers the rest.
     let mut ready = false;
     for _ in 0..20 {
         while let Some(output) = conn.poll_output() {
@@ -430,10 +420,28 @@ fn a_calls_own_budget_is_recorded_and_replays() {
             ready |= matches!(event, Event::Ready(_));
         }
         if ready {
-            break;
+            return;
         }
     }
-    assert!(ready, "the scripted server makes the session ready");
+    panic!("the scripted server did not make the session ready");
+}
+
+#[test]
+fn a_calls_own_budget_is_recorded_and_replays() {
+    use rho_proto_core::session::{CallError, Event};
+    use serde_json::json;
+    use std::time::Duration;
+
+    let config = config::parse(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let now = Instant::now();
+    let mut conn =
+        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
+    ready_2025(&mut conn, now);
     let budget = Duration::from_secs(2);
     let call = conn
         .call_tool(now, "slow", json!({}), Some(budget))
@@ -460,6 +468,61 @@ fn a_calls_own_budget_is_recorded_and_replays() {
     assert_ne!(stripped, text);
     assert!(matches!(
         replay(&stripped, now),
+        Err(ReplayError::Diverged(_))
+    ));
+}
+
+#[test]
+fn a_url_question_and_its_answer_are_recorded_and_replay() {
+    use rho_proto_core::features::elicitation::UrlAnswer;
+    use rho_proto_core::session::{Event, Question};
+    use serde_json::json;
+
+    let config = config::parse(
+        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n",
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let host = HostContext {
+        can_elicit: true,
+        can_open_urls: true,
+        ..HostContext::default()
+    };
+    let now = Instant::now();
+    let mut conn = Connection::new_recorded(server, &host, now).expect("connects");
+    ready_2025(&mut conn, now);
+    conn.call_tool(now, "slow", json!({}), None).expect("ready");
+    while conn.poll_output().is_some() {}
+    let ask = json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": {
+        "mode": "url", "message": "Connect", "url": "https://a.example/c", "elicitationId": "e"
+    }});
+    conn.handle_stdio_bytes(now, format!("{ask}\n").as_bytes());
+    let mut question = None;
+    while let Some(event) = conn.poll_event() {
+        if let Event::Question {
+            question: q,
+            kind: Question::Url(_),
+            ..
+        } = event
+        {
+            question = Some(q);
+        }
+    }
+    let question = question.expect("a URL question");
+    conn.answer_url(now, question, UrlAnswer::Opened);
+    while conn.poll_output().is_some() {}
+    let text = conn.take_transcript().join("\n");
+    assert!(text.contains("\"elicitation_url\":true"), "{text}");
+    assert!(text.contains("\"answer_url\""), "{text}");
+    assert!(text.contains("\"opened\""), "{text}");
+    replay(&text, now).expect("the transcript replays");
+    // A run that had not declared URL mode would have refused the
+    // request instead of asking: replay says where it went another way.
+    let undeclared = text.replace(",\"elicitation_url\":true", "");
+    assert_ne!(undeclared, text);
+    assert!(matches!(
+        replay(&undeclared, now),
         Err(ReplayError::Diverged(_))
     ));
 }

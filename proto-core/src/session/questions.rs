@@ -329,14 +329,7 @@ impl Session {
             Ok(request) => request,
             Err(why) => {
                 tracing::info!(server = %server, "URL-mode elicitation refused: {why}");
-                return self.respond_error(
-                    &id,
-                    &ErrorObject {
-                        code: jsonrpc::code::INVALID_PARAMS,
-                        message: why.to_string(),
-                        data: None,
-                    },
-                );
+                return self.respond_error(&id, &invalid_params(why.to_string()));
             }
         };
         match owner {
@@ -436,14 +429,7 @@ impl Session {
         let request = match sampling::parse_request(&server, &params) {
             Ok(request) => request,
             Err(why) => {
-                return self.respond_error(
-                    &id,
-                    &ErrorObject {
-                        code: jsonrpc::code::INVALID_PARAMS,
-                        message: why,
-                        data: None,
-                    },
-                );
+                return self.respond_error(&id, &invalid_params(why));
             }
         };
         match owner {
@@ -759,9 +745,14 @@ impl OpenKind {
 /// The error for a URL-mode request where rho declared forms only: the
 /// spec's -32602 Invalid params.
 fn undeclared_url_mode() -> ErrorObject {
+    invalid_params("URL-mode elicitation was not declared by this client".to_owned())
+}
+
+/// JSON-RPC -32602 Invalid params, saying why.
+fn invalid_params(message: String) -> ErrorObject {
     ErrorObject {
         code: jsonrpc::code::INVALID_PARAMS,
-        message: "URL-mode elicitation was not declared by this client".to_owned(),
+        message,
         data: None,
     }
 }
