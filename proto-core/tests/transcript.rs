@@ -380,12 +380,21 @@ fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
 /// A call with a budget of its own (`CallOptions::timeout`) is recorded
 /// with it (`budget_ms`) and replays: its timeout comes due when it did,
 /// not at the server's `tool_timeout`, which replay would refuse.
-/// Drives `conn` as a 2025 server with one tool, `slow`, would: it refuses
-/// the 2026 probe and answers the rest, until the session is ready.
-fn ready_2025(conn: &mut Connection, now: Instant) {
+/// A recorded connection to stdio server `s` (with `extra` config lines),
+/// driven as a 2025 server with one tool, `slow`, would: it refuses the
+/// 2026 probe and answers the rest, until the session is ready.
+fn ready_2025(extra: &str, host: &HostContext<'_>, now: Instant) -> Connection {
     use rho_proto_core::connection::Output;
     use rho_proto_core::session::Event;
     use serde_json::{Value, json};
+
+    let config = config::parse(
+        &format!("[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n{extra}"),
+        "t.toml",
+    )
+    .expect("parses");
+    let server = config.servers[0].config.as_ref().expect("valid");
+    let mut conn = Connection::new_recorded(server, host, now).expect("connects");
 
     let mut ready = false;
     for _ in 0..20 {
@@ -420,7 +429,7 @@ fn ready_2025(conn: &mut Connection, now: Instant) {
             ready |= matches!(event, Event::Ready(_));
         }
         if ready {
-            return;
+            return conn;
         }
     }
     panic!("the scripted server did not make the session ready");
@@ -432,16 +441,8 @@ fn a_calls_own_budget_is_recorded_and_replays() {
     use serde_json::json;
     use std::time::Duration;
 
-    let config = config::parse(
-        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
-        "t.toml",
-    )
-    .expect("parses");
-    let server = config.servers[0].config.as_ref().expect("valid");
     let now = Instant::now();
-    let mut conn =
-        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
-    ready_2025(&mut conn, now);
+    let mut conn = ready_2025("tool_timeout_secs = 60\n", &HostContext::default(), now);
     let budget = Duration::from_secs(2);
     let call = conn
         .call_tool(now, "slow", json!({}), Some(budget))
@@ -478,20 +479,13 @@ fn a_url_question_and_its_answer_are_recorded_and_replay() {
     use rho_proto_core::session::{Event, Question};
     use serde_json::json;
 
-    let config = config::parse(
-        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n",
-        "t.toml",
-    )
-    .expect("parses");
-    let server = config.servers[0].config.as_ref().expect("valid");
     let host = HostContext {
         can_elicit: true,
         can_open_urls: true,
         ..HostContext::default()
     };
     let now = Instant::now();
-    let mut conn = Connection::new_recorded(server, &host, now).expect("connects");
-    ready_2025(&mut conn, now);
+    let mut conn = ready_2025("", &host, now);
     conn.call_tool(now, "slow", json!({}), None).expect("ready");
     while conn.poll_output().is_some() {}
     let ask = json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": {

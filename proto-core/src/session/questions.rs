@@ -146,18 +146,10 @@ impl Session {
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
-        let request = match open.asker {
-            Asker::Request(request) => request,
-            Asker::Input(key) => {
-                return self.input_answered(now, open.call, |rounds| {
-                    rounds.answer_elicitation(&key, &answer)
-                });
-            }
-            Asker::TaskInput(key) => {
-                return self.task_input_answered(now, open.call, |rounds| {
-                    rounds.answer_elicitation(&key, &answer)
-                });
-            }
+        let Some(request) = self.request_or_input(now, open.asker, open.call, |rounds, key| {
+            rounds.answer_elicitation(key, &answer)
+        }) else {
+            return;
         };
         let result = match &open.kind {
             OpenKind::Form(form) => elicitation::result_for(form, &answer),
@@ -189,16 +181,10 @@ impl Session {
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
-        let request = match open.asker {
-            Asker::Request(request) => request,
-            Asker::Input(key) => {
-                return self
-                    .input_answered(now, open.call, |rounds| rounds.answer_url(&key, answer));
-            }
-            Asker::TaskInput(key) => {
-                return self
-                    .task_input_answered(now, open.call, |rounds| rounds.answer_url(&key, answer));
-            }
+        let Some(request) = self.request_or_input(now, open.asker, open.call, |rounds, key| {
+            rounds.answer_url(key, answer)
+        }) else {
+            return;
         };
         if let (OpenKind::Url(Some(id)), UrlAnswer::Opened) = (&open.kind, answer) {
             self.remember_url_elicitation(id);
@@ -219,18 +205,10 @@ impl Session {
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
-        let request = match open.asker {
-            Asker::Request(request) => request,
-            Asker::Input(key) => {
-                return self.input_answered(now, open.call, |rounds| {
-                    rounds.answer_sampling(&key, answer)
-                });
-            }
-            Asker::TaskInput(key) => {
-                return self.task_input_answered(now, open.call, |rounds| {
-                    rounds.answer_sampling(&key, answer)
-                });
-            }
+        let Some(request) = self.request_or_input(now, open.asker, open.call, |rounds, key| {
+            rounds.answer_sampling(key, answer.clone())
+        }) else {
+            return;
         };
         let bytes = match answer {
             SamplingAnswer::Completed { text, model } => {
@@ -248,6 +226,29 @@ impl Session {
         };
         self.push_transmit(bytes, TransmitKind::Response);
         self.resume_budget(now, open.call);
+    }
+
+    /// Where an answer goes: the server request (2025 era) to respond to,
+    /// or, for an input request of a call's round or its task's,
+    /// `None` once `answer` has applied it to that round under its key.
+    fn request_or_input(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        call: CallId,
+        answer: impl FnOnce(&mut mrtr::Rounds, &str) -> Answered,
+    ) -> Option<ServerRequestId> {
+        match asker {
+            Asker::Request(request) => Some(request),
+            Asker::Input(key) => {
+                self.input_answered(now, call, |rounds| answer(rounds, &key));
+                None
+            }
+            Asker::TaskInput(key) => {
+                self.task_input_answered(now, call, |rounds| answer(rounds, &key));
+                None
+            }
+        }
     }
 
     /// Whether `question` is open and asks for a URL to be opened.
