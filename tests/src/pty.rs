@@ -112,6 +112,9 @@ pub fn run_on_terminal(
         .stdout(pty.slave())
         .stderr(pty.slave());
     let mut child = command.spawn().expect("start rho");
+    // The command holds this process's copies of the slave side: the
+    // terminal closes only once they are gone too.
+    drop(command);
     let (mut screen, mut keyboard) = pty.record();
     let mut seen: Vec<&str> = Vec::new();
     for (prompt, answer) in answers {
