@@ -675,12 +675,7 @@ fn form_answers_are_one_key_each_and_say_what_was_sent(rt: Runtime) {
 /// once it holds the second, holds nothing else (an opening of the first
 /// would have come before).
 fn a_url_request_is_asked_through_the_editor_and_opened_only_on_yes(rt: Runtime) {
-    let sdk = rho_tests::tests_dir().join("interop/python/mcp1");
-    let python = sdk.join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "the interop SDKs are not installed: run `tests/interop/install`"
-    );
+    let (python, sdk) = rho_tests::interop_python("mcp1");
     let server = |id: &str, url: &str| {
         format!(
             "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"{}\", \"{url}\"]\nstartup_timeout_secs = 30\n",
@@ -694,26 +689,11 @@ fn a_url_request_is_asked_through_the_editor_and_opened_only_on_yes(rt: Runtime)
         server("second", "https://second.example/connect")
     );
     let dir = scratch_dir(&format!("shell-url-opener-{rt:?}"));
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).expect("make bin");
     let opened = dir.join("opened.txt");
     let _ = std::fs::remove_file(&opened);
-    let opener = bin.join("xdg-open");
-    std::fs::write(
-        &opener,
-        format!(
-            "#!/bin/sh\nprintf '%s\\n' \"$*\" >>'{}'\n",
-            opened.display()
-        ),
-    )
-    .expect("write the opener");
-    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    let path = rho_tests::browser_opener(
+        &dir,
+        &format!("printf '%s\\n' \"$*\" >>'{}'", opened.display()),
     );
     let launch = Launch {
         env: vec![("PATH".into(), path)],
@@ -1529,28 +1509,16 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     // xdg-open, here a script that follows the redirects back to rho's
     // loopback callback as a browser would, once `allow` exists; before,
     // it is a browser the person never finishes.
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).expect("make bin");
-    let opener = bin.join("xdg-open");
     let browser = rho_tests::tests_dir().join("servers/fixtures/browser.mjs");
     let allow = dir.join("allow");
-    std::fs::write(
-        &opener,
-        format!(
-            "#!/bin/sh\n[ -e '{}' ] || exit 0\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+    let path = rho_tests::browser_opener(
+        &dir,
+        &format!(
+            "[ -e '{}' ] || exit 0\nexec node '{}' \"$1\" >'{}' 2>&1",
             allow.display(),
             browser.display(),
             dir.join("browser.log").display()
         ),
-    )
-    .expect("write the opener");
-    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     );
     let remote = |id: &str, port: u16| {
         format!(

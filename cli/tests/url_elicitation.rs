@@ -21,7 +21,6 @@ use rho_tests::CliRuntime as Runtime;
 use rho_tests::cli_both_executors as both_executors;
 use rho_tests::pty::{foreign_control, run_on_terminal};
 use rho_tests::scene::{Run, Scene};
-use rho_tests::tests_dir;
 
 /// The binary under test.
 const RHO: &str = env!("CARGO_BIN_EXE_rho");
@@ -33,15 +32,10 @@ const URL: &str = "https://pаypal.example/connect?step=1";
 const OPENED: &str = "https://xn--pypal-4ve.example/connect?step=1";
 
 /// A scene whose `urls` server asks to open [`URL`], with an `xdg-open`
-/// on PATH that appends what it was given to `opened.txt`, after the
-/// `RUN_TAG` of the rho that ran it.
-fn scene(name: &str, runtime: Runtime) -> (Scene, PathBuf) {
-    let dir = tests_dir().join("interop/python/mcp1");
-    let python = dir.join(".venv/bin/python");
-    assert!(
-        python.exists(),
-        "the interop SDKs are not installed: run `tests/interop/install`"
-    );
+/// that appends what it was given to `opened.txt`, after the `RUN_TAG` of
+/// the rho that ran it; and the PATH that finds that opener first.
+fn scene(name: &str, runtime: Runtime) -> (Scene, PathBuf, String) {
+    let (python, dir) = rho_tests::interop_python("mcp1");
     let config = format!(
         "[mcp.servers.urls]\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"{}\", \"{URL}\"]\nstartup_timeout_secs = 30\n",
         python.display(),
@@ -50,46 +44,28 @@ fn scene(name: &str, runtime: Runtime) -> (Scene, PathBuf) {
     let s = Scene::new(RHO, &format!("url-{name}"), runtime)
         .with_config(&config)
         .without_env(&["CI", "NO_COLOR"]);
-    let bin = s.dir().join("bin");
-    std::fs::create_dir_all(&bin).expect("make bin");
     let opened = s.dir().join("opened.txt");
     let _ = std::fs::remove_file(&opened);
-    let opener = bin.join("xdg-open");
-    std::fs::write(
-        &opener,
-        format!(
-            "#!/bin/sh\nprintf '%s %s\\n' \"$RUN_TAG\" \"$*\" >>'{}'\n",
+    let path = rho_tests::browser_opener(
+        s.dir(),
+        &format!(
+            "printf '%s %s\\n' \"$RUN_TAG\" \"$*\" >>'{}'",
             opened.display()
         ),
-    )
-    .expect("write the opener");
-    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
-    (s, opened)
-}
-
-/// PATH with the scene's fake browser opener first.
-fn path_with_opener(s: &Scene) -> String {
-    format!(
-        "{}:{}",
-        s.dir().join("bin").display(),
-        std::env::var("PATH").unwrap_or_default()
-    )
+    );
+    (s, opened, path)
 }
 
 /// `rho args...` on a terminal as run `tag`, answering each prompt.
 fn call_on_terminal(
     s: &Scene,
+    path: &str,
     tag: &str,
     args: &[&str],
     answers: &[(&str, &str)],
 ) -> (Option<i32>, String) {
     let mut command: Command = s.command();
-    command
-        .args(args)
-        .env("PATH", path_with_opener(s))
-        .env("RUN_TAG", tag);
+    command.args(args).env("PATH", path).env("RUN_TAG", tag);
     run_on_terminal(command, answers, 200)
 }
 
@@ -136,9 +112,10 @@ fn url_shown() -> [String; 4] {
 /// A person says yes to the URL of `connect` (run `yes`); then the opener
 /// must hold that run's opening alone: any earlier run that had opened
 /// something was spawned before it, so is on record too.
-fn a_later_yes_is_the_only_opening(s: &Scene, opened: &Path) {
+fn a_later_yes_is_the_only_opening(s: &Scene, opened: &Path, path: &str) {
     let (code, shown) = call_on_terminal(
         s,
+        path,
         "yes",
         &["mcp", "call", "urls", "connect"],
         &[(OPEN_PROMPT, "y")],
@@ -155,10 +132,11 @@ fn a_later_yes_is_the_only_opening(s: &Scene, opened: &Path) {
 }
 
 fn a_url_request_shows_the_url_and_host_and_opens_only_on_yes(rt: Runtime) {
-    let (s, opened) = scene("ask", rt);
+    let (s, opened, path) = scene("ask", rt);
     // No: the URL is shown, nothing is opened, the server hears decline.
     let (code, shown) = call_on_terminal(
         &s,
+        &path,
         "no",
         &["mcp", "call", "urls", "connect"],
         &[(OPEN_PROMPT, "n")],
@@ -176,13 +154,14 @@ fn a_url_request_shows_the_url_and_host_and_opens_only_on_yes(rt: Runtime) {
     assert_shows(&shown, &url_shown().each_ref().map(String::as_str));
     assert_eq!(foreign_control(&shown), None, "{shown:?}");
     // Yes: the same URL, exactly, goes to the browser.
-    a_later_yes_is_the_only_opening(&s, &opened);
+    a_later_yes_is_the_only_opening(&s, &opened, &path);
 }
 
 fn a_dismissed_url_request_cancels_the_call_and_opens_nothing(rt: Runtime) {
-    let (s, opened) = scene("cancel", rt);
+    let (s, opened, path) = scene("cancel", rt);
     let (code, shown) = call_on_terminal(
         &s,
+        &path,
         "no",
         &["mcp", "call", "urls", "connect"],
         &[(OPEN_PROMPT, "!cancel")],
@@ -192,15 +171,15 @@ fn a_dismissed_url_request_cancels_the_call_and_opens_nothing(rt: Runtime) {
         &shown,
         &["not opened; sent to the server: cancel", "cancelled"],
     );
-    a_later_yes_is_the_only_opening(&s, &opened);
+    a_later_yes_is_the_only_opening(&s, &opened, &path);
 }
 
 fn with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params(rt: Runtime) {
-    let (s, opened) = scene("refused", rt);
-    let path = path_with_opener(&s);
+    let (s, opened, path) = scene("refused", rt);
     // --yes-defaults on a terminal: forms are declared, URLs are not.
     let (code, shown) = call_on_terminal(
         &s,
+        &path,
         "no",
         &["mcp", "call", "--yes-defaults", "urls", "connect"],
         &[],
@@ -230,13 +209,14 @@ fn with_yes_defaults_or_no_terminal_url_mode_is_refused_as_invalid_params(rt: Ru
     let (code, shown) = run_on_terminal(command, &[], 200);
     assert_eq!(code, Some(0), "{shown}");
     assert_shows(&shown, &["error -32602"]);
-    a_later_yes_is_the_only_opening(&s, &opened);
+    a_later_yes_is_the_only_opening(&s, &opened, &path);
 }
 
 fn a_url_elicitation_required_error_shows_its_url_and_retries_on_yes(rt: Runtime) {
-    let (s, opened) = scene("required", rt);
+    let (s, opened, path) = scene("required", rt);
     let (code, shown) = call_on_terminal(
         &s,
+        &path,
         "yes",
         &["mcp", "call", "urls", "needs_connect"],
         &[
@@ -260,8 +240,7 @@ fn a_url_elicitation_required_error_shows_its_url_and_retries_on_yes(rt: Runtime
 fn a_url_elicitation_required_error_without_a_terminal_lists_its_url_and_opens_nothing(
     rt: Runtime,
 ) {
-    let (s, opened) = scene("required-plain", rt);
-    let path = path_with_opener(&s);
+    let (s, opened, path) = scene("required-plain", rt);
     let run = s.rho_env(
         &["mcp", "call", "urls", "needs_connect"],
         &[("PATH", &path), ("RUN_TAG", "no")],
@@ -275,7 +254,7 @@ fn a_url_elicitation_required_error_without_a_terminal_lists_its_url_and_opens_n
         ],
     );
     assert_shows(&run.stderr, &url_shown().each_ref().map(String::as_str));
-    a_later_yes_is_the_only_opening(&s, &opened);
+    a_later_yes_is_the_only_opening(&s, &opened, &path);
 }
 
 both_executors!(

@@ -85,12 +85,7 @@ impl Server {
             Server::Mcp1 => "mcp1",
             Server::Fastmcp => "fastmcp",
         };
-        let dir = tests_dir().join("interop/python").join(sdk);
-        let python = dir.join(".venv/bin/python");
-        assert!(
-            python.exists(),
-            "the interop SDKs are not installed: run `tests/interop/install`"
-        );
+        let (python, dir) = interop_python(sdk);
         (python, dir.join("url_server.py"))
     }
 
