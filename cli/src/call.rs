@@ -25,6 +25,10 @@ use crate::tool_args;
 use crate::{CallArgs, Failure, check_stopped, unless_stopped, write_stdout};
 use rho_host::{CallOptions, Host, LoadedConfig, RuntimeKind};
 
+/// How many times a call answered with -32042 is sent again after the
+/// person visited its URLs.
+const MAX_URL_RETRIES: usize = 3;
+
 /// Runs `rho mcp call`.
 pub(crate) fn run(
     loaded: &LoadedConfig,
@@ -54,6 +58,7 @@ pub(crate) fn run(
     };
     let services =
         crate::questions::services(args.yes_defaults, loaded.config.sampling_command.clone());
+    let can_open_urls = services.can_open_urls();
     let undeclared = undeclared_capabilities(
         services.can_elicit(),
         services.can_sample() && entry.config.as_ref().is_ok_and(|c| c.sampling_allowed()),
@@ -134,15 +139,37 @@ pub(crate) fn run(
             return Err(Failure::Usage(message));
         }
     };
-    let mut line = ProgressLine::new(std::io::stderr().is_terminal());
-    let mut options = CallOptions::new()
-        .on_progress(|p| line.show(&p))
-        .cancel(&cancel);
-    if args.task {
-        options = options.as_task();
-    }
-    let outcome = runtime.call((id, tool), arguments, options);
-    line.clear();
+    // A -32042 answer: a person who visited its URLs may send the call
+    // again, a few times at most.
+    let mut retries = 0;
+    let outcome = loop {
+        let mut line = ProgressLine::new(std::io::stderr().is_terminal());
+        let mut options = CallOptions::new()
+            .on_progress(|p| line.show(&p))
+            .cancel(&cancel);
+        if args.task {
+            options = options.as_task();
+        }
+        let outcome = runtime.call((id, tool), arguments.clone(), options);
+        line.clear();
+        if let Err(ToolCallError::Call(CallError::UrlElicitationRequired { elicitations, .. })) =
+            &outcome
+            && can_open_urls
+            && retries < MAX_URL_RETRIES
+            && crate::questions::visit_and_retry(
+                &mut std::io::stderr(),
+                &mut crate::questions::read_answer,
+                id,
+                tool,
+                elicitations,
+                &mut crate::questions::open_in_browser,
+            )
+        {
+            retries += 1;
+            continue;
+        }
+        break outcome;
+    };
     // What the model reads is capped, as every server answer is.
     let outcome = outcome.map(|result| {
         let rendered = runtime.render_result(id, &result);
@@ -162,7 +189,9 @@ pub(crate) fn run(
         Err(error @ ToolCallError::NoSuchTool { .. }) => {
             return Err(Failure::Runtime(format!("{error}{undeclared}")));
         }
-        Err(error) => return Err(Failure::Runtime(error.to_string())),
+        Err(error) => {
+            return Err(Failure::Runtime(crate::questions::call_error_text(&error)));
+        }
     };
     if args.json {
         let doc = json!({

@@ -8,9 +8,16 @@
 //!   the sampling question) passes through [`terminal::sanitize`] and is
 //!   indented, so it can neither move the cursor nor clear or forge the
 //!   `── MCP server `x` asks ──` header, which alone starts at column 0.
+//!   A URL a server asks the person to open (URL-mode elicitation) is
+//!   shown whole, its host on a line of its own (and in Unicode beside the
+//!   punycode for an internationalized name), with the server, the call
+//!   and any warning; it is opened in the browser (the opener logins use)
+//!   only on an explicit yes, never fetched, never changed.
 //! - `--yes-defaults` (scripts) accepts every form with its defaults and
 //!   declines one with a required field that has none; it refuses
-//!   sampling, which has no default (`rho_host::AcceptDefaults`).
+//!   sampling, which has no default (`rho_host::AcceptDefaults`), and does
+//!   not declare URL mode (a script opens no browser), so a URL request is
+//!   refused as the spec says.
 //! - Otherwise nobody can be asked, and the runtime declares no
 //!   elicitation, so a well-behaved server never asks.
 //!
@@ -23,9 +30,11 @@ use std::io::{IsTerminal, Write};
 use std::sync::{Arc, Mutex};
 
 use rho_proto_core::features::elicitation::{
-    Field, FieldKind, Form, FormAnswer, check_field_answer,
+    Field, FieldKind, Form, FormAnswer, UrlAnswer, UrlRequest, check_field_answer,
 };
 use rho_proto_core::host::{Asked, HostServices, Responder};
+use rho_proto_core::runtime::ToolCallError;
+use rho_proto_core::session::CallError;
 use rho_proto_core::text::terminal::{self, sanitize_line};
 
 /// Whether a person can be asked: a terminal on both ends, not in CI.
@@ -111,6 +120,22 @@ impl Responder for Terminal {
         ask_form(&mut std::io::stderr().lock(), &mut read_line, asked, form)
     }
 
+    /// A terminal with a person at it, never in CI (see [`services`]).
+    fn can_open_urls(&self) -> bool {
+        true
+    }
+
+    fn open_url(&self, asked: &Asked, request: &UrlRequest) -> UrlAnswer {
+        let _one = self.lock.lock();
+        ask_url(
+            &mut std::io::stderr().lock(),
+            &mut read_line,
+            asked,
+            request,
+            &mut open_in_browser,
+        )
+    }
+
     fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
         let server = asked.server.as_str();
         let _one = self.lock.lock();
@@ -144,18 +169,7 @@ pub(crate) fn ask_form_with_keys(
     form: &Form,
     keys: &str,
 ) -> FormAnswer {
-    // The call it belongs to, so that a form asked during one of several
-    // calls is never taken for another's.
-    let during = asked
-        .what
-        .as_deref()
-        .map(|what| format!(" during `{}`", sanitize_line(what)))
-        .unwrap_or_default();
-    let _ = writeln!(
-        err,
-        "\n── MCP server `{}` asks{during} ──",
-        sanitize_line(&asked.server)
-    );
+    let _ = writeln!(err, "{}", asks_header(asked, ""));
     write_indented(err, &form.message);
     let _ = writeln!(
         err,
@@ -180,6 +194,22 @@ pub(crate) fn ask_form_with_keys(
     };
     let _ = writeln!(err, "{}", sent_line(&answer, &skipped));
     answer
+}
+
+/// The line that starts a server's question, at column 0 (server text
+/// never does): the asking server and the call it came during, so that a
+/// question asked during one of several calls is never taken for
+/// another's, then `what` it asks for.
+fn asks_header(asked: &Asked, what: &str) -> String {
+    let during = asked
+        .what
+        .as_deref()
+        .map(|call| format!(" during `{}`", sanitize_line(call)))
+        .unwrap_or_default();
+    format!(
+        "\n── MCP server `{}` asks{during}{what} ──",
+        sanitize_line(&asked.server)
+    )
 }
 
 /// What declines a whole form when typed as an answer.
@@ -230,6 +260,151 @@ pub(crate) fn ask_sampling(
         read().as_deref().map(str::trim),
         Some("y" | "Y" | "yes" | "Yes")
     )
+}
+
+/// Opens `url` (exactly as shown) in the person's browser, with the
+/// opener logins use. Never fetched by rho.
+pub(crate) fn open_in_browser(url: &str) {
+    // The core hands over only URLs it parsed; nothing else is opened.
+    if let Ok(url) = url::Url::parse(url) {
+        rho_host::open_in_browser(&url);
+    }
+}
+
+/// The lines that show a URL a server wants opened: its host first, on a
+/// line of its own (with the Unicode spelling of an internationalized
+/// host), then the whole URL, then any warning. Every part is server text:
+/// sanitized, one line each.
+pub(crate) fn url_lines(request: &UrlRequest) -> String {
+    let mut lines = format!("  host: {}\n", sanitize_line(&request.host));
+    if let Some(unicode) = &request.unicode_host {
+        lines.push_str(&format!(
+            "        (written {} — punycode above)\n",
+            sanitize_line(unicode)
+        ));
+    }
+    lines.push_str(&format!("  URL:  {}\n", sanitize_line(&request.url)));
+    for warning in &request.warnings {
+        lines.push_str(&format!("  warning: {}\n", warning.text()));
+    }
+    lines
+}
+
+/// Asks a person whether to open a server's URL: writes on `err`, reads
+/// the answer with `read`, and on an explicit yes hands the URL to `open`
+/// (the browser). Anything but yes opens nothing. The shell asks through
+/// its own line editor with the same words.
+pub(crate) fn ask_url(
+    err: &mut impl Write,
+    read: &mut dyn FnMut() -> Option<String>,
+    asked: &Asked,
+    request: &UrlRequest,
+    open: &mut dyn FnMut(&str),
+) -> UrlAnswer {
+    let _ = writeln!(
+        err,
+        "{}",
+        asks_header(asked, " to open a URL in your browser")
+    );
+    write_indented(err, &request.message);
+    let _ = write!(err, "{}", url_lines(request));
+    let _ = write!(
+        err,
+        "Open it in your browser? [y/N; `{CANCEL}` cancels the call] "
+    );
+    let _ = err.flush();
+    let answer = match read().as_deref().map(str::trim) {
+        Some("y" | "Y" | "yes" | "Yes") => {
+            open(&request.url);
+            UrlAnswer::Opened
+        }
+        Some(CANCEL) => UrlAnswer::Dismissed,
+        Some(_) => UrlAnswer::Declined,
+        None => UrlAnswer::CouldNotAsk,
+    };
+    let sent = match answer {
+        UrlAnswer::Opened => "opened in your browser; sent to the server: accept",
+        UrlAnswer::Declined => "not opened; sent to the server: decline",
+        UrlAnswer::Dismissed => "not opened; sent to the server: cancel",
+        UrlAnswer::CouldNotAsk => {
+            "no answer could be read; not opened; sent to the server: decline"
+        }
+    };
+    let _ = writeln!(err, "  → {sent}");
+    answer
+}
+
+/// Shows the URLs a -32042 error asks the person to visit, offering to
+/// open each (on a yes only), then asks whether to send the call again.
+/// `true` when the person says retry.
+pub(crate) fn visit_and_retry(
+    err: &mut impl Write,
+    read: &mut dyn FnMut() -> Option<String>,
+    server: &str,
+    tool: &str,
+    elicitations: &[UrlRequest],
+    open: &mut dyn FnMut(&str),
+) -> bool {
+    let _ = writeln!(
+        err,
+        "\n── MCP server `{}` needs you to visit {} before `{}` can go on ──",
+        sanitize_line(server),
+        if elicitations.len() == 1 {
+            "a URL".to_owned()
+        } else {
+            format!("{} URLs", elicitations.len())
+        },
+        sanitize_line(tool)
+    );
+    for request in elicitations {
+        write_indented(err, &request.message);
+        let _ = write!(err, "{}", url_lines(request));
+        let _ = write!(err, "Open it in your browser? [y/N] ");
+        let _ = err.flush();
+        match read().as_deref().map(str::trim) {
+            Some("y" | "Y" | "yes" | "Yes") => {
+                open(&request.url);
+                let _ = writeln!(err, "  → opened in your browser");
+            }
+            Some(_) => {
+                let _ = writeln!(err, "  → not opened");
+            }
+            None => return false,
+        }
+    }
+    let _ = write!(
+        err,
+        "Once you have finished there, send the call again? [y/N] "
+    );
+    let _ = err.flush();
+    matches!(
+        read().as_deref().map(str::trim),
+        Some("y" | "Y" | "yes" | "Yes")
+    )
+}
+
+/// A failed call's words: the error, and for a -32042 answer the URLs it
+/// asks the person to visit, shown as a URL question shows them (the host
+/// apart), and that nothing was opened. The error's own text is the
+/// caller's to sanitize, as for every failure.
+pub(crate) fn call_error_text(error: &ToolCallError) -> String {
+    let mut message = error.to_string();
+    if let ToolCallError::Call(CallError::UrlElicitationRequired { elicitations, .. }) = error {
+        message.push('\n');
+        for request in elicitations {
+            message.push_str(&url_lines(request));
+        }
+        message.push_str(
+            "(nothing was opened: rho opens a URL only when a person at a terminal says yes)",
+        );
+    }
+    message
+}
+
+/// Reads one answer from the terminal for [`visit_and_retry`] and
+/// [`ask_url`] outside a responder.
+pub(crate) fn read_answer() -> Option<String> {
+    read_line()
 }
 
 enum FieldAnswer {
@@ -553,5 +728,124 @@ mod tests {
     fn input_ending_while_re_asking_is_unavailable_not_an_answer() {
         let (asked, _) = ask(&field(FieldKind::Confirm, false), &["perhaps"]);
         assert!(matches!(asked, FieldAnswer::Unavailable));
+    }
+
+    fn url_request(url: &str, message: &str) -> UrlRequest {
+        rho_proto_core::features::elicitation::url_request_from_params(
+            &serde_json::json!({"mode": "url", "message": message, "url": url, "elicitationId": "e"}),
+            true,
+        )
+        .expect("valid")
+    }
+
+    /// Asks to open `request` with `lines` as the person's input; returns
+    /// the answer, what was shown and what was opened.
+    fn ask_open(request: &UrlRequest, lines: &[&str]) -> (UrlAnswer, String, Vec<String>) {
+        let mut input = lines.iter().map(|l| format!("{l}\n"));
+        let mut shown = Vec::new();
+        let mut opened = Vec::new();
+        let asked = Asked {
+            server: "srv\x1b]0;x\x07".to_owned(),
+            call: Some(3),
+            what: Some("connect".to_owned()),
+        };
+        let answer = ask_url(
+            &mut shown,
+            &mut || input.next(),
+            &asked,
+            request,
+            &mut |url: &str| opened.push(url.to_owned()),
+        );
+        (answer, String::from_utf8_lossy(&shown).into_owned(), opened)
+    }
+
+    #[test]
+    fn a_url_is_shown_whole_with_its_host_apart_and_opened_only_on_yes() {
+        let request = url_request(
+            "https://auth.example.com/connect?e=1",
+            "Connect\x1b[2J your account",
+        );
+        let (answer, shown, opened) = ask_open(&request, &["y"]);
+        assert_eq!(answer, UrlAnswer::Opened);
+        assert_eq!(opened, ["https://auth.example.com/connect?e=1"]);
+        assert!(
+            shown.contains(
+                "── MCP server `srv\\x1b]0;x\\x07` asks during `connect` to open a URL in your browser ──"
+            ),
+            "{shown}"
+        );
+        assert!(shown.contains("  host: auth.example.com\n"), "{shown}");
+        assert!(
+            shown.contains("  URL:  https://auth.example.com/connect?e=1\n"),
+            "{shown}"
+        );
+        assert!(shown.contains("Connect\\x1b[2J your account"), "{shown}");
+        assert!(!shown.contains('\x1b'), "{shown:?}");
+        assert!(shown.contains("sent to the server: accept"), "{shown}");
+        for (lines, expected) in [
+            (&[""][..], UrlAnswer::Declined),
+            (&["n"][..], UrlAnswer::Declined),
+            (&["yes please"][..], UrlAnswer::Declined),
+            (&["!cancel"][..], UrlAnswer::Dismissed),
+            (&[][..], UrlAnswer::CouldNotAsk),
+        ] {
+            let (answer, _, opened) = ask_open(&request, lines);
+            assert_eq!(answer, expected, "{lines:?}");
+            assert!(opened.is_empty(), "{lines:?} opened {opened:?}");
+        }
+    }
+
+    #[test]
+    fn an_internationalized_host_is_shown_in_punycode_and_as_written_with_warnings() {
+        let request = url_request("https://user@pаypal.com/login", "Log in");
+        let (_, shown, _) = ask_open(&request, &["n"]);
+        assert!(shown.contains("  host: xn--pypal-4ve.com\n"), "{shown}");
+        assert!(
+            shown.contains("(written pаypal.com — punycode above)"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("warning: the host is an internationalized name"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("warning: the URL carries a user name"),
+            "{shown}"
+        );
+    }
+
+    #[test]
+    fn urls_a_call_needs_are_opened_on_yes_and_the_call_retried_only_on_yes() {
+        let requests = [
+            url_request("https://a.example/one", "First"),
+            url_request("https://b.example/two", "Second"),
+        ];
+        let run = |lines: &[&str]| {
+            let mut input = lines.iter().map(|l| format!("{l}\n"));
+            let mut shown = Vec::new();
+            let mut opened = Vec::new();
+            let retry = visit_and_retry(
+                &mut shown,
+                &mut || input.next(),
+                "srv",
+                "work",
+                &requests,
+                &mut |url: &str| opened.push(url.to_owned()),
+            );
+            (retry, String::from_utf8_lossy(&shown).into_owned(), opened)
+        };
+        let (retry, shown, opened) = run(&["y", "n", "y"]);
+        assert!(retry);
+        assert_eq!(opened, ["https://a.example/one"]);
+        assert!(
+            shown.contains("MCP server `srv` needs you to visit 2 URLs before `work` can go on"),
+            "{shown}"
+        );
+        assert!(shown.contains("  host: b.example\n"), "{shown}");
+        let (retry, _, opened) = run(&["n", "n", ""]);
+        assert!(!retry && opened.is_empty());
+        let (retry, _, opened) = run(&["y"]);
+        assert!(!retry, "no answer to the retry question is no");
+        assert_eq!(opened.len(), 1);
     }
 }

@@ -81,56 +81,12 @@ fn rho_on_terminal_sized(
     answers: &[(&str, &str)],
     columns: u16,
 ) -> (Option<i32>, String) {
-    let pty = Pty::sized(columns, 50).rho_bytes_only();
     let mut command = s.command();
-    command
-        .args(args)
-        .stdin(pty.slave())
-        .stdout(pty.slave())
-        .stderr(pty.slave());
+    command.args(args);
     for (k, v) in env {
         command.env(k, v);
     }
-    let mut child = command.spawn().expect("start rho");
-    let (mut screen, mut keyboard) = pty.record();
-    let mut seen: Vec<&str> = Vec::new();
-    for (prompt, answer) in answers {
-        seen.push(prompt);
-        let want = seen.iter().filter(|p| *p == prompt).count();
-        let until = Instant::now() + Duration::from_secs(30);
-        while screen.text().matches(prompt).count() < want {
-            if Instant::now() > until {
-                let _ = child.kill();
-                panic!(
-                    "no prompt {prompt:?} (#{want}) within 30 s; the terminal showed:\n{}",
-                    screen.text()
-                );
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        keyboard
-            .write_all(format!("{answer}\n").as_bytes())
-            .expect("type an answer");
-    }
-    let until = Instant::now() + Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("wait") {
-            break status;
-        }
-        if Instant::now() > until {
-            let _ = child.kill();
-            panic!(
-                "rho did not finish within 60 s; the terminal showed:\n{}",
-                screen.text()
-            );
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    drop(keyboard);
-    let shown = screen
-        .closed(Duration::from_secs(10))
-        .unwrap_or_else(|partial| partial);
-    (status.code(), shown)
+    rho_tests::pty::run_on_terminal(command, answers, columns)
 }
 
 /// Fails when `text` holds a raw ESC, CR, C1 control or BIDI override.

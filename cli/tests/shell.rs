@@ -360,6 +360,7 @@ both_executors!(
     call_takes_both_forms_and_near_misses_say_the_closest_name,
     reconnect_starts_one_server_again_and_leaves_the_others_alone,
     a_history_that_is_a_fifo_is_not_read_and_the_shell_starts,
+    a_url_request_is_asked_through_the_editor_and_opened_only_on_yes,
 );
 
 at_two_widths!(
@@ -664,6 +665,74 @@ fn form_answers_are_one_key_each_and_say_what_was_sent(rt: Runtime) {
         );
         assert!(shell.quit().success());
     }
+}
+
+/// A server's URL request is asked through the editor: the server, the
+/// call, the host and the whole URL show, and the browser opener (an
+/// `xdg-open` on PATH that records what it is given) gets only the URL
+/// the person said yes to. Two servers on the Python SDK 1.x ask for two
+/// URLs: the first is declined, the second opened; the opener's record,
+/// once it holds the second, holds nothing else (an opening of the first
+/// would have come before).
+fn a_url_request_is_asked_through_the_editor_and_opened_only_on_yes(rt: Runtime) {
+    let (python, sdk) = rho_tests::interop_python("mcp1");
+    let server = |id: &str, url: &str| {
+        format!(
+            "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = \"{}\"\nargs = [\"{}\", \"{url}\"]\nstartup_timeout_secs = 30\n",
+            python.display(),
+            sdk.join("url_server.py").display()
+        )
+    };
+    let config = format!(
+        "{}{}",
+        server("first", "https://first.example/connect"),
+        server("second", "https://second.example/connect")
+    );
+    let dir = scratch_dir(&format!("shell-url-opener-{rt:?}"));
+    let opened = dir.join("opened.txt");
+    let _ = std::fs::remove_file(&opened);
+    let path = rho_tests::browser_opener(
+        &dir,
+        &format!("printf '%s\\n' \"$*\" >>'{}'", opened.display()),
+    );
+    let launch = Launch {
+        env: vec![("PATH".into(), path)],
+        ..Launch::default()
+    };
+    let mut shell = Shell::launch(rt, "url", &config, &launch);
+    let at = shell.mark();
+    shell.keys("/call first:connect\r");
+    shell.wait_for_after(
+        at,
+        "── MCP server `first` asks during `connect` to open a URL in your browser ──",
+        SOON,
+    );
+    shell.wait_for_after(at, "host: first.example", SOON);
+    shell.wait_for_after(at, "URL:  https://first.example/connect", SOON);
+    shell.wait_for_after(at, "Open it in your browser?", SOON);
+    shell.keys("n\r");
+    shell.wait_for_after(at, "not opened; sent to the server: decline", SOON);
+    shell.wait_for_after(at, "action=decline", SOON);
+    let at = shell.mark();
+    shell.keys("/call second:connect\r");
+    shell.wait_for_after(at, "Open it in your browser?", SOON);
+    shell.keys("y\r");
+    shell.wait_for_after(
+        at,
+        "opened in your browser; sent to the server: accept",
+        SOON,
+    );
+    shell.wait_for_after(at, "action=accept", SOON);
+    let until = Instant::now() + SOON;
+    let record = loop {
+        let record = std::fs::read_to_string(&opened).unwrap_or_default();
+        if record.contains("second.example") || Instant::now() > until {
+            break record;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert_eq!(record, "https://second.example/connect\n");
+    assert!(shell.quit().success());
 }
 
 /// Types one command, quits, and checks that the history file holds
@@ -1440,28 +1509,16 @@ fn a_login_holds_up_only_its_server_names_it_and_can_be_skipped_or_done_later(rt
     // xdg-open, here a script that follows the redirects back to rho's
     // loopback callback as a browser would, once `allow` exists; before,
     // it is a browser the person never finishes.
-    let bin = dir.join("bin");
-    std::fs::create_dir_all(&bin).expect("make bin");
-    let opener = bin.join("xdg-open");
     let browser = rho_tests::tests_dir().join("servers/fixtures/browser.mjs");
     let allow = dir.join("allow");
-    std::fs::write(
-        &opener,
-        format!(
-            "#!/bin/sh\n[ -e '{}' ] || exit 0\nexec node '{}' \"$1\" >'{}' 2>&1\n",
+    let path = rho_tests::browser_opener(
+        &dir,
+        &format!(
+            "[ -e '{}' ] || exit 0\nexec node '{}' \"$1\" >'{}' 2>&1",
             allow.display(),
             browser.display(),
             dir.join("browser.log").display()
         ),
-    )
-    .expect("write the opener");
-    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
-    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
-    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
     );
     let remote = |id: &str, port: u16| {
         format!(

@@ -364,9 +364,14 @@ impl Harness {
             }
             HttpAction::AnswerElicitation { question, answer } => {
                 let (question, form) = self.host.answer(question);
-                let answer = answer.answer(form.as_ref());
-                self.transport
-                    .answer_elicitation(self.now, question, answer);
+                if self.host.urls.contains(&question) {
+                    self.transport
+                        .answer_url(self.now, question, answer.url_answer());
+                } else {
+                    let answer = answer.answer(form.as_ref());
+                    self.transport
+                        .answer_elicitation(self.now, question, answer);
+                }
                 self.step(false);
             }
             HttpAction::AnswerSampling { question, answer } => {

@@ -1096,7 +1096,24 @@ fn elicitation(form: &FormTemplate) -> Value {
     match form.mode % 4 {
         0 => {}
         1 => drop(params.insert("mode".into(), json!("form"))),
-        2 => drop(params.insert("mode".into(), json!("url"))),
+        2 => {
+            // A URL request: its URL picked by the field count (one rho
+            // opens, an internationalized host, a scheme it refuses, none),
+            // its id present with an object type.
+            params.insert("mode".into(), json!("url"));
+            let url = match form.fields.len() % 4 {
+                0 => Some("https://auth.example.com/connect?e=1"),
+                1 => Some("https://xn--pypal-4ve.com/login"),
+                2 => Some("file:///etc/passwd"),
+                _ => None,
+            };
+            if let Some(url) = url {
+                params.insert("url".into(), json!(url));
+            }
+            if form.object_type {
+                params.insert("elicitationId".into(), json!("e-1"));
+            }
+        }
         _ => drop(params.insert("mode".into(), json!(7))),
     }
     if form.message {

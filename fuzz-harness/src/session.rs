@@ -41,7 +41,7 @@ use crate::script::{Leaf, Peer, ServerMessage, Text};
 use rho_proto_core::config::LogLevel;
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::completions::{CompletionRef, Query};
-use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::elicitation::{Form, FormAnswer, UrlAnswer};
 use rho_proto_core::features::prompts::GetPromptParams;
 use rho_proto_core::features::resource_subscriptions::{MAX_PER_SERVER, SubscribeParams};
 use rho_proto_core::features::resources::ReadResourceParams;
@@ -322,6 +322,19 @@ impl ElicitAnswer {
     }
 }
 
+impl ElicitAnswer {
+    /// The same answer to a URL question: a submitted form is the person
+    /// opening the URL.
+    pub fn url_answer(&self) -> UrlAnswer {
+        match self {
+            ElicitAnswer::Submit(_) | ElicitAnswer::Defaults => UrlAnswer::Opened,
+            ElicitAnswer::Dismissed => UrlAnswer::Dismissed,
+            ElicitAnswer::CouldNotAsk => UrlAnswer::CouldNotAsk,
+            ElicitAnswer::Declined => UrlAnswer::Declined,
+        }
+    }
+}
+
 /// The host's answer to a sampling question.
 #[derive(Arbitrary, Clone, Debug, PartialEq, Eq)]
 pub enum SamplingReply {
@@ -355,6 +368,10 @@ pub fn options(setup: &Setup, framing: Framing) -> SessionOptions {
     o.tool_timeout = Duration::from_secs(5);
     o.request_timeout = Duration::from_secs(3);
     o.elicitation = true;
+    // URL mode too: the model opens what it is asked to (its answers are
+    // the fuzz input's). Declared always, so the corpus keeps its layout;
+    // the undeclared path is pinned by the core's own tests.
+    o.elicitation_url = true;
     o.sampling = true;
     o.log_level = setup.log_level.then_some(LogLevel::Info);
     o.workspace_root = setup.roots.then(|| "file:///work".to_owned());
@@ -538,6 +555,9 @@ pub(crate) struct Host {
     pub(crate) tasks: BTreeSet<String>,
     /// Every question asked, with its form.
     pub(crate) questions: Vec<(QuestionId, Option<Form>)>,
+    /// The questions that are URL requests: an elicitation answer to one
+    /// goes in as its [`ElicitAnswer::url_answer`].
+    pub(crate) urls: BTreeSet<QuestionId>,
     /// Questions asked and neither answered nor withdrawn.
     pub(crate) open: BTreeSet<QuestionId>,
     /// The call or request each question was asked for.
@@ -1054,6 +1074,17 @@ impl Host {
                 );
                 let form = match kind {
                     rho_proto_core::session::Question::Elicitation(form) => Some(form.clone()),
+                    rho_proto_core::session::Question::Url(request) => {
+                        // Only what rho declared, and only a URL it can
+                        // open safely reaches the host.
+                        assert!(
+                            request.url.starts_with("https://")
+                                || request.url.starts_with("http://"),
+                            "{request:?}"
+                        );
+                        self.urls.insert(*question);
+                        None
+                    }
                     rho_proto_core::session::Question::Sampling(_)
                     | rho_proto_core::session::Question::Authorization { .. } => None,
                 };
@@ -1369,8 +1400,13 @@ impl Harness {
             }
             Action::AnswerElicitation { question, answer } => {
                 let (question, form) = self.host.answer(question);
-                let answer = answer.answer(form.as_ref());
-                self.session.answer_elicitation(self.now, question, answer);
+                if self.host.urls.contains(&question) {
+                    self.session
+                        .answer_url(self.now, question, answer.url_answer());
+                } else {
+                    let answer = answer.answer(form.as_ref());
+                    self.session.answer_elicitation(self.now, question, answer);
+                }
                 self.step();
             }
             Action::AnswerSampling { question, answer } => {

@@ -390,6 +390,18 @@ fn form() -> FormTemplate {
     }
 }
 
+/// A URL-mode request for an https URL, with its `elicitationId` (see the
+/// script's `elicitation`: no field picks the https URL).
+fn url_request() -> FormTemplate {
+    FormTemplate {
+        mode: 2,
+        message: true,
+        object_type: true,
+        fields: Vec::new(),
+        required: Vec::new(),
+    }
+}
+
 /// Every capability: tools (with `listChanged`), logging, prompts,
 /// resources and completions.
 fn everything() -> Capabilities {
@@ -539,6 +551,38 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                             answer: ElicitAnswer::Defaults,
                         },
                         say(vec![result("accepted")]),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
+        (
+            "url-elicitation-opened-then-a-punycode-one-dismissed",
+            with(
+                Setup::default(),
+                [
+                    ready(),
+                    vec![
+                        call("connect-account"),
+                        say(vec![S::Elicitation {
+                            id: ServerId::Number(0),
+                            form: url_request(),
+                        }]),
+                        Action::AnswerElicitation {
+                            question: Ref::Known(0),
+                            answer: ElicitAnswer::Defaults,
+                        },
+                        say(vec![S::Elicitation {
+                            id: ServerId::Number(1),
+                            form: FormTemplate {
+                                fields: vec![FieldTemplate::Text { default: false }],
+                                ..url_request()
+                            },
+                        }]),
+                        Action::AnswerElicitation {
+                            question: Ref::Known(1),
+                            answer: ElicitAnswer::Dismissed,
+                        },
                     ],
                 ]
                 .concat(),
@@ -1280,12 +1324,19 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
                         Exchange::Latest,
                         Body::Json(input_required(
                             1,
-                            vec![InputTemplate::Elicitation(form())],
+                            vec![
+                                InputTemplate::Elicitation(form()),
+                                InputTemplate::Elicitation(url_request()),
+                            ],
                             Some("state"),
                         )),
                     ),
                     HttpAction::AnswerElicitation {
                         question: Ref::Known(0),
+                        answer: ElicitAnswer::Defaults,
+                    },
+                    HttpAction::AnswerElicitation {
+                        question: Ref::Known(1),
                         answer: ElicitAnswer::Defaults,
                     },
                     exchange_answer(Exchange::Latest, sse(vec![feature_result(0, "sunny")])),

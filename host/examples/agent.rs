@@ -336,5 +336,10 @@ fn ui(pending: PendingQuestion) {
             println!("ui: server `{server}` asked to sample during `{during}`; refused");
             pending.answer_sampling(false);
         }
+        // Asked only of a channel opening URLs; this one is not.
+        Asking::Url(_) => {
+            println!("ui: server `{server}` asked to open a URL during `{during}`; declined");
+            pending.answer_url(rho_host::UrlAnswer::Declined);
+        }
     }
 }

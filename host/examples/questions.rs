@@ -8,7 +8,7 @@
 //! cargo run -p rho-host --example questions -- --config examples/rho.toml
 //! ```
 
-use rho_host::{Asking, CallOptions, FormAnswer, Host};
+use rho_host::{Asking, CallOptions, FormAnswer, Host, UrlAnswer};
 use serde_json::json;
 
 #[path = "support/args.rs"]
@@ -39,6 +39,12 @@ fn main() -> Result<(), String> {
                 Asking::Sampling(summary) => {
                     println!("refused to sample: {summary}");
                     pending.answer_sampling(false);
+                }
+                // Only `question_channel_opening_urls` asks these: a UI
+                // that shows the URL and its host, and opens it on a yes.
+                Asking::Url(request) => {
+                    println!("not opened: {}", request.url);
+                    pending.answer_url(UrlAnswer::Declined);
                 }
             }
         }

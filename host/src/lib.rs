@@ -10,10 +10,17 @@
 //!    Plugins it lists, so plugin servers are ordinary servers; a host
 //!    with its own list of servers makes one [`From`] a [`Config`].
 //! 2. **Services**: the host's answers to what servers ask (forms,
-//!    sampling consent) are its own [`Responder`], or [`question_channel`]
-//!    to take each question as a value and answer it later from its UI
-//!    (each says which server and which call asks); [`host_services`]
-//!    adds the configured sampling command and the usage ledger.
+//!    sampling consent, URLs to open) are its own [`Responder`], or
+//!    [`question_channel`] to take each question as a value and answer it
+//!    later from its UI (each says which server and which call asks;
+//!    [`question_channel_opening_urls`] for a host that opens a URL in the
+//!    person's browser on their yes, which declares URL-mode
+//!    elicitation); [`host_services`] adds the configured sampling command
+//!    and the usage ledger. A call a server refuses until the person has
+//!    visited some URLs (-32042) fails with
+//!    [`CallError::UrlElicitationRequired`], carrying them checked
+//!    ([`UrlRequest`]), so an agent can show them, open them on a yes
+//!    ([`open_in_browser`]) and call again.
 //! 3. **Connect**: [`Host::builder`] takes the config, the executor, the
 //!    options and services, the servers to start and how a login may
 //!    reach a person ([`LoginMode`], with an [`AuthorizationPrompt`] that
@@ -151,7 +158,10 @@ pub use login::{
     AuthorizationPrompt, LoggedIn, LoginError, LoginMode, login_server, open_in_browser,
 };
 pub use names::{NameError, ToolTarget, did_you_mean, resolve_tool, server_tool};
-pub use questions::{AcceptDefaults, Asking, PendingQuestion, QuestionReceiver, question_channel};
+pub use questions::{
+    AcceptDefaults, Asking, PendingQuestion, QuestionReceiver, question_channel,
+    question_channel_opening_urls,
+};
 pub use rho_os::options_from_process_env;
 pub use sampling::host_services;
 pub use secrets::book as secret_book;
@@ -172,7 +182,9 @@ pub use rho_proto_core::config::{Config, LogLevel, OAuthGrant, ServerConfig};
 pub use rho_proto_core::features::FeatureRequest;
 pub use rho_proto_core::features::completions::CompleteParams;
 pub use rho_proto_core::features::content::RenderedResult;
-pub use rho_proto_core::features::elicitation::{FieldKind, Form, FormAnswer};
+pub use rho_proto_core::features::elicitation::{
+    FieldKind, Form, FormAnswer, UrlAnswer, UrlRequest, UrlWarning,
+};
 pub use rho_proto_core::features::prompts::{GetPromptParams, GetPromptResult};
 pub use rho_proto_core::features::resources::{
     Attachment, ReadResourceParams, ReadResourceResult, ResourceContents,

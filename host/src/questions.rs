@@ -18,18 +18,40 @@
 //!
 //! A run with no one to ask that should still get past forms (a script,
 //! the conformance client) answers with [`AcceptDefaults`] instead.
+//!
+//! URLs (URL-mode elicitation) come only to a host that says it can show
+//! one to a person and open it in their browser on a yes:
+//! [`question_channel_opening_urls`] declares URL mode, and its
+//! questions include [`Asking::Url`]; [`question_channel`] and
+//! [`AcceptDefaults`] do not, so a server is told URL mode is not
+//! supported (-32602) rather than have a URL opened by no one.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
 
-use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::elicitation::{Form, FormAnswer, UrlAnswer, UrlRequest};
 use rho_proto_core::host::{Asked, Responder};
 
 /// A responder that hands questions to a [`QuestionReceiver`], and the
 /// receiver.
 pub fn question_channel() -> (Arc<dyn Responder>, QuestionReceiver) {
+    channel(false)
+}
+
+/// Like [`question_channel`], for a host that shows a URL to a person and
+/// opens it in their browser only on their explicit yes (never fetching
+/// it, never changing it): URL-mode elicitation is declared, and URL
+/// requests arrive as [`Asking::Url`].
+pub fn question_channel_opening_urls() -> (Arc<dyn Responder>, QuestionReceiver) {
+    channel(true)
+}
+
+fn channel(urls: bool) -> (Arc<dyn Responder>, QuestionReceiver) {
     let (tx, rx) = smol::channel::unbounded();
-    (Arc::new(ChannelResponder(tx)), QuestionReceiver(rx))
+    (
+        Arc::new(ChannelResponder { tx, urls }),
+        QuestionReceiver(rx),
+    )
 }
 
 /// Where the host takes questions from, as they come.
@@ -59,6 +81,11 @@ impl QuestionReceiver {
 pub enum Asking {
     /// A form for the person.
     Form(Form),
+    /// A URL the server asks the person to open (only from
+    /// [`question_channel_opening_urls`]): show all of it with its host
+    /// apart, open it on a yes, answer with
+    /// [`PendingQuestion::answer_url`].
+    Url(UrlRequest),
     /// Whether the server may spend the user's model: the summary names
     /// the server, the message count and the token ceiling.
     Sampling(String),
@@ -79,6 +106,7 @@ pub struct PendingQuestion {
 #[derive(Debug)]
 enum Reply {
     Form(FormAnswer),
+    Url(UrlAnswer),
     Sampling(bool),
 }
 
@@ -88,6 +116,15 @@ impl PendingQuestion {
     pub fn answer_form(mut self, answer: FormAnswer) {
         if let Some(reply) = self.reply.take() {
             let _ = reply.try_send(Reply::Form(answer));
+        }
+    }
+
+    /// Answers a URL question: [`UrlAnswer::Opened`] once the person said
+    /// yes and the URL was opened (an answer to another kind of question
+    /// is taken as could-not-ask).
+    pub fn answer_url(mut self, answer: UrlAnswer) {
+        if let Some(reply) = self.reply.take() {
+            let _ = reply.try_send(Reply::Url(answer));
         }
     }
 
@@ -102,7 +139,11 @@ impl PendingQuestion {
 
 /// The `Responder` end: each question goes to the receiver, and the
 /// asking thread (the executor's, off its IO path) waits for the reply.
-struct ChannelResponder(smol::channel::Sender<PendingQuestion>);
+struct ChannelResponder {
+    tx: smol::channel::Sender<PendingQuestion>,
+    /// The host opens URLs on a person's yes.
+    urls: bool,
+}
 
 impl ChannelResponder {
     fn ask(&self, asked: &Asked, asking: Asking) -> Option<Reply> {
@@ -112,7 +153,7 @@ impl ChannelResponder {
             asking,
             reply: Some(tx),
         };
-        self.0.try_send(question).ok()?;
+        self.tx.try_send(question).ok()?;
         rx.recv_blocking().ok()
     }
 }
@@ -121,7 +162,21 @@ impl Responder for ChannelResponder {
     fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
         match self.ask(asked, Asking::Form(form.clone())) {
             Some(Reply::Form(answer)) => answer,
-            Some(Reply::Sampling(_)) | None => FormAnswer::CouldNotAsk,
+            Some(Reply::Url(_) | Reply::Sampling(_)) | None => FormAnswer::CouldNotAsk,
+        }
+    }
+
+    fn can_open_urls(&self) -> bool {
+        self.urls
+    }
+
+    fn open_url(&self, asked: &Asked, request: &UrlRequest) -> UrlAnswer {
+        if !self.urls {
+            return UrlAnswer::CouldNotAsk;
+        }
+        match self.ask(asked, Asking::Url(request.clone())) {
+            Some(Reply::Url(answer)) => answer,
+            Some(Reply::Form(_) | Reply::Sampling(_)) | None => UrlAnswer::CouldNotAsk,
         }
     }
 
@@ -136,7 +191,8 @@ impl Responder for ChannelResponder {
 /// A responder for a run with no one to ask: every form is submitted with
 /// its fields' defaults, and one with a required field that has none is
 /// answered as no one could be asked; sampling, which has no default, is
-/// refused. The CLI's `--yes-defaults` and the conformance client use it.
+/// refused. It opens no URL, so URL mode is not declared. The CLI's
+/// `--yes-defaults` and the conformance client use it.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct AcceptDefaults;
 
@@ -236,6 +292,41 @@ mod tests {
             FormAnswer::CouldNotAsk
         );
         assert!(!AcceptDefaults.confirm_sampling(&asked(), "may I?"));
+    }
+
+    #[test]
+    fn only_the_url_channel_declares_urls_and_its_url_questions_are_answered_later() {
+        let request = rho_proto_core::features::elicitation::url_request_from_params(
+            &serde_json::json!({"mode": "url", "message": "m", "url": "https://a.example/"}),
+            false,
+        )
+        .expect("valid");
+        let (forms_only, _questions) = question_channel();
+        assert!(!forms_only.can_open_urls());
+        assert_eq!(
+            forms_only.open_url(&asked(), &request),
+            UrlAnswer::CouldNotAsk
+        );
+        assert!(!AcceptDefaults.can_open_urls());
+        let (responder, questions) = question_channel_opening_urls();
+        assert!(responder.can_open_urls());
+        let host = std::thread::spawn(move || {
+            let pending = questions.next_blocking().expect("a question");
+            assert!(
+                matches!(&pending.asking, Asking::Url(r) if r.host == "a.example"),
+                "{pending:?}"
+            );
+            pending.answer_url(UrlAnswer::Opened);
+            let pending = questions.next_blocking().expect("a second question");
+            // A form's answer to a URL question is no answer.
+            pending.answer_form(FormAnswer::Declined);
+        });
+        assert_eq!(responder.open_url(&asked(), &request), UrlAnswer::Opened);
+        assert_eq!(
+            responder.open_url(&asked(), &request),
+            UrlAnswer::CouldNotAsk
+        );
+        host.join().expect("the host thread");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::config::{ServerConfig, Transport};
-use crate::features::elicitation::FormAnswer;
+use crate::features::elicitation::{FormAnswer, UrlAnswer};
 use crate::http::{
     AuthorizationError, ExchangeId, HeaderError, HttpFailure, HttpOptions, HttpOutput,
     HttpTransport, resolve_headers,
@@ -63,6 +63,9 @@ pub struct HostContext<'a> {
     pub workspace_root: Option<&'a str>,
     /// The host can put a form in front of a person: declare elicitation.
     pub can_elicit: bool,
+    /// The host can also show a person a URL and open it in a browser on
+    /// their yes: declare URL-mode elicitation (with `can_elicit`).
+    pub can_open_urls: bool,
     /// The host has a model and a person to confirm: declare sampling to
     /// servers whose config opted in.
     pub can_sample: bool,
@@ -120,6 +123,7 @@ impl Connection {
         let options = |framing| SessionOptions {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
+            elicitation_url: host.can_elicit && host.can_open_urls,
             sampling: host.can_sample && config.sampling_allowed(),
             redactor: host.redactor(config),
             ..SessionOptions::from_config(config, framing)
@@ -169,6 +173,7 @@ impl Connection {
         let options = |framing| SessionOptions {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
+            elicitation_url: host.can_elicit && host.can_open_urls,
             sampling: host.can_sample && config.sampling_allowed(),
             redactor: host.redactor(config),
             ..SessionOptions::from_config(config, framing)
@@ -425,6 +430,20 @@ impl Connection {
         match &mut self.inner {
             Inner::Stdio(session) => session.answer_elicitation(now, question, answer),
             Inner::Http(transport) => transport.answer_elicitation(now, question, answer),
+        }
+    }
+
+    /// Answers a URL question; see [`Session::answer_url`].
+    pub fn answer_url(&mut self, now: Instant, question: QuestionId, answer: UrlAnswer) {
+        self.record(now, "answer_url", || {
+            [
+                ("question", json!(question.0)),
+                ("answer", transcript::url_answer_json(answer)),
+            ]
+        });
+        match &mut self.inner {
+            Inner::Stdio(session) => session.answer_url(now, question, answer),
+            Inner::Http(transport) => transport.answer_url(now, question, answer),
         }
     }
 

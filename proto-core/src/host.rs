@@ -25,7 +25,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::config::process::SHUTDOWN_GRACE;
-use crate::features::elicitation::{Form, FormAnswer};
+use crate::features::elicitation::{Form, FormAnswer, UrlAnswer, UrlRequest};
 use crate::features::sampling::{SamplingRequest, summary};
 use crate::http::AuthorizationError;
 use crate::oauth::challenge::BearerChallenge;
@@ -141,6 +141,23 @@ pub trait Responder: Send + Sync {
     /// Asks whether the server may spend the user's tokens; `question`
     /// names the server, the message count and the token ceiling.
     fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool;
+    /// Whether this responder can show a person a URL and open it in their
+    /// browser on an explicit yes ([`Responder::open_url`]). A run declares
+    /// URL-mode elicitation only when it says so; the default is no, so a
+    /// responder written for forms alone never sees a URL.
+    fn can_open_urls(&self) -> bool {
+        false
+    }
+    /// Shows a server's URL request (the whole URL, its host prominent,
+    /// the server and the call) and opens the URL in the person's browser
+    /// only on their explicit yes, returning [`UrlAnswer::Opened`] then.
+    /// Never fetch the URL, never change it. Called only when
+    /// [`Responder::can_open_urls`] says yes; the default answers as no one
+    /// could be asked.
+    fn open_url(&self, asked: &Asked, request: &UrlRequest) -> UrlAnswer {
+        let _ = (asked, request);
+        UrlAnswer::CouldNotAsk
+    }
 }
 
 /// Where a host hears its servers' log messages (`notifications/message`),
@@ -304,6 +321,12 @@ impl HostServices {
         self.responder.is_some()
     }
 
+    /// Whether this run can also show a person a URL and open it on their
+    /// yes (declare URL-mode elicitation): its responder says so.
+    pub fn can_open_urls(&self) -> bool {
+        self.responder.as_ref().is_some_and(|r| r.can_open_urls())
+    }
+
     /// Whether this run can re-authorize a server mid-session.
     pub fn can_reauthorize(&self) -> bool {
         self.authorizer.is_some()
@@ -323,6 +346,10 @@ pub fn answer(services: &HostServices, asked: &Asked, question: &Question) -> An
         Question::Elicitation(form) => Answer::Form(match &services.responder {
             Some(responder) => responder.elicit(asked, form),
             None => FormAnswer::CouldNotAsk,
+        }),
+        Question::Url(request) => Answer::Url(match &services.responder {
+            Some(responder) if responder.can_open_urls() => responder.open_url(asked, request),
+            _ => UrlAnswer::CouldNotAsk,
         }),
         Question::Sampling(request) => Answer::Sampling(sample(services, asked, request)),
         Question::Authorization { reason, challenge } => {
@@ -374,6 +401,71 @@ mod tests {
             self.asked.lock().expect("lock").push(question.to_owned());
             self.yes
         }
+    }
+
+    /// A responder that can open URLs (or says it cannot) and answers
+    /// every URL with `answer`, counting what it was shown.
+    struct Opener {
+        can: bool,
+        shown: Mutex<Vec<String>>,
+    }
+
+    impl Responder for Opener {
+        fn elicit(&self, _asked: &Asked, _form: &Form) -> FormAnswer {
+            FormAnswer::Declined
+        }
+        fn confirm_sampling(&self, _asked: &Asked, _question: &str) -> bool {
+            false
+        }
+        fn can_open_urls(&self) -> bool {
+            self.can
+        }
+        fn open_url(&self, _asked: &Asked, request: &UrlRequest) -> UrlAnswer {
+            self.shown.lock().expect("lock").push(request.url.clone());
+            UrlAnswer::Opened
+        }
+    }
+
+    #[test]
+    fn a_url_reaches_only_a_responder_that_says_it_can_open_urls() {
+        let request = crate::features::elicitation::url_request_from_params(
+            &serde_json::json!({"mode": "url", "message": "m", "url": "https://a.example/"}),
+            false,
+        )
+        .expect("valid");
+        let question = Question::Url(request);
+        for can in [true, false] {
+            let opener = Arc::new(Opener {
+                can,
+                shown: Mutex::new(Vec::new()),
+            });
+            let services = HostServices {
+                responder: Some(Arc::clone(&opener) as Arc<dyn Responder>),
+                ..HostServices::default()
+            };
+            assert_eq!(services.can_open_urls(), can);
+            let answer = answer(&services, &Asked::by("s"), &question);
+            let expected = if can {
+                UrlAnswer::Opened
+            } else {
+                UrlAnswer::CouldNotAsk
+            };
+            assert!(
+                matches!(answer, Answer::Url(a) if a == expected),
+                "{answer:?}"
+            );
+            assert_eq!(opener.shown.lock().expect("lock").len(), usize::from(can));
+        }
+        // A responder written for forms alone cannot open URLs.
+        let forms_only = HostServices {
+            responder: Some(Arc::new(Person {
+                yes: true,
+                asked: Mutex::new(Vec::new()),
+            })),
+            ..HostServices::default()
+        };
+        assert!(forms_only.can_elicit() && !forms_only.can_open_urls());
+        assert!(!HostServices::default().can_open_urls());
     }
 
     /// A model that answers (or fails) and counts its calls.

@@ -38,7 +38,7 @@
 //!   start, and `timer`: what it was for, or both `null`), `call` (`tool`,
 //!   `args`),
 //!   `cancel` (`call`), `close`,
-//!   `answer_elicitation` (`question`, `answer`), `answer_sampling`
+//!   `answer_elicitation` (`question`, `answer`), `answer_url`, `answer_sampling`
 //!   (`question`, `answer`), `answer_authorization` (`question`, `answer`:
 //!   `{"authorized":"<redacted>"}` or `{"refused":REASON}`).
 //! - `{"s":ID,"poll":"output"|"event"|"call_id","got":...}` — what a poll
@@ -60,7 +60,7 @@ use url::Url;
 
 use crate::config::OAuthGrant;
 use crate::connection::{Connection, HttpInput, Output};
-use crate::features::elicitation::FormAnswer;
+use crate::features::elicitation::{FormAnswer, UrlAnswer};
 use crate::http::{
     AuthorizationError, ExchangeId, HttpFailure, HttpFailureKind, HttpOptions, HttpOutput,
     HttpRequest,
@@ -223,7 +223,7 @@ fn ms(d: Duration) -> u64 {
 }
 
 fn session_json(o: &SessionOptions) -> Value {
-    json!({
+    let mut header = json!({
         "server": o.server,
         "client_info": o.client_info,
         "capabilities": o.capabilities,
@@ -240,7 +240,15 @@ fn session_json(o: &SessionOptions) -> Value {
         "progress_extends_up_to_ms": o.progress_extends_up_to.map(ms),
         "elicitation": o.elicitation,
         "sampling": o.sampling,
-    })
+    });
+    // Written only when declared, so transcripts recorded where no one
+    // could open a URL keep the header they always had.
+    if o.elicitation_url
+        && let Value::Object(map) = &mut header
+    {
+        map.insert("elicitation_url".into(), Value::Bool(true));
+    }
+    header
 }
 
 fn http_json(h: &HttpOptions) -> Value {
@@ -360,6 +368,23 @@ fn form_answer_from(value: &Value) -> Option<FormAnswer> {
         }
         _ => None,
     }
+}
+
+/// The `question` an `answer_*` line answers.
+fn question_of(e: &Value) -> Result<QuestionId, &'static str> {
+    e.get("question")
+        .and_then(Value::as_u64)
+        .map(QuestionId)
+        .ok_or("no question")
+}
+
+/// `UrlAnswer` as transcript JSON.
+pub(crate) fn url_answer_json(answer: UrlAnswer) -> Value {
+    serde_json::to_value(answer).unwrap_or(Value::Null)
+}
+
+fn url_answer_from(value: &Value) -> Option<UrlAnswer> {
+    serde_json::from_value(value.clone()).ok()
 }
 
 /// `SamplingAnswer` as transcript JSON.
@@ -611,6 +636,10 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
         .get("elicitation")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    options.elicitation_url = s
+        .get("elicitation_url")
+        .and_then(Value::as_bool)
+        .unwrap_or(false);
     options.sampling = s.get("sampling").and_then(Value::as_bool).unwrap_or(false);
     let http = match header.get("http") {
         None | Some(Value::Null) => None,
@@ -731,23 +760,23 @@ fn apply(
         ),
         "close" => c.close(now),
         "answer_elicitation" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(form_answer_from)
                 .ok_or("bad answer")?;
             c.answer_elicitation(now, q, answer);
         }
+        "answer_url" => {
+            let q = question_of(e)?;
+            let answer = e
+                .get("answer")
+                .and_then(url_answer_from)
+                .ok_or("bad answer")?;
+            c.answer_url(now, q, answer);
+        }
         "answer_sampling" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(sampling_answer_from)
@@ -755,11 +784,7 @@ fn apply(
             c.answer_sampling(now, q, answer);
         }
         "answer_authorization" => {
-            let q = QuestionId(
-                e.get("question")
-                    .and_then(Value::as_u64)
-                    .ok_or("no question")?,
-            );
+            let q = question_of(e)?;
             let answer = e
                 .get("answer")
                 .and_then(authorization_answer_from)

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use rho_proto_core::features::elicitation::FormAnswer;
+use rho_proto_core::features::elicitation::{FormAnswer, UrlAnswer};
 use rho_proto_core::features::mrtr::MAX_ROUNDS;
 use rho_proto_core::session::{
     CallError, Event, Question, QuestionId, SamplingAnswer, SessionOptions,
@@ -623,4 +623,141 @@ fn a_prompt_request_that_ends_while_waiting_for_input_withdraws_its_questions() 
             h.events
         );
     }
+}
+
+// ----- URL mode (an input request of the same kind as a 2025 URL elicitation) -----
+
+fn url_input(url: &str) -> Value {
+    json!({"method": "elicitation/create", "params": {
+        "mode": "url", "message": "Connect your account", "url": url
+    }})
+}
+
+#[test]
+fn a_url_input_is_declared_asked_and_its_accept_carries_no_content() {
+    let mut h = Stdio::ready(|o| o.elicitation_url = true);
+    let (_, discover, _) = h
+        .sent
+        .iter()
+        .zip(&h.lines)
+        .find_map(|(m, text)| match m {
+            Message::Request { id, params, .. } => {
+                Some((id.clone(), params.clone().unwrap_or(Value::Null), text))
+            }
+            _ => None,
+        })
+        .expect("the probe");
+    assert_eq!(
+        discover["_meta"]["io.modelcontextprotocol/clientCapabilities"]["elicitation"],
+        json!({"form": {}, "url": {}})
+    );
+    let first = h.call();
+    h.reply(
+        first,
+        input_required(
+            json!({"link": url_input("https://auth.example.com/c")}),
+            Some("s1"),
+        ),
+    );
+    let questions = h.questions();
+    let [(question, Question::Url(request))] = questions.as_slice() else {
+        panic!("{:?}", h.events)
+    };
+    assert_eq!(request.url, "https://auth.example.com/c");
+    assert_eq!(request.host, "auth.example.com");
+    assert_eq!(request.message, "Connect your account");
+    // A form answer does not answer it.
+    h.session
+        .answer_elicitation(h.now, *question, FormAnswer::Declined);
+    h.drain();
+    assert_eq!(h.last_request().0, first, "nothing sent for a form answer");
+    h.session.answer_url(h.now, *question, UrlAnswer::Opened);
+    h.drain();
+    let (retry, params, _) = h.last_request();
+    assert_ne!(retry, first);
+    assert_eq!(
+        params["inputResponses"],
+        json!({"link": {"action": "accept"}})
+    );
+    assert_eq!(params["requestState"], "s1");
+    h.reply(retry, done("connected"));
+    let Some(Ok(result)) = h.call_result() else {
+        panic!("{:?}", h.events)
+    };
+    assert_eq!(result.text(), "connected");
+}
+
+#[test]
+fn a_declined_url_input_is_sent_as_decline_and_a_dismissed_one_cancels_the_call() {
+    let mut h = Stdio::ready(|o| o.elicitation_url = true);
+    let first = h.call();
+    h.reply(
+        first,
+        input_required(json!({"link": url_input("https://a.example/")}), None),
+    );
+    let (question, _) = h.questions()[0].clone();
+    h.session.answer_url(h.now, question, UrlAnswer::Declined);
+    h.drain();
+    let (retry, params, _) = h.last_request();
+    assert_eq!(
+        params["inputResponses"],
+        json!({"link": {"action": "decline"}})
+    );
+    h.reply(
+        retry,
+        input_required(json!({"again": url_input("https://a.example/")}), None),
+    );
+    let (question, _) = h.questions()[1].clone();
+    let requests = h.requests();
+    h.session.answer_url(h.now, question, UrlAnswer::Dismissed);
+    h.drain();
+    assert_eq!(h.requests(), requests, "no retry after a dismissal");
+    assert!(
+        matches!(h.call_result(), Some(Err(CallError::Cancelled { .. }))),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn an_undeclared_url_input_fails_the_call_without_asking_or_declining() {
+    for configure in [
+        (|o: &mut SessionOptions| o.elicitation_url = false) as fn(&mut SessionOptions),
+        |o: &mut SessionOptions| o.elicitation = false,
+    ] {
+        let mut h = Stdio::ready(configure);
+        let first = h.call();
+        let requests = h.requests();
+        h.reply(
+            first,
+            input_required(json!({"link": url_input("https://a.example/")}), None),
+        );
+        assert!(h.questions().is_empty(), "{:?}", h.events);
+        assert_eq!(h.requests(), requests, "no retry carries a decline");
+        let Some(Err(error)) = h.call_result() else {
+            panic!("{:?}", h.events)
+        };
+        assert_eq!(
+            error.to_string(),
+            "server `demo` needs more input to finish the call: it asked the person to open a URL, which rho did not declare it could do here"
+        );
+    }
+}
+
+#[test]
+fn a_url_input_that_cannot_be_opened_safely_fails_the_call_as_malformed() {
+    let mut h = Stdio::ready(|o| o.elicitation_url = true);
+    let first = h.call();
+    h.reply(
+        first,
+        input_required(json!({"link": url_input("javascript:alert(1)")}), None),
+    );
+    assert!(h.questions().is_empty(), "{:?}", h.events);
+    let Some(Err(error)) = h.call_result() else {
+        panic!("{:?}", h.events)
+    };
+    assert!(
+        error.to_string().contains("scheme is `javascript`"),
+        "{error}"
+    );
 }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::config::{self, ServerConfig};
 use rho_proto_core::connection::{Connection, HostContext, Output};
-use rho_proto_core::features::elicitation::{FieldKind, FormAnswer};
+use rho_proto_core::features::elicitation::{FieldKind, FormAnswer, UrlAnswer, UrlWarning};
 use rho_proto_core::session::{
     CallError, CallId, CancelNotice, Event, Question, QuestionId, SamplingAnswer, SessionOptions,
     SessionState,
@@ -673,27 +673,6 @@ fn could_not_ask_declines_and_the_call_carries_on() {
 // ----- declined without asking -----
 
 #[test]
-fn url_mode_elicitation_is_declined_without_asking() {
-    let mut h = Harness::ready();
-    let (_, _) = h.call();
-    let deadline = h.session.poll_timeout();
-    h.say(json!({
-        "jsonrpc": "2.0",
-        "id": 40,
-        "method": "elicitation/create",
-        "params": {
-            "mode": "url",
-            "message": "Sign in, please",
-            "url": "https://example.com/login",
-            "elicitationId": "abc"
-        }
-    }));
-    assert_eq!(h.only_result_for(&num(40)), declined());
-    assert!(h.questions().is_empty(), "{:?}", h.events);
-    assert_eq!(h.session.poll_timeout(), deadline, "the budget runs on");
-}
-
-#[test]
 fn an_unrenderable_schema_is_declined_whole_without_asking() {
     let mut h = Harness::ready();
     h.call();
@@ -1002,4 +981,295 @@ fn the_budget_resumes_only_when_the_last_question_of_the_call_is_answered() {
         Some(t0 + Duration::from_secs(54)),
         "the 4 s left when the first question opened"
     );
+}
+
+// ----- URL mode -----
+
+impl Harness {
+    /// A ready session that declared URL mode beside forms.
+    fn ready_for_urls() -> Self {
+        let mut options = Self::options("demo");
+        options.elicitation_url = true;
+        Self::ready_with(options)
+    }
+
+    /// The server asks, under request id `id`, for `url` to be opened.
+    fn server_asks_to_open(&mut self, id: Value, url: &str, elicitation_id: &str) {
+        self.say(json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "method": "elicitation/create",
+            "params": {
+                "mode": "url",
+                "message": "Connect your account",
+                "url": url,
+                "elicitationId": elicitation_id
+            }
+        }));
+    }
+
+    /// The `elicitationId`s of every completion the session reported.
+    fn completions(&self) -> Vec<String> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::UrlElicitationCompleted { elicitation_id } => Some(elicitation_id.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn server_completes(&mut self, elicitation_id: &str) {
+        self.say(json!({
+            "jsonrpc": "2.0",
+            "method": "notifications/elicitation/complete",
+            "params": {"elicitationId": elicitation_id}
+        }));
+    }
+}
+
+#[test]
+fn url_mode_is_declared_beside_forms_only_when_the_host_can_open_urls() {
+    let mut options = Harness::options("demo");
+    options.elicitation_url = true;
+    let on = Harness::new(options);
+    assert_eq!(
+        declared_capabilities(&on.sent)["elicitation"],
+        json!({"form": {}, "url": {}})
+    );
+    let config = server_config(
+        "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\n",
+        "a",
+    );
+    for (can_elicit, can_open_urls, expected) in [
+        (true, true, Some(json!({"form": {}, "url": {}}))),
+        (true, false, Some(json!({"form": {}}))),
+        (false, true, None),
+    ] {
+        let host = HostContext {
+            can_elicit,
+            can_open_urls,
+            ..HostContext::default()
+        };
+        let declared = connection_capabilities(&config, &host);
+        assert_eq!(declared.get("elicitation").cloned(), expected, "{declared}");
+    }
+}
+
+#[test]
+fn a_url_request_during_one_call_is_asked_and_an_opened_url_is_accepted_without_content() {
+    let mut h = Harness::ready_for_urls();
+    let t0 = h.now;
+    let (call, wire) = h.call();
+    h.server_asks_to_open(json!("u-1"), "https://auth.example.com/connect?e=1", "e-1");
+    let (question, on, kind) = h.only_question();
+    assert_eq!(on, call);
+    let Question::Url(request) = kind else {
+        panic!("expected a URL question, got {kind:?}");
+    };
+    assert_eq!(request.url, "https://auth.example.com/connect?e=1");
+    assert_eq!(request.host, "auth.example.com");
+    assert_eq!(request.elicitation_id.as_deref(), Some("e-1"));
+    assert!(h.replies_to(&string_id("u-1")).is_empty(), "{:?}", h.sent);
+    assert_eq!(
+        h.session.poll_timeout(),
+        None,
+        "the budget waits on the person"
+    );
+    h.now = t0 + Duration::from_secs(60);
+    h.session.answer_url(h.now, question, UrlAnswer::Opened);
+    h.drain();
+    assert_eq!(
+        h.only_result_for(&string_id("u-1")),
+        json!({"action": "accept"})
+    );
+    assert_eq!(
+        h.session.poll_timeout(),
+        Some(h.now + Duration::from_secs(5)),
+        "the budget resumes"
+    );
+    // A second answer sends nothing more.
+    h.session.answer_url(h.now, question, UrlAnswer::Declined);
+    h.drain();
+    assert_eq!(h.replies_to(&string_id("u-1")).len(), 1);
+    // Its completion is reported once; one for an id never shown is not.
+    h.server_completes("someone-elses");
+    h.server_completes("e-1");
+    h.server_completes("e-1");
+    assert_eq!(h.completions(), ["e-1"]);
+    h.finish_call(&wire, "connected");
+    assert!(matches!(h.completed(call).as_slice(), [Ok(_)]));
+}
+
+#[test]
+fn a_declined_url_is_decline_and_a_dismissed_one_is_cancel_and_ends_the_call() {
+    let mut h = Harness::ready_for_urls();
+    let (call, _) = h.call();
+    h.server_asks_to_open(json!(1), "https://a.example/", "e-1");
+    let (question, _, _) = h.only_question();
+    h.session.answer_url(h.now, question, UrlAnswer::Declined);
+    h.drain();
+    assert_eq!(h.only_result_for(&num(1)), declined());
+    h.server_asks_to_open(json!(2), "https://a.example/", "e-2");
+    let (question, _, _) = h.questions()[1].clone();
+    h.session
+        .answer_url(h.now, question, UrlAnswer::CouldNotAsk);
+    h.drain();
+    assert_eq!(h.only_result_for(&num(2)), declined());
+    // A URL declined was never opened: its completion is not one rho knows.
+    h.server_completes("e-1");
+    assert!(h.completions().is_empty());
+    h.server_asks_to_open(json!(3), "https://a.example/", "e-3");
+    let (question, _, _) = h.questions()[2].clone();
+    h.session.answer_url(h.now, question, UrlAnswer::Dismissed);
+    h.drain();
+    assert_eq!(h.only_result_for(&num(3)), json!({"action": "cancel"}));
+    assert!(
+        matches!(
+            h.completed(call).as_slice(),
+            [Err(CallError::Cancelled { .. })]
+        ),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn an_undeclared_url_mode_is_invalid_params_not_a_decline() {
+    // Forms declared, URL mode not (`--yes-defaults`), and nothing declared
+    // (no one to ask): either way the spec's -32602.
+    for elicitation in [true, false] {
+        let mut options = Harness::options("demo");
+        options.elicitation = elicitation;
+        let mut h = Harness::ready_with(options);
+        let (call, _) = h.call();
+        let deadline = h.session.poll_timeout();
+        h.server_asks_to_open(json!(40), "https://example.com/login", "abc");
+        let (code, message) = h.only_error_for(&num(40));
+        assert_eq!(code, -32602);
+        assert_eq!(
+            message,
+            "URL-mode elicitation was not declared by this client"
+        );
+        assert!(h.questions().is_empty(), "{:?}", h.events);
+        assert_eq!(h.session.poll_timeout(), deadline, "the budget runs on");
+        assert!(h.completed(call).is_empty(), "the call carries on");
+    }
+}
+
+#[test]
+fn a_url_request_rho_cannot_show_safely_is_invalid_params_naming_why() {
+    let mut h = Harness::ready_for_urls();
+    h.call();
+    for (n, (url, why)) in [
+        ("file:///etc/passwd", "scheme is `file`"),
+        ("javascript:alert(1)", "scheme is `javascript`"),
+        ("nonsense", "does not parse"),
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        let id = 70 + n as i64;
+        h.server_asks_to_open(json!(id), url, "e");
+        let (code, message) = h.only_error_for(&num(id));
+        assert_eq!(code, -32602, "{url}");
+        assert!(message.contains(why), "{url}: {message}");
+    }
+    h.say(
+        json!({"jsonrpc": "2.0", "id": 80, "method": "elicitation/create",
+        "params": {"mode": "url", "message": "m", "url": "https://a.example/"}}),
+    );
+    assert!(h.only_error_for(&num(80)).1.contains("no `elicitationId`"));
+    assert!(h.questions().is_empty(), "{:?}", h.events);
+}
+
+#[test]
+fn a_url_request_with_no_call_or_two_is_declined_as_a_form_is() {
+    let mut h = Harness::ready_for_urls();
+    h.server_asks_to_open(json!(1), "https://a.example/", "e");
+    assert_eq!(h.only_result_for(&num(1)), declined());
+    h.call();
+    h.call();
+    h.server_asks_to_open(json!(2), "https://a.example/", "e");
+    assert_eq!(h.only_result_for(&num(2)), declined());
+    assert!(h.questions().is_empty(), "{:?}", h.events);
+}
+
+#[test]
+fn the_call_ending_while_a_url_question_is_open_withdraws_it_and_declines() {
+    let mut h = Harness::ready_for_urls();
+    let (_, wire) = h.call();
+    h.server_asks_to_open(json!(5), "https://a.example/", "e");
+    let (question, _, _) = h.only_question();
+    h.finish_call(&wire, "gave up waiting");
+    assert_eq!(h.withdrawn(), [question]);
+    assert_eq!(h.only_result_for(&num(5)), declined());
+}
+
+#[test]
+fn a_url_elicitation_required_error_carries_its_urls_checked_and_their_completion_is_known() {
+    let mut h = Harness::ready_for_urls();
+    let (call, wire) = h.call();
+    h.say(json!({"jsonrpc": "2.0", "id": wire, "error": {
+        "code": -32042,
+        "message": "This request requires more information.",
+        "data": {"elicitations": [{
+            "mode": "url",
+            "elicitationId": "550e",
+            "url": "https://mcp.example.com/connect?elicitationId=550e",
+            "message": "Authorization is required to access your Example Co files."
+        }, {
+            "mode": "url",
+            "elicitationId": "551e",
+            "url": "https://user@xn--pypal-4ve.com/",
+            "message": "And this one."
+        }]}
+    }}));
+    match h.completed(call).as_slice() {
+        [
+            Err(
+                error @ CallError::UrlElicitationRequired {
+                    server,
+                    message,
+                    elicitations,
+                },
+            ),
+        ] => {
+            assert_eq!(server, "demo");
+            assert_eq!(message, "This request requires more information.");
+            assert_eq!(elicitations.len(), 2);
+            assert_eq!(elicitations[0].host, "mcp.example.com");
+            assert_eq!(elicitations[0].elicitation_id.as_deref(), Some("550e"));
+            assert_eq!(
+                elicitations[1].warnings,
+                [UrlWarning::Punycode, UrlWarning::UserInfo]
+            );
+            assert_eq!(
+                error.to_string(),
+                "server `demo` needs the person to visit 2 URLs before the call can go on: This request requires more information."
+            );
+        }
+        other => panic!("expected the URLs to visit, got {other:?}"),
+    }
+    h.server_completes("550e");
+    assert_eq!(h.completions(), ["550e"]);
+}
+
+#[test]
+fn a_url_elicitation_required_error_rho_cannot_read_is_kept_as_sent() {
+    let mut h = Harness::ready_for_urls();
+    for data in [
+        json!(null),
+        json!({"elicitations": []}),
+        json!({"elicitations": [{"mode": "url", "elicitationId": "e", "url": "file:///x", "message": "m"}]}),
+    ] {
+        let (call, wire) = h.call();
+        h.say(json!({"jsonrpc": "2.0", "id": wire, "error": {
+            "code": -32042, "message": "needs a URL", "data": data
+        }}));
+        match h.completed(call).as_slice() {
+            [Err(CallError::Rpc { error, .. })] => assert_eq!(error.code, -32042),
+            other => panic!("{data}: expected the error as sent, got {other:?}"),
+        }
+    }
 }

@@ -106,6 +106,31 @@ fn inventory_hides_a_servers_secrets_in_reasons_and_call_errors() {
         "{text}"
     );
     assert!(text.contains("bad <redacted>"), "{text}");
+    // A -32042's words are the server's text too; its URLs are what a
+    // person would open, kept exactly.
+    let request = rho_proto_core::features::elicitation::url_request_from_params(
+        &serde_json::json!({"mode": "url", "elicitationId": "e",
+            "message": "key literal-secret-1", "url": "https://a.example/x"}),
+        true,
+    )
+    .expect("valid");
+    let error = ToolCallError::Call(CallError::UrlElicitationRequired {
+        server: "local".to_owned(),
+        message: "needs ambient-secret-2".to_owned(),
+        elicitations: vec![request],
+    });
+    match inventory.redact_call_error(slot, error) {
+        ToolCallError::Call(CallError::UrlElicitationRequired {
+            message,
+            elicitations,
+            ..
+        }) => {
+            assert_eq!(message, "needs <redacted>");
+            assert_eq!(elicitations[0].message, "key <redacted>");
+            assert_eq!(elicitations[0].url, "https://a.example/x");
+        }
+        other => panic!("{other:?}"),
+    }
 }
 
 /// What the host learns after the servers started (an OAuth grant's

@@ -377,23 +377,29 @@ fn a_reauthorization_replays_and_its_new_header_never_reaches_the_transcript() {
     assert_eq!(summary.sessions, 1);
 }
 
-/// A recorded session with a scripted 2025 server that declared
-/// `capabilities` and lists `tools`, ready. The server refuses the 2026
-/// probe and answers every other request with `{}`.
+/// A recorded connection to stdio server `s` (with `extra` config lines),
+/// driven as a 2025 server that declared `capabilities` and lists `tools`
+/// would: it refuses the 2026 probe and answers the rest with `{}`, until
+/// the session is ready.
 fn ready_2025(
-    config_text: &str,
+    extra: &str,
+    host: &HostContext<'_>,
+    now: Instant,
     capabilities: serde_json::Value,
     tools: serde_json::Value,
-) -> (Connection, Instant) {
+) -> Connection {
     use rho_proto_core::connection::Output;
     use rho_proto_core::session::Event;
     use serde_json::{Value, json};
 
-    let config = config::parse(config_text, "t.toml").expect("parses");
+    let config = config::parse(
+        &format!("[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n{extra}"),
+        "t.toml",
+    )
+    .expect("parses");
     let server = config.servers[0].config.as_ref().expect("valid");
-    let now = Instant::now();
-    let mut conn =
-        Connection::new_recorded(server, &HostContext::default(), now).expect("connects");
+    let mut conn = Connection::new_recorded(server, host, now).expect("connects");
+
     let mut ready = false;
     for _ in 0..20 {
         while let Some(output) = conn.poll_output() {
@@ -425,11 +431,18 @@ fn ready_2025(
             ready |= matches!(event, Event::Ready(_));
         }
         if ready {
-            break;
+            return conn;
         }
     }
-    assert!(ready, "the scripted server makes the session ready");
-    (conn, now)
+    panic!("the scripted server did not make the session ready");
+}
+
+/// A 2025 server with one tool, `slow`.
+fn slow_tool() -> (serde_json::Value, serde_json::Value) {
+    (
+        serde_json::json!({"tools": {}}),
+        serde_json::json!([{"name": "slow", "inputSchema": {"type": "object"}}]),
+    )
 }
 
 /// A call with a budget of its own (`CallOptions::timeout`) is recorded
@@ -441,10 +454,14 @@ fn a_calls_own_budget_is_recorded_and_replays() {
     use serde_json::json;
     use std::time::Duration;
 
-    let (mut conn, now) = ready_2025(
-        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\ntool_timeout_secs = 60\n",
-        json!({"tools": {}}),
-        json!([{"name": "slow", "inputSchema": {"type": "object"}}]),
+    let now = Instant::now();
+    let (capabilities, tools) = slow_tool();
+    let mut conn = ready_2025(
+        "tool_timeout_secs = 60\n",
+        &HostContext::default(),
+        now,
+        capabilities,
+        tools,
     );
     let budget = Duration::from_secs(2);
     let call = conn
@@ -476,6 +493,55 @@ fn a_calls_own_budget_is_recorded_and_replays() {
     ));
 }
 
+#[test]
+fn a_url_question_and_its_answer_are_recorded_and_replay() {
+    use rho_proto_core::features::elicitation::UrlAnswer;
+    use rho_proto_core::session::{Event, Question};
+    use serde_json::json;
+
+    let host = HostContext {
+        can_elicit: true,
+        can_open_urls: true,
+        ..HostContext::default()
+    };
+    let now = Instant::now();
+    let (capabilities, tools) = slow_tool();
+    let mut conn = ready_2025("", &host, now, capabilities, tools);
+    conn.call_tool(now, "slow", json!({}), None).expect("ready");
+    while conn.poll_output().is_some() {}
+    let ask = json!({"jsonrpc": "2.0", "id": 9, "method": "elicitation/create", "params": {
+        "mode": "url", "message": "Connect", "url": "https://a.example/c", "elicitationId": "e"
+    }});
+    conn.handle_stdio_bytes(now, format!("{ask}\n").as_bytes());
+    let mut question = None;
+    while let Some(event) = conn.poll_event() {
+        if let Event::Question {
+            question: q,
+            kind: Question::Url(_),
+            ..
+        } = event
+        {
+            question = Some(q);
+        }
+    }
+    let question = question.expect("a URL question");
+    conn.answer_url(now, question, UrlAnswer::Opened);
+    while conn.poll_output().is_some() {}
+    let text = conn.take_transcript().join("\n");
+    assert!(text.contains("\"elicitation_url\":true"), "{text}");
+    assert!(text.contains("\"answer_url\""), "{text}");
+    assert!(text.contains("\"opened\""), "{text}");
+    replay(&text, now).expect("the transcript replays");
+    // A run that had not declared URL mode would have refused the
+    // request instead of asking: replay says where it went another way.
+    let undeclared = text.replace(",\"elicitation_url\":true", "");
+    assert_ne!(undeclared, text);
+    assert!(matches!(
+        replay(&undeclared, now),
+        Err(ReplayError::Diverged(_))
+    ));
+}
+
 /// A call that asked to run as a task (`CallOptions::as_task`) of a tool
 /// whose `taskSupport` is `optional` is recorded so (`"task":"offered"`)
 /// and replays asking the same; without it, replay sends a plain call and
@@ -485,8 +551,11 @@ fn a_call_asked_as_a_task_is_recorded_and_replays() {
     use rho_proto_core::session::TaskAugmentation;
     use serde_json::json;
 
-    let (mut conn, now) = ready_2025(
-        "[mcp.servers.s]\ntransport = \"stdio\"\ncommand = \"x\"\n",
+    let now = Instant::now();
+    let mut conn = ready_2025(
+        "",
+        &HostContext::default(),
+        now,
         json!({"tools": {}, "tasks": {"requests": {"tools": {"call": {}}}}}),
         json!([{"name": "maybe", "inputSchema": {"type": "object"},
                 "execution": {"taskSupport": "optional"}}]),

@@ -658,6 +658,39 @@ macro_rules! cli_both_executors {
     };
 }
 
+/// The interpreter of an interop SDK's venv (`mcp1`, `mcp2`, `fastmcp`)
+/// and the folder of its servers; fails the test, saying how to install
+/// them, when the venv is missing.
+pub fn interop_python(sdk: &str) -> (PathBuf, PathBuf) {
+    let dir = tests_dir().join("interop/python").join(sdk);
+    let python = dir.join(".venv/bin/python");
+    assert!(
+        python.exists(),
+        "the interop SDKs are not installed: run `tests/interop/install`"
+    );
+    (python, dir)
+}
+
+/// Puts a browser opener in `dir/bin`: an `xdg-open` (what rho's opener
+/// runs on Linux, for logins and URLs a server asks to open) that runs
+/// the shell `script` with the URL as `$1`. Returns the PATH that finds it
+/// first, for the rho under test.
+#[cfg(unix)]
+pub fn browser_opener(dir: &Path, script: &str) -> String {
+    let bin = dir.join("bin");
+    std::fs::create_dir_all(&bin).expect("make bin");
+    let opener = bin.join("xdg-open");
+    std::fs::write(&opener, format!("#!/bin/sh\n{script}\n")).expect("write the opener");
+    let mut permissions = std::fs::metadata(&opener).expect("opener").permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut permissions, 0o755);
+    std::fs::set_permissions(&opener, permissions).expect("make the opener runnable");
+    format!(
+        "{}:{}",
+        bin.display(),
+        std::env::var("PATH").unwrap_or_default()
+    )
+}
+
 /// Makes a FIFO at `path` with mkfifo(1).
 #[cfg(unix)]
 pub fn mkfifo(path: &Path) {

@@ -94,6 +94,68 @@ impl Pty {
     }
 }
 
+/// Runs `command` (rho, its stdio not yet set) on a fresh terminal
+/// `columns` wide (its echo and CR insertion off, so every byte seen is
+/// rho's), typing each answer once its prompt has appeared that many
+/// times; returns the exit code and everything the terminal showed. A
+/// prompt that never comes or a rho that never ends fails the test within
+/// 30 and 60 seconds.
+pub fn run_on_terminal(
+    mut command: std::process::Command,
+    answers: &[(&str, &str)],
+    columns: u16,
+) -> (Option<i32>, String) {
+    use std::io::Write;
+    let pty = Pty::sized(columns, 50).rho_bytes_only();
+    command
+        .stdin(pty.slave())
+        .stdout(pty.slave())
+        .stderr(pty.slave());
+    let mut child = command.spawn().expect("start rho");
+    // The command holds this process's copies of the slave side: the
+    // terminal closes only once they are gone too.
+    drop(command);
+    let (mut screen, mut keyboard) = pty.record();
+    let mut seen: Vec<&str> = Vec::new();
+    for (prompt, answer) in answers {
+        seen.push(prompt);
+        let want = seen.iter().filter(|p| *p == prompt).count();
+        let until = Instant::now() + Duration::from_secs(30);
+        while screen.text().matches(prompt).count() < want {
+            if Instant::now() > until {
+                let _ = child.kill();
+                panic!(
+                    "no prompt {prompt:?} (#{want}) within 30 s; the terminal showed:\n{}",
+                    screen.text()
+                );
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        keyboard
+            .write_all(format!("{answer}\n").as_bytes())
+            .expect("type an answer");
+    }
+    let until = Instant::now() + Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait") {
+            break status;
+        }
+        if Instant::now() > until {
+            let _ = child.kill();
+            panic!(
+                "rho did not finish within 60 s; the terminal showed:\n{}",
+                screen.text()
+            );
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    drop(keyboard);
+    let shown = screen
+        .closed(Duration::from_secs(10))
+        .unwrap_or_else(|partial| partial);
+    (status.code(), shown)
+}
+
 /// Resizes the terminal whose master side is `keyboard` (what
 /// [`Pty::record`] returned) to `columns` by `rows`, as a person dragging
 /// the window does.

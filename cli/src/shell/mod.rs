@@ -103,7 +103,7 @@ use rho_proto_core::config::LogLevel;
 use rho_proto_core::features::completions::{
     CompletionBroker, CompletionRef, CompletionTicket, Query,
 };
-use rho_proto_core::features::elicitation::{Form, FormAnswer};
+use rho_proto_core::features::elicitation::{Form, FormAnswer, UrlAnswer, UrlRequest};
 use rho_proto_core::features::resources::{
     Attachment, ReadResourceParams, ReadState, ResourceRead,
 };
@@ -896,7 +896,7 @@ impl Shell<'_> {
             Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) => {
                 format!("{label}: cancelled; {notice}")
             }
-            Err(error) => sanitize(&error.to_string()).into_owned(),
+            Err(error) => sanitize(&crate::questions::call_error_text(&error)).into_owned(),
         }
     }
 
@@ -1736,35 +1736,57 @@ impl std::io::Write for Gathered<'_> {
 
 impl Responder for ShellResponder {
     fn elicit(&self, asked: &Asked, form: &Form) -> FormAnswer {
+        self.ask(|err, read| {
+            crate::questions::ask_form_with_keys(
+                err,
+                read,
+                asked,
+                form,
+                "; keys: Ctrl-D declines, Ctrl-C cancels the form and the call",
+            )
+        })
+    }
+
+    /// The shell runs only where a person is (see where it is built).
+    fn can_open_urls(&self) -> bool {
+        true
+    }
+
+    fn open_url(&self, asked: &Asked, request: &UrlRequest) -> UrlAnswer {
+        self.ask(|err, read| {
+            crate::questions::ask_url(
+                err,
+                read,
+                asked,
+                request,
+                &mut crate::questions::open_in_browser,
+            )
+        })
+    }
+
+    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
+        self.ask(|err, read| crate::questions::ask_sampling(err, read, &asked.server, question))
+    }
+}
+
+impl ShellResponder {
+    /// Puts one question to the person through the line editor, one at a
+    /// time even when two servers ask at once: `ask` writes the question
+    /// and reads each answer; what it writes after the last answer is
+    /// printed; a Ctrl-C answer then cancels the call.
+    fn ask<T>(
+        &self,
+        ask: impl FnOnce(&mut Gathered<'_>, &mut dyn FnMut() -> Option<String>) -> T,
+    ) -> T {
         let _one = lock(&self.one);
         let text = RefCell::new(Vec::new());
-        let answer = crate::questions::ask_form_with_keys(
-            &mut Gathered(&text),
-            &mut || self.read(&text),
-            asked,
-            form,
-            "; keys: Ctrl-D declines, Ctrl-C cancels the form and the call",
-        );
+        let answer = ask(&mut Gathered(&text), &mut || self.read(&text));
         let rest = text.take();
         if !rest.is_empty() {
             self.screen.print(&String::from_utf8_lossy(&rest));
         }
         self.cancel_the_call_if_asked();
         answer
-    }
-
-    fn confirm_sampling(&self, asked: &Asked, question: &str) -> bool {
-        let server = asked.server.as_str();
-        let _one = lock(&self.one);
-        let text = RefCell::new(Vec::new());
-        let allowed = crate::questions::ask_sampling(
-            &mut Gathered(&text),
-            &mut || self.read(&text),
-            server,
-            question,
-        );
-        self.cancel_the_call_if_asked();
-        allowed
     }
 }
 

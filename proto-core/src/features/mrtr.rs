@@ -18,6 +18,7 @@
 //! | input request | gate closed, or unreadable | asked, and answered |
 //! |---|---|---|
 //! | `elicitation/create` | `{"action":"decline"}` at once | the typed `ElicitResult` ([`elicitation::result_for`]); a dismissed form cancels the request |
+//! | `elicitation/create`, `mode: "url"` | the request fails ([`MrtrError::UndeclaredUrlMode`], or malformed) | `accept` (opened), `decline` or `cancel`, no content ([`elicitation::url_result`]); a dismissed one cancels the request |
 //! | `sampling/createMessage` | no response for that key | a `CreateMessageResult`; refused or failed: no response for that key |
 //! | `roots/list` | no response for that key (no workspace) | the workspace as the one root, at once |
 //! | another method | no response for that key | — |
@@ -57,7 +58,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::value::RawValue;
 use serde_json::{Map, Value, json};
 
-use crate::features::elicitation::{self, Form, FormAnswer};
+use crate::features::elicitation::{self, Form, FormAnswer, UrlAnswer};
 use crate::features::sampling;
 use crate::session::{Question, SamplingAnswer};
 
@@ -91,6 +92,11 @@ pub enum MrtrError {
     /// The `InputRequiredResult` could not be read; says what is wrong.
     #[error("it asked for input in a malformed way: {0}")]
     Malformed(String),
+    /// An input request asked for URL-mode elicitation, which rho did not
+    /// declare (the server must not; an input response cannot be the
+    /// -32602 error the 2025 era sends, so the request fails instead).
+    #[error("it asked the person to open a URL, which rho did not declare it could do here")]
+    UndeclaredUrlMode,
 }
 
 /// One entry of `inputRequests`: what the server asks for.
@@ -251,6 +257,9 @@ pub struct Gates<'a> {
     pub server: &'a str,
     /// A person can be asked (form elicitation declared).
     pub elicitation: bool,
+    /// A person can be shown a URL and have it opened (URL-mode
+    /// elicitation declared).
+    pub elicitation_url: bool,
     /// Sampling is enabled for this server (declared).
     pub sampling: bool,
     /// The session workspace as a `file://` URI, the one root (declared).
@@ -286,6 +295,8 @@ pub enum Answered {
 enum Open {
     /// The form, to type the answers back.
     Form(Form),
+    /// A URL to open.
+    Url,
     Sampling,
 }
 
@@ -353,6 +364,18 @@ impl Rounds {
         let mut asks = Vec::new();
         for (key, request) in required.requests {
             match request {
+                InputRequest::Elicitation(params) if elicitation::is_url_mode(&params) => {
+                    if !gates.elicitation_url {
+                        return Err(MrtrError::UndeclaredUrlMode);
+                    }
+                    let request = elicitation::url_request_from_params(&params, false)
+                        .map_err(|why| malformed(why.to_string()))?;
+                    self.open.insert(key.clone(), Open::Url);
+                    asks.push(Ask {
+                        key,
+                        question: Question::Url(request),
+                    });
+                }
                 InputRequest::Elicitation(params) => {
                     if !gates.elicitation {
                         tracing::info!(
@@ -440,6 +463,23 @@ impl Rounds {
         self.after_answer()
     }
 
+    /// Answers the URL question `key` (`accept` without content, `decline`
+    /// or `cancel`); a dismissed question cancels the request, as a
+    /// dismissed form does.
+    pub fn answer_url(&mut self, key: &str, answer: UrlAnswer) -> Answered {
+        if !matches!(self.open.get(key), Some(Open::Url)) {
+            return Answered::Unknown;
+        }
+        if answer == UrlAnswer::Dismissed {
+            self.open.clear();
+            return Answered::Cancelled;
+        }
+        self.open.remove(key);
+        self.responses
+            .insert(key.to_owned(), elicitation::url_result(answer));
+        self.after_answer()
+    }
+
     /// Answers the sampling question `key`: a completion is sent as a
     /// `CreateMessageResult`; a refusal or a failed model call leaves the
     /// key unanswered.
@@ -509,6 +549,7 @@ mod tests {
         Gates {
             server: SERVER,
             elicitation: true,
+            elicitation_url: false,
             sampling: true,
             workspace_root: Some("file:///work"),
         }
@@ -518,6 +559,7 @@ mod tests {
         Gates {
             server: SERVER,
             elicitation: false,
+            elicitation_url: false,
             sampling: false,
             workspace_root: None,
         }
@@ -789,26 +831,96 @@ mod tests {
         );
     }
 
+    fn url_input() -> Value {
+        json!({"method": "elicitation/create", "params": {
+            "mode": "url", "message": "Sign in", "url": "https://example.com/connect"
+        }})
+    }
+
     #[test]
-    fn url_mode_and_unrenderable_forms_are_declined_without_asking() {
-        let url = json!({"method": "elicitation/create", "params": {
-            "mode": "url", "message": "Sign in", "url": "https://example.com", "elicitationId": "e"
-        }});
+    fn unrenderable_forms_are_declined_without_asking() {
         let empty = json!({"method": "elicitation/create", "params": {
             "message": "?", "requestedSchema": {"type": "object", "properties": {}}
         }});
         let mut rounds = Rounds::new();
         let asks = rounds
-            .begin(
-                required(json!({"url": url, "empty": empty}), None),
-                &gates(),
-            )
+            .begin(required(json!({"empty": empty}), None), &gates())
             .unwrap();
         assert!(asks.is_empty());
         assert_eq!(
             retry_value(&rounds)["inputResponses"],
-            json!({"url": {"action": "decline"}, "empty": {"action": "decline"}})
+            json!({"empty": {"action": "decline"}})
         );
+    }
+
+    #[test]
+    fn an_undeclared_url_mode_fails_the_request_rather_than_declining() {
+        for gates in [gates(), closed()] {
+            let mut rounds = Rounds::new();
+            assert_eq!(
+                rounds.begin(required(json!({"u": url_input()}), None), &gates),
+                Err(MrtrError::UndeclaredUrlMode)
+            );
+        }
+    }
+
+    #[test]
+    fn a_declared_url_input_is_asked_and_answered_without_content() {
+        let open = Gates {
+            elicitation_url: true,
+            ..gates()
+        };
+        let mut rounds = Rounds::new();
+        let asks = rounds
+            .begin(
+                required(json!({"u": url_input(), "who": name_form()}), None),
+                &open,
+            )
+            .unwrap();
+        assert_eq!(asks.len(), 2);
+        match &asks[0].question {
+            Question::Url(request) => {
+                assert_eq!(request.host, "example.com");
+                assert_eq!(request.elicitation_id, None);
+            }
+            other => panic!("not a URL question: {other:?}"),
+        }
+        // A form answer does not answer a URL question, nor the reverse.
+        assert_eq!(
+            rounds.answer_elicitation("u", &FormAnswer::Declined),
+            Answered::Unknown
+        );
+        assert_eq!(
+            rounds.answer_url("who", UrlAnswer::Opened),
+            Answered::Unknown
+        );
+        assert_eq!(rounds.answer_url("u", UrlAnswer::Opened), Answered::Waiting);
+        assert_eq!(
+            rounds.answer_elicitation("who", &submitted(&[("name", "Ada")])),
+            Answered::Ready
+        );
+        assert_eq!(
+            retry_value(&rounds)["inputResponses"]["u"],
+            json!({"action": "accept"})
+        );
+        // A dismissed URL question cancels the request, as a form does.
+        let mut rounds = Rounds::new();
+        let _ = rounds
+            .begin(required(json!({"u": url_input()}), None), &open)
+            .unwrap();
+        assert_eq!(
+            rounds.answer_url("u", UrlAnswer::Dismissed),
+            Answered::Cancelled
+        );
+        // One that cannot be opened safely fails the request as malformed.
+        let file = json!({"method": "elicitation/create", "params": {
+            "mode": "url", "message": "m", "url": "file:///etc/passwd"
+        }});
+        let mut rounds = Rounds::new();
+        assert!(matches!(
+            rounds.begin(required(json!({"u": file}), None), &open),
+            Err(MrtrError::Malformed(why)) if why.contains("scheme is `file`")
+        ));
     }
 
     #[test]

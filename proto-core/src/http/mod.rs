@@ -117,7 +117,7 @@ use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::fmt;
 use std::time::{Duration, Instant};
 
-use crate::features::elicitation::FormAnswer;
+use crate::features::elicitation::{FormAnswer, UrlAnswer};
 use crate::oauth::challenge::{BearerChallenge, bearer_challenge};
 use crate::session::{
     ApiMisuse, AuthorizationReason, CallError, CallId, CancelNotice, CloseReason, Event, Framing,
@@ -916,6 +916,13 @@ impl HttpTransport {
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
         let now = self.clock.observe(now);
         self.session.answer_elicitation(now, question, answer);
+        self.pump(now);
+    }
+
+    /// Answers a URL question; see [`Session::answer_url`].
+    pub fn answer_url(&mut self, now: Instant, question: QuestionId, answer: UrlAnswer) {
+        let now = self.clock.observe(now);
+        self.session.answer_url(now, question, answer);
         self.pump(now);
     }
 

@@ -319,6 +319,7 @@ impl<R> Driver<R> {
             ambient: setup.ambient,
             workspace_root: setup.workspace_root,
             can_elicit: setup.host.can_elicit(),
+            can_open_urls: setup.host.can_open_urls(),
             can_reauthorize: setup.host.can_reauthorize(),
             can_sample: setup.host.can_sample(),
             dpop: proofs.as_ref(),
@@ -417,6 +418,7 @@ impl<R> Driver<R> {
             }
             Command::Answer { question, answer } => match answer {
                 Answer::Form(answer) => self.conn.answer_elicitation(now, question, answer),
+                Answer::Url(answer) => self.conn.answer_url(now, question, answer),
                 Answer::Sampling(answer) => self.conn.answer_sampling(now, question, answer),
                 Answer::Authorization(answer) => {
                     self.conn.answer_authorization(now, question, answer)
@@ -671,6 +673,17 @@ impl<R> Driver<R> {
             }
             Event::Log(log) => Some(Effect::Report(Report::Log(log))),
             Event::ResourceUpdated { uri } => Some(Effect::Report(Report::ResourceUpdated(uri))),
+            // What was done at the URL is the server's; the host hears
+            // that it is done in the log (a -32042's retry is the person's
+            // to ask for).
+            Event::UrlElicitationCompleted { elicitation_id } => {
+                tracing::info!(
+                    server = %self.server,
+                    elicitation_id = %crate::text::terminal::sanitize_line(&elicitation_id),
+                    "the server says the interaction at the URL it asked to open is complete"
+                );
+                None
+            }
             Event::Closed(reason) => {
                 if matches!(self.phase, Phase::Open) {
                     // Decided now, so calls that come while the transport

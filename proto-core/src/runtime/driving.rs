@@ -20,7 +20,7 @@ use serde_json::Value;
 use crate::config::env::EnvError;
 use crate::config::process::{ProgramCandidates, not_found_message};
 use crate::connection::HttpInput;
-use crate::features::elicitation::FormAnswer;
+use crate::features::elicitation::{FormAnswer, UrlAnswer};
 use crate::http::{AuthorizationError, ExchangeId, HeaderError};
 use crate::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM, not_reading_reason};
 use crate::runtime::status::FailureKind;
@@ -110,6 +110,8 @@ pub enum Command<R> {
 pub enum Answer {
     /// For an elicitation question.
     Form(FormAnswer),
+    /// For a URL-mode elicitation question.
+    Url(UrlAnswer),
     /// For a sampling question.
     Sampling(SamplingAnswer),
     /// For an authorization question: the new `Authorization` header

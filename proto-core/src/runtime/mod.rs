@@ -183,6 +183,22 @@ impl ToolCallError {
                 }
                 ToolCallError::Call(CallError::Rpc { server, error })
             }
+            // The URLs stay exactly as checked (they are what a person
+            // would open); the words around them are the server's text.
+            ToolCallError::Call(CallError::UrlElicitationRequired {
+                server,
+                message,
+                mut elicitations,
+            }) => {
+                for request in &mut elicitations {
+                    request.message = text(std::mem::take(&mut request.message));
+                }
+                ToolCallError::Call(CallError::UrlElicitationRequired {
+                    server,
+                    message: text(message),
+                    elicitations,
+                })
+            }
             ToolCallError::Call(CallError::Transport { server, reason }) => {
                 ToolCallError::Call(CallError::Transport {
                     server,

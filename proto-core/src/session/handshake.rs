@@ -23,7 +23,7 @@ impl Session {
             if self.options.elicitation {
                 map.insert(
                     "elicitation".into(),
-                    crate::features::elicitation::capability(),
+                    crate::features::elicitation::capability(self.options.elicitation_url),
                 );
             }
             if self.options.sampling {

@@ -58,10 +58,7 @@ impl Session {
                 server: self.options.server.clone(),
                 error,
             }),
-            Err(error) => Err(CallError::Rpc {
-                server: self.options.server.clone(),
-                error: Box::new(error),
-            }),
+            Err(error) => Err(self.rpc_error(error)),
         }
     }
 

@@ -383,6 +383,10 @@ pub struct Session {
     /// Questions put to the host and not yet answered.
     questions: BTreeMap<QuestionId, questions::OpenQuestion>,
     next_question: u64,
+    /// The `elicitationId`s of URLs the person agreed to open, or was shown
+    /// in a -32042 error (2025 era), oldest first, bounded: a
+    /// `notifications/elicitation/complete` is known by them.
+    url_elicitations: std::collections::VecDeque<String>,
     /// Rate limit on logging protocol errors.
     junk: Tally,
     /// Rate limit on passing the server's log messages on.
@@ -489,6 +493,7 @@ impl Session {
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
             next_question: 0,
+            url_elicitations: std::collections::VecDeque::new(),
             junk: Tally::new(JUNK_LOGGED, LOG_WINDOW),
             server_logs: Tally::new(SERVER_LOGS_LOGGED, LOG_WINDOW),
             unread: None,

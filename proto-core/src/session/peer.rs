@@ -61,6 +61,7 @@ impl Session {
             "notifications/resources/updated" => self.resource_updated(None, params),
             "notifications/message" => self.server_log(now, params),
             "notifications/progress" => self.progress(now, params),
+            "notifications/elicitation/complete" => self.url_elicitation_completed(params),
             // A task's status pushed: 2025 core tasks, and the 2026
             // extension's (which arrives through `subscriptions/listen`).
             "notifications/tasks/status" | "notifications/tasks" => {

@@ -13,6 +13,14 @@
 //! an unresponsive server, and a call waiting on a person is not that. The
 //! budget resumes with what was left when the last question is answered.
 //!
+//! URL-mode elicitation is its own question ([`Question::Url`]), asked only
+//! where the host declared it can open URLs; one rho did not declare, or
+//! cannot show safely, is answered with -32602 Invalid params, as the spec
+//! names, not with a decline. A -32042 error on a call is read into the
+//! URLs it names (`Session::rpc_error`), and a
+//! `notifications/elicitation/complete` is reported only for a URL rho
+//! showed.
+//!
 //! In the 2026 era the same questions come inside a call's result (an
 //! `InputRequiredResult`, see [`crate::features::mrtr`]): they belong to
 //! that call without any routing, and their answers go into the call's
@@ -23,7 +31,7 @@ use std::time::Instant;
 use serde_json::Value;
 
 use super::{CallId, Event, Purpose, Session, TransmitKind};
-use crate::features::elicitation::{self, Form, FormAnswer};
+use crate::features::elicitation::{self, Form, FormAnswer, UrlAnswer, UrlRequest};
 use crate::features::mrtr::{self, Answered};
 use crate::features::sampling::{self, SamplingRequest};
 use crate::oauth::challenge::BearerChallenge;
@@ -39,6 +47,9 @@ pub struct QuestionId(pub(crate) u64);
 pub enum Question {
     /// A form for a person (elicitation, form mode).
     Elicitation(Form),
+    /// A URL for the person to open (elicitation, URL mode), asked only
+    /// where the host declared it can: show it, and open it on a yes.
+    Url(UrlRequest),
     /// A completion from the user's model; the person confirms first.
     Sampling(SamplingRequest),
     /// Not from the server's JSON-RPC but from its HTTP answer: it refused
@@ -103,36 +114,46 @@ pub(super) struct OpenQuestion {
     asker: Asker,
     /// The call it is attached to.
     call: CallId,
-    /// The form, to type the answers back (elicitation only).
-    form: Option<Form>,
+    /// What kind of answer it takes.
+    kind: OpenKind,
+}
+
+/// What an open question takes back, and what a withdrawn one sends.
+#[derive(Debug)]
+pub(super) enum OpenKind {
+    /// A form, to type the answers back.
+    Form(Form),
+    /// A URL request, with its `elicitationId` (2025 era) to know its
+    /// completion by.
+    Url(Option<String>),
+    /// A sampling confirmation.
+    Sampling,
 }
 
 impl Session {
     /// Answers an elicitation question. Submitted answers are typed to the
     /// schema (an answer that cannot carry its type declines the request);
     /// a dismissed form is `cancel`, which also ends the call. Answering a
-    /// question that is no longer open does nothing.
+    /// question that is no longer open, or is a URL question
+    /// ([`Session::answer_url`]), does nothing.
     pub fn answer_elicitation(&mut self, now: Instant, question: QuestionId, answer: FormAnswer) {
         let now = self.clock.observe(now);
+        if self.is_url_question(question) {
+            // A form's answer to a URL question answers nothing: it stays
+            // open for its own kind of answer.
+            return;
+        }
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
-        let request = match open.asker {
-            Asker::Request(request) => request,
-            Asker::Input(key) => {
-                return self.input_answered(now, open.call, |rounds| {
-                    rounds.answer_elicitation(&key, &answer)
-                });
-            }
-            Asker::TaskInput(key) => {
-                return self.task_input_answered(now, open.call, |rounds| {
-                    rounds.answer_elicitation(&key, &answer)
-                });
-            }
+        let Some(request) = self.request_or_input(now, open.asker, open.call, |rounds, key| {
+            rounds.answer_elicitation(key, &answer)
+        }) else {
+            return;
         };
-        let result = match &open.form {
-            Some(form) => elicitation::result_for(form, &answer),
-            None => elicitation::declined(),
+        let result = match &open.kind {
+            OpenKind::Form(form) => elicitation::result_for(form, &answer),
+            OpenKind::Url(_) | OpenKind::Sampling => elicitation::declined(),
         };
         self.push_transmit(
             jsonrpc::response_bytes(&request, &result),
@@ -145,24 +166,49 @@ impl Session {
         }
     }
 
+    /// Answers a URL question: `accept` (no content) when the person
+    /// opened it, `decline` when they said no or no one could be asked,
+    /// `cancel` when they dismissed it, which also ends the call as a
+    /// dismissed form does. An accepted request's `elicitationId` is
+    /// remembered, so its `notifications/elicitation/complete` is known.
+    /// Answering a question that is no longer open, or is not a URL
+    /// question, does nothing.
+    pub fn answer_url(&mut self, now: Instant, question: QuestionId, answer: UrlAnswer) {
+        let now = self.clock.observe(now);
+        if !self.is_url_question(question) {
+            return;
+        }
+        let Some(open) = self.questions.remove(&question) else {
+            return;
+        };
+        let Some(request) = self.request_or_input(now, open.asker, open.call, |rounds, key| {
+            rounds.answer_url(key, answer)
+        }) else {
+            return;
+        };
+        if let (OpenKind::Url(Some(id)), UrlAnswer::Opened) = (&open.kind, answer) {
+            self.remember_url_elicitation(id);
+        }
+        self.push_transmit(
+            jsonrpc::response_bytes(&request, &elicitation::url_result(answer)),
+            TransmitKind::Response,
+        );
+        self.resume_budget(now, open.call);
+        if answer == UrlAnswer::Dismissed {
+            self.cancel_call(now, open.call);
+        }
+    }
+
     /// Answers a sampling question.
     pub fn answer_sampling(&mut self, now: Instant, question: QuestionId, answer: SamplingAnswer) {
         let now = self.clock.observe(now);
         let Some(open) = self.questions.remove(&question) else {
             return;
         };
-        let request = match open.asker {
-            Asker::Request(request) => request,
-            Asker::Input(key) => {
-                return self.input_answered(now, open.call, |rounds| {
-                    rounds.answer_sampling(&key, answer)
-                });
-            }
-            Asker::TaskInput(key) => {
-                return self.task_input_answered(now, open.call, |rounds| {
-                    rounds.answer_sampling(&key, answer)
-                });
-            }
+        let Some(request) = self.request_or_input(now, open.asker, open.call, |rounds, key| {
+            rounds.answer_sampling(key, answer.clone())
+        }) else {
+            return;
         };
         let bytes = match answer {
             SamplingAnswer::Completed { text, model } => {
@@ -180,6 +226,36 @@ impl Session {
         };
         self.push_transmit(bytes, TransmitKind::Response);
         self.resume_budget(now, open.call);
+    }
+
+    /// Where an answer goes: the server request (2025 era) to respond to,
+    /// or, for an input request of a call's round or its task's,
+    /// `None` once `answer` has applied it to that round under its key.
+    fn request_or_input(
+        &mut self,
+        now: Instant,
+        asker: Asker,
+        call: CallId,
+        answer: impl FnOnce(&mut mrtr::Rounds, &str) -> Answered,
+    ) -> Option<ServerRequestId> {
+        match asker {
+            Asker::Request(request) => Some(request),
+            Asker::Input(key) => {
+                self.input_answered(now, call, |rounds| answer(rounds, &key));
+                None
+            }
+            Asker::TaskInput(key) => {
+                self.task_input_answered(now, call, |rounds| answer(rounds, &key));
+                None
+            }
+        }
+    }
+
+    /// Whether `question` is open and asks for a URL to be opened.
+    fn is_url_question(&self, question: QuestionId) -> bool {
+        self.questions
+            .get(&question)
+            .is_some_and(|q| matches!(q.kind, OpenKind::Url(_)))
     }
 
     /// How many questions are waiting for the host.
@@ -202,12 +278,17 @@ impl Session {
         params: Option<Value>,
     ) {
         let server = self.options.server.clone();
+        let owner = self.owner_of_question(params.as_ref());
+        let params = params.unwrap_or(Value::Null);
+        // Before the form gate: a URL-mode request rho did not declare is
+        // the spec's invalid params whatever else was declared.
+        if elicitation::is_url_mode(&params) {
+            return self.url_request(now, id, &params, owner);
+        }
         if !self.options.elicitation {
             tracing::info!(server = %server, "elicitation declined: this run cannot ask a person");
             return self.respond(&id, &elicitation::declined());
         }
-        let owner = self.owner_of_question(params.as_ref());
-        let params = params.unwrap_or(Value::Null);
         let form = match elicitation::form_from_request(&params) {
             Ok(form) => form,
             Err(why) => {
@@ -220,7 +301,7 @@ impl Session {
                 now,
                 Asker::Request(id),
                 call,
-                Some(form.clone()),
+                OpenKind::Form(form.clone()),
                 Question::Elicitation(form),
             ),
             Err(running) => {
@@ -228,6 +309,109 @@ impl Session {
                 self.respond(&id, &elicitation::declined());
             }
         }
+    }
+
+    /// A URL-mode `elicitation/create` (2025 era). A mode rho did not
+    /// declare, or parameters it cannot show, are invalid params (-32602),
+    /// as the spec names; otherwise it is routed like a form.
+    fn url_request(
+        &mut self,
+        now: Instant,
+        id: ServerRequestId,
+        params: &Value,
+        owner: Result<CallId, usize>,
+    ) {
+        let server = self.options.server.clone();
+        if !self.options.elicitation_url {
+            tracing::info!(server = %server, "URL-mode elicitation refused: this run did not declare it");
+            return self.respond_error(&id, &undeclared_url_mode());
+        }
+        let request = match elicitation::url_request_from_params(params, true) {
+            Ok(request) => request,
+            Err(why) => {
+                tracing::info!(server = %server, "URL-mode elicitation refused: {why}");
+                return self.respond_error(&id, &invalid_params(why.to_string()));
+            }
+        };
+        match owner {
+            Ok(call) => self.open(
+                now,
+                Asker::Request(id),
+                call,
+                OpenKind::Url(request.elicitation_id.clone()),
+                Question::Url(request),
+            ),
+            Err(running) => {
+                tracing::info!(server = %server, running, "URL-mode elicitation declined: it must come during exactly one call");
+                self.respond(&id, &elicitation::declined());
+            }
+        }
+    }
+
+    /// A call's error response as a [`super::CallError`]: a -32042 whose
+    /// URLs can be shown is [`super::CallError::UrlElicitationRequired`]
+    /// (their ids remembered for completions); anything else, including a
+    /// -32042 rho cannot read, is the error as sent.
+    pub(super) fn rpc_error(&mut self, error: ErrorObject) -> super::CallError {
+        let server = self.options.server.clone();
+        if error.code == elicitation::URL_ELICITATION_REQUIRED {
+            match elicitation::required_elicitations(error.data.as_ref()) {
+                Ok(elicitations) => {
+                    for id in elicitations
+                        .iter()
+                        .filter_map(|e| e.elicitation_id.as_ref())
+                    {
+                        self.remember_url_elicitation(id);
+                    }
+                    return super::CallError::UrlElicitationRequired {
+                        server,
+                        message: error.message,
+                        elicitations,
+                    };
+                }
+                Err(why) => {
+                    tracing::info!(server = %server, "a -32042 error kept as sent: {why}");
+                }
+            }
+        }
+        super::CallError::Rpc {
+            server,
+            error: Box::new(error),
+        }
+    }
+
+    /// Keeps the `elicitationId` of a URL the person agreed to open (or was
+    /// shown in a -32042 error), so a later completion is known; the
+    /// oldest is forgotten past [`MAX_URL_ELICITATIONS`].
+    pub(super) fn remember_url_elicitation(&mut self, id: &str) {
+        if self.url_elicitations.iter().any(|known| known == id) {
+            return;
+        }
+        if self.url_elicitations.len() == MAX_URL_ELICITATIONS {
+            self.url_elicitations.pop_front();
+        }
+        self.url_elicitations.push_back(id.to_owned());
+    }
+
+    /// `notifications/elicitation/complete` (2025 era): the out-of-band
+    /// interaction of a URL rho's person opened is done. One for an id
+    /// rho does not know, or knows as completed already, is ignored, as
+    /// the spec asks.
+    pub(super) fn url_elicitation_completed(&mut self, params: Option<&Value>) {
+        let Some(id) = params
+            .and_then(|p| p.get("elicitationId"))
+            .and_then(Value::as_str)
+        else {
+            return;
+        };
+        let Some(at) = self.url_elicitations.iter().position(|known| known == id) else {
+            tracing::debug!(server = %self.options.server, "completion of an unknown URL elicitation ignored");
+            return;
+        };
+        self.url_elicitations.remove(at);
+        self.events.push_back(Event::UrlElicitationCompleted {
+            elicitation_id: id.to_owned(),
+        });
     }
 
     pub(super) fn sampling_request(
@@ -246,14 +430,7 @@ impl Session {
         let request = match sampling::parse_request(&server, &params) {
             Ok(request) => request,
             Err(why) => {
-                return self.respond_error(
-                    &id,
-                    &ErrorObject {
-                        code: jsonrpc::code::INVALID_PARAMS,
-                        message: why,
-                        data: None,
-                    },
-                );
+                return self.respond_error(&id, &invalid_params(why));
             }
         };
         match owner {
@@ -261,7 +438,7 @@ impl Session {
                 now,
                 Asker::Request(id),
                 call,
-                None,
+                OpenKind::Sampling,
                 Question::Sampling(request),
             ),
             Err(running) => {
@@ -303,9 +480,11 @@ impl Session {
                 // An input request needs no answer: the call it was for
                 // is over, and nothing waits on the server's side.
                 if let Asker::Request(request) = &open.asker {
-                    match open.form {
-                        Some(_) => self.respond(request, &elicitation::declined()),
-                        None => self.respond_error(request, &sampling::rejected()),
+                    match open.kind {
+                        OpenKind::Form(_) | OpenKind::Url(_) => {
+                            self.respond(request, &elicitation::declined())
+                        }
+                        OpenKind::Sampling => self.respond_error(request, &sampling::rejected()),
                     }
                 }
                 self.events.push_back(Event::QuestionWithdrawn(question));
@@ -329,12 +508,7 @@ impl Session {
         result: Value,
     ) {
         let raw_state = self.raw_request_state.take();
-        let gates = mrtr::Gates {
-            server: &self.options.server,
-            elicitation: self.options.elicitation,
-            sampling: self.options.sampling,
-            workspace_root: self.options.workspace_root.as_deref(),
-        };
+        let gates = self.input_gates();
         let asked = match pending.resend.as_deref_mut() {
             // Only a stateless request can be retried with inputs.
             None => Err(
@@ -367,7 +541,20 @@ impl Session {
         // (the deadline is already out of the timer table).
         self.pending.insert(request, pending);
         for ask in asks {
-            self.open(now, Asker::Input(ask.key), call, None, ask.question);
+            let kind = OpenKind::of(&ask.question);
+            self.open(now, Asker::Input(ask.key), call, kind, ask.question);
+        }
+    }
+
+    /// What this session may ask a person or answer by itself, for a
+    /// round of input requests (a call's, or its task's).
+    pub(super) fn input_gates(&self) -> mrtr::Gates<'_> {
+        mrtr::Gates {
+            server: &self.options.server,
+            elicitation: self.options.elicitation,
+            elicitation_url: self.options.elicitation_url,
+            sampling: self.options.sampling,
+            workspace_root: self.options.workspace_root.as_deref(),
         }
     }
 
@@ -480,13 +667,19 @@ impl Session {
         now: Instant,
         asker: Asker,
         call: CallId,
-        form: Option<Form>,
+        open: OpenKind,
         kind: Question,
     ) {
         let question = QuestionId(self.next_question);
         self.next_question += 1;
-        self.questions
-            .insert(question, OpenQuestion { asker, call, form });
+        self.questions.insert(
+            question,
+            OpenQuestion {
+                asker,
+                call,
+                kind: open,
+            },
+        );
         self.pause_budget(now, call);
         self.events.push_back(Event::Question {
             question,
@@ -531,6 +724,37 @@ impl Session {
 
     fn respond_error(&mut self, id: &ServerRequestId, error: &ErrorObject) {
         self.push_transmit(jsonrpc::error_bytes(id, error), TransmitKind::Response);
+    }
+}
+
+/// How many accepted URL elicitations a session remembers, to know their
+/// completions by.
+pub(super) const MAX_URL_ELICITATIONS: usize = 64;
+
+impl OpenKind {
+    /// The kind of answer `question` takes. (An authorization question
+    /// comes from the HTTP transport and is never opened here.)
+    pub(super) fn of(question: &Question) -> Self {
+        match question {
+            Question::Elicitation(form) => OpenKind::Form(form.clone()),
+            Question::Url(request) => OpenKind::Url(request.elicitation_id.clone()),
+            Question::Sampling(_) | Question::Authorization { .. } => OpenKind::Sampling,
+        }
+    }
+}
+
+/// The error for a URL-mode request where rho declared forms only: the
+/// spec's -32602 Invalid params.
+fn undeclared_url_mode() -> ErrorObject {
+    invalid_params("URL-mode elicitation was not declared by this client".to_owned())
+}
+
+/// JSON-RPC -32602 Invalid params, saying why.
+fn invalid_params(message: String) -> ErrorObject {
+    ErrorObject {
+        code: jsonrpc::code::INVALID_PARAMS,
+        message,
+        data: None,
     }
 }
 

@@ -102,10 +102,7 @@ impl Session {
                     let value = reply.expect("matched above");
                     return self.input_required(now, n, call, pending, value);
                 }
-                let result = reply.map_err(|error| CallError::Rpc {
-                    server: self.options.server.clone(),
-                    error: Box::new(error),
-                });
+                let result = reply.map_err(|error| self.rpc_error(error));
                 self.watch_request_answered(call, result.is_ok());
                 self.events
                     .push_back(Event::RequestCompleted { call, result });

@@ -441,12 +441,7 @@ impl Session {
         }
         run.seen_inputs.extend(fresh.keys().cloned());
         let required = json!({"resultType": "input_required", "inputRequests": fresh});
-        let gates = mrtr::Gates {
-            server: &self.options.server,
-            elicitation: self.options.elicitation,
-            sampling: self.options.sampling,
-            workspace_root: self.options.workspace_root.as_deref(),
-        };
+        let gates = self.input_gates();
         let mut round = mrtr::Rounds::new();
         let asks = match mrtr::InputRequired::from_result(&required, None)
             .and_then(|required| round.begin(required, &gates))
@@ -463,11 +458,12 @@ impl Session {
         };
         self.task_run(n)?.round = Some(round);
         for ask in asks {
+            let kind = super::questions::OpenKind::of(&ask.question);
             self.open(
                 now,
                 super::questions::Asker::TaskInput(ask.key),
                 call,
-                None,
+                kind,
                 ask.question,
             );
         }

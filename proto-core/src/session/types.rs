@@ -64,6 +64,12 @@ pub struct SessionOptions {
     /// in front of a person. A run that cannot declares nothing, so a
     /// well-behaved server never asks.
     pub elicitation: bool,
+    /// Declare URL-mode elicitation beside forms (only with
+    /// `elicitation`): set only when the host can show a URL to a person
+    /// and open it in a browser on their yes. Without it a URL-mode
+    /// request is refused as invalid params (2025 era) or fails its call
+    /// (2026 era).
+    pub elicitation_url: bool,
     /// Declare sampling: set only for a server whose config says
     /// `sampling = "ask"`, in a run that has a model to spend.
     pub sampling: bool,
@@ -106,6 +112,7 @@ impl SessionOptions {
             workspace_root: None,
             progress_extends_up_to: Some(Duration::from_secs(30 * 60)),
             elicitation: false,
+            elicitation_url: false,
             sampling: false,
             redactor: crate::text::redact::Redactor::default(),
         }
@@ -290,6 +297,14 @@ pub enum Event {
         /// What is asked.
         kind: Question,
     },
+    /// The server said the out-of-band interaction of a URL the person
+    /// agreed to open (or was shown in a -32042 error) is complete
+    /// (`notifications/elicitation/complete`, 2025 era). Completions of
+    /// URLs rho never showed are ignored.
+    UrlElicitationCompleted {
+        /// The server's `elicitationId`.
+        elicitation_id: String,
+    },
     /// The server withdrew a question (it cancelled its request), or the
     /// call it belonged to ended: the host stops asking.
     QuestionWithdrawn(QuestionId),
@@ -374,6 +389,23 @@ pub enum CallError {
         /// call's error travels through every result).
         error: Box<ErrorObject>,
     },
+    /// The server cannot go on until the person has visited one or more
+    /// URLs (`URLElicitationRequiredError`, -32042, 2025 era): each is
+    /// checked and ready to show as a URL question is. Nothing was opened;
+    /// a host shows them, opens each on the person's yes, and may then
+    /// send the call again.
+    #[error(
+        "server `{server}` needs the person to visit {} before the call can go on: {message}",
+        visit_count(elicitations)
+    )]
+    UrlElicitationRequired {
+        /// The server identity.
+        server: String,
+        /// The error's `message`.
+        message: String,
+        /// The URLs to visit, from the error's `data`.
+        elicitations: Vec<crate::features::elicitation::UrlRequest>,
+    },
     /// No answer within the call budget; the server was told to cancel.
     #[error("server `{server}` did not answer within {} s; the call was cancelled", budget.as_secs_f64())]
     Timeout {
@@ -452,6 +484,15 @@ pub enum CallError {
         /// Why the session ended.
         reason: String,
     },
+}
+
+/// How many URLs a -32042 error lists, in words (the URLs themselves are
+/// the host's to show, each with its host apart).
+fn visit_count(elicitations: &[crate::features::elicitation::UrlRequest]) -> String {
+    match elicitations.len() {
+        1 => "a URL".to_owned(),
+        n => format!("{n} URLs"),
+    }
 }
 
 /// A protocol violation the session survived.

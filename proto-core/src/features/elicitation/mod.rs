@@ -32,10 +32,12 @@
 //!
 //! # What is declined, and when
 //!
+//! URL mode is not a form: it is read by [`url_request_from_params`] (see
+//! the `url_mode` module's docs), and a caller checks [`is_url_mode`]
+//! before it asks for a form.
+//!
 //! Rho never shows a partial form. [`form_from_request`] returns
-//! [`Decline`] for URL mode (rho opens no browser, and accepting without
-//! opening one would tell the server the user had answered) and for a
-//! schema it cannot render whole: no properties, an enum with no values, a
+//! [`Decline`] for a schema it cannot render whole: no properties, an enum with no values, a
 //! property of a type a form cannot ask for (an object, an array that is
 //! not a multi-select enum, a missing type), or anything else structurally
 //! malformed (`required` naming a property that does not exist, `enumNames`
@@ -78,18 +80,27 @@ mod answer;
 mod schema;
 #[cfg(test)]
 mod tests;
+mod url_mode;
 
 pub use answer::*;
 use schema::*;
+pub use url_mode::*;
 
-/// The `elicitation` client capability rho declares in a run that can put a
-/// question in front of a person: `{"form": {}}`.
+/// How many URL elicitations one -32042 error may list before rho refuses
+/// to put them all in front of a person.
+pub const MAX_REQUIRED_ELICITATIONS: usize = 8;
+
+/// The `elicitation` client capability rho declares in a run that can put
+/// a question in front of a person: `{"form": {}}`, and `{"form": {},
+/// "url": {}}` when `url` (the host can show a URL and open it in a browser
+/// on the person's yes; see the `url_mode` module).
 ///
-/// Form mode only. `url` is absent, so a conforming server never sends
-/// URL-mode elicitation (servers MUST NOT use a mode the client did not
-/// declare); one that does anyway is declined ([`Decline::UrlMode`]). The
-/// explicit `form` member is used rather than the bare `{}` that the spec
-/// keeps only as a backwards-compatible spelling of the same thing.
+/// A server must not use a mode the client did not declare; one that asks
+/// for URL mode anyway is answered with JSON-RPC -32602 (2025 era) or has
+/// its call failed (2026 era, where an input response cannot be an
+/// error). The explicit `form` member is used rather than the bare `{}`
+/// that the spec keeps only as a backwards-compatible spelling of form
+/// mode.
 ///
 /// rho's documentation says rho declares "form mode with
 /// `schemaValidation: false`". The 2025-11-25 schema has no such field:
@@ -102,8 +113,12 @@ use schema::*;
 /// extension (that SDK's client then fills omitted fields with their
 /// defaults): rho pre-fills defaults into the form instead, so the person
 /// sees, and can change, every value before it is sent.
-pub fn capability() -> Value {
-    json!({ "form": {} })
+pub fn capability(url: bool) -> Value {
+    if url {
+        json!({ "form": {}, "url": {} })
+    } else {
+        json!({ "form": {} })
+    }
 }
 
 /// A server's question, ready to show: the server's explanation and one
@@ -198,11 +213,6 @@ pub struct ChoiceOption {
 /// answered with [`declined`]; the message is for logs and diagnostics.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum Decline {
-    /// URL-mode elicitation: always declined. rho opens no browser, and
-    /// accepting without opening one would tell the server the user had
-    /// answered.
-    #[error("URL-mode elicitation is not supported: rho opens no browser")]
-    UrlMode,
     /// A request or schema rho cannot render whole; says what is wrong. Rho
     /// never shows a partial form.
     #[error("the form cannot be shown: {0}")]
@@ -213,8 +223,9 @@ pub enum Decline {
 /// says why the request must be declined.
 ///
 /// A missing `mode` means form mode, as the spec requires of clients;
-/// `"url"` is [`Decline::UrlMode`] whatever else the request holds. See the
-/// module docs for the mapping and for what counts as unrenderable.
+/// `"url"` is not a form (callers check [`is_url_mode`] first, and read it
+/// with [`url_request_from_params`]). See the module docs for the mapping
+/// and for what counts as unrenderable.
 pub fn form_from_request(params: &Value) -> Result<Form, Decline> {
     let params = params
         .as_object()
@@ -222,7 +233,9 @@ pub fn form_from_request(params: &Value) -> Result<Form, Decline> {
     match params.get("mode") {
         None => {}
         Some(Value::String(mode)) if mode == "form" => {}
-        Some(Value::String(mode)) if mode == "url" => return Err(Decline::UrlMode),
+        Some(Value::String(mode)) if mode == "url" => {
+            return Err(unrenderable("a URL-mode request is not a form"));
+        }
         Some(other) => return Err(unrenderable(format!("unknown elicitation mode {other}"))),
     }
     let message = params

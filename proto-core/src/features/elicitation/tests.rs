@@ -67,9 +67,10 @@ fn unrenderable_reason(params: Value) -> String {
 }
 
 #[test]
-fn capability_is_form_mode_only_in_the_schema_shape() {
-    assert_eq!(capability(), json!({ "form": {} }));
-    assert!(capability().get("url").is_none());
+fn capability_is_form_mode_and_url_mode_only_where_the_host_can_open_urls() {
+    assert_eq!(capability(false), json!({ "form": {} }));
+    assert!(capability(false).get("url").is_none());
+    assert_eq!(capability(true), json!({ "form": {}, "url": {} }));
 }
 
 #[test]
@@ -471,22 +472,163 @@ fn one_bad_property_declines_the_whole_form() {
 }
 
 #[test]
-fn url_mode_is_always_declined() {
+fn a_url_mode_request_is_never_a_form() {
     let url = json!({
         "mode": "url",
         "message": "Sign in",
         "elicitationId": "e-1",
         "url": "https://example.com/auth"
     });
-    assert_eq!(form_from_request(&url), Err(Decline::UrlMode));
+    assert!(is_url_mode(&url));
     assert_eq!(
-        form_from_request(&json!({ "mode": "url" })),
-        Err(Decline::UrlMode)
+        form_from_request(&url),
+        Err(Decline::Unrenderable(
+            "a URL-mode request is not a form".into()
+        ))
+    );
+}
+
+fn url_params(url: &str) -> serde_json::Value {
+    json!({ "mode": "url", "message": "Connect your account", "elicitationId": "e-1", "url": url })
+}
+
+#[test]
+fn a_url_request_shows_the_url_as_opened_and_its_host_apart() {
+    let request =
+        url_request_from_params(&url_params("https://Auth.Example.com/connect?x=1#f"), true)
+            .expect("valid");
+    assert_eq!(request.message, "Connect your account");
+    assert_eq!(request.url, "https://auth.example.com/connect?x=1#f");
+    assert_eq!(request.host, "auth.example.com");
+    assert_eq!(request.unicode_host, None);
+    assert_eq!(request.elicitation_id.as_deref(), Some("e-1"));
+    assert!(request.warnings.is_empty(), "{:?}", request.warnings);
+    assert_eq!(url_result(UrlAnswer::Opened), json!({ "action": "accept" }));
+    assert_eq!(
+        url_result(UrlAnswer::Declined),
+        json!({ "action": "decline" })
     );
     assert_eq!(
-        Decline::UrlMode.to_string(),
-        "URL-mode elicitation is not supported: rho opens no browser"
+        url_result(UrlAnswer::CouldNotAsk),
+        json!({ "action": "decline" })
     );
+    assert_eq!(
+        url_result(UrlAnswer::Dismissed),
+        json!({ "action": "cancel" })
+    );
+}
+
+#[test]
+fn an_internationalized_host_is_shown_in_punycode_and_unicode_with_a_warning() {
+    let request =
+        url_request_from_params(&url_params("https://pаypal.com/login"), true).expect("valid");
+    assert_eq!(request.host, "xn--pypal-4ve.com");
+    assert_eq!(request.unicode_host.as_deref(), Some("pаypal.com"));
+    assert!(
+        request.url.starts_with("https://xn--pypal-4ve.com/"),
+        "{}",
+        request.url
+    );
+    assert_eq!(request.warnings, vec![UrlWarning::Punycode]);
+    let written =
+        url_request_from_params(&url_params("https://xn--pypal-4ve.com/"), true).expect("valid");
+    assert_eq!(written.warnings, vec![UrlWarning::Punycode]);
+}
+
+#[test]
+fn user_info_and_plain_http_away_from_this_machine_are_warned_about() {
+    let spoof = url_request_from_params(&url_params("https://bank.example@evil.example/"), true)
+        .expect("valid");
+    assert_eq!(spoof.host, "evil.example");
+    assert_eq!(spoof.warnings, vec![UrlWarning::UserInfo]);
+    let plain = url_request_from_params(&url_params("http://evil.example/"), true).expect("valid");
+    assert_eq!(plain.warnings, vec![UrlWarning::NotHttps]);
+    for local in [
+        "http://127.0.0.1:8080/x",
+        "http://localhost/x",
+        "http://[::1]/",
+    ] {
+        let local = url_request_from_params(&url_params(local), true).expect("valid");
+        assert!(local.warnings.is_empty(), "{local:?}");
+    }
+}
+
+#[test]
+fn control_characters_in_a_url_never_survive_into_what_is_shown() {
+    let request = url_request_from_params(
+        &url_params("https://example.com/a\u{1b}[2J b\u{7}?q=\u{9b}"),
+        true,
+    )
+    .expect("valid");
+    assert!(
+        request.url.chars().all(|c| c.is_ascii_graphic()),
+        "{:?}",
+        request.url
+    );
+}
+
+#[test]
+fn urls_that_cannot_be_opened_safely_are_invalid_params() {
+    let refused = |params: serde_json::Value| {
+        url_request_from_params(&params, true)
+            .expect_err("refused")
+            .to_string()
+    };
+    for (url, why) in [
+        ("file:///etc/passwd", "scheme is `file`"),
+        ("javascript:alert(1)", "scheme is `javascript`"),
+        ("vscode://run?x", "scheme is `vscode`"),
+        ("not a url", "does not parse"),
+        ("https://", "does not parse"),
+    ] {
+        let said = refused(url_params(url));
+        assert!(said.contains(why), "{url}: {said}");
+    }
+    let long = format!("https://example.com/{}", "a".repeat(MAX_URL_LEN));
+    assert!(refused(url_params(&long)).contains("longer than"));
+    assert!(
+        refused(json!({"mode": "url", "message": "m", "elicitationId": "e"})).contains("no `url`")
+    );
+    assert!(
+        refused(json!({"mode": "url", "url": "https://e.x/", "elicitationId": "e"}))
+            .contains("no `message`")
+    );
+    assert!(
+        refused(json!({"mode": "url", "message": "m", "url": 3, "elicitationId": "e"}))
+            .contains("not a string")
+    );
+    assert!(
+        refused(json!({"mode": "url", "message": "m", "url": "https://e.x/"}))
+            .contains("no `elicitationId`")
+    );
+    // The 2026 era's requests carry no id.
+    let unnamed = json!({"mode": "url", "message": "m", "url": "https://e.x/"});
+    assert_eq!(
+        url_request_from_params(&unnamed, false)
+            .expect("valid")
+            .elicitation_id,
+        None
+    );
+}
+
+#[test]
+fn a_url_elicitation_required_error_lists_its_urls_or_is_kept_as_sent() {
+    let data = json!({"elicitations": [
+        url_params("https://a.example/one"),
+        url_params("https://b.example/two"),
+    ]});
+    let listed = required_elicitations(Some(&data)).expect("two");
+    assert_eq!(
+        listed.iter().map(|r| r.host.as_str()).collect::<Vec<_>>(),
+        ["a.example", "b.example"]
+    );
+    assert!(required_elicitations(None).is_err());
+    assert!(required_elicitations(Some(&json!({"elicitations": []}))).is_err());
+    let one_bad =
+        json!({"elicitations": [url_params("https://a.example/"), url_params("file:///x")]});
+    assert!(required_elicitations(Some(&one_bad)).is_err());
+    let many = json!({"elicitations": vec![url_params("https://a.example/"); MAX_REQUIRED_ELICITATIONS + 1]});
+    assert!(required_elicitations(Some(&many)).is_err());
 }
 
 #[test]
