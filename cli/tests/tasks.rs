@@ -182,10 +182,10 @@ fn ctrl_c_cancels_the_task_on_the_server(rt: Runtime) {
         let output = child.wait_with_output().expect("rho exits");
         let stderr = String::from_utf8_lossy(&output.stderr);
         assert_eq!(output.status.code(), Some(130), "{server:?}: {stderr}");
+        // (Told as a task's cancel, or, when Ctrl-C came before the task's
+        // handle, as a request's, the handle then cancelled at the close.)
         assert!(
-            stderr.contains(
-                "call to server `tasks` cancelled; the server was asked to cancel the task"
-            ),
+            stderr.contains("call to server `tasks` cancelled;"),
             "{server:?}: {stderr}"
         );
         // rho's part: the server answered the `tasks/cancel` before the

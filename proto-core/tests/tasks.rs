@@ -672,6 +672,73 @@ fn over_stdio_an_unanswered_tasks_cancel_holds_the_close_only_so_long() {
     assert!(ended(&h), "{:?}", h.events);
 }
 
+/// A call cancelled before its task handle came (Ctrl-C while the handle
+/// is on its way) is a task on the server all the same: closing a stdio
+/// session waits for that answer too, and cancels the task it names. A
+/// server that declared no tasks is not waited for.
+#[test]
+fn over_stdio_closing_cancels_a_task_whose_handle_came_after_its_call_was_cancelled() {
+    let ended = |h: &Stdio| h.events.iter().any(|e| matches!(e, Event::Closed(_)));
+    let mut h = Stdio::modern(options());
+    let call = h.call("slow");
+    let (call_id, method, _) = h.last_request();
+    assert_eq!(method, "tools/call");
+    h.session.cancel_call(h.now, call);
+    h.drain();
+    h.session.close(h.now);
+    h.drain();
+    assert!(
+        !ended(&h),
+        "the end waits for the call's answer: {:?}",
+        h.events
+    );
+    h.reply(call_id, handle(json!({})));
+    assert_eq!(h.sent_for("tasks/cancel")[0]["taskId"], TASK);
+    assert!(!ended(&h), "and then for the cancel's: {:?}", h.events);
+    h.answer_last("tasks/cancel", task("cancelled", json!({})));
+    assert!(ended(&h), "{:?}", h.events);
+
+    // A plain answer after all ends the wait, and nothing is cancelled.
+    let mut h = Stdio::modern(options());
+    let call = h.call("slow");
+    let (call_id, _, _) = h.last_request();
+    h.session.cancel_call(h.now, call);
+    h.session.close(h.now);
+    h.drain();
+    h.reply(call_id, text("done"));
+    assert!(ended(&h), "{:?}", h.events);
+    assert!(h.sent_for("tasks/cancel").is_empty());
+}
+
+#[test]
+fn over_stdio_a_server_without_tasks_is_not_waited_for_at_close() {
+    let mut o = options();
+    o.protocol_version = "2026-07-28".into();
+    let mut h = Stdio::new(o);
+    h.drive_answering(&[
+        (
+            "server/discover",
+            json!({"supportedVersions": ["2026-07-28"], "capabilities": {"tools": {}},
+                   "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}),
+        ),
+        (
+            "tools/list",
+            json!({"tools": [{"name": "slow", "inputSchema": {"type": "object"}}],
+                   "ttlMs": 600000, "cacheScope": "public"}),
+        ),
+    ]);
+    assert_eq!(h.session.state(), SessionState::Ready, "{:?}", h.events);
+    let call = h.call("slow");
+    h.session.cancel_call(h.now, call);
+    h.session.close(h.now);
+    h.drain();
+    assert!(
+        h.events.iter().any(|e| matches!(e, Event::Closed(_))),
+        "{:?}",
+        h.events
+    );
+}
+
 #[test]
 fn a_pushed_task_status_settles_the_call_without_a_poll() {
     let mut h = Stdio::modern(options());

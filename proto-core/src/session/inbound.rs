@@ -406,10 +406,13 @@ impl Session {
         // it acts on it: a task's `tasks/cancel` must stop the work, so the
         // end waits for the farewells' answers, within a bound. (Streamable
         // HTTP lets them finish in its own close.)
-        if matches!(reason, CloseReason::Requested)
-            && matches!(self.options.framing, Framing::Lines)
-            && !self.farewell.is_empty()
-        {
+        let lines = matches!(self.options.framing, Framing::Lines);
+        if matches!(reason, CloseReason::Requested) && lines {
+            // A call given up on whose answer may yet be a task handle:
+            // its answer is waited for too, and a task cancelled.
+            self.farewell.extend(std::mem::take(&mut self.maybe_tasks));
+        }
+        if matches!(reason, CloseReason::Requested) && lines && !self.farewell.is_empty() {
             let now = self.clock.latest();
             self.timers.set(Timer::Farewell, now + FAREWELL_WAIT);
             self.held_close = Some(reason);
@@ -422,15 +425,24 @@ impl Session {
     /// answers: an answer to one is taken off the list (its content is not
     /// read: the session is over), and once none is left the session ends.
     pub(super) fn farewell_line(&mut self, line: &str) {
-        let answered = serde_json::from_str::<Value>(line)
-            .ok()
-            .and_then(|message| {
-                let is_answer = message.get("method").is_none()
-                    && (message.get("result").is_some() || message.get("error").is_some());
-                is_answer.then(|| message.get("id").and_then(Value::as_u64))?
-            });
-        if let Some(id) = answered {
-            self.farewell.remove(&id);
+        let message = serde_json::from_str::<Value>(line).ok();
+        let answered = message.as_ref().and_then(|message| {
+            let is_answer = message.get("method").is_none()
+                && (message.get("result").is_some() || message.get("error").is_some());
+            is_answer.then(|| message.get("id").and_then(Value::as_u64))?
+        });
+        if let Some(id) = answered
+            && self.farewell.remove(&id)
+            && self.stale.remove(&id)
+            && let Some(result) = message.as_ref().and_then(|m| m.get("result"))
+        {
+            // A call given up on, answered with a task handle after all:
+            // the task is cancelled, and that cancel is a farewell too.
+            self.cancel_late_task(result);
+            for (n, pending) in std::mem::take(&mut self.pending) {
+                self.deadlines.remove(&(pending.deadline, n));
+                self.farewell.insert(n);
+            }
         }
         if self.farewell.is_empty() {
             self.end_held_close();

@@ -378,6 +378,10 @@ pub struct Session {
     /// Stdio: why the session closed, while its `Event::Closed` waits for
     /// the farewells' answers (at most [`FAREWELL_WAIT`]).
     held_close: Option<CloseReason>,
+    /// Tool calls given up on before their answer came that the server may
+    /// still answer with a task handle (see `may_become_task`): a close
+    /// waits for their answers too, so a task made of one is cancelled.
+    maybe_tasks: BTreeSet<u64>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
     output_schemas: BTreeMap<String, OutputSchema>,
     /// Questions put to the host and not yet answered.
@@ -490,6 +494,7 @@ impl Session {
             call_tools: BTreeMap::new(),
             farewell: BTreeSet::new(),
             held_close: None,
+            maybe_tasks: BTreeSet::new(),
             output_schemas: BTreeMap::new(),
             questions: BTreeMap::new(),
             next_question: 0,
@@ -861,6 +866,7 @@ impl Session {
                         let params = json!({"requestId": id, "reason": "timed out"});
                         self.send_notification("notifications/cancelled", Some(&params));
                         self.abandoned(id);
+                        self.maybe_task(id, &pending);
                     }
                     self.withdraw_questions_of(call);
                     self.events.push_back(Event::CallCompleted {
@@ -1353,6 +1359,7 @@ impl Session {
             let params = json!({"requestId": request, "reason": "cancelled by the user"});
             self.send_notification("notifications/cancelled", Some(&params));
             self.abandoned(request);
+            self.maybe_task(request, &pending);
         }
         let error = CallError::Cancelled {
             server: self.options.server.clone(),

@@ -17,6 +17,7 @@ impl Session {
         let Some((n, mut pending)) = pending else {
             if let Some(n) = ClientRequestId::from_wire(&id).map(|r| r.0) {
                 if self.stale.remove(&n) {
+                    self.maybe_tasks.remove(&n);
                     tracing::debug!(server = %self.options.server, "an answer to request {n}, which rho no longer waits for, dropped");
                     // A call cancelled while the server was making it a
                     // task: the task would run for no one.

@@ -772,6 +772,30 @@ impl Session {
         self.send_task_cancel(&run);
     }
 
+    /// Remembers a tool call given up on (`id`, its `pending` entry already
+    /// out of the table) when its late answer may be a task handle: in the
+    /// 2026 era from a server that declared the tasks extension, in 2025
+    /// when the call went as a task. A close waits for such an answer, so
+    /// that a task made of the call is cancelled, not left running.
+    pub(super) fn maybe_task(&mut self, id: u64, pending: &Pending) {
+        if !matches!(pending.purpose, Purpose::CallTool(_)) {
+            return;
+        }
+        let possible = if self.is_stateless() {
+            self.ready
+                .as_ref()
+                .is_some_and(|r| r.capabilities.tasks_extension)
+        } else {
+            pending.augmented
+        };
+        if possible {
+            self.maybe_tasks.insert(id);
+            while self.maybe_tasks.len() > REMEMBERED_ABANDONED {
+                self.maybe_tasks.pop_first();
+            }
+        }
+    }
+
     /// Whether the server answers `tasks/cancel`: always in the 2026
     /// extension; in 2025 when it declared `tasks.cancel`.
     fn tasks_cancellable(&self, era: TaskEra) -> bool {

@@ -139,6 +139,11 @@ pub struct ServerCapabilities {
     /// `tasks/cancel`. Recorded only when set.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub tasks_cancel: bool,
+    /// The 2026-07-28 tasks extension declared
+    /// (`extensions["io.modelcontextprotocol/tasks"]`): the server may
+    /// answer a call with a task. Recorded only when set.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub tasks_extension: bool,
 }
 
 impl ServerCapabilities {
@@ -172,6 +177,10 @@ impl ServerCapabilities {
             tasks_cancel: caps
                 .get("tasks")
                 .and_then(|t| t.get("cancel"))
+                .is_some_and(Value::is_object),
+            tasks_extension: caps
+                .get("extensions")
+                .and_then(|e| e.get(crate::features::tasks::EXTENSION_ID))
                 .is_some_and(Value::is_object),
         }
     }
