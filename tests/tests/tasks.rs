@@ -8,7 +8,8 @@
 //! task's result, its status messages reaching the caller as progress; a
 //! question inside the task is answered by a form; and cancelling the call
 //! sends `tasks/cancel`, which the server's own record shows stopped the
-//! work.
+//! work. One test, [`task_matrix`], runs every check on every server and
+//! executor and writes the table docs/testing.md shows.
 
 use std::path::Path;
 use std::sync::{Arc, Mutex};
@@ -19,8 +20,7 @@ use rho_proto_core::host::{Asked, HostServices, Responder};
 use rho_proto_core::runtime::ToolCallError;
 use rho_proto_core::runtime::status::ServerStatus;
 use rho_proto_core::session::{CallError, CancelNotice, Progress};
-use rho_tests::both_executors;
-use rho_tests::matrix::TestRuntime;
+use rho_tests::matrix::{Smol, TestRuntime, Threads};
 use rho_tests::task_servers::{TaskServer as Server, recorded};
 use rho_tests::*;
 use serde_json::json;
@@ -194,51 +194,150 @@ fn mcp1_optional_task_runs_as_a_task_only_when_asked<R: TestRuntime>() {
     host.shutdown();
 }
 
-fn rmcp_task_result<R: TestRuntime>() {
-    a_task_settles_with_its_result_and_shows_its_status::<R>(Server::Rmcp);
+/// What a row of the table checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Check {
+    /// The task's result, its status as progress.
+    Result,
+    /// A form inside the task.
+    Form,
+    /// A cancel that stops the server's work.
+    Cancel,
+    /// A 2025 `optional` tool as a task only when asked.
+    Optional,
 }
 
-fn rmcp_task_form<R: TestRuntime>() {
-    a_question_inside_a_task_is_answered_by_a_form::<R>(Server::Rmcp);
+impl Check {
+    const ALL: [Check; 4] = [Check::Result, Check::Form, Check::Cancel, Check::Optional];
+
+    /// Its label in the table and in `TASKS_CHECKS`.
+    fn label(self) -> &'static str {
+        match self {
+            Check::Result => "result",
+            Check::Form => "form",
+            Check::Cancel => "cancel",
+            Check::Optional => "optional",
+        }
+    }
+
+    /// Whether `server` offers what the check needs: an `optional` tool
+    /// is the 2025 era's (in 2026 the server decides).
+    fn offered_by(self, server: Server) -> bool {
+        self != Check::Optional || server == Server::Mcp1
+    }
+
+    fn run<R: TestRuntime>(self, server: Server) {
+        match self {
+            Check::Result => a_task_settles_with_its_result_and_shows_its_status::<R>(server),
+            Check::Form => a_question_inside_a_task_is_answered_by_a_form::<R>(server),
+            Check::Cancel => cancelling_a_task_call_stops_the_servers_work::<R>(server),
+            Check::Optional => mcp1_optional_task_runs_as_a_task_only_when_asked::<R>(),
+        }
+    }
 }
 
-fn rmcp_task_cancel<R: TestRuntime>() {
-    cancelling_a_task_call_stops_the_servers_work::<R>(Server::Rmcp);
+/// How each server is named in the table.
+fn server_label(server: Server) -> &'static str {
+    match server {
+        Server::Rmcp => "Rust `rmcp` 3.11.0 (`TaskManager`)",
+        Server::FastmcpTasks => "`fastmcp-tasks` 4.1.8 (fastmcp 4.1.8)",
+        Server::Mcp1 => "Python `mcp` 1.30.0 (experimental tasks)",
+    }
 }
 
-fn fastmcp_task_result<R: TestRuntime>() {
-    a_task_settles_with_its_result_and_shows_its_status::<R>(Server::FastmcpTasks);
+/// Every check on every task server, on both executors, two at a time;
+/// writes `target/tasks-table.md` (`scripts/interop-table tasks` copies it
+/// into docs/testing.md) and fails listing each check that failed, with
+/// its panic. `TASKS_CHECKS=cancel` (labels as in the table) runs only
+/// those checks, for loops over one.
+#[test]
+fn task_matrix() {
+    type Job = (Server, Check, &'static str, fn(Check, Server));
+    let only = std::env::var("TASKS_CHECKS").unwrap_or_default();
+    let wants = |c: Check| only.is_empty() || only.split(',').any(|w| w == c.label());
+    let servers = [Server::Rmcp, Server::FastmcpTasks, Server::Mcp1];
+    let mut jobs: Vec<Job> = Vec::new();
+    for server in servers {
+        for check in Check::ALL {
+            if check.offered_by(server) && wants(check) {
+                jobs.push((server, check, Threads::NAME, |c, s| c.run::<Threads>(s)));
+                jobs.push((server, check, Smol::NAME, |c, s| c.run::<Smol>(s)));
+            }
+        }
+    }
+    let queue = Mutex::new(jobs);
+    let outcomes = Mutex::new(Vec::new());
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while let Some((server, check, executor, run)) = queue.lock().expect("queue").pop()
+                {
+                    let outcome =
+                        std::panic::catch_unwind(|| run(check, server)).map_err(|panic| {
+                            panic
+                                .downcast_ref::<String>()
+                                .cloned()
+                                .or_else(|| panic.downcast_ref::<&str>().map(|s| (*s).to_owned()))
+                                .unwrap_or_default()
+                        });
+                    outcomes
+                        .lock()
+                        .expect("outcomes")
+                        .push((server, check, executor, outcome));
+                }
+            });
+        }
+    });
+    let outcomes = outcomes.into_inner().expect("outcomes");
+    let cell = |server: Server, check: Check| {
+        if !check.offered_by(server) {
+            return "—".to_owned();
+        }
+        let mark = |executor: &str| {
+            outcomes
+                .iter()
+                .find(|(s, c, e, _)| *s == server && *c == check && *e == executor)
+                .map_or(
+                    "·",
+                    |(_, _, _, outcome)| if outcome.is_ok() { "✓" } else { "✗" },
+                )
+        };
+        format!("{}/{}", mark(Threads::NAME), mark(Smol::NAME))
+    };
+    let mut table = String::from(
+        "| server | era | result, status as progress | form in a task | cancel stops the work | `optional` tool as a task when asked |\n|---|---|---|---|---|---|\n",
+    );
+    for server in servers {
+        let cells: Vec<String> = Check::ALL.iter().map(|&c| cell(server, c)).collect();
+        table.push_str(&format!(
+            "| {} | {} | {} |\n",
+            server_label(server),
+            server.era(),
+            cells.join(" | ")
+        ));
+    }
+    table.push_str(
+        "\nEach cell: the thread executor / the smol executor. ✓ works, ✗ fails (see the test output), · not run (`TASKS_CHECKS`), — not offered (in the 2026 era the server decides which calls are tasks).\n",
+    );
+    if only.is_empty() {
+        let target = tests_dir().join("../target");
+        let _ = std::fs::create_dir_all(&target);
+        std::fs::write(target.join("tasks-table.md"), &table).expect("write the table");
+    }
+    eprintln!("{table}");
+    let failures: Vec<String> = outcomes
+        .iter()
+        .filter_map(|(server, check, executor, outcome)| {
+            outcome
+                .as_ref()
+                .err()
+                .map(|why| format!("{server:?} {} on {executor}: {why}", check.label()))
+        })
+        .collect();
+    assert!(
+        failures.is_empty(),
+        "{} task check(s) failed:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
-
-fn fastmcp_task_form<R: TestRuntime>() {
-    a_question_inside_a_task_is_answered_by_a_form::<R>(Server::FastmcpTasks);
-}
-
-fn fastmcp_task_cancel<R: TestRuntime>() {
-    cancelling_a_task_call_stops_the_servers_work::<R>(Server::FastmcpTasks);
-}
-
-fn mcp1_task_result<R: TestRuntime>() {
-    a_task_settles_with_its_result_and_shows_its_status::<R>(Server::Mcp1);
-}
-
-fn mcp1_task_form<R: TestRuntime>() {
-    a_question_inside_a_task_is_answered_by_a_form::<R>(Server::Mcp1);
-}
-
-fn mcp1_task_cancel<R: TestRuntime>() {
-    cancelling_a_task_call_stops_the_servers_work::<R>(Server::Mcp1);
-}
-
-both_executors!(
-    rmcp_task_result,
-    rmcp_task_form,
-    rmcp_task_cancel,
-    fastmcp_task_result,
-    fastmcp_task_form,
-    fastmcp_task_cancel,
-    mcp1_task_result,
-    mcp1_task_form,
-    mcp1_task_cancel,
-    mcp1_optional_task_runs_as_a_task_only_when_asked,
-);
