@@ -34,31 +34,21 @@ fn scene(name: &str, rt: Runtime, server: TaskServer) -> (Scene, String, std::pa
     (s, arg(&config).to_owned(), record)
 }
 
+/// `rho --config CONFIG mcp call tasks` with `args` after it.
+fn call_args<'a>(config: &'a str, args: &[&'a str]) -> Vec<&'a str> {
+    let mut all = vec!["--config", config, "mcp", "call", "tasks"];
+    all.extend_from_slice(args);
+    all
+}
+
 fn a_task_calls_result_prints_and_its_json_is_the_result_as_sent(rt: Runtime) {
     for server in SERVERS {
         let (s, config, _) = scene("task-call", rt, server);
-        let run = s.rho(&[
-            "--config",
-            &config,
-            "mcp",
-            "call",
-            "tasks",
-            "countdown",
-            "steps=2",
-        ]);
+        let run = s.rho(&call_args(&config, &["countdown", "steps=2"]));
         run.expect_code(0);
         assert_eq!(run.stdout, "counted 2\n", "{server:?}: {run}");
         let doc = s
-            .rho(&[
-                "--config",
-                &config,
-                "mcp",
-                "call",
-                "tasks",
-                "countdown",
-                "steps=2",
-                "--json",
-            ])
+            .rho(&call_args(&config, &["countdown", "steps=2", "--json"]))
             .json();
         assert_eq!(doc["model_text"], "counted 2", "{server:?}: {doc}");
         let sent = &doc["result"];
@@ -80,27 +70,10 @@ fn a_task_calls_result_prints_and_its_json_is_the_result_as_sent(rt: Runtime) {
 /// it the call is a plain one. The server's record says how each came.
 fn task_flag_runs_an_optional_tool_as_a_task(rt: Runtime) {
     let (s, config, record) = scene("task-flag", rt, TaskServer::Mcp1);
-    let plain = s.rho(&[
-        "--config",
-        &config,
-        "mcp",
-        "call",
-        "tasks",
-        "maybe_task",
-        "marker=one",
-    ]);
+    let plain = s.rho(&call_args(&config, &["maybe_task", "marker=one"]));
     plain.expect_code(0);
     assert_eq!(plain.stdout, "one plainly\n", "{plain}");
-    let tasked = s.rho(&[
-        "--config",
-        &config,
-        "mcp",
-        "call",
-        "tasks",
-        "maybe_task",
-        "marker=two",
-        "--task",
-    ]);
+    let tasked = s.rho(&call_args(&config, &["maybe_task", "marker=two", "--task"]));
     tasked.expect_code(0);
     assert_eq!(tasked.stdout, "two as a task\n", "{tasked}");
     let lines = std::fs::read_to_string(&record).expect("the server's record");
@@ -115,15 +88,7 @@ fn a_tasks_status_shows_on_the_terminal_as_it_changes(rt: Runtime) {
         let pty = Pty::sized(100, 20);
         let mut child = s
             .command()
-            .args([
-                "--config",
-                &config,
-                "mcp",
-                "call",
-                "tasks",
-                "countdown",
-                "steps=10",
-            ])
+            .args(call_args(&config, &["countdown", "steps=10"]))
             .stdout(Stdio::piped())
             .stderr(pty.slave())
             .spawn()
@@ -155,17 +120,8 @@ fn ctrl_c_cancels_the_task_on_the_server(rt: Runtime) {
         let transcript = s.dir().join("rho.jsonl");
         let child = s
             .command()
-            .args([
-                "--record",
-                arg(&transcript),
-                "--config",
-                &config,
-                "mcp",
-                "call",
-                "tasks",
-                "slow_task",
-                "marker=m",
-            ])
+            .args(["--record", arg(&transcript)])
+            .args(call_args(&config, &["slow_task", "marker=m"]))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

@@ -23,6 +23,9 @@ import os
 import sys
 import warnings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
+
 import mcp_types
 
 from fastmcp import Context, FastMCP
@@ -38,14 +41,6 @@ mcp.add_extension(TasksExtension())
 REQUIRED = TaskConfig(mode="required", poll_interval=timedelta(milliseconds=500))
 
 
-def record(line: str) -> None:
-    path = os.environ.get("INTEROP_RECORD")
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-    print(f"record: {line}", file=sys.stderr)
-
-
 @mcp.tool(task=REQUIRED)
 async def countdown(ctx: Context, steps: int = 3) -> str:
     """Counts down as a task, reporting each step."""
@@ -59,13 +54,13 @@ async def countdown(ctx: Context, steps: int = 3) -> str:
 @mcp.tool(task=REQUIRED)
 async def slow_task(marker: str = "slow") -> str:
     """Works for an hour as a task."""
-    record(f"started {marker}")
+    common.record(f"started {marker}")
     try:
         await asyncio.sleep(3600)
     except asyncio.CancelledError:
-        record(f"cancelled {marker}")
+        common.record(f"cancelled {marker}")
         raise
-    record(f"finished {marker}")
+    common.record(f"finished {marker}")
     return "slow finished"
 
 

@@ -25,6 +25,9 @@ import os
 import sys
 import warnings
 
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+import common  # noqa: E402
+
 import anyio
 import mcp.types as types
 from mcp.server.experimental.task_context import ServerTaskContext
@@ -35,14 +38,6 @@ warnings.simplefilter("ignore", DeprecationWarning)
 
 server = Server("rho-tasks-mcp1")
 support = server.experimental.enable_tasks()
-
-
-def record(line: str) -> None:
-    path = os.environ.get("INTEROP_RECORD")
-    if path:
-        with open(path, "a", encoding="utf-8") as f:
-            f.write(line + "\n")
-    print(f"record: {line}", file=sys.stderr)
 
 
 def task_tool(
@@ -99,13 +94,13 @@ async def call_tool(
         marker = str(arguments.get("marker", "slow"))
 
         async def work(task: ServerTaskContext) -> types.CallToolResult:
-            record(f"started {marker}")
+            common.record(f"started {marker}")
             for _ in range(36000):
                 if await cancelled(task):
-                    record(f"cancelled {marker}")
+                    common.record(f"cancelled {marker}")
                     return text("cancelled")
                 await anyio.sleep(0.1)
-            record(f"finished {marker}")
+            common.record(f"finished {marker}")
             return text("slow finished")
 
     elif name == "greet_task":
@@ -126,11 +121,11 @@ async def call_tool(
     elif name == "maybe_task":
         marker = str(arguments.get("marker", "maybe"))
         if not ctx.experimental.is_task:
-            record(f"{marker} plainly")
+            common.record(f"{marker} plainly")
             return text(f"{marker} plainly")
 
         async def work(task: ServerTaskContext) -> types.CallToolResult:
-            record(f"{marker} as a task")
+            common.record(f"{marker} as a task")
             return text(f"{marker} as a task")
 
     else:
