@@ -1062,6 +1062,19 @@ impl Host {
                 self.subscribed.contains(uri),
                 "an update of {uri:?}, never subscribed to"
             ),
+            // A 2026 stream that ended for good: only URIs the host
+            // subscribed to, at least one, in that era, while it is open.
+            Event::ResourceWatchEnded { uris, .. } => {
+                assert!(!uris.is_empty(), "a watch ended naming nothing");
+                assert!(
+                    uris.iter().all(|uri| self.subscribed.contains(uri)),
+                    "a watch ended of {uris:?}, not all subscribed to"
+                );
+                assert!(
+                    self.resource_listens > 0,
+                    "a watch ended without a resource stream"
+                );
+            }
             Event::Closed(_) => {
                 self.closed = true;
                 let unfinished: Vec<_> = self

@@ -1045,6 +1045,42 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                 ],
             ),
         ),
+        (
+            // The server refuses the resource stream once it acknowledged
+            // it: not opened again, and the host hears its watch ended.
+            "resource-stream-refused-after-ack-2026",
+            with(
+                Setup {
+                    stateless: true,
+                    ..Setup::default()
+                },
+                vec![
+                    say(vec![S::Discover {
+                        id: Reply::Latest,
+                        versions: 0,
+                        capabilities: subscribable(),
+                        ttl_ms: Some(60_000),
+                    }]),
+                    say(vec![page(&["echo"], None)]),
+                    say(vec![catalog(1, &["a"], None, Some(1000))]),
+                    say(vec![catalog(2, &[], None, Some(1000))]),
+                    Action::Request(subscribe("a://x")),
+                    say(vec![S::ResourceAcknowledged {
+                        listen: Reply::Latest,
+                        uris: vec![t("a://x")],
+                    }]),
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32603,
+                        message: t("Subscription limit reached"),
+                    }]),
+                    say(vec![S::ResourceUpdated {
+                        uri: t("a://x"),
+                        listen: Some(Reply::Latest),
+                    }]),
+                ],
+            ),
+        ),
     ]
 }
 

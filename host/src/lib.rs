@@ -153,6 +153,7 @@ pub use login::{
 pub use names::{NameError, ToolTarget, did_you_mean, resolve_tool, server_tool};
 pub use questions::{AcceptDefaults, Asking, PendingQuestion, QuestionReceiver, question_channel};
 pub use rho_os::options_from_process_env;
+pub use rho_proto_core::features::resource_subscriptions::{WatchEnd, WatchNotice};
 pub use sampling::host_services;
 pub use secrets::book as secret_book;
 pub use updates::{

@@ -136,6 +136,17 @@ impl Harness {
             .collect()
     }
 
+    /// The URIs of each [`Event::ResourceWatchEnded`].
+    fn watches_ended(&self) -> Vec<Vec<String>> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ResourceWatchEnded { uris, .. } => Some(uris.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
     fn updated(&mut self, uri: &str, tag: Option<u64>) {
         let params = match tag {
             Some(tag) => json!({"uri": uri, "_meta": {SUB: tag}}),
@@ -498,12 +509,46 @@ fn an_acknowledged_2026_stream_the_server_ends_is_opened_again_once() {
     h.acknowledge(second, &["demo://a"]);
     h.updated("demo://a", Some(second));
     assert_eq!(h.updates(), vec!["demo://a"]);
-    // A second end is final: the subscriptions are dropped.
+    // A second end is final: the subscriptions are dropped, and the host
+    // is told which.
+    assert!(h.watches_ended().is_empty());
     h.reply(second, json!({"resultType": "complete"}));
     assert_eq!(h.requests("subscriptions/listen").len(), 2);
+    assert_eq!(h.watches_ended(), vec![vec!["demo://a".to_owned()]]);
     h.updated("demo://a", Some(second));
     assert_eq!(h.updates().len(), 1);
     // And subscribing again starts over.
     let _ = h.send(&subscribe("demo://a")).expect("accepted");
     assert_eq!(h.requests("subscriptions/listen").len(), 3);
+}
+
+#[test]
+fn a_refused_reopening_of_an_acknowledged_2026_stream_tells_the_host_its_watches_ended() {
+    let mut h = Harness::modern(subscribable());
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    let _ = h.send(&subscribe("demo://b")).expect("accepted");
+    let listens = h.requests("subscriptions/listen");
+    let (last, _) = *listens.last().expect("a listen");
+    h.acknowledge(last, &["demo://a", "demo://b"]);
+    // The server refuses the stream once acknowledged (an error answer):
+    // not opened again, and both watches end at once.
+    h.say(json!({"jsonrpc": "2.0", "id": last, "error": {"code": -32603, "message": "Subscription limit reached"}}));
+    assert_eq!(
+        h.requests("subscriptions/listen").len(),
+        listens.len(),
+        "a refusal is not retried"
+    );
+    assert_eq!(
+        h.watches_ended(),
+        vec![vec!["demo://a".to_owned(), "demo://b".to_owned()]]
+    );
+    let reason = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::ResourceWatchEnded { reason, .. } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("an end");
+    assert!(reason.contains("Subscription limit reached"), "{reason}");
 }

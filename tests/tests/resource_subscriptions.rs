@@ -10,6 +10,14 @@
 //! - 2026-07-28: `fixtures/watched.js` over stdio and Streamable HTTP, the
 //!   SDK's own `subscriptions/listen` with `resourceSubscriptions`.
 //!
+//! A watched server killed mid-session (its process group, from outside)
+//! is started again and subscribed anew in both eras: the host hears
+//! `Renewed`, then the new process's changes; when it is not started again,
+//! or its new process refuses the subscription, the host hears that the
+//! watch ended and why. In the 2026 era the SDK's own subscription limit
+//! (`maxSubscriptions`) refuses a second stream, and the first one keeps
+//! delivering.
+//!
 //! Each test waits for an update that must come, bounded by a deadline
 //! only a broken run reaches; none sleeps to show that nothing came.
 
@@ -19,7 +27,7 @@ use std::time::Duration;
 
 use rho_host::{
     CallError, CallOptions, Cancel, Host, MAX_SUBSCRIPTIONS_PER_SERVER, ResourceUpdated,
-    ResourceUpdates, ToolCallError, resource_update_channel,
+    ResourceUpdates, ToolCallError, WatchEnd, WatchNotice, resource_update_channel,
 };
 use rho_proto_core::config::Config;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -141,7 +149,8 @@ fn subscribe_change_reread(host: &Host, updates: &ResourceUpdates, id: &str) {
         update,
         ResourceUpdated {
             server: id.into(),
-            uri: COUNTER.into()
+            uri: COUNTER.into(),
+            notice: WatchNotice::Updated,
         }
     );
     assert_eq!(read_text(host, id, COUNTER), "count 1");
@@ -349,7 +358,174 @@ fn the_async_face_subscribes_and_awaits_updates<R: TestRuntime>() {
     smol::block_on(host.shutdown());
 }
 
+/// The pid of server `id`'s process.
+fn pid_of(host: &Host, id: &str) -> u32 {
+    match host.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.pid.expect("a stdio server has a pid"),
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
+/// `fixtures/watched.js` on stdio in `era`, with `env` and `restart`.
+fn watched_with(era: &str, env: &[(&str, String)], restart: &str) -> String {
+    let mut pairs: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    if era == "2025" {
+        pairs.push("WATCH_ERA = \"2025\"".into());
+    }
+    let mut table = node_server("watched", &watched_js(), &["stdio"]);
+    if !pairs.is_empty() {
+        table.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
+    }
+    table.push_str(&format!("restart = {restart}\n"));
+    table
+}
+
+/// Kills server `id`'s process group from outside, as an OOM killer would,
+/// and waits until the process is gone.
+fn kill_server(host: &Host, id: &str) {
+    let pid = pid_of(host, id);
+    rho_os::process::kill_group(pid);
+    assert!(wait_gone(pid), "the killed process is reaped");
+}
+
+fn a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restart<
+    R: TestRuntime,
+>() {
+    for era in ["2025", "2026"] {
+        let record = scratch_dir("watched-restart").join("record");
+        let table = watched_with(
+            era,
+            &[("WATCH_RECORD", record.display().to_string())],
+            "{ attempts = 3, backoff_ms = 100 }",
+        );
+        let (host, updates) = start::<R>(&parse_config(&table));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        assert_eq!(bump(&host, "watched"), "count 1");
+        assert_eq!(next_update(&updates).notice, WatchNotice::Updated);
+
+        kill_server(&host, "watched");
+        // Renewed on the new process without the host asking: told so,
+        // since a change while it was down was not heard of.
+        let renewed = next_update(&updates);
+        assert_eq!(
+            (renewed.uri.as_str(), renewed.notice),
+            (COUNTER, WatchNotice::Renewed),
+            "{era}"
+        );
+        assert_eq!(
+            read_text(&host, "watched", COUNTER),
+            "count 0",
+            "{era}: a new process"
+        );
+        // Its changes reach the host as before.
+        assert_eq!(bump(&host, "watched"), "count 1");
+        assert_eq!(next_update(&updates).notice, WatchNotice::Updated, "{era}");
+        if era == "2025" {
+            let seen = std::fs::read_to_string(&record).expect("the fixture's record");
+            assert_eq!(
+                seen,
+                format!("subscribe {COUNTER}\nsubscribe {COUNTER}\n"),
+                "each process was asked once"
+            );
+        }
+        host.shutdown();
+    }
+}
+
+fn a_watched_server_not_started_again_ends_the_watch_saying_why<R: TestRuntime>() {
+    for era in ["2025", "2026"] {
+        let table = watched_with(era, &[], "{ attempts = 0 }");
+        let (host, updates) = start::<R>(&parse_config(&table));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        kill_server(&host, "watched");
+        let ended = next_update(&updates);
+        assert_eq!(ended.uri, COUNTER);
+        match &ended.notice {
+            WatchNotice::Ended(WatchEnd::ServerEnded { reason }) => {
+                assert!(reason.contains("server exited"), "{era}: {reason}");
+            }
+            other => panic!("{era}: expected the watch's end, got {other:?}"),
+        }
+        assert!(ended.ended());
+        host.shutdown();
+    }
+}
+
+fn a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error<
+    R: TestRuntime,
+>() {
+    let once = scratch_dir("watched-once").join("started");
+    let table = watched_with(
+        "2025",
+        &[("WATCH_ONCE", once.display().to_string())],
+        "{ attempts = 3, backoff_ms = 100 }",
+    );
+    let (host, updates) = start::<R>(&parse_config(&table));
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("subscribe");
+    kill_server(&host, "watched");
+    let ended = next_update(&updates);
+    match &ended.notice {
+        WatchNotice::Ended(WatchEnd::NotRenewed { reason }) => {
+            assert!(
+                reason.contains("this process takes no subscriptions"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    // The server itself is back: the host may ask again (and be refused).
+    assert!(
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .is_err()
+    );
+    host.shutdown();
+}
+
+/// The SDK's own limit of open `subscriptions/listen` streams refuses the
+/// stream carrying a new URI: rho holds two open (its list-change stream
+/// and the first resource stream), the limit is two, so the third, opened
+/// before the second is let go, is refused; the subscribe fails with the
+/// SDK's error, and the stream before it still delivers.
+fn the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering<
+    R: TestRuntime,
+>() {
+    let table = watched_with(
+        "2026",
+        &[("WATCH_MAX_LISTENS", "2".into())],
+        "{ attempts = 0 }",
+    );
+    let (host, updates) = start::<R>(&parse_config(&table));
+    assert_eq!(era_of(&host, "watched"), "2026-07-28");
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("the first stream");
+    let error = host
+        .subscribe_resource("watched", "watch://second", CallOptions::new())
+        .expect_err("past the SDK's limit");
+    assert!(
+        matches!(&error, ToolCallError::Call(CallError::Rpc { .. })),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("Subscription limit reached"),
+        "{error}"
+    );
+    let _ = bump(&host, "watched");
+    assert_eq!(
+        next_update(&updates).uri,
+        COUNTER,
+        "the first stream delivers"
+    );
+    host.shutdown();
+}
+
 both_executors!(
+    a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restart,
+    a_watched_server_not_started_again_ends_the_watch_saying_why,
+    a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error,
+    the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering,
     a_2026_stdio_server_tells_of_changes_through_subscriptions_listen,
     a_2026_http_server_tells_of_changes_through_subscriptions_listen,
     a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests,

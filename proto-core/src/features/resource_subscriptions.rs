@@ -50,6 +50,19 @@
 //! - Updates are coalesced where the host reads them
 //!   ([`UpdateQueue`]): many updates of one URI before the host looks are
 //!   one.
+//!
+//! # A subscription outlives its session
+//!
+//! What the host subscribed to is the host's intent, not the session's:
+//! this module holds one session's subscriptions, and the driver that
+//! outlives a server's sessions ([`crate::runtime::driver`]) holds the
+//! intent. When a stdio server whose process died is started again, the
+//! driver subscribes its new session to what the host held and tells the
+//! host ([`WatchNotice::Renewed`]: read it again, it may have changed
+//! while the server was down). When that cannot be done, or the server is
+//! not started again, or a 2026 stream ends for good, the host is told
+//! that its watch ended and why ([`WatchNotice::Ended`]), so no host
+//! believes it is watching what no session holds.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -145,6 +158,77 @@ pub enum StreamEnd {
     Dropped,
     /// Not a stream of ours (already replaced or cancelled).
     Unknown,
+}
+
+/// Why rho stopped watching a resource the host subscribed to, without the
+/// host asking: the host hears of no more changes of it until it
+/// subscribes again.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WatchEnd {
+    /// The server's session ended and the server is not started again
+    /// (restarts off or given up, or a transport rho does not restart);
+    /// `reason` says how it ended.
+    ServerEnded {
+        /// How the session ended (the exit, the last stderr lines, the
+        /// restarts given up).
+        reason: String,
+    },
+    /// The server was started again, but its new session did not take the
+    /// subscription (it refused it, or no longer offers subscriptions).
+    NotRenewed {
+        /// What the new session answered.
+        reason: String,
+    },
+    /// The 2026 era's resource stream ended and could not be opened again
+    /// within the session ([`MAX_REISSUES`]).
+    StreamEnded {
+        /// How the last stream ended.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for WatchEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchEnd::ServerEnded { reason } => {
+                write!(f, "the server ended and is not started again: {reason}")
+            }
+            WatchEnd::NotRenewed { reason } => write!(
+                f,
+                "the server was started again but did not take the subscription: {reason}"
+            ),
+            WatchEnd::StreamEnded { reason } => {
+                write!(f, "the server's subscription stream ended: {reason}")
+            }
+        }
+    }
+}
+
+/// What a host hears of a resource it subscribed to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WatchNotice {
+    /// The server said it changed: read it again when convenient.
+    Updated,
+    /// The server was started again and its new session holds the
+    /// subscription: read it again, since a change while the server was
+    /// down was not heard of.
+    Renewed,
+    /// No session holds the subscription any more.
+    Ended(WatchEnd),
+}
+
+impl WatchNotice {
+    /// What one waiting notice and a newer one of the same resource are
+    /// worth together: an end outweighs all; a renewal says everything a
+    /// change says; otherwise the newer holds.
+    fn merged(self, newer: WatchNotice) -> WatchNotice {
+        match (&self, &newer) {
+            (WatchNotice::Renewed, WatchNotice::Updated) => self,
+            _ => newer,
+        }
+    }
 }
 
 /// A listen request sent and not yet acknowledged.
@@ -424,42 +508,47 @@ pub fn updated_uri(params: Option<&Value>) -> Option<&str> {
     params?.get("uri")?.as_str()
 }
 
-/// Updates waiting for the host to look, coalesced: an update of a
-/// `(server, uri)` already waiting is not queued again, so however many
-/// notifications arrive before the host looks, it reads each resource
-/// once. First-come order; bounded at [`MAX_QUEUED_UPDATES`].
+/// Notices waiting for the host to look, coalesced: a notice of a
+/// `(server, uri)` already waiting is merged into it, not queued again, so
+/// however many notifications arrive before the host looks, it reads each
+/// resource once; an end of the watch is never lost to a change that came
+/// with it ([`WatchNotice`]'s merge: an end outweighs all, a renewal says
+/// what a change says). First-come order; bounded at
+/// [`MAX_QUEUED_UPDATES`].
 #[derive(Debug, Default)]
 pub struct UpdateQueue {
     order: VecDeque<(String, String)>,
-    waiting: BTreeSet<(String, String)>,
+    waiting: BTreeMap<(String, String), WatchNotice>,
     dropped: u64,
 }
 
 impl UpdateQueue {
-    /// Queues an update of `uri` of `server`; returns whether it is new
-    /// (not coalesced into one waiting, not dropped at the bound).
-    pub fn push(&mut self, server: &str, uri: &str) -> bool {
+    /// Queues `notice` of `uri` of `server`; returns whether it is new
+    /// (not merged into one waiting, not dropped at the bound).
+    pub fn push(&mut self, server: &str, uri: &str, notice: WatchNotice) -> bool {
         let key = (server.to_owned(), uri.to_owned());
-        if self.waiting.contains(&key) {
+        if let Some(waiting) = self.waiting.get_mut(&key) {
+            let older = std::mem::replace(waiting, WatchNotice::Updated);
+            *waiting = older.merged(notice);
             return false;
         }
         if self.order.len() >= MAX_QUEUED_UPDATES {
             self.dropped += 1;
             return false;
         }
-        self.waiting.insert(key.clone());
+        self.waiting.insert(key.clone(), notice);
         self.order.push_back(key);
         true
     }
 
-    /// The oldest update waiting, as `(server, uri)`.
-    pub fn pop(&mut self) -> Option<(String, String)> {
+    /// The oldest notice waiting, as `(server, uri, notice)`.
+    pub fn pop(&mut self) -> Option<(String, String, WatchNotice)> {
         let key = self.order.pop_front()?;
-        self.waiting.remove(&key);
-        Some(key)
+        let notice = self.waiting.remove(&key).unwrap_or(WatchNotice::Updated);
+        Some((key.0, key.1, notice))
     }
 
-    /// How many updates wait.
+    /// How many notices wait.
     pub fn len(&self) -> usize {
         self.order.len()
     }
@@ -469,7 +558,7 @@ impl UpdateQueue {
         self.order.is_empty()
     }
 
-    /// How many updates were dropped at the bound so far.
+    /// How many notices were dropped at the bound so far.
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
@@ -692,30 +781,63 @@ mod tests {
 
     #[test]
     fn many_updates_of_one_uri_before_the_host_looks_are_one() {
+        let updated = WatchNotice::Updated;
         let mut q = UpdateQueue::default();
-        assert!(q.push("s", "a://1"));
+        assert!(q.push("s", "a://1", updated.clone()));
         for _ in 0..100 {
-            assert!(!q.push("s", "a://1"));
+            assert!(!q.push("s", "a://1", updated.clone()));
         }
-        assert!(q.push("t", "a://1"), "another server's is another update");
-        assert!(q.push("s", "a://2"));
+        assert!(
+            q.push("t", "a://1", updated.clone()),
+            "another server's is another update"
+        );
+        assert!(q.push("s", "a://2", updated.clone()));
         assert_eq!(q.len(), 3);
-        assert_eq!(q.pop(), Some(("s".into(), "a://1".into())));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), updated.clone())));
         // Once read, the next change is news again.
-        assert!(q.push("s", "a://1"));
-        assert_eq!(q.pop(), Some(("t".into(), "a://1".into())));
-        assert_eq!(q.pop(), Some(("s".into(), "a://2".into())));
-        assert_eq!(q.pop(), Some(("s".into(), "a://1".into())));
+        assert!(q.push("s", "a://1", updated.clone()));
+        assert_eq!(q.pop(), Some(("t".into(), "a://1".into(), updated.clone())));
+        assert_eq!(q.pop(), Some(("s".into(), "a://2".into(), updated.clone())));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), updated)));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn an_end_waiting_is_never_lost_to_a_change_and_a_renewal_outweighs_a_change() {
+        let ended = WatchNotice::Ended(WatchEnd::ServerEnded {
+            reason: "exit status: 1".into(),
+        });
+        let mut q = UpdateQueue::default();
+        assert!(q.push("s", "a://1", WatchNotice::Updated));
+        assert!(!q.push("s", "a://1", ended.clone()));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), ended.clone())));
+
+        assert!(q.push("s", "a://1", WatchNotice::Renewed));
+        assert!(!q.push("s", "a://1", WatchNotice::Updated));
+        assert_eq!(
+            q.pop(),
+            Some(("s".into(), "a://1".into(), WatchNotice::Renewed))
+        );
+
+        // Renewed after an end (subscribed again since): the newer holds.
+        assert!(q.push("s", "a://1", ended.clone()));
+        assert!(!q.push("s", "a://1", WatchNotice::Renewed));
+        assert_eq!(
+            q.pop(),
+            Some(("s".into(), "a://1".into(), WatchNotice::Renewed))
+        );
+        assert!(q.push("s", "a://1", WatchNotice::Renewed));
+        assert!(!q.push("s", "a://1", ended.clone()));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), ended)));
     }
 
     #[test]
     fn the_queue_is_bounded_and_counts_what_it_dropped() {
         let mut q = UpdateQueue::default();
         for n in 0..MAX_QUEUED_UPDATES {
-            assert!(q.push("s", &format!("a://{n}")));
+            assert!(q.push("s", &format!("a://{n}"), WatchNotice::Updated));
         }
-        assert!(!q.push("s", "a://over"));
+        assert!(!q.push("s", "a://over", WatchNotice::Updated));
         assert_eq!(q.dropped(), 1);
         assert_eq!(q.len(), MAX_QUEUED_UPDATES);
     }

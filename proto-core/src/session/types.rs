@@ -304,6 +304,17 @@ pub enum Event {
         /// The resource.
         uri: String,
     },
+    /// The session stopped holding resource subscriptions the host did
+    /// not release: the 2026 era's resource stream ended and could not be
+    /// opened again ([`crate::features::resource_subscriptions::MAX_REISSUES`]).
+    /// The host hears of no more changes of these until it subscribes
+    /// again.
+    ResourceWatchEnded {
+        /// The resources no longer watched, as the host gave them.
+        uris: Vec<String>,
+        /// How the last stream ended.
+        reason: String,
+    },
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host

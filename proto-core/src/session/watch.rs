@@ -26,7 +26,10 @@
 //! lets it reach the server before it ends, its answer unread), since a
 //! 2025 server over HTTP may keep its subscribers past a session it is not
 //! told is over (server-everything keeps them for its life). A 2026
-//! subscription ends with its stream.
+//! subscription ends with its stream. A 2026 stream that ends for good
+//! while the session goes on (it ended again after being opened again, or
+//! the server refused it) drops what it held, and the host is told which
+//! ([`Event::ResourceWatchEnded`]).
 
 use std::time::{Duration, Instant};
 
@@ -366,6 +369,11 @@ impl Session {
         error: impl Fn(String) -> CallError,
     ) {
         self.pending.remove(&request);
+        let held: Vec<String> = self
+            .resource_subscriptions
+            .held()
+            .map(str::to_owned)
+            .collect();
         let (end, calls) = self.resource_subscriptions.ended(request, refused);
         let server = self.options.server.clone();
         match end {
@@ -384,7 +392,12 @@ impl Session {
                 self.send_watch(now, uris, None, budget);
             }
             StreamEnd::Dropped => {
-                tracing::warn!(server = %server, "the resource subscription stream ended ({}); rho holds no resource subscriptions of this server any more", error(server.clone()));
+                let reason = error(server.clone()).to_string();
+                tracing::warn!(server = %server, "the resource subscription stream ended ({reason}); rho holds no resource subscriptions of this server any more");
+                if !held.is_empty() {
+                    self.events
+                        .push_back(Event::ResourceWatchEnded { uris: held, reason });
+                }
             }
             StreamEnd::Unknown => {}
         }
