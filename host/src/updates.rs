@@ -25,6 +25,7 @@
 //! The URI is the one the host subscribed to; a server's strings are
 //! still the host's to sanitize before a terminal.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 pub use rho_proto_core::features::resource_subscriptions::MAX_PER_SERVER as MAX_SUBSCRIPTIONS_PER_SERVER;
@@ -153,6 +154,47 @@ impl ResourceUpdates {
             Ok(queue) => queue.dropped(),
             Err(poisoned) => poisoned.into_inner().dropped(),
         }
+    }
+}
+
+/// What a [`crate::Host`] subscribed to, by server: the host's intent,
+/// kept across a [`crate::Host::reconnect`], which starts a new session
+/// (and a new driver) for the server. A restart within a session's driver
+/// renews the subscriptions there; a reconnect renews them from here.
+#[derive(Debug, Default)]
+pub(crate) struct Watched(Mutex<BTreeMap<String, BTreeSet<String>>>);
+
+impl Watched {
+    fn with<T>(&self, f: impl FnOnce(&mut BTreeMap<String, BTreeSet<String>>) -> T) -> T {
+        match self.0.lock() {
+            Ok(mut map) => f(&mut map),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    /// `uri` of `server` is subscribed to.
+    pub(crate) fn insert(&self, server: &str, uri: &str) {
+        self.with(|map| {
+            map.entry(server.to_owned())
+                .or_default()
+                .insert(uri.to_owned())
+        });
+    }
+
+    /// `uri` of `server` is let go.
+    pub(crate) fn remove(&self, server: &str, uri: &str) {
+        self.with(|map| {
+            if let Some(uris) = map.get_mut(server) {
+                uris.remove(uri);
+            }
+        });
+    }
+
+    /// Takes what `server` was subscribed to, in order.
+    pub(crate) fn take(&self, server: &str) -> Vec<String> {
+        self.with(|map| map.remove(server))
+            .map(|uris| uris.into_iter().collect())
+            .unwrap_or_default()
     }
 }
 

@@ -484,6 +484,43 @@ fn a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_erro
     host.shutdown();
 }
 
+/// A reconnect (a new session, a new process) subscribes the new session
+/// to what the host held; its changes reach the host as before.
+fn a_reconnected_server_is_subscribed_again_to_what_the_host_held<R: TestRuntime>() {
+    for era in ["2025", "2026"] {
+        let record = scratch_dir("watched-reconnect").join("record");
+        let table = watched_with(
+            era,
+            &[("WATCH_RECORD", record.display().to_string())],
+            "{ attempts = 0 }",
+        );
+        let (mut host, updates) = start::<R>(&parse_config(&table));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        let before = pid_of(&host, "watched");
+        let reconnected = host.reconnect("watched");
+        assert!(reconnected.closed && reconnected.started.is_ok(), "{era}");
+        assert_ne!(pid_of(&host, "watched"), before, "{era}: a new process");
+        let outcomes: Vec<(&str, bool)> = reconnected
+            .resubscribed
+            .iter()
+            .map(|(uri, outcome)| (uri.as_str(), outcome.is_ok()))
+            .collect();
+        assert_eq!(outcomes, [(COUNTER, true)], "{era}");
+        assert_eq!(bump(&host, "watched"), "count 1");
+        assert_eq!(next_update(&updates).notice, WatchNotice::Updated, "{era}");
+        if era == "2025" {
+            let seen = std::fs::read_to_string(&record).expect("the fixture's record");
+            assert_eq!(
+                seen,
+                format!("subscribe {COUNTER}\nunsubscribe {COUNTER}\nsubscribe {COUNTER}\n"),
+                "the old session let go at its close, the new one asked"
+            );
+        }
+        host.shutdown();
+    }
+}
+
 /// The SDK's own limit of open `subscriptions/listen` streams refuses the
 /// stream carrying a new URI: rho holds two open (its list-change stream
 /// and the first resource stream), the limit is two, so the third, opened
@@ -525,6 +562,7 @@ both_executors!(
     a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restart,
     a_watched_server_not_started_again_ends_the_watch_saying_why,
     a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error,
+    a_reconnected_server_is_subscribed_again_to_what_the_host_held,
     the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering,
     a_2026_stdio_server_tells_of_changes_through_subscriptions_listen,
     a_2026_http_server_tells_of_changes_through_subscriptions_listen,
