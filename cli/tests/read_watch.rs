@@ -9,6 +9,12 @@
 //! declare `resources.subscribe` (the interop server on the same SDK) is
 //! refused before anything is sent, with a message naming the server and
 //! what to do.
+//!
+//! A server killed under a running watch (its process group, from outside)
+//! is started again and subscribed anew: the watch says so and prints the
+//! new process's bodies (the fixture puts its pid in them). With restarts
+//! off, the watch ends: it exits 1 naming the server, why, and what to
+//! run. Each waits for lines or an exit that must come, within a bound.
 
 #![cfg(target_os = "linux")]
 
@@ -149,7 +155,230 @@ fn read_watch_on_a_server_without_subscriptions_is_refused_naming_it(runtime: Ru
     assert!(all.contains("without --watch"), "{all}");
 }
 
+/// One line rho wrote, and where.
+#[derive(Debug)]
+enum Line {
+    Out(String),
+    Err(String),
+}
+
+/// `rho mcp read --watch w watch://counter` on the fixture (bodies carry
+/// the fixture's pid, bumped every 300 ms) with `restart`, its lines on one
+/// channel.
+fn watch_with_restart(
+    runtime: Runtime,
+    name: &str,
+    era: &str,
+    restart: &str,
+    once: bool,
+) -> (Scene, Child, mpsc::Receiver<Line>) {
+    let scene = Scene::new(RHO, name, runtime);
+    let mut env = "WATCH_EVERY_MS = \"300\", WATCH_SHOW_PID = \"1\"".to_owned();
+    if once {
+        let marker = scene.dir().join("started");
+        env.push_str(&format!(", WATCH_ONCE = {}", toml_path(&marker)));
+    }
+    if era == "2025" {
+        env.push_str(", WATCH_ERA = \"2025\"");
+    }
+    let config = format!(
+        "{}env = {{ {env} }}\nrestart = {restart}\n",
+        node_server("w", &watched_js(), &["stdio"])
+    );
+    let scene = scene.with_config(&config);
+    let mut command = scene.command();
+    command
+        .args(["mcp", "read", "--watch", "w", "watch://counter"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = command.spawn().expect("start rho");
+    let (tx, rx) = mpsc::channel();
+    let out = child.stdout.take().expect("stdout");
+    let err = child.stderr.take().expect("stderr");
+    let tx_err = tx.clone();
+    std::thread::spawn(move || {
+        for line in BufReader::new(out).lines().map_while(Result::ok) {
+            if tx.send(Line::Out(line)).is_err() {
+                break;
+            }
+        }
+    });
+    std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            if tx_err.send(Line::Err(line)).is_err() {
+                break;
+            }
+        }
+    });
+    (scene, child, rx)
+}
+
+/// Reads lines until `wanted` says one has come, within 30 s; every line
+/// read goes to `seen`. Kills rho and panics past the bound.
+fn wait_line(
+    child: &mut Child,
+    rx: &mpsc::Receiver<Line>,
+    seen: &mut Vec<Line>,
+    what: &str,
+    wanted: impl Fn(&Line) -> bool,
+) {
+    let until = Instant::now() + Duration::from_secs(30);
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let done = wanted(&line);
+                seen.push(line);
+                if done {
+                    return;
+                }
+            }
+            Err(_) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("no {what} within 30 s; saw {seen:?}");
+            }
+        }
+    }
+}
+
+/// The pid in a body `count <n> pid <pid>`.
+fn pid_in(line: &Line) -> Option<u32> {
+    match line {
+        Line::Out(text) => text.split_once(" pid ")?.1.parse().ok(),
+        Line::Err(_) => None,
+    }
+}
+
+fn kill_server(pid: u32) {
+    rho_os::process::kill_group(pid);
+}
+
+fn read_watch_carries_on_after_its_server_is_killed_and_restarted(runtime: Runtime) {
+    for era in ["2025", "2026"] {
+        let (_scene, mut child, rx) = watch_with_restart(
+            runtime,
+            &format!("read-watch-restart-{era}"),
+            era,
+            "{ attempts = 3, backoff_ms = 100 }",
+            false,
+        );
+        let mut seen = Vec::new();
+        wait_line(&mut child, &rx, &mut seen, "first body", |l| {
+            pid_in(l).is_some()
+        });
+        let first = seen.iter().find_map(pid_in).expect("a body");
+        kill_server(first);
+        wait_line(
+            &mut child,
+            &rx,
+            &mut seen,
+            "the renewal's line",
+            |l| matches!(l, Line::Err(text) if text.contains("was started again")),
+        );
+        // Two bodies of the new process: its first read, and a change
+        // heard through the renewed subscription.
+        for n in 1..=2 {
+            wait_line(
+                &mut child,
+                &rx,
+                &mut seen,
+                &format!("body {n} of the new process"),
+                |l| pid_in(l).is_some_and(|pid| pid != first),
+            );
+        }
+        let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits")).expect("not 0");
+        rustix::process::kill_process(pid, Signal::INT).expect("signal rho");
+        let status = wait_exit(&mut child, Duration::from_secs(10));
+        assert_eq!(status.code(), Some(130), "{era}: {seen:?}");
+        let renewal = seen
+            .iter()
+            .find_map(|l| match l {
+                Line::Err(text) if text.contains("was started again") => Some(text.clone()),
+                _ => None,
+            })
+            .expect("seen above");
+        assert!(renewal.contains("server `w`"), "{renewal}");
+        assert!(renewal.contains("watch://counter"), "{renewal}");
+    }
+}
+
+fn read_watch_ends_naming_its_server_when_it_dies_and_is_not_started_again(runtime: Runtime) {
+    let (_scene, mut child, rx) = watch_with_restart(
+        runtime,
+        "read-watch-dies",
+        "2026",
+        "{ attempts = 0 }",
+        false,
+    );
+    let mut seen = Vec::new();
+    wait_line(&mut child, &rx, &mut seen, "first body", |l| {
+        pid_in(l).is_some()
+    });
+    let first = seen.iter().find_map(pid_in).expect("a body");
+    kill_server(first);
+    let status = wait_exit(&mut child, Duration::from_secs(30));
+    seen.extend(rx.try_iter());
+    let stderr: Vec<&str> = seen
+        .iter()
+        .filter_map(|l| match l {
+            Line::Err(text) => Some(text.as_str()),
+            Line::Out(_) => None,
+        })
+        .collect();
+    let stderr = stderr.join("\n");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("server `w`"), "{stderr}");
+    assert!(stderr.contains("not started again"), "{stderr}");
+    assert!(stderr.contains("server exited"), "why: {stderr}");
+    assert!(
+        stderr.contains("rho mcp read --watch w watch://counter"),
+        "what to run: {stderr}"
+    );
+}
+
+/// The restarted process refuses the subscription (the fixture's
+/// `WATCH_ONCE`, 2025 era): the watch ends, exit 1, with the server's
+/// answer.
+fn read_watch_ends_when_the_restarted_server_refuses_the_subscription(runtime: Runtime) {
+    let (_scene, mut child, rx) = watch_with_restart(
+        runtime,
+        "read-watch-refused-again",
+        "2025",
+        "{ attempts = 3, backoff_ms = 100 }",
+        true,
+    );
+    let mut seen = Vec::new();
+    wait_line(&mut child, &rx, &mut seen, "first body", |l| {
+        pid_in(l).is_some()
+    });
+    let first = seen.iter().find_map(pid_in).expect("a body");
+    kill_server(first);
+    let status = wait_exit(&mut child, Duration::from_secs(30));
+    seen.extend(rx.try_iter());
+    let stderr = seen
+        .iter()
+        .filter_map(|l| match l {
+            Line::Err(text) => Some(text.as_str()),
+            Line::Out(_) => None,
+        })
+        .collect::<Vec<_>>()
+        .join("\n");
+    assert_eq!(status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("server `w` was started again but did not take the subscription"),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("this process takes no subscriptions"),
+        "the server's answer: {stderr}"
+    );
+}
+
 both_executors!(
+    read_watch_ends_when_the_restarted_server_refuses_the_subscription,
+    read_watch_carries_on_after_its_server_is_killed_and_restarted,
+    read_watch_ends_naming_its_server_when_it_dies_and_is_not_started_again,
     read_watch_prints_each_change_until_ctrl_c_in_the_2025_era,
     read_watch_prints_each_change_until_ctrl_c_in_the_2026_era,
     read_watch_on_a_server_without_subscriptions_is_refused_naming_it,
