@@ -18,6 +18,10 @@
 //! (`maxSubscriptions`) refuses a second stream, and the first one keeps
 //! delivering.
 //!
+//! rmcp 3.11.0 (`tests/interop/rust/src/bin/watched-rmcp.rs`) acknowledges
+//! a listen request with only the resources it holds: a second URI it does
+//! not hold is not agreed, and the one it holds keeps delivering.
+//!
 //! Each test waits for an update that must come, bounded by a deadline
 //! only a broken run reaches; none sleeps to show that nothing came.
 
@@ -521,6 +525,59 @@ fn a_reconnected_server_is_subscribed_again_to_what_the_host_held<R: TestRuntime
     }
 }
 
+/// rmcp's `watched-rmcp` on stdio.
+fn watched_rmcp(id: &str) -> String {
+    let binary = tests_dir().join("../target/interop-rmcp/debug/watched-rmcp");
+    assert!(
+        binary.exists(),
+        "the rmcp watched server is not built: run `tests/interop/install`"
+    );
+    format!(
+        "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = {}\n",
+        toml_path(&binary)
+    )
+}
+
+/// rmcp acknowledges the intersection of what was asked and what its
+/// handler accepts: the stream carrying a held URI and one it does not
+/// hold is acknowledged with the first alone, so the second subscribe
+/// fails as not agreed, and the first keeps delivering on the new stream.
+fn a_partial_acknowledgement_from_rmcp_holds_only_what_it_agreed_to<R: TestRuntime>() {
+    let (host, updates) = start::<R>(&parse_config(&watched_rmcp("rmcp")));
+    assert_eq!(era_of(&host, "rmcp"), "2026-07-28");
+    host.subscribe_resource("rmcp", COUNTER, CallOptions::new())
+        .expect("a resource it holds");
+    let error = host
+        .subscribe_resource("rmcp", "watch://elsewhere", CallOptions::new())
+        .expect_err("not agreed");
+    assert!(
+        matches!(
+            &error,
+            ToolCallError::Call(CallError::SubscriptionNotAgreed { uri, .. })
+                if uri == "watch://elsewhere"
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("server `rmcp`"), "{error}");
+    // The stream that replaced the first still carries the counter.
+    assert_eq!(bump(&host, "rmcp"), "count 1");
+    assert_eq!(
+        next_update(&updates),
+        ResourceUpdated {
+            server: "rmcp".into(),
+            uri: COUNTER.into(),
+            notice: WatchNotice::Updated,
+        }
+    );
+    assert_eq!(read_text(&host, "rmcp", COUNTER), "count 1");
+    // A second resource it holds is agreed on a stream with both.
+    host.subscribe_resource("rmcp", "watch://notes", CallOptions::new())
+        .expect("another resource it holds");
+    assert_eq!(bump(&host, "rmcp"), "count 2");
+    assert_eq!(next_update(&updates).uri, COUNTER);
+    host.shutdown();
+}
+
 /// The SDK's own limit of open `subscriptions/listen` streams refuses the
 /// stream carrying a new URI: rho holds two open (its list-change stream
 /// and the first resource stream), the limit is two, so the third, opened
@@ -563,6 +620,7 @@ both_executors!(
     a_watched_server_not_started_again_ends_the_watch_saying_why,
     a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error,
     a_reconnected_server_is_subscribed_again_to_what_the_host_held,
+    a_partial_acknowledgement_from_rmcp_holds_only_what_it_agreed_to,
     the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering,
     a_2026_stdio_server_tells_of_changes_through_subscriptions_listen,
     a_2026_http_server_tells_of_changes_through_subscriptions_listen,
