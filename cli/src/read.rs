@@ -371,13 +371,10 @@ mod tests {
 
     #[test]
     fn an_ended_watch_names_the_server_the_resource_what_to_run_and_then_why() {
-        let ended = watch_ended(
-            "w",
-            "watch://counter",
-            &WatchEnd::ServerEnded {
-                reason: "server exited (exit status: 1)\nstderr (last 1 line):\n  boom".into(),
-            },
-        );
+        let said = |end: WatchEnd| watch_ended("w", "watch://counter", &end);
+        let ended = said(WatchEnd::ServerEnded {
+            reason: "server exited (exit status: 1)\nstderr (last 1 line):\n  boom".into(),
+        });
         assert!(
             ended.starts_with(
                 "server `w` ended and is not started again, so rho no longer watches `watch://counter`"
@@ -389,13 +386,9 @@ mod tests {
             "{ended}"
         );
         assert!(ended.ends_with("  boom"), "the reason last: {ended}");
-        let refused = watch_ended(
-            "w",
-            "watch://counter",
-            &WatchEnd::NotRenewed {
-                reason: "no such resource".into(),
-            },
-        );
+        let refused = said(WatchEnd::NotRenewed {
+            reason: "no such resource".into(),
+        });
         assert!(
             refused.contains("did not take the subscription"),
             "{refused}"
@@ -404,13 +397,9 @@ mod tests {
             refused.ends_with("It answered: no such resource"),
             "{refused}"
         );
-        let stream = watch_ended(
-            "w",
-            "watch://counter",
-            &WatchEnd::StreamEnded {
-                reason: "closed".into(),
-            },
-        );
+        let stream = said(WatchEnd::StreamEnded {
+            reason: "closed".into(),
+        });
         assert!(stream.contains("no longer watches"), "{stream}");
     }
 }

@@ -70,42 +70,18 @@ fn watches_until_interrupted(runtime: Runtime, era: &str) {
         node_server("w", &watched_js(), &["stdio"])
     );
     let scene = scene.with_config(&config);
-    let mut command = scene.command();
-    command
-        .args(["mcp", "read", "--watch", "w", "watch://counter"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = command.spawn().expect("start rho");
-    let stdout = child.stdout.take().expect("stdout");
-    let (tx, rx) = mpsc::channel();
-    std::thread::spawn(move || {
-        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
-            if tx.send(line).is_err() {
-                break;
-            }
-        }
-    });
-    let mut lines = Vec::new();
-    let until = Instant::now() + Duration::from_secs(30);
-    while lines.len() < BODIES {
-        let left = until.saturating_duration_since(Instant::now());
-        match rx.recv_timeout(left) {
-            Ok(line) => lines.push(line),
-            Err(_) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                panic!("rho printed only {lines:?} within 30 s");
-            }
-        }
+    let (mut child, rx) = spawn_watch(&scene);
+    let mut seen = Vec::new();
+    for n in 1..=BODIES {
+        wait_line(&mut child, &rx, &mut seen, &format!("body {n}"), |l| {
+            matches!(l, Line::Out(_))
+        });
     }
     let pid = Pid::from_raw(i32::try_from(child.id()).expect("pid fits")).expect("not 0");
     rustix::process::kill_process(pid, Signal::INT).expect("signal rho");
     let status = wait_exit(&mut child, Duration::from_secs(10));
-    lines.extend(rx.try_iter());
-    let mut stderr = String::new();
-    if let Some(mut err) = child.stderr.take() {
-        let _ = std::io::Read::read_to_string(&mut err, &mut stderr);
-    }
+    drain(&rx, &mut seen);
+    let (lines, stderr) = split(&seen);
     assert_eq!(status.code(), Some(130), "{era}: {stderr}");
     assert!(stderr.contains("stopped by SIGINT"), "{era}: {stderr}");
     // The first read, then each change: counts that only go up.
@@ -186,6 +162,13 @@ fn watch_with_restart(
         node_server("w", &watched_js(), &["stdio"])
     );
     let scene = scene.with_config(&config);
+    let (child, rx) = spawn_watch(&scene);
+    (scene, child, rx)
+}
+
+/// Starts `rho mcp read --watch w watch://counter` in `scene`, its stdout
+/// and stderr lines on one channel, which closes once both end.
+fn spawn_watch(scene: &Scene) -> (Child, mpsc::Receiver<Line>) {
     let mut command = scene.command();
     command
         .args(["mcp", "read", "--watch", "w", "watch://counter"])
@@ -210,7 +193,34 @@ fn watch_with_restart(
             }
         }
     });
-    (scene, child, rx)
+    (child, rx)
+}
+
+/// Takes every line left once rho has exited: until both streams end
+/// (within 10 s).
+fn drain(rx: &mpsc::Receiver<Line>, seen: &mut Vec<Line>) {
+    let until = Instant::now() + Duration::from_secs(10);
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => seen.push(line),
+            Err(mpsc::RecvTimeoutError::Disconnected) => return,
+            Err(mpsc::RecvTimeoutError::Timeout) => panic!("rho's output never ended: {seen:?}"),
+        }
+    }
+}
+
+/// What rho wrote: its stdout lines, and its stderr as one text.
+fn split(seen: &[Line]) -> (Vec<String>, String) {
+    let mut out = Vec::new();
+    let mut err = Vec::new();
+    for line in seen {
+        match line {
+            Line::Out(text) => out.push(text.clone()),
+            Line::Err(text) => err.push(text.as_str()),
+        }
+    }
+    (out, err.join("\n"))
 }
 
 /// Reads lines until `wanted` says one has come, within 30 s; every line
@@ -303,14 +313,17 @@ fn read_watch_carries_on_after_its_server_is_killed_and_restarted(runtime: Runti
     }
 }
 
-fn read_watch_ends_naming_its_server_when_it_dies_and_is_not_started_again(runtime: Runtime) {
-    let (_scene, mut child, rx) = watch_with_restart(
-        runtime,
-        "read-watch-dies",
-        "2026",
-        "{ attempts = 0 }",
-        false,
-    );
+/// A watch (as [`watch_with_restart`] starts it) whose server is killed
+/// once it printed its first body, until rho exits: its exit status and
+/// what it wrote to stderr.
+fn killed_under_the_watch(
+    runtime: Runtime,
+    name: &str,
+    era: &str,
+    restart: &str,
+    once: bool,
+) -> (std::process::ExitStatus, String) {
+    let (_scene, mut child, rx) = watch_with_restart(runtime, name, era, restart, once);
     let mut seen = Vec::new();
     wait_line(&mut child, &rx, &mut seen, "first body", |l| {
         pid_in(l).is_some()
@@ -318,15 +331,18 @@ fn read_watch_ends_naming_its_server_when_it_dies_and_is_not_started_again(runti
     let first = seen.iter().find_map(pid_in).expect("a body");
     kill_server(first);
     let status = wait_exit(&mut child, Duration::from_secs(30));
-    seen.extend(rx.try_iter());
-    let stderr: Vec<&str> = seen
-        .iter()
-        .filter_map(|l| match l {
-            Line::Err(text) => Some(text.as_str()),
-            Line::Out(_) => None,
-        })
-        .collect();
-    let stderr = stderr.join("\n");
+    drain(&rx, &mut seen);
+    (status, split(&seen).1)
+}
+
+fn read_watch_ends_naming_its_server_when_it_dies_and_is_not_started_again(runtime: Runtime) {
+    let (status, stderr) = killed_under_the_watch(
+        runtime,
+        "read-watch-dies",
+        "2026",
+        "{ attempts = 0 }",
+        false,
+    );
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(stderr.contains("server `w`"), "{stderr}");
     assert!(stderr.contains("not started again"), "{stderr}");
@@ -341,29 +357,13 @@ fn read_watch_ends_naming_its_server_when_it_dies_and_is_not_started_again(runti
 /// `WATCH_ONCE`, 2025 era): the watch ends, exit 1, with the server's
 /// answer.
 fn read_watch_ends_when_the_restarted_server_refuses_the_subscription(runtime: Runtime) {
-    let (_scene, mut child, rx) = watch_with_restart(
+    let (status, stderr) = killed_under_the_watch(
         runtime,
         "read-watch-refused-again",
         "2025",
         "{ attempts = 3, backoff_ms = 100 }",
         true,
     );
-    let mut seen = Vec::new();
-    wait_line(&mut child, &rx, &mut seen, "first body", |l| {
-        pid_in(l).is_some()
-    });
-    let first = seen.iter().find_map(pid_in).expect("a body");
-    kill_server(first);
-    let status = wait_exit(&mut child, Duration::from_secs(30));
-    seen.extend(rx.try_iter());
-    let stderr = seen
-        .iter()
-        .filter_map(|l| match l {
-            Line::Err(text) => Some(text.as_str()),
-            Line::Out(_) => None,
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
     assert_eq!(status.code(), Some(1), "{stderr}");
     assert!(
         stderr.contains("server `w` was started again but did not take the subscription"),

@@ -1341,6 +1341,21 @@ fn wait_record(record: &std::path::Path, want: &str) {
     }
 }
 
+/// Types `<typed>@counter`, picks `watch://counter` from the palette and
+/// waits until it is read.
+fn attach_counter(shell: &mut Shell, typed: &str) {
+    let at = shell.mark();
+    shell.keys(&format!("{typed}@counter"));
+    shell.wait_for_after(at, "\n  watch://counter  watched · counter", SOON);
+    let at = shell.mark();
+    shell.keys("\t");
+    shell.wait_for_after(
+        at,
+        &format!("rho> {typed}[resource: watch://counter] "),
+        SOON,
+    );
+}
+
 /// An `@` attachment of a server that offers `resources.subscribe` is
 /// subscribed to; when the server says it changed (the fixture bumps on
 /// SIGUSR2), the shell says so and reads it again, and the line sent
@@ -1363,12 +1378,7 @@ fn an_attachment_that_changes_is_read_again_before_the_line_is_sent(rt: Runtime)
             record.display().to_string()
         ));
         let mut shell = Shell::start_with(rt, &format!("watched-{era}"), &config);
-        let at = shell.mark();
-        shell.keys("see @counter");
-        shell.wait_for_after(at, "\n  watch://counter  watched · counter", SOON);
-        let at = shell.mark();
-        shell.keys("\t");
-        shell.wait_for_after(at, "rho> see [resource: watch://counter] ", SOON);
+        attach_counter(&mut shell, "see ");
         if era == "2025" {
             wait_record(&record, "subscribe watch://counter\n");
         }
@@ -1404,12 +1414,7 @@ fn an_attachment_that_changes_is_read_again_before_the_line_is_sent(rt: Runtime)
                 "subscribe watch://counter\nunsubscribe watch://counter\n",
             );
             // Removed with Backspace: let go.
-            let at = shell.mark();
-            shell.keys("@counter");
-            shell.wait_for_after(at, "\n  watch://counter  watched · counter", SOON);
-            let at = shell.mark();
-            shell.keys("\t");
-            shell.wait_for_after(at, "rho> [resource: watch://counter] ", SOON);
+            attach_counter(&mut shell, "");
             wait_record(
                 &record,
                 "subscribe watch://counter\nunsubscribe watch://counter\nsubscribe watch://counter\n",
@@ -1420,12 +1425,7 @@ fn an_attachment_that_changes_is_read_again_before_the_line_is_sent(rt: Runtime)
                 "subscribe watch://counter\nunsubscribe watch://counter\nsubscribe watch://counter\nunsubscribe watch://counter\n",
             );
             // On the line when the shell is stopped: the shutdown lets go.
-            let at = shell.mark();
-            shell.keys("@counter");
-            shell.wait_for_after(at, "\n  watch://counter  watched · counter", SOON);
-            let at = shell.mark();
-            shell.keys("\t");
-            shell.wait_for_after(at, "rho> [resource: watch://counter] ", SOON);
+            attach_counter(&mut shell, "");
             let held = "subscribe watch://counter\nunsubscribe watch://counter\n".repeat(2)
                 + "subscribe watch://counter\n";
             wait_record(&record, &held);

@@ -1013,36 +1013,26 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                     stateless: true,
                     ..Setup::default()
                 },
-                vec![
-                    say(vec![S::Discover {
-                        id: Reply::Latest,
-                        versions: 0,
-                        capabilities: subscribable(),
-                        ttl_ms: Some(60_000),
-                    }]),
-                    say(vec![page(&["echo"], None)]),
-                    say(vec![catalog(1, &["a"], None, Some(1000))]),
-                    say(vec![catalog(2, &[], None, Some(1000))]),
-                    Action::Request(subscribe("a://x")),
-                    say(vec![S::ResourceAcknowledged {
-                        listen: Reply::Latest,
-                        uris: vec![t("a://x")],
-                    }]),
-                    say(vec![S::ResourceUpdated {
-                        uri: t("a://x"),
-                        listen: Some(Reply::Latest),
-                    }]),
-                    // A second URI the server leaves out of its
-                    // acknowledgement: not agreed, the first one kept.
-                    Action::Request(subscribe("a://y")),
-                    say(vec![S::ResourceAcknowledged {
-                        listen: Reply::Latest,
-                        uris: vec![t("a://x")],
-                    }]),
-                    Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
-                    Action::Request(subscribe("a://z")),
-                    Action::Wait(Wait::NextDeadline),
-                ],
+                [
+                    subscribed_2026(),
+                    vec![
+                        say(vec![S::ResourceUpdated {
+                            uri: t("a://x"),
+                            listen: Some(Reply::Latest),
+                        }]),
+                        // A second URI the server leaves out of its
+                        // acknowledgement: not agreed, the first one kept.
+                        Action::Request(subscribe("a://y")),
+                        say(vec![S::ResourceAcknowledged {
+                            listen: Reply::Latest,
+                            uris: vec![t("a://x")],
+                        }]),
+                        Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
+                        Action::Request(subscribe("a://z")),
+                        Action::Wait(Wait::NextDeadline),
+                    ],
+                ]
+                .concat(),
             ),
         ),
         (
@@ -1054,33 +1044,44 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                     stateless: true,
                     ..Setup::default()
                 },
-                vec![
-                    say(vec![S::Discover {
-                        id: Reply::Latest,
-                        versions: 0,
-                        capabilities: subscribable(),
-                        ttl_ms: Some(60_000),
-                    }]),
-                    say(vec![page(&["echo"], None)]),
-                    say(vec![catalog(1, &["a"], None, Some(1000))]),
-                    say(vec![catalog(2, &[], None, Some(1000))]),
-                    Action::Request(subscribe("a://x")),
-                    say(vec![S::ResourceAcknowledged {
-                        listen: Reply::Latest,
-                        uris: vec![t("a://x")],
-                    }]),
-                    say(vec![S::Error {
-                        id: Some(Reply::Latest),
-                        code: -32603,
-                        message: t("Subscription limit reached"),
-                    }]),
-                    say(vec![S::ResourceUpdated {
-                        uri: t("a://x"),
-                        listen: Some(Reply::Latest),
-                    }]),
-                ],
+                [
+                    subscribed_2026(),
+                    vec![
+                        say(vec![S::Error {
+                            id: Some(Reply::Latest),
+                            code: -32603,
+                            message: t("Subscription limit reached"),
+                        }]),
+                        say(vec![S::ResourceUpdated {
+                            uri: t("a://x"),
+                            listen: Some(Reply::Latest),
+                        }]),
+                    ],
+                ]
+                .concat(),
             ),
         ),
+    ]
+}
+
+/// A 2026 server that offers subscriptions, ready, and `a://x` subscribed
+/// to (its stream acknowledged with it).
+fn subscribed_2026() -> Vec<Action> {
+    vec![
+        say(vec![S::Discover {
+            id: Reply::Latest,
+            versions: 0,
+            capabilities: subscribable(),
+            ttl_ms: Some(60_000),
+        }]),
+        say(vec![page(&["echo"], None)]),
+        say(vec![catalog(1, &["a"], None, Some(1000))]),
+        say(vec![catalog(2, &[], None, Some(1000))]),
+        Action::Request(subscribe("a://x")),
+        say(vec![S::ResourceAcknowledged {
+            listen: Reply::Latest,
+            uris: vec![t("a://x")],
+        }]),
     ]
 }
 

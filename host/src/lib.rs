@@ -37,7 +37,9 @@
 //!    skills, subscriptions to resources ([`Host::subscribe_resource`],
 //!    heard through the host services' `resource_updates` sink, or
 //!    [`resource_update_channel`] to take each change as a
-//!    [`ResourceUpdated`] value, coalesced until the host looks),
+//!    [`ResourceUpdated`] value, coalesced until the host looks; renewed
+//!    when a server is restarted or reconnected, and the host told when
+//!    one ends without its asking: [`WatchNotice`]),
 //!    a server started again with the logins as they are now
 //!    ([`Host::reconnect`], after a login through [`Host::logins`]), and
 //!    shutdown. [`AsyncHost`] ([`Host::into_async`]) is the same calls

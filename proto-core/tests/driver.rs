@@ -1408,26 +1408,24 @@ impl Harness {
         self.answer_if_sent("resources/templates/list", json!({"resourceTemplates": []}));
     }
 
-    fn subscribe(&mut self, ticket: u64, uri: &str) {
+    /// The host's request `request` as ticket `ticket`.
+    fn feature(&mut self, ticket: u64, request: FeatureRequest) {
         self.command(Command::Request {
             ticket,
-            request: Box::new(FeatureRequest::SubscribeResource(SubscribeParams {
-                uri: uri.into(),
-            })),
+            request: Box::new(request),
             budget: None,
             reply: ticket,
         });
     }
 
+    fn subscribe(&mut self, ticket: u64, uri: &str) {
+        let params = SubscribeParams { uri: uri.into() };
+        self.feature(ticket, FeatureRequest::SubscribeResource(params));
+    }
+
     fn unsubscribe(&mut self, ticket: u64, uri: &str) {
-        self.command(Command::Request {
-            ticket,
-            request: Box::new(FeatureRequest::UnsubscribeResource(SubscribeParams {
-                uri: uri.into(),
-            })),
-            budget: None,
-            reply: ticket,
-        });
+        let params = SubscribeParams { uri: uri.into() };
+        self.feature(ticket, FeatureRequest::UnsubscribeResource(params));
     }
 
     fn updated(&mut self, uri: &str) {

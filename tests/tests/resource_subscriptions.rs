@@ -392,6 +392,27 @@ fn kill_server(host: &Host, id: &str) {
     assert!(wait_gone(pid), "the killed process is reaped");
 }
 
+/// A bump of the new process (its first) reaches the host; in the 2025
+/// era the fixture's record holds `requests` of the counter, in order.
+fn changes_reach_the_host(
+    host: &Host,
+    updates: &ResourceUpdates,
+    era: &str,
+    record: &std::path::Path,
+    requests: &[&str],
+) {
+    assert_eq!(bump(host, "watched"), "count 1");
+    assert_eq!(next_update(updates).notice, WatchNotice::Updated, "{era}");
+    if era == "2025" {
+        let seen = std::fs::read_to_string(record).expect("the fixture's record");
+        let want: String = requests
+            .iter()
+            .map(|r| format!("{r} {COUNTER}\n"))
+            .collect();
+        assert_eq!(seen, want);
+    }
+}
+
 fn a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restart<
     R: TestRuntime,
 >() {
@@ -422,17 +443,8 @@ fn a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restar
             "count 0",
             "{era}: a new process"
         );
-        // Its changes reach the host as before.
-        assert_eq!(bump(&host, "watched"), "count 1");
-        assert_eq!(next_update(&updates).notice, WatchNotice::Updated, "{era}");
-        if era == "2025" {
-            let seen = std::fs::read_to_string(&record).expect("the fixture's record");
-            assert_eq!(
-                seen,
-                format!("subscribe {COUNTER}\nsubscribe {COUNTER}\n"),
-                "each process was asked once"
-            );
-        }
+        // Its changes reach the host as before; each process was asked once.
+        changes_reach_the_host(&host, &updates, era, &record, &["subscribe", "subscribe"]);
         host.shutdown();
     }
 }
@@ -511,16 +523,14 @@ fn a_reconnected_server_is_subscribed_again_to_what_the_host_held<R: TestRuntime
             .map(|(uri, outcome)| (uri.as_str(), outcome.is_ok()))
             .collect();
         assert_eq!(outcomes, [(COUNTER, true)], "{era}");
-        assert_eq!(bump(&host, "watched"), "count 1");
-        assert_eq!(next_update(&updates).notice, WatchNotice::Updated, "{era}");
-        if era == "2025" {
-            let seen = std::fs::read_to_string(&record).expect("the fixture's record");
-            assert_eq!(
-                seen,
-                format!("subscribe {COUNTER}\nunsubscribe {COUNTER}\nsubscribe {COUNTER}\n"),
-                "the old session let go at its close, the new one asked"
-            );
-        }
+        // The old session let go at its close, the new one asked.
+        changes_reach_the_host(
+            &host,
+            &updates,
+            era,
+            &record,
+            &["subscribe", "unsubscribe", "subscribe"],
+        );
         host.shutdown();
     }
 }
