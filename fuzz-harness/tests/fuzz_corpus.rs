@@ -1061,6 +1061,29 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                 .concat(),
             ),
         ),
+        (
+            // The server ends the acknowledged stream; the one rho opens
+            // again is refused: the host hears its watch ended.
+            "resource-stream-reopen-refused-2026",
+            with(
+                Setup {
+                    stateless: true,
+                    ..Setup::default()
+                },
+                [
+                    subscribed_2026(),
+                    vec![
+                        say(vec![empty_result()]),
+                        say(vec![S::Error {
+                            id: Some(Reply::Latest),
+                            code: -32603,
+                            message: t("Subscription limit reached"),
+                        }]),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
     ]
 }
 

@@ -552,3 +552,22 @@ fn a_refused_reopening_of_an_acknowledged_2026_stream_tells_the_host_its_watches
         .expect("an end");
     assert!(reason.contains("Subscription limit reached"), "{reason}");
 }
+
+#[test]
+fn a_2026_stream_that_cannot_be_opened_again_tells_the_host_its_watches_ended() {
+    let mut h = Harness::modern(subscribable());
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    let (first, _) = h.requests("subscriptions/listen")[0];
+    h.acknowledge(first, &["demo://a"]);
+    // The server ends it; the stream opened again is refused.
+    h.reply(first, json!({"resultType": "complete"}));
+    let (second, _) = h.requests("subscriptions/listen")[1];
+    assert!(h.watches_ended().is_empty(), "opened again first");
+    h.say(json!({"jsonrpc": "2.0", "id": second, "error": {"code": -32603, "message": "Subscription limit reached"}}));
+    assert_eq!(h.watches_ended(), vec![vec!["demo://a".to_owned()]]);
+    assert_eq!(
+        h.requests("subscriptions/listen").len(),
+        2,
+        "not opened a third time"
+    );
+}

@@ -33,9 +33,11 @@
 //!
 //! Once acknowledged, the stream is open for the session's life. If it
 //! ends (broken, or closed by the server) it is re-issued once with the
-//! URIs held, as the list-change stream is; a second end, or a refusal,
-//! drops the subscriptions, with a log line saying so: the host hears of
-//! no more changes, and an explicit re-subscribe starts over.
+//! URIs held, as the list-change stream is; a second end, or a refusal
+//! (of it, or of the one re-issued: [`ResourceSubscriptions::orphaned`]),
+//! drops the subscriptions, with a log line saying so, and the host is
+//! told which: it hears of no more changes, and an explicit re-subscribe
+//! starts over.
 //!
 //! # Bounds
 //!
@@ -462,6 +464,17 @@ impl ResourceSubscriptions {
         (StreamEnd::Dropped, Vec::new())
     }
 
+    /// What is held with no stream to carry it (2026: the acknowledged
+    /// stream ended and the one opened again failed): dropped, and
+    /// returned for the session to tell the host. Nothing while a stream
+    /// is acknowledged or being opened.
+    pub fn orphaned(&mut self) -> Vec<String> {
+        if self.current.is_some() || self.opening.is_some() {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.held).into_iter().collect()
+    }
+
     /// A subscribe call `call` waiting on an opening stream was cancelled
     /// by the host: it stops waiting (the stream still opens; an agreed URI
     /// is then held until unsubscribed). Returns whether it was waiting.
@@ -687,6 +700,21 @@ mod tests {
         let _ = s.acknowledged(2, &["a://1".into()]);
         assert_eq!(s.ended(2, false), (StreamEnd::Dropped, vec![]));
         assert!(!s.holds("a://1"));
+    }
+
+    #[test]
+    fn a_failed_reopening_leaves_what_was_held_orphaned() {
+        let mut s = ResourceSubscriptions::default();
+        let _ = s.opened(1, vec!["a://1".into()], Some((1, "a://1".into())));
+        let _ = s.acknowledged(1, &["a://1".into()]);
+        assert!(s.orphaned().is_empty(), "carried by its stream");
+        assert_eq!(s.ended(1, false), (StreamEnd::Reopen, vec![]));
+        let _ = s.opened(2, s.wanted_with(None), None);
+        assert!(s.orphaned().is_empty(), "being opened again");
+        assert_eq!(s.ended(2, true), (StreamEnd::OpeningFailed, vec![]));
+        assert_eq!(s.orphaned(), vec!["a://1".to_owned()]);
+        assert!(!s.holds("a://1"));
+        assert!(s.orphaned().is_empty(), "told once");
     }
 
     #[test]

@@ -28,7 +28,8 @@
 //! told is over (server-everything keeps them for its life). A 2026
 //! subscription ends with its stream. A 2026 stream that ends for good
 //! while the session goes on (it ended again after being opened again, or
-//! the server refused it) drops what it held, and the host is told which
+//! the server refused it, or the one opened again) drops what it held, and
+//! the host is told which
 //! ([`Event::ResourceWatchEnded`]).
 
 use std::time::{Duration, Instant};
@@ -382,6 +383,17 @@ impl Session {
                     self.events.push_back(Event::RequestCompleted {
                         call: CallId(call),
                         result: Err(error(server.clone())),
+                    });
+                }
+                // A stream opened again after the acknowledged one ended:
+                // what it was to carry has no stream now.
+                let orphaned = self.resource_subscriptions.orphaned();
+                if !orphaned.is_empty() {
+                    let reason = error(server.clone()).to_string();
+                    tracing::warn!(server = %server, "the resource subscription stream could not be opened again ({reason}); rho holds no resource subscriptions of this server any more");
+                    self.events.push_back(Event::ResourceWatchEnded {
+                        uris: orphaned,
+                        reason,
                     });
                 }
             }
