@@ -1411,6 +1411,62 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
             ),
         ),
         (
+            // A subscription held when the server forgets the session: the
+            // fresh session is subscribed again, of rho's own.
+            "subscription-renewed-after-session-expired",
+            with(
+                [
+                    vec![answer(
+                        Body::Json(S::Initialize {
+                            id: Reply::Latest,
+                            version: 0,
+                            capabilities: subscribable(),
+                            instructions: false,
+                        }),
+                        Some(0),
+                    )],
+                    accepted(Exchange::Open(0)),
+                    vec![
+                        exchange_answer(Exchange::Open(0), sse(vec![page(&["echo"], None)])),
+                        exchange_answer(
+                            Exchange::Latest,
+                            Body::Json(catalog(1, &["a.txt"], None, None)),
+                        ),
+                        exchange_answer(Exchange::Latest, Body::Json(catalog(2, &[], None, None))),
+                        HttpAction::Request(subscribe("a://x")),
+                        answer(Body::Json(empty_result()), None),
+                        HttpAction::CallTool {
+                            tool: t("echo"),
+                            arguments: Arguments::Null,
+                        },
+                        HttpAction::Head {
+                            exchange: Exchange::Latest,
+                            status: 5,
+                            content: 2,
+                            session_id: None,
+                        },
+                        HttpAction::End(Exchange::Latest),
+                        answer(
+                            Body::Json(S::Initialize {
+                                id: Reply::Latest,
+                                version: 0,
+                                capabilities: subscribable(),
+                                instructions: false,
+                            }),
+                            Some(1),
+                        ),
+                    ],
+                    accepted(Exchange::Open(0)),
+                    // The call sent again, then the renewal.
+                    vec![
+                        answer(Body::Json(result("again")), None),
+                        answer(Body::Json(empty_result()), None),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
+        (
             "session-expired-reinitialized",
             with(
                 [

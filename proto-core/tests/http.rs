@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use rho_proto_core::config::{self, Transport};
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::resource_subscriptions::{SubscribeParams, WatchEnd};
 use rho_proto_core::http::{
     HeaderError, HttpFailure, HttpFailureKind, HttpOptions, HttpOutput, HttpRequest, Method,
     resolve_headers,
@@ -782,6 +784,100 @@ fn call_answered_404_reinitializes_and_resends_the_call_once_with_the_new_sessio
     assert_eq!(h.completed_text(call), "again");
     assert_eq!(h.posts("initialize").len(), 2);
     assert!(h.closed().is_none());
+}
+
+/// Handshake and discovery of a server offering subscriptions, session
+/// [`SID`]; `a://1` subscribed to (answered). Returns the GET stream.
+fn subscribed(h: &mut Harness) -> HttpRequest {
+    let init = h.last_post("initialize");
+    let result = json!({
+        "protocolVersion": VERSION,
+        "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+        "serverInfo": {"name": "scripted", "version": "1.0"}
+    });
+    let body = response(&rpc(&init)["id"], result).to_string();
+    h.respond(
+        &init,
+        200,
+        &[JSON, ("Mcp-Session-Id", SID)],
+        body.as_bytes(),
+    );
+    let initialized = h.last_post("notifications/initialized");
+    h.accept(&initialized);
+    let stream = h.open_stream();
+    let list = h.last_post("tools/list");
+    h.answer_json(&list, json!({"tools": [tool("echo")]}));
+    let resources = h.last_post("resources/list");
+    h.answer_json(&resources, json!({"resources": []}));
+    let templates = h.last_post("resources/templates/list");
+    h.answer_json(&templates, json!({"resourceTemplates": []}));
+    assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+    let request = FeatureRequest::SubscribeResource(SubscribeParams {
+        uri: "a://1".into(),
+    });
+    let _ = h.transport.request(h.now, &request).expect("ready");
+    h.drain();
+    let subscribe = h.last_post("resources/subscribe");
+    h.answer_json(&subscribe, json!({}));
+    stream
+}
+
+#[test]
+fn a_2025_session_that_replaced_an_expired_one_is_subscribed_again_and_the_host_told() {
+    let mut h = Harness::new();
+    subscribed(&mut h);
+    let (_, req) = h.call("echo", json!({}));
+    h.respond(&req, 404, &[], b"Session not found");
+    reinitialize(&mut h);
+    let again = h.posts("resources/subscribe");
+    assert_eq!(again.len(), 2, "subscribed again, of rho's own");
+    assert_eq!(rpc(&again[1])["params"], json!({"uri": "a://1"}));
+    assert_eq!(header(&again[1], "mcp-session-id"), Some(SID2));
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::ResourceWatchRenewed { .. })),
+        "not before its answer"
+    );
+    h.answer_json(&again[1], json!({}));
+    assert!(
+        h.events.iter().any(
+            |e| matches!(e, Event::ResourceWatchRenewed { uris } if uris == &["a://1".to_owned()])
+        ),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn a_subscription_the_replacing_session_refuses_ends_and_the_host_is_told() {
+    let mut h = Harness::new();
+    subscribed(&mut h);
+    let (_, req) = h.call("echo", json!({}));
+    h.respond(&req, 404, &[], b"Session not found");
+    reinitialize(&mut h);
+    let again = h.last_post("resources/subscribe");
+    let body = json!({"jsonrpc": "2.0", "id": rpc(&again)["id"],
+        "error": {"code": -32002, "message": "no such resource now"}})
+    .to_string();
+    h.respond(&again, 200, &[JSON], body.as_bytes());
+    let ended = h.events.iter().find_map(|e| match e {
+        Event::ResourceWatchEnded { uris, end } => Some((uris.clone(), end.clone())),
+        _ => None,
+    });
+    match ended {
+        Some((uris, WatchEnd::NotRenewed { reason })) => {
+            assert_eq!(uris, ["a://1"]);
+            assert!(reason.contains("no such resource now"), "{reason}");
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    // Not renewed, and not held.
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::ResourceWatchRenewed { .. }))
+    );
 }
 
 #[test]

@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use rho_proto_core::features::FeatureRequest;
-use rho_proto_core::features::resource_subscriptions::{MAX_PER_SERVER, SubscribeParams};
+use rho_proto_core::features::resource_subscriptions::{MAX_PER_SERVER, SubscribeParams, WatchEnd};
 use rho_proto_core::session::{ApiMisuse, CallError, CallId, Event, SessionOptions, SessionState};
 use rho_proto_core::wire::jsonrpc::Message;
 use serde_json::{Value, json};
@@ -546,7 +546,10 @@ fn a_refused_reopening_of_an_acknowledged_2026_stream_tells_the_host_its_watches
         .events
         .iter()
         .find_map(|e| match e {
-            Event::ResourceWatchEnded { reason, .. } => Some(reason.clone()),
+            Event::ResourceWatchEnded {
+                end: WatchEnd::StreamEnded { reason },
+                ..
+            } => Some(reason.clone()),
             _ => None,
         })
         .expect("an end");

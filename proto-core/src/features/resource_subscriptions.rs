@@ -165,7 +165,8 @@ pub enum StreamEnd {
 /// Why rho stopped watching a resource the host subscribed to, without the
 /// host asking: the host hears of no more changes of it until it
 /// subscribes again.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 #[non_exhaustive]
 pub enum WatchEnd {
     /// The server's session ended and the server is not started again
@@ -257,6 +258,9 @@ pub struct ResourceSubscriptions {
     /// 2026: the stream being opened to replace it.
     opening: Option<Opening>,
     reissues: u32,
+    /// 2025: subscribes of the session's own renewing what is held after
+    /// a fresh `initialize`, by request.
+    renewing: BTreeMap<u64, String>,
 }
 
 impl ResourceSubscriptions {
@@ -310,6 +314,17 @@ impl ResourceSubscriptions {
             self.held.insert(uri);
         }
         true
+    }
+
+    /// A `resources/subscribe` of the session's own went out as `request`
+    /// to renew `uri`, held, on a session that replaced an expired one.
+    pub fn renewing(&mut self, request: u64, uri: String) {
+        self.renewing.insert(request, uri);
+    }
+
+    /// Renewal `request` ended (answered or failed): the URI it renewed.
+    pub fn renewed(&mut self, request: u64) -> Option<String> {
+        self.renewing.remove(&request)
     }
 
     /// Drops `uri` at once (updates for it stop now); returns whether it
@@ -437,6 +452,7 @@ impl ResourceSubscriptions {
     pub fn session_closed(&mut self) -> Vec<u64> {
         self.held.clear();
         self.asked.clear();
+        self.renewing.clear();
         self.current = None;
         self.opening
             .take()

@@ -77,7 +77,10 @@
 //!   when rho closed the server itself, nothing is reported: the host
 //!   asked for it;
 //! - a session that drops its subscriptions while it goes on (a 2026
-//!   stream that ended for good) reports each [`WatchEnd::StreamEnded`].
+//!   stream that ended for good, a 2025 HTTP session whose replacement
+//!   refused one) reports each ended with the session's reason; one that
+//!   renewed them itself (that replacement took them) reports each
+//!   [`WatchNotice::Renewed`].
 //!
 //! Only updates of a URI watched reach the host.
 
@@ -746,13 +749,18 @@ impl<R> Driver<R> {
                 }))
             }
             Event::ResourceUpdated { .. } => None,
-            Event::ResourceWatchEnded { uris, reason } => {
+            Event::ResourceWatchRenewed { uris } => {
+                for uri in uris {
+                    if self.watching.contains(&uri) {
+                        self.report_watch(uri, WatchNotice::Renewed);
+                    }
+                }
+                None
+            }
+            Event::ResourceWatchEnded { uris, end } => {
                 for uri in uris {
                     if self.watching.remove(&uri) {
-                        let end = WatchEnd::StreamEnded {
-                            reason: reason.clone(),
-                        };
-                        self.report_watch(uri, WatchNotice::Ended(end));
+                        self.report_watch(uri, WatchNotice::Ended(end.clone()));
                     }
                 }
                 None

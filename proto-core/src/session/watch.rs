@@ -21,6 +21,14 @@
 //!   the stream when nothing is left), and ends at once: there is no
 //!   answer to wait for.
 //!
+//! A 2025 server over HTTP that forgot the session (it restarted, or
+//! evicted it) holds none of its subscriptions in the session that
+//! replaces it: once the fresh `initialize` is done, rho sends
+//! `resources/subscribe` for each URI held, of its own. Each one taken is
+//! [`Event::ResourceWatchRenewed`] (the host reads it again: a change
+//! while the session was gone was not heard of); each one refused, or
+//! unanswered, is dropped and [`Event::ResourceWatchEnded`].
+//!
 //! When rho closes the session, a 2025 server is sent
 //! `resources/unsubscribe` for each URI held (a farewell: the transport
 //! lets it reach the server before it ends, its answer unread), since a
@@ -38,8 +46,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::features::resource_subscriptions::{
-    MAX_PER_SERVER, Plan, Refusal, Resolved, StreamEnd, WatchFilter, WatchParams, agreed_uris,
-    updated_uri,
+    MAX_PER_SERVER, Plan, Refusal, Resolved, StreamEnd, WatchEnd, WatchFilter, WatchParams,
+    agreed_uris, updated_uri,
 };
 use crate::features::subscriptions::SUBSCRIPTION_ID;
 
@@ -201,6 +209,69 @@ impl Session {
                 now + budget,
                 budget,
             );
+        }
+    }
+
+    /// A fresh `initialize` replaced an expired 2025 session: the new one
+    /// is subscribed to each URI held.
+    pub(super) fn renew_after_expiry(&mut self) {
+        if self.is_stateless() || !matches!(self.phase, Phase::Ready) {
+            return;
+        }
+        let held: Vec<String> = self
+            .resource_subscriptions
+            .held()
+            .map(str::to_owned)
+            .collect();
+        let now = self.clock.latest();
+        let budget = self.options.request_timeout;
+        for uri in held {
+            let params = json!({ "uri": uri });
+            let request = self.send_request(
+                Purpose::Renew,
+                "resources/subscribe",
+                Some(&params),
+                now + budget,
+                budget,
+            );
+            self.resource_subscriptions.renewing(request, uri);
+        }
+    }
+
+    /// The server answered renewal `request`.
+    pub(super) fn renewal_answered(&mut self, request: u64, reply: Result<Value, ErrorObject>) {
+        match reply {
+            Ok(_) => {
+                if let Some(uri) = self.resource_subscriptions.renewed(request)
+                    && self.resource_subscriptions.holds(&uri)
+                {
+                    self.events
+                        .push_back(Event::ResourceWatchRenewed { uris: vec![uri] });
+                }
+            }
+            Err(error) => {
+                let reason = CallError::Rpc {
+                    server: self.options.server.clone(),
+                    error: Box::new(error),
+                }
+                .to_string();
+                self.renewal_failed(request, reason);
+            }
+        }
+    }
+
+    /// Renewal `request` failed (refused, unanswered, or its transport
+    /// broke): the URI is dropped, and the host told.
+    pub(super) fn renewal_failed(&mut self, request: u64, reason: String) {
+        let Some(uri) = self.resource_subscriptions.renewed(request) else {
+            return;
+        };
+        if self.resource_subscriptions.release(&uri) {
+            tracing::warn!(server = %self.options.server, "the server did not take a subscription again after its session expired: {reason}");
+            self.events.push_back(Event::ResourceWatchEnded {
+                uris: vec![uri],
+                end: WatchEnd::NotRenewed { reason },
+            });
         }
     }
 
@@ -393,7 +464,7 @@ impl Session {
                     tracing::warn!(server = %server, "the resource subscription stream could not be opened again ({reason}); rho holds no resource subscriptions of this server any more");
                     self.events.push_back(Event::ResourceWatchEnded {
                         uris: orphaned,
-                        reason,
+                        end: WatchEnd::StreamEnded { reason },
                     });
                 }
             }
@@ -407,8 +478,10 @@ impl Session {
                 let reason = error(server.clone()).to_string();
                 tracing::warn!(server = %server, "the resource subscription stream ended ({reason}); rho holds no resource subscriptions of this server any more");
                 if !held.is_empty() {
-                    self.events
-                        .push_back(Event::ResourceWatchEnded { uris: held, reason });
+                    self.events.push_back(Event::ResourceWatchEnded {
+                        uris: held,
+                        end: WatchEnd::StreamEnded { reason },
+                    });
                 }
             }
             StreamEnd::Unknown => {}
