@@ -14,7 +14,9 @@
 //! is started again and subscribed anew in both eras: the host hears
 //! `Renewed`, then the new process's changes; when it is not started again,
 //! or its new process refuses the subscription, the host hears that the
-//! watch ended and why. In the 2026 era the SDK's own subscription limit
+//! watch ended and why. server-everything over HTTP restarted on its port
+//! forgets the session: the fresh session rho starts is subscribed again
+//! and the host hears `Renewed`. In the 2026 era the SDK's own subscription limit
 //! (`maxSubscriptions`) refuses a second stream, and the first one keeps
 //! delivering.
 //!
@@ -535,6 +537,46 @@ fn a_reconnected_server_is_subscribed_again_to_what_the_host_held<R: TestRuntime
     }
 }
 
+/// server-everything over Streamable HTTP restarted on its port: the next
+/// request finds the session forgotten (404), rho starts a fresh one and
+/// subscribes it again of its own; the host hears `Renewed`, then the new
+/// process's updates.
+fn a_restarted_http_server_is_subscribed_again_on_the_fresh_session<R: TestRuntime>() {
+    let mut server = EverythingHttp::start();
+    let (host, updates) = start::<R>(&parse_config(&server.config("everything")));
+    assert_eq!(era_of(&host, "everything"), "2025-11-25");
+    let uri = match host.server("everything").map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
+        other => panic!("not ready: {other:?}"),
+    };
+    host.subscribe_resource("everything", &uri, CallOptions::new())
+        .expect("subscribe");
+    server.restart();
+    host.call(
+        ("everything", "echo"),
+        json!({"message": "after"}),
+        CallOptions::new(),
+    )
+    .expect("a call on the fresh session");
+    let renewed = next_update(&updates);
+    assert_eq!(
+        (renewed.uri.as_str(), renewed.notice),
+        (uri.as_str(), WatchNotice::Renewed)
+    );
+    host.call(
+        ("everything", "toggle-subscriber-updates"),
+        json!({}),
+        CallOptions::new(),
+    )
+    .expect("toggle");
+    let update = next_update(&updates);
+    assert_eq!(
+        (update.uri.as_str(), update.notice),
+        (uri.as_str(), WatchNotice::Updated)
+    );
+    host.shutdown();
+}
+
 /// rmcp's `watched-rmcp` on stdio.
 fn watched_rmcp(id: &str) -> String {
     let binary = tests_dir().join("../target/interop-rmcp/debug/watched-rmcp");
@@ -631,6 +673,7 @@ both_executors!(
     a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error,
     a_reconnected_server_is_subscribed_again_to_what_the_host_held,
     a_partial_acknowledgement_from_rmcp_holds_only_what_it_agreed_to,
+    a_restarted_http_server_is_subscribed_again_on_the_fresh_session,
     the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering,
     a_2026_stdio_server_tells_of_changes_through_subscriptions_listen,
     a_2026_http_server_tells_of_changes_through_subscriptions_listen,
