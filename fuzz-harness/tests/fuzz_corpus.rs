@@ -1196,6 +1196,25 @@ fn http_ready() -> Vec<HttpAction> {
     .concat()
 }
 
+/// A call answered 404 (the server forgot the session), then the fresh
+/// `initialize` answered with `init` under a new session id.
+fn call_in_a_forgotten_session(init: S) -> Vec<HttpAction> {
+    vec![
+        HttpAction::CallTool {
+            tool: t("echo"),
+            arguments: Arguments::Null,
+        },
+        HttpAction::Head {
+            exchange: Exchange::Latest,
+            status: 5,
+            content: 2,
+            session_id: None,
+        },
+        HttpAction::End(Exchange::Latest),
+        answer(Body::Json(init), Some(1)),
+    ]
+}
+
 fn http_sessions() -> Vec<(&'static str, HttpInput)> {
     let with = |actions: Vec<HttpAction>| HttpInput {
         setup: Setup::default(),
@@ -1435,27 +1454,13 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
                         exchange_answer(Exchange::Latest, Body::Json(catalog(2, &[], None, None))),
                         HttpAction::Request(subscribe("a://x")),
                         answer(Body::Json(empty_result()), None),
-                        HttpAction::CallTool {
-                            tool: t("echo"),
-                            arguments: Arguments::Null,
-                        },
-                        HttpAction::Head {
-                            exchange: Exchange::Latest,
-                            status: 5,
-                            content: 2,
-                            session_id: None,
-                        },
-                        HttpAction::End(Exchange::Latest),
-                        answer(
-                            Body::Json(S::Initialize {
-                                id: Reply::Latest,
-                                version: 0,
-                                capabilities: subscribable(),
-                                instructions: false,
-                            }),
-                            Some(1),
-                        ),
                     ],
+                    call_in_a_forgotten_session(S::Initialize {
+                        id: Reply::Latest,
+                        version: 0,
+                        capabilities: subscribable(),
+                        instructions: false,
+                    }),
                     accepted(Exchange::Open(0)),
                     // The call sent again, then the renewal.
                     vec![
@@ -1471,20 +1476,7 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
             with(
                 [
                     http_ready(),
-                    vec![
-                        HttpAction::CallTool {
-                            tool: t("echo"),
-                            arguments: Arguments::Null,
-                        },
-                        HttpAction::Head {
-                            exchange: Exchange::Latest,
-                            status: 5,
-                            content: 2,
-                            session_id: None,
-                        },
-                        HttpAction::End(Exchange::Latest),
-                        answer(Body::Json(initialize(Some(true), false)), Some(1)),
-                    ],
+                    call_in_a_forgotten_session(initialize(Some(true), false)),
                     accepted(Exchange::Open(0)),
                     vec![HttpAction::Answer {
                         exchange: Exchange::Open(0),

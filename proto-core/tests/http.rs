@@ -131,8 +131,21 @@ impl Harness {
     /// Handshake and discovery with session id [`SID`], one tool `echo`.
     /// The server's GET stream is left open and silent; it is returned.
     fn ready(&mut self) -> HttpRequest {
+        let stream = self.handshake(init_result());
+        assert!(
+            matches!(self.events.last(), Some(Event::Ready(_))),
+            "{:?}",
+            self.events
+        );
+        stream
+    }
+
+    /// `initialize` answered with `result` under session id [`SID`],
+    /// `initialized` taken, the server stream opened (returned) and
+    /// `tools/list` answered with one tool `echo`.
+    fn handshake(&mut self, result: Value) -> HttpRequest {
         let init = self.last_post("initialize");
-        let body = response(&rpc(&init)["id"], init_result()).to_string();
+        let body = response(&rpc(&init)["id"], result).to_string();
         self.respond(
             &init,
             200,
@@ -144,11 +157,6 @@ impl Harness {
         let stream = self.open_stream();
         let list = self.last_post("tools/list");
         self.answer_json(&list, json!({"tools": [tool("echo")]}));
-        assert!(
-            matches!(self.events.last(), Some(Event::Ready(_))),
-            "{:?}",
-            self.events
-        );
         stream
     }
 
@@ -789,24 +797,11 @@ fn call_answered_404_reinitializes_and_resends_the_call_once_with_the_new_sessio
 /// Handshake and discovery of a server offering subscriptions, session
 /// [`SID`]; `a://1` subscribed to (answered). Returns the GET stream.
 fn subscribed(h: &mut Harness) -> HttpRequest {
-    let init = h.last_post("initialize");
-    let result = json!({
+    let stream = h.handshake(json!({
         "protocolVersion": VERSION,
         "capabilities": {"tools": {}, "resources": {"subscribe": true}},
         "serverInfo": {"name": "scripted", "version": "1.0"}
-    });
-    let body = response(&rpc(&init)["id"], result).to_string();
-    h.respond(
-        &init,
-        200,
-        &[JSON, ("Mcp-Session-Id", SID)],
-        body.as_bytes(),
-    );
-    let initialized = h.last_post("notifications/initialized");
-    h.accept(&initialized);
-    let stream = h.open_stream();
-    let list = h.last_post("tools/list");
-    h.answer_json(&list, json!({"tools": [tool("echo")]}));
+    }));
     let resources = h.last_post("resources/list");
     h.answer_json(&resources, json!({"resources": []}));
     let templates = h.last_post("resources/templates/list");

@@ -129,6 +129,14 @@ fn era_of(host: &Host, id: &str) -> String {
     }
 }
 
+/// The first resource server `id` listed.
+fn first_resource(host: &Host, id: &str) -> String {
+    match host.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
 fn read_text(host: &Host, id: &str, uri: &str) -> String {
     let attached = host.attach_resource(id, uri, &Cancel::new()).expect("read");
     match attached.attachment {
@@ -256,10 +264,7 @@ fn server_everything_over_http_sends_updates_on_its_get_stream<R: TestRuntime>()
 
 fn everything_round(host: Host, updates: &ResourceUpdates) {
     assert_eq!(era_of(&host, "everything"), "2025-11-25");
-    let uri = match host.server("everything").map(|s| s.status) {
-        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
-        other => panic!("not ready: {other:?}"),
-    };
+    let uri = first_resource(&host, "everything");
     host.subscribe_resource("everything", &uri, CallOptions::new())
         .expect("subscribe");
     // Its updates start with this tool (one at once, then every 5 s).
@@ -545,10 +550,7 @@ fn a_restarted_http_server_is_subscribed_again_on_the_fresh_session<R: TestRunti
     let mut server = EverythingHttp::start();
     let (host, updates) = start::<R>(&parse_config(&server.config("everything")));
     assert_eq!(era_of(&host, "everything"), "2025-11-25");
-    let uri = match host.server("everything").map(|s| s.status) {
-        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
-        other => panic!("not ready: {other:?}"),
-    };
+    let uri = first_resource(&host, "everything");
     host.subscribe_resource("everything", &uri, CallOptions::new())
         .expect("subscribe");
     server.restart();

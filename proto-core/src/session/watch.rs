@@ -190,25 +190,8 @@ impl Session {
     /// Rho closes the session: a 2025 server is told each subscription
     /// held ends.
     pub(super) fn unsubscribe_at_close(&mut self) {
-        if self.is_stateless() {
-            return;
-        }
-        let held: Vec<String> = self
-            .resource_subscriptions
-            .held()
-            .map(str::to_owned)
-            .collect();
-        let now = self.clock.latest();
-        let budget = self.options.request_timeout;
-        for uri in held {
-            let params = json!({ "uri": uri });
-            self.send_request(
-                Purpose::Farewell,
-                "resources/unsubscribe",
-                Some(&params),
-                now + budget,
-                budget,
-            );
+        if !self.is_stateless() {
+            self.send_for_each_held(Purpose::Farewell, "resources/unsubscribe");
         }
     }
 
@@ -218,6 +201,14 @@ impl Session {
         if self.is_stateless() || !matches!(self.phase, Phase::Ready) {
             return;
         }
+        for (request, uri) in self.send_for_each_held(Purpose::Renew, "resources/subscribe") {
+            self.resource_subscriptions.renewing(request, uri);
+        }
+    }
+
+    /// Sends `method` for each URI held (2025 era), of rho's own, within
+    /// the request budget; returns each request with its URI.
+    fn send_for_each_held(&mut self, purpose: Purpose, method: &'static str) -> Vec<(u64, String)> {
         let held: Vec<String> = self
             .resource_subscriptions
             .held()
@@ -225,17 +216,14 @@ impl Session {
             .collect();
         let now = self.clock.latest();
         let budget = self.options.request_timeout;
-        for uri in held {
-            let params = json!({ "uri": uri });
-            let request = self.send_request(
-                Purpose::Renew,
-                "resources/subscribe",
-                Some(&params),
-                now + budget,
-                budget,
-            );
-            self.resource_subscriptions.renewing(request, uri);
-        }
+        held.into_iter()
+            .map(|uri| {
+                let params = json!({ "uri": uri });
+                let request =
+                    self.send_request(purpose.clone(), method, Some(&params), now + budget, budget);
+                (request, uri)
+            })
+            .collect()
     }
 
     /// The server answered renewal `request`.
