@@ -1009,30 +1009,23 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
         (
             "resource-subscriptions-listen-2026",
             with(
-                Setup {
-                    stateless: true,
-                    ..Setup::default()
-                },
-                [
-                    subscribed_2026(),
-                    vec![
-                        say(vec![S::ResourceUpdated {
-                            uri: t("a://x"),
-                            listen: Some(Reply::Latest),
-                        }]),
-                        // A second URI the server leaves out of its
-                        // acknowledgement: not agreed, the first one kept.
-                        Action::Request(subscribe("a://y")),
-                        say(vec![S::ResourceAcknowledged {
-                            listen: Reply::Latest,
-                            uris: vec![t("a://x")],
-                        }]),
-                        Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
-                        Action::Request(subscribe("a://z")),
-                        Action::Wait(Wait::NextDeadline),
-                    ],
-                ]
-                .concat(),
+                stateless(),
+                after_subscribed_2026(vec![
+                    say(vec![S::ResourceUpdated {
+                        uri: t("a://x"),
+                        listen: Some(Reply::Latest),
+                    }]),
+                    // A second URI the server leaves out of its
+                    // acknowledgement: not agreed, the first one kept.
+                    Action::Request(subscribe("a://y")),
+                    say(vec![S::ResourceAcknowledged {
+                        listen: Reply::Latest,
+                        uris: vec![t("a://x")],
+                    }]),
+                    Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
+                    Action::Request(subscribe("a://z")),
+                    Action::Wait(Wait::NextDeadline),
+                ]),
             ),
         ),
         (
@@ -1040,25 +1033,18 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
             // it: not opened again, and the host hears its watch ended.
             "resource-stream-refused-after-ack-2026",
             with(
-                Setup {
-                    stateless: true,
-                    ..Setup::default()
-                },
-                [
-                    subscribed_2026(),
-                    vec![
-                        say(vec![S::Error {
-                            id: Some(Reply::Latest),
-                            code: -32603,
-                            message: t("Subscription limit reached"),
-                        }]),
-                        say(vec![S::ResourceUpdated {
-                            uri: t("a://x"),
-                            listen: Some(Reply::Latest),
-                        }]),
-                    ],
-                ]
-                .concat(),
+                stateless(),
+                after_subscribed_2026(vec![
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32603,
+                        message: t("Subscription limit reached"),
+                    }]),
+                    say(vec![S::ResourceUpdated {
+                        uri: t("a://x"),
+                        listen: Some(Reply::Latest),
+                    }]),
+                ]),
             ),
         ),
         (
@@ -1066,25 +1052,23 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
             // again is refused: the host hears its watch ended.
             "resource-stream-reopen-refused-2026",
             with(
-                Setup {
-                    stateless: true,
-                    ..Setup::default()
-                },
-                [
-                    subscribed_2026(),
-                    vec![
-                        say(vec![empty_result()]),
-                        say(vec![S::Error {
-                            id: Some(Reply::Latest),
-                            code: -32603,
-                            message: t("Subscription limit reached"),
-                        }]),
-                    ],
-                ]
-                .concat(),
+                stateless(),
+                after_subscribed_2026(vec![
+                    say(vec![empty_result()]),
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32603,
+                        message: t("Subscription limit reached"),
+                    }]),
+                ]),
             ),
         ),
     ]
+}
+
+/// [`subscribed_2026`], then `actions`.
+fn after_subscribed_2026(actions: Vec<Action>) -> Vec<Action> {
+    [subscribed_2026(), actions].concat()
 }
 
 /// A 2026 server that offers subscriptions, ready, and `a://x` subscribed
