@@ -18,6 +18,14 @@
 //! refused before anything is sent (exit 2), naming the server; a server
 //! that refuses the subscription fails the command (exit 1).
 //!
+//! A stdio server that dies while watched is started again as its
+//! `restart` policy says, and subscribed to again by the host: the watch
+//! says so on stderr, reads the resource again (a change while the server
+//! was down was not heard of) and carries on. A server that is not started
+//! again (restarts off or given up), or whose new process refuses the
+//! subscription, ends the watch: it says so on stderr, naming the server,
+//! why, and what to do, and exits 1.
+//!
 //! A URI template (`demo://resource/dynamic/text/{resourceId}`) names
 //! nothing to read until its variables are filled in: its values follow
 //! as `VAR=VALUE` words and are expanded by RFC 6570. A template with a
@@ -36,7 +44,10 @@ use rho_proto_core::text::terminal::sanitize;
 use serde_json::json;
 
 use crate::{Failure, unknown_server, write_stdout};
-use rho_host::{CallOptions, LoadedConfig, RuntimeKind};
+use rho_host::{
+    AttachError, CallError, CallOptions, LoadedConfig, RuntimeKind, ToolCallError, WatchEnd,
+    WatchNotice,
+};
 
 /// `rho mcp read` arguments.
 #[derive(clap::Args, Debug)]
@@ -247,28 +258,56 @@ fn watch(
             .map_err(|e| runtime(&e))?;
         let mut last = None;
         loop {
-            let attached = host
-                .attach_resource(server, uri, &cancel)
-                .map_err(|e| runtime(&e))?;
-            // A read that shows what was printed last is not printed again:
-            // the notifications of one change can straddle a read (the
-            // reader looked between them), and the same body twice says
-            // nothing new.
-            let text = printed(attached.attachment);
-            if last.as_ref() != Some(&text) {
-                write_stdout(&text)?;
-                last = Some(text);
+            match host.attach_resource(server, uri, &cancel) {
+                Ok(attached) => {
+                    // A read that shows what was printed last is not
+                    // printed again: the notifications of one change can
+                    // straddle a read (the reader looked between them), and
+                    // the same body twice says nothing new.
+                    let text = printed(attached.attachment);
+                    if last.as_ref() != Some(&text) {
+                        write_stdout(&text)?;
+                        last = Some(text);
+                    }
+                }
+                // The server died under the read: what becomes of the
+                // watch (renewed on a restarted server, or ended) comes
+                // next, and says what to do.
+                Err(AttachError::Request(ToolCallError::Call(CallError::SessionClosed {
+                    ..
+                }))) => {
+                    tracing::info!(
+                        server,
+                        "the server ended during a read; waiting for what becomes of the watch"
+                    );
+                }
+                Err(e) => return Err(runtime(&e)),
             }
-            // Wait for this resource's next change (other updates cannot
-            // come: it is the only subscription), or the stop signal.
-            loop {
+            // Wait for news of this resource (no other can come: it is the
+            // only subscription), or the stop signal.
+            let notice = loop {
                 match updates.next_blocking_until(&cancel) {
-                    Some(update) if update.server == server && update.uri == uri => break,
+                    Some(update) if update.server == server && update.uri == uri => {
+                        break update.notice;
+                    }
                     Some(_) => continue,
                     None => return Ok(()),
                 }
+            };
+            match notice {
+                WatchNotice::Ended(end) => {
+                    return Err(Failure::Runtime(
+                        sanitize(&watch_ended(server, uri, &end)).into_owned(),
+                    ));
+                }
+                WatchNotice::Renewed => eprintln!(
+                    "{}",
+                    sanitize(&format!(
+                        "rho: server `{server}` was started again and rho subscribed to `{uri}` anew; reading it again"
+                    ))
+                ),
+                _ => tracing::info!(server, "`{}` changed; reading it again", sanitize(uri)),
             }
-            tracing::info!(server, "`{}` changed; reading it again", sanitize(uri));
         }
     })();
     // Unsubscribed on the way out, whatever ended the watch: the token is
@@ -282,6 +321,26 @@ fn watch(
     crate::check_stopped()?;
     outcome?;
     Ok(ExitCode::SUCCESS)
+}
+
+/// What `--watch` says when its watch ended without it asking: which
+/// server, what it no longer watches, what to run, then why (last: the
+/// reason may carry the server's last stderr lines).
+fn watch_ended(server: &str, uri: &str, end: &WatchEnd) -> String {
+    let again = format!("run `rho mcp read --watch {server} {uri}` again");
+    match end {
+        WatchEnd::ServerEnded { reason } => format!(
+            "server `{server}` ended and is not started again, so rho no longer watches `{uri}`; \
+             once it runs again (`rho mcp show {server}` shows its state), {again}. How it ended: {reason}"
+        ),
+        WatchEnd::NotRenewed { reason } => format!(
+            "server `{server}` was started again but did not take the subscription to `{uri}`, \
+             so rho no longer watches it; {again} to ask once more. It answered: {reason}"
+        ),
+        other => format!(
+            "server `{server}` stopped telling of `{uri}`, so rho no longer watches it; {again}. Why: {other}"
+        ),
+    }
 }
 
 #[cfg(test)]
@@ -308,5 +367,39 @@ mod tests {
         let bare = resolve(t, &["7".into()]).expect_err("no =");
         assert!(bare.contains("VAR=VALUE"), "{bare}");
         assert!(resolve("demo://{open", &[]).is_err());
+    }
+
+    #[test]
+    fn an_ended_watch_names_the_server_the_resource_what_to_run_and_then_why() {
+        let said = |end: WatchEnd| watch_ended("w", "watch://counter", &end);
+        let ended = said(WatchEnd::ServerEnded {
+            reason: "server exited (exit status: 1)\nstderr (last 1 line):\n  boom".into(),
+        });
+        assert!(
+            ended.starts_with(
+                "server `w` ended and is not started again, so rho no longer watches `watch://counter`"
+            ),
+            "{ended}"
+        );
+        assert!(
+            ended.contains("run `rho mcp read --watch w watch://counter` again"),
+            "{ended}"
+        );
+        assert!(ended.ends_with("  boom"), "the reason last: {ended}");
+        let refused = said(WatchEnd::NotRenewed {
+            reason: "no such resource".into(),
+        });
+        assert!(
+            refused.contains("did not take the subscription"),
+            "{refused}"
+        );
+        assert!(
+            refused.ends_with("It answered: no such resource"),
+            "{refused}"
+        );
+        let stream = said(WatchEnd::StreamEnded {
+            reason: "closed".into(),
+        });
+        assert!(stream.contains("no longer watches"), "{stream}");
     }
 }

@@ -1185,6 +1185,7 @@ at_two_widths!(
     a_read_shows_reading_until_the_server_answers_and_typing_goes_on,
     backspace_on_a_resource_being_read_cancels_the_read_and_enter_waits_for_it,
     a_read_that_fails_removes_the_attachment_and_says_why,
+    an_attachment_that_changes_is_read_again_before_the_line_is_sent,
     revised_and_withdrawn_tools_are_said_and_marked,
     server_logs_show_from_the_level_chosen_with_log_level,
     a_command_line_takes_no_attachments,
@@ -1390,6 +1391,127 @@ fn a_read_that_fails_removes_the_attachment_and_says_why(rt: Runtime) {
     shell.keys("\r");
     shell.wait_for_after(at, "commands start with `/`", SOON);
     assert!(shell.quit().success());
+}
+
+/// The fixture's record of 2025 subscribe/unsubscribe requests, once it
+/// reads `want` (waited for: the unsubscribe goes on a thread of its own).
+fn wait_record(record: &std::path::Path, want: &str) {
+    let until = Instant::now() + SOON;
+    loop {
+        let seen = std::fs::read_to_string(record).unwrap_or_default();
+        if seen == want {
+            return;
+        }
+        assert!(
+            Instant::now() < until,
+            "the record never read {want:?}; last: {seen:?}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// Types `<typed>@counter`, picks `watch://counter` from the palette and
+/// waits until it is read.
+fn attach_counter(shell: &mut Shell, typed: &str) {
+    let at = shell.mark();
+    shell.keys(&format!("{typed}@counter"));
+    shell.wait_for_after(at, "\n  watch://counter  watched · counter", SOON);
+    let at = shell.mark();
+    shell.keys("\t");
+    shell.wait_for_after(
+        at,
+        &format!("rho> {typed}[resource: watch://counter] "),
+        SOON,
+    );
+}
+
+/// An `@` attachment of a server that offers `resources.subscribe` is
+/// subscribed to; when the server says it changed (the fixture bumps on
+/// SIGUSR2), the shell says so and reads it again, and the line sent
+/// carries the new body, not the one read when it was picked. The
+/// subscription is let go when the line is sent, when the attachment is
+/// removed, and when the shell exits with one on the line (the 2025
+/// fixture records each request). Both eras.
+fn an_attachment_that_changes_is_read_again_before_the_line_is_sent(rt: Runtime) {
+    for era in ["2025", "2026"] {
+        let record = scratch_dir(&format!("shell-watched-{era}-{}", rt.name())).join("record");
+        let script = rho_tests::tests_dir().join("servers/fixtures/watched.js");
+        let mut config = node_server("watched", &script, &["stdio"]);
+        let era_env = if era == "2025" {
+            ", WATCH_ERA = \"2025\""
+        } else {
+            ""
+        };
+        config.push_str(&format!(
+            "env = {{ WATCH_RECORD = {:?}{era_env} }}\n",
+            record.display().to_string()
+        ));
+        let mut shell = Shell::start_with(rt, &format!("watched-{era}"), &config);
+        attach_counter(&mut shell, "see ");
+        if era == "2025" {
+            wait_record(&record, "subscribe watch://counter\n");
+        }
+        // Changed from outside while it is on the line.
+        let server = shell.children_running("watched.js");
+        assert_eq!(server.len(), 1, "one fixture process: {server:?}");
+        let pid = rustix::process::Pid::from_raw(i32::try_from(server[0]).expect("pid fits"))
+            .expect("not 0");
+        let at = shell.mark();
+        rustix::process::kill_process(pid, rustix::process::Signal::USR2).expect("bump");
+        let said = shell.wait_for_after(
+            at,
+            "`watch://counter` changed on server `watched`; reading it again",
+            SOON,
+        );
+        shell.wait_for_after(said, "rho> see [resource: watch://counter] ", SOON);
+        let at = shell.mark();
+        shell.keys("\r");
+        let body = shell.wait_for_after(
+            at,
+            "── [resource: watch://counter] from server `watched` ──",
+            SOON,
+        );
+        shell.wait_for_after(body, "count 1", SOON);
+        assert!(
+            !shell.screen()[body..].contains("count 0"),
+            "the body read when it was picked is not sent"
+        );
+        if era == "2025" {
+            // Sent: let go.
+            wait_record(
+                &record,
+                "subscribe watch://counter\nunsubscribe watch://counter\n",
+            );
+            // Removed with Backspace: let go.
+            attach_counter(&mut shell, "");
+            wait_record(
+                &record,
+                "subscribe watch://counter\nunsubscribe watch://counter\nsubscribe watch://counter\n",
+            );
+            shell.keys("\x7f\x7f");
+            wait_record(
+                &record,
+                "subscribe watch://counter\nunsubscribe watch://counter\nsubscribe watch://counter\nunsubscribe watch://counter\n",
+            );
+            // On the line when the shell is stopped: the shutdown lets go.
+            attach_counter(&mut shell, "");
+            let held = "subscribe watch://counter\nunsubscribe watch://counter\n".repeat(2)
+                + "subscribe watch://counter\n";
+            wait_record(&record, &held);
+            let rho =
+                rustix::process::Pid::from_raw(i32::try_from(shell.child.id()).expect("pid fits"))
+                    .expect("not 0");
+            rustix::process::kill_process(rho, rustix::process::Signal::TERM).expect("stop rho");
+            let until = Instant::now() + Duration::from_secs(30);
+            while shell.child.try_wait().expect("wait for rho").is_none() {
+                assert!(Instant::now() < until, "rho did not exit on SIGTERM");
+                std::thread::sleep(Duration::from_millis(20));
+            }
+            wait_record(&record, &(held + "unsubscribe watch://counter\n"));
+        } else {
+            assert!(shell.quit().success());
+        }
+    }
 }
 
 fn revised_and_withdrawn_tools_are_said_and_marked(rt: Runtime) {

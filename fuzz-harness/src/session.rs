@@ -585,6 +585,8 @@ pub(crate) struct Host {
     pub(crate) resource_listens: usize,
     /// Every URI the host asked to subscribe to.
     pub(crate) subscribed: BTreeSet<String>,
+    /// A fresh `initialize` replaced an expired session once ready.
+    pub(crate) reinitialized: bool,
     pub(crate) ready: bool,
     /// The host asked the session to close: rho may then send requests of
     /// its own (a 2025 unsubscribe for each subscription held).
@@ -816,6 +818,10 @@ impl Host {
                     "initialize once ready"
                 );
                 self.initializes += 1;
+                if self.ready {
+                    // A fresh session for an expired one.
+                    self.reinitialized = true;
+                }
             }
             // Keep-alive pings, once ready, never in the stateless era.
             "ping" => {
@@ -916,21 +922,23 @@ impl Host {
             }
             // 2025 era: sent once, under the id of the host's request, once
             // ready; or, when the host closes the session, an unsubscribe of
-            // rho's own for a URI the host subscribed to.
+            // rho's own for a URI the host subscribed to; or, once a fresh
+            // session replaced an expired one, a subscribe of rho's own for
+            // such a URI.
             "resources/subscribe" | "resources/unsubscribe" => {
                 let asked = self
                     .peer
                     .features
                     .iter()
                     .any(|(c, m)| c.wire_id() == n && *m == method);
-                let farewell = method == "resources/unsubscribe"
-                    && self.closing
-                    && params
-                        .and_then(|p| p.get("uri"))
-                        .and_then(Value::as_str)
-                        .is_some_and(|uri| self.subscribed.contains(uri));
+                let subscribed = params
+                    .and_then(|p| p.get("uri"))
+                    .and_then(Value::as_str)
+                    .is_some_and(|uri| self.subscribed.contains(uri));
+                let farewell = method == "resources/unsubscribe" && self.closing && subscribed;
+                let renewal = method == "resources/subscribe" && self.reinitialized && subscribed;
                 assert!(
-                    asked || farewell,
+                    asked || farewell || renewal,
                     "{method} {n} is no request the host made: {params:?}"
                 );
                 assert!(self.ready, "{method} before ready");
@@ -1108,6 +1116,28 @@ impl Host {
                 self.subscribed.contains(uri),
                 "an update of {uri:?}, never subscribed to"
             ),
+            // Renewed on a fresh session for an expired one: only URIs the
+            // host subscribed to, after such a session.
+            Event::ResourceWatchRenewed { uris } => {
+                assert!(self.reinitialized, "a watch renewed with no new session");
+                assert!(
+                    uris.iter().all(|uri| self.subscribed.contains(uri)),
+                    "a watch renewed of {uris:?}, not all subscribed to"
+                );
+            }
+            // A 2026 stream that ended for good: only URIs the host
+            // subscribed to, at least one, in that era, while it is open.
+            Event::ResourceWatchEnded { uris, .. } => {
+                assert!(!uris.is_empty(), "a watch ended naming nothing");
+                assert!(
+                    uris.iter().all(|uri| self.subscribed.contains(uri)),
+                    "a watch ended of {uris:?}, not all subscribed to"
+                );
+                assert!(
+                    self.resource_listens > 0 || self.reinitialized,
+                    "a watch ended without a resource stream or a new session"
+                );
+            }
             Event::Closed(_) => {
                 self.closed = true;
                 let unfinished: Vec<_> = self

@@ -1053,25 +1053,8 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
         (
             "resource-subscriptions-listen-2026",
             with(
-                Setup {
-                    stateless: true,
-                    ..Setup::default()
-                },
-                vec![
-                    say(vec![S::Discover {
-                        id: Reply::Latest,
-                        versions: 0,
-                        capabilities: subscribable(),
-                        ttl_ms: Some(60_000),
-                    }]),
-                    say(vec![page(&["echo"], None)]),
-                    say(vec![catalog(1, &["a"], None, Some(1000))]),
-                    say(vec![catalog(2, &[], None, Some(1000))]),
-                    Action::Request(subscribe("a://x")),
-                    say(vec![S::ResourceAcknowledged {
-                        listen: Reply::Latest,
-                        uris: vec![t("a://x")],
-                    }]),
+                stateless(),
+                after_subscribed_2026(vec![
                     say(vec![S::ResourceUpdated {
                         uri: t("a://x"),
                         listen: Some(Reply::Latest),
@@ -1086,9 +1069,70 @@ fn sessions() -> Vec<(&'static str, SessionInput)> {
                     Action::Request(FeatureTemplate::UnsubscribeResource { uri: t("a://x") }),
                     Action::Request(subscribe("a://z")),
                     Action::Wait(Wait::NextDeadline),
-                ],
+                ]),
             ),
         ),
+        (
+            // The server refuses the resource stream once it acknowledged
+            // it: not opened again, and the host hears its watch ended.
+            "resource-stream-refused-after-ack-2026",
+            with(
+                stateless(),
+                after_subscribed_2026(vec![
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32603,
+                        message: t("Subscription limit reached"),
+                    }]),
+                    say(vec![S::ResourceUpdated {
+                        uri: t("a://x"),
+                        listen: Some(Reply::Latest),
+                    }]),
+                ]),
+            ),
+        ),
+        (
+            // The server ends the acknowledged stream; the one rho opens
+            // again is refused: the host hears its watch ended.
+            "resource-stream-reopen-refused-2026",
+            with(
+                stateless(),
+                after_subscribed_2026(vec![
+                    say(vec![empty_result()]),
+                    say(vec![S::Error {
+                        id: Some(Reply::Latest),
+                        code: -32603,
+                        message: t("Subscription limit reached"),
+                    }]),
+                ]),
+            ),
+        ),
+    ]
+}
+
+/// [`subscribed_2026`], then `actions`.
+fn after_subscribed_2026(actions: Vec<Action>) -> Vec<Action> {
+    [subscribed_2026(), actions].concat()
+}
+
+/// A 2026 server that offers subscriptions, ready, and `a://x` subscribed
+/// to (its stream acknowledged with it).
+fn subscribed_2026() -> Vec<Action> {
+    vec![
+        say(vec![S::Discover {
+            id: Reply::Latest,
+            versions: 0,
+            capabilities: subscribable(),
+            ttl_ms: Some(60_000),
+        }]),
+        say(vec![page(&["echo"], None)]),
+        say(vec![catalog(1, &["a"], None, Some(1000))]),
+        say(vec![catalog(2, &[], None, Some(1000))]),
+        Action::Request(subscribe("a://x")),
+        say(vec![S::ResourceAcknowledged {
+            listen: Reply::Latest,
+            uris: vec![t("a://x")],
+        }]),
     ]
 }
 
@@ -1178,6 +1222,25 @@ fn http_ready() -> Vec<HttpAction> {
         ],
     ]
     .concat()
+}
+
+/// A call answered 404 (the server forgot the session), then the fresh
+/// `initialize` answered with `init` under a new session id.
+fn call_in_a_forgotten_session(init: S) -> Vec<HttpAction> {
+    vec![
+        HttpAction::CallTool {
+            tool: t("echo"),
+            arguments: Arguments::Null,
+        },
+        HttpAction::Head {
+            exchange: Exchange::Latest,
+            status: 5,
+            content: 2,
+            session_id: None,
+        },
+        HttpAction::End(Exchange::Latest),
+        answer(Body::Json(init), Some(1)),
+    ]
 }
 
 fn http_sessions() -> Vec<(&'static str, HttpInput)> {
@@ -1402,24 +1465,53 @@ fn http_sessions() -> Vec<(&'static str, HttpInput)> {
             ),
         ),
         (
+            // A subscription held when the server forgets the session: the
+            // fresh session is subscribed again, of rho's own.
+            "subscription-renewed-after-session-expired",
+            with(
+                [
+                    vec![answer(
+                        Body::Json(S::Initialize {
+                            id: Reply::Latest,
+                            version: 0,
+                            capabilities: subscribable(),
+                            instructions: false,
+                        }),
+                        Some(0),
+                    )],
+                    accepted(Exchange::Open(0)),
+                    vec![
+                        exchange_answer(Exchange::Open(0), sse(vec![page(&["echo"], None)])),
+                        exchange_answer(
+                            Exchange::Latest,
+                            Body::Json(catalog(1, &["a.txt"], None, None)),
+                        ),
+                        exchange_answer(Exchange::Latest, Body::Json(catalog(2, &[], None, None))),
+                        HttpAction::Request(subscribe("a://x")),
+                        answer(Body::Json(empty_result()), None),
+                    ],
+                    call_in_a_forgotten_session(S::Initialize {
+                        id: Reply::Latest,
+                        version: 0,
+                        capabilities: subscribable(),
+                        instructions: false,
+                    }),
+                    accepted(Exchange::Open(0)),
+                    // The call sent again, then the renewal.
+                    vec![
+                        answer(Body::Json(result("again")), None),
+                        answer(Body::Json(empty_result()), None),
+                    ],
+                ]
+                .concat(),
+            ),
+        ),
+        (
             "session-expired-reinitialized",
             with(
                 [
                     http_ready(),
-                    vec![
-                        HttpAction::CallTool {
-                            tool: t("echo"),
-                            arguments: Arguments::Null,
-                        },
-                        HttpAction::Head {
-                            exchange: Exchange::Latest,
-                            status: 5,
-                            content: 2,
-                            session_id: None,
-                        },
-                        HttpAction::End(Exchange::Latest),
-                        answer(Body::Json(initialize(Some(true), false)), Some(1)),
-                    ],
+                    call_in_a_forgotten_session(initialize(Some(true), false)),
                     accepted(Exchange::Open(0)),
                     vec![HttpAction::Answer {
                         exchange: Exchange::Open(0),

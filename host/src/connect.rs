@@ -33,7 +33,7 @@ use std::sync::Arc;
 use rho_proto_core::config::{Config, LogLevel};
 use rho_proto_core::host::{Authorizer, HostServices, RuntimeOptions};
 use rho_proto_core::oauth::store::CredentialStore;
-use rho_proto_core::runtime::{ServerView, StartServerError};
+use rho_proto_core::runtime::{CallOptions, ServerView, StartServerError, ToolCallError};
 
 use crate::config::LoadedConfig;
 use crate::credentials::FileStore;
@@ -391,22 +391,43 @@ pub struct Reconnected {
     /// The servers that still need a browser login before they can
     /// connect (with a person to ask), in config order.
     pub awaiting_login: Vec<String>,
+    /// The resources the host was subscribed to on the server, each with
+    /// whether the new session took the subscription again (an error
+    /// when it refused, or when the server did not start).
+    pub resubscribed: Vec<(String, Result<(), ToolCallError>)>,
 }
 
 impl Host {
     /// Starts server `id` again with the config it was connected from
     /// and the stored logins as they are now (so a login made since
     /// counts), its session closed first if it has one; the other servers
-    /// keep theirs. Call it from a thread that lives as long as the
+    /// keep theirs. What the host was subscribed to on it is subscribed to
+    /// again on the new session ([`Reconnected::resubscribed`] says how
+    /// each went). Call it from a thread that lives as long as the
     /// sessions: a stdio server is tied to the thread that spawns it.
     pub fn reconnect(&mut self, id: &str) -> Reconnected {
         let (config, awaiting_login) = self.origin.config(&|_| true);
+        let watched = self.watched.take(id);
         let closed = self.stop_server(id);
         let started = self.start_server(id, &config);
+        let resubscribed = watched
+            .into_iter()
+            .map(|uri| {
+                let outcome = match &started {
+                    Ok(_) => self.subscribe_resource(id, &uri, CallOptions::new()),
+                    Err(error) => Err(ToolCallError::ServerNotReady {
+                        server: id.to_owned(),
+                        reason: error.to_string(),
+                    }),
+                };
+                (uri, outcome)
+            })
+            .collect();
         Reconnected {
             closed,
             started,
             awaiting_login,
+            resubscribed,
         }
     }
 

@@ -47,6 +47,7 @@ use crate::executor::BlockingExecutor;
 #[cfg(feature = "smol")]
 use crate::executor::SmolExecutor;
 use crate::executor::{Executor, RuntimeKind};
+use crate::updates::Watched;
 use rho_proto_core::wire::protocol::CallToolResult;
 use serde_json::Value;
 
@@ -103,6 +104,8 @@ pub struct Host {
     executor: Box<dyn Executor>,
     /// What it was connected from, for [`Host::reconnect`].
     pub(crate) origin: Arc<Origin>,
+    /// What it subscribed to, for [`Host::reconnect`].
+    pub(crate) watched: Watched,
 }
 
 impl Host {
@@ -140,7 +143,11 @@ impl Host {
         if let Moving::Thread = moving {
             executor.keep_moving();
         }
-        Self { executor, origin }
+        Self {
+            executor,
+            origin,
+            watched: Watched::default(),
+        }
     }
 
     /// Keeps the sessions moving between calls (see
@@ -349,10 +356,17 @@ impl Host {
     /// `resources.subscribe` (`ToolCallError::NotCallable`), when it already
     /// holds [`crate::MAX_SUBSCRIPTIONS_PER_SERVER`] subscriptions (the same),
     /// or when it refused (`CallError::Rpc`, or in the 2026 era
-    /// `CallError::SubscriptionNotAgreed`). Shutting the host down
-    /// ends what it still holds: closing a 2025 session tells the server
-    /// each (a `resources/unsubscribe`, within the close's bound); stopping a server ends its subscriptions
-    /// with its session, and a restarted server starts with none.
+    /// `CallError::SubscriptionNotAgreed`).
+    ///
+    /// The subscription is the host's, not one session's: a stdio server
+    /// whose process died and is started again is subscribed anew, and the
+    /// sink hears `WatchNotice::Renewed` (read it again); [`Host::reconnect`]
+    /// subscribes the new session too. When that cannot be done, or the
+    /// server is not started again, the sink hears `WatchNotice::Ended`
+    /// with the reason, and nothing more comes for it. Shutting the host
+    /// down ends what it still holds: closing a 2025 session tells the
+    /// server each (a `resources/unsubscribe`, within the close's bound);
+    /// [`Host::stop_server`] ends its subscriptions with its session.
     pub fn subscribe_resource(
         &self,
         server: &str,
@@ -362,7 +376,9 @@ impl Host {
         let request = FeatureRequest::SubscribeResource(SubscribeParams {
             uri: uri.to_owned(),
         });
-        self.request(server, request, options).map(drop)
+        self.request(server, request, options)?;
+        self.watched.insert(server, uri);
+        Ok(())
     }
 
     /// Ends the subscription to resource `uri` of `server`: no update of it
@@ -376,6 +392,7 @@ impl Host {
         uri: &str,
         options: CallOptions<'_>,
     ) -> Result<(), ToolCallError> {
+        self.watched.remove(server, uri);
         let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
             uri: uri.to_owned(),
         });
@@ -536,7 +553,9 @@ impl AsyncHost {
         let request = FeatureRequest::SubscribeResource(SubscribeParams {
             uri: uri.to_owned(),
         });
-        self.request(server, request, options).await.map(drop)
+        self.request(server, request, options).await?;
+        self.host.watched.insert(server, uri);
+        Ok(())
     }
 
     /// [`Host::unsubscribe_resource`], awaited.
@@ -546,6 +565,7 @@ impl AsyncHost {
         uri: &str,
         options: CallOptions<'static>,
     ) -> Result<(), ToolCallError> {
+        self.host.watched.remove(server, uri);
         let request = FeatureRequest::UnsubscribeResource(SubscribeParams {
             uri: uri.to_owned(),
         });

@@ -44,7 +44,9 @@
 //!    skills, subscriptions to resources ([`Host::subscribe_resource`],
 //!    heard through the host services' `resource_updates` sink, or
 //!    [`resource_update_channel`] to take each change as a
-//!    [`ResourceUpdated`] value, coalesced until the host looks),
+//!    [`ResourceUpdated`] value, coalesced until the host looks; renewed
+//!    when a server is restarted or reconnected, and the host told when
+//!    one ends without its asking: [`WatchNotice`]),
 //!    a server started again with the logins as they are now
 //!    ([`Host::reconnect`], after a login through [`Host::logins`]), and
 //!    shutdown. [`AsyncHost`] ([`Host::into_async`]) is the same calls
@@ -163,6 +165,7 @@ pub use questions::{
     question_channel_opening_urls,
 };
 pub use rho_os::options_from_process_env;
+pub use rho_proto_core::features::resource_subscriptions::{WatchEnd, WatchNotice};
 pub use sampling::host_services;
 pub use secrets::book as secret_book;
 pub use updates::{

@@ -6,6 +6,13 @@
 //! [`ResourceUpdates::next_blocking`], the async face awaits
 //! [`ResourceUpdates::next`], on any executor.
 //!
+//! Each says what became of the resource ([`WatchNotice`]): it changed
+//! (read it again); its server was started again and subscribed anew
+//! (read it again: a change while the server was down was not heard of);
+//! or the watch ended without the host asking (the server ended for good,
+//! its new session refused the subscription, or its stream ended), with
+//! the reason: nothing more comes for it until the host subscribes again.
+//!
 //! Updates are coalesced while they wait
 //! ([`rho_proto_core::features::resource_subscriptions::UpdateQueue`]):
 //! a server that says a resource changed a hundred times before the host
@@ -18,20 +25,32 @@
 //! The URI is the one the host subscribed to; a server's strings are
 //! still the host's to sanitize before a terminal.
 
+use std::collections::{BTreeMap, BTreeSet};
 use std::sync::{Arc, Mutex};
 
 pub use rho_proto_core::features::resource_subscriptions::MAX_PER_SERVER as MAX_SUBSCRIPTIONS_PER_SERVER;
-use rho_proto_core::features::resource_subscriptions::UpdateQueue;
+use rho_proto_core::features::resource_subscriptions::{UpdateQueue, WatchNotice};
 use rho_proto_core::host::ResourceSink;
 use rho_proto_core::runtime::Cancel;
 
-/// One resource that changed: read it again when convenient.
+/// News of one resource subscribed to: read it again when convenient, or
+/// (when [`ResourceUpdated::notice`] says it ended) know that nothing more
+/// comes for it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct ResourceUpdated {
     /// The server identity.
     pub server: String,
     /// The resource, as subscribed to.
     pub uri: String,
+    /// What became of it.
+    pub notice: WatchNotice,
+}
+
+impl ResourceUpdated {
+    /// Whether the watch of the resource ended (no more news of it comes).
+    pub fn ended(&self) -> bool {
+        matches!(self.notice, WatchNotice::Ended(_))
+    }
 }
 
 struct Shared {
@@ -44,9 +63,11 @@ impl Shared {
             Ok(queue) => queue,
             Err(poisoned) => poisoned.into_inner(),
         };
-        queue
-            .pop()
-            .map(|(server, uri)| ResourceUpdated { server, uri })
+        queue.pop().map(|(server, uri, notice)| ResourceUpdated {
+            server,
+            uri,
+            notice,
+        })
     }
 }
 
@@ -59,10 +80,10 @@ struct ChannelSink {
 }
 
 impl ResourceSink for ChannelSink {
-    fn resource_updated(&self, server: &str, uri: &str) {
+    fn notice(&self, server: &str, uri: &str, notice: WatchNotice) {
         let new = match self.shared.queue.lock() {
-            Ok(mut queue) => queue.push(server, uri),
-            Err(poisoned) => poisoned.into_inner().push(server, uri),
+            Ok(mut queue) => queue.push(server, uri, notice),
+            Err(poisoned) => poisoned.into_inner().push(server, uri, notice),
         };
         if new {
             // Full means a ring is already pending: the reader will look.
@@ -136,6 +157,47 @@ impl ResourceUpdates {
     }
 }
 
+/// What a [`crate::Host`] subscribed to, by server: the host's intent,
+/// kept across a [`crate::Host::reconnect`], which starts a new session
+/// (and a new driver) for the server. A restart within a session's driver
+/// renews the subscriptions there; a reconnect renews them from here.
+#[derive(Debug, Default)]
+pub(crate) struct Watched(Mutex<BTreeMap<String, BTreeSet<String>>>);
+
+impl Watched {
+    fn with<T>(&self, f: impl FnOnce(&mut BTreeMap<String, BTreeSet<String>>) -> T) -> T {
+        match self.0.lock() {
+            Ok(mut map) => f(&mut map),
+            Err(poisoned) => f(&mut poisoned.into_inner()),
+        }
+    }
+
+    /// `uri` of `server` is subscribed to.
+    pub(crate) fn insert(&self, server: &str, uri: &str) {
+        self.with(|map| {
+            map.entry(server.to_owned())
+                .or_default()
+                .insert(uri.to_owned())
+        });
+    }
+
+    /// `uri` of `server` is let go.
+    pub(crate) fn remove(&self, server: &str, uri: &str) {
+        self.with(|map| {
+            if let Some(uris) = map.get_mut(server) {
+                uris.remove(uri);
+            }
+        });
+    }
+
+    /// Takes what `server` was subscribed to, in order.
+    pub(crate) fn take(&self, server: &str) -> Vec<String> {
+        self.with(|map| map.remove(server))
+            .map(|uris| uris.into_iter().collect())
+            .unwrap_or_default()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -144,9 +206,9 @@ mod tests {
     fn updates_of_one_resource_before_the_host_looks_come_once() {
         let (sink, updates) = resource_update_channel();
         for _ in 0..50 {
-            sink.resource_updated("s", "a://1");
+            sink.notice("s", "a://1", WatchNotice::Updated);
         }
-        sink.resource_updated("s", "a://2");
+        sink.notice("s", "a://2", WatchNotice::Updated);
         let first = updates.next_blocking().expect("an update");
         assert_eq!(first.uri, "a://1");
         assert_eq!(updates.try_next().map(|u| u.uri).as_deref(), Some("a://2"));
@@ -156,13 +218,14 @@ mod tests {
     #[test]
     fn the_receiver_ends_once_the_sink_is_gone() {
         let (sink, updates) = resource_update_channel();
-        sink.resource_updated("s", "a://1");
+        sink.notice("s", "a://1", WatchNotice::Updated);
         drop(sink);
         assert_eq!(
             updates.next_blocking(),
             Some(ResourceUpdated {
                 server: "s".into(),
-                uri: "a://1".into()
+                uri: "a://1".into(),
+                notice: WatchNotice::Updated,
             })
         );
         assert_eq!(updates.next_blocking(), None);
@@ -184,7 +247,7 @@ mod tests {
     fn an_update_from_another_thread_wakes_a_waiting_reader() {
         let (sink, updates) = resource_update_channel();
         let reader = std::thread::spawn(move || updates.next_blocking());
-        sink.resource_updated("s", "a://1");
+        sink.notice("s", "a://1", WatchNotice::Updated);
         let got = reader.join().expect("reader");
         assert_eq!(got.map(|u| u.uri).as_deref(), Some("a://1"));
     }

@@ -26,6 +26,7 @@ use std::time::Duration;
 
 use crate::config::process::SHUTDOWN_GRACE;
 use crate::features::elicitation::{Form, FormAnswer, UrlAnswer, UrlRequest};
+use crate::features::resource_subscriptions::WatchNotice;
 use crate::features::sampling::{SamplingRequest, summary};
 use crate::http::AuthorizationError;
 use crate::oauth::challenge::BearerChallenge;
@@ -175,19 +176,21 @@ impl<F: Fn(&str, &ServerLog) + Send + Sync> LogSink for F {
     }
 }
 
-/// Where a host hears that a resource it subscribed to changed
+/// Where a host hears of the resources it subscribed to
 /// (`Host::subscribe_resource` in the host library; see
-/// [`crate::features::resource_subscriptions`]). Called on the session's
-/// own path: keep it quick (queue the update, never block, never read the
-/// resource from inside it). The URI is the one the host subscribed to.
+/// [`crate::features::resource_subscriptions`]): that one changed, that
+/// its subscription was renewed on a restarted server, or that it ended.
+/// Called on the session's own path: keep it quick (queue the notice,
+/// never block, never read the resource from inside it). The URI is the
+/// one the host subscribed to.
 pub trait ResourceSink: Send + Sync {
-    /// Resource `uri` of server `server` changed.
-    fn resource_updated(&self, server: &str, uri: &str);
+    /// What became of resource `uri` of server `server`.
+    fn notice(&self, server: &str, uri: &str, notice: WatchNotice);
 }
 
-impl<F: Fn(&str, &str) + Send + Sync> ResourceSink for F {
-    fn resource_updated(&self, server: &str, uri: &str) {
-        self(server, uri)
+impl<F: Fn(&str, &str, WatchNotice) + Send + Sync> ResourceSink for F {
+    fn notice(&self, server: &str, uri: &str, notice: WatchNotice) {
+        self(server, uri, notice)
     }
 }
 

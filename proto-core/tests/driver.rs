@@ -15,6 +15,7 @@ use rho_proto_core::connection::{HttpInput, Output};
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::elicitation::{Form, FormAnswer};
 use rho_proto_core::features::prompts::GetPromptParams;
+use rho_proto_core::features::resource_subscriptions::{SubscribeParams, WatchEnd, WatchNotice};
 use rho_proto_core::host::{Asked, HostServices, Responder};
 use rho_proto_core::http::HttpOutput;
 use rho_proto_core::runtime::backlog::{BACKLOG_POLL, Backlog, CALLER_ROOM};
@@ -76,7 +77,7 @@ enum Seen {
     Health(rho_proto_core::runtime::Health),
     Record,
     Log(ServerLog),
-    ResourceUpdated(String),
+    Resource(String, WatchNotice),
     EndTransport,
     StartTransport,
 }
@@ -101,7 +102,10 @@ impl Seen {
             Seen::Health(_) => "health".into(),
             Seen::Record => "record".into(),
             Seen::Log(_) => "log".into(),
-            Seen::ResourceUpdated(uri) => format!("resource updated {uri}"),
+            Seen::Resource(uri, WatchNotice::Updated) => format!("resource updated {uri}"),
+            Seen::Resource(uri, WatchNotice::Renewed) => format!("resource renewed {uri}"),
+            Seen::Resource(uri, WatchNotice::Ended(_)) => format!("resource ended {uri}"),
+            Seen::Resource(uri, _) => format!("resource {uri}"),
             Seen::EndTransport => "end".into(),
             Seen::StartTransport => "start".into(),
         }
@@ -213,7 +217,7 @@ impl Harness {
                     Seen::Record
                 }
                 Effect::Report(Report::Log(log)) => Seen::Log(log),
-                Effect::Report(Report::ResourceUpdated(uri)) => Seen::ResourceUpdated(uri),
+                Effect::Report(Report::Resource { uri, notice }) => Seen::Resource(uri, notice),
                 Effect::EndTransport => Seen::EndTransport,
                 Effect::StartTransport => Seen::StartTransport,
             };
@@ -1371,6 +1375,260 @@ fn a_session_rho_closed_or_that_never_became_ready_is_not_restarted() {
     assert!(matches!(h.startup(), Err(StartupError::Closed { .. })));
     assert!(h.driver.is_done(), "a failed startup is not retried");
     assert_eq!(h.driver.poll_timeout(), None);
+}
+
+// ----- resource subscriptions across sessions -----
+
+const WATCHED: &str = "watch://counter";
+
+impl Harness {
+    /// Answers `method` with `result` if it was sent since the last take.
+    fn answer_if_sent(&mut self, method: &str, result: Value) {
+        let sent = self
+            .seen
+            .iter()
+            .any(|s| matches!(s, Seen::Sent(Message::Request { method: m, .. }) if m == method));
+        if sent {
+            self.answer(method, result);
+        }
+    }
+
+    /// Answers the handshake (`initialize` pending) with `capabilities`
+    /// and the listings it asks for: one tool, no resources.
+    fn handshake(&mut self, capabilities: Value) {
+        self.answer(
+            "initialize",
+            json!({
+                "protocolVersion": "2025-11-25",
+                "capabilities": capabilities,
+                "serverInfo": {"name": "scripted", "version": "1.0"}
+            }),
+        );
+        self.answer_if_sent(
+            "tools/list",
+            json!({"tools": [{"name": "echo", "inputSchema": {"type": "object"}}]}),
+        );
+        self.answer_if_sent("resources/list", json!({"resources": []}));
+        self.answer_if_sent("resources/templates/list", json!({"resourceTemplates": []}));
+    }
+
+    /// The host's request `request` as ticket `ticket`.
+    fn feature(&mut self, ticket: u64, request: FeatureRequest) {
+        self.command(Command::Request {
+            ticket,
+            request: Box::new(request),
+            budget: None,
+            reply: ticket,
+        });
+    }
+
+    fn subscribe(&mut self, ticket: u64, uri: &str) {
+        let params = SubscribeParams { uri: uri.into() };
+        self.feature(ticket, FeatureRequest::SubscribeResource(params));
+    }
+
+    fn unsubscribe(&mut self, ticket: u64, uri: &str) {
+        let params = SubscribeParams { uri: uri.into() };
+        self.feature(ticket, FeatureRequest::UnsubscribeResource(params));
+    }
+
+    fn updated(&mut self, uri: &str) {
+        self.server_says(json!({
+            "jsonrpc": "2.0", "method": "notifications/resources/updated",
+            "params": {"uri": uri}
+        }));
+    }
+
+    /// A ready 2025 server of `config` offering subscriptions, subscribed
+    /// to [`WATCHED`] (answered); then its process exits and the transport
+    /// ends. What that produced is dropped.
+    fn watching_then_lost(config: &str) -> Self {
+        let mut h = Self::with(config, &HostServices::default(), false);
+        h.driver.transport_started(Some(100));
+        h.handshake(json!({"tools": {}, "resources": {"subscribe": true}}));
+        assert!(h.startup().is_ok());
+        h.subscribe(1, WATCHED);
+        h.answer("resources/subscribe", json!({}));
+        assert!(h.take().contains(&"reply 1 answered".to_owned()));
+        h.updated(WATCHED);
+        assert_eq!(h.take(), [format!("resource updated {WATCHED}")]);
+        h.driver
+            .handle_stdout_closed(h.now, Some("exit status: 9".into()));
+        h.drain();
+        h.finish(Some("stderr: killed"));
+        h
+    }
+
+    /// The notices of `uri` seen, in order.
+    fn notices(&self, uri: &str) -> Vec<WatchNotice> {
+        self.seen
+            .iter()
+            .filter_map(|s| match s {
+                Seen::Resource(u, notice) if u == uri => Some(notice.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The methods of the requests sent since the last take; takes all.
+    fn take_sent(&mut self) -> Vec<String> {
+        std::mem::take(&mut self.seen)
+            .into_iter()
+            .filter_map(|s| match s {
+                Seen::Sent(Message::Request { method, .. }) => Some(method),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// Fires the backoff, starts the new process and answers its probe.
+    fn respawn(&mut self) {
+        self.seen.clear();
+        self.fire();
+        assert_eq!(self.take(), ["start"]);
+        assert!(self.restart_transport(Ok(Some(200))));
+    }
+}
+
+#[test]
+fn a_restarted_session_is_subscribed_again_to_what_the_host_watched_and_its_updates_reach_the_host()
+{
+    let mut h = Harness::watching_then_lost(RESTARTS);
+    assert!(
+        h.notices(WATCHED).is_empty(),
+        "a restart is under way: the watch has not ended"
+    );
+    h.respawn();
+    h.handshake(json!({"tools": {}, "resources": {"subscribe": true}}));
+    let (_, method, params) = h.last_request();
+    assert_eq!(method, "resources/subscribe", "sent by the driver itself");
+    assert_eq!(params, json!({"uri": WATCHED}));
+    assert!(h.notices(WATCHED).is_empty(), "not before its answer");
+    let (renewal, _, _) = h.last_request();
+    h.seen.clear();
+    h.server_says(json!({"jsonrpc": "2.0", "id": renewal, "result": {}}));
+    assert_eq!(
+        h.take(),
+        [format!("resource renewed {WATCHED}")],
+        "no caller hears the driver's own request"
+    );
+    h.updated(WATCHED);
+    assert_eq!(h.take(), [format!("resource updated {WATCHED}")]);
+    // Another URI was never subscribed to: nothing.
+    h.updated("watch://other");
+    assert!(h.take().is_empty());
+}
+
+#[test]
+fn a_renewal_the_restarted_server_refuses_ends_the_watch_with_its_error() {
+    let mut h = Harness::watching_then_lost(RESTARTS);
+    h.respawn();
+    h.handshake(json!({"tools": {}, "resources": {"subscribe": true}}));
+    let (id, _, _) = h.last_request();
+    h.seen.clear();
+    h.server_says(json!({
+        "jsonrpc": "2.0", "id": id,
+        "error": {"code": -32002, "message": "no such resource any more"}
+    }));
+    match h.notices(WATCHED).as_slice() {
+        [WatchNotice::Ended(WatchEnd::NotRenewed { reason })] => {
+            assert!(reason.contains("no such resource any more"), "{reason}");
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    h.seen.clear();
+    h.updated(WATCHED);
+    assert!(h.take().is_empty(), "no longer watched");
+}
+
+#[test]
+fn a_restarted_server_that_no_longer_offers_subscriptions_ends_the_watch_unsent() {
+    let mut h = Harness::watching_then_lost(RESTARTS);
+    h.respawn();
+    h.handshake(json!({"tools": {}, "resources": {}}));
+    match h.notices(WATCHED).as_slice() {
+        [WatchNotice::Ended(WatchEnd::NotRenewed { reason })] => {
+            assert!(reason.contains("resources.subscribe"), "{reason}");
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    assert!(
+        !h.take_sent().contains(&"resources/subscribe".to_owned()),
+        "nothing asked of a server that does not offer it"
+    );
+}
+
+#[test]
+fn a_server_not_started_again_ends_its_watches_with_the_reason() {
+    let h = Harness::watching_then_lost(NO_RESTART);
+    match h.notices(WATCHED).as_slice() {
+        [WatchNotice::Ended(WatchEnd::ServerEnded { reason })] => {
+            assert!(reason.contains("exit status: 9"), "{reason}");
+            assert!(reason.contains("stderr: killed"), "{reason}");
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    assert!(h.driver.is_done());
+}
+
+#[test]
+fn restarts_given_up_end_the_watches_once() {
+    let mut h = Harness::watching_then_lost(RESTARTS);
+    for _ in 0..3 {
+        h.fire();
+        let gone = TransportSetupError::Spawn {
+            server: "demo".into(),
+            program: "/gone/demo-server".into(),
+            reason: "No such file or directory".into(),
+        };
+        assert!(!h.restart_transport(Err(gone)));
+    }
+    let ends: Vec<_> = h
+        .notices(WATCHED)
+        .into_iter()
+        .filter(|n| matches!(n, WatchNotice::Ended(WatchEnd::ServerEnded { .. })))
+        .collect();
+    assert_eq!(ends.len(), 1, "{:?}", h.seen);
+    assert!(h.driver.is_done());
+}
+
+#[test]
+fn an_unsubscribe_during_the_restart_succeeds_at_once_and_is_not_renewed() {
+    let mut h = Harness::watching_then_lost(RESTARTS);
+    h.seen.clear();
+    h.unsubscribe(2, WATCHED);
+    assert_eq!(h.take(), ["reply 2 answered"], "no process holds it");
+    h.respawn();
+    h.handshake(json!({"tools": {}, "resources": {"subscribe": true}}));
+    assert!(!h.take_sent().contains(&"resources/subscribe".to_owned()));
+    assert!(h.notices(WATCHED).is_empty());
+}
+
+#[test]
+fn a_resource_let_go_while_its_renewal_is_answered_is_unsubscribed_and_not_reported() {
+    let mut h = Harness::watching_then_lost(RESTARTS);
+    h.respawn();
+    h.handshake(json!({"tools": {}, "resources": {"subscribe": true}}));
+    let (renewal, _, _) = h.last_request();
+    // The host lets it go before the server answers the renewal: not held
+    // by the session yet, so it ends at once.
+    h.unsubscribe(3, WATCHED);
+    h.seen.clear();
+    h.server_says(json!({"jsonrpc": "2.0", "id": renewal, "result": {}}));
+    assert_eq!(h.take_sent(), ["resources/unsubscribe"]);
+    assert!(h.notices(WATCHED).is_empty());
+}
+
+#[test]
+fn a_server_rho_closed_reports_no_end_of_its_watches() {
+    let mut h = Harness::with(NO_RESTART, &HostServices::default(), false);
+    h.handshake(json!({"tools": {}, "resources": {"subscribe": true}}));
+    h.subscribe(1, WATCHED);
+    h.answer("resources/subscribe", json!({}));
+    h.seen.clear();
+    h.command(Command::Close);
+    h.finish(None);
+    assert!(h.notices(WATCHED).is_empty(), "the host asked for it");
 }
 
 // ----- time -----

@@ -6,6 +6,8 @@
 use std::time::Duration;
 
 use rho_proto_core::config::{self, Transport};
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::resource_subscriptions::{SubscribeParams, WatchEnd};
 use rho_proto_core::http::{
     HeaderError, HttpFailure, HttpFailureKind, HttpOptions, HttpOutput, HttpRequest, Method,
     resolve_headers,
@@ -129,8 +131,21 @@ impl Harness {
     /// Handshake and discovery with session id [`SID`], one tool `echo`.
     /// The server's GET stream is left open and silent; it is returned.
     fn ready(&mut self) -> HttpRequest {
+        let stream = self.handshake(init_result());
+        assert!(
+            matches!(self.events.last(), Some(Event::Ready(_))),
+            "{:?}",
+            self.events
+        );
+        stream
+    }
+
+    /// `initialize` answered with `result` under session id [`SID`],
+    /// `initialized` taken, the server stream opened (returned) and
+    /// `tools/list` answered with one tool `echo`.
+    fn handshake(&mut self, result: Value) -> HttpRequest {
         let init = self.last_post("initialize");
-        let body = response(&rpc(&init)["id"], init_result()).to_string();
+        let body = response(&rpc(&init)["id"], result).to_string();
         self.respond(
             &init,
             200,
@@ -142,11 +157,6 @@ impl Harness {
         let stream = self.open_stream();
         let list = self.last_post("tools/list");
         self.answer_json(&list, json!({"tools": [tool("echo")]}));
-        assert!(
-            matches!(self.events.last(), Some(Event::Ready(_))),
-            "{:?}",
-            self.events
-        );
         stream
     }
 
@@ -782,6 +792,87 @@ fn call_answered_404_reinitializes_and_resends_the_call_once_with_the_new_sessio
     assert_eq!(h.completed_text(call), "again");
     assert_eq!(h.posts("initialize").len(), 2);
     assert!(h.closed().is_none());
+}
+
+/// Handshake and discovery of a server offering subscriptions, session
+/// [`SID`]; `a://1` subscribed to (answered). Returns the GET stream.
+fn subscribed(h: &mut Harness) -> HttpRequest {
+    let stream = h.handshake(json!({
+        "protocolVersion": VERSION,
+        "capabilities": {"tools": {}, "resources": {"subscribe": true}},
+        "serverInfo": {"name": "scripted", "version": "1.0"}
+    }));
+    let resources = h.last_post("resources/list");
+    h.answer_json(&resources, json!({"resources": []}));
+    let templates = h.last_post("resources/templates/list");
+    h.answer_json(&templates, json!({"resourceTemplates": []}));
+    assert!(h.events.iter().any(|e| matches!(e, Event::Ready(_))));
+    let request = FeatureRequest::SubscribeResource(SubscribeParams {
+        uri: "a://1".into(),
+    });
+    let _ = h.transport.request(h.now, &request).expect("ready");
+    h.drain();
+    let subscribe = h.last_post("resources/subscribe");
+    h.answer_json(&subscribe, json!({}));
+    stream
+}
+
+#[test]
+fn a_2025_session_that_replaced_an_expired_one_is_subscribed_again_and_the_host_told() {
+    let mut h = Harness::new();
+    subscribed(&mut h);
+    let (_, req) = h.call("echo", json!({}));
+    h.respond(&req, 404, &[], b"Session not found");
+    reinitialize(&mut h);
+    let again = h.posts("resources/subscribe");
+    assert_eq!(again.len(), 2, "subscribed again, of rho's own");
+    assert_eq!(rpc(&again[1])["params"], json!({"uri": "a://1"}));
+    assert_eq!(header(&again[1], "mcp-session-id"), Some(SID2));
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::ResourceWatchRenewed { .. })),
+        "not before its answer"
+    );
+    h.answer_json(&again[1], json!({}));
+    assert!(
+        h.events.iter().any(
+            |e| matches!(e, Event::ResourceWatchRenewed { uris } if uris == &["a://1".to_owned()])
+        ),
+        "{:?}",
+        h.events
+    );
+}
+
+#[test]
+fn a_subscription_the_replacing_session_refuses_ends_and_the_host_is_told() {
+    let mut h = Harness::new();
+    subscribed(&mut h);
+    let (_, req) = h.call("echo", json!({}));
+    h.respond(&req, 404, &[], b"Session not found");
+    reinitialize(&mut h);
+    let again = h.last_post("resources/subscribe");
+    let body = json!({"jsonrpc": "2.0", "id": rpc(&again)["id"],
+        "error": {"code": -32002, "message": "no such resource now"}})
+    .to_string();
+    h.respond(&again, 200, &[JSON], body.as_bytes());
+    let ended = h.events.iter().find_map(|e| match e {
+        Event::ResourceWatchEnded { uris, end } => Some((uris.clone(), end.clone())),
+        _ => None,
+    });
+    match ended {
+        Some((uris, WatchEnd::NotRenewed { reason })) => {
+            assert_eq!(uris, ["a://1"]);
+            assert!(reason.contains("no such resource now"), "{reason}");
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    // Not renewed, and not held.
+    assert!(
+        !h.events
+            .iter()
+            .any(|e| matches!(e, Event::ResourceWatchRenewed { .. }))
+    );
 }
 
 #[test]

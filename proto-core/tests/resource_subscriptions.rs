@@ -8,7 +8,7 @@
 use std::time::Duration;
 
 use rho_proto_core::features::FeatureRequest;
-use rho_proto_core::features::resource_subscriptions::{MAX_PER_SERVER, SubscribeParams};
+use rho_proto_core::features::resource_subscriptions::{MAX_PER_SERVER, SubscribeParams, WatchEnd};
 use rho_proto_core::session::{ApiMisuse, CallError, CallId, Event, SessionOptions, SessionState};
 use rho_proto_core::wire::jsonrpc::Message;
 use serde_json::{Value, json};
@@ -131,6 +131,17 @@ impl Harness {
             .iter()
             .filter_map(|e| match e {
                 Event::ResourceUpdated { uri } => Some(uri.clone()),
+                _ => None,
+            })
+            .collect()
+    }
+
+    /// The URIs of each [`Event::ResourceWatchEnded`].
+    fn watches_ended(&self) -> Vec<Vec<String>> {
+        self.events
+            .iter()
+            .filter_map(|e| match e {
+                Event::ResourceWatchEnded { uris, .. } => Some(uris.clone()),
                 _ => None,
             })
             .collect()
@@ -498,12 +509,68 @@ fn an_acknowledged_2026_stream_the_server_ends_is_opened_again_once() {
     h.acknowledge(second, &["demo://a"]);
     h.updated("demo://a", Some(second));
     assert_eq!(h.updates(), vec!["demo://a"]);
-    // A second end is final: the subscriptions are dropped.
+    // A second end is final: the subscriptions are dropped, and the host
+    // is told which.
+    assert!(h.watches_ended().is_empty());
     h.reply(second, json!({"resultType": "complete"}));
     assert_eq!(h.requests("subscriptions/listen").len(), 2);
+    assert_eq!(h.watches_ended(), vec![vec!["demo://a".to_owned()]]);
     h.updated("demo://a", Some(second));
     assert_eq!(h.updates().len(), 1);
     // And subscribing again starts over.
     let _ = h.send(&subscribe("demo://a")).expect("accepted");
     assert_eq!(h.requests("subscriptions/listen").len(), 3);
+}
+
+#[test]
+fn a_refused_reopening_of_an_acknowledged_2026_stream_tells_the_host_its_watches_ended() {
+    let mut h = Harness::modern(subscribable());
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    let _ = h.send(&subscribe("demo://b")).expect("accepted");
+    let listens = h.requests("subscriptions/listen");
+    let (last, _) = *listens.last().expect("a listen");
+    h.acknowledge(last, &["demo://a", "demo://b"]);
+    // The server refuses the stream once acknowledged (an error answer):
+    // not opened again, and both watches end at once.
+    h.say(json!({"jsonrpc": "2.0", "id": last, "error": {"code": -32603, "message": "Subscription limit reached"}}));
+    assert_eq!(
+        h.requests("subscriptions/listen").len(),
+        listens.len(),
+        "a refusal is not retried"
+    );
+    assert_eq!(
+        h.watches_ended(),
+        vec![vec!["demo://a".to_owned(), "demo://b".to_owned()]]
+    );
+    let reason = h
+        .events
+        .iter()
+        .find_map(|e| match e {
+            Event::ResourceWatchEnded {
+                end: WatchEnd::StreamEnded { reason },
+                ..
+            } => Some(reason.clone()),
+            _ => None,
+        })
+        .expect("an end");
+    assert!(reason.contains("Subscription limit reached"), "{reason}");
+}
+
+#[test]
+fn a_2026_stream_that_cannot_be_opened_again_tells_the_host_its_watches_ended() {
+    let mut h = Harness::modern(subscribable());
+    let _ = h.send(&subscribe("demo://a")).expect("accepted");
+    let (first, _) = h.requests("subscriptions/listen")[0];
+    h.acknowledge(first, &["demo://a"]);
+    // The server ends it; the stream opened again is refused.
+    h.reply(first, json!({"resultType": "complete"}));
+    let (second, _) = h.requests("subscriptions/listen")[1];
+    assert!(h.watches_ended().is_empty(), "opened again first");
+    h.say(json!({"jsonrpc": "2.0", "id": second, "error": {"code": -32603, "message": "Subscription limit reached"}}));
+    assert_eq!(h.watches_ended(), vec![vec!["demo://a".to_owned()]]);
+    assert_eq!(
+        h.requests("subscriptions/listen").len(),
+        2,
+        "not opened a third time"
+    );
 }

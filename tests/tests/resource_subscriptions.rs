@@ -10,6 +10,20 @@
 //! - 2026-07-28: `fixtures/watched.js` over stdio and Streamable HTTP, the
 //!   SDK's own `subscriptions/listen` with `resourceSubscriptions`.
 //!
+//! A watched server killed mid-session (its process group, from outside)
+//! is started again and subscribed anew in both eras: the host hears
+//! `Renewed`, then the new process's changes; when it is not started again,
+//! or its new process refuses the subscription, the host hears that the
+//! watch ended and why. server-everything over HTTP restarted on its port
+//! forgets the session: the fresh session rho starts is subscribed again
+//! and the host hears `Renewed`. In the 2026 era the SDK's own subscription limit
+//! (`maxSubscriptions`) refuses a second stream, and the first one keeps
+//! delivering.
+//!
+//! rmcp 3.11.0 (`tests/interop/rust/src/bin/watched-rmcp.rs`) acknowledges
+//! a listen request with only the resources it holds: a second URI it does
+//! not hold is not agreed, and the one it holds keeps delivering.
+//!
 //! Each test waits for an update that must come, bounded by a deadline
 //! only a broken run reaches; none sleeps to show that nothing came.
 
@@ -19,7 +33,7 @@ use std::time::Duration;
 
 use rho_host::{
     CallError, CallOptions, Cancel, Host, MAX_SUBSCRIPTIONS_PER_SERVER, ResourceUpdated,
-    ResourceUpdates, ToolCallError, resource_update_channel,
+    ResourceUpdates, ToolCallError, WatchEnd, WatchNotice, resource_update_channel,
 };
 use rho_proto_core::config::Config;
 use rho_proto_core::runtime::status::ServerStatus;
@@ -115,6 +129,14 @@ fn era_of(host: &Host, id: &str) -> String {
     }
 }
 
+/// The first resource server `id` listed.
+fn first_resource(host: &Host, id: &str) -> String {
+    match host.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
 fn read_text(host: &Host, id: &str, uri: &str) -> String {
     let attached = host.attach_resource(id, uri, &Cancel::new()).expect("read");
     match attached.attachment {
@@ -141,7 +163,8 @@ fn subscribe_change_reread(host: &Host, updates: &ResourceUpdates, id: &str) {
         update,
         ResourceUpdated {
             server: id.into(),
-            uri: COUNTER.into()
+            uri: COUNTER.into(),
+            notice: WatchNotice::Updated,
         }
     );
     assert_eq!(read_text(host, id, COUNTER), "count 1");
@@ -241,10 +264,7 @@ fn server_everything_over_http_sends_updates_on_its_get_stream<R: TestRuntime>()
 
 fn everything_round(host: Host, updates: &ResourceUpdates) {
     assert_eq!(era_of(&host, "everything"), "2025-11-25");
-    let uri = match host.server("everything").map(|s| s.status) {
-        Some(ServerStatus::Ready(report)) => report.catalog.resources.items[0].uri.clone(),
-        other => panic!("not ready: {other:?}"),
-    };
+    let uri = first_resource(&host, "everything");
     host.subscribe_resource("everything", &uri, CallOptions::new())
         .expect("subscribe");
     // Its updates start with this tool (one at once, then every 5 s).
@@ -349,7 +369,314 @@ fn the_async_face_subscribes_and_awaits_updates<R: TestRuntime>() {
     smol::block_on(host.shutdown());
 }
 
+/// The pid of server `id`'s process.
+fn pid_of(host: &Host, id: &str) -> u32 {
+    match host.server(id).map(|s| s.status) {
+        Some(ServerStatus::Ready(report)) => report.pid.expect("a stdio server has a pid"),
+        other => panic!("server `{id}` not ready: {other:?}"),
+    }
+}
+
+/// `fixtures/watched.js` on stdio in `era`, with `env` and `restart`.
+fn watched_with(era: &str, env: &[(&str, String)], restart: &str) -> String {
+    let mut pairs: Vec<String> = env.iter().map(|(k, v)| format!("{k} = {v:?}")).collect();
+    if era == "2025" {
+        pairs.push("WATCH_ERA = \"2025\"".into());
+    }
+    let mut table = node_server("watched", &watched_js(), &["stdio"]);
+    if !pairs.is_empty() {
+        table.push_str(&format!("env = {{ {} }}\n", pairs.join(", ")));
+    }
+    table.push_str(&format!("restart = {restart}\n"));
+    table
+}
+
+/// Kills server `id`'s process group from outside, as an OOM killer would,
+/// and waits until the process is gone.
+fn kill_server(host: &Host, id: &str) {
+    let pid = pid_of(host, id);
+    rho_os::process::kill_group(pid);
+    assert!(wait_gone(pid), "the killed process is reaped");
+}
+
+/// A bump of the new process (its first) reaches the host; in the 2025
+/// era the fixture's record holds `requests` of the counter, in order.
+fn changes_reach_the_host(
+    host: &Host,
+    updates: &ResourceUpdates,
+    era: &str,
+    record: &std::path::Path,
+    requests: &[&str],
+) {
+    assert_eq!(bump(host, "watched"), "count 1");
+    assert_eq!(next_update(updates).notice, WatchNotice::Updated, "{era}");
+    if era == "2025" {
+        let seen = std::fs::read_to_string(record).expect("the fixture's record");
+        let want: String = requests
+            .iter()
+            .map(|r| format!("{r} {COUNTER}\n"))
+            .collect();
+        assert_eq!(seen, want);
+    }
+}
+
+fn a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restart<
+    R: TestRuntime,
+>() {
+    for era in ["2025", "2026"] {
+        let record = scratch_dir("watched-restart").join("record");
+        let table = watched_with(
+            era,
+            &[("WATCH_RECORD", record.display().to_string())],
+            "{ attempts = 3, backoff_ms = 100 }",
+        );
+        let (host, updates) = start::<R>(&parse_config(&table));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        assert_eq!(bump(&host, "watched"), "count 1");
+        assert_eq!(next_update(&updates).notice, WatchNotice::Updated);
+
+        kill_server(&host, "watched");
+        // Renewed on the new process without the host asking: told so,
+        // since a change while it was down was not heard of.
+        let renewed = next_update(&updates);
+        assert_eq!(
+            (renewed.uri.as_str(), renewed.notice),
+            (COUNTER, WatchNotice::Renewed),
+            "{era}"
+        );
+        assert_eq!(
+            read_text(&host, "watched", COUNTER),
+            "count 0",
+            "{era}: a new process"
+        );
+        // Its changes reach the host as before; each process was asked once.
+        changes_reach_the_host(&host, &updates, era, &record, &["subscribe", "subscribe"]);
+        host.shutdown();
+    }
+}
+
+fn a_watched_server_not_started_again_ends_the_watch_saying_why<R: TestRuntime>() {
+    for era in ["2025", "2026"] {
+        let table = watched_with(era, &[], "{ attempts = 0 }");
+        let (host, updates) = start::<R>(&parse_config(&table));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        kill_server(&host, "watched");
+        let ended = next_update(&updates);
+        assert_eq!(ended.uri, COUNTER);
+        match &ended.notice {
+            WatchNotice::Ended(WatchEnd::ServerEnded { reason }) => {
+                assert!(reason.contains("server exited"), "{era}: {reason}");
+            }
+            other => panic!("{era}: expected the watch's end, got {other:?}"),
+        }
+        assert!(ended.ended());
+        host.shutdown();
+    }
+}
+
+fn a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error<
+    R: TestRuntime,
+>() {
+    let once = scratch_dir("watched-once").join("started");
+    let table = watched_with(
+        "2025",
+        &[("WATCH_ONCE", once.display().to_string())],
+        "{ attempts = 3, backoff_ms = 100 }",
+    );
+    let (host, updates) = start::<R>(&parse_config(&table));
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("subscribe");
+    kill_server(&host, "watched");
+    let ended = next_update(&updates);
+    match &ended.notice {
+        WatchNotice::Ended(WatchEnd::NotRenewed { reason }) => {
+            assert!(
+                reason.contains("this process takes no subscriptions"),
+                "{reason}"
+            );
+        }
+        other => panic!("expected the watch's end, got {other:?}"),
+    }
+    // The server itself is back: the host may ask again (and be refused).
+    assert!(
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .is_err()
+    );
+    host.shutdown();
+}
+
+/// A reconnect (a new session, a new process) subscribes the new session
+/// to what the host held; its changes reach the host as before.
+fn a_reconnected_server_is_subscribed_again_to_what_the_host_held<R: TestRuntime>() {
+    for era in ["2025", "2026"] {
+        let record = scratch_dir("watched-reconnect").join("record");
+        let table = watched_with(
+            era,
+            &[("WATCH_RECORD", record.display().to_string())],
+            "{ attempts = 0 }",
+        );
+        let (mut host, updates) = start::<R>(&parse_config(&table));
+        host.subscribe_resource("watched", COUNTER, CallOptions::new())
+            .expect("subscribe");
+        let before = pid_of(&host, "watched");
+        let reconnected = host.reconnect("watched");
+        assert!(reconnected.closed && reconnected.started.is_ok(), "{era}");
+        assert_ne!(pid_of(&host, "watched"), before, "{era}: a new process");
+        let outcomes: Vec<(&str, bool)> = reconnected
+            .resubscribed
+            .iter()
+            .map(|(uri, outcome)| (uri.as_str(), outcome.is_ok()))
+            .collect();
+        assert_eq!(outcomes, [(COUNTER, true)], "{era}");
+        // The old session let go at its close, the new one asked.
+        changes_reach_the_host(
+            &host,
+            &updates,
+            era,
+            &record,
+            &["subscribe", "unsubscribe", "subscribe"],
+        );
+        host.shutdown();
+    }
+}
+
+/// server-everything over Streamable HTTP restarted on its port: the next
+/// request finds the session forgotten (404), rho starts a fresh one and
+/// subscribes it again of its own; the host hears `Renewed`, then the new
+/// process's updates.
+fn a_restarted_http_server_is_subscribed_again_on_the_fresh_session<R: TestRuntime>() {
+    let mut server = EverythingHttp::start();
+    let (host, updates) = start::<R>(&parse_config(&server.config("everything")));
+    assert_eq!(era_of(&host, "everything"), "2025-11-25");
+    let uri = first_resource(&host, "everything");
+    host.subscribe_resource("everything", &uri, CallOptions::new())
+        .expect("subscribe");
+    server.restart();
+    host.call(
+        ("everything", "echo"),
+        json!({"message": "after"}),
+        CallOptions::new(),
+    )
+    .expect("a call on the fresh session");
+    let renewed = next_update(&updates);
+    assert_eq!(
+        (renewed.uri.as_str(), renewed.notice),
+        (uri.as_str(), WatchNotice::Renewed)
+    );
+    host.call(
+        ("everything", "toggle-subscriber-updates"),
+        json!({}),
+        CallOptions::new(),
+    )
+    .expect("toggle");
+    let update = next_update(&updates);
+    assert_eq!(
+        (update.uri.as_str(), update.notice),
+        (uri.as_str(), WatchNotice::Updated)
+    );
+    host.shutdown();
+}
+
+/// rmcp's `watched-rmcp` on stdio.
+fn watched_rmcp(id: &str) -> String {
+    let binary = tests_dir().join("../target/interop-rmcp/debug/watched-rmcp");
+    assert!(
+        binary.exists(),
+        "the rmcp watched server is not built: run `tests/interop/install`"
+    );
+    format!(
+        "[mcp.servers.{id}]\ntransport = \"stdio\"\ncommand = {}\n",
+        toml_path(&binary)
+    )
+}
+
+/// rmcp acknowledges the intersection of what was asked and what its
+/// handler accepts: the stream carrying a held URI and one it does not
+/// hold is acknowledged with the first alone, so the second subscribe
+/// fails as not agreed, and the first keeps delivering on the new stream.
+fn a_partial_acknowledgement_from_rmcp_holds_only_what_it_agreed_to<R: TestRuntime>() {
+    let (host, updates) = start::<R>(&parse_config(&watched_rmcp("rmcp")));
+    assert_eq!(era_of(&host, "rmcp"), "2026-07-28");
+    host.subscribe_resource("rmcp", COUNTER, CallOptions::new())
+        .expect("a resource it holds");
+    let error = host
+        .subscribe_resource("rmcp", "watch://elsewhere", CallOptions::new())
+        .expect_err("not agreed");
+    assert!(
+        matches!(
+            &error,
+            ToolCallError::Call(CallError::SubscriptionNotAgreed { uri, .. })
+                if uri == "watch://elsewhere"
+        ),
+        "{error:?}"
+    );
+    assert!(error.to_string().contains("server `rmcp`"), "{error}");
+    // The stream that replaced the first still carries the counter.
+    assert_eq!(bump(&host, "rmcp"), "count 1");
+    assert_eq!(
+        next_update(&updates),
+        ResourceUpdated {
+            server: "rmcp".into(),
+            uri: COUNTER.into(),
+            notice: WatchNotice::Updated,
+        }
+    );
+    assert_eq!(read_text(&host, "rmcp", COUNTER), "count 1");
+    // A second resource it holds is agreed on a stream with both.
+    host.subscribe_resource("rmcp", "watch://notes", CallOptions::new())
+        .expect("another resource it holds");
+    assert_eq!(bump(&host, "rmcp"), "count 2");
+    assert_eq!(next_update(&updates).uri, COUNTER);
+    host.shutdown();
+}
+
+/// The SDK's own limit of open `subscriptions/listen` streams refuses the
+/// stream carrying a new URI: rho holds two open (its list-change stream
+/// and the first resource stream), the limit is two, so the third, opened
+/// before the second is let go, is refused; the subscribe fails with the
+/// SDK's error, and the stream before it still delivers.
+fn the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering<
+    R: TestRuntime,
+>() {
+    let table = watched_with(
+        "2026",
+        &[("WATCH_MAX_LISTENS", "2".into())],
+        "{ attempts = 0 }",
+    );
+    let (host, updates) = start::<R>(&parse_config(&table));
+    assert_eq!(era_of(&host, "watched"), "2026-07-28");
+    host.subscribe_resource("watched", COUNTER, CallOptions::new())
+        .expect("the first stream");
+    let error = host
+        .subscribe_resource("watched", "watch://second", CallOptions::new())
+        .expect_err("past the SDK's limit");
+    assert!(
+        matches!(&error, ToolCallError::Call(CallError::Rpc { .. })),
+        "{error:?}"
+    );
+    assert!(
+        error.to_string().contains("Subscription limit reached"),
+        "{error}"
+    );
+    let _ = bump(&host, "watched");
+    assert_eq!(
+        next_update(&updates).uri,
+        COUNTER,
+        "the first stream delivers"
+    );
+    host.shutdown();
+}
+
 both_executors!(
+    a_watched_resource_on_a_server_killed_mid_session_is_renewed_after_its_restart,
+    a_watched_server_not_started_again_ends_the_watch_saying_why,
+    a_restarted_server_that_refuses_the_subscription_ends_the_watch_with_its_error,
+    a_reconnected_server_is_subscribed_again_to_what_the_host_held,
+    a_partial_acknowledgement_from_rmcp_holds_only_what_it_agreed_to,
+    a_restarted_http_server_is_subscribed_again_on_the_fresh_session,
+    the_sdks_subscription_limit_refuses_a_new_stream_and_the_old_one_keeps_delivering,
     a_2026_stdio_server_tells_of_changes_through_subscriptions_listen,
     a_2026_http_server_tells_of_changes_through_subscriptions_listen,
     a_2025_sdk_server_takes_subscribe_and_unsubscribe_requests,

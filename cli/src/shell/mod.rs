@@ -53,7 +53,9 @@
 //! prints the message a model would get: the typed text, then each
 //! attachment under its URI, its text capped by the server's
 //! `max_output_bytes` (an image is described, not printed). A command line
-//! takes no attachments.
+//! takes no attachments. While an attachment is on the line, a server that
+//! offers `resources.subscribe` tells of its changes, and each one reads it
+//! again before Enter sends the line ([`attached`]).
 //!
 //! Not on a terminal (input from a pipe or a file), the shell reads one
 //! command per line and prints plain output: the same commands, scriptable
@@ -83,6 +85,7 @@
 //! [`editor::HISTORY_LINES`] lines, owner-only permissions), written after
 //! every command so a killed shell loses nothing.
 
+mod attached;
 mod commands;
 mod editor;
 mod keys;
@@ -104,9 +107,7 @@ use rho_proto_core::features::completions::{
     CompletionBroker, CompletionRef, CompletionTicket, Query,
 };
 use rho_proto_core::features::elicitation::{Form, FormAnswer, UrlAnswer, UrlRequest};
-use rho_proto_core::features::resources::{
-    Attachment, ReadResourceParams, ReadState, ResourceRead,
-};
+use rho_proto_core::features::resources::{Attachment, ReadState, ResourceRead};
 use rho_proto_core::features::{FeatureRequest, content, prompts};
 use rho_proto_core::host::{Asked, Responder, RuntimeOptions};
 use rho_proto_core::runtime::ToolCallError;
@@ -192,6 +193,8 @@ pub(crate) fn run(
         None
     };
     options.host = rho_host::host_services(responder, loaded.config.sampling_command.clone());
+    let (resource_sink, updates) = rho_host::resource_update_channel();
+    options.host.resource_updates = Some(resource_sink);
     // No server waits for another's browser login: a server that needs
     // one is left out of the start and named, and `/login <id>` logs in
     // and starts it when the person chooses (the host library's login).
@@ -270,6 +273,9 @@ pub(crate) fn run(
         cancelling: Mutex::new(BTreeMap::new()),
         files: Mutex::new(None),
         workspace,
+        updates,
+        watching: Mutex::new(BTreeMap::new()),
+        letting_go: Mutex::new(Vec::new()),
     };
     let status = shell.greeting_text();
     shell.out.print(&status);
@@ -385,6 +391,13 @@ struct Shell<'a> {
     /// The workspace files, listed once per line being edited.
     files: Mutex<Option<Vec<String>>>,
     workspace: PathBuf,
+    /// News of the resources attachments are subscribed to.
+    updates: rho_host::ResourceUpdates,
+    /// The resources subscribed to for attachments, with how many
+    /// attachments hold each.
+    watching: Mutex<BTreeMap<(String, String), usize>>,
+    /// Subscriptions whose last attachment left, to let go.
+    letting_go: Mutex<Vec<(String, String)>>,
 }
 
 /// Argument suggestions: one broker per server, the request each has in
@@ -418,6 +431,8 @@ struct ReadSlot {
     server: String,
     read: ResourceRead,
     cancel: Cancel,
+    /// It holds a subscription to its resource ([`Shell::watch`]).
+    watched: bool,
 }
 
 impl Shell<'_> {
@@ -915,6 +930,9 @@ impl Shell<'_> {
             let Some(slot) = reads.remove(chip) else {
                 continue;
             };
+            if slot.watched {
+                self.unwatch(&slot.server, slot.read.uri());
+            }
             text.push_str(&format!(
                 "── [resource: {}] from server `{}` ──\n",
                 sanitize_line(slot.read.uri()),
@@ -949,9 +967,13 @@ impl Shell<'_> {
     fn drop_reads(&self, attachments: &[u64]) {
         let mut reads = lock(&self.reads);
         for chip in attachments {
-            if let Some(mut slot) = reads.remove(chip)
-                && slot.read.cancel()
-            {
+            let Some(mut slot) = reads.remove(chip) else {
+                continue;
+            };
+            if slot.watched {
+                self.unwatch(&slot.server, slot.read.uri());
+            }
+            if slot.read.cancel() {
                 slot.cancel.cancel();
             }
         }
@@ -1037,6 +1059,10 @@ fn interactive_loop(
                 seen_tools = now_tools;
             }
             suggestion_timeouts(shell);
+            while let Some(news) = shell.updates.try_next() {
+                attached::heard(scope, shell, screen, news);
+            }
+            attached::let_go(scope, shell);
             if stop.is_cancelled() || crate::signals::stopped() {
                 cancel_running(shell);
                 break;
@@ -1402,45 +1428,21 @@ fn attach<'scope, 'env>(
             server: server.clone(),
             read: ResourceRead::new(uri.clone(), shell.host().max_output_bytes(&server)),
             cancel: cancel.clone(),
+            watched: false,
         },
     );
     scope.spawn(move || {
-        let request = FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() });
-        let result = shell
-            .host()
-            .request(&server, request, CallOptions::new().cancel(&cancel));
-        let outcome = {
-            let mut reads = lock(&shell.reads);
-            let Some(slot) = reads.get_mut(&chip) else {
-                // Taken under the lock `detach` moves it under.
-                let slot = lock(&shell.cancelling).remove(&chip);
-                drop(reads);
-                return cancelled(shell, slot, &result);
-            };
-            slot.read
-                .handle_answer(result.as_ref().map_err(ToString::to_string));
-            match slot.read.state() {
-                ReadState::Ready { .. } => Ok(sanitize_line(&slot.read.label()).into_owned()),
-                ReadState::Failed { reason } => {
-                    let reason = reason.clone();
-                    reads.remove(&chip);
-                    Err(reason)
-                }
-                _ => return,
-            }
-        };
-        match outcome {
-            Ok(label) => screen.edit(|e| e.relabel(chip, &label, false)),
-            Err(reason) => {
-                screen.edit(|e| e.remove_chip(chip));
-                screen.print(&format!(
-                    "could not read `{}` from server `{}`: {}; the attachment was removed",
-                    sanitize_line(&uri),
-                    sanitize_line(&server),
-                    sanitize_line(&reason)
-                ));
+        // Subscribed before the read, so a change between the two is not
+        // missed.
+        let watched = shell.watch(&server, &uri, &cancel);
+        if watched {
+            match lock(&shell.reads).get_mut(&chip) {
+                Some(slot) => slot.watched = true,
+                // Taken off the line meanwhile.
+                None => shell.unwatch(&server, &uri),
             }
         }
+        attached::read(shell, screen, chip, &server, &uri, &cancel);
     });
 }
 
@@ -1455,6 +1457,9 @@ fn detach(shell: &Shell<'_>, chip: u64) {
     let Some(mut slot) = reads.remove(&chip) else {
         return;
     };
+    if slot.watched {
+        shell.unwatch(&slot.server, slot.read.uri());
+    }
     if slot.read.cancel() {
         slot.cancel.cancel();
         lock(&shell.cancelling).insert(chip, slot);

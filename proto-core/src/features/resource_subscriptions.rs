@@ -33,9 +33,11 @@
 //!
 //! Once acknowledged, the stream is open for the session's life. If it
 //! ends (broken, or closed by the server) it is re-issued once with the
-//! URIs held, as the list-change stream is; a second end, or a refusal,
-//! drops the subscriptions, with a log line saying so: the host hears of
-//! no more changes, and an explicit re-subscribe starts over.
+//! URIs held, as the list-change stream is; a second end, or a refusal
+//! (of it, or of the one re-issued: [`ResourceSubscriptions::orphaned`]),
+//! drops the subscriptions, with a log line saying so, and the host is
+//! told which: it hears of no more changes, and an explicit re-subscribe
+//! starts over.
 //!
 //! # Bounds
 //!
@@ -50,6 +52,19 @@
 //! - Updates are coalesced where the host reads them
 //!   ([`UpdateQueue`]): many updates of one URI before the host looks are
 //!   one.
+//!
+//! # A subscription outlives its session
+//!
+//! What the host subscribed to is the host's intent, not the session's:
+//! this module holds one session's subscriptions, and the driver that
+//! outlives a server's sessions ([`crate::runtime::driver`]) holds the
+//! intent. When a stdio server whose process died is started again, the
+//! driver subscribes its new session to what the host held and tells the
+//! host ([`WatchNotice::Renewed`]: read it again, it may have changed
+//! while the server was down). When that cannot be done, or the server is
+//! not started again, or a 2026 stream ends for good, the host is told
+//! that its watch ended and why ([`WatchNotice::Ended`]), so no host
+//! believes it is watching what no session holds.
 
 use std::collections::{BTreeMap, BTreeSet, VecDeque};
 
@@ -147,6 +162,78 @@ pub enum StreamEnd {
     Unknown,
 }
 
+/// Why rho stopped watching a resource the host subscribed to, without the
+/// host asking: the host hears of no more changes of it until it
+/// subscribes again.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+#[non_exhaustive]
+pub enum WatchEnd {
+    /// The server's session ended and the server is not started again
+    /// (restarts off or given up, or a transport rho does not restart);
+    /// `reason` says how it ended.
+    ServerEnded {
+        /// How the session ended (the exit, the last stderr lines, the
+        /// restarts given up).
+        reason: String,
+    },
+    /// The server was started again, but its new session did not take the
+    /// subscription (it refused it, or no longer offers subscriptions).
+    NotRenewed {
+        /// What the new session answered.
+        reason: String,
+    },
+    /// The 2026 era's resource stream ended and could not be opened again
+    /// within the session ([`MAX_REISSUES`]).
+    StreamEnded {
+        /// How the last stream ended.
+        reason: String,
+    },
+}
+
+impl std::fmt::Display for WatchEnd {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WatchEnd::ServerEnded { reason } => {
+                write!(f, "the server ended and is not started again: {reason}")
+            }
+            WatchEnd::NotRenewed { reason } => write!(
+                f,
+                "the server was started again but did not take the subscription: {reason}"
+            ),
+            WatchEnd::StreamEnded { reason } => {
+                write!(f, "the server's subscription stream ended: {reason}")
+            }
+        }
+    }
+}
+
+/// What a host hears of a resource it subscribed to.
+#[derive(Clone, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum WatchNotice {
+    /// The server said it changed: read it again when convenient.
+    Updated,
+    /// The server was started again and its new session holds the
+    /// subscription: read it again, since a change while the server was
+    /// down was not heard of.
+    Renewed,
+    /// No session holds the subscription any more.
+    Ended(WatchEnd),
+}
+
+impl WatchNotice {
+    /// What one waiting notice and a newer one of the same resource are
+    /// worth together: an end outweighs all; a renewal says everything a
+    /// change says; otherwise the newer holds.
+    fn merged(self, newer: WatchNotice) -> WatchNotice {
+        match (&self, &newer) {
+            (WatchNotice::Renewed, WatchNotice::Updated) => self,
+            _ => newer,
+        }
+    }
+}
+
 /// A listen request sent and not yet acknowledged.
 #[derive(Clone, Debug)]
 struct Opening {
@@ -171,6 +258,9 @@ pub struct ResourceSubscriptions {
     /// 2026: the stream being opened to replace it.
     opening: Option<Opening>,
     reissues: u32,
+    /// 2025: subscribes of the session's own renewing what is held after
+    /// a fresh `initialize`, by request.
+    renewing: BTreeMap<u64, String>,
 }
 
 impl ResourceSubscriptions {
@@ -224,6 +314,17 @@ impl ResourceSubscriptions {
             self.held.insert(uri);
         }
         true
+    }
+
+    /// A `resources/subscribe` of the session's own went out as `request`
+    /// to renew `uri`, held, on a session that replaced an expired one.
+    pub fn renewing(&mut self, request: u64, uri: String) {
+        self.renewing.insert(request, uri);
+    }
+
+    /// Renewal `request` ended (answered or failed): the URI it renewed.
+    pub fn renewed(&mut self, request: u64) -> Option<String> {
+        self.renewing.remove(&request)
     }
 
     /// Drops `uri` at once (updates for it stop now); returns whether it
@@ -351,6 +452,7 @@ impl ResourceSubscriptions {
     pub fn session_closed(&mut self) -> Vec<u64> {
         self.held.clear();
         self.asked.clear();
+        self.renewing.clear();
         self.current = None;
         self.opening
             .take()
@@ -376,6 +478,17 @@ impl ResourceSubscriptions {
         }
         self.held.clear();
         (StreamEnd::Dropped, Vec::new())
+    }
+
+    /// What is held with no stream to carry it (2026: the acknowledged
+    /// stream ended and the one opened again failed): dropped, and
+    /// returned for the session to tell the host. Nothing while a stream
+    /// is acknowledged or being opened.
+    pub fn orphaned(&mut self) -> Vec<String> {
+        if self.current.is_some() || self.opening.is_some() {
+            return Vec::new();
+        }
+        std::mem::take(&mut self.held).into_iter().collect()
     }
 
     /// A subscribe call `call` waiting on an opening stream was cancelled
@@ -424,42 +537,47 @@ pub fn updated_uri(params: Option<&Value>) -> Option<&str> {
     params?.get("uri")?.as_str()
 }
 
-/// Updates waiting for the host to look, coalesced: an update of a
-/// `(server, uri)` already waiting is not queued again, so however many
-/// notifications arrive before the host looks, it reads each resource
-/// once. First-come order; bounded at [`MAX_QUEUED_UPDATES`].
+/// Notices waiting for the host to look, coalesced: a notice of a
+/// `(server, uri)` already waiting is merged into it, not queued again, so
+/// however many notifications arrive before the host looks, it reads each
+/// resource once; an end of the watch is never lost to a change that came
+/// with it ([`WatchNotice`]'s merge: an end outweighs all, a renewal says
+/// what a change says). First-come order; bounded at
+/// [`MAX_QUEUED_UPDATES`].
 #[derive(Debug, Default)]
 pub struct UpdateQueue {
     order: VecDeque<(String, String)>,
-    waiting: BTreeSet<(String, String)>,
+    waiting: BTreeMap<(String, String), WatchNotice>,
     dropped: u64,
 }
 
 impl UpdateQueue {
-    /// Queues an update of `uri` of `server`; returns whether it is new
-    /// (not coalesced into one waiting, not dropped at the bound).
-    pub fn push(&mut self, server: &str, uri: &str) -> bool {
+    /// Queues `notice` of `uri` of `server`; returns whether it is new
+    /// (not merged into one waiting, not dropped at the bound).
+    pub fn push(&mut self, server: &str, uri: &str, notice: WatchNotice) -> bool {
         let key = (server.to_owned(), uri.to_owned());
-        if self.waiting.contains(&key) {
+        if let Some(waiting) = self.waiting.get_mut(&key) {
+            let older = std::mem::replace(waiting, WatchNotice::Updated);
+            *waiting = older.merged(notice);
             return false;
         }
         if self.order.len() >= MAX_QUEUED_UPDATES {
             self.dropped += 1;
             return false;
         }
-        self.waiting.insert(key.clone());
+        self.waiting.insert(key.clone(), notice);
         self.order.push_back(key);
         true
     }
 
-    /// The oldest update waiting, as `(server, uri)`.
-    pub fn pop(&mut self) -> Option<(String, String)> {
+    /// The oldest notice waiting, as `(server, uri, notice)`.
+    pub fn pop(&mut self) -> Option<(String, String, WatchNotice)> {
         let key = self.order.pop_front()?;
-        self.waiting.remove(&key);
-        Some(key)
+        let notice = self.waiting.remove(&key).unwrap_or(WatchNotice::Updated);
+        Some((key.0, key.1, notice))
     }
 
-    /// How many updates wait.
+    /// How many notices wait.
     pub fn len(&self) -> usize {
         self.order.len()
     }
@@ -469,7 +587,7 @@ impl UpdateQueue {
         self.order.is_empty()
     }
 
-    /// How many updates were dropped at the bound so far.
+    /// How many notices were dropped at the bound so far.
     pub fn dropped(&self) -> u64 {
         self.dropped
     }
@@ -601,6 +719,21 @@ mod tests {
     }
 
     #[test]
+    fn a_failed_reopening_leaves_what_was_held_orphaned() {
+        let mut s = ResourceSubscriptions::default();
+        let _ = s.opened(1, vec!["a://1".into()], Some((1, "a://1".into())));
+        let _ = s.acknowledged(1, &["a://1".into()]);
+        assert!(s.orphaned().is_empty(), "carried by its stream");
+        assert_eq!(s.ended(1, false), (StreamEnd::Reopen, vec![]));
+        let _ = s.opened(2, s.wanted_with(None), None);
+        assert!(s.orphaned().is_empty(), "being opened again");
+        assert_eq!(s.ended(2, true), (StreamEnd::OpeningFailed, vec![]));
+        assert_eq!(s.orphaned(), vec!["a://1".to_owned()]);
+        assert!(!s.holds("a://1"));
+        assert!(s.orphaned().is_empty(), "told once");
+    }
+
+    #[test]
     fn a_refused_acknowledged_stream_drops_at_once() {
         let mut s = ResourceSubscriptions::default();
         let _ = s.opened(1, vec!["a://1".into()], Some((1, "a://1".into())));
@@ -692,30 +825,63 @@ mod tests {
 
     #[test]
     fn many_updates_of_one_uri_before_the_host_looks_are_one() {
+        let updated = WatchNotice::Updated;
         let mut q = UpdateQueue::default();
-        assert!(q.push("s", "a://1"));
+        assert!(q.push("s", "a://1", updated.clone()));
         for _ in 0..100 {
-            assert!(!q.push("s", "a://1"));
+            assert!(!q.push("s", "a://1", updated.clone()));
         }
-        assert!(q.push("t", "a://1"), "another server's is another update");
-        assert!(q.push("s", "a://2"));
+        assert!(
+            q.push("t", "a://1", updated.clone()),
+            "another server's is another update"
+        );
+        assert!(q.push("s", "a://2", updated.clone()));
         assert_eq!(q.len(), 3);
-        assert_eq!(q.pop(), Some(("s".into(), "a://1".into())));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), updated.clone())));
         // Once read, the next change is news again.
-        assert!(q.push("s", "a://1"));
-        assert_eq!(q.pop(), Some(("t".into(), "a://1".into())));
-        assert_eq!(q.pop(), Some(("s".into(), "a://2".into())));
-        assert_eq!(q.pop(), Some(("s".into(), "a://1".into())));
+        assert!(q.push("s", "a://1", updated.clone()));
+        assert_eq!(q.pop(), Some(("t".into(), "a://1".into(), updated.clone())));
+        assert_eq!(q.pop(), Some(("s".into(), "a://2".into(), updated.clone())));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), updated)));
         assert!(q.is_empty());
+    }
+
+    #[test]
+    fn an_end_waiting_is_never_lost_to_a_change_and_a_renewal_outweighs_a_change() {
+        let ended = WatchNotice::Ended(WatchEnd::ServerEnded {
+            reason: "exit status: 1".into(),
+        });
+        let mut q = UpdateQueue::default();
+        assert!(q.push("s", "a://1", WatchNotice::Updated));
+        assert!(!q.push("s", "a://1", ended.clone()));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), ended.clone())));
+
+        assert!(q.push("s", "a://1", WatchNotice::Renewed));
+        assert!(!q.push("s", "a://1", WatchNotice::Updated));
+        assert_eq!(
+            q.pop(),
+            Some(("s".into(), "a://1".into(), WatchNotice::Renewed))
+        );
+
+        // Renewed after an end (subscribed again since): the newer holds.
+        assert!(q.push("s", "a://1", ended.clone()));
+        assert!(!q.push("s", "a://1", WatchNotice::Renewed));
+        assert_eq!(
+            q.pop(),
+            Some(("s".into(), "a://1".into(), WatchNotice::Renewed))
+        );
+        assert!(q.push("s", "a://1", WatchNotice::Renewed));
+        assert!(!q.push("s", "a://1", ended.clone()));
+        assert_eq!(q.pop(), Some(("s".into(), "a://1".into(), ended)));
     }
 
     #[test]
     fn the_queue_is_bounded_and_counts_what_it_dropped() {
         let mut q = UpdateQueue::default();
         for n in 0..MAX_QUEUED_UPDATES {
-            assert!(q.push("s", &format!("a://{n}")));
+            assert!(q.push("s", &format!("a://{n}"), WatchNotice::Updated));
         }
-        assert!(!q.push("s", "a://over"));
+        assert!(!q.push("s", "a://over", WatchNotice::Updated));
         assert_eq!(q.dropped(), 1);
         assert_eq!(q.len(), MAX_QUEUED_UPDATES);
     }

@@ -425,6 +425,9 @@ pub struct ResourceRead {
     uri: String,
     state: ReadState,
     max_output_bytes: usize,
+    /// The server said it changed while the read ran: that read may carry
+    /// the body from before, so its answer is followed by another read.
+    stale: bool,
 }
 
 impl ResourceRead {
@@ -434,6 +437,7 @@ impl ResourceRead {
             uri: uri.into(),
             state: ReadState::Reading,
             max_output_bytes,
+            stale: false,
         }
     }
 
@@ -462,11 +466,38 @@ impl ResourceRead {
         matches!(self.state, ReadState::Reading)
     }
 
+    /// The server said the resource changed (a subscription's update):
+    /// returns whether to send a read now. A read attachment goes back to
+    /// reading (the message waits for the new body); one being read is
+    /// read once more when its answer comes ([`ResourceRead::handle_answer`]
+    /// says so), however many changes came meanwhile; a failed or
+    /// cancelled one stays as it is.
+    pub fn changed(&mut self) -> bool {
+        match self.state {
+            ReadState::Ready { .. } => {
+                self.state = ReadState::Reading;
+                true
+            }
+            ReadState::Reading => {
+                self.stale = true;
+                false
+            }
+            _ => false,
+        }
+    }
+
     /// The server answered (or the request failed, with the reason). An
-    /// answer after a cancel is dropped.
-    pub fn handle_answer(&mut self, answer: Result<&Value, String>) {
+    /// answer after a cancel is dropped. Returns whether to read again at
+    /// once: the resource changed while this read ran
+    /// ([`ResourceRead::changed`]), so its answer may be the body from
+    /// before; the attachment stays reading until that read's answer.
+    #[must_use]
+    pub fn handle_answer(&mut self, answer: Result<&Value, String>) -> bool {
         if !matches!(self.state, ReadState::Reading) {
-            return;
+            return false;
+        }
+        if std::mem::take(&mut self.stale) && answer.is_ok() {
+            return true;
         }
         self.state = match answer.map(ReadResourceResult::from_value) {
             Ok(Ok(result)) if result.contents.is_empty() => ReadState::Failed {
@@ -478,6 +509,7 @@ impl ResourceRead {
             Ok(Err(shape)) => ReadState::Failed { reason: shape.0 },
             Err(reason) => ReadState::Failed { reason },
         };
+        false
     }
 
     /// The person removed the attachment: returns whether the request is
@@ -650,33 +682,68 @@ mod tests {
         let mut r = ResourceRead::new("a://t", 1000);
         assert!(r.blocks_sending());
         assert_eq!(r.label(), "[resource: a://t · reading]");
-        r.handle_answer(Ok(&json!({"contents": [{"uri": "a://t", "text": "hi"}]})));
+        let _ = r.handle_answer(Ok(&json!({"contents": [{"uri": "a://t", "text": "hi"}]})));
         assert!(matches!(r.state(), ReadState::Ready { .. }));
         assert!(!r.blocks_sending());
         assert!(!r.cancel(), "nothing to cancel once read");
 
         let mut failed = ResourceRead::new("a://x", 1000);
-        failed.handle_answer(Err("server `s` answered with an error: not found".into()));
+        let _ = failed.handle_answer(Err("server `s` answered with an error: not found".into()));
         assert!(
             matches!(failed.state(), ReadState::Failed { reason } if reason.contains("not found"))
         );
         let mut empty = ResourceRead::new("a://x", 1000);
-        empty.handle_answer(Ok(&json!({"contents": []})));
+        let _ = empty.handle_answer(Ok(&json!({"contents": []})));
         assert!(matches!(empty.state(), ReadState::Failed { .. }));
         let mut malformed = ResourceRead::new("a://x", 1000);
-        malformed.handle_answer(Ok(&json!({"contents": [{"uri": "a://x"}]})));
+        let _ = malformed.handle_answer(Ok(&json!({"contents": [{"uri": "a://x"}]})));
         assert!(
             matches!(malformed.state(), ReadState::Failed { reason } if reason.contains("neither"))
         );
 
         let mut cancelled = ResourceRead::new("a://t", 1000);
         assert!(cancelled.cancel(), "the request must be cancelled");
-        cancelled.handle_answer(Ok(&json!({"contents": [{"uri": "a://t", "text": "late"}]})));
+        let _ =
+            cancelled.handle_answer(Ok(&json!({"contents": [{"uri": "a://t", "text": "late"}]})));
         assert_eq!(
             cancelled.state(),
             &ReadState::Cancelled,
             "a late answer is dropped"
         );
+    }
+
+    #[test]
+    fn a_change_reads_a_read_attachment_again_and_a_running_read_once_more() {
+        let body = |text: &str| json!({"contents": [{"uri": "a://t", "text": text}]});
+        let mut r = ResourceRead::new("a://t", 1000);
+        // Changed while the first read runs: its answer may be the old
+        // body, so one more read follows, however many changes came.
+        assert!(!r.changed());
+        assert!(!r.changed());
+        assert!(r.handle_answer(Ok(&body("old"))), "read again");
+        assert!(r.blocks_sending(), "still reading");
+        assert!(!r.handle_answer(Ok(&body("new"))));
+        assert_eq!(
+            r.state(),
+            &ReadState::Ready {
+                attachment: Attachment::Text { text: "new".into() }
+            }
+        );
+        // Changed once read: read again now, the message waits.
+        assert!(r.changed());
+        assert!(r.blocks_sending());
+        assert_eq!(r.label(), "[resource: a://t · reading]");
+        assert!(!r.handle_answer(Ok(&body("newer"))));
+        assert!(!r.blocks_sending());
+        // A failure is not read again: it ends the attachment.
+        assert!(r.changed());
+        assert!(!r.changed());
+        assert!(!r.handle_answer(Err("gone".into())));
+        assert!(matches!(r.state(), ReadState::Failed { .. }));
+        assert!(!r.changed());
+        let mut cancelled = ResourceRead::new("a://t", 1000);
+        assert!(cancelled.cancel());
+        assert!(!cancelled.changed(), "a removed attachment is not read");
     }
 
     #[test]

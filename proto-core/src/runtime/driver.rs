@@ -54,13 +54,44 @@
 //!   way, [`Health::restarts`] and [`Health::pid`] once ready again, and
 //!   [`Health::failure`] with [`Health::restarts_exhausted`] when the
 //!   attempts in a row ran out.
+//!
+//! # Resource subscriptions across sessions
+//!
+//! A session holds its own subscriptions and loses them with it; what the
+//! host subscribed to is kept here, with the server, since the host's
+//! intent outlives a session (see
+//! [`crate::features::resource_subscriptions`]). A URI is watched from the
+//! moment a subscribe is answered with success until the host unsubscribes
+//! (the moment it asks). Then:
+//!
+//! - once a restarted session is ready, it is subscribed to every URI
+//!   watched, before the calls that waited go to it; each one it takes is
+//!   reported [`WatchNotice::Renewed`] (the host reads it again: a change
+//!   while the server was down was not heard of), each one it does not
+//!   [`WatchNotice::Ended`] ([`WatchEnd::NotRenewed`]) and forgotten;
+//! - an unsubscribe while a restart is under way succeeds at once (no
+//!   process holds the subscription) and is not renewed;
+//! - when the server is not started again (restarts off, given up, or a
+//!   transport rho does not restart), each URI watched is reported
+//!   [`WatchNotice::Ended`] ([`WatchEnd::ServerEnded`], with the reason);
+//!   when rho closed the server itself, nothing is reported: the host
+//!   asked for it;
+//! - a session that drops its subscriptions while it goes on (a 2026
+//!   stream that ended for good, a 2025 HTTP session whose replacement
+//!   refused one) reports each ended with the session's reason; one that
+//!   renewed them itself (that replacement took them) reports each
+//!   [`WatchNotice::Renewed`].
+//!
+//! Only updates of a URI watched reach the host.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, BTreeSet, VecDeque};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use crate::config::ServerConfig;
 use crate::connection::{Connection, HostContext, HttpInput, Output};
+use crate::features::FeatureRequest;
+use crate::features::resource_subscriptions::{SubscribeParams, WatchEnd, WatchNotice};
 use crate::host::{Asked, HostServices, LogSink, ResourceSink, TranscriptSink};
 use crate::http::ExchangeId;
 use crate::runtime::driving::{
@@ -143,9 +174,15 @@ pub enum Report {
     /// The server logged this: hand it to the host's
     /// [`crate::host::LogSink`], when it has one (tracing has had it).
     Log(ServerLog),
-    /// A resource the host subscribed to changed: hand it to the host's
+    /// News of a resource the host subscribed to (it changed, its
+    /// subscription was renewed or ended): hand it to the host's
     /// [`crate::host::ResourceSink`], when it has one.
-    ResourceUpdated(String),
+    Resource {
+        /// The resource, as the host subscribed to it.
+        uri: String,
+        /// What became of it.
+        notice: WatchNotice,
+    },
 }
 
 /// Where one session's [`Report`]s go: the cell its runtime reads its
@@ -183,9 +220,9 @@ impl Reports {
                     sink.server_log(&self.server, &log);
                 }
             }
-            Report::ResourceUpdated(uri) => {
+            Report::Resource { uri, notice } => {
                 if let Some(sink) = &self.resource_updates {
-                    sink.resource_updated(&self.server, &uri);
+                    sink.notice(&self.server, &uri, notice);
                 }
             }
         }
@@ -277,6 +314,23 @@ pub struct Driver<R> {
     /// How long a held call waits when it names no budget of its own: the
     /// server's `tool_timeout`.
     tool_timeout: Duration,
+    /// The resources the host holds subscriptions to, across sessions.
+    watching: BTreeSet<String>,
+    /// The host's subscribe requests in flight, by call: watched once
+    /// answered with success.
+    subscribing: BTreeMap<CallId, String>,
+    /// The driver's own requests renewing the subscriptions on a restarted
+    /// session, by call; their answers reach no caller.
+    renewing: BTreeMap<CallId, Renewal>,
+}
+
+/// A request of the driver's own about a watched resource.
+#[derive(Clone, Debug)]
+enum Renewal {
+    /// Subscribes the restarted session to a URI watched.
+    Subscribe(String),
+    /// Ends a subscription renewed after the host let it go.
+    Unsubscribe,
 }
 
 impl<R> Driver<R> {
@@ -304,6 +358,9 @@ impl<R> Driver<R> {
             stop: None,
             held: VecDeque::new(),
             tool_timeout: setup.config.tool_timeout,
+            watching: BTreeSet::new(),
+            subscribing: BTreeMap::new(),
+            renewing: BTreeMap::new(),
         })
     }
 
@@ -403,9 +460,19 @@ impl<R> Driver<R> {
                 budget,
                 reply,
             } => match self.conn.request(now, &request, budget) {
-                Ok(call) => self
-                    .calls
-                    .insert(ticket, call, request.method().to_owned(), reply),
+                Ok(call) => {
+                    match &*request {
+                        FeatureRequest::SubscribeResource(p) => {
+                            self.subscribing.insert(call, p.uri.clone());
+                        }
+                        FeatureRequest::UnsubscribeResource(p) => {
+                            self.watching.remove(&p.uri);
+                        }
+                        _ => {}
+                    }
+                    self.calls
+                        .insert(ticket, call, request.method().to_owned(), reply)
+                }
                 Err(misuse) => self.pending.push_back(Effect::Reply(
                     reply,
                     CallUpdate::Answered(Err(ToolCallError::NotCallable(misuse))),
@@ -625,6 +692,10 @@ impl<R> Driver<R> {
                     pid: self.pid,
                 })))
             }
+            Event::RequestCompleted { call, result } if self.renewing.contains_key(&call) => {
+                self.renewed(call, result.map(drop));
+                None
+            }
             Event::CallCompleted { call, result } => {
                 let reply = self.calls.complete(call)?;
                 Some(Effect::Reply(
@@ -633,6 +704,11 @@ impl<R> Driver<R> {
                 ))
             }
             Event::RequestCompleted { call, result } => {
+                if let Some(uri) = self.subscribing.remove(&call)
+                    && result.is_ok()
+                {
+                    self.watching.insert(uri);
+                }
                 let reply = self.calls.complete(call)?;
                 Some(Effect::Reply(
                     reply,
@@ -672,7 +748,29 @@ impl<R> Driver<R> {
                     .then(|| Effect::Report(Report::Health(self.health.clone())))
             }
             Event::Log(log) => Some(Effect::Report(Report::Log(log))),
-            Event::ResourceUpdated { uri } => Some(Effect::Report(Report::ResourceUpdated(uri))),
+            Event::ResourceUpdated { uri } if self.watching.contains(&uri) => {
+                Some(Effect::Report(Report::Resource {
+                    uri,
+                    notice: WatchNotice::Updated,
+                }))
+            }
+            Event::ResourceUpdated { .. } => None,
+            Event::ResourceWatchRenewed { uris } => {
+                for uri in uris {
+                    if self.watching.contains(&uri) {
+                        self.report_watch(uri, WatchNotice::Renewed);
+                    }
+                }
+                None
+            }
+            Event::ResourceWatchEnded { uris, end } => {
+                for uri in uris {
+                    if self.watching.remove(&uri) {
+                        self.report_watch(uri, WatchNotice::Ended(end.clone()));
+                    }
+                }
+                None
+            }
             // What was done at the URL is the server's; the host hears
             // that it is done in the log (a -32042's retry is the person's
             // to ask for).
@@ -730,6 +828,9 @@ impl<R> Driver<R> {
             text.push('\n');
             text.push_str(stderr);
         }
+        // The lost session's requests are answered below or never.
+        self.subscribing.clear();
+        self.renewing.clear();
         for reply in self.calls.drain() {
             self.pending.push_back(Effect::Reply(
                 reply,
@@ -755,7 +856,9 @@ impl<R> Driver<R> {
         let stop = self.stop.take();
         if matches!(reason, CloseReason::Requested) {
             // Closed by rho, restart or not: the calls that waited hear it,
-            // and the health has nothing to report.
+            // and the health has nothing to report; the subscriptions end
+            // with it, as the host asked.
+            self.watching.clear();
             self.fail_held(&text);
             if self.health.restarting.take().is_some() {
                 self.pending
@@ -870,6 +973,12 @@ impl<R> Driver<R> {
         };
         tracing::warn!(server = %self.server, "session ended: {text}");
         self.fail_held(&text);
+        for uri in std::mem::take(&mut self.watching) {
+            let end = WatchEnd::ServerEnded {
+                reason: text.clone(),
+            };
+            self.report_watch(uri, WatchNotice::Ended(end));
+        }
         self.health.restarting = None;
         self.health.restarts_exhausted = matches!(stop, Stop::Exhausted { .. });
         self.health.failure = Some(text);
@@ -890,6 +999,7 @@ impl<R> Driver<R> {
             pid = self.pid,
             "restarted (restart {restarts} of this run)"
         );
+        self.renew_watches(now);
         for held in std::mem::take(&mut self.held) {
             let Held {
                 since, mut command, ..
@@ -936,6 +1046,18 @@ impl<R> Driver<R> {
     fn while_restarting(&mut self, now: Instant, command: Command<R>) {
         self.now = now;
         match command {
+            Command::Request { request, reply, .. }
+                if matches!(&*request, FeatureRequest::UnsubscribeResource(_)) =>
+            {
+                // No process holds it: it ends here, and is not renewed.
+                if let FeatureRequest::UnsubscribeResource(p) = &*request {
+                    self.watching.remove(&p.uri);
+                }
+                self.pending.push_back(Effect::Reply(
+                    reply,
+                    CallUpdate::Answered(Ok(serde_json::json!({}))),
+                ));
+            }
             Command::CallTool { budget, .. } | Command::Request { budget, .. } => {
                 let wait = budget.unwrap_or(self.tool_timeout);
                 self.held.push_back(Held {
@@ -986,6 +1108,67 @@ impl<R> Driver<R> {
                 }
             }
         }
+    }
+
+    // ----- resource subscriptions across sessions -----
+
+    /// Subscribes the restarted session to every URI watched.
+    fn renew_watches(&mut self, now: Instant) {
+        for uri in self.watching.clone() {
+            let request = FeatureRequest::SubscribeResource(SubscribeParams { uri: uri.clone() });
+            match self.conn.request(now, &request, None) {
+                Ok(call) => {
+                    self.drain = Drain::Outputs;
+                    self.renewing.insert(call, Renewal::Subscribe(uri));
+                }
+                Err(misuse) => {
+                    self.watching.remove(&uri);
+                    let end = WatchEnd::NotRenewed {
+                        reason: misuse.to_string(),
+                    };
+                    self.report_watch(uri, WatchNotice::Ended(end));
+                }
+            }
+        }
+    }
+
+    /// A request of the driver's own was answered (`Ok` with success).
+    fn renewed(&mut self, call: CallId, result: Result<(), CallError>) {
+        let Some(Renewal::Subscribe(uri)) = self.renewing.remove(&call) else {
+            return;
+        };
+        match result {
+            Ok(()) if self.watching.contains(&uri) => {
+                tracing::info!(server = %self.server, "subscribed again to a resource the host watches");
+                self.report_watch(uri, WatchNotice::Renewed);
+            }
+            Ok(()) => {
+                // The host let it go while it was being renewed: the new
+                // session holds it for no one.
+                let request = FeatureRequest::UnsubscribeResource(SubscribeParams { uri });
+                if let Ok(call) = self.conn.request(self.now, &request, None) {
+                    self.drain = Drain::Outputs;
+                    self.renewing.insert(call, Renewal::Unsubscribe);
+                }
+            }
+            // This session ended too: the next one renews it, or the
+            // server's end is reported.
+            Err(CallError::SessionClosed { .. }) => {}
+            Err(error) => {
+                if self.watching.remove(&uri) {
+                    let end = WatchEnd::NotRenewed {
+                        reason: error.to_string(),
+                    };
+                    self.report_watch(uri, WatchNotice::Ended(end));
+                }
+            }
+        }
+    }
+
+    /// Tells the host `notice` of `uri`.
+    fn report_watch(&mut self, uri: String, notice: WatchNotice) {
+        self.pending
+            .push_back(Effect::Report(Report::Resource { uri, notice }));
     }
 
     /// Fails the held calls whose budget ran out by `now`.

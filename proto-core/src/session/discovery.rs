@@ -183,6 +183,7 @@ impl Session {
             **current = init;
         }
         self.send_notification("notifications/initialized", None);
+        self.renew_after_expiry();
     }
 
     pub(super) fn request_tools_page(&mut self, cursor: Option<String>) {

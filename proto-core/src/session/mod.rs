@@ -219,6 +219,9 @@ enum Purpose {
     /// `resources/unsubscribe` for each subscription held): sent, never
     /// read, since the session is over ([`Session::is_farewell`]).
     Farewell,
+    /// A 2025 `resources/subscribe` of rho's own for a URI held, once a
+    /// fresh `initialize` replaced an expired session (see `watch.rs`).
+    Renew,
 }
 
 #[derive(Clone, Debug)]
@@ -919,6 +922,14 @@ impl Session {
                     tracing::info!(server = %server, "tasks/cancel got no answer in time");
                 }
                 Purpose::Farewell => self.abandoned(id),
+                Purpose::Renew => {
+                    self.abandoned(id);
+                    let reason = format!(
+                        "no answer to resources/subscribe within {} s",
+                        pending.budget.as_secs_f64()
+                    );
+                    self.renewal_failed(id, reason);
+                }
                 Purpose::Ping => self.events.push_back(Event::PingFailed(format!(
                     "no answer to ping within {} s",
                     pending.budget.as_secs_f64()
@@ -1054,6 +1065,7 @@ impl Session {
             Purpose::Farewell => {
                 tracing::debug!(server = %server, "a message at close failed: {reason}");
             }
+            Purpose::Renew => self.renewal_failed(request.0, reason),
         }
     }
 

@@ -110,6 +110,7 @@ impl Session {
             }
             Purpose::Task { call, op } => self.on_task_reply(now, call, op, n, reply),
             Purpose::Farewell => {}
+            Purpose::Renew => self.renewal_answered(n, reply),
             Purpose::TaskCancel => match reply {
                 Ok(_) => {
                     tracing::debug!(server = %self.options.server, "tasks/cancel acknowledged")

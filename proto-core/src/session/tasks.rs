@@ -753,6 +753,11 @@ impl Session {
     /// server made the call a task after all, so the task is cancelled
     /// too, or it would run for no one. Anything else is left alone.
     pub(super) fn cancel_late_task(&mut self, result: &Value) {
+        // Calls are made once ready: a task handle answering anything given
+        // up on before (an `initialize` the probe made moot) is no call's.
+        if !matches!(self.phase, Phase::Ready) {
+            return;
+        }
         let era = if self.is_stateless() {
             if !matches!(ResultType::of(result), Ok(ResultType::Task)) {
                 return;

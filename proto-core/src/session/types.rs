@@ -319,6 +319,26 @@ pub enum Event {
         /// The resource.
         uri: String,
     },
+    /// The session stopped holding resource subscriptions the host did
+    /// not release: the 2026 era's resource stream ended and could not be
+    /// opened again ([`crate::features::resource_subscriptions::MAX_REISSUES`]),
+    /// or a 2025 server that forgot the session did not take one again.
+    /// The host hears of no more changes of these until it subscribes
+    /// again.
+    ResourceWatchEnded {
+        /// The resources no longer watched, as the host gave them.
+        uris: Vec<String>,
+        /// Why.
+        end: crate::features::resource_subscriptions::WatchEnd,
+    },
+    /// The session subscribed again, of its own, to resources the host
+    /// held, on a session that replaced one the server forgot (2025 era,
+    /// Streamable HTTP): read them again, since a change in between was
+    /// not heard of.
+    ResourceWatchRenewed {
+        /// The resources subscribed to again, as the host gave them.
+        uris: Vec<String>,
+    },
     /// A keep-alive `ping` was answered.
     PingAnswered,
     /// A keep-alive `ping` failed; the session carries on, and the host

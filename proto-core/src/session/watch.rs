@@ -21,12 +21,24 @@
 //!   the stream when nothing is left), and ends at once: there is no
 //!   answer to wait for.
 //!
+//! A 2025 server over HTTP that forgot the session (it restarted, or
+//! evicted it) holds none of its subscriptions in the session that
+//! replaces it: once the fresh `initialize` is done, rho sends
+//! `resources/subscribe` for each URI held, of its own. Each one taken is
+//! [`Event::ResourceWatchRenewed`] (the host reads it again: a change
+//! while the session was gone was not heard of); each one refused, or
+//! unanswered, is dropped and [`Event::ResourceWatchEnded`].
+//!
 //! When rho closes the session, a 2025 server is sent
 //! `resources/unsubscribe` for each URI held (a farewell: the transport
 //! lets it reach the server before it ends, its answer unread), since a
 //! 2025 server over HTTP may keep its subscribers past a session it is not
 //! told is over (server-everything keeps them for its life). A 2026
-//! subscription ends with its stream.
+//! subscription ends with its stream. A 2026 stream that ends for good
+//! while the session goes on (it ended again after being opened again, or
+//! the server refused it, or the one opened again) drops what it held, and
+//! the host is told which
+//! ([`Event::ResourceWatchEnded`]).
 
 use std::time::{Duration, Instant};
 
@@ -34,8 +46,8 @@ use serde_json::{Value, json};
 
 use super::*;
 use crate::features::resource_subscriptions::{
-    MAX_PER_SERVER, Plan, Refusal, Resolved, StreamEnd, WatchFilter, WatchParams, agreed_uris,
-    updated_uri,
+    MAX_PER_SERVER, Plan, Refusal, Resolved, StreamEnd, WatchEnd, WatchFilter, WatchParams,
+    agreed_uris, updated_uri,
 };
 use crate::features::subscriptions::SUBSCRIPTION_ID;
 
@@ -178,9 +190,25 @@ impl Session {
     /// Rho closes the session: a 2025 server is told each subscription
     /// held ends.
     pub(super) fn unsubscribe_at_close(&mut self) {
-        if self.is_stateless() {
+        if !self.is_stateless() {
+            self.send_for_each_held(Purpose::Farewell, "resources/unsubscribe");
+        }
+    }
+
+    /// A fresh `initialize` replaced an expired 2025 session: the new one
+    /// is subscribed to each URI held.
+    pub(super) fn renew_after_expiry(&mut self) {
+        if self.is_stateless() || !matches!(self.phase, Phase::Ready) {
             return;
         }
+        for (request, uri) in self.send_for_each_held(Purpose::Renew, "resources/subscribe") {
+            self.resource_subscriptions.renewing(request, uri);
+        }
+    }
+
+    /// Sends `method` for each URI held (2025 era), of rho's own, within
+    /// the request budget; returns each request with its URI.
+    fn send_for_each_held(&mut self, purpose: Purpose, method: &'static str) -> Vec<(u64, String)> {
         let held: Vec<String> = self
             .resource_subscriptions
             .held()
@@ -188,15 +216,50 @@ impl Session {
             .collect();
         let now = self.clock.latest();
         let budget = self.options.request_timeout;
-        for uri in held {
-            let params = json!({ "uri": uri });
-            self.send_request(
-                Purpose::Farewell,
-                "resources/unsubscribe",
-                Some(&params),
-                now + budget,
-                budget,
-            );
+        held.into_iter()
+            .map(|uri| {
+                let params = json!({ "uri": uri });
+                let request =
+                    self.send_request(purpose.clone(), method, Some(&params), now + budget, budget);
+                (request, uri)
+            })
+            .collect()
+    }
+
+    /// The server answered renewal `request`.
+    pub(super) fn renewal_answered(&mut self, request: u64, reply: Result<Value, ErrorObject>) {
+        match reply {
+            Ok(_) => {
+                if let Some(uri) = self.resource_subscriptions.renewed(request)
+                    && self.resource_subscriptions.holds(&uri)
+                {
+                    self.events
+                        .push_back(Event::ResourceWatchRenewed { uris: vec![uri] });
+                }
+            }
+            Err(error) => {
+                let reason = CallError::Rpc {
+                    server: self.options.server.clone(),
+                    error: Box::new(error),
+                }
+                .to_string();
+                self.renewal_failed(request, reason);
+            }
+        }
+    }
+
+    /// Renewal `request` failed (refused, unanswered, or its transport
+    /// broke): the URI is dropped, and the host told.
+    pub(super) fn renewal_failed(&mut self, request: u64, reason: String) {
+        let Some(uri) = self.resource_subscriptions.renewed(request) else {
+            return;
+        };
+        if self.resource_subscriptions.release(&uri) {
+            tracing::warn!(server = %self.options.server, "the server did not take a subscription again after its session expired: {reason}");
+            self.events.push_back(Event::ResourceWatchEnded {
+                uris: vec![uri],
+                end: WatchEnd::NotRenewed { reason },
+            });
         }
     }
 
@@ -366,6 +429,11 @@ impl Session {
         error: impl Fn(String) -> CallError,
     ) {
         self.pending.remove(&request);
+        let held: Vec<String> = self
+            .resource_subscriptions
+            .held()
+            .map(str::to_owned)
+            .collect();
         let (end, calls) = self.resource_subscriptions.ended(request, refused);
         let server = self.options.server.clone();
         match end {
@@ -376,6 +444,17 @@ impl Session {
                         result: Err(error(server.clone())),
                     });
                 }
+                // A stream opened again after the acknowledged one ended:
+                // what it was to carry has no stream now.
+                let orphaned = self.resource_subscriptions.orphaned();
+                if !orphaned.is_empty() {
+                    let reason = error(server.clone()).to_string();
+                    tracing::warn!(server = %server, "the resource subscription stream could not be opened again ({reason}); rho holds no resource subscriptions of this server any more");
+                    self.events.push_back(Event::ResourceWatchEnded {
+                        uris: orphaned,
+                        end: WatchEnd::StreamEnded { reason },
+                    });
+                }
             }
             StreamEnd::Reopen => {
                 tracing::info!(server = %server, "the resource subscription stream ended; opening it again");
@@ -384,7 +463,14 @@ impl Session {
                 self.send_watch(now, uris, None, budget);
             }
             StreamEnd::Dropped => {
-                tracing::warn!(server = %server, "the resource subscription stream ended ({}); rho holds no resource subscriptions of this server any more", error(server.clone()));
+                let reason = error(server.clone()).to_string();
+                tracing::warn!(server = %server, "the resource subscription stream ended ({reason}); rho holds no resource subscriptions of this server any more");
+                if !held.is_empty() {
+                    self.events.push_back(Event::ResourceWatchEnded {
+                        uris: held,
+                        end: WatchEnd::StreamEnded { reason },
+                    });
+                }
             }
             StreamEnd::Unknown => {}
         }
