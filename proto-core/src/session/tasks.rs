@@ -755,7 +755,9 @@ impl Session {
     pub(super) fn cancel_late_task(&mut self, result: &Value) {
         // Calls are made once ready: a task handle answering anything given
         // up on before (an `initialize` the probe made moot) is no call's.
-        if !matches!(self.phase, Phase::Ready) {
+        // (Closed: a stdio close waiting for a call given up on, which was
+        // made once ready; see `farewell_line`.)
+        if !matches!(self.phase, Phase::Ready | Phase::Closed) {
             return;
         }
         let era = if self.is_stateless() {
