@@ -49,22 +49,6 @@ impl Stdio {
         call
     }
 
-    /// The last request sent: id, method, params.
-    fn last_request(&self) -> (u64, String, Value) {
-        self.sent
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                Message::Request { id, method, params } => Some((
-                    id.to_string().parse().expect("numeric id"),
-                    method.clone(),
-                    params.clone().unwrap_or(Value::Null),
-                )),
-                _ => None,
-            })
-            .expect("a request")
-    }
-
     /// The request sent with id `n`: id, method, params.
     fn request(&self, n: u64) -> (u64, String, Value) {
         self.sent
@@ -124,7 +108,7 @@ fn tools_page(names: &[&str], ttl_ms: u64) -> Value {
 fn modern_ready(ttl_ms: u64) -> Stdio {
     let mut h = Stdio::new(options());
     h.reply(0, discover_result(json!([MODERN]), json!({"tools": {}})));
-    let (list, _, _) = h.last_request();
+    let (list, _, _) = h.last_numbered_request();
     h.reply(list, tools_page(&["echo"], ttl_ms));
     assert!(h.ready(), "{:?}", h.events);
     h
@@ -157,7 +141,7 @@ fn the_probe_carries_meta_and_a_discovery_result_makes_the_session_stateless() {
             json!({"tools": {}, "logging": {}}),
         ),
     );
-    let (id, method, params) = h.last_request();
+    let (id, method, params) = h.last_numbered_request();
     assert_eq!((id, method.as_str()), (2, "tools/list"));
     assert_eq!(
         params["_meta"]["io.modelcontextprotocol/protocolVersion"],
@@ -203,7 +187,7 @@ fn without_a_configured_level_stateless_requests_ask_for_warnings() {
         0,
         discover_result(json!([MODERN]), json!({"tools": {}, "logging": {}})),
     );
-    let (_, method, params) = h.last_request();
+    let (_, method, params) = h.last_numbered_request();
     assert_eq!(method, "tools/list");
     assert_eq!(
         params["_meta"]["io.modelcontextprotocol/logLevel"],
@@ -217,7 +201,7 @@ fn a_method_not_found_probe_falls_back_to_initialize_within_the_same_budget() {
     h.now += Duration::from_millis(30);
     h.error(0, -32601, json!(null));
     // The `initialize` already out behind the probe is the handshake.
-    let (id, method, params) = h.last_request();
+    let (id, method, params) = h.last_numbered_request();
     assert_eq!((id, method.as_str()), (1, "initialize"));
     assert_eq!(params["protocolVersion"], "2025-11-25");
     assert!(!h.session.is_stateless());
@@ -308,7 +292,7 @@ fn a_server_refusing_the_probe_and_the_early_initialize_gets_a_plain_one() {
     let mut h = Stdio::new(options());
     h.error(1, -32602, json!(null));
     h.error(0, -32601, json!(null));
-    let (id, method, params) = h.last_request();
+    let (id, method, params) = h.last_numbered_request();
     assert_eq!((id, method.as_str()), (2, "initialize"));
     assert!(params.get("_meta").is_none(), "{params}");
     h.reply(
@@ -349,7 +333,7 @@ fn a_modern_server_that_answers_only_after_five_seconds_is_found_by_its_probe() 
             h.now += Duration::from_secs(2);
             h.reply(0, discover_result(json!([MODERN]), json!({"tools": {}})));
         }
-        let (list, method, _) = h.last_request();
+        let (list, method, _) = h.last_numbered_request();
         assert_eq!(method, "tools/list");
         h.reply(list, tools_page(&["echo"], 0));
         assert!(h.ready(), "{:?}", h.events);
@@ -411,7 +395,7 @@ fn an_early_initialize_refused_for_another_reason_gets_a_plain_one_after_the_wai
     let wait = h.session.poll_timeout().expect("the probe's wait");
     assert_eq!(wait, h.now + Duration::from_secs(3));
     h.wait_until(wait);
-    let (id, method, params) = h.last_request();
+    let (id, method, params) = h.last_numbered_request();
     assert_eq!((id, method.as_str()), (2, "initialize"));
     assert!(params.get("_meta").is_none(), "{params}");
     h.reply(
@@ -430,7 +414,7 @@ fn a_late_probe_after_a_refused_early_initialize_still_makes_the_server_stateles
     h.error(1, -32602, json!(null));
     let wait = h.session.poll_timeout().expect("wait");
     h.wait_until(wait);
-    assert_eq!(h.last_request().1, "initialize");
+    assert_eq!(h.last_numbered_request().1, "initialize");
     h.reply(0, discover_result(json!([MODERN]), json!({})));
     assert!(h.ready(), "{:?}", h.events);
     assert!(h.session.is_stateless());
@@ -459,7 +443,7 @@ fn an_unsupported_version_probe_is_retried_once_then_fails_in_words() {
         -32022,
         json!({"supported": [MODERN], "requested": MODERN}),
     );
-    let (id, method, _) = h.last_request();
+    let (id, method, _) = h.last_numbered_request();
     assert_eq!((id, method.as_str()), (2, "server/discover"));
     h.error(
         2,
@@ -523,7 +507,7 @@ fn a_header_mismatch_on_the_probe_is_a_modern_refusal_not_a_fallback() {
 fn a_call_refused_for_its_version_is_sent_again_once_under_a_new_id() {
     let mut h = modern_ready(60_000);
     let call = h.call("echo", json!({"m": 1}));
-    let (first, method, params) = h.last_request();
+    let (first, method, params) = h.last_numbered_request();
     assert_eq!(method, "tools/call");
     assert_eq!(params["_meta"]["progressToken"], json!(call.wire_id()));
     h.error(
@@ -531,7 +515,7 @@ fn a_call_refused_for_its_version_is_sent_again_once_under_a_new_id() {
         -32022,
         json!({"supported": [MODERN], "requested": MODERN}),
     );
-    let (second, method, params) = h.last_request();
+    let (second, method, params) = h.last_numbered_request();
     assert_eq!(method, "tools/call");
     assert!(second > first);
     assert_eq!(params["arguments"], json!({"m": 1}));
@@ -569,13 +553,13 @@ fn a_call_refused_for_its_version_is_sent_again_once_under_a_new_id() {
 fn cancelling_a_resent_call_names_its_current_request() {
     let mut h = modern_ready(60_000);
     let call = h.call("echo", json!({}));
-    let (first, _, _) = h.last_request();
+    let (first, _, _) = h.last_numbered_request();
     h.error(
         first,
         -32022,
         json!({"supported": [MODERN], "requested": MODERN}),
     );
-    let (second, _, _) = h.last_request();
+    let (second, _, _) = h.last_numbered_request();
     h.session.cancel_call(h.now, call);
     h.drain();
     let cancelled = h
@@ -600,7 +584,7 @@ fn cancelling_a_resent_call_names_its_current_request() {
 fn an_input_required_result_is_not_passed_off_as_final() {
     let mut h = modern_ready(60_000);
     h.call("echo", json!({}));
-    let (id, _, _) = h.last_request();
+    let (id, _, _) = h.last_numbered_request();
     h.reply(
         id,
         json!({"resultType": "input_required", "inputRequests": {}, "content": [{"type": "text", "text": "partial"}]}),
@@ -608,7 +592,7 @@ fn an_input_required_result_is_not_passed_off_as_final() {
     // Nothing to ask: the call is retried at once (tests/mrtr.rs has the
     // rest of multi round-trip requests), never completed with `partial`.
     assert!(h.call_result().is_none(), "{:?}", h.events);
-    let (retry, method, params) = h.last_request();
+    let (retry, method, params) = h.last_numbered_request();
     assert_ne!(retry, id);
     assert_eq!(
         (method.as_str(), &params["name"]),
@@ -620,7 +604,7 @@ fn an_input_required_result_is_not_passed_off_as_final() {
 fn an_unknown_result_type_is_malformed_and_an_absent_one_is_complete() {
     let mut h = modern_ready(60_000);
     h.call("echo", json!({}));
-    let (id, _, _) = h.last_request();
+    let (id, _, _) = h.last_numbered_request();
     h.reply(id, json!({"resultType": "deferred", "content": []}));
     assert!(
         matches!(h.call_result(), Some(Err(CallError::Malformed { error, .. })) if error.0.contains("`deferred`")),
@@ -628,7 +612,7 @@ fn an_unknown_result_type_is_malformed_and_an_absent_one_is_complete() {
         h.events
     );
     h.call("echo", json!({}));
-    let (id, _, _) = h.last_request();
+    let (id, _, _) = h.last_numbered_request();
     h.reply(id, json!({"content": [{"type": "text", "text": "ok"}]}));
     assert!(matches!(h.call_result(), Some(Ok(r)) if r.text() == "ok"));
 }
@@ -638,8 +622,8 @@ fn a_stale_tool_list_is_read_again_when_a_call_needs_it() {
     let mut h = modern_ready(60_000);
     // Fresh: a call lists nothing.
     h.call("echo", json!({}));
-    assert_eq!(h.last_request().1, "tools/call");
-    let (call_id, _, _) = h.last_request();
+    assert_eq!(h.last_numbered_request().1, "tools/call");
+    let (call_id, _, _) = h.last_numbered_request();
     h.reply(call_id, json!({"content": []}));
     // Past its ttlMs: the next call re-lists, once even for two calls.
     h.now += Duration::from_secs(61);
@@ -665,7 +649,7 @@ fn a_stale_tool_list_is_read_again_when_a_call_needs_it() {
     // a change shows.
     h.now += MIN_FRESHNESS;
     h.call("echo", json!({}));
-    let (relist, method, _) = h.last_request();
+    let (relist, method, _) = h.last_numbered_request();
     assert_eq!(method, "tools/list");
     h.reply(relist, tools_page(&["echo", "new"], 60_000));
     assert!(
@@ -681,17 +665,22 @@ fn a_list_with_ttl_zero_is_read_again_at_most_once_per_floor() {
     // Calls in a burst right after the listing: none re-lists.
     for _ in 0..3 {
         h.call("echo", json!({}));
-        assert_eq!(h.last_request().1, "tools/call", "{:?}", h.methods());
+        assert_eq!(
+            h.last_numbered_request().1,
+            "tools/call",
+            "{:?}",
+            h.methods()
+        );
     }
     // Past the floor: the next call re-lists, once.
     h.now += MIN_FRESHNESS;
     h.call("echo", json!({}));
-    let (relist, method, _) = h.last_request();
+    let (relist, method, _) = h.last_numbered_request();
     assert_eq!(method, "tools/list");
     h.reply(relist, tools_page(&["echo"], 0));
     h.call("echo", json!({}));
     assert_eq!(
-        h.last_request().1,
+        h.last_numbered_request().1,
         "tools/call",
         "fresh again for the floor"
     );
@@ -704,14 +693,18 @@ fn a_failed_re_listing_keeps_the_stale_list_and_tries_again_after_a_pause() {
     let mut h = modern_ready(0);
     h.now += MIN_FRESHNESS;
     h.call("echo", json!({}));
-    let (relist, method, _) = h.last_request();
+    let (relist, method, _) = h.last_numbered_request();
     assert_eq!(method, "tools/list");
     h.error(relist, -32603, json!(null));
     h.call("echo", json!({}));
-    assert_eq!(h.last_request().1, "tools/call", "no second try at once");
+    assert_eq!(
+        h.last_numbered_request().1,
+        "tools/call",
+        "no second try at once"
+    );
     h.now += Duration::from_secs(4);
     h.call("echo", json!({}));
-    assert_eq!(h.last_request().1, "tools/list");
+    assert_eq!(h.last_numbered_request().1, "tools/list");
 }
 
 #[test]
@@ -719,7 +712,7 @@ fn a_2025_version_offered_goes_straight_to_initialize() {
     let mut o = options();
     o.protocol_version = "2025-06-18".into();
     let h = Stdio::new(o);
-    let (_, method, params) = h.last_request();
+    let (_, method, params) = h.last_numbered_request();
     assert_eq!(method, "initialize");
     assert_eq!(params["protocolVersion"], "2025-06-18");
 }

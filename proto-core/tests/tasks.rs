@@ -94,22 +94,6 @@ impl Stdio {
         call
     }
 
-    /// The last request sent: id, method, params.
-    fn last_request(&self) -> (u64, String, Value) {
-        self.sent
-            .iter()
-            .rev()
-            .find_map(|m| match m {
-                Message::Request { id, method, params } => Some((
-                    id.to_string().parse().expect("numeric id"),
-                    method.clone(),
-                    params.clone().unwrap_or(Value::Null),
-                )),
-                _ => None,
-            })
-            .expect("a request")
-    }
-
     /// The requests sent for `method`, their params.
     fn sent_for(&self, method: &str) -> Vec<Value> {
         self.sent
@@ -143,7 +127,7 @@ impl Stdio {
 
     /// Answers the last request (it must be `method`) with `result`.
     fn answer_last(&mut self, method: &str, result: Value) {
-        let (id, sent, _) = self.last_request();
+        let (id, sent, _) = self.last_numbered_request();
         assert_eq!(sent, method, "{:?}", self.sent);
         self.reply(id, result);
     }
@@ -153,7 +137,7 @@ impl Stdio {
     fn poll(&mut self) -> Duration {
         assert_eq!(self.session.timeout_reason(), Some(Timer::TaskPoll));
         let waited = self.step();
-        let (_, method, params) = self.last_request();
+        let (_, method, params) = self.last_numbered_request();
         assert_eq!(method, "tasks/get");
         assert_eq!(params["taskId"], TASK);
         waited
@@ -231,7 +215,7 @@ impl Stdio {
 fn a_task_handle_is_polled_at_its_interval_and_the_call_settles_with_its_result() {
     let mut h = Stdio::modern(options());
     h.call("slow");
-    let (_, _, params) = h.last_request();
+    let (_, _, params) = h.last_numbered_request();
     assert_eq!(
         params["_meta"]["io.modelcontextprotocol/clientCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"],
         json!({}),
@@ -348,7 +332,7 @@ fn a_task_the_server_no_longer_knows_fails_the_call() {
     h.call("slow");
     h.answer_last("tools/call", handle(json!({})));
     h.poll();
-    let (id, _, _) = h.last_request();
+    let (id, _, _) = h.last_numbered_request();
     h.say(
         json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32602, "message": "Task not found"}}),
     );
@@ -444,7 +428,7 @@ fn cancelling_a_task_call_sends_tasks_cancel_and_drops_the_late_poll_answer() {
     let call = h.call("slow");
     h.answer_last("tools/call", handle(json!({})));
     h.poll();
-    let (poll, _, _) = h.last_request();
+    let (poll, _, _) = h.last_numbered_request();
     h.session.cancel_call(h.now, call);
     h.drain();
     h.ended_cancelling_the_task();
@@ -452,7 +436,7 @@ fn cancelling_a_task_call_sends_tasks_cancel_and_drops_the_late_poll_answer() {
     assert!(!h.methods().contains(&"notifications/cancelled".to_owned()));
     // The poll's late answer and the cancel's acknowledgement are quiet.
     h.reply(poll, task("working", json!({})));
-    let (cancel, _, _) = h.last_request();
+    let (cancel, _, _) = h.last_numbered_request();
     h.reply(cancel, json!({"resultType": "complete"}));
     assert!(
         !h.events
@@ -681,7 +665,7 @@ fn over_stdio_closing_cancels_a_task_whose_handle_came_after_its_call_was_cancel
     let ended = |h: &Stdio| h.events.iter().any(|e| matches!(e, Event::Closed(_)));
     let mut h = Stdio::modern(options());
     let call = h.call("slow");
-    let (call_id, method, _) = h.last_request();
+    let (call_id, method, _) = h.last_numbered_request();
     assert_eq!(method, "tools/call");
     h.session.cancel_call(h.now, call);
     h.drain();
@@ -701,7 +685,7 @@ fn over_stdio_closing_cancels_a_task_whose_handle_came_after_its_call_was_cancel
     // A plain answer after all ends the wait, and nothing is cancelled.
     let mut h = Stdio::modern(options());
     let call = h.call("slow");
-    let (call_id, _, _) = h.last_request();
+    let (call_id, _, _) = h.last_numbered_request();
     h.session.cancel_call(h.now, call);
     h.session.close(h.now);
     h.drain();
@@ -898,7 +882,7 @@ fn task_caps() -> Value {
 fn a_required_tool_is_called_as_a_task_polled_and_its_result_fetched() {
     let mut h = Stdio::legacy(task_caps());
     h.call("required");
-    let (_, _, params) = h.last_request();
+    let (_, _, params) = h.last_numbered_request();
     assert_eq!(params["task"], json!({}));
     h.answer_last(
         "tools/call",
@@ -919,7 +903,7 @@ fn a_required_tool_is_called_as_a_task_polled_and_its_result_fetched() {
         "tasks/get",
         legacy_task("completed", json!({"statusMessage": "halfway"})),
     );
-    let (_, method, params) = h.last_request();
+    let (_, method, params) = h.last_numbered_request();
     assert_eq!(
         (method.as_str(), &params["taskId"]),
         ("tasks/result", &json!(TASK))
@@ -942,9 +926,9 @@ fn a_required_tool_is_called_as_a_task_polled_and_its_result_fetched() {
 fn optional_tools_go_as_tasks_only_when_the_host_asks_and_never_without_the_capability() {
     let mut h = Stdio::legacy(task_caps());
     h.call("optional");
-    assert_eq!(h.last_request().2.get("task"), None);
+    assert_eq!(h.last_numbered_request().2.get("task"), None);
     h.call("plain");
-    assert_eq!(h.last_request().2.get("task"), None);
+    assert_eq!(h.last_numbered_request().2.get("task"), None);
     h.session
         .call_tool_with(
             h.now,
@@ -955,11 +939,11 @@ fn optional_tools_go_as_tasks_only_when_the_host_asks_and_never_without_the_capa
         )
         .expect("ready");
     h.drain();
-    assert_eq!(h.last_request().2["task"], json!({}));
+    assert_eq!(h.last_numbered_request().2["task"], json!({}));
     // A server that did not declare task-augmented calls is never asked.
     let mut h = Stdio::legacy(json!({"tools": {}}));
     h.call("required");
-    assert_eq!(h.last_request().2.get("task"), None);
+    assert_eq!(h.last_numbered_request().2.get("task"), None);
 }
 
 #[test]
@@ -982,7 +966,7 @@ fn input_required_opens_tasks_result_and_the_tagged_question_finds_its_call() {
     h.call("plain");
     h.poll();
     h.answer_last("tasks/get", legacy_task("input_required", json!({})));
-    let (result_id, method, _) = h.last_request();
+    let (result_id, method, _) = h.last_numbered_request();
     assert_eq!(method, "tasks/result");
     let mut form = name_form();
     form["params"]["_meta"] = json!({"io.modelcontextprotocol/related-task": {"taskId": TASK}});
@@ -1049,7 +1033,7 @@ fn a_failed_2025_task_ends_with_what_tasks_result_returns() {
         "tools/call",
         json!({"task": legacy_task("failed", json!({}))}),
     );
-    let (id, method, _) = h.last_request();
+    let (id, method, _) = h.last_numbered_request();
     assert_eq!(method, "tasks/result");
     h.say(json!({"jsonrpc": "2.0", "id": id, "error": {"code": -32603, "message": "it broke"}}));
     assert!(
@@ -1063,7 +1047,7 @@ fn a_failed_2025_task_ends_with_what_tasks_result_returns() {
 fn a_call_cancelled_before_its_task_handle_came_cancels_the_task_when_it_comes() {
     let mut h = Stdio::modern(options());
     let call = h.call("slow");
-    let (id, _, _) = h.last_request();
+    let (id, _, _) = h.last_numbered_request();
     h.session.cancel_call(h.now, call);
     h.drain();
     assert!(h.sent_for("tasks/cancel").is_empty());
@@ -1073,7 +1057,7 @@ fn a_call_cancelled_before_its_task_handle_came_cancels_the_task_when_it_comes()
     assert_eq!(h.sent_for("tasks/cancel")[0]["taskId"], TASK);
     // A late plain answer is only dropped.
     let call = h.call("slow");
-    let (id, _, _) = h.last_request();
+    let (id, _, _) = h.last_numbered_request();
     h.session.cancel_call(h.now, call);
     h.drain();
     h.reply(id, text("late"));

@@ -305,6 +305,23 @@ impl Stdio {
         self.drain();
     }
 
+    /// The last request sent, by a session whose ids are numbers: id,
+    /// method, params (`null` when it had none).
+    pub(crate) fn last_numbered_request(&self) -> (u64, String, Value) {
+        self.sent
+            .iter()
+            .rev()
+            .find_map(|m| match m {
+                Message::Request { id, method, params } => Some((
+                    id.to_string().parse().expect("numeric id"),
+                    method.clone(),
+                    params.clone().unwrap_or(Value::Null),
+                )),
+                _ => None,
+            })
+            .expect("a request")
+    }
+
     /// The method of every message sent, in order (`<response>` and
     /// `<error>` for answers).
     pub(crate) fn methods(&self) -> Vec<String> {
