@@ -29,6 +29,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
+mod shared;
+
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use rmcp::model::{
@@ -46,7 +48,7 @@ use rmcp::model::{
 use rmcp::service::{RequestContext, SubscriptionContext};
 use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
 use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
@@ -81,30 +83,8 @@ fn suggest(values: &[&str], prefix: &str) -> Vec<String> {
         .collect()
 }
 
-/// Appends `line` to the file named by INTEROP_RECORD (if set).
-fn record(line: &str) {
-    if let Ok(path) = std::env::var("INTEROP_RECORD") {
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| writeln!(f, "{line}"));
-        if let Err(e) = written {
-            eprintln!("record to {path}: {e}");
-        }
-    }
-    eprintln!("record: {line}");
-}
-
-fn object(value: Value) -> Arc<JsonObject> {
-    match value {
-        Value::Object(map) => Arc::new(map),
-        _ => Arc::new(JsonObject::new()),
-    }
-}
-
 fn no_arguments() -> Arc<JsonObject> {
-    object(json!({"type": "object", "properties": {}}))
+    shared::object(json!({"type": "object", "properties": {}}))
 }
 
 fn text(s: impl Into<String>) -> CallToolResult {
@@ -116,7 +96,7 @@ fn tools(added: bool) -> Vec<Tool> {
         Tool::new(
             "echo",
             "Echoes the message",
-            object(json!({
+            shared::object(json!({
                 "type": "object",
                 "properties": {"message": {"type": "string"}},
                 "required": ["message"],
@@ -125,9 +105,9 @@ fn tools(added: bool) -> Vec<Tool> {
         Tool::new(
             "structured",
             "Structured weather",
-            object(json!({"type": "object", "properties": {"city": {"type": "string"}}})),
+            shared::object(json!({"type": "object", "properties": {"city": {"type": "string"}}})),
         )
-        .with_raw_output_schema(object(json!({
+        .with_raw_output_schema(shared::object(json!({
             "type": "object",
             "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
             "required": ["city", "celsius"],
@@ -138,7 +118,7 @@ fn tools(added: bool) -> Vec<Tool> {
         Tool::new(
             "slow",
             "Runs long; records whether it was cancelled",
-            object(json!({
+            shared::object(json!({
                 "type": "object",
                 "properties": {"marker": {"type": "string"}, "seconds": {"type": "number"}},
             })),
@@ -268,14 +248,14 @@ impl Interop {
             .get("seconds")
             .and_then(Value::as_f64)
             .unwrap_or(30.0);
-        record(&format!("started {marker}"));
+        shared::record(&format!("started {marker}"));
         tokio::select! {
             () = tokio::time::sleep(Duration::from_secs_f64(seconds.clamp(0.0, 3600.0))) => {
-                record(&format!("finished {marker}"));
+                shared::record(&format!("finished {marker}"));
                 Ok(text("slow finished"))
             }
             () = context.ct.cancelled() => {
-                record(&format!("cancelled {marker}"));
+                shared::record(&format!("cancelled {marker}"));
                 Err(ErrorData::internal_error("cancelled", None))
             }
         }
@@ -624,17 +604,7 @@ async fn main() {
     }
     let server = Interop::new();
     let outcome = if transport == "stdio" {
-        match server.serve(rmcp::transport::stdio()).await {
-            Ok(running) => {
-                eprintln!("rmcp interop server on stdio");
-                running
-                    .waiting()
-                    .await
-                    .map(drop)
-                    .map_err(std::io::Error::other)
-            }
-            Err(e) => Err(std::io::Error::other(e)),
-        }
+        shared::serve_stdio(server, "rmcp interop server").await
     } else {
         serve_http(server, &transport).await
     };

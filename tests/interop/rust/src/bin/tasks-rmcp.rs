@@ -17,58 +17,38 @@
 //! - `greet_task`: asks for a name (a form, as an `inputRequests` entry),
 //!   then returns `Hello, <name>!` or `action=<action>`.
 
-use std::io::Write;
 use std::time::Duration;
+
+#[path = "../shared.rs"]
+mod shared;
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock, CreateTaskResult, ElicitRequest, ElicitRequestParams, GetTaskParams,
-    GetTaskResult, Implementation, InputRequest, JsonObject, ListToolsResult,
-    PaginatedRequestParams, ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
+    GetTaskResult, Implementation, InputRequest, ListToolsResult, PaginatedRequestParams,
+    ServerCapabilities, ServerConfig, Tool, UpdateTaskParams,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::{TaskContext, TaskExit, TaskFuture, TaskManager, TaskOptions};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use serde_json::{Value, json};
-
-/// Appends `line` to the file named by INTEROP_RECORD (if set).
-fn record(line: &str) {
-    if let Ok(path) = std::env::var("INTEROP_RECORD") {
-        let written = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(&path)
-            .and_then(|mut f| writeln!(f, "{line}"));
-        if let Err(e) = written {
-            eprintln!("record to {path}: {e}");
-        }
-    }
-    eprintln!("record: {line}");
-}
-
-fn schema(value: Value) -> std::sync::Arc<JsonObject> {
-    match value {
-        Value::Object(map) => std::sync::Arc::new(map),
-        _ => std::sync::Arc::new(JsonObject::new()),
-    }
-}
 
 fn tools() -> Vec<Tool> {
     vec![
         Tool::new(
             "countdown",
             "Counts down as a task, reporting each step",
-            schema(json!({"type": "object", "properties": {"steps": {"type": "integer"}}})),
+            shared::object(json!({"type": "object", "properties": {"steps": {"type": "integer"}}})),
         ),
         Tool::new(
             "slow_task",
             "Works for an hour as a task, until cancelled",
-            schema(json!({"type": "object", "properties": {"marker": {"type": "string"}}})),
+            shared::object(json!({"type": "object", "properties": {"marker": {"type": "string"}}})),
         ),
         Tool::new(
             "greet_task",
             "Asks for a name inside a task",
-            schema(json!({"type": "object", "properties": {}})),
+            shared::object(json!({"type": "object", "properties": {}})),
         ),
     ]
 }
@@ -89,14 +69,14 @@ async fn countdown(context: TaskContext, steps: u64) -> Result<CallToolResult, T
 }
 
 async fn slow(context: TaskContext, marker: String) -> Result<CallToolResult, TaskExit> {
-    record(&format!("started {marker}"));
+    shared::record(&format!("started {marker}"));
     tokio::select! {
         () = tokio::time::sleep(Duration::from_secs(3600)) => {
-            record(&format!("finished {marker}"));
+            shared::record(&format!("finished {marker}"));
             Ok(text("slow finished"))
         }
         () = context.cancelled() => {
-            record(&format!("cancelled {marker}"));
+            shared::record(&format!("cancelled {marker}"));
             Err(TaskExit::Cancelled)
         }
     }
@@ -235,18 +215,7 @@ impl ServerHandler for Tasks {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let outcome = match Tasks::default().serve(rmcp::transport::stdio()).await {
-        Ok(running) => {
-            eprintln!("rmcp tasks server on stdio");
-            running
-                .waiting()
-                .await
-                .map(drop)
-                .map_err(std::io::Error::other)
-        }
-        Err(e) => Err(std::io::Error::other(e)),
-    };
-    if let Err(e) = outcome {
+    if let Err(e) = shared::serve_stdio(Tasks::default(), "rmcp tasks server").await {
         eprintln!("tasks-rmcp: {e}");
         std::process::exit(1);
     }

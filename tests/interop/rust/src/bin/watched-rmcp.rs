@@ -23,6 +23,9 @@ use std::collections::VecDeque;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+#[path = "../shared.rs"]
+mod shared;
+
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock, Implementation,
     JsonObject, ListResourcesResult, ListToolsResult, PaginatedRequestParams,
@@ -30,7 +33,7 @@ use rmcp::model::{
     ResourceContents, ServerCapabilities, ServerConfig, SubscriptionFilter, Tool,
 };
 use rmcp::service::{RequestContext, SubscriptionContext};
-use rmcp::{ErrorData, RoleServer, ServerHandler, ServiceExt};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tokio::sync::broadcast;
 
 const COUNTER: &str = "watch://counter";
@@ -183,18 +186,7 @@ impl ServerHandler for Watched {
 
 #[tokio::main(flavor = "current_thread")]
 async fn main() {
-    let outcome = match Watched::new().serve(rmcp::transport::stdio()).await {
-        Ok(running) => {
-            eprintln!("rmcp watched server on stdio");
-            running
-                .waiting()
-                .await
-                .map(drop)
-                .map_err(std::io::Error::other)
-        }
-        Err(e) => Err(std::io::Error::other(e)),
-    };
-    if let Err(e) = outcome {
+    if let Err(e) = shared::serve_stdio(Watched::new(), "rmcp watched server").await {
         eprintln!("watched-rmcp: {e}");
         std::process::exit(1);
     }
