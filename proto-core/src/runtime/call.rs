@@ -123,11 +123,6 @@ impl<'a> CallOptions<'a> {
         self
     }
 
-    /// Whether the call asked to run as a task ([`CallOptions::as_task`]).
-    pub fn wants_task(&self) -> bool {
-        self.task == TaskAugmentation::WhenOffered
-    }
-
     /// The token that cancels the call, if any.
     pub fn cancel_token(&self) -> Option<&Cancel> {
         self.cancel.as_ref()

@@ -228,7 +228,7 @@ impl<H: SessionHandle> Fleet<H> {
     }
 
     /// The identity of the server in `slot`.
-    pub fn server_id(&self, slot: SlotId) -> &str {
+    pub(crate) fn server_id(&self, slot: SlotId) -> &str {
         self.inventory.id(slot).unwrap_or_default()
     }
 
