@@ -406,17 +406,18 @@ impl Session {
         // it acts on it: a task's `tasks/cancel` must stop the work, so the
         // end waits for the farewells' answers, within a bound. (Streamable
         // HTTP lets them finish in its own close.)
-        let lines = matches!(self.options.framing, Framing::Lines);
-        if matches!(reason, CloseReason::Requested) && lines {
+        if matches!(reason, CloseReason::Requested)
+            && matches!(self.options.framing, Framing::Lines)
+        {
             // A call given up on whose answer may yet be a task handle:
             // its answer is waited for too, and a task cancelled.
             self.farewell.extend(std::mem::take(&mut self.maybe_tasks));
-        }
-        if matches!(reason, CloseReason::Requested) && lines && !self.farewell.is_empty() {
-            let now = self.clock.latest();
-            self.timers.set(Timer::Farewell, now + FAREWELL_WAIT);
-            self.held_close = Some(reason);
-            return;
+            if !self.farewell.is_empty() {
+                let now = self.clock.latest();
+                self.timers.set(Timer::Farewell, now + FAREWELL_WAIT);
+                self.held_close = Some(reason);
+                return;
+            }
         }
         self.events.push_back(Event::Closed(reason));
     }

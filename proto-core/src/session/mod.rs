@@ -382,7 +382,7 @@ pub struct Session {
     /// the farewells' answers (at most [`FAREWELL_WAIT`]).
     held_close: Option<CloseReason>,
     /// Tool calls given up on before their answer came that the server may
-    /// still answer with a task handle (see `may_become_task`): a close
+    /// still answer with a task handle (see `maybe_task` in tasks.rs): a close
     /// waits for their answers too, so a task made of one is cancelled.
     maybe_tasks: BTreeSet<u64>,
     /// Compiled outputSchemas, by tool name, compiled on first use.
