@@ -139,6 +139,13 @@ pub(crate) fn run(
             return Err(Failure::Usage(message));
         }
     };
+    // The view opens before the call, so the page loads while the tool
+    // runs; it is told the outcome.
+    let mut app = if args.app {
+        crate::app::plan(&runtime, id, tool, &arguments, args.json)
+    } else {
+        crate::app::Plan::None
+    };
     // A -32042 answer: a person who visited its URLs may send the call
     // again, a few times at most.
     let mut retries = 0;
@@ -175,6 +182,35 @@ pub(crate) fn run(
         let rendered = runtime.render_result(id, &result);
         (result, rendered)
     });
+    let explain = match &app {
+        crate::app::Plan::Explain(line) => Some(line.clone()),
+        _ => None,
+    };
+    if let crate::app::Plan::Serve(view) = &mut app {
+        match &outcome {
+            Ok((result, _)) => view.tool_result(result.as_sent()),
+            Err(error) => view.tool_cancelled(&crate::questions::call_error_text(error)),
+        }
+    }
+    if let (Ok((result, rendered)), crate::app::Plan::Serve(mut view)) = (&outcome, app)
+        && crate::signals::received().is_none()
+    {
+        // The text result first, as without a view; then the view until
+        // the page is closed or Ctrl-C (which ends the view, not a
+        // failure: rho exits as the result says).
+        let printed = print_result(args, id, tool, result, rendered.clone());
+        let runtime = std::sync::Arc::new(runtime);
+        if printed.is_ok() {
+            crate::app::serve(&runtime, &mut view, &cancel);
+        }
+        // Closing the view ends its calls, and with them their holds on
+        // the runtime.
+        drop(view);
+        if let Ok(runtime) = std::sync::Arc::try_unwrap(runtime) {
+            runtime.shutdown();
+        }
+        return printed;
+    }
     runtime.shutdown();
     if let Err(ToolCallError::Call(CallError::Cancelled { notice, .. })) = &outcome {
         // After SIGHUP the terminal may be gone: never panic writing.
@@ -193,6 +229,22 @@ pub(crate) fn run(
             return Err(Failure::Runtime(crate::questions::call_error_text(&error)));
         }
     };
+    let printed = print_result(args, id, tool, &result, rendered);
+    if let (Ok(_), Some(line)) = (&printed, &explain) {
+        let _ = writeln!(std::io::stderr(), "{line}");
+    }
+    printed
+}
+
+/// Prints a call's result: the `--json` document, or the model's text
+/// (sanitized) on stdout; a result with `isError` is a failure.
+fn print_result(
+    args: &CallArgs,
+    id: &str,
+    tool: &str,
+    result: &rho_host::CallToolResult,
+    rendered: rho_host::RenderedResult,
+) -> Result<ExitCode, Failure> {
     if args.json {
         let doc = json!({
             "schema": 1,

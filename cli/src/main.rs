@@ -15,6 +15,7 @@
 //! | 130, 143, 129 | stopped by SIGINT, SIGTERM or SIGHUP (128 + the signal), every server shut down first |
 
 mod adhoc;
+mod app;
 mod call;
 mod complete;
 mod completion_words;
@@ -273,6 +274,12 @@ pub(crate) struct CallArgs {
     /// it on the server. A tool that requires a task runs as one anyway.
     #[arg(long)]
     task: bool,
+    /// Open the tool's MCP App view (its `_meta.ui.resourceUri`) in a
+    /// browser, served by rho on loopback and bridged to the session until
+    /// the page is closed or Ctrl-C. Where no browser can open (CI, no
+    /// display, --json), the text result and a line saying how to open it.
+    #[arg(long)]
+    app: bool,
 }
 
 fn main() -> ExitCode {
@@ -475,6 +482,8 @@ fn run_mcp(
         _ => {}
     }
     let mut options = rho_os::options_from_process_env();
+    // Every command declares MCP Apps (see questions::apps_host).
+    options.host.renders_apps = true;
     if let Some(path) = record {
         let sink = rho_os::transcript::TranscriptFile::create(path).map_err(|e| {
             Failure::Usage(format!("cannot create transcript {}: {e}", path.display()))

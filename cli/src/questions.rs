@@ -55,7 +55,15 @@ pub(crate) fn services(yes_defaults: bool, model_command: Option<Vec<String>>) -
     } else {
         None
     };
-    rho_host::host_services(responder, model_command)
+    apps_host(rho_host::host_services(responder, model_command))
+}
+
+/// The CLI renders MCP App views (`rho mcp call --app`, the shell's
+/// `/app`), so every run declares the extension: a server then lists the
+/// same tools whichever command asks.
+pub(crate) fn apps_host(mut services: HostServices) -> HostServices {
+    services.renders_apps = true;
+    services
 }
 
 /// How a login may reach the person: at a terminal, the URL is printed

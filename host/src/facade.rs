@@ -586,6 +586,7 @@ impl AsyncHost {
 enum OwnedTarget {
     Exported(String),
     Tool { server: String, tool: String },
+    FromApp { server: String, tool: String },
 }
 
 impl From<CallTarget<'_>> for OwnedTarget {
@@ -593,6 +594,10 @@ impl From<CallTarget<'_>> for OwnedTarget {
         match target {
             CallTarget::Exported(name) => OwnedTarget::Exported(name.to_owned()),
             CallTarget::Tool { server, tool } => OwnedTarget::Tool {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            },
+            CallTarget::FromApp { server, tool } => OwnedTarget::FromApp {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
             },
@@ -605,6 +610,7 @@ impl OwnedTarget {
         match self {
             OwnedTarget::Exported(name) => CallTarget::Exported(name),
             OwnedTarget::Tool { server, tool } => CallTarget::Tool { server, tool },
+            OwnedTarget::FromApp { server, tool } => CallTarget::FromApp { server, tool },
         }
     }
 }

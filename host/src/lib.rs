@@ -127,6 +127,7 @@ compile_error!(
 // refused mid-session) and the builder (`connect`) are on top.
 // `auth_status` is what `list` reports, and `secrets` the book of every
 // secret rho reads or holds for a server.
+pub mod apps;
 mod auth_status;
 mod config;
 mod connect;

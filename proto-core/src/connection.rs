@@ -66,6 +66,9 @@ pub struct HostContext<'a> {
     /// The host can also show a person a URL and open it in a browser on
     /// their yes: declare URL-mode elicitation (with `can_elicit`).
     pub can_open_urls: bool,
+    /// The host can show a server's MCP App view to a person: declare the
+    /// MCP Apps extension.
+    pub renders_apps: bool,
     /// The host has a model and a person to confirm: declare sampling to
     /// servers whose config opted in.
     pub can_sample: bool,
@@ -124,6 +127,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             elicitation_url: host.can_elicit && host.can_open_urls,
+            apps: host.renders_apps,
             sampling: host.can_sample && config.sampling_allowed(),
             redactor: host.redactor(config),
             ..SessionOptions::from_config(config, framing)
@@ -174,6 +178,7 @@ impl Connection {
             workspace_root: host.workspace_root.map(str::to_owned),
             elicitation: host.can_elicit,
             elicitation_url: host.can_elicit && host.can_open_urls,
+            apps: host.renders_apps,
             sampling: host.can_sample && config.sampling_allowed(),
             redactor: host.redactor(config),
             ..SessionOptions::from_config(config, framing)

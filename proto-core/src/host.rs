@@ -302,6 +302,10 @@ pub struct HostServices {
     /// redacted against them, as against its configured values (see
     /// [`crate::text::redact`]).
     pub secrets: crate::text::redact::SecretBook,
+    /// The host shows a server's MCP App view to a person (serves it to a
+    /// browser): declare the MCP Apps extension, so servers give their
+    /// tools views (see [`crate::features::apps`]).
+    pub renders_apps: bool,
 }
 
 impl std::fmt::Debug for HostServices {
@@ -314,6 +318,7 @@ impl std::fmt::Debug for HostServices {
             .field("logs", &self.logs.is_some())
             .field("resource_updates", &self.resource_updates.is_some())
             .field("secrets", &self.secrets)
+            .field("renders_apps", &self.renders_apps)
             .finish()
     }
 }

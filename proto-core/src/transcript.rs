@@ -248,6 +248,11 @@ fn session_json(o: &SessionOptions) -> Value {
     {
         map.insert("elicitation_url".into(), Value::Bool(true));
     }
+    if o.apps
+        && let Value::Object(map) = &mut header
+    {
+        map.insert("apps".into(), Value::Bool(true));
+    }
     header
 }
 
@@ -640,6 +645,7 @@ fn build(header: &Value, origin: Instant) -> Result<Connection, String> {
         .get("elicitation_url")
         .and_then(Value::as_bool)
         .unwrap_or(false);
+    options.apps = s.get("apps").and_then(Value::as_bool).unwrap_or(false);
     options.sampling = s.get("sampling").and_then(Value::as_bool).unwrap_or(false);
     let http = match header.get("http") {
         None | Some(Value::Null) => None,

@@ -1273,3 +1273,42 @@ fn a_url_elicitation_required_error_rho_cannot_read_is_kept_as_sent() {
         }
     }
 }
+
+#[test]
+fn mcp_apps_are_declared_in_both_eras_only_where_the_host_renders_views() {
+    let ui = "io.modelcontextprotocol/ui";
+    let expected = json!({"mimeTypes": ["text/html;profile=mcp-app"]});
+    for version in ["2025-11-25", "2026-07-28"] {
+        let mut options = Harness::options("demo");
+        options.protocol_version = version.into();
+        options.apps = true;
+        let declared = declared_capabilities(&Harness::new(options).sent);
+        assert_eq!(
+            declared["extensions"][ui], expected,
+            "{version}: {declared}"
+        );
+        let mut options = Harness::options("demo");
+        options.protocol_version = version.into();
+        let declared = declared_capabilities(&Harness::new(options).sent);
+        assert!(
+            declared["extensions"].get(ui).is_none(),
+            "{version}: {declared}"
+        );
+    }
+    let config = server_config(
+        "[mcp.servers.a]\ntransport = \"stdio\"\ncommand = \"x\"\n",
+        "a",
+    );
+    for renders_apps in [true, false] {
+        let host = HostContext {
+            renders_apps,
+            ..HostContext::default()
+        };
+        let declared = connection_capabilities(&config, &host);
+        assert_eq!(
+            declared["extensions"].get(ui).is_some(),
+            renders_apps,
+            "{declared}"
+        );
+    }
+}

@@ -192,7 +192,10 @@ pub(crate) fn run(
     } else {
         None
     };
-    options.host = rho_host::host_services(responder, loaded.config.sampling_command.clone());
+    options.host = crate::questions::apps_host(rho_host::host_services(
+        responder,
+        loaded.config.sampling_command.clone(),
+    ));
     let (resource_sink, updates) = rho_host::resource_update_channel();
     options.host.resource_updates = Some(resource_sink);
     // No server waits for another's browser login: a server that needs

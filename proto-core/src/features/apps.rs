@@ -8,9 +8,10 @@
 //! array of `"model"` and `"app"`; absent means both). A host must not give
 //! the model a tool whose visibility lacks `"model"`: such a tool is the
 //! view's own (`save_pdf` of `@modelcontextprotocol/server-pdf` writes
-//! files when the view asks). rho renders no view, so no caller in rho is
-//! the app: a tool held back from the model is listed for a person and
-//! called by no one.
+//! files when the view asks). Such a tool is listed for a person and
+//! called only by its server's view, which rho serves to a browser
+//! ([`view`] reads the view and builds its CSP, [`bridge`] speaks the
+//! view's dialogue); the host crate runs the pages.
 //!
 //! Reading is lenient about what does not matter and conservative about
 //! what does: `_meta.ui` that is not an object declares nothing, but a
@@ -21,10 +22,22 @@
 
 use std::fmt;
 
-use serde_json::Value;
+use serde_json::{Value, json};
+
+pub mod bridge;
+pub mod view;
+
+pub use bridge::{ViewAsk, ViewBridge, ViewSetup};
+pub use view::{MIME_TYPE, ViewCsp, ViewError, ViewResource};
 
 /// The extension's identifier.
 pub const EXTENSION_ID: &str = "io.modelcontextprotocol/ui";
+
+/// The extension's settings in a client's capabilities: the one MIME type
+/// rho renders.
+pub fn capability() -> Value {
+    json!({ "mimeTypes": [MIME_TYPE] })
+}
 
 /// Who may call a tool, as its `_meta.ui.visibility` says.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -64,6 +77,16 @@ impl Visibility {
         match self {
             Self::Unset => true,
             Self::Listed(entries) => entries.iter().any(|e| e == "model"),
+            Self::Malformed => false,
+        }
+    }
+
+    /// Whether the server's own view may call the tool: unset, or listed
+    /// with `"app"`.
+    pub fn for_app(&self) -> bool {
+        match self {
+            Self::Unset => true,
+            Self::Listed(entries) => entries.iter().any(|e| e == "app"),
             Self::Malformed => false,
         }
     }

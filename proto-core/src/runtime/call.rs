@@ -31,6 +31,16 @@ pub enum CallTarget<'a> {
         /// The server's own name for the tool.
         tool: &'a str,
     },
+    /// A call made by `server`'s own MCP App view: the server's own tool
+    /// name, under its allow/deny filter, for a tool whose
+    /// `_meta.ui.visibility` includes `"app"` (a view reaches no other
+    /// server's tools, since it names only a tool).
+    FromApp {
+        /// The server whose view asks.
+        server: &'a str,
+        /// The server's own name for the tool.
+        tool: &'a str,
+    },
 }
 
 impl<'a, S: AsRef<str> + ?Sized> From<&'a S> for CallTarget<'a> {

@@ -377,6 +377,7 @@ impl<R> Driver<R> {
             workspace_root: setup.workspace_root,
             can_elicit: setup.host.can_elicit(),
             can_open_urls: setup.host.can_open_urls(),
+            renders_apps: setup.host.renders_apps,
             can_reauthorize: setup.host.can_reauthorize(),
             can_sample: setup.host.can_sample(),
             dpop: proofs.as_ref(),

@@ -74,13 +74,26 @@ pub enum ToolCallError {
         tool: String,
     },
     /// The tool is for the server's MCP App view only (its
-    /// `_meta.ui.visibility` lacks `"model"`): rho exports it to no model
-    /// and, rendering no view, calls it for no one.
+    /// `_meta.ui.visibility` lacks `"model"`): rho exports it to no model,
+    /// and only the server's view calls it ([`CallTarget::FromApp`]).
     #[error(
         "tool `{tool}` of server `{server}` is not exported: {}",
         .visibility.held_back_reason().unwrap_or_default()
     )]
     AppOnly {
+        /// The server identity.
+        server: String,
+        /// The tool's own name.
+        tool: String,
+        /// What its `_meta.ui.visibility` says.
+        visibility: Visibility,
+    },
+    /// A server's MCP App view asked for a tool whose visibility lacks
+    /// `"app"` (the model's only).
+    #[error(
+        "tool `{tool}` of server `{server}` is not for its MCP App view: its `_meta.ui.visibility` is {visibility}"
+    )]
+    NotForApp {
         /// The server identity.
         server: String,
         /// The tool's own name.
@@ -646,6 +659,7 @@ impl Inventory {
         match target {
             CallTarget::Exported(exported) => self.route_exported(exported, health),
             CallTarget::Tool { server, tool } => self.route_server_tool(server, tool, health),
+            CallTarget::FromApp { server, tool } => self.route_app_tool(server, tool, health),
         }
     }
 
@@ -786,6 +800,52 @@ impl Inventory {
         Ok((slot, tool.to_owned()))
     }
 
+    /// Where a call by `server`'s MCP App view of its tool `tool` goes: a
+    /// tool the server lists by that name (never an exported name: a view
+    /// knows its server's names), whose visibility includes `"app"`, under
+    /// the server's allow/deny filter, still listed now.
+    pub fn route_app_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<(SlotId, String), ToolCallError> {
+        let (slot, health) = self.ready_slot(server, &health)?;
+        let s = &self.slots[slot.0];
+        let now = health.as_ref().and_then(|h| h.tools_now.as_ref());
+        let listed = now
+            .and_then(|now| now.iter().find(|t| t.name == tool))
+            .or_else(|| s.tools.iter().find(|t| t.name == tool));
+        let Some(listed) = listed else {
+            return Err(ToolCallError::NoSuchTool {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                available: s.tools.iter().map(|t| t.name.clone()).collect(),
+            });
+        };
+        let visibility = Visibility::of(listed.meta.as_deref());
+        if !visibility.for_app() {
+            return Err(ToolCallError::NotForApp {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+                visibility,
+            });
+        }
+        if s.config.as_ref().is_some_and(|c| !c.tools.permits(tool)) {
+            return Err(ToolCallError::Filtered {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        if now.is_some_and(|now| !now.iter().any(|t| t.name == tool)) {
+            return Err(ToolCallError::Withdrawn {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        Ok((slot, tool.to_owned()))
+    }
+
     /// Where a prompt, resource or completion request for `server` goes:
     /// its slot, when it is ready.
     pub fn route_server(
@@ -860,8 +920,9 @@ impl Inventory {
     }
 }
 
-/// Refuses a call of `tool` of `server` when it is for the server's MCP
-/// App only: rho renders no view, so no caller in rho is the app.
+/// Refuses a call of `tool` of `server` from the model's side when it is
+/// for the server's MCP App only (its view calls it as
+/// [`CallTarget::FromApp`]).
 fn app_only(server: &str, tool: &Tool) -> Result<(), ToolCallError> {
     let visibility = Visibility::of(tool.meta.as_deref());
     if visibility.for_model() {
@@ -1155,6 +1216,57 @@ transport = "stdio"
             Err(ToolCallError::AppOnly { .. })
         ));
         assert!(inventory.route_exported("mcp__a__echo", h).is_ok());
+    }
+
+    #[test]
+    fn a_view_reaches_only_its_servers_tools_for_the_app_under_the_filter() {
+        let config = config::parse(CONFIG, "t.toml").expect("parses");
+        let mut inventory = Inventory::new(&config, |_| true);
+        let a = inventory.find("a").expect("a");
+        let b = inventory.find("b").expect("b");
+        let mut r = ready(&["echo", "secret"]);
+        r.tools.push(tool_with_meta(
+            "save",
+            json!({"ui": {"visibility": ["app"]}}),
+        ));
+        r.tools.push(tool_with_meta(
+            "think",
+            json!({"ui": {"visibility": ["model"]}}),
+        ));
+        r.tools
+            .push(tool_with_meta("odd", json!({"ui": {"visibility": "app"}})));
+        inventory.record_ready(a, r, Duration::ZERO, None);
+        inventory.record_ready(b, ready(&["ping"]), Duration::ZERO, None);
+        inventory.finish_startup();
+        let app = |tool| inventory.route_app_tool("a", tool, |_| None);
+        assert_eq!(app("save").expect("app-only").1, "save");
+        assert_eq!(app("echo").expect("unset is both").1, "echo");
+        assert!(matches!(app("think"), Err(ToolCallError::NotForApp { .. })));
+        assert!(matches!(app("odd"), Err(ToolCallError::NotForApp { .. })));
+        assert!(matches!(app("secret"), Err(ToolCallError::Filtered { .. })));
+        // A view names a tool, never a server: another server's tool is
+        // not its server's, and an exported name is no tool's own name.
+        assert!(matches!(app("ping"), Err(ToolCallError::NoSuchTool { .. })));
+        assert!(matches!(
+            app("mcp__a__echo"),
+            Err(ToolCallError::NoSuchTool { .. })
+        ));
+        assert!(
+            inventory
+                .route(
+                    CallTarget::FromApp {
+                        server: "a",
+                        tool: "save"
+                    },
+                    |_| None
+                )
+                .is_ok()
+        );
+        let error = app("think").unwrap_err().to_string();
+        assert_eq!(
+            error,
+            "tool `think` of server `a` is not for its MCP App view: its `_meta.ui.visibility` is model"
+        );
     }
 
     #[test]

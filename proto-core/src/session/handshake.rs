@@ -29,6 +29,17 @@ impl Session {
             if self.options.sampling {
                 map.insert("sampling".into(), crate::features::sampling::capability());
             }
+            if self.options.apps {
+                // MCP Apps: a server may give its tools views, which the
+                // host renders (features/apps.rs). Both eras.
+                let extensions = map.entry("extensions").or_insert_with(|| json!({}));
+                if let Value::Object(extensions) = extensions {
+                    extensions.insert(
+                        crate::features::apps::EXTENSION_ID.into(),
+                        crate::features::apps::capability(),
+                    );
+                }
+            }
             if stateless {
                 // The tasks extension: a server may answer a call with a
                 // task, and rho follows it to its result (session/tasks.rs).

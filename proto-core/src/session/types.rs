@@ -70,6 +70,10 @@ pub struct SessionOptions {
     /// request is refused as invalid params (2025 era) or fails its call
     /// (2026 era).
     pub elicitation_url: bool,
+    /// Declare the MCP Apps extension (`io.modelcontextprotocol/ui`, with
+    /// the one MIME type rho renders), in both eras: set only when the host
+    /// can show a server's view to a person (see [`crate::features::apps`]).
+    pub apps: bool,
     /// Declare sampling: set only for a server whose config says
     /// `sampling = "ask"`, in a run that has a model to spend.
     pub sampling: bool,
@@ -113,6 +117,7 @@ impl SessionOptions {
             progress_extends_up_to: Some(Duration::from_secs(30 * 60)),
             elicitation: false,
             elicitation_url: false,
+            apps: false,
             sampling: false,
             redactor: crate::text::redact::Redactor::default(),
         }

@@ -275,6 +275,46 @@ impl TaskSupport {
 }
 
 impl Tool {
+    /// The tool in the wire's shape (`inputSchema`, `annotations` with
+    /// their hint names, `_meta`), as a view's `hostContext.toolInfo`
+    /// gives it. Members rho does not read are not kept, so not given.
+    pub fn to_wire(&self) -> Value {
+        let mut tool = serde_json::Map::new();
+        tool.insert("name".into(), Value::String(self.name.clone()));
+        if let Some(title) = &self.title {
+            tool.insert("title".into(), Value::String(title.clone()));
+        }
+        if let Some(description) = &self.description {
+            tool.insert("description".into(), Value::String(description.clone()));
+        }
+        tool.insert("inputSchema".into(), (*self.input_schema).clone());
+        if let Some(output) = &self.output_schema {
+            tool.insert("outputSchema".into(), (**output).clone());
+        }
+        let a = &self.annotations;
+        let mut annotations = serde_json::Map::new();
+        for (key, hint) in [
+            ("readOnlyHint", a.read_only),
+            ("destructiveHint", a.destructive),
+            ("idempotentHint", a.idempotent),
+            ("openWorldHint", a.open_world),
+        ] {
+            if let Some(hint) = hint {
+                annotations.insert(key.into(), Value::Bool(hint));
+            }
+        }
+        if let Some(title) = &a.title {
+            annotations.insert("title".into(), Value::String(title.clone()));
+        }
+        if !annotations.is_empty() {
+            tool.insert("annotations".into(), Value::Object(annotations));
+        }
+        if let Some(meta) = &self.meta {
+            tool.insert("_meta".into(), (**meta).clone());
+        }
+        Value::Object(tool)
+    }
+
     /// Reads one entry of a `tools/list` result.
     pub fn from_value(value: &Value) -> Result<Self, ShapeError> {
         let obj = object(value, "tool")?;

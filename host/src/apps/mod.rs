@@ -1,0 +1,722 @@
+//! MCP Apps from a terminal: a tool's interactive view, served to the
+//! person's browser on loopback and bridged to the live session.
+//!
+//! [`Host::open_app`] reads the view a tool names (`_meta.ui.resourceUri`,
+//! a `ui://` resource), and serves it the way the specification asks of a
+//! web host: a host page on one loopback port frames a sandbox proxy on
+//! another (so another origin), which frames the view, served from the
+//! sandbox's origin under the Content-Security-Policy built from the
+//! domains it declared (the restrictive default when it declares none;
+//! `frame-ancestors` so only the proxy can frame it). Each origin has its
+//! own secret token in its paths; every request must name the origin's
+//! own `Host` (no DNS rebinding) and every post the host page's own
+//! `Origin`.
+//!
+//! The dialogue itself is rho's, in Rust: the pages only carry messages
+//! (postMessage in the browser, Server-Sent Events and `POST` to rho). The
+//! core's [`ViewBridge`] answers `ui/initialize`, holds the tool's input
+//! and result until the view is ready, and turns the view's requests into
+//! asks, which [`AppView::next_event`] carries out on the caller's thread
+//! through the one door every call takes: a view's `tools/call` goes to
+//! its own server only, for a tool whose visibility includes `"app"`,
+//! under the server's allow/deny filter, with the host's questions
+//! (elicitation) as any call; `resources/read` likewise. What is for the
+//! conversation comes out as an [`AppEvent`]: `ui/message` (the person's
+//! next turn), `ui/update-model-context`, a link to open (only on the
+//! person's yes: [`AppView::answer_link`]), the view's log lines. Text
+//! that reaches a model is capped at the server's `max_output_bytes`; a
+//! result a view asked for goes to the view whole (it is the view's data,
+//! never the model's, and `max_message_bytes` already bounds it).
+//!
+//! A view ends when the page is closed (its event stream gone for
+//! [`PAGE_GONE_GRACE`]), when the caller's cancel fires or
+//! [`AppView::close`] is called (the view is asked to tear down, and
+//! given [`TEARDOWN_WAIT`] to answer), or when the view is dropped. The
+//! page then says the view has ended and removes it.
+
+mod serve;
+
+use std::sync::Arc;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use rho_proto_core::features::FeatureRequest;
+use rho_proto_core::features::apps::{ToolUi, ViewAsk, ViewBridge, ViewSetup};
+use rho_proto_core::features::limit::cap_output;
+use rho_proto_core::features::resources::ReadResourceParams;
+use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ToolCallError};
+use serde_json::{Value, json};
+use url::Url;
+
+use crate::Host;
+use serve::{Bound, Inbound, Origins, Pages};
+
+pub use rho_proto_core::features::apps::{ViewError, ViewResource};
+
+/// How long a page may be gone (closed, or reloading) before its view
+/// ends.
+pub const PAGE_GONE_GRACE: Duration = Duration::from_secs(5);
+
+/// How long a view is given to answer `ui/resource-teardown`.
+pub const TEARDOWN_WAIT: Duration = Duration::from_secs(2);
+
+/// The most tool calls and reads one view may have in flight; more are
+/// refused until one ends.
+pub const MAX_IN_FLIGHT: usize = 16;
+
+/// The sandbox attribute of the view's frame: scripts and forms on its
+/// own (sandbox) origin; no popups, no top navigation.
+const VIEW_SANDBOX: &str = "allow-scripts allow-same-origin allow-forms";
+
+/// Why a view could not be opened.
+#[derive(Debug, thiserror::Error)]
+pub enum AppError {
+    /// The server has no tool by that name.
+    #[error("server `{server}` has no tool `{tool}`")]
+    UnknownTool {
+        /// The server identity.
+        server: String,
+        /// The tool named.
+        tool: String,
+    },
+    /// The tool names no view.
+    #[error("tool `{tool}` of server `{server}` has no MCP App view (no `_meta.ui.resourceUri`)")]
+    NoView {
+        /// The server identity.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// The view's URI is not a `ui://` resource.
+    #[error("tool `{tool}` of server `{server}` names a view that is not a `ui://` resource")]
+    NotUi {
+        /// The server identity.
+        server: String,
+        /// The tool.
+        tool: String,
+    },
+    /// Reading the view failed.
+    #[error("server `{server}`: reading the view `{uri}` failed: {error}")]
+    Read {
+        /// The server identity.
+        server: String,
+        /// The view's URI.
+        uri: String,
+        /// Why.
+        error: Box<ToolCallError>,
+    },
+    /// The view is no view rho can serve.
+    #[error("server `{server}`: {error}")]
+    View {
+        /// The server identity.
+        server: String,
+        /// Why.
+        error: ViewError,
+    },
+    /// The loopback origins could not be served.
+    #[error("the view cannot be served: {0}")]
+    Serve(String),
+}
+
+/// What a view did that its host hears of.
+#[derive(Debug)]
+pub enum AppEvent {
+    /// The page connected for the first time.
+    Opened,
+    /// `ui/message`: the view's words as the person's next turn (capped at
+    /// the server's `max_output_bytes`; server text: sanitize before a
+    /// terminal).
+    Message {
+        /// The text.
+        text: String,
+    },
+    /// `ui/update-model-context`: what the model should know from now on,
+    /// replacing what the view said before (capped).
+    ModelContext {
+        /// The text of its text content.
+        text: String,
+        /// The params as sent (`content`, `structuredContent`).
+        params: Value,
+    },
+    /// `ui/open-link`: answer with [`AppView::answer_link`] after asking
+    /// the person.
+    OpenLink(LinkRequest),
+    /// `notifications/message` from the view (server text).
+    Log {
+        /// Its level.
+        level: String,
+        /// Its data, as text.
+        text: String,
+    },
+    /// The view called one of its server's tools through rho.
+    ToolCalled {
+        /// The tool.
+        tool: String,
+        /// `Ok(is_error)` when the tool answered, else why it was refused
+        /// or failed.
+        outcome: Result<bool, String>,
+    },
+    /// The view has ended; nothing more comes.
+    Closed {
+        /// Why.
+        reason: String,
+    },
+}
+
+/// A view's request to open a link.
+#[derive(Debug)]
+pub struct LinkRequest {
+    id: Value,
+    /// The link (`http` or `https`).
+    pub url: Url,
+}
+
+/// One open view.
+pub struct AppView {
+    server: String,
+    tool: String,
+    url: Url,
+    csp_header: String,
+    dropped_csp: Vec<String>,
+    bridge: ViewBridge,
+    origins: Origins,
+    inbox: Receiver<Inbound>,
+    notify: std::sync::mpsc::Sender<Inbound>,
+    opened: bool,
+    gone_since: Option<Instant>,
+    closed: Option<String>,
+    max_output_bytes: usize,
+    /// Ends the view's calls in flight when it closes.
+    calls: Cancel,
+    /// The threads of the calls and reads in flight.
+    in_flight: Vec<JoinHandle<()>>,
+}
+
+impl std::fmt::Debug for AppView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AppView")
+            .field("server", &self.server)
+            .field("tool", &self.tool)
+            .field("closed", &self.closed)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What one view is opened for.
+#[derive(Clone, Debug, Default)]
+pub struct AppOptions {
+    /// The person's locale (BCP 47), when known.
+    pub locale: Option<String>,
+    /// Their time zone (IANA), when known.
+    pub time_zone: Option<String>,
+}
+
+impl Host {
+    /// The view tool `tool` of `server` names, if any: its `ui://` URI.
+    pub fn app_view_of(&self, server: &str, tool: &str) -> Option<String> {
+        let view = self.server(server)?;
+        let listed = view.tools.iter().find(|t| t.name == tool)?;
+        ToolUi::of(listed.meta.as_deref()).view().map(str::to_owned)
+    }
+
+    /// Opens the view of `server`'s tool `tool`, called with `arguments`:
+    /// reads it and serves it on loopback (see the module docs). Open the
+    /// returned view's [`AppView::url`] in a browser, give it the call's
+    /// outcome ([`AppView::tool_result`]), and drive it with
+    /// [`AppView::next_event`].
+    pub fn open_app(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: &Value,
+        options: &AppOptions,
+    ) -> Result<AppView, AppError> {
+        let unknown = || AppError::UnknownTool {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+        };
+        let view = self.server(server).ok_or_else(unknown)?;
+        let listed = view
+            .tools
+            .iter()
+            .find(|t| t.name == tool)
+            .ok_or_else(unknown)?;
+        let uri = ToolUi::of(listed.meta.as_deref())
+            .view()
+            .map(str::to_owned)
+            .ok_or_else(|| AppError::NoView {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            })?;
+        if !uri.starts_with("ui://") {
+            return Err(AppError::NotUi {
+                server: server.to_owned(),
+                tool: tool.to_owned(),
+            });
+        }
+        let read = self
+            .request(
+                server,
+                FeatureRequest::ReadResource(ReadResourceParams { uri: uri.clone() }),
+                CallOptions::new(),
+            )
+            .map_err(|error| AppError::Read {
+                server: server.to_owned(),
+                uri: uri.clone(),
+                error: Box::new(error),
+            })?;
+        let resource = ViewResource::from_read(&uri, &read).map_err(|error| AppError::View {
+            server: server.to_owned(),
+            error,
+        })?;
+        let tool_value = listed.to_wire();
+        let bound = Bound::new().map_err(AppError::Serve)?;
+        let nonce = serve_nonce().map_err(AppError::Serve)?;
+        let pages = pages(&bound, &nonce, server, tool, &resource);
+        let url = Url::parse(&format!("{}/app/{}", bound.host_origin, bound.host_token))
+            .map_err(|e| AppError::Serve(e.to_string()))?;
+        let csp_header = pages.view_csp.clone();
+        let bridge = ViewBridge::new(ViewSetup {
+            tool: tool_value,
+            arguments: arguments.clone(),
+            host_info: json!({"name": "rho", "version": env!("CARGO_PKG_VERSION")}),
+            approved_csp: resource.csp.approved(),
+            locale: options.locale.clone(),
+            time_zone: options.time_zone.clone(),
+        });
+        for dropped in &resource.csp.dropped {
+            tracing::warn!(server, view = %uri, "view CSP entry dropped: {dropped}");
+        }
+        tracing::info!(server, view = %uri, csp = %csp_header, "serving an MCP App view");
+        let (notify, inbox) = channel();
+        let origins = Origins::start(bound, pages, notify.clone());
+        Ok(AppView {
+            server: server.to_owned(),
+            tool: tool.to_owned(),
+            url,
+            csp_header,
+            dropped_csp: resource.csp.dropped.clone(),
+            bridge,
+            origins,
+            inbox,
+            notify,
+            opened: false,
+            gone_since: None,
+            closed: None,
+            max_output_bytes: self.max_output_bytes(server),
+            calls: Cancel::new(),
+            in_flight: Vec::new(),
+        })
+    }
+}
+
+fn serve_nonce() -> Result<String, String> {
+    use base64::Engine as _;
+    let bytes = crate::grants::random()?;
+    Ok(base64::engine::general_purpose::STANDARD.encode(bytes))
+}
+
+/// Escapes text for HTML (element content and quoted attributes).
+fn escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c if c.is_control() => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+fn pages(bound: &Bound, nonce: &str, server: &str, tool: &str, view: &ViewResource) -> Pages {
+    let host_page = include_str!("page.html")
+        .replace("{{NONCE}}", nonce)
+        .replace("{{TITLE}}", &escape(tool))
+        .replace("{{TOOL}}", &escape(tool))
+        .replace("{{SERVER}}", &escape(server))
+        .replace(
+            "{{BORDER}}",
+            if view.prefers_border == Some(true) {
+                "border"
+            } else {
+                ""
+            },
+        )
+        .replace(
+            "{{SANDBOX_URL}}",
+            &format!("{}/sandbox/{}", bound.sandbox_origin, bound.sandbox_token),
+        )
+        .replace("{{SANDBOX_ORIGIN}}", &bound.sandbox_origin)
+        .replace("{{EVENTS}}", &format!("/events/{}", bound.host_token))
+        .replace("{{RPC}}", &format!("/rpc/{}", bound.host_token));
+    let sandbox_page = include_str!("sandbox.html")
+        .replace("{{NONCE}}", nonce)
+        .replace("{{HOST_ORIGIN}}", &bound.host_origin)
+        .replace("{{VIEW_URL}}", &format!("/view/{}", bound.sandbox_token))
+        .replace("{{VIEW_SANDBOX}}", VIEW_SANDBOX);
+    Pages {
+        host_page,
+        sandbox_page,
+        view_html: view.html.clone(),
+        view_csp: view
+            .csp
+            .header(&format!("{} {}", bound.sandbox_origin, bound.host_origin)),
+        page_csp: format!(
+            "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+             connect-src 'self'; frame-src {}; img-src 'none'; object-src 'none'; \
+             base-uri 'none'; form-action 'none'; frame-ancestors 'none'",
+            bound.sandbox_origin
+        ),
+        sandbox_csp: format!(
+            "default-src 'none'; script-src 'nonce-{nonce}'; style-src 'nonce-{nonce}'; \
+             frame-src 'self'; object-src 'none'; base-uri 'none'; form-action 'none'; \
+             frame-ancestors {}",
+            bound.host_origin
+        ),
+    }
+}
+
+impl AppView {
+    /// The page to open in a browser (it holds the page's secret).
+    pub fn url(&self) -> &Url {
+        &self.url
+    }
+
+    /// The Content-Security-Policy the view is served under.
+    pub fn csp_header(&self) -> &str {
+        &self.csp_header
+    }
+
+    /// The declared CSP entries rho dropped, each with why.
+    pub fn dropped_csp(&self) -> &[String] {
+        &self.dropped_csp
+    }
+
+    /// The server whose view this is.
+    pub fn server(&self) -> &str {
+        &self.server
+    }
+
+    /// The tool call's result, as sent: the view gets it once ready.
+    pub fn tool_result(&mut self, result: Value) {
+        self.bridge.tool_result(result);
+        self.flush();
+    }
+
+    /// The tool call ended without a result (cancelled or failed).
+    pub fn tool_cancelled(&mut self, reason: &str) {
+        self.bridge.tool_cancelled(reason);
+        self.flush();
+    }
+
+    /// Answers a view's request to open a link: opened (in the person's
+    /// browser) when `open`, else refused as the person's no.
+    pub fn answer_link(&mut self, link: LinkRequest, open: bool) {
+        if open {
+            open_in_browser(&link.url);
+            self.bridge.answer(link.id, Ok(json!({})));
+        } else {
+            self.bridge.refuse(link.id, "Link opening denied by user");
+        }
+        self.flush();
+    }
+
+    /// Waits for the next thing the view does that its host hears of,
+    /// carrying out its tool calls and reads on the way (through `host`,
+    /// as the view's server's app, each on a thread of its own, so a
+    /// view's long poll holds up nothing else). `cancel` ends the view
+    /// (torn down first). After [`AppEvent::Closed`], every call returns
+    /// it again.
+    pub fn next_event(&mut self, host: &Arc<Host>, cancel: &Cancel) -> AppEvent {
+        if let Some(reason) = &self.closed {
+            return AppEvent::Closed {
+                reason: reason.clone(),
+            };
+        }
+        let notify = self.notify.clone();
+        let _hook = cancel.on_cancel(move || {
+            let _ = notify.send(Inbound::Cancelled);
+        });
+        loop {
+            self.flush();
+            if self.bridge.is_down() {
+                return self.finish("the view closed");
+            }
+            let inbound = match self.gone_since {
+                Some(since) => {
+                    let left = PAGE_GONE_GRACE.saturating_sub(since.elapsed());
+                    match self.inbox.recv_timeout(left) {
+                        Ok(inbound) => inbound,
+                        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
+                            return self.finish("the page was closed");
+                        }
+                    }
+                }
+                None => match self.inbox.recv() {
+                    Ok(inbound) => inbound,
+                    Err(_) => return self.finish("the page was closed"),
+                },
+            };
+            match inbound {
+                Inbound::FromView(message) => {
+                    if let Some(ask) = self.bridge.receive(&message)
+                        && let Some(event) = self.carry_out(ask, host)
+                    {
+                        self.flush();
+                        return event;
+                    }
+                }
+                Inbound::CallDone { id, tool, outcome } => {
+                    let outcome = match outcome {
+                        Ok((result, is_error)) => {
+                            self.bridge.answer(id, Ok(result));
+                            Ok(is_error)
+                        }
+                        Err(why) => {
+                            self.bridge.answer(id, Err((-32000, why.clone())));
+                            Err(why)
+                        }
+                    };
+                    self.flush();
+                    return AppEvent::ToolCalled { tool, outcome };
+                }
+                Inbound::ReadDone { id, outcome } => {
+                    self.bridge.answer(id, outcome.map_err(|why| (-32000, why)));
+                }
+                Inbound::PageConnected => {
+                    self.gone_since = None;
+                    if !self.opened {
+                        self.opened = true;
+                        return AppEvent::Opened;
+                    }
+                }
+                Inbound::PageGone => self.gone_since = Some(Instant::now()),
+                Inbound::Cancelled => return self.close("the person closed it"),
+            }
+        }
+    }
+
+    /// Ends the view: asks it to tear down, waits up to [`TEARDOWN_WAIT`]
+    /// for its answer, then tells the page, which removes it.
+    pub fn close(&mut self, reason: &str) -> AppEvent {
+        if self.closed.is_none() {
+            self.bridge.teardown(reason);
+            self.flush();
+            let deadline = Instant::now() + TEARDOWN_WAIT;
+            while !self.bridge.is_down() {
+                let left = deadline.saturating_duration_since(Instant::now());
+                match self.inbox.recv_timeout(left) {
+                    Ok(Inbound::FromView(message)) => {
+                        // Only the teardown's answer matters now; requests
+                        // are refused as the view winds down.
+                        if let Some(ask) = self.bridge.receive(&message) {
+                            self.refuse_late(ask);
+                        }
+                        self.flush();
+                    }
+                    Ok(_) => {}
+                    Err(_) => break,
+                }
+            }
+        }
+        self.finish(reason)
+    }
+
+    fn refuse_late(&mut self, ask: ViewAsk) {
+        match ask {
+            ViewAsk::CallTool { id, .. }
+            | ViewAsk::ReadResource { id, .. }
+            | ViewAsk::Message { id, .. }
+            | ViewAsk::ModelContext { id, .. }
+            | ViewAsk::OpenLink { id, .. } => self.bridge.refuse(id, "the view is closing"),
+            ViewAsk::Log { .. } => {}
+        }
+    }
+
+    fn finish(&mut self, reason: &str) -> AppEvent {
+        if self.closed.is_none() {
+            self.origins.end(reason);
+            self.closed = Some(reason.to_owned());
+            // The view's calls end with it (the servers are told).
+            self.calls.cancel();
+            for call in self.in_flight.drain(..) {
+                let _ = call.join();
+            }
+        }
+        AppEvent::Closed {
+            reason: reason.to_owned(),
+        }
+    }
+
+    fn flush(&mut self) {
+        while let Some(message) = self.bridge.poll_output() {
+            self.origins.send(&message);
+        }
+    }
+
+    /// Runs `work` on a thread of its own, its outcome sent to the inbox;
+    /// refuses request `id` when [`MAX_IN_FLIGHT`] are running.
+    fn in_background(
+        &mut self,
+        id: &Value,
+        work: impl FnOnce(&Cancel) -> Inbound + Send + 'static,
+    ) {
+        self.in_flight.retain(|call| !call.is_finished());
+        if self.in_flight.len() >= MAX_IN_FLIGHT {
+            self.bridge.refuse(
+                id.clone(),
+                format!("the view already has {MAX_IN_FLIGHT} requests in flight"),
+            );
+            return;
+        }
+        let notify = self.notify.clone();
+        let calls = self.calls.clone();
+        let spawned = std::thread::Builder::new()
+            .name("rho-app-call".into())
+            .spawn(move || {
+                let _ = notify.send(work(&calls));
+            });
+        match spawned {
+            Ok(handle) => self.in_flight.push(handle),
+            Err(e) => self
+                .bridge
+                .refuse(id.clone(), format!("no thread for the request: {e}")),
+        }
+    }
+
+    fn carry_out(&mut self, ask: ViewAsk, host: &Arc<Host>) -> Option<AppEvent> {
+        let cap = |text: &str| cap_output(text, self.max_output_bytes).into_owned();
+        match ask {
+            ViewAsk::CallTool {
+                id,
+                name,
+                arguments,
+            } => {
+                let host = Arc::clone(host);
+                let server = self.server.clone();
+                let answer_to = id.clone();
+                self.in_background(&answer_to, move |calls| {
+                    let target = CallTarget::FromApp {
+                        server: &server,
+                        tool: &name,
+                    };
+                    let outcome = host
+                        .call(target, arguments, CallOptions::new().cancel(calls))
+                        .map(|result| (result.as_sent(), result.is_error))
+                        .map_err(|error| error.to_string());
+                    Inbound::CallDone {
+                        id,
+                        tool: name,
+                        outcome,
+                    }
+                });
+                None
+            }
+            ViewAsk::ReadResource { id, uri } => {
+                let host = Arc::clone(host);
+                let server = self.server.clone();
+                let answer_to = id.clone();
+                self.in_background(&answer_to, move |calls| {
+                    let outcome = host
+                        .request(
+                            &server,
+                            FeatureRequest::ReadResource(ReadResourceParams { uri }),
+                            CallOptions::new().cancel(calls),
+                        )
+                        .map_err(|error| error.to_string());
+                    Inbound::ReadDone { id, outcome }
+                });
+                None
+            }
+            ViewAsk::Message { id, text, .. } => {
+                self.bridge.answer(id, Ok(json!({})));
+                Some(AppEvent::Message { text: cap(&text) })
+            }
+            ViewAsk::ModelContext { id, text, params } => {
+                self.bridge.answer(id, Ok(json!({})));
+                Some(AppEvent::ModelContext {
+                    text: cap(&text),
+                    params,
+                })
+            }
+            ViewAsk::OpenLink { id, url } => match Url::parse(&url) {
+                Ok(url) => Some(AppEvent::OpenLink(LinkRequest { id, url })),
+                Err(_) => {
+                    self.bridge.refuse(id, "Invalid URL");
+                    None
+                }
+            },
+            ViewAsk::Log { level, data } => Some(AppEvent::Log {
+                level,
+                text: match data {
+                    Value::String(s) => cap(&s),
+                    other => cap(&other.to_string()),
+                },
+            }),
+        }
+    }
+}
+
+impl Drop for AppView {
+    fn drop(&mut self) {
+        if self.closed.is_none() {
+            self.finish("rho closed the view");
+        }
+    }
+}
+
+/// Whether a browser can be opened here for a view: `BROWSER` names one,
+/// or (outside CI) the platform has a desktop: macOS, Windows, or a
+/// `DISPLAY` or `WAYLAND_DISPLAY` on other Unix systems.
+pub fn browser_available() -> bool {
+    let set = |name: &str| std::env::var_os(name).is_some_and(|v| !v.is_empty());
+    if set("BROWSER") {
+        return true;
+    }
+    if set("CI") {
+        return false;
+    }
+    cfg!(any(target_os = "macos", windows)) || set("DISPLAY") || set("WAYLAND_DISPLAY")
+}
+
+/// Opens `url` in the person's browser: the program `BROWSER` names (with
+/// the URL as its one argument), else the platform's opener.
+pub fn open_in_browser(url: &Url) {
+    match std::env::var_os("BROWSER").filter(|v| !v.is_empty()) {
+        Some(program) => {
+            let _ = std::process::Command::new(program)
+                .arg(url.as_str())
+                .stdin(std::process::Stdio::null())
+                .stdout(std::process::Stdio::null())
+                .stderr(std::process::Stdio::null())
+                .spawn();
+        }
+        None => crate::login::open_in_browser(url),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rho_proto_core::features::apps::ViewCsp;
+
+    #[test]
+    fn server_text_in_the_host_page_is_escaped() {
+        assert_eq!(
+            escape("<img src=x onerror=\"a()\">&'\u{7}"),
+            "&lt;img src=x onerror=&quot;a()&quot;&gt;&amp;&#39;"
+        );
+    }
+
+    #[test]
+    fn the_view_csp_is_the_declared_one_framed_only_by_the_sandbox() {
+        let csp = ViewCsp::default().header("http://127.0.0.1:5");
+        assert!(csp.ends_with("frame-ancestors http://127.0.0.1:5"), "{csp}");
+    }
+}
