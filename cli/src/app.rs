@@ -8,9 +8,8 @@
 //! line saying so and how to open the view, and exits as the result says.
 
 use std::io::{IsTerminal, Write};
-use std::sync::Arc;
 
-use rho_host::apps::{AppEvent, AppOptions, AppView, browser_available, open_in_browser};
+use rho_host::apps::{AppEvent, AppOptions, AppView, Reply, browser_available, open_in_browser};
 use rho_host::{Cancel, Host};
 use rho_proto_core::text::terminal::sanitize_line;
 use serde_json::Value;
@@ -91,64 +90,66 @@ fn locale() -> Option<String> {
 /// Serves the view until it ends, telling stderr what it does. A link the
 /// view asks to open is opened only when the person at the terminal says
 /// yes; with no terminal it is refused.
-pub(crate) fn serve(runtime: &Arc<Host>, view: &mut AppView, cancel: &Cancel) {
+pub(crate) fn serve(runtime: &Host, view: &mut AppView, cancel: &Cancel) {
     let mut err = std::io::stderr();
     let _ = writeln!(
         err,
         "rho: serving the view until its page is closed or Ctrl-C"
     );
-    loop {
-        match view.next_event(runtime, cancel) {
-            AppEvent::Opened => {
-                let _ = writeln!(err, "rho: the view's page connected");
-            }
+    let reason = view.serve(runtime, cancel, |event| {
+        let mut err = std::io::stderr();
+        let _ = match event {
+            AppEvent::Opened => writeln!(err, "rho: the view's page connected"),
             AppEvent::ToolCalled { tool, outcome } => {
                 let how = match outcome {
                     Ok(false) => "answered".to_owned(),
                     Ok(true) => "answered with an error".to_owned(),
                     Err(why) => format!("refused: {}", sanitize_line(&why)),
                 };
-                let _ = writeln!(
+                writeln!(
                     err,
                     "rho: the view called `{}`: {how}",
                     sanitize_line(&tool)
-                );
+                )
             }
             AppEvent::Message { text } => {
-                let _ = writeln!(err, "rho: the view says: {}", sanitize_line(&text));
+                writeln!(err, "rho: the view says: {}", sanitize_line(&text))
             }
-            AppEvent::ModelContext { text, .. } => {
-                let _ = writeln!(
-                    err,
-                    "rho: the view's context for the model: {}",
-                    sanitize_line(&text)
-                );
-            }
-            AppEvent::Log { level, text } => {
-                let _ = writeln!(
-                    err,
-                    "rho: view log [{}]: {}",
-                    sanitize_line(&level),
-                    sanitize_line(&text)
-                );
-            }
-            AppEvent::OpenLink(link) => {
-                let shown = sanitize_line(link.url.as_str());
+            AppEvent::ModelContext { text, .. } => writeln!(
+                err,
+                "rho: the view's context for the model: {}",
+                shortened(&text)
+            ),
+            AppEvent::Log { level, text } => writeln!(
+                err,
+                "rho: view log [{}]: {}",
+                sanitize_line(&level),
+                shortened(&text)
+            ),
+            AppEvent::OpenLink { url, .. } => {
+                let shown = sanitize_line(url.as_str());
                 let open = std::io::stdin().is_terminal() && {
                     let _ = write!(err, "rho: the view asks to open {shown} — open it? [y/N] ");
                     let _ = err.flush();
                     crate::questions::read_answer()
                         .is_some_and(|a| matches!(a.trim(), "y" | "Y" | "yes"))
                 };
-                if !open {
-                    let _ = writeln!(err, "rho: not opened: {shown}");
+                if open {
+                    return Reply::Open;
                 }
-                view.answer_link(link, open);
+                writeln!(err, "rho: not opened: {shown}")
             }
-            AppEvent::Closed { reason } => {
-                let _ = writeln!(err, "rho: the view ended: {}", sanitize_line(&reason));
-                return;
-            }
-        }
+        };
+        Reply::Continue
+    });
+    let _ = writeln!(err, "rho: the view ended: {}", sanitize_line(&reason));
+}
+
+/// Server text for one line of the terminal, at most 200 characters.
+fn shortened(text: &str) -> String {
+    let line = sanitize_line(text);
+    match line.char_indices().nth(200) {
+        Some((at, _)) => format!("{}…", &line[..at]),
+        None => line.into_owned(),
     }
 }

@@ -199,16 +199,11 @@ pub(crate) fn run(
         // the page is closed or Ctrl-C (which ends the view, not a
         // failure: rho exits as the result says).
         let printed = print_result(args, id, tool, result, rendered.clone());
-        let runtime = std::sync::Arc::new(runtime);
         if printed.is_ok() {
             crate::app::serve(&runtime, &mut view, &cancel);
         }
-        // Closing the view ends its calls, and with them their holds on
-        // the runtime.
         drop(view);
-        if let Ok(runtime) = std::sync::Arc::try_unwrap(runtime) {
-            runtime.shutdown();
-        }
+        runtime.shutdown();
         return printed;
     }
     runtime.shutdown();

@@ -16,29 +16,27 @@
 //! (postMessage in the browser, Server-Sent Events and `POST` to rho). The
 //! core's [`ViewBridge`] answers `ui/initialize`, holds the tool's input
 //! and result until the view is ready, and turns the view's requests into
-//! asks, which [`AppView::next_event`] carries out on the caller's thread
-//! through the one door every call takes: a view's `tools/call` goes to
+//! asks, which [`AppView::serve`] carries out (each call on a scoped
+//! thread of its own) through the one door every call takes: a view's `tools/call` goes to
 //! its own server only, for a tool whose visibility includes `"app"`,
 //! under the server's allow/deny filter, with the host's questions
 //! (elicitation) as any call; `resources/read` likewise. What is for the
 //! conversation comes out as an [`AppEvent`]: `ui/message` (the person's
 //! next turn), `ui/update-model-context`, a link to open (only on the
-//! person's yes: [`AppView::answer_link`]), the view's log lines. Text
+//! person's yes: [`Reply::Open`]), the view's log lines. Text
 //! that reaches a model is capped at the server's `max_output_bytes`; a
 //! result a view asked for goes to the view whole (it is the view's data,
 //! never the model's, and `max_message_bytes` already bounds it).
 //!
 //! A view ends when the page is closed (its event stream gone for
-//! [`PAGE_GONE_GRACE`]), when the caller's cancel fires or
-//! [`AppView::close`] is called (the view is asked to tear down, and
-//! given [`TEARDOWN_WAIT`] to answer), or when the view is dropped. The
+//! [`PAGE_GONE_GRACE`]), when the caller's cancel fires, its
+//! [`Reply::Close`], or [`AppView::close`] (the view is asked to tear
+//! down, and given [`TEARDOWN_WAIT`] to answer), or when it is dropped. The
 //! page then says the view has ended and removes it.
 
 mod serve;
 
-use std::sync::Arc;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-use std::thread::JoinHandle;
+use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
 use rho_proto_core::features::FeatureRequest;
@@ -139,9 +137,15 @@ pub enum AppEvent {
         /// The params as sent (`content`, `structuredContent`).
         params: Value,
     },
-    /// `ui/open-link`: answer with [`AppView::answer_link`] after asking
-    /// the person.
-    OpenLink(LinkRequest),
+    /// `ui/open-link`: opened only when the host replies [`Reply::Open`]
+    /// (after asking the person); any other reply refuses it.
+    OpenLink {
+        /// The view's request id.
+        #[doc(hidden)]
+        id: Value,
+        /// The link (`http` or `https`).
+        url: Url,
+    },
     /// `notifications/message` from the view (server text).
     Log {
         /// Its level.
@@ -157,19 +161,18 @@ pub enum AppEvent {
         /// or failed.
         outcome: Result<bool, String>,
     },
-    /// The view has ended; nothing more comes.
-    Closed {
-        /// Why.
-        reason: String,
-    },
 }
 
-/// A view's request to open a link.
-#[derive(Debug)]
-pub struct LinkRequest {
-    id: Value,
-    /// The link (`http` or `https`).
-    pub url: Url,
+/// What the host says to an [`AppEvent`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Reply {
+    /// Go on (a link asked for is refused).
+    Continue,
+    /// Open the link the view asked for ([`AppEvent::OpenLink`]): the host
+    /// opens it ([`open_in_browser`]); the view is told it was.
+    Open,
+    /// End the view (it is asked to tear down).
+    Close,
 }
 
 /// One open view.
@@ -187,10 +190,6 @@ pub struct AppView {
     gone_since: Option<Instant>,
     closed: Option<String>,
     max_output_bytes: usize,
-    /// Ends the view's calls in flight when it closes.
-    calls: Cancel,
-    /// The threads of the calls and reads in flight.
-    in_flight: Vec<JoinHandle<()>>,
 }
 
 impl std::fmt::Debug for AppView {
@@ -224,7 +223,7 @@ impl Host {
     /// reads it and serves it on loopback (see the module docs). Open the
     /// returned view's [`AppView::url`] in a browser, give it the call's
     /// outcome ([`AppView::tool_result`]), and drive it with
-    /// [`AppView::next_event`].
+    /// [`AppView::serve`].
     pub fn open_app(
         &self,
         server: &str,
@@ -305,8 +304,6 @@ impl Host {
             gone_since: None,
             closed: None,
             max_output_bytes: self.max_output_bytes(server),
-            calls: Cancel::new(),
-            in_flight: Vec::new(),
         })
     }
 }
@@ -415,143 +412,194 @@ impl AppView {
         self.flush();
     }
 
-    /// Answers a view's request to open a link: opened (in the person's
-    /// browser) when `open`, else refused as the person's no.
-    pub fn answer_link(&mut self, link: LinkRequest, open: bool) {
-        if open {
-            open_in_browser(&link.url);
-            self.bridge.answer(link.id, Ok(json!({})));
-        } else {
-            self.bridge.refuse(link.id, "Link opening denied by user");
-        }
-        self.flush();
-    }
-
-    /// Waits for the next thing the view does that its host hears of,
-    /// carrying out its tool calls and reads on the way (through `host`,
-    /// as the view's server's app, each on a thread of its own, so a
-    /// view's long poll holds up nothing else). `cancel` ends the view
-    /// (torn down first). After [`AppEvent::Closed`], every call returns
-    /// it again.
-    pub fn next_event(&mut self, host: &Arc<Host>, cancel: &Cancel) -> AppEvent {
+    /// Serves the view until it ends, carrying out its tool calls and
+    /// reads (through `host`, as the view's server's app, each on a
+    /// scoped thread of its own, so a view's long poll holds up nothing
+    /// else) and handing `on_event` what its host hears of; its [`Reply`]
+    /// may end the view, and answers a link the view asks to open. `cancel`
+    /// ends the view too. Returns why the view ended; every call after the
+    /// first returns at once.
+    pub fn serve(
+        &mut self,
+        host: &Host,
+        cancel: &Cancel,
+        mut on_event: impl FnMut(AppEvent) -> Reply,
+    ) -> String {
         if let Some(reason) = &self.closed {
-            return AppEvent::Closed {
-                reason: reason.clone(),
-            };
+            return reason.clone();
         }
         let notify = self.notify.clone();
         let _hook = cancel.on_cancel(move || {
             let _ = notify.send(Inbound::Cancelled);
         });
-        loop {
-            self.flush();
-            if self.bridge.is_down() {
-                return self.finish("the view closed");
-            }
-            let inbound = match self.gone_since {
-                Some(since) => {
-                    let left = PAGE_GONE_GRACE.saturating_sub(since.elapsed());
-                    match self.inbox.recv_timeout(left) {
-                        Ok(inbound) => inbound,
-                        Err(RecvTimeoutError::Timeout | RecvTimeoutError::Disconnected) => {
-                            return self.finish("the page was closed");
-                        }
-                    }
+        let calls = Cancel::new();
+        std::thread::scope(|scope| {
+            let mut in_flight = 0usize;
+            let reason = loop {
+                self.flush();
+                if self.bridge.is_down() {
+                    break "the view closed".to_owned();
                 }
-                None => match self.inbox.recv() {
-                    Ok(inbound) => inbound,
-                    Err(_) => return self.finish("the page was closed"),
-                },
+                let Some(inbound) = self.next_inbound() else {
+                    break "the page was closed".to_owned();
+                };
+                let event = match inbound {
+                    Inbound::FromView(message) => match self.bridge.receive(&message) {
+                        None => None,
+                        Some(ViewAsk::CallTool {
+                            id,
+                            name,
+                            arguments,
+                        }) => {
+                            if self.refuse_if_busy(&id, in_flight) {
+                                continue;
+                            }
+                            in_flight += 1;
+                            let (notify, server, calls) =
+                                (self.notify.clone(), self.server.clone(), calls.clone());
+                            scope.spawn(move || {
+                                let target = CallTarget::FromApp {
+                                    server: &server,
+                                    tool: &name,
+                                };
+                                let outcome = host
+                                    .call(target, arguments, CallOptions::new().cancel(&calls))
+                                    .map(|result| (result.as_sent(), result.is_error))
+                                    .map_err(|error| error.to_string());
+                                let _ = notify.send(Inbound::CallDone {
+                                    id,
+                                    tool: name,
+                                    outcome,
+                                });
+                            });
+                            None
+                        }
+                        Some(ViewAsk::ReadResource { id, uri }) => {
+                            if self.refuse_if_busy(&id, in_flight) {
+                                continue;
+                            }
+                            in_flight += 1;
+                            let (notify, server, calls) =
+                                (self.notify.clone(), self.server.clone(), calls.clone());
+                            scope.spawn(move || {
+                                let request =
+                                    FeatureRequest::ReadResource(ReadResourceParams { uri });
+                                let outcome = host
+                                    .request(&server, request, CallOptions::new().cancel(&calls))
+                                    .map_err(|error| error.to_string());
+                                let _ = notify.send(Inbound::ReadDone { id, outcome });
+                            });
+                            None
+                        }
+                        Some(ask) => self.answer_ask(ask),
+                    },
+                    Inbound::CallDone { id, tool, outcome } => {
+                        in_flight -= 1;
+                        let outcome = match outcome {
+                            Ok((result, is_error)) => {
+                                self.bridge.answer(id, Ok(result));
+                                Ok(is_error)
+                            }
+                            Err(why) => {
+                                self.bridge.answer(id, Err((-32000, why.clone())));
+                                Err(why)
+                            }
+                        };
+                        Some(AppEvent::ToolCalled { tool, outcome })
+                    }
+                    Inbound::ReadDone { id, outcome } => {
+                        in_flight -= 1;
+                        self.bridge.answer(id, outcome.map_err(|why| (-32000, why)));
+                        None
+                    }
+                    Inbound::PageConnected => {
+                        self.gone_since = None;
+                        (!std::mem::replace(&mut self.opened, true)).then_some(AppEvent::Opened)
+                    }
+                    Inbound::PageGone => {
+                        self.gone_since = Some(Instant::now());
+                        None
+                    }
+                    Inbound::Cancelled => break "the person closed it".to_owned(),
+                };
+                let Some(event) = event else { continue };
+                self.flush();
+                let link = match &event {
+                    AppEvent::OpenLink { id, url } => Some((id.clone(), url.clone())),
+                    _ => None,
+                };
+                match (on_event(event), link) {
+                    (Reply::Close, _) => break "the host closed it".to_owned(),
+                    (Reply::Open, Some((id, url))) => {
+                        open_in_browser(&url);
+                        self.bridge.answer(id, Ok(json!({})));
+                    }
+                    (_, Some((id, _))) => {
+                        self.bridge.refuse(id, "Link opening denied by user");
+                    }
+                    (_, None) => {}
+                }
             };
-            match inbound {
-                Inbound::FromView(message) => {
-                    if let Some(ask) = self.bridge.receive(&message)
-                        && let Some(event) = self.carry_out(ask, host)
-                    {
-                        self.flush();
-                        return event;
-                    }
-                }
-                Inbound::CallDone { id, tool, outcome } => {
-                    let outcome = match outcome {
-                        Ok((result, is_error)) => {
-                            self.bridge.answer(id, Ok(result));
-                            Ok(is_error)
-                        }
-                        Err(why) => {
-                            self.bridge.answer(id, Err((-32000, why.clone())));
-                            Err(why)
-                        }
-                    };
-                    self.flush();
-                    return AppEvent::ToolCalled { tool, outcome };
-                }
-                Inbound::ReadDone { id, outcome } => {
-                    self.bridge.answer(id, outcome.map_err(|why| (-32000, why)));
-                }
-                Inbound::PageConnected => {
-                    self.gone_since = None;
-                    if !self.opened {
-                        self.opened = true;
-                        return AppEvent::Opened;
-                    }
-                }
-                Inbound::PageGone => self.gone_since = Some(Instant::now()),
-                Inbound::Cancelled => return self.close("the person closed it"),
+            // The view's calls end with it (the servers are told); the
+            // scope waits for them.
+            calls.cancel();
+            self.close(&reason);
+            reason
+        })
+    }
+
+    /// The next thing the pages or the view's calls sent; `None` once the
+    /// page has been gone for [`PAGE_GONE_GRACE`].
+    fn next_inbound(&mut self) -> Option<Inbound> {
+        match self.gone_since {
+            Some(since) => {
+                let left = PAGE_GONE_GRACE.saturating_sub(since.elapsed());
+                self.inbox.recv_timeout(left).ok()
             }
+            None => self.inbox.recv().ok(),
         }
+    }
+
+    /// Refuses request `id` when [`MAX_IN_FLIGHT`] are running.
+    fn refuse_if_busy(&mut self, id: &Value, in_flight: usize) -> bool {
+        let busy = in_flight >= MAX_IN_FLIGHT;
+        if busy {
+            self.bridge.refuse(
+                id.clone(),
+                format!("the view already has {MAX_IN_FLIGHT} requests in flight"),
+            );
+        }
+        busy
     }
 
     /// Ends the view: asks it to tear down, waits up to [`TEARDOWN_WAIT`]
     /// for its answer, then tells the page, which removes it.
-    pub fn close(&mut self, reason: &str) -> AppEvent {
-        if self.closed.is_none() {
-            self.bridge.teardown(reason);
-            self.flush();
-            let deadline = Instant::now() + TEARDOWN_WAIT;
-            while !self.bridge.is_down() {
-                let left = deadline.saturating_duration_since(Instant::now());
-                match self.inbox.recv_timeout(left) {
-                    Ok(Inbound::FromView(message)) => {
-                        // Only the teardown's answer matters now; requests
-                        // are refused as the view winds down.
-                        if let Some(ask) = self.bridge.receive(&message) {
-                            self.refuse_late(ask);
-                        }
-                        self.flush();
+    pub fn close(&mut self, reason: &str) {
+        if self.closed.is_some() {
+            return;
+        }
+        self.bridge.teardown(reason);
+        self.flush();
+        let deadline = Instant::now() + TEARDOWN_WAIT;
+        while !self.bridge.is_down() {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match self.inbox.recv_timeout(left) {
+                Ok(Inbound::FromView(message)) => {
+                    // Only the teardown's answer matters now; requests are
+                    // refused as the view winds down.
+                    if let Some(ask) = self.bridge.receive(&message)
+                        && let Some(id) = ask.id()
+                    {
+                        self.bridge.refuse(id.clone(), "the view is closing");
                     }
-                    Ok(_) => {}
-                    Err(_) => break,
+                    self.flush();
                 }
+                Ok(_) => {}
+                Err(_) => break,
             }
         }
-        self.finish(reason)
-    }
-
-    fn refuse_late(&mut self, ask: ViewAsk) {
-        match ask {
-            ViewAsk::CallTool { id, .. }
-            | ViewAsk::ReadResource { id, .. }
-            | ViewAsk::Message { id, .. }
-            | ViewAsk::ModelContext { id, .. }
-            | ViewAsk::OpenLink { id, .. } => self.bridge.refuse(id, "the view is closing"),
-            ViewAsk::Log { .. } => {}
-        }
-    }
-
-    fn finish(&mut self, reason: &str) -> AppEvent {
-        if self.closed.is_none() {
-            self.origins.end(reason);
-            self.closed = Some(reason.to_owned());
-            // The view's calls end with it (the servers are told).
-            self.calls.cancel();
-            for call in self.in_flight.drain(..) {
-                let _ = call.join();
-            }
-        }
-        AppEvent::Closed {
-            reason: reason.to_owned(),
-        }
+        self.origins.end(reason);
+        self.closed = Some(reason.to_owned());
     }
 
     fn flush(&mut self) {
@@ -560,80 +608,10 @@ impl AppView {
         }
     }
 
-    /// Runs `work` on a thread of its own, its outcome sent to the inbox;
-    /// refuses request `id` when [`MAX_IN_FLIGHT`] are running.
-    fn in_background(
-        &mut self,
-        id: &Value,
-        work: impl FnOnce(&Cancel) -> Inbound + Send + 'static,
-    ) {
-        self.in_flight.retain(|call| !call.is_finished());
-        if self.in_flight.len() >= MAX_IN_FLIGHT {
-            self.bridge.refuse(
-                id.clone(),
-                format!("the view already has {MAX_IN_FLIGHT} requests in flight"),
-            );
-            return;
-        }
-        let notify = self.notify.clone();
-        let calls = self.calls.clone();
-        let spawned = std::thread::Builder::new()
-            .name("rho-app-call".into())
-            .spawn(move || {
-                let _ = notify.send(work(&calls));
-            });
-        match spawned {
-            Ok(handle) => self.in_flight.push(handle),
-            Err(e) => self
-                .bridge
-                .refuse(id.clone(), format!("no thread for the request: {e}")),
-        }
-    }
-
-    fn carry_out(&mut self, ask: ViewAsk, host: &Arc<Host>) -> Option<AppEvent> {
+    /// What the view asked that needs no call: answered at once, and told.
+    fn answer_ask(&mut self, ask: ViewAsk) -> Option<AppEvent> {
         let cap = |text: &str| cap_output(text, self.max_output_bytes).into_owned();
         match ask {
-            ViewAsk::CallTool {
-                id,
-                name,
-                arguments,
-            } => {
-                let host = Arc::clone(host);
-                let server = self.server.clone();
-                let answer_to = id.clone();
-                self.in_background(&answer_to, move |calls| {
-                    let target = CallTarget::FromApp {
-                        server: &server,
-                        tool: &name,
-                    };
-                    let outcome = host
-                        .call(target, arguments, CallOptions::new().cancel(calls))
-                        .map(|result| (result.as_sent(), result.is_error))
-                        .map_err(|error| error.to_string());
-                    Inbound::CallDone {
-                        id,
-                        tool: name,
-                        outcome,
-                    }
-                });
-                None
-            }
-            ViewAsk::ReadResource { id, uri } => {
-                let host = Arc::clone(host);
-                let server = self.server.clone();
-                let answer_to = id.clone();
-                self.in_background(&answer_to, move |calls| {
-                    let outcome = host
-                        .request(
-                            &server,
-                            FeatureRequest::ReadResource(ReadResourceParams { uri }),
-                            CallOptions::new().cancel(calls),
-                        )
-                        .map_err(|error| error.to_string());
-                    Inbound::ReadDone { id, outcome }
-                });
-                None
-            }
             ViewAsk::Message { id, text, .. } => {
                 self.bridge.answer(id, Ok(json!({})));
                 Some(AppEvent::Message { text: cap(&text) })
@@ -646,7 +624,7 @@ impl AppView {
                 })
             }
             ViewAsk::OpenLink { id, url } => match Url::parse(&url) {
-                Ok(url) => Some(AppEvent::OpenLink(LinkRequest { id, url })),
+                Ok(url) => Some(AppEvent::OpenLink { id, url }),
                 Err(_) => {
                     self.bridge.refuse(id, "Invalid URL");
                     None
@@ -659,6 +637,11 @@ impl AppView {
                     other => cap(&other.to_string()),
                 },
             }),
+            // Calls and reads are the loop's.
+            ViewAsk::CallTool { id, .. } | ViewAsk::ReadResource { id, .. } => {
+                self.bridge.refuse(id, "not served here");
+                None
+            }
         }
     }
 }
@@ -666,7 +649,7 @@ impl AppView {
 impl Drop for AppView {
     fn drop(&mut self) {
         if self.closed.is_none() {
-            self.finish("rho closed the view");
+            self.origins.end("rho closed the view");
         }
     }
 }

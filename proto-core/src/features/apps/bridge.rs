@@ -93,6 +93,20 @@ pub enum ViewAsk {
     },
 }
 
+impl ViewAsk {
+    /// The id to answer with; `None` for a notification.
+    pub fn id(&self) -> Option<&Value> {
+        match self {
+            Self::CallTool { id, .. }
+            | Self::ReadResource { id, .. }
+            | Self::Message { id, .. }
+            | Self::ModelContext { id, .. }
+            | Self::OpenLink { id, .. } => Some(id),
+            Self::Log { .. } => None,
+        }
+    }
+}
+
 /// Where the view's dialogue stands.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Stage {
