@@ -24,8 +24,8 @@ pub(crate) enum Plan {
     Explain(String),
 }
 
-/// Opens the view of `tool` when it has one and a browser can show it;
-/// else says why not. Never fails the call: a view that cannot be opened
+/// Opens the view of `tool` when it has one and a browser can show it
+/// (the caller says where: [`opening`]); else says why not. Never fails the call: a view that cannot be opened
 /// leaves the text result.
 pub(crate) fn plan(runtime: &Host, id: &str, tool: &str, arguments: &Value, json: bool) -> Plan {
     let Some(uri) = runtime.app_view_of(id, tool) else {
@@ -55,12 +55,6 @@ pub(crate) fn plan(runtime: &Host, id: &str, tool: &str, arguments: &Value, json
     };
     match runtime.open_app(id, tool, arguments, &options) {
         Ok(view) => {
-            let _ = writeln!(
-                std::io::stderr(),
-                "rho: opening the view of `{}` ({uri}) in your browser: {}",
-                sanitize_line(tool),
-                view.url()
-            );
             open_in_browser(view.url());
             Plan::Serve(Box::new(view))
         }
@@ -70,6 +64,15 @@ pub(crate) fn plan(runtime: &Host, id: &str, tool: &str, arguments: &Value, json
             sanitize_line(&error.to_string())
         )),
     }
+}
+
+/// The line that says a view is opening, and where.
+pub(crate) fn opening(view: &AppView, tool: &str) -> String {
+    format!(
+        "opening the view of `{}` in your browser: {}",
+        sanitize_line(tool),
+        view.url()
+    )
 }
 
 /// The person's locale from the environment (`LC_ALL`, `LANG`), as
@@ -91,58 +94,73 @@ fn locale() -> Option<String> {
 /// view asks to open is opened only when the person at the terminal says
 /// yes; with no terminal it is refused.
 pub(crate) fn serve(runtime: &Host, view: &mut AppView, cancel: &Cancel) {
-    let mut err = std::io::stderr();
-    let _ = writeln!(
-        err,
-        "rho: serving the view until its page is closed or Ctrl-C"
-    );
-    let reason = view.serve(runtime, cancel, |event| {
+    let print = |line: &str| {
+        let _ = writeln!(std::io::stderr(), "rho: {line}");
+    };
+    print("serving the view until its page is closed or Ctrl-C");
+    let ask = |shown: &str| {
         let mut err = std::io::stderr();
-        let _ = match event {
-            AppEvent::Opened => writeln!(err, "rho: the view's page connected"),
+        std::io::stdin().is_terminal() && {
+            let _ = write!(err, "rho: the view asks to open {shown} — open it? [y/N] ");
+            let _ = err.flush();
+            crate::questions::read_answer().is_some_and(|a| matches!(a.trim(), "y" | "Y" | "yes"))
+        }
+    };
+    let reason = serve_with(runtime, view, cancel, print, ask);
+    print(&format!("the view ended: {}", sanitize_line(&reason)));
+}
+
+/// Serves the view until it ends, printing one line per thing it does
+/// (every word of the view's sanitized), and asking `ask` (with the link
+/// as shown) before a link it asks for is opened. Returns why it ended.
+pub(crate) fn serve_with(
+    runtime: &Host,
+    view: &mut AppView,
+    cancel: &Cancel,
+    print: impl Fn(&str),
+    ask: impl Fn(&str) -> bool,
+) -> String {
+    view.serve(runtime, cancel, |event| {
+        match event {
+            AppEvent::Opened => print("the view's page connected"),
             AppEvent::ToolCalled { tool, outcome } => {
                 let how = match outcome {
                     Ok(false) => "answered".to_owned(),
                     Ok(true) => "answered with an error".to_owned(),
-                    Err(why) => format!("refused: {}", sanitize_line(&why)),
+                    Err(why) => format!("refused: {}", shortened(&why)),
                 };
-                writeln!(
-                    err,
-                    "rho: the view called `{}`: {how}",
+                print(&format!(
+                    "the view called `{}`: {how}",
                     sanitize_line(&tool)
-                )
+                ));
             }
             AppEvent::Message { text } => {
-                writeln!(err, "rho: the view says: {}", sanitize_line(&text))
+                print(&format!(
+                    "the view says (a user turn): {}",
+                    sanitize_line(&text)
+                ));
             }
-            AppEvent::ModelContext { text, .. } => writeln!(
-                err,
-                "rho: the view's context for the model: {}",
-                shortened(&text)
-            ),
-            AppEvent::Log { level, text } => writeln!(
-                err,
-                "rho: view log [{}]: {}",
+            AppEvent::ModelContext { text, .. } => {
+                print(&format!(
+                    "the view's context for the model: {}",
+                    shortened(&text)
+                ));
+            }
+            AppEvent::Log { level, text } => print(&format!(
+                "view log [{}]: {}",
                 sanitize_line(&level),
                 shortened(&text)
-            ),
+            )),
             AppEvent::OpenLink { url, .. } => {
                 let shown = sanitize_line(url.as_str());
-                let open = std::io::stdin().is_terminal() && {
-                    let _ = write!(err, "rho: the view asks to open {shown} — open it? [y/N] ");
-                    let _ = err.flush();
-                    crate::questions::read_answer()
-                        .is_some_and(|a| matches!(a.trim(), "y" | "Y" | "yes"))
-                };
-                if open {
+                if ask(&shown) {
                     return Reply::Open;
                 }
-                writeln!(err, "rho: not opened: {shown}")
+                print(&format!("the view asked to open {shown}; not opened"));
             }
-        };
+        }
         Reply::Continue
-    });
-    let _ = writeln!(err, "rho: the view ended: {}", sanitize_line(&reason));
+    })
 }
 
 /// Server text for one line of the terminal, at most 200 characters.

@@ -146,6 +146,13 @@ pub(crate) fn run(
     } else {
         crate::app::Plan::None
     };
+    if let crate::app::Plan::Serve(view) = &app {
+        let _ = writeln!(
+            std::io::stderr(),
+            "rho: {}",
+            crate::app::opening(view, tool)
+        );
+    }
     // A -32042 answer: a person who visited its URLs may send the call
     // again, a few times at most.
     let mut retries = 0;

@@ -30,6 +30,10 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/doctor", "one health row per server"),
     ("/tools", "exported tools [server]"),
     ("/call", "<tool or server:tool> [JSON or key=value...]"),
+    (
+        "/app",
+        "<tool or server:tool> [arguments]: the call, its MCP App view in a browser",
+    ),
     ("/login", "<server>: log in with a browser and start it"),
     (
         "/reconnect",
@@ -53,12 +57,15 @@ pub(crate) enum Command {
     /// `/mcp:<server>:<prompt> [arguments]`: the prompt's user turn (the
     /// whole line, read against the server's prompts).
     Prompt(String),
-    /// `/call <target> [arguments]`.
+    /// `/call <target> [arguments]`, or `/app` (the same call, with the
+    /// tool's MCP App view served to a browser until Ctrl-C).
     Call {
         /// An exported name, or `server:tool`.
         target: String,
         /// The rest of the line: a JSON object or `key=value` words.
         arguments: String,
+        /// `/app`: open the tool's view.
+        app: bool,
     },
     /// `/login <server>`: a browser login, then the server starts.
     Login(String),
@@ -94,19 +101,20 @@ pub(crate) fn parse(line: &str) -> Command {
             [server] => Command::Tools(Some((*server).to_owned())),
             _ => Command::Refused("usage: /tools [server]".into()),
         },
-        "/call" => {
+        "/call" | "/app" => {
             let (target, arguments) = match rest.split_once(char::is_whitespace) {
                 Some((target, arguments)) => (target, arguments.trim()),
                 None => (rest, ""),
             };
             if target.is_empty() {
-                return Command::Refused(
-                    "usage: /call <tool or server:tool> [JSON object or key=value...]".into(),
-                );
+                return Command::Refused(format!(
+                    "usage: {word} <tool or server:tool> [JSON object or key=value...]"
+                ));
             }
             Command::Call {
                 target: target.to_owned(),
                 arguments: arguments.to_owned(),
+                app: word == "/app",
             }
         }
         "/login" => match rest.split_whitespace().collect::<Vec<_>>().as_slice() {
@@ -216,8 +224,8 @@ pub(crate) fn complete(
             .filter(|s| s.starts_with(word))
             .map(|s| Candidate::text(s.clone(), ""))
             .collect(),
-        ["/call"] => call_targets(catalog, word),
-        ["/call", target @ ..] => call_arguments(catalog, target, word),
+        ["/call" | "/app"] => call_targets(catalog, word),
+        ["/call" | "/app", target @ ..] => call_arguments(catalog, target, word),
         [first, ..] if first.starts_with("/mcp:") && !line[..word_start].ends_with('=') => {
             argument_names(catalog, line, word)
         }
@@ -859,14 +867,24 @@ mod tests {
             parse("/call everything:echo message=hi there"),
             Command::Call {
                 target: "everything:echo".into(),
-                arguments: "message=hi there".into()
+                arguments: "message=hi there".into(),
+                app: false,
             }
         );
         assert_eq!(
             parse(r#"/call mcp__everything__echo {"message": "x"}"#),
             Command::Call {
                 target: "mcp__everything__echo".into(),
-                arguments: r#"{"message": "x"}"#.into()
+                arguments: r#"{"message": "x"}"#.into(),
+                app: false,
+            }
+        );
+        assert_eq!(
+            parse("/app pdf:display_pdf url=/tmp/a.pdf"),
+            Command::Call {
+                target: "pdf:display_pdf".into(),
+                arguments: "url=/tmp/a.pdf".into(),
+                app: true,
             }
         );
         assert_eq!(parse("/quit"), Command::Quit);

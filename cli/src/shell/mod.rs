@@ -892,6 +892,16 @@ impl Shell<'_> {
             arguments,
             CallOptions::new().on_progress(on_progress).cancel(cancel),
         );
+        self.call_text(&label, outcome, cancel)
+    }
+
+    /// What a call's outcome shows.
+    fn call_text(
+        &self,
+        label: &str,
+        outcome: Result<rho_host::CallToolResult, ToolCallError>,
+        cancel: &Cancel,
+    ) -> String {
         match outcome {
             // Cancelled by the person, but the server answered first: what
             // they stopped is not shown as if it had gone on.
@@ -916,6 +926,57 @@ impl Shell<'_> {
             }
             Err(error) => sanitize(&crate::questions::call_error_text(&error)).into_owned(),
         }
+    }
+
+    /// `/app`: the call, with the tool's MCP App view served to a browser
+    /// (see `crate::app`) until its page is closed or Ctrl-C; what the
+    /// view does is printed as it happens. Where no browser can open, the
+    /// call's text and a line saying so.
+    fn app(
+        &self,
+        server: &str,
+        tool: &str,
+        arguments: serde_json::Value,
+        cancel: &Cancel,
+    ) -> String {
+        let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
+        let host = self.host();
+        let mut view = match crate::app::plan(&host, server, tool, &arguments, false) {
+            crate::app::Plan::Serve(view) => {
+                self.out
+                    .print(&format!("{label}: {}", crate::app::opening(&view, tool)));
+                view
+            }
+            crate::app::Plan::Explain(line) => {
+                let outcome =
+                    host.call((server, tool), arguments, CallOptions::new().cancel(cancel));
+                return format!("{}\n{line}", self.call_text(&label, outcome, cancel));
+            }
+            crate::app::Plan::None => unreachable!("plan always says why"),
+        };
+        let outcome = host.call((server, tool), arguments, CallOptions::new().cancel(cancel));
+        match &outcome {
+            Ok(result) if !cancel.is_cancelled() => view.tool_result(result.as_sent()),
+            Ok(_) => view.tool_cancelled("the person cancelled the call"),
+            Err(error) => view.tool_cancelled(&crate::questions::call_error_text(error)),
+        }
+        let served = outcome.is_ok() && !cancel.is_cancelled();
+        self.out.print(&self.call_text(&label, outcome, cancel));
+        if !served {
+            return format!("{label}: the view was closed");
+        }
+        self.out
+            .print(&format!("{label}: the view is open; Ctrl-C closes it"));
+        // The editor owns the terminal's input: a link the view asks for
+        // is shown, for the person to open, not opened.
+        let reason = crate::app::serve_with(
+            &host,
+            &mut view,
+            cancel,
+            |line| self.out.print(&format!("{label}: {line}")),
+            |_| false,
+        );
+        format!("{label}: the view ended: {}", sanitize_line(&reason))
     }
 
     /// The message a model would get for `line` and its attachments (all
@@ -1227,7 +1288,11 @@ fn interactive_loop(
                                     shell.out.print(&text);
                                 }));
                             }
-                            Command::Call { target, arguments } => {
+                            Command::Call {
+                                target,
+                                arguments,
+                                app,
+                            } => {
                                 if lock(&shell.running).is_some() {
                                     screen.print("a call is running; Ctrl-C cancels it");
                                     continue;
@@ -1244,7 +1309,11 @@ fn interactive_loop(
                                 let cancel = Cancel::new();
                                 *lock(&shell.running) = Some(cancel.clone());
                                 worker = Some(scope.spawn(move || {
-                                    let text = shell.call(&server, &tool, args, &cancel);
+                                    let text = if app {
+                                        shell.app(&server, &tool, args, &cancel)
+                                    } else {
+                                        shell.call(&server, &tool, args, &cancel)
+                                    };
                                     lock(&shell.running).take();
                                     shell.out.print(&text);
                                 }));
@@ -1664,9 +1733,16 @@ fn plain_loop(shell: &Shell<'_>, stop: &Cancel) {
                     shell.out.print(&text);
                 }
             }
-            Command::Call { target, arguments } => {
+            Command::Call {
+                target,
+                arguments,
+                app,
+            } => {
                 let prepared = shell.prepare_call(&target, &arguments);
                 match prepared {
+                    Ok((server, tool, args)) if app => {
+                        shell.out.print(&shell.app(&server, &tool, args, stop));
+                    }
                     Ok((server, tool, args)) => {
                         shell.out.print(&shell.call(&server, &tool, args, stop));
                     }
