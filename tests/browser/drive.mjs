@@ -11,7 +11,8 @@
 // step that waits. `frame`, where taken, is a URL substring choosing the
 // frames to look in ("about:srcdoc" for a srcdoc frame); without it every
 // frame of the page is searched, nested and cross-origin ones included
-// (an MCP App's view is an iframe in the sandbox proxy's iframe).
+// (an MCP App's view is an iframe in the sandbox proxy's iframe). Only
+// localhost and 127.0.0.1 resolve: the browser never leaves loopback.
 //
 //   goto {url}                       navigate the page; answers {status, url}
 //   waitText {text, frame?}          until a frame's body text contains text; {frame}
@@ -175,7 +176,11 @@ try {
     executablePath: '/usr/bin/chromium',
     headless: true,
     args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
-      '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      '--disable-background-networking', '--disable-component-update', '--disable-sync',
+      // Tests stay on loopback: any other name fails to resolve, at once
+      // and the same on every machine (a view's CDN font, say, is then a
+      // console error, not a download).
+      '--host-resolver-rules=MAP * ~NOTFOUND, EXCLUDE localhost, EXCLUDE 127.0.0.1'],
   });
   const page = await browser.newPage(viewport ? { viewport } : {});
   page.on('console', (m) => result.console.push({ type: m.type(), text: m.text(), url: m.location().url }));

@@ -4,7 +4,8 @@
 //! which embeds the view as a sandboxed `srcdoc` iframe (an opaque
 //! origin). The servers are this test's own, so what it pins is the
 //! driver: nested frames searched, clicks landing there, screenshots
-//! written, and cross-origin access answered as the browser's error.
+//! written, cross-origin access answered as the browser's error, and no
+//! name resolved but loopback.
 
 use std::io::{BufRead, BufReader, Write};
 use std::net::{TcpListener, TcpStream};
@@ -92,6 +93,7 @@ fn the_driver_reaches_a_view_nested_two_origins_deep_and_is_refused_its_parents(
             {"op": "evaluate", "frame": "/proxy", "expression": "document.title"},
             {"op": "fetch", "from": "node", "url": host},
             {"op": "fetch", "from": "page", "frame": "/proxy", "url": host},
+            {"op": "fetch", "from": "page", "url": "https://unpkg.com/"},
         ],
     });
     let result = rho_tests::drive_browser(&steps).unwrap_or_else(|e| panic!("{e}"));
@@ -146,12 +148,23 @@ fn the_driver_reaches_a_view_nested_two_origins_deep_and_is_refused_its_parents(
         "the proxy's origin may not read the host's (no CORS): {result:#}"
     );
 
+    assert!(
+        step(10)["error"].is_string(),
+        "no name but loopback resolves: {result:#}"
+    );
+
     let console = result["console"].as_array().expect("console");
     assert!(
         console
             .iter()
             .any(|m| m["text"] == "the view was clicked" && m["url"] == "about:srcdoc"),
         "the view's console message is collected: {result:#}"
+    );
+    assert!(
+        console.iter().any(|m| m["text"]
+            .as_str()
+            .is_some_and(|t| t.contains("ERR_NAME_NOT_RESOLVED"))),
+        "the browser never leaves loopback: {result:#}"
     );
 }
 
