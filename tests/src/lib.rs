@@ -691,6 +691,107 @@ pub fn browser_opener(dir: &Path, script: &str) -> String {
     )
 }
 
+/// Where the browser tests find Debian's chromium (`apt-get install
+/// chromium`; scripts/test installs it).
+pub const CHROMIUM: &str = "/usr/bin/chromium";
+
+/// Whether a real browser can be driven here: Debian's chromium at
+/// [`CHROMIUM`] and playwright-core installed in tests/servers.
+pub fn browser_available() -> bool {
+    Path::new(CHROMIUM).exists()
+        && tests_dir()
+            .join("servers/node_modules/playwright-core/package.json")
+            .exists()
+}
+
+/// [`browser_available`], for a browser test's first line: when the
+/// browser is missing, a failure under CI (`CI=true`, where scripts/test
+/// installs it), else `false` after saying the test is skipped.
+pub fn can_drive_browser() -> bool {
+    if browser_available() {
+        return true;
+    }
+    let hint = format!(
+        "no browser to drive: needs {CHROMIUM} (`apt-get install chromium`) and playwright-core (`npm ci --prefix tests/servers`); scripts/test installs both"
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{hint}");
+    eprintln!("skipped: {hint}");
+    false
+}
+
+/// Runs a script of browser steps with `tests/browser/drive.mjs` (its
+/// header lists the steps: `goto`, `waitText`, `click`, `evaluate`,
+/// `fetch`, ...) in headless chromium, and answers what it printed: `{ok,
+/// steps: [{op, ok, ms, ...}], console, pageErrors}`, one step entry per
+/// step run.
+///
+/// An error when a step failed, the browser did not start, or the run
+/// outlived its bound (the script's `totalMs`, default 120 s, which the
+/// driver enforces itself, plus 30 s): the driver's message and its whole
+/// output, to print in a panic.
+pub fn drive_browser(steps: &serde_json::Value) -> Result<serde_json::Value, String> {
+    use std::io::Read;
+    let script = scratch_dir("browser").join("steps.json");
+    std::fs::write(&script, steps.to_string()).map_err(|e| format!("write the steps: {e}"))?;
+    let total_ms = steps
+        .get("totalMs")
+        .and_then(serde_json::Value::as_u64)
+        .unwrap_or(120_000);
+    let mut child = std::process::Command::new("node")
+        .arg(tests_dir().join("browser/drive.mjs"))
+        .arg(&script)
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("start node tests/browser/drive.mjs: {e}"))?;
+    // Read on threads, so a full pipe never stalls the driver.
+    let readers = [
+        child
+            .stdout
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+        child
+            .stderr
+            .take()
+            .map(|p| Box::new(p) as Box<dyn Read + Send>),
+    ]
+    .map(|pipe| {
+        std::thread::spawn(move || {
+            let mut text = String::new();
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_string(&mut text);
+            }
+            text
+        })
+    });
+    let until = Instant::now() + Duration::from_millis(total_ms) + Duration::from_secs(30);
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(50)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                break None;
+            }
+        }
+    };
+    let [stdout, stderr] = readers.map(|r| r.join().unwrap_or_default());
+    let Some(status) = status else {
+        return Err(format!(
+            "drive.mjs outlived {total_ms} ms + 30 s and was killed\nstderr: {stderr}\nstdout: {stdout}"
+        ));
+    };
+    match serde_json::from_str::<serde_json::Value>(&stdout) {
+        Ok(result) if status.success() && result["ok"] == true => Ok(result),
+        _ => Err(format!(
+            "drive.mjs failed ({status}): {}\noutput: {stdout}",
+            stderr.trim()
+        )),
+    }
+}
+
 /// Makes a FIFO at `path` with mkfifo(1).
 #[cfg(unix)]
 pub fn mkfifo(path: &Path) {
