@@ -28,6 +28,8 @@
 //                                    still streaming at timeoutMs (SSE) ends there,
 //                                    with truncated: true
 //   sleep {ms}
+//   signal {pid, signal?}            sends a process a signal (default SIGINT):
+//                                    what the page shows when rho stops
 //
 // Prints one JSON object on stdout: {ok, steps: [{op, ok, ms, ...answer}],
 // console: [{type, text, url}], pageErrors: [{message, url}], error?}.
@@ -150,6 +152,10 @@ const ops = {
   async sleep(page, { ms }) {
     await sleep(ms);
     return {};
+  },
+  async signal(page, { pid, signal = 'SIGINT' }) {
+    process.kill(pid, signal);
+    return { pid, signal };
   },
 };
 
