@@ -212,5 +212,6 @@ pub use rho_proto_core::runtime::{
 };
 pub use rho_proto_core::session::{CallError, CancelNotice, Progress, ServerLog};
 pub use rho_proto_core::text::redact::SecretBook;
+pub use rho_proto_core::text::terminal::{sanitize, sanitize_line};
 pub use rho_proto_core::wire::protocol::{CallToolResult, Tool};
 pub use url::Url;
