@@ -252,7 +252,8 @@ impl ViewBridge {
         let params = object.get("params").cloned().unwrap_or(Value::Null);
         let Some(method) = object.get("method").and_then(Value::as_str) else {
             // An answer: only the teardown is asked of a view.
-            if id.as_ref().and_then(Value::as_u64) == self.teardown_id && id.is_some() {
+            if self.teardown_id.is_some() && id.as_ref().and_then(Value::as_u64) == self.teardown_id
+            {
                 self.stage = Stage::Down;
             }
             return None;
@@ -630,6 +631,11 @@ mod tests {
     fn teardown_is_asked_and_done_when_answered() {
         let mut b = bridge();
         ready(&mut b);
+        // An answer nobody asked for ends nothing.
+        for stray in [json!("x"), json!(1), json!(null)] {
+            b.receive(&json!({"jsonrpc": "2.0", "id": stray, "result": {}}));
+            assert!(!b.is_down(), "{stray}");
+        }
         b.teardown("rho is exiting");
         let asked = drain(&mut b);
         assert_eq!(asked[0]["method"], "ui/resource-teardown");
