@@ -39,6 +39,18 @@ fn basic_js() -> PathBuf {
     node_modules().join("@modelcontextprotocol/server-basic-vanillajs/dist/index.js")
 }
 
+/// A copy of the PDF fixture `name` (server-pdf writes to its files, so it
+/// gets a copy of its own in a scratch directory); its path.
+fn pdf_copy(name: &str) -> String {
+    let pdf = rho_tests::scratch_dir("apps-pdf").join(name);
+    std::fs::copy(
+        rho_tests::tests_dir().join("servers/fixtures").join(name),
+        &pdf,
+    )
+    .expect("copy the PDF");
+    pdf.display().to_string()
+}
+
 /// A scene with `config` whose `BROWSER` writes its URL to `url.txt`.
 fn scene(name: &str, runtime: Runtime, config: &str) -> Scene {
     let scene = Scene::new(RHO, &format!("apps-{name}"), runtime).with_config(config);
@@ -208,14 +220,7 @@ fn pdf_view_renders_and_a_hostile_view_or_page_gets_nothing(rt: Runtime) {
     if !can_drive_browser() {
         return;
     }
-    let dir = rho_tests::scratch_dir("apps-pdf-file");
-    let pdf = dir.join("two-pages.pdf");
-    std::fs::copy(
-        rho_tests::tests_dir().join("servers/fixtures/two-pages.pdf"),
-        &pdf,
-    )
-    .expect("copy the PDF");
-    let pdf = pdf.display().to_string();
+    let pdf = pdf_copy("two-pages.pdf");
     let config = format!(
         "{}{}",
         node_server("pdf", &pdf_js(), &["--stdio", &pdf]),
@@ -500,14 +505,7 @@ fn the_shell_opens_a_view_with_app_and_sigint_closes_it(rt: Runtime) {
     // The PDF view on one executor, the system monitor's on the other.
     let (config, line, shows) = match rt {
         Runtime::Smol => {
-            let dir = rho_tests::scratch_dir("apps-shell-pdf");
-            let pdf = dir.join("hello.pdf");
-            std::fs::copy(
-                rho_tests::tests_dir().join("servers/fixtures/hello.pdf"),
-                &pdf,
-            )
-            .expect("copy the PDF");
-            let pdf = pdf.display().to_string();
+            let pdf = pdf_copy("hello.pdf");
             (
                 node_server("pdf", &pdf_js(), &["--stdio", &pdf]),
                 format!("/app pdf:display_pdf url={pdf}\n"),

@@ -446,11 +446,8 @@ impl AppView {
                 let event = match inbound {
                     Inbound::FromView(message) => match self.bridge.receive(&message) {
                         None => None,
-                        Some(ViewAsk::CallTool {
-                            id,
-                            name,
-                            arguments,
-                        }) => {
+                        Some(ask @ (ViewAsk::CallTool { .. } | ViewAsk::ReadResource { .. })) => {
+                            let id = ask.id().cloned().unwrap_or_default();
                             if self.refuse_if_busy(&id, in_flight) {
                                 continue;
                             }
@@ -458,36 +455,7 @@ impl AppView {
                             let (notify, server, calls) =
                                 (self.notify.clone(), self.server.clone(), calls.clone());
                             scope.spawn(move || {
-                                let target = CallTarget::FromApp {
-                                    server: &server,
-                                    tool: &name,
-                                };
-                                let outcome = host
-                                    .call(target, arguments, CallOptions::new().cancel(&calls))
-                                    .map(|result| (result.as_sent(), result.is_error))
-                                    .map_err(|error| error.to_string());
-                                let _ = notify.send(Inbound::CallDone {
-                                    id,
-                                    tool: name,
-                                    outcome,
-                                });
-                            });
-                            None
-                        }
-                        Some(ViewAsk::ReadResource { id, uri }) => {
-                            if self.refuse_if_busy(&id, in_flight) {
-                                continue;
-                            }
-                            in_flight += 1;
-                            let (notify, server, calls) =
-                                (self.notify.clone(), self.server.clone(), calls.clone());
-                            scope.spawn(move || {
-                                let request =
-                                    FeatureRequest::ReadResource(ReadResourceParams { uri });
-                                let outcome = host
-                                    .request(&server, request, CallOptions::new().cancel(&calls))
-                                    .map_err(|error| error.to_string());
-                                let _ = notify.send(Inbound::ReadDone { id, outcome });
+                                let _ = notify.send(carry_out(host, &server, ask, &calls));
                             });
                             None
                         }
@@ -643,6 +611,44 @@ impl AppView {
                 None
             }
         }
+    }
+}
+
+/// Carries out a view's `tools/call` or `resources/read` on its own
+/// server, as its app; the outcome for the view.
+fn carry_out(host: &Host, server: &str, ask: ViewAsk, calls: &Cancel) -> Inbound {
+    let options = CallOptions::new().cancel(calls);
+    match ask {
+        ViewAsk::CallTool {
+            id,
+            name,
+            arguments,
+        } => {
+            let target = CallTarget::FromApp {
+                server,
+                tool: &name,
+            };
+            let outcome = host
+                .call(target, arguments, options)
+                .map(|result| (result.as_sent(), result.is_error))
+                .map_err(|error| error.to_string());
+            Inbound::CallDone {
+                id,
+                tool: name,
+                outcome,
+            }
+        }
+        ViewAsk::ReadResource { id, uri } => {
+            let request = FeatureRequest::ReadResource(ReadResourceParams { uri });
+            let outcome = host
+                .request(server, request, options)
+                .map_err(|error| error.to_string());
+            Inbound::ReadDone { id, outcome }
+        }
+        other => Inbound::ReadDone {
+            id: other.id().cloned().unwrap_or_default(),
+            outcome: Err("not a call or a read".into()),
+        },
     }
 }
 

@@ -86,12 +86,7 @@ pub(crate) struct Shared {
     host_authority: String,
     sandbox_authority: String,
     /// The host page, the proxy page and the view, with their policies.
-    pub(crate) host_page: String,
-    pub(crate) sandbox_page: String,
-    pub(crate) view_html: String,
-    pub(crate) view_csp: String,
-    pub(crate) page_csp: String,
-    pub(crate) sandbox_csp: String,
+    pages: Pages,
     inbox: Sender<Inbound>,
     stream: Mutex<Stream>,
     stopping: AtomicBool,
@@ -167,12 +162,7 @@ impl Origins {
             sandbox_token: bound.sandbox_token,
             host_authority: authority(&bound.host_origin),
             sandbox_authority: authority(&bound.sandbox_origin),
-            host_page: pages.host_page,
-            sandbox_page: pages.sandbox_page,
-            view_html: pages.view_html,
-            view_csp: pages.view_csp,
-            page_csp: pages.page_csp,
-            sandbox_csp: pages.sandbox_csp,
+            pages,
             inbox,
             stream: Mutex::new(Stream::default()),
             stopping: AtomicBool::new(false),
@@ -409,8 +399,9 @@ fn serve(stream: TcpStream, side: Side, shared: &Shared) {
     if !same(token, expected) {
         return refuse(&stream, "404 Not Found");
     }
+    let pages = &shared.pages;
     match (side, request.method.as_str(), route) {
-        (Side::Host, "GET", "app") => html(&stream, &shared.host_page, &shared.page_csp),
+        (Side::Host, "GET", "app") => html(&stream, &pages.host_page, &pages.page_csp),
         (Side::Host, "GET", "events") if same_origin_fetch(&request, authority) => {
             events(stream, shared)
         }
@@ -425,10 +416,8 @@ fn serve(stream: TcpStream, side: Side, shared: &Shared) {
                 Err(_) => refuse(&stream, "400 Bad Request"),
             }
         }
-        (Side::Sandbox, "GET", "sandbox") => {
-            html(&stream, &shared.sandbox_page, &shared.sandbox_csp)
-        }
-        (Side::Sandbox, "GET", "view") => html(&stream, &shared.view_html, &shared.view_csp),
+        (Side::Sandbox, "GET", "sandbox") => html(&stream, &pages.sandbox_page, &pages.sandbox_csp),
+        (Side::Sandbox, "GET", "view") => html(&stream, &pages.view_html, &pages.view_csp),
         _ => refuse(&stream, "403 Forbidden"),
     }
 }

@@ -676,7 +676,7 @@ impl Inventory {
                 .unwrap_or_else(|| ToolCallError::UnknownTool(exported.to_owned())));
         };
         let (slot, health) = self.ready_slot(&tool.server, &health)?;
-        self.still_listed(slot, &tool.tool, health.as_ref())?;
+        self.still_listed(slot, &tool.tool, Caller::Model, health.as_ref())?;
         Ok((slot, tool.tool.clone()))
     }
 
@@ -701,6 +701,7 @@ impl Inventory {
         &self,
         slot: SlotId,
         tool: &str,
+        caller: Caller,
         health: Option<&Health>,
     ) -> Result<(), ToolCallError> {
         let Some(now) = health.and_then(|h| h.tools_now.as_ref()) else {
@@ -708,7 +709,7 @@ impl Inventory {
         };
         let server = &self.slots[slot.0].id;
         match now.iter().find(|t| t.name == tool) {
-            Some(latest) => app_only(server, latest),
+            Some(latest) => caller.may_call(server, latest),
             None => Err(ToolCallError::Withdrawn {
                 server: server.clone(),
                 tool: tool.to_owned(),
@@ -761,17 +762,40 @@ impl Inventory {
         tool: &str,
         health: impl Fn(SlotId) -> Option<Health>,
     ) -> Result<(SlotId, String), ToolCallError> {
+        self.route_own_tool(server, tool, Caller::Model, health)
+    }
+
+    /// Where a call by `server`'s MCP App view of its tool `tool` goes: a
+    /// tool the server lists by that name (never an exported name: a view
+    /// knows its server's names), whose visibility includes `"app"`, under
+    /// the server's allow/deny filter, still listed now.
+    pub fn route_app_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<(SlotId, String), ToolCallError> {
+        self.route_own_tool(server, tool, Caller::App, health)
+    }
+
+    fn route_own_tool(
+        &self,
+        server: &str,
+        tool: &str,
+        caller: Caller,
+        health: impl Fn(SlotId) -> Option<Health>,
+    ) -> Result<(SlotId, String), ToolCallError> {
         let (slot, health) = self.ready_slot(server, &health)?;
         let s = &self.slots[slot.0];
-        let own = if s.tools.iter().any(|t| t.name == tool) {
-            tool
-        } else {
-            match self.registry.get(tool) {
-                Some(exported) if exported.server == server => exported.tool.as_str(),
-                _ => tool,
+        let tool = match caller {
+            Caller::Model if !s.tools.iter().any(|t| t.name == tool) => {
+                match self.registry.get(tool) {
+                    Some(exported) if exported.server == server => exported.tool.as_str(),
+                    _ => tool,
+                }
             }
+            _ => tool,
         };
-        let tool = own;
         let Some(listed) = s.tools.iter().find(|t| t.name == tool) else {
             let added = health
                 .as_ref()
@@ -789,60 +813,14 @@ impl Inventory {
                 available: s.tools.iter().map(|t| t.name.clone()).collect(),
             });
         };
-        app_only(server, listed)?;
+        caller.may_call(server, listed)?;
         if s.config.as_ref().is_some_and(|c| !c.tools.permits(tool)) {
             return Err(ToolCallError::Filtered {
                 server: server.to_owned(),
                 tool: tool.to_owned(),
             });
         }
-        self.still_listed(slot, tool, health.as_ref())?;
-        Ok((slot, tool.to_owned()))
-    }
-
-    /// Where a call by `server`'s MCP App view of its tool `tool` goes: a
-    /// tool the server lists by that name (never an exported name: a view
-    /// knows its server's names), whose visibility includes `"app"`, under
-    /// the server's allow/deny filter, still listed now.
-    pub fn route_app_tool(
-        &self,
-        server: &str,
-        tool: &str,
-        health: impl Fn(SlotId) -> Option<Health>,
-    ) -> Result<(SlotId, String), ToolCallError> {
-        let (slot, health) = self.ready_slot(server, &health)?;
-        let s = &self.slots[slot.0];
-        let now = health.as_ref().and_then(|h| h.tools_now.as_ref());
-        let listed = now
-            .and_then(|now| now.iter().find(|t| t.name == tool))
-            .or_else(|| s.tools.iter().find(|t| t.name == tool));
-        let Some(listed) = listed else {
-            return Err(ToolCallError::NoSuchTool {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                available: s.tools.iter().map(|t| t.name.clone()).collect(),
-            });
-        };
-        let visibility = Visibility::of(listed.meta.as_deref());
-        if !visibility.for_app() {
-            return Err(ToolCallError::NotForApp {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-                visibility,
-            });
-        }
-        if s.config.as_ref().is_some_and(|c| !c.tools.permits(tool)) {
-            return Err(ToolCallError::Filtered {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-            });
-        }
-        if now.is_some_and(|now| !now.iter().any(|t| t.name == tool)) {
-            return Err(ToolCallError::Withdrawn {
-                server: server.to_owned(),
-                tool: tool.to_owned(),
-            });
-        }
+        self.still_listed(slot, tool, caller, health.as_ref())?;
         Ok((slot, tool.to_owned()))
     }
 
@@ -917,6 +895,34 @@ impl Inventory {
             ));
         }
         (!out.is_empty()).then_some(out)
+    }
+}
+
+/// Who calls a server's own tool: the model's side (a person, an agent),
+/// or the server's MCP App view ([`CallTarget::FromApp`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Caller {
+    Model,
+    App,
+}
+
+impl Caller {
+    /// Refuses the call when the tool's visibility leaves this caller out.
+    fn may_call(self, server: &str, tool: &Tool) -> Result<(), ToolCallError> {
+        match self {
+            Caller::Model => app_only(server, tool),
+            Caller::App => {
+                let visibility = Visibility::of(tool.meta.as_deref());
+                if visibility.for_app() {
+                    return Ok(());
+                }
+                Err(ToolCallError::NotForApp {
+                    server: server.to_owned(),
+                    tool: tool.name.clone(),
+                    visibility,
+                })
+            }
+        }
     }
 }
 
