@@ -351,7 +351,11 @@ fn pages(bound: &Bound, nonce: &str, server: &str, tool: &str, view: &ViewResour
         )
         .replace("{{SANDBOX_ORIGIN}}", &bound.sandbox_origin)
         .replace("{{EVENTS}}", &format!("/events/{}", bound.host_token))
-        .replace("{{RPC}}", &format!("/rpc/{}", bound.host_token));
+        .replace("{{RPC}}", &format!("/rpc/{}", bound.host_token))
+        .replace(
+            "{{MAX_HEIGHT}}",
+            &rho_proto_core::features::apps::bridge::MAX_VIEW_HEIGHT.to_string(),
+        );
     let sandbox_page = include_str!("sandbox.html")
         .replace("{{NONCE}}", nonce)
         .replace("{{HOST_ORIGIN}}", &bound.host_origin)

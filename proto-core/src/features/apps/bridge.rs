@@ -30,6 +30,11 @@ const INVALID_PARAMS: i64 = -32602;
 /// The specification's implementation-defined refusal.
 const REFUSED: i64 = -32000;
 
+/// The tallest a view may grow, in CSS pixels: rho's host page sizes the
+/// view's frame to the height the view reports, up to this (its width is
+/// the page's).
+pub const MAX_VIEW_HEIGHT: u32 = 20_000;
+
 /// The longest URL `ui/open-link` may ask to open.
 const MAX_LINK: usize = 2048;
 
@@ -398,6 +403,7 @@ impl ViewBridge {
             "theme": "light",
             "displayMode": "inline",
             "availableDisplayModes": ["inline"],
+            "containerDimensions": {"maxHeight": MAX_VIEW_HEIGHT},
             "platform": "web",
             "userAgent": "rho",
         });
@@ -498,6 +504,10 @@ mod tests {
             "show"
         );
         assert_eq!(init[0]["result"]["hostContext"]["locale"], "en-GB");
+        assert_eq!(
+            init[0]["result"]["hostContext"]["containerDimensions"],
+            json!({"maxHeight": MAX_VIEW_HEIGHT})
+        );
         assert!(!b.is_ready());
         b.receive(&notification("ui/notifications/initialized"));
         let sent = drain(&mut b);
