@@ -98,10 +98,13 @@ pub(crate) fn serve(runtime: &Host, view: &mut AppView, cancel: &Cancel) {
         let _ = writeln!(std::io::stderr(), "rho: {line}");
     };
     print("serving the view until its page is closed or Ctrl-C");
-    let ask = |shown: &str| {
+    let ask = |lines: &str| {
         let mut err = std::io::stderr();
         std::io::stdin().is_terminal() && {
-            let _ = write!(err, "rho: the view asks to open {shown} — open it? [y/N] ");
+            let _ = write!(
+                err,
+                "rho: the view asks to open a link:\n{lines}open it? [y/N] "
+            );
             let _ = err.flush();
             crate::questions::read_answer().is_some_and(|a| matches!(a.trim(), "y" | "Y" | "yes"))
         }
@@ -111,8 +114,9 @@ pub(crate) fn serve(runtime: &Host, view: &mut AppView, cancel: &Cancel) {
 }
 
 /// Serves the view until it ends, printing one line per thing it does
-/// (every word of the view's sanitized), and asking `ask` (with the link
-/// as shown) before a link it asks for is opened. Returns why it ended.
+/// (every word of the view's sanitized), and asking `ask` (with the lines
+/// that show the link: its host apart, its warnings) before a link it
+/// asks for is opened. Returns why it ended.
 pub(crate) fn serve_with(
     runtime: &Host,
     view: &mut AppView,
@@ -151,12 +155,15 @@ pub(crate) fn serve_with(
                 sanitize_line(&level),
                 shortened(&text)
             )),
-            AppEvent::OpenLink { url, .. } => {
-                let shown = sanitize_line(url.as_str());
-                if ask(&shown) {
+            AppEvent::OpenLink { shown, .. } => {
+                let lines = crate::questions::url_lines(&shown);
+                if ask(&lines) {
                     return Reply::Open;
                 }
-                print(&format!("the view asked to open {shown}; not opened"));
+                print(&format!(
+                    "the view asked to open {}; not opened",
+                    sanitize_line(&shown.url)
+                ));
             }
         }
         Reply::Continue

@@ -11,6 +11,9 @@
 //! or page would (read the host page from the view, call another server's
 //! tool, post without the token or from another origin, name another
 //! Host), then stops rho with SIGINT and sees the page say the view ended.
+//! A link the view asks to open is opened only on a yes at the terminal
+//! (`rho_tests::pty`), shown with its host apart; without a terminal it is
+//! shown and not opened.
 //! Where no browser can open (CI without `BROWSER`), the text result and a
 //! line saying how to open the view, exit 0.
 
@@ -536,4 +539,54 @@ fn the_shell_opens_a_view_with_app_and_sigint_closes_it(rt: Runtime) {
     assert_eq!(code, Some(130), "{out}{err}");
     assert!(out.contains("the view is open; Ctrl-C closes it"), "{out}");
     assert!(out.contains("the view ended"), "{out}");
+}
+
+both_executors!(a_link_the_view_asks_for_opens_on_a_yes_at_the_terminal);
+
+fn a_link_the_view_asks_for_opens_on_a_yes_at_the_terminal(rt: Runtime) {
+    if !can_drive_browser() {
+        return;
+    }
+    let scene = scene("link", rt, &node_server("basic", &basic_js(), &["--stdio"]));
+    let url_file = scene.dir().join("url.txt");
+    let _ = std::fs::remove_file(&url_file);
+    let mut command = scene.command();
+    command
+        .args(["mcp", "call", "--app", "basic", "get-time"])
+        .env("BROWSER", scene.dir().join("browser.sh"));
+    // rho on a terminal, answering yes to the link; it ends once the page
+    // is closed (the browser's run is over).
+    let terminal = std::thread::spawn(move || {
+        rho_tests::pty::run_on_terminal(command, &[("open it? [y/N] ", "y\n")], 200)
+    });
+    let deadline = Instant::now() + Duration::from_secs(60);
+    let view = loop {
+        if let Ok(url) = std::fs::read_to_string(&url_file)
+            && !url.is_empty()
+        {
+            break url;
+        }
+        assert!(Instant::now() < deadline, "no view URL within 60 s");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    let link = "https://modelcontextprotocol.io/";
+    drive(vec![
+        json!({"op": "goto", "url": view}),
+        json!({"op": "waitText", "text": "Server Time:", "frame": "/view/"}),
+        json!({"op": "click", "text": "Open Link", "frame": "/view/"}),
+    ]);
+    // The browser opener was given the link, after the yes.
+    let until = Instant::now() + Duration::from_secs(30);
+    while std::fs::read_to_string(&url_file).ok().as_deref() != Some(link) {
+        assert!(Instant::now() < until, "the link was not opened");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let (code, shown) = terminal.join().expect("the terminal");
+    assert_eq!(code, Some(0), "{shown}");
+    assert!(shown.contains("the view asks to open a link:"), "{shown}");
+    assert!(shown.contains("host: modelcontextprotocol.io"), "{shown}");
+    assert!(
+        shown.contains("the view ended: the page was closed"),
+        "{shown}"
+    );
 }

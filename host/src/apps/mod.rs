@@ -41,6 +41,7 @@ use std::time::{Duration, Instant};
 
 use rho_proto_core::features::FeatureRequest;
 use rho_proto_core::features::apps::{ToolUi, ViewAsk, ViewBridge, ViewSetup};
+use rho_proto_core::features::elicitation::{UrlRequest, url_request_from_params};
 use rho_proto_core::features::limit::cap_output;
 use rho_proto_core::features::resources::ReadResourceParams;
 use rho_proto_core::runtime::{CallOptions, CallTarget, Cancel, ToolCallError};
@@ -145,6 +146,10 @@ pub enum AppEvent {
         id: Value,
         /// The link (`http` or `https`).
         url: Url,
+        /// The link as a person should see it before saying yes: its host
+        /// apart (the Unicode spelling beside punycode) and what to be
+        /// wary of, as for a URL a server asks to open.
+        shown: Box<UrlRequest>,
     },
     /// `notifications/message` from the view (server text).
     Log {
@@ -497,7 +502,7 @@ impl AppView {
                 let Some(event) = event else { continue };
                 self.flush();
                 let link = match &event {
-                    AppEvent::OpenLink { id, url } => Some((id.clone(), url.clone())),
+                    AppEvent::OpenLink { id, url, .. } => Some((id.clone(), url.clone())),
                     _ => None,
                 };
                 match (on_event(event), link) {
@@ -595,13 +600,21 @@ impl AppView {
                     params,
                 })
             }
-            ViewAsk::OpenLink { id, url } => match Url::parse(&url) {
-                Ok(url) => Some(AppEvent::OpenLink { id, url }),
-                Err(_) => {
-                    self.bridge.refuse(id, "Invalid URL");
-                    None
+            ViewAsk::OpenLink { id, url } => {
+                let asked = json!({"mode": "url", "url": url,
+                    "message": format!("The view of server `{}` asks to open a link", self.server)});
+                match (Url::parse(&url), url_request_from_params(&asked, false)) {
+                    (Ok(url), Ok(shown)) => Some(AppEvent::OpenLink {
+                        id,
+                        url,
+                        shown: Box::new(shown),
+                    }),
+                    _ => {
+                        self.bridge.refuse(id, "Invalid URL");
+                        None
+                    }
                 }
-            },
+            }
             ViewAsk::Log { level, data } => Some(AppEvent::Log {
                 level,
                 text: match data {
