@@ -2065,3 +2065,74 @@ fn keystrokes_typed_while_a_suggestion_is_asked_cost_no_more_requests(rt: Runtim
     );
     assert!(shell.quit().success());
 }
+
+both_executors!(an_app_view_stays_open_beside_the_prompt_and_ctrl_c_closes_it);
+
+/// `/app` opens server-pdf's view in headless chromium and gives the
+/// prompt back: a call typed meanwhile (`interact`, which the server
+/// answers only through the open view's long poll) is answered by the
+/// view through rho; Ctrl-C with no call running closes the view, and the
+/// page says so.
+fn an_app_view_stays_open_beside_the_prompt_and_ctrl_c_closes_it(rt: Runtime) {
+    if !rho_tests::can_drive_browser() {
+        return;
+    }
+    let browser = rho_tests::tests_dir().join("browser/record-url.sh");
+    let copy_pdf = |scene: &Scene| {
+        std::fs::copy(
+            rho_tests::tests_dir().join("servers/fixtures/hello.pdf"),
+            scene.dir().join("work/hello.pdf"),
+        )
+        .expect("copy the PDF");
+    };
+    let launch = Launch {
+        env: vec![("BROWSER".into(), browser.display().to_string())],
+        prepare: Some(&copy_pdf),
+        columns: 200,
+        ..Launch::default()
+    };
+    let mut shell = Shell::launch(
+        rt,
+        "app-view",
+        &node_server("pdf", &pdf_js(), &["--stdio"]),
+        &launch,
+    );
+    let work = shell.scene.dir().join("work");
+    let pdf = work.join("hello.pdf").display().to_string();
+    shell.keys(&format!("/app pdf:display_pdf url={pdf}\r"));
+    let opened = shell.wait_for("the view is open beside the prompt", SOON);
+    let url = std::fs::read_to_string(work.join("url.txt")).expect("the view's URL");
+    let screen = shell.screen();
+    // display_pdf's result names its view: `"viewUUID":"<uuid>"`.
+    let uuid: String = screen
+        .split("viewUUID")
+        .nth(1)
+        .expect("display_pdf's result names the view")
+        .chars()
+        .skip_while(|c| !c.is_ascii_hexdigit())
+        .take_while(|c| c.is_ascii_hexdigit() || *c == '-')
+        .collect();
+    assert_eq!(uuid.len(), 36, "{screen}");
+    let driver = std::thread::spawn(move || {
+        rho_tests::drive_browser(&serde_json::json!({"timeoutMs": 40_000, "steps": [
+            {"op": "goto", "url": url},
+            {"op": "waitText", "text": "Hello from rho", "frame": "/view/"},
+            {"op": "waitText", "text": "This view has ended", "frame": "/app/"},
+        ]}))
+    });
+    shell.wait_for_after(opened, "the view's page connected", SOON);
+    let mark = shell.mark();
+    shell.keys(&format!(
+        "/call pdf:interact {{\"viewUUID\": \"{uuid}\", \"action\": \"get_text\", \"page\": 1}}\r"
+    ));
+    let answered = shell.wait_for_after(mark, "Page 1", Duration::from_secs(40));
+    shell.wait_for_after(answered, "Hello from rho", SOON);
+    shell.keys("\x03");
+    shell.wait_for_after(answered, "closing the view", SOON);
+    shell.wait_for_after(answered, "the view ended: the person closed it", SOON);
+    driver
+        .join()
+        .expect("the browser")
+        .unwrap_or_else(|story| panic!("{story}"));
+    assert!(shell.quit().success());
+}

@@ -30,10 +30,6 @@ pub(crate) const COMMANDS: &[(&str, &str)] = &[
     ("/doctor", "one health row per server"),
     ("/tools", "exported tools [server]"),
     ("/call", "<tool or server:tool> [JSON or key=value...]"),
-    (
-        "/app",
-        "<tool or server:tool> [arguments]: the call, its MCP App view in a browser",
-    ),
     ("/login", "<server>: log in with a browser and start it"),
     (
         "/reconnect",
@@ -638,6 +634,12 @@ pub(crate) fn help() -> String {
         text.push_str(&format!("  {name:<10} {note}\n"));
     }
     text.push_str("  /mcp:<server>:<prompt> [arguments]  the prompt's user turn\n");
+    // Not in the menu, which shows eight commands: `/app` is `/call`'s
+    // sibling, and completes as it does.
+    text.push_str(
+        "  /app <tool or server:tool> [arguments]  the call, with its MCP App view in a browser,\n\
+         \x20   open beside the prompt (Ctrl-C with no call running closes it)\n",
+    );
     text.push_str(
         "keys:\n\
          \x20 Tab completes commands, prompts, argument names, servers and tools.\n\
@@ -649,7 +651,7 @@ pub(crate) fn help() -> String {
          \x20 then workspace files (inserted as @path). Backspace on an attachment removes\n\
          \x20 it and cancels its read; Enter waits until every read is done. A line that is\n\
          \x20 not a command but carries attachments prints the message a model would get.\n\
-         \x20 Ctrl-C cancels a running call; Ctrl-D or /quit leaves.\n\
+         \x20 Ctrl-C cancels a running call (else closes the newest view); Ctrl-D or /quit leaves.\n\
          \x20 In a server's form: Enter keeps a default or skips an optional field,\n\
          \x20 Ctrl-D declines the form, Ctrl-C cancels it and the call; the form says\n\
          \x20 which answer the server was sent.\n",

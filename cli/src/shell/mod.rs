@@ -270,6 +270,7 @@ pub(crate) fn run(
             Out::Plain
         },
         running: Mutex::new(None),
+        views: Mutex::new(Vec::new()),
         cancel_after_answer,
         suggest: Suggest::default(),
         reads: Mutex::new(BTreeMap::new()),
@@ -381,6 +382,9 @@ struct Shell<'a> {
     out: Out,
     /// The running call's cancel token.
     running: Mutex<Option<Cancel>>,
+    /// The MCP App views open beside the prompt (`/app`), newest last:
+    /// each one's label and the token that closes it.
+    views: Mutex<Vec<(String, Cancel)>>,
     /// The running call's token while a form that Ctrl-C cancelled says
     /// what the server was sent: the responder cancels the call after
     /// that, so the person reads the answer, then the call's end.
@@ -928,17 +932,17 @@ impl Shell<'_> {
         }
     }
 
-    /// `/app`: the call, with the tool's MCP App view served to a browser
-    /// (see `crate::app`) until its page is closed or Ctrl-C; what the
-    /// view does is printed as it happens. Where no browser can open, the
-    /// call's text and a line saying so.
-    fn app(
+    /// `/app`: the call, with the tool's MCP App view opened in a browser
+    /// (see `crate::app`): the call's text, and the view, told the call's
+    /// result, to serve ([`Shell::serve_view`]); no view where no browser
+    /// can open (the text then says so), or when the call did not answer.
+    fn open_app(
         &self,
         server: &str,
         tool: &str,
         arguments: serde_json::Value,
         cancel: &Cancel,
-    ) -> String {
+    ) -> (String, Option<Box<rho_host::apps::AppView>>) {
         let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
         let host = self.host();
         let mut view = match crate::app::plan(&host, server, tool, &arguments, false) {
@@ -950,7 +954,10 @@ impl Shell<'_> {
             crate::app::Plan::Explain(line) => {
                 let outcome =
                     host.call((server, tool), arguments, CallOptions::new().cancel(cancel));
-                return format!("{}\n{line}", self.call_text(&label, outcome, cancel));
+                return (
+                    format!("{}\n{line}", self.call_text(&label, outcome, cancel)),
+                    None,
+                );
             }
             crate::app::Plan::None => unreachable!("plan always says why"),
         };
@@ -961,22 +968,49 @@ impl Shell<'_> {
             Err(error) => view.tool_cancelled(&crate::questions::call_error_text(error)),
         }
         let served = outcome.is_ok() && !cancel.is_cancelled();
-        self.out.print(&self.call_text(&label, outcome, cancel));
-        if !served {
-            return format!("{label}: the view was closed");
+        let text = self.call_text(&label, outcome, cancel);
+        if served {
+            (text, Some(view))
+        } else {
+            (format!("{text}\n{label}: the view was closed"), None)
         }
-        self.out
-            .print(&format!("{label}: the view is open; Ctrl-C closes it"));
-        // The editor owns the terminal's input: a link the view asks for
-        // is shown, for the person to open, not opened.
+    }
+
+    /// Serves an open view until it ends (`close` fires, its page is
+    /// closed), printing what it does; the line that says it ended. The
+    /// editor owns the terminal's input: a link the view asks for is
+    /// shown, for the person to open, not opened.
+    fn serve_view(
+        &self,
+        server: &str,
+        tool: &str,
+        view: &mut rho_host::apps::AppView,
+        close: &Cancel,
+    ) -> String {
+        let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
+        let host = self.host();
         let reason = crate::app::serve_with(
             &host,
-            &mut view,
-            cancel,
+            view,
+            close,
             |line| self.out.print(&format!("{label}: {line}")),
             |_| false,
         );
         format!("{label}: the view ended: {}", sanitize_line(&reason))
+    }
+
+    /// `/app` read from a pipe: the call and its view, served until the
+    /// view ends (its page closed, or `stop`).
+    fn app(&self, server: &str, tool: &str, arguments: serde_json::Value, stop: &Cancel) -> String {
+        let (text, view) = self.open_app(server, tool, arguments, stop);
+        self.out.print(&text);
+        let Some(mut view) = view else {
+            return String::new();
+        };
+        let label = format!("{}:{}", sanitize_line(server), sanitize_line(tool));
+        self.out
+            .print(&format!("{label}: the view is open; Ctrl-C closes it"));
+        self.serve_view(server, tool, &mut view, stop)
     }
 
     /// The message a model would get for `line` and its attachments (all
@@ -1197,7 +1231,7 @@ fn interactive_loop(
                                 let _ = tx.send(Some(crate::questions::CANCEL.to_owned()));
                                 running.is_some()
                             }
-                            None => cancel_running(shell),
+                            None => cancel_running(shell) || close_newest_view(shell),
                         };
                         if !running {
                             screen.print("(Ctrl-D or /quit leaves the shell)");
@@ -1269,6 +1303,12 @@ fn interactive_loop(
                                     screen.print("a call is running; Ctrl-C cancels it");
                                     continue;
                                 }
+                                // Starting a server takes the host from
+                                // the open views' hands.
+                                if !lock(&shell.views).is_empty() {
+                                    screen.print("a view is open; Ctrl-C closes it first");
+                                    continue;
+                                }
                                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
                                 screen.print(&shell.reconnect(&id));
                                 seen = shell.host().servers();
@@ -1277,6 +1317,12 @@ fn interactive_loop(
                             Command::Login(id) => {
                                 if lock(&shell.running).is_some() {
                                     screen.print("a call is running; Ctrl-C cancels it");
+                                    continue;
+                                }
+                                // Starting a server takes the host from
+                                // the open views' hands.
+                                if !lock(&shell.views).is_empty() {
+                                    screen.print("a view is open; Ctrl-C closes it first");
                                     continue;
                                 }
                                 let _ = worker.take().map(std::thread::ScopedJoinHandle::join);
@@ -1309,13 +1355,33 @@ fn interactive_loop(
                                 let cancel = Cancel::new();
                                 *lock(&shell.running) = Some(cancel.clone());
                                 worker = Some(scope.spawn(move || {
-                                    let text = if app {
-                                        shell.app(&server, &tool, args, &cancel)
-                                    } else {
-                                        shell.call(&server, &tool, args, &cancel)
-                                    };
+                                    if !app {
+                                        let text = shell.call(&server, &tool, args, &cancel);
+                                        lock(&shell.running).take();
+                                        shell.out.print(&text);
+                                        return;
+                                    }
+                                    // The view stays open beside the
+                                    // prompt, on a thread of its own: the
+                                    // call slot is free again, and Ctrl-C
+                                    // with no call running closes it.
+                                    let (text, view) = shell.open_app(&server, &tool, args, &cancel);
                                     lock(&shell.running).take();
                                     shell.out.print(&text);
+                                    let Some(mut view) = view else { return };
+                                    let close = Cancel::new();
+                                    let label =
+                                        format!("{}:{}", sanitize_line(&server), sanitize_line(&tool));
+                                    lock(&shell.views).push((label.clone(), close.clone()));
+                                    shell.out.print(&format!(
+                                        "{label}: the view is open beside the prompt; Ctrl-C (with no call running) closes it"
+                                    ));
+                                    scope.spawn(move || {
+                                        let ended = shell.serve_view(&server, &tool, &mut view, &close);
+                                        drop(view);
+                                        lock(&shell.views).retain(|(_, c)| !c.same_as(&close));
+                                        shell.out.print(&ended);
+                                    });
                                 }));
                             }
                             _ => {}
@@ -1335,6 +1401,10 @@ fn interactive_loop(
         }
         if let Some(worker) = worker {
             let _ = worker.join();
+        }
+        // The open views end with the shell (each asked to tear down).
+        for (_, close) in lock(&shell.views).iter() {
+            close.cancel();
         }
     });
     screen.erase();
@@ -1616,6 +1686,19 @@ fn cancel_running(shell: &Shell<'_>) -> bool {
             if !shell.logging_in.load(Ordering::Relaxed) {
                 shell.out.print("cancelling the call…");
             }
+            true
+        }
+        None => false,
+    }
+}
+
+/// Closes the newest open view (Ctrl-C with no call running); whether
+/// there was one.
+fn close_newest_view(shell: &Shell<'_>) -> bool {
+    match lock(&shell.views).last() {
+        Some((label, close)) => {
+            close.cancel();
+            shell.out.print(&format!("{label}: closing the view…"));
             true
         }
         None => false,

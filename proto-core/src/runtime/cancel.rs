@@ -91,6 +91,12 @@ impl Cancel {
         }
     }
 
+    /// Whether `other` is a clone of this token (cancelling one cancels
+    /// the other).
+    pub fn same_as(&self, other: &Cancel) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+
     /// Whether any clone was cancelled.
     pub fn is_cancelled(&self) -> bool {
         self.inner.cancelled.load(Ordering::Acquire)
