@@ -140,6 +140,12 @@ fn drive(steps: Vec<Value>) -> Value {
         .unwrap_or_else(|story| panic!("{story}"))
 }
 
+/// The step that waits until rho has said `text` on stderr (what the view
+/// asked has reached it).
+fn said(serving: &Serving, text: &str) -> Value {
+    json!({"op": "waitFile", "path": serving.dir.join("err.txt"), "contains": text})
+}
+
 /// The steps that stop rho and see the page say so.
 fn stop_and_see_it_end(pid: u32) -> Vec<Value> {
     vec![
@@ -271,6 +277,7 @@ fn pdf_view_renders_and_a_hostile_view_or_page_gets_nothing(rt: Runtime) {
         // its context for the model.
         json!({"op": "click", "selector": "#next-btn", "frame": "/view/"}),
         json!({"op": "waitText", "text": "Page two, through rho", "frame": "/view/"}),
+        said(&serving, "Current Page: 2/2"),
         // A second origin: the view cannot read the host page.
         json!({"op": "evaluate", "frame": "/view/", "expression": "parent.parent.document.body.innerText"}),
         json!({"op": "evaluate", "frame": "/view/", "expression": post("rho-test-other", "get-time")}),
@@ -284,7 +291,7 @@ fn pdf_view_renders_and_a_hostile_view_or_page_gets_nothing(rt: Runtime) {
         move || forged_requests(&page)
     });
     let driven = drive(steps);
-    let cross = &driven["steps"][6];
+    let cross = &driven["steps"][7];
     assert!(
         cross["error"]
             .as_str()
@@ -292,13 +299,13 @@ fn pdf_view_renders_and_a_hostile_view_or_page_gets_nothing(rt: Runtime) {
             .contains("SecurityError"),
         "the view read the host page: {cross}"
     );
-    let other = driven["steps"][7]["value"].as_str().unwrap_or_default();
+    let other = driven["steps"][8]["value"].as_str().unwrap_or_default();
     assert!(
         other.contains("\"error\"") && other.contains("server `pdf` has no tool `get-time`")
             || other.contains("no tool `get-time`"),
         "another server's tool: {other}"
     );
-    let own = driven["steps"][8]["value"].as_str().unwrap_or_default();
+    let own = driven["steps"][9]["value"].as_str().unwrap_or_default();
     assert!(
         own.contains("\"result\"") && own.contains("two-pages.pdf"),
         "its own tool: {own}"
@@ -438,9 +445,17 @@ fn basic_view_buttons_call_message_and_ask_for_a_link(rt: Runtime) {
         json!({"op": "waitText", "text": "Server Time:", "frame": "/view/"}),
         json!({"op": "waitTextGone", "text": "Loading...", "frame": "/view/"}),
         json!({"op": "click", "text": "Get Server Time", "frame": "/view/"}),
+        said(&serving, "the view called `get-time`: answered"),
         json!({"op": "click", "text": "Send Message", "frame": "/view/"}),
+        said(
+            &serving,
+            "the view says (a user turn): This is message text.",
+        ),
         json!({"op": "click", "text": "Open Link", "frame": "/view/"}),
-        json!({"op": "sleep", "ms": 1000}),
+        said(
+            &serving,
+            "the view asked to open https://modelcontextprotocol.io/; not opened",
+        ),
     ];
     steps.extend(stop_and_see_it_end(serving.child.id()));
     let driven = drive(steps);
@@ -570,17 +585,14 @@ fn a_link_the_view_asks_for_opens_on_a_yes_at_the_terminal(rt: Runtime) {
         std::thread::sleep(Duration::from_millis(50));
     };
     let link = "https://modelcontextprotocol.io/";
+    // The browser stays until the opener was given the link (after the
+    // yes): closed sooner, it could take the view's request with it.
     drive(vec![
         json!({"op": "goto", "url": view}),
         json!({"op": "waitText", "text": "Server Time:", "frame": "/view/"}),
         json!({"op": "click", "text": "Open Link", "frame": "/view/"}),
+        json!({"op": "waitFile", "path": url_file, "contains": link, "timeoutMs": 30_000}),
     ]);
-    // The browser opener was given the link, after the yes.
-    let until = Instant::now() + Duration::from_secs(30);
-    while std::fs::read_to_string(&url_file).ok().as_deref() != Some(link) {
-        assert!(Instant::now() < until, "the link was not opened");
-        std::thread::sleep(Duration::from_millis(50));
-    }
     let (code, shown) = terminal.join().expect("the terminal");
     assert_eq!(code, Some(0), "{shown}");
     assert!(shown.contains("the view asks to open a link:"), "{shown}");

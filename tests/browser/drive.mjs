@@ -28,6 +28,8 @@
 //                                    still streaming at timeoutMs (SSE) ends there,
 //                                    with truncated: true
 //   sleep {ms}
+//   waitFile {path, contains}        until the file holds the text (what a
+//                                    browser opener wrote, say)
 //   signal {pid, signal?}            sends a process a signal (default SIGINT):
 //                                    what the page shows when rho stops
 //
@@ -152,6 +154,11 @@ const ops = {
   async sleep(page, { ms }) {
     await sleep(ms);
     return {};
+  },
+  async waitFile(page, { path, contains, timeoutMs }) {
+    const read = () => { try { return readFileSync(path, 'utf8'); } catch { return ''; } };
+    return until(timeoutMs, async () => read().includes(contains) && { path },
+      async () => `${path} holds ${JSON.stringify(read().slice(0, 200))}, not ${JSON.stringify(contains)}`);
   },
   async signal(page, { pid, signal = 'SIGINT' }) {
     process.kill(pid, signal);
