@@ -7,7 +7,8 @@
 //! another (so another origin), which frames the view, served from the
 //! sandbox's origin under the Content-Security-Policy built from the
 //! domains it declared (the restrictive default when it declares none;
-//! `frame-ancestors` so only the proxy can frame it). Each origin has its
+//! `frame-ancestors` naming only rho's two origins, so no other page can
+//! frame it). Each origin has its
 //! own secret token in its paths; every request must name the origin's
 //! own `Host` (no DNS rebinding) and every post the host page's own
 //! `Origin`.
@@ -17,8 +18,8 @@
 //! core's [`ViewBridge`] answers `ui/initialize`, holds the tool's input
 //! and result until the view is ready, and turns the view's requests into
 //! asks, which [`AppView::serve`] carries out (each call on a scoped
-//! thread of its own) through the one door every call takes: a view's `tools/call` goes to
-//! its own server only, for a tool whose visibility includes `"app"`,
+//! thread of its own) through the one door every call takes: a view's
+//! `tools/call` goes to its own server only, for a tool whose visibility includes `"app"`,
 //! under the server's allow/deny filter, with the host's questions
 //! (elicitation) as any call; `resources/read` likewise. What is for the
 //! conversation comes out as an [`AppEvent`]: `ui/message` (the person's
