@@ -34,6 +34,7 @@
 //! | `session` | [`session::SessionInput`] | [`session::check_session`] |
 //! | `http_session` | [`http::HttpInput`] | [`http::check_http_session`] |
 //! | `oauth` | selector byte + text (or answers) | [`check_oauth`] |
+//! | `apps` | lines: a view's messages and rho's moves | [`check_apps`] |
 
 pub mod encode;
 pub mod http;
@@ -623,4 +624,129 @@ pub fn check_reauthorization(data: &[u8], origin: std::time::Instant) {
         login.handle_response(origin, request.id, status, body);
     }
     panic!("a login that never ends");
+}
+
+// ---------------------------------------------------------------------------
+// apps
+
+/// The `apps` target: an MCP App view's dialogue with rho
+/// ([`rho_proto_core::features::apps::ViewBridge`]) and the CSP rho builds
+/// from what a view declares. The input is lines (lossy UTF-8); each is a
+/// message from the view (JSON, or anything else, which must be dropped),
+/// or, after one of these first bytes, something rho does: `R` the tool's
+/// result arrives, `C` the call is cancelled, `T` rho tears the view
+/// down, `A` rho answers the view's last request, `P` the rest is a
+/// view's `_meta.ui.csp`.
+///
+/// Checks: every message rho sends the view is a JSON-RPC 2.0 message
+/// (a notification, a request, or an answer with exactly one of `result`
+/// and `error`); an answer answers a request the view sent (its id as
+/// sent) or nothing rho made up; rho sends no notification before the view
+/// said `ui/notifications/initialized` after a `ui/initialize`; nothing the
+/// view sends before `ui/initialize` becomes an ask; and the CSP header has
+/// its thirteen directives, one space between words, and no source that
+/// could loosen it (`'unsafe-eval'`, a bare `*`, a scheme other than
+/// `https:`/`wss:` or loopback `http:`/`ws:` beside `blob:`/`data:`).
+pub fn check_apps(data: &[u8]) {
+    use rho_proto_core::features::apps::{ViewBridge, ViewCsp, ViewSetup};
+    use serde_json::{Value, json};
+
+    let text = String::from_utf8_lossy(data);
+    let mut bridge = ViewBridge::new(ViewSetup {
+        tool: json!({"name": "show", "inputSchema": {"type": "object"}}),
+        arguments: json!({}),
+        host_info: json!({"name": "rho", "version": "fuzz"}),
+        approved_csp: json!({}),
+        locale: None,
+        time_zone: None,
+    });
+    let mut requested: Vec<Value> = Vec::new();
+    let mut initialize_sent = false;
+    let mut initialized = false;
+    for line in text.split('\n') {
+        let mut chars = line.chars();
+        let first = chars.next();
+        let rest = chars.as_str();
+        match first {
+            Some('R') => bridge.tool_result(json!({"content": [{"type": "text", "text": rest}]})),
+            Some('C') => bridge.tool_cancelled(rest),
+            Some('T') => bridge.teardown(rest),
+            Some('A') => {
+                if let Some(id) = requested.last().cloned() {
+                    bridge.answer(id, Ok(json!({})));
+                }
+            }
+            Some('P') => check_view_csp(&ViewCsp::of(serde_json::from_str(rest).ok().as_ref())),
+            _ => {
+                let message = serde_json::from_str::<Value>(line).unwrap_or(Value::Null);
+                let method = message.get("method").and_then(Value::as_str);
+                let id = message
+                    .get("id")
+                    .filter(|id| id.is_string() || id.is_number());
+                if message.get("jsonrpc").and_then(Value::as_str) == Some("2.0") {
+                    if let (Some(_), Some(id)) = (method, id) {
+                        requested.push(id.clone());
+                    }
+                    match method {
+                        Some("ui/initialize") if id.is_some() => initialize_sent = true,
+                        Some("ui/notifications/initialized") if initialize_sent => {
+                            initialized = true;
+                        }
+                        _ => {}
+                    }
+                }
+                let ask = bridge.receive(&message);
+                if ask.is_some() {
+                    assert!(initialize_sent, "an ask before ui/initialize: {message}");
+                }
+            }
+        }
+        while let Some(out) = bridge.poll_output() {
+            assert_eq!(out["jsonrpc"], "2.0", "{out}");
+            match (out.get("method"), out.get("id")) {
+                (Some(method), _) => {
+                    assert!(method.is_string(), "{out}");
+                    if out.get("id").is_none() {
+                        assert!(initialized, "a notification before initialized: {out}");
+                    }
+                }
+                (None, Some(id)) => {
+                    assert!(
+                        out.get("result").is_some() != out.get("error").is_some(),
+                        "{out}"
+                    );
+                    assert!(requested.contains(id), "an answer to no request: {out}");
+                }
+                (None, None) => panic!("neither a request, a notification nor an answer: {out}"),
+            }
+        }
+    }
+}
+
+/// The CSP built from whatever a view declared: thirteen directives, and
+/// no source that loosens the policy.
+fn check_view_csp(csp: &rho_proto_core::features::apps::ViewCsp) {
+    let header = csp.header("http://127.0.0.1:1 http://127.0.0.1:2");
+    let directives: Vec<&str> = header.split("; ").collect();
+    assert_eq!(directives.len(), 13, "{header}");
+    for directive in directives {
+        assert!(
+            !directive.contains("  ") && !directive.contains(';') && directive.is_ascii(),
+            "{header}"
+        );
+        for source in directive.split(' ').skip(1) {
+            let keyword = matches!(
+                source,
+                "'none'" | "'self'" | "'unsafe-inline'" | "blob:" | "data:"
+            );
+            let origin = source.starts_with("https://")
+                || source.starts_with("wss://")
+                || source.starts_with("http://127.0.0.1:")
+                || source.starts_with("http://localhost")
+                || source.starts_with("ws://127.0.0.1")
+                || source.starts_with("ws://localhost");
+            assert!(keyword || origin, "source {source:?} in {header}");
+            assert!(source != "*" && !source.ends_with("://*"), "{header}");
+        }
+    }
 }

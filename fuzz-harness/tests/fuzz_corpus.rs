@@ -28,11 +28,12 @@ use rho_fuzz_harness::session::{
     Wait, check_session, transcript as session_transcript,
 };
 use rho_fuzz_harness::{
-    Chunked, check_config, check_jsonrpc, check_lines, check_naming, check_oauth, check_sse, decode,
+    Chunked, check_apps, check_config, check_jsonrpc, check_lines, check_naming, check_oauth,
+    check_sse, decode,
 };
 
 /// The fuzz targets, in `fuzz/Cargo.toml` order.
-const TARGETS: [&str; 8] = [
+const TARGETS: [&str; 9] = [
     "jsonrpc",
     "lines",
     "sse",
@@ -41,6 +42,7 @@ const TARGETS: [&str; 8] = [
     "session",
     "http_session",
     "oauth",
+    "apps",
 ];
 
 fn fuzz_dir() -> PathBuf {
@@ -58,6 +60,7 @@ fn check(target: &str, data: &[u8], origin: Instant) {
         "session" => check_session(data, origin),
         "http_session" => check_http_session(data, origin),
         "oauth" => check_oauth(data, origin),
+        "apps" => check_apps(data),
         other => panic!("no check for {other}"),
     }
 }

@@ -270,12 +270,20 @@ impl ViewBridge {
             self.initialize(id);
             return None;
         }
-        if self.stage == Stage::Loading {
-            self.answer(
-                id,
-                Err((REFUSED, format!("`{method}` before `ui/initialize`"))),
-            );
-            return None;
+        match self.stage {
+            Stage::Loading => {
+                self.answer(
+                    id,
+                    Err((REFUSED, format!("`{method}` before `ui/initialize`"))),
+                );
+                return None;
+            }
+            // A view being torn down (or never shown) asks for nothing more.
+            Stage::TearingDown | Stage::Down => {
+                self.refuse(id, "the view is being torn down");
+                return None;
+            }
+            Stage::Initializing | Stage::Ready => {}
         }
         self.request(id, method, params)
     }
@@ -655,5 +663,20 @@ mod tests {
         let mut early = bridge();
         early.teardown("closed");
         assert!(early.is_down(), "a view never initialized is sent nothing");
+        // Nothing a torn-down view asks becomes an ask (found by the
+        // `apps` fuzz target: a teardown before `ui/initialize`).
+        for mut b in [early, {
+            let mut b = bridge();
+            ready(&mut b);
+            b.teardown("closing");
+            drain(&mut b);
+            b
+        }] {
+            assert_eq!(
+                b.receive(&request(5, "tools/call", json!({"name": "x"}))),
+                None
+            );
+            assert_eq!(drain(&mut b)[0]["error"]["code"], REFUSED);
+        }
     }
 }
